@@ -1,0 +1,6 @@
+#include "core/version.h"
+
+const char *pb_version(void)
+{
+	return PB_VERSION;
+}

@@ -1,0 +1,162 @@
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char buf_empty[1];
+
+void buf_init(struct buf *b, size_t max)
+{
+	b->data = buf_empty;
+	b->len = 0;
+	b->alloc = 0;
+	b->max = max;
+}
+
+void buf_release(struct buf *b)
+{
+	if (b->alloc)
+		free(b->data);
+	buf_init(b, b->max);
+}
+
+void buf_reset(struct buf *b)
+{
+	b->len = 0;
+	b->data[0] = '\0';
+}
+
+int buf_grow(struct buf *b, size_t extra)
+{
+	size_t need, n;
+
+	if (extra > b->max - b->len)
+		return err_set(PB_ELIMIT, "buffer limit of %zu bytes reached",
+			       b->max);
+	need = b->len + extra + 1;
+	if (need <= b->alloc)
+		return 0;
+	n = b->alloc ? b->alloc : 64;
+	while (n < need)
+		n = n > ((size_t)-1) / 2 ? need : n * 2;
+	if (b->alloc) {
+		b->data = xrealloc(b->data, n);
+	} else {
+		b->data = xmalloc(n);
+		b->data[0] = '\0';
+	}
+	b->alloc = n;
+	return 0;
+}
+
+int buf_add(struct buf *b, const void *data, size_t len)
+{
+	int rc;
+
+	if (len == 0)
+		return 0;
+	rc = buf_grow(b, len);
+	if (rc)
+		return rc;
+	memcpy(b->data + b->len, data, len);
+	b->len += len;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+int buf_adds(struct buf *b, const char *s)
+{
+	return buf_add(b, s, strlen(s));
+}
+
+int buf_addch(struct buf *b, int c)
+{
+	char ch = (char)c;
+
+	return buf_add(b, &ch, 1);
+}
+
+int buf_addbuf(struct buf *b, const struct buf *other)
+{
+	return buf_add(b, other->data, other->len);
+}
+
+int buf_vaddf(struct buf *b, const char *fmt, va_list ap)
+{
+	va_list cp;
+	int n, rc;
+
+	va_copy(cp, ap);
+	n = vsnprintf(NULL, 0, fmt, cp);
+	va_end(cp);
+	if (n < 0)
+		return err_set(PB_EINVAL, "bad format string");
+	rc = buf_grow(b, (size_t)n);
+	if (rc)
+		return rc;
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+int buf_addf(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = buf_vaddf(b, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int buf_set(struct buf *b, const void *data, size_t len)
+{
+	buf_reset(b);
+	return buf_add(b, data, len);
+}
+
+int buf_sets(struct buf *b, const char *s)
+{
+	return buf_set(b, s, strlen(s));
+}
+
+void buf_truncate(struct buf *b, size_t len)
+{
+	BUG_ON(len > b->len);
+	b->len = len;
+	b->data[len] = '\0';
+}
+
+void buf_rtrim(struct buf *b)
+{
+	while (b->len && strchr(" \t\r\n", b->data[b->len - 1]))
+		b->len--;
+	b->data[b->len] = '\0';
+}
+
+char *buf_detach(struct buf *b, size_t *len)
+{
+	char *p;
+
+	if (len)
+		*len = b->len;
+	if (!b->alloc) {
+		p = xmalloc(1);
+		p[0] = '\0';
+	} else {
+		p = b->data;
+	}
+	buf_init(b, b->max);
+	return p;
+}
+
+int buf_eqs(const struct buf *b, const char *s)
+{
+	size_t n = strlen(s);
+
+	return n == b->len && !memcmp(b->data, s, n);
+}

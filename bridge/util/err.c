@@ -1,0 +1,103 @@
+#include "util/err.h"
+#include "util/limits.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local char err_buf[PB_ERRMSG_MAX];
+
+static void err_vset(const char *fmt, va_list ap, const char *suffix)
+{
+	size_t n;
+
+	vsnprintf(err_buf, sizeof(err_buf), fmt, ap);
+	if (suffix) {
+		n = strlen(err_buf);
+		snprintf(err_buf + n, sizeof(err_buf) - n, ": %s", suffix);
+	}
+}
+
+int err_set(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	err_vset(fmt, ap, NULL);
+	va_end(ap);
+	return code;
+}
+
+int err_set_errno(int code, const char *fmt, ...)
+{
+	int saved = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	err_vset(fmt, ap, strerror(saved));
+	va_end(ap);
+	errno = saved;
+	return code;
+}
+
+int err_prefix(int code, const char *fmt, ...)
+{
+	char old[PB_ERRMSG_MAX];
+	size_t n;
+	va_list ap;
+
+	memcpy(old, err_buf, sizeof(old));
+	va_start(ap, fmt);
+	vsnprintf(err_buf, sizeof(err_buf), fmt, ap);
+	va_end(ap);
+	n = strlen(err_buf);
+	snprintf(err_buf + n, sizeof(err_buf) - n, ": %s", old);
+	return code;
+}
+
+const char *err_msg(void)
+{
+	return err_buf;
+}
+
+void err_clear(void)
+{
+	err_buf[0] = '\0';
+}
+
+const char *err_name(int code)
+{
+	switch (code) {
+	case PB_OK:
+		return "ok";
+	case PB_ENOTFOUND:
+		return "not found";
+	case PB_EINVAL:
+		return "invalid";
+	case PB_ETEMP:
+		return "temporary failure";
+	case PB_EPERM:
+		return "permission denied";
+	case PB_ELIMIT:
+		return "limit exceeded";
+	case PB_EEXISTS:
+		return "already exists";
+	default:
+		return "error";
+	}
+}
+
+void pb_bug(const char *file, int line, const char *fmt, ...)
+{
+	char msg[PB_ERRMSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_msg(LOG_CRIT, "BUG at %s:%d: %s", file, line, msg);
+	abort();
+}

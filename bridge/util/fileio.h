@@ -1,0 +1,45 @@
+/*
+ * fileio - bounded reads and crash-safe writes.
+ *
+ * file_write_atomic() is the only way patchbridge replaces a file: write a
+ * temporary file in the same directory, fsync it, rename it over the
+ * target, fsync the directory.  After a crash the target holds either the
+ * old or the new contents, never a mix (the Maildir and Postfix queue
+ * discipline).  Temporary names start with ".tmp." so a scan can ignore
+ * and later remove leftovers.
+ *
+ * Errors: PB_ETEMP for I/O failures that may pass (ENOSPC, EIO …),
+ * PB_ENOTFOUND for a missing file, PB_EPERM, PB_ELIMIT for a file larger
+ * than the buffer's cap.  All set err_msg().
+ */
+#ifndef PB_UTIL_FILEIO_H
+#define PB_UTIL_FILEIO_H
+
+#include "util/buf.h"
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Replace path with data[0..len), created with mode (before umask). */
+int file_write_atomic(const char *path, const void *data, size_t len,
+		      mode_t mode);
+
+/* Read the whole file into out (appending); PB_ELIMIT past out->max. */
+int file_read(struct buf *out, const char *path);
+
+/* Read everything from fd into out (appending); PB_ELIMIT past max. */
+int fd_read_all(struct buf *out, int fd);
+
+/* Write all of data to fd, retrying on EINTR and short writes. */
+int fd_write_all(int fd, const void *data, size_t len);
+
+/* fsync a directory so a rename or create in it is durable. */
+int dir_fsync(const char *dir);
+
+/* Create a directory and its parents (like mkdir -p). */
+int dir_create(const char *path, mode_t mode);
+
+/* Map an errno value to our codes. */
+int err_from_errno(int e);
+
+#endif

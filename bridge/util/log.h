@@ -1,0 +1,49 @@
+/*
+ * log - the one log facility.
+ *
+ * In the foreground lines go to stderr; as a daemon to syslog facility
+ * "mail" (where Postfix admins look).  Every line carries the calling
+ * thread's correlation id (a Postfix queue id, a Message-ID, or
+ * "group/project!12 v3"), set with log_ctx_set() and cleared with
+ * log_ctx_clear().  Never log tokens or whole message bodies; pass
+ * untrusted text through printable() first.
+ *
+ * Thread safety: log_msg() may be called from any thread; log_open() and
+ * log_set_level() are called once from main() before threads start.
+ */
+#ifndef PB_UTIL_LOG_H
+#define PB_UTIL_LOG_H
+
+#include <syslog.h>
+
+enum log_sink {
+	LOG_SINK_STDERR,
+	LOG_SINK_SYSLOG,
+};
+
+void log_open(const char *ident, enum log_sink sink);
+void log_close(void);
+
+/* Lines above this syslog priority (e.g. LOG_DEBUG) are dropped. */
+void log_set_level(int priority);
+int log_get_level(void);
+
+/* Parse "debug", "info", "notice", "warning", "err"; -1 when unknown. */
+int log_level_from_name(const char *name);
+
+void log_msg(int priority, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_notice(...) log_msg(LOG_NOTICE, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_WARNING, __VA_ARGS__)
+#define log_error(...) log_msg(LOG_ERR, __VA_ARGS__)
+
+/* The calling thread's correlation id (copied, truncated to a safe
+ * printable form).  NULL or "" clears it. */
+void log_ctx_set(const char *ctx);
+void log_ctx_clear(void);
+const char *log_ctx_get(void);
+
+#endif

@@ -1,0 +1,41 @@
+#!/bin/sh
+# The whole test suite, from a fresh clone, as root on Debian 12:
+#   1. install the Debian packages (scripts/install-deps.sh),
+#   2. build with -Werror and run CTest,
+#   3. build with AddressSanitizer + UndefinedBehaviorSanitizer and run
+#      CTest again (the Python-only simulator tests are skipped there:
+#      they exercise no C code).
+# .ci/run runs exactly this.  Build trees: build-ci/ and build-asan/.
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+jobs=$(nproc 2>/dev/null || echo 2)
+
+"$top/scripts/install-deps.sh"
+
+run_suite() { # name cmake-args... ; ctest args come from $CTEST_ARGS
+	name=$1
+	shift
+	echo "== $name: configure and build"
+	cmake -S "$top" -B "$top/$name" -DPB_WERROR=ON "$@" >"$top/$name.cmake.log" 2>&1 ||
+		{ cat "$top/$name.cmake.log"; return 1; }
+	cmake --build "$top/$name" -j "$jobs"
+	echo "== $name: ctest"
+	# shellcheck disable=SC2086
+	(cd "$top/$name" && ctest --output-on-failure -j "$jobs" $CTEST_ARGS)
+}
+
+rc=0
+CTEST_ARGS="" run_suite build-ci -DCMAKE_BUILD_TYPE=RelWithDebInfo || rc=1
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}
+UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export ASAN_OPTIONS UBSAN_OPTIONS
+CTEST_ARGS="-LE forgesim" run_suite build-asan -DCMAKE_BUILD_TYPE=Debug \
+	-DPB_SANITIZE=ON || rc=1
+
+if [ $rc = 0 ]; then
+	echo "== all test suites passed"
+else
+	echo "== FAILED: see the output above"
+fi
+exit $rc
