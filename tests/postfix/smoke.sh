@@ -255,6 +255,11 @@ left=$("$PFBED" pids "$INST")
 pid_alive "$MPID" && fail "milter $MPID still running"
 [ -e "$SOCK" ] && fail "milter socket $SOCK left behind"
 "$PFBED" stop "$INST" >/dev/null || fail "second pfbed stop (idempotence) failed"
+# The instance stays in WORKDIR for inspection, unless pfbed had to put it
+# under /tmp (WORKDIR not reachable by user postfix, or path too long).
+if [ "$RUNDIR" != "$INST" ]; then
+	"$PFBED" clean "$INST" || fail "pfbed clean failed"
+fi
 
 step "PASS in $((SECONDS - T0))s"
 exit 0
