@@ -1,0 +1,251 @@
+/*
+ * store - the state database: everything the daemon needs to resume.
+ *
+ * The one module that knows the storage engine (SQLite in WAL mode); no
+ * SQLite type or SQL text leaves store.c, so another backend (PostgreSQL,
+ * for several MX hosts sharing one bridge) can implement this header.
+ *
+ * Writers and readers: `patchbridge` is the single writer and opens the
+ * database STORE_RW; that runs the schema migrations inside one
+ * transaction, and refuses a database whose schema is newer than this code
+ * knows.  `patchbridge-milter` opens it STORE_RO while the daemon writes:
+ * WAL gives any number of concurrent readers plus one writer, and a reader
+ * sees only committed transactions.
+ *
+ * Permissions for a read-only reader (the milter's user): read access to
+ * the database file and to its "-wal" and "-shm" files, and search (x) on
+ * the directory.  Write access to the directory is not needed because a
+ * STORE_RW connection keeps the -wal and -shm files in place when it
+ * closes (SQLite's persistent-WAL mode).  The files get the database
+ * file's mode, so the usual setup is: a state directory owned by the
+ * daemon's user, group = the milter's group, mode 2750 (setgid, so new
+ * files take that group), and the daemon running with umask 027 (files
+ * 0640).  Read-only -shm access works (SQLite then rebuilds its WAL index
+ * privately for each read), it just costs a little more per transaction.
+ * Until the daemon has created and migrated the database, STORE_RO opens
+ * fail with PB_ENOTFOUND.
+ *
+ * Durability: synchronous=FULL, so after store_commit() (or any write
+ * function outside a transaction) returns 0 the change survives a crash or
+ * power loss.  A crash before that leaves no trace of the transaction.
+ *
+ * Thread safety: a struct store is one connection, opened with
+ * SQLITE_OPEN_NOMUTEX (SQLite's multi-thread mode): use it from one thread
+ * at a time, i.e. open one struct store per thread.  Separate stores in
+ * any threads or processes may share a database file.
+ *
+ * Ownership: records filled by the get/find/list functions own their
+ * strings; free them with the matching _release function (which leaves
+ * the record re-initialised).  An out record must be initialised; what it
+ * held is released before it is filled.  Records passed to put/start
+ * functions are only read and may point at the caller's strings (hence
+ * the const fields); the store copies what it keeps.
+ *
+ * Errors: 0 or a negative code from util/err.h, with err_msg() set:
+ *   PB_ENOTFOUND  no such row (or no database yet, for STORE_RO)
+ *   PB_EEXISTS    the row exists already (insert-or-ignore semantics)
+ *   PB_EINVAL     a field is missing, too long or malformed
+ *   PB_ETEMP      the database is busy or locked, or the disk is full:
+ *                 retry later (a failed transaction is rolled back whole)
+ *   PB_EPERM      write on a read-only store, or file permissions
+ *   PB_ERROR      anything else (corruption, schema too new, ...)
+ * Timestamps are Unix seconds (int64_t).
+ */
+#ifndef PB_CORE_STORE_H
+#define PB_CORE_STORE_H
+
+#include "util/buf.h"
+#include "util/limits.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Caps on what the store accepts; longer input is PB_EINVAL. */
+#define STORE_MSGID_MAX PB_MSGID_MAX
+#define STORE_PROJECT_MAX 1024 /* "group/sub/project" path */
+#define STORE_SHA_MAX 64 /* hex object id: SHA-1 or SHA-256 */
+#define STORE_FORGE_ID_MAX 128 /* GitLab discussion ids are 40 hex */
+#define STORE_DIFF_MAX PB_MAIL_MAX_MAX /* a diff as mailed */
+#define STORE_CURSOR_NAME_MAX 1280 /* "notes:" + project + "!iid" */
+#define STORE_CURSOR_VALUE_MAX 1024
+/* A busy timeout longer than this is PB_EINVAL. */
+#define STORE_BUSY_TIMEOUT_MAX (10 * 60 * 1000)
+#define STORE_BUSY_TIMEOUT_DEFAULT 5000 /* milliseconds */
+
+struct store;
+
+enum store_flags {
+	STORE_RO = 1 << 0, /* read only; the database must exist */
+	STORE_RW = 1 << 1, /* read/write; creates and migrates */
+};
+
+/*
+ * Open the database at path.  flags is exactly one of STORE_RO or
+ * STORE_RW; busy_timeout_ms is how long a statement waits for another
+ * connection's lock before failing with PB_ETEMP.
+ */
+int store_open(struct store **out, const char *path, unsigned flags,
+	       int busy_timeout_ms);
+/* Close; rolls back a transaction left open.  NULL is allowed. */
+void store_free(struct store *st);
+
+/* The schema version of the open database, and the newest one we know. */
+int store_schema_version(struct store *st, int *out);
+int store_schema_latest(void);
+
+/* Full consistency check of the file (slow); PB_ERROR when damaged. */
+int store_check(struct store *st);
+
+/*
+ * Group writes into one transaction.  On a STORE_RW store store_begin()
+ * takes the write lock at once (so no later statement can fail to
+ * upgrade); on STORE_RO it starts a consistent read snapshot.
+ * Transactions do not nest: a second store_begin() is a bug.  When
+ * store_commit() fails, the transaction has been rolled back.  The write
+ * functions below may be called inside or outside a transaction; outside,
+ * each is atomic on its own.
+ */
+int store_begin(struct store *st);
+int store_commit(struct store *st);
+int store_rollback(struct store *st);
+
+/*
+ * Thread map: every mail the bridge sent, keyed by Message-ID (without
+ * the angle brackets).
+ */
+enum store_mail_kind {
+	STORE_MAIL_COVER, /* [PATCH vN 0/M] */
+	STORE_MAIL_PATCH, /* [PATCH vN k/M] */
+	STORE_MAIL_FORGE_COMMENT, /* a forge note mirrored to the list */
+	STORE_MAIL_RECEIPT, /* the bridge's reply about an inbound mail */
+};
+
+enum store_mail_state {
+	STORE_MAIL_PENDING, /* recorded, not yet accepted by the MTA */
+	STORE_MAIL_SENT,
+};
+
+struct store_mail {
+	const char *message_id;
+	const char *project; /* "group/project" */
+	int64_t iid; /* MR iid, > 0 */
+	/* Revision as mailed (1 = v1), or 0 for none; a non-zero revision
+	 * must have been started with store_revision_start(). */
+	int revision;
+	int patch; /* k: 0 = cover letter */
+	int total; /* M */
+	enum store_mail_kind kind;
+	const char *commit_sha; /* the patch's commit; NULL for others */
+	/* The GitLab diff version the mail belongs to; NULL/0 if unknown. */
+	const char *base_sha;
+	const char *start_sha;
+	const char *head_sha;
+	int64_t version_id;
+	/* The diff as mailed (for inline-comment resolution); may be NULL. */
+	const char *diff;
+	size_t diff_len;
+	/* For forge-comment mails: the note and discussion mirrored. */
+	const char *discussion_id;
+	int64_t note_id; /* 0 = none */
+	enum store_mail_state state;
+	int64_t created;
+	int64_t sent; /* 0 while pending */
+};
+
+#define STORE_MAIL_INIT \
+	{               \
+		0       \
+	}
+
+void store_mail_init(struct store_mail *m);
+void store_mail_release(struct store_mail *m);
+const char *store_mail_kind_name(enum store_mail_kind kind);
+
+struct store_mail_list {
+	struct store_mail *items;
+	size_t nr;
+	size_t alloc;
+};
+
+void store_mail_list_release(struct store_mail_list *list);
+
+/*
+ * Record a mail (insert or ignore): PB_EEXISTS, leaving the stored row
+ * unchanged, when the Message-ID is already there; so re-running a series
+ * never duplicates.  m->created is ignored (now is used); m->sent is used
+ * only for state SENT (0 = now).
+ */
+int store_mail_put(struct store *st, const struct store_mail *m);
+/* pending -> sent, at now.  PB_ENOTFOUND for an unknown Message-ID. */
+int store_mail_mark_sent(struct store *st, const char *message_id);
+int store_mail_get(struct store_mail *out, struct store *st,
+		   const char *message_id);
+/* The cover letter (patch 0) or patch k of a mailed revision. */
+int store_mail_find(struct store_mail *out, struct store *st,
+		    const char *project, int64_t iid, int revision, int patch);
+/* Every mail of a revision (appended to out): cover, patches 1..M, then
+ * other mails threaded under them, each group in sending order. */
+int store_mail_list_revision(struct store_mail_list *out, struct store *st,
+			     const char *project, int64_t iid, int revision);
+/* The newest mail mirroring a forge discussion / the mail of a note. */
+int store_mail_by_discussion(struct store_mail *out, struct store *st,
+			     const char *project, const char *discussion_id);
+int store_mail_by_note(struct store_mail *out, struct store *st,
+		       const char *project, int64_t note_id);
+
+/*
+ * Mailed revisions: one row per MR version the bridge mailed.
+ */
+enum store_revision_state {
+	STORE_REVISION_SENDING, /* started; some mails may be pending */
+	STORE_REVISION_SENT,
+};
+
+struct store_revision {
+	const char *project;
+	int64_t iid;
+	int revision; /* 1 = v1 */
+	const char *head_sha;
+	const char *base_sha;
+	const char *start_sha;
+	int64_t version_id; /* GitLab diff version id; 0 = unknown */
+	const char *patch_id; /* identifies the patches' content (rebases) */
+	int patches; /* number of patch mails (M) */
+	const char *cover_msgid;
+	enum store_revision_state state;
+	int64_t created;
+	int64_t sent; /* 0 while sending */
+};
+
+void store_revision_init(struct store_revision *rev);
+void store_revision_release(struct store_revision *rev);
+
+/*
+ * Start mailing a revision: allocate the MR's next revision number
+ * atomically and record rev (its ->revision, ->state and times are
+ * ignored) as SENDING.  *revision gets the number.  A head SHA is mailed
+ * once per MR: when rev->head_sha was already started, nothing changes,
+ * *revision gets the existing number and the result is PB_EEXISTS.
+ */
+int store_revision_start(int *revision, struct store *st,
+			 const struct store_revision *rev);
+int store_revision_mark_sent(struct store *st, const char *project, int64_t iid,
+			     int revision);
+int store_revision_get(struct store_revision *out, struct store *st,
+		       const char *project, int64_t iid, int revision);
+/* The highest-numbered revision of an MR; PB_ENOTFOUND for none. */
+int store_revision_latest(struct store_revision *out, struct store *st,
+			  const char *project, int64_t iid);
+int store_revision_by_head(struct store_revision *out, struct store *st,
+			   const char *project, int64_t iid,
+			   const char *head_sha);
+
+/*
+ * Cursors: named watermarks, e.g. "poll:group/project" -> an ISO 8601
+ * time, "notes:group/project!12" -> the last note id.  get replaces the
+ * contents of out (PB_ELIMIT past out->max).
+ */
+int store_cursor_get(struct buf *out, struct store *st, const char *name);
+int store_cursor_set(struct store *st, const char *name, const char *value);
+
+#endif

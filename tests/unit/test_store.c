@@ -1,0 +1,925 @@
+/*
+ * Tests of the state store: schema migrations, each table's API, and the
+ * properties the daemon and the milter rely on - one writer with readers
+ * in other processes, and no trace of a transaction a crash interrupted.
+ *
+ * The test opens the file with SQLite directly only to do what the
+ * store must refuse or cannot do itself (a too-new schema version, an
+ * independent integrity check).
+ */
+#include "cmocka_all.h"
+#include "core/store.h"
+#include "util/buf.h"
+#include "util/err.h"
+
+#include <sqlite3.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BUSY_MS 5000
+#define SHA1 "1111111111111111111111111111111111111111"
+#define SHA2 "2222222222222222222222222222222222222222"
+#define SHA3 "3333333333333333333333333333333333333333"
+#define BASE "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define START "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
+static char dir[512];
+
+static int setup(void **state)
+{
+	const char *base = getenv("PB_TEST_TMP");
+
+	snprintf(dir, sizeof(dir), "%s/store.XXXXXX", base ? base : "/tmp");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* A fresh database path for one test. */
+static const char *db_path(const char *name)
+{
+	static char path[600];
+
+	snprintf(path, sizeof(path), "%s/%s.db", dir, name);
+	return path;
+}
+
+static struct store *open_rw(const char *path)
+{
+	struct store *st = NULL;
+
+	if (store_open(&st, path, STORE_RW, BUSY_MS))
+		fail_msg("open %s: %s", path, err_msg());
+	return st;
+}
+
+/* Run one statement on the file with SQLite itself. */
+static void raw_exec(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+	sqlite3_close(db);
+}
+
+static void raw_integrity_ok(const char *path)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *s = NULL;
+
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1,
+					    &s, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(s, 0), "ok");
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+}
+
+static int start_rev(struct store *st, const char *project, int64_t iid,
+		     const char *head)
+{
+	struct store_revision rev = { 0 };
+	int n = -1;
+
+	rev.project = project;
+	rev.iid = iid;
+	rev.head_sha = head;
+	rev.base_sha = BASE;
+	rev.start_sha = START;
+	rev.version_id = 100;
+	rev.patch_id = "p1";
+	rev.patches = 2;
+	rev.cover_msgid = "cover@x";
+	if (store_revision_start(&n, st, &rev))
+		fail_msg("start revision: %s", err_msg());
+	return n;
+}
+
+/* A patch mail k/total of revision rev of g/p!1. */
+static void fill_patch(struct store_mail *m, const char *msgid, int rev, int k,
+		       int total, const char *diff)
+{
+	store_mail_init(m);
+	m->message_id = msgid;
+	m->project = "g/p";
+	m->iid = 1;
+	m->revision = rev;
+	m->patch = k;
+	m->total = total;
+	m->kind = k ? STORE_MAIL_PATCH : STORE_MAIL_COVER;
+	m->commit_sha = k ? SHA3 : NULL;
+	m->base_sha = BASE;
+	m->start_sha = START;
+	m->head_sha = SHA1;
+	m->version_id = 100;
+	m->diff = diff;
+	m->diff_len = diff ? strlen(diff) : 0;
+}
+
+static int file_exists(const char *path, const char *suffix)
+{
+	char p[700];
+	struct stat sb;
+
+	snprintf(p, sizeof(p), "%s%s", path, suffix);
+	return stat(p, &sb) == 0;
+}
+
+static void test_open_migrate_reopen(void **state)
+{
+	const char *path = db_path("open");
+	struct store *st;
+	int v = -1;
+
+	st = open_rw(path);
+	assert_int_equal(store_schema_version(st, &v), 0);
+	assert_int_equal(v, store_schema_latest());
+	assert_true(store_schema_latest() >= 1);
+	assert_int_equal(store_check(st), 0);
+	store_free(st);
+	/* WAL files stay after close, for read-only readers. */
+	assert_true(file_exists(path, "-wal"));
+	assert_true(file_exists(path, "-shm"));
+
+	/* Re-opening runs no step twice and keeps the data. */
+	st = open_rw(path);
+	assert_int_equal(store_cursor_set(st, "poll:g/p", "2024-01-01"), 0);
+	store_free(st);
+	st = open_rw(path);
+	assert_int_equal(store_schema_version(st, &v), 0);
+	assert_int_equal(v, store_schema_latest());
+	{
+		struct buf b = BUF_INIT(64);
+
+		assert_int_equal(store_cursor_get(&b, st, "poll:g/p"), 0);
+		assert_string_equal(b.data, "2024-01-01");
+		buf_release(&b);
+	}
+	store_free(st);
+	raw_integrity_ok(path);
+}
+
+static void test_open_errors(void **state)
+{
+	struct store *st = (struct store *)1;
+	const char *path = db_path("errors");
+	int fd;
+
+	assert_int_equal(store_open(&st, path, STORE_RO | STORE_RW, 0),
+			 PB_EINVAL);
+	assert_null(st);
+	assert_int_equal(store_open(&st, path, STORE_RW, -1), PB_EINVAL);
+	assert_int_equal(store_open(&st, "", STORE_RW, 0), PB_EINVAL);
+
+	/* A reader before the daemon ever ran. */
+	assert_int_equal(store_open(&st, path, STORE_RO, 0), PB_ENOTFOUND);
+	assert_non_null(strstr(err_msg(), "does not exist"));
+	assert_null(st);
+	/* ... or after it created the file but before it migrated. */
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(store_open(&st, path, STORE_RO, 0), PB_ENOTFOUND);
+	assert_non_null(strstr(err_msg(), "not initialised"));
+
+	/* Not a database at all. */
+	fd = open(path, O_WRONLY | O_TRUNC);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "garbage garbage garbage garbage!", 32), 32);
+	close(fd);
+	assert_int_equal(store_open(&st, path, STORE_RW, 0), PB_ERROR);
+	assert_null(st);
+}
+
+static void test_refuse_newer_schema(void **state)
+{
+	const char *path = db_path("newer");
+	struct store *st = NULL;
+
+	store_free(open_rw(path));
+	raw_exec(path, "PRAGMA user_version = 999");
+
+	assert_int_equal(store_open(&st, path, STORE_RW, BUSY_MS), PB_ERROR);
+	assert_null(st);
+	assert_non_null(strstr(err_msg(), "newer"));
+	assert_non_null(strstr(err_msg(), "999"));
+	assert_int_equal(store_open(&st, path, STORE_RO, BUSY_MS), PB_ERROR);
+	assert_non_null(strstr(err_msg(), "newer"));
+
+	/* Nothing was changed by the refused opens. */
+	raw_exec(path, "PRAGMA user_version = 1000");
+	assert_int_equal(store_open(&st, path, STORE_RW, BUSY_MS), PB_ERROR);
+	assert_non_null(strstr(err_msg(), "1000"));
+}
+
+static void test_read_only_store(void **state)
+{
+	const char *path = db_path("ro");
+	struct store *rw = open_rw(path), *ro = NULL;
+	struct store_mail m, got = STORE_MAIL_INIT;
+
+	assert_int_equal(start_rev(rw, "g/p", 1, SHA1), 1);
+	fill_patch(&m, "ro-1@x", 1, 1, 2, "diff");
+	assert_int_equal(store_mail_put(rw, &m), 0);
+
+	assert_int_equal(store_open(&ro, path, STORE_RO, BUSY_MS), 0);
+	assert_int_equal(store_mail_get(&got, ro, "ro-1@x"), 0);
+	assert_string_equal(got.diff, "diff");
+	fill_patch(&m, "ro-2@x", 1, 2, 2, NULL);
+	assert_int_equal(store_mail_put(ro, &m), PB_EPERM);
+	assert_int_equal(store_cursor_set(ro, "x", "y"), PB_EPERM);
+	/* A read snapshot on the reader. */
+	assert_int_equal(store_begin(ro), 0);
+	assert_int_equal(store_mail_get(&got, ro, "ro-1@x"), 0);
+	assert_int_equal(store_mail_put(rw, &m), 0);
+	assert_int_equal(store_mail_get(&got, ro, "ro-2@x"), PB_ENOTFOUND);
+	assert_int_equal(store_commit(ro), 0);
+	assert_int_equal(store_mail_get(&got, ro, "ro-2@x"), 0);
+
+	store_mail_release(&got);
+	store_free(ro);
+	store_free(rw);
+}
+
+static void test_mail_roundtrip(void **state)
+{
+	const char *path = db_path("mail");
+	struct store *st = open_rw(path);
+	struct store_mail m, got = STORE_MAIL_INIT;
+	size_t big_len = 3 * 1024 * 1024;
+	char *big = malloc(big_len + 1);
+
+	memset(big, 'd', big_len);
+	big[big_len] = '\0';
+	assert_int_equal(start_rev(st, "g/p", 1, SHA1), 1);
+
+	fill_patch(&m, "pb-v1-1.2-g.p.1.111@bridge", 1, 1, 2, big);
+	assert_int_equal(store_mail_put(st, &m), 0);
+	assert_int_equal(store_mail_get(&got, st, m.message_id), 0);
+	assert_string_equal(got.message_id, m.message_id);
+	assert_string_equal(got.project, "g/p");
+	assert_int_equal(got.iid, 1);
+	assert_int_equal(got.revision, 1);
+	assert_int_equal(got.patch, 1);
+	assert_int_equal(got.total, 2);
+	assert_int_equal(got.kind, STORE_MAIL_PATCH);
+	assert_string_equal(got.commit_sha, SHA3);
+	assert_string_equal(got.base_sha, BASE);
+	assert_string_equal(got.start_sha, START);
+	assert_string_equal(got.head_sha, SHA1);
+	assert_int_equal(got.version_id, 100);
+	assert_int_equal(got.diff_len, big_len);
+	assert_memory_equal(got.diff, big, big_len);
+	assert_null(got.discussion_id);
+	assert_int_equal(got.note_id, 0);
+	assert_int_equal(got.state, STORE_MAIL_PENDING);
+	assert_true(got.created > 0);
+	assert_int_equal(got.sent, 0);
+
+	/* Insert or ignore: the second put changes nothing. */
+	fill_patch(&m, "pb-v1-1.2-g.p.1.111@bridge", 1, 1, 2, "other");
+	assert_int_equal(store_mail_put(st, &m), PB_EEXISTS);
+	assert_int_equal(store_mail_get(&got, st, m.message_id), 0);
+	assert_int_equal(got.diff_len, big_len);
+
+	/* Another Message-ID for the same patch slot is refused too. */
+	fill_patch(&m, "dup-slot@bridge", 1, 1, 2, NULL);
+	assert_int_equal(store_mail_put(st, &m), PB_EEXISTS);
+	assert_int_equal(store_mail_get(&got, st, "dup-slot@bridge"),
+			 PB_ENOTFOUND);
+
+	assert_int_equal(store_mail_mark_sent(st, "pb-v1-1.2-g.p.1.111@bridge"),
+			 0);
+	assert_int_equal(store_mail_get(&got, st, "pb-v1-1.2-g.p.1.111@bridge"),
+			 0);
+	assert_int_equal(got.state, STORE_MAIL_SENT);
+	assert_true(got.sent >= got.created);
+	assert_int_equal(store_mail_mark_sent(st, "nope@x"), PB_ENOTFOUND);
+
+	assert_int_equal(store_mail_find(&got, st, "g/p", 1, 1, 1), 0);
+	assert_string_equal(got.message_id, "pb-v1-1.2-g.p.1.111@bridge");
+	assert_int_equal(store_mail_find(&got, st, "g/p", 1, 1, 2),
+			 PB_ENOTFOUND);
+	assert_int_equal(store_mail_find(&got, st, "g/p", 1, 2, 1),
+			 PB_ENOTFOUND);
+
+	store_mail_release(&got);
+	free(big);
+	store_free(st);
+}
+
+static void test_mail_validation(void **state)
+{
+	const char *path = db_path("valid");
+	struct store *st = open_rw(path);
+	struct store_mail m, got = STORE_MAIL_INIT;
+	char *longid = malloc(STORE_MSGID_MAX + 2);
+
+	assert_int_equal(start_rev(st, "g/p", 1, SHA1), 1);
+	memset(longid, 'x', STORE_MSGID_MAX + 1);
+	longid[STORE_MSGID_MAX + 1] = '\0';
+	fill_patch(&m, longid, 1, 1, 2, NULL);
+	assert_int_equal(store_mail_put(st, &m), PB_EINVAL);
+	assert_non_null(strstr(err_msg(), "too long"));
+	assert_int_equal(store_mail_get(&got, st, longid), PB_EINVAL);
+	longid[STORE_MSGID_MAX] = '\0'; /* exactly at the cap is fine */
+	fill_patch(&m, longid, 1, 1, 2, NULL);
+	assert_int_equal(store_mail_put(st, &m), 0);
+
+	fill_patch(&m, "", 1, 1, 2, NULL);
+	assert_int_equal(store_mail_put(st, &m), PB_EINVAL);
+	fill_patch(&m, "a@x", 1, 3, 2, NULL); /* k > M */
+	assert_int_equal(store_mail_put(st, &m), PB_EINVAL);
+	fill_patch(&m, "a@x", 0, 1, 2, NULL); /* a patch needs a revision */
+	assert_int_equal(store_mail_put(st, &m), PB_EINVAL);
+	fill_patch(&m, "a@x", 1, 1, 2, NULL);
+	m.kind = STORE_MAIL_COVER; /* a cover is patch 0 */
+	assert_int_equal(store_mail_put(st, &m), PB_EINVAL);
+	fill_patch(&m, "a@x", 1, 1, 2, NULL);
+	m.commit_sha = "not-hex";
+	assert_int_equal(store_mail_put(st, &m), PB_EINVAL);
+	fill_patch(&m, "a@x", 1, 1, 2, NULL);
+	m.iid = 0;
+	assert_int_equal(store_mail_put(st, &m), PB_EINVAL);
+	/* The revision must have been started (foreign key). */
+	fill_patch(&m, "a@x", 7, 1, 2, NULL);
+	assert_int_equal(store_mail_put(st, &m), PB_EINVAL);
+	assert_non_null(strstr(err_msg(), "FOREIGN KEY"));
+	assert_int_equal(store_mail_get(&got, st, "a@x"), PB_ENOTFOUND);
+	assert_int_equal(store_mail_get(&got, st, longid), 0);
+	assert_int_equal(strlen(got.message_id), STORE_MSGID_MAX);
+
+	store_mail_release(&got);
+	free(longid);
+	store_free(st);
+}
+
+static void test_mail_lists_and_forge_ids(void **state)
+{
+	const char *path = db_path("list");
+	struct store *st = open_rw(path);
+	struct store_mail m, got = STORE_MAIL_INIT;
+	struct store_mail_list list = { 0 };
+	char id[64];
+	int k;
+
+	assert_int_equal(start_rev(st, "g/p", 1, SHA1), 1);
+	/* A forge comment first, then the series out of order. */
+	store_mail_init(&m);
+	m.message_id = "comment-1@x";
+	m.project = "g/p";
+	m.iid = 1;
+	m.revision = 1;
+	m.patch = 2;
+	m.total = 3;
+	m.kind = STORE_MAIL_FORGE_COMMENT;
+	m.discussion_id = "d00d";
+	m.note_id = 501;
+	m.state = STORE_MAIL_SENT;
+	assert_int_equal(store_mail_put(st, &m), 0);
+	m.message_id = "comment-2@x";
+	m.note_id = 502;
+	m.state = STORE_MAIL_PENDING;
+	assert_int_equal(store_mail_put(st, &m), 0);
+	for (k = 3; k >= 0; k--) {
+		snprintf(id, sizeof(id), "series-%d@x", k);
+		fill_patch(&m, id, 1, k, 3, NULL);
+		assert_int_equal(store_mail_put(st, &m), 0);
+	}
+
+	assert_int_equal(store_mail_list_revision(&list, st, "g/p", 1, 1), 0);
+	assert_int_equal(list.nr, 6);
+	for (k = 0; k <= 3; k++) {
+		snprintf(id, sizeof(id), "series-%d@x", k);
+		assert_string_equal(list.items[k].message_id, id);
+	}
+	assert_string_equal(list.items[4].message_id, "comment-1@x");
+	assert_string_equal(list.items[5].message_id, "comment-2@x");
+	assert_int_equal(list.items[4].state, STORE_MAIL_SENT);
+	assert_true(list.items[4].sent > 0);
+	store_mail_list_release(&list);
+	assert_int_equal(store_mail_list_revision(&list, st, "g/p", 1, 2), 0);
+	assert_int_equal(list.nr, 0);
+	store_mail_list_release(&list);
+
+	assert_int_equal(store_mail_by_discussion(&got, st, "g/p", "d00d"), 0);
+	assert_string_equal(got.message_id, "comment-2@x");
+	assert_int_equal(store_mail_by_note(&got, st, "g/p", 501), 0);
+	assert_string_equal(got.message_id, "comment-1@x");
+	assert_string_equal(got.discussion_id, "d00d");
+	assert_int_equal(store_mail_by_note(&got, st, "other/p", 501),
+			 PB_ENOTFOUND);
+	assert_int_equal(store_mail_by_discussion(&got, st, "g/p", "x"),
+			 PB_ENOTFOUND);
+
+	/* A comment on an MR that was never mailed has no revision. */
+	store_mail_init(&m);
+	m.message_id = "loose@x";
+	m.project = "g/p";
+	m.iid = 9;
+	m.kind = STORE_MAIL_FORGE_COMMENT;
+	assert_int_equal(store_mail_put(st, &m), 0);
+	assert_int_equal(store_mail_get(&got, st, "loose@x"), 0);
+	assert_int_equal(got.revision, 0);
+
+	store_mail_release(&got);
+	store_free(st);
+}
+
+static void test_revision_numbers(void **state)
+{
+	const char *path = db_path("rev");
+	struct store *st = open_rw(path);
+	struct store_revision rev = { 0 }, got = { 0 };
+	int n = 0;
+
+	assert_int_equal(store_revision_latest(&got, st, "g/p", 1),
+			 PB_ENOTFOUND);
+	assert_int_equal(start_rev(st, "g/p", 1, SHA1), 1);
+	assert_int_equal(start_rev(st, "g/p", 1, SHA2), 2);
+	/* Numbers are per MR. */
+	assert_int_equal(start_rev(st, "g/p", 2, SHA1), 1);
+	assert_int_equal(start_rev(st, "g/q", 1, SHA1), 1);
+	assert_int_equal(start_rev(st, "g/p", 1, SHA3), 3);
+
+	/* A head is mailed once: the existing number comes back. */
+	rev.project = "g/p";
+	rev.iid = 1;
+	rev.head_sha = SHA2;
+	assert_int_equal(store_revision_start(&n, st, &rev), PB_EEXISTS);
+	assert_int_equal(n, 2);
+	assert_int_equal(store_revision_latest(&got, st, "g/p", 1), 0);
+	assert_int_equal(got.revision, 3);
+
+	assert_int_equal(store_revision_by_head(&got, st, "g/p", 1, SHA2), 0);
+	assert_int_equal(got.revision, 2);
+	assert_string_equal(got.project, "g/p");
+	assert_int_equal(got.iid, 1);
+	assert_string_equal(got.base_sha, BASE);
+	assert_string_equal(got.start_sha, START);
+	assert_int_equal(got.version_id, 100);
+	assert_string_equal(got.patch_id, "p1");
+	assert_int_equal(got.patches, 2);
+	assert_string_equal(got.cover_msgid, "cover@x");
+	assert_int_equal(got.state, STORE_REVISION_SENDING);
+	assert_true(got.created > 0);
+	assert_int_equal(got.sent, 0);
+	assert_int_equal(store_revision_by_head(&got, st, "g/p", 2, SHA2),
+			 PB_ENOTFOUND);
+
+	assert_int_equal(store_revision_mark_sent(st, "g/p", 1, 2), 0);
+	assert_int_equal(store_revision_get(&got, st, "g/p", 1, 2), 0);
+	assert_int_equal(got.state, STORE_REVISION_SENT);
+	assert_true(got.sent > 0);
+	assert_int_equal(store_revision_mark_sent(st, "g/p", 1, 9),
+			 PB_ENOTFOUND);
+	assert_int_equal(store_revision_get(&got, st, "g/p", 1, 9),
+			 PB_ENOTFOUND);
+
+	rev.head_sha = "xyz";
+	assert_int_equal(store_revision_start(&n, st, &rev), PB_EINVAL);
+	rev.head_sha = NULL;
+	assert_int_equal(store_revision_start(&n, st, &rev), PB_EINVAL);
+
+	store_revision_release(&got);
+	store_free(st);
+}
+
+static void test_cursors(void **state)
+{
+	const char *path = db_path("cursor");
+	struct store *st = open_rw(path);
+	struct buf b = BUF_INIT(64), tiny = BUF_INIT(4);
+
+	assert_int_equal(store_cursor_get(&b, st, "notes:g/p!12"),
+			 PB_ENOTFOUND);
+	assert_int_equal(store_cursor_set(st, "notes:g/p!12", "1000"), 0);
+	assert_int_equal(store_cursor_set(st, "notes:g/p!12", "1007"), 0);
+	assert_int_equal(
+		store_cursor_set(st, "poll:g/p", "2024-05-01T10:00:00Z"), 0);
+	assert_int_equal(store_cursor_get(&b, st, "notes:g/p!12"), 0);
+	assert_string_equal(b.data, "1007");
+	assert_int_equal(store_cursor_get(&b, st, "poll:g/p"), 0);
+	assert_string_equal(b.data, "2024-05-01T10:00:00Z");
+	assert_int_equal(store_cursor_get(&tiny, st, "poll:g/p"), PB_ELIMIT);
+	assert_int_equal(store_cursor_set(st, "", "x"), PB_EINVAL);
+	buf_release(&b);
+	buf_release(&tiny);
+	store_free(st);
+}
+
+static void test_transactions(void **state)
+{
+	const char *path = db_path("tx");
+	struct store *st = open_rw(path);
+	struct buf b = BUF_INIT(64);
+
+	assert_int_equal(store_begin(st), 0);
+	assert_int_equal(store_cursor_set(st, "a", "1"), 0);
+	assert_int_equal(store_cursor_set(st, "b", "2"), 0);
+	assert_int_equal(store_rollback(st), 0);
+	assert_int_equal(store_cursor_get(&b, st, "a"), PB_ENOTFOUND);
+
+	assert_int_equal(store_begin(st), 0);
+	assert_int_equal(store_cursor_set(st, "a", "1"), 0);
+	/* A failing call inside leaves the transaction usable. */
+	assert_int_equal(store_cursor_set(st, NULL, "x"), PB_EINVAL);
+	assert_int_equal(start_rev(st, "g/p", 1, SHA1), 1);
+	assert_int_equal(start_rev(st, "g/p", 1, SHA2), 2);
+	assert_int_equal(store_commit(st), 0);
+	assert_int_equal(store_cursor_get(&b, st, "a"), 0);
+	assert_string_equal(b.data, "1");
+
+	/* A second writer waits for the first, then fails with ETEMP. */
+	{
+		struct store *other = NULL;
+
+		assert_int_equal(store_open(&other, path, STORE_RW, 50), 0);
+		assert_int_equal(store_begin(st), 0);
+		assert_int_equal(store_cursor_set(other, "c", "3"), PB_ETEMP);
+		assert_int_equal(store_commit(st), 0);
+		assert_int_equal(store_cursor_set(other, "c", "3"), 0);
+		store_free(other);
+	}
+	/* Closing with a transaction open rolls it back. */
+	assert_int_equal(store_begin(st), 0);
+	assert_int_equal(store_cursor_set(st, "d", "4"), 0);
+	store_free(st);
+	st = open_rw(path);
+	assert_int_equal(store_cursor_get(&b, st, "d"), PB_ENOTFOUND);
+	buf_release(&b);
+	store_free(st);
+}
+
+/*
+ * One writer, one reader in another process.  The parent writes 1000 thread
+ * map rows in transactions of TX_ROWS; the child reads the revision's mails
+ * in a loop through a read-only store.  The reader must never fail except
+ * with PB_ETEMP, never see a count go down, never see part of a
+ * transaction, and must end up seeing every row.
+ */
+#define CONC_ROWS 1000
+#define TX_ROWS 10
+
+static int reader_child(const char *path, int ready_fd)
+{
+	struct store *st = NULL;
+	struct store_mail_list list = { 0 };
+	time_t deadline = time(NULL) + 60;
+	size_t last = 0, seen_states = 0;
+	long temp = 0;
+	int rc;
+
+	rc = store_open(&st, path, STORE_RO, BUSY_MS);
+	if (rc) {
+		fprintf(stderr, "reader: open: %s\n", err_msg());
+		return 1;
+	}
+	if (write(ready_fd, "r", 1) != 1)
+		return 1;
+	close(ready_fd);
+	for (;;) {
+		rc = store_mail_list_revision(&list, st, "g/p", 1, 1);
+		if (rc == PB_ETEMP) {
+			temp++;
+			store_mail_list_release(&list);
+			continue;
+		}
+		if (rc) {
+			fprintf(stderr, "reader: %s\n", err_msg());
+			return 1;
+		}
+		if (list.nr < last || list.nr % TX_ROWS) {
+			fprintf(stderr, "reader: saw %zu rows after %zu\n",
+				list.nr, last);
+			return 1;
+		}
+		if (list.nr != last)
+			seen_states++;
+		last = list.nr;
+		store_mail_list_release(&list);
+		if (last == CONC_ROWS)
+			break;
+		if (time(NULL) > deadline) {
+			fprintf(stderr, "reader: stuck at %zu rows\n", last);
+			return 1;
+		}
+	}
+	store_free(st);
+	fprintf(stderr, "reader: %zu distinct counts, %ld busy retries\n",
+		seen_states, temp);
+	return 0;
+}
+
+static void test_concurrent_reader_writer(void **state)
+{
+	const char *path = db_path("conc");
+	struct store *st;
+	struct store_mail m;
+	char id[64];
+	int pipefd[2], i, j, status, rc;
+	long temp = 0;
+	pid_t pid;
+
+	st = open_rw(path);
+	assert_int_equal(start_rev(st, "g/p", 1, SHA1), 1);
+	store_free(st);
+
+	assert_int_equal(pipe(pipefd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(pipefd[0]);
+		_exit(reader_child(path, pipefd[1]));
+	}
+	close(pipefd[1]);
+	{
+		char c;
+
+		assert_int_equal(read(pipefd[0], &c, 1), 1);
+		close(pipefd[0]);
+	}
+
+	st = open_rw(path);
+	for (i = 0; i < CONC_ROWS; i += TX_ROWS) {
+again:
+		rc = store_begin(st);
+		for (j = 0; !rc && j < TX_ROWS; j++) {
+			snprintf(id, sizeof(id), "conc-%d@x", i + j + 1);
+			fill_patch(&m, id, 1, i + j + 1, CONC_ROWS, "diff");
+			rc = store_mail_put(st, &m);
+		}
+		if (!rc)
+			rc = store_commit(st);
+		else
+			store_rollback(st);
+		if (rc == PB_ETEMP) {
+			temp++;
+			goto again;
+		}
+		if (rc)
+			fail_msg("writer: %s", err_msg());
+	}
+	store_free(st);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	raw_integrity_ok(path);
+}
+
+/*
+ * Crash safety: a writer killed with SIGKILL inside a large transaction
+ * (big enough to spill uncommitted pages into the WAL) leaves no trace of
+ * it; what it committed before stays.
+ */
+static void crash_child(const char *path, int ready_fd)
+{
+	static char diff[16 * 1024];
+	struct store *st = NULL;
+	struct store_mail m;
+	char id[64];
+	int k;
+
+	memset(diff, '+', sizeof(diff) - 1);
+	if (store_open(&st, path, STORE_RW, BUSY_MS))
+		_exit(1);
+	/* Committed: patches 1..10. */
+	if (store_begin(st))
+		_exit(1);
+	for (k = 1; k <= 10; k++) {
+		snprintf(id, sizeof(id), "crash-%d@x", k);
+		fill_patch(&m, id, 1, k, 500, diff);
+		if (store_mail_put(st, &m))
+			_exit(1);
+	}
+	if (store_commit(st))
+		_exit(1);
+	/* Never committed: patches 11..500, about 8 MB. */
+	if (store_begin(st))
+		_exit(1);
+	for (k = 11; k <= 500; k++) {
+		snprintf(id, sizeof(id), "crash-%d@x", k);
+		fill_patch(&m, id, 1, k, 500, diff);
+		if (store_mail_put(st, &m))
+			_exit(1);
+	}
+	if (write(ready_fd, "w", 1) != 1)
+		_exit(1);
+	for (;;)
+		pause();
+}
+
+static void test_crash_mid_transaction(void **state)
+{
+	const char *path = db_path("crash");
+	struct store *st;
+	struct store_mail_list list = { 0 };
+	struct store_mail got = STORE_MAIL_INIT;
+	int pipefd[2], status;
+	char wal[700], c;
+	struct stat sb;
+	pid_t pid;
+
+	st = open_rw(path);
+	assert_int_equal(start_rev(st, "g/p", 1, SHA1), 1);
+	store_free(st);
+
+	assert_int_equal(pipe(pipefd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(pipefd[0]);
+		crash_child(path, pipefd[1]);
+	}
+	close(pipefd[1]);
+	assert_int_equal(read(pipefd[0], &c, 1), 1);
+	close(pipefd[0]);
+	/* The uncommitted transaction really reached the WAL file. */
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	assert_int_equal(stat(wal, &sb), 0);
+	assert_true(sb.st_size > 1024 * 1024);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+
+	st = open_rw(path);
+	assert_int_equal(store_check(st), 0);
+	assert_int_equal(store_mail_list_revision(&list, st, "g/p", 1, 1), 0);
+	assert_int_equal(list.nr, 10);
+	store_mail_list_release(&list);
+	assert_int_equal(store_mail_get(&got, st, "crash-10@x"), 0);
+	assert_int_equal(store_mail_get(&got, st, "crash-11@x"), PB_ENOTFOUND);
+	store_mail_release(&got);
+	store_free(st);
+	raw_integrity_ok(path);
+}
+
+/* Killed at a random moment while committing small transactions. */
+static void test_crash_random_point(void **state)
+{
+	const char *path = db_path("crash2");
+	struct store *st;
+	struct store_mail_list list = { 0 };
+	struct timespec ts = { 0, 150 * 1000 * 1000 };
+	int status, k;
+	pid_t pid;
+
+	st = open_rw(path);
+	assert_int_equal(start_rev(st, "g/p", 1, SHA1), 1);
+	store_free(st);
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct store_mail m;
+		char id[64];
+
+		if (store_open(&st, path, STORE_RW, BUSY_MS))
+			_exit(1);
+		for (k = 1; k <= 100000; k++) {
+			if (k % 5 == 1 && store_begin(st))
+				_exit(1);
+			snprintf(id, sizeof(id), "r-%d@x", k);
+			fill_patch(&m, id, 1, k, 100000, "x");
+			if (store_mail_put(st, &m))
+				_exit(1);
+			if (k % 5 == 0 && store_commit(st))
+				_exit(1);
+		}
+		_exit(2);
+	}
+	nanosleep(&ts, NULL);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+
+	st = open_rw(path);
+	assert_int_equal(store_check(st), 0);
+	assert_int_equal(store_mail_list_revision(&list, st, "g/p", 1, 1), 0);
+	print_message("killed after %zu committed rows\n", list.nr);
+	assert_int_equal(list.nr % 5, 0);
+	for (k = 0; k < (int)list.nr; k++)
+		assert_int_equal(list.items[k].patch, k + 1);
+	store_mail_list_release(&list);
+	store_free(st);
+	raw_integrity_ok(path);
+}
+
+/*
+ * The milter's user may read the files but not write the directory.  Needs
+ * root to switch to an unprivileged user; skipped otherwise.
+ */
+static int reader_as_nobody(const char *path)
+{
+	struct store *st = NULL;
+	struct store_mail m = STORE_MAIL_INIT;
+	pid_t pid = fork();
+	int status, rc;
+
+	if (pid == 0) {
+		if (setgid(65534) || setuid(65534))
+			_exit(77);
+		if (access(path, R_OK))
+			_exit(77); /* a parent directory is closed to us */
+		rc = store_open(&st, path, STORE_RO, BUSY_MS);
+		if (!rc)
+			rc = store_mail_get(&m, st, "perm@x");
+		if (rc)
+			fprintf(stderr, "nobody: %s\n", err_msg());
+		store_mail_release(&m);
+		store_free(st);
+		_exit(rc ? 100 - rc : 0);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+static void test_reader_permissions(void **state)
+{
+	char sub[600], path[700], p[720];
+	struct store *st, *daemon;
+	struct store_mail m;
+	int rc;
+
+	if (geteuid() != 0)
+		skip();
+	/* mkdtemp() made the test directory 0700. */
+	assert_int_equal(chmod(dir, 0711), 0);
+	snprintf(sub, sizeof(sub), "%s/perm", dir);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	snprintf(path, sizeof(path), "%s/state.db", sub);
+	st = open_rw(path);
+	assert_int_equal(start_rev(st, "g/p", 1, SHA1), 1);
+	fill_patch(&m, "perm@x", 1, 1, 2, NULL);
+	assert_int_equal(store_mail_put(st, &m), 0);
+	store_free(st);
+	assert_int_equal(chmod(path, 0644), 0);
+	snprintf(p, sizeof(p), "%s-wal", path);
+	assert_int_equal(chmod(p, 0644), 0);
+	snprintf(p, sizeof(p), "%s-shm", path);
+	assert_int_equal(chmod(p, 0644), 0);
+
+	/* Daemon stopped: the kept -wal/-shm are enough. */
+	rc = reader_as_nobody(path);
+	if (rc == 77)
+		skip();
+	assert_int_equal(rc, 0);
+	/* Daemon running with a transaction in progress. */
+	daemon = open_rw(path);
+	assert_int_equal(store_begin(daemon), 0);
+	assert_int_equal(store_cursor_set(daemon, "x", "y"), 0);
+	assert_int_equal(reader_as_nobody(path), 0);
+	assert_int_equal(store_commit(daemon), 0);
+	assert_int_equal(reader_as_nobody(path), 0);
+	store_free(daemon);
+
+	/* Without them, the reader fails cleanly (not a crash). */
+	snprintf(p, sizeof(p), "%s-wal", path);
+	assert_int_equal(unlink(p), 0);
+	snprintf(p, sizeof(p), "%s-shm", path);
+	assert_int_equal(unlink(p), 0);
+	rc = reader_as_nobody(path);
+	assert_true(rc > 0 && rc != 77);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_open_migrate_reopen),
+		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_refuse_newer_schema),
+		cmocka_unit_test(test_read_only_store),
+		cmocka_unit_test(test_mail_roundtrip),
+		cmocka_unit_test(test_mail_validation),
+		cmocka_unit_test(test_mail_lists_and_forge_ids),
+		cmocka_unit_test(test_revision_numbers),
+		cmocka_unit_test(test_cursors),
+		cmocka_unit_test(test_transactions),
+		cmocka_unit_test(test_concurrent_reader_writer),
+		cmocka_unit_test(test_crash_mid_transaction),
+		cmocka_unit_test(test_crash_random_point),
+		cmocka_unit_test(test_reader_permissions),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
