@@ -91,6 +91,40 @@ static const char *const migrations[] = {
 	" value TEXT NOT NULL,"
 	" updated INTEGER NOT NULL);"
 	"PRAGMA user_version = 1;",
+
+	/* 2: the inbound side - spooled mails and forge writes. */
+	"CREATE TABLE inbound ("
+	" message_id TEXT PRIMARY KEY NOT NULL,"
+	" spool_name TEXT NOT NULL,"
+	" project TEXT,"
+	" iid INTEGER CHECK (iid > 0),"
+	" revision INTEGER CHECK (revision > 0),"
+	" patch INTEGER CHECK (patch >= 0),"
+	" classification TEXT NOT NULL,"
+	" state TEXT NOT NULL CHECK (state IN ('received', 'applying',"
+	"  'applied', 'ignored', 'failed', 'dead')),"
+	" attempts INTEGER NOT NULL CHECK (attempts >= 0),"
+	" next_attempt INTEGER NOT NULL,"
+	" last_error TEXT,"
+	" created INTEGER NOT NULL,"
+	" updated INTEGER NOT NULL);"
+	"CREATE INDEX inbound_due ON inbound (next_attempt, created)"
+	" WHERE state IN ('received', 'failed');"
+	"CREATE INDEX inbound_state ON inbound (state, created);"
+	"CREATE TABLE forge_actions ("
+	" message_id TEXT NOT NULL,"
+	" action_index INTEGER NOT NULL CHECK (action_index >= 0),"
+	" kind TEXT NOT NULL,"
+	" marker TEXT NOT NULL,"
+	" state TEXT NOT NULL CHECK (state IN ('intent', 'done', 'failed')),"
+	" note_id INTEGER,"
+	" discussion_id TEXT,"
+	" attempts INTEGER NOT NULL CHECK (attempts >= 0),"
+	" last_error TEXT,"
+	" created INTEGER NOT NULL,"
+	" updated INTEGER NOT NULL,"
+	" PRIMARY KEY (message_id, action_index));"
+	"PRAGMA user_version = 2;",
 };
 
 #define SCHEMA_LATEST ((int)ARRAY_SIZE(migrations))
@@ -140,6 +174,43 @@ enum {
 	RC_SENT,
 };
 
+#define IN_COLS                                                       \
+	"message_id, spool_name, project, iid, revision, patch,"      \
+	" classification, state, attempts, next_attempt, last_error," \
+	" created, updated"
+enum {
+	IC_MSGID,
+	IC_SPOOL,
+	IC_PROJECT,
+	IC_IID,
+	IC_REVISION,
+	IC_PATCH,
+	IC_CLASS,
+	IC_STATE,
+	IC_ATTEMPTS,
+	IC_NEXT,
+	IC_ERROR,
+	IC_CREATED,
+	IC_UPDATED,
+};
+
+#define ACT_COLS                                                  \
+	"message_id, action_index, kind, marker, state, note_id," \
+	" discussion_id, attempts, last_error, created, updated"
+enum {
+	AC_MSGID,
+	AC_INDEX,
+	AC_KIND,
+	AC_MARKER,
+	AC_STATE,
+	AC_NOTE,
+	AC_DISCUSSION,
+	AC_ATTEMPTS,
+	AC_ERROR,
+	AC_CREATED,
+	AC_UPDATED,
+};
+
 enum stmt_id {
 	S_BEGIN,
 	S_BEGIN_IMMEDIATE,
@@ -161,6 +232,18 @@ enum stmt_id {
 	S_REV_GET,
 	S_REV_LATEST,
 	S_REV_BY_HEAD,
+	S_IN_RECORD,
+	S_IN_CLAIM,
+	S_IN_FINISH,
+	S_IN_RECOVER,
+	S_IN_LIST,
+	S_IN_GET,
+	S_ACT_INSERT,
+	S_ACT_AGAIN,
+	S_ACT_GET,
+	S_ACT_COMPLETE,
+	S_ACT_FAIL,
+	S_ACT_LIST,
 	S_CURSOR_GET,
 	S_CURSOR_SET,
 	S_NR
@@ -220,6 +303,50 @@ static const char *const stmt_sql[S_NR] = {
 	[S_REV_BY_HEAD] = "SELECT " REV_COLS " FROM revisions"
 			  " WHERE project = ?1 AND iid = ?2 AND head_sha = ?3",
 
+	[S_IN_RECORD] = "INSERT INTO inbound (" IN_COLS ")"
+			" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'received', 0,"
+			" ?8, NULL, ?9, ?9)"
+			" ON CONFLICT (message_id) DO NOTHING",
+	/* One statement, so the pick and the update are one write. */
+	[S_IN_CLAIM] = "UPDATE inbound SET state = 'applying',"
+		       " attempts = attempts + 1, updated = ?1"
+		       " WHERE message_id = (SELECT message_id FROM inbound"
+		       "  WHERE state IN ('received', 'failed')"
+		       "  AND next_attempt <= ?1"
+		       "  ORDER BY next_attempt, created, rowid LIMIT 1)"
+		       " AND state IN ('received', 'failed')"
+		       " RETURNING " IN_COLS,
+	[S_IN_FINISH] = "UPDATE inbound SET state = ?2,"
+			" next_attempt = COALESCE(?3, next_attempt),"
+			" last_error = ?4, updated = ?5"
+			" WHERE message_id = ?1 AND state = 'applying'",
+	[S_IN_RECOVER] = "UPDATE inbound SET state = 'received', updated = ?1"
+			 " WHERE state = 'applying'",
+	[S_IN_LIST] = "SELECT " IN_COLS " FROM inbound WHERE state = ?1"
+		      " ORDER BY created, rowid LIMIT ?2",
+	[S_IN_GET] = "SELECT " IN_COLS " FROM inbound WHERE message_id = ?1",
+
+	[S_ACT_INSERT] = "INSERT INTO forge_actions (" ACT_COLS ")"
+			 " VALUES (?1, ?2, ?3, ?4, 'intent', NULL, NULL, 1,"
+			 " NULL, ?5, ?5)"
+			 " ON CONFLICT (message_id, action_index) DO NOTHING",
+	[S_ACT_AGAIN] = "UPDATE forge_actions SET state = 'intent',"
+			" attempts = attempts + 1, updated = ?3"
+			" WHERE message_id = ?1 AND action_index = ?2"
+			" AND state != 'done'",
+	[S_ACT_GET] = "SELECT " ACT_COLS " FROM forge_actions"
+		      " WHERE message_id = ?1 AND action_index = ?2",
+	[S_ACT_COMPLETE] = "UPDATE forge_actions SET state = 'done',"
+			   " note_id = ?3, discussion_id = ?4,"
+			   " last_error = NULL, updated = ?5"
+			   " WHERE message_id = ?1 AND action_index = ?2",
+	[S_ACT_FAIL] = "UPDATE forge_actions SET state = 'failed',"
+		       " last_error = ?3, updated = ?4"
+		       " WHERE message_id = ?1 AND action_index = ?2"
+		       " AND state != 'done'",
+	[S_ACT_LIST] = "SELECT " ACT_COLS " FROM forge_actions"
+		       " WHERE message_id = ?1 ORDER BY action_index",
+
 	[S_CURSOR_GET] = "SELECT value FROM cursors WHERE name = ?1",
 	[S_CURSOR_SET] = "INSERT INTO cursors (name, value, updated)"
 			 " VALUES (?1, ?2, ?3) ON CONFLICT (name)"
@@ -250,6 +377,21 @@ static const char *const mail_state_names[] = {
 static const char *const revision_state_names[] = {
 	[STORE_REVISION_SENDING] = "sending",
 	[STORE_REVISION_SENT] = "sent",
+};
+
+static const char *const inbound_state_names[] = {
+	[STORE_INBOUND_RECEIVED] = "received",
+	[STORE_INBOUND_APPLYING] = "applying",
+	[STORE_INBOUND_APPLIED] = "applied",
+	[STORE_INBOUND_IGNORED] = "ignored",
+	[STORE_INBOUND_FAILED] = "failed",
+	[STORE_INBOUND_DEAD] = "dead",
+};
+
+static const char *const action_state_names[] = {
+	[STORE_ACTION_INTENT] = "intent",
+	[STORE_ACTION_DONE] = "done",
+	[STORE_ACTION_FAILED] = "failed",
 };
 
 static int64_t now(void)
@@ -359,6 +501,22 @@ static int check_sha(const char *what, const char *s, int required)
 	return 0;
 }
 
+/* A short lowercase name: kinds and classifications. */
+static int check_token(const char *what, const char *s)
+{
+	const char *p;
+	int rc = check_str(what, s, STORE_TOKEN_MAX, 1);
+
+	if (rc)
+		return rc;
+	for (p = s; *p; p++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789-_", *p))
+			return err_set(PB_EINVAL,
+				       "state db: %s is not a lowercase token",
+				       what);
+	return 0;
+}
+
 static int check_mr(const char *project, int64_t iid)
 {
 	int rc = check_str("project", project, STORE_PROJECT_MAX, 1);
@@ -434,6 +592,27 @@ static void q_textn(struct query *q, int i, const char *s, size_t len)
 					       SQLITE_STATIC, SQLITE_UTF8));
 	else
 		q_bound(q, sqlite3_bind_null(q->stmt, i));
+}
+
+/*
+ * An error or reason text: cut to STORE_ERROR_MAX bytes (at a UTF-8
+ * character boundary) rather than refused; NULL and "" bind NULL.
+ */
+static void q_error(struct query *q, int i, const char *s)
+{
+	size_t n;
+
+	if (!s || !*s) {
+		q_text(q, i, NULL);
+		return;
+	}
+	n = strnlen(s, STORE_ERROR_MAX + 1);
+	if (n > STORE_ERROR_MAX) {
+		n = STORE_ERROR_MAX;
+		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;
+	}
+	q_textn(q, i, s, n);
 }
 
 static void q_int(struct query *q, int i, int64_t v)
@@ -520,6 +699,38 @@ static int col_enum(struct query *q, int i, const char *const *names, size_t nr)
 			       q->st->path, q->what,
 			       (const char *)sqlite3_column_text(q->stmt, i));
 	return v;
+}
+
+/*
+ * An atomic unit of several statements: its own write transaction, or a
+ * savepoint when the caller has a transaction open.  unit_end() commits
+ * (ok) or rolls back, and returns rc or the commit's failure.
+ */
+static int unit_begin(struct store *st, int *nested)
+{
+	*nested = !sqlite3_get_autocommit(st->db);
+	return run(st, *nested ? S_SAVEPOINT : S_BEGIN_IMMEDIATE, "begin");
+}
+
+static int unit_end(struct store *st, int nested, int ok, int rc)
+{
+	int rc2;
+
+	if (sqlite3_get_autocommit(st->db))
+		return rc; /* SQLite rolled it back already (I/O error...) */
+	if (ok) {
+		rc2 = run(st, nested ? S_RELEASE : S_COMMIT, "commit");
+		if (!rc2)
+			return rc;
+		rc = rc2;
+	}
+	if (nested) {
+		run(st, S_ROLLBACK_TO, "roll back");
+		run(st, S_RELEASE, "roll back");
+	} else if (!sqlite3_get_autocommit(st->db)) {
+		run(st, S_ROLLBACK, "roll back");
+	}
+	return rc;
 }
 
 static int read_version(struct store *st, int *out)
@@ -1339,6 +1550,520 @@ int store_revision_by_head(struct store_revision *out, struct store *st,
 	q_int(&q, 2, iid);
 	q_text(&q, 3, head_sha);
 	return revision_one(out, &q, project, iid);
+}
+
+/* Inbound journal. */
+
+void store_inbound_init(struct store_inbound *in)
+{
+	memset(in, 0, sizeof(*in));
+}
+
+void store_inbound_release(struct store_inbound *in)
+{
+	free((char *)in->message_id);
+	free((char *)in->spool_name);
+	free((char *)in->project);
+	free((char *)in->classification);
+	free((char *)in->last_error);
+	store_inbound_init(in);
+}
+
+const char *store_inbound_state_name(enum store_inbound_state state)
+{
+	if ((size_t)state >= ARRAY_SIZE(inbound_state_names))
+		return "unknown";
+	return inbound_state_names[state];
+}
+
+int store_inbound_state_from_name(enum store_inbound_state *out,
+				  const char *name)
+{
+	char qb[PB_LOG_QUOTE_MAX];
+	int v = name_index(inbound_state_names, ARRAY_SIZE(inbound_state_names),
+			   name);
+
+	if (v < 0)
+		return err_set(PB_EINVAL, "unknown inbound state '%s'",
+			       quote(qb, sizeof(qb), name));
+	*out = (enum store_inbound_state)v;
+	return 0;
+}
+
+void store_inbound_list_release(struct store_inbound_list *list)
+{
+	size_t i;
+
+	for (i = 0; i < list->nr; i++)
+		store_inbound_release(&list->items[i]);
+	free(list->items);
+	list->items = NULL;
+	list->nr = list->alloc = 0;
+}
+
+static int inbound_from_row(struct store_inbound *in, struct query *q)
+{
+	sqlite3_stmt *s = q->stmt;
+	int state;
+
+	state = col_enum(q, IC_STATE, inbound_state_names,
+			 ARRAY_SIZE(inbound_state_names));
+	if (state < 0)
+		return state;
+	store_inbound_release(in);
+	in->message_id = col_str(s, IC_MSGID);
+	in->spool_name = col_str(s, IC_SPOOL);
+	in->project = col_str(s, IC_PROJECT);
+	in->iid = col_int(s, IC_IID);
+	in->revision = (int)col_int(s, IC_REVISION);
+	in->patch = (int)col_int(s, IC_PATCH);
+	in->classification = col_str(s, IC_CLASS);
+	in->state = (enum store_inbound_state)state;
+	in->attempts = (int)col_int(s, IC_ATTEMPTS);
+	in->next_attempt = col_int(s, IC_NEXT);
+	in->last_error = col_str(s, IC_ERROR);
+	in->created = col_int(s, IC_CREATED);
+	in->updated = col_int(s, IC_UPDATED);
+	return 0;
+}
+
+static int inbound_one(struct store_inbound *out, struct query *q,
+		       const char *missing)
+{
+	int rc = q_step(q);
+
+	if (rc == 1)
+		rc = inbound_from_row(out, q);
+	else if (rc == 0)
+		rc = err_set(PB_ENOTFOUND, "state db: %s", missing);
+	q_end(q);
+	return rc;
+}
+
+int store_inbound_record(struct store *st, const struct store_inbound *in)
+{
+	char qb[PB_LOG_QUOTE_MAX];
+	struct query q;
+	int64_t t = now();
+	int rc, target = in->project && *in->project;
+
+	if ((rc = check_str("Message-ID", in->message_id, STORE_MSGID_MAX,
+			    1)) ||
+	    (rc = check_str("spool name", in->spool_name, STORE_SPOOL_NAME_MAX,
+			    1)) ||
+	    (rc = check_token("classification", in->classification)))
+		return rc;
+	if (strchr(in->spool_name, '/') || in->spool_name[0] == '.')
+		return err_set(PB_EINVAL, "state db: bad spool name '%s'",
+			       quote(qb, sizeof(qb), in->spool_name));
+	if (target && ((rc = check_mr(in->project, in->iid))))
+		return rc;
+	if (target && (in->revision < 0 || in->patch < 0))
+		return err_set(PB_EINVAL, "state db: bad inbound target");
+	if (in->next_attempt < 0)
+		return err_set(PB_EINVAL, "state db: bad next attempt time");
+
+	rc = q_start(&q, st, S_IN_RECORD, "record inbound mail");
+	if (rc)
+		return rc;
+	q_text(&q, 1, in->message_id);
+	q_text(&q, 2, in->spool_name);
+	q_opt(&q, 3, target ? in->project : NULL);
+	q_int_or_null(&q, 4, target ? in->iid : 0);
+	q_int_or_null(&q, 5, target ? in->revision : 0);
+	if (target)
+		q_int(&q, 6, in->patch);
+	else
+		q_int_or_null(&q, 6, 0);
+	q_text(&q, 7, in->classification);
+	q_int(&q, 8, in->next_attempt ? in->next_attempt : t);
+	q_int(&q, 9, t);
+	rc = q_exec(&q);
+	if (!rc && sqlite3_changes(st->db) == 0)
+		rc = err_set(PB_EEXISTS,
+			     "state db: inbound mail <%s> already recorded",
+			     quote(qb, sizeof(qb), in->message_id));
+	q_end(&q);
+	return rc;
+}
+
+int store_inbound_claim(struct store_inbound *out, struct store *st,
+			int64_t when)
+{
+	struct query q;
+	int rc;
+
+	rc = q_start(&q, st, S_IN_CLAIM, "claim inbound mail");
+	if (rc)
+		return rc;
+	q_int(&q, 1, when);
+	rc = q_step(&q);
+	if (rc == 1) {
+		rc = inbound_from_row(out, &q);
+		if (!rc)
+			rc = q_exec(&q);
+	} else if (rc == 0) {
+		rc = err_set(PB_ENOTFOUND, "state db: no inbound mail is due");
+	}
+	q_end(&q);
+	return rc;
+}
+
+/* Why an update of an inbound row changed nothing. */
+static int inbound_not_applying(struct store *st, const char *message_id,
+				const char *action)
+{
+	struct store_inbound cur = { 0 };
+	char qb[PB_LOG_QUOTE_MAX];
+	int rc = store_inbound_get(&cur, st, message_id);
+
+	if (!rc)
+		rc = err_set(PB_EINVAL,
+			     "state db: cannot %s inbound mail <%s>: it is "
+			     "%s, not applying",
+			     action, quote(qb, sizeof(qb), message_id),
+			     inbound_state_names[cur.state]);
+	store_inbound_release(&cur);
+	return rc;
+}
+
+static int inbound_update(struct store *st, const char *message_id,
+			  enum store_inbound_state state, int64_t next,
+			  const char *text, const char *action)
+{
+	struct query q;
+	int rc;
+
+	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_IN_FINISH, action);
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	q_text(&q, 2, inbound_state_names[state]);
+	q_int_or_null(&q, 3, next); /* 0: keep */
+	q_error(&q, 4, text);
+	q_int(&q, 5, now());
+	rc = q_exec(&q);
+	q_end(&q);
+	if (!rc && sqlite3_changes(st->db) == 0)
+		rc = inbound_not_applying(st, message_id, action);
+	return rc;
+}
+
+int store_inbound_finish(struct store *st, const char *message_id,
+			 enum store_inbound_state result, const char *reason)
+{
+	if (result != STORE_INBOUND_APPLIED &&
+	    result != STORE_INBOUND_IGNORED && result != STORE_INBOUND_DEAD)
+		return err_set(PB_EINVAL,
+			       "state db: an inbound mail cannot finish as %s",
+			       store_inbound_state_name(result));
+	return inbound_update(st, message_id, result, 0, reason, "finish");
+}
+
+int store_inbound_retry(struct store *st, const char *message_id,
+			int64_t next_attempt, const char *error)
+{
+	if (next_attempt <= 0)
+		return err_set(PB_EINVAL, "state db: bad retry time");
+	return inbound_update(st, message_id, STORE_INBOUND_FAILED,
+			      next_attempt, error, "retry");
+}
+
+int store_inbound_recover(int *count, struct store *st)
+{
+	struct query q;
+	int rc;
+
+	*count = 0;
+	rc = q_start(&q, st, S_IN_RECOVER, "recover inbound mails");
+	if (rc)
+		return rc;
+	q_int(&q, 1, now());
+	rc = q_exec(&q);
+	if (!rc)
+		*count = sqlite3_changes(st->db);
+	q_end(&q);
+	return rc;
+}
+
+int store_inbound_list(struct store_inbound_list *out, struct store *st,
+		       enum store_inbound_state state, size_t limit)
+{
+	struct query q;
+	int rc;
+
+	if ((size_t)state >= ARRAY_SIZE(inbound_state_names))
+		return err_set(PB_EINVAL, "state db: bad inbound state");
+	if (limit == 0 || limit > STORE_LIST_MAX)
+		limit = STORE_LIST_MAX;
+	rc = q_start(&q, st, S_IN_LIST, "list inbound mails");
+	if (rc)
+		return rc;
+	q_text(&q, 1, inbound_state_names[state]);
+	q_int(&q, 2, (int64_t)limit);
+	while ((rc = q_step(&q)) == 1) {
+		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
+		store_inbound_init(&out->items[out->nr]);
+		rc = inbound_from_row(&out->items[out->nr], &q);
+		if (rc)
+			break;
+		out->nr++;
+	}
+	q_end(&q);
+	return rc;
+}
+
+int store_inbound_get(struct store_inbound *out, struct store *st,
+		      const char *message_id)
+{
+	char qb[PB_LOG_QUOTE_MAX], missing[PB_LOG_QUOTE_MAX + 32];
+	struct query q;
+	int rc;
+
+	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_IN_GET, "look up inbound mail");
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	snprintf(missing, sizeof(missing), "no inbound mail <%s>",
+		 quote(qb, sizeof(qb), message_id));
+	return inbound_one(out, &q, missing);
+}
+
+/* Forge action journal. */
+
+void store_action_init(struct store_action *act)
+{
+	memset(act, 0, sizeof(*act));
+}
+
+void store_action_release(struct store_action *act)
+{
+	free((char *)act->message_id);
+	free((char *)act->kind);
+	free((char *)act->marker);
+	free((char *)act->discussion_id);
+	free((char *)act->last_error);
+	store_action_init(act);
+}
+
+void store_action_list_release(struct store_action_list *list)
+{
+	size_t i;
+
+	for (i = 0; i < list->nr; i++)
+		store_action_release(&list->items[i]);
+	free(list->items);
+	list->items = NULL;
+	list->nr = list->alloc = 0;
+}
+
+static int action_from_row(struct store_action *act, struct query *q)
+{
+	sqlite3_stmt *s = q->stmt;
+	int state;
+
+	state = col_enum(q, AC_STATE, action_state_names,
+			 ARRAY_SIZE(action_state_names));
+	if (state < 0)
+		return state;
+	store_action_release(act);
+	act->message_id = col_str(s, AC_MSGID);
+	act->index = (int)col_int(s, AC_INDEX);
+	act->kind = col_str(s, AC_KIND);
+	act->marker = col_str(s, AC_MARKER);
+	act->state = (enum store_action_state)state;
+	act->note_id = col_int(s, AC_NOTE);
+	act->discussion_id = col_str(s, AC_DISCUSSION);
+	act->attempts = (int)col_int(s, AC_ATTEMPTS);
+	act->last_error = col_str(s, AC_ERROR);
+	act->created = col_int(s, AC_CREATED);
+	act->updated = col_int(s, AC_UPDATED);
+	return 0;
+}
+
+static int check_action_key(const char *message_id, int index)
+{
+	int rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+
+	if (rc)
+		return rc;
+	if (index < 0)
+		return err_set(PB_EINVAL, "state db: bad action index %d",
+			       index);
+	return 0;
+}
+
+static int action_get(struct store_action *out, struct store *st,
+		      const char *message_id, int index)
+{
+	char qb[PB_LOG_QUOTE_MAX];
+	struct query q;
+	int rc;
+
+	rc = q_start(&q, st, S_ACT_GET, "look up forge action");
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	q_int(&q, 2, index);
+	rc = q_step(&q);
+	if (rc == 1)
+		rc = action_from_row(out, &q);
+	else if (rc == 0)
+		rc = err_set(PB_ENOTFOUND, "state db: no action %d of <%s>",
+			     index, quote(qb, sizeof(qb), message_id));
+	q_end(&q);
+	return rc;
+}
+
+/* Run an insert/update keyed by (message_id, index); *changed rows. */
+static int action_write(int *changed, struct query *q)
+{
+	int rc = q_exec(q);
+
+	*changed = rc ? 0 : sqlite3_changes(q->st->db);
+	q_end(q);
+	return rc;
+}
+
+int store_action_begin(struct store_action *out, struct store *st,
+		       const char *message_id, int index, const char *kind,
+		       const char *marker)
+{
+	char qb[PB_LOG_QUOTE_MAX];
+	struct query q;
+	int64_t t = now();
+	int rc, nested, fresh = 0, changed = 0;
+
+	if ((rc = check_action_key(message_id, index)) ||
+	    (rc = check_token("action kind", kind)) ||
+	    (rc = check_str("marker", marker, STORE_MARKER_MAX, 1)))
+		return rc;
+	rc = unit_begin(st, &nested);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_ACT_INSERT, "journal forge action");
+	if (rc)
+		goto out;
+	q_text(&q, 1, message_id);
+	q_int(&q, 2, index);
+	q_text(&q, 3, kind);
+	q_text(&q, 4, marker);
+	q_int(&q, 5, t);
+	rc = action_write(&fresh, &q);
+	if (rc)
+		goto out;
+	if (!fresh) {
+		/* Seen before: count the attempt unless it is done. */
+		rc = q_start(&q, st, S_ACT_AGAIN, "journal forge action");
+		if (rc)
+			goto out;
+		q_text(&q, 1, message_id);
+		q_int(&q, 2, index);
+		q_int(&q, 3, t);
+		rc = action_write(&changed, &q);
+		if (rc)
+			goto out;
+	}
+	rc = action_get(out, st, message_id, index);
+out:
+	rc = unit_end(st, nested, !rc, rc);
+	if (!rc && !fresh)
+		rc = err_set(PB_EEXISTS,
+			     "state db: action %d of <%s> was begun before "
+			     "(%s, attempt %d)",
+			     index, quote(qb, sizeof(qb), message_id),
+			     action_state_names[out->state], out->attempts);
+	return rc;
+}
+
+int store_action_complete(struct store *st, const char *message_id, int index,
+			  int64_t note_id, const char *discussion_id)
+{
+	char qb[PB_LOG_QUOTE_MAX];
+	struct query q;
+	int rc, changed = 0;
+
+	if ((rc = check_action_key(message_id, index)) ||
+	    (rc = check_str("discussion id", discussion_id, STORE_FORGE_ID_MAX,
+			    0)))
+		return rc;
+	if (note_id < 0)
+		return err_set(PB_EINVAL, "state db: bad note id");
+	rc = q_start(&q, st, S_ACT_COMPLETE, "complete forge action");
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	q_int(&q, 2, index);
+	q_int_or_null(&q, 3, note_id);
+	q_opt(&q, 4, discussion_id);
+	q_int(&q, 5, now());
+	rc = action_write(&changed, &q);
+	if (!rc && !changed)
+		rc = err_set(PB_ENOTFOUND, "state db: no action %d of <%s>",
+			     index, quote(qb, sizeof(qb), message_id));
+	return rc;
+}
+
+int store_action_fail(struct store *st, const char *message_id, int index,
+		      const char *error)
+{
+	struct store_action cur = { 0 };
+	char qb[PB_LOG_QUOTE_MAX];
+	struct query q;
+	int rc, changed = 0;
+
+	rc = check_action_key(message_id, index);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_ACT_FAIL, "fail forge action");
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	q_int(&q, 2, index);
+	q_error(&q, 3, error);
+	q_int(&q, 4, now());
+	rc = action_write(&changed, &q);
+	if (rc || changed)
+		return rc;
+	/* Missing, or done already. */
+	rc = action_get(&cur, st, message_id, index);
+	if (!rc)
+		rc = err_set(PB_EEXISTS,
+			     "state db: action %d of <%s> is done already",
+			     index, quote(qb, sizeof(qb), message_id));
+	store_action_release(&cur);
+	return rc;
+}
+
+int store_action_list(struct store_action_list *out, struct store *st,
+		      const char *message_id)
+{
+	struct query q;
+	int rc;
+
+	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_ACT_LIST, "list forge actions");
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	while ((rc = q_step(&q)) == 1) {
+		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
+		store_action_init(&out->items[out->nr]);
+		rc = action_from_row(&out->items[out->nr], &q);
+		if (rc)
+			break;
+		out->nr++;
+	}
+	q_end(&q);
+	return rc;
 }
 
 /* Cursors. */

@@ -68,6 +68,13 @@
 #define STORE_DIFF_MAX PB_MAIL_MAX_MAX /* a diff as mailed */
 #define STORE_CURSOR_NAME_MAX 1280 /* "notes:" + project + "!iid" */
 #define STORE_CURSOR_VALUE_MAX 1024
+#define STORE_SPOOL_NAME_MAX 255 /* a file name in the spool */
+#define STORE_TOKEN_MAX 64 /* kinds and classifications */
+#define STORE_MARKER_MAX (PB_MSGID_MAX + 128) /* holds a Message-ID */
+/* Longer error and reason texts are cut to this, not refused. */
+#define STORE_ERROR_MAX PB_ERRMSG_MAX
+/* What a list returns at most when the caller passes limit 0. */
+#define STORE_LIST_MAX 10000
 /* A busy timeout longer than this is PB_EINVAL. */
 #define STORE_BUSY_TIMEOUT_MAX (10 * 60 * 1000)
 #define STORE_BUSY_TIMEOUT_DEFAULT 5000 /* milliseconds */
@@ -239,6 +246,149 @@ int store_revision_latest(struct store_revision *out, struct store *st,
 int store_revision_by_head(struct store_revision *out, struct store *st,
 			   const char *project, int64_t iid,
 			   const char *head_sha);
+
+/*
+ * Inbound journal: one row per mail the milter spooled, keyed by its
+ * Message-ID, so a copy delivered twice is recorded and applied once.
+ *
+ *   received --claim--> applying --finish--> applied | ignored | dead
+ *                          |   ^
+ *                    retry |   | claim, once next_attempt is due
+ *                          v   |
+ *                         failed
+ */
+enum store_inbound_state {
+	STORE_INBOUND_RECEIVED,
+	STORE_INBOUND_APPLYING,
+	STORE_INBOUND_APPLIED,
+	STORE_INBOUND_IGNORED,
+	STORE_INBOUND_FAILED, /* will be retried at next_attempt */
+	STORE_INBOUND_DEAD, /* given up; needs an operator */
+};
+
+struct store_inbound {
+	const char *message_id;
+	const char *spool_name; /* the spool record's file name */
+	/* The MR the mail is about; project NULL when none. */
+	const char *project;
+	int64_t iid;
+	int revision; /* 0 = unknown */
+	int patch; /* 0 = the cover letter */
+	const char *classification; /* a token: "reply", "cover" ... */
+	enum store_inbound_state state;
+	int attempts; /* times claimed */
+	int64_t next_attempt; /* due time; 0 on record means now */
+	const char *last_error; /* why it failed, was ignored or died */
+	int64_t created;
+	int64_t updated;
+};
+
+void store_inbound_init(struct store_inbound *in);
+void store_inbound_release(struct store_inbound *in);
+const char *store_inbound_state_name(enum store_inbound_state state);
+/* "failed" -> STORE_INBOUND_FAILED (for the CLI); PB_EINVAL if unknown. */
+int store_inbound_state_from_name(enum store_inbound_state *out,
+				  const char *name);
+
+struct store_inbound_list {
+	struct store_inbound *items;
+	size_t nr;
+	size_t alloc;
+};
+
+void store_inbound_list_release(struct store_inbound_list *list);
+
+/*
+ * Record a spooled mail as RECEIVED (in->state, attempts, last_error and
+ * times are ignored).  PB_EEXISTS, changing nothing, when the Message-ID
+ * is already recorded.
+ */
+int store_inbound_record(struct store *st, const struct store_inbound *in);
+/*
+ * Claim the next due row (RECEIVED or FAILED with next_attempt <= now,
+ * oldest due first): atomically set it APPLYING, count the attempt and
+ * return it.  Two claimers never get the same row.  PB_ENOTFOUND when
+ * nothing is due.
+ */
+int store_inbound_claim(struct store_inbound *out, struct store *st,
+			int64_t now);
+/* APPLYING -> result (APPLIED, IGNORED or DEAD), with an optional
+ * reason.  PB_EINVAL if the row is not APPLYING. */
+int store_inbound_finish(struct store *st, const char *message_id,
+			 enum store_inbound_state result, const char *reason);
+/* APPLYING -> FAILED, to be claimed again at next_attempt. */
+int store_inbound_retry(struct store *st, const char *message_id,
+			int64_t next_attempt, const char *error);
+/*
+ * After a crash: every APPLYING row back to RECEIVED (*count of them).
+ * For the daemon's start, before any claimer runs; the forge action
+ * journal makes re-applying safe.
+ */
+int store_inbound_recover(int *count, struct store *st);
+/* Rows in a state, oldest first, at most limit (0: STORE_LIST_MAX). */
+int store_inbound_list(struct store_inbound_list *out, struct store *st,
+		       enum store_inbound_state state, size_t limit);
+int store_inbound_get(struct store_inbound *out, struct store *st,
+		      const char *message_id);
+
+/*
+ * Forge action journal: exactly-once forge writes.  Each action of an
+ * inbound mail (source Message-ID, action index) is journaled as INTENT
+ * before its HTTP request and DONE, with the forge's ids, after it.
+ */
+enum store_action_state {
+	STORE_ACTION_INTENT, /* the request may or may not have landed */
+	STORE_ACTION_DONE,
+	STORE_ACTION_FAILED, /* the forge refused; may be begun again */
+};
+
+struct store_action {
+	const char *message_id;
+	int index; /* action index within the mail, from 0 */
+	const char *kind; /* a token: "comment", "diff-note", "approve" ... */
+	const char *marker; /* the hidden marker the note carries */
+	enum store_action_state state;
+	int64_t note_id; /* 0 = none */
+	const char *discussion_id;
+	int attempts; /* times begun */
+	const char *last_error;
+	int64_t created;
+	int64_t updated;
+};
+
+void store_action_init(struct store_action *act);
+void store_action_release(struct store_action *act);
+
+struct store_action_list {
+	struct store_action *items;
+	size_t nr;
+	size_t alloc;
+};
+
+void store_action_list_release(struct store_action_list *list);
+
+/*
+ * Journal the intent to perform an action, before the request.  A new
+ * action is recorded INTENT and 0 returned: perform it.  An action seen
+ * before returns PB_EEXISTS with the stored row (kind and marker as first
+ * recorded) in out:
+ *   DONE     - it is on the forge already; out has its ids.  Skip it.
+ *   INTENT   - an earlier attempt (INTENT or FAILED) may have landed; the
+ *              row is INTENT again with the attempt counted.  Look for the
+ *              marker on the forge first, then complete or perform it.
+ */
+int store_action_begin(struct store_action *out, struct store *st,
+		       const char *message_id, int index, const char *kind,
+		       const char *marker);
+/* -> DONE with the forge's ids (note_id 0 / discussion_id NULL: none). */
+int store_action_complete(struct store *st, const char *message_id, int index,
+			  int64_t note_id, const char *discussion_id);
+/* INTENT -> FAILED.  PB_EEXISTS if the action is DONE already. */
+int store_action_fail(struct store *st, const char *message_id, int index,
+		      const char *error);
+/* The actions of one mail, by index (appended to out). */
+int store_action_list(struct store_action_list *out, struct store *st,
+		      const char *message_id);
 
 /*
  * Cursors: named watermarks, e.g. "poll:group/project" -> an ISO 8601

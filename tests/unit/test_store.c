@@ -571,6 +571,506 @@ static void test_transactions(void **state)
 	store_free(st);
 }
 
+static void record(struct store *st, const char *msgid, int64_t next)
+{
+	struct store_inbound in = { 0 };
+
+	in.message_id = msgid;
+	in.spool_name = "1700000000.12345.host";
+	in.project = "g/p";
+	in.iid = 1;
+	in.revision = 2;
+	in.patch = 1;
+	in.classification = "reply";
+	in.next_attempt = next;
+	if (store_inbound_record(st, &in))
+		fail_msg("record %s: %s", msgid, err_msg());
+}
+
+static void test_inbound_journal(void **state)
+{
+	const char *path = db_path("inbound");
+	struct store *st = open_rw(path);
+	struct store_inbound in = { 0 }, got = { 0 };
+	struct store_inbound_list list = { 0 };
+	enum store_inbound_state s;
+	int64_t t0 = time(NULL);
+	int n;
+
+	record(st, "late@x", t0 + 3600);
+	record(st, "first@x", 0);
+	record(st, "second@x", 0);
+	/* A second delivery of the same mail is recorded once. */
+	in.message_id = "first@x";
+	in.spool_name = "other-record";
+	in.classification = "reply";
+	assert_int_equal(store_inbound_record(st, &in), PB_EEXISTS);
+
+	assert_int_equal(store_inbound_get(&got, st, "first@x"), 0);
+	assert_string_equal(got.spool_name, "1700000000.12345.host");
+	assert_string_equal(got.project, "g/p");
+	assert_int_equal(got.iid, 1);
+	assert_int_equal(got.revision, 2);
+	assert_int_equal(got.patch, 1);
+	assert_string_equal(got.classification, "reply");
+	assert_int_equal(got.state, STORE_INBOUND_RECEIVED);
+	assert_int_equal(got.attempts, 0);
+	assert_null(got.last_error);
+	assert_true(got.created >= t0);
+
+	/* Claims come oldest-due first and count the attempt. */
+	assert_int_equal(store_inbound_claim(&got, st, t0 + 1), 0);
+	assert_string_equal(got.message_id, "first@x");
+	assert_int_equal(got.state, STORE_INBOUND_APPLYING);
+	assert_int_equal(got.attempts, 1);
+	assert_int_equal(store_inbound_claim(&got, st, t0 + 1), 0);
+	assert_string_equal(got.message_id, "second@x");
+	/* "late@x" is not due yet. */
+	assert_int_equal(store_inbound_claim(&got, st, t0 + 1), PB_ENOTFOUND);
+
+	assert_int_equal(store_inbound_finish(st, "first@x",
+					      STORE_INBOUND_APPLIED, NULL),
+			 0);
+	assert_int_equal(store_inbound_get(&got, st, "first@x"), 0);
+	assert_int_equal(got.state, STORE_INBOUND_APPLIED);
+	/* Finishing twice, or something never claimed, is refused. */
+	assert_int_equal(store_inbound_finish(st, "first@x",
+					      STORE_INBOUND_APPLIED, NULL),
+			 PB_EINVAL);
+	assert_non_null(strstr(err_msg(), "applied"));
+	assert_int_equal(store_inbound_finish(st, "late@x",
+					      STORE_INBOUND_IGNORED, NULL),
+			 PB_EINVAL);
+	assert_int_equal(store_inbound_finish(st, "nope@x",
+					      STORE_INBOUND_IGNORED, NULL),
+			 PB_ENOTFOUND);
+	assert_int_equal(store_inbound_finish(st, "second@x",
+					      STORE_INBOUND_FAILED, NULL),
+			 PB_EINVAL);
+
+	/* Retry with backoff: due again only at its time. */
+	assert_int_equal(store_inbound_retry(st, "second@x", t0 + 60,
+					     "forge: 502 Bad Gateway"),
+			 0);
+	assert_int_equal(store_inbound_claim(&got, st, t0 + 59), PB_ENOTFOUND);
+	assert_int_equal(store_inbound_get(&got, st, "second@x"), 0);
+	assert_int_equal(got.state, STORE_INBOUND_FAILED);
+	assert_int_equal(got.next_attempt, t0 + 60);
+	assert_string_equal(got.last_error, "forge: 502 Bad Gateway");
+	assert_int_equal(store_inbound_claim(&got, st, t0 + 60), 0);
+	assert_string_equal(got.message_id, "second@x");
+	assert_int_equal(got.attempts, 2);
+	assert_int_equal(store_inbound_finish(st, "second@x",
+					      STORE_INBOUND_DEAD,
+					      "gave up after 2 attempts"),
+			 0);
+
+	assert_int_equal(store_inbound_list(&list, st, STORE_INBOUND_DEAD, 0),
+			 0);
+	assert_int_equal(list.nr, 1);
+	assert_string_equal(list.items[0].message_id, "second@x");
+	assert_string_equal(list.items[0].last_error,
+			    "gave up after 2 attempts");
+	store_inbound_list_release(&list);
+	assert_int_equal(
+		store_inbound_list(&list, st, STORE_INBOUND_RECEIVED, 0), 0);
+	assert_int_equal(list.nr, 1);
+	store_inbound_list_release(&list);
+
+	/* A crash while applying: recovery puts the row back. */
+	assert_int_equal(store_inbound_claim(&got, st, t0 + 7200), 0);
+	assert_string_equal(got.message_id, "late@x");
+	assert_int_equal(store_inbound_recover(&n, st), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(store_inbound_get(&got, st, "late@x"), 0);
+	assert_int_equal(got.state, STORE_INBOUND_RECEIVED);
+	assert_int_equal(store_inbound_recover(&n, st), 0);
+	assert_int_equal(n, 0);
+
+	assert_int_equal(store_inbound_state_from_name(&s, "failed"), 0);
+	assert_int_equal(s, STORE_INBOUND_FAILED);
+	assert_string_equal(store_inbound_state_name(s), "failed");
+	assert_int_equal(store_inbound_state_from_name(&s, "bogus"), PB_EINVAL);
+
+	store_inbound_release(&got);
+	store_free(st);
+}
+
+static void test_inbound_validation(void **state)
+{
+	const char *path = db_path("inval");
+	struct store *st = open_rw(path);
+	struct store_inbound in = { 0 }, got = { 0 };
+	char *err = malloc(3 * STORE_ERROR_MAX);
+
+	in.message_id = "x@y";
+	in.spool_name = "../etc/passwd";
+	in.classification = "reply";
+	assert_int_equal(store_inbound_record(st, &in), PB_EINVAL);
+	in.spool_name = "rec";
+	in.classification = "Reply; DROP TABLE";
+	assert_int_equal(store_inbound_record(st, &in), PB_EINVAL);
+	in.classification = "other";
+	in.project = "g/p";
+	in.iid = 0;
+	assert_int_equal(store_inbound_record(st, &in), PB_EINVAL);
+	/* No target at all is fine. */
+	in.project = NULL;
+	assert_int_equal(store_inbound_record(st, &in), 0);
+	assert_int_equal(store_inbound_get(&got, st, "x@y"), 0);
+	assert_null(got.project);
+	assert_int_equal(got.iid, 0);
+
+	/* A long error text is cut, not refused. */
+	memset(err, 'e', 3 * STORE_ERROR_MAX - 1);
+	err[3 * STORE_ERROR_MAX - 1] = '\0';
+	assert_int_equal(store_inbound_claim(&got, st, time(NULL)), 0);
+	assert_int_equal(store_inbound_retry(st, "x@y", time(NULL) + 5, err),
+			 0);
+	assert_int_equal(store_inbound_get(&got, st, "x@y"), 0);
+	assert_int_equal(strlen(got.last_error), STORE_ERROR_MAX);
+
+	free(err);
+	store_inbound_release(&got);
+	store_free(st);
+}
+
+/*
+ * Two processes claim from the same journal until it is empty; every row
+ * is claimed exactly once.
+ */
+#define CLAIM_ROWS 300
+
+static int claimer_child(const char *path, const char *out, int gate)
+{
+	struct store *st = NULL;
+	struct store_inbound in = { 0 };
+	FILE *f = fopen(out, "w");
+	char c;
+	int rc;
+
+	if (!f || store_open(&st, path, STORE_RW, BUSY_MS))
+		return 1;
+	/* Start together: wait until the parent closes the gate pipe. */
+	if (read(gate, &c, 1) != 0)
+		return 1;
+	for (;;) {
+		rc = store_inbound_claim(&in, st, time(NULL));
+		if (rc == PB_ETEMP)
+			continue;
+		if (rc == PB_ENOTFOUND)
+			break;
+		if (rc) {
+			fprintf(stderr, "claimer: %s\n", err_msg());
+			return 1;
+		}
+		fprintf(f, "%s\n", in.message_id);
+		usleep(1000); /* the forge request */
+		do
+			rc = store_inbound_finish(st, in.message_id,
+						  STORE_INBOUND_APPLIED, NULL);
+		while (rc == PB_ETEMP);
+		if (rc) {
+			fprintf(stderr, "claimer: %s\n", err_msg());
+			return 1;
+		}
+	}
+	store_inbound_release(&in);
+	store_free(st);
+	return fclose(f) ? 1 : 0;
+}
+
+static void test_inbound_claim_exclusive(void **state)
+{
+	const char *path = db_path("claim");
+	static char seen[CLAIM_ROWS];
+	char id[64], out[2][700], line[128];
+	struct store *st = open_rw(path);
+	int i, status, total = 0, gate[2];
+	pid_t pid[2];
+
+	assert_int_equal(store_begin(st), 0);
+	for (i = 0; i < CLAIM_ROWS; i++) {
+		snprintf(id, sizeof(id), "claim-%d@x", i);
+		record(st, id, 0);
+	}
+	assert_int_equal(store_commit(st), 0);
+	store_free(st);
+
+	assert_int_equal(pipe(gate), 0);
+	for (i = 0; i < 2; i++) {
+		snprintf(out[i], sizeof(out[i]), "%s/claimed.%d", dir, i);
+		pid[i] = fork();
+		assert_true(pid[i] >= 0);
+		if (pid[i] == 0) {
+			close(gate[1]);
+			_exit(claimer_child(path, out[i], gate[0]));
+		}
+	}
+	close(gate[0]);
+	close(gate[1]);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(waitpid(pid[i], &status, 0), pid[i]);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	memset(seen, 0, sizeof(seen));
+	for (i = 0; i < 2; i++) {
+		FILE *f = fopen(out[i], "r");
+		int n = 0;
+
+		assert_non_null(f);
+		while (fgets(line, sizeof(line), f)) {
+			int k = atoi(line + strlen("claim-"));
+
+			assert_true(k >= 0 && k < CLAIM_ROWS);
+			assert_int_equal(seen[k], 0);
+			seen[k] = 1;
+			n++;
+		}
+		fclose(f);
+		print_message("claimer %d took %d rows\n", i, n);
+		total += n;
+	}
+	assert_int_equal(total, CLAIM_ROWS);
+}
+
+static void test_forge_actions(void **state)
+{
+	const char *path = db_path("actions");
+	struct store *st = open_rw(path);
+	struct store_action act = { 0 };
+	struct store_action_list list = { 0 };
+	const char *mid = "reply-1@list";
+
+	/* New: journaled as intent. */
+	assert_int_equal(store_action_begin(&act, st, mid, 0, "comment",
+					    "<!-- pb:reply-1@list#0 -->"),
+			 0);
+	assert_string_equal(act.message_id, mid);
+	assert_int_equal(act.index, 0);
+	assert_string_equal(act.kind, "comment");
+	assert_string_equal(act.marker, "<!-- pb:reply-1@list#0 -->");
+	assert_int_equal(act.state, STORE_ACTION_INTENT);
+	assert_int_equal(act.attempts, 1);
+
+	/* After a restart the intent is seen: the request may have landed. */
+	assert_int_equal(store_action_begin(&act, st, mid, 0, "comment",
+					    "<!-- pb:reply-1@list#0 -->"),
+			 PB_EEXISTS);
+	assert_int_equal(act.state, STORE_ACTION_INTENT);
+	assert_int_equal(act.attempts, 2);
+
+	assert_int_equal(store_action_fail(st, mid, 0, "403 Forbidden"), 0);
+	assert_int_equal(store_action_list(&list, st, mid), 0);
+	assert_int_equal(list.nr, 1);
+	assert_int_equal(list.items[0].state, STORE_ACTION_FAILED);
+	assert_string_equal(list.items[0].last_error, "403 Forbidden");
+	store_action_list_release(&list);
+
+	assert_int_equal(store_action_begin(&act, st, mid, 0, "comment",
+					    "<!-- pb:reply-1@list#0 -->"),
+			 PB_EEXISTS);
+	assert_int_equal(act.state, STORE_ACTION_INTENT);
+	assert_int_equal(act.attempts, 3);
+	assert_int_equal(store_action_complete(st, mid, 0, 9001, "abc123"), 0);
+
+	/* Done: begin reports it, unchanged, with the forge ids. */
+	assert_int_equal(store_action_begin(&act, st, mid, 0, "comment",
+					    "<!-- pb:reply-1@list#0 -->"),
+			 PB_EEXISTS);
+	assert_int_equal(act.state, STORE_ACTION_DONE);
+	assert_int_equal(act.attempts, 3);
+	assert_int_equal(act.note_id, 9001);
+	assert_string_equal(act.discussion_id, "abc123");
+	assert_null(act.last_error);
+	assert_int_equal(store_action_fail(st, mid, 0, "late"), PB_EEXISTS);
+
+	assert_int_equal(store_action_begin(&act, st, mid, 2, "approve", "m2"),
+			 0);
+	assert_int_equal(
+		store_action_begin(&act, st, mid, 1, "diff-note", "m1"), 0);
+	assert_int_equal(store_action_complete(st, mid, 5, 1, NULL),
+			 PB_ENOTFOUND);
+	assert_int_equal(store_action_fail(st, mid, 5, "x"), PB_ENOTFOUND);
+	assert_int_equal(store_action_begin(&act, st, mid, -1, "comment", "m"),
+			 PB_EINVAL);
+	assert_int_equal(store_action_begin(&act, st, mid, 3, "Comment", "m"),
+			 PB_EINVAL);
+	assert_int_equal(store_action_begin(&act, st, mid, 3, "comment", ""),
+			 PB_EINVAL);
+
+	assert_int_equal(store_action_list(&list, st, mid), 0);
+	assert_int_equal(list.nr, 3);
+	assert_int_equal(list.items[0].index, 0);
+	assert_int_equal(list.items[1].index, 1);
+	assert_string_equal(list.items[1].kind, "diff-note");
+	assert_int_equal(list.items[2].index, 2);
+	store_action_list_release(&list);
+
+	/* Inside a caller's transaction, rolled back with it. */
+	assert_int_equal(store_begin(st), 0);
+	assert_int_equal(
+		store_action_begin(&act, st, "other@x", 0, "label", "m"), 0);
+	assert_int_equal(store_action_begin(&act, st, "other@x", 0, "label",
+					    "m"),
+			 PB_EEXISTS);
+	assert_int_equal(act.attempts, 2);
+	assert_int_equal(store_rollback(st), 0);
+	assert_int_equal(store_action_list(&list, st, "other@x"), 0);
+	assert_int_equal(list.nr, 0);
+	store_action_list_release(&list);
+
+	store_action_release(&act);
+	store_free(st);
+}
+
+/*
+ * Version 1 exactly as it shipped.  A shipped migration is never edited,
+ * so this copy must keep matching what store.c creates at version 1.
+ */
+static const char schema_v1[] =
+	"CREATE TABLE revisions ("
+	" project TEXT NOT NULL,"
+	" iid INTEGER NOT NULL CHECK (iid > 0),"
+	" revision INTEGER NOT NULL CHECK (revision > 0),"
+	" head_sha TEXT NOT NULL,"
+	" base_sha TEXT,"
+	" start_sha TEXT,"
+	" version_id INTEGER,"
+	" patch_id TEXT,"
+	" patches INTEGER NOT NULL CHECK (patches >= 0),"
+	" cover_msgid TEXT,"
+	" state TEXT NOT NULL CHECK (state IN ('sending', 'sent')),"
+	" created INTEGER NOT NULL,"
+	" sent INTEGER,"
+	" PRIMARY KEY (project, iid, revision),"
+	" UNIQUE (project, iid, head_sha));"
+	"CREATE TABLE thread_map ("
+	" message_id TEXT PRIMARY KEY NOT NULL,"
+	" project TEXT NOT NULL,"
+	" iid INTEGER NOT NULL CHECK (iid > 0),"
+	" revision INTEGER CHECK (revision > 0),"
+	" patch INTEGER NOT NULL CHECK (patch >= 0),"
+	" total INTEGER NOT NULL CHECK (total >= 0),"
+	" kind TEXT NOT NULL CHECK (kind IN"
+	"  ('cover', 'patch', 'forge-comment', 'receipt')),"
+	" commit_sha TEXT,"
+	" base_sha TEXT,"
+	" start_sha TEXT,"
+	" head_sha TEXT,"
+	" version_id INTEGER,"
+	" diff TEXT,"
+	" discussion_id TEXT,"
+	" note_id INTEGER,"
+	" state TEXT NOT NULL CHECK (state IN ('pending', 'sent')),"
+	" created INTEGER NOT NULL,"
+	" sent INTEGER,"
+	" FOREIGN KEY (project, iid, revision)"
+	"  REFERENCES revisions (project, iid, revision));"
+	"CREATE UNIQUE INDEX thread_map_series"
+	" ON thread_map (project, iid, revision, patch)"
+	" WHERE kind IN ('cover', 'patch');"
+	"CREATE INDEX thread_map_revision"
+	" ON thread_map (project, iid, revision);"
+	"CREATE INDEX thread_map_discussion"
+	" ON thread_map (project, discussion_id)"
+	" WHERE discussion_id IS NOT NULL;"
+	"CREATE INDEX thread_map_note ON thread_map (project, note_id)"
+	" WHERE note_id IS NOT NULL;"
+	"CREATE TABLE cursors ("
+	" name TEXT PRIMARY KEY NOT NULL,"
+	" value TEXT NOT NULL,"
+	" updated INTEGER NOT NULL);"
+	"PRAGMA user_version = 1;";
+
+/* The schema as text, for comparing two databases. */
+static char *schema_dump(const char *path)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *s = NULL;
+	struct buf b = BUF_INIT(1024 * 1024);
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "SELECT type, name, sql FROM "
+					    "sqlite_schema ORDER BY name",
+					    -1, &s, NULL),
+			 SQLITE_OK);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		const unsigned char *sql = sqlite3_column_text(s, 2);
+
+		assert_int_equal(buf_addf(&b, "%s %s %s\n",
+					  sqlite3_column_text(s, 0),
+					  sqlite3_column_text(s, 1),
+					  sql ? (const char *)sql : ""),
+				 0);
+	}
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return buf_detach(&b, NULL);
+}
+
+static void test_migrate_from_v1(void **state)
+{
+	const char *path = db_path("v1");
+	char fresh[700];
+	char *want, *have;
+	struct store *st;
+	struct store_mail got = STORE_MAIL_INIT;
+	struct store_revision rev = { 0 };
+	int v = 0;
+
+	raw_exec(path, schema_v1);
+	raw_exec(path,
+		 "INSERT INTO revisions VALUES ('g/p', 1, 1, '" SHA1 "', NULL,"
+		 " NULL, NULL, NULL, 1, 'old-cover@x', 'sent', 10, 11);"
+		 "INSERT INTO thread_map VALUES ('old-1@x', 'g/p', 1, 1, 1, 1,"
+		 " 'patch', '" SHA3 "', NULL, NULL, '" SHA1 "', NULL, 'diff',"
+		 " NULL, NULL, 'sent', 10, 11);");
+
+	st = open_rw(path);
+	assert_int_equal(store_schema_version(st, &v), 0);
+	assert_int_equal(v, store_schema_latest());
+	assert_true(v >= 2);
+	/* The old rows are still there ... */
+	assert_int_equal(store_mail_get(&got, st, "old-1@x"), 0);
+	assert_string_equal(got.diff, "diff");
+	assert_int_equal(got.state, STORE_MAIL_SENT);
+	assert_int_equal(store_revision_latest(&rev, st, "g/p", 1), 0);
+	assert_int_equal(rev.revision, 1);
+	assert_int_equal(start_rev(st, "g/p", 1, SHA2), 2);
+	/* ... and the new tables work. */
+	record(st, "new@x", 0);
+	assert_int_equal(store_check(st), 0);
+	store_free(st);
+
+	/* Migrating reaches exactly the schema a new database gets. */
+	snprintf(fresh, sizeof(fresh), "%s/fresh.db", dir);
+	store_free(open_rw(fresh));
+	want = schema_dump(fresh);
+	have = schema_dump(path);
+	assert_string_equal(have, want);
+	free(want);
+	free(have);
+
+	store_mail_release(&got);
+	store_revision_release(&rev);
+}
+
+/* A reader that opens a version-1 file before the daemon migrated it. */
+static void test_reader_before_migration(void **state)
+{
+	const char *path = db_path("v1ro");
+	struct store *st = NULL;
+
+	raw_exec(path, schema_v1);
+	raw_exec(path, "PRAGMA journal_mode = WAL");
+	assert_int_equal(store_open(&st, path, STORE_RO, BUSY_MS), PB_ETEMP);
+	assert_non_null(strstr(err_msg(), "older"));
+	assert_null(st);
+}
+
 /*
  * One writer, one reader in another process.  The parent writes 1000 thread
  * map rows in transactions of TX_ROWS; the child reads the revision's mails
@@ -916,6 +1416,12 @@ int main(void)
 		cmocka_unit_test(test_revision_numbers),
 		cmocka_unit_test(test_cursors),
 		cmocka_unit_test(test_transactions),
+		cmocka_unit_test(test_inbound_journal),
+		cmocka_unit_test(test_inbound_validation),
+		cmocka_unit_test(test_inbound_claim_exclusive),
+		cmocka_unit_test(test_forge_actions),
+		cmocka_unit_test(test_migrate_from_v1),
+		cmocka_unit_test(test_reader_before_migration),
 		cmocka_unit_test(test_concurrent_reader_writer),
 		cmocka_unit_test(test_crash_mid_transaction),
 		cmocka_unit_test(test_crash_random_point),
