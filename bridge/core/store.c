@@ -10,6 +10,7 @@
  */
 #include "core/store.h"
 #include "util/err.h"
+#include "util/fileio.h"
 #include "util/log.h"
 #include "util/printable.h"
 #include "util/xalloc.h"
@@ -789,6 +790,24 @@ out:
 	return rc;
 }
 
+/* fsync the directory holding path, so a new file's name is durable. */
+static int sync_dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir;
+	int rc;
+
+	if (!slash)
+		dir = xstrdup(".");
+	else if (slash == path)
+		dir = xstrdup("/");
+	else
+		dir = xstrndup(path, (size_t)(slash - path));
+	rc = dir_fsync(dir);
+	free(dir);
+	return rc;
+}
+
 /* Bring the schema to SCHEMA_LATEST in one transaction. */
 static int migrate(struct store *st)
 {
@@ -821,6 +840,9 @@ static int migrate(struct store *st)
 			    version);
 	}
 	rc = run(st, S_COMMIT, "commit migration");
+	/* SQLite syncs the -wal file's directory entry, not the database's. */
+	if (!rc && from == 0)
+		rc = sync_dir_of(st->path);
 	if (!rc && from == 0)
 		log_notice("state db %s: created (schema version %d)", st->path,
 			   SCHEMA_LATEST);
