@@ -998,7 +998,7 @@ void store_free(struct store *st)
 	free(st);
 }
 
-int store_schema_version(struct store *st, int *out)
+int store_schema_version(int *out, struct store *st)
 {
 	return read_version(st, out);
 }

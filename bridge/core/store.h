@@ -97,7 +97,7 @@ int store_open(struct store **out, const char *path, unsigned flags,
 void store_free(struct store *st);
 
 /* The schema version of the open database, and the newest one we know. */
-int store_schema_version(struct store *st, int *out);
+int store_schema_version(int *out, struct store *st);
 int store_schema_latest(void);
 
 /* Full consistency check of the file (slow); PB_ERROR when damaged. */

@@ -152,7 +152,7 @@ static void test_open_migrate_reopen(void **state)
 	int v = -1;
 
 	st = open_rw(path);
-	assert_int_equal(store_schema_version(st, &v), 0);
+	assert_int_equal(store_schema_version(&v, st), 0);
 	assert_int_equal(v, store_schema_latest());
 	assert_true(store_schema_latest() >= 1);
 	assert_int_equal(store_check(st), 0);
@@ -166,7 +166,7 @@ static void test_open_migrate_reopen(void **state)
 	assert_int_equal(store_cursor_set(st, "poll:g/p", "2024-01-01"), 0);
 	store_free(st);
 	st = open_rw(path);
-	assert_int_equal(store_schema_version(st, &v), 0);
+	assert_int_equal(store_schema_version(&v, st), 0);
 	assert_int_equal(v, store_schema_latest());
 	{
 		struct buf b = BUF_INIT(64);
@@ -1030,7 +1030,7 @@ static void test_migrate_from_v1(void **state)
 		 " NULL, NULL, 'sent', 10, 11);");
 
 	st = open_rw(path);
-	assert_int_equal(store_schema_version(st, &v), 0);
+	assert_int_equal(store_schema_version(&v, st), 0);
 	assert_int_equal(v, store_schema_latest());
 	assert_true(v >= 2);
 	/* The old rows are still there ... */
