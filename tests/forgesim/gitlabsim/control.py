@@ -1,0 +1,378 @@
+"""The /_sim/ control API: how tests set up, steer and inspect the simulator.
+
+Not GitLab.  JSON in and out, no authentication, never subject to faults
+or rate limits.  README.md documents every endpoint; errors are
+{"error": "..."} with 400 (bad request), 404 (unknown thing) or 409.
+"""
+
+from . import GITLAB_VERSION
+from . import entities as ent
+from . import errors
+from . import seed as seedmod
+from .clock import iso, parse_iso8601
+from .faults import FaultError
+from .forge import SimError
+from .gitrepo import GitError
+from .web import Response, Router
+
+PREFIX = "/_sim"
+
+
+class Control:
+    def __init__(self, forge, dispatcher, faults, rate_limits, server):
+        """server provides pause_listening(seconds) and the request log."""
+        self.forge = forge
+        self.dispatcher = dispatcher
+        self.faults = faults
+        self.rate_limits = rate_limits
+        self.server = server
+        self.startup_seed = None
+        self.router = Router()
+        r = self.router.add
+        r("GET", "/health", self.health)
+        r("GET", "/state", self.state)
+        r("POST", "/reset", self.reset)
+        r("POST", "/seed", self.seed)
+        r("GET", "/settings", self.get_settings)
+        r("PUT", "/settings", self.put_settings)
+        r("POST", "/users", self.create_user)
+        r("POST", "/tokens", self.create_token)
+        r("POST", "/projects", self.create_project)
+        r("PUT", "/projects/:id/settings", self.project_settings)
+        r("POST", "/projects/:id/members", self.add_member)
+        r("POST", "/projects/:id/commits", self.create_commits)
+        r("POST", "/projects/:id/refresh", self.refresh)
+        r("POST", "/projects/:id/merge_requests", self.create_mr)
+        r("POST", "/projects/:id/merge_requests/:iid/push", self.push)
+        r("POST", "/rate_limit", self.rate_limit)
+        r("GET", "/faults", self.list_faults)
+        r("POST", "/faults", self.add_fault)
+        r("DELETE", "/faults", self.clear_faults)
+        r("POST", "/faults/refuse", self.refuse)
+        r("GET", "/time", self.get_time)
+        r("POST", "/time", self.move_time)
+        r("POST", "/webhooks", self.add_webhook)
+        r("GET", "/webhooks/deliveries", self.deliveries)
+        r("POST", "/webhooks/deliveries/:delivery_id/redeliver",
+          self.redeliver)
+        r("POST", "/webhooks/wait", self.wait_webhooks)
+        r("GET", "/requests", self.requests)
+        r("DELETE", "/requests", self.clear_requests)
+
+    def handle(self, request):
+        path = request.path[len(PREFIX):] or "/"
+        try:
+            handler, args = self.router.resolve(request.method, path)
+            body = request.json() if request.method in ("POST", "PUT") \
+                else {}
+            with self.forge.lock:
+                return handler(body, **args)
+        except errors.ApiError as e:
+            # A GitLab rule refused it (e.g. a label that already exists).
+            return Response.error(e)
+        except (SimError, FaultError, GitError, KeyError, TypeError,
+                ValueError) as e:
+            status = getattr(e, "status", 400)
+            message = str(e) if not isinstance(e, KeyError) \
+                else "missing or unknown field %s" % e
+            return Response.json(status, {"error": message})
+
+    # -- lifecycle ------------------------------------------------------------
+
+    def health(self, body):
+        return Response.json(200, {"ok": True, "url": self.forge.base_url,
+                                   "gitlab_version": GITLAB_VERSION})
+
+    def reset(self, body):
+        """Wipe all state; then apply the start-up seed unless told otherwise.
+
+        {"seed": "startup" (default) | "none" | {seed document}}
+        """
+        choice = body.get("seed", "startup")
+        self.forge.reset()
+        self.faults.clear()
+        self.rate_limits.clear()
+        self.dispatcher.reset()
+        self.server.clear_request_log()
+        made = {}
+        if choice == "startup" and self.startup_seed is not None:
+            made = seedmod.apply(self.forge, self.startup_seed)
+        elif isinstance(choice, dict):
+            made = seedmod.apply(self.forge, choice)
+        elif choice not in ("none", "startup"):
+            raise SimError('seed must be "startup", "none" or a document')
+        return Response.json(200, {"reset": True, "seeded": made})
+
+    def seed(self, body):
+        return Response.json(201, seedmod.apply(self.forge, body))
+
+    def get_settings(self, body):
+        return Response.json(200, dict(self.forge.settings.values))
+
+    def put_settings(self, body):
+        self.forge.settings.update(body)
+        return Response.json(200, dict(self.forge.settings.values))
+
+    # -- users, tokens, projects ----------------------------------------------
+
+    def create_user(self, body):
+        user = self.forge.create_user(
+            body["username"], body.get("name"), body.get("email"),
+            body.get("public_email", ""), body.get("admin", False),
+            body.get("state", "active"), body.get("bot", False))
+        return Response.json(201, _user_state(user))
+
+    def create_token(self, body):
+        token = self.forge.create_token(
+            self.forge.user(body["user"]), body.get("scopes", ["api"]),
+            body.get("token"), body.get("name"))
+        return Response.json(201, {"token": token.token,
+                                   "user_id": token.user_id,
+                                   "scopes": token.scopes})
+
+    def create_project(self, body):
+        project = self.forge.create_project(
+            body["path"], body.get("default_branch", "main"),
+            body.get("files"), body.get("empty", False),
+            body.get("visibility", "private"), body.get("members"),
+            body.get("description", ""), body.get("settings"),
+            body.get("author"))
+        return Response.json(201, self._project(project))
+
+    def _project(self, project):
+        out = ent.project(self.forge, project)
+        out["repo_path"] = project.repo_dir
+        out["members"] = {self.forge.users[uid].username: level
+                          for uid, level in project.members.items()}
+        out["settings"] = vars(project.settings)
+        return out
+
+    def project_settings(self, body, id):
+        project = self.forge.project(id)
+        self.forge.update_project_settings(project, body)
+        return Response.json(200, vars(project.settings))
+
+    def add_member(self, body, id):
+        project = self.forge.project(id)
+        self.forge.add_member(project, self.forge.user(body["user"]),
+                              body.get("role", "developer"))
+        return Response.json(201, self._project(project))
+
+    def create_commits(self, body, id):
+        """{"branch", "start"?, "commits": [...]} or one commit inline."""
+        project = self.forge.project(id)
+        commits = body.get("commits")
+        if commits is None:
+            commits = [{k: body[k] for k in ("message", "files", "author")
+                        if k in body}]
+        shas = self.forge.create_commits(project, body["branch"], commits,
+                                         start=body.get("start"))
+        return Response.json(201, {"branch": body["branch"], "shas": shas,
+                                   "head": shas[-1] if shas else None})
+
+    def refresh(self, body, id):
+        project = self.forge.project(id)
+        actor = self.forge.find_user(body.get("user"))
+        created = self.forge.scan_branches(project, actor)
+        return Response.json(200, {"updated": [
+            {"iid": mr.iid, "version": ent.version(self.forge, mr, v)}
+            for mr, v in created]})
+
+    # -- merge requests -------------------------------------------------------
+
+    def create_mr(self, body, id):
+        project = self.forge.project(id)
+        author = self.forge.user(body["author"])
+        mr = self.forge.create_mr(
+            project, author, body["source_branch"],
+            body.get("target_branch"), body.get("title"),
+            body.get("description", ""), body.get("draft", False),
+            body.get("reviewers", ()), body.get("assignees", ()),
+            body.get("labels", ()))
+        return Response.json(201, ent.mr_full(self.forge, project, mr,
+                                              author))
+
+    def push(self, body, id, iid):
+        """Move the MR's source branch and record a new diff version.
+
+        {"sha": SHA} (already in the repo, e.g. pushed over HTTP),
+        {"ref": "refs/heads/x" or branch name}, or {"commits": [...]}
+        to have the simulator write commits on top of the source branch
+        (or of "start").  "user" names the pusher (default: the author).
+        """
+        project = self.forge.project(id)
+        mr = self.forge.find_mr(project, int(iid))
+        if mr is None:
+            raise SimError("no merge request !%s" % iid, 404)
+        repo = self.forge.repo(project)
+        actor = self.forge.user(body.get("user", mr.author_id))
+        branch_ref = "refs/heads/" + mr.source_branch
+        if "commits" in body:
+            if body.get("start"):
+                start = repo.rev_parse(body["start"])
+                if start is None:
+                    raise SimError("start %r does not exist" % body["start"])
+                repo.update_ref(branch_ref, start)
+            self.forge.create_commits(project, mr.source_branch,
+                                      body["commits"])
+            head = repo.rev_parse(branch_ref)
+        else:
+            rev = body.get("sha") or body.get("ref")
+            if not rev:
+                raise SimError("give sha, ref or commits")
+            head = repo.rev_parse(rev)
+            if head is None:
+                raise SimError("%r is not a commit in the repository" % rev)
+            repo.update_ref(branch_ref, head)
+        version = self.forge.push_head(project, mr, head, actor)
+        return Response.json(201 if version else 200, {
+            "created": version is not None,
+            "version": ent.version(self.forge, mr, version or mr.latest)})
+
+    # -- faults, rate limits, time --------------------------------------------
+
+    def rate_limit(self, body):
+        return Response.json(200, self.rate_limits.configure(body))
+
+    def list_faults(self, body):
+        return Response.json(200, self.faults.describe())
+
+    def add_fault(self, body):
+        return Response.json(201, self.faults.add(body))
+
+    def clear_faults(self, body):
+        self.faults.clear()
+        return Response.json(200, [])
+
+    def refuse(self, body):
+        """Stop listening for `seconds`: connects fail with ECONNREFUSED."""
+        seconds = float(body["seconds"])
+        if not 0 < seconds <= 300:
+            raise SimError("seconds must be in (0, 300]")
+        self.server.pause_listening(seconds)
+        return Response.json(200, {"refusing_for_s": seconds})
+
+    def get_time(self, body):
+        return Response.json(200, {"now": iso(self.forge.now())})
+
+    def move_time(self, body):
+        """{"advance_s": N} or {"set": ISO 8601}; forward only."""
+        if "advance_s" in body:
+            seconds = float(body["advance_s"])
+            if seconds < 0:
+                raise SimError("the clock only moves forward")
+            self.forge.clock.advance(seconds)
+        elif "set" in body:
+            when = parse_iso8601(body["set"])
+            if when is None:
+                raise SimError("set must be an ISO 8601 time")
+            self.forge.clock.set(when)
+        else:
+            raise SimError("give advance_s or set")
+        self.forge.expire_head_refs()
+        return Response.json(200, {"now": iso(self.forge.now())})
+
+    # -- webhooks -------------------------------------------------------------
+
+    def add_webhook(self, body):
+        project = self.forge.project(body.get("project", 1))
+        hook = self.forge.add_hook(
+            project, body["url"], body.get("token", ""),
+            body.get("merge_requests_events", True),
+            body.get("note_events", True), body.get("push_events", False))
+        out = ent.hook(self.forge, hook)
+        out["uuid"] = hook.uuid
+        return Response.json(201, out)
+
+    def deliveries(self, body):
+        return Response.json(200, self.dispatcher.snapshot())
+
+    def redeliver(self, body, delivery_id):
+        new_id = self.dispatcher.redeliver(int(delivery_id))
+        if new_id is None:
+            raise SimError("no delivery %s" % delivery_id, 404)
+        return Response.json(201, {"id": new_id})
+
+    def wait_webhooks(self, body):
+        # Waiting must not hold the forge lock: the dispatcher's deliveries
+        # may trigger receivers that call back into the API.
+        self.forge.lock.release()
+        try:
+            idle = self.dispatcher.wait_idle(float(body.get("timeout_s", 10)))
+        finally:
+            self.forge.lock.acquire()
+        return Response.json(200 if idle else 504, {"idle": idle})
+
+    def requests(self, body):
+        return Response.json(200, self.server.request_log())
+
+    def clear_requests(self, body):
+        self.server.clear_request_log()
+        return Response.json(200, [])
+
+    # -- inspection -----------------------------------------------------------
+
+    def state(self, body):
+        forge = self.forge
+        return Response.json(200, {
+            "now": iso(forge.now()),
+            "settings": dict(forge.settings.values),
+            "users": [_user_state(u) for u in forge.users.values()],
+            "tokens": [{"token": t.token, "user": forge.users[t.user_id]
+                        .username, "scopes": t.scopes,
+                        "impersonation": t.impersonation}
+                       for t in forge.tokens.values()],
+            "projects": [self._project_state(p)
+                         for p in forge.projects.values()],
+            "faults": self.faults.describe(),
+            "rate_limits": self.rate_limits.describe(),
+        })
+
+    def _project_state(self, project):
+        forge = self.forge
+        out = self._project(project)
+        out["labels"] = [{"id": lb.id, "name": lb.name, "color": lb.color}
+                         for lb in project.labels]
+        out["hooks"] = [ent.hook(forge, h) for h in project.hooks]
+        out["branches"] = forge.repo(project).branches()
+        out["merge_requests"] = [self._mr_state(project, mr)
+                                 for mr in project.mrs.values()]
+        return out
+
+    def _mr_state(self, project, mr):
+        forge = self.forge
+        return {
+            "id": mr.id, "iid": mr.iid, "title": mr.title,
+            "state": mr.state, "draft": mr.draft,
+            "author": forge.users[mr.author_id].username,
+            "source_branch": mr.source_branch,
+            "target_branch": mr.target_branch,
+            "labels": forge.label_names(project, mr),
+            "created_at": iso(mr.created_at),
+            "updated_at": iso(mr.updated_at),
+            "detailed_merge_status": forge.detailed_merge_status(project,
+                                                                 mr),
+            "merge_commit_sha": mr.merge_commit_sha,
+            "approvals": [{"user": forge.users[a.user_id].username,
+                           "at": iso(a.created_at)} for a in mr.approvals],
+            "versions": [dict(ent.version(forge, mr, v),
+                              files=[f.new_path for f in v.files],
+                              commits=[c["id"] for c in v.commits])
+                         for v in mr.versions],
+            "discussions": [{
+                "id": d.id, "individual_note": d.individual_note,
+                "notes": [{
+                    "id": n.id, "type": n.type, "body": n.body,
+                    "author": forge.users[n.author_id].username,
+                    "system": n.system, "internal": n.internal,
+                    "created_at": iso(n.created_at),
+                    "position": n.position, "line_code": n.line_code,
+                    "resolved": n.resolved,
+                } for n in d.notes]} for d in mr.discussions],
+        }
+
+
+def _user_state(user):
+    return {"id": user.id, "username": user.username, "name": user.name,
+            "email": user.email, "public_email": user.public_email,
+            "admin": user.admin, "state": user.state}

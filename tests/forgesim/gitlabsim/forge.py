@@ -1,0 +1,969 @@
+"""The simulated GitLab instance: state plus GitLab's domain rules.
+
+No HTTP here.  api.py and control.py call into Forge while holding
+Forge.lock (one big lock: the simulator favours obviously-correct ordering
+over throughput).  Raised errors.ApiError values carry GitLab's exact
+status and body; SimError is for control-API misuse by a test.
+
+Side effects that GitLab performs asynchronously (webhooks) are reported
+through Forge.on_event(kind, payload-builder args); webhooks.py listens.
+"""
+
+import os
+import re
+import secrets
+import shutil
+import threading
+import time
+import uuid
+
+from . import diff as diffmod
+from . import errors
+from . import quickactions
+from .clock import Clock
+from .gitrepo import ZERO_SHA, GitError, Repo
+from .model import (DEVELOPER, ID_BASES, MAINTAINER, OWNER, REPORTER,
+                    ROLES, Approval, Discussion, Hook, Label, MergeRequest,
+                    Note, Project, Token, User, Version,
+                    is_draft_title)
+
+MAX_NOTE_LENGTH = 1_000_000
+
+# Label::DEFAULT_COLOR, used for labels created implicitly by add_labels.
+DEFAULT_LABEL_COLOR = "#6699cc"
+
+# Head refs of closed/merged MRs are deleted this long after closing
+# (GitLab 13.4+); observable by moving the simulated clock.
+HEAD_REF_EXPIRY_S = 14 * 24 * 3600
+
+
+class SimError(Exception):
+    """A test used the control API wrongly (answered 400/404/409)."""
+
+    def __init__(self, message, status=400):
+        super().__init__(message)
+        self.status = status
+
+
+class SimSettings:
+    """Instance-wide switches a test can flip through POST /_sim/settings."""
+
+    DEFAULTS = {
+        # "ee" answers approvals with the EE shape (a superset of CE's) and
+        # serves approval_state; "ce" uses the CE entity and has no
+        # approval_state route.
+        "edition": "ee",
+        "system_notes": True,
+        # GitLab stops counting above 10,000 rows; lower it in tests.
+        "pagination_totals_limit": 10000,
+        # A new MR stays "preparing" (no diff_refs yet) this long.
+        "prepare_delay_ms": 0,
+        "hook_timeout_s": 3.0,
+    }
+
+    def __init__(self):
+        self.values = dict(self.DEFAULTS)
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["values"][name]
+        except KeyError:
+            raise AttributeError(name)
+
+    def update(self, values):
+        for key, value in values.items():
+            if key not in self.DEFAULTS:
+                raise SimError("unknown setting %r" % key)
+            if key == "edition" and value not in ("ce", "ee"):
+                raise SimError("edition must be 'ce' or 'ee'")
+            self.values[key] = type(self.DEFAULTS[key])(value)
+
+
+def scope_of(label_name):
+    """Scoped label scope: everything before the last '::', or None."""
+    if "::" not in label_name:
+        return None
+    return label_name.rsplit("::", 1)[0]
+
+
+class Forge:
+    def __init__(self, state_dir):
+        self.lock = threading.RLock()
+        self.clock = Clock()
+        self.state_dir = os.path.abspath(state_dir)
+        self.repo_root = os.path.join(self.state_dir, "repos")
+        self.base_url = "http://127.0.0.1"
+        self.settings = SimSettings()
+        self.on_event = lambda kind, **details: None
+        self.reset()
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def reset(self):
+        with self.lock:
+            self.users = {}
+            self.tokens = {}
+            self.projects = {}
+            self.counters = dict(ID_BASES)
+            self.settings = SimSettings()
+            self.clock.reset()
+            if os.path.isdir(self.repo_root):
+                shutil.rmtree(self.repo_root)
+            os.makedirs(self.repo_root, exist_ok=True)
+
+    def next_id(self, kind):
+        self.counters[kind] += 1
+        return self.counters[kind]
+
+    def now(self):
+        return self.clock.now()
+
+    # -- users and tokens --------------------------------------------------
+
+    def create_user(self, username, name=None, email=None, public_email="",
+                    admin=False, state="active", bot=False):
+        if not username or not re.fullmatch(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*",
+                                            username):
+            raise SimError("invalid username %r" % username)
+        if self.find_user(username):
+            raise SimError("username %r is taken" % username, 409)
+        user = User(id=self.next_id("user"), username=username,
+                    name=name or username,
+                    email=email or "%s@example.com" % username.lower(),
+                    public_email=public_email or "", admin=bool(admin),
+                    state=state, created_at=self.now(), bot=bool(bot))
+        self.users[user.id] = user
+        return user
+
+    def find_user(self, ident):
+        """By id (int or digits) or by username, case-insensitively."""
+        if ident is None:
+            return None
+        if isinstance(ident, int) or (isinstance(ident, str) and
+                                      ident.isdigit()):
+            return self.users.get(int(ident))
+        wanted = str(ident).lower()
+        for user in self.users.values():
+            if user.username.lower() == wanted:
+                return user
+        return None
+
+    def user(self, ident):
+        found = self.find_user(ident)
+        if found is None:
+            raise SimError("no user %r" % (ident,), 404)
+        return found
+
+    def create_token(self, user, scopes=("api",), token=None, name=None,
+                     impersonation=False):
+        token = token or "glpat-" + secrets.token_hex(10)
+        if token in self.tokens:
+            raise SimError("token %r exists" % token, 409)
+        unknown = set(scopes) - {"api", "read_api", "sudo", "read_user",
+                                 "read_repository", "write_repository"}
+        if unknown:
+            raise SimError("unknown scopes %s" % sorted(unknown))
+        record = Token(id=self.next_id("token"), token=token,
+                       user_id=user.id, scopes=list(scopes),
+                       name=name or "token-%d" % self.counters["token"],
+                       impersonation=impersonation, created_at=self.now())
+        self.tokens[token] = record
+        return record
+
+    def token(self, secret):
+        record = self.tokens.get(secret)
+        if record is None or record.revoked:
+            return None
+        return record
+
+    # -- projects ------------------------------------------------------------
+
+    def create_project(self, path, default_branch="main", files=None,
+                       empty=False, visibility="private", members=None,
+                       description="", settings=None, author=None):
+        parts = (path or "").split("/")
+        if len(parts) < 2 or not all(re.fullmatch(r"[A-Za-z0-9_.-]+", p)
+                                     for p in parts):
+            raise SimError("project path must look like group/name")
+        if self.find_project(path):
+            raise SimError("project %r exists" % path, 409)
+        if visibility not in ("private", "internal", "public"):
+            raise SimError("visibility must be private, internal or public")
+        pid = self.next_id("project")
+        project = Project(
+            id=pid, path=parts[-1], namespace="/".join(parts[:-1]),
+            description=description or "", default_branch=default_branch,
+            visibility=visibility,
+            repo_dir=os.path.join(self.repo_root, path + ".git"),
+            created_at=self.now())
+        project.last_activity_at = project.created_at
+        if settings:
+            self.update_project_settings(project, settings)
+        self.projects[pid] = project
+        for who, role in (members or {}).items():
+            self.add_member(project, self.user(who), role)
+        Repo(project.repo_dir).init(default_branch)
+        if not empty:
+            self.create_commits(project, default_branch, [{
+                "message": "Initial commit\n",
+                "files": files or {"README.md": "# %s\n" % project.path},
+                "author": author}])
+        return project
+
+    def update_project_settings(self, project, values):
+        try:
+            project.settings.update(values)
+        except KeyError as e:
+            raise SimError("unknown project setting %s" % e)
+
+    def add_member(self, project, user, role):
+        level = ROLES.get(role, role) if isinstance(role, str) else role
+        if level not in ROLES.values():
+            raise SimError("unknown role %r" % (role,))
+        project.members[user.id] = level
+
+    def find_project(self, ident):
+        """By numeric id or full path (case-insensitive, as GitLab)."""
+        if ident is None:
+            return None
+        if isinstance(ident, int) or str(ident).isdigit():
+            return self.projects.get(int(ident))
+        wanted = str(ident).lower()
+        for project in self.projects.values():
+            if project.full_path.lower() == wanted:
+                return project
+        return None
+
+    def project(self, ident):
+        found = self.find_project(ident)
+        if found is None:
+            raise SimError("no project %r" % (ident,), 404)
+        return found
+
+    def repo(self, project):
+        return Repo(project.repo_dir)
+
+    def project_for_repo_path(self, relpath):
+        """The project whose bare repo is <repo_root>/<relpath>.git."""
+        for project in self.projects.values():
+            if project.full_path == relpath:
+                return project
+        return None
+
+    # -- permissions (app/policies, simplified to roles) ---------------------
+
+    def access_level(self, project, user):
+        if user is None:
+            return 0
+        if user.admin:
+            return OWNER
+        return project.members.get(user.id, 0)
+
+    def can_read_project(self, project, user):
+        if user is not None and (user.admin or user.id in project.members):
+            return True
+        return project.visibility == "public" or \
+            (project.visibility == "internal" and user is not None)
+
+    def can_update_mr(self, project, mr, user):
+        return self.access_level(project, user) >= DEVELOPER or \
+            mr.author_id == user.id
+
+    def can_approve(self, project, user):
+        """approve_merge_request: who may use the approve endpoints at all."""
+        return self.access_level(project, user) >= DEVELOPER
+
+    def can_merge(self, project, user):
+        return self.access_level(project, user) >= DEVELOPER
+
+    def can_resolve(self, project, mr, user):
+        return self.access_level(project, user) >= DEVELOPER or \
+            mr.author_id == user.id
+
+    def can_admin_note(self, project, note, user):
+        return note.author_id == user.id or \
+            self.access_level(project, user) >= MAINTAINER
+
+    def can_read_note(self, project, note, user):
+        return not note.internal or \
+            self.access_level(project, user) >= REPORTER
+
+    # -- labels ---------------------------------------------------------------
+
+    def find_label(self, project, name):
+        # Exact, case-sensitive title match, as reported against CE: a
+        # differently-cased name creates a second label.
+        for label in project.labels:
+            if label.name == name:
+                return label
+        return None
+
+    def create_label(self, project, name, color=None, description=None):
+        if not name or not name.strip():
+            raise errors.message(400, {"title": ["can't be blank"]})
+        if self.find_label(project, name):
+            raise errors.conflict("Label already exists")
+        label = Label(id=self.next_id("label"), name=name,
+                      color=color or DEFAULT_LABEL_COLOR,
+                      description=description, created_at=self.now())
+        project.labels.append(label)
+        return label
+
+    def label_by_id(self, project, label_id):
+        for label in project.labels:
+            if label.id == label_id:
+                return label
+        return None
+
+    def label_names(self, project, mr):
+        return sorted(self.label_by_id(project, i).name for i in mr.labels)
+
+    # -- commits --------------------------------------------------------------
+
+    def create_commits(self, project, branch, commits, start=None):
+        """Write commits on `branch` (created from `start` if missing).
+
+        Returns the new SHAs, oldest first.  Each commit is {"message",
+        "files", "author"}; see Repo.write_commit for `files`.
+        """
+        repo = self.repo(project)
+        existing = repo.rev_parse("refs/heads/" + branch)
+        parent = existing
+        if parent is None and start:
+            parent = repo.rev_parse(start) or \
+                repo.rev_parse("refs/heads/" + start)
+            if parent is None:
+                raise SimError("start %r does not exist" % start)
+        shas = []
+        for spec in commits:
+            message = spec.get("message") or "Update files\n"
+            if not message.endswith("\n"):
+                message += "\n"
+            parent = repo.write_commit(parent, spec.get("files") or {},
+                                       message, spec.get("author") or {},
+                                       self.now())
+            shas.append(parent)
+        if shas:
+            repo.update_ref("refs/heads/" + branch, parent,
+                            existing or ZERO_SHA)
+        return shas
+
+    # -- merge requests ------------------------------------------------------
+
+    def find_mr(self, project, iid):
+        return project.mrs.get(iid)
+
+    def mr_by_iid(self, project, iid):
+        mr = project.mrs.get(iid)
+        if mr is None:
+            raise errors.record_not_found()
+        return mr
+
+    def create_mr(self, project, author, source_branch, target_branch=None,
+                  title=None, description="", draft=False, reviewers=(),
+                  assignees=(), labels=()):
+        repo = self.repo(project)
+        target_branch = target_branch or project.default_branch
+        for branch in (source_branch, target_branch):
+            if repo.rev_parse("refs/heads/" + branch) is None:
+                raise SimError("branch %r does not exist" % branch)
+        for other in project.mrs.values():
+            if other.state == "opened" and \
+                    other.source_branch == source_branch and \
+                    other.target_branch == target_branch:
+                raise SimError("Another open merge request already exists "
+                               "for this source branch: !%d" % other.iid,
+                               409)
+        title = title or source_branch
+        if draft and not is_draft_title(title):
+            title = "Draft: " + title
+        now = self.now()
+        mr = MergeRequest(
+            id=self.next_id("mr"), iid=project.next_iid,
+            project_id=project.id, title=title,
+            description=description or "", source_branch=source_branch,
+            target_branch=target_branch, author_id=author.id,
+            created_at=now, updated_at=now,
+            reviewer_ids=[self.user(r).id for r in reviewers],
+            assignee_ids=[self.user(a).id for a in assignees])
+        delay = self.settings.prepare_delay_ms / 1000.0
+        mr.preparing_until = time.monotonic() + delay
+        project.next_iid += 1
+        project.mrs[mr.iid] = mr
+        for name in labels:
+            label = self.find_label(project, name) or \
+                self.create_label(project, name)
+            mr.labels.append(label.id)
+        self._new_version(project, mr,
+                          repo.rev_parse("refs/heads/" + source_branch))
+        mr.prepared_at = mr.created_at if not delay else None
+        self.on_event("merge_request", project=project, mr=mr, actor=author,
+                      action="open", changes={})
+        return mr
+
+    def is_preparing(self, mr):
+        if mr.prepared_at is not None:
+            return False
+        if time.monotonic() < mr.preparing_until:
+            return True
+        mr.prepared_at = self.now()
+        return False
+
+    def _new_version(self, project, mr, head):
+        """Record a diff version for `head` (GitLab's MergeRequestDiff)."""
+        repo = self.repo(project)
+        start = repo.rev_parse("refs/heads/" + mr.target_branch)
+        base = repo.merge_base(start, head)
+        if base is None:
+            raise SimError("source and target branches share no history")
+        version = Version(
+            id=self.next_id("version"), mr_id=mr.id, head_sha=head,
+            base_sha=base, start_sha=start, created_at=self.now(),
+            patch_id_sha=repo.patch_id(base, head),
+            files=repo.diff_files(base, head),
+            commits=repo.commits(base, head))
+        mr.versions.append(version)
+        repo.update_ref("refs/merge-requests/%d/head" % mr.iid, head)
+        repo.update_ref("refs/keep-around/" + head, head)
+        merged_tree = repo.merge_tree(start, head)
+        mr.has_conflicts = merged_tree is None
+        if merged_tree is None:
+            repo.delete_ref("refs/merge-requests/%d/merge" % mr.iid)
+        else:
+            merge = repo.commit_tree(
+                merged_tree, [start, head],
+                "Merge branch '%s' into '%s'\n" % (mr.source_branch,
+                                                    mr.target_branch),
+                {"name": "GitLab", "email": "noreply@example.com"},
+                version.created_at)
+            repo.update_ref("refs/merge-requests/%d/merge" % mr.iid, merge)
+        return version
+
+    def push_head(self, project, mr, head, actor):
+        """The MR's source branch now points at `head`: new diff version.
+
+        Returns the new Version, or None when head is already the latest.
+        """
+        old = mr.latest.head_sha if mr.latest else None
+        if head == old:
+            return None
+        if mr.state != "opened":
+            raise SimError("merge request !%d is %s" % (mr.iid, mr.state),
+                           409)
+        previous = mr.latest
+        version = self._new_version(project, mr, head)
+        if project.settings.reset_approvals_on_push:
+            mr.approvals = []
+        new_commits = [c for c in version.commits
+                       if previous is None or
+                       c["id"] not in {p["id"] for p in previous.commits}]
+        self._system_note(project, mr, actor, self._push_note_text(
+            project, mr, new_commits, previous, version))
+        self._touch(project, mr)
+        self.on_event("merge_request", project=project, mr=mr, actor=actor,
+                      action="update", changes={}, oldrev=old)
+        return version
+
+    def _push_note_text(self, project, mr, commits, previous, version):
+        items = "".join("<li>%s - %s</li>" % (c["id"][:8],
+                                              c["message"].split("\n")[0])
+                        for c in commits)
+        count = len(commits)
+        text = "added %d commit%s\n\n<ul>%s</ul>" % (
+            count, "" if count == 1 else "s", items)
+        if previous is not None:
+            text += ("\n\n[Compare with previous version](/%s/-/merge_requests"
+                     "/%d/diffs?diff_id=%d&start_sha=%s)" % (
+                         project.full_path, mr.iid, version.id,
+                         previous.head_sha))
+        return text
+
+    def scan_branches(self, project, actor):
+        """After a git push: open MRs whose source branch moved get a version.
+
+        actor None attributes the push to each MR's author (anonymous HTTP
+        pushes carry no user).
+        """
+        created = []
+        tips = self.repo(project).branches()
+        for mr in sorted(project.mrs.values(), key=lambda m: m.iid):
+            tip = tips.get(mr.source_branch)
+            if mr.state == "opened" and tip and \
+                    (mr.latest is None or tip != mr.latest.head_sha):
+                pusher = actor or self.users[mr.author_id]
+                created.append((mr, self.push_head(project, mr, tip, pusher)))
+        return created
+
+    def _touch(self, project, mr):
+        mr.updated_at = self.now()
+        project.last_activity_at = mr.updated_at
+
+    # -- merge request state --------------------------------------------------
+
+    def approvals_left(self, project, mr):
+        return max(0, project.settings.approvals_required - len(mr.approvals))
+
+    def unresolved_discussions(self, mr):
+        return [d for d in mr.discussions
+                if any(n.resolvable and not n.resolved for n in d.notes)]
+
+    def detailed_merge_status(self, project, mr):
+        if mr.state != "opened":
+            return "not_open"
+        if self.is_preparing(mr):
+            return "preparing"
+        if mr.draft:
+            return "draft_status"
+        if mr.has_conflicts:
+            return "conflict"
+        if self.approvals_left(project, mr) > 0:
+            return "not_approved"
+        if project.settings.only_allow_merge_if_all_discussions_are_resolved \
+                and self.unresolved_discussions(mr):
+            return "discussions_not_resolved"
+        return "mergeable"
+
+    def approved_by(self, mr, user):
+        return any(a.user_id == user.id for a in mr.approvals)
+
+    def eligible_to_approve(self, project, mr, user):
+        """MergeRequest#can_be_approved_by? (ApprovalService's gate)."""
+        if user is None or mr.state != "opened" or \
+                not self.can_approve(project, user):
+            return False
+        if mr.author_id == user.id and \
+                not project.settings.merge_requests_author_approval:
+            return False
+        return not self.approved_by(mr, user)
+
+    def approve(self, project, mr, user):
+        """Record an approval; False when the user is not eligible."""
+        if not self.eligible_to_approve(project, mr, user):
+            return False
+        mr.approvals.append(Approval(user_id=user.id, created_at=self.now()))
+        self._system_note(project, mr, user, "approved this merge request")
+        self._touch(project, mr)
+        action = "approved" if self.approvals_left(project, mr) == 0 \
+            else "approval"
+        self.on_event("merge_request", project=project, mr=mr, actor=user,
+                      action=action, changes={})
+        return True
+
+    def unapprove(self, project, mr, user):
+        if not self.approved_by(mr, user):
+            return False
+        was_approved = self.approvals_left(project, mr) == 0
+        mr.approvals = [a for a in mr.approvals if a.user_id != user.id]
+        self._system_note(project, mr, user, "unapproved this merge request")
+        self._touch(project, mr)
+        action = "unapproved" if was_approved and \
+            self.approvals_left(project, mr) > 0 else "unapproval"
+        self.on_event("merge_request", project=project, mr=mr, actor=user,
+                      action=action, changes={})
+        return True
+
+    def close(self, project, mr, user):
+        if mr.state != "opened":
+            return False
+        mr.state = "closed"
+        mr.closed_by, mr.closed_at = user.id, self.now()
+        self._system_note(project, mr, user, "closed")
+        self._touch(project, mr)
+        self.on_event("merge_request", project=project, mr=mr, actor=user,
+                      action="close",
+                      changes={"state_id": {"previous": 1, "current": 2}})
+        return True
+
+    def reopen(self, project, mr, user):
+        if mr.state != "closed":
+            return False
+        mr.state = "opened"
+        mr.closed_by = mr.closed_at = None
+        self._system_note(project, mr, user, "reopened")
+        self._touch(project, mr)
+        self.on_event("merge_request", project=project, mr=mr, actor=user,
+                      action="reopen",
+                      changes={"state_id": {"previous": 2, "current": 1}})
+        return True
+
+    def mergeable(self, project, mr):
+        return self.detailed_merge_status(project, mr) == "mergeable"
+
+    def merge(self, project, mr, user):
+        """Merge with a merge commit (GitLab's default merge method)."""
+        repo = self.repo(project)
+        target_ref = "refs/heads/" + mr.target_branch
+        target = repo.rev_parse(target_ref)
+        head = mr.latest.head_sha
+        tree = repo.merge_tree(target, head)
+        if tree is None:
+            mr.has_conflicts = True
+            return False
+        now = self.now()
+        message = "Merge branch '%s' into '%s'\n\n%s\n\nSee merge request " \
+                  "%s!%d\n" % (mr.source_branch, mr.target_branch, mr.title,
+                               project.full_path, mr.iid)
+        commit = repo.commit_tree(tree, [target, head], message,
+                                  {"name": user.name, "email": user.email},
+                                  now)
+        repo.update_ref(target_ref, commit, target)
+        mr.state = "merged"
+        mr.merged_by, mr.merged_at, mr.merge_commit_sha = user.id, now, commit
+        self._system_note(project, mr, user, "merged")
+        self._touch(project, mr)
+        self.on_event("merge_request", project=project, mr=mr, actor=user,
+                      action="merge",
+                      changes={"state_id": {"previous": 1, "current": 3}})
+        return True
+
+    def update_mr(self, project, mr, user, title=None, description=None,
+                  labels=None, add_labels=None, remove_labels=None,
+                  reviewer_ids=None, assignee_ids=None):
+        """Apply PUT attributes; one "update" hook if anything changed."""
+        changes = {}
+        if title is not None and title != mr.title:
+            if not title.strip():
+                raise errors.message(400, {"title": ["can't be blank"]})
+            changes["title"] = {"previous": mr.title, "current": title}
+            was_draft = is_draft_title(mr.title)
+            mr.title = title
+            if was_draft != is_draft_title(title):
+                changes["draft"] = {"previous": was_draft,
+                                    "current": not was_draft}
+            self._system_note(project, mr, user, "changed title from **%s** "
+                              "to **%s**" % (changes["title"]["previous"],
+                                             title))
+        if description is not None and description != mr.description:
+            changes["description"] = {"previous": mr.description,
+                                      "current": description}
+            mr.description = description
+            self._system_note(project, mr, user, "changed the description")
+        if reviewer_ids is not None:
+            mr.reviewer_ids = [self.user(i).id for i in reviewer_ids]
+        if assignee_ids is not None:
+            mr.assignee_ids = [self.user(i).id for i in assignee_ids]
+        before = list(mr.labels)
+        self.change_labels(project, mr, labels, add_labels, remove_labels)
+        if mr.labels != before:
+            changes["labels"] = {"previous": before, "current": mr.labels}
+        if changes or reviewer_ids is not None or assignee_ids is not None:
+            if "title" in changes or "description" in changes:
+                mr.last_edited_at, mr.last_edited_by = self.now(), user.id
+            self._touch(project, mr)
+            self.on_event("merge_request", project=project, mr=mr,
+                          actor=user, action="update", changes=changes)
+        return changes
+
+    def change_labels(self, project, mr, labels=None, add=None, remove=None):
+        """labels replaces the set; add/remove edit it; unknown are created.
+
+        Scoped labels ("scope::value") only displace each other when the
+        project enables exclusivity (GitLab Premium); on Free the "::" is
+        just part of the name and both labels stay.
+        """
+        current = list(mr.labels)
+        if labels is not None:
+            current = []
+            for name in labels:
+                label = self.find_label(project, name) or \
+                    self.create_label(project, name)
+                current = self._with_label(project, current, label)
+        for name in add or ():
+            label = self.find_label(project, name) or \
+                self.create_label(project, name)
+            current = self._with_label(project, current, label)
+        for name in remove or ():
+            label = self.find_label(project, name)
+            if label is not None and label.id in current:
+                current.remove(label.id)
+        mr.labels = current
+
+    def _with_label(self, project, current, label):
+        if label.id in current:
+            return current
+        scope = scope_of(label.name)
+        if scope and project.settings.scoped_labels_exclusive:
+            current = [i for i in current
+                       if scope_of(self.label_by_id(project, i).name) != scope]
+        return current + [label.id]
+
+    def expire_head_refs(self):
+        """Delete head refs of MRs closed or merged more than 14 days ago."""
+        now = self.now()
+        for project in self.projects.values():
+            for mr in project.mrs.values():
+                ended = mr.merged_at or mr.closed_at
+                if ended and (now - ended).total_seconds() > \
+                        HEAD_REF_EXPIRY_S:
+                    self.repo(project).delete_ref(
+                        "refs/merge-requests/%d/head" % mr.iid)
+
+    # -- notes and discussions ------------------------------------------------
+
+    def find_discussion(self, mr, discussion_id):
+        for d in mr.discussions:
+            if d.id == discussion_id:
+                return d
+        return None
+
+    def find_note(self, mr, note_id):
+        for d in mr.discussions:
+            for n in d.notes:
+                if n.id == note_id:
+                    return d, n
+        return None, None
+
+    def _new_note(self, mr, author, body, type_=None, system=False,
+                  internal=False, discussion=None):
+        now = self.now()
+        note = Note(id=self.next_id("note"), discussion_id="", type=type_,
+                    body=body, author_id=author.id, created_at=now,
+                    updated_at=now, system=system, internal=internal)
+        if discussion is None:
+            discussion = Discussion(id=secrets.token_hex(20),
+                                    individual_note=type_ is None,
+                                    notes=[])
+            mr.discussions.append(discussion)
+        note.discussion_id = discussion.id
+        discussion.notes.append(note)
+        return discussion, note
+
+    def _system_note(self, project, mr, actor, text):
+        if self.settings.system_notes:
+            self._new_note(mr, actor, text, system=True)
+
+    def _validate_body(self, body):
+        if len(body) > MAX_NOTE_LENGTH:
+            raise errors.note_invalid([("note", [
+                "is too long (maximum is %d characters)" % MAX_NOTE_LENGTH])])
+        if not body.strip():
+            raise errors.note_invalid([("note", ["can't be blank"])])
+
+    def run_quick_actions(self, project, mr, user, body, diff_head_sha=None):
+        """Execute a note's quick actions.
+
+        Returns (remaining text, commands found?, commands_changes,
+        summary messages, error messages).
+        """
+        commands, remaining = quickactions.extract(body)
+        changes, messages, failures = {}, [], []
+        for name, arg in commands:
+            outcome = self._quick_action(project, mr, user, name, arg,
+                                         changes, diff_head_sha)
+            if outcome is None:
+                failures.append("Could not apply %s command." % name)
+            elif outcome:
+                messages.append(outcome)
+        return remaining, bool(commands), changes, messages, failures
+
+    def _quick_action(self, project, mr, user, name, arg, changes,
+                      diff_head_sha):
+        """One command: a summary message, "" for a no-op, None if refused."""
+        if name == "approve":
+            if not self.eligible_to_approve(project, mr, user):
+                return None
+            self.approve(project, mr, user)
+            return "Approved the current merge request."
+        if name == "unapprove":
+            if not self.unapprove(project, mr, user):
+                return None
+            return "Unapproved the current merge request."
+        if name in ("label", "unlabel"):
+            if not self.can_update_mr(project, mr, user):
+                return None
+            return self._quick_label(project, mr, user, name, arg, changes)
+        if name == "close":
+            if not self.can_update_mr(project, mr, user) or \
+                    not self.close(project, mr, user):
+                return None
+            changes["state_event"] = "close"
+            return "Closed this merge request."
+        if name == "reopen":
+            if not self.can_update_mr(project, mr, user) or \
+                    not self.reopen(project, mr, user):
+                return None
+            changes["state_event"] = "reopen"
+            return "Reopened this merge request."
+        if name == "merge":
+            # Over the API, /merge needs merge_request_diff_head_sha to
+            # name the current head (a compare-and-set, like PUT .../merge).
+            if diff_head_sha != mr.latest.head_sha or \
+                    not self.can_merge(project, user) or \
+                    not self.mergeable(project, mr) or \
+                    not self.merge(project, mr, user):
+                return None
+            changes["merge"] = mr.latest.head_sha
+            return "Merged this merge request."
+        return None
+
+    def _quick_label(self, project, mr, user, name, arg, changes):
+        # Quick actions only find labels that exist (LabelsFinder); unlike
+        # the add_labels API parameter they never create one.
+        labels = [lb for lb in (self.find_label(project, n)
+                                for n in quickactions.label_names(arg)) if lb]
+        refs = " ".join(quickactions.label_reference(lb.name) for lb in labels)
+        noun = "label" if len(labels) == 1 else "labels"
+        if name == "label":
+            if not labels:
+                return ""
+            self.update_mr(project, mr, user,
+                           add_labels=[lb.name for lb in labels])
+            changes.setdefault("add_label_ids", []).extend(
+                lb.id for lb in labels)
+            return "Added %s %s." % (refs, noun)
+        if not arg:
+            changes["label_ids"] = []
+            self.update_mr(project, mr, user, labels=[])
+            return "Removed all labels."
+        if not labels:
+            return ""
+        self.update_mr(project, mr, user,
+                       remove_labels=[lb.name for lb in labels])
+        changes.setdefault("remove_label_ids", []).extend(
+            lb.id for lb in labels)
+        return "Removed %s %s." % (refs, noun)
+
+    def create_note(self, project, mr, user, body, internal=False,
+                    discussion_type=None, position=None, reply_to=None,
+                    diff_head_sha=None):
+        """Notes::CreateService: quick actions first, then the note.
+
+        discussion_type None makes an individual note (POST .../notes),
+        "DiscussionNote"/"DiffNote" a new thread; reply_to a Discussion to
+        append to.  Returns (discussion or None, note or None, changes,
+        messages); raises ApiError for GitLab's 400s.  Note None means the
+        body held only commands (GitLab answers 202 and saves nothing).
+        """
+        self._validate_body(body)
+        remaining, had_commands, changes, messages, failures = \
+            self.run_quick_actions(project, mr, user, body, diff_head_sha)
+        if had_commands and not remaining:
+            if failures:
+                raise errors.bad_request(", ".join(failures))
+            return None, None, changes, messages
+        text = remaining if had_commands else body
+        if reply_to is not None:
+            discussion = reply_to
+            # Replying to an individual note turns it into a thread.
+            if discussion.individual_note:
+                discussion.individual_note = False
+                for n in discussion.notes:
+                    n.type = "DiscussionNote"
+            _, note = self._new_note(mr, user, text, "DiscussionNote",
+                                     discussion=discussion)
+        else:
+            discussion, note = self._new_note(mr, user, text,
+                                              discussion_type,
+                                              internal=internal)
+        if position is not None:
+            note.position, note.line_code = position
+            note.commit_id = note.position["head_sha"]
+        note.commands_changes = changes
+        self._touch(project, mr)
+        self.on_event("note", project=project, mr=mr, actor=user, note=note,
+                      action="create")
+        return discussion, note, changes, messages
+
+    def check_position(self, project, mr, pos):
+        """Validate a diff position against its version's diff.
+
+        pos holds the coerced position fields.  Returns (position hash as
+        GitLab echoes it, line_code); raises the "invalid line code" 400
+        when the SHAs name no version of this MR, the path is not in that
+        diff, or the line numbers do not name a line the way GitLab's
+        parser numbers it.
+        """
+        invalid = errors.note_invalid([("line_code", [
+            "can't be blank", "must be a valid line code"])])
+        version = next((v for v in mr.versions
+                        if v.base_sha == pos["base_sha"] and
+                        v.start_sha == pos["start_sha"] and
+                        v.head_sha == pos["head_sha"]), None)
+        echoed = {
+            "base_sha": pos["base_sha"], "start_sha": pos["start_sha"],
+            "head_sha": pos["head_sha"], "old_path": pos.get("old_path"),
+            "new_path": pos.get("new_path"),
+            "position_type": pos["position_type"],
+        }
+        if version is None:
+            raise invalid
+        diff_file = None
+        for f in version.files:
+            if pos.get("new_path") and f.new_path == pos["new_path"]:
+                diff_file = f
+                break
+            if pos.get("old_path") and f.old_path == pos["old_path"]:
+                diff_file = f
+        if diff_file is None:
+            raise invalid
+        if pos["position_type"] != "text":
+            # File and image positions anchor to the file, not a line.
+            for key in ("width", "height", "x", "y"):
+                if pos.get(key) is not None:
+                    echoed[key] = pos[key]
+            return echoed, None
+        repo = self.repo(project)
+        code = diffmod.find_line(
+            diff_file, pos.get("old_line"), pos.get("new_line"),
+            lambda: repo.blob_line_count(version.base_sha,
+                                         diff_file.old_path))
+        if code is None:
+            raise invalid
+        echoed.update({"old_line": pos.get("old_line"),
+                       "new_line": pos.get("new_line"),
+                       "line_range": pos.get("line_range"),
+                       "ignore_whitespace_change": False})
+        return echoed, code
+
+    def update_note(self, project, mr, note, user, body):
+        self._validate_body(body)
+        note.body = body
+        note.updated_at = self.now()
+        self._touch(project, mr)
+        self.on_event("note", project=project, mr=mr, actor=user, note=note,
+                      action="update")
+
+    def delete_note(self, project, mr, discussion, note):
+        discussion.notes.remove(note)
+        if not discussion.notes:
+            mr.discussions.remove(discussion)
+        self._touch(project, mr)
+
+    def set_resolved(self, project, mr, notes, user, resolved):
+        now = self.now()
+        for note in notes:
+            if not note.resolvable:
+                continue
+            if resolved and not note.resolved:
+                note.resolved_by, note.resolved_at = user.id, now
+            elif not resolved:
+                note.resolved_by = note.resolved_at = None
+        self._touch(project, mr)
+
+    # -- hooks ----------------------------------------------------------------
+
+    def add_hook(self, project, url, token="", merge_requests_events=True,
+                 note_events=True, push_events=False):
+        hook = Hook(id=self.next_id("hook"), project_id=project.id, url=url,
+                    token=token or "", uuid=str(uuid.uuid4()),
+                    merge_requests_events=bool(merge_requests_events),
+                    note_events=bool(note_events),
+                    push_events=bool(push_events), created_at=self.now())
+        project.hooks.append(hook)
+        return hook
+
+    # -- git over HTTP --------------------------------------------------------
+
+    def after_receive_pack(self, repo_relpath):
+        """Called after a push over HTTP: refresh MRs of that repository."""
+        with self.lock:
+            project = self.project_for_repo_path(repo_relpath)
+            if project is None:
+                return
+            try:
+                self.scan_branches(project, None)
+            except (GitError, SimError):
+                # A push of unrelated history must not break the server; the
+                # test will notice that no version appeared.
+                pass
+

@@ -1,0 +1,214 @@
+"""Plain records of the simulated GitLab instance.
+
+Records hold state only; the rules live in forge.py and the JSON shapes in
+entities.py.  Ids come from per-kind counters that start at different
+offsets, so a client that sends a note id where an MR iid belongs, or an
+MR id where the iid belongs, gets a 404 instead of a lucky match.
+"""
+
+import dataclasses
+import re
+import typing
+
+GUEST, REPORTER, DEVELOPER, MAINTAINER, OWNER = 10, 20, 30, 40, 50
+ROLES = {"guest": GUEST, "reporter": REPORTER, "developer": DEVELOPER,
+         "maintainer": MAINTAINER, "owner": OWNER}
+
+# GitLab derives "draft" from the title (app/models/concerns/issuable.rb).
+_DRAFT = re.compile(r"^\s*(\[draft\]|\(draft\)|draft:|draft\s-\s|draft$)",
+                    re.IGNORECASE)
+
+
+def is_draft_title(title):
+    return bool(_DRAFT.match(title or ""))
+
+
+ID_BASES = {"user": 0, "project": 0, "mr": 100, "version": 500,
+            "note": 1000, "label": 10, "hook": 0, "token": 0,
+            "delivery": 0}
+
+
+@dataclasses.dataclass
+class User:
+    id: int
+    username: str
+    name: str
+    email: str                 # private, primary
+    public_email: str
+    admin: bool
+    state: str
+    created_at: typing.Any
+    bot: bool = False
+
+
+@dataclasses.dataclass
+class Token:
+    id: int
+    token: str
+    user_id: int
+    scopes: list
+    name: str
+    impersonation: bool
+    created_at: typing.Any
+    revoked: bool = False
+
+
+@dataclasses.dataclass
+class ProjectSettings:
+    approvals_required: int = 0
+    reset_approvals_on_push: bool = False
+    merge_requests_author_approval: bool = False
+    scoped_labels_exclusive: bool = False
+    only_allow_merge_if_all_discussions_are_resolved: bool = False
+
+    def update(self, values):
+        for key, value in values.items():
+            if not hasattr(self, key):
+                raise KeyError(key)
+            setattr(self, key, type(getattr(self, key))(value))
+
+
+@dataclasses.dataclass
+class Label:
+    id: int
+    name: str
+    color: str
+    description: typing.Optional[str]
+    created_at: typing.Any
+
+
+@dataclasses.dataclass
+class Hook:
+    id: int
+    project_id: int
+    url: str
+    token: str
+    uuid: str
+    merge_requests_events: bool
+    note_events: bool
+    push_events: bool
+    created_at: typing.Any
+
+
+@dataclasses.dataclass
+class Project:
+    id: int
+    path: str                  # "name"
+    namespace: str             # "group"
+    description: str
+    default_branch: str
+    visibility: str            # private | internal | public
+    repo_dir: str
+    created_at: typing.Any
+    members: dict = dataclasses.field(default_factory=dict)   # uid -> level
+    labels: list = dataclasses.field(default_factory=list)
+    hooks: list = dataclasses.field(default_factory=list)
+    mrs: dict = dataclasses.field(default_factory=dict)       # iid -> MR
+    next_iid: int = 1
+    settings: ProjectSettings = dataclasses.field(
+        default_factory=ProjectSettings)
+    last_activity_at: typing.Any = None
+
+    @property
+    def full_path(self):
+        return "%s/%s" % (self.namespace, self.path)
+
+
+@dataclasses.dataclass
+class Version:
+    """One MR diff version (GitLab's MergeRequestDiff)."""
+    id: int
+    mr_id: int
+    head_sha: str
+    base_sha: str
+    start_sha: str
+    created_at: typing.Any
+    patch_id_sha: typing.Optional[str]
+    files: list                # [DiffFile]
+    commits: list              # [git commit dicts], newest first
+
+
+@dataclasses.dataclass
+class Approval:
+    user_id: int
+    created_at: typing.Any
+
+
+@dataclasses.dataclass
+class Note:
+    id: int
+    discussion_id: str
+    type: typing.Optional[str]     # None, "DiscussionNote", "DiffNote"
+    body: str
+    author_id: int
+    created_at: typing.Any
+    updated_at: typing.Any
+    system: bool = False
+    internal: bool = False
+    position: typing.Optional[dict] = None
+    line_code: typing.Optional[str] = None
+    commit_id: typing.Optional[str] = None
+    resolved_by: typing.Optional[int] = None
+    resolved_at: typing.Any = None
+    commands_changes: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def resolvable(self):
+        # Plain individual comments and system notes are not resolvable.
+        return not self.system and self.type in ("DiscussionNote",
+                                                  "DiffNote")
+
+    @property
+    def resolved(self):
+        return self.resolved_at is not None
+
+
+@dataclasses.dataclass
+class Discussion:
+    id: str                    # 40 hex
+    individual_note: bool
+    notes: list                # [Note], oldest first
+
+
+@dataclasses.dataclass
+class MergeRequest:
+    id: int
+    iid: int
+    project_id: int
+    title: str
+    description: str
+    source_branch: str
+    target_branch: str
+    author_id: int
+    created_at: typing.Any
+    updated_at: typing.Any
+    state: str = "opened"          # opened | closed | merged | locked
+    labels: list = dataclasses.field(default_factory=list)    # label ids
+    reviewer_ids: list = dataclasses.field(default_factory=list)
+    assignee_ids: list = dataclasses.field(default_factory=list)
+    versions: list = dataclasses.field(default_factory=list)  # oldest first
+    approvals: list = dataclasses.field(default_factory=list)
+    discussions: list = dataclasses.field(default_factory=list)
+    merged_by: typing.Optional[int] = None
+    merged_at: typing.Any = None
+    merge_commit_sha: typing.Optional[str] = None
+    closed_by: typing.Optional[int] = None
+    closed_at: typing.Any = None
+    has_conflicts: bool = False
+    prepared_at: typing.Any = None
+    # Monotonic deadline before which the MR is still "preparing".
+    preparing_until: float = 0.0
+    last_edited_at: typing.Any = None
+    last_edited_by: typing.Optional[int] = None
+
+    @property
+    def draft(self):
+        return is_draft_title(self.title)
+
+    @property
+    def latest(self):
+        return self.versions[-1] if self.versions else None
+
+    def notes(self):
+        for d in self.discussions:
+            yield from d.notes
