@@ -28,7 +28,7 @@ check bridge/inbound util core forge inbound
 check milter util core milter
 # Library confinement: only these modules may include these headers.
 confine() { # pattern allowed-file-regex
-	bad=$(grep -rlE "#[[:space:]]*include[[:space:]]*<$1" "$top/bridge" \
+	bad=$(grep -rlE "#[[:space:]]*include[[:space:]]*<($1)" "$top/bridge" \
 		"$top/milter" 2>/dev/null | grep -vE "$2")
 	if [ -n "$bad" ]; then
 		echo "layering: <$1...> may be included only by $2:"
