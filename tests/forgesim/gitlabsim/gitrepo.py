@@ -63,11 +63,12 @@ class Repo:
                        check=True, env=_clean_env(),
                        stdout=subprocess.DEVNULL)
         # receivepack: tests push over HTTP without authenticating.
-        # allowAnySHA1InWant: old MR heads stay fetchable by SHA, as Gitaly
-        # allows (GitLab keeps them alive with keep-around refs).
+        # Keep-around refs hold old MR heads alive but, as on GitLab, are
+        # not advertised; allowAnySHA1InWant still lets clients fetch
+        # those heads by SHA, as Gitaly does.
         for key, value in (("http.receivepack", "true"),
+                           ("uploadpack.hideRefs", "refs/keep-around"),
                            ("uploadpack.allowAnySHA1InWant", "true"),
-                           ("uploadpack.allowReachableSHA1InWant", "true"),
                            ("receive.denyNonFastForwards", "false"),
                            ("core.quotePath", "false")):
             self.git("config", key, value)

@@ -177,6 +177,8 @@ def _client_key(request):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # A client that connects and goes silent must not pin a thread forever.
+    timeout = 60
 
     def version_string(self):
         return "nginx"
