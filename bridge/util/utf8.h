@@ -1,0 +1,33 @@
+/*
+ * utf8 - decode and encode UTF-8 on (pointer, length) byte ranges.
+ *
+ * Mail text is untrusted: it may hold overlong forms, surrogates, stray
+ * continuation bytes and NULs.  utf8_decode() accepts only well-formed
+ * UTF-8 (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF),
+ * so a caller that copies what it accepts and replaces the rest with
+ * U+FFFD always produces valid UTF-8.
+ *
+ * All functions are pure and thread-safe.
+ */
+#ifndef PB_UTIL_UTF8_H
+#define PB_UTIL_UTF8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define UTF8_REPLACEMENT 0xFFFDu
+
+/*
+ * Decode the sequence at p[0..len): the code point goes to *cp and the
+ * sequence length (1-4) is returned.  0 when the bytes do not start a
+ * well-formed sequence (or len is 0); *cp is then U+FFFD.
+ */
+size_t utf8_decode(uint32_t *cp, const char *p, size_t len);
+
+/* Encode cp into out (at least 4 bytes); returns the length (1-4). */
+size_t utf8_encode(char *out, uint32_t cp);
+
+/* True when p[0..len) is entirely well-formed UTF-8. */
+int utf8_valid(const char *p, size_t len);
+
+#endif
