@@ -34,9 +34,8 @@ _MR_UPDATE_PARAMS = (
 class Context:
     """Per-request state: who is asking, and the merged parameters."""
 
-    def __init__(self, api, request):
-        self.api = api
-        self.forge = api.forge
+    def __init__(self, forge, request):
+        self.forge = forge
         self.request = request
         values = parse_query(request.query_string)
         values.update(parse_body(request.header("Content-Type"),
@@ -106,13 +105,10 @@ class Context:
             raise errors.not_found("MergeRequest")
         return mr
 
-    def paginate(self, items):
+    def page(self, items, render):
+        """One page of `items` rendered, with GitLab's pagination headers."""
         chunk, headers = paginate(self.request, items, self.params,
                                   self.forge.settings.pagination_totals_limit)
-        return chunk, headers
-
-    def page(self, items, render):
-        chunk, headers = self.paginate(items)
         return Response.json(200, [render(x) for x in chunk], headers)
 
 
@@ -186,7 +182,7 @@ class Api:
         try:
             handler, args = self.router.resolve(method, path)
             with self.forge.lock:
-                ctx = Context(self, request)
+                ctx = Context(self.forge, request)
                 # Notes and discussions authenticate every call; the rest
                 # only writes (authenticate_non_get!) or /user.
                 needs_user = method != "GET" or "/notes" in path or \

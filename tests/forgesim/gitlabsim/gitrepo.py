@@ -240,10 +240,11 @@ class Repo:
         files = []
         for (a_mode, b_mode, status, old_path, new_path), chunk in \
                 zip(entries, chunks):
-            binary = chunk.startswith("Binary files") or \
-                "\nBinary files " in chunk.split("@@", 1)[0]
-            hunks = chunk[chunk.index("@@"):] if "@@" in chunk and \
-                not binary else ""
+            # GitLab's `diff` is the hunks only, without the git headers.
+            start = chunk.find("\n@@ ")
+            header = chunk if start < 0 else chunk[:start]
+            binary = "\nBinary files " in "\n" + header
+            hunks = "" if start < 0 or binary else chunk[start + 1:]
             files.append(DiffFile(
                 old_path=old_path, new_path=new_path,
                 a_mode=str(int(a_mode)) if int(a_mode) == 0 else a_mode,
