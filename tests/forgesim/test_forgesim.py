@@ -501,6 +501,30 @@ class DiffPositionTest(SimTestCase):
             with self.subTest(lines=lines):
                 self.assertBody(post(**lines), 400, self.invalid)
 
+    def test_shas_of_no_version_are_accepted_like_gitlab(self):
+        # GitLab compares the three SHAs itself when they name no version
+        # (gitlab-org/gitlab#296829); the note then belongs to no version.
+        # A client that takes start_sha from the target tip instead of
+        # the version: main moved on after the version was made.
+        tip = SIM.ctl("POST", "/projects/%s/commits" % self.pid, {
+            "branch": "main", "message": "later\n",
+            "files": {"later.txt": "l\n"}})["head"]
+        pos = self.position(self.pid, start_sha=tip, old_path="f.txt",
+                            new_path="f.txt", new_line=3)
+        reply = SIM.api("POST", "/projects/%s/merge_requests/1/discussions"
+                        % self.pid, body={"body": "x", "position": pos})
+        self.assertEqual(reply.status, 201, reply.body)
+        note = self.state_mr(project="grp/diffs")["discussions"][-1][
+            "notes"][0]
+        self.assertIsNone(note["version_id"])
+        version = SIM.api("GET", "/projects/%s/merge_requests/1/versions"
+                          % self.pid).json[0]
+        ok = self.post(new_line=3)
+        self.assertEqual(ok.status, 201)
+        note = self.state_mr(project="grp/diffs")["discussions"][-1][
+            "notes"][0]
+        self.assertEqual(note["version_id"], version["id"])
+
     def test_diff_note_on_an_older_version_stays_valid(self):
         old_pos = self.position(self.pid, old_path="f.txt",
                                 new_path="f.txt", new_line=3)

@@ -367,6 +367,7 @@ class Control:
                     "system": n.system, "internal": n.internal,
                     "created_at": iso(n.created_at),
                     "position": n.position, "line_code": n.line_code,
+                    "version_id": n.version_id,
                     "resolved": n.resolved,
                 } for n in d.notes]} for d in mr.discussions],
         }

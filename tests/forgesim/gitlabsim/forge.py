@@ -856,7 +856,7 @@ class Forge:
                                               discussion_type,
                                               internal=internal)
         if position is not None:
-            note.position, note.line_code = position
+            note.position, note.line_code, note.version_id = position
             note.commit_id = note.position["head_sha"]
         note.commands_changes = changes
         self._touch(project, mr)
@@ -865,30 +865,40 @@ class Forge:
         return discussion, note, changes, messages
 
     def check_position(self, project, mr, pos):
-        """Validate a diff position against its version's diff.
+        """Validate a diff position the way DiffNote#set_line_code does.
 
-        pos holds the coerced position fields.  Returns (position hash as
-        GitLab echoes it, line_code); raises the "invalid line code" 400
-        when the SHAs name no version of this MR, the path is not in that
-        diff, or the line numbers do not name a line the way GitLab's
-        parser numbers it.
+        pos holds the coerced position fields.  The diff is the one of the
+        MR version with these three SHAs; failing that, like GitLab
+        (Gitlab::Diff::DiffRefs#compare_in), a comparison computed from
+        the SHAs themselves, as long as they are commits of the project.
+        That is GitLab's trap (gitlab-org/gitlab#296829): such a note is
+        accepted but belongs to no version, so /_sim/state reports its
+        version_id as null for tests to catch.
+
+        Returns (position hash as GitLab echoes it, line_code, version id
+        or None); raises the "invalid line code" 400 when the SHAs are not
+        commits, the path is not in the diff, or the line numbers do not
+        name a line the way GitLab's parser numbers it.
         """
         invalid = errors.note_invalid([("line_code", [
             "can't be blank", "must be a valid line code"])])
+        repo = self.repo(project)
         version = next((v for v in mr.versions
                         if v.base_sha == pos["base_sha"] and
                         v.start_sha == pos["start_sha"] and
                         v.head_sha == pos["head_sha"]), None)
-        echoed = {
-            "base_sha": pos["base_sha"], "start_sha": pos["start_sha"],
-            "head_sha": pos["head_sha"], "old_path": pos.get("old_path"),
-            "new_path": pos.get("new_path"),
-            "position_type": pos["position_type"],
-        }
-        if version is None:
-            raise invalid
+        if version is not None:
+            base, files = version.base_sha, version.files
+        else:
+            shas = [pos[k] for k in ("base_sha", "start_sha", "head_sha")]
+            if not all(re.fullmatch(r"[0-9a-f]{40}", s) and
+                       repo.has_commit(s) for s in shas):
+                raise invalid
+            base = repo.merge_base(pos["base_sha"], pos["head_sha"]) or \
+                pos["base_sha"]
+            files = repo.diff_files(base, pos["head_sha"])
         diff_file = None
-        for f in version.files:
+        for f in files:
             if pos.get("new_path") and f.new_path == pos["new_path"]:
                 diff_file = f
                 break
@@ -896,24 +906,29 @@ class Forge:
                 diff_file = f
         if diff_file is None:
             raise invalid
+        echoed = {
+            "base_sha": pos["base_sha"], "start_sha": pos["start_sha"],
+            "head_sha": pos["head_sha"], "old_path": pos.get("old_path"),
+            "new_path": pos.get("new_path"),
+            "position_type": pos["position_type"],
+        }
+        version_id = version.id if version else None
         if pos["position_type"] != "text":
             # File and image positions anchor to the file, not a line.
             for key in ("width", "height", "x", "y"):
                 if pos.get(key) is not None:
                     echoed[key] = pos[key]
-            return echoed, None
-        repo = self.repo(project)
+            return echoed, None, version_id
         code = diffmod.find_line(
             diff_file, pos.get("old_line"), pos.get("new_line"),
-            lambda: repo.blob_line_count(version.base_sha,
-                                         diff_file.old_path))
+            lambda: repo.blob_line_count(base, diff_file.old_path))
         if code is None:
             raise invalid
         echoed.update({"old_line": pos.get("old_line"),
                        "new_line": pos.get("new_line"),
                        "line_range": pos.get("line_range"),
                        "ignore_whitespace_change": False})
-        return echoed, code
+        return echoed, code, version_id
 
     def update_note(self, project, mr, note, user, body):
         self._validate_body(body)

@@ -147,6 +147,7 @@ class Note:
     internal: bool = False
     position: typing.Optional[dict] = None
     line_code: typing.Optional[str] = None
+    version_id: typing.Optional[int] = None     # diff version of position
     commit_id: typing.Optional[str] = None
     resolved_by: typing.Optional[int] = None
     resolved_at: typing.Any = None
