@@ -5,7 +5,9 @@
 # temporary state directory, wait until it accepts connections, run CMD with
 #   PB_FORGESIM_URL        base URL, e.g. http://127.0.0.1:41234
 #   PB_FORGESIM_STATE_DIR  the simulator's state directory (bare repos)
-# exported, stop the simulator (by PID) and exit with CMD's status.
+# exported, stop the simulator (by PID) and exit with CMD's status.  When
+# CMD fails, the tail of the simulator's log (tracebacks, and every request
+# with PB_FORGESIM_ARGS=--verbose) goes to stderr.
 #
 # Environment:
 #   PB_FORGESIM_ARGS   extra simulator arguments (e.g. "--seed my.json")
@@ -24,6 +26,7 @@ fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/forgesim.XXXXXX") || exit 125
 sim_pid=
 
+# shellcheck disable=SC2317  # reached through the EXIT trap
 cleanup() {
 	if [ -n "$sim_pid" ] && kill -0 "$sim_pid" 2>/dev/null; then
 		kill -TERM "$sim_pid" 2>/dev/null
@@ -65,4 +68,9 @@ export PB_FORGESIM_URL PB_FORGESIM_STATE_DIR
 
 "$@"
 status=$?
+if [ "$status" -ne 0 ] && [ "$(wc -l <"$tmp/log")" -gt 1 ]; then
+	# More than the URL line: the simulator had something to say.
+	echo "run-with-sim: command failed ($status); forgesim log tail:" >&2
+	tail -n 50 "$tmp/log" >&2
+fi
 exit "$status"
