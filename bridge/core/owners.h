@@ -12,24 +12,30 @@
  * unknown keys anywhere are ignored (the real files grow new fields), but
  * a known key with the wrong type, a person without an email, a bad glob or
  * regex, an unknown alias or a YAML syntax error fail the whole load with
- * PB_EINVAL and a message naming the place, 1-based:
+ * PB_EINVAL and a message naming the place, 1-based (libyaml's own
+ * errors too):
  *
- *	owners.yaml:14:7: maintainers: expected a list
+ *	owners.yaml:14:18: maintainers: expected a list, found a scalar
+ *	owners.yaml:8:6: did not find expected key (while parsing a block
+ *	mapping at 2:5)
  *
  * Two entries for the same email (ignoring case) with different non-null
  * gluser values, and two subsystems with the same labels.name, are
  * PB_EINVAL too: both would make approvals ambiguous.  Hitting one of the
- * caps below is PB_ELIMIT, also with a place.  The
- * module never aborts on bad input.  A failed load leaves *out untouched,
- * so the owners loaded before stay usable: load into a fresh pointer and
- * swap it in only on success.  Callers that have no owners at all should
- * keep mailing without owners-based Cc routing, and log why.
+ * caps below is PB_ELIMIT, also with a place.
+ *
+ * The module never aborts on bad input.  A failed load leaves *out
+ * untouched, so the owners loaded before stay usable: load into a fresh
+ * pointer and swap it in only on success.  Callers that have no owners
+ * at all keep mailing without owners-based Cc routing (and log why).
  *
  * Deliberate leniencies (the file is edited by people and read by Python
  * scripts that accept these): a missing or null list is an empty list, so
  * a subsystem may have no maintainers (status Unassigned); a null bool is
  * false; `status` is kept as written, not checked against a list.  Merge
- * keys (`<<`) are rejected rather than silently dropped.
+ * keys (`<<`) are rejected rather than silently dropped.  Addresses
+ * (`email`, `mailingList`) must be bare ASCII addr-specs; names may be
+ * UTF-8 but hold no control characters, as they end up in headers.
  *
  * Path patterns follow the kernel's get_maintainer.pl F:/X: lines.  Paths
  * are repository-relative as git prints them ("drivers/net/x.c", no "a/"
