@@ -362,12 +362,13 @@ def approvals(forge, project_, mr, viewer):
         "user_has_approved": viewer is not None and
         forge.approved_by(mr, viewer),
         "user_can_approve": forge.eligible_to_approve(project_, mr, viewer),
-        "approved": left == 0 and (bool(mr.approvals) or
-                                   project_.settings.approvals_required == 0),
+        # CE: approved once anyone approved; EE: once no approval is left.
+        "approved": bool(mr.approvals),
         "approved_by": approved_by,
     }
     if forge.settings.edition == "ce":
         return ce
+    ce["approved"] = left == 0
     out = {
         "id": mr.id, "iid": mr.iid, "project_id": project_.id,
         "title": mr.title, "description": mr.description,

@@ -386,17 +386,19 @@ class Forge:
             created_at=now, updated_at=now,
             reviewer_ids=[self.user(r).id for r in reviewers],
             assignee_ids=[self.user(a).id for a in assignees])
+        # The first version first: an MR whose branches share no history
+        # must not be left half-registered.
+        self._new_version(project, mr,
+                          repo.rev_parse("refs/heads/" + source_branch))
         delay = self.settings.prepare_delay_ms / 1000.0
         mr.preparing_until = time.monotonic() + delay
+        mr.prepared_at = mr.created_at if not delay else None
         project.next_iid += 1
         project.mrs[mr.iid] = mr
         for name in labels:
             label = self.find_label(project, name) or \
                 self.create_label(project, name)
             mr.labels.append(label.id)
-        self._new_version(project, mr,
-                          repo.rev_parse("refs/heads/" + source_branch))
-        mr.prepared_at = mr.created_at if not delay else None
         self.on_event("merge_request", project=project, mr=mr, actor=author,
                       action="open", changes={})
         return mr
