@@ -180,7 +180,8 @@ def mr_basic(forge, project_, mr):
         "merged_by": user_basic(forge, users.get(mr.merged_by)),
         "merge_user": user_basic(forge, users.get(mr.merged_by)),
         "merged_at": iso(mr.merged_at), "merge_after": None,
-        "prepared_at": iso(mr.prepared_at),
+        "prepared_at": None if forge.is_preparing(mr)
+        else iso(mr.prepared_at),
         "closed_by": user_basic(forge, users.get(mr.closed_by)),
         "closed_at": iso(mr.closed_at),
         "target_branch": mr.target_branch,

@@ -9,12 +9,12 @@ Side effects that GitLab performs asynchronously (webhooks) are reported
 through Forge.on_event(kind, payload-builder args); webhooks.py listens.
 """
 
+import datetime
 import os
 import re
 import secrets
 import shutil
 import threading
-import time
 import uuid
 
 from . import diff as diffmod
@@ -56,7 +56,8 @@ class SimSettings:
         "system_notes": True,
         # GitLab stops counting above 10,000 rows; lower it in tests.
         "pagination_totals_limit": 10000,
-        # A new MR stays "preparing" (no diff_refs yet) this long.
+        # A new MR stays "preparing" (no diff_refs yet) this long, on the
+        # simulated clock.
         "prepare_delay_ms": 0,
         "hook_timeout_s": 3.0,
     }
@@ -390,9 +391,10 @@ class Forge:
         # must not be left half-registered.
         self._new_version(project, mr,
                           repo.rev_parse("refs/heads/" + source_branch))
-        delay = self.settings.prepare_delay_ms / 1000.0
-        mr.preparing_until = time.monotonic() + delay
-        mr.prepared_at = mr.created_at if not delay else None
+        # Preparation ends on the simulated clock, so a test can either
+        # wait for it or move the clock past it.
+        mr.prepared_at = mr.created_at + datetime.timedelta(
+            milliseconds=self.settings.prepare_delay_ms)
         project.next_iid += 1
         project.mrs[mr.iid] = mr
         for name in labels:
@@ -404,12 +406,7 @@ class Forge:
         return mr
 
     def is_preparing(self, mr):
-        if mr.prepared_at is not None:
-            return False
-        if time.monotonic() < mr.preparing_until:
-            return True
-        mr.prepared_at = self.now()
-        return False
+        return self.now() < mr.prepared_at
 
     def _new_version(self, project, mr, head):
         """Record a diff version for `head` (GitLab's MergeRequestDiff)."""

@@ -196,9 +196,7 @@ class MergeRequest:
     closed_by: typing.Optional[int] = None
     closed_at: typing.Any = None
     has_conflicts: bool = False
-    prepared_at: typing.Any = None
-    # Monotonic deadline before which the MR is still "preparing".
-    preparing_until: float = 0.0
+    prepared_at: typing.Any = None     # in the future while "preparing"
     last_edited_at: typing.Any = None
     last_edited_by: typing.Optional[int] = None
 

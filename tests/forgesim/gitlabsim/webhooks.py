@@ -105,7 +105,8 @@ def _mr_attributes(forge, project, mr, timestamp):
         "merge_status": "cannot_be_merged" if mr.has_conflicts
         else "can_be_merged",
         "target_project_id": project.id, "description": mr.description,
-        "prepared_at": timestamp(mr.prepared_at),
+        "prepared_at": None if forge.is_preparing(mr)
+        else timestamp(mr.prepared_at),
         "total_time_spent": 0, "time_change": 0,
         "human_total_time_spent": None, "human_time_change": None,
         "human_time_estimate": None,
