@@ -98,13 +98,6 @@ class Repo:
                         "%(objectname)", "refs/heads/")
         return dict(line.split(" ", 1) for line in out.splitlines() if line)
 
-    def is_ancestor(self, a, b):
-        proc = subprocess.run(
-            ["git", "--git-dir", self.path, "merge-base", "--is-ancestor",
-             a, b], env=_clean_env(), stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, check=False)
-        return proc.returncode == 0
-
     def merge_base(self, a, b):
         out = self.text("merge-base", a, b, ok=(0, 1)).strip()
         return out or None

@@ -90,9 +90,6 @@ class Params:
     def has(self, key):
         return key in self.values
 
-    def raw(self, key, default=None):
-        return self.values.get(key, default)
-
     def _get(self, key, required):
         value = self.values.get(key, _MISSING)
         if value is _MISSING:
