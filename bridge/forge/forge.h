@@ -1,0 +1,458 @@
+/*
+ * forge - what patchbridge needs from a code forge, independent of which.
+ *
+ * A struct forge is a handle with a table of operations (struct
+ * forge_ops); gitlab.h constructs the GitLab one, and another forge can be
+ * added behind the same table.  Callers use the forge_* wrappers below,
+ * which also report an operation a forge does not offer.
+ *
+ * Data: plain C structs.  Every string in them is owned by the struct
+ * (malloc'd, NUL-terminated, NULL when the forge sent nothing or null) and
+ * freed by its _release function, which leaves the struct zeroed.  Times
+ * are kept as the forge sent them (ISO 8601) and, where they matter for
+ * ordering, also as milliseconds since the epoch.  Lists come as
+ * {items, nr} structs with their own _release.
+ *
+ * Projects are named by numeric id ("42") or full path ("group/project");
+ * the implementation encodes them.  MRs are named by their iid.
+ *
+ * Acting for a user: forge_act_as() makes every following call run as
+ * that user (GitLab: the Sudo header, which needs an admin token) until it
+ * is called again with NULL.
+ *
+ * Idempotence: writes that are not idempotent (notes, discussions,
+ * replies) take a marker key; the body then carries a hidden marker, and
+ * after a lost response the implementation looks for the marker before
+ * posting again, so each action lands at most once (DESIGN.md rule 3).
+ *
+ * Errors: 0 or a negative PB_* code with err_msg() set; the forge's own
+ * error text (e.g. GitLab's "message") is quoted in it.  PB_ENOTFOUND (no
+ * such project/MR/user, or no access), PB_EPERM (refused), PB_EINVAL (the
+ * forge rejected our input, or sent malformed data), PB_ETEMP (the forge
+ * is unreachable or failing; retry later), PB_ELIMIT (a response over a
+ * cap, or a wait longer than allowed).  On error, out parameters are left
+ * released (empty), except where noted.
+ *
+ * Threads: a handle belongs to one thread at a time.
+ */
+#ifndef PB_FORGE_FORGE_H
+#define PB_FORGE_FORGE_H
+
+#include "util/buf.h"
+#include "util/strlist.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct forge_user {
+	int64_t id;
+	char *username;
+	char *name;
+	char *state;
+	char *email; /* only when the token may see it (admin) */
+	char *public_email; /* when the forge shows it */
+};
+
+struct forge_mr {
+	int64_t id; /* global id */
+	int64_t iid; /* per-project number */
+	int64_t project_id;
+	int64_t source_project_id;
+	int64_t target_project_id;
+	char *title;
+	char *description;
+	char *state; /* opened, closed, locked, merged */
+	char *created_at;
+	char *updated_at;
+	int64_t updated_ms;
+	char *source_branch;
+	char *target_branch;
+	char *sha; /* head of the latest version; may be NULL */
+	char *detailed_merge_status;
+	char *web_url;
+	int draft;
+	struct strlist labels;
+	struct forge_user author;
+	/* Details only (NULL in listings, and while the MR is preparing). */
+	char *base_sha;
+	char *start_sha;
+	char *head_sha;
+};
+
+/* A diff version (GitLab's merge request diff), the bridge's revision. */
+struct forge_commit {
+	char *id;
+	char *short_id;
+	char *title;
+	char *message;
+	char *author_name;
+	char *author_email;
+	char *authored_date;
+	char *committer_name;
+	char *committer_email;
+	char *committed_date;
+	struct strlist parent_ids;
+};
+
+struct forge_diff_file {
+	char *old_path;
+	char *new_path;
+	char *a_mode;
+	char *b_mode;
+	char *diff; /* hunks, without the "diff --git" header */
+	int new_file;
+	int renamed_file;
+	int deleted_file;
+	int generated_file;
+};
+
+struct forge_version {
+	int64_t id;
+	char *head_sha;
+	char *base_sha;
+	char *start_sha;
+	char *created_at;
+	char *state; /* collected, overflow, without_files, … */
+	char *real_size; /* a string ("1000+") */
+	char *patch_id_sha; /* may be NULL while the forge computes it */
+	/* forge_get_version() only. */
+	struct forge_commit *commits;
+	size_t nr_commits;
+	struct forge_diff_file *diffs;
+	size_t nr_diffs;
+};
+
+struct forge_version_list {
+	struct forge_version *items; /* newest first */
+	size_t nr;
+};
+
+/*
+ * A position in a diff, in file-line terms.  Lines are 1-based; 0 means
+ * absent.  GitLab's rule: an added line has new_line only, a removed line
+ * old_line only, a context line both (forge_position_set_line()).
+ *
+ * When the forge returns one, it owns the strings.  A caller building one
+ * for forge_create_discussion() may point them at its own strings (the
+ * call does not modify or free them) and must not release it.
+ */
+struct forge_position {
+	char *base_sha;
+	char *start_sha;
+	char *head_sha;
+	char *old_path;
+	char *new_path;
+	int64_t old_line;
+	int64_t new_line;
+};
+
+enum forge_line_kind {
+	FORGE_LINE_ADDED,
+	FORGE_LINE_REMOVED,
+	FORGE_LINE_CONTEXT,
+};
+
+/* Set old_line/new_line per the rule above; PB_EINVAL if a number needed
+ * for kind is missing (<= 0). */
+int forge_position_set_line(struct forge_position *p, enum forge_line_kind k,
+			    int64_t old_line, int64_t new_line);
+
+struct forge_note {
+	int64_t id;
+	char *type; /* NULL (plain), "DiscussionNote", "DiffNote" */
+	char *body;
+	struct forge_user author;
+	char *created_at;
+	char *updated_at;
+	int system;
+	int resolvable;
+	int resolved;
+	int has_position;
+	struct forge_position position;
+};
+
+struct forge_note_list {
+	struct forge_note *items;
+	size_t nr;
+};
+
+struct forge_discussion {
+	char *id; /* 40 hex characters on GitLab */
+	int individual_note;
+	struct forge_note *notes;
+	size_t nr_notes;
+};
+
+struct forge_discussion_list {
+	struct forge_discussion *items;
+	size_t nr;
+};
+
+struct forge_approvals {
+	int approved; /* the MR counts as approved */
+	int64_t approvals_required; /* -1 when the forge does not say */
+	int64_t approvals_left; /* -1 when the forge does not say */
+	struct forge_user *approved_by;
+	size_t nr_approved_by;
+};
+
+/* Outcome of approve/unapprove when the call returns 0. */
+enum forge_approve_result {
+	FORGE_APPROVE_DONE, /* state changed now */
+	FORGE_APPROVE_ALREADY, /* it was already so (GitLab's 304) */
+	FORGE_APPROVE_SHA_MISMATCH, /* only with PB_EINVAL: MR moved on */
+};
+
+/*
+ * MR listing state the caller keeps between polls: the watermark (the
+ * largest updated_at seen) and the (iid, updated_at) pairs already
+ * reported inside the overlap window, so an overlapping re-read reports
+ * nothing twice.
+ */
+struct forge_mr_seen {
+	int64_t iid;
+	int64_t updated_ms;
+};
+
+struct forge_mr_cursor {
+	int64_t watermark_ms; /* 0: from the beginning */
+	struct forge_mr_seen *seen;
+	size_t nr, alloc;
+};
+
+void forge_mr_cursor_init(struct forge_mr_cursor *c);
+void forge_mr_cursor_release(struct forge_mr_cursor *c);
+/* Record a pair (when loading saved state, or after reporting). */
+void forge_mr_cursor_add(struct forge_mr_cursor *c, int64_t iid,
+			 int64_t updated_ms);
+int forge_mr_cursor_has(const struct forge_mr_cursor *c, int64_t iid,
+			int64_t updated_ms);
+/* Forget pairs older than watermark - overlap. */
+void forge_mr_cursor_prune(struct forge_mr_cursor *c, int64_t overlap_ms);
+
+struct forge_mr_query {
+	const char *state; /* NULL: all */
+	int64_t overlap_ms; /* re-read this far before the watermark */
+	int per_page; /* 0: 100 */
+};
+
+/* Called once per new (iid, updated_at); non-zero stops the listing and is
+ * returned.  mr is borrowed for the call. */
+typedef int (*forge_mr_fn)(const struct forge_mr *mr, void *arg);
+
+struct forge_note_query {
+	const char *sort; /* "asc" / "desc"; NULL: forge default */
+	const char *order_by; /* "created_at" / "updated_at"; NULL: default */
+	int per_page; /* 0: 100 */
+	int max_pages; /* 0: PB_PAGES_MAX */
+};
+
+struct forge;
+
+struct forge_ops {
+	const char *name;
+	void (*free)(struct forge *f);
+	int (*act_as)(struct forge *f, const char *user);
+	int (*list_mrs)(struct forge *f, const char *project,
+			struct forge_mr_cursor *cursor,
+			const struct forge_mr_query *q, forge_mr_fn fn,
+			void *arg);
+	int (*get_mr)(struct forge_mr *out, struct forge *f,
+		      const char *project, int64_t iid);
+	int (*list_versions)(struct forge_version_list *out, struct forge *f,
+			     const char *project, int64_t iid);
+	int (*get_version)(struct forge_version *out, struct forge *f,
+			   const char *project, int64_t iid,
+			   int64_t version_id);
+	int (*list_notes)(struct forge_note_list *out, struct forge *f,
+			  const char *project, int64_t iid,
+			  const struct forge_note_query *q);
+	int (*create_note)(struct forge_note *out, struct forge *f,
+			   const char *project, int64_t iid, const char *body,
+			   const char *marker_key);
+	int (*list_discussions)(struct forge_discussion_list *out,
+				struct forge *f, const char *project,
+				int64_t iid);
+	int (*create_discussion)(struct forge_discussion *out, struct forge *f,
+				 const char *project, int64_t iid,
+				 const char *body,
+				 const struct forge_position *pos,
+				 const char *marker_key);
+	int (*reply_discussion)(struct forge_note *out, struct forge *f,
+				const char *project, int64_t iid,
+				const char *discussion_id, const char *body,
+				const char *marker_key);
+	int (*resolve_discussion)(struct forge *f, const char *project,
+				  int64_t iid, const char *discussion_id,
+				  int resolved);
+	int (*find_note_by_marker)(struct forge_note *out,
+				   char **out_discussion_id, struct forge *f,
+				   const char *project, int64_t iid,
+				   const char *discussion_id,
+				   const char *marker_key);
+	int (*approve)(enum forge_approve_result *out, struct forge *f,
+		       const char *project, int64_t iid, const char *sha);
+	int (*unapprove)(enum forge_approve_result *out, struct forge *f,
+			 const char *project, int64_t iid);
+	int (*get_approvals)(struct forge_approvals *out, struct forge *f,
+			     const char *project, int64_t iid);
+	int (*update_labels)(struct forge *f, const char *project, int64_t iid,
+			     const struct strlist *add,
+			     const struct strlist *remove);
+	int (*find_user_by_email)(struct forge_user *out, struct forge *f,
+				  const char *email);
+};
+
+struct forge {
+	const struct forge_ops *ops;
+};
+
+/* Free the handle (NULL allowed). */
+void forge_free(struct forge *f);
+
+/* Run the following calls as user (a username or numeric id); NULL: as
+ * ourselves.  PB_EINVAL for a name that cannot be a user. */
+int forge_act_as(struct forge *f, const char *user);
+
+/*
+ * MRs of project updated since cursor->watermark_ms - q->overlap_ms, in
+ * updated_at order, each new (iid, updated_at) reported once through fn.
+ * Follows the forge's next-page links up to PB_PAGES_MAX pages (beyond
+ * that, the rest comes in the next poll).  On success the watermark moves
+ * to the newest updated_at seen and old pairs are pruned; on failure the
+ * watermark stays and the pairs already reported are kept.
+ */
+int forge_list_mrs(struct forge *f, const char *project,
+		   struct forge_mr_cursor *cursor,
+		   const struct forge_mr_query *q, forge_mr_fn fn, void *arg);
+
+int forge_get_mr(struct forge_mr *out, struct forge *f, const char *project,
+		 int64_t iid);
+
+/* Diff versions, newest first (without commits and diffs). */
+int forge_list_versions(struct forge_version_list *out, struct forge *f,
+			const char *project, int64_t iid);
+/* One version with its commits and diffs. */
+int forge_get_version(struct forge_version *out, struct forge *f,
+		      const char *project, int64_t iid, int64_t version_id);
+
+int forge_list_notes(struct forge_note_list *out, struct forge *f,
+		     const char *project, int64_t iid,
+		     const struct forge_note_query *q);
+
+/*
+ * Post a plain comment.  marker_key (see forge_marker_format(); NULL: no
+ * marker and no recovery) makes the post safe to repeat: when the outcome
+ * of the POST is unknown, the note is looked for before posting again.
+ * A note that was already there comes back as if just created.
+ *
+ * The same holds for forge_create_discussion() and
+ * forge_reply_discussion().  When even the search fails, they return
+ * PB_ETEMP with "outcome unknown" in the message: then, and after a crash
+ * between journaling an action and recording its result, the caller must
+ * call forge_find_note_by_marker() before posting again.
+ *
+ * The body is posted as given: neutralising quick actions ("/approve" at
+ * the start of a line) in relayed text is the caller's job.  GitLab
+ * answers a body of only quick actions with 202 and saves nothing; that
+ * gives PB_EINVAL here.
+ */
+int forge_create_note(struct forge_note *out, struct forge *f,
+		      const char *project, int64_t iid, const char *body,
+		      const char *marker_key);
+
+int forge_list_discussions(struct forge_discussion_list *out, struct forge *f,
+			   const char *project, int64_t iid);
+
+/*
+ * Start a thread; with pos, a diff note at that position.  The forge's
+ * answer is checked: a note that came back without its position (not a
+ * DiffNote) gives PB_EINVAL, and then, unlike other errors, out holds the
+ * discussion that was created so the caller can record it.
+ */
+int forge_create_discussion(struct forge_discussion *out, struct forge *f,
+			    const char *project, int64_t iid, const char *body,
+			    const struct forge_position *pos,
+			    const char *marker_key);
+
+int forge_reply_discussion(struct forge_note *out, struct forge *f,
+			   const char *project, int64_t iid,
+			   const char *discussion_id, const char *body,
+			   const char *marker_key);
+
+int forge_resolve_discussion(struct forge *f, const char *project, int64_t iid,
+			     const char *discussion_id, int resolved);
+
+/*
+ * Find a note we posted with marker_key: among the MR's newest notes, or
+ * in one discussion when discussion_id is given.  Only notes by the
+ * acting user count.  *out_discussion_id (may be NULL) gets the thread's
+ * id when known.  PB_ENOTFOUND when absent.
+ */
+int forge_find_note_by_marker(struct forge_note *out, char **out_discussion_id,
+			      struct forge *f, const char *project, int64_t iid,
+			      const char *discussion_id,
+			      const char *marker_key);
+
+/*
+ * Approve the MR at head sha (required: it ties the approval to the
+ * revision the reviewer saw).  0 with *out DONE or ALREADY; PB_EINVAL with
+ * *out SHA_MISMATCH when the MR's head moved; PB_EPERM when the (acting)
+ * user may not approve.
+ */
+int forge_approve(enum forge_approve_result *out, struct forge *f,
+		  const char *project, int64_t iid, const char *sha);
+/* 0 with DONE, or ALREADY when there was no approval to withdraw. */
+int forge_unapprove(enum forge_approve_result *out, struct forge *f,
+		    const char *project, int64_t iid);
+int forge_get_approvals(struct forge_approvals *out, struct forge *f,
+			const char *project, int64_t iid);
+
+/* Add and remove labels without touching the others (either may be NULL
+ * or empty, not both). */
+int forge_update_labels(struct forge *f, const char *project, int64_t iid,
+			const struct strlist *add,
+			const struct strlist *remove);
+
+/* The user whose email or public email is exactly email (ASCII case
+ * ignored).  PB_ENOTFOUND when no visible address matches. */
+int forge_find_user_by_email(struct forge_user *out, struct forge *f,
+			     const char *email);
+
+/* Release functions: free what the struct owns, leave it zeroed. */
+void forge_user_release(struct forge_user *u);
+void forge_mr_release(struct forge_mr *mr);
+void forge_commit_release(struct forge_commit *c);
+void forge_diff_file_release(struct forge_diff_file *d);
+void forge_version_release(struct forge_version *v);
+void forge_version_list_release(struct forge_version_list *l);
+void forge_position_release(struct forge_position *p);
+void forge_note_release(struct forge_note *n);
+void forge_note_list_release(struct forge_note_list *l);
+void forge_discussion_release(struct forge_discussion *d);
+void forge_discussion_list_release(struct forge_discussion_list *l);
+void forge_approvals_release(struct forge_approvals *a);
+
+/*
+ * Markers.  A key is 1..PB_MARKER_KEY_MAX bytes of [A-Za-z0-9._:-]
+ * (e.g. "<hash of the source Message-ID>.<action index>"), so it cannot
+ * close the HTML comment.  The marker is "<!-- patchbridge:KEY -->",
+ * which GitLab's Markdown does not render.
+ */
+#define PB_MARKER_KEY_MAX 128
+
+int forge_marker_key_check(const char *key);
+int forge_marker_format(struct buf *out, const char *key);
+/* body, a blank line, then the marker. */
+int forge_body_with_marker(struct buf *out, const char *body, const char *key);
+/* True when text carries the marker for key. */
+int forge_marker_in(const char *text, const char *key);
+
+/*
+ * ISO 8601 timestamps as the forge sends them ("2016-07-26T14:44:48.926Z",
+ * "…+03:00") to milliseconds since the epoch, and back (UTC, "Z").
+ */
+int forge_time_parse(int64_t *out_ms, const char *s);
+int forge_time_format(struct buf *out, int64_t ms);
+
+#endif

@@ -1,0 +1,2199 @@
+#include "forge/gitlab.h"
+
+#include "forge/http.h"
+#include "forge/json.h"
+#include "util/err.h"
+#include "util/jsonw.h"
+#include "util/limits.h"
+#include "util/log.h"
+#include "util/printable.h"
+#include "util/scan.h"
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GL_WHERE_MAX 160 /* a request's path in messages */
+#define GL_ERRTEXT_MAX 512 /* GitLab's error text in messages */
+#define GL_REDIRECTS_MAX 5
+#define GL_USER_CANDIDATES_MAX 20 /* users checked one by one */
+#define GL_USERNAME_MAX 255
+#define GL_DISCUSSION_ID_MAX 64
+/* A JSON-escaped note body: at worst 6 bytes per input byte. */
+#define GL_REQUEST_BODY_MAX (6 * (size_t)PB_NOTE_BODY_MAX + 64 * 1024)
+
+struct gitlab {
+	struct forge base; /* first, so a struct forge * is a gitlab * */
+	struct http_client *http;
+	char *api; /* "https://host[/prefix]/api/v4" */
+	char *origin; /* "https://host[:port]" */
+	char *sudo; /* act as this user; NULL: ourselves */
+	int max_retries;
+	struct http_backoff backoff;
+	size_t body_max;
+	int marker_scan_pages;
+	int per_page;
+	int64_t (*now_ms)(void *arg);
+	void (*sleep_ms)(void *arg, int64_t ms);
+	uint32_t (*random)(void *arg);
+	void *hook_arg;
+	uint64_t rng; /* xorshift state when random is NULL */
+	int64_t self_id; /* the token's own user, 0 until asked */
+	struct forge_gitlab_stats stats;
+};
+
+static const struct forge_ops gitlab_ops;
+
+static struct gitlab *gl_of(struct forge *f)
+{
+	BUG_ON(f->ops != &gitlab_ops);
+	return (struct gitlab *)f;
+}
+
+/*
+ * Hooks.
+ */
+
+static int64_t real_now_ms(void *arg)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void real_sleep_ms(void *arg, int64_t ms)
+{
+	struct timespec ts;
+
+	if (ms <= 0)
+		return;
+	ts.tv_sec = (time_t)(ms / 1000);
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static uint32_t gl_random(struct gitlab *gl)
+{
+	uint64_t x;
+
+	if (gl->random)
+		return gl->random(gl->hook_arg);
+	x = gl->rng;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	gl->rng = x;
+	return (uint32_t)(x >> 32);
+}
+
+/*
+ * Error text and status codes.
+ */
+
+static void add_some(struct buf *out, const char *s, size_t len)
+{
+	size_t room = out->max > out->len ? out->max - out->len : 0;
+
+	buf_add(out, s, len < room ? len : room);
+}
+
+static void flatten_message(struct buf *out, const struct json_value *v,
+			    int depth);
+
+static int flatten_member(const char *key, const struct json_value *v,
+			  void *arg)
+{
+	struct buf *out = arg;
+
+	if (out->len)
+		add_some(out, "; ", 2);
+	add_some(out, key, strlen(key));
+	add_some(out, ": ", 2);
+	flatten_message(out, v, 1);
+	return 0;
+}
+
+/* {"field": ["msg", …], "nested": {…}} → "field: msg, msg; nested: …" */
+static void flatten_message(struct buf *out, const struct json_value *v,
+			    int depth)
+{
+	const char *s;
+	size_t len, i, n;
+
+	switch (json_kind_of(v)) {
+	case JSON_STRING:
+		json_value_strref(&s, &len, v, "message");
+		add_some(out, s, len);
+		break;
+	case JSON_ARRAY:
+		n = json_array_len(v);
+		for (i = 0; i < n; i++) {
+			if (i)
+				add_some(out, ", ", 2);
+			flatten_message(out, json_array_at(v, i), depth + 1);
+		}
+		break;
+	case JSON_OBJECT:
+		if (depth > 3)
+			break;
+		if (depth == 0) {
+			json_object_foreach(v, flatten_member, out);
+		} else {
+			struct buf sub = BUF_INIT(GL_ERRTEXT_MAX);
+
+			json_object_foreach(v, flatten_member, &sub);
+			add_some(out, sub.data, sub.len);
+			buf_release(&sub);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+void gitlab_error_text(struct buf *out, const char *body, size_t len)
+{
+	const struct json_value *root, *m, *d;
+	struct json_doc *doc = NULL;
+	const char *p = body, *t, *e;
+	size_t n = len;
+
+	if (json_parse(&doc, body, len, PB_JSON_DEPTH_MAX) == 0) {
+		root = json_doc_root(doc);
+		/* "message": a string, or an object of field errors. */
+		m = json_member(root, "message");
+		if (m)
+			flatten_message(out, m, 0);
+		/* Grape's "error", with OAuth's "error_description". */
+		m = json_member(root, "error");
+		d = json_member(root, "error_description");
+		if (!out->len && json_kind_of(m) == JSON_STRING) {
+			flatten_message(out, m, 1);
+			if (json_kind_of(d) == JSON_STRING) {
+				add_some(out, ": ", 2);
+				flatten_message(out, d, 1);
+			}
+		}
+		json_doc_free(doc);
+		if (out->len)
+			return;
+	}
+	/* Not GitLab's JSON: a plain 429 text, or a proxy's HTML page, of
+	 * which the title says enough. */
+	while (n > 0 && strchr(" \t\r\n", *p)) {
+		p++;
+		n--;
+	}
+	while (n > 0 && strchr(" \t\r\n", p[n - 1]))
+		n--;
+	if (n > 0 && *p == '<' && (t = mem_find(p, n, "<title>", 7)) &&
+	    (e = mem_find(t, n - (size_t)(t - p), "</title>", 8))) {
+		p = t + 7;
+		n = (size_t)(e - p);
+	}
+	add_some(out, p, n);
+}
+
+int gitlab_status_code(long status)
+{
+	switch (status) {
+	case 400:
+	case 405:
+	case 409:
+	case 412:
+	case 422:
+		return PB_EINVAL;
+	case 401:
+	case 403:
+		return PB_EPERM;
+	case 404:
+		return PB_ENOTFOUND;
+	case 408:
+	case 429:
+		return PB_ETEMP;
+	default:
+		return status >= 500 && status <= 599 ? PB_ETEMP : PB_ERROR;
+	}
+}
+
+/*
+ * Requests.
+ */
+
+/* The path below the API root, without the query: for messages and logs
+ * (queries may hold search terms such as email addresses). */
+static void where_of(char *dst, size_t size, const struct gitlab *gl,
+		     const char *url)
+{
+	size_t alen = strlen(gl->api);
+
+	if (!strncmp(url, gl->api, alen))
+		url += alen;
+	printable_copy(dst, size, url, strcspn(url, "?"));
+}
+
+enum gl_kind {
+	GL_SAFE, /* GET or idempotent write: retry freely */
+	GL_ONCE, /* not idempotent: retry only what surely did not arrive */
+};
+
+struct gl_call {
+	struct http_response resp;
+	struct json_doc *doc;
+	const struct json_value *root;
+	char where[GL_WHERE_MAX];
+	enum http_method method;
+	int uncertain; /* GL_ONCE failed after the request may have landed */
+};
+
+static void call_init(struct gl_call *c, const struct gitlab *gl)
+{
+	memset(c, 0, sizeof(*c));
+	http_response_init(&c->resp, gl->body_max);
+}
+
+static void call_release(struct gl_call *c)
+{
+	http_response_release(&c->resp);
+	json_doc_free(c->doc);
+	c->doc = NULL;
+	c->root = NULL;
+}
+
+static int status_error(struct gl_call *c)
+{
+	struct buf t = BUF_INIT(GL_ERRTEXT_MAX);
+	char text[GL_ERRTEXT_MAX];
+	int code = gitlab_status_code(c->resp.status);
+
+	gitlab_error_text(&t, c->resp.body.data, c->resp.body.len);
+	printable_copy(text, sizeof(text), t.data, t.len);
+	buf_release(&t);
+	return err_set(code, "%s %s: HTTP %ld%s%s", http_method_name(c->method),
+		       c->where, c->resp.status, text[0] ? ": " : "", text);
+}
+
+static int is_redirect(long status)
+{
+	return status == 301 || status == 302 || status == 303 ||
+	       status == 307 || status == 308;
+}
+
+/*
+ * GitLab answers 301 for a renamed project (16.7+).  Follow only GETs,
+ * and only within our origin: the token goes wherever we follow.
+ */
+static int follow_redirect(struct gitlab *gl, struct gl_call *c, char **url,
+			   int *hops)
+{
+	char loc[GL_WHERE_MAX];
+	char *next;
+
+	if (!c->resp.location || !*c->resp.location)
+		return err_set(PB_ERROR, "%s %s: HTTP %ld without Location",
+			       http_method_name(c->method), c->where,
+			       c->resp.status);
+	printable_copy(loc, sizeof(loc), c->resp.location,
+		       strlen(c->resp.location));
+	if (c->method != HTTP_GET)
+		return err_set(PB_ERROR,
+			       "%s %s: moved to %s; writes are not "
+			       "redirected (update the project "
+			       "path)",
+			       http_method_name(c->method), c->where, loc);
+	if (++*hops > GL_REDIRECTS_MAX)
+		return err_set(PB_ERROR, "%s %s: too many redirects",
+			       http_method_name(c->method), c->where);
+	if (c->resp.location[0] == '/')
+		next = xasprintf("%s%s", gl->origin, c->resp.location);
+	else
+		next = xstrdup(c->resp.location);
+	if (!http_same_origin(next, gl->api)) {
+		free(next);
+		return err_set(PB_EPERM,
+			       "%s %s: redirected to another origin "
+			       "(%s); not following",
+			       http_method_name(c->method), c->where, loc);
+	}
+	log_notice("forge: %s moved to %s; consider updating the "
+		   "configuration",
+		   c->where, loc);
+	free(*url);
+	*url = next;
+	return 0;
+}
+
+/*
+ * One request with the retry policy of kind.  0 when a 2xx or 304 came;
+ * otherwise the error, with c->resp holding the last response (its status
+ * tells a caller which 4xx it was) and c->uncertain set when a GL_ONCE
+ * request may have been applied.
+ */
+static int call_do(struct gitlab *gl, struct gl_call *c, enum http_method m,
+		   const char *url0, const struct buf *body, enum gl_kind kind)
+{
+	struct http_request req;
+	char *url = xstrdup(url0);
+	unsigned attempt = 0;
+	int hops = 0, rc;
+	int64_t delay;
+	long st;
+
+	json_doc_free(c->doc);
+	c->doc = NULL;
+	c->root = NULL;
+	c->method = m;
+	c->uncertain = 0;
+	for (;;) {
+		memset(&req, 0, sizeof(req));
+		req.method = m;
+		req.url = url;
+		req.body = body ? body->data : NULL;
+		req.body_len = body ? body->len : 0;
+		req.sudo = gl->sudo;
+		req.fresh_connection = kind == GL_ONCE;
+		where_of(c->where, sizeof(c->where), gl, url);
+		gl->stats.requests++;
+		rc = http_do(&c->resp, gl->http, &req);
+		st = c->resp.status;
+		if (rc == 0) {
+			if ((st >= 200 && st < 300) || st == 304)
+				goto out;
+			if (is_redirect(st)) {
+				rc = follow_redirect(gl, c, &url, &hops);
+				if (rc < 0)
+					goto out;
+				continue;
+			}
+			rc = status_error(c);
+			if (st != 429 && (st < 500 || st > 599))
+				goto out;
+			/* A 5xx may come after the write was committed. */
+			if (kind == GL_ONCE && st != 429) {
+				c->uncertain = 1;
+				goto out;
+			}
+		} else {
+			err_prefix(rc, "%s %s", http_method_name(m), c->where);
+			if (rc != PB_ETEMP)
+				goto out;
+			if (kind == GL_ONCE && c->resp.maybe_sent) {
+				c->uncertain = 1;
+				goto out;
+			}
+		}
+
+		if ((int)attempt >= gl->max_retries) {
+			err_prefix(rc, "giving up after %u tries", attempt + 1);
+			goto out;
+		}
+		attempt++;
+		if (http_retry_delay(
+			    &delay, &gl->backoff, attempt,
+			    st == 429 || st == 503 ? c->resp.retry_after : NULL,
+			    st == 429 ? c->resp.ratelimit_reset : NULL,
+			    gl->now_ms(gl->hook_arg), gl_random(gl)) < 0) {
+			rc = err_set(PB_ETEMP,
+				     "%s %s: rate limited; the forge "
+				     "asks to wait %lld s",
+				     http_method_name(m), c->where,
+				     (long long)(delay / 1000));
+			goto out;
+		}
+		log_warn("forge: %s; retry %u/%d in %lld ms", err_msg(),
+			 attempt, gl->max_retries, (long long)delay);
+		gl->stats.retries++;
+		gl->stats.last_delay_ms = delay;
+		gl->sleep_ms(gl->hook_arg, delay);
+	}
+out:
+	free(url);
+	return rc;
+}
+
+/* Log a response we cannot use and turn the error into PB_EINVAL. */
+static int bad_data(struct gl_call *c)
+{
+	char ex[PB_LOG_QUOTE_MAX];
+
+	printable_copy(ex, sizeof(ex), c->resp.body.data, c->resp.body.len);
+	log_warn("forge: %s %s: unusable response (%s); body: \"%s\"",
+		 http_method_name(c->method), c->where, err_msg(), ex);
+	return err_prefix(PB_EINVAL, "%s %s: unusable response",
+			  http_method_name(c->method), c->where);
+}
+
+static int call_json(struct gl_call *c)
+{
+	int rc;
+
+	json_doc_free(c->doc);
+	c->doc = NULL;
+	c->root = NULL;
+	rc = json_parse(&c->doc, c->resp.body.data, c->resp.body.len,
+			PB_JSON_DEPTH_MAX);
+	if (rc < 0)
+		return bad_data(c);
+	c->root = json_doc_root(c->doc);
+	return 0;
+}
+
+/* GET url (retried) and parse it; root must be an object. */
+static int call_get_object(struct gitlab *gl, struct gl_call *c,
+			   const char *url)
+{
+	int rc = call_do(gl, c, HTTP_GET, url, NULL, GL_SAFE);
+
+	if (!rc)
+		rc = call_json(c);
+	if (!rc && json_expect(c->root, JSON_OBJECT, "response") < 0)
+		rc = bad_data(c);
+	return rc;
+}
+
+/*
+ * URLs.
+ */
+
+static int url_fail(void)
+{
+	return err_set(PB_ELIMIT, "URL longer than %d bytes", PB_HTTP_URL_MAX);
+}
+
+static int url_project(struct buf *u, struct gitlab *gl, const char *project)
+{
+	if (!project || !*project)
+		return err_set(PB_EINVAL, "no project given");
+	if (buf_adds(u, gl->api) < 0 || buf_adds(u, "/projects/") < 0 ||
+	    http_escape(u, project) < 0)
+		return url_fail();
+	return 0;
+}
+
+static int url_mr(struct buf *u, struct gitlab *gl, const char *project,
+		  int64_t iid, const char *suffix)
+{
+	int rc;
+
+	if (iid <= 0)
+		return err_set(PB_EINVAL, "bad merge request iid %lld",
+			       (long long)iid);
+	rc = url_project(u, gl, project);
+	if (rc < 0)
+		return rc;
+	if (buf_addf(u, "/merge_requests/%lld%s", (long long)iid,
+		     suffix ? suffix : "") < 0)
+		return url_fail();
+	return 0;
+}
+
+/* Append "?name=value" or "&name=value", value percent-encoded. */
+static int url_param(struct buf *u, const char *name, const char *value)
+{
+	if (buf_addch(u, strchr(u->data, '?') ? '&' : '?') < 0 ||
+	    buf_adds(u, name) < 0 || buf_addch(u, '=') < 0 ||
+	    http_escape(u, value) < 0)
+		return url_fail();
+	return 0;
+}
+
+static int url_param_int(struct buf *u, const char *name, int64_t v)
+{
+	char num[32];
+
+	snprintf(num, sizeof(num), "%lld", (long long)v);
+	return url_param(u, name, num);
+}
+
+static int discussion_id_check(const char *id)
+{
+	size_t i, n = id ? strlen(id) : 0;
+
+	if (n == 0 || n > GL_DISCUSSION_ID_MAX)
+		return err_set(PB_EINVAL, "bad discussion id");
+	for (i = 0; i < n; i++)
+		if (!((id[i] >= '0' && id[i] <= '9') ||
+		      (id[i] >= 'a' && id[i] <= 'z') ||
+		      (id[i] >= 'A' && id[i] <= 'Z')))
+			return err_set(PB_EINVAL, "bad discussion id");
+	return 0;
+}
+
+/*
+ * Pagination: follow Link rel="next" as given (GitLab's advice), stop on
+ * an empty X-Next-Page or a missing next link, never on X-Total (absent
+ * past 10,000 rows).  The next link must stay on our origin.
+ */
+typedef int (*gl_item_fn)(struct gl_call *c, const struct json_value *item,
+			  void *arg);
+
+static int paginate(struct gitlab *gl, const char *first, int max_pages,
+		    gl_item_fn fn, void *arg, int *truncated)
+{
+	struct buf next = BUF_INIT(PB_HTTP_URL_MAX);
+	char *url = xstrdup(first);
+	struct gl_call c;
+	int pages = 0, rc;
+	size_t i, n;
+
+	*truncated = 0;
+	if (max_pages <= 0 || max_pages > PB_PAGES_MAX)
+		max_pages = PB_PAGES_MAX;
+	call_init(&c, gl);
+	for (;;) {
+		rc = call_do(gl, &c, HTTP_GET, url, NULL, GL_SAFE);
+		if (!rc)
+			rc = call_json(&c);
+		if (rc)
+			goto out;
+		if (json_expect(c.root, JSON_ARRAY, "response") < 0) {
+			rc = bad_data(&c);
+			goto out;
+		}
+		n = json_array_len(c.root);
+		for (i = 0; i < n; i++) {
+			rc = fn(&c, json_array_at(c.root, i), arg);
+			if (rc)
+				goto out;
+		}
+		pages++;
+		if (n == 0)
+			break;
+		if (c.resp.next_page && !*c.resp.next_page)
+			break;
+		buf_reset(&next);
+		rc = c.resp.link ? http_link_find(&next, c.resp.link, "next") :
+				   PB_ENOTFOUND;
+		if (rc == PB_ENOTFOUND) {
+			rc = 0;
+			break;
+		}
+		if (rc < 0) {
+			rc = bad_data(&c);
+			goto out;
+		}
+		if (!http_same_origin(next.data, gl->api)) {
+			rc = err_set(PB_EINVAL,
+				     "%s: next-page link leaves "
+				     "the forge's origin",
+				     c.where);
+			bad_data(&c);
+			goto out;
+		}
+		if (pages >= max_pages) {
+			*truncated = 1;
+			break;
+		}
+		free(url);
+		url = xstrdup(next.data);
+	}
+out:
+	call_release(&c);
+	buf_release(&next);
+	free(url);
+	return rc;
+}
+
+/*
+ * JSON to our structs.  Ids and the fields we act on are required; the
+ * rest may be missing or null.
+ */
+
+static int user_from_json(struct forge_user *u, const struct json_value *v)
+{
+	int rc;
+
+	memset(u, 0, sizeof(*u));
+	if ((rc = json_get_int(&u->id, v, "id")) < 0 ||
+	    (rc = json_get_str(&u->username, v, "username")) < 0 ||
+	    (rc = json_get_str_opt(&u->name, v, "name")) < 0 ||
+	    (rc = json_get_str_opt(&u->state, v, "state")) < 0 ||
+	    (rc = json_get_str_opt(&u->email, v, "email")) < 0 ||
+	    (rc = json_get_str_opt(&u->public_email, v, "public_email")) < 0) {
+		forge_user_release(u);
+		return err_prefix(rc, "user");
+	}
+	return 0;
+}
+
+static int strings_from_json(struct strlist *l, const struct json_value *obj,
+			     const char *key)
+{
+	const struct json_value *arr;
+	size_t i, n;
+	char *s;
+	int rc;
+
+	rc = json_get_array_opt(&arr, obj, key);
+	if (rc < 0 || !arr)
+		return rc;
+	n = json_array_len(arr);
+	for (i = 0; i < n; i++) {
+		rc = json_value_str(&s, json_array_at(arr, i), key);
+		if (rc < 0)
+			return rc;
+		strlist_push_owned(l, s);
+	}
+	return 0;
+}
+
+static int mr_from_json(struct forge_mr *mr, const struct json_value *v)
+{
+	const struct json_value *o;
+	int64_t n;
+	int has, rc;
+
+	memset(mr, 0, sizeof(*mr));
+	if ((rc = json_get_int(&mr->id, v, "id")) < 0 ||
+	    (rc = json_get_int(&mr->iid, v, "iid")) < 0 ||
+	    (rc = json_get_int(&mr->project_id, v, "project_id")) < 0 ||
+	    (rc = json_get_str(&mr->title, v, "title")) < 0 ||
+	    (rc = json_get_str_opt(&mr->description, v, "description")) < 0 ||
+	    (rc = json_get_str(&mr->state, v, "state")) < 0 ||
+	    (rc = json_get_str_opt(&mr->created_at, v, "created_at")) < 0 ||
+	    (rc = json_get_str(&mr->updated_at, v, "updated_at")) < 0 ||
+	    (rc = json_get_str_opt(&mr->source_branch, v, "source_branch")) <
+		    0 ||
+	    (rc = json_get_str_opt(&mr->target_branch, v, "target_branch")) <
+		    0 ||
+	    (rc = json_get_str_opt(&mr->sha, v, "sha")) < 0 ||
+	    (rc = json_get_str_opt(&mr->detailed_merge_status, v,
+				   "detailed_merge_status")) < 0 ||
+	    (rc = json_get_str_opt(&mr->web_url, v, "web_url")) < 0 ||
+	    (rc = json_get_bool_opt(&mr->draft, v, "draft")) < 0 ||
+	    (rc = strings_from_json(&mr->labels, v, "labels")) < 0)
+		goto fail;
+	if ((rc = json_get_int_opt(&n, &has, v, "source_project_id")) < 0)
+		goto fail;
+	mr->source_project_id = has ? n : mr->project_id;
+	if ((rc = json_get_int_opt(&n, &has, v, "target_project_id")) < 0)
+		goto fail;
+	mr->target_project_id = has ? n : mr->project_id;
+	rc = forge_time_parse(&mr->updated_ms, mr->updated_at);
+	if (rc < 0) {
+		rc = err_set(PB_EINVAL, "field 'updated_at': bad timestamp");
+		goto fail;
+	}
+	if ((rc = json_get_obj_opt(&o, v, "author")) < 0 ||
+	    (o && (rc = user_from_json(&mr->author, o)) < 0))
+		goto fail;
+	if ((rc = json_get_obj_opt(&o, v, "diff_refs")) < 0)
+		goto fail;
+	if (o && ((rc = json_get_str_opt(&mr->base_sha, o, "base_sha")) < 0 ||
+		  (rc = json_get_str_opt(&mr->start_sha, o, "start_sha")) < 0 ||
+		  (rc = json_get_str_opt(&mr->head_sha, o, "head_sha")) < 0))
+		goto fail;
+	return 0;
+fail:
+	forge_mr_release(mr);
+	return err_prefix(rc, "merge request");
+}
+
+static int commit_from_json(struct forge_commit *c, const struct json_value *v)
+{
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	if ((rc = json_get_str(&c->id, v, "id")) < 0 ||
+	    (rc = json_get_str_opt(&c->short_id, v, "short_id")) < 0 ||
+	    (rc = json_get_str_opt(&c->title, v, "title")) < 0 ||
+	    (rc = json_get_str_opt(&c->message, v, "message")) < 0 ||
+	    (rc = json_get_str_opt(&c->author_name, v, "author_name")) < 0 ||
+	    (rc = json_get_str_opt(&c->author_email, v, "author_email")) < 0 ||
+	    (rc = json_get_str_opt(&c->authored_date, v, "authored_date")) <
+		    0 ||
+	    (rc = json_get_str_opt(&c->committer_name, v, "committer_name")) <
+		    0 ||
+	    (rc = json_get_str_opt(&c->committer_email, v, "committer_email")) <
+		    0 ||
+	    (rc = json_get_str_opt(&c->committed_date, v, "committed_date")) <
+		    0 ||
+	    (rc = strings_from_json(&c->parent_ids, v, "parent_ids")) < 0) {
+		forge_commit_release(c);
+		return err_prefix(rc, "commit");
+	}
+	return 0;
+}
+
+static int diff_from_json(struct forge_diff_file *d, const struct json_value *v)
+{
+	int rc;
+
+	memset(d, 0, sizeof(*d));
+	if ((rc = json_get_str(&d->old_path, v, "old_path")) < 0 ||
+	    (rc = json_get_str(&d->new_path, v, "new_path")) < 0 ||
+	    (rc = json_get_str_opt(&d->a_mode, v, "a_mode")) < 0 ||
+	    (rc = json_get_str_opt(&d->b_mode, v, "b_mode")) < 0 ||
+	    (rc = json_get_str_opt(&d->diff, v, "diff")) < 0 ||
+	    (rc = json_get_bool_opt(&d->new_file, v, "new_file")) < 0 ||
+	    (rc = json_get_bool_opt(&d->renamed_file, v, "renamed_file")) < 0 ||
+	    (rc = json_get_bool_opt(&d->deleted_file, v, "deleted_file")) < 0 ||
+	    (rc = json_get_bool_opt(&d->generated_file, v, "generated_file")) <
+		    0) {
+		forge_diff_file_release(d);
+		return err_prefix(rc, "diff");
+	}
+	return 0;
+}
+
+static int version_from_json(struct forge_version *ver,
+			     const struct json_value *v)
+{
+	const struct json_value *arr;
+	size_t i, n;
+	int rc;
+
+	memset(ver, 0, sizeof(*ver));
+	if ((rc = json_get_int(&ver->id, v, "id")) < 0 ||
+	    (rc = json_get_str(&ver->head_sha, v, "head_commit_sha")) < 0 ||
+	    (rc = json_get_str_opt(&ver->base_sha, v, "base_commit_sha")) < 0 ||
+	    (rc = json_get_str_opt(&ver->start_sha, v, "start_commit_sha")) <
+		    0 ||
+	    (rc = json_get_str_opt(&ver->created_at, v, "created_at")) < 0 ||
+	    (rc = json_get_str_opt(&ver->state, v, "state")) < 0 ||
+	    (rc = json_get_str_opt(&ver->real_size, v, "real_size")) < 0 ||
+	    (rc = json_get_str_opt(&ver->patch_id_sha, v, "patch_id_sha")) < 0)
+		goto fail;
+
+	if ((rc = json_get_array_opt(&arr, v, "commits")) < 0)
+		goto fail;
+	n = json_array_len(arr);
+	if (n) {
+		ver->commits = xcalloc(n, sizeof(*ver->commits));
+		for (i = 0; i < n; i++) {
+			rc = commit_from_json(&ver->commits[i],
+					      json_array_at(arr, i));
+			if (rc < 0)
+				goto fail;
+			ver->nr_commits++;
+		}
+	}
+	if ((rc = json_get_array_opt(&arr, v, "diffs")) < 0)
+		goto fail;
+	n = json_array_len(arr);
+	if (n) {
+		ver->diffs = xcalloc(n, sizeof(*ver->diffs));
+		for (i = 0; i < n; i++) {
+			rc = diff_from_json(&ver->diffs[i],
+					    json_array_at(arr, i));
+			if (rc < 0)
+				goto fail;
+			ver->nr_diffs++;
+		}
+	}
+	return 0;
+fail:
+	forge_version_release(ver);
+	return err_prefix(rc, "diff version");
+}
+
+static int position_from_json(struct forge_position *p,
+			      const struct json_value *v)
+{
+	int has, rc;
+
+	memset(p, 0, sizeof(*p));
+	if ((rc = json_get_str_opt(&p->base_sha, v, "base_sha")) < 0 ||
+	    (rc = json_get_str_opt(&p->start_sha, v, "start_sha")) < 0 ||
+	    (rc = json_get_str_opt(&p->head_sha, v, "head_sha")) < 0 ||
+	    (rc = json_get_str_opt(&p->old_path, v, "old_path")) < 0 ||
+	    (rc = json_get_str_opt(&p->new_path, v, "new_path")) < 0 ||
+	    (rc = json_get_int_opt(&p->old_line, &has, v, "old_line")) < 0 ||
+	    (rc = json_get_int_opt(&p->new_line, &has, v, "new_line")) < 0) {
+		forge_position_release(p);
+		return err_prefix(rc, "position");
+	}
+	return 0;
+}
+
+static int note_from_json(struct forge_note *n, const struct json_value *v)
+{
+	const struct json_value *o;
+	int rc;
+
+	memset(n, 0, sizeof(*n));
+	if ((rc = json_get_int(&n->id, v, "id")) < 0 ||
+	    (rc = json_get_str_opt(&n->type, v, "type")) < 0 ||
+	    (rc = json_get_str(&n->body, v, "body")) < 0 ||
+	    (rc = json_get_str_opt(&n->created_at, v, "created_at")) < 0 ||
+	    (rc = json_get_str_opt(&n->updated_at, v, "updated_at")) < 0 ||
+	    (rc = json_get_bool_opt(&n->system, v, "system")) < 0 ||
+	    (rc = json_get_bool_opt(&n->resolvable, v, "resolvable")) < 0 ||
+	    (rc = json_get_bool_opt(&n->resolved, v, "resolved")) < 0 ||
+	    (rc = json_get_obj(&o, v, "author")) < 0 ||
+	    (rc = user_from_json(&n->author, o)) < 0 ||
+	    (rc = json_get_obj_opt(&o, v, "position")) < 0)
+		goto fail;
+	if (o) {
+		rc = position_from_json(&n->position, o);
+		if (rc < 0)
+			goto fail;
+		n->has_position = 1;
+	}
+	return 0;
+fail:
+	forge_note_release(n);
+	return err_prefix(rc, "note");
+}
+
+static int discussion_from_json(struct forge_discussion *d,
+				const struct json_value *v)
+{
+	const struct json_value *arr;
+	size_t i, n;
+	int rc;
+
+	memset(d, 0, sizeof(*d));
+	if ((rc = json_get_str(&d->id, v, "id")) < 0 ||
+	    (rc = json_get_bool_opt(&d->individual_note, v,
+				    "individual_note")) < 0 ||
+	    (rc = json_get_array(&arr, v, "notes")) < 0)
+		goto fail;
+	n = json_array_len(arr);
+	if (n)
+		d->notes = xcalloc(n, sizeof(*d->notes));
+	for (i = 0; i < n; i++) {
+		rc = note_from_json(&d->notes[i], json_array_at(arr, i));
+		if (rc < 0)
+			goto fail;
+		d->nr_notes++;
+	}
+	return 0;
+fail:
+	forge_discussion_release(d);
+	return err_prefix(rc, "discussion");
+}
+
+static int approvals_from_json(struct forge_approvals *a,
+			       const struct json_value *v)
+{
+	const struct json_value *arr, *item, *u;
+	size_t i, n;
+	int has, rc;
+
+	memset(a, 0, sizeof(*a));
+	if ((rc = json_get_bool_opt(&a->approved, v, "approved")) < 0 ||
+	    (rc = json_get_int_opt(&a->approvals_required, &has, v,
+				   "approvals_required")) < 0)
+		goto fail;
+	if (!has)
+		a->approvals_required = -1;
+	if ((rc = json_get_int_opt(&a->approvals_left, &has, v,
+				   "approvals_left")) < 0)
+		goto fail;
+	if (!has)
+		a->approvals_left = -1;
+	/* The EE shape has no "approved": no approvals left means approved. */
+	if (!json_has(v, "approved") && a->approvals_left == 0)
+		a->approved = 1;
+	if ((rc = json_get_array_opt(&arr, v, "approved_by")) < 0)
+		goto fail;
+	n = json_array_len(arr);
+	if (n)
+		a->approved_by = xcalloc(n, sizeof(*a->approved_by));
+	for (i = 0; i < n; i++) {
+		item = json_array_at(arr, i);
+		if ((rc = json_get_obj(&u, item, "user")) < 0 ||
+		    (rc = user_from_json(&a->approved_by[i], u)) < 0)
+			goto fail;
+		a->nr_approved_by++;
+	}
+	return 0;
+fail:
+	forge_approvals_release(a);
+	return err_prefix(rc, "approvals");
+}
+
+/* Convert c->root (an object) with fn, logging what does not fit. */
+#define CONVERT(c, fn, out)                                      \
+	((json_expect((c)->root, JSON_OBJECT, "response") < 0 || \
+	  fn((out), (c)->root) < 0) ?                            \
+		 bad_data(c) :                                   \
+		 0)
+
+/*
+ * Request bodies: one JSON object, written with util/jsonw.
+ */
+
+static void body_begin(struct jsonw *w, struct buf *out)
+{
+	jsonw_init(w, out, 0);
+	jsonw_obj_begin(w);
+}
+
+static int body_finish(struct jsonw *w)
+{
+	int rc;
+
+	jsonw_obj_end(w);
+	rc = jsonw_finish(w);
+	if (rc == PB_ELIMIT)
+		return err_set(rc, "request body exceeds %zu bytes",
+			       w->out->max);
+	return rc;
+}
+
+static void member_str(struct jsonw *w, const char *key, const char *s,
+		       size_t len)
+{
+	jsonw_key(w, key);
+	jsonw_str(w, s, len);
+}
+
+static void member_strz(struct jsonw *w, const char *key, const char *s)
+{
+	jsonw_key(w, key);
+	jsonw_strz(w, s);
+}
+
+static void member_int(struct jsonw *w, const char *key, int64_t v)
+{
+	jsonw_key(w, key);
+	jsonw_int(w, v);
+}
+
+static void member_bool(struct jsonw *w, const char *key, int v)
+{
+	jsonw_key(w, key);
+	jsonw_bool(w, v);
+}
+
+/*
+ * Operations.
+ */
+
+static void gl_free(struct forge *f)
+{
+	struct gitlab *gl = gl_of(f);
+
+	http_client_free(gl->http);
+	free(gl->api);
+	free(gl->origin);
+	free(gl->sudo);
+	free(gl);
+}
+
+static int gl_act_as(struct forge *f, const char *user)
+{
+	struct gitlab *gl = gl_of(f);
+	size_t i, n;
+
+	if (user) {
+		n = strlen(user);
+		if (n == 0 || n > GL_USERNAME_MAX)
+			return err_set(PB_EINVAL, "bad user to act as");
+		for (i = 0; i < n; i++)
+			if (!((user[i] >= '0' && user[i] <= '9') ||
+			      (user[i] >= 'a' && user[i] <= 'z') ||
+			      (user[i] >= 'A' && user[i] <= 'Z') ||
+			      strchr("._-", user[i])))
+				return err_set(PB_EINVAL, "bad user to act as");
+	}
+	free(gl->sudo);
+	gl->sudo = user ? xstrdup(user) : NULL;
+	return 0;
+}
+
+struct mr_walk {
+	struct forge_mr_cursor *cursor;
+	forge_mr_fn fn;
+	void *arg;
+	int64_t newest;
+};
+
+static int mr_item(struct gl_call *c, const struct json_value *item, void *arg)
+{
+	struct mr_walk *w = arg;
+	struct forge_mr mr;
+	int rc;
+
+	if (json_expect(item, JSON_OBJECT, "merge request") < 0 ||
+	    mr_from_json(&mr, item) < 0)
+		return bad_data(c);
+	if (mr.updated_ms > w->newest)
+		w->newest = mr.updated_ms;
+	/* The same (iid, updated_at) twice: an overlap or a shifted page. */
+	if (forge_mr_cursor_has(w->cursor, mr.iid, mr.updated_ms)) {
+		forge_mr_release(&mr);
+		return 0;
+	}
+	rc = w->fn(&mr, w->arg);
+	if (rc == 0)
+		forge_mr_cursor_add(w->cursor, mr.iid, mr.updated_ms);
+	forge_mr_release(&mr);
+	return rc;
+}
+
+static int gl_list_mrs(struct forge *f, const char *project,
+		       struct forge_mr_cursor *cursor,
+		       const struct forge_mr_query *q, forge_mr_fn fn,
+		       void *arg)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct buf t = BUF_INIT(64);
+	struct mr_walk w = { cursor, fn, arg, 0 };
+	int64_t overlap = q && q->overlap_ms > 0 ? q->overlap_ms : 0;
+	int per_page = q && q->per_page > 0 ? q->per_page : gl->per_page;
+	int truncated = 0, rc;
+
+	if ((rc = url_project(&u, gl, project)) < 0)
+		goto out;
+	if (buf_adds(&u, "/merge_requests") < 0) {
+		rc = url_fail();
+		goto out;
+	}
+	/* Inclusive bound, so overlap and de-duplicate (notes §1.1). */
+	if ((rc = url_param(&u, "state", q && q->state ? q->state : "all")) <
+		    0 ||
+	    (rc = url_param(&u, "order_by", "updated_at")) < 0 ||
+	    (rc = url_param(&u, "sort", "asc")) < 0 ||
+	    (rc = url_param_int(&u, "per_page", per_page)) < 0)
+		goto out;
+	if (cursor->watermark_ms > 0) {
+		int64_t from = cursor->watermark_ms - overlap;
+
+		if ((rc = forge_time_format(&t, from > 0 ? from : 0)) < 0 ||
+		    (rc = url_param(&u, "updated_after", t.data)) < 0)
+			goto out;
+	}
+	rc = paginate(gl, u.data, PB_PAGES_MAX, mr_item, &w, &truncated);
+	if (rc)
+		goto out;
+	if (truncated)
+		log_warn("forge: %s: more than %d pages of merge requests; "
+			 "the rest comes with the next poll",
+			 project, PB_PAGES_MAX);
+	if (w.newest > cursor->watermark_ms)
+		cursor->watermark_ms = w.newest;
+	forge_mr_cursor_prune(cursor, overlap);
+out:
+	buf_release(&u);
+	buf_release(&t);
+	return rc;
+}
+
+static int gl_get_mr(struct forge_mr *out, struct forge *f, const char *project,
+		     int64_t iid)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct gl_call c;
+	int rc;
+
+	call_init(&c, gl);
+	if ((rc = url_mr(&u, gl, project, iid, NULL)) < 0 ||
+	    (rc = call_get_object(gl, &c, u.data)) < 0)
+		goto out;
+	rc = CONVERT(&c, mr_from_json, out);
+out:
+	call_release(&c);
+	buf_release(&u);
+	return rc;
+}
+
+struct version_walk {
+	struct forge_version_list *list;
+	size_t alloc;
+};
+
+static int version_item(struct gl_call *c, const struct json_value *item,
+			void *arg)
+{
+	struct version_walk *w = arg;
+	struct forge_version_list *l = w->list;
+
+	ALLOC_GROW(l->items, l->nr + 1, w->alloc);
+	if (json_expect(item, JSON_OBJECT, "version") < 0 ||
+	    version_from_json(&l->items[l->nr], item) < 0)
+		return bad_data(c);
+	l->nr++;
+	return 0;
+}
+
+static int gl_list_versions(struct forge_version_list *out, struct forge *f,
+			    const char *project, int64_t iid)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct version_walk w = { out, 0 };
+	int truncated, rc;
+
+	if ((rc = url_mr(&u, gl, project, iid, "/versions")) < 0 ||
+	    (rc = url_param_int(&u, "per_page", gl->per_page)) < 0)
+		goto out;
+	rc = paginate(gl, u.data, 0, version_item, &w, &truncated);
+	if (!rc && truncated)
+		rc = err_set(PB_ELIMIT, "more than %d pages of versions",
+			     PB_PAGES_MAX);
+out:
+	if (rc)
+		forge_version_list_release(out);
+	buf_release(&u);
+	return rc;
+}
+
+static int gl_get_version(struct forge_version *out, struct forge *f,
+			  const char *project, int64_t iid, int64_t version_id)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct gl_call c;
+	char suffix[48];
+	int rc;
+
+	call_init(&c, gl);
+	snprintf(suffix, sizeof(suffix), "/versions/%lld",
+		 (long long)version_id);
+	if (version_id <= 0) {
+		rc = err_set(PB_EINVAL, "bad version id");
+		goto out;
+	}
+	if ((rc = url_mr(&u, gl, project, iid, suffix)) < 0 ||
+	    (rc = call_get_object(gl, &c, u.data)) < 0)
+		goto out;
+	rc = CONVERT(&c, version_from_json, out);
+out:
+	call_release(&c);
+	buf_release(&u);
+	return rc;
+}
+
+struct note_walk {
+	struct forge_note_list *list;
+	size_t alloc;
+};
+
+static int note_item(struct gl_call *c, const struct json_value *item,
+		     void *arg)
+{
+	struct note_walk *w = arg;
+	struct forge_note_list *l = w->list;
+
+	ALLOC_GROW(l->items, l->nr + 1, w->alloc);
+	if (json_expect(item, JSON_OBJECT, "note") < 0 ||
+	    note_from_json(&l->items[l->nr], item) < 0)
+		return bad_data(c);
+	l->nr++;
+	return 0;
+}
+
+static int notes_url(struct buf *u, struct gitlab *gl, const char *project,
+		     int64_t iid, const struct forge_note_query *q)
+{
+	int rc;
+
+	if ((rc = url_mr(u, gl, project, iid, "/notes")) < 0)
+		return rc;
+	if (q && q->sort && (rc = url_param(u, "sort", q->sort)) < 0)
+		return rc;
+	if (q && q->order_by &&
+	    (rc = url_param(u, "order_by", q->order_by)) < 0)
+		return rc;
+	return url_param_int(u, "per_page",
+			     q && q->per_page > 0 ? q->per_page : gl->per_page);
+}
+
+static int gl_list_notes(struct forge_note_list *out, struct forge *f,
+			 const char *project, int64_t iid,
+			 const struct forge_note_query *q)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct note_walk w = { out, 0 };
+	int max_pages = q ? q->max_pages : 0;
+	int truncated, rc;
+
+	if ((rc = notes_url(&u, gl, project, iid, q)) < 0)
+		goto out;
+	rc = paginate(gl, u.data, max_pages, note_item, &w, &truncated);
+	/* A page limit the caller chose is not an error. */
+	if (!rc && truncated && max_pages <= 0)
+		rc = err_set(PB_ELIMIT, "more than %d pages of notes",
+			     PB_PAGES_MAX);
+out:
+	if (rc)
+		forge_note_list_release(out);
+	buf_release(&u);
+	return rc;
+}
+
+struct discussion_walk {
+	struct forge_discussion_list *list;
+	size_t alloc;
+};
+
+static int discussion_item(struct gl_call *c, const struct json_value *item,
+			   void *arg)
+{
+	struct discussion_walk *w = arg;
+	struct forge_discussion_list *l = w->list;
+
+	ALLOC_GROW(l->items, l->nr + 1, w->alloc);
+	if (json_expect(item, JSON_OBJECT, "discussion") < 0 ||
+	    discussion_from_json(&l->items[l->nr], item) < 0)
+		return bad_data(c);
+	l->nr++;
+	return 0;
+}
+
+static int gl_list_discussions(struct forge_discussion_list *out,
+			       struct forge *f, const char *project,
+			       int64_t iid)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct discussion_walk w = { out, 0 };
+	int truncated, rc;
+
+	if ((rc = url_mr(&u, gl, project, iid, "/discussions")) < 0 ||
+	    (rc = url_param_int(&u, "per_page", gl->per_page)) < 0)
+		goto out;
+	rc = paginate(gl, u.data, 0, discussion_item, &w, &truncated);
+	if (!rc && truncated)
+		rc = err_set(PB_ELIMIT, "more than %d pages of discussions",
+			     PB_PAGES_MAX);
+out:
+	if (rc)
+		forge_discussion_list_release(out);
+	buf_release(&u);
+	return rc;
+}
+
+/*
+ * Markers: finding a note we may already have posted.
+ */
+
+/* Our own user id (the token's user), asked once. */
+static int self_id(int64_t *out, struct gitlab *gl)
+{
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct gl_call c;
+	char *sudo;
+	int rc;
+
+	*out = gl->self_id;
+	if (gl->self_id)
+		return 0;
+	call_init(&c, gl);
+	sudo = gl->sudo;
+	gl->sudo = NULL;
+	if (buf_adds(&u, gl->api) < 0 || buf_adds(&u, "/user") < 0) {
+		rc = url_fail();
+		goto out;
+	}
+	rc = call_get_object(gl, &c, u.data);
+	if (!rc && json_get_int(&gl->self_id, c.root, "id") < 0)
+		rc = bad_data(&c);
+	*out = gl->self_id;
+out:
+	gl->sudo = sudo;
+	call_release(&c);
+	buf_release(&u);
+	return rc;
+}
+
+struct marker_search {
+	struct gitlab *gl;
+	const char *key;
+	int64_t author_id; /* when not acting via Sudo */
+	/* Result: a note of the MR's list, or note idx of a discussion. */
+	int found;
+	int in_discussion;
+	struct forge_note note;
+	struct forge_discussion discussion;
+	size_t idx;
+};
+
+static int marker_search_init(struct marker_search *ms, struct gitlab *gl,
+			      const char *key)
+{
+	int rc;
+
+	memset(ms, 0, sizeof(*ms));
+	ms->gl = gl;
+	ms->key = key;
+	rc = forge_marker_key_check(key);
+	if (!rc && !gl->sudo)
+		rc = self_id(&ms->author_id, gl);
+	return rc;
+}
+
+static void marker_search_release(struct marker_search *ms)
+{
+	forge_note_release(&ms->note);
+	forge_discussion_release(&ms->discussion);
+	ms->found = 0;
+	ms->in_discussion = 0;
+}
+
+/* Move the note found into out. */
+static void marker_take_note(struct marker_search *ms, struct forge_note *out)
+{
+	struct forge_note *n =
+		ms->in_discussion ? &ms->discussion.notes[ms->idx] : &ms->note;
+
+	*out = *n;
+	memset(n, 0, sizeof(*n));
+}
+
+/* Ours: carries the marker and was written by the acting user. */
+static int note_is_ours(const struct marker_search *ms,
+			const struct forge_note *n)
+{
+	const char *sudo = ms->gl->sudo;
+	int64_t id;
+
+	if (!forge_marker_in(n->body, ms->key))
+		return 0;
+	if (!sudo)
+		return n->author.id == ms->author_id;
+	if (mem_to_i64(sudo, strlen(sudo), 1, INT64_MAX, &id))
+		return n->author.id == id;
+	return n->author.username && !strcasecmp(n->author.username, sudo);
+}
+
+/* Newest first: the first hit is the one. */
+static int marker_note_item(struct gl_call *c, const struct json_value *item,
+			    void *arg)
+{
+	struct marker_search *ms = arg;
+	struct forge_note n;
+
+	if (json_expect(item, JSON_OBJECT, "note") < 0 ||
+	    note_from_json(&n, item) < 0)
+		return bad_data(c);
+	if (!note_is_ours(ms, &n)) {
+		forge_note_release(&n);
+		return 0;
+	}
+	ms->note = n;
+	ms->found = 1;
+	return 1; /* stop */
+}
+
+/* Discussions come oldest first: keep the last hit. */
+static int marker_discussion_item(struct gl_call *c,
+				  const struct json_value *item, void *arg)
+{
+	struct marker_search *ms = arg;
+	struct forge_discussion d;
+	size_t i;
+
+	if (json_expect(item, JSON_OBJECT, "discussion") < 0 ||
+	    discussion_from_json(&d, item) < 0)
+		return bad_data(c);
+	for (i = 0; i < d.nr_notes; i++) {
+		if (!note_is_ours(ms, &d.notes[i]))
+			continue;
+		marker_search_release(ms);
+		ms->discussion = d;
+		ms->idx = i;
+		ms->in_discussion = 1;
+		ms->found = 1;
+		return 0;
+	}
+	forge_discussion_release(&d);
+	return 0;
+}
+
+static int search_mr_notes(struct marker_search *ms, const char *project,
+			   int64_t iid)
+{
+	struct forge_note_query q = { "desc", "created_at", 0, 0 };
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	int truncated, rc;
+
+	q.max_pages = ms->gl->marker_scan_pages;
+	if ((rc = notes_url(&u, ms->gl, project, iid, &q)) < 0)
+		goto out;
+	rc = paginate(ms->gl, u.data, q.max_pages, marker_note_item, ms,
+		      &truncated);
+	if (rc == 1)
+		rc = 0;
+out:
+	buf_release(&u);
+	return rc;
+}
+
+static int search_discussions(struct marker_search *ms, const char *project,
+			      int64_t iid)
+{
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	int truncated, rc;
+
+	if ((rc = url_mr(&u, ms->gl, project, iid, "/discussions")) < 0 ||
+	    (rc = url_param_int(&u, "per_page", ms->gl->per_page)) < 0)
+		goto out;
+	rc = paginate(ms->gl, u.data, 0, marker_discussion_item, ms,
+		      &truncated);
+out:
+	buf_release(&u);
+	return rc;
+}
+
+static int search_one_discussion(struct marker_search *ms, const char *project,
+				 int64_t iid, const char *discussion_id)
+{
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct forge_discussion d;
+	struct gl_call c;
+	size_t i;
+	int rc;
+
+	call_init(&c, ms->gl);
+	if ((rc = discussion_id_check(discussion_id)) < 0 ||
+	    (rc = url_mr(&u, ms->gl, project, iid, "/discussions/")) < 0)
+		goto out;
+	if (buf_adds(&u, discussion_id) < 0) {
+		rc = url_fail();
+		goto out;
+	}
+	if ((rc = call_get_object(ms->gl, &c, u.data)) < 0 ||
+	    (rc = CONVERT(&c, discussion_from_json, &d)) < 0)
+		goto out;
+	for (i = d.nr_notes; i-- > 0;) {
+		if (note_is_ours(ms, &d.notes[i])) {
+			ms->discussion = d;
+			ms->idx = i;
+			ms->in_discussion = 1;
+			ms->found = 1;
+			goto out;
+		}
+	}
+	forge_discussion_release(&d);
+out:
+	call_release(&c);
+	buf_release(&u);
+	return rc;
+}
+
+static int gl_find_note_by_marker(struct forge_note *out,
+				  char **out_discussion_id, struct forge *f,
+				  const char *project, int64_t iid,
+				  const char *discussion_id,
+				  const char *marker_key)
+{
+	struct gitlab *gl = gl_of(f);
+	struct marker_search ms;
+	int rc;
+
+	rc = marker_search_init(&ms, gl, marker_key);
+	if (rc)
+		goto out;
+	if (discussion_id)
+		rc = search_one_discussion(&ms, project, iid, discussion_id);
+	else if (out_discussion_id)
+		rc = search_discussions(&ms, project, iid);
+	else
+		rc = search_mr_notes(&ms, project, iid);
+	if (rc)
+		goto out;
+	if (!ms.found) {
+		rc = err_set(PB_ENOTFOUND, "no note with marker %s",
+			     marker_key);
+		goto out;
+	}
+	marker_take_note(&ms, out);
+	if (out_discussion_id && ms.discussion.id) {
+		*out_discussion_id = ms.discussion.id;
+		ms.discussion.id = NULL;
+	}
+out:
+	marker_search_release(&ms);
+	return rc;
+}
+
+/*
+ * Posting exactly once.  A POST that failed in a way that leaves its
+ * outcome unknown (timeout or reset after sending, a 5xx) is not sent
+ * again blindly: after a pause we look for its marker, and post again only
+ * when it is absent (notes §1.15).
+ */
+typedef int (*gl_recover_fn)(struct marker_search *ms, void *arg);
+
+static int post_once(struct gitlab *gl, struct gl_call *c, const char *url,
+		     const struct buf *json, const char *key,
+		     gl_recover_fn recover, void *arg, struct marker_search *ms)
+{
+	char first[PB_ERRMSG_MAX];
+	unsigned attempt = 0;
+	int64_t delay;
+	int rc;
+
+	for (;;) {
+		rc = call_do(gl, c, HTTP_POST, url, json, GL_ONCE);
+		if (rc == 0 || !c->uncertain)
+			return rc;
+		if (!key)
+			return err_prefix(PB_ETEMP, "outcome unknown");
+		snprintf(first, sizeof(first), "%s", err_msg());
+		if ((int)attempt >= gl->max_retries)
+			return err_set(PB_ETEMP,
+				       "outcome unknown, look for "
+				       "marker %s before retrying: "
+				       "%s",
+				       key, first);
+		attempt++;
+		http_retry_delay(&delay, &gl->backoff, attempt, NULL, NULL, 0,
+				 gl_random(gl));
+		log_warn("forge: %s; looking for marker %s in %lld ms", first,
+			 key, (long long)delay);
+		gl->stats.retries++;
+		gl->stats.last_delay_ms = delay;
+		gl->sleep_ms(gl->hook_arg, delay);
+
+		gl->stats.marker_scans++;
+		marker_search_release(ms);
+		rc = recover(ms, arg);
+		if (rc == 0 && ms->found) {
+			gl->stats.marker_hits++;
+			log_notice("forge: %s: found marker %s; not posting "
+				   "again",
+				   c->where, key);
+			return 0;
+		}
+		if (rc != 0)
+			return err_set(PB_ETEMP,
+				       "outcome unknown (%s); the "
+				       "marker search failed: %s",
+				       first, err_msg());
+		log_info("forge: %s: marker %s absent; posting again", c->where,
+			 key);
+	}
+}
+
+struct recover_where {
+	const char *project;
+	int64_t iid;
+	const char *discussion_id;
+};
+
+static int recover_note(struct marker_search *ms, void *arg)
+{
+	struct recover_where *w = arg;
+
+	return search_mr_notes(ms, w->project, w->iid);
+}
+
+static int recover_discussion(struct marker_search *ms, void *arg)
+{
+	struct recover_where *w = arg;
+
+	return search_discussions(ms, w->project, w->iid);
+}
+
+static int recover_reply(struct marker_search *ms, void *arg)
+{
+	struct recover_where *w = arg;
+
+	return search_one_discussion(ms, w->project, w->iid, w->discussion_id);
+}
+
+static int note_body(struct buf *text, const char *body, const char *key)
+{
+	if (!body || !*body)
+		return err_set(PB_EINVAL, "empty note body");
+	if (key)
+		return forge_body_with_marker(text, body, key);
+	if (buf_adds(text, body) < 0)
+		return err_set(PB_ELIMIT, "note body exceeds %zu bytes",
+			       text->max);
+	return 0;
+}
+
+/* GitLab answers 202 (and saves nothing) for a body of quick actions. */
+static int check_saved(struct gl_call *c)
+{
+	if (c->resp.status == 202)
+		return err_set(PB_EINVAL,
+			       "%s: the body held only quick "
+			       "actions; no note was saved",
+			       c->where);
+	return 0;
+}
+
+static int gl_create_note(struct forge_note *out, struct forge *f,
+			  const char *project, int64_t iid, const char *body,
+			  const char *marker_key)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct buf text = BUF_INIT(PB_NOTE_BODY_MAX);
+	struct buf json = BUF_INIT(GL_REQUEST_BODY_MAX);
+	struct recover_where where = { project, iid, NULL };
+	struct marker_search ms;
+	struct jsonw w;
+	struct gl_call c;
+	int rc;
+
+	call_init(&c, gl);
+	memset(&ms, 0, sizeof(ms));
+	if ((rc = url_mr(&u, gl, project, iid, "/notes")) < 0 ||
+	    (rc = note_body(&text, body, marker_key)) < 0)
+		goto out;
+	if (marker_key && (rc = marker_search_init(&ms, gl, marker_key)) < 0)
+		goto out;
+	body_begin(&w, &json);
+	member_str(&w, "body", text.data, text.len);
+	if ((rc = body_finish(&w)) < 0)
+		goto out;
+
+	rc = post_once(gl, &c, u.data, &json, marker_key, recover_note, &where,
+		       &ms);
+	if (rc)
+		goto out;
+	if (ms.found) {
+		marker_take_note(&ms, out);
+		goto out;
+	}
+	if ((rc = check_saved(&c)) < 0 || (rc = call_json(&c)) < 0)
+		goto out;
+	rc = CONVERT(&c, note_from_json, out);
+out:
+	marker_search_release(&ms);
+	call_release(&c);
+	buf_release(&u);
+	buf_release(&text);
+	buf_release(&json);
+	return rc;
+}
+
+static int position_check(const struct forge_position *p)
+{
+	if (!p->base_sha || !p->start_sha || !p->head_sha || !*p->base_sha ||
+	    !*p->start_sha || !*p->head_sha)
+		return err_set(PB_EINVAL, "a diff position needs base, start "
+					  "and head SHAs");
+	if (!p->old_path || !p->new_path || !*p->old_path || !*p->new_path)
+		return err_set(PB_EINVAL, "a diff position needs old_path "
+					  "and new_path");
+	if (p->old_line < 0 || p->new_line < 0 ||
+	    (p->old_line == 0 && p->new_line == 0))
+		return err_set(PB_EINVAL, "a diff position needs a line");
+	return 0;
+}
+
+/* The created note must be a DiffNote that kept its position (§1.6). */
+static int check_diff_note(const struct forge_discussion *d)
+{
+	const struct forge_note *n = d->nr_notes ? &d->notes[0] : NULL;
+
+	if (n && n->type && !strcmp(n->type, "DiffNote") && n->has_position)
+		return 0;
+	log_warn("forge: discussion %s was created without its diff "
+		 "position (type %s)",
+		 d->id, n && n->type ? n->type : "null");
+	return err_set(PB_EINVAL,
+		       "discussion %s was created as %s, not as "
+		       "a diff note",
+		       d->id, n && n->type ? n->type : "a plain note");
+}
+
+static int gl_create_discussion(struct forge_discussion *out, struct forge *f,
+				const char *project, int64_t iid,
+				const char *body,
+				const struct forge_position *pos,
+				const char *marker_key)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct buf text = BUF_INIT(PB_NOTE_BODY_MAX);
+	struct buf json = BUF_INIT(GL_REQUEST_BODY_MAX);
+	struct recover_where where = { project, iid, NULL };
+	struct marker_search ms;
+	struct jsonw w;
+	struct gl_call c;
+	int rc;
+
+	call_init(&c, gl);
+	memset(&ms, 0, sizeof(ms));
+	if ((rc = url_mr(&u, gl, project, iid, "/discussions")) < 0 ||
+	    (rc = note_body(&text, body, marker_key)) < 0 ||
+	    (pos && (rc = position_check(pos)) < 0))
+		goto out;
+	if (marker_key && (rc = marker_search_init(&ms, gl, marker_key)) < 0)
+		goto out;
+	body_begin(&w, &json);
+	member_str(&w, "body", text.data, text.len);
+	if (pos) {
+		/* Lines: added → new only, removed → old only, context →
+		 * both (notes §1.6); forge_position_set_line() builds them. */
+		jsonw_key(&w, "position");
+		jsonw_obj_begin(&w);
+		member_strz(&w, "position_type", "text");
+		member_strz(&w, "base_sha", pos->base_sha);
+		member_strz(&w, "start_sha", pos->start_sha);
+		member_strz(&w, "head_sha", pos->head_sha);
+		member_strz(&w, "old_path", pos->old_path);
+		member_strz(&w, "new_path", pos->new_path);
+		if (pos->old_line > 0)
+			member_int(&w, "old_line", pos->old_line);
+		if (pos->new_line > 0)
+			member_int(&w, "new_line", pos->new_line);
+		jsonw_obj_end(&w);
+	}
+	if ((rc = body_finish(&w)) < 0)
+		goto out;
+
+	rc = post_once(gl, &c, u.data, &json, marker_key, recover_discussion,
+		       &where, &ms);
+	if (rc)
+		goto out;
+	if (ms.found) {
+		*out = ms.discussion;
+		memset(&ms.discussion, 0, sizeof(ms.discussion));
+	} else {
+		if ((rc = check_saved(&c)) < 0 || (rc = call_json(&c)) < 0 ||
+		    (rc = CONVERT(&c, discussion_from_json, out)) < 0)
+			goto out;
+	}
+	/* Keep out filled: the discussion exists either way. */
+	if (pos)
+		rc = check_diff_note(out);
+out:
+	marker_search_release(&ms);
+	call_release(&c);
+	buf_release(&u);
+	buf_release(&text);
+	buf_release(&json);
+	return rc;
+}
+
+static int gl_reply_discussion(struct forge_note *out, struct forge *f,
+			       const char *project, int64_t iid,
+			       const char *discussion_id, const char *body,
+			       const char *marker_key)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct buf text = BUF_INIT(PB_NOTE_BODY_MAX);
+	struct buf json = BUF_INIT(GL_REQUEST_BODY_MAX);
+	struct recover_where where = { project, iid, discussion_id };
+	struct marker_search ms;
+	struct jsonw w;
+	struct gl_call c;
+	int rc;
+
+	call_init(&c, gl);
+	memset(&ms, 0, sizeof(ms));
+	if ((rc = discussion_id_check(discussion_id)) < 0 ||
+	    (rc = url_mr(&u, gl, project, iid, "/discussions/")) < 0 ||
+	    (rc = note_body(&text, body, marker_key)) < 0)
+		goto out;
+	if (buf_adds(&u, discussion_id) < 0 || buf_adds(&u, "/notes") < 0) {
+		rc = url_fail();
+		goto out;
+	}
+	if (marker_key && (rc = marker_search_init(&ms, gl, marker_key)) < 0)
+		goto out;
+	body_begin(&w, &json);
+	member_str(&w, "body", text.data, text.len);
+	if ((rc = body_finish(&w)) < 0)
+		goto out;
+
+	rc = post_once(gl, &c, u.data, &json, marker_key, recover_reply, &where,
+		       &ms);
+	if (rc)
+		goto out;
+	if (ms.found) {
+		marker_take_note(&ms, out);
+		goto out;
+	}
+	if ((rc = check_saved(&c)) < 0 || (rc = call_json(&c)) < 0)
+		goto out;
+	rc = CONVERT(&c, note_from_json, out);
+out:
+	marker_search_release(&ms);
+	call_release(&c);
+	buf_release(&u);
+	buf_release(&text);
+	buf_release(&json);
+	return rc;
+}
+
+static int gl_resolve_discussion(struct forge *f, const char *project,
+				 int64_t iid, const char *discussion_id,
+				 int resolved)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct buf json = BUF_INIT(64);
+	struct jsonw w;
+	struct gl_call c;
+	int rc;
+
+	call_init(&c, gl);
+	if ((rc = discussion_id_check(discussion_id)) < 0 ||
+	    (rc = url_mr(&u, gl, project, iid, "/discussions/")) < 0)
+		goto out;
+	if (buf_adds(&u, discussion_id) < 0) {
+		rc = url_fail();
+		goto out;
+	}
+	body_begin(&w, &json);
+	member_bool(&w, "resolved", resolved);
+	if ((rc = body_finish(&w)) < 0)
+		goto out;
+	/* Setting a state: repeating it converges (§1.15). */
+	rc = call_do(gl, &c, HTTP_PUT, u.data, &json, GL_SAFE);
+out:
+	call_release(&c);
+	buf_release(&u);
+	buf_release(&json);
+	return rc;
+}
+
+static int gl_approve(enum forge_approve_result *out, struct forge *f,
+		      const char *project, int64_t iid, const char *sha)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct buf json = BUF_INIT(256);
+	struct jsonw w;
+	struct gl_call c;
+	int rc;
+
+	*out = FORGE_APPROVE_DONE;
+	call_init(&c, gl);
+	if (!sha || !*sha) {
+		rc = err_set(PB_EINVAL, "approve needs the head SHA");
+		goto out;
+	}
+	if ((rc = url_mr(&u, gl, project, iid, "/approve")) < 0)
+		goto out;
+	body_begin(&w, &json);
+	member_strz(&w, "sha", sha);
+	if ((rc = body_finish(&w)) < 0)
+		goto out;
+	/* A repeat answers 304, so retrying is safe (§1.15). */
+	rc = call_do(gl, &c, HTTP_POST, u.data, &json, GL_SAFE);
+	if (rc == 0 && c.resp.status == 304)
+		*out = FORGE_APPROVE_ALREADY;
+	else if (rc < 0 && c.resp.status == 409)
+		*out = FORGE_APPROVE_SHA_MISMATCH;
+out:
+	call_release(&c);
+	buf_release(&u);
+	buf_release(&json);
+	return rc;
+}
+
+static int gl_unapprove(enum forge_approve_result *out, struct forge *f,
+			const char *project, int64_t iid)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct gl_call c;
+	int rc;
+
+	*out = FORGE_APPROVE_DONE;
+	call_init(&c, gl);
+	if ((rc = url_mr(&u, gl, project, iid, "/unapprove")) < 0)
+		goto out;
+	rc = call_do(gl, &c, HTTP_POST, u.data, NULL, GL_SAFE);
+	if (rc == 0 && c.resp.status == 304)
+		*out = FORGE_APPROVE_ALREADY;
+out:
+	call_release(&c);
+	buf_release(&u);
+	return rc;
+}
+
+static int gl_get_approvals(struct forge_approvals *out, struct forge *f,
+			    const char *project, int64_t iid)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct gl_call c;
+	int rc;
+
+	call_init(&c, gl);
+	if ((rc = url_mr(&u, gl, project, iid, "/approvals")) < 0 ||
+	    (rc = call_get_object(gl, &c, u.data)) < 0)
+		goto out;
+	rc = CONVERT(&c, approvals_from_json, out);
+out:
+	call_release(&c);
+	buf_release(&u);
+	return rc;
+}
+
+/* Grape's CommaSeparatedToArray splits every item at commas, so a label
+ * name with a comma would turn into two labels. */
+static int labels_check(const struct strlist *l)
+{
+	size_t i;
+
+	for (i = 0; l && i < l->nr; i++)
+		if (!*l->items[i] || strchr(l->items[i], ','))
+			return err_set(PB_EINVAL, "label names must be "
+						  "non-empty and without "
+						  "commas");
+	return 0;
+}
+
+static void write_labels(struct jsonw *w, const char *key,
+			 const struct strlist *l)
+{
+	size_t i;
+
+	if (!l || !l->nr)
+		return;
+	jsonw_key(w, key);
+	jsonw_arr_begin(w);
+	for (i = 0; i < l->nr; i++)
+		jsonw_strz(w, l->items[i]);
+	jsonw_arr_end(w);
+}
+
+static int gl_update_labels(struct forge *f, const char *project, int64_t iid,
+			    const struct strlist *add,
+			    const struct strlist *remove)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct buf json = BUF_INIT(64 * 1024);
+	struct jsonw w;
+	struct gl_call c;
+	int rc;
+
+	call_init(&c, gl);
+	if ((rc = labels_check(add)) < 0 || (rc = labels_check(remove)) < 0 ||
+	    (rc = url_mr(&u, gl, project, iid, NULL)) < 0)
+		goto out;
+	/* Arrays, not comma strings: validators reject those (§1.10). */
+	body_begin(&w, &json);
+	write_labels(&w, "add_labels", add);
+	write_labels(&w, "remove_labels", remove);
+	if ((rc = body_finish(&w)) < 0)
+		goto out;
+	rc = call_do(gl, &c, HTTP_PUT, u.data, &json, GL_SAFE);
+out:
+	call_release(&c);
+	buf_release(&u);
+	buf_release(&json);
+	return rc;
+}
+
+static int email_check(const char *email)
+{
+	size_t n = email ? strlen(email) : 0;
+
+	if (n == 0 || n > PB_ADDR_MAX || !strchr(email, '@') ||
+	    !printable_check(email, n) || strchr(email, ' '))
+		return err_set(PB_EINVAL, "bad email address");
+	return 0;
+}
+
+static int email_eq(const char *a, const char *email)
+{
+	return a && *a && !strcasecmp(a, email);
+}
+
+struct user_walk {
+	const char *email;
+	struct forge_user found;
+	int nr_found;
+	int64_t candidates[GL_USER_CANDIDATES_MAX];
+	int nr_candidates;
+};
+
+static int user_item(struct gl_call *c, const struct json_value *item,
+		     void *arg)
+{
+	struct user_walk *w = arg;
+	struct forge_user u;
+
+	if (json_expect(item, JSON_OBJECT, "user") < 0 ||
+	    user_from_json(&u, item) < 0)
+		return bad_data(c);
+	if (email_eq(u.email, w->email) || email_eq(u.public_email, w->email)) {
+		if (!w->nr_found++)
+			w->found = u;
+		else
+			forge_user_release(&u);
+		return 0;
+	}
+	/* A non-admin sees no addresses in the list; check one by one. */
+	if (!u.email && !u.public_email &&
+	    w->nr_candidates < GL_USER_CANDIDATES_MAX)
+		w->candidates[w->nr_candidates++] = u.id;
+	forge_user_release(&u);
+	return 0;
+}
+
+static int gl_find_user_by_email(struct forge_user *out, struct forge *f,
+				 const char *email)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct user_walk w;
+	struct forge_user cand;
+	struct gl_call c;
+	int truncated, rc, i;
+
+	memset(&w, 0, sizeof(w));
+	w.email = email;
+	call_init(&c, gl);
+	if ((rc = email_check(email)) < 0)
+		goto out;
+	/*
+	 * search= matches names fuzzily and emails exactly (private ones
+	 * only for an admin, notes §1.9); compare the answers ourselves.
+	 */
+	if (buf_adds(&u, gl->api) < 0 || buf_adds(&u, "/users") < 0) {
+		rc = url_fail();
+		goto out;
+	}
+	if ((rc = url_param(&u, "search", email)) < 0 ||
+	    (rc = url_param_int(&u, "per_page", GL_USER_CANDIDATES_MAX)) < 0)
+		goto out;
+	rc = paginate(gl, u.data, 1, user_item, &w, &truncated);
+	if (rc)
+		goto out;
+	for (i = 0; !w.nr_found && i < w.nr_candidates; i++) {
+		buf_reset(&u);
+		if (buf_addf(&u, "%s/users/%lld", gl->api,
+			     (long long)w.candidates[i]) < 0) {
+			rc = url_fail();
+			goto out;
+		}
+		if ((rc = call_get_object(gl, &c, u.data)) < 0 ||
+		    (rc = CONVERT(&c, user_from_json, &cand)) < 0)
+			goto out;
+		if (email_eq(cand.email, email) ||
+		    email_eq(cand.public_email, email)) {
+			w.found = cand;
+			w.nr_found = 1;
+		} else {
+			forge_user_release(&cand);
+		}
+	}
+	if (!w.nr_found) {
+		rc = err_set(PB_ENOTFOUND, "no forge user with that email");
+		goto out;
+	}
+	if (w.nr_found > 1) {
+		rc = err_set(PB_EINVAL, "%d forge users share that email",
+			     w.nr_found);
+		goto out;
+	}
+	*out = w.found;
+	memset(&w.found, 0, sizeof(w.found));
+out:
+	forge_user_release(&w.found);
+	call_release(&c);
+	buf_release(&u);
+	return rc;
+}
+
+static const struct forge_ops gitlab_ops = {
+	.name = "gitlab",
+	.free = gl_free,
+	.act_as = gl_act_as,
+	.list_mrs = gl_list_mrs,
+	.get_mr = gl_get_mr,
+	.list_versions = gl_list_versions,
+	.get_version = gl_get_version,
+	.list_notes = gl_list_notes,
+	.create_note = gl_create_note,
+	.list_discussions = gl_list_discussions,
+	.create_discussion = gl_create_discussion,
+	.reply_discussion = gl_reply_discussion,
+	.resolve_discussion = gl_resolve_discussion,
+	.find_note_by_marker = gl_find_note_by_marker,
+	.approve = gl_approve,
+	.unapprove = gl_unapprove,
+	.get_approvals = gl_get_approvals,
+	.update_labels = gl_update_labels,
+	.find_user_by_email = gl_find_user_by_email,
+};
+
+/* "https://host:port/prefix" → "https://host:port" */
+static char *origin_of(const char *url)
+{
+	const char *p = strstr(url, "://");
+
+	if (!p)
+		return NULL;
+	p += 3;
+	return xstrndup(url, (size_t)(p - url) + strcspn(p, "/?#"));
+}
+
+int forge_gitlab_new(struct forge **out, const struct forge_gitlab_opts *opts)
+{
+	struct http_opts ho;
+	struct gitlab *gl;
+	size_t n;
+	int rc;
+
+	*out = NULL;
+	if (!opts->base_url || !*opts->base_url)
+		return err_set(PB_EINVAL, "no GitLab URL");
+	if (!opts->token || !*opts->token)
+		return err_set(PB_EINVAL, "no GitLab token");
+
+	gl = xcalloc(1, sizeof(*gl));
+	gl->base.ops = &gitlab_ops;
+	n = strlen(opts->base_url);
+	while (n > 0 && opts->base_url[n - 1] == '/')
+		n--;
+	if (n >= 7 && !strncmp(opts->base_url + n - 7, "/api/v4", 7))
+		gl->api = xstrndup(opts->base_url, n);
+	else
+		gl->api = xasprintf("%.*s/api/v4", (int)n, opts->base_url);
+	gl->origin = origin_of(gl->api);
+	if (!gl->origin || !http_same_origin(gl->api, gl->api)) {
+		rc = err_set(PB_EINVAL, "GitLab URL must be http(s)://host…");
+		goto fail;
+	}
+
+	memset(&ho, 0, sizeof(ho));
+	ho.token = opts->token;
+	ho.ca_file = opts->ca_file;
+	ho.connect_timeout_ms = opts->connect_timeout_ms;
+	ho.timeout_ms = opts->timeout_ms;
+	rc = http_client_new(&gl->http, &ho);
+	if (rc < 0)
+		goto fail;
+
+	gl->max_retries = opts->max_retries > 0 ? opts->max_retries : 0;
+	gl->backoff.base_ms = opts->retry_base_ms > 0 ? opts->retry_base_ms :
+							500;
+	gl->backoff.max_ms = opts->retry_max_ms > 0 ? opts->retry_max_ms :
+						      60000;
+	gl->body_max = opts->body_max > 0 ? opts->body_max :
+					    PB_HTTP_BODY_MAX_DEFAULT;
+	gl->marker_scan_pages =
+		opts->marker_scan_pages > 0 ? opts->marker_scan_pages : 2;
+	gl->per_page = opts->per_page > 0 && opts->per_page <= 100 ?
+			       opts->per_page :
+			       100;
+	gl->now_ms = opts->now_ms ? opts->now_ms : real_now_ms;
+	gl->sleep_ms = opts->sleep_ms ? opts->sleep_ms : real_sleep_ms;
+	gl->random = opts->random;
+	gl->hook_arg = opts->hook_arg;
+	gl->rng = ((uint64_t)real_now_ms(NULL) * 2654435761u) ^
+		  ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15ull;
+	if (!gl->rng)
+		gl->rng = 1;
+	*out = &gl->base;
+	return 0;
+fail:
+	gl_free(&gl->base);
+	return rc;
+}
+
+void forge_gitlab_stats(struct forge_gitlab_stats *out, const struct forge *f)
+{
+	BUG_ON(f->ops != &gitlab_ops);
+	*out = ((const struct gitlab *)f)->stats;
+}

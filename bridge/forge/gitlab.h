@@ -1,0 +1,79 @@
+/*
+ * gitlab - the GitLab REST v4 implementation of struct forge.
+ *
+ * Speaks JSON over http.c, reads responses through json.c, and applies
+ * the rules in notes/gitlab-api.md: pagination by Link rel="next" (never
+ * by totals), PRIVATE-TOKEN and Sudo, error bodies whose "message" is a
+ * string or an object (or "error"), diff-note positions, approve/unapprove
+ * status codes, and idempotence by hidden markers (section 1.15).
+ *
+ * Retries (section 5): GETs and idempotent writes (approve, unapprove,
+ * labels, resolve) are retried on connection failures, 5xx and 429; notes,
+ * discussions and replies are retried only when the request surely did
+ * not arrive (refused connection, 429), and otherwise only after the
+ * marker search came back empty.  Waits honour Retry-After, then
+ * RateLimit-Reset (epoch), else exponential backoff with jitter; a wait
+ * longer than retry_max_ms ends the call with PB_ETEMP.
+ *
+ * Ownership: forge_gitlab_new() copies every string in opts; the token
+ * copy is wiped on forge_free().  The token is never logged.
+ * Threads: one handle per thread.
+ */
+#ifndef PB_FORGE_GITLAB_H
+#define PB_FORGE_GITLAB_H
+
+#include "forge/forge.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct forge_gitlab_opts {
+	/* "https://gitlab.example.com" (a path prefix is kept; "/api/v4"
+	 * is added unless the URL already ends with it). */
+	const char *base_url;
+	const char *token; /* the token itself (callers read the file) */
+	const char *ca_file;
+	long connect_timeout_ms; /* 0: 10 s */
+	long timeout_ms; /* per request; 0: 60 s */
+	int max_retries; /* retries after the first try; <0: 0 */
+	int64_t retry_base_ms; /* 0: 500 ms */
+	int64_t retry_max_ms; /* longest single wait; 0: 60 s */
+	size_t body_max; /* response cap; 0: PB_HTTP_BODY_MAX_DEFAULT */
+	int marker_scan_pages; /* newest note pages searched; 0: 2 */
+	int per_page; /* page size for listings; 0: 100 */
+
+	/* Test hooks (NULL: the real clock, nanosleep, a seeded PRNG). */
+	int64_t (*now_ms)(void *arg); /* epoch milliseconds */
+	void (*sleep_ms)(void *arg, int64_t ms); /* every retry wait */
+	uint32_t (*random)(void *arg); /* jitter source */
+	void *hook_arg;
+};
+
+int forge_gitlab_new(struct forge **out, const struct forge_gitlab_opts *opts);
+
+/* Counters for tests and status output. */
+struct forge_gitlab_stats {
+	unsigned long requests; /* HTTP requests made */
+	unsigned long retries; /* waits before another try */
+	unsigned long marker_scans; /* searches after an unknown outcome */
+	unsigned long marker_hits; /* … that found the note */
+	int64_t last_delay_ms; /* the last wait */
+};
+
+/* f must come from forge_gitlab_new(). */
+void forge_gitlab_stats(struct forge_gitlab_stats *out, const struct forge *f);
+
+/*
+ * Pure helpers, exposed for tests.
+ */
+
+/* Turn a GitLab error body into one line: "message" (string, or object
+ * flattened "field: msg, msg; …"), else "error" (+ "error_description"),
+ * else the body's printable start. */
+void gitlab_error_text(struct buf *out, const char *body, size_t len);
+
+/* Map an HTTP status to our code (404 → PB_ENOTFOUND, 401/403 → PB_EPERM,
+ * 400/409/422 → PB_EINVAL, 429/5xx → PB_ETEMP, others PB_ERROR). */
+int gitlab_status_code(long status);
+
+#endif
