@@ -1,0 +1,199 @@
+/*
+ * Mail decoding: tests/data/parse/mail/NAME.eml is parsed and the model
+ * (selected fields, flags, text) compared with NAME.txt.
+ */
+#include "cmocka_all.h"
+#include "core/mail.h"
+#include "core/mailtext.h"
+#include "golden.h"
+#include "util/err.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void dump(struct buf *out, const struct mail *m)
+{
+	static const struct {
+		unsigned f;
+		const char *name;
+	} flags[] = {
+		{ MAIL_F_AMBIGUOUS, "ambiguous" },
+		{ MAIL_F_TRUNCATED, "truncated" },
+		{ MAIL_F_HTML, "html" },
+		{ MAIL_F_FLOWED, "flowed" },
+		{ MAIL_F_PGP_MIME, "pgp-mime" },
+		{ MAIL_F_PGP_INLINE, "pgp-inline" },
+		{ MAIL_F_CHARSET_GUESS, "charset-guess" },
+		{ MAIL_F_NO_TEXT, "no-text" },
+		{ MAIL_F_LIMIT, "limit" },
+		{ MAIL_F_ENTITIES, "entities" },
+		{ MAIL_F_ENCRYPTED, "encrypted" },
+	};
+	size_t i;
+
+	buf_addf(out, "from: %s <%s>\n", m->from.name, m->from.email);
+	buf_addf(out, "subject: %s\n", m->subject);
+	buf_addf(out, "message-id: %s\n",
+		 m->message_id ? m->message_id : "(none)");
+	buf_addf(out, "in-reply-to: %s\n",
+		 m->in_reply_to ? m->in_reply_to : "(none)");
+	buf_adds(out, "references:");
+	for (i = 0; i < m->references.nr; i++)
+		buf_addf(out, " %s", m->references.items[i]);
+	buf_addf(out, "\ntext-type: %s\ncharset: %s\nflags:",
+		 m->text_type ? m->text_type : "(none)",
+		 m->charset ? m->charset : "(none)");
+	for (i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		if (m->flags & flags[i].f)
+			buf_addf(out, " %s", flags[i].name);
+	buf_adds(out, "\n--\n");
+	buf_addbuf(out, &m->text);
+}
+
+static void test_golden(void **state)
+{
+	struct strlist names = STRLIST_INIT;
+	size_t i;
+	int bad = 0;
+
+	golden_list(&names, "parse/mail", ".eml");
+	assert_true(names.nr > 0);
+	for (i = 0; i < names.nr; i++) {
+		struct buf raw = BUF_INIT(1 << 24), got = BUF_INIT(1 << 24);
+		char want[1024];
+		struct mail *m;
+		size_t n = strlen(names.items[i]);
+
+		golden_read(&raw, golden_path("parse/mail", names.items[i]));
+		assert_int_equal(mail_parse(&m, raw.data, raw.len, NULL), 0);
+		dump(&got, m);
+		snprintf(want, sizeof(want), "%.*s.txt", (int)(n - 4),
+			 names.items[i]);
+		if (!golden_check(golden_path("parse/mail", want), &got))
+			bad++;
+		mail_free(m);
+		buf_release(&raw);
+		buf_release(&got);
+	}
+	strlist_release(&names);
+	assert_int_equal(bad, 0);
+}
+
+static void test_limits(void **state)
+{
+	struct mail_limits lim;
+	struct buf raw = BUF_INIT(1 << 24);
+	struct mail *m = NULL;
+	int i;
+
+	mail_limits_default(&lim);
+	/* too many header fields */
+	for (i = 0; i < 600; i++)
+		buf_addf(&raw, "X-H%d: v\n", i);
+	buf_adds(&raw, "\nbody\n");
+	assert_int_equal(mail_parse(&m, raw.data, raw.len, &lim), PB_ELIMIT);
+	assert_null(m);
+	/* one endless header field */
+	buf_reset(&raw);
+	buf_adds(&raw, "Subject: x");
+	for (i = 0; i < 70000; i++)
+		buf_adds(&raw, "\n y");
+	buf_adds(&raw, "\n\nbody\n");
+	assert_int_equal(mail_parse(&m, raw.data, raw.len, &lim), PB_ELIMIT);
+	/* the whole message */
+	lim.max_size = 100;
+	assert_int_equal(mail_parse(&m, raw.data, raw.len, &lim), PB_ELIMIT);
+	/* decoded text per part */
+	mail_limits_default(&lim);
+	lim.max_text = 10;
+	buf_reset(&raw);
+	buf_adds(&raw, "Subject: t\n\n0123456789abcdef\n");
+	assert_int_equal(mail_parse(&m, raw.data, raw.len, &lim), 0);
+	assert_true(m->flags & MAIL_F_TRUNCATED);
+	assert_memory_equal(m->text.data, "0123456789\n", 11);
+	mail_free(m);
+	buf_release(&raw);
+}
+
+static void test_garbage(void **state)
+{
+	static const char junk[] = "\0\0\xff\xfe not a mail\n\n\n";
+	struct mail *m = NULL;
+	int rc;
+
+	rc = mail_parse(&m, junk, sizeof(junk) - 1, NULL);
+	if (rc == 0) {
+		/* GMime reads anything as a message: it must be sane */
+		assert_non_null(m->subject);
+		assert_non_null(m->from.email);
+		mail_free(m);
+	}
+	rc = mail_parse(&m, "", 0, NULL);
+	if (rc == 0)
+		mail_free(m);
+}
+
+static void text_is_n(int (*fn)(struct buf *, const char *, size_t),
+		      const char *in, size_t len, const char *want)
+{
+	struct buf b = BUF_INIT(1 << 20);
+
+	fn(&b, in, len);
+	assert_string_equal(b.data, want);
+	buf_release(&b);
+}
+
+static void text_is(int (*fn)(struct buf *, const char *, size_t),
+		    const char *in, const char *want)
+{
+	struct buf b = BUF_INIT(1 << 20);
+
+	fn(&b, in, strlen(in));
+	assert_string_equal(b.data, want);
+	buf_release(&b);
+}
+
+static int flowed_delsp(struct buf *b, const char *p, size_t n)
+{
+	return mailtext_flowed(b, p, n, 1);
+}
+
+static void test_mailtext(void **state)
+{
+	text_is(mailtext_html, "a<br>b<p>c</p>d", "a\nb\nc\nd\n");
+	text_is(mailtext_html, "<blockquote>q<br>r</blockquote>own",
+		"> q\n> r\nown\n");
+	text_is(mailtext_html, "x &lt;y&gt; &#65;&#x42; &bogus; <",
+		"x <y> AB &bogus; <\n");
+	text_is(mailtext_html, "<pre>  a\n  b</pre>", "  a\n  b\n");
+	text_is(mailtext_entities, "&gt; a&nbsp;b &amp;amp;", "> a b &amp;");
+	text_is_n(mailtext_clean, "a\r\nb\rc\0d", 8,
+		  "a\nb\nc\xef\xbf\xbd"
+		  "d");
+	text_is(flowed_delsp, "a \nb\n-- \nsig\n", "ab\n-- \nsig\n");
+	assert_true(mailtext_has_entities("x&nbsp;y", 8));
+	assert_false(mailtext_has_entities("R&D", 3));
+}
+
+static int setup(void **state)
+{
+	return mail_init();
+}
+
+static int teardown(void **state)
+{
+	mail_shutdown();
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_golden),
+		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_mailtext),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
