@@ -1,0 +1,161 @@
+/*
+ * gitrepo - what the outbound side needs from git, and the only libgit2
+ * user.
+ *
+ * Opens a repository (a bare mirror or a work tree), resolves revisions,
+ * and loads a range base..head the way `git format-patch base..head`
+ * sees it: the commits reachable from head and not from base, oldest
+ * first in topological order (date order where topology leaves a
+ * choice, which is git's own order for ordinary histories), merge commits
+ * and commits that change nothing left out and counted.  For every commit
+ * it renders the text git format-patch puts after the headers: diffstat
+ * (72 columns, git's scaling and "{a => b}" names), the summary lines
+ * ("create mode", "rename", "mode change") and the patch, so that `git am`
+ * reproduces the commit.  It also renders the cover letter's shortlog and
+ * diffstat, and compares two ranges (a range-diff) for re-rolls.
+ *
+ * libgit2's own git_email_create_*() are not used: they write raw
+ * non-ASCII From/Subject headers and a libgit2 signature, and
+ * git_email_create_from_commit() numbers every patch 1/1.  We take the
+ * diff from libgit2 and write everything else ourselves.
+ *
+ * Ownership: a gitrepo owns its libgit2 handles; a gitrepo_range and a
+ * gitrepo_rangediff own all their strings and buffers and outlive the
+ * gitrepo they came from.  libgit2 types never appear in this header.
+ * Thread safety: a gitrepo belongs to one thread; libgit2 is initialised
+ * once per process by gitrepo_open() (reference counted).
+ * Errors: PB_ENOTFOUND for a missing repository or revision, PB_EINVAL for
+ * a revision that is not a commit, PB_ELIMIT for a range or patch past
+ * its cap, PB_ERROR for other libgit2 failures (message from libgit2).
+ */
+#ifndef PB_OUTBOUND_GITREPO_H
+#define PB_OUTBOUND_GITREPO_H
+
+#include "util/buf.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GITREPO_HEXSZ 40
+/* Commits walked in one range: bounds memory whatever the MR holds. */
+#define GITREPO_WALK_MAX 20000
+/* One commit's rendered patch, and a range's whole diffstat. */
+#define GITREPO_PATCH_MAX (100 * 1024 * 1024)
+#define GITREPO_STAT_MAX (16 * 1024 * 1024)
+/* git format-patch: diffstat and shortlog width (MAIL_DEFAULT_WRAP). */
+#define GITREPO_STAT_WIDTH 72
+/* Abbreviated blob ids on "index" lines: fixed, so that re-renders of a
+ * revision do not change as the repository grows (git scales its own). */
+#define GITREPO_ABBREV 7
+/* Lines of interdiff shown per modified patch in a range-diff. */
+#define GITREPO_INTERDIFF_LINES 40
+
+struct gitrepo;
+
+struct gitrepo_person {
+	char *name;
+	char *email;
+	int64_t time; /* Unix seconds */
+	int tz_minutes; /* offset east of UTC */
+};
+
+struct gitrepo_commit {
+	char sha[GITREPO_HEXSZ + 1];
+	struct gitrepo_person author;
+	struct gitrepo_person committer;
+	/* The first paragraph joined with spaces, as git format-patch
+	 * makes the Subject (pretty.c format_subject). */
+	char *subject;
+	/* The rest of the message as git format-patch prints it: leading
+	 * blank lines dropped, trailing blanks of each line and the end
+	 * trimmed, ending in "\n" unless empty. */
+	char *body;
+	/* From "---" on: diffstat, summary, "\n", the patch.  Empty when
+	 * the range was loaded without patches. */
+	struct buf patch;
+	char patch_id[GITREPO_HEXSZ + 1]; /* `git patch-id --stable` */
+	size_t files, insertions, deletions;
+};
+
+struct gitrepo_range {
+	char base[GITREPO_HEXSZ + 1]; /* base as resolved */
+	char head[GITREPO_HEXSZ + 1];
+	char merge_base[GITREPO_HEXSZ + 1]; /* "" when none */
+	struct gitrepo_person head_committer; /* of head itself */
+	struct gitrepo_commit *commits; /* oldest first */
+	size_t nr;
+	size_t merges_skipped;
+	size_t empty_skipped;
+	int have_patches; /* commits[].patch are filled */
+	struct buf diffstat; /* merge base to head, with summary */
+};
+
+int gitrepo_open(struct gitrepo **out, const char *path);
+void gitrepo_free(struct gitrepo *repo);
+
+/* Resolve rev (any git revision syntax) to a commit's full hex id. */
+int gitrepo_resolve(char out[GITREPO_HEXSZ + 1], struct gitrepo *repo,
+		    const char *rev);
+
+/*
+ * Load base..head.  When the range holds more than patch_limit commits
+ * (0: no limit), patches are not rendered (have_patches = 0): the caller
+ * mails only a cover letter and needs only subjects and authors.
+ * PB_ELIMIT past GITREPO_WALK_MAX commits.
+ */
+int gitrepo_range_load(struct gitrepo_range **out, struct gitrepo *repo,
+		       const char *base, const char *head, size_t patch_limit);
+void gitrepo_range_free(struct gitrepo_range *range);
+
+/*
+ * Append the cover letter shortlog: "Name (N):\n  title\n...\n\n" per
+ * author, authors sorted, titles oldest first and wrapped at 72 with
+ * indents 2 and 4, as `git shortlog` in a git format-patch cover letter.
+ */
+int gitrepo_shortlog(struct buf *out, const struct gitrepo_range *range);
+
+enum gitrepo_rd_status {
+	GITREPO_RD_UNCHANGED, /* same patch-id and message */
+	GITREPO_RD_MODIFIED, /* paired by title, content or message differ */
+	GITREPO_RD_NEW, /* only in the new range */
+	GITREPO_RD_DROPPED, /* only in the old range */
+};
+
+struct gitrepo_rd_entry {
+	enum gitrepo_rd_status status;
+	size_t old_idx; /* index into the old range, SIZE_MAX if none */
+	size_t new_idx; /* index into the new range, SIZE_MAX if none */
+	char *interdiff; /* MODIFIED: a short diff of the two, indented */
+};
+
+struct gitrepo_rangediff {
+	/* In git range-diff's order: new-range order, a dropped patch
+	 * as soon as all before it in the old range are shown. */
+	struct gitrepo_rd_entry *entries;
+	size_t nr;
+};
+
+/*
+ * Pair the patches of two ranges like `git range-diff`, simplified:
+ * equal patch-id first, then equal subject, in order; the rest are new
+ * or dropped.  Both ranges must have patches.
+ */
+int gitrepo_range_diff(struct gitrepo_rangediff **out,
+		       const struct gitrepo_range *old_range,
+		       const struct gitrepo_range *new_range);
+void gitrepo_rangediff_free(struct gitrepo_rangediff *rd);
+
+/*
+ * Append the range-diff in `git range-diff` notation:
+ *	1:  abcdef1 = 1:  1234567 title
+ *	2:  abcdef2 ! 2:  1234568 title
+ *	    @@ ...interdiff...
+ *	-:  ------- > 3:  1234569 title
+ *	3:  abcdef3 < -:  ------- title
+ */
+int gitrepo_rangediff_render(struct buf *out,
+			     const struct gitrepo_rangediff *rd,
+			     const struct gitrepo_range *old_range,
+			     const struct gitrepo_range *new_range);
+
+#endif
