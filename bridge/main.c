@@ -10,6 +10,7 @@
  */
 #include "core/config.h"
 #include "core/version.h"
+#include "outbound/cmd_format.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -61,6 +62,8 @@ static const struct command commands[] = {
 	  "\n"
 	  "  -n    only the parameters the file sets\n",
 	  0, cmd_dump_config },
+	{ "format", NULL, cmd_format_synopsis, cmd_format_summary,
+	  cmd_format_help, 0, cmd_format_run },
 	{ "help", "--help", "[COMMAND]", "show this list, or a command's help",
 	  "", 0, cmd_help },
 	{ "version", "--version", "", "print the version", "", 0, cmd_version },
