@@ -1,0 +1,1413 @@
+#include "core/reply.h"
+#include "core/trailers.h"
+#include "util/err.h"
+#include "util/scan.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* small text helpers */
+
+static int lower(int c)
+{
+	return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+static int is_alpha(int c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static int is_alnum(int c)
+{
+	return is_alpha(c) || (c >= '0' && c <= '9') || c >= 0x80;
+}
+
+static int is_digit(int c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* Trim blanks (and no-break spaces) from both ends. */
+static void trim(const char **p, size_t *n)
+{
+	for (;;) {
+		if (*n && (**p == ' ' || **p == '\t')) {
+			(*p)++;
+			(*n)--;
+		} else if (*n >= 2 && (unsigned char)(*p)[0] == 0xc2 &&
+			   (unsigned char)(*p)[1] == 0xa0) {
+			*p += 2;
+			*n -= 2;
+		} else {
+			break;
+		}
+	}
+	for (;;) {
+		if (*n && ((*p)[*n - 1] == ' ' || (*p)[*n - 1] == '\t')) {
+			(*n)--;
+		} else if (*n >= 2 && (unsigned char)(*p)[*n - 2] == 0xc2 &&
+			   (unsigned char)(*p)[*n - 1] == 0xa0) {
+			*n -= 2;
+		} else {
+			break;
+		}
+	}
+}
+
+static int starts_icase(const char *p, size_t n, const char *lit)
+{
+	size_t l = strlen(lit), i;
+
+	if (n < l)
+		return 0;
+	for (i = 0; i < l; i++)
+		if (lower((unsigned char)p[i]) != lower((unsigned char)lit[i]))
+			return 0;
+	return 1;
+}
+
+static int ends_icase(const char *p, size_t n, const char *lit)
+{
+	size_t l = strlen(lit);
+
+	return n >= l && starts_icase(p + n - l, l, lit);
+}
+
+static int contains_icase(const char *p, size_t n, const char *lit)
+{
+	size_t l = strlen(lit), i;
+
+	for (i = 0; i + l <= n; i++)
+		if (starts_icase(p + i, n - i, lit))
+			return 1;
+	return 0;
+}
+
+static size_t count_words(const char *p, size_t n)
+{
+	size_t i, w = 0;
+	int in = 0;
+
+	for (i = 0; i < n; i++) {
+		if (p[i] == ' ' || p[i] == '\t') {
+			in = 0;
+		} else if (!in) {
+			in = 1;
+			w++;
+		}
+	}
+	return w;
+}
+
+/* ------------------------------------------------------------------ */
+/* line predicates */
+
+/* Quote markers: ">", "> >", " > ", ">>", "&gt;". */
+static int quote_depth(const char *p, size_t n, size_t *skip)
+{
+	size_t i = 0, j;
+	int depth = 0;
+
+	for (;;) {
+		j = i;
+		while (j < n && j - i < 4 && (p[j] == ' ' || p[j] == '\t'))
+			j++;
+		if (j < n && p[j] == '>') {
+			depth++;
+			i = j + 1;
+		} else if (n - j >= 4 && !memcmp(p + j, "&gt;", 4)) {
+			depth++;
+			i = j + 4;
+		} else {
+			break;
+		}
+		if (depth >= 64)
+			break;
+	}
+	if (depth && i < n && p[i] == ' ')
+		i++;
+	*skip = i;
+	return depth;
+}
+
+static int is_trim_marker(const char *p, size_t n)
+{
+	static const char *const words[] = {
+		"snip", "skip", "trim",	   "cut", "remov", "delet",
+		"elid", "drop", "rest of", "...", NULL,
+	};
+	const char *const *w;
+	size_t i;
+
+	trim(&p, &n);
+	if (!n)
+		return 0;
+	/* only dots, ellipses and brackets: "...", "[...]", "<...>" */
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)p[i];
+
+		if (c == '.' || c == '[' || c == ']' || c == '<' || c == '>' ||
+		    c == ' ' || c == '(' || c == ')')
+			continue;
+		if (c == 0xe2 && i + 2 < n && (unsigned char)p[i + 1] == 0x80 &&
+		    (unsigned char)p[i + 2] == 0xa6) {
+			i += 2; /* U+2026 */
+			continue;
+		}
+		break;
+	}
+	if (i == n &&
+	    (mem_find(p, n, "..", 2) || mem_find(p, n, "\xe2\x80\xa6", 3)))
+		return 1;
+	/* "[snip]", "<snip>", "[skipped the patch]", "[... rest ...]" */
+	if (n >= 3 && ((p[0] == '[' && p[n - 1] == ']') ||
+		       (p[0] == '<' && p[n - 1] == '>') ||
+		       (p[0] == '(' && p[n - 1] == ')'))) {
+		const char *q = p + 1;
+		size_t m = n - 2;
+
+		trim(&q, &m);
+		while (m && (*q == '.' || *q == ' '))
+			q++, m--;
+		for (w = words; *w; w++)
+			if (starts_icase(q, m, *w))
+				return 1;
+		return 0;
+	}
+	if (n <= 12 && (mem_find(p, n, "8<", 2) || mem_find(p, n, ">8", 2)))
+		return 1; /* scissors */
+	return mem_eq_icase(p, n, "snip") || mem_eq_icase(p, n, "<snip/>");
+}
+
+/* "On ... wrote:", "... writes:", "Quoting X (date):" ... */
+static int attribution_end(const char *p, size_t n)
+{
+	static const char *const ends[] = {
+		"wrote:",
+		"wrote :",
+		"writes:",
+		"said:",
+		"a \xc3\xa9"
+		"crit :",
+		"a \xc3\xa9"
+		"crit:",
+		"schrieb:",
+		"escribi\xc3\xb3:",
+		"scrisse:",
+		"kirjoitti:",
+		"skrev:",
+		"napisa\xc5\x82:",
+		"napisa\xc5\x82(a):",
+		"\xe5\x86\x99\xe9\x81\x93\xef\xbc\x9a", /* 写道： */
+		"\xe5\x86\x99\xe9\x81\x93:", /* 写道: */
+		"\xe5\xaf\xab\xe9\x81\x93\xef\xbc\x9a", /* 寫道： */
+		"\xe5\xaf\xab\xe9\x81\x93:",
+		"wrote\xef\xbc\x9a",
+		NULL,
+	};
+	const char *const *e;
+
+	trim(&p, &n);
+	if (!n || n > 400)
+		return 0;
+	for (e = ends; *e; e++)
+		if (ends_icase(p, n, *e))
+			return 1;
+	if (starts_icase(p, n, "Quoting ") &&
+	    (p[n - 1] == ':' || p[n - 1] == ')'))
+		return 1;
+	if (starts_icase(p, n, "Am ") && mem_find(p, n, " schrieb ", 9) &&
+	    p[n - 1] == ':')
+		return 1;
+	return 0;
+}
+
+/* The first half of an attribution wrapped over two lines. */
+static int attribution_head(const char *p, size_t n)
+{
+	static const char *const starts[] = {
+		"On ", "Am ", "Le ",	 "El ", "Il ",
+		"Em ", "Op ", "W dniu ", NULL,
+	};
+	const char *const *s;
+
+	trim(&p, &n);
+	if (!n || n > 300)
+		return 0;
+	for (s = starts; *s; s++)
+		if (starts_icase(p, n, *s))
+			return 1;
+	return p[n - 1] == '<' || p[n - 1] == ',';
+}
+
+enum hdr {
+	H_NONE,
+	H_FROM,
+	H_DATE,
+	H_TO,
+	H_CC,
+	H_SUBJECT,
+};
+
+/* A header line of a quoted original, in the languages seen on lists. */
+static enum hdr header_field(const char *p, size_t n)
+{
+	static const struct {
+		const char *name;
+		enum hdr h;
+	} names[] = {
+		{ "From", H_FROM },
+		{ "\xe5\x8f\x91\xe4\xbb\xb6\xe4\xba\xba", H_FROM }, /* 发件人 */
+		{ "\xe5\xaf\x84\xe4\xbb\xb6\xe8\x80\x85", H_FROM }, /* 寄件者 */
+		{ "Von", H_FROM },
+		{ "De", H_FROM },
+		{ "Da", H_FROM },
+		{ "Van", H_FROM },
+		{ "Od", H_FROM },
+		{ "Sent", H_DATE },
+		{ "Date", H_DATE },
+		{ "\xe5\x8f\x91\xe9\x80\x81\xe6\x97\xb6\xe9\x97\xb4",
+		  H_DATE }, /* 发送时间 */
+		{ "\xe6\x97\xa5\xe6\x9c\x9f", H_DATE }, /* 日期 */
+		{ "\xe6\x97\xb6\xe9\x97\xb4", H_DATE }, /* 时间 */
+		{ "\xe5\x82\xb3\xe9\x80\x81\xe6\x99\x82\xe9\x96\x93",
+		  H_DATE }, /* 傳送時間 */
+		{ "Gesendet", H_DATE },
+		{ "Datum", H_DATE },
+		{ "Envoy\xc3\xa9", H_DATE },
+		{ "Inviato", H_DATE },
+		{ "Enviado", H_DATE },
+		{ "To", H_TO },
+		{ "\xe6\x94\xb6\xe4\xbb\xb6\xe4\xba\xba", H_TO }, /* 收件人 */
+		{ "\xe6\x94\xb6\xe4\xbb\xb6\xe8\x80\x85", H_TO }, /* 收件者 */
+		{ "An", H_TO },
+		{ "\xc3\x80", H_TO },
+		{ "Para", H_TO },
+		{ "Aan", H_TO },
+		{ "Cc", H_CC },
+		{ "\xe6\x8a\x84\xe9\x80\x81", H_CC }, /* 抄送 */
+		{ "\xe5\x89\xaf\xe6\x9c\xac", H_CC }, /* 副本 */
+		{ "Kopie", H_CC },
+		{ "Subject", H_SUBJECT },
+		{ "\xe4\xb8\xbb\xe9\xa2\x98", H_SUBJECT }, /* 主题 */
+		{ "\xe4\xb8\xbb\xe6\x97\xa8", H_SUBJECT },
+		{ "\xe4\xb8\xbb\xe9\xa1\x8c", H_SUBJECT }, /* 主題 */
+		{ "Betreff", H_SUBJECT },
+		{ "Objet", H_SUBJECT },
+		{ "Oggetto", H_SUBJECT },
+		{ "Asunto", H_SUBJECT },
+		{ "Onderwerp", H_SUBJECT },
+	};
+	size_t i, l;
+
+	trim(&p, &n);
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		l = strlen(names[i].name);
+		if (!starts_icase(p, n, names[i].name))
+			continue;
+		{
+			const char *q = p + l;
+			size_t m = n - l;
+
+			while (m && *q == ' ') {
+				q++;
+				m--;
+			}
+			if ((m && *q == ':') ||
+			    (m >= 3 && !memcmp(q, "\xef\xbc\x9a", 3)))
+				return names[i].h;
+		}
+	}
+	return H_NONE;
+}
+
+/* "-----Original Message-----", "-----邮件原件-----" and the like. */
+static int original_separator(const char *p, size_t n)
+{
+	static const char *const words[] = {
+		"original message",
+		"original",
+		"forwarded message",
+		"\xe5\x8e\x9f\xe5\xa7\x8b\xe9\x82\xae\xe4\xbb\xb6", /* 原始邮件 */
+		"\xe9\x82\xae\xe4\xbb\xb6\xe5\x8e\x9f\xe4\xbb\xb6", /* 邮件原件 */
+		"\xe5\x8e\x9f\xe5\xa7\x8b\xe9\x83\xb5\xe4\xbb\xb6", /* 原始郵件 */
+		"urspr\xc3\xbcngliche nachricht",
+		"message d'origine",
+		"messaggio originale",
+		"mensaje original",
+		NULL,
+	};
+	const char *const *w;
+	const char *q;
+	size_t m;
+
+	trim(&p, &n);
+	if (n < 8 || p[0] != '-' || p[n - 1] != '-')
+		return 0;
+	q = p;
+	m = n;
+	while (m && (*q == '-' || *q == ' ')) {
+		q++;
+		m--;
+	}
+	while (m && (q[m - 1] == '-' || q[m - 1] == ' '))
+		m--;
+	for (w = words; *w; w++)
+		if (m == strlen(*w) && starts_icase(q, m, *w))
+			return 1;
+	return 0;
+}
+
+static int underscore_rule(const char *p, size_t n)
+{
+	size_t i;
+
+	trim(&p, &n);
+	if (n < 10)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (p[i] != '_')
+			return 0;
+	return 1;
+}
+
+/* "-----------", "==========": a line drawn across */
+static int is_rule(const char *p, size_t n)
+{
+	size_t i;
+
+	trim(&p, &n);
+	if (n < 10)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!strchr("-_=*~", p[i]) || p[i] != p[0])
+			return 0;
+	return 1;
+}
+
+static int is_sig_marker(const char *p, size_t n)
+{
+	return (n == 3 && !memcmp(p, "-- ", 3)) ||
+	       (n == 2 && !memcmp(p, "--", 2));
+}
+
+static int is_disclaimer(const char *p, size_t n)
+{
+	if (contains_icase(p, n, "confidential") &&
+	    (contains_icase(p, n, "intended") ||
+	     contains_icase(p, n, "recipient") ||
+	     contains_icase(p, n, "privileged") ||
+	     contains_icase(p, n, "disclos")))
+		return 1;
+	if (contains_icase(p, n, "disclaimer:") ||
+	    contains_icase(p, n, "this e-mail and any attachment") ||
+	    contains_icase(p, n, "this email and any attachment") ||
+	    contains_icase(p, n, "this message and any attachment"))
+		return 1;
+	/* 本邮件 ... 保密 */
+	return mem_find(p, n, "\xe6\x9c\xac\xe9\x82\xae\xe4\xbb\xb6", 9) &&
+	       mem_find(p, n, "\xe4\xbf\x9d\xe5\xaf\x86", 6);
+}
+
+/* A diffstat summary: " 3 files changed, 12 insertions(+)". */
+static int diffstat_summary(const char *p, size_t n)
+{
+	trim(&p, &n);
+	if (!n || !is_digit((unsigned char)p[0]))
+		return 0;
+	return mem_find(p, n, " changed", 8) &&
+	       (mem_find(p, n, "file changed", 12) ||
+		mem_find(p, n, "files changed", 13));
+}
+
+/* ------------------------------------------------------------------ */
+/* greetings, sign-offs, names */
+
+static int phrase_then(const char *p, size_t n, const char *const *phr,
+		       size_t max_rest_words)
+{
+	const char *const *ph;
+	size_t l;
+
+	trim(&p, &n);
+	for (ph = phr; *ph; ph++) {
+		l = strlen(*ph);
+		if (!starts_icase(p, n, *ph))
+			continue;
+		if (n > l && is_alnum((unsigned char)p[l]))
+			continue;
+		{
+			const char *q = p + l;
+			size_t m = n - l;
+			int punct = 0;
+
+			while (m && strchr(" ,.!:;-~", *q)) {
+				punct |= *q != ' ';
+				q++;
+				m--;
+			}
+			if (!m)
+				return 1;
+			/* "Thanks, Phil": punctuation, then a short name */
+			if (punct && count_words(q, m) <= max_rest_words &&
+			    !memchr(q, '.', m) && !memchr(q, '?', m))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+static int is_greeting(const char *p, size_t n)
+{
+	static const char *const phr[] = {
+		"hi",
+		"hello",
+		"hey",
+		"dear",
+		"hallo",
+		"hi all",
+		"hello all",
+		"good morning",
+		"good afternoon",
+		"good evening",
+		"greetings",
+		"hi everyone",
+		"\xe4\xbd\xa0\xe5\xa5\xbd",
+		"\xe6\x82\xa8\xe5\xa5\xbd",
+		NULL,
+	};
+	const char *const *ph;
+
+	trim(&p, &n);
+	if (!n || n > 60)
+		return 0;
+	for (ph = phr; *ph; ph++) {
+		size_t l = strlen(*ph);
+
+		if (starts_icase(p, n, *ph) &&
+		    (n == l || !is_alnum((unsigned char)p[l])) &&
+		    count_words(p, n) <= 4 && !memchr(p, '?', n))
+			return 1;
+	}
+	return 0;
+}
+
+static int is_signoff(const char *p, size_t n)
+{
+	static const char *const phr[] = {
+		"thanks",
+		"thank you",
+		"thx",
+		"thanks a lot",
+		"thanks again",
+		"many thanks",
+		"thanks in advance",
+		"regards",
+		"best regards",
+		"kind regards",
+		"warm regards",
+		"with regards",
+		"best wishes",
+		"with best wishes",
+		"cheers",
+		"br",
+		"best",
+		"ciao",
+		"sincerely",
+		"yours",
+		"tia",
+		"greetings",
+		"all the best",
+		"take care",
+		"\xe8\xb0\xa2\xe8\xb0\xa2", /* 谢谢 */
+		"\xe6\x84\x9f\xe8\xb0\xa2", /* 感谢 */
+		NULL,
+	};
+
+	trim(&p, &n);
+	if (!n || n > 60)
+		return 0;
+	return phrase_then(p, n, phr, 3);
+}
+
+/* Words that answer a question: a one-word comment, not a name. */
+static int is_answer_word(const char *p, size_t n)
+{
+	static const char *const words[] = {
+		"yes",	 "no",	    "ok",     "okay", "right", "agreed",
+		"sure",	 "correct", "indeed", "nope", "yep",   "yup",
+		"ack",	 "nack",    "nak",    "true", "false", "done",
+		"fixed", "exactly", "lgtm",   "good", "fine",  "why",
+		"ditto", NULL,
+	};
+	const char *const *w;
+	size_t l;
+
+	trim(&p, &n);
+	while (n && strchr(".!?,", p[n - 1]))
+		n--;
+	for (w = words; *w; w++) {
+		l = strlen(*w);
+		if (n == l && starts_icase(p, n, *w))
+			return 1;
+	}
+	return 0;
+}
+
+/* "Petr", "- Marijn", "Honza", "Sun Shijie": a name under a sign-off. */
+static int is_name_line(const char *p, size_t n)
+{
+	size_t i;
+
+	trim(&p, &n);
+	while (n && (*p == '-' || *p == '~' || *p == ' ')) {
+		p++;
+		n--;
+	}
+	if (!n || n > 40 || count_words(p, n) > 3 || is_answer_word(p, n))
+		return 0;
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)p[i];
+
+		if (!(is_alpha(c) || c >= 0x80 || c == ' ' || c == '.' ||
+		      c == '-' || c == '\'' || c == ','))
+			return 0;
+	}
+	return !(n > 2 && p[n - 1] == '.' && p[n - 3] != ' ');
+}
+
+/* "For the series:", "Feel free to add:" before a trailer. */
+static int is_trailer_intro(const char *p, size_t n)
+{
+	trim(&p, &n);
+	if (!n)
+		return 0;
+	if ((p[n - 1] == ':' || p[n - 1] == ',') && count_words(p, n) <= 6)
+		return 1;
+	return 0;
+}
+
+static int is_trailer(const char *p, size_t n)
+{
+	struct trailer_list l;
+	int got;
+
+	trailer_list_init(&l);
+	got = trailers_parse_line(&l, p, n);
+	trailer_list_release(&l);
+	return got > 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* NAK */
+
+/* Word characters for NAK detection: "IGNORE_NAK" is one word. */
+static int nak_word_char(int c)
+{
+	return is_alnum(c) || c == '_' || c == '\'';
+}
+
+static int word_in(const char *w, size_t n, const char *const *list)
+{
+	for (; *list; list++)
+		if (strlen(*list) == n && starts_icase(w, n, *list))
+			return 1;
+	return 0;
+}
+
+struct word {
+	const char *p;
+	size_t n;
+	char before; /* the separator before it ('\0' at the start) */
+};
+
+/*
+ * A NAK is the reviewer's verdict: "NACK." on a line, "NAK for this",
+ * "Still a NACK", "self-NACK this series", "I NAK this".  The word is
+ * also an I2C/USB protocol term ("the device NAKs", "on NAK we retry",
+ * "ACK/NAK", I2C_M_IGNORE_NAK), so it counts only where a verdict sits:
+ * alone in its clause, opening a clause followed by "for", "from", "on",
+ * "this"..., or after "I", "my", "a" (verdict-style) and the like; and
+ * never negated ("not a NAK") or asked ("Why the NAK?").
+ */
+int reply_line_is_nak(const char *p, size_t n)
+{
+	static const char *const naks[] = {
+		"nak",	  "nack",    "nacked", "nak'd", "nak'ed",
+		"nakked", "nacking", "naking", NULL,
+	};
+	static const char *const negations[] = {
+		"not",	   "no",     "don't",	"dont",	 "isn't",
+		"wasn't",  "won't",  "without", "never", "nor",
+		"doesn't", "didn't", NULL,
+	};
+	static const char *const verdict_next[] = {
+		"for",	  "from", "on",	     "this", "that",  "it",
+		"here",	  "the",  "because", "as",   "since", "until",
+		"unless", "but",  "and",     "then", "again", "still",
+		"to",	  "now",  "in",	     "with", "till",  NULL,
+	};
+	static const char *const verdict_prev[] = {
+		"i",	  "i'm",      "im",	    "we",    "my",   "our",
+		"strong", "strongly", "hard",	    "firm",  "big",  "still",
+		"must",	  "will",     "have",	    "would", "i'd",  "i'll",
+		"we'll",  "definite", "definitely", "self",  "gets", "get",
+		"got",	  NULL,
+	};
+	static const char *const a_nak_next[] = {
+		"from", "for",	 "on",	"here", "unless", "until", "because",
+		"as",	"since", "but", "and",	"again",  "now",   NULL,
+	};
+	struct word w[64];
+	size_t nw = 0, i, k;
+
+	/* words and the separators before them */
+	for (i = 0; i < n && nw < 64;) {
+		char before = '\0';
+
+		while (i < n && !nak_word_char((unsigned char)p[i])) {
+			if (p[i] != ' ' && p[i] != '\t')
+				before = p[i];
+			else if (!before)
+				before = ' ';
+			i++;
+		}
+		if (i >= n)
+			break;
+		w[nw].p = p + i;
+		w[nw].before = before;
+		while (i < n && nak_word_char((unsigned char)p[i]))
+			i++;
+		w[nw].n = (size_t)(p + i - w[nw].p);
+		nw++;
+	}
+	for (k = 0; k < nw; k++) {
+		const char *after, *end = p + n;
+		size_t j, clause;
+		int first, verdict = 0, negated = 0, stop;
+		char next_sep;
+
+		if (!word_in(w[k].p, w[k].n, naks))
+			continue;
+		after = w[k].p + w[k].n;
+		/* "ACK/NAK", "NAK/ACK", "Nacked-by:" (a trailer's business) */
+		if (w[k].before == '/' || (after < end && *after == '/'))
+			continue;
+		if (after < end && *after == '-' &&
+		    mem_find(after, (size_t)(end - after), "-by", 3) == after)
+			continue;
+		/* the separator after the word, blanks skipped */
+		while (after < end && (*after == ' ' || *after == '\t'))
+			after++;
+		next_sep = after < end ? *after : '\0';
+		if (next_sep == '?')
+			continue;
+		/* the rest of its sentence must not be a question */
+		{
+			const char *q = after;
+
+			while (q < end && !strchr(".!?", *q))
+				q++;
+			if (q < end && *q == '?')
+				continue;
+		}
+		/* where its clause starts */
+		for (clause = k; clause > 0; clause--)
+			if (w[clause].before &&
+			    strchr(".,;:!?(", w[clause].before))
+				break;
+		first = clause == k;
+		stop = !next_sep || strchr(".,;:!)-", next_sep) || k + 1 == nw;
+		for (j = k > 3 ? k - 3 : 0; j < k; j++)
+			if (word_in(w[j].p, w[j].n, negations))
+				negated = 1;
+		if (negated)
+			continue;
+		if (first &&
+		    (stop || (k + 1 < nw &&
+			      (word_in(w[k + 1].p, w[k + 1].n, verdict_next) ||
+			       (w[k + 1].n >= 2 &&
+				lower((unsigned char)w[k + 1].p[0]) == 'v' &&
+				is_digit((unsigned char)w[k + 1].p[1]))))))
+			verdict = 1;
+		if (k > 0 && word_in(w[k - 1].p, w[k - 1].n, verdict_prev))
+			verdict = 1;
+		/* "Still a NACK", "gets a NAK from me", but not "sends a NAK
+		 * to the host" */
+		if (k > 0 && w[k - 1].n == 1 && lower(w[k - 1].p[0]) == 'a' &&
+		    (stop || (k + 1 < nw &&
+			      word_in(w[k + 1].p, w[k + 1].n, a_nak_next))))
+			verdict = 1;
+		if (verdict)
+			return 1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* classification */
+
+static void set_kind(struct reply *r, size_t from, size_t to, enum reply_kind k,
+		     int only_unquoted)
+{
+	size_t i;
+
+	for (i = from; i < to && i < r->nr; i++) {
+		if (only_unquoted && r->lines[i].depth)
+			continue;
+		r->lines[i].kind = k;
+	}
+}
+
+static size_t next_nonblank(const struct reply *r, size_t i)
+{
+	while (i < r->nr) {
+		const char *p = r->lines[i].p;
+		size_t n = r->lines[i].len;
+
+		trim(&p, &n);
+		if (n)
+			return i;
+		i++;
+	}
+	return r->nr;
+}
+
+/* The header block starting at i (a From: line): its end (exclusive),
+ * or i when it is not one. */
+static size_t header_block(const struct reply *r, size_t i)
+{
+	size_t j, last = i;
+	int others = 0;
+	enum hdr h;
+
+	if (header_field(r->lines[i].content, r->lines[i].clen) != H_FROM)
+		return i;
+	for (j = i + 1; j < r->nr && j < i + 16; j++) {
+		const char *p = r->lines[j].content;
+		size_t n = r->lines[j].clen;
+
+		if (r->lines[j].depth != r->lines[i].depth)
+			break;
+		trim(&p, &n);
+		if (!n)
+			break;
+		h = header_field(p, n);
+		if (h == H_FROM)
+			break;
+		if (h != H_NONE)
+			others++;
+		last = j; /* header or a folded continuation */
+	}
+	return others ? last + 1 : i;
+}
+
+/* Did the author write something of substance before line i? */
+static int own_before(const struct reply *r, size_t i)
+{
+	size_t j;
+
+	for (j = 0; j < i; j++) {
+		const struct reply_line *l = &r->lines[j];
+
+		if (l->kind != RL_OWN)
+			continue;
+		if (is_greeting(l->p, l->len) || is_signoff(l->p, l->len) ||
+		    is_trim_marker(l->p, l->len))
+			continue;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The last line of a patch pasted into [from, to), or -1: diffstat
+ * summary, hunk lines (by the counts of their "@@" headers), or the
+ * "-- " / version pair format-patch ends with.
+ */
+static long patch_end(const struct reply *r, size_t from, size_t to)
+{
+	long last = -1;
+	int old_left = 0, new_left = 0;
+	size_t i;
+
+	for (i = from; i < to; i++) {
+		const char *p = r->lines[i].content;
+		size_t n = r->lines[i].clen;
+		struct scan s;
+		uint64_t a, b, c, d;
+
+		if (old_left > 0 || new_left > 0) {
+			char k = n ? p[0] : ' ';
+
+			if (k == ' ' || k == '+' || k == '-' || k == '\\') {
+				if (k != '+' && k != '\\')
+					old_left--;
+				if (k != '-' && k != '\\')
+					new_left--;
+				last = (long)i;
+				continue;
+			}
+			old_left = new_left = 0;
+		}
+		if (diffstat_summary(p, n)) {
+			last = (long)i;
+			continue;
+		}
+		scan_init(&s, p, n);
+		if (scan_lit(&s, "@@ -") && scan_u64(&s, 10000000, &a)) {
+			b = 1;
+			d = 1;
+			if (scan_char(&s, ','))
+				scan_u64(&s, 10000000, &b);
+			if (scan_lit(&s, " +") && scan_u64(&s, 10000000, &c)) {
+				if (scan_char(&s, ','))
+					scan_u64(&s, 10000000, &d);
+				old_left = (int)b;
+				new_left = (int)d;
+				last = (long)i;
+			}
+			continue;
+		}
+		if (is_sig_marker(p, n) && i + 1 < to) {
+			const char *v = r->lines[i + 1].content;
+			size_t vn = r->lines[i + 1].clen;
+
+			trim(&v, &vn);
+			if (vn && is_digit((unsigned char)v[0]) && last >= 0) {
+				last = (long)i + 1;
+				i++;
+			}
+		}
+	}
+	return last;
+}
+
+/*
+ * An original follows line i without '>' (nb: its first line).  When
+ * the author wrote above it, the rest of the message is that original;
+ * when it opens the message, it ends with the patch it carries.
+ * Returns where classification continues.
+ */
+static size_t mark_original(struct reply *r, size_t brk, size_t nb)
+{
+	long end;
+
+	if (!own_before(r, brk)) {
+		end = patch_end(r, nb, r->nr);
+		if (end >= 0) {
+			set_kind(r, nb, (size_t)end + 1, RL_ORIG, 1);
+			return (size_t)end + 1;
+		}
+	}
+	set_kind(r, nb, r->nr, RL_ORIG, 1);
+	return r->nr;
+}
+
+static int list_footer_at(const struct reply *r, size_t i)
+{
+	size_t j, k;
+
+	if (underscore_rule(r->lines[i].p, r->lines[i].len)) {
+		for (j = i + 1, k = 0; j < r->nr && k < 3; j++) {
+			const char *p = r->lines[j].p;
+			size_t n = r->lines[j].len;
+
+			trim(&p, &n);
+			if (!n)
+				continue;
+			k++;
+			if (contains_icase(p, n, "mailing list") ||
+			    contains_icase(p, n, "listinfo") ||
+			    contains_icase(p, n, "https://lists.") ||
+			    contains_icase(p, n, "http://lists."))
+				return 1;
+		}
+		return 0;
+	}
+	/* "Intel-wired-lan mailing list" then its address */
+	{
+		const char *p = r->lines[i].p;
+		size_t n = r->lines[i].len;
+
+		trim(&p, &n);
+		if (ends_icase(p, n, " mailing list") &&
+		    count_words(p, n) <= 5 && i + 1 < r->nr &&
+		    (mem_find(r->lines[i + 1].p, r->lines[i + 1].len, "@", 1) ||
+		     mem_find(r->lines[i + 1].p, r->lines[i + 1].len, "http",
+			      4)))
+			return 1;
+	}
+	return 0;
+}
+
+static void classify(struct reply *r)
+{
+	size_t i, j, nb, end;
+
+	for (i = 0; i < r->nr; i++) {
+		struct reply_line *l = &r->lines[i];
+		const char *p = l->p;
+		size_t n = l->len;
+
+		trim(&p, &n);
+		if (l->depth)
+			l->kind = RL_QUOTE;
+		else if (!n)
+			l->kind = RL_BLANK;
+		else
+			l->kind = RL_OWN;
+	}
+
+	for (i = 0; i < r->nr; i++) {
+		struct reply_line *l = &r->lines[i];
+
+		if (l->kind != RL_OWN)
+			continue;
+		if (is_sig_marker(l->p, l->len)) {
+			/* "--" without the space only before a short tail */
+			if (l->len == 2) {
+				size_t tail = 0;
+
+				for (j = i + 1; j < r->nr && !r->lines[j].depth;
+				     j++)
+					if (r->lines[j].kind == RL_OWN)
+						tail++;
+				if (tail > 8)
+					continue;
+			}
+			set_kind(r, i, r->nr, RL_SIG, 1);
+			break;
+		}
+		if (list_footer_at(r, i)) {
+			set_kind(r, i, r->nr, RL_FOOTER, 1);
+			break;
+		}
+		if (is_trim_marker(l->p, l->len)) {
+			l->kind = RL_TRIM;
+			continue;
+		}
+		/* a separator, maybe with a header block under it */
+		if (original_separator(l->p, l->len) ||
+		    (underscore_rule(l->p, l->len) &&
+		     (nb = next_nonblank(r, i + 1)) < r->nr &&
+		     header_field(r->lines[nb].content, r->lines[nb].clen) ==
+			     H_FROM)) {
+			l->kind = RL_HEADER;
+			nb = next_nonblank(r, i + 1);
+			if (nb < r->nr && !r->lines[nb].depth &&
+			    (end = header_block(r, nb)) > nb) {
+				set_kind(r, nb, end, RL_HEADER, 0);
+				nb = next_nonblank(r, end);
+			}
+			if (nb < r->nr && !r->lines[nb].depth) {
+				i = mark_original(r, i, nb) - 1;
+				continue;
+			}
+			continue;
+		}
+		end = header_block(r, i);
+		if (end > i) {
+			set_kind(r, i, end, RL_HEADER, 0);
+			nb = next_nonblank(r, end);
+			if (nb < r->nr && !r->lines[nb].depth)
+				i = mark_original(r, i, nb) - 1;
+			else
+				i = end - 1;
+			continue;
+		}
+		if (attribution_end(l->p, l->len)) {
+			l->kind = RL_ATTRIB;
+			/* the first half of a wrapped attribution */
+			if (i > 0 && r->lines[i - 1].kind == RL_OWN &&
+			    attribution_head(r->lines[i - 1].p,
+					     r->lines[i - 1].len))
+				r->lines[i - 1].kind = RL_ATTRIB;
+			nb = next_nonblank(r, i + 1);
+			if (nb < r->nr && !r->lines[nb].depth &&
+			    (starts_icase(l->p, l->len, "On ") ||
+			     mem_find(l->p, l->len, "\xe5\x86\x99\xe9\x81\x93",
+				      6) ||
+			     mem_find(l->p, l->len, "\xe5\xaf\xab\xe9\x81\x93",
+				      6)) &&
+			    own_before(r, i))
+				i = mark_original(r, i, nb) - 1;
+			continue;
+		}
+		/* "On Mon, ... Name <" / "address> wrote:" split badly */
+		if (attribution_head(l->p, l->len) && i + 1 < r->nr &&
+		    r->lines[i + 1].kind == RL_OWN &&
+		    attribution_end(r->lines[i + 1].p, r->lines[i + 1].len) &&
+		    starts_icase(l->p, l->len, "On ")) {
+			l->kind = RL_ATTRIB;
+			continue;
+		}
+	}
+
+	/* disclaimers: a paragraph of own text and what follows it */
+	for (i = 0; i < r->nr; i++) {
+		size_t a, b;
+		struct buf para = BUF_INIT(64 * 1024);
+
+		if (r->lines[i].kind != RL_OWN)
+			continue;
+		a = i;
+		for (b = i; b < r->nr && r->lines[b].kind == RL_OWN; b++) {
+			if (buf_add(&para, r->lines[b].p, r->lines[b].len) ||
+			    buf_addch(&para, ' '))
+				break;
+		}
+		if (is_disclaimer(para.data, para.len)) {
+			/* a company footer above it, opened by a rule */
+			for (j = a; j > 0 && a - j < 10; j--) {
+				const struct reply_line *pl = &r->lines[j - 1];
+
+				if (pl->kind != RL_OWN && pl->kind != RL_BLANK)
+					break;
+				if (pl->kind == RL_OWN &&
+				    is_rule(pl->p, pl->len)) {
+					a = j - 1;
+					break;
+				}
+			}
+			for (j = a; j < r->nr; j++)
+				if (r->lines[j].kind == RL_OWN ||
+				    r->lines[j].kind == RL_BLANK)
+					r->lines[j].kind = RL_DISCLAIMER;
+			buf_release(&para);
+			break;
+		}
+		buf_release(&para);
+		i = b;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* blocks */
+
+/* Is own line i of substance (not a greeting, sign-off, name, trailer,
+ * trailer intro)? */
+static int line_substance(const struct reply *r, size_t i, size_t first,
+			  size_t last)
+{
+	const struct reply_line *l = &r->lines[i];
+	size_t k;
+
+	if (l->kind != RL_OWN)
+		return 0;
+	if (is_greeting(l->p, l->len) || is_signoff(l->p, l->len) ||
+	    is_trailer(l->p, l->len))
+		return 0;
+	/* a name under a sign-off, or closing the block */
+	if (is_name_line(l->p, l->len)) {
+		for (k = i; k > first; k--)
+			if (r->lines[k - 1].kind == RL_OWN)
+				break;
+		if (k > first &&
+		    is_signoff(r->lines[k - 1].p, r->lines[k - 1].len))
+			return 0;
+		for (k = i + 1; k <= last; k++)
+			if (r->lines[k].kind == RL_OWN)
+				break;
+		if (k > last)
+			return 0;
+	}
+	/* "For the series:" / "Feel free to add:" followed by a trailer */
+	if (is_trailer_intro(l->p, l->len)) {
+		for (k = i + 1; k <= last; k++)
+			if (r->lines[k].kind == RL_OWN)
+				break;
+		if (k <= last && is_trailer(r->lines[k].p, r->lines[k].len))
+			return 0;
+	}
+	return 1;
+}
+
+static void find_blocks(struct reply *r)
+{
+	size_t i = 0, j, alloc = 0;
+
+	while (i < r->nr) {
+		struct reply_block *b;
+		size_t last;
+
+		if (r->lines[i].kind != RL_OWN) {
+			i++;
+			continue;
+		}
+		last = i;
+		for (j = i; j < r->nr; j++) {
+			if (r->lines[j].kind == RL_OWN)
+				last = j;
+			else if (r->lines[j].kind != RL_BLANK)
+				break;
+		}
+		ALLOC_GROW(r->blocks, r->nr_blocks + 1, alloc);
+		b = &r->blocks[r->nr_blocks++];
+		memset(b, 0, sizeof(*b));
+		b->first = i;
+		b->last = last;
+		b->anchor = -1;
+		b->diff = -1;
+		b->general = 1;
+		for (j = i; j <= last; j++)
+			if (line_substance(r, j, i, last))
+				b->substance = 1;
+		i = j > last ? j : last + 1;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+
+void reply_free(struct reply *r)
+{
+	if (!r)
+		return;
+	buf_release(&r->text);
+	free(r->lines);
+	free(r->blocks);
+	free(r);
+}
+
+int reply_parse(struct reply **out, const char *text, size_t len)
+{
+	struct reply *r;
+	struct scan s;
+	const char *line;
+	size_t n, alloc = 0, skip, i, j;
+	int rc;
+
+	*out = NULL;
+	r = xcalloc(1, sizeof(*r));
+	buf_init(&r->text, REPLY_TEXT_MAX);
+	rc = buf_add(&r->text, text, len);
+	if (rc)
+		goto fail;
+	scan_init(&s, r->text.data, r->text.len);
+	while (scan_line(&s, &line, &n)) {
+		struct reply_line *l;
+
+		if (r->nr >= REPLY_LINES_MAX) {
+			rc = err_set(PB_ELIMIT, "reply longer than %d lines",
+				     REPLY_LINES_MAX);
+			goto fail;
+		}
+		ALLOC_GROW(r->lines, r->nr + 1, alloc);
+		l = &r->lines[r->nr++];
+		memset(l, 0, sizeof(*l));
+		l->p = line;
+		l->len = n;
+		l->depth = quote_depth(line, n, &skip);
+		l->content = line + skip;
+		l->clen = n - skip;
+		l->diff = -1;
+	}
+	/*
+	 * ">+foo" quoting (no space after '>', as Outlook and iNotes do):
+	 * the space after '>' then belongs to the line, e.g. a diff context
+	 * line, and must stay.
+	 */
+	{
+		size_t tight = 0, spaced = 0;
+
+		for (i = 0; i < r->nr; i++) {
+			const struct reply_line *l = &r->lines[i];
+			const char *c = l->p + (l->len - l->clen);
+
+			if (!l->depth || c == l->p)
+				continue;
+			if (c[-1] == '>' && l->clen && strchr("+-", c[0]))
+				tight++;
+			else if (c[-1] == ' ' && l->clen > 0 &&
+				 strchr("+-", c[0]))
+				spaced++;
+		}
+		if (tight > spaced)
+			for (i = 0; i < r->nr; i++) {
+				struct reply_line *l = &r->lines[i];
+				const char *c = l->p + (l->len - l->clen);
+
+				if (l->depth && c > l->p && c[-1] == ' ') {
+					l->content--;
+					l->clen++;
+				}
+			}
+	}
+	classify(r);
+	find_blocks(r);
+	for (i = 0; i < r->nr_blocks && !r->nak; i++)
+		for (j = r->blocks[i].first; j <= r->blocks[i].last; j++)
+			if (r->lines[j].kind == RL_OWN &&
+			    reply_line_is_nak(r->lines[j].p, r->lines[j].len)) {
+				r->nak = 1;
+				break;
+			}
+	*out = r;
+	return 0;
+fail:
+	reply_free(r);
+	return rc;
+}
+
+int reply_own_text(struct buf *out, const struct reply *r)
+{
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < r->nr && !rc; i++) {
+		if (r->lines[i].kind == RL_OWN)
+			rc = buf_add(out, r->lines[i].p, r->lines[i].len);
+		if (!rc)
+			rc = buf_addch(out, '\n');
+	}
+	return rc;
+}
+
+int reply_block_text(struct buf *out, const struct reply *r, size_t bi,
+		     int drop_trailers)
+{
+	const struct reply_block *b = &r->blocks[bi];
+	size_t first = b->first, last = b->last, i;
+	int rc = 0, pending_blank = 0, wrote = 0;
+
+	/* greetings at the start */
+	while (first < last &&
+	       (r->lines[first].kind != RL_OWN ||
+		is_greeting(r->lines[first].p, r->lines[first].len)))
+		first++;
+	/* sign-offs and names at the end */
+	while (last > first) {
+		const struct reply_line *l = &r->lines[last];
+
+		if (l->kind != RL_OWN ||
+		    (!line_substance(r, last, b->first, b->last) &&
+		     !is_trailer(l->p, l->len)))
+			last--;
+		else
+			break;
+	}
+	for (i = first; i <= last && !rc; i++) {
+		const struct reply_line *l = &r->lines[i];
+
+		if (l->kind != RL_OWN) {
+			pending_blank = wrote;
+			continue;
+		}
+		if (drop_trailers && is_trailer(l->p, l->len))
+			continue;
+		if (pending_blank)
+			rc = buf_addch(out, '\n');
+		pending_blank = 0;
+		if (!rc)
+			rc = buf_add(out, l->p, l->len);
+		if (!rc)
+			rc = buf_addch(out, '\n');
+		wrote = 1;
+	}
+	buf_rtrim(out);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* anchoring */
+
+int reply_anchor(struct reply *r, const struct diff *d, struct diff **pseudo)
+{
+	struct diff_quote *q = NULL;
+	size_t *idx = NULL, nq = 0, i, b, last_text;
+	struct diff *own = NULL;
+	int *pos = NULL, rc = 0, use_pseudo = !d;
+
+	if (pseudo)
+		*pseudo = NULL;
+	q = xmalloc((r->nr ? r->nr : 1) * sizeof(*q));
+	idx = xmalloc((r->nr ? r->nr : 1) * sizeof(*idx));
+	for (i = 0; i < r->nr; i++) {
+		const struct reply_line *l = &r->lines[i];
+
+		if (l->kind != RL_QUOTE && l->kind != RL_ORIG)
+			continue;
+		q[nq].p = l->content;
+		q[nq].len = l->clen;
+		idx[nq++] = i;
+	}
+	if (!nq)
+		goto out;
+	if (use_pseudo) {
+		/*
+		 * The quote read as a diff, counting from its "@@" headers:
+		 * only lines at the depth of the last diff header, so the
+		 * comments of earlier reviewers quoted around it are skipped.
+		 */
+		struct buf t = BUF_INIT(REPLY_TEXT_MAX);
+		int depth = -1;
+
+		for (i = 0; i < nq && !rc; i++) {
+			const struct reply_line *l = &r->lines[idx[i]];
+
+			if ((l->clen > 4 && !memcmp(l->content, "@@ -", 4)) ||
+			    (l->clen > 11 &&
+			     !memcmp(l->content, "diff --git ", 11)))
+				depth = l->depth;
+			if (depth >= 0 && l->depth != depth)
+				continue;
+			rc = buf_add(&t, q[i].p, q[i].len);
+			if (!rc)
+				rc = buf_addch(&t, '\n');
+		}
+		if (!rc)
+			rc = diff_parse_flags(&own, t.data, t.len,
+					      DIFF_LENIENT);
+		buf_release(&t);
+		if (rc)
+			goto out;
+		d = own;
+	}
+	pos = xmalloc(nq * sizeof(*pos));
+	rc = diff_align(pos, d, q, nq);
+	if (rc)
+		goto out;
+	for (i = 0; i < nq; i++)
+		r->lines[idx[i]].diff = pos[i];
+	last_text = d->nr_lines;
+	while (last_text > 0 && !d->lines[last_text - 1].key_len)
+		last_text--;
+	last_text = last_text ? last_text - 1 : 0;
+
+	for (b = 0; b < r->nr_blocks; b++) {
+		struct reply_block *blk = &r->blocks[b];
+		long k;
+
+		blk->anchor = -1;
+		blk->diff = -1;
+		blk->general = 1;
+		for (k = (long)blk->first - 1; k >= 0; k--) {
+			if (r->lines[k].diff >= 0) {
+				blk->anchor = k;
+				blk->diff = r->lines[k].diff;
+				break;
+			}
+		}
+		if (blk->diff < 0 || !blk->substance)
+			continue;
+		/* after the last line of a completely quoted patch (blank
+		 * context lines at its end do not show in a quote): general */
+		if ((size_t)blk->diff >= last_text &&
+		    (!use_pseudo ||
+		     d->hunks[d->lines[blk->diff].hunk].complete))
+			continue;
+		blk->general = 0;
+	}
+out:
+	if (pseudo && own)
+		*pseudo = own;
+	else
+		diff_free(own);
+	free(pos);
+	free(q);
+	free(idx);
+	return rc;
+}
