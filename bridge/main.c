@@ -8,6 +8,7 @@
  * own synopsis and help text; "patchbridge COMMAND --help" and the usage
  * listing come from the table.  Exit codes are those of <sysexits.h>.
  */
+#include "cmd_parse.h"
 #include "core/config.h"
 #include "core/version.h"
 #include "outbound/cmd_format.h"
@@ -66,6 +67,8 @@ static const struct command commands[] = {
 	  cmd_format_help, 0, cmd_format_run },
 	{ "help", "--help", "[COMMAND]", "show this list, or a command's help",
 	  "", 0, cmd_help },
+	{ "parse", NULL, cmd_parse_synopsis, cmd_parse_summary, cmd_parse_help,
+	  0, cmd_parse_run },
 	{ "version", "--version", "", "print the version", "", 0, cmd_version },
 	/* For the documentation check (tests/cli/params_documented.sh). */
 	{ "list-params", "--list-params", "[--markdown]",
