@@ -68,6 +68,7 @@ struct builder {
 	long hunk; /* open hunk or -1 */
 	int old_left, new_left, old_no, new_no;
 	int lenient; /* DIFF_LENIENT: a trimmed quote */
+	int uncertain; /* lines were skipped: numbers are unknown */
 };
 
 static char *path_dup(const char *p, size_t n, char side)
@@ -215,6 +216,8 @@ static int add_line(struct builder *b, char kind, const char *text, size_t len)
 		l->old_no = b->old_no++;
 	if (kind != '-')
 		l->new_no = b->new_no++;
+	if (b->uncertain)
+		l->old_no = l->new_no = 0;
 	d->nr_lines++;
 	return 0;
 }
@@ -242,7 +245,10 @@ static int hunk_line(struct builder *b, const char *p, size_t n, int *rc)
 		b->old_left--;
 	} else if (b->lenient && (b->old_left > 0 || b->new_left > 0) &&
 		   c != ' ' && c != '+' && c != '-') {
-		return 1; /* a reviewer's line inside a trimmed hunk: skip */
+		/* a trim marker or a comment inside a hunk: skip it; how
+		 * many lines it stands for is unknown from here on */
+		b->uncertain = 1;
+		return 1;
 	} else {
 		return 0;
 	}
@@ -335,6 +341,7 @@ int diff_parse_flags(struct diff **out, const char *text, size_t len,
 			d->hunks[d->nr_hunks].new_start = ns;
 			d->hunks[d->nr_hunks].new_count = nc;
 			b.hunk = (long)d->nr_hunks++;
+			b.uncertain = 0;
 			b.old_left = oc;
 			b.new_left = nc;
 			/* "-0,0" counts from line 1 of an empty side */

@@ -52,8 +52,8 @@ struct diff_line {
 	char kind; /* ' ', '+', '-' */
 	size_t file; /* index into diff->files */
 	size_t hunk; /* index into diff->hunks */
-	int old_no; /* 0 when the line has no old side */
-	int new_no; /* 0 when the line has no new side */
+	int old_no; /* 0: no old side (or unknown, DIFF_LENIENT) */
+	int new_no; /* 0: no new side (or unknown) */
 	const char *text; /* after the marker, into diff->text */
 	size_t len;
 	const char *key; /* the text without whitespace, into diff->keys */
@@ -79,8 +79,8 @@ int diff_parse(struct diff **out, const char *text, size_t len);
 /*
  * DIFF_LENIENT reads a reviewer's trimmed quote of a diff: inside a hunk
  * whose lines are not all there, lines that are not diff lines (trim
- * markers, comments) are skipped instead of ending the hunk.  Line
- * numbers after a trim are then guesses.
+ * markers, comments) are skipped instead of ending the hunk.  The lines
+ * after such a gap have no known numbers (old_no and new_no 0).
  */
 #define DIFF_LENIENT 0x01
 int diff_parse_flags(struct diff **out, const char *text, size_t len,
