@@ -572,31 +572,66 @@ static int line_start_tag(struct trailer_list *out, const char *s, size_t n,
 	return added;
 }
 
-/* "Series is Acked-by: Name <email>": a known tag inside a sentence. */
+/* The word before position w in s, lower-cased into out. */
+static size_t word_before(char *out, size_t cap, const char *s, const char *w)
+{
+	const char *e = w, *b;
+	size_t n, i;
+
+	while (e > s && e[-1] == ' ')
+		e--;
+	b = e;
+	while (b > s && is_alpha(b[-1]))
+		b--;
+	n = (size_t)(e - b);
+	if (!n || n >= cap)
+		return 0;
+	for (i = 0; i < n; i++)
+		out[i] = (char)lower((unsigned char)b[i]);
+	out[n] = '\0';
+	return n;
+}
+
+/*
+ * "Series is Acked-by: Name <email>", "have my Reviewed-by: ...": a
+ * known tag inside a sentence, after a word that makes it the author's
+ * own ("Please add Acked-by: X <x@y>" asks for someone else's).
+ */
 static int sentence_tag(struct trailer_list *out, const char *s, size_t n,
 			const char *raw, size_t raw_len)
 {
-	const char *p = s, *end = s + n, *hit, *w, *val, *stop;
-	char low[64];
+	static const char *const owners[] = {
+		"is", "are", "be", "my", "it", "also", NULL,
+	};
+	const char *const *o;
+	const char *end = s + n, *hit, *w, *val, *stop;
+	char low[64], prev[16];
 	size_t wl, i;
 	const char *type;
-	int fuzzy, rc;
+	int fuzzy, rc, ok;
 	struct value v;
 
-	while ((hit = mem_find(p, (size_t)(end - p), "-by:", 4)) ||
-	       (hit = mem_find(p, (size_t)(end - p), "-By:", 4)) ||
-	       (hit = mem_find(p, (size_t)(end - p), "-BY:", 4))) {
+	for (hit = s; hit + 4 <= end; hit++) {
+		if (hit[0] != '-' || lower((unsigned char)hit[1]) != 'b' ||
+		    lower((unsigned char)hit[2]) != 'y' || hit[3] != ':')
+			continue;
 		w = hit;
 		while (w > s && (is_alpha(w[-1]) || w[-1] == '-'))
 			w--;
 		wl = (size_t)(hit - w);
-		p = hit + 4;
 		if (!wl || wl >= sizeof(low) || w == s)
 			continue;
 		for (i = 0; i < wl; i++)
 			low[i] = (char)lower((unsigned char)w[i]);
 		type = word_type(low, wl, &fuzzy);
 		if (!type || fuzzy)
+			continue;
+		ok = 0;
+		if (word_before(prev, sizeof(prev), s, w))
+			for (o = owners; *o; o++)
+				if (!strcmp(prev, *o))
+					ok = 1;
+		if (!ok)
 			continue;
 		val = hit + 4;
 		/* the value ends at the closing '>' */
