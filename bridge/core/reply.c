@@ -225,6 +225,13 @@ static int attribution_end(const char *p, size_t n)
 	return 0;
 }
 
+static int ends_colon(const char *p, size_t n)
+{
+	trim(&p, &n);
+	return (n && p[n - 1] == ':') ||
+	       (n >= 3 && !memcmp(p + n - 3, "\xef\xbc\x9a", 3));
+}
+
 /* The first half of an attribution wrapped over two lines. */
 static int attribution_head(const char *p, size_t n)
 {
@@ -522,6 +529,20 @@ static int is_signoff(const char *p, size_t n)
 		"greetings",
 		"all the best",
 		"take care",
+		"thanks and regards",
+		"gr\xc3\xbc\xc3\x9f"
+		"e", /* Grüße */
+		"viele gr\xc3\xbc\xc3\x9f"
+		"e",
+		"beste gr\xc3\xbc\xc3\x9f"
+		"e",
+		"gru\xc3\x9f",
+		"mfg",
+		"cordialement",
+		"merci",
+		"saludos",
+		"pozdrawiam",
+		"groeten",
 		"\xe8\xb0\xa2\xe8\xb0\xa2", /* 谢谢 */
 		"\xe6\x84\x9f\xe8\xb0\xa2", /* 感谢 */
 		NULL,
@@ -657,6 +678,9 @@ int reply_line_is_nak(const char *p, size_t n)
 		"we'll",  "definite", "definitely", "self",  "gets", "get",
 		"got",	  NULL,
 	};
+	static const char *const to_nak_next[] = {
+		"this", "it", "that", "the", "these", "both", "all", NULL,
+	};
 	static const char *const a_nak_next[] = {
 		"from", "for",	 "on",	"here", "unless", "until", "because",
 		"as",	"since", "but", "and",	"again",  "now",   NULL,
@@ -734,6 +758,11 @@ int reply_line_is_nak(const char *p, size_t n)
 				is_digit((unsigned char)w[k + 1].p[1]))))))
 			verdict = 1;
 		if (k > 0 && word_in(w[k - 1].p, w[k - 1].n, verdict_prev))
+			verdict = 1;
+		/* "I have to NAK this", "going to NACK the series" */
+		if (k > 0 && k + 1 < nw && w[k - 1].n == 2 &&
+		    starts_icase(w[k - 1].p, 2, "to") &&
+		    word_in(w[k + 1].p, w[k + 1].n, to_nak_next))
 			verdict = 1;
 		/* "Still a NACK", "gets a NAK from me", but not "sends a NAK
 		 * to the host" */
@@ -1035,6 +1064,17 @@ static void classify(struct reply *r)
 				      6)) &&
 			    own_before(r, i))
 				i = mark_original(r, i, nb) - 1;
+			continue;
+		}
+		/* "* Jane <j@example.org> [2024-01-01 10:00]:" (mutt's
+		 * attribution format) and other home-made ones: an address
+		 * and a colon right above the quote */
+		if (l->len < 300 && ends_colon(l->p, l->len) &&
+		    (mem_find(l->p, l->len, "@", 1) ||
+		     mem_find(l->p, l->len, " <", 2)) &&
+		    (nb = next_nonblank(r, i + 1)) < r->nr &&
+		    r->lines[nb].depth && !is_trailer(l->p, l->len)) {
+			l->kind = RL_ATTRIB;
 			continue;
 		}
 		/* "On Mon, ... Name <" / "address> wrote:" split badly */

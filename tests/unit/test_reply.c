@@ -22,6 +22,7 @@ static void test_nak_words(void **state)
 		"For now, NAK.",
 		"Nacked.",
 		"NAK: the lock is taken twice",
+		"Sorry, but I have to NAK this.",
 		NULL,
 	};
 	static const char *const no[] = {
@@ -38,6 +39,7 @@ static void test_nak_words(void **state)
 		"the device sends a NAK to the host",
 		"I don't want to NAK it, but please fix the test.",
 		"on NAK we retry",
+		"the controller is told to NAK further bytes",
 		"Naked eye",
 		"",
 		NULL,
@@ -82,6 +84,8 @@ static void test_kinds(void **state)
 	kinds_are("On Fri, May 9, 2025 at 3:53 AM Luca <\n"
 		  "l@example.org> wrote:\n> q\nown\n",
 		  "aaqo");
+	/* mutt's "* Name <address> [date]:" */
+	kinds_are("* Jane <j@example.org> [2024-01-01 10:00]:\n\n> q\n", "abq");
 	/* Gnus, alot, German, Chinese */
 	kinds_are("Xin Long <x@example.org> writes:\n\n> q\n", "abq");
 	kinds_are("Quoting Dmitry (2022-03-23 03:35:44)\n> q\n", "aq");
