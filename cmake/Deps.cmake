@@ -18,3 +18,5 @@ find_package(Threads REQUIRED)
 add_library(pb_milter_lib INTERFACE)
 target_include_directories(pb_milter_lib INTERFACE ${MILTER_INCLUDE_DIR})
 target_link_libraries(pb_milter_lib INTERFACE ${MILTER_LIBRARY} Threads::Threads)
+# The webhook receiver's HTTP server (bridge/forge/webhook.c only).
+pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd)

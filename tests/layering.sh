@@ -42,5 +42,6 @@ confine 'git2' 'bridge/outbound/'
 confine 'sqlite3\.h' 'bridge/core/store'
 confine 'gmime/' 'bridge/core/mail'
 confine 'yaml\.h' 'bridge/core/owners'
+confine 'microhttpd' 'bridge/forge/webhook\.[ch]$'
 [ $rc = 0 ] && echo "layering: ok"
 exit $rc
