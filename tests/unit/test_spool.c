@@ -1,0 +1,1115 @@
+/*
+ * Tests for core/spool: the record format, the claim protocol across
+ * processes, crash recovery, limits, permissions and the kill -9
+ * invariant (new/ never shows a partial record).
+ */
+#include "cmocka_all.h"
+#include "core/spool.h"
+#include "util/buf.h"
+#include "util/err.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char dir[512]; /* per test, removed afterwards */
+static char spdir[600]; /* dir/spool */
+
+static int setup(void **state)
+{
+	const char *base = getenv("PB_TEST_TMP");
+
+	snprintf(dir, sizeof(dir), "%s/spool.XXXXXX", base ? base : "/tmp");
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(spdir, sizeof(spdir), "%s/spool", dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[1100];
+
+	snprintf(cmd, sizeof(cmd), "chmod -R u+rwx '%s'; rm -rf '%s'", dir,
+		 dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static struct spool *open_rw(void)
+{
+	struct spool *sp = NULL;
+	int rc = spool_open(&sp, spdir, SPOOL_WRITER | SPOOL_READER);
+
+	if (rc)
+		print_message("spool_open: %s\n", err_msg());
+	assert_int_equal(rc, 0);
+	return sp;
+}
+
+static size_t count(struct spool *sp, enum spool_area area)
+{
+	size_t n = 99999;
+
+	assert_int_equal(spool_count(&n, sp, area), 0);
+	return n;
+}
+
+/* Entries of spdir/sub whose name starts with prefix ("" for all). */
+static int entries(const char *sub, const char *prefix)
+{
+	char path[700];
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", spdir, sub);
+	d = opendir(path);
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+		    strncmp(e->d_name, prefix, strlen(prefix)) == 0)
+			n++;
+	closedir(d);
+	return n;
+}
+
+static void write_file(const char *sub, const char *name, const void *data,
+		       size_t len)
+{
+	char path[800];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s/%s", spdir, sub, name);
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+}
+
+static const struct spool_meta plain_meta = {
+	.queue_id = "4Y3ZQk1XyZz9",
+	.message_id = "20241203.1234@example.org",
+	.sender = "dev@example.org",
+	.kind = "reply",
+	.project = "group/sub/project",
+	.iid = 12,
+	.revision = 3,
+	.patch = 2,
+};
+
+static void test_round_trip(void **state)
+{
+	static const char msg[] = "From: Dev <dev@example.org>\r\n"
+				  "Subject: Re: [PATCH v3 2/7] x\r\n"
+				  "\r\n"
+				  "body with a NUL \0 byte\r\n"
+				  ".\r\n";
+	struct spool *sp = open_rw();
+	struct spool_record rec;
+	struct spool_entry_list found = { 0 };
+	char name[SPOOL_NAME_MAX + 1], claimed[SPOOL_NAME_MAX + 1];
+	char path[800];
+	struct stat st;
+
+	assert_int_equal(spool_put(name, sizeof(name), sp, &plain_meta, msg,
+				   sizeof(msg) - 1),
+			 0);
+	assert_true(spool_name_valid(name));
+	assert_non_null(strstr(name, ".4Y3ZQk1XyZz9."));
+	assert_int_equal(count(sp, SPOOL_NEW), 1);
+	assert_int_equal(count(sp, SPOOL_TMP), 0);
+
+	/* Directories 2770, the record 0640. */
+	assert_int_equal(stat(spdir, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 02770);
+	snprintf(path, sizeof(path), "%s/new", spdir);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 02770);
+	snprintf(path, sizeof(path), "%s/new/%s", spdir, name);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
+
+	assert_int_equal(spool_claim_next(claimed, sizeof(claimed), sp), 0);
+	assert_string_equal(claimed, name);
+	assert_int_equal(spool_claim_next(claimed, sizeof(claimed), sp),
+			 PB_ENOTFOUND);
+	assert_int_equal(count(sp, SPOOL_CUR), 1);
+
+	spool_record_init(&rec);
+	assert_int_equal(spool_read(&rec, sp, name), 0);
+	assert_string_equal(rec.name, name);
+	assert_int_equal(rec.version, SPOOL_FORMAT_VERSION);
+	assert_true(rec.time > 1700000000 && rec.time <= time(NULL));
+	assert_string_equal(rec.queue_id, plain_meta.queue_id);
+	assert_string_equal(rec.message_id, plain_meta.message_id);
+	assert_string_equal(rec.sender, plain_meta.sender);
+	assert_string_equal(rec.kind, "reply");
+	assert_string_equal(rec.project, "group/sub/project");
+	assert_int_equal(rec.iid, 12);
+	assert_int_equal(rec.revision, 3);
+	assert_int_equal(rec.patch, 2);
+	assert_int_equal(rec.message.len, sizeof(msg) - 1);
+	assert_memory_equal(rec.message.data, msg, sizeof(msg) - 1);
+
+	assert_int_equal(spool_done(sp, name), 0);
+	assert_int_equal(count(sp, SPOOL_CUR), 0);
+	assert_int_equal(count(sp, SPOOL_DONE), 1);
+	assert_int_equal(spool_done(sp, name), PB_ENOTFOUND);
+
+	/* `why`: found in done/, with or without the angle brackets. */
+	assert_int_equal(spool_find(&found, sp, "<20241203.1234@example.org>"),
+			 0);
+	assert_int_equal(found.nr, 1);
+	assert_int_equal(found.items[0].area, SPOOL_DONE);
+	assert_string_equal(found.items[0].name, name);
+	assert_int_equal(spool_find(&found, sp, "20241203.1234@example.org"),
+			 0);
+	assert_int_equal(found.nr, 2);
+	spool_entry_list_release(&found);
+	assert_int_equal(spool_find(&found, sp, "other@example.org"),
+			 PB_ENOTFOUND);
+	assert_int_equal(spool_load(&rec, sp, SPOOL_DONE, name), 0);
+	assert_memory_equal(rec.message.data, msg, sizeof(msg) - 1);
+	assert_string_equal(spool_area_name(SPOOL_DONE), "done");
+
+	/* An empty message and empty fields are fine too. */
+	{
+		struct spool_meta m = { 0 };
+
+		assert_int_equal(spool_put(name, sizeof(name), sp, &m, NULL, 0),
+				 0);
+		assert_non_null(strstr(name, ".m"));
+		assert_int_equal(spool_claim_next(claimed, sizeof(claimed), sp),
+				 0);
+		assert_int_equal(spool_read(&rec, sp, claimed), 0);
+		assert_string_equal(rec.message_id, "");
+		assert_string_equal(rec.project, "");
+		assert_int_equal(rec.iid, 0);
+		assert_int_equal(rec.message.len, 0);
+	}
+	spool_record_release(&rec);
+	spool_free(sp);
+	spool_free(NULL);
+}
+
+/* Records are claimed oldest first. */
+static void test_claim_order(void **state)
+{
+	struct spool *sp = open_rw();
+	char names[20][SPOOL_NAME_MAX + 1], got[SPOOL_NAME_MAX + 1];
+	int i;
+
+	for (i = 0; i < 20; i++)
+		assert_int_equal(spool_put(names[i], sizeof(names[i]), sp,
+					   &plain_meta, "x", 1),
+				 0);
+	for (i = 0; i < 20; i++) {
+		assert_int_equal(spool_claim_next(got, sizeof(got), sp), 0);
+		assert_string_equal(got, names[i]);
+		if (i == 5) {
+			/* Given back, it is the oldest again after a
+			 * rescan; later claims still go in order. */
+			assert_int_equal(spool_release(sp, got), 0);
+			assert_int_equal(count(sp, SPOOL_NEW), 20 - i);
+		}
+	}
+	assert_int_equal(spool_claim_next(got, sizeof(got), sp), 0);
+	assert_string_equal(got, names[5]);
+	assert_int_equal(spool_claim_next(got, 4, sp), PB_EINVAL);
+	spool_free(sp);
+}
+
+static void test_hostile_fields(void **state)
+{
+	const struct spool_meta evil = {
+		.queue_id = "../../etc/passwd",
+		.message_id =
+			"<a\r\nPB-Spool: 1\r\nSize: 0\n\n%41%\x1b[2J\xff>",
+		.sender = "x\n\nFrom: root\r\n@\x7f\x80%",
+		.kind = "reply",
+		.project = "g/p\nMR: 99",
+		.iid = 7,
+	};
+	static const char msg[] = "Message-ID: <a\r\nPB-Spool: 1>\n\n"
+				  "PB-Spool: 1\nSize: 3\n\nabc";
+	struct spool *sp = open_rw();
+	struct spool_record rec;
+	struct spool_meta bad;
+	char name[SPOOL_NAME_MAX + 1], path[800], big[2000];
+	struct buf file = BUF_INIT(1 << 20);
+	size_t i, lines = 0;
+
+	assert_int_equal(spool_put(name, sizeof(name), sp, &evil, msg,
+				   sizeof(msg) - 1),
+			 0);
+	/* The queue id is no file name; the Message-ID hash is used. */
+	assert_true(spool_name_valid(name));
+	assert_null(strchr(name, '/'));
+
+	/* The header block is 11 lines of printable ASCII and an empty
+	 * line, whatever the values hold. */
+	{
+		FILE *f;
+		char chunk[4096];
+		size_t n;
+
+		snprintf(path, sizeof(path), "%s/new/%s", spdir, name);
+		f = fopen(path, "rb");
+		assert_non_null(f);
+		while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+			assert_int_equal(buf_add(&file, chunk, n), 0);
+		fclose(f);
+	}
+	for (i = 0; i < file.len; i++) {
+		unsigned char c = (unsigned char)file.data[i];
+
+		if (c == '\n') {
+			lines++;
+			if (i > 0 && file.data[i - 1] == '\n')
+				break;
+			continue;
+		}
+		assert_true(c >= 0x20 && c < 0x7f);
+	}
+	assert_int_equal(lines, 12);
+	assert_int_equal(file.len - i - 1, sizeof(msg) - 1);
+	buf_release(&file);
+
+	spool_record_init(&rec);
+	assert_int_equal(spool_load(&rec, sp, SPOOL_NEW, name), 0);
+	assert_string_equal(rec.queue_id, evil.queue_id);
+	assert_string_equal(rec.message_id, evil.message_id);
+	assert_string_equal(rec.sender, evil.sender);
+	assert_string_equal(rec.project, evil.project);
+	assert_int_equal(rec.iid, 7);
+	assert_int_equal(rec.message.len, sizeof(msg) - 1);
+	assert_memory_equal(rec.message.data, msg, sizeof(msg) - 1);
+
+	/* Found by its hostile Message-ID, too. */
+	{
+		struct spool_entry_list found = { 0 };
+
+		assert_int_equal(spool_find(&found, sp, evil.message_id), 0);
+		assert_int_equal(found.nr, 1);
+		spool_entry_list_release(&found);
+	}
+
+	/* Values over their caps and inconsistent targets are refused, and
+	 * leave nothing behind. */
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	bad = plain_meta;
+	bad.message_id = big;
+	assert_int_equal(spool_put(NULL, 0, sp, &bad, "x", 1), PB_EINVAL);
+	bad = plain_meta;
+	bad.sender = big;
+	assert_int_equal(spool_put(NULL, 0, sp, &bad, "x", 1), PB_EINVAL);
+	bad = plain_meta;
+	bad.kind = "Reply!";
+	assert_int_equal(spool_put(NULL, 0, sp, &bad, "x", 1), PB_EINVAL);
+	bad = plain_meta;
+	bad.project = NULL;
+	assert_int_equal(spool_put(NULL, 0, sp, &bad, "x", 1), PB_EINVAL);
+	bad = plain_meta;
+	bad.iid = 0;
+	assert_int_equal(spool_put(NULL, 0, sp, &bad, "x", 1), PB_EINVAL);
+	bad = plain_meta;
+	bad.patch = -1;
+	assert_int_equal(spool_put(NULL, 0, sp, &bad, "x", 1), PB_EINVAL);
+	assert_int_equal(spool_put(name, 5, sp, &plain_meta, "x", 1),
+			 PB_EINVAL);
+	assert_int_equal(count(sp, SPOOL_NEW), 1);
+	assert_int_equal(count(sp, SPOOL_TMP), 0);
+
+	/* Names from outside never reach the file system. */
+	assert_int_equal(spool_done(sp, "../new/x"), PB_EINVAL);
+	assert_int_equal(spool_read(&rec, sp, "../../etc/passwd"), PB_EINVAL);
+	assert_false(spool_name_valid("0000000000000001.a.1.1.reason"));
+	assert_false(spool_name_valid("000000000000001.a.1.1"));
+	assert_false(spool_name_valid("0000000000000001..1.1"));
+	assert_false(spool_name_valid("0000000000000001.a-b.1.1"));
+	assert_false(spool_name_valid(".0000000000000001.a.1.1"));
+	assert_true(spool_name_valid("0000000000000001.a.1.1"));
+	spool_record_release(&rec);
+	spool_free(sp);
+}
+
+/* A valid record's bytes, for the corruption tests. */
+static void valid_record(struct buf *out)
+{
+	static const char rec[] = "PB-Spool: 1\n"
+				  "Spool-Time: 1733220000\n"
+				  "Queue-Id: 4Y3ZQk\n"
+				  "Message-Id: a@b\n"
+				  "Sender: s@b\n"
+				  "Kind: reply\n"
+				  "Project: g/p\n"
+				  "MR: 1\n"
+				  "Revision: 2\n"
+				  "Patch: 0\n"
+				  "Size: 5\n"
+				  "\n"
+				  "hello";
+
+	buf_reset(out);
+	assert_int_equal(buf_add(out, rec, sizeof(rec) - 1), 0);
+}
+
+static void test_parse_strict(void **state)
+{
+	static const struct {
+		const char *from, *to; /* replace the first from by to */
+	} cases[] = {
+		{ "PB-Spool: 1", "PB-Spool: 2" },
+		{ "PB-Spool: 1", "PB-Spool: 01" },
+		{ "PB-Spool: 1", "X-Spool: 1" },
+		{ "Size: 5", "Size: 6" },
+		{ "Size: 5", "Size: 4" },
+		{ "Size: 5", "Size: -5" },
+		{ "Size: 5", "Size: 5 " },
+		{ "Size: 5", "Size: 999999999999" },
+		{ "Message-Id: a@b", "Message-Id: a%0a@b" },
+		{ "Message-Id: a@b", "Message-Id: a%00@b" },
+		{ "Message-Id: a@b", "Message-Id: a%4" },
+		{ "Message-Id: a@b", "Message-Id: a\x01@b" },
+		{ "Message-Id: a@b", "Message-Id:a@b" },
+		{ "Message-Id: a@b\n", "" },
+		{ "Sender: s@b\n", "Sender: s@b\nSender: t@b\n" },
+		{ "Kind: reply", "Kind: Re ply" },
+		{ "MR: 1", "MR: 0" },
+		{ "Project: g/p", "Project: " },
+		{ "Revision: 2", "Revision: 2147483648" },
+		{ "Patch: 0\n", "Patch: 0\r\n" },
+		{ "\n\nhello", "\nhello" },
+		{ "PB-Spool: 1\n", "" },
+	};
+	struct buf b = BUF_INIT(1 << 20);
+	struct spool_record rec;
+	size_t i;
+
+	spool_record_init(&rec);
+	valid_record(&b);
+	assert_int_equal(spool_parse(&rec, b.data, b.len), 0);
+	assert_string_equal(rec.message.data, "hello");
+	assert_int_equal(rec.revision, 2);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *at;
+		struct buf t = BUF_INIT(1 << 20);
+
+		valid_record(&b);
+		at = strstr(b.data, cases[i].from);
+		assert_non_null(at);
+		buf_add(&t, b.data, (size_t)(at - b.data));
+		buf_adds(&t, cases[i].to);
+		buf_adds(&t, at + strlen(cases[i].from));
+		if (spool_parse(&rec, t.data, t.len) != PB_EINVAL)
+			fail_msg("case %zu (%s) parsed", i, cases[i].to);
+		assert_null(rec.message_id); /* left empty */
+		buf_release(&t);
+	}
+	/* Every truncation of a valid record is refused. */
+	valid_record(&b);
+	for (i = 0; i < b.len; i++)
+		assert_int_equal(spool_parse(&rec, b.data, i), PB_EINVAL);
+	/* Random damage never crashes (the sanitizer build checks the
+	 * memory accesses) and either parses or is PB_EINVAL. */
+	srand(42);
+	for (i = 0; i < 20000; i++) {
+		int rc, k, n = 1 + rand() % 4;
+
+		valid_record(&b);
+		for (k = 0; k < n; k++) {
+			size_t at = (size_t)rand() % b.len;
+
+			switch (rand() % 3) {
+			case 0:
+				b.data[at] = (char)(rand() % 256);
+				break;
+			case 1:
+				buf_truncate(&b, at);
+				break;
+			default:
+				buf_addch(&b, rand() % 256);
+				break;
+			}
+			if (!b.len)
+				break;
+		}
+		rc = spool_parse(&rec, b.data, b.len);
+		assert_true(rc == 0 || rc == PB_EINVAL);
+	}
+	spool_record_release(&rec);
+	buf_release(&b);
+}
+
+static void test_corrupt_goes_dead(void **state)
+{
+	struct spool *sp = open_rw();
+	struct spool_record rec;
+	struct buf b = BUF_INIT(1 << 20), reason = BUF_INIT(4096);
+	char name[SPOOL_NAME_MAX + 1], path[800], target[800];
+	int i, bad = 0;
+
+	spool_record_init(&rec);
+	/* A few corrupt records of valid names, and one good one. */
+	valid_record(&b);
+	write_file("new", "0000000000000001.q.1.1", "garbage", 7);
+	write_file("new", "0000000000000001.q.1.2", b.data, b.len - 1);
+	write_file("new", "0000000000000001.q.1.3", "", 0);
+	{
+		char head[SPOOL_HEADER_MAX + 10];
+
+		memset(head, 'A', sizeof(head));
+		memcpy(head, "PB-Spool: 1\nSpool-Time: ", 24);
+		write_file("new", "0000000000000001.q.1.4", head, sizeof(head));
+	}
+	snprintf(path, sizeof(path), "%s/new/0000000000000001.q.1.5", spdir);
+	snprintf(target, sizeof(target), "%s/new/0000000000000001.q.1.1",
+		 spdir);
+	assert_int_equal(symlink(target, path), 0);
+	snprintf(path, sizeof(path), "%s/new/0000000000000001.q.1.6", spdir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	write_file("new", "0000000000000002.q.1.1", b.data, b.len);
+	/* A stranger's file is left alone. */
+	write_file("new", "README", "hi", 2);
+
+	for (i = 0; i < 7; i++) {
+		int rc;
+
+		assert_int_equal(spool_claim_next(name, sizeof(name), sp), 0);
+		rc = spool_read(&rec, sp, name);
+		if (rc == 0) {
+			assert_string_equal(name, "0000000000000002.q.1.1");
+			assert_int_equal(spool_done(sp, name), 0);
+			continue;
+		}
+		assert_int_equal(rc, PB_EINVAL);
+		assert_non_null(strstr(err_msg(), "moved to dead/"));
+		assert_null(rec.message_id);
+		bad++;
+		buf_reset(&reason);
+		assert_int_equal(spool_dead_reason(&reason, sp, name), 0);
+		assert_non_null(
+			strstr(reason.data, "Reason: corrupt record: "));
+	}
+	assert_int_equal(bad, 6);
+	assert_int_equal(spool_claim_next(name, sizeof(name), sp),
+			 PB_ENOTFOUND);
+	assert_int_equal(count(sp, SPOOL_DEAD), 6);
+	assert_int_equal(count(sp, SPOOL_DONE), 1);
+	assert_int_equal(entries("new", "README"), 1);
+	/* dead/ holds each record and its reason. */
+	assert_int_equal(entries("dead", ""), 12);
+	assert_int_equal(entries("dead", "."), 0);
+
+	/* spool_dead() by the daemon: the reason is made printable. */
+	assert_int_equal(spool_put(name, sizeof(name), sp, &plain_meta, "x", 1),
+			 0);
+	assert_int_equal(spool_claim_next(name, sizeof(name), sp), 0);
+	assert_int_equal(spool_dead(sp, name, "forge said 400\n\x1b[31mX"), 0);
+	buf_reset(&reason);
+	assert_int_equal(spool_dead_reason(&reason, sp, name), 0);
+	assert_non_null(strstr(reason.data, "Reason: forge said 400??[31mX\n"));
+	assert_int_equal(spool_load(&rec, sp, SPOOL_DEAD, name), 0);
+	assert_int_equal(count(sp, SPOOL_DEAD), 7);
+	assert_int_equal(spool_dead(sp, name, "again"), PB_ENOTFOUND);
+	assert_int_equal(count(sp, SPOOL_DEAD), 7);
+
+	spool_record_release(&rec);
+	buf_release(&b);
+	buf_release(&reason);
+	spool_free(sp);
+}
+
+/* Two processes claim 500 records: each is claimed exactly once. */
+static void test_claim_exclusive(void **state)
+{
+	enum { RECORDS = 500, CLAIMERS = 2 };
+	struct spool *sp = open_rw();
+	char claims[CLAIMERS][700];
+	char *seen[RECORDS] = { 0 };
+	size_t nseen = 0;
+	pid_t pids[CLAIMERS];
+	int c, i;
+
+	for (i = 0; i < RECORDS; i++)
+		assert_int_equal(
+			spool_put(NULL, 0, sp, &plain_meta, "body\n", 5), 0);
+	for (c = 0; c < CLAIMERS; c++) {
+		snprintf(claims[c], sizeof(claims[c]), "%s/claims.%d", dir, c);
+		pids[c] = fork();
+		assert_true(pids[c] >= 0);
+		if (pids[c] == 0) {
+			struct spool *mine;
+			struct spool_record rec;
+			char name[SPOOL_NAME_MAX + 1];
+			FILE *f = fopen(claims[c], "w");
+			int rc;
+
+			if (!f || spool_open(&mine, spdir, SPOOL_READER))
+				_exit(2);
+			spool_record_init(&rec);
+			while ((rc = spool_claim_next(name, sizeof(name),
+						      mine)) == 0) {
+				if (spool_read(&rec, mine, name) ||
+				    spool_done(mine, name))
+					_exit(3);
+				fprintf(f, "%s\n", name);
+			}
+			_exit(rc == PB_ENOTFOUND && fclose(f) == 0 ? 0 : 4);
+		}
+	}
+	for (c = 0; c < CLAIMERS; c++) {
+		int status;
+		FILE *f;
+		char line[256];
+		size_t mine = 0;
+
+		assert_int_equal(waitpid(pids[c], &status, 0), pids[c]);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+		f = fopen(claims[c], "r");
+		assert_non_null(f);
+		while (fgets(line, sizeof(line), f)) {
+			assert_true(nseen < RECORDS);
+			seen[nseen++] = strdup(line);
+			mine++;
+		}
+		fclose(f);
+		print_message("claimer %d: %zu records\n", c, mine);
+	}
+	assert_int_equal(nseen, RECORDS);
+	for (i = 0; i < RECORDS; i++) {
+		int j;
+
+		for (j = i + 1; j < RECORDS; j++)
+			if (!strcmp(seen[i], seen[j]))
+				fail_msg("claimed twice: %s", seen[i]);
+	}
+	for (i = 0; i < RECORDS; i++)
+		free(seen[i]);
+	assert_int_equal(count(sp, SPOOL_DONE), RECORDS);
+	assert_int_equal(count(sp, SPOOL_NEW), 0);
+	assert_int_equal(count(sp, SPOOL_CUR), 0);
+	spool_free(sp);
+}
+
+struct put_thread {
+	struct spool *sp;
+	char names[50][SPOOL_NAME_MAX + 1];
+	int rc;
+};
+
+static void *put_many(void *arg)
+{
+	struct put_thread *t = arg;
+	int i;
+
+	for (i = 0; i < 50 && !t->rc; i++)
+		t->rc = spool_put(t->names[i], sizeof(t->names[i]), t->sp,
+				  &plain_meta, "t", 1);
+	return NULL;
+}
+
+/* Concurrent spool_put() on one handle: unique names, all complete. */
+static void test_threads(void **state)
+{
+	enum { THREADS = 8 };
+	struct spool *sp = open_rw();
+	static struct put_thread t[THREADS];
+	pthread_t tid[THREADS];
+	int i, j, k, l;
+
+	for (i = 0; i < THREADS; i++) {
+		t[i].sp = sp;
+		t[i].rc = 0;
+		assert_int_equal(pthread_create(&tid[i], NULL, put_many, &t[i]),
+				 0);
+	}
+	for (i = 0; i < THREADS; i++) {
+		assert_int_equal(pthread_join(tid[i], NULL), 0);
+		assert_int_equal(t[i].rc, 0);
+	}
+	assert_int_equal(count(sp, SPOOL_NEW), THREADS * 50);
+	for (i = 0; i < THREADS; i++)
+		for (j = 0; j < 50; j++)
+			for (k = i; k < THREADS; k++)
+				for (l = k == i ? j + 1 : 0; l < 50; l++)
+					assert_string_not_equal(t[i].names[j],
+								t[k].names[l]);
+	spool_free(sp);
+}
+
+static void set_age(const char *sub, const char *name, time_t age)
+{
+	char path[800];
+	struct timespec ts[2];
+
+	snprintf(path, sizeof(path), "%s/%s/%s", spdir, sub, name);
+	ts[0].tv_sec = ts[1].tv_sec = time(NULL) - age;
+	ts[0].tv_nsec = ts[1].tv_nsec = 0;
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+/* A daemon crash leaves records in cur/, a milter crash files in tmp/. */
+static void test_recover(void **state)
+{
+	struct spool *sp = open_rw();
+	struct spool_record rec;
+	char name[SPOOL_NAME_MAX + 1];
+	size_t requeued = 99, removed = 99;
+	int i;
+
+	for (i = 0; i < 3; i++)
+		assert_int_equal(spool_put(NULL, 0, sp, &plain_meta, "abc", 3),
+				 0);
+	assert_int_equal(spool_claim_next(name, sizeof(name), sp), 0);
+	assert_int_equal(spool_claim_next(name, sizeof(name), sp), 0);
+	write_file("tmp", "0000000000000001.q.1.1", "PB-Spool: 1\nSpo", 16);
+	set_age("tmp", "0000000000000001.q.1.1", 2 * 3600);
+	write_file("tmp", "0000000000000001.q.1.2", "PB-Spool: 1\n", 12);
+	write_file("dead", ".tmp.x.reason.1.1", "Dead", 4);
+	set_age("dead", ".tmp.x.reason.1.1", 2 * 3600);
+	write_file("dead", "0000000000000003.q.1.1.reason", "Reason: x\n", 10);
+	set_age("dead", "0000000000000003.q.1.1.reason", 2 * 3600);
+	/* A reason whose record is there stays, however old. */
+	write_file("dead", "0000000000000004.q.1.1", "x", 1);
+	write_file("dead", "0000000000000004.q.1.1.reason", "Reason: x\n", 10);
+	set_age("dead", "0000000000000004.q.1.1.reason", 2 * 3600);
+
+	/* Readers never see tmp/. */
+	assert_int_equal(count(sp, SPOOL_TMP), 2);
+	assert_int_equal(count(sp, SPOOL_NEW), 1);
+	assert_int_equal(count(sp, SPOOL_CUR), 2);
+
+	assert_int_equal(spool_recover(&requeued, &removed, sp,
+				       SPOOL_TMP_STALE_DEFAULT, time(NULL)),
+			 0);
+	assert_int_equal(requeued, 2);
+	assert_int_equal(removed, 3);
+	assert_int_equal(count(sp, SPOOL_CUR), 0);
+	assert_int_equal(count(sp, SPOOL_NEW), 3);
+	assert_int_equal(entries("tmp", ""), 1); /* the fresh one */
+	assert_int_equal(entries("dead", ""), 2);
+
+	spool_record_init(&rec);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(spool_claim_next(name, sizeof(name), sp), 0);
+		assert_int_equal(spool_read(&rec, sp, name), 0);
+		assert_memory_equal(rec.message.data, "abc", 3);
+		assert_int_equal(spool_done(sp, name), 0);
+	}
+	/* Nothing to do is fine; NULL counters are allowed. */
+	assert_int_equal(spool_recover(NULL, NULL, sp, 0, time(NULL) + 10), 0);
+	assert_int_equal(entries("tmp", ""), 0);
+
+	/* done/ is pruned after the retention period only. */
+	assert_int_equal(spool_prune_done(&removed, sp, 3600, time(NULL)), 0);
+	assert_int_equal(removed, 0);
+	assert_int_equal(
+		spool_prune_done(&removed, sp, 3600, time(NULL) + 7200), 0);
+	assert_int_equal(removed, 3);
+	assert_int_equal(count(sp, SPOOL_DONE), 0);
+	spool_record_release(&rec);
+	spool_free(sp);
+}
+
+static void test_limits(void **state)
+{
+	struct spool *sp = open_rw();
+	char name[SPOOL_NAME_MAX + 1];
+	char *big;
+	int i;
+
+	assert_int_equal(spool_set_limits(sp, 3, 64 * 1024), 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(spool_put(NULL, 0, sp, &plain_meta, "x", 1),
+				 0);
+	assert_int_equal(spool_put(NULL, 0, sp, &plain_meta, "x", 1),
+			 PB_ELIMIT);
+	assert_non_null(strstr(err_msg(), "max_records"));
+	assert_int_equal(count(sp, SPOOL_NEW), 3);
+	/* Claimed records no longer count. */
+	assert_int_equal(spool_claim_next(name, sizeof(name), sp), 0);
+	assert_int_equal(spool_put(NULL, 0, sp, &plain_meta, "x", 1), 0);
+
+	assert_int_equal(spool_set_limits(sp, 100, 64 * 1024), 0);
+	big = calloc(1, 64 * 1024 + 1);
+	assert_non_null(big);
+	assert_int_equal(spool_put(NULL, 0, sp, &plain_meta, big, 64 * 1024),
+			 0);
+	assert_int_equal(spool_put(NULL, 0, sp, &plain_meta, big,
+				   64 * 1024 + 1),
+			 PB_ELIMIT);
+	free(big);
+	assert_int_equal(spool_set_limits(sp, 0, (size_t)PB_MAIL_MAX_MAX + 1),
+			 PB_EINVAL);
+	assert_int_equal(spool_set_limits(sp, 0, 0), 0);
+	assert_int_equal(count(sp, SPOOL_TMP), 0);
+	spool_free(sp);
+}
+
+/* A full disk (here: RLIMIT_FSIZE) is PB_ETEMP and leaves no trace. */
+static void test_disk_full(void **state)
+{
+	struct spool *sp = open_rw();
+	pid_t pid;
+	int status;
+
+	spool_free(sp);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rlimit rl = { 4096, 4096 };
+		static char msg[64 * 1024];
+		int rc;
+
+		signal(SIGXFSZ, SIG_IGN);
+		if (setrlimit(RLIMIT_FSIZE, &rl) ||
+		    spool_open(&sp, spdir, SPOOL_WRITER))
+			_exit(2);
+		rc = spool_put(NULL, 0, sp, &plain_meta, msg, sizeof(msg));
+		if (rc != PB_ETEMP) {
+			fprintf(stderr, "put: %d %s\n", rc, err_msg());
+			_exit(3);
+		}
+		/* Small ones still pass. */
+		_exit(spool_put(NULL, 0, sp, &plain_meta, msg, 100) ? 4 : 0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(entries("tmp", ""), 0);
+	assert_int_equal(entries("new", ""), 1);
+}
+
+static void test_bad_dirs(void **state)
+{
+	struct spool *sp = (struct spool *)1;
+	char path[800];
+	int fd;
+
+	/* Missing parent. */
+	snprintf(path, sizeof(path), "%s/no/such/spool", dir);
+	assert_int_equal(spool_open(&sp, path, SPOOL_WRITER), PB_ENOTFOUND);
+	assert_null(sp);
+	assert_non_null(strstr(err_msg(), "no/such"));
+	/* A file where the directory should be. */
+	snprintf(path, sizeof(path), "%s/file", dir);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_true(spool_open(&sp, path, SPOOL_WRITER) < 0);
+	assert_null(sp);
+	/* Bad flags. */
+	assert_int_equal(spool_open(&sp, spdir, 0), PB_EINVAL);
+	assert_int_equal(spool_open(&sp, spdir, 8), PB_EINVAL);
+	assert_int_equal(spool_open(&sp, "", SPOOL_READER), PB_EINVAL);
+
+	/* A writer-only handle does not touch the reader's areas. */
+	{
+		struct spool_entry_list found = { 0 };
+		struct spool_record rec;
+		size_t n;
+
+		spool_record_init(&rec);
+		assert_int_equal(spool_open(&sp, spdir, SPOOL_WRITER), 0);
+		assert_int_equal(spool_put(NULL, 0, sp, &plain_meta, "x", 1),
+				 0);
+		assert_int_equal(spool_count(&n, sp, SPOOL_NEW), 0);
+		assert_int_equal(n, 1);
+		assert_int_equal(spool_count(&n, sp, SPOOL_CUR), PB_EPERM);
+		assert_int_equal(spool_find(&found, sp, "x@y"), PB_EPERM);
+		assert_int_equal(spool_load(&rec, sp, SPOOL_DONE,
+					    "0000000000000001.a.1.1"),
+				 PB_EPERM);
+		spool_free(sp);
+	}
+}
+
+/*
+ * Run fn in a child process as an unprivileged user (uid, gid), or in
+ * this process when we are not root.  Returns the child's exit status.
+ */
+static int as_user(uid_t uid, gid_t gid, int (*fn)(void))
+{
+	pid_t pid;
+	int status;
+
+	if (geteuid() != 0)
+		return fn();
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (setgroups(0, NULL) || setgid(gid) || setuid(uid))
+			_exit(99);
+		_exit(fn());
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+static int open_expect_eperm(void)
+{
+	struct spool *sp;
+	int rc = spool_open(&sp, spdir, SPOOL_WRITER);
+
+	if (rc != PB_EPERM) {
+		fprintf(stderr, "open: %d %s\n", rc, err_msg());
+		return 1;
+	}
+	return strstr(err_msg(), spdir) ? 0 : 2;
+}
+
+/* A read-only spool fails at open, with PB_EPERM and the directory. */
+static void test_read_only(void **state)
+{
+	char path[800];
+
+	assert_int_equal(chmod(dir, 0755), 0);
+	/* No subdirectories, and no right to make them. */
+	assert_int_equal(mkdir(spdir, 0555), 0);
+	assert_int_equal(as_user(65534, 65534, open_expect_eperm), 0);
+	/* Subdirectories that exist but are read-only. */
+	assert_int_equal(chmod(spdir, 0755), 0);
+	spool_free(open_rw());
+	snprintf(path, sizeof(path), "%s/new", spdir);
+	assert_int_equal(chmod(path, 0555), 0);
+	snprintf(path, sizeof(path), "%s/tmp", spdir);
+	assert_int_equal(chmod(path, 0777), 0);
+	assert_int_equal(as_user(65534, 65534, open_expect_eperm), 0);
+}
+
+/* The documented layout: two users sharing a setgid group directory. */
+enum { MILTER_UID = 64001, DAEMON_UID = 64002, OTHER_UID = 64003 };
+enum { SPOOL_GID = 64999, OTHER_GID = 64998 };
+
+static int milter_side(void)
+{
+	struct spool *sp;
+
+	umask(077); /* must not keep the daemon from reading */
+	if (spool_open(&sp, spdir, SPOOL_WRITER))
+		return 1;
+	if (spool_put(NULL, 0, sp, &plain_meta, "one", 3) ||
+	    spool_put(NULL, 0, sp, &plain_meta, "two", 3))
+		return 2;
+	spool_free(sp);
+	return 0;
+}
+
+static int daemon_side(void)
+{
+	struct spool *sp;
+	struct spool_record rec;
+	char name[SPOOL_NAME_MAX + 1];
+	int rc = 0;
+
+	umask(077);
+	if (spool_open(&sp, spdir, SPOOL_READER))
+		return 1;
+	spool_record_init(&rec);
+	if (spool_claim_next(name, sizeof(name), sp) ||
+	    spool_read(&rec, sp, name) || spool_done(sp, name))
+		rc = 2;
+	else if (spool_claim_next(name, sizeof(name), sp) ||
+		 spool_dead(sp, name, "test") ||
+		 spool_recover(NULL, NULL, sp, 0, time(NULL) + 10) ||
+		 spool_prune_done(NULL, sp, 0, time(NULL) + 10))
+		rc = 3;
+	if (rc)
+		fprintf(stderr, "daemon: %s\n", err_msg());
+	spool_record_release(&rec);
+	spool_free(sp);
+	return rc;
+}
+
+static int other_side(void)
+{
+	struct spool *sp;
+
+	return spool_open(&sp, spdir, SPOOL_READER) == PB_EPERM ? 0 : 1;
+}
+
+static void test_shared_group(void **state)
+{
+	char path[800];
+	struct stat st;
+
+	if (geteuid() != 0) {
+		print_message("not root: cannot switch users, skipped\n");
+		skip();
+	}
+	assert_int_equal(chmod(dir, 0755), 0);
+	/* What the admin does: install -d -g GROUP -m 2770 DIR. */
+	assert_int_equal(mkdir(spdir, 0700), 0);
+	assert_int_equal(chown(spdir, 0, SPOOL_GID), 0);
+	assert_int_equal(chmod(spdir, 02770), 0);
+	/* The milter starts first and makes the subdirectories. */
+	assert_int_equal(as_user(MILTER_UID, SPOOL_GID, milter_side), 0);
+	snprintf(path, sizeof(path), "%s/cur", spdir);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_gid, SPOOL_GID);
+	assert_int_equal(st.st_mode & 07777, 02770);
+	assert_int_equal(entries("new", ""), 2);
+	assert_int_equal(as_user(DAEMON_UID, SPOOL_GID, daemon_side), 0);
+	assert_int_equal(entries("done", ""), 0); /* pruned */
+	assert_int_equal(entries("dead", ""), 2);
+	snprintf(path, sizeof(path), "%s/dead", spdir);
+	{
+		DIR *d = opendir(path);
+		struct dirent *e;
+
+		assert_non_null(d);
+		while ((e = readdir(d))) {
+			char p[1200];
+
+			if (e->d_name[0] == '.' || strstr(e->d_name, ".reason"))
+				continue;
+			snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
+			assert_int_equal(stat(p, &st), 0);
+			assert_int_equal(st.st_uid, MILTER_UID);
+			assert_int_equal(st.st_gid, SPOOL_GID);
+			assert_int_equal(st.st_mode & 0777, 0640);
+		}
+		closedir(d);
+	}
+	assert_int_equal(as_user(OTHER_UID, OTHER_GID, other_side), 0);
+}
+
+/*
+ * The kill -9 invariant: a writer killed at random points never leaves a
+ * partial record in new/ (only tmp/ may hold one).  Each body is a
+ * pattern derived from the Message-ID, so a record is checked whole.
+ */
+static void fill_body(char *body, size_t len, unsigned seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		body[i] = (char)((seed * 31 + i * 7) % 251);
+}
+
+static void test_kill9(void **state)
+{
+	const char *env = getenv("PB_SPOOL_KILL_ROUNDS");
+	int rounds = env ? atoi(env) : 40, r;
+	struct spool *sp = open_rw();
+	struct spool_record rec;
+	char name[SPOOL_NAME_MAX + 1], *body;
+	size_t records = 0, leftovers;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	srand((unsigned)time(NULL));
+	for (r = 0; r < rounds; r++) {
+		unsigned wait_us = 500 + (unsigned)rand() % 30000;
+		pid_t pid = fork();
+		int status;
+
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			struct spool *w;
+			static char buf[512 * 1024];
+			unsigned i, seed = (unsigned)getpid() * 1000u;
+
+			if (spool_open(&w, spdir, SPOOL_WRITER) ||
+			    spool_set_limits(w, 1000000, sizeof(buf)))
+				_exit(2);
+			for (i = 0;; i++) {
+				struct spool_meta m = plain_meta;
+				char id[64];
+				size_t len =
+					(size_t)(seed + i) * 7919 % sizeof(buf);
+
+				snprintf(id, sizeof(id), "%u.%zu@kill9",
+					 seed + i, len);
+				m.message_id = id;
+				fill_body(buf, len, seed + i);
+				if (spool_put(NULL, 0, w, &m, buf, len))
+					_exit(3);
+			}
+		}
+		usleep(wait_us);
+		assert_int_equal(kill(pid, SIGKILL), 0);
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFSIGNALED(status));
+	}
+
+	/* Every record in new/ is whole. */
+	body = malloc(512 * 1024);
+	assert_non_null(body);
+	spool_record_init(&rec);
+	while (spool_claim_next(name, sizeof(name), sp) == 0) {
+		unsigned seed;
+		size_t len;
+		char tail[16];
+
+		assert_int_equal(spool_read(&rec, sp, name), 0);
+		assert_int_equal(sscanf(rec.message_id, "%u.%zu@kill%15s",
+					&seed, &len, tail),
+				 3);
+		assert_int_equal(rec.message.len, len);
+		fill_body(body, len, seed);
+		assert_memory_equal(rec.message.data, body, len);
+		assert_int_equal(spool_done(sp, name), 0);
+		records++;
+	}
+	free(body);
+	spool_record_release(&rec);
+	assert_int_equal(count(sp, SPOOL_DEAD), 0);
+	leftovers = count(sp, SPOOL_TMP);
+	assert_true(leftovers <= (size_t)rounds);
+	assert_int_equal(spool_recover(NULL, NULL, sp, 0, time(NULL) + 10), 0);
+	assert_int_equal(count(sp, SPOOL_TMP), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	print_message("kill -9: %d rounds, %zu whole records, %zu partial in "
+		      "tmp/, %.1f s\n",
+		      rounds, records, leftovers,
+		      (double)(t1.tv_sec - t0.tv_sec) +
+			      (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	assert_true(records > 0);
+	spool_free(sp);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_round_trip, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_claim_order, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_hostile_fields, setup,
+						teardown),
+		cmocka_unit_test(test_parse_strict),
+		cmocka_unit_test_setup_teardown(test_corrupt_goes_dead, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_claim_exclusive, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_recover, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_disk_full, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_bad_dirs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_only, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_shared_group, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_kill9, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
