@@ -584,7 +584,8 @@ static size_t lookup(const struct diff *d, const struct index *ix,
 			continue;
 		if (n < max)
 			out[n] = i;
-		n++;
+		if (++n > max)
+			break; /* too common to matter how common */
 	}
 	return n;
 }
@@ -595,13 +596,15 @@ static void lookup_head(struct row *r, const struct diff *d,
 			char kind)
 {
 	unsigned long h;
-	size_t found = 0;
+	size_t found = 0, visited = 0;
 	long i;
 
 	if (kl < ALIGN_HEAD_MIN)
 		return;
 	h = hash_key(k, ALIGN_HEAD_MIN);
-	for (i = px->head[h & px->mask]; i >= 0 && found <= ALIGN_COMMON;
+	/* lines sharing a long head are many in generated code: bound it */
+	for (i = px->head[h & px->mask];
+	     i >= 0 && found <= ALIGN_COMMON && visited++ < 16 * ALIGN_COMMON;
 	     i = px->next[i]) {
 		const struct diff_line *l = &d->lines[i];
 

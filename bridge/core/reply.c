@@ -834,22 +834,37 @@ static size_t header_block(const struct reply *r, size_t i)
 	return others ? last + 1 : i;
 }
 
-/* Did the author write something of substance before line i? */
-static int own_before(const struct reply *r, size_t i)
+/*
+ * Did the author write something of substance before line i?  The scan
+ * is remembered (st->scan, st->first) so that a message full of
+ * attribution lines stays linear; classify() moves lines away from
+ * RL_OWN only at or after the line it is on, and the one before it
+ * (a wrapped attribution), which own_forget() handles.
+ */
+struct own_state {
+	size_t scan; /* lines [0, scan) were looked at */
+	long first; /* the first own line of substance, or -1 */
+};
+
+static int own_before(const struct reply *r, struct own_state *st, size_t i)
 {
-	size_t j;
+	while (st->first < 0 && st->scan < i) {
+		const struct reply_line *l = &r->lines[st->scan];
 
-	for (j = 0; j < i; j++) {
-		const struct reply_line *l = &r->lines[j];
-
-		if (l->kind != RL_OWN)
-			continue;
-		if (is_greeting(l->p, l->len) || is_signoff(l->p, l->len) ||
-		    is_trim_marker(l->p, l->len))
-			continue;
-		return 1;
+		if (l->kind == RL_OWN && !is_greeting(l->p, l->len) &&
+		    !is_signoff(l->p, l->len) && !is_trim_marker(l->p, l->len))
+			st->first = (long)st->scan;
+		st->scan++;
 	}
-	return 0;
+	return st->first >= 0 && (size_t)st->first < i;
+}
+
+static void own_forget(struct own_state *st, size_t line)
+{
+	if (st->first == (long)line) {
+		st->first = -1;
+		st->scan = line;
+	}
 }
 
 /*
@@ -921,11 +936,12 @@ static long patch_end(const struct reply *r, size_t from, size_t to)
  * when it opens the message, it ends with the patch it carries.
  * Returns where classification continues.
  */
-static size_t mark_original(struct reply *r, size_t brk, size_t nb)
+static size_t mark_original(struct reply *r, struct own_state *st, size_t brk,
+			    size_t nb)
 {
 	long end;
 
-	if (!own_before(r, brk)) {
+	if (!own_before(r, st, brk)) {
 		end = patch_end(r, nb, r->nr);
 		if (end >= 0) {
 			set_kind(r, nb, (size_t)end + 1, RL_ORIG, 1);
@@ -975,6 +991,7 @@ static int list_footer_at(const struct reply *r, size_t i)
 
 static void classify(struct reply *r)
 {
+	struct own_state st = { 0, -1 };
 	size_t i, j, nb, end;
 
 	for (i = 0; i < r->nr; i++) {
@@ -1001,7 +1018,8 @@ static void classify(struct reply *r)
 			if (l->len == 2) {
 				size_t tail = 0;
 
-				for (j = i + 1; j < r->nr && !r->lines[j].depth;
+				for (j = i + 1; j < r->nr && j < i + 64 &&
+						!r->lines[j].depth && tail <= 8;
 				     j++)
 					if (r->lines[j].kind == RL_OWN)
 						tail++;
@@ -1033,7 +1051,7 @@ static void classify(struct reply *r)
 				nb = next_nonblank(r, end);
 			}
 			if (nb < r->nr && !r->lines[nb].depth) {
-				i = mark_original(r, i, nb) - 1;
+				i = mark_original(r, &st, i, nb) - 1;
 				continue;
 			}
 			continue;
@@ -1043,7 +1061,7 @@ static void classify(struct reply *r)
 			set_kind(r, i, end, RL_HEADER, 0);
 			nb = next_nonblank(r, end);
 			if (nb < r->nr && !r->lines[nb].depth)
-				i = mark_original(r, i, nb) - 1;
+				i = mark_original(r, &st, i, nb) - 1;
 			else
 				i = end - 1;
 			continue;
@@ -1053,8 +1071,10 @@ static void classify(struct reply *r)
 			/* the first half of a wrapped attribution */
 			if (i > 0 && r->lines[i - 1].kind == RL_OWN &&
 			    attribution_head(r->lines[i - 1].p,
-					     r->lines[i - 1].len))
+					     r->lines[i - 1].len)) {
 				r->lines[i - 1].kind = RL_ATTRIB;
+				own_forget(&st, i - 1);
+			}
 			nb = next_nonblank(r, i + 1);
 			if (nb < r->nr && !r->lines[nb].depth &&
 			    (starts_icase(l->p, l->len, "On ") ||
@@ -1062,8 +1082,8 @@ static void classify(struct reply *r)
 				      6) ||
 			     mem_find(l->p, l->len, "\xe5\xaf\xab\xe9\x81\x93",
 				      6)) &&
-			    own_before(r, i))
-				i = mark_original(r, i, nb) - 1;
+			    own_before(r, &st, i))
+				i = mark_original(r, &st, i, nb) - 1;
 			continue;
 		}
 		/* "* Jane <j@example.org> [2024-01-01 10:00]:" (mutt's
@@ -1231,9 +1251,8 @@ int reply_parse(struct reply **out, const char *text, size_t len)
 		struct reply_line *l;
 
 		if (r->nr >= REPLY_LINES_MAX) {
-			rc = err_set(PB_ELIMIT, "reply longer than %d lines",
-				     REPLY_LINES_MAX);
-			goto fail;
+			r->truncated = 1; /* the rest is not read */
+			break;
 		}
 		ALLOC_GROW(r->lines, r->nr + 1, alloc);
 		l = &r->lines[r->nr++];
@@ -1408,6 +1427,8 @@ int reply_anchor(struct reply *r, const struct diff *d, struct diff **pseudo)
 	}
 	pos = xmalloc(nq * sizeof(*pos));
 	rc = diff_align(pos, d, q, nq);
+	if (rc == PB_ELIMIT)
+		rc = 0; /* a quote too long to place: every block general */
 	if (rc)
 		goto out;
 	for (i = 0; i < nq; i++)

@@ -26,8 +26,10 @@
  * after the last line of a completely quoted patch, is general.
  *
  * Ownership: a struct reply owns a copy of the text; lines point into
- * it.  Pure, bounded (REPLY_LINES_MAX) and thread-safe.
- * Errors: PB_ELIMIT for text over REPLY_TEXT_MAX or too many lines.
+ * it.  Pure, bounded and thread-safe: lines past REPLY_LINES_MAX are
+ * not read (->truncated), a quote too long to align leaves every block
+ * general.
+ * Errors: PB_ELIMIT for text over REPLY_TEXT_MAX.
  */
 #ifndef PB_CORE_REPLY_H
 #define PB_CORE_REPLY_H
@@ -78,6 +80,7 @@ struct reply {
 	struct reply_block *blocks;
 	size_t nr_blocks;
 	int nak; /* an explicit NAK/NACK in the author's own text */
+	int truncated; /* longer than REPLY_LINES_MAX: the rest unread */
 };
 
 int reply_parse(struct reply **out, const char *text, size_t len);

@@ -796,7 +796,7 @@ int trailers_scan(struct trailer_list *out, const char *text, size_t len,
 					     says_series(lines[j], lens[j]);
 				size_t k = j;
 
-				while (!series && k > 0) {
+				while (!series && k > 0 && j - k < 16) {
 					const char *q = lines[k - 1];
 					size_t ql = lens[k - 1];
 
