@@ -593,9 +593,10 @@ static size_t word_before(char *out, size_t cap, const char *s, const char *w)
 }
 
 /*
- * "Series is Acked-by: Name <email>", "have my Reviewed-by: ...": a
- * known tag inside a sentence, after a word that makes it the author's
- * own ("Please add Acked-by: X <x@y>" asks for someone else's).
+ * "Series is Acked-by: Name <email>", "have my Reviewed-by: ...",
+ * "LGTM, Reviewed-by: ...": a known tag inside a sentence, after a word
+ * that makes it the author's own or opening a clause ("Please add
+ * Acked-by: X <x@y>" asks for someone else's).
  */
 static int sentence_tag(struct trailer_list *out, const char *s, size_t n,
 			const char *raw, size_t raw_len)
@@ -631,6 +632,15 @@ static int sentence_tag(struct trailer_list *out, const char *s, size_t n,
 			for (o = owners; *o; o++)
 				if (!strcmp(prev, *o))
 					ok = 1;
+		/* "LGTM, Reviewed-by: ...": the tag opens a clause */
+		{
+			const char *q = w;
+
+			while (q > s && q[-1] == ' ')
+				q--;
+			if (q > s && strchr(",;.:!-)", q[-1]))
+				ok = 1;
+		}
 		if (!ok)
 			continue;
 		val = hit + 4;
@@ -665,51 +675,54 @@ int trailers_parse_line(struct trailer_list *out, const char *line, size_t len)
 
 /* ------------------------------------------------------------------ */
 
-static int contains_icase(const char *p, size_t len, const char *needle)
-{
-	size_t n = strlen(needle), i, j;
-
-	for (i = 0; i + n <= len; i++) {
-		for (j = 0; j < n; j++)
-			if (lower((unsigned char)p[i + j]) != needle[j])
-				break;
-		if (j == n)
-			return 1;
-	}
-	return 0;
-}
-
-/* "For the series:", "Series:", "for all patches" ... */
+/*
+ * "For the series:", "Series:", "for the whole patchset", "for all
+ * patches", "to both patches": the author gives the trailer to the
+ * whole series.  "for patches 1-3" and "the rest of the series looks
+ * fine" do not.
+ */
 static int says_series(const char *p, size_t len)
 {
-	static const char *const phrases[] = {
-		"for the series",
-		"for the whole series",
-		"for the entire series",
-		"for this series",
-		"for the patchset",
-		"for the whole patchset",
-		"for the set",
-		"for the whole set",
-		"for all patches",
-		"for all the patches",
-		"for all of the patches",
-		"for the entire set",
-		"whole series:",
-		"series is ",
-		"to the whole series",
-		"for the rest of the series",
-		NULL,
-	};
-	const char *const *ph;
+	char w[16][16];
+	size_t nw = 0, i, j, n;
 
 	mem_trim(&p, &len);
-	if (len >= 6 && mem_eq_icase(p, 6, "series") &&
-	    (len == 6 || p[6] == ':' || p[6] == ','))
-		return 1;
-	for (ph = phrases; *ph; ph++)
-		if (contains_icase(p, len, *ph))
+	for (i = 0; i < len && nw < 16;) {
+		while (i < len && !is_alpha((unsigned char)p[i]))
+			i++;
+		for (n = 0; i < len && is_alpha((unsigned char)p[i]); i++)
+			if (n + 1 < sizeof(w[0]))
+				w[nw][n++] = (char)lower((unsigned char)p[i]);
+		if (n) {
+			w[nw][n] = '\0';
+			nw++;
+		}
+	}
+	if (nw && !strcmp(w[0], "series"))
+		return 1; /* "Series:", "Series is Acked-by: ..." */
+	for (i = 0; i < nw; i++) {
+		int whole = !strcmp(w[i], "series") ||
+			    !strcmp(w[i], "patchset") || !strcmp(w[i], "set");
+		int patches = !strcmp(w[i], "patches");
+		int linked = 0, all = 0;
+
+		if (!whole && !patches)
+			continue;
+		if (i > 0 && !strcmp(w[i - 1], "whole"))
 			return 1;
+		for (j = i > 4 ? i - 4 : 0; j < i; j++) {
+			if (!strcmp(w[j], "for") || !strcmp(w[j], "to") ||
+			    !strcmp(w[j], "on"))
+				linked = 1;
+			if (!strcmp(w[j], "all") || !strcmp(w[j], "both") ||
+			    !strcmp(w[j], "whole") || !strcmp(w[j], "entire"))
+				all = 1;
+			if (!strcmp(w[j], "of") && !all)
+				linked = 0; /* "the rest of the series" */
+		}
+		if (linked && (whole || all))
+			return 1;
+	}
 	return 0;
 }
 

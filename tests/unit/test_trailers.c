@@ -59,6 +59,8 @@ static const struct want lines[] = {
 	{ "\"Jane Doe\" <jane@example.org>", NULL, NULL, NULL, 0 },
 	{ "Feel free to add my Acked-by: Jo <jo@example.org>", "Acked-by", "Jo",
 	  "jo@example.org", 1 },
+	{ "LGTM, Reviewed-by: Jo <jo@example.org>", "Reviewed-by", "Jo",
+	  "jo@example.org", 1 },
 	{ "I'll add Acked-by: tag in v2", NULL, NULL, NULL, 0 },
 	{ "Please add Acked-by: Jo <jo@example.org> to it", NULL, NULL, NULL,
 	  0 },
@@ -130,12 +132,20 @@ static void test_scan_scope_and_paragraphs(void **state)
 		"#12:\n"
 		"Reviewed-by: E\n"
 		"\n"
-		"Tested-by: F <f@example.org>\n";
+		"Tested-by: F <f@example.org>\n"
+		"\n"
+		"For patches 1-3:\n"
+		"Acked-by: G <g@example.org>\n"
+		"\n"
+		"To both patches:\n"
+		"Acked-by: H <h@example.org>\n";
 	struct trailer_list l;
 
 	trailer_list_init(&l);
 	assert_int_equal(trailers_scan(&l, text, sizeof(text) - 1, 0), 0);
-	assert_int_equal(l.nr, 3);
+	assert_int_equal(l.nr, 5);
+	assert_int_equal(l.v[3].scope, TRAILER_SCOPE_PATCH);
+	assert_int_equal(l.v[4].scope, TRAILER_SCOPE_SERIES);
 	assert_string_equal(l.v[0].email, "a@example.org");
 	assert_int_equal(l.v[0].scope, TRAILER_SCOPE_SERIES);
 	assert_int_equal(l.v[1].scope, TRAILER_SCOPE_SERIES);
@@ -147,7 +157,7 @@ static void test_scan_scope_and_paragraphs(void **state)
 	trailer_list_init(&l);
 	assert_int_equal(
 		trailers_scan(&l, text, sizeof(text) - 1, TRAILERS_OWN), 0);
-	assert_int_equal(l.nr, 6);
+	assert_int_equal(l.nr, 8);
 	trailer_list_release(&l);
 
 	/* a reply to a cover letter: series scope throughout */

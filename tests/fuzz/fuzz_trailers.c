@@ -1,0 +1,87 @@
+/*
+ * libFuzzer target for the small pure parsers of inbound mail:
+ * core/trailers.c (a whole text, and every line alone), core/subject.c
+ * and core/authres.c, all on any bytes.
+ *
+ * They must never crash, hang, read past the input (ASan sees that: the
+ * input is not NUL-terminated) or leak, and what they return must be
+ * well-formed: a trailer always has a type and a name, an email only
+ * when it holds an '@', and no line ends inside a name or an address.
+ *
+ *   fuzz_trailers -max_total_time=60 corpus/ SEEDS/
+ * Seeds: texts of tests/data/corpus replies (see tests/fuzz/README.md).
+ */
+#include "core/authres.h"
+#include "core/subject.h"
+#include "core/trailers.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check(const struct trailer_list *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->nr; i++) {
+		const struct trailer *t = &l->v[i];
+
+		if (!t->type || !t->name || !t->raw)
+			abort();
+		if (strchr(t->name, '\n') || strchr(t->raw, '\n'))
+			abort();
+		if (t->email && (!strchr(t->email, '@') ||
+				 strchr(t->email, '\n') ||
+				 strchr(t->email, ' ')))
+			abort();
+		if (t->scope != TRAILER_SCOPE_PATCH &&
+		    t->scope != TRAILER_SCOPE_SERIES)
+			abort();
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	/* a copy of exactly size bytes: no terminator to lean on */
+	char *p = malloc(size ? size : 1);
+	struct trailer_list l;
+	struct subject s;
+	struct authres ar;
+	size_t i, start;
+
+	if (!p)
+		return 0;
+	memcpy(p, data, size);
+
+	trailer_list_init(&l);
+	trailers_scan(&l, p, size, 0);
+	trailers_scan(&l, p, size, TRAILERS_SERIES);
+	trailers_scan(&l, p, size, TRAILERS_OWN);
+	check(&l);
+	trailer_list_release(&l);
+
+	for (start = 0, i = 0; i <= size; i++) {
+		if (i < size && p[i] != '\n')
+			continue;
+		trailer_list_init(&l);
+		trailers_parse_line(&l, p + start, i - start);
+		check(&l);
+		trailer_list_release(&l);
+		start = i + 1;
+	}
+
+	subject_parse(&s, p, size);
+	if (!s.prefix || !s.title)
+		abort();
+	if (s.has_tag && (s.version < 0 || s.index < 0 || s.total < 0))
+		abort();
+	subject_release(&s);
+
+	if (authres_parse(&ar, p, size) == 0 &&
+	    ar.nr > AUTHRES_METHODS_MAX)
+		abort();
+	free(p);
+	return 0;
+}
