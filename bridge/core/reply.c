@@ -657,13 +657,12 @@ struct word {
 int reply_line_is_nak(const char *p, size_t n)
 {
 	static const char *const naks[] = {
-		"nak",	  "nack",    "nacked", "nak'd", "nak'ed",
-		"nakked", "nacking", "naking", NULL,
+		"nak",	   "nack",   "nacked",	"nak'd",    "nak'ed",  "nakked",
+		"nacking", "naking", "nak'ing", "nack'ing", "nakking", NULL,
 	};
 	static const char *const negations[] = {
-		"not",	   "no",     "don't",	"dont",	 "isn't",
-		"wasn't",  "won't",  "without", "never", "nor",
-		"doesn't", "didn't", NULL,
+		"not",	   "don't", "dont", "isn't",   "wasn't", "won't",
+		"without", "never", "nor",  "doesn't", "didn't", NULL,
 	};
 	static const char *const verdict_next[] = {
 		"for",	  "from", "on",	     "this", "that",  "it",
@@ -677,6 +676,11 @@ int reply_line_is_nak(const char *p, size_t n)
 		"must",	  "will",     "have",	    "would", "i'd",  "i'll",
 		"we'll",  "definite", "definitely", "self",  "gets", "get",
 		"got",	  NULL,
+	};
+	static const char *const openers[] = {
+		"and",	     "so",    "but",	"hence",   "thus",
+		"therefore", "sorry", "then",	"also",	   "well",
+		"ok",	     "okay",  "anyway", "overall", NULL,
 	};
 	static const char *const to_nak_next[] = {
 		"this", "it", "that", "the", "these", "both", "all", NULL,
@@ -743,11 +747,20 @@ int reply_line_is_nak(const char *p, size_t n)
 			if (w[clause].before &&
 			    strchr(".,;:!?(", w[clause].before))
 				break;
-		first = clause == k;
+		/* "so NAK", "and NAK for ...": openers do not count */
+		first = 1;
+		for (j = clause; j < k; j++)
+			if (!word_in(w[j].p, w[j].n, openers))
+				first = 0;
 		stop = !next_sep || strchr(".,;:!)-", next_sep) || k + 1 == nw;
+		/* a negation in its clause, or "no NAK" */
 		for (j = k > 3 ? k - 3 : 0; j < k; j++)
-			if (word_in(w[j].p, w[j].n, negations))
+			if (j >= clause && word_in(w[j].p, w[j].n, negations))
 				negated = 1;
+		if (k > 0 && w[k - 1].n == 2 &&
+		    starts_icase(w[k - 1].p, 2, "no") &&
+		    !(w[k].before && strchr(",;:", w[k].before)))
+			negated = 1;
 		if (negated)
 			continue;
 		if (first &&

@@ -23,6 +23,9 @@ static void test_nak_words(void **state)
 		"Nacked.",
 		"NAK: the lock is taken twice",
 		"Sorry, but I have to NAK this.",
+		"So no, NACK.",
+		"Not pretty, and NAK for the locking.",
+		"I'm NAK'ing this one.",
 		NULL,
 	};
 	static const char *const no[] = {
@@ -39,6 +42,7 @@ static void test_nak_words(void **state)
 		"the device sends a NAK to the host",
 		"I don't want to NAK it, but please fix the test.",
 		"on NAK we retry",
+		"There is no NAK from the target here.",
 		"the controller is told to NAK further bytes",
 		"Naked eye",
 		"",
