@@ -179,7 +179,25 @@ static int is_trim_marker(const char *p, size_t n)
 	}
 	if (n <= 12 && (mem_find(p, n, "8<", 2) || mem_find(p, n, ">8", 2)))
 		return 1; /* scissors */
-	return mem_eq_icase(p, n, "snip") || mem_eq_icase(p, n, "<snip/>");
+	/* "snip", "...snip...", "--- snipped ---", "<snip/>" */
+	{
+		const char *q = p;
+		size_t m = n;
+
+		while (m && strchr(".-=~*<>[]()/ ", *q))
+			q++, m--;
+		while (m && strchr(".-=~*<>[]()/ ", q[m - 1]))
+			m--;
+		if (m == n)
+			return mem_eq_icase(p, n, "snip") ||
+			       mem_eq_icase(p, n, "snipped");
+		return mem_eq_icase(q, m, "snip") ||
+		       mem_eq_icase(q, m, "snipped") ||
+		       mem_eq_icase(q, m, "snip snip") ||
+		       mem_eq_icase(q, m, "cut") ||
+		       mem_eq_icase(q, m, "trimmed") ||
+		       mem_eq_icase(q, m, "skipped");
+	}
 }
 
 /* "On ... wrote:", "... writes:", "Quoting X (date):" ... */

@@ -102,6 +102,7 @@ static void test_kinds(void **state)
 	kinds_are(">no space\n > leading\n> > nested\n>>tight\n&gt; entity\n",
 		  "qqqqq");
 	/* trim markers, signature */
+	kinds_are("> q\n...snip...\n--- snipped ---\n<snip/>\nsnip\n", "qtttt");
 	kinds_are("> q\n...\n[...]\n<snip>\n[skipped the patch]\nown\n-- \n"
 		  "sig\n> after sig\n",
 		  "qttttossq");
