@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Units, in what the accessors return: milliseconds and bytes. */
 #define SEC 1000LL
@@ -132,10 +133,18 @@ static const struct config_param params[CFG__COUNT] = {
 		smtp_schemes, 0,
 		"Where mail goes: smtp://host[:port], smtps://host[:port] "
 		"or sendmail" },
+	[CFG_SMTP_STARTTLS] = {
+		"smtp", "starttls", CONFIG_BOOL, "no", 0, 0, NULL, 0,
+		"With an smtp:// url: require STARTTLS before anything else" },
+	[CFG_SMTP_CA_FILE] = {
+		"smtp", "ca_file", CONFIG_PATH, "", 0, PATH_LEN_MAX, NULL, 0,
+		"CA certificates for the SMTP server's TLS; empty: the "
+		"system's" },
 	[CFG_SMTP_SENDMAIL_PATH] = {
 		"smtp", "sendmail_path", CONFIG_PATH, "/usr/sbin/sendmail", 0,
 		PATH_LEN_MAX, NULL, 0,
-		"The sendmail program, for url = sendmail" },
+		"The sendmail program for url = sendmail, then any fixed "
+		"arguments, split at blanks (`/usr/sbin/sendmail -C /etc/pf2`)" },
 	[CFG_SMTP_USERNAME] = {
 		"smtp", "username", CONFIG_STRING, "", 0, NAME_LEN_MAX, NULL, 0,
 		"SMTP AUTH user; empty: no authentication" },
@@ -1372,6 +1381,12 @@ static void check_combinations(struct parser *ps)
 	if (pass->text && missing(user))
 		perr_param(ps, pass->line, CFG_SMTP_PASSWORD_FILE,
 			   "needs username");
+	if (v[CFG_SMTP_STARTTLS].num && !v[CFG_SMTP_URL].bad &&
+	    (!v[CFG_SMTP_URL].text ||
+	     strncasecmp(v[CFG_SMTP_URL].text, "smtp://", 7)))
+		perr_param(ps, v[CFG_SMTP_STARTTLS].line, CFG_SMTP_STARTTLS,
+			   "needs an smtp:// url (smtps:// is TLS from the "
+			   "start)");
 	if (v[CFG_WEBHOOK_ENABLED].num && missing(&v[CFG_WEBHOOK_SECRET_FILE]))
 		perr_param(ps, v[CFG_WEBHOOK_ENABLED].line, CFG_WEBHOOK_ENABLED,
 			   "needs secret_file");

@@ -626,6 +626,22 @@ static void test_cross_checks(void **state)
 			      want);
 	}
 	expect_errors("[smtp]\npassword_file = /etc/pw\n", pass);
+	/* STARTTLS is for smtp://: neither sendmail nor smtps://. */
+	{
+		const char *want[] = {
+			"t.conf:11: [smtp] starttls: needs an smtp:// url "
+			"(smtps:// is TLS from the start)",
+			NULL
+		};
+
+		expect_errors("[smtp]\nstarttls = yes\n", want);
+		expect_errors("[smtp]\nstarttls = yes\n"
+			      "url = smtps://mail.example.org\n",
+			      want);
+		config_free(load_ok("[smtp]\nstarttls = yes\n"
+				    "url = smtp://mail.example.org:587\n"
+				    "ca_file = /etc/ssl/mail-ca.pem\n"));
+	}
 	/* A bad value spares the follow-up complaints about it. */
 	{
 		const char *want[] = {
