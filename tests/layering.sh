@@ -36,7 +36,7 @@ confine() { # pattern allowed-file-regex
 		rc=1
 	fi
 }
-confine 'curl/' 'bridge/forge/http\.[ch]$'
+confine 'curl/' '(bridge/forge/http|bridge/outbound/submit)\.[ch]$'
 confine 'json-c/|json\.h' 'bridge/forge/json\.[ch]$'
 confine 'git2' 'bridge/outbound/'
 confine 'sqlite3\.h' 'bridge/core/store'
