@@ -51,12 +51,24 @@ static int has_diff(const char *p, size_t len)
 		mem_find(p, len, "\n+++ ", 5) && mem_find(p, len, "\n@@ -", 5));
 }
 
+/* Does the text quote, "> " at the start of a line? */
+static int has_quote(const char *p, size_t len)
+{
+	return (len >= 2 && p[0] == '>') || mem_find(p, len, "\n>", 2);
+}
+
 static enum review_kind classify(const struct review *r)
 {
 	const struct subject *s = &r->subject;
 	const struct mail *m = r->mail;
 
 	if (s->reply)
+		return REVIEW_REPLY;
+	/* a reply whose client kept the subject as it was: threaded, no
+	 * diff of its own, quoting */
+	if (s->has_tag && m->in_reply_to &&
+	    !has_diff(m->text.data, m->text.len) &&
+	    has_quote(m->text.data, m->text.len))
 		return REVIEW_REPLY;
 	if (s->has_tag && !s->forward)
 		return s->index == 0 && s->total > 0 ? REVIEW_COVER :
