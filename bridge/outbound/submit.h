@@ -43,7 +43,9 @@
  *	TEMPFAIL        PB_ETEMP    4xx; connection refused or lost before
  *	                            the end of data; timeout before it; any
  *	                            session-level failure (greeting, EHLO,
- *	                            STARTTLS, TLS, AUTH); sendmail exit
+ *	                            STARTTLS, TLS, AUTH failed or not
+ *	                            offered while credentials are set, 530
+ *	                            "authentication required"); sendmail exit
  *	                            EX_TEMPFAIL or EX_OSERR, or a local
  *	                            failure (as Postfix defers on a
  *	                            configuration error: not the message's
@@ -74,7 +76,9 @@
  * wiped when the object is freed.  A result owns its strings until
  * submit_result_release().
  * Threads: a submit object belongs to one thread at a time; different
- * objects may be used in parallel.  curl_global_init() runs once.
+ * objects may be used in parallel.  curl_global_init() runs once.  The
+ * sendmail pipe blocks SIGPIPE in the calling thread while it writes, and
+ * needs SIGCHLD not ignored (else its exit status is lost).
  * Errors: as in the table; err_msg() holds one line saying what happened.
  * submit_new() returns PB_EINVAL for bad options.
  */
