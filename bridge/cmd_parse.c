@@ -11,11 +11,11 @@
 #include <string.h>
 #include <sysexits.h>
 
-const char cmd_parse_synopsis[] = "FILE.eml [--patch PARENT.eml]";
-const char cmd_parse_summary[] = "print what the inbound side understands "
-				 "of one mail, as JSON";
+const char cmd_parse_synopsis[] = "[OPTION] FILE";
+const char cmd_parse_summary[] = "one mail as JSON: what the inbound side "
+				 "understands";
 const char cmd_parse_help[] =
-	"Parses FILE.eml as the milter would (MIME, charsets, quotes,\n"
+	"Parses FILE (one mail) as the milter would (MIME, charsets, quotes,\n"
 	"trailers, NAK, inline comments) and prints one JSON object:\n"
 	"message_id, in_reply_to, from, subject, kind, target, trailers,\n"
 	"own_trailers, nak, inline, comment, auth.  The format is a stable\n"

@@ -1,5 +1,5 @@
 /*
- * cmd_parse - `patchbridge parse FILE.eml [--patch PARENT.eml]`.
+ * cmd_parse - `patchbridge parse [--patch PARENT.eml] FILE.eml`.
  *
  * Offline: one mail in, one JSON object out (the stable schema of
  * DESIGN.md, "patchbridge parse output"), printed by core/review.c.
