@@ -126,6 +126,22 @@ static const char *const migrations[] = {
 	" updated INTEGER NOT NULL,"
 	" PRIMARY KEY (message_id, action_index));"
 	"PRAGMA user_version = 2;",
+
+	/* 3: the outbound mail queue - bytes and envelope until accepted. */
+	"CREATE TABLE outmail ("
+	" message_id TEXT PRIMARY KEY NOT NULL"
+	"  REFERENCES thread_map (message_id),"
+	" envelope_from TEXT NOT NULL,"
+	" recipients TEXT NOT NULL,"
+	" message BLOB NOT NULL,"
+	" state TEXT NOT NULL CHECK (state IN ('queued', 'deferred',"
+	"  'failed')),"
+	" attempts INTEGER NOT NULL CHECK (attempts >= 0),"
+	" next_attempt INTEGER NOT NULL,"
+	" last_error TEXT,"
+	" created INTEGER NOT NULL,"
+	" updated INTEGER NOT NULL);"
+	"PRAGMA user_version = 3;",
 };
 
 #define SCHEMA_LATEST ((int)ARRAY_SIZE(migrations))
@@ -195,6 +211,34 @@ enum {
 	IC_UPDATED,
 };
 
+/* The queue joined with the thread map; ?9 selects the message. */
+#define OUT_SELECT                                                    \
+	"SELECT o.message_id, t.project, t.iid, t.revision, t.patch," \
+	" o.envelope_from, o.recipients, o.message, o.state,"         \
+	" o.attempts, o.next_attempt, o.last_error, o.created,"       \
+	" o.updated FROM outmail o JOIN thread_map t USING (message_id)"
+#define OUT_SELECT_NO_MESSAGE                                         \
+	"SELECT o.message_id, t.project, t.iid, t.revision, t.patch," \
+	" o.envelope_from, o.recipients, NULL, o.state,"              \
+	" o.attempts, o.next_attempt, o.last_error, o.created,"       \
+	" o.updated FROM outmail o JOIN thread_map t USING (message_id)"
+enum {
+	OC_MSGID,
+	OC_PROJECT,
+	OC_IID,
+	OC_REVISION,
+	OC_PATCH,
+	OC_FROM,
+	OC_RCPTS,
+	OC_MESSAGE,
+	OC_STATE,
+	OC_ATTEMPTS,
+	OC_NEXT,
+	OC_ERROR,
+	OC_CREATED,
+	OC_UPDATED,
+};
+
 #define ACT_COLS                                                  \
 	"message_id, action_index, kind, marker, state, note_id," \
 	" discussion_id, attempts, last_error, created, updated"
@@ -247,6 +291,18 @@ enum stmt_id {
 	S_ACT_LIST,
 	S_CURSOR_GET,
 	S_CURSOR_SET,
+	S_REV_LIST,
+	S_REV_LIST_ALL,
+	S_OUT_PUT,
+	S_OUT_EXISTS,
+	S_OUT_GET,
+	S_OUT_LIST,
+	S_OUT_DEFER,
+	S_OUT_FAIL,
+	S_OUT_REQUEUE,
+	S_OUT_DELETE,
+	S_OUT_LEFT,
+	S_OUT_REV_SENT,
 	S_NR
 };
 
@@ -353,6 +409,53 @@ static const char *const stmt_sql[S_NR] = {
 			 " VALUES (?1, ?2, ?3) ON CONFLICT (name)"
 			 " DO UPDATE SET value = excluded.value,"
 			 " updated = excluded.updated",
+
+	[S_REV_LIST] = "SELECT " REV_COLS " FROM revisions WHERE project = ?1"
+		       " ORDER BY iid, revision LIMIT ?2",
+	[S_REV_LIST_ALL] = "SELECT " REV_COLS " FROM revisions"
+			   " ORDER BY project, iid, revision LIMIT ?1",
+
+	/* Only for a thread-map row that exists (and is ours to send). */
+	[S_OUT_PUT] = "INSERT INTO outmail (message_id, envelope_from,"
+		      " recipients, message, state, attempts, next_attempt,"
+		      " last_error, created, updated)"
+		      " SELECT ?1, ?2, ?3, ?4, 'queued', 0, 0, NULL, ?5, ?5"
+		      " FROM thread_map WHERE message_id = ?1"
+		      " ON CONFLICT (message_id) DO NOTHING",
+	[S_OUT_EXISTS] = "SELECT EXISTS (SELECT 1 FROM outmail"
+			 " WHERE message_id = ?1),"
+			 " EXISTS (SELECT 1 FROM thread_map"
+			 " WHERE message_id = ?1)",
+	[S_OUT_GET] = OUT_SELECT " WHERE o.message_id = ?1",
+	[S_OUT_LIST] = OUT_SELECT_NO_MESSAGE
+	" WHERE (?1 IS NULL OR t.project = ?1)"
+	" AND (?2 = 0 OR t.iid = ?2)"
+	" ORDER BY t.project, t.iid, t.revision, t.patch,"
+	" o.created LIMIT ?3",
+	[S_OUT_DEFER] = "UPDATE outmail SET state = 'deferred',"
+			" attempts = attempts + 1, next_attempt = ?2,"
+			" last_error = ?3, updated = ?4"
+			" WHERE message_id = ?1",
+	[S_OUT_FAIL] = "UPDATE outmail SET state = 'failed',"
+		       " attempts = attempts + 1, last_error = ?2,"
+		       " updated = ?3 WHERE message_id = ?1",
+	[S_OUT_REQUEUE] = "UPDATE outmail SET state = 'queued',"
+			  " next_attempt = 0, updated = ?3"
+			  " WHERE state = 'failed' AND message_id IN"
+			  " (SELECT message_id FROM thread_map"
+			  "  WHERE project = ?1 AND iid = ?2)",
+	[S_OUT_DELETE] = "DELETE FROM outmail WHERE message_id = ?1",
+	/* Mails of the same revision still queued. */
+	[S_OUT_LEFT] = "SELECT COUNT(*) FROM outmail o"
+		       " JOIN thread_map t USING (message_id)"
+		       " WHERE (t.project, t.iid, t.revision) ="
+		       " (SELECT project, iid, revision FROM thread_map"
+		       "  WHERE message_id = ?1)",
+	[S_OUT_REV_SENT] = "UPDATE revisions SET state = 'sent', sent = ?2"
+			   " WHERE state = 'sending'"
+			   " AND (project, iid, revision) ="
+			   " (SELECT project, iid, revision FROM thread_map"
+			   "  WHERE message_id = ?1)",
 };
 
 struct store {
@@ -387,6 +490,12 @@ static const char *const inbound_state_names[] = {
 	[STORE_INBOUND_IGNORED] = "ignored",
 	[STORE_INBOUND_FAILED] = "failed",
 	[STORE_INBOUND_DEAD] = "dead",
+};
+
+static const char *const outmail_state_names[] = {
+	[STORE_OUTMAIL_QUEUED] = "queued",
+	[STORE_OUTMAIL_DEFERRED] = "deferred",
+	[STORE_OUTMAIL_FAILED] = "failed",
 };
 
 static const char *const action_state_names[] = {
@@ -2130,5 +2239,373 @@ int store_cursor_set(struct store *st, const char *name, const char *value)
 	q_int(&q, 3, now());
 	rc = q_exec(&q);
 	q_end(&q);
+	return rc;
+}
+
+/* Revision listing. */
+
+void store_revision_list_release(struct store_revision_list *list)
+{
+	size_t i;
+
+	for (i = 0; i < list->nr; i++)
+		store_revision_release(&list->items[i]);
+	free(list->items);
+	list->items = NULL;
+	list->nr = list->alloc = 0;
+}
+
+static int64_t list_limit(size_t limit)
+{
+	return limit && limit < STORE_LIST_MAX ? (int64_t)limit :
+						 STORE_LIST_MAX;
+}
+
+int store_revision_list(struct store_revision_list *out, struct store *st,
+			const char *project, size_t limit)
+{
+	struct query q;
+	int rc;
+
+	if (project) {
+		rc = check_str("project", project, STORE_PROJECT_MAX, 1);
+		if (rc)
+			return rc;
+		rc = q_start(&q, st, S_REV_LIST, "list revisions");
+		if (rc)
+			return rc;
+		q_text(&q, 1, project);
+		q_int(&q, 2, list_limit(limit));
+	} else {
+		rc = q_start(&q, st, S_REV_LIST_ALL, "list revisions");
+		if (rc)
+			return rc;
+		q_int(&q, 1, list_limit(limit));
+	}
+	while ((rc = q_step(&q)) == 1) {
+		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
+		store_revision_init(&out->items[out->nr]);
+		rc = revision_from_row(&out->items[out->nr], &q);
+		if (rc)
+			break;
+		out->nr++;
+	}
+	q_end(&q);
+	return rc;
+}
+
+/* Outbound mail queue. */
+
+void store_outmail_init(struct store_outmail *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+void store_outmail_release(struct store_outmail *m)
+{
+	free((char *)m->message_id);
+	free((char *)m->project);
+	free((char *)m->envelope_from);
+	free((char *)m->recipients);
+	free((char *)m->message);
+	free((char *)m->last_error);
+	store_outmail_init(m);
+}
+
+const char *store_outmail_state_name(enum store_outmail_state state)
+{
+	if ((size_t)state >= ARRAY_SIZE(outmail_state_names))
+		return "unknown";
+	return outmail_state_names[state];
+}
+
+void store_outmail_list_release(struct store_outmail_list *list)
+{
+	size_t i;
+
+	for (i = 0; i < list->nr; i++)
+		store_outmail_release(&list->items[i]);
+	free(list->items);
+	list->items = NULL;
+	list->nr = list->alloc = 0;
+}
+
+static int outmail_from_row(struct store_outmail *m, struct query *q)
+{
+	sqlite3_stmt *s = q->stmt;
+	const void *msg;
+	int state;
+
+	state = col_enum(q, OC_STATE, outmail_state_names,
+			 ARRAY_SIZE(outmail_state_names));
+	if (state < 0)
+		return state;
+	store_outmail_release(m);
+	m->message_id = col_str(s, OC_MSGID);
+	m->project = col_str(s, OC_PROJECT);
+	m->iid = col_int(s, OC_IID);
+	m->revision = (int)col_int(s, OC_REVISION);
+	m->patch = (int)col_int(s, OC_PATCH);
+	m->envelope_from = col_str(s, OC_FROM);
+	m->recipients = col_str(s, OC_RCPTS);
+	msg = sqlite3_column_blob(s, OC_MESSAGE);
+	if (msg || sqlite3_column_type(s, OC_MESSAGE) == SQLITE_BLOB) {
+		char *copy;
+
+		m->message_len = (size_t)sqlite3_column_bytes(s, OC_MESSAGE);
+		copy = xmalloc(m->message_len + 1);
+		if (m->message_len)
+			memcpy(copy, msg, m->message_len);
+		copy[m->message_len] = '\0';
+		m->message = copy;
+	}
+	m->state = (enum store_outmail_state)state;
+	m->attempts = (int)col_int(s, OC_ATTEMPTS);
+	m->next_attempt = col_int(s, OC_NEXT);
+	m->last_error = col_str(s, OC_ERROR);
+	m->created = col_int(s, OC_CREATED);
+	m->updated = col_int(s, OC_UPDATED);
+	return 0;
+}
+
+static int outmail_missing(const char *message_id)
+{
+	char qb[PB_LOG_QUOTE_MAX];
+
+	return err_set(PB_ENOTFOUND, "state db: mail <%s> is not queued",
+		       quote(qb, sizeof(qb), message_id));
+}
+
+int store_outmail_put(struct store *st, const struct store_outmail *m)
+{
+	char qb[PB_LOG_QUOTE_MAX];
+	struct query q;
+	int rc, queued = 0, mapped = 0;
+
+	if ((rc = check_str("Message-ID", m->message_id, STORE_MSGID_MAX, 1)) ||
+	    (rc = check_str("envelope sender", m->envelope_from,
+			    STORE_MSGID_MAX, 1)) ||
+	    (rc = check_str("recipients", m->recipients, STORE_DIFF_MAX, 1)))
+		return rc;
+	if (!m->message || !m->message_len || m->message_len > STORE_DIFF_MAX)
+		return err_set(PB_EINVAL, "state db: bad message (%zu bytes)",
+			       m->message_len);
+	rc = q_start(&q, st, S_OUT_PUT, "queue mail");
+	if (rc)
+		return rc;
+	q_text(&q, 1, m->message_id);
+	q_text(&q, 2, m->envelope_from);
+	q_text(&q, 3, m->recipients);
+	q_bound(&q, sqlite3_bind_blob64(q.stmt, 4, m->message, m->message_len,
+					SQLITE_STATIC));
+	q_int(&q, 5, now());
+	rc = q_exec(&q);
+	if (!rc && sqlite3_changes(st->db) == 1) {
+		q_end(&q);
+		return 0;
+	}
+	q_end(&q);
+	if (rc)
+		return rc;
+	/* Nothing inserted: queued already, or no thread-map row. */
+	rc = q_start(&q, st, S_OUT_EXISTS, "queue mail");
+	if (rc)
+		return rc;
+	q_text(&q, 1, m->message_id);
+	rc = q_step(&q);
+	if (rc == 1) {
+		queued = sqlite3_column_int(q.stmt, 0);
+		mapped = sqlite3_column_int(q.stmt, 1);
+		rc = 0;
+	}
+	q_end(&q);
+	if (rc)
+		return rc;
+	if (queued)
+		return err_set(PB_EEXISTS,
+			       "state db: mail <%s> is queued "
+			       "already",
+			       quote(qb, sizeof(qb), m->message_id));
+	if (!mapped)
+		return err_set(PB_ENOTFOUND,
+			       "state db: mail <%s> is not in the thread map",
+			       quote(qb, sizeof(qb), m->message_id));
+	return err_set(PB_ERROR, "state db: mail <%s> was not queued",
+		       quote(qb, sizeof(qb), m->message_id));
+}
+
+int store_outmail_get(struct store_outmail *out, struct store *st,
+		      const char *message_id)
+{
+	struct query q;
+	int rc;
+
+	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_OUT_GET, "get queued mail");
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	rc = q_step(&q);
+	if (rc == 1)
+		rc = outmail_from_row(out, &q);
+	else if (rc == 0)
+		rc = outmail_missing(message_id);
+	q_end(&q);
+	return rc;
+}
+
+int store_outmail_list(struct store_outmail_list *out, struct store *st,
+		       const char *project, int64_t iid, size_t limit)
+{
+	struct query q;
+	int rc;
+
+	if (project) {
+		rc = check_str("project", project, STORE_PROJECT_MAX, 1);
+		if (rc)
+			return rc;
+	}
+	if (iid < 0 || (iid && !project))
+		return err_set(PB_EINVAL, "state db: bad MR iid %lld",
+			       (long long)iid);
+	rc = q_start(&q, st, S_OUT_LIST, "list queued mails");
+	if (rc)
+		return rc;
+	q_text(&q, 1, project);
+	q_int(&q, 2, iid);
+	q_int(&q, 3, list_limit(limit));
+	while ((rc = q_step(&q)) == 1) {
+		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
+		store_outmail_init(&out->items[out->nr]);
+		rc = outmail_from_row(&out->items[out->nr], &q);
+		if (rc)
+			break;
+		out->nr++;
+	}
+	q_end(&q);
+	return rc;
+}
+
+/* Run an update keyed by Message-ID; PB_ENOTFOUND when nothing changed. */
+static int outmail_update(struct query *q, const char *message_id)
+{
+	int rc = q_exec(q);
+
+	if (!rc && sqlite3_changes(q->st->db) == 0)
+		rc = outmail_missing(message_id);
+	q_end(q);
+	return rc;
+}
+
+int store_outmail_defer(struct store *st, const char *message_id,
+			int64_t next_attempt, const char *error)
+{
+	struct query q;
+	int rc;
+
+	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_OUT_DEFER, "defer mail");
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	q_int(&q, 2, next_attempt);
+	q_error(&q, 3, error);
+	q_int(&q, 4, now());
+	return outmail_update(&q, message_id);
+}
+
+int store_outmail_fail(struct store *st, const char *message_id,
+		       const char *error)
+{
+	struct query q;
+	int rc;
+
+	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_OUT_FAIL, "fail mail");
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	q_error(&q, 2, error);
+	q_int(&q, 3, now());
+	return outmail_update(&q, message_id);
+}
+
+int store_outmail_requeue(int *count, struct store *st, const char *project,
+			  int64_t iid)
+{
+	struct query q;
+	int rc;
+
+	*count = 0;
+	rc = check_mr(project, iid);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_OUT_REQUEUE, "requeue failed mails");
+	if (rc)
+		return rc;
+	q_text(&q, 1, project);
+	q_int(&q, 2, iid);
+	q_int(&q, 3, now());
+	rc = q_exec(&q);
+	if (!rc)
+		*count = sqlite3_changes(st->db);
+	q_end(&q);
+	return rc;
+}
+
+int store_outmail_sent(int *revision_done, struct store *st,
+		       const char *message_id)
+{
+	struct query q;
+	int rc, nested, left = -1;
+
+	*revision_done = 0;
+	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	if (rc)
+		return rc;
+	rc = unit_begin(st, &nested);
+	if (rc)
+		return rc;
+	rc = store_mail_mark_sent(st, message_id);
+	if (rc)
+		goto out;
+	rc = q_start(&q, st, S_OUT_DELETE, "dequeue mail");
+	if (rc)
+		goto out;
+	q_text(&q, 1, message_id);
+	rc = outmail_update(&q, message_id);
+	if (rc)
+		goto out;
+	rc = q_start(&q, st, S_OUT_LEFT, "dequeue mail");
+	if (rc)
+		goto out;
+	q_text(&q, 1, message_id);
+	rc = q_step(&q);
+	if (rc == 1) {
+		left = sqlite3_column_int(q.stmt, 0);
+		rc = 0;
+	}
+	q_end(&q);
+	if (rc || left != 0)
+		goto out;
+	rc = q_start(&q, st, S_OUT_REV_SENT, "mark revision sent");
+	if (rc)
+		goto out;
+	q_text(&q, 1, message_id);
+	q_int(&q, 2, now());
+	rc = q_exec(&q);
+	if (!rc)
+		*revision_done = sqlite3_changes(st->db) > 0;
+	q_end(&q);
+out:
+	rc = unit_end(st, nested, !rc, rc);
+	if (rc)
+		*revision_done = 0;
 	return rc;
 }

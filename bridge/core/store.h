@@ -398,4 +398,105 @@ int store_action_list(struct store_action_list *out, struct store *st,
 int store_cursor_get(struct buf *out, struct store *st, const char *name);
 int store_cursor_set(struct store *st, const char *name, const char *value);
 
+/*
+ * Revisions of a project (all of them when project is NULL), by project,
+ * MR and revision, at most limit (0: STORE_LIST_MAX); appended to out.
+ */
+struct store_revision_list {
+	struct store_revision *items;
+	size_t nr;
+	size_t alloc;
+};
+
+void store_revision_list_release(struct store_revision_list *list);
+int store_revision_list(struct store_revision_list *out, struct store *st,
+			const char *project, size_t limit);
+
+/*
+ * Outbound mail queue (schema 3): the exact bytes of a series mail and
+ * its envelope, kept from before the first delivery attempt until the MTA
+ * accepts it (the Postfix queue-file discipline).  A mail is put here in
+ * the same transaction as its thread-map row (store_mail_put(), state
+ * pending), so after a crash the daemon resends the stored bytes and
+ * never has to render a mail again: a resumed mail is byte-identical.
+ *
+ *   queued --temporary failure--> deferred --due again--> (attempt)
+ *      |                              |
+ *      +--------rejected--------------+--> failed (needs an operator)
+ *      +--accepted: row deleted, thread map sent, revision sent when it
+ *                   was the revision's last queued mail
+ */
+enum store_outmail_state {
+	STORE_OUTMAIL_QUEUED, /* not tried yet */
+	STORE_OUTMAIL_DEFERRED, /* failed temporarily; due at next_attempt */
+	STORE_OUTMAIL_FAILED, /* refused for good; kept for status */
+};
+
+struct store_outmail {
+	const char *message_id; /* the thread-map row it belongs to */
+	/* From the thread map (filled by get/list, ignored by put). */
+	const char *project;
+	int64_t iid;
+	int revision;
+	int patch;
+	const char *envelope_from;
+	const char *recipients; /* envelope recipients, one per line */
+	/* The message; get fills it, list leaves it NULL. */
+	const char *message;
+	size_t message_len;
+	enum store_outmail_state state;
+	int attempts; /* delivery attempts that failed */
+	int64_t next_attempt; /* due time (deferred); 0 = now */
+	const char *last_error; /* why the last attempt failed */
+	int64_t created;
+	int64_t updated;
+};
+
+void store_outmail_init(struct store_outmail *m);
+void store_outmail_release(struct store_outmail *m);
+const char *store_outmail_state_name(enum store_outmail_state state);
+
+struct store_outmail_list {
+	struct store_outmail *items;
+	size_t nr;
+	size_t alloc;
+};
+
+void store_outmail_list_release(struct store_outmail_list *list);
+
+/*
+ * Queue a mail (m->state, attempts, times and the thread-map fields are
+ * ignored): the thread map must hold m->message_id already, PB_ENOTFOUND
+ * otherwise.  PB_EEXISTS, changing nothing, when it is queued already.
+ */
+int store_outmail_put(struct store *st, const struct store_outmail *m);
+/* One queued mail, with its message. */
+int store_outmail_get(struct store_outmail *out, struct store *st,
+		      const char *message_id);
+/*
+ * Queued mails without their messages, by project, MR, revision and
+ * patch: of one MR (iid > 0), of a project (iid 0), or all (project
+ * NULL); at most limit (0: STORE_LIST_MAX).  Appended to out.
+ */
+int store_outmail_list(struct store_outmail_list *out, struct store *st,
+		       const char *project, int64_t iid, size_t limit);
+/* A temporary failure: count it, keep the error, due at next_attempt. */
+int store_outmail_defer(struct store *st, const char *message_id,
+			int64_t next_attempt, const char *error);
+/* A permanent failure: count it, keep the error, never retried alone. */
+int store_outmail_fail(struct store *st, const char *message_id,
+		       const char *error);
+/* Every failed mail of an MR back to queued (an operator's retry);
+ * *count gets how many. */
+int store_outmail_requeue(int *count, struct store *st, const char *project,
+			  int64_t iid);
+/*
+ * The MTA accepted the mail: in one transaction, mark its thread-map row
+ * sent, drop it from the queue and, when no mail of its revision is left
+ * in the queue, mark the revision sent (*revision_done = 1, else 0).
+ * PB_ENOTFOUND when it is not queued.
+ */
+int store_outmail_sent(int *revision_done, struct store *st,
+		       const char *message_id);
+
 #endif
