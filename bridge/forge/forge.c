@@ -181,6 +181,14 @@ int forge_find_user_by_email(struct forge_user *out, struct forge *f,
 	return f->ops->find_user_by_email(out, f, email);
 }
 
+int forge_get_user(struct forge_user *out, struct forge *f, int64_t id)
+{
+	memset(out, 0, sizeof(*out));
+	if (!f->ops->get_user)
+		return NOT_SUPPORTED(f, "look up users");
+	return f->ops->get_user(out, f, id);
+}
+
 int forge_position_set_line(struct forge_position *p, enum forge_line_kind k,
 			    int64_t old_line, int64_t new_line)
 {
@@ -226,6 +234,8 @@ void forge_user_release(struct forge_user *u)
 
 void forge_mr_release(struct forge_mr *mr)
 {
+	size_t i;
+
 	free(mr->title);
 	free(mr->description);
 	free(mr->state);
@@ -238,6 +248,9 @@ void forge_mr_release(struct forge_mr *mr)
 	free(mr->web_url);
 	strlist_release(&mr->labels);
 	forge_user_release(&mr->author);
+	for (i = 0; i < mr->nr_reviewers; i++)
+		forge_user_release(&mr->reviewers[i]);
+	free(mr->reviewers);
 	free(mr->base_sha);
 	free(mr->start_sha);
 	free(mr->head_sha);

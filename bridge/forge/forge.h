@@ -73,6 +73,9 @@ struct forge_mr {
 	int draft;
 	struct strlist labels;
 	struct forge_user author;
+	/* Assigned reviewers, as the MR shows them (no emails). */
+	struct forge_user *reviewers;
+	size_t nr_reviewers;
 	/* Details only (NULL in listings, and while the MR is preparing). */
 	char *base_sha;
 	char *start_sha;
@@ -301,6 +304,7 @@ struct forge_ops {
 			     const struct strlist *remove);
 	int (*find_user_by_email)(struct forge_user *out, struct forge *f,
 				  const char *email);
+	int (*get_user)(struct forge_user *out, struct forge *f, int64_t id);
 };
 
 struct forge {
@@ -418,6 +422,11 @@ int forge_update_labels(struct forge *f, const char *project, int64_t iid,
  * ignored).  PB_ENOTFOUND when no visible address matches. */
 int forge_find_user_by_email(struct forge_user *out, struct forge *f,
 			     const char *email);
+
+/* One user by numeric id, with what the token may see of it (the public
+ * email, for anyone; the private one for an admin).  PB_ENOTFOUND when
+ * there is no such user. */
+int forge_get_user(struct forge_user *out, struct forge *f, int64_t id);
 
 /* Release functions: free what the struct owns, leave it zeroed. */
 void forge_user_release(struct forge_user *u);

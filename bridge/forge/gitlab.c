@@ -644,6 +644,30 @@ static int strings_from_json(struct strlist *l, const struct json_value *obj,
 	return 0;
 }
 
+/* "reviewers": [{user}, ...]; missing or null is none. */
+static int reviewers_from_json(struct forge_mr *mr, const struct json_value *v)
+{
+	const struct json_value *arr, *item;
+	size_t i, n;
+	int rc;
+
+	rc = json_get_array_opt(&arr, v, "reviewers");
+	if (rc < 0 || !arr)
+		return rc;
+	n = json_array_len(arr);
+	if (!n)
+		return 0;
+	mr->reviewers = xcalloc(n, sizeof(*mr->reviewers));
+	for (i = 0; i < n; i++) {
+		item = json_array_at(arr, i);
+		if ((rc = json_expect(item, JSON_OBJECT, "reviewer")) < 0 ||
+		    (rc = user_from_json(&mr->reviewers[i], item)) < 0)
+			return rc;
+		mr->nr_reviewers++;
+	}
+	return 0;
+}
+
 static int mr_from_json(struct forge_mr *mr, const struct json_value *v)
 {
 	const struct json_value *o;
@@ -683,6 +707,8 @@ static int mr_from_json(struct forge_mr *mr, const struct json_value *v)
 	}
 	if ((rc = json_get_obj_opt(&o, v, "author")) < 0 ||
 	    (o && (rc = user_from_json(&mr->author, o)) < 0))
+		goto fail;
+	if ((rc = reviewers_from_json(mr, v)) < 0)
 		goto fail;
 	if ((rc = json_get_obj_opt(&o, v, "diff_refs")) < 0)
 		goto fail;
@@ -2095,6 +2121,31 @@ out:
 	return rc;
 }
 
+static int gl_get_user(struct forge_user *out, struct forge *f, int64_t id)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct gl_call c;
+	int rc;
+
+	call_init(&c, gl);
+	if (id <= 0) {
+		rc = err_set(PB_EINVAL, "bad user id %lld", (long long)id);
+		goto out;
+	}
+	if (buf_addf(&u, "%s/users/%lld", gl->api, (long long)id) < 0) {
+		rc = url_fail();
+		goto out;
+	}
+	if ((rc = call_get_object(gl, &c, u.data)) < 0)
+		goto out;
+	rc = CONVERT(&c, user_from_json, out);
+out:
+	call_release(&c);
+	buf_release(&u);
+	return rc;
+}
+
 static const struct forge_ops gitlab_ops = {
 	.name = "gitlab",
 	.free = gl_free,
@@ -2115,6 +2166,7 @@ static const struct forge_ops gitlab_ops = {
 	.get_approvals = gl_get_approvals,
 	.update_labels = gl_update_labels,
 	.find_user_by_email = gl_find_user_by_email,
+	.get_user = gl_get_user,
 };
 
 /* "https://host:port/prefix" → "https://host:port" */
