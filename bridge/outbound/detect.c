@@ -1,0 +1,238 @@
+#include "outbound/detect.h"
+
+#include "core/config.h"
+#include "core/store.h"
+#include "forge/forge.h"
+#include "outbound/workq.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/limits.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct hold {
+	char *project;
+	int64_t iid;
+	int64_t updated_ms;
+};
+
+struct watch {
+	const struct config_project *proj;
+	struct forge_mr_cursor cursor;
+	int loaded; /* the stored watermark was read */
+};
+
+struct detect {
+	const struct config *cfg;
+	struct store *store;
+	struct forge *forge;
+	struct watch *watches; /* one per configured project */
+	size_t nr;
+	struct hold *holds;
+	size_t nr_holds, alloc_holds;
+};
+
+int detect_new(struct detect **out, const struct config *cfg, struct store *st,
+	       struct forge *f)
+{
+	struct detect *d = xcalloc(1, sizeof(*d));
+	size_t i;
+
+	d->cfg = cfg;
+	d->store = st;
+	d->forge = f;
+	d->nr = config_project_count(cfg);
+	d->watches = xcalloc(d->nr ? d->nr : 1, sizeof(*d->watches));
+	for (i = 0; i < d->nr; i++) {
+		d->watches[i].proj = config_project_at(cfg, i);
+		forge_mr_cursor_init(&d->watches[i].cursor);
+	}
+	*out = d;
+	return 0;
+}
+
+void detect_free(struct detect *d)
+{
+	size_t i;
+
+	if (!d)
+		return;
+	for (i = 0; i < d->nr; i++)
+		forge_mr_cursor_release(&d->watches[i].cursor);
+	for (i = 0; i < d->nr_holds; i++)
+		free(d->holds[i].project);
+	free(d->holds);
+	free(d->watches);
+	free(d);
+}
+
+void detect_hold(struct detect *d, const char *project, int64_t iid,
+		 int64_t updated_ms)
+{
+	size_t i;
+
+	if (updated_ms <= 0)
+		return;
+	for (i = 0; i < d->nr_holds; i++) {
+		struct hold *h = &d->holds[i];
+
+		if (h->iid == iid && !strcmp(h->project, project)) {
+			if (updated_ms < h->updated_ms)
+				h->updated_ms = updated_ms;
+			return;
+		}
+	}
+	ALLOC_GROW(d->holds, d->nr_holds + 1, d->alloc_holds);
+	d->holds[d->nr_holds].project = xstrdup(project);
+	d->holds[d->nr_holds].iid = iid;
+	d->holds[d->nr_holds].updated_ms = updated_ms;
+	d->nr_holds++;
+}
+
+void detect_release(struct detect *d, const char *project, int64_t iid)
+{
+	size_t i;
+
+	for (i = 0; i < d->nr_holds; i++) {
+		struct hold *h = &d->holds[i];
+
+		if (h->iid == iid && !strcmp(h->project, project)) {
+			free(h->project);
+			d->holds[i] = d->holds[--d->nr_holds];
+			return;
+		}
+	}
+}
+
+static void cursor_name(char *out, size_t size, const char *prefix,
+			const char *project)
+{
+	snprintf(out, size, "%s%s", prefix, project);
+}
+
+/* Read the stored watermark once. */
+static void load_watermark(struct detect *d, struct watch *w)
+{
+	const char *project = config_project_name(w->proj);
+	char name[STORE_CURSOR_NAME_MAX + 1];
+	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	int64_t ms;
+	int rc;
+
+	if (w->loaded)
+		return;
+	cursor_name(name, sizeof(name), DETECT_CURSOR_PREFIX, project);
+	rc = store_cursor_get(&v, d->store, name);
+	if (!rc && v.len && !forge_time_parse(&ms, v.data))
+		w->cursor.watermark_ms = ms;
+	else if (rc && rc != PB_ENOTFOUND)
+		log_warn("poll: cannot read the watermark: %s", err_msg());
+	w->loaded = !rc || rc == PB_ENOTFOUND;
+	buf_release(&v);
+}
+
+static void set_cursor(struct detect *d, const char *prefix,
+		       const char *project, const char *value)
+{
+	char name[STORE_CURSOR_NAME_MAX + 1];
+	char cut[STORE_CURSOR_VALUE_MAX + 1];
+
+	cursor_name(name, sizeof(name), prefix, project);
+	snprintf(cut, sizeof(cut), "%s", value);
+	if (store_cursor_set(d->store, name, cut))
+		log_warn("poll: cannot record %s: %s", name, err_msg());
+}
+
+static void save(struct detect *d, struct watch *w)
+{
+	const char *project = config_project_name(w->proj);
+	struct buf t = BUF_INIT(64);
+	int64_t mark = w->cursor.watermark_ms;
+	size_t i;
+
+	for (i = 0; i < d->nr_holds; i++)
+		if (!strcmp(d->holds[i].project, project) &&
+		    d->holds[i].updated_ms <= mark)
+			mark = d->holds[i].updated_ms - 1;
+	if (mark > 0 && !forge_time_format(&t, mark))
+		set_cursor(d, DETECT_CURSOR_PREFIX, project, t.data);
+	buf_reset(&t);
+	if (!forge_time_format(&t, (int64_t)time(NULL) * 1000))
+		set_cursor(d, DETECT_TIME_PREFIX, project, t.data);
+	set_cursor(d, DETECT_ERROR_PREFIX, project, "");
+	buf_release(&t);
+}
+
+struct poll_walk {
+	struct detect *d;
+	struct watch *w;
+	struct workq *q;
+	size_t queued;
+};
+
+static int mr_found(const struct forge_mr *mr, void *arg)
+{
+	struct poll_walk *pw = arg;
+	const char *project = config_project_name(pw->w->proj);
+	int rc;
+
+	if (mr->draft &&
+	    config_project_bool(pw->w->proj, CFG_OUTBOUND_SKIP_DRAFTS)) {
+		log_info("poll: !%lld is a draft: skipped (skip_drafts)",
+			 (long long)mr->iid);
+		return 0;
+	}
+	rc = workq_push(pw->q, project, mr->iid, mr->updated_ms, "poll");
+	if (rc == PB_ELIMIT) {
+		log_warn("poll: %s; the rest comes with the next poll",
+			 err_msg());
+		return rc;
+	}
+	if (!rc)
+		pw->queued++;
+	return 0;
+}
+
+int detect_poll(struct detect *d, struct workq *q, size_t *queued)
+{
+	struct forge_mr_query fq;
+	size_t i;
+	int rc, first = 0;
+
+	if (queued)
+		*queued = 0;
+	memset(&fq, 0, sizeof(fq));
+	fq.state = "opened";
+	fq.overlap_ms = config_duration_ms(d->cfg, CFG_OUTBOUND_POLL_OVERLAP);
+	for (i = 0; i < d->nr; i++) {
+		struct watch *w = &d->watches[i];
+		const char *project = config_project_name(w->proj);
+		struct poll_walk pw = { d, w, q, 0 };
+
+		if (!config_project_bool(w->proj, CFG_PROJECT_ENABLED))
+			continue;
+		log_ctx_set(project);
+		load_watermark(d, w);
+		rc = forge_list_mrs(d->forge, project, &w->cursor, &fq,
+				    mr_found, &pw);
+		if (rc) {
+			log_warn("poll failed: %s", err_msg());
+			set_cursor(d, DETECT_ERROR_PREFIX, project, err_msg());
+			if (!first)
+				first = rc;
+		} else {
+			save(d, w);
+			log_debug("poll: %zu merge request(s) to look at",
+				  pw.queued);
+		}
+		if (queued)
+			*queued += pw.queued;
+	}
+	log_ctx_clear();
+	return first;
+}

@@ -1,0 +1,57 @@
+/*
+ * detect - find merge requests that may have a new revision, by polling.
+ *
+ * Every enabled [project] is asked for the MRs updated since its
+ * watermark (forge_list_mrs(): updated_after = watermark - poll_overlap,
+ * pagination, the overlap de-duplicated), open ones only.  Each MR found
+ * goes on the work queue (workq.h), where webhook deliveries land too;
+ * outbound_mr() then decides whether its current version is new.  Drafts
+ * are left out here already when skip_drafts is set (one log line each).
+ *
+ * The watermark survives restarts in the state store, as the cursor
+ * "poll:PROJECT" (ISO 8601).  It moves on only after a listing that
+ * worked, and never past an MR the daemon still has to look at again:
+ * detect_hold() keeps the stored watermark at or before that MR's
+ * updated_at until detect_release(), so a restart lists it again.  For
+ * `patchbridge status` the cursors "poll-time:PROJECT" (when the last
+ * listing worked) and "poll-error:PROJECT" (why the last one failed, ""
+ * after a success) are kept too.
+ *
+ * Ownership: detect_new() borrows cfg, store and forge (they must outlive
+ * it).  Threads: the thread that owns the store and forge handles.
+ * Errors: detect_poll() logs and records each project's failure and goes
+ * on with the next; it returns the first failure's code (PB_ETEMP when
+ * the forge was unreachable), 0 when every project was listed.
+ */
+#ifndef PB_OUTBOUND_DETECT_H
+#define PB_OUTBOUND_DETECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct config;
+struct forge;
+struct store;
+struct workq;
+
+#define DETECT_CURSOR_PREFIX "poll:"
+#define DETECT_TIME_PREFIX "poll-time:"
+#define DETECT_ERROR_PREFIX "poll-error:"
+
+struct detect;
+
+int detect_new(struct detect **out, const struct config *cfg, struct store *st,
+	       struct forge *f);
+void detect_free(struct detect *d);
+
+/* One listing of every enabled project; *queued (may be NULL) counts the
+ * MRs put on q. */
+int detect_poll(struct detect *d, struct workq *q, size_t *queued);
+
+/* Keep project's stored watermark at or before updated_ms (> 0) until
+ * detect_release() of the same MR. */
+void detect_hold(struct detect *d, const char *project, int64_t iid,
+		 int64_t updated_ms);
+void detect_release(struct detect *d, const char *project, int64_t iid);
+
+#endif

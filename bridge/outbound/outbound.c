@@ -1,0 +1,1143 @@
+#include "outbound/outbound.h"
+
+#include "core/config.h"
+#include "core/diff.h"
+#include "core/mailhdr.h"
+#include "core/owners.h"
+#include "core/store.h"
+#include "forge/forge.h"
+#include "outbound/gitrepo.h"
+#include "outbound/mirror.h"
+#include "outbound/series.h"
+#include "outbound/submit.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/fileio.h"
+#include "util/limits.h"
+#include "util/log.h"
+#include "util/printable.h"
+#include "util/scan.h"
+#include "util/strlist.h"
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How often the revision number may change under us (another process
+ * started a revision of the same MR) before we give up for now. */
+#define OUTBOUND_START_TRIES 3
+
+struct outbound {
+	const struct config *cfg;
+	struct store *store;
+	struct forge *forge;
+	struct submit *submit;
+	char *token;
+	const volatile sig_atomic_t *stop;
+	char *mirror_root;
+	char *lock_path;
+	int lock_fd;
+	int locked; /* depth: outbound_mr() calls the delivery inside */
+};
+
+static int64_t now_s(void)
+{
+	return (int64_t)time(NULL);
+}
+
+static int stopping(const struct outbound *ob)
+{
+	return ob->stop && *ob->stop;
+}
+
+/* "group/project!12 v3" on every log line from here on. */
+static void ctx_set(const char *project, int64_t iid, int revision)
+{
+	char ctx[PB_LOG_CTX_MAX];
+
+	if (revision > 0)
+		snprintf(ctx, sizeof(ctx), "%s!%lld v%d", project,
+			 (long long)iid, revision);
+	else
+		snprintf(ctx, sizeof(ctx), "%s!%lld", project, (long long)iid);
+	log_ctx_set(ctx);
+}
+
+int64_t outbound_backoff(int attempts)
+{
+	int64_t d = OUTBOUND_RETRY_BASE;
+
+	while (--attempts > 0 && d < OUTBOUND_RETRY_MAX)
+		d *= 2;
+	return d < OUTBOUND_RETRY_MAX ? d : OUTBOUND_RETRY_MAX;
+}
+
+int outbound_parse_mr(char *project, size_t size, int64_t *iid,
+		      const char *spec)
+{
+	const char *bang = strrchr(spec, '!');
+	uint64_t n;
+	size_t len;
+
+	if (!bang || bang == spec)
+		return err_set(PB_EINVAL, "want group/project!IID");
+	len = (size_t)(bang - spec);
+	if (len >= size ||
+	    !mem_to_u64(bang + 1, strlen(bang + 1), INT64_MAX, &n) || n == 0)
+		return err_set(PB_EINVAL, "want group/project!IID");
+	memcpy(project, spec, len);
+	project[len] = '\0';
+	*iid = (int64_t)n;
+	return 0;
+}
+
+/* --- set-up ------------------------------------------------------------ */
+
+int outbound_new(struct outbound **out, const struct outbound_opts *opts)
+{
+	const char *state = config_str(opts->cfg, CFG_STATE_PATH);
+	const char *slash = strrchr(state, '/');
+	struct outbound *ob;
+
+	*out = NULL;
+	ob = xcalloc(1, sizeof(*ob));
+	ob->cfg = opts->cfg;
+	ob->store = opts->store;
+	ob->forge = opts->forge;
+	ob->submit = opts->submit;
+	ob->token = opts->token ? xstrdup(opts->token) : NULL;
+	ob->stop = opts->stop;
+	if (slash && slash != state)
+		ob->mirror_root =
+			xasprintf("%.*s/mirrors", (int)(slash - state), state);
+	else
+		ob->mirror_root = xstrdup(slash ? "/mirrors" : "mirrors");
+	ob->lock_path = xasprintf("%s.lock", state);
+	ob->lock_fd = open(ob->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (ob->lock_fd < 0) {
+		int rc = err_set_errno(err_from_errno(errno), "open %s",
+				       ob->lock_path);
+
+		outbound_free(ob);
+		return rc;
+	}
+	*out = ob;
+	return 0;
+}
+
+void outbound_free(struct outbound *ob)
+{
+	if (!ob)
+		return;
+	if (ob->lock_fd >= 0)
+		close(ob->lock_fd);
+	if (ob->token) {
+		volatile char *t = ob->token;
+
+		while (*t)
+			*t++ = '\0';
+		free(ob->token);
+	}
+	free(ob->mirror_root);
+	free(ob->lock_path);
+	free(ob);
+}
+
+static int lock(struct outbound *ob)
+{
+	if (ob->locked++)
+		return 0;
+	while (flock(ob->lock_fd, LOCK_EX) < 0) {
+		if (errno != EINTR) {
+			ob->locked = 0;
+			return err_set_errno(PB_ETEMP, "lock %s",
+					     ob->lock_path);
+		}
+	}
+	return 0;
+}
+
+static void unlock(struct outbound *ob)
+{
+	if (ob->locked && !--ob->locked)
+		flock(ob->lock_fd, LOCK_UN);
+}
+
+/* --- delivery ------------------------------------------------------------ */
+
+static void report_reason(struct outbound_report *rep, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void report_reason(struct outbound_report *rep, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(rep->reason, sizeof(rep->reason), fmt, ap);
+	va_end(ap);
+}
+
+/* Split the stored recipients (one per line) into rcpts. */
+static void split_lines(struct strlist *out, const char *s)
+{
+	const char *nl;
+
+	while (*s) {
+		nl = strchr(s, '\n');
+		if (!nl) {
+			strlist_push(out, s);
+			break;
+		}
+		if (nl > s)
+			strlist_pushn(out, s, (size_t)(nl - s));
+		s = nl + 1;
+	}
+}
+
+/* The one-line error kept for status: the MTA's reply when it gave one. */
+static void delivery_error(struct buf *out, const struct submit_result *res)
+{
+	buf_reset(out);
+	if (res->reply[0])
+		buf_addf(out, "%s: %s", submit_status_name(res->status),
+			 res->reply);
+	else
+		buf_addf(out, "%s: %s", submit_status_name(res->status),
+			 err_msg());
+}
+
+struct delivery {
+	int sent, deferred, failed;
+	int64_t next_due; /* earliest deferred due time, 0: none */
+	int blocked; /* a mail of the revision being sent is waiting */
+	int stopped; /* the stop flag was seen */
+};
+
+static void note_due(struct delivery *d, int64_t due)
+{
+	if (!d->next_due || due < d->next_due)
+		d->next_due = due;
+}
+
+/*
+ * Hand one queued mail to the MTA and record the outcome.  Returns 0
+ * whatever the MTA said (the delivery counts say it); an error only when
+ * the store failed.
+ */
+static int deliver_one(struct outbound *ob, struct delivery *d,
+		       const struct store_outmail *item)
+{
+	struct store_outmail m;
+	struct submit_result res;
+	struct strlist rcpts = STRLIST_INIT;
+	struct buf why = BUF_INIT(PB_ERRMSG_MAX);
+	int rc, srv, done = 0;
+	size_t i;
+	int64_t t, due;
+
+	store_outmail_init(&m);
+	submit_result_init(&res);
+	rc = store_outmail_get(&m, ob->store, item->message_id);
+	if (rc)
+		goto out;
+	split_lines(&rcpts, m.recipients);
+	srv = submit_send(&res, ob->submit, m.envelope_from, &rcpts, m.message,
+			  m.message_len);
+	if (!srv) {
+		rc = store_outmail_sent(&done, ob->store, m.message_id);
+		if (rc) {
+			/* Accepted but not recorded: the next run sends it
+			 * again; the same Message-ID makes that visible. */
+			log_error("mail <%s> accepted (queue id %s) but not "
+				  "recorded as sent: %s",
+				  m.message_id, res.queue_id, err_msg());
+			goto out;
+		}
+		d->sent++;
+		log_debug("accepted: mail %d (%s) <%s>%s%s", m.patch,
+			  m.patch ? "patch" : "cover", m.message_id,
+			  res.queue_id[0] ? ", queue id " : "", res.queue_id);
+		strlist_for_each (&res.refused, i)
+			log_warn("recipient refused: %s", res.refused.items[i]);
+		if (done)
+			log_notice("revision sent: all mails accepted");
+		goto out;
+	}
+	delivery_error(&why, &res);
+	t = now_s();
+	if (res.status == SUBMIT_REJECTED ||
+	    t - m.created > OUTBOUND_RETRY_LIFETIME) {
+		if (res.status != SUBMIT_REJECTED)
+			buf_addf(&why, " (gave up after %d attempts)",
+				 m.attempts + 1);
+		rc = store_outmail_fail(ob->store, m.message_id, why.data);
+		if (!rc)
+			d->failed++;
+		log_error("mail <%s> failed for good: %s", m.message_id,
+			  why.data);
+		goto out;
+	}
+	due = t + outbound_backoff(m.attempts + 1);
+	rc = store_outmail_defer(ob->store, m.message_id, due, why.data);
+	if (!rc) {
+		d->deferred++;
+		d->blocked = 1;
+		note_due(d, due);
+	}
+	log_warn("mail <%s> deferred (attempt %d, next in %llds): %s%s",
+		 m.message_id, m.attempts + 1, (long long)(due - t), why.data,
+		 res.status == SUBMIT_UNKNOWN ?
+			 "; it may have been delivered, a retry may "
+			 "duplicate it" :
+			 "");
+out:
+	submit_result_release(&res);
+	strlist_release(&rcpts);
+	buf_release(&why);
+	store_outmail_release(&m);
+	return rc;
+}
+
+/*
+ * Deliver the queued mails of one MR (iid > 0) or of everything (project
+ * NULL), in project, MR, revision, patch order.  A deferred mail that is
+ * not due (unless force) holds back the rest of its revision, and so does
+ * a temporary failure now.
+ */
+static int deliver(struct outbound *ob, struct delivery *d, const char *project,
+		   int64_t iid, int force)
+{
+	struct store_outmail_list list = { 0 };
+	const struct store_outmail *prev = NULL;
+	size_t i;
+	int rc;
+	int64_t t = now_s();
+
+	rc = store_outmail_list(&list, ob->store, project, iid, 0);
+	if (rc)
+		goto out;
+	for (i = 0; i < list.nr; i++) {
+		const struct store_outmail *m = &list.items[i];
+
+		if (!prev || prev->iid != m->iid ||
+		    prev->revision != m->revision ||
+		    strcmp(prev->project, m->project)) {
+			d->blocked = 0; /* a new revision */
+			ctx_set(m->project, m->iid, m->revision);
+		}
+		prev = m;
+		if (m->state == STORE_OUTMAIL_FAILED) {
+			d->failed++;
+			continue;
+		}
+		if (d->blocked) {
+			if (m->state == STORE_OUTMAIL_DEFERRED)
+				note_due(d, m->next_attempt);
+			d->deferred++;
+			continue;
+		}
+		if (m->state == STORE_OUTMAIL_DEFERRED && !force &&
+		    m->next_attempt > t) {
+			note_due(d, m->next_attempt);
+			d->deferred++;
+			d->blocked = 1;
+			continue;
+		}
+		if (stopping(ob)) {
+			d->stopped = 1;
+			break;
+		}
+		rc = deliver_one(ob, d, m);
+		if (rc)
+			break;
+	}
+out:
+	store_outmail_list_release(&list);
+	return rc;
+}
+
+int outbound_deliver_due(struct outbound *ob, int64_t *next_due, int *sent)
+{
+	struct delivery d;
+	int rc;
+
+	memset(&d, 0, sizeof(d));
+	*next_due = 0;
+	if (sent)
+		*sent = 0;
+	rc = lock(ob);
+	if (rc)
+		return rc;
+	rc = deliver(ob, &d, NULL, 0, 0);
+	unlock(ob);
+	log_ctx_clear();
+	*next_due = d.next_due;
+	if (sent)
+		*sent = d.sent;
+	return rc;
+}
+
+/* --- Cc ---------------------------------------------------------------- */
+
+/* Mailboxes as name + address, unique by address (ASCII case ignored). */
+struct cc_list {
+	struct strlist names;
+	struct strlist addrs;
+};
+
+static void cc_release(struct cc_list *cc)
+{
+	strlist_release(&cc->names);
+	strlist_release(&cc->addrs);
+}
+
+static void cc_add(struct cc_list *cc, const char *name, const char *addr)
+{
+	if (strlist_find_icase(&cc->addrs, addr) >= 0)
+		return;
+	strlist_push(&cc->names, name ? name : "");
+	strlist_push(&cc->addrs, addr);
+}
+
+static void cc_copy(struct cc_list *dst, const struct cc_list *src)
+{
+	size_t i;
+
+	strlist_for_each (&src->addrs, i)
+		cc_add(dst, src->names.items[i], src->addrs.items[i]);
+}
+
+/* "Name <addr>", "\"Quoted, Name\" <addr>" or "addr" (owners_route()'s
+ * output) into cc. */
+static void cc_add_mailbox(struct cc_list *cc, const char *item)
+{
+	struct buf name = BUF_INIT(OWNERS_NAME_MAX * 2);
+	const char *lt = strrchr(item, '<'), *p = item;
+	char *addr;
+	size_t n, i;
+
+	if (!lt || !strchr(lt, '>')) {
+		cc_add(cc, "", item);
+		buf_release(&name);
+		return;
+	}
+	addr = xstrndup(lt + 1, (size_t)(strchr(lt, '>') - lt - 1));
+	n = (size_t)(lt - item);
+	mem_trim(&p, &n);
+	if (n >= 2 && p[0] == '"' && p[n - 1] == '"') {
+		for (i = 1; i + 1 < n; i++) {
+			if (p[i] == '\\' && i + 2 < n)
+				i++;
+			buf_addch(&name, p[i]);
+		}
+	} else {
+		buf_add(&name, p, n);
+	}
+	cc_add(cc, name.data, addr);
+	free(addr);
+	buf_release(&name);
+}
+
+/* The user's public email as a mailbox; users without one are skipped. */
+static void cc_add_user(struct cc_list *cc, struct forge *f,
+			const struct forge_user *who, const char *role)
+{
+	struct forge_user u;
+	char p[PB_LOG_QUOTE_MAX];
+	int rc;
+
+	memset(&u, 0, sizeof(u));
+	if (who->id <= 0)
+		return;
+	rc = forge_get_user(&u, f, who->id);
+	if (rc) {
+		log_warn("cannot look up the %s %s: %s; not Cc'd", role,
+			 printable_copy(p, sizeof(p), who->username,
+					who->username ? strlen(who->username) :
+							0),
+			 err_msg());
+		return;
+	}
+	/* Never the private address, even when the token may see it. */
+	if (!u.public_email || !*u.public_email) {
+		log_debug("the %s %s has no public email; not Cc'd", role,
+			  u.username ? u.username : "?");
+	} else if (submit_addr_check(u.public_email)) {
+		log_warn("the %s's public email is unusable (%s); not Cc'd",
+			 role, err_msg());
+	} else {
+		cc_add(cc, u.name ? u.name : "", u.public_email);
+	}
+	forge_user_release(&u);
+}
+
+/* The paths a rendered patch touches (both sides of renames). */
+static void patch_paths(struct strlist *out, const struct gitrepo_commit *c)
+{
+	struct diff *d = NULL;
+	size_t i;
+
+	if (!c->patch.len)
+		return;
+	if (diff_parse(&d, c->patch.data, c->patch.len)) {
+		log_warn("commit %.12s: cannot read its diff for Cc routing: "
+			 "%s",
+			 c->sha, err_msg());
+		return;
+	}
+	for (i = 0; i < d->nr_files; i++) {
+		const struct diff_file *f = &d->files[i];
+
+		if (f->old_path && strlist_find(out, f->old_path) < 0)
+			strlist_push(out, f->old_path);
+		if (f->new_path && strlist_find(out, f->new_path) < 0)
+			strlist_push(out, f->new_path);
+	}
+	diff_free(d);
+}
+
+static void owners_cc(struct cc_list *cc, const struct owners *o,
+		      const struct strlist *paths)
+{
+	struct strlist routed = STRLIST_INIT;
+	size_t i;
+
+	if (!o || !paths->nr)
+		return;
+	if (owners_route(&routed, o, (const char *const *)paths->items,
+			 paths->nr, 0))
+		log_warn("owners: %s", err_msg());
+	strlist_for_each (&routed, i)
+		cc_add_mailbox(cc, routed.items[i]);
+	strlist_release(&routed);
+}
+
+/* Insert "Cc: ..." after the To field of a rendered mail. */
+static int insert_cc(struct buf *text, const struct cc_list *cc)
+{
+	struct buf hdr = BUF_INIT(PB_HEADER_VALUE_MAX * 4);
+	struct buf mb = BUF_INIT(PB_HEADER_VALUE_MAX);
+	struct strlist boxes = STRLIST_INIT;
+	struct buf rest = BUF_INIT(SERIES_MAIL_MAX);
+	const char *to, *end, *hend;
+	size_t i, at;
+	int rc = 0;
+
+	if (!cc->addrs.nr)
+		goto out;
+	strlist_for_each (&cc->addrs, i) {
+		buf_reset(&mb);
+		if (mailhdr_format_addr(&mb, cc->names.items[i],
+					cc->addrs.items[i])) {
+			log_warn("Cc %s left out: %s", cc->addrs.items[i],
+				 err_msg());
+			continue;
+		}
+		strlist_push(&boxes, mb.data);
+	}
+	rc = mailhdr_add_addrs(&hdr, "Cc", &boxes);
+	if (rc)
+		goto out;
+	hend = strstr(text->data, "\n\n");
+	to = !strncmp(text->data, "To: ", 4) ? text->data :
+					       strstr(text->data, "\nTo: ");
+	if (!to || !hend || to > hend)
+		BUG("a rendered mail without a To field");
+	if (*to == '\n')
+		to++;
+	/* The field ends before the first line that does not continue it. */
+	end = strchr(to, '\n');
+	while (end && (end[1] == ' ' || end[1] == '\t'))
+		end = strchr(end + 1, '\n');
+	at = (size_t)(end + 1 - text->data);
+	rc = buf_add(&rest, text->data + at, text->len - at);
+	if (!rc) {
+		buf_truncate(text, at);
+		rc = buf_addbuf(text, &hdr);
+	}
+	if (!rc)
+		rc = buf_addbuf(text, &rest);
+out:
+	buf_release(&hdr);
+	buf_release(&mb);
+	buf_release(&rest);
+	strlist_release(&boxes);
+	return rc;
+}
+
+/* --- one revision ---------------------------------------------------- */
+
+/* Everything needed to render and record one revision. */
+struct job {
+	const char *project;
+	int64_t iid;
+	const struct config_project *proj;
+	struct forge_mr mr;
+	struct forge_version ver; /* the current diff version (listed) */
+	struct store_revision prev; /* the last mailed revision, if any */
+	int have_prev;
+	struct mirror *mirror;
+	struct gitrepo *repo;
+	struct gitrepo_range *range;
+	struct gitrepo_range *prev_range;
+	struct strlist prev_roots;
+	struct owners *owners;
+	struct cc_list cc_common; /* author, reviewers */
+	struct series *series;
+	struct cc_list *cc; /* per mail of the series */
+	struct buf git_url;
+	int64_t date;
+};
+
+static void job_release(struct job *j)
+{
+	size_t i;
+
+	forge_mr_release(&j->mr);
+	forge_version_release(&j->ver);
+	store_revision_release(&j->prev);
+	gitrepo_range_free(j->range);
+	gitrepo_range_free(j->prev_range);
+	gitrepo_free(j->repo);
+	mirror_free(j->mirror);
+	strlist_release(&j->prev_roots);
+	owners_free(j->owners);
+	cc_release(&j->cc_common);
+	if (j->series && j->cc)
+		for (i = 0; i < j->series->nr; i++)
+			cc_release(&j->cc[i]);
+	free(j->cc);
+	series_free(j->series);
+	buf_release(&j->git_url);
+}
+
+/* The project's git URL: the forge's base URL (without /api/v4). */
+static int git_url(struct buf *out, const struct config *cfg,
+		   const char *project)
+{
+	const char *base = config_str(cfg, CFG_FORGE_URL);
+	size_t n = strlen(base);
+
+	while (n && base[n - 1] == '/')
+		n--;
+	if (n >= 7 && !memcmp(base + n - 7, "/api/v4", 7))
+		n -= 7;
+	return buf_addf(out, "%.*s/%s.git", (int)n, base, project);
+}
+
+/* Fetch and load the current range and the previous one. */
+static int load_ranges(struct outbound *ob, struct job *j)
+{
+	struct mirror_opts mo;
+	const char *need[4];
+	size_t max =
+		(size_t)config_project_int(j->proj, CFG_OUTBOUND_MAX_SERIES);
+	int rc;
+
+	memset(&mo, 0, sizeof(mo));
+	rc = git_url(&j->git_url, ob->cfg, j->project);
+	if (rc)
+		return rc;
+	mo.root = ob->mirror_root;
+	mo.project = j->project;
+	mo.url = j->git_url.data;
+	mo.token = ob->token;
+	mo.ca_file = config_str(ob->cfg, CFG_FORGE_CA_FILE);
+	rc = mirror_open(&j->mirror, &mo);
+	if (rc)
+		return rc;
+	need[0] = j->ver.head_sha;
+	need[1] = j->ver.base_sha;
+	need[2] = j->have_prev ? j->prev.head_sha : NULL;
+	need[3] = j->have_prev ? j->prev.base_sha : NULL;
+	rc = mirror_fetch_mr(j->mirror, j->iid, j->mr.target_branch, need, 4);
+	if (rc)
+		return rc;
+	rc = gitrepo_open(&j->repo, mirror_path(j->mirror));
+	if (rc)
+		return rc;
+	rc = gitrepo_range_load(&j->range, j->repo, j->ver.base_sha,
+				j->ver.head_sha, max);
+	if (rc)
+		return rc;
+	if (j->have_prev && j->prev.base_sha && j->prev.head_sha &&
+	    gitrepo_range_load(&j->prev_range, j->repo, j->prev.base_sha,
+			       j->prev.head_sha, max)) {
+		log_warn("previous revision v%d cannot be loaded (%s); no "
+			 "range-diff",
+			 j->prev.revision, err_msg());
+		j->prev_range = NULL;
+	}
+	if (j->prev_range && !j->prev_range->have_patches) {
+		gitrepo_range_free(j->prev_range);
+		j->prev_range = NULL;
+	}
+	return 0;
+}
+
+/* The Cc of every mail: common + the owners of what it touches. */
+static void compute_cc(struct outbound *ob, struct job *j)
+{
+	const struct config_project *p = j->proj;
+	const char *owners_file;
+	const char *list = config_project_str(p, CFG_BRIDGE_LIST_ADDRESS);
+	struct strlist all = STRLIST_INIT;
+	size_t i;
+
+	if (config_project_bool(p, CFG_OUTBOUND_CC_AUTHOR))
+		cc_add_user(&j->cc_common, ob->forge, &j->mr.author, "author");
+	if (config_project_bool(p, CFG_OUTBOUND_CC_REVIEWERS))
+		for (i = 0; i < j->mr.nr_reviewers; i++)
+			cc_add_user(&j->cc_common, ob->forge,
+				    &j->mr.reviewers[i], "reviewer");
+	if (config_project_bool(p, CFG_OUTBOUND_CC_OWNERS)) {
+		owners_file = config_project_str(p, CFG_INBOUND_OWNERS_FILE);
+		if (!*owners_file)
+			log_warn("cc_owners is set but [inbound] owners_file "
+				 "is not: no owners Cc");
+		else if (owners_load(&j->owners, owners_file))
+			log_error("%s; mailing without owners Cc", err_msg());
+	}
+
+	j->cc = xcalloc(j->series->nr, sizeof(*j->cc));
+	if (j->owners)
+		for (i = 0; i < j->range->nr; i++)
+			patch_paths(&all, &j->range->commits[i]);
+	for (i = 0; i < j->series->nr; i++) {
+		const struct series_mail *m = &j->series->mails[i];
+		struct strlist paths = STRLIST_INIT;
+
+		/* The list is To already: a placeholder keeps it out. */
+		cc_add(&j->cc[i], "", list);
+		cc_copy(&j->cc[i], &j->cc_common);
+		if (m->index == 0) {
+			owners_cc(&j->cc[i], j->owners, &all);
+		} else if (j->owners) {
+			patch_paths(&paths, &j->range->commits[m->index - 1]);
+			owners_cc(&j->cc[i], j->owners, &paths);
+		}
+		strlist_release(&paths);
+		strlist_remove(&j->cc[i].names, 0);
+		strlist_remove(&j->cc[i].addrs, 0);
+	}
+	strlist_release(&all);
+}
+
+static enum series_threading threading_of(const struct config_project *p)
+{
+	switch (config_project_enum(p, CFG_OUTBOUND_THREADING)) {
+	case CONFIG_THREADING_DEEP:
+		return SERIES_THREAD_DEEP;
+	case CONFIG_THREADING_NONE:
+		return SERIES_THREAD_NONE;
+	default:
+		return SERIES_THREAD_SHALLOW;
+	}
+}
+
+/* The first mails of revisions 1..revision-1, oldest first. */
+static int load_prev_roots(struct outbound *ob, struct job *j, int revision)
+{
+	struct store_revision r;
+	int i, rc = 0;
+
+	strlist_release(&j->prev_roots);
+	store_revision_init(&r);
+	for (i = 1; i < revision; i++) {
+		rc = store_revision_get(&r, ob->store, j->project, j->iid, i);
+		if (rc == PB_ENOTFOUND) {
+			rc = 0;
+			continue;
+		}
+		if (rc)
+			break;
+		if (r.cover_msgid && *r.cover_msgid)
+			strlist_push(&j->prev_roots, r.cover_msgid);
+	}
+	store_revision_release(&r);
+	return rc;
+}
+
+static int render(struct outbound *ob, struct job *j, int revision)
+{
+	const struct config *cfg = ob->cfg;
+	const struct config_project *p = j->proj;
+	struct strlist to = STRLIST_INIT;
+	struct series_opts o;
+	int rc;
+
+	rc = load_prev_roots(ob, j, revision);
+	if (rc)
+		return rc;
+	series_opts_init(&o);
+	o.project = j->project;
+	o.iid = (uint64_t)j->iid;
+	o.revision = (unsigned)revision;
+	o.title = j->mr.title;
+	o.description = j->mr.description;
+	o.url = j->mr.web_url;
+	o.author_name = j->mr.author.name;
+	o.author_username = j->mr.author.username;
+	o.source_branch = j->mr.source_branch;
+	o.target_branch = j->mr.target_branch;
+	o.fetch_url = j->git_url.data;
+	o.bridge_name = config_str(cfg, CFG_BRIDGE_NAME);
+	o.bridge_address = config_str(cfg, CFG_BRIDGE_ADDRESS);
+	o.msgid_domain = config_str(cfg, CFG_BRIDGE_DOMAIN);
+	o.from_mode = config_project_enum(p, CFG_OUTBOUND_FROM_MODE) ==
+				      CONFIG_FROM_AUTHOR ?
+			      SERIES_FROM_AUTHOR :
+			      SERIES_FROM_BRIDGE;
+	o.subject_prefix = config_project_str(p, CFG_OUTBOUND_SUBJECT_PREFIX);
+	strlist_push(&to, config_project_str(p, CFG_BRIDGE_LIST_ADDRESS));
+	o.to = &to;
+	o.cc = NULL; /* per mail, below */
+	o.threading = threading_of(p);
+	o.prev_roots = &j->prev_roots;
+	o.cover_single =
+		config_project_bool(p, CFG_OUTBOUND_COVER_LETTER_SINGLE);
+	o.max_series = (size_t)config_project_int(p, CFG_OUTBOUND_MAX_SERIES);
+	o.date = j->date;
+	o.date_tz = 0;
+	o.prev_range = j->prev_range;
+	o.prev_revision = j->have_prev ? (unsigned)j->prev.revision : 0;
+	rc = series_build(&j->series, j->range, &o);
+	strlist_release(&to);
+	return rc;
+}
+
+/* The thread-map row and the queue entry of mail i. */
+static int record_mail(struct outbound *ob, struct job *j, int revision,
+		       size_t i)
+{
+	const struct series *s = j->series;
+	struct series_mail *m = &s->mails[i];
+	const struct gitrepo_commit *c =
+		m->index ? &j->range->commits[m->index - 1] : NULL;
+	const char *list = config_project_str(j->proj, CFG_BRIDGE_LIST_ADDRESS);
+	struct store_mail sm = STORE_MAIL_INIT;
+	struct store_outmail om;
+	struct buf rcpts = BUF_INIT(STORE_DIFF_MAX);
+	size_t k;
+	int rc;
+
+	rc = insert_cc(&m->text, &j->cc[i]);
+	if (rc)
+		goto out;
+	sm.message_id = m->msgid;
+	sm.project = j->project;
+	sm.iid = j->iid;
+	sm.revision = revision;
+	sm.patch = (int)m->index;
+	sm.total = (int)s->total;
+	sm.kind = m->index ? STORE_MAIL_PATCH : STORE_MAIL_COVER;
+	sm.commit_sha = c ? c->sha : NULL;
+	sm.base_sha = j->ver.base_sha;
+	sm.start_sha = j->ver.start_sha;
+	sm.head_sha = j->ver.head_sha;
+	sm.version_id = j->ver.id;
+	if (c && c->patch.len) {
+		sm.diff = c->patch.data;
+		sm.diff_len = c->patch.len;
+	}
+	sm.state = STORE_MAIL_PENDING;
+	rc = store_mail_put(ob->store, &sm);
+	if (rc)
+		goto out;
+	buf_addf(&rcpts, "%s\n", list);
+	strlist_for_each (&j->cc[i].addrs, k)
+		buf_addf(&rcpts, "%s\n", j->cc[i].addrs.items[k]);
+	store_outmail_init(&om);
+	om.message_id = m->msgid;
+	om.envelope_from = config_str(ob->cfg, CFG_BRIDGE_ADDRESS);
+	om.recipients = rcpts.data;
+	om.message = m->text.data;
+	om.message_len = m->text.len;
+	rc = store_outmail_put(ob->store, &om);
+out:
+	buf_release(&rcpts);
+	return rc;
+}
+
+/*
+ * Render the series as revision `planned` and record it in one
+ * transaction.  *revision gets the number the store allocated.  When that
+ * is not `planned` (another process started a revision of the MR
+ * meanwhile), nothing is kept and 1 is returned: render again with the
+ * next number.  PB_EEXISTS when this head was started meanwhile.
+ */
+static int start_revision(struct outbound *ob, struct job *j, int planned,
+			  int *revision)
+{
+	struct store_revision rev;
+	size_t i;
+	int rc;
+
+	*revision = 0;
+	if (j->series) {
+		for (i = 0; i < j->series->nr; i++)
+			cc_release(&j->cc[i]);
+		free(j->cc);
+		j->cc = NULL;
+		series_free(j->series);
+		j->series = NULL;
+		cc_release(&j->cc_common);
+		owners_free(j->owners);
+		j->owners = NULL;
+	}
+	rc = render(ob, j, planned);
+	if (rc)
+		return rc;
+	compute_cc(ob, j);
+
+	store_revision_init(&rev);
+	rev.project = j->project;
+	rev.iid = j->iid;
+	rev.head_sha = j->ver.head_sha;
+	rev.base_sha = j->ver.base_sha;
+	rev.start_sha = j->ver.start_sha;
+	rev.version_id = j->ver.id;
+	rev.patch_id = j->ver.patch_id_sha;
+	rev.patches = (int)j->series->total;
+	rev.cover_msgid = j->series->root_msgid;
+
+	rc = store_begin(ob->store);
+	if (rc)
+		return rc;
+	rc = store_revision_start(revision, ob->store, &rev);
+	if (rc)
+		goto out;
+	if (*revision != planned) {
+		rc = 1;
+		goto out;
+	}
+	for (i = 0; i < j->series->nr && !rc; i++)
+		rc = record_mail(ob, j, *revision, i);
+	if (!rc)
+		return store_commit(ob->store);
+out:
+	store_rollback(ob->store);
+	return rc;
+}
+
+/* The delivery counts of the MR's revision into the report. */
+static void report_delivery(struct outbound_report *rep,
+			    const struct delivery *d)
+{
+	rep->sent += d->sent;
+	rep->deferred = d->deferred;
+	rep->failed = d->failed;
+	rep->next_attempt = d->next_due;
+}
+
+/* Deliver what is queued for the MR; 1 when some of it must wait. */
+static int deliver_mr(struct outbound *ob, struct outbound_report *rep,
+		      const char *project, int64_t iid, unsigned flags)
+{
+	struct delivery d;
+	int rc;
+
+	memset(&d, 0, sizeof(d));
+	rc = deliver(ob, &d, project, iid, !!(flags & OUTBOUND_FORCE));
+	report_delivery(rep, &d);
+	if (rc)
+		return rc;
+	if (d.stopped)
+		return err_set(PB_ETEMP, "stopping");
+	return d.deferred ? 1 : 0;
+}
+
+/* Decide on the current version; 0 with rep->outcome set when nothing is
+ * to be mailed, 1 when a new revision is due. */
+static int decide(struct outbound *ob, struct outbound_report *rep,
+		  struct job *j, unsigned flags)
+{
+	struct forge_version_list vl = { 0 };
+	struct store_revision r;
+	char p[PB_LOG_QUOTE_MAX];
+	int rc;
+
+	rc = forge_get_mr(&j->mr, ob->forge, j->project, j->iid);
+	if (rc)
+		return rc;
+	if (!j->mr.state || strcmp(j->mr.state, "opened")) {
+		rep->outcome = OUTBOUND_NOTHING;
+		report_reason(rep, "the merge request is %s",
+			      printable_copy(p, sizeof(p), j->mr.state,
+					     j->mr.state ? strlen(j->mr.state) :
+							   0));
+		return 0;
+	}
+	if (j->mr.draft && !(flags & OUTBOUND_FORCE) &&
+	    config_project_bool(j->proj, CFG_OUTBOUND_SKIP_DRAFTS)) {
+		rep->outcome = OUTBOUND_NOTHING;
+		report_reason(rep, "a draft (skip_drafts = yes)");
+		return 0;
+	}
+	rc = forge_list_versions(&vl, ob->forge, j->project, j->iid);
+	if (rc)
+		return rc;
+	if (!vl.nr || !vl.items[0].head_sha || !vl.items[0].base_sha) {
+		forge_version_list_release(&vl);
+		rep->outcome = OUTBOUND_NOTHING;
+		report_reason(rep, "no diff version yet");
+		return 0;
+	}
+	j->ver = vl.items[0];
+	memset(&vl.items[0], 0, sizeof(vl.items[0]));
+	forge_version_list_release(&vl);
+
+	store_revision_init(&r);
+	rc = store_revision_by_head(&r, ob->store, j->project, j->iid,
+				    j->ver.head_sha);
+	if (!rc) {
+		rep->outcome = OUTBOUND_ALREADY;
+		rep->revision = r.revision;
+		rep->mails = r.patches;
+		store_revision_release(&r);
+		return 0;
+	}
+	store_revision_release(&r);
+	if (rc != PB_ENOTFOUND)
+		return rc;
+	rc = store_revision_latest(&j->prev, ob->store, j->project, j->iid);
+	if (rc && rc != PB_ENOTFOUND)
+		return rc;
+	j->have_prev = !rc;
+	if (j->have_prev && j->prev.patch_id && j->ver.patch_id_sha &&
+	    !strcmp(j->prev.patch_id, j->ver.patch_id_sha) &&
+	    !config_project_bool(j->proj, CFG_OUTBOUND_MAIL_REBASES)) {
+		rep->outcome = OUTBOUND_NOTHING;
+		rep->revision = j->prev.revision;
+		report_reason(rep,
+			      "head %.12s is a pure rebase of v%d "
+			      "(mail_rebases = no)",
+			      j->ver.head_sha, j->prev.revision);
+		return 0;
+	}
+	return 1;
+}
+
+static int mail_new_revision(struct outbound *ob, struct outbound_report *rep,
+			     struct job *j)
+{
+	int planned = j->have_prev ? j->prev.revision + 1 : 1;
+	int tries, revision = 0, rc;
+
+	rc = load_ranges(ob, j);
+	if (rc)
+		return rc;
+	if (!j->range->nr) {
+		rep->outcome = OUTBOUND_NOTHING;
+		report_reason(rep,
+			      "no patches between %.12s and %.12s (%zu merges, "
+			      "%zu empty commits left out)",
+			      j->ver.base_sha, j->ver.head_sha,
+			      j->range->merges_skipped,
+			      j->range->empty_skipped);
+		return 0;
+	}
+	/* The date of the revision: when it is first rendered. */
+	j->date = now_s();
+	for (tries = 0; tries < OUTBOUND_START_TRIES; tries++) {
+		ctx_set(j->project, j->iid, planned);
+		rc = start_revision(ob, j, planned, &revision);
+		if (rc != 1)
+			break;
+		log_info("revision v%d was taken meanwhile; rendering v%d",
+			 planned, revision + 1);
+		planned = revision + 1;
+	}
+	if (rc == 1)
+		return err_set(PB_ETEMP, "the revision number kept changing");
+	if (rc == PB_EEXISTS) {
+		/* Another process started this head: deliver with it. */
+		rep->outcome = OUTBOUND_ALREADY;
+		rep->revision = revision;
+		return 0;
+	}
+	if (rc)
+		return rc;
+	ctx_set(j->project, j->iid, revision);
+	log_notice("new revision: head %.12s, %u patch(es), %zu mail(s)%s",
+		   j->ver.head_sha, j->series->total, j->series->nr,
+		   j->series->cover_only ? " (cover letter only: longer than "
+					   "max_series)" :
+					   "");
+	if (mirror_pin(j->mirror, j->iid, revision, j->ver.head_sha))
+		log_warn("%s", err_msg());
+	rep->outcome = OUTBOUND_MAILED;
+	rep->revision = revision;
+	rep->mails = (int)j->series->nr;
+	return 0;
+}
+
+int outbound_mr(struct outbound_report *rep, struct outbound *ob,
+		const char *project, int64_t iid, unsigned flags)
+{
+	struct job j;
+	int rc, count;
+
+	memset(rep, 0, sizeof(*rep));
+	memset(&j, 0, sizeof(j));
+	buf_init(&j.git_url, PB_HTTP_URL_MAX);
+	j.project = project;
+	j.iid = iid;
+	ctx_set(project, iid, 0);
+	rc = config_project_get(&j.proj, ob->cfg, project);
+	if (rc)
+		goto out;
+	rc = lock(ob);
+	if (rc)
+		goto out;
+
+	if (flags & OUTBOUND_RETRY_FAILED) {
+		rc = store_outmail_requeue(&count, ob->store, project, iid);
+		if (rc)
+			goto unlock;
+		if (count)
+			log_notice("%d failed mail(s) queued again", count);
+	}
+	/* What an earlier run left: it goes out first, in order. */
+	rc = deliver_mr(ob, rep, project, iid, flags);
+	if (rc < 0)
+		goto unlock;
+	if (rc == 1) {
+		rep->outcome = OUTBOUND_PENDING;
+		report_reason(rep, "an earlier revision is still waiting for "
+				   "the MTA");
+		rc = 0;
+		goto unlock;
+	}
+	rc = decide(ob, rep, &j, flags);
+	if (rc <= 0)
+		goto unlock;
+	rc = mail_new_revision(ob, rep, &j);
+	if (rc || rep->outcome == OUTBOUND_NOTHING)
+		goto unlock;
+	rc = deliver_mr(ob, rep, project, iid, flags);
+	if (rc < 0)
+		goto unlock;
+	rc = 0;
+unlock:
+	if (!rc && (rep->deferred || rep->failed) &&
+	    rep->outcome != OUTBOUND_NOTHING) {
+		rep->outcome = OUTBOUND_PENDING;
+		if (!rep->reason[0])
+			report_reason(rep, "%d mail(s) deferred, %d failed",
+				      rep->deferred, rep->failed);
+	}
+	unlock(ob);
+out:
+	job_release(&j);
+	log_ctx_clear();
+	return rc;
+}
