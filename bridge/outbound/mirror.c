@@ -201,6 +201,7 @@ static int fetch(struct mirror *m, const struct strlist *specs,
 		 const struct strlist *dsts)
 {
 	git_fetch_options fo;
+	git_remote_create_options ro;
 	git_remote *remote = NULL;
 	git_strarray arr;
 	struct cred_state cs = { m, 0 };
@@ -216,7 +217,19 @@ static int fetch(struct mirror *m, const struct strlist *specs,
 		rc = git_fail(rc, 0, "mirror: fetch options");
 		goto out;
 	}
-	rc = git_remote_create_anonymous(&remote, m->repo, m->url);
+	/*
+	 * An anonymous remote that ignores url.*.insteadOf: the forge's URL
+	 * is the one configured, whatever a gitconfig on the host says.
+	 * (Skipping that lookup also avoids a leak in libgit2 1.5's pcre2
+	 * matching of config names.)
+	 */
+	rc = git_remote_create_options_init(&ro,
+					    GIT_REMOTE_CREATE_OPTIONS_VERSION);
+	if (rc >= 0) {
+		ro.repository = m->repo;
+		ro.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF;
+		rc = git_remote_create_with_opts(&remote, m->url, &ro);
+	}
 	if (rc < 0) {
 		rc = git_fail(rc, 0, "mirror: remote");
 		goto out;

@@ -1132,8 +1132,9 @@ unlock:
 	    rep->outcome != OUTBOUND_NOTHING) {
 		rep->outcome = OUTBOUND_PENDING;
 		if (!rep->reason[0])
-			report_reason(rep, "%d mail(s) deferred, %d failed",
-				      rep->deferred, rep->failed);
+			report_reason(rep, "%s",
+				      rep->deferred ? "the MTA failed for now" :
+						      "the MTA refused");
 	}
 	unlock(ob);
 out:
