@@ -8,6 +8,7 @@
  * own synopsis and help text; "patchbridge COMMAND --help" and the usage
  * listing come from the table.  Exit codes are those of <sysexits.h>.
  */
+#include "cmd_daemon.h"
 #include "cmd_parse.h"
 #include "core/config.h"
 #include "core/version.h"
@@ -42,6 +43,9 @@ static int cmd_dump_config(const struct command *cmd, int argc, char **argv);
 static int cmd_help(const struct command *cmd, int argc, char **argv);
 static int cmd_version(const struct command *cmd, int argc, char **argv);
 static int cmd_list_params(const struct command *cmd, int argc, char **argv);
+static int cmd_send_entry(const struct command *cmd, int argc, char **argv);
+static int cmd_run_entry(const struct command *cmd, int argc, char **argv);
+static int cmd_status_entry(const struct command *cmd, int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "check-config", NULL, "[FILE]",
@@ -70,6 +74,12 @@ static const struct command commands[] = {
 	{ "parse", NULL, cmd_parse_synopsis, cmd_parse_summary, cmd_parse_help,
 	  0, cmd_parse_run },
 	{ "version", "--version", "", "print the version", "", 0, cmd_version },
+	{ "send", NULL, cmd_send_synopsis, cmd_send_summary, cmd_send_help, 0,
+	  cmd_send_entry },
+	{ "run", NULL, cmd_run_synopsis, cmd_run_summary, cmd_run_help, 0,
+	  cmd_run_entry },
+	{ "status", NULL, cmd_status_synopsis, cmd_status_summary,
+	  cmd_status_help, 0, cmd_status_entry },
 	/* For the documentation check (tests/cli/params_documented.sh). */
 	{ "list-params", "--list-params", "[--markdown]",
 	  "list every parameter as section.key",
@@ -257,6 +267,25 @@ static int cmd_list_params(const struct command *cmd, int argc, char **argv)
 			printf("project.%s\n", p->key);
 	}
 	return EX_OK;
+}
+
+/* The daemon's verbs need the configuration file's path. */
+static int cmd_send_entry(const struct command *cmd, int argc, char **argv)
+{
+	(void)cmd;
+	return cmd_send(config_path, argc, argv);
+}
+
+static int cmd_run_entry(const struct command *cmd, int argc, char **argv)
+{
+	(void)cmd;
+	return cmd_run(config_path, argc, argv);
+}
+
+static int cmd_status_entry(const struct command *cmd, int argc, char **argv)
+{
+	(void)cmd;
+	return cmd_status(config_path, argc, argv);
 }
 
 static const struct command *command_find(const char *name)

@@ -1,0 +1,56 @@
+/*
+ * env - what the daemon's commands (`send`, `run`) work with, built from
+ * one loaded configuration: the forge token, the state store (read and
+ * write), the GitLab client, the mail submitter and the outbound mailer.
+ *
+ * env_open() takes ownership of the config on success and on failure;
+ * env_close() frees everything (NULL members allowed), wiping the token.
+ * A daemon reloading its configuration builds a new env from the new
+ * config and closes the old one only when the new one is complete, so a
+ * broken file never leaves it without a working env.
+ *
+ * The forge token comes from [forge] token_file, the SMTP password from
+ * [smtp] password_file; both must be readable by the daemon's user only
+ * (core/secret.h refuses group- or world-readable files).
+ *
+ * Threads: one env belongs to the main thread.  Errors: 0 or a negative
+ * code with err_msg() saying what could not be set up.
+ */
+#ifndef PB_ENV_H
+#define PB_ENV_H
+
+#include "util/buf.h"
+
+#include <signal.h>
+
+struct config;
+struct forge;
+struct outbound;
+struct store;
+struct submit;
+
+struct env {
+	struct config *cfg;
+	struct store *store;
+	struct forge *forge;
+	struct submit *submit;
+	struct outbound *ob;
+	struct buf token;
+};
+
+/* stop: the flag a signal handler sets (may be NULL). */
+int env_open(struct env *e, struct config *cfg,
+	     const volatile sig_atomic_t *stop);
+void env_close(struct env *e);
+
+/*
+ * Load the configuration file, printing every problem to stderr (as
+ * check-config does) unless log is set, in which case they are logged.
+ * Returns 0 or a sysexits.h code.
+ */
+int env_load_config(struct config **out, const char *path, int log);
+
+/* The sysexits.h code for an error code of ours. */
+int env_exit_code(int rc);
+
+#endif
