@@ -1,0 +1,731 @@
+#!/usr/bin/python3
+"""End-to-end tests of the outbound daemon: forgesim -> patchbridge ->
+private Postfix (pfbed) -> list archive.
+
+usage: outbound_e2e.py SCENARIO --patchbridge BIN --work DIR
+
+Run under tests/forgesim/run-with-sim.sh, which exports PB_FORGESIM_URL.
+Scenarios (issue 3, "Must show"):
+
+  series    a 3-commit MR -> `send` -> [PATCH 0/3]..[PATCH 3/3] in the
+            archive, threaded, Cc per owners.yaml / author / reviewers;
+            git am reproduces the head tree; `send` and `run --once` again
+            send nothing; a pushed v2 -> `run --once` -> [PATCH v2 0/3]
+            in reply to the v1 cover, with the range-diff  (items 3, 4)
+  crash     the MTA hangs on the 3rd mail, the daemon is killed -9; a
+            restart completes the series, no Message-ID twice  (item 4)
+  webhook   a wrong token gets 401 and mails nothing; a valid MR event
+            mails the series without waiting for the poll; SIGHUP with a
+            broken file keeps the old configuration  (item 6)
+  drafts    a draft MR is skipped; a malformed owners.yaml is reported with
+            line and column and the series goes out without owners Cc
+
+Exit status: 0 pass, 1 fail, 77 skipped (not root, no Postfix).
+"""
+
+import argparse
+import email
+import email.policy
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PFBED = os.path.join(HERE, "..", "postfix", "pfbed")
+LIST = "patches@lists.example.test"
+T0 = time.monotonic()
+
+
+def say(msg):
+    print("e2e: [%5.1fs] %s" % (time.monotonic() - T0, msg), flush=True)
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+# --- the simulator -------------------------------------------------------
+
+def sim(method, path, body=None, ok=(200, 201, 202)):
+    url = os.environ["PB_FORGESIM_URL"] + path
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    if path.startswith("/api/"):
+        req.add_header("PRIVATE-TOKEN", "bot-token")
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            status, text = r.status, r.read()
+    except urllib.error.HTTPError as e:
+        status, text = e.code, e.read()
+    if status not in ok:
+        raise Fail("%s %s: %d %s" % (method, path, status, text[:300]))
+    return json.loads(text) if text else None
+
+
+SEED = {
+    "users": [
+        {"username": "root", "name": "Administrator",
+         "email": "root@example.com", "admin": True},
+        {"username": "alice", "name": "Alice Developer",
+         "email": "alice@example.com", "public_email": "alice@example.com"},
+        {"username": "bob", "name": "Bob Maintainer",
+         "email": "bob@corp.example", "public_email": "bob@corp.example"},
+        # No public email: never Cc'd, her private address never shown.
+        {"username": "carol", "name": "Carol Private",
+         "email": "carol@private.example"},
+        {"username": "patchbridge", "name": "patchbridge bot",
+         "email": "patchbridge@example.org", "bot": True},
+    ],
+    "tokens": [{"token": "bot-token", "user": "patchbridge",
+                "scopes": ["api"]}],
+    "projects": [{
+        "path": "group/project", "default_branch": "main",
+        "members": {"alice": "developer", "bob": "maintainer",
+                    "carol": "developer", "patchbridge": "developer"},
+        "files": {
+            "README.md": "# project\n",
+            "src/a/x.c": "int x(void)\n{\n\treturn 1;\n}\n",
+            "src/b/y.c": "int y(void)\n{\n\treturn 2;\n}\n",
+            "docs/readme.txt": "Nothing to read yet.\n",
+        },
+    }],
+}
+
+OWNERS = """\
+users:
+  - &anna
+    name: Anna Alpha
+    email: anna@alpha.example
+  - &bert
+    name: Bert Beta
+    email: bert@beta.example
+subsystems:
+  - subsystem: Subsystem A
+    labels:
+      name: sub-a
+    maintainers:
+      - *anna
+    paths:
+      includes:
+        - src/a/
+  - subsystem: Subsystem B
+    labels:
+      name: sub-b
+    maintainers:
+      - *bert
+    paths:
+      includes:
+        - src/b/
+"""
+
+# Line 5, column 7: a mapping value where none may be.
+OWNERS_BROKEN = """\
+users:
+  - &anna
+    name: Anna Alpha
+    email: anna@alpha.example
+    bad: : [
+subsystems: []
+"""
+
+AUTHOR = {"name": "Alice Developer", "email": "alice@example.com"}
+
+
+def commit(message, files):
+    return {"message": message + "\n\nSigned-off-by: Alice Developer "
+            "<alice@example.com>\n", "author": AUTHOR, "files": files}
+
+
+V1 = [
+    commit("a: count in x", {"src/a/x.c": "int x(int n)\n{\n"
+                             "\treturn n + 1;\n}\n"}),
+    commit("b: count in y", {"src/b/y.c": "int y(int n)\n{\n"
+                             "\treturn n + 2;\n}\n"}),
+    commit("docs: describe counting", {"docs/readme.txt":
+                                       "x and y count now.\n"}),
+]
+
+
+def create_mr(branch, title, draft=False, commits=None):
+    made = sim("POST", "/_sim/projects/1/commits",
+               {"branch": branch, "start": "main",
+                "commits": commits or V1})
+    mr = sim("POST", "/_sim/projects/1/merge_requests",
+             {"source_branch": branch, "target_branch": "main",
+              "title": title, "description": "Teach x and y to count.\n\n"
+              "Both take the number to count from.",
+              "author": "alice", "reviewers": ["bob", "carol"],
+              "draft": draft})
+    return mr, made
+
+
+# --- the bridge and the archive -------------------------------------------
+
+class Bed:
+    def __init__(self, args, name):
+        self.pb = args.patchbridge
+        self.work = os.path.join(args.work, name)
+        shutil.rmtree(self.work, ignore_errors=True)
+        os.makedirs(self.work)
+        self.pf = os.path.join(self.work, "pf")
+        self.cfg = os.path.join(self.work, "patchbridge.conf")
+        self.log = os.path.join(self.work, "bridge.log")
+        self.port = None
+        self.env = {}
+        self.procs = []
+
+    def start_postfix(self):
+        out = subprocess.run(
+            [PFBED, "start", self.pf,
+             "--set", "default_transport = discard:"],
+            capture_output=True, text=True, timeout=60)
+        if out.returncode:
+            raise Fail("pfbed start: %s" % out.stderr[-2000:])
+        self.port = int(re.search(r"PORT=(\d+)", out.stdout).group(1))
+        env = subprocess.run([PFBED, "env", self.pf], capture_output=True,
+                             text=True, check=True).stdout
+        for line in env.splitlines():
+            k, _, v = line.partition("=")
+            self.env[k] = v.strip("'\"")
+        say("postfix on port %d, archive %s" % (self.port,
+                                                 self.env["ARCHIVE"]))
+
+    def stop(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        subprocess.run([PFBED, "stop", self.pf], capture_output=True,
+                       timeout=60)
+
+    def write(self, name, text, mode=0o644):
+        path = os.path.join(self.work, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(path, mode)
+        return path
+
+    def config(self, smtp=None, sendmail=None, extra="", owners=OWNERS,
+               outbound=""):
+        token = self.write("token", "bot-token\n", 0o600)
+        owners_file = self.write("owners.yaml", owners)
+        if sendmail:
+            smtp_part = "url = sendmail\nsendmail_path = %s\n" % sendmail
+        else:
+            smtp_part = "url = smtp://127.0.0.1:%d\n" % self.port
+        text = """\
+[bridge]
+name = patchbridge
+address = bridge@example.org
+domain = bridge.example.org
+list_address = %s
+[forge]
+url = %s
+token_file = %s
+max_retries = 1
+retry_max = 2s
+[smtp]
+%stimeout = 20s
+[state]
+path = %s/state/state.db
+[log]
+level = debug
+[outbound]
+poll_interval = 1h
+threading = shallow
+cc_owners = yes
+cc_author = yes
+cc_reviewers = yes
+%s
+[inbound]
+owners_file = %s
+%s
+[project "group/project"]
+""" % (LIST, os.environ["PB_FORGESIM_URL"], token, smtp_part, self.work,
+            outbound, owners_file, extra)
+        os.makedirs(os.path.join(self.work, "state"), exist_ok=True)
+        self.write("patchbridge.conf", text)
+
+    def run(self, *argv, ok=(0,), timeout=120):
+        with open(self.log, "a", encoding="utf-8") as log:
+            log.write("\n$ patchbridge %s\n" % " ".join(argv))
+            log.flush()
+            out = subprocess.run([self.pb, "-c", self.cfg] + list(argv),
+                                 stdout=subprocess.PIPE, stderr=log,
+                                 text=True, timeout=timeout)
+        say("patchbridge %s -> %d %s" % (" ".join(argv), out.returncode,
+                                         out.stdout.strip()))
+        if out.returncode not in ok:
+            raise Fail("patchbridge %s exited %d" % (" ".join(argv),
+                                                     out.returncode))
+        return out.stdout
+
+    def daemon(self):
+        log = open(self.log, "a", encoding="utf-8")
+        log.write("\n$ patchbridge run --foreground\n")
+        log.flush()
+        p = subprocess.Popen([self.pb, "-c", self.cfg, "run",
+                              "--foreground"], stdout=log, stderr=log)
+        log.close()
+        self.procs.append(p)
+        return p
+
+    def log_text(self):
+        with open(self.log, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def wait_mail(self, n, timeout=60):
+        out = subprocess.run([PFBED, "wait-mail", self.pf, str(n),
+                              str(timeout)], capture_output=True, text=True)
+        if out.returncode:
+            raise Fail("the archive did not reach %d mails: %s" %
+                       (n, out.stderr[-1500:]))
+
+    def queue_empty(self):
+        out = subprocess.run(["postqueue", "-c", self.env["CONFIG"], "-j"],
+                             capture_output=True, text=True)
+        return out.stdout.strip() == ""
+
+    def settle(self):
+        """Wait until Postfix has nothing in flight."""
+        for _ in range(100):
+            if self.queue_empty():
+                return
+            time.sleep(0.1)
+        raise Fail("the Postfix queue does not drain")
+
+    def archive(self):
+        mails = []
+        for sub in ("new", "cur"):
+            d = os.path.join(self.env["ARCHIVE"], sub)
+            if not os.path.isdir(d):
+                continue
+            for name in sorted(os.listdir(d)):
+                with open(os.path.join(d, name), "rb") as f:
+                    raw = f.read()
+                m = email.message_from_bytes(raw,
+                                             policy=email.policy.default)
+                m.raw = raw
+                mails.append(m)
+        return mails
+
+
+def addrs(msg, field):
+    return {a.addr_spec.lower() for h in msg.get_all(field, [])
+            for a in h.addresses}
+
+
+def series_of(mails, mr, rev):
+    got = {}
+    for m in mails:
+        if (m["X-Patchbridge-MR"] == str(mr) and
+                m["X-Patchbridge-Revision"] == str(rev)):
+            k = re.search(r"(\d+)/\d+\]", m["Subject"])
+            got[int(k.group(1)) if k else 1] = m
+    return got
+
+
+def msgid(m):
+    return m["Message-ID"].strip().strip("<>")
+
+
+def check_threading(s, total):
+    check(sorted(s) == list(range(0, total + 1)),
+          "want mails 0..%d, got %s" % (total, sorted(s)))
+    cover = msgid(s[0])
+    for k in range(1, total + 1):
+        irt = s[k]["In-Reply-To"].strip().strip("<>")
+        check(irt == cover, "patch %d: In-Reply-To %s, not the cover %s" %
+              (k, irt, cover))
+        check(cover in s[k]["References"], "patch %d: References" % k)
+
+
+def git(*argv, cwd=None):
+    env = dict(os.environ, GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t",
+               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t")
+    out = subprocess.run(["git"] + list(argv), cwd=cwd, env=env,
+                         capture_output=True, text=True)
+    if out.returncode:
+        raise Fail("git %s: %s" % (" ".join(argv), out.stderr[-1500:]))
+    return out.stdout.strip()
+
+
+def check_git_am(bed, s, total, base, head):
+    repo = os.path.join(bed.work, "am")
+    git("clone", "-q", os.environ["PB_FORGESIM_URL"] + "/group/project.git",
+        repo)
+    git("fetch", "-q", "origin", "refs/merge-requests/1/head", cwd=repo)
+    git("checkout", "-q", base, cwd=repo)
+    mbox = os.path.join(bed.work, "series.mbox")
+    with open(mbox, "wb") as f:
+        for k in range(1, total + 1):
+            f.write(b"From mboxrd@z Thu Jan  1 00:00:00 1970\n")
+            f.write(s[k].raw.replace(b"\r\n", b"\n"))
+            f.write(b"\n")
+    git("am", "-q", mbox, cwd=repo)
+    got = git("rev-parse", "HEAD^{tree}", cwd=repo)
+    want = git("rev-parse", head + "^{tree}", cwd=repo)
+    check(got == want, "git am gives tree %s, the head has %s" % (got, want))
+    authors = git("log", "--format=%an <%ae>", base + "..HEAD", cwd=repo)
+    check(set(authors.splitlines()) == {"Alice Developer <alice@example.com>"},
+          "git am lost the author: %s" % authors)
+
+
+def version_shas(iid):
+    vers = sim("GET", "/api/v4/projects/1/merge_requests/%d/versions" % iid)
+    return vers[0]["base_commit_sha"], vers[0]["head_commit_sha"]
+
+
+# --- scenarios -----------------------------------------------------------
+
+def scenario_series(bed):
+    bed.start_postfix()
+    bed.config()
+    create_mr("topic", "Teach x and y to count")
+    base, head = version_shas(1)
+
+    say("send: v1")
+    out = bed.run("send", "group/project!1")
+    check("mailed v1 (4 mails)" in out, "send said: %s" % out)
+    bed.wait_mail(4)
+    bed.settle()
+    mails = bed.archive()
+    check(len(mails) == 4, "want 4 mails, got %d" % len(mails))
+    s = series_of(mails, 1, 1)
+    check_threading(s, 3)
+    check(s[0]["Subject"].startswith("[PATCH 0/3] Teach x and y to count"),
+          "cover subject: %s" % s[0]["Subject"])
+    for k, title in ((1, "a: count in x"), (2, "b: count in y"),
+                     (3, "docs: describe counting")):
+        check(s[k]["Subject"] == "[PATCH %d/3] %s" % (k, title),
+              "subject %d: %s" % (k, s[k]["Subject"]))
+    people = {"alice@example.com", "bob@corp.example"}
+    for k in range(4):
+        cc = addrs(s[k], "Cc")
+        check(addrs(s[k], "To") == {LIST}, "mail %d: To" % k)
+        check(people <= cc, "mail %d: author/reviewer not Cc'd: %s" % (k, cc))
+        check(LIST not in cc, "mail %d: the list is Cc'd too" % k)
+        check(b"carol@private.example" not in s[k].raw,
+              "mail %d shows a private address" % k)
+    want = {0: {"anna@alpha.example", "bert@beta.example"},
+            1: {"anna@alpha.example"}, 2: {"bert@beta.example"}, 3: set()}
+    for k, owners in want.items():
+        got = addrs(s[k], "Cc") - people
+        check(got == owners, "mail %d: owners Cc %s, want %s" %
+              (k, sorted(got), sorted(owners)))
+    say("threading and Cc ok; git am")
+    check_git_am(bed, s, 3, base, head)
+
+    say("again: nothing is sent")
+    out = bed.run("send", "group/project!1")
+    check("already mailed as v1" in out, "send said: %s" % out)
+    bed.run("run", "--once")
+    time.sleep(1)
+    bed.settle()
+    check(len(bed.archive()) == 4, "a re-run sent mail")
+
+    say("push v2 (patch 2 changed) -> run --once")
+    c1 = sim("GET", "/api/v4/projects/1/merge_requests/1/commits")
+    first = [c["id"] for c in c1 if c["title"] == "a: count in x"][0]
+    v2 = [commit("b: count in y", {"src/b/y.c": "int y(int n)\n{\n"
+                                   "\treturn n + 20;\n}\n"}), V1[2]]
+    made = sim("POST", "/_sim/projects/1/commits",
+               {"branch": "topic-v2", "start": first, "commits": v2})
+    sim("POST", "/_sim/projects/1/merge_requests/1/push",
+        {"sha": made["head"]})
+    bed.run("run", "--once")
+    bed.wait_mail(8)
+    bed.settle()
+    mails = bed.archive()
+    check(len(mails) == 8, "want 8 mails, got %d" % len(mails))
+    s2 = series_of(mails, 1, 2)
+    check_threading(s2, 3)
+    check(s2[0]["Subject"].startswith("[PATCH v2 0/3]"),
+          "v2 cover subject: %s" % s2[0]["Subject"])
+    check(s2[0]["In-Reply-To"].strip("<> ") == msgid(s[0]),
+          "v2 cover is not a reply to the v1 cover (shallow)")
+    body = s2[0].get_content()
+    check("Changes in v2" in body, "no 'Changes in v2' in the cover")
+    check(re.search(r"1:  [0-9a-f]{7} = 1:  [0-9a-f]{7} a: count in x", body),
+          "range-diff misses the unchanged patch:\n" + body)
+    check(re.search(r"2:  [0-9a-f]{7} ! 2:  [0-9a-f]{7} b: count in y", body),
+          "range-diff misses the changed patch:\n" + body)
+    out = bed.run("status")
+    check("!1 v2 sent" in out and "queue: empty" in out,
+          "status: %s" % out)
+
+
+SENDMAIL_WRAPPER = """#!/bin/sh
+# Count deliveries; hang on the 3rd while %(flag)s exists (the "slow MTA");
+# fail for now while %(tempfail)s exists, for good while %(reject)s does.
+n=$(($(cat %(count)s 2>/dev/null || echo 0) + 1))
+echo $n > %(count)s
+if [ -e %(tempfail)s ]; then
+	echo "451 4.3.0 try again later" >&2
+	exit 75
+fi
+if [ -e %(reject)s ]; then
+	echo "550 5.7.1 not from you" >&2
+	exit 65
+fi
+if [ "$n" -eq 3 ] && [ -e %(flag)s ]; then
+	echo $$ > %(pid)s
+	exec sleep 300
+fi
+exec /usr/sbin/sendmail -C %(etc)s "$@"
+"""
+
+
+def scenario_crash(bed):
+    bed.start_postfix()
+    paths = {k: os.path.join(bed.work, k)
+             for k in ("count", "flag", "pid", "tempfail", "reject")}
+    paths["etc"] = bed.env["CONFIG"]
+    wrapper = bed.write("sendmail.sh", SENDMAIL_WRAPPER % paths, 0o755)
+    open(paths["flag"], "w").close()
+    bed.config(sendmail=wrapper)
+    create_mr("topic", "Teach x and y to count")
+
+    say("daemon; the MTA hangs on mail 3; kill -9")
+    d = bed.daemon()
+    for _ in range(600):
+        if os.path.exists(paths["pid"]):
+            break
+        check(d.poll() is None, "the daemon died: %s" % bed.log_text()[-2000:])
+        time.sleep(0.05)
+    check(os.path.exists(paths["pid"]), "mail 3 never reached the MTA")
+    d.send_signal(signal.SIGKILL)
+    d.wait()
+    with open(paths["pid"]) as f:
+        os.kill(int(f.read()), signal.SIGKILL)
+    os.unlink(paths["flag"])
+    bed.wait_mail(2)
+    bed.settle()
+    check(len(bed.archive()) == 2, "want 2 mails before the restart")
+    out = bed.run("status")
+    check(out.count(": queued") == 2, "status shows no queued mails: %s" % out)
+
+    say("restart: run --once completes the series")
+    bed.run("run", "--once")
+    bed.wait_mail(4)
+    bed.run("run", "--once")
+    time.sleep(1)
+    bed.settle()
+    mails = bed.archive()
+    ids = [msgid(m) for m in mails]
+    check(len(ids) == 4 and len(set(ids)) == 4,
+          "Message-IDs delivered: %s" % ids)
+    check_threading(series_of(mails, 1, 1), 3)
+    check(bed.run("status").count("queue: empty") == 1, "queue not empty")
+
+    say("the MTA fails for now: deferred, shown, retried")
+    open(paths["tempfail"], "w").close()
+    create_mr("topic2", "Count in y too")
+    bed.run("run", "--once", ok=(75,))
+    out = bed.run("status")
+    check(re.search(r"!2 v1 mail 0: deferred, 1 attempt, next \S+: "
+                    r"tempfail: .*451 4\.3\.0 try again later", out),
+          "status does not show the deferred mail: %s" % out)
+    check(out.count(": queued") == 3, "the rest of v1 is not held back")
+    os.unlink(paths["tempfail"])
+    out = bed.run("send", "--force", "group/project!2")
+    check("already mailed as v1; its 4 waiting mails sent now" in out,
+          "send --force said: %s" % out)
+    bed.wait_mail(8)
+
+    say("the MTA refuses: failed, shown, queued again by send --retry")
+    open(paths["reject"], "w").close()
+    create_mr("topic3", "Count in z")
+    bed.run("send", "group/project!3", ok=(69,))
+    out = bed.run("status")
+    check(out.count(": failed, 1 attempt: rejected: ") == 4 and
+          "550 5.7.1 not from you" in out,
+          "status does not show the failed mails: %s" % out)
+    os.unlink(paths["reject"])
+    out = bed.run("send", "group/project!3", ok=(69,))
+    check("v1: the MTA refused: 0 mails sent now, 0 waiting, 4 failed "
+          "for good" in out, "send said: %s" % out)
+    check("!3 v1 sending" in bed.run("status"), "v3 not held as sending")
+    out = bed.run("send", "--retry", "group/project!3")
+    bed.wait_mail(12)
+    bed.settle()
+    ids = [msgid(m) for m in bed.archive()]
+    check(len(ids) == 12 and len(set(ids)) == 12,
+          "Message-IDs delivered: %s" % ids)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_listen(port, proc, bed):
+    for _ in range(200):
+        check(proc.poll() is None,
+              "the daemon died: %s" % bed.log_text()[-2000:])
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise Fail("the webhook receiver does not listen")
+
+
+def post_hook(port, token):
+    req = urllib.request.Request(
+        "http://127.0.0.1:%d/hooks/gitlab" % port, data=b"{}",
+        method="POST", headers={"X-Gitlab-Token": token,
+                                "X-Gitlab-Event": "Merge Request Hook",
+                                "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def deliveries(url):
+    sim("POST", "/_sim/webhooks/wait", {"timeout_s": 20})
+    return [d for d in sim("GET", "/_sim/webhooks/deliveries")
+            if d["url"] == url]
+
+
+def scenario_webhook(bed):
+    bed.start_postfix()
+    port = free_port()
+    secret = bed.write("webhook.secret", "s3cret-token\n", 0o600)
+    extra = ("[webhook]\nenabled = yes\nlisten = 127.0.0.1:%d\n"
+             "secret_file = %s\n" % (port, secret))
+    bed.config(extra=extra)
+    d = bed.daemon()
+    wait_listen(port, d, bed)
+    url = "http://127.0.0.1:%d/hooks/gitlab" % port
+
+    say("a hook with the wrong token")
+    check(post_hook(port, "wrong") == 401, "a wrong token is not 401")
+    sim("POST", "/_sim/webhooks", {"project": 1, "url": url + "?wrong",
+                                   "token": "not-the-secret"})
+    create_mr("topic", "Teach x and y to count")
+    got = deliveries(url + "?wrong")
+    check(got and all(x["response_status"] == 401 for x in got),
+          "deliveries with the wrong token: %s" %
+          [(x["event"], x["response_status"]) for x in got])
+    time.sleep(2)
+    bed.settle()
+    check(len(bed.archive()) == 0, "a refused delivery mailed something")
+
+    say("a hook with the right token; a new MR is mailed at once")
+    sim("POST", "/_sim/webhooks", {"project": 1, "url": url,
+                                   "token": "s3cret-token"})
+    t = time.monotonic()
+    create_mr("topic2", "Count in y too")
+    got = deliveries(url)
+    check(got and got[-1]["response_status"] == 200,
+          "the valid delivery: %s" % [x["response_status"] for x in got])
+    bed.wait_mail(4, 30)
+    say("series mailed %.1fs after the event" % (time.monotonic() - t))
+    bed.settle()
+    mails = bed.archive()
+    check(len(mails) == 4 and len(series_of(mails, 2, 1)) == 4,
+          "want MR 2's series only, got %s" %
+          [(m["X-Patchbridge-MR"], m["Subject"]) for m in mails])
+
+    say("SIGHUP with a broken configuration: refused, old one kept")
+    with open(bed.cfg, "a") as f:
+        f.write("[outbound]\npoll_interval = soon\n")
+    d.send_signal(signal.SIGHUP)
+    for _ in range(100):
+        if "reload refused" in bed.log_text():
+            break
+        time.sleep(0.05)
+    check("reload refused" in bed.log_text(), "no 'reload refused' log line")
+    check(post_hook(port, "wrong") == 401, "the receiver is gone after HUP")
+    d.send_signal(signal.SIGTERM)
+    check(d.wait(timeout=30) == 0, "the daemon did not stop cleanly")
+    check("stopped (signal)" in bed.log_text(), "no clean stop logged")
+
+
+def scenario_drafts(bed):
+    bed.start_postfix()
+    bed.config(owners=OWNERS_BROKEN)
+    create_mr("wip", "Draft: not yet", draft=True)
+    create_mr("topic", "Teach x and y to count")
+    bed.run("run", "--once")
+    bed.wait_mail(4)
+    bed.settle()
+    mails = bed.archive()
+    check(len(mails) == 4, "want 4 mails, got %d" % len(mails))
+    s = series_of(mails, 2, 1)
+    check_threading(s, 3)
+    log = bed.log_text()
+    check(re.search(r"draft: skipped", log), "the draft was not reported")
+    m = re.search(r"owners\.yaml:(\d+):(\d+): [^\n]*; mailing without "
+                  r"owners Cc", log)
+    check(m, "the broken owners.yaml is not reported with line and column")
+    say("owners.yaml reported at line %s, column %s" % m.groups())
+    for k in range(4):
+        cc = addrs(s[k], "Cc")
+        check(cc == {"alice@example.com", "bob@corp.example"},
+              "mail %d: Cc %s" % (k, sorted(cc)))
+    out = bed.run("send", "group/project!1")
+    check("not mailed: a draft" in out, "send on a draft said: %s" % out)
+    time.sleep(1)
+    bed.settle()
+    check(len(bed.archive()) == 4, "the draft was mailed")
+
+
+SCENARIOS = {"series": scenario_series, "crash": scenario_crash,
+             "webhook": scenario_webhook, "drafts": scenario_drafts}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("scenario", choices=sorted(SCENARIOS))
+    ap.add_argument("--patchbridge", required=True)
+    ap.add_argument("--work", required=True)
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        print("e2e: SKIP: needs root (private Postfix)")
+        return 77
+    if not shutil.which("postfix", path="/usr/sbin:/usr/bin") or \
+            not os.path.exists("/usr/sbin/sendmail"):
+        print("e2e: SKIP: postfix is not installed")
+        return 77
+    if "PB_FORGESIM_URL" not in os.environ:
+        print("e2e: run me under tests/forgesim/run-with-sim.sh")
+        return 1
+    sim("POST", "/_sim/reset", {"seed": SEED})
+    bed = Bed(args, args.scenario)
+    try:
+        SCENARIOS[args.scenario](bed)
+    except (Fail, subprocess.TimeoutExpired) as e:
+        say("FAIL: %s" % e)
+        print("--- bridge log (tail) ---")
+        print(bed.log_text()[-6000:] if os.path.exists(bed.log) else "")
+        return 1
+    finally:
+        bed.stop()
+    say("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
