@@ -20,18 +20,17 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char fixed_patch[] =
-	"diff --git a/a.c b/a.c\n"
-	"--- a/a.c\n"
-	"+++ b/a.c\n"
-	"@@ -10,6 +10,7 @@ int f(void)\n"
-	" \tint a;\n"
-	"-\tint b;\n"
-	"+\tlong b;\n"
-	"+\tlong c;\n"
-	" \n"
-	" \treturn a;\n"
-	" }\n";
+static const char fixed_patch[] = "diff --git a/a.c b/a.c\n"
+				  "--- a/a.c\n"
+				  "+++ b/a.c\n"
+				  "@@ -10,6 +10,7 @@ int f(void)\n"
+				  " \tint a;\n"
+				  "-\tint b;\n"
+				  "+\tlong b;\n"
+				  "+\tlong c;\n"
+				  " \n"
+				  " \treturn a;\n"
+				  " }\n";
 
 static void check(const struct reply *r, const struct diff *d)
 {

@@ -32,9 +32,9 @@ static void check(const struct trailer_list *l)
 			abort();
 		if (strchr(t->name, '\n') || strchr(t->raw, '\n'))
 			abort();
-		if (t->email && (!strchr(t->email, '@') ||
-				 strchr(t->email, '\n') ||
-				 strchr(t->email, ' ')))
+		if (t->email &&
+		    (!strchr(t->email, '@') || strchr(t->email, '\n') ||
+		     strchr(t->email, ' ')))
 			abort();
 		if (t->scope != TRAILER_SCOPE_PATCH &&
 		    t->scope != TRAILER_SCOPE_SERIES)
@@ -79,8 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	subject_release(&s);
 
-	if (authres_parse(&ar, p, size) == 0 &&
-	    ar.nr > AUTHRES_METHODS_MAX)
+	if (authres_parse(&ar, p, size) == 0 && ar.nr > AUTHRES_METHODS_MAX)
 		abort();
 	free(p);
 	return 0;
