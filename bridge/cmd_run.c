@@ -502,6 +502,11 @@ int cmd_run(const char *config_path, int argc, char **argv)
 		rc = rc == PB_EINVAL ? EX_CONFIG : env_exit_code(rc);
 		goto out_cfg;
 	}
+	/*
+	 * The receiver runs threads, and fork() keeps only the caller's:
+	 * when detaching, try it here (so a port in use is reported on the
+	 * terminal), stop it, and start it for good in the child.
+	 */
 	if (!d.once) {
 		rc = webhook_start(&d.wh, d.env.cfg, d.q);
 		if (rc) {
@@ -509,11 +514,21 @@ int cmd_run(const char *config_path, int argc, char **argv)
 			rc = rc == PB_EINVAL ? EX_CONFIG : EX_UNAVAILABLE;
 			goto out;
 		}
-	}
-	if (!foreground && !d.once && detach()) {
-		fprintf(stderr, "patchbridge run: %s\n", err_msg());
-		rc = EX_OSERR;
-		goto out;
+		if (!foreground) {
+			webhook_free(d.wh);
+			d.wh = NULL;
+			if (detach()) {
+				fprintf(stderr, "patchbridge run: %s\n",
+					err_msg());
+				rc = EX_OSERR;
+				goto out;
+			}
+			if (webhook_start(&d.wh, d.env.cfg, d.q)) {
+				log_error("%s", err_msg());
+				rc = EX_UNAVAILABLE;
+				goto out;
+			}
+		}
 	}
 	detect_new(&d.detect, d.env.cfg, d.env.store, d.env.forge);
 	log_notice("started%s", d.once ? " (one cycle)" : "");
