@@ -18,7 +18,8 @@ Scenarios (issue 3, "Must show"):
             mails the series without waiting for the poll; SIGHUP with a
             broken file keeps the old configuration  (item 6)
   drafts    a draft MR is skipped; a malformed owners.yaml is reported with
-            line and column and the series goes out without owners Cc
+            line and column and the series goes out without owners Cc; a
+            pure rebase is not mailed with mail_rebases = no
 
 Exit status: 0 pass, 1 fail, 77 skipped (not root, no Postfix).
 """
@@ -133,7 +134,7 @@ subsystems:
         - src/b/
 """
 
-# Line 5, column 7: a mapping value where none may be.
+# Line 5, column 10: a mapping value where none may be.
 OWNERS_BROKEN = """\
 users:
   - &anna
@@ -665,7 +666,7 @@ def scenario_webhook(bed):
 
 def scenario_drafts(bed):
     bed.start_postfix()
-    bed.config(owners=OWNERS_BROKEN)
+    bed.config(owners=OWNERS_BROKEN, outbound="mail_rebases = no")
     create_mr("wip", "Draft: not yet", draft=True)
     create_mr("topic", "Teach x and y to count")
     bed.run("run", "--once")
@@ -687,9 +688,22 @@ def scenario_drafts(bed):
               "mail %d: Cc %s" % (k, sorted(cc)))
     out = bed.run("send", "group/project!1")
     check("not mailed: a draft" in out, "send on a draft said: %s" % out)
+
+    say("a pure rebase with mail_rebases = no is not mailed")
+    sim("POST", "/_sim/projects/1/commits",
+        {"branch": "main", "commits": [commit("README: say more", {
+            "README.md": "# project\n\nIt counts.\n"})]})
+    made = sim("POST", "/_sim/projects/1/commits",
+               {"branch": "topic-rebased", "start": "main", "commits": V1})
+    sim("POST", "/_sim/projects/1/merge_requests/2/push",
+        {"sha": made["head"]})
+    out = bed.run("send", "group/project!2")
+    check(re.search(r"not mailed: head [0-9a-f]{12} is a pure rebase of v1 "
+                    r"\(mail_rebases = no\)", out),
+          "send on a rebase said: %s" % out)
     time.sleep(1)
     bed.settle()
-    check(len(bed.archive()) == 4, "the draft was mailed")
+    check(len(bed.archive()) == 4, "the draft or the rebase was mailed")
 
 
 SCENARIOS = {"series": scenario_series, "crash": scenario_crash,
