@@ -2,10 +2,13 @@
 # The whole test suite, from a fresh clone, as root on Debian 12:
 #   1. install the Debian packages (scripts/install-deps.sh),
 #   2. build with -Werror and run CTest,
-#   3. build with AddressSanitizer + UndefinedBehaviorSanitizer and run
+#   3. build the libFuzzer targets with clang and run each for
+#      FUZZ_SECONDS (default 30) seeded from tests/data,
+#   4. build with AddressSanitizer + UndefinedBehaviorSanitizer and run
 #      CTest again (the Python-only simulator tests are skipped there:
 #      they exercise no C code).
-# .ci/run runs exactly this.  Build trees: build-ci/ and build-asan/.
+# .ci/run runs exactly this.  Build trees: build-ci/, build-asan/ and
+# build-fuzz/.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -27,6 +30,7 @@ run_suite() { # name cmake-args... ; ctest args come from $CTEST_ARGS
 
 rc=0
 CTEST_ARGS="" run_suite build-ci -DCMAKE_BUILD_TYPE=RelWithDebInfo || rc=1
+"$top/scripts/fuzz.sh" "${FUZZ_SECONDS:-30}" || rc=1
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export ASAN_OPTIONS UBSAN_OPTIONS

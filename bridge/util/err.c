@@ -10,7 +10,8 @@
 
 static _Thread_local char err_buf[PB_ERRMSG_MAX];
 
-static void err_vset(const char *fmt, va_list ap, const char *suffix)
+static __attribute__((format(printf, 1, 0))) void
+err_vset(const char *fmt, va_list ap, const char *suffix)
 {
 	size_t n;
 
