@@ -12,6 +12,18 @@
  *
  * Usage: test_milter -p unix:/path/to.sock [-P pidfile] [-m umask]
  *                    [-d eom_delay_ms] [-t io_timeout_s] [-v]
+ *                    [-A authserv-id -D domain [-D domain]...]
+ *
+ * With -A it also stands in for a DKIM/DMARC verifier such as OpenDKIM
+ * and OpenDMARC placed before patchbridge-milter in smtpd_milters: for a
+ * message whose From: domain is one of the -D domains it inserts, at the
+ * top of the header,
+ *
+ *     Authentication-Results: <authserv-id>; dkim=pass header.d=<domain>
+ *             header.i=@<domain>; dmarc=pass header.from=<domain>
+ *
+ * and for any other message a dkim=none/dmarc=none result.  Tests use it to
+ * play "this sender's signature verified" without real keys and DNS.
  *
  * The socket is created with the given umask (default 0111, i.e. mode
  * 0666) so that Postfix's smtpd and cleanup (user postfix) can connect from
@@ -33,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -43,6 +56,8 @@
 #define QID_MAX 64
 #define HELO_MAX 256
 #define HDR_VALUE_MAX 128
+#define FROM_MAX 512
+#define DOMAINS_MAX 16
 
 /* Per-connection state; only ever reached through smfi_getpriv(). */
 struct conn_state {
@@ -51,11 +66,15 @@ struct conn_state {
 	unsigned long headers;	 /* header fields seen in current message */
 	unsigned long long body; /* body bytes seen in current message */
 	char helo[HELO_MAX];
+	char from[FROM_MAX]; /* From: of the current message, truncated */
 };
 
 static unsigned long conn_counter; /* atomically incremented */
 static unsigned int eom_delay_ms;
 static bool verbose;
+static const char *ar_id; /* -A: act as a verifier with this authserv-id */
+static const char *ar_domains[DOMAINS_MAX]; /* -D: domains that "pass" */
+static size_t ar_ndomains;
 
 static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -105,6 +124,47 @@ static void reset_message(struct conn_state *st)
 {
 	st->headers = 0;
 	st->body = 0;
+	st->from[0] = '\0';
+}
+
+/* The domain of the From: address: after the last '@', up to '>' or end. */
+static void from_domain(char *dst, size_t dstsz, const char *from)
+{
+	const char *at = strrchr(from, '@');
+	size_t n = 0;
+
+	dst[0] = '\0';
+	if (at == NULL)
+		return;
+	for (at++; *at && *at != '>' && *at != ' ' && n + 1 < dstsz; at++)
+		dst[n++] = (char)(*at >= 'A' && *at <= 'Z' ? *at + 32 : *at);
+	dst[n] = '\0';
+}
+
+static sfsistat add_auth_results(SMFICTX *ctx, struct conn_state *st)
+{
+	static char hname[] = "Authentication-Results";
+	char dom[256], value[1024];
+	size_t i;
+	int pass = 0, n;
+
+	from_domain(dom, sizeof(dom), st->from);
+	for (i = 0; i < ar_ndomains; i++)
+		if (dom[0] && strcmp(dom, ar_domains[i]) == 0)
+			pass = 1;
+	if (pass)
+		n = snprintf(value, sizeof(value),
+			     "%s; dkim=pass header.d=%s header.i=@%s; "
+			     "dmarc=pass header.from=%s",
+			     ar_id, dom, dom, dom);
+	else
+		n = snprintf(value, sizeof(value), "%s; dkim=none; dmarc=none",
+			     ar_id);
+	if (n < 0 || (size_t)n >= sizeof(value))
+		return SMFIS_TEMPFAIL;
+	if (smfi_insheader(ctx, 0, hname, value) != MI_SUCCESS)
+		return SMFIS_TEMPFAIL;
+	return SMFIS_CONTINUE;
 }
 
 static sfsistat tm_connect(SMFICTX *ctx, char *hostname, _SOCK_ADDR *addr)
@@ -145,10 +205,10 @@ static sfsistat tm_header(SMFICTX *ctx, char *name, char *value)
 {
 	struct conn_state *st = get_state(ctx);
 
-	(void)name;
-	(void)value;
 	if (st == NULL)
 		return SMFIS_TEMPFAIL;
+	if (strcasecmp(name, "From") == 0)
+		copy_bounded(st->from, sizeof(st->from), value);
 	st->headers++;
 	return SMFIS_CONTINUE;
 }
@@ -195,6 +255,10 @@ static sfsistat tm_eom(SMFICTX *ctx)
 		return SMFIS_TEMPFAIL;
 	if (smfi_addheader(ctx, hname, value) != MI_SUCCESS) {
 		logmsg("conn %lu: smfi_addheader failed", st->conn_no);
+		return SMFIS_TEMPFAIL;
+	}
+	if (ar_id != NULL && add_auth_results(ctx, st) != SMFIS_CONTINUE) {
+		logmsg("conn %lu: smfi_insheader failed", st->conn_no);
 		return SMFIS_TEMPFAIL;
 	}
 	st->msgs++;
@@ -278,7 +342,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: test_milter -p unix:/path/to.sock [-P pidfile] "
-		"[-m umask] [-d eom_delay_ms] [-t io_timeout_s] [-v]\n");
+		"[-m umask] [-d eom_delay_ms] [-t io_timeout_s] [-v]\n"
+		"       [-A authserv-id -D domain [-D domain]...]\n");
 }
 
 int main(int argc, char **argv)
@@ -291,7 +356,7 @@ int main(int argc, char **argv)
 	mode_t old_umask;
 	int c, rc;
 
-	while ((c = getopt(argc, argv, "p:P:m:d:t:vh")) != -1) {
+	while ((c = getopt(argc, argv, "p:P:m:d:t:vA:D:h")) != -1) {
 		switch (c) {
 		case 'p':
 			conn = optarg;
@@ -321,6 +386,16 @@ int main(int argc, char **argv)
 			break;
 		case 'v':
 			verbose = true;
+			break;
+		case 'A':
+			ar_id = optarg;
+			break;
+		case 'D':
+			if (ar_ndomains == DOMAINS_MAX) {
+				fprintf(stderr, "too many -D domains\n");
+				return 2;
+			}
+			ar_domains[ar_ndomains++] = optarg;
 			break;
 		default:
 			usage();
