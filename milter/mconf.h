@@ -1,0 +1,82 @@
+/*
+ * mconf - the milter's loaded configuration and what it opened.
+ *
+ * One struct mconf is one generation of the configuration: the parsed
+ * file (config.h), the spool writer it names, and a small pool of
+ * read-only store connections to the thread map.  It is refcounted, like
+ * OpenDKIM's per-connection config: a message takes a reference at MAIL
+ * FROM and drops it when the message ends, so a SIGHUP reload swaps in a
+ * new generation without disturbing messages in flight; the old one is
+ * freed when its last message lets go.
+ *
+ * The current generation is the one piece of mutable global state of the
+ * milter (STYLE.md allows the loaded config): mconf_current() and
+ * mconf_install() read and swap it under a mutex.
+ *
+ * The store: SQLite connections may not be shared between threads at the
+ * same time (store.h), and Debian's libmilter runs one session on several
+ * threads in turn, so a message borrows a connection from the pool for
+ * the duration of its end-of-message work and gives it back.  A missing
+ * database (the daemon has not created it yet) is PB_ENOTFOUND; failures
+ * to open are logged once per generation until an open succeeds again.
+ *
+ * Ownership: mconf_new() returns a generation with one reference, owned
+ * by the caller; mconf_install() takes that reference over.
+ * Thread safety: everything here may be called from any thread.
+ * Errors: mconf_new() returns the codes of config_load() (messages in
+ * errs) and of spool_open() (PB_EPERM, PB_ETEMP ... with err_msg()).
+ */
+#ifndef PB_MILTER_MCONF_H
+#define PB_MILTER_MCONF_H
+
+#include "core/config.h"
+#include "core/spool.h"
+#include "core/store.h"
+#include "util/strlist.h"
+
+#include <stddef.h>
+
+/* Idle store connections kept per generation. */
+#define MCONF_STORES_MAX 16
+
+struct mconf;
+
+/* What a session reads from a generation (valid while it holds a ref). */
+struct mconf_view {
+	const struct config *cfg;
+	struct spool *spool; /* the writer; spool_put() is thread-safe */
+	size_t max_message; /* [milter] max_message_size, bytes */
+	const char *domain; /* [bridge] domain */
+	const char *address; /* [bridge] address */
+	const char *authserv_id; /* [milter] trusted_authserv_id or NULL */
+	const char *state_path; /* [state] path */
+};
+
+/*
+ * Load the configuration at path and open the spool it names as a
+ * writer, with its limits set.  errs (may be NULL) collects config
+ * problems, one per line.
+ */
+int mconf_new(struct mconf **out, struct strlist *errs, const char *path);
+
+struct mconf *mconf_ref(struct mconf *c);
+/* Drop a reference; the last one frees.  NULL is allowed. */
+void mconf_unref(struct mconf *c);
+
+const struct mconf_view *mconf_view(const struct mconf *c);
+
+/*
+ * Borrow a read-only connection to the thread map: 0, PB_ENOTFOUND when
+ * there is no database yet, or another code of store_open().
+ */
+int mconf_store_get(struct store **out, struct mconf *c);
+/* Give it back; broken = a call on it failed, so close it instead. */
+void mconf_store_put(struct mconf *c, struct store *st, int broken);
+
+/* A new reference to the current generation, or NULL before the first. */
+struct mconf *mconf_current(void);
+/* Make c current (taking over the caller's reference); the previous
+ * generation loses the reference the holder had. */
+void mconf_install(struct mconf *c);
+
+#endif

@@ -1,0 +1,424 @@
+#include "milter/session.h"
+
+#include "core/review.h"
+#include "util/err.h"
+#include "util/limits.h"
+#include "util/log.h"
+#include "util/printable.h"
+#include "util/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The buffer before the first message knows its cap. */
+#define SESSION_IDLE_MAX 0
+
+static void set_log_id(struct session *s)
+{
+	if (s->queue_id[0])
+		snprintf(s->log_id, sizeof(s->log_id), "%s", s->queue_id);
+	else
+		snprintf(s->log_id, sizeof(s->log_id), "conn %lu", s->id);
+}
+
+int session_new(struct session **out, unsigned long id)
+{
+	struct session *s = xcalloc(1, sizeof(*s));
+
+	s->id = id;
+	classify_input_init(&s->in);
+	classify_result_init(&s->early);
+	buf_init(&s->raw, SESSION_IDLE_MAX);
+	set_log_id(s);
+	*out = s;
+	return 0;
+}
+
+void session_free(struct session *s)
+{
+	if (!s)
+		return;
+	session_end(s);
+	buf_release(&s->raw);
+	free(s);
+}
+
+void session_end(struct session *s)
+{
+	mconf_unref(s->conf);
+	s->conf = NULL;
+	free(s->sender);
+	s->sender = NULL;
+	classify_input_release(&s->in);
+	classify_result_release(&s->early);
+	/* a big message's memory goes back now, not at the next one */
+	buf_release(&s->raw);
+	s->raw.max = SESSION_IDLE_MAX;
+	s->queue_id[0] = '\0';
+	s->size = 0;
+	s->nr_headers = 0;
+	s->in_body = 0;
+	s->pending_cr = 0;
+	s->skip = SESSION_KEEP;
+	set_log_id(s);
+}
+
+int session_begin(struct session *s, const char *sender)
+{
+	const char *p = sender ? sender : "";
+	size_t len;
+
+	session_end(s);
+	s->conf = mconf_current();
+	if (!s->conf)
+		return err_set(PB_ERROR, "no configuration loaded");
+	s->messages++;
+	s->max_message = mconf_view(s->conf)->max_message;
+	s->raw.max = s->max_message;
+	/* "<a@b>" -> "a@b"; "<>" -> "" */
+	len = strlen(p);
+	if (len >= 2 && p[0] == '<' && p[len - 1] == '>') {
+		p++;
+		len -= 2;
+	}
+	s->sender = xstrndup(p, len);
+	classify_sender(&s->in, s->sender);
+	return 0;
+}
+
+void session_set_queue_id(struct session *s, const char *qid)
+{
+	size_t len;
+
+	if (!qid || !qid[0] || s->queue_id[0])
+		return;
+	len = strlen(qid);
+	/* Postfix ids are short and alphanumeric; anything else is cut to
+	 * what the spool accepts and only ever logged through printable */
+	if (len > SPOOL_QUEUE_ID_MAX)
+		len = SPOOL_QUEUE_ID_MAX;
+	memcpy(s->queue_id, qid, len);
+	s->queue_id[len] = '\0';
+	set_log_id(s);
+}
+
+const char *session_log_id(const struct session *s)
+{
+	return s->log_id;
+}
+
+static void mark(struct session *s, enum session_skip why)
+{
+	if (s->skip != SESSION_KEEP)
+		return;
+	s->skip = why;
+	buf_release(&s->raw);
+	s->raw.max = SESSION_IDLE_MAX;
+}
+
+/* Append bytes, dropping a CR before LF (and tracking one split across
+ * calls); past the cap the message becomes oversize. */
+static void add_text(struct session *s, const char *p, size_t len)
+{
+	const char *cr;
+
+	while (len && s->skip == SESSION_KEEP) {
+		if (s->pending_cr) {
+			s->pending_cr = 0;
+			if (*p != '\n' && buf_addch(&s->raw, '\r'))
+				goto full;
+		}
+		cr = memchr(p, '\r', len);
+		if (!cr) {
+			if (buf_add(&s->raw, p, len))
+				goto full;
+			return;
+		}
+		if (buf_add(&s->raw, p, (size_t)(cr - p)))
+			goto full;
+		len -= (size_t)(cr - p) + 1;
+		p = cr + 1;
+		s->pending_cr = 1;
+	}
+	return;
+full:
+	mark(s, SESSION_SKIP_OVERSIZE);
+}
+
+static void flush_cr(struct session *s)
+{
+	if (s->pending_cr && s->skip == SESSION_KEEP &&
+	    buf_addch(&s->raw, '\r'))
+		mark(s, SESSION_SKIP_OVERSIZE);
+	s->pending_cr = 0;
+}
+
+void session_header(struct session *s, const char *name, const char *value)
+{
+	size_t nlen = strlen(name), vlen = strlen(value);
+
+	if (!s->conf)
+		return;
+	s->size += nlen + vlen + 3;
+	if (++s->nr_headers > PB_HEADER_COUNT_MAX ||
+	    vlen > PB_HEADER_VALUE_MAX) {
+		mark(s, SESSION_SKIP_HEADERS);
+		return;
+	}
+	if (s->skip != SESSION_KEEP)
+		return;
+	classify_header(&s->in, name, value);
+	add_text(s, name, nlen);
+	add_text(s, ": ", 2);
+	add_text(s, value, vlen);
+	flush_cr(s);
+	add_text(s, "\n", 1);
+}
+
+void session_eoh(struct session *s)
+{
+	const struct mconf_view *v;
+	struct classify_opts opts;
+
+	if (!s->conf || s->in_body)
+		return;
+	s->in_body = 1;
+	s->size += 1;
+	if (s->skip != SESSION_KEEP)
+		return;
+	v = mconf_view(s->conf);
+	opts.domain = v->domain;
+	opts.address = v->address;
+	classify_early(&s->early, &s->in, &opts);
+	if (s->early.verdict == CLASSIFY_LOOP)
+		mark(s, SESSION_SKIP_LOOP);
+	else if (s->early.verdict == CLASSIFY_PASS)
+		mark(s, SESSION_SKIP_UNTHREADED);
+	else
+		add_text(s, "\n", 1);
+}
+
+void session_body(struct session *s, const void *data, size_t len)
+{
+	if (!s->conf)
+		return;
+	if (!s->in_body)
+		session_eoh(s);
+	s->size += len;
+	if (s->skip == SESSION_KEEP)
+		add_text(s, data, len);
+}
+
+/* ------------------------------------------------------------------ */
+/* The X-Patchbridge value */
+
+/* Untrusted or odd bytes in what the header shows become '?'. */
+static void add_token(struct buf *b, const char *p, size_t max)
+{
+	size_t i;
+
+	for (i = 0; p[i] && i < max; i++) {
+		int c = (unsigned char)p[i];
+		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			 (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+			 c == '.' || c == '/';
+
+		buf_addch(b, ok ? c : '?');
+	}
+	if (p[i])
+		buf_adds(b, "~");
+}
+
+static void format_target(struct buf *b, const char *kind,
+			  const struct classify_result *res)
+{
+	buf_adds(b, kind);
+	buf_addch(b, ' ');
+	add_token(b, res->project, SESSION_PROJECT_SHOWN_MAX);
+	buf_addf(b, "!%lld", (long long)res->iid);
+	if (res->revision > 0) {
+		buf_addf(b, " v%d %d", res->revision, res->patch);
+		if (res->total > 0)
+			buf_addf(b, "/%d", res->total);
+	}
+	buf_addf(b, "; via=%s", classify_via_name(res->via));
+}
+
+static void format_review(struct buf *b, const struct review *r)
+{
+	const char *seen[8]; /* types shown, at most */
+	size_t i, j, nseen = 0;
+
+	buf_adds(b, "; trailers=");
+	for (i = 0; i < r->trailers.nr; i++) {
+		const char *t = r->trailers.v[i].type;
+
+		for (j = 0; j < nseen && strcmp(seen[j], t); j++)
+			;
+		if (j < nseen || nseen == sizeof(seen) / sizeof(seen[0]))
+			continue;
+		if (nseen)
+			buf_addch(b, ',');
+		seen[nseen++] = t;
+		add_token(b, t, 40);
+	}
+	if (!nseen)
+		buf_adds(b, "none");
+	buf_addf(b, "; inline=%zu; nak=%s; auth=%s", r->nr_inline,
+		 r->nak ? "yes" : "no",
+		 r->auth.verified ? "verified" : "unverified");
+}
+
+/* ------------------------------------------------------------------ */
+/* End of message */
+
+static void outcome_init(struct session_outcome *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->action = SESSION_ACCEPT;
+	out->verdict = "pass";
+	out->reason = "";
+}
+
+static const char *safe(char *dst, size_t size, const char *s)
+{
+	return s ? printable_copy(dst, size, s, strlen(s)) : "";
+}
+
+/* The relevant mail: parse, spool, say what was understood. */
+static void bridge(struct session_outcome *out, struct session *s,
+		   const struct classify_result *res)
+{
+	const struct mconf_view *v = mconf_view(s->conf);
+	struct review_options ropts = { v->authserv_id };
+	struct review *r = NULL;
+	struct spool_meta meta;
+	struct buf hdr = BUF_INIT(SESSION_HEADER_MAX - 1);
+	char mid[PB_LOG_QUOTE_MAX];
+	int rc;
+
+	rc = review_parse(&r, s->raw.data, s->raw.len, res->parent, &ropts);
+	if (rc)
+		log_warn("message <%s> to %s!%lld does not parse (%s); "
+			 "spooling it for the daemon anyway",
+			 safe(mid, sizeof(mid), s->in.message_id), res->project,
+			 (long long)res->iid, err_msg());
+
+	memset(&meta, 0, sizeof(meta));
+	meta.queue_id = s->queue_id;
+	meta.message_id = s->in.message_id;
+	meta.sender = s->sender && strlen(s->sender) <= SPOOL_SENDER_MAX ?
+			      s->sender :
+			      NULL;
+	meta.kind = r ? review_kind_name(r->kind) : "reply";
+	meta.project = res->project;
+	meta.iid = res->iid;
+	meta.revision = res->revision > 0 ? res->revision : 0;
+	meta.patch = res->patch > 0 ? res->patch : 0;
+	rc = spool_put(out->spool_name, sizeof(out->spool_name), v->spool,
+		       &meta, s->raw.data, s->raw.len);
+	if (rc) {
+		log_error("cannot spool the reply <%s> to %s!%lld: %s (%s); "
+			  "answering tempfail",
+			  safe(mid, sizeof(mid), s->in.message_id),
+			  res->project, (long long)res->iid, err_msg(),
+			  err_name(rc));
+		out->action = SESSION_TEMPFAIL;
+		out->verdict = "tempfail";
+		out->reason = "spool";
+		out->spool_name[0] = '\0';
+		goto out;
+	}
+
+	format_target(&hdr, meta.kind, res);
+	if (r)
+		format_review(&hdr, r);
+	else
+		buf_adds(&hdr, "; parse=failed");
+	buf_adds(&hdr, "; queued");
+	snprintf(out->header, sizeof(out->header), "%s", hdr.data);
+	out->verdict = "bridged";
+	out->reason = res->reason;
+	log_info("<%s>: %s; spooled as %s",
+		 safe(mid, sizeof(mid), s->in.message_id), out->header,
+		 out->spool_name);
+out:
+	buf_release(&hdr);
+	review_free(r);
+}
+
+void session_eom(struct session_outcome *out, struct session *s)
+{
+	const struct mconf_view *v;
+	struct classify_opts opts;
+	struct classify_result res;
+	struct store *st = NULL;
+	char mid[PB_LOG_QUOTE_MAX];
+	int rc;
+
+	outcome_init(out);
+	if (!s->conf)
+		return;
+	if (!s->in_body)
+		session_eoh(s);
+	flush_cr(s);
+	v = mconf_view(s->conf);
+	switch (s->skip) {
+	case SESSION_KEEP:
+		break;
+	case SESSION_SKIP_OVERSIZE:
+		out->verdict = "oversize";
+		out->reason = "max_message_size";
+		log_notice("<%s>: %zu bytes is over [milter] max_message_size "
+			   "(%zu): passed on untouched, not bridged",
+			   safe(mid, sizeof(mid), s->in.message_id), s->size,
+			   s->max_message);
+		return;
+	case SESSION_SKIP_HEADERS:
+		out->verdict = "headers";
+		out->reason = "header_limits";
+		log_notice("<%s>: more than %d header fields or one over %d "
+			   "bytes: passed on untouched, not bridged",
+			   safe(mid, sizeof(mid), s->in.message_id),
+			   PB_HEADER_COUNT_MAX, PB_HEADER_VALUE_MAX);
+		return;
+	case SESSION_SKIP_LOOP:
+		out->verdict = "loop";
+		out->reason = s->early.reason;
+		log_info("<%s>: the bridge's own mail (%s), not bridged back",
+			 safe(mid, sizeof(mid), s->in.message_id),
+			 s->early.reason);
+		return;
+	case SESSION_SKIP_UNTHREADED:
+		out->reason = s->early.reason;
+		log_debug("<%s>: %s", safe(mid, sizeof(mid), s->in.message_id),
+			  s->early.reason);
+		return;
+	}
+
+	opts.domain = v->domain;
+	opts.address = v->address;
+	rc = mconf_store_get(&st, s->conf);
+	if (rc)
+		st = NULL; /* logged; the Message-ID scheme still works */
+	classify_result_init(&res);
+	classify_eom(&res, &s->in, s->raw.data, s->raw.len, st, &opts);
+	mconf_store_put(s->conf, st, res.store_failed);
+	switch (res.verdict) {
+	case CLASSIFY_BRIDGE:
+		bridge(out, s, &res);
+		break;
+	case CLASSIFY_LOOP:
+		out->verdict = "loop";
+		out->reason = res.reason;
+		break;
+	case CLASSIFY_PASS:
+	case CLASSIFY_CANDIDATE:
+		out->reason = res.reason;
+		log_debug("<%s>: %s", safe(mid, sizeof(mid), s->in.message_id),
+			  res.reason);
+		break;
+	}
+	classify_result_release(&res);
+}
