@@ -1,0 +1,48 @@
+/*
+ * glue - the only module that talks to libmilter.
+ *
+ * It turns libmilter's callbacks into session.h calls and nothing more
+ * (the logic lives in session.c and runs from files in the test mode, as
+ * in OpenDMARC), and wraps the start-up calls so main.c stays free of
+ * libmilter types.
+ *
+ * Per-connection state lives only behind smfi_setpriv(): Debian's
+ * libmilter is built with its worker pool, so successive callbacks of one
+ * SMTP session may run on different threads (notes §1.1).  Each callback
+ * sets the thread's log correlation id from the session and clears it
+ * before returning.
+ *
+ * What Postfix is told (DESIGN.md rules 1 and 2): CONTINUE, with an
+ * X-Patchbridge header for a bridged reply (SMFIF_ADDHDRS); TEMPFAIL only
+ * when a relevant mail could not be spooled; ACCEPT when the milter
+ * cannot even keep state for a connection.  Never REJECT.
+ *
+ * Thread safety: glue_open() and glue_run() are called from one thread;
+ * glue_stop() from any thread (smfi_stop()).
+ * Errors: PB_EINVAL for a bad socket spec, PB_ERROR when libmilter
+ * refuses (err_msg() says which call).
+ */
+#ifndef PB_MILTER_GLUE_H
+#define PB_MILTER_GLUE_H
+
+#include <sys/types.h>
+
+/*
+ * Register the filter, set the socket ("unix:/path", "local:/path",
+ * "inet:port@host" ...) and I/O timeout, and create the socket now
+ * (smfi_opensocket, removing a stale one) with sock_umask in force, so
+ * Postfix can connect from the first connection and a bad spec fails at
+ * start-up.
+ */
+int glue_open(const char *socket, int timeout_s, mode_t sock_umask);
+
+/* Serve until glue_stop() or a fatal listener error: smfi_main(). */
+int glue_run(void);
+
+/* Ask glue_run() to return; libmilter notices within about 5 s. */
+void glue_stop(void);
+
+/* libmilter's version, "8.17.1" style, into buf. */
+void glue_version(char *buf, size_t size);
+
+#endif

@@ -1,0 +1,475 @@
+/*
+ * patchbridge-milter - the Postfix milter of patchbridge.
+ *
+ *	patchbridge-milter [-c FILE] [-f] [-p SOCKET] [-P PIDFILE] [-m UMASK]
+ *	patchbridge-milter [-c FILE] --check
+ *	patchbridge-milter [-c FILE] --test FILE.eml...
+ *
+ * Thin on purpose: options, configuration, signals, then libmilter
+ * (glue.c) or the test mode (testmode.c).  Exit codes: <sysexits.h>.
+ *
+ * Signals.  libmilter starts its own thread that sigwait()s for SIGHUP,
+ * SIGTERM and SIGINT and stops the milter on any of them (notes §1.1,
+ * libmilter/signal.c); we want SIGHUP to reload instead.  Two threads
+ * waiting for one signal would make the outcome a coin toss, so the main
+ * thread never blocks the three signals and catches them with a handler
+ * that only writes to a self-pipe, while smfi_main() runs in a second
+ * thread created with the signals blocked (libmilter's threads inherit
+ * that mask).  Linux delivers a process-directed signal to the thread
+ * group leader whenever that thread does not block it (kernel/signal.c,
+ * complete_signal()), so libmilter's sigwait thread never sees them:
+ * SIGHUP reloads; SIGTERM and SIGINT call smfi_stop(), and libmilter's
+ * listener notices within its 5 s poll.  tests/milter/signals.sh checks
+ * this with a burst of SIGHUPs.
+ *
+ * Reload: a new generation (mconf.h) is loaded from the same file and
+ * installed; messages in flight finish with the one they started with.
+ * A file with errors is refused with one log line per error and the old
+ * generation is kept.  The socket, the umask, the I/O timeout and the
+ * log level are read only at start.
+ */
+#include "core/config.h"
+#include "core/mail.h"
+#include "core/version.h"
+#include "milter/glue.h"
+#include "milter/mconf.h"
+#include "milter/testmode.h"
+#include "util/err.h"
+#include "util/fileio.h"
+#include "util/log.h"
+#include "util/strlist.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#define PROG "patchbridge-milter"
+/* Socket mode 0660: Postfix reaches it through the socket's group. */
+#define SOCK_UMASK_DEFAULT 0117
+
+/* The self-pipe: the signal handler and the serving thread write. */
+static int wake_fd[2] = { -1, -1 };
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: " PROG " [-c FILE] [-f] [-p SOCKET] [-P PIDFILE] "
+		"[-m UMASK]\n"
+		"       " PROG " [-c FILE] --check\n"
+		"       " PROG " [-c FILE] [--sender ADDR] [--queue-id ID] "
+		"--test FILE.eml...\n"
+		"\n"
+		"The Postfix milter of patchbridge: places list replies on the "
+		"bridged\nseries they answer, spools them for the daemon and "
+		"adds an\nX-Patchbridge header saying what it understood.\n"
+		"\n"
+		"Options:\n"
+		"  -c, --config FILE   the configuration file (default: "
+		"$%s,\n"
+		"                      else %s)\n"
+		"  -f, --foreground    log to stderr (else syslog, facility "
+		"mail, in the\n"
+		"                      background)\n"
+		"  -p, --socket SPEC   listen here instead of [milter] socket "
+		"(unix:/path;\n"
+		"                      inet:port@host works but stalls ~40 ms "
+		"twice a mail)\n"
+		"  -P, --pidfile FILE  write the pid here once the socket "
+		"accepts connections\n"
+		"  -m, --umask UMASK   umask the unix socket is created with "
+		"(default %04o:\n"
+		"                      mode 0660, Postfix connects through "
+		"the group)\n"
+		"      --check         load the configuration, open the thread "
+		"map and the\n"
+		"                      spool as the milter would, then exit\n"
+		"      --test FILE...  run the callbacks on mail files without "
+		"an MTA: classify,\n"
+		"                      parse, spool, print the header that "
+		"would be added\n"
+		"      --sender ADDR   envelope sender for --test (default: "
+		"<>)\n"
+		"      --queue-id ID   queue id for --test (default: none)\n"
+		"  -V, --version       print the version\n"
+		"  -h, --help          this help\n"
+		"\n"
+		"Signals: HUP reloads the configuration (a broken file is "
+		"refused and the\nold one kept); TERM and INT stop within "
+		"about 5 s.\n",
+		CONFIG_ENV, CONFIG_DEFAULT_PATH, SOCK_UMASK_DEFAULT);
+}
+
+static int load_exit_code(int rc)
+{
+	switch (rc) {
+	case PB_EINVAL:
+		return EX_CONFIG;
+	case PB_ENOTFOUND:
+		return EX_NOINPUT;
+	case PB_EPERM:
+		return EX_NOPERM;
+	default:
+		return EX_CANTCREAT;
+	}
+}
+
+/* Load a generation; every problem goes to the log. */
+static int load(struct mconf **out, const char *path)
+{
+	struct strlist errs = STRLIST_INIT;
+	size_t i;
+	int rc;
+
+	rc = mconf_new(out, &errs, path);
+	strlist_for_each (&errs, i)
+		log_error("%s", errs.items[i]);
+	if (rc && !errs.nr)
+		log_error("%s", err_msg());
+	strlist_release(&errs);
+	return rc;
+}
+
+static int socket_ok(const char *spec)
+{
+	if (!strncmp(spec, "unix:/", 6) || !strncmp(spec, "local:/", 7))
+		return 1;
+	if (!strncmp(spec, "inet:", 5) || !strncmp(spec, "inet6:", 6)) {
+		log_warn("listening on %s: over TCP, libmilter and Postfix "
+			 "stall on Nagle's algorithm for ~40 ms twice per "
+			 "mail; a unix: socket avoids it",
+			 spec);
+		return 1;
+	}
+	return 0;
+}
+
+/* The path of a unix socket spec, or NULL. */
+static const char *socket_path(const char *spec)
+{
+	if (!strncmp(spec, "unix:", 5))
+		return spec + 5;
+	if (!strncmp(spec, "local:", 6))
+		return spec + 6;
+	return NULL;
+}
+
+static int run_check(const char *path, const char *sockspec)
+{
+	struct mconf *c;
+	struct store *st = NULL;
+	const char *spec;
+	int rc;
+
+	rc = load(&c, path);
+	if (rc)
+		return load_exit_code(rc);
+	spec = sockspec ? sockspec :
+			  config_str(mconf_view(c)->cfg, CFG_MILTER_SOCKET);
+	if (!socket_ok(spec)) {
+		log_error("bad milter socket %s", spec);
+		mconf_unref(c);
+		return EX_CONFIG;
+	}
+	rc = mconf_store_get(&st, c);
+	if (rc == PB_ENOTFOUND) {
+		/* logged: replies are placed by Message-ID only */
+		rc = 0;
+	} else if (rc) {
+		mconf_unref(c);
+		return rc == PB_EPERM ? EX_NOPERM : EX_UNAVAILABLE;
+	}
+	mconf_store_put(c, st, 0);
+	mconf_unref(c);
+	printf("%s: ok\n", path);
+	return EX_OK;
+}
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	char c = (char)sig;
+
+	if (write(wake_fd[1], &c, 1) < 0) {
+		/* full pipe: a wake-up is pending anyway */
+	}
+	errno = saved;
+}
+
+/* The serving thread: smfi_main(), then wake the main thread. */
+static void *serve(void *arg)
+{
+	int *rc = arg;
+	char c = 0;
+
+	*rc = glue_run();
+	if (*rc)
+		log_error("%s", err_msg());
+	if (write(wake_fd[1], &c, 1) < 0) {
+		/* the main thread polls with a timeout as well */
+	}
+	return NULL;
+}
+
+static int setup_signals(void)
+{
+	struct sigaction sa;
+	int i;
+
+	if (pipe(wake_fd) < 0)
+		return err_set_errno(PB_ERROR, "pipe");
+	for (i = 0; i < 2; i++) {
+		fcntl(wake_fd[i], F_SETFL,
+		      fcntl(wake_fd[i], F_GETFL) | O_NONBLOCK);
+		fcntl(wake_fd[i], F_SETFD, FD_CLOEXEC);
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	if (sigaction(SIGHUP, &sa, NULL) || sigaction(SIGTERM, &sa, NULL) ||
+	    sigaction(SIGINT, &sa, NULL))
+		return err_set_errno(PB_ERROR, "sigaction");
+	return 0;
+}
+
+static void reload(const char *path)
+{
+	struct mconf *c;
+
+	if (load(&c, path)) {
+		log_error("reload: %s has errors; keeping the running "
+			  "configuration",
+			  path);
+		return;
+	}
+	mconf_install(c);
+	log_notice("reload: configuration %s loaded (socket, umask, "
+		   "timeout and log level changes need a restart)",
+		   path);
+}
+
+static int write_pidfile(const char *path)
+{
+	char line[32];
+	int n = snprintf(line, sizeof(line), "%ld\n", (long)getpid());
+
+	return file_write_atomic(path, line, (size_t)n, 0644);
+}
+
+static int serve_forever(const char *path, const char *spec, int foreground,
+			 const char *pidfile, mode_t sock_umask)
+{
+	struct mconf *c = mconf_current();
+	const struct mconf_view *v = mconf_view(c);
+	int timeout_s, serve_rc = 0, stopping = 0, done = 0;
+	const char *sock_path = socket_path(spec);
+	sigset_t block, old;
+	pthread_t tid;
+	int rc;
+
+	timeout_s =
+		(int)(config_duration_ms(v->cfg, CFG_MILTER_TIMEOUT) / 1000);
+	mconf_unref(c);
+	rc = glue_open(spec, timeout_s, sock_umask);
+	if (rc) {
+		log_error("%s", err_msg());
+		return rc == PB_EINVAL ? EX_CONFIG : EX_UNAVAILABLE;
+	}
+	if (!foreground && daemon(0, 0) < 0) {
+		log_error("cannot go to the background: %s", strerror(errno));
+		return EX_OSERR;
+	}
+	if (setup_signals()) {
+		log_error("%s", err_msg());
+		return EX_OSERR;
+	}
+	/* libmilter's threads must not take our signals: they inherit this
+	 * mask from the serving thread. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	rc = pthread_create(&tid, NULL, serve, &serve_rc);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		log_error("cannot start the serving thread: %s", strerror(rc));
+		return EX_OSERR;
+	}
+	if (pidfile && write_pidfile(pidfile))
+		log_warn("pid file %s: %s", pidfile, err_msg());
+	log_notice("listening on %s (patchbridge %s)", spec, pb_version());
+
+	while (!done) {
+		struct pollfd pfd = { wake_fd[0], POLLIN, 0 };
+		char sigs[64];
+		ssize_t n, i;
+
+		if (poll(&pfd, 1, 1000) < 0 && errno != EINTR)
+			break;
+		n = read(wake_fd[0], sigs, sizeof(sigs));
+		for (i = 0; i < n; i++) {
+			if (sigs[i] == SIGHUP && !stopping) {
+				reload(path);
+			} else if (sigs[i] == SIGTERM || sigs[i] == SIGINT) {
+				if (!stopping)
+					log_notice("stopping (signal %d)",
+						   sigs[i]);
+				stopping = 1;
+				glue_stop();
+			} else if (sigs[i] == 0) {
+				done = 1;
+			}
+		}
+	}
+	pthread_join(tid, NULL);
+	if (sock_path)
+		unlink(sock_path);
+	if (pidfile)
+		unlink(pidfile);
+	log_notice("stopped");
+	return serve_rc ? EX_SOFTWARE : EX_OK;
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_CHECK = 256, OPT_TEST, OPT_SENDER, OPT_QUEUE_ID };
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "socket", required_argument, NULL, 'p' },
+		{ "pidfile", required_argument, NULL, 'P' },
+		{ "umask", required_argument, NULL, 'm' },
+		{ "check", no_argument, NULL, OPT_CHECK },
+		{ "test", no_argument, NULL, OPT_TEST },
+		{ "sender", required_argument, NULL, OPT_SENDER },
+		{ "queue-id", required_argument, NULL, OPT_QUEUE_ID },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *path = NULL, *sockspec = NULL, *pidfile = NULL;
+	const char *sender = NULL, *queue_id = NULL;
+	char abspath[PATH_MAX], libv[32];
+	int foreground = 0, check = 0, test = 0, opt, rc, ex;
+	mode_t sock_umask = SOCK_UMASK_DEFAULT;
+	struct mconf *c;
+
+	while ((opt = getopt_long(argc, argv, "c:fp:P:m:Vh", longopts, NULL)) !=
+	       -1) {
+		switch (opt) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'f':
+			foreground = 1;
+			break;
+		case 'p':
+			sockspec = optarg;
+			break;
+		case 'P':
+			pidfile = optarg;
+			break;
+		case 'm': {
+			char *end;
+			unsigned long m = strtoul(optarg, &end, 8);
+
+			if (!*optarg || *end || m > 0777) {
+				fprintf(stderr, PROG ": bad umask %s\n",
+					optarg);
+				return EX_USAGE;
+			}
+			sock_umask = (mode_t)m;
+			break;
+		}
+		case OPT_CHECK:
+			check = 1;
+			break;
+		case OPT_TEST:
+			test = 1;
+			break;
+		case OPT_SENDER:
+			sender = optarg;
+			break;
+		case OPT_QUEUE_ID:
+			queue_id = optarg;
+			break;
+		case 'V':
+			glue_version(libv, sizeof(libv));
+			printf(PROG " %s (libmilter %s)\n", pb_version(), libv);
+			return EX_OK;
+		case 'h':
+			usage(stdout);
+			return EX_OK;
+		default:
+			usage(stderr);
+			return EX_USAGE;
+		}
+	}
+	if (test ? optind == argc : optind != argc) {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	if (!path)
+		path = getenv(CONFIG_ENV);
+	if (!path || !*path)
+		path = CONFIG_DEFAULT_PATH;
+	/* daemon() changes to /: reloads must find the same file */
+	if (!foreground && !check && !test && path[0] != '/' &&
+	    realpath(path, abspath))
+		path = abspath;
+
+	log_open(PROG, foreground || check || test ? LOG_SINK_STDERR :
+						     LOG_SINK_SYSLOG);
+	if (check)
+		return run_check(path, sockspec);
+
+	/* GMime is set up once, before any thread starts (mail.h). */
+	if (mail_init()) {
+		log_error("cannot initialise the MIME parser");
+		return EX_SOFTWARE;
+	}
+	rc = load(&c, path);
+	if (rc) {
+		mail_shutdown();
+		return load_exit_code(rc);
+	}
+	/* [log] level: set once, before any thread (log.h) */
+	rc = log_level_from_name(config_str(mconf_view(c)->cfg, CFG_LOG_LEVEL));
+	if (rc >= 0)
+		log_set_level(rc);
+	mconf_install(c);
+	if (test) {
+		ex = testmode_run(argv + optind, argc - optind, sender,
+				  queue_id);
+	} else {
+		c = mconf_current();
+		if (!sockspec)
+			sockspec = config_str(mconf_view(c)->cfg,
+					      CFG_MILTER_SOCKET);
+		if (socket_ok(sockspec)) {
+			ex = serve_forever(path, sockspec, foreground, pidfile,
+					   sock_umask);
+		} else {
+			log_error("bad milter socket %s (unix:/path, "
+				  "local:/path, inet:port@host)",
+				  sockspec);
+			ex = EX_USAGE;
+		}
+		mconf_unref(c);
+	}
+	mconf_install(NULL);
+	mail_shutdown();
+	log_close();
+	return ex;
+}
