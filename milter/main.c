@@ -19,7 +19,7 @@
  * group leader whenever that thread does not block it (kernel/signal.c,
  * complete_signal()), so libmilter's sigwait thread never sees them:
  * SIGHUP reloads; SIGTERM and SIGINT call smfi_stop(), and libmilter's
- * listener notices within its 5 s poll.  tests/milter/signals.sh checks
+ * listener notices within its 5 s poll.  tests/milter/miltertest.sh checks
  * this with a burst of SIGHUPs.
  *
  * Reload: a new generation (mconf.h) is loaded from the same file and

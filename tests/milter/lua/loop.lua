@@ -1,0 +1,33 @@
+-- The bridge's own outbound mail, by each marker, on one connection:
+-- CONTINUE, no header, not spooled.
+dofile(os.getenv("MT_DIR") .. "/common.lua")
+local conn = open()
+local cases = {
+	{ "own Message-ID", {
+		{ "From", "Dev via patchbridge <dev@example.org>" },
+		{ "Subject", "[PATCH v3 2/7] list: grow the array" },
+		{ "Message-ID", our_id(2) },
+		{ "In-Reply-To", our_id(0) } } },
+	{ "X-Patchbridge-* header", {
+		{ "From", "Dev via patchbridge <dev@example.org>" },
+		{ "Message-ID", "<forge-note-1@example.org>" },
+		{ "In-Reply-To", our_id(2) },
+		{ "X-Patchbridge-Note", "group/project!12 #501" } } },
+	{ "Auto-Submitted", {
+		{ "From", "Robot <ci@example.org>" },
+		{ "Auto-Submitted", "auto-generated" },
+		{ "In-Reply-To", our_id(2) } } },
+	{ "From the bridge", {
+		{ "From", "patchbridge <patchbridge@bridge.example.org>" },
+		{ "Message-ID", "<receipt-1@example.org>" },
+		{ "In-Reply-To", our_id(2) } } },
+}
+for i, c in ipairs(cases) do
+	if send(conn, "4LOOP" .. i, c[2], { "body\r\n" }) ~=
+		SMFIR_CONTINUE then
+		error("loop (" .. c[1] .. "): expected CONTINUE")
+	end
+	expect_no_header(conn, "loop (" .. c[1] .. ")")
+end
+mt.disconnect(conn)
+mt.echo("PASS loop: " .. #cases .. " markers")

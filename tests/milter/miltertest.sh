@@ -1,0 +1,175 @@
+#!/bin/bash
+# patchbridge-milter against miltertest (the MTA side of the milter
+# protocol, scripted in Lua: Debian package "miltertest"), then its signal
+# handling.
+#
+# usage: miltertest.sh MILTER_BINARY WORKDIR
+#
+# One milter is started (-f, pid file) and every script connects to it:
+#   relevant.lua   a reply to a bridged patch: CONTINUE + X-Patchbridge,
+#                  one spool record with the queue id sent as macro {i}
+#   irrelevant.lua CONTINUE, no header, no record
+#   loop.lua       the bridge's own mail, each marker: no header, no record
+#   oversize.lua   over max_message_size: CONTINUE untouched, no record
+# Then signals (libmilter's own sigwait thread would stop on SIGHUP):
+#   a SIGHUP with a broken file keeps the running configuration;
+#   a burst of SIGHUPs with a new file (another spool directory) reloads
+#   it and the milter keeps serving;
+#   tempfail.lua   spool2/tmp removed under the milter: TEMPFAIL
+#   SIGTERM stops it within ~5 s, exit 0, socket and pid file removed.
+#
+# Exit 0 = pass, 1 = fail, 77 = skipped (miltertest missing).
+NAME=miltertest
+. "$(dirname "$0")/lib.sh"
+
+[ $# -eq 2 ] || {
+	echo "usage: $0 MILTER_BINARY WORKDIR" >&2
+	exit 2
+}
+command -v miltertest >/dev/null 2>&1 ||
+	skip "miltertest is not installed (apt-get install miltertest)"
+MBIN=$(abs_path "$1")
+W=$2
+rm -rf "$W"
+mkdir -p "$W/state" || fail "cannot create $W"
+W=$(cd "$W" && pwd -P)
+# A unix socket path must fit in sun_path (108 bytes), wherever the
+# build tree is.
+SOCKDIR=$(mktemp -d /tmp/pbmt.XXXXXX) || fail "mktemp failed"
+SOCK=$SOCKDIR/milter.sock
+PIDFILE=$SOCKDIR/milter.pid
+MLOG=$W/milter.log
+MPID=""
+export MT_DIR=$MLIB_DIR/lua MT_SOCK=unix:$SOCK
+
+# shellcheck disable=SC2317  # invoked through trap
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM HUP
+	if pid_alive "$MPID"; then
+		kill -TERM "$MPID" 2>/dev/null
+		wait_pid_gone "$MPID" 15 || kill -KILL "$MPID" 2>/dev/null
+	fi
+	rm -rf "$SOCKDIR"
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -f "$MLOG" ]; then
+		say "---- last lines of $MLOG ----"
+		tail -n 20 "$MLOG"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+write_conf "$W/pb.conf" "$W" 64k
+sed -i "s|^socket = .*|socket = unix:$SOCK|" "$W/pb.conf"
+
+# run_lua SCRIPT: run one miltertest script, fail with its output.
+run_lua() {
+	local out
+	out=$(miltertest -s "$MT_DIR/$1" 2>&1) ||
+		fail "$1: $(printf '%s' "$out" | tail -n 5)"
+	say "$out"
+}
+
+expect_records() {
+	local n
+	n=$(spool_count "$1")
+	[ "$n" -eq "$2" ] || fail "$3: $n records in $1/new, expected $2"
+}
+
+step "start patchbridge-milter on unix:$SOCK"
+"$MBIN" -f -c "$W/pb.conf" -P "$PIDFILE" 2>"$MLOG" &
+MPID=$!
+wait_file "$PIDFILE" 10 || fail "no pid file within 10s: $(cat "$MLOG")"
+[ "$(cat "$PIDFILE")" = "$MPID" ] || fail "pid file says $(cat "$PIDFILE")"
+[ -S "$SOCK" ] || fail "no socket $SOCK"
+mode=$(stat -c %a "$SOCK")
+[ "$mode" = 660 ] || fail "socket mode $mode, expected 660"
+say "milter pid $MPID, socket mode $mode"
+
+step "relevant reply: header added, spooled"
+MT_QID=4RELEVANT1 run_lua relevant.lua
+expect_records "$W/spool" 1 relevant
+f=$(ls "$W"/spool/new/*)
+[ "$(spool_field "$f" Queue-Id)" = 4RELEVANT1 ] ||
+	fail "record has Queue-Id '$(spool_field "$f" Queue-Id)'"
+[ "$(spool_field "$f" Message-Id)" = mt-relevant@example.org ] ||
+	fail "record has Message-Id '$(spool_field "$f" Message-Id)'"
+grep -q '^4RELEVANT1: <mt-relevant@example.org>: reply ' "$MLOG" ||
+	grep -q ': 4RELEVANT1: <mt-relevant@example.org>: reply ' "$MLOG" ||
+	fail "the log line does not carry the queue id"
+
+step "irrelevant mail: no header, no record"
+run_lua irrelevant.lua
+expect_records "$W/spool" 1 irrelevant
+
+step "the bridge's own mail: no header, no record"
+run_lua loop.lua
+expect_records "$W/spool" 1 loop
+
+step "oversize reply: untouched, no record"
+run_lua oversize.lua
+# the reply after it on the same connection is spooled
+expect_records "$W/spool" 2 oversize
+grep -q 'over \[milter\] max_message_size' "$MLOG" ||
+	fail "oversize not logged"
+
+step "SIGHUP with a broken file keeps the running configuration"
+cp "$W/pb.conf" "$W/pb.conf.good"
+printf '[milter\nbroken = \n' >>"$W/pb.conf"
+kill -HUP "$MPID"
+t=$SECONDS
+until grep -q 'keeping the running configuration' "$MLOG"; do
+	[ $((SECONDS - t)) -ge 10 ] && fail "no refusal logged after SIGHUP"
+	pid_alive "$MPID" || fail "milter died on SIGHUP"
+	sleep 0.05
+done
+MT_QID=4RELOAD1 run_lua relevant.lua
+expect_records "$W/spool" 3 "after a refused reload"
+
+step "a burst of SIGHUPs with a new file: reloaded, still serving"
+sed "s|^dir = .*|dir = $W/spool2|" "$W/pb.conf.good" >"$W/pb.conf"
+for i in $(seq 1 50); do
+	kill -HUP "$MPID" || fail "milter gone after $i SIGHUPs"
+done
+t=$SECONDS
+until [ -d "$W/spool2/new" ] && grep -q 'reload: configuration' "$MLOG"; do
+	[ $((SECONDS - t)) -ge 10 ] && fail "no reload within 10s"
+	sleep 0.05
+done
+MT_QID=4RELOAD2 run_lua relevant.lua
+# Had libmilter's sigwait thread taken one SIGHUP, its listener would stop
+# within its 5 s poll (MI_CHK_TIME): give it that long.
+sleep 5.5
+pid_alive "$MPID" || fail "milter stopped by the SIGHUP burst"
+grep -q 'notice: stopp' "$MLOG" && fail "milter is stopping after SIGHUPs"
+expect_records "$W/spool2" 1 "after the reload"
+expect_records "$W/spool" 3 "old spool after the reload"
+say "$(grep -c 'reload: configuration' "$MLOG") reloads logged, milter alive"
+
+step "spool unwritable: TEMPFAIL"
+# The spool works on directory descriptors opened at start (or reload);
+# removing tmp/ under it makes every record creation fail, also for root.
+rmdir "$W/spool2/tmp" || fail "cannot remove spool2/tmp"
+run_lua tempfail.lua
+expect_records "$W/spool2" 1 tempfail
+grep -q 'cannot spool the reply <mt-tempfail@example.org>' "$MLOG" ||
+	fail "the spool failure is not logged"
+
+step "SIGTERM stops it cleanly"
+t=$(date +%s%N)
+kill -TERM "$MPID"
+wait_pid_gone "$MPID" 15 || fail "still running 15s after SIGTERM"
+wait "$MPID"
+rc=$?
+[ $rc -eq 0 ] || fail "exit status $rc after SIGTERM"
+[ -e "$SOCK" ] && fail "socket $SOCK left behind"
+[ -e "$PIDFILE" ] && fail "pid file left behind"
+say "stopped $((($(date +%s%N) - t) / 1000000)) ms after SIGTERM"
+grep -q 'ERROR: \|runtime error\|LeakSanitizer' "$MLOG" &&
+	fail "sanitizer report in $MLOG"
+
+step "PASS in $((SECONDS - T0))s"
+exit 0
