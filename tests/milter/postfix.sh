@@ -1,0 +1,238 @@
+#!/bin/bash
+# patchbridge-milter behind the real private Postfix (tests/postfix/pfbed),
+# running as an unprivileged user the way contrib/postfix/README.md says.
+#
+# usage: postfix.sh MILTER_BINARY SEED_BINARY WORKDIR
+#
+#  1. directories as documented: socket directory nobody:postfix 2750,
+#     spool nobody:nogroup 2770, state root:nogroup 2750 (database 0640),
+#     a forge token root 0600; the thread map holds the corpus parent
+#  2. the milter runs as nobody:nogroup with no supplementary groups
+#     (setpriv); its socket is nobody:postfix 0660 from the start, and
+#     with its credentials the token file cannot be read
+#  3. the first SMTP connection: a reply to the bridged patch lands in the
+#     list archive with the X-Patchbridge header, and a spool record
+#     carries the queue id Postfix gave it
+#  4. the same through sendmail(1) (non_smtpd_milters)
+#  5. an announcement and the bridge's own cover letter land untouched,
+#     no record
+#  6. contrib/postfix/header_checks: a forged Authentication-Results with
+#     the trusted authserv-id is gone before the milter sees the mail (the
+#     same mail in --test mode, without Postfix, counts as verified)
+#  7. the milter stopped, default_action=accept: list mail still flows
+#     (no header, no record)
+#
+# Exit 0 = pass, 1 = fail, 77 = skipped (not root, postfix or setpriv
+# missing).
+NAME=postfix-e2e
+. "$(dirname "$0")/lib.sh"
+
+[ $# -eq 3 ] || {
+	echo "usage: $0 MILTER_BINARY SEED_BINARY WORKDIR" >&2
+	exit 2
+}
+[ "$(id -u)" -eq 0 ] || skip "must run as root (private Postfix)"
+command -v postfix >/dev/null 2>&1 || skip "postfix is not installed"
+command -v setpriv >/dev/null 2>&1 || skip "setpriv is not installed"
+getent passwd nobody >/dev/null && getent group nogroup >/dev/null &&
+	getent group postfix >/dev/null || skip "users nobody/postfix missing"
+[ -x /usr/bin/python3 ] || skip "/usr/bin/python3 is not installed"
+MBIN=$(abs_path "$1")
+SEED=$(abs_path "$2")
+mkdir -p "$3" || fail "cannot create $3"
+W=$(cd "$3" && pwd -P)
+INST=$W/instance
+MLOG=$W/milter.log
+DATA=$MLIB_DIR/data
+# Everything the milter's user touches lives under /tmp: the build tree
+# may not be reachable for nobody and postfix, and socket paths are short.
+T=$(mktemp -d /tmp/pbpf.XXXXXX) || fail "mktemp failed"
+chmod 755 "$T"
+MPID=""
+STARTED=""
+
+# shellcheck disable=SC2317  # invoked through trap
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM HUP
+	[ -n "$STARTED" ] && "$PFBED" stop "$INST" >/dev/null 2>&1
+	if pid_alive "$MPID"; then
+		kill -TERM "$MPID" 2>/dev/null
+		wait_pid_gone "$MPID" 15 || kill -KILL "$MPID" 2>/dev/null
+	fi
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
+		say "kept for inspection: $T, $W"
+		[ -f "$MLOG" ] && tail -n 15 "$MLOG"
+		[ -f "$INST/postfix.log" ] && tail -n 15 "$INST/postfix.log"
+	else
+		rm -rf "$T"
+		[ -n "${RUNDIR:-}" ] && [ "$RUNDIR" != "$INST" ] &&
+			"$PFBED" clean "$INST" >/dev/null 2>&1
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+# archived MESSAGE-ID: the archive file holding that Message-ID.
+archived() {
+	grep -l -i -F -x "Message-ID: <$1>" "$ARCHIVE"/new/* "$ARCHIVE"/cur/* \
+		2>/dev/null | head -n 1
+}
+
+# send FILE [pfbed options]: submit over SMTP, expect 250; sets QUEUE_ID.
+send() {
+	local out
+	out=$("$PFBED" send "$INST" "$@") || fail "SMTP submission of $1: $out"
+	eval "$out"
+	[ "$SMTP_CODE" = 250 ] && [ -n "$QUEUE_ID" ] || fail "SMTP: $out"
+}
+
+step "directories as documented, thread map seeded"
+write_conf "$T/pb.conf" "$T"
+chmod 644 "$T/pb.conf"
+install -d -o root -g nogroup -m 2750 "$T/state" &&
+	install -d -o nobody -g nogroup -m 2770 "$T/spool" &&
+	install -d -o nobody -g postfix -m 2750 "$T/run" ||
+	fail "install -d failed"
+(umask 027 && seed_store "$SEED" "$T/state/state.db") 2>/dev/null ||
+	fail "cannot seed the thread map"
+printf 'glpat-not-for-the-milter\n' >"$T/token"
+chmod 600 "$T/token"
+say "$(stat -c '%A %U:%G %n' "$T/run" "$T/spool" "$T/state" \
+	"$T"/state/state.db* "$T/token" | tr '\n' ';')"
+
+step "start the milter as nobody:nogroup"
+setpriv --reuid=nobody --regid=nogroup --clear-groups -- \
+	"$MBIN" -f -c "$T/pb.conf" -P "$T/run/milter.pid" 2>"$MLOG" &
+MPID=$!
+wait_file "$T/run/milter.pid" 10 || fail "no pid file: $(cat "$MLOG")"
+SOCK=$T/run/milter.sock
+[ -S "$SOCK" ] || fail "no socket $SOCK"
+got=$(stat -c '%U:%G %a' "$SOCK")
+[ "$got" = "nobody:postfix 660" ] ||
+	fail "socket is $got, expected nobody:postfix 660"
+uid=$(awk '/^Uid:/ { print $2 }' "/proc/$MPID/status")
+gid=$(awk '/^Gid:/ { print $2 }' "/proc/$MPID/status")
+groups=$(awk '/^Groups:/ { $1 = ""; print }' "/proc/$MPID/status")
+[ "$uid" = "$(id -u nobody)" ] || fail "milter runs as uid $uid"
+[ -z "${groups// /}" ] || fail "milter has supplementary groups: $groups"
+if setpriv --reuid="$uid" --regid="$gid" --clear-groups -- \
+	cat "$T/token" >/dev/null 2>&1; then
+	fail "the milter's user can read the forge token $T/token"
+fi
+say "milter pid $MPID uid $uid gid $gid; socket $got; token unreadable"
+
+step "private postfix, milter default_action=accept"
+# The contrib rule, for this test's authserv-id.
+sed 's/mx\\\.example\\\.org/lists\\.example\\.test/' \
+	"$SRC_DIR/contrib/postfix/header_checks" >"$T/header_checks"
+grep -q '^/.*lists\\\.example\\\.test' "$T/header_checks" ||
+	fail "cannot adapt contrib/postfix/header_checks"
+chmod 644 "$T/header_checks"
+out=$("$PFBED" start "$INST" --milter "unix:$SOCK" --default-action accept \
+	--set "header_checks = regexp:$T/header_checks") ||
+	fail "pfbed start failed"
+STARTED=1
+eval "$out"
+eval "$("$PFBED" env "$INST")"
+
+step "first connection: a reply to the bridged patch"
+send "$CORPUS/replies/01-nf-mutt-nack-inline.eml"
+QID=$QUEUE_ID
+"$PFBED" wait-mail "$INST" 1 30 >/dev/null || fail "reply not delivered"
+f=$(archived ZTEVHOLSk/SSMJNM@calendula)
+[ -n "$f" ] || fail "the reply is not in the archive"
+want=$(sed -n 's/^01-nf-mutt-nack-inline.eml: //p' "$DATA/golden.expect")
+[ "$(grep -c '^X-Patchbridge:' "$f")" -eq 1 ] || fail "$f: X-Patchbridge count"
+grep -q -x -F "$want" "$f" ||
+	fail "$f: $(grep '^X-Patchbridge:' "$f"), expected $want"
+rec=$(grep -l "^Queue-Id: $QID\$" "$T"/spool/new/* 2>/dev/null)
+[ -n "$rec" ] || fail "no spool record with Queue-Id $QID"
+case $(basename "$rec") in *".$QID."*) ;; *) fail "record name $rec" ;; esac
+[ "$(stat -c %U "$rec")" = nobody ] || fail "record not written by nobody"
+grep -q -i 'permission denied\|milter.*connect' "$LOG" &&
+	fail "postfix could not reach the milter: $(grep -i 'milter' "$LOG")"
+say "archived with $want; record $(basename "$rec")"
+
+step "the same through sendmail(1): non_smtpd_milters"
+"$PFBED" sendmail "$INST" "$DATA/reply-msgid.eml" ||
+	fail "sendmail failed"
+"$PFBED" wait-mail "$INST" 2 30 >/dev/null || fail "not delivered"
+f=$(archived reply-msgid.1@example.org)
+[ -n "$f" ] || fail "the sendmail reply is not in the archive"
+grep -q '^X-Patchbridge: reply group/project!12 v3 2/7; via=msgid;' "$f" ||
+	fail "$f: $(grep '^X-Patchbridge:' "$f")"
+[ "$(spool_count "$T/spool")" -eq 2 ] || fail "expected 2 records"
+
+step "irrelevant mail and the bridge's own mail land untouched"
+send "$DATA/irrelevant.eml"
+send "$DATA/own-outbound.eml"
+"$PFBED" wait-mail "$INST" 4 30 >/dev/null || fail "not delivered"
+for id in announce.1@example.org \
+	pb.v3.0-7.group.project.12.0123456789ab@bridge.example.org; do
+	f=$(archived "$id")
+	[ -n "$f" ] || fail "<$id> is not in the archive"
+	grep -q '^X-Patchbridge:' "$f" && fail "$f: has an X-Patchbridge header"
+done
+sed '1,/^$/d' "$(archived announce.1@example.org)" |
+	cmp -s - <(sed '1,/^$/d' "$DATA/irrelevant.eml") ||
+	fail "the announcement's body changed"
+[ "$(spool_count "$T/spool")" -eq 2 ] || fail "irrelevant mail was spooled"
+
+step "header_checks strip a forged Authentication-Results"
+{
+	sed -n '1,/^$/p' "$DATA/reply-msgid.eml" | sed '/^$/d' |
+		sed 's/reply-msgid\.1@/reply-msgid.3@/'
+	printf 'Authentication-Results: lists.example.test;\n'
+	printf '\tdkim=pass header.d=example.org header.s=forged\n'
+	printf 'Authentication-Results: other.example; dkim=pass header.d=example.org\n'
+	printf '\n'
+	sed '1,/^$/d' "$DATA/reply-msgid.eml"
+} >"$W/forged.eml"
+# control: the milter alone honours the field (trusted id, aligned pass)
+mkdir -p "$T/ctl"
+write_conf "$T/ctl.conf" "$T/ctl"
+ctl=$("$MBIN" -c "$T/ctl.conf" --test "$W/forged.eml" 2>/dev/null)
+case $ctl in
+*"auth=verified"*) ;;
+*) fail "control: the milter does not honour the field: $ctl" ;;
+esac
+send "$W/forged.eml"
+"$PFBED" wait-mail "$INST" 5 30 >/dev/null || fail "not delivered"
+f=$(archived reply-msgid.3@example.org)
+[ -n "$f" ] || fail "the forged reply is not in the archive"
+grep -q -i '^Authentication-Results: lists\.example\.test' "$f" &&
+	fail "$f: the forged field survived header_checks"
+grep -q '^Authentication-Results: other\.example' "$f" ||
+	fail "$f: the foreign field was removed too"
+grep -q '^X-Patchbridge: .*auth=unverified; queued$' "$f" ||
+	fail "$f: $(grep '^X-Patchbridge:' "$f")"
+[ "$(spool_count "$T/spool")" -eq 3 ] || fail "expected 3 records"
+say "forged field removed by cleanup; the milter saw: unverified"
+
+step "milter stopped: with default_action=accept mail still flows"
+kill -TERM "$MPID"
+wait_pid_gone "$MPID" 15 || fail "milter still running 15s after SIGTERM"
+wait "$MPID" || fail "milter exit status $?"
+[ -e "$SOCK" ] && fail "socket left behind"
+sed 's/reply-msgid\.1@/reply-msgid.2@/' "$DATA/reply-msgid.eml" \
+	>"$W/while-down.eml"
+send "$W/while-down.eml"
+"$PFBED" wait-mail "$INST" 6 30 >/dev/null || fail "not delivered"
+f=$(archived reply-msgid.2@example.org)
+[ -n "$f" ] || fail "mail sent while the milter was down is missing"
+grep -q '^X-Patchbridge:' "$f" && fail "$f: header without a milter"
+[ "$(spool_count "$T/spool")" -eq 3 ] || fail "a record appeared"
+say "accepted as $QUEUE_ID and delivered without the bridge"
+
+step "stop postfix"
+"$PFBED" stop "$INST" >/dev/null || fail "pfbed stop failed"
+STARTED=""
+grep -q 'ERROR: \|runtime error\|LeakSanitizer' "$MLOG" &&
+	fail "sanitizer report in $MLOG"
+
+step "PASS in $((SECONDS - T0))s"
+exit 0
