@@ -275,6 +275,23 @@ static const struct config_param params[CFG__COUNT] = {
 	[CFG_INBOUND_REQUIRE_AUTH] = {
 		"inbound", "require_auth", CONFIG_BOOL, "yes", 0, 0, NULL, PP,
 		"Honour Acked-by etc. only from DKIM/DMARC-verified senders" },
+	[CFG_INBOUND_USER_MAP] = {
+		"inbound", "user_map", CONFIG_PATH, "", 0, PATH_LEN_MAX, NULL,
+		PP,
+		"File of \"email username\" lines mapping senders to forge "
+		"users" },
+	[CFG_INBOUND_RETRY_BASE] = {
+		"inbound", "retry_base", CONFIG_DURATION, "30s", 1 * SEC,
+		1 * HOUR, NULL, 0,
+		"First wait before applying a mail again while the forge "
+		"fails" },
+	[CFG_INBOUND_RETRY_MAX] = {
+		"inbound", "retry_max", CONFIG_DURATION, "1h", 1 * SEC, 1 * DAY,
+		NULL, 0,
+		"Longest wait between attempts (the wait doubles up to it)" },
+	[CFG_INBOUND_MAX_ATTEMPTS] = {
+		"inbound", "max_attempts", CONFIG_INT, "30", 1, 1000, NULL, 0,
+		"Attempts before a mail becomes a dead letter" },
 
 	[CFG_PROJECT_ENABLED] = {
 		"project", "enabled", CONFIG_BOOL, "yes", 0, 0, NULL, 0,
@@ -1373,6 +1390,18 @@ static void check_combinations(struct parser *ps)
 		else
 			perr(ps, max->line,
 			     "[forge] retry_max: %s is below retry_base %s",
+			     max->text, base->text);
+	}
+	base = &v[CFG_INBOUND_RETRY_BASE];
+	max = &v[CFG_INBOUND_RETRY_MAX];
+	if (!base->bad && !max->bad && base->num > max->num) {
+		if (base->line > max->line)
+			perr(ps, base->line,
+			     "[inbound] retry_base: %s is above retry_max %s",
+			     base->text, max->text);
+		else
+			perr(ps, max->line,
+			     "[inbound] retry_max: %s is below retry_base %s",
 			     max->text, base->text);
 	}
 	if (user->text && missing(pass))
