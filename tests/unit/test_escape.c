@@ -1,0 +1,195 @@
+/*
+ * inbound/escape: mail text made inert for GitLab notes.
+ *
+ * Besides exact outputs, every case is checked against the rules GitLab
+ * applies to a note body: no line may start with "/" (after blanks, to be
+ * safe), no "<" may survive outside a code block, and no "@" at a word
+ * start may be followed directly by a name.
+ */
+#include "cmocka_all.h"
+#include "inbound/escape.h"
+#include "util/err.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define MAX (1024 * 1024)
+
+static char *md(const char *in)
+{
+	static struct buf b = BUF_INIT(MAX);
+
+	buf_reset(&b);
+	assert_int_equal(escape_markdown(&b, in, strlen(in)), 0);
+	return b.data;
+}
+
+static char *inl(const char *in)
+{
+	static struct buf b = BUF_INIT(MAX);
+
+	buf_reset(&b);
+	assert_int_equal(escape_inline(&b, in, strlen(in)), 0);
+	return b.data;
+}
+
+/* No line of out may look like a quick action to GitLab, even indented. */
+static void assert_no_command(const char *out)
+{
+	const char *p = out;
+
+	while (*p) {
+		const char *q = p;
+
+		while (*q == ' ' || *q == '\t')
+			q++;
+		if (*q == '/')
+			fail_msg("a line starts with '/': %s", p);
+		p = strchr(p, '\n');
+		if (!p)
+			break;
+		p++;
+	}
+}
+
+static void test_quick_actions(void **state)
+{
+	char *out;
+
+	(void)state;
+	out = md("/approve\n/merge\n  /label ~foo\n/unknown word\n");
+	assert_no_command(out);
+	assert_string_equal(out, "\\/approve\\\n\\/merge\\\n\\/label "
+				 "\\~foo\\\n\\/unknown word\n");
+	out = md("Looks good.\n\n/approve\n\nThanks");
+	assert_no_command(out);
+	assert_non_null(strstr(out, "\\/approve"));
+	/* In code: a zero-width space, which does not show. */
+	out = md("Try:\n\n\tfoo();\n\t/approve\n    /merge\n");
+	assert_no_command(out);
+	assert_non_null(strstr(out, "\t" ESCAPE_ZWSP "/approve\n"));
+	assert_non_null(strstr(out, "    " ESCAPE_ZWSP "/merge\n"));
+	/* CR line ends do not hide a command either. */
+	out = md("ok\r/approve\r\n/merge");
+	assert_no_command(out);
+	/* A slash elsewhere on a line is left alone. */
+	assert_string_equal(md("and/or a/b"), "and/or a/b\n");
+}
+
+static void test_html(void **state)
+{
+	char *out;
+
+	(void)state;
+	out = md("<script>alert(1)</script> & <b>bold</b>");
+	assert_null(strchr(out, '<'));
+	assert_string_equal(out, "&lt;script&gt;alert(1)&lt;/script&gt; "
+				 "&amp; &lt;b&gt;bold&lt;/b&gt;\n");
+	out = md("<!-- patchbridge:pb1-00.0 -->");
+	assert_null(strstr(out, "<!--"));
+	/* In code the text stays, but can never form a marker. */
+	out = md("\t<!-- patchbridge:pb1-00.0 -->\n");
+	assert_null(strstr(out, "<!--"));
+	assert_non_null(strstr(out, "<" ESCAPE_ZWSP "!--"));
+	out = inl("Mallory <evil@x> <img src=x onerror=alert(1)>");
+	assert_null(strchr(out, '<'));
+}
+
+static void test_markdown(void **state)
+{
+	(void)state;
+	assert_string_equal(md("# not a heading"), "\\# not a heading\n");
+	assert_string_equal(md("1. one\n2) two"), "1\\. one\\\n2\\) two\n");
+	assert_string_equal(md("text\n---\n==="), "text\\\n\\---\\\n\\===\n");
+	assert_string_equal(md("- item\n+ item"), "\\- item\\\n\\+ item\n");
+	assert_string_equal(md("*em* _em_ [l](http://x) ![i](y) a|b ~~s~~"),
+			    "\\*em\\* \\_em\\_ \\[l\\](http://x) !\\[i\\](y) "
+			    "a\\|b \\~\\~s\\~\\~\n");
+	assert_string_equal(md("{+ins+} back\\slash"),
+			    "\\{+ins+\\} back\\\\slash\n");
+	/* Paragraphs stay paragraphs; blanks at line ends go. */
+	assert_string_equal(md("a  \nb\n\n\n\nc\n"), "a\\\nb\n\nc\n");
+	assert_string_equal(md(""), "");
+	assert_string_equal(md("\n \n\t\n"), "");
+	/* Control characters are dropped. */
+	assert_string_equal(md("a\x1b[31mred\x7f\x01"), "a\\[31mred\n");
+}
+
+static void test_fences(void **state)
+{
+	char *out;
+
+	(void)state;
+	/* Backticks in prose cannot open code. */
+	out = md("```\n/approve\n```");
+	assert_no_command(out);
+	assert_null(strstr(out, "```"));
+	/* A code block is fenced one backtick longer than its longest run. */
+	out = md("Use this:\n\n    ```\n    x\n    ````\n\nbye");
+	assert_non_null(strstr(out, "\n`````\n    ```\n    x\n    ````\n"
+				    "`````\n"));
+	/* Adjacent indented paragraphs share one fence. */
+	out = md("\tint a;\n\n\tint b;\n");
+	assert_string_equal(out, "```\n\tint a;\n\n\tint b;\n```\n");
+	/* A pasted diff is code too. */
+	out = md("diff --git a/x b/x\n@@ -1 +1 @@\n-a\n+b\n");
+	assert_true(!strncmp(out, "```\n", 4));
+	/* escape_code_block. */
+	{
+		struct buf b = BUF_INIT(MAX);
+
+		assert_int_equal(
+			escape_code_block(&b, "+\tx = 1;\n", 9, "diff"), 0);
+		assert_string_equal(b.data, "```diff\n+\tx = 1;\n```\n");
+		buf_release(&b);
+	}
+}
+
+static void test_mentions(void **state)
+{
+	char *out;
+
+	(void)state;
+	out = md("@all please look, cc @bob-x and (@carol)");
+	assert_string_equal(out,
+			    "@" ESCAPE_WJ "all please look, cc "
+			    "@" ESCAPE_WJ "bob-x and (@" ESCAPE_WJ "carol)\n");
+	/* Addresses are not mentions. */
+	assert_string_equal(md("mail alice@example.org"),
+			    "mail alice@example.org\n");
+	assert_string_equal(inl("@all"), "@" ESCAPE_WJ "all");
+}
+
+static void test_inline(void **state)
+{
+	(void)state;
+	assert_string_equal(inl("two\nlines"), "two lines");
+	assert_string_equal(inl("/approve"), "\\/approve");
+	assert_string_equal(inl("# x"), "\\# x");
+	assert_string_equal(inl("src/my_file.c"), "src/my\\_file.c");
+}
+
+static void test_limit(void **state)
+{
+	struct buf b = BUF_INIT(8);
+
+	(void)state;
+	assert_int_equal(escape_markdown(&b, "<<<<<<<<<<", 10), PB_ELIMIT);
+	assert_int_equal(b.len, 0);
+	buf_release(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_quick_actions),
+		cmocka_unit_test(test_html),
+		cmocka_unit_test(test_markdown),
+		cmocka_unit_test(test_fences),
+		cmocka_unit_test(test_mentions),
+		cmocka_unit_test(test_inline),
+		cmocka_unit_test(test_limit),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
