@@ -50,7 +50,7 @@
 #define PB_MILTER_SESSION_H
 
 #include "core/spool.h"
-#include "milter/classify.h"
+#include "core/classify.h"
 #include "milter/mconf.h"
 #include "util/buf.h"
 

@@ -1,5 +1,5 @@
 /*
- * Tests of the milter's classification (milter/classify.c): the thread
+ * Tests of the milter's classification (core/classify.c): the thread
  * map read from a real store (rows put by a STORE_RW connection, read
  * through STORE_RO as the milter does), the Message-ID scheme fallback,
  * the subject fallback for broken threading (one candidate moves the
@@ -10,7 +10,7 @@
 #include "core/mail.h"
 #include "core/msgid.h"
 #include "core/store.h"
-#include "milter/classify.h"
+#include "core/classify.h"
 #include "util/buf.h"
 #include "util/err.h"
 

@@ -1,4 +1,4 @@
-#include "milter/classify.h"
+#include "core/classify.h"
 
 #include "core/mail.h"
 #include "core/msgid.h"

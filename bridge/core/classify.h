@@ -1,6 +1,10 @@
 /*
  * classify - is this list mail a reply to a bridged series, and to what?
  *
+ * Pure but for the read-only thread map, so both sides use it: the milter
+ * at end of message, and `patchbridge replay`, which feeds mail through
+ * the pipeline as the milter would.
+ *
  * The milter asks twice.  classify_early() looks only at the headers the
  * session collected (classify_header()) and answers the cheap questions
  * without touching the store or the body:
@@ -47,8 +51,8 @@
  * errors here - they are logged and the next step is tried - and set
  * result->store_failed so the caller can drop the connection.
  */
-#ifndef PB_MILTER_CLASSIFY_H
-#define PB_MILTER_CLASSIFY_H
+#ifndef PB_CORE_CLASSIFY_H
+#define PB_CORE_CLASSIFY_H
 
 #include "core/diff.h"
 #include "core/store.h"
