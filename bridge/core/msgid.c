@@ -241,3 +241,26 @@ int msgid_parse(struct msgid_parsed *out, const char *id, size_t len)
 	*out = r;
 	return 0;
 }
+
+int msgid_format_forge(struct buf *out, const char *event, const char *project,
+		       uint64_t iid, uint64_t id, const char *domain)
+{
+	size_t start = out->len, i, n = event ? strlen(event) : 0;
+	int rc;
+
+	if (n == 0 || n > MSGID_EVENT_MAX || !project || !*project || !iid)
+		return err_set(PB_EINVAL, "message-id: bad forge event");
+	for (i = 0; i < n; i++)
+		if (event[i] < 'a' || event[i] > 'z')
+			return err_set(PB_EINVAL, "message-id: bad event name");
+	if (!msgid_domain_ok(domain))
+		return err_set(PB_EINVAL, "message-id: bad domain");
+	rc = buf_addf(out, "pb.f.%s.%llu.", event, (unsigned long long)id);
+	if (!rc)
+		rc = encode_project(out, project);
+	if (!rc)
+		rc = buf_addf(out, ".%llu@%s", (unsigned long long)iid, domain);
+	if (rc)
+		buf_truncate(out, start);
+	return rc;
+}

@@ -75,4 +75,23 @@ int msgid_parse(struct msgid_parsed *out, const char *id, size_t len);
 /* True when domain is usable as the right-hand side of our ids. */
 int msgid_domain_ok(const char *domain);
 
+/*
+ * Forge events mirrored to the list (forgemail.h) get ids of their own,
+ * derived only from what the forge says, so that a retry, a restart or a
+ * re-read of the same note renders the same id and the thread map refuses
+ * the second copy:
+ *
+ *	pb.f.<event>.<id>.<project>.<iid>@<domain>
+ *
+ *	<event>	 "note" (a comment), "ack" (an approval, id = the system
+ *		 note's id), "merged", "closed" (id = the event time in ms)
+ *	<id>	 a decimal number; 0 when the event needs none
+ *
+ * msgid_parse() refuses these (they are not series mails).
+ */
+#define MSGID_EVENT_MAX 16 /* [a-z] only */
+
+int msgid_format_forge(struct buf *out, const char *event, const char *project,
+		       uint64_t iid, uint64_t id, const char *domain);
+
 #endif

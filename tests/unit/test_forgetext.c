@@ -1,0 +1,240 @@
+#include "cmocka_all.h"
+#include "core/diff.h"
+#include "core/msgid.h"
+#include "forge/forge.h"
+#include "outbound/forgetext.h"
+#include "util/buf.h"
+#include "util/err.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void md_is(const char *in, const char *want)
+{
+	struct buf b = BUF_INIT(1 << 20);
+
+	assert_int_equal(forgetext_markdown(&b, in, strlen(in)), 0);
+	assert_string_equal(b.data, want);
+	buf_release(&b);
+}
+
+static void test_markdown_inline(void **state)
+{
+	(void)state;
+	md_is("Looks **good** to me, _mostly_.",
+	      "Looks *good* to me, _mostly_.\n");
+	md_is("See [the docs](https://example.org/d) and "
+	      "![logo](https://example.org/l.png).",
+	      "See the docs <https://example.org/d> and "
+	      "logo <https://example.org/l.png>.\n");
+	md_is("[https://x.example](https://x.example)",
+	      "<https://x.example>\n");
+	md_is("a \\*literal\\* star, `**code**` kept, [not a link]",
+	      "a *literal* star, `**code**` kept, [not a link]\n");
+}
+
+static void test_markdown_blocks(void **state)
+{
+	(void)state;
+	md_is("## Summary ##\r\n\r\n\r\n\r\nText\r\n", "Summary\n\nText\n");
+	md_is("Try:\n\n```c\nint x;\n\nreturn x;\n```\nok",
+	      "Try:\n\n    int x;\n\n    return x;\nok\n");
+	md_is("\n\n  \n", "");
+	md_is("#hashtag stays", "#hashtag stays\n");
+}
+
+static void test_markdown_comments(void **state)
+{
+	(void)state;
+	md_is("Thanks!\n\n<!-- patchbridge:abc.0 -->\n", "Thanks!\n");
+	md_is("a<!-- x\ny -->b", "ab\n");
+	md_is("unclosed <!-- comment\nruns to the end", "unclosed\n");
+}
+
+static const char PATCH[] = "Subject: [PATCH 1/2] x\n"
+			    "---\n"
+			    " src/a/x.c | 3 ++-\n"
+			    "\n"
+			    "diff --git a/src/a/x.c b/src/a/x.c\n"
+			    "index 1111111..2222222 100644\n"
+			    "--- a/src/a/x.c\n"
+			    "+++ b/src/a/x.c\n"
+			    "@@ -1,4 +1,5 @@\n"
+			    " int x(void)\n"
+			    " {\n"
+			    "-\treturn 1;\n"
+			    "+\tint v = 2;\n"
+			    "+\treturn v;\n"
+			    " }\n"
+			    "diff --git a/old/name.c b/new/name.c\n"
+			    "similarity index 90%\n"
+			    "rename from old/name.c\n"
+			    "rename to new/name.c\n"
+			    "--- a/old/name.c\n"
+			    "+++ b/new/name.c\n"
+			    "@@ -10,3 +10,3 @@\n"
+			    " a\n"
+			    "-b\n"
+			    "+B\n"
+			    " c\n";
+
+static void quote_is(const char *path, int64_t o, int64_t n, const char *want)
+{
+	struct diff *d = NULL;
+	struct buf b = BUF_INIT(1 << 20);
+
+	assert_int_equal(diff_parse(&d, PATCH, strlen(PATCH)), 0);
+	assert_int_equal(forgetext_quote_hunk(&b, d, path, o, n), 0);
+	assert_string_equal(b.data, want);
+	buf_release(&b);
+	diff_free(d);
+}
+
+static void test_quote_added_removed_context(void **state)
+{
+	(void)state;
+	/* An added line: new side only. */
+	quote_is("src/a/x.c", 0, 4,
+		 "> @@ -1,4 +1,5 @@\n>  int x(void)\n>  {\n"
+		 "> -\treturn 1;\n> +\tint v = 2;\n> +\treturn v;\n");
+	/* A removed line: old side only. */
+	quote_is("src/a/x.c", 3, 0,
+		 "> @@ -1,4 +1,5 @@\n>  int x(void)\n>  {\n> -\treturn 1;\n");
+	/* A context line: both sides. */
+	quote_is("src/a/x.c", 2, 2,
+		 "> @@ -1,4 +1,5 @@\n>  int x(void)\n>  {\n");
+}
+
+static void test_quote_rename(void **state)
+{
+	(void)state;
+	quote_is("new/name.c", 0, 11,
+		 "> @@ -10,3 +10,3 @@\n>  a\n> -b\n> +B\n");
+	quote_is("old/name.c", 11, 0, "> @@ -10,3 +10,3 @@\n>  a\n> -b\n");
+}
+
+static void test_quote_not_found(void **state)
+{
+	struct diff *d = NULL;
+	struct buf b = BUF_INIT(1 << 20);
+
+	(void)state;
+	assert_int_equal(diff_parse(&d, PATCH, strlen(PATCH)), 0);
+	assert_int_equal(forgetext_quote_hunk(&b, d, "src/a/x.c", 0, 99),
+			 PB_ENOTFOUND);
+	assert_int_equal(forgetext_quote_hunk(&b, d, "nope.c", 0, 1),
+			 PB_ENOTFOUND);
+	assert_int_equal(forgetext_quote_hunk(&b, d, "src/a/x.c", 0, 0),
+			 PB_ENOTFOUND);
+	assert_int_equal(b.len, 0);
+	assert_true(forgetext_has_path(d, "old/name.c"));
+	assert_false(forgetext_has_path(d, "README"));
+	buf_release(&b);
+	diff_free(d);
+}
+
+static void test_quote_long_hunk_is_cut(void **state)
+{
+	struct buf text = BUF_INIT(1 << 20), b = BUF_INIT(1 << 20);
+	struct diff *d = NULL;
+	int i;
+
+	(void)state;
+	buf_adds(&text, "diff --git a/f b/f\n--- a/f\n+++ b/f\n"
+			"@@ -0,0 +1,100 @@\n");
+	for (i = 1; i <= 100; i++)
+		buf_addf(&text, "+line %d\n", i);
+	assert_int_equal(diff_parse(&d, text.data, text.len), 0);
+	assert_int_equal(forgetext_quote_hunk(&b, d, "f", 0, 80), 0);
+	assert_non_null(strstr(b.data, "> [...]\n> +line 51\n"));
+	assert_null(strstr(b.data, "line 50\n"));
+	assert_non_null(strstr(b.data, "> +line 80\n"));
+	assert_null(strstr(b.data, "line 81"));
+	buf_release(&b);
+	buf_release(&text);
+	diff_free(d);
+}
+
+static void test_msgid_forge(void **state)
+{
+	struct buf a = BUF_INIT(1024), b = BUF_INIT(1024);
+	struct msgid_parsed p;
+
+	(void)state;
+	assert_int_equal(msgid_format_forge(&a, "note", "group/sub/project", 12,
+					    345, "bridge.example.org"),
+			 0);
+	assert_string_equal(a.data, "pb.f.note.345.group.sub.project.12@"
+				    "bridge.example.org");
+	/* Deterministic: the same note gives the same id. */
+	assert_int_equal(msgid_format_forge(&b, "note", "group/sub/project", 12,
+					    345, "bridge.example.org"),
+			 0);
+	assert_string_equal(a.data, b.data);
+	/* Never taken for a series mail. */
+	assert_int_equal(msgid_parse(&p, a.data, a.len), PB_EINVAL);
+	buf_reset(&b);
+	assert_int_equal(msgid_format_forge(&b, "note", "group/sub/project", 12,
+					    346, "bridge.example.org"),
+			 0);
+	assert_string_not_equal(a.data, b.data);
+	buf_reset(&b);
+	assert_int_equal(msgid_format_forge(&b, "Note", "g/p", 1, 1, "x.org"),
+			 PB_EINVAL);
+	assert_int_equal(msgid_format_forge(&b, "note", "g/p", 0, 1, "x.org"),
+			 PB_EINVAL);
+	assert_int_equal(msgid_format_forge(&b, "note", "g/p", 1, 1, "bad dom"),
+			 PB_EINVAL);
+	assert_int_equal(b.len, 0);
+	buf_release(&a);
+	buf_release(&b);
+}
+
+static void test_loop_filter(void **state)
+{
+	struct forge_note n;
+
+	(void)state;
+	memset(&n, 0, sizeof(n));
+	n.body = (char *)"Please rename this.";
+	n.author.username = (char *)"rob";
+	assert_int_equal(forgetext_skip(&n, "patchbridge"), FORGETEXT_MAIL);
+	assert_int_equal(forgetext_skip(&n, NULL), FORGETEXT_MAIL);
+	/* A note the inbound side posted carries our marker. */
+	n.body = (char *)"From the list\n\n<!-- patchbridge:0a1b.2 -->";
+	assert_int_equal(forgetext_skip(&n, "patchbridge"),
+			 FORGETEXT_SKIP_MARKER);
+	/* The bridge's user, even without a marker (any case). */
+	n.body = (char *)"hand-written by the bot";
+	n.author.username = (char *)"PatchBridge";
+	assert_int_equal(forgetext_skip(&n, "patchbridge"), FORGETEXT_SKIP_BOT);
+	n.author.username = (char *)"rob";
+	n.system = 1;
+	n.body = (char *)"changed the description";
+	assert_int_equal(forgetext_skip(&n, "patchbridge"),
+			 FORGETEXT_SKIP_SYSTEM);
+	n.system = 0;
+	n.body = (char *)"<!-- only a comment -->\n";
+	assert_int_equal(forgetext_skip(&n, "patchbridge"),
+			 FORGETEXT_SKIP_EMPTY);
+	assert_true(forgetext_is_approval("approved this merge request"));
+	assert_false(forgetext_is_approval("unapproved this merge request"));
+	assert_false(forgetext_is_approval(NULL));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_markdown_inline),
+		cmocka_unit_test(test_markdown_blocks),
+		cmocka_unit_test(test_markdown_comments),
+		cmocka_unit_test(test_quote_added_removed_context),
+		cmocka_unit_test(test_quote_rename),
+		cmocka_unit_test(test_quote_not_found),
+		cmocka_unit_test(test_quote_long_hunk_is_cut),
+		cmocka_unit_test(test_msgid_forge),
+		cmocka_unit_test(test_loop_filter),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
