@@ -81,9 +81,10 @@ static const struct command commands[] = {
 	{ "status", NULL, cmd_status_synopsis, cmd_status_summary,
 	  cmd_status_help, 0, cmd_status_entry },
 	/* For the documentation check (tests/cli/params_documented.sh). */
-	{ "list-params", "--list-params", "[--markdown]",
+	{ "list-params", "--list-params", "[--markdown | --man]",
 	  "list every parameter as section.key",
-	  "With --markdown, print the README's parameter tables instead.\n", 1,
+	  "With --markdown, print the README's parameter tables instead;\n"
+	  "with --man, the PARAMETERS section of patchbridge.conf(5).\n", 1,
 	  cmd_list_params },
 	{ NULL, NULL, NULL, NULL, NULL, 0, NULL },
 };
@@ -235,15 +236,17 @@ static int cmd_version(const struct command *cmd, int argc, char **argv)
 static int cmd_list_params(const struct command *cmd, int argc, char **argv)
 {
 	struct buf out = BUF_INIT(1024 * 1024);
-	int markdown = 0;
+	int (*doc)(struct buf *out) = NULL;
 	size_t i;
 
 	if (argc == 2 && !strcmp(argv[1], "--markdown"))
-		markdown = 1;
+		doc = config_doc_markdown;
+	else if (argc == 2 && !strcmp(argv[1], "--man"))
+		doc = config_doc_man;
 	else if (argc > 1)
 		return bad_usage(cmd, "unknown argument: %s", argv[1]);
-	if (markdown) {
-		if (config_doc_markdown(&out)) {
+	if (doc) {
+		if (doc(&out)) {
 			fprintf(stderr, "patchbridge: %s\n", err_msg());
 			buf_release(&out);
 			return EX_SOFTWARE;

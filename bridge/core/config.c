@@ -1834,3 +1834,85 @@ int config_doc_markdown(struct buf *out)
 	}
 	return 0;
 }
+
+/*
+ * Text for roff: a backslash becomes \e, a '-' \- (so that man(1) does
+ * not hyphenate option-like words or turn them into Unicode hyphens), and
+ * `word` bold, as the Markdown cells mark literal values.
+ */
+static void man_text(struct buf *out, const char *s)
+{
+	int bold = 0;
+
+	for (; *s; s++) {
+		if (*s == '\\')
+			buf_adds(out, "\\e");
+		else if (*s == '-')
+			buf_adds(out, "\\-");
+		else if (*s == '`')
+			buf_adds(out, (bold = !bold) ? "\\fB" : "\\fR");
+		else
+			buf_addch(out, *s);
+	}
+	if (bold)
+		buf_adds(out, "\\fR");
+}
+
+/* One parameter: ".TP", then "key (type, default; bounds)" and the
+ * description, every line starting with \& so a value cannot become a
+ * request. */
+static void man_param(struct buf *out, enum config_id id, int in_project)
+{
+	const struct config_param *p = &params[id];
+	struct buf cell = BUF_INIT(4096);
+
+	buf_adds(out, ".TP\n\\&\\fB");
+	man_text(out, p->key);
+	buf_addf(out, "\\fR (%s; ", config_type_name(p->type));
+	if (in_project && !is_project_only(id))
+		buf_addf(&cell, "default `[%s] %s`", p->section, p->key);
+	else if (p->flags & CONFIG_REQUIRED)
+		buf_adds(&cell, "required");
+	else if (!p->def[0])
+		buf_adds(&cell, "unset by default");
+	else
+		buf_addf(&cell, "default `%s`", p->def);
+	buf_adds(&cell, "; ");
+	doc_bounds(&cell, p);
+	man_text(out, cell.data);
+	buf_adds(out, ")\n\\&");
+	man_text(out, p->desc);
+	buf_addch(out, '\n');
+	buf_release(&cell);
+}
+
+int config_doc_man(struct buf *out)
+{
+	size_t s, i;
+
+	for (s = 0; s < SECTIONS_NR; s++) {
+		if (s == SECTION_PROJECT)
+			buf_adds(out, ".SS \"[project \\(dqgroup/name\\(dq]\"\n");
+		else
+			buf_addf(out, ".SS \"[%s]\"\n", sections[s].name);
+		buf_adds(out, "\\&");
+		man_text(out, sections[s].desc);
+		buf_addch(out, '\n');
+		for (i = 0; i < CFG__COUNT; i++) {
+			const struct config_param *p = &params[i];
+
+			if (s == SECTION_PROJECT &&
+			    (is_project_only((enum config_id)i) ||
+			     (p->flags & CONFIG_PER_PROJECT)))
+				man_param(out, (enum config_id)i, 1);
+			else if (s != SECTION_PROJECT &&
+				 !strcmp(p->section, sections[s].name))
+				man_param(out, (enum config_id)i, 0);
+		}
+	}
+	/* A full buffer shows as a failed last append. */
+	if (buf_addch(out, '\0'))
+		return err_set(PB_ELIMIT, "documentation too long");
+	buf_truncate(out, out->len - 1);
+	return 0;
+}

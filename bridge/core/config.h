@@ -56,7 +56,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CONFIG_DEFAULT_PATH "/etc/patchbridge/patchbridge.conf"
+/* The build sets PB_SYSCONFDIR (cmake -DPB_SYSCONFDIR=..., default /etc). */
+#ifndef PB_SYSCONFDIR
+#define PB_SYSCONFDIR "/etc"
+#endif
+#define CONFIG_DEFAULT_PATH PB_SYSCONFDIR "/patchbridge/patchbridge.conf"
 #define CONFIG_ENV "PATCHBRIDGE_CONFIG"
 /* config_dump() output is capped here (PB_ELIMIT past it). */
 #define CONFIG_DUMP_MAX (64 * 1024 * 1024)
@@ -269,5 +273,11 @@ const char *config_type_name(enum config_type type);
  * section is written from this.
  */
 int config_doc_markdown(struct buf *out);
+
+/*
+ * The same for patchbridge.conf(5): for each section a ".SS [name]"
+ * subsection and one ".TP" paragraph per parameter, in man(7) macros.
+ */
+int config_doc_man(struct buf *out);
 
 #endif
