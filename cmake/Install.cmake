@@ -1,0 +1,73 @@
+# Installation: cmake --install BUILD [--prefix P], or DESTDIR=stage.
+#
+#   bin/patchbridge, sbin/patchbridge-milter     (bridge/, milter/)
+#   share/man/man8/patchbridge.8, patchbridge-milter.8, man5/patchbridge.conf.5
+#   share/patchbridge/templates/                 copies of the built-in
+#                                                templates, for --template
+#   share/doc/patchbridge/postfix/, systemd/     fragments and README files
+#   lib/systemd/system/, lib/sysusers.d/, lib/tmpfiles.d/  (PB_INSTALL_SYSTEMD)
+#   PB_SYSCONFDIR/patchbridge/patchbridge.conf.example
+#
+# The configuration directory is absolute and compiled into both programs
+# (CONFIG_DEFAULT_PATH): it does not follow a --prefix given to
+# cmake --install, only the one given at configure time.  State, spool
+# and socket directories belong to the service setup (sysusers.d,
+# tmpfiles.d, StateDirectory=, RuntimeDirectory=), not to the install, so
+# the "uninstall" target, which removes what install_manifest.txt lists,
+# leaves them alone.
+
+# /usr and /usr/local keep their configuration in /etc (FHS); any other
+# prefix (/opt/patchbridge, $HOME/pb) gets PREFIX/etc.
+if(CMAKE_INSTALL_PREFIX STREQUAL "/usr" OR
+   CMAKE_INSTALL_PREFIX STREQUAL "/usr/local")
+  set(pb_sysconfdir_default /etc)
+else()
+  set(pb_sysconfdir_default ${CMAKE_INSTALL_FULL_SYSCONFDIR})
+endif()
+set(PB_SYSCONFDIR ${pb_sysconfdir_default} CACHE PATH
+    "Absolute directory holding patchbridge/patchbridge.conf")
+if(NOT IS_ABSOLUTE "${PB_SYSCONFDIR}")
+  message(FATAL_ERROR "PB_SYSCONFDIR must be absolute: ${PB_SYSCONFDIR}")
+endif()
+target_compile_definitions(pb_core PUBLIC PB_SYSCONFDIR="${PB_SYSCONFDIR}")
+
+option(PB_INSTALL_SYSTEMD
+  "Install the systemd units, sysusers.d and tmpfiles.d files" ON)
+
+add_subdirectory(man)
+
+# The programs have the templates compiled in (cmake/EmbedText.cmake);
+# these copies are for `patchbridge format --template FILE`.
+install(FILES templates/README.md templates/cover-letter.txt
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/patchbridge/templates)
+# Only the example: a real patchbridge.conf is never written.
+install(FILES contrib/patchbridge.conf.example
+        DESTINATION ${PB_SYSCONFDIR}/patchbridge)
+install(FILES contrib/postfix/README.md contrib/postfix/main.cf.fragment
+              contrib/postfix/header_checks
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/postfix)
+
+# The units name the installed programs and configuration.
+set(PB_BINDIR ${CMAKE_INSTALL_FULL_BINDIR})
+set(PB_SBINDIR ${CMAKE_INSTALL_FULL_SBINDIR})
+set(PB_CONFIG_DIR ${PB_SYSCONFDIR}/patchbridge)
+foreach(f patchbridge.service patchbridge-milter.service)
+  configure_file(contrib/systemd/${f}.in contrib/systemd/${f} @ONLY)
+endforeach()
+install(FILES contrib/systemd/README.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/systemd)
+if(PB_INSTALL_SYSTEMD)
+  install(FILES ${CMAKE_BINARY_DIR}/contrib/systemd/patchbridge.service
+                ${CMAKE_BINARY_DIR}/contrib/systemd/patchbridge-milter.service
+          DESTINATION lib/systemd/system)
+  install(FILES contrib/systemd/patchbridge.sysusers
+          DESTINATION lib/sysusers.d RENAME patchbridge.conf)
+  install(FILES contrib/systemd/patchbridge.tmpfiles
+          DESTINATION lib/tmpfiles.d RENAME patchbridge.conf)
+endif()
+
+add_custom_target(uninstall
+  COMMAND ${CMAKE_COMMAND}
+          -DMANIFEST=${CMAKE_BINARY_DIR}/install_manifest.txt
+          -P ${PROJECT_SOURCE_DIR}/cmake/Uninstall.cmake
+  COMMENT "Removing the files listed in install_manifest.txt")

@@ -1,0 +1,18 @@
+# cmake -DPATCHBRIDGE=prog -DIN=patchbridge.conf.5 -DOUT=file -P gen-conf-page.cmake
+# IN is the configured page with the line "@PARAMETERS@" left in it; that
+# line is replaced with `patchbridge list-params --man`, which prints one
+# paragraph per row of the parameter table (bridge/core/config.c).
+execute_process(COMMAND ${PATCHBRIDGE} list-params --man
+  OUTPUT_VARIABLE params RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR params STREQUAL "")
+  message(FATAL_ERROR "${PATCHBRIDGE} list-params --man failed (${rc})")
+endif()
+file(READ "${IN}" page)
+string(FIND "${page}" "\n@PARAMETERS@\n" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "${IN}: no @PARAMETERS@ line")
+endif()
+string(REPLACE "\n@PARAMETERS@\n" "\n${params}" page "${page}")
+file(WRITE "${OUT}.tmp" "${page}")
+file(COPY_FILE "${OUT}.tmp" "${OUT}" ONLY_IF_DIFFERENT)
+file(REMOVE "${OUT}.tmp")
