@@ -27,6 +27,7 @@
 #include "core/secret.h"
 #include "forge/webhook.h"
 #include "outbound/detect.h"
+#include "outbound/forgemail.h"
 #include "outbound/outbound.h"
 #include "outbound/workq.h"
 #include "util/err.h"
@@ -299,6 +300,22 @@ static void deliver_due(struct daemon *d)
 		log_info("delivery: %d queued mail(s) sent", sent);
 }
 
+/* Forge comments, approvals, merges: mailed as replies (forgemail.h);
+ * queued here, delivered by deliver_due() with the series mails. */
+static void forge_comments(struct daemon *d)
+{
+	struct forgemail *fm = NULL;
+	size_t queued = 0;
+
+	if (forgemail_new(&fm, d->env.cfg, d->env.store, d->env.forge))
+		return;
+	if (forgemail_poll(fm, &queued))
+		log_warn("forge comments: %s", err_msg());
+	if (queued)
+		log_info("forge comments: %zu mail(s) queued", queued);
+	forgemail_free(fm);
+}
+
 static void cycle(struct daemon *d)
 {
 	struct workq_item it;
@@ -317,6 +334,8 @@ static void cycle(struct daemon *d)
 	retries_due(d, t);
 	while (!stop_flag && !reload_flag && !workq_pop(&it, d->q))
 		process(d, &it);
+	if (!stop_flag && !reload_flag)
+		forge_comments(d);
 	if (!stop_flag)
 		deliver_due(d);
 }

@@ -257,6 +257,16 @@ static const struct config_param params[CFG__COUNT] = {
 	[CFG_OUTBOUND_CC_REVIEWERS] = {
 		"outbound", "cc_reviewers", CONFIG_BOOL, "no", 0, 0, NULL, PP,
 		"Cc the merge request's reviewers" },
+	[CFG_OUTBOUND_FORGE_COMMENTS] = {
+		"outbound", "forge_comments", CONFIG_BOOL, "yes", 0, 0, NULL,
+		PP,
+		"Mail forge comments, approvals, merges and closes to the "
+		"list" },
+	[CFG_OUTBOUND_APPROVAL_TRAILER] = {
+		"outbound", "approval_trailer", CONFIG_STRING, "Acked-by", 0,
+		64, NULL, PP,
+		"Trailer of the reply that mails a forge approval; empty: "
+		"approvals are not mailed" },
 
 	[CFG_INBOUND_APPROVAL_POLICY] = {
 		"inbound", "approval_policy", CONFIG_ENUM, "owners", 0, 0,

@@ -1,0 +1,736 @@
+#include "outbound/forgemail.h"
+
+#include "core/config.h"
+#include "core/diff.h"
+#include "core/mailhdr.h"
+#include "core/msgid.h"
+#include "core/qp.h"
+#include "core/store.h"
+#include "core/version.h"
+#include "forge/forge.h"
+#include "outbound/forgetext.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/limits.h"
+#include "util/log.h"
+#include "util/scan.h"
+#include "util/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define FORGEMAIL_TEXT_MAX (4 * 1024 * 1024) /* one mail, body and all */
+
+struct forgemail {
+	const struct config *cfg;
+	struct store *store;
+	struct forge *forge;
+};
+
+/* One MR being looked at. */
+struct mrctx {
+	struct forgemail *fm;
+	const struct config_project *proj;
+	const char *project;
+	int64_t iid;
+	struct forge_mr mr;
+	struct store_revision latest;
+	/* The diff version of version_rev, for patch titles. */
+	int version_rev;
+	struct forge_version version;
+	size_t queued;
+};
+
+/* A note with the discussion it belongs to. */
+struct fnote {
+	const struct forge_note *n;
+	const char *discussion_id;
+};
+
+/* What one mail is made of. */
+struct outmsg {
+	const char *event; /* msgid_format_forge() event */
+	uint64_t event_id;
+	const char *who; /* display name, before " via " */
+	int64_t date;
+	const struct store_mail *parent;
+	const char *root; /* the cover letter's id, or NULL */
+	struct buf body;
+	int64_t note_id;
+	const char *discussion_id;
+	const char *cursor_value; /* the notes cursor moves with the mail */
+};
+
+int forgemail_new(struct forgemail **out, const struct config *cfg,
+		  struct store *store, struct forge *forge)
+{
+	struct forgemail *fm = xcalloc(1, sizeof(*fm));
+
+	fm->cfg = cfg;
+	fm->store = store;
+	fm->forge = forge;
+	*out = fm;
+	return 0;
+}
+
+void forgemail_free(struct forgemail *fm)
+{
+	free(fm);
+}
+
+static void notes_cursor_name(char *out, size_t size, const char *project,
+			      int64_t iid)
+{
+	snprintf(out, size, "forgemail:notes:%s!%lld", project, (long long)iid);
+}
+
+/* --- subjects ------------------------------------------------------------ */
+
+static const char *patch_title(struct mrctx *c, const struct store_mail *row)
+{
+	size_t i;
+	struct store_revision rev;
+
+	if (!row->commit_sha)
+		return NULL;
+	if (c->version_rev != row->revision) {
+		forge_version_release(&c->version);
+		c->version_rev = row->revision;
+		store_revision_init(&rev);
+		if (!store_revision_get(&rev, c->fm->store, c->project, c->iid,
+					row->revision) &&
+		    rev.version_id > 0 &&
+		    forge_get_version(&c->version, c->fm->forge, c->project,
+				      c->iid, rev.version_id))
+			log_warn("version of v%d: %s", row->revision,
+				 err_msg());
+		store_revision_release(&rev);
+	}
+	for (i = 0; i < c->version.nr_commits; i++)
+		if (c->version.commits[i].id &&
+		    !strcmp(c->version.commits[i].id, row->commit_sha))
+			return c->version.commits[i].title;
+	return NULL;
+}
+
+/* "Re: [PATCH v2 1/3]" + the title of the mail replied to. */
+static int add_subject(struct buf *hdr, struct mrctx *c,
+		       const struct store_mail *parent)
+{
+	struct buf pfx = BUF_INIT(256);
+	const char *tag =
+		config_project_str(c->proj, CFG_OUTBOUND_SUBJECT_PREFIX);
+	const char *title = NULL;
+	struct store_mail row;
+	int width = 1, t, rc;
+
+	store_mail_init(&row);
+	for (t = parent->total; t >= 10; t /= 10)
+		width++;
+	buf_addf(&pfx, "Re: [%s", tag);
+	if (parent->revision > 1)
+		buf_addf(&pfx, "%sv%d", *tag ? " " : "", parent->revision);
+	if (parent->total > 1 || parent->patch == 0)
+		buf_addf(&pfx, " %0*d/%d", width, parent->patch, parent->total);
+	buf_addch(&pfx, ']');
+	if (parent->patch > 0 &&
+	    !store_mail_find(&row, c->fm->store, c->project, c->iid,
+			     parent->revision, parent->patch))
+		title = patch_title(c, &row);
+	if (!title)
+		title = c->mr.title ? c->mr.title : "";
+	rc = mailhdr_add_text(hdr, "Subject", pfx.data, title);
+	store_mail_release(&row);
+	buf_release(&pfx);
+	return rc;
+}
+
+/* --- writing a mail ---------------------------------------------------- */
+
+static int render(struct buf *text, struct mrctx *c, const struct outmsg *m,
+		  const char *msgid)
+{
+	const struct config *cfg = c->fm->cfg;
+	struct buf hdr = BUF_INIT(PB_HEADER_VALUE_MAX);
+	struct buf mb = BUF_INIT(PB_HEADER_VALUE_MAX);
+	struct buf via = BUF_INIT(PB_HEADER_VALUE_MAX);
+	const char *list = config_project_str(c->proj, CFG_BRIDGE_LIST_ADDRESS);
+	int rc, qp;
+
+	rc = buf_addf(&via, "%s via %s", m->who,
+		      config_str(cfg, CFG_BRIDGE_NAME));
+	if (!rc)
+		rc = mailhdr_format_addr(&mb, via.data,
+					 config_str(cfg, CFG_BRIDGE_ADDRESS));
+	if (!rc)
+		rc = mailhdr_add_raw(&hdr, "From", mb.data);
+	if (!rc)
+		rc = mailhdr_add_raw(&hdr, "To", list);
+	if (!rc)
+		rc = add_subject(&hdr, c, m->parent);
+	if (!rc)
+		rc = buf_adds(&hdr, "Date: ");
+	if (!rc)
+		rc = mailhdr_date(&hdr, m->date, 0);
+	if (!rc)
+		rc = buf_addf(&hdr, "\nMessage-ID: <%s>\nIn-Reply-To: <%s>\n",
+			      msgid, m->parent->message_id);
+	if (!rc) {
+		buf_reset(&mb);
+		if (m->root && strcmp(m->root, m->parent->message_id))
+			buf_addf(&mb, "<%s> ", m->root);
+		buf_addf(&mb, "<%s>", m->parent->message_id);
+		rc = mailhdr_add_raw(&hdr, "References", mb.data);
+	}
+	if (!rc)
+		rc = buf_addf(&hdr, "X-Mailer: patchbridge %s\n", pb_version());
+	if (!rc)
+		rc = mailhdr_add_text(&hdr, "X-Patchbridge-Project", NULL,
+				      c->project);
+	if (!rc)
+		rc = buf_addf(&hdr,
+			      "X-Patchbridge-MR: %lld\n"
+			      "X-Patchbridge-Revision: %d\n"
+			      "X-Patchbridge-Origin: forge\n",
+			      (long long)c->iid, m->parent->revision);
+	if (!rc && m->note_id)
+		rc = buf_addf(&hdr, "X-Patchbridge-Note: %lld\n",
+			      (long long)m->note_id);
+	if (rc)
+		goto out;
+	qp = qp_needed(m->body.data, m->body.len);
+	rc = buf_addbuf(text, &hdr);
+	if (!rc)
+		rc = buf_addf(text,
+			      "MIME-Version: 1.0\n"
+			      "Content-Type: text/plain; charset=UTF-8\n"
+			      "Content-Transfer-Encoding: %s\n\n",
+			      qp ? "quoted-printable" : "8bit");
+	if (!rc)
+		rc = qp ? qp_encode(text, m->body.data, m->body.len) :
+			  buf_addbuf(text, &m->body);
+out:
+	buf_release(&hdr);
+	buf_release(&mb);
+	buf_release(&via);
+	return rc;
+}
+
+/*
+ * Record and queue one mail, moving the notes cursor with it, in one
+ * transaction.  A mail whose id is in the thread map already is not
+ * queued again.
+ */
+static int queue(struct mrctx *c, const struct outmsg *m)
+{
+	struct forgemail *fm = c->fm;
+	struct buf id = BUF_INIT(PB_MSGID_MAX);
+	struct buf text = BUF_INIT(FORGEMAIL_TEXT_MAX);
+	struct buf rcpt = BUF_INIT(1024);
+	struct store_mail sm = STORE_MAIL_INIT;
+	struct store_outmail om;
+	char cname[STORE_CURSOR_NAME_MAX];
+	int rc;
+
+	rc = msgid_format_forge(&id, m->event, c->project, (uint64_t)c->iid,
+				m->event_id,
+				config_str(fm->cfg, CFG_BRIDGE_DOMAIN));
+	if (!rc)
+		rc = render(&text, c, m, id.data);
+	if (rc)
+		goto out;
+	sm.message_id = id.data;
+	sm.project = c->project;
+	sm.iid = c->iid;
+	sm.revision = m->parent->revision;
+	sm.patch = m->parent->patch;
+	sm.total = m->parent->total;
+	sm.kind = STORE_MAIL_FORGE_COMMENT;
+	sm.note_id = m->note_id;
+	sm.discussion_id = m->discussion_id;
+	sm.state = STORE_MAIL_PENDING;
+	buf_addf(&rcpt, "%s\n",
+		 config_project_str(c->proj, CFG_BRIDGE_LIST_ADDRESS));
+	store_outmail_init(&om);
+	om.message_id = id.data;
+	om.envelope_from = config_str(fm->cfg, CFG_BRIDGE_ADDRESS);
+	om.recipients = rcpt.data;
+	om.message = text.data;
+	om.message_len = text.len;
+	rc = store_begin(fm->store);
+	if (rc)
+		goto out;
+	rc = store_mail_put(fm->store, &sm);
+	if (!rc) {
+		rc = store_outmail_put(fm->store, &om);
+		if (!rc)
+			c->queued++;
+	} else if (rc == PB_EEXISTS) {
+		log_debug("<%s> mailed before", id.data);
+		rc = 0;
+	}
+	if (!rc && m->cursor_value) {
+		notes_cursor_name(cname, sizeof(cname), c->project, c->iid);
+		rc = store_cursor_set(fm->store, cname, m->cursor_value);
+	}
+	if (!rc)
+		rc = store_commit(fm->store);
+	else
+		store_rollback(fm->store);
+	if (!rc)
+		log_info("queued <%s> in reply to <%s>", id.data,
+			 m->parent->message_id);
+out:
+	buf_release(&id);
+	buf_release(&text);
+	buf_release(&rcpt);
+	return rc;
+}
+
+/* --- threading lookups --------------------------------------------------- */
+
+/* The cover letter of revision rev, else its first patch. */
+static int find_cover(struct store_mail *out, struct mrctx *c, int rev)
+{
+	int rc = store_mail_find(out, c->fm->store, c->project, c->iid, rev, 0);
+
+	if (rc == PB_ENOTFOUND)
+		rc = store_mail_find(out, c->fm->store, c->project, c->iid, rev,
+				     1);
+	return rc;
+}
+
+/*
+ * The patch mail of revision rev whose diff as mailed holds the line
+ * (new side: the last patch touching the file has the head's numbers;
+ * old side: the first has the base's), quoted into quote.  Without such
+ * a line, the last patch touching the path, unquoted.
+ */
+static int find_patch(struct store_mail *out, struct buf *quote,
+		      struct mrctx *c, int rev, int total,
+		      const struct forge_position *p)
+{
+	const char *path = p->new_path ? p->new_path : p->old_path;
+	int k, step = p->new_line > 0 ? -1 : 1, fallback = 0, rc;
+	struct store_mail row;
+
+	store_mail_init(&row);
+	for (k = step < 0 ? total : 1; k >= 1 && k <= total; k += step) {
+		struct diff *d = NULL;
+		int found = 0;
+
+		rc = store_mail_find(&row, c->fm->store, c->project, c->iid,
+				     rev, k);
+		if (rc == PB_ENOTFOUND)
+			continue;
+		if (rc)
+			goto out;
+		if (!row.diff || diff_parse(&d, row.diff, row.diff_len))
+			continue;
+		if (p->old_path && p->new_path &&
+		    strcmp(p->old_path, p->new_path) && p->new_line <= 0)
+			path = p->old_path;
+		if (forgetext_has_path(d, path)) {
+			if (!fallback || step > 0)
+				fallback = fallback ? fallback : k;
+			if (!forgetext_quote_hunk(quote, d, path, p->old_line,
+						  p->new_line))
+				found = 1;
+		}
+		diff_free(d);
+		if (found) {
+			rc = store_mail_find(out, c->fm->store, c->project,
+					     c->iid, rev, k);
+			goto out;
+		}
+	}
+	rc = fallback ? store_mail_find(out, c->fm->store, c->project, c->iid,
+					rev, fallback) :
+			PB_ENOTFOUND;
+out:
+	store_mail_release(&row);
+	return rc;
+}
+
+/* --- notes ----------------------------------------------------------------- */
+
+static const char *name_of(const struct forge_user *u)
+{
+	if (u->name && *u->name)
+		return u->name;
+	return u->username ? u->username : "someone";
+}
+
+static int64_t note_date(const struct forge_note *n)
+{
+	int64_t ms;
+
+	if (n->created_at && !forge_time_parse(&ms, n->created_at))
+		return ms / 1000;
+	return (int64_t)time(NULL);
+}
+
+/* The host of [forge] url, for the no-reply placeholder address. */
+static void forge_host(char *out, size_t size, const char *url)
+{
+	const char *p = strstr(url, "://"), *e;
+
+	p = p ? p + 3 : url;
+	for (e = p; *e && *e != '/' && *e != ':'; e++)
+		;
+	snprintf(out, size, "%.*s", (int)(e - p), p);
+}
+
+static int approval_body(struct buf *body, struct mrctx *c,
+			 const struct forge_note *n, const char *trailer)
+{
+	struct forge_user u;
+	char host[256];
+	const char *name = name_of(&n->author);
+	int rc;
+
+	memset(&u, 0, sizeof(u));
+	if (n->author.id > 0 && forge_get_user(&u, c->fm->forge, n->author.id))
+		log_warn("approval by %s: %s", name, err_msg());
+	rc = buf_addf(body, "%s approved this merge request on the forge.\n\n",
+		      name);
+	if (rc)
+		goto out;
+	if (u.public_email && *u.public_email) {
+		rc = buf_addf(body, "%s: %s <%s>\n", trailer, name,
+			      u.public_email);
+	} else {
+		forge_host(host, sizeof(host),
+			   config_str(c->fm->cfg, CFG_FORGE_URL));
+		rc = buf_addf(body, "%s: %s <%lld-%s@users.noreply.%s>\n",
+			      trailer, name, (long long)n->author.id,
+			      n->author.username ? n->author.username : "user",
+			      host);
+	}
+out:
+	forge_user_release(&u);
+	return rc;
+}
+
+static int handle_note(struct mrctx *c, const struct fnote *fn,
+		       const char *cursor_value)
+{
+	const struct forge_note *n = fn->n;
+	const char *bot = config_str(c->fm->cfg, CFG_FORGE_BOT_USERNAME);
+	const char *trailer =
+		config_project_str(c->proj, CFG_OUTBOUND_APPROVAL_TRAILER);
+	struct store_mail parent, cover;
+	struct store_revision rev;
+	struct outmsg m;
+	struct buf quote = BUF_INIT(1024 * 1024);
+	enum forgetext_skip why;
+	int rc = 0, is_ack = 0;
+	const char *body = n->body ? n->body : "";
+
+	store_mail_init(&parent);
+	store_mail_init(&cover);
+	store_revision_init(&rev);
+	memset(&m, 0, sizeof(m));
+	buf_init(&m.body, FORGEMAIL_TEXT_MAX / 2);
+
+	why = forgetext_skip(n, bot);
+	if (why == FORGETEXT_SKIP_SYSTEM && forgetext_is_approval(n->body) &&
+	    *trailer &&
+	    !(bot && *bot && n->author.username &&
+	      !strcmp(n->author.username, bot)))
+		is_ack = 1;
+	else if (why != FORGETEXT_MAIL) {
+		log_debug("note %lld not mailed: %s", (long long)n->id,
+			  forgetext_skip_name(why));
+		rc = 1;
+		goto out;
+	}
+	rc = find_cover(&cover, c, c->latest.revision);
+	if (rc)
+		goto out;
+	m.root = cover.message_id;
+	if (is_ack) {
+		m.event = "ack";
+		rc = approval_body(&m.body, c, n, trailer);
+		if (rc)
+			goto out;
+		rc = store_mail_get(&parent, c->fm->store, cover.message_id);
+		goto send;
+	}
+	/* A later note of a discussion: under its newest mirrored mail. */
+	if (fn->discussion_id &&
+	    !store_mail_by_discussion(&parent, c->fm->store, c->project,
+				      fn->discussion_id)) {
+		if (parent.revision != cover.revision) {
+			store_mail_release(&cover);
+			if (!find_cover(&cover, c, parent.revision))
+				m.root = cover.message_id;
+		}
+	} else if (n->has_position) {
+		int r = c->latest.revision, total = c->latest.patches;
+
+		if (n->position.head_sha &&
+		    !store_revision_by_head(&rev, c->fm->store, c->project,
+					    c->iid, n->position.head_sha)) {
+			r = rev.revision;
+			total = rev.patches;
+			store_mail_release(&cover);
+			if (!find_cover(&cover, c, r))
+				m.root = cover.message_id;
+		}
+		rc = find_patch(&parent, &quote, c, r, total, &n->position);
+		if (rc == PB_ENOTFOUND)
+			rc = store_mail_get(&parent, c->fm->store,
+					    cover.message_id);
+		if (rc)
+			goto out;
+	} else {
+		rc = store_mail_get(&parent, c->fm->store, cover.message_id);
+		if (rc)
+			goto out;
+	}
+	m.event = "note";
+	if (quote.len) {
+		rc = buf_addf(&m.body, "%s wrote on %s:\n", name_of(&n->author),
+			      n->position.new_path ? n->position.new_path :
+						     n->position.old_path);
+		if (!rc)
+			rc = buf_addbuf(&m.body, &quote);
+		if (!rc)
+			rc = buf_addch(&m.body, '\n');
+	}
+	if (!rc)
+		rc = forgetext_markdown(&m.body, body, strlen(body));
+	if (!rc && c->mr.web_url)
+		rc = buf_addf(&m.body, "\n-- \nOn the forge: %s#note_%lld\n",
+			      c->mr.web_url, (long long)n->id);
+send:
+	if (rc)
+		goto out;
+	m.event_id = (uint64_t)n->id;
+	m.who = name_of(&n->author);
+	m.date = note_date(n);
+	m.parent = &parent;
+	m.note_id = n->id;
+	m.discussion_id = fn->discussion_id;
+	m.cursor_value = cursor_value;
+	rc = queue(c, &m);
+out:
+	buf_release(&quote);
+	buf_release(&m.body);
+	store_mail_release(&parent);
+	store_mail_release(&cover);
+	store_revision_release(&rev);
+	return rc;
+}
+
+static int cmp_fnote(const void *a, const void *b)
+{
+	int64_t x = ((const struct fnote *)a)->n->id;
+	int64_t y = ((const struct fnote *)b)->n->id;
+
+	return x < y ? -1 : x > y;
+}
+
+/* --- merge and close ------------------------------------------------------ */
+
+static int state_event(struct mrctx *c)
+{
+	struct store_mail cover, row;
+	struct outmsg m;
+	int merged = !strcmp(c->mr.state, "merged"), k, rc;
+
+	if (!merged && strcmp(c->mr.state, "closed"))
+		return 0;
+	store_mail_init(&cover);
+	store_mail_init(&row);
+	memset(&m, 0, sizeof(m));
+	buf_init(&m.body, FORGEMAIL_TEXT_MAX / 2);
+	rc = find_cover(&cover, c, c->latest.revision);
+	if (rc)
+		goto out;
+	m.event = merged ? "merged" : "closed";
+	m.event_id = merged ? 0 : (uint64_t)c->mr.updated_ms;
+	m.who = config_str(c->fm->cfg, CFG_BRIDGE_NAME);
+	m.date = c->mr.updated_ms ? c->mr.updated_ms / 1000 : time(NULL);
+	m.parent = &cover;
+	m.root = cover.message_id;
+	if (!merged) {
+		rc = buf_adds(&m.body, "This merge request was closed on the "
+				       "forge without being merged.\n");
+		goto send;
+	}
+	buf_addf(&m.body,
+		 "Hello,\n\nThis series was applied to %s (%s) on the forge, "
+		 "thanks!\n\n",
+		 c->project, c->mr.target_branch ? c->mr.target_branch : "?");
+	for (k = 1; k <= c->latest.patches; k++) {
+		const char *title;
+
+		if (store_mail_find(&row, c->fm->store, c->project, c->iid,
+				    c->latest.revision, k))
+			continue;
+		title = patch_title(c, &row);
+		buf_addf(&m.body, "[%d/%d] %s\n      commit: %s\n", k,
+			 c->latest.patches, title ? title : "",
+			 row.commit_sha ? row.commit_sha : "?");
+	}
+	if (c->mr.web_url)
+		buf_addf(&m.body, "\n-- \nOn the forge: %s\n", c->mr.web_url);
+send:
+	rc = queue(c, &m);
+out:
+	buf_release(&m.body);
+	store_mail_release(&cover);
+	store_mail_release(&row);
+	return rc;
+}
+
+/* --- one MR, every project ------------------------------------------------- */
+
+int forgemail_mr(struct forgemail *fm, const char *project, int64_t iid,
+		 size_t *queued)
+{
+	struct mrctx c;
+	struct forge_discussion_list dl;
+	struct fnote *notes = NULL;
+	size_t nr = 0, alloc = 0, i, j;
+	struct buf cur = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	char cname[STORE_CURSOR_NAME_MAX], val[32];
+	uint64_t last = 0;
+	int rc;
+
+	memset(&c, 0, sizeof(c));
+	memset(&dl, 0, sizeof(dl));
+	c.fm = fm;
+	c.project = project;
+	c.iid = iid;
+	store_revision_init(&c.latest);
+	rc = config_project_get(&c.proj, fm->cfg, project);
+	if (rc)
+		goto out;
+	rc = store_revision_latest(&c.latest, fm->store, project, iid);
+	if (rc == PB_ENOTFOUND) {
+		rc = 0;
+		goto out;
+	}
+	if (!rc)
+		rc = forge_get_mr(&c.mr, fm->forge, project, iid);
+	notes_cursor_name(cname, sizeof(cname), project, iid);
+	if (!rc) {
+		rc = store_cursor_get(&cur, fm->store, cname);
+		if (rc == PB_ENOTFOUND)
+			rc = 0;
+		else if (!rc &&
+			 !mem_to_u64(cur.data, cur.len, INT64_MAX, &last))
+			last = 0;
+	}
+	if (!rc)
+		rc = forge_list_discussions(&dl, fm->forge, project, iid);
+	if (rc)
+		goto out;
+	for (i = 0; i < dl.nr; i++)
+		for (j = 0; j < dl.items[i].nr_notes; j++) {
+			const struct forge_note *n = &dl.items[i].notes[j];
+
+			if (n->id <= 0 || (uint64_t)n->id <= last)
+				continue;
+			ALLOC_GROW(notes, nr + 1, alloc);
+			notes[nr].n = n;
+			notes[nr].discussion_id = dl.items[i].individual_note ?
+							  NULL :
+							  dl.items[i].id;
+			nr++;
+		}
+	if (nr)
+		qsort(notes, nr, sizeof(*notes), cmp_fnote);
+	for (i = 0; i < nr; i++) {
+		snprintf(val, sizeof(val), "%lld", (long long)notes[i].n->id);
+		rc = handle_note(&c, &notes[i], val);
+		if (rc == 1) {
+			rc = store_cursor_set(fm->store, cname, val);
+		} else if (rc && !err_is_temporary(rc)) {
+			log_error("note %s not mailed: %s", val, err_msg());
+			rc = store_cursor_set(fm->store, cname, val);
+		}
+		if (rc)
+			goto out;
+	}
+	rc = state_event(&c);
+	if (rc && !err_is_temporary(rc)) {
+		log_error("%s: %s", c.mr.state, err_msg());
+		rc = 0;
+	}
+out:
+	if (queued)
+		*queued += c.queued;
+	free(notes);
+	buf_release(&cur);
+	forge_discussion_list_release(&dl);
+	forge_version_release(&c.version);
+	forge_mr_release(&c.mr);
+	store_revision_release(&c.latest);
+	return rc;
+}
+
+struct pollctx {
+	struct forgemail *fm;
+	const char *project;
+	size_t *queued;
+};
+
+static int on_mr(const struct forge_mr *mr, void *arg)
+{
+	struct pollctx *p = arg;
+	int rc = forgemail_mr(p->fm, p->project, mr->iid, p->queued);
+
+	return err_is_temporary(rc) ? rc : 0;
+}
+
+int forgemail_poll(struct forgemail *fm, size_t *queued)
+{
+	size_t i, n = config_project_count(fm->cfg);
+	int rc = 0, first = 0;
+
+	for (i = 0; i < n; i++) {
+		const struct config_project *p = config_project_at(fm->cfg, i);
+		const char *project = config_project_name(p);
+		struct forge_mr_cursor cur;
+		struct forge_mr_query q;
+		struct pollctx pc = { fm, project, queued };
+		struct buf val = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+		char cname[STORE_CURSOR_NAME_MAX], num[32];
+		uint64_t ms = 0;
+		int r;
+
+		if (!config_project_bool(p, CFG_PROJECT_ENABLED) ||
+		    !config_project_bool(p, CFG_OUTBOUND_FORGE_COMMENTS))
+			continue;
+		snprintf(cname, sizeof(cname), "forgemail:poll:%s", project);
+		forge_mr_cursor_init(&cur);
+		r = store_cursor_get(&val, fm->store, cname);
+		if (!r && mem_to_u64(val.data, val.len, INT64_MAX, &ms))
+			cur.watermark_ms = (int64_t)ms;
+		memset(&q, 0, sizeof(q));
+		q.overlap_ms =
+			config_duration_ms(fm->cfg, CFG_OUTBOUND_POLL_OVERLAP);
+		r = forge_list_mrs(fm->forge, project, &cur, &q, on_mr, &pc);
+		if (!r && cur.watermark_ms > 0) {
+			snprintf(num, sizeof(num), "%lld",
+				 (long long)cur.watermark_ms);
+			r = store_cursor_set(fm->store, cname, num);
+		}
+		if (r) {
+			log_warn("forge comments of %s: %s", project,
+				 err_msg());
+			if (!first)
+				first = r;
+		}
+		forge_mr_cursor_release(&cur);
+		buf_release(&val);
+	}
+	rc = first;
+	return rc;
+}

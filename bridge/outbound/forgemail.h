@@ -1,0 +1,69 @@
+/*
+ * forgemail - what is said on the forge, mailed to the list.
+ *
+ * For every MR of an enabled project that has a mailed revision,
+ * forgemail_poll() reads the MR's discussions and mails, in note order,
+ * each note it has not handled yet (cursor "forgemail:notes:P!IID" = the
+ * highest note id handled):
+ *
+ *  - a general comment: a reply to the cover letter of the latest mailed
+ *    revision (to patch 1 when the series had no cover);
+ *  - a diff note: "Re: [PATCH vN k/M] title", In-Reply-To the patch mail
+ *    whose diff as mailed holds the note's line (the revision mailed for
+ *    the position's head_sha, else the latest), quoting the hunk down to
+ *    that line (forgetext.h), then the comment;
+ *  - a later note of a discussion: under the mail of the discussion's
+ *    newest mirrored note (thread map: store_mail_by_discussion());
+ *  - an approval (the forge's "approved this merge request" system note):
+ *    a reply to the cover letter with "[outbound] approval_trailer: Name
+ *    <public email>", or "<id-username@users.noreply.HOST>" (GitLab's own
+ *    no-reply form) when the user shows no public email;
+ *  - the MR merged: "applied, thanks" with the commit of each patch of the
+ *    latest revision; closed: a short notice.
+ *
+ * Loop guards: system notes other than approvals, notes carrying our
+ * hidden marker and notes of [forge] bot_username are not mailed
+ * (forgetext_skip()).  Every mail carries X-Patchbridge-Origin: forge
+ * (and the other X-Patchbridge-* headers), which the milter never bridges
+ * back.  No Auto-Submitted: these are people's words, and some lists
+ * drop auto-submitted mail; the X-Patchbridge-* headers and our
+ * Message-ID scheme are the loop guard.
+ *
+ * Exactly once: each mail's Message-ID comes from the forge event
+ * (msgid_format_forge()), and the mail is recorded in the thread map
+ * (kind forge-comment, with its note and discussion ids) and put in the
+ * outbound queue in the same transaction that moves the note cursor; the
+ * outbound sender (outbound_deliver_due()) delivers it.  A re-read note
+ * finds its id in the thread map and is not mailed again.
+ *
+ * Which MRs: per project, the MRs updated since the watermark (cursor
+ * "forgemail:poll:P", milliseconds), with [outbound] poll_overlap.
+ *
+ * Ownership: forgemail_new() borrows cfg, store and forge.
+ * Errors: 0 or a negative code from util/err.h; PB_ETEMP when the forge or
+ * the store failed in a way that may pass (the cursors are not moved).
+ */
+#ifndef PB_OUTBOUND_FORGEMAIL_H
+#define PB_OUTBOUND_FORGEMAIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct config;
+struct forge;
+struct store;
+
+struct forgemail;
+
+int forgemail_new(struct forgemail **out, const struct config *cfg,
+		  struct store *store, struct forge *forge);
+void forgemail_free(struct forgemail *fm);
+
+/* Poll every enabled project; *queued counts the mails queued. */
+int forgemail_poll(struct forgemail *fm, size_t *queued);
+
+/* Mail what is new on one MR (which must have a mailed revision). */
+int forgemail_mr(struct forgemail *fm, const char *project, int64_t iid,
+		 size_t *queued);
+
+#endif
