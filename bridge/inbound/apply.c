@@ -1,0 +1,447 @@
+#include "inbound/apply.h"
+
+#include "inbound/marker.h"
+#include "util/err.h"
+#include "util/limits.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void apply_result_init(struct apply_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	strlist_init(&res->failed);
+}
+
+void apply_result_release(struct apply_result *res)
+{
+	strlist_release(&res->failed);
+	apply_result_init(res);
+}
+
+/* The state of one apply_plan() call. */
+struct run {
+	struct apply_result *res;
+	struct forge *f;
+	struct store *st;
+	const struct apply_target *t;
+	char *comment_discussion; /* the thread of action 0, once known */
+};
+
+void apply_scoped_removals(struct strlist *out, const struct strlist *labels,
+			   const char *label)
+{
+	const char *sep = NULL, *p;
+	size_t scope, i;
+
+	for (p = strstr(label, "::"); p; p = strstr(p + 1, "::"))
+		sep = p;
+	if (!sep)
+		return;
+	scope = (size_t)(sep - label) + 2;
+	strlist_for_each (labels, i) {
+		const char *l = labels->items[i];
+
+		if (!strncmp(l, label, scope) && strcmp(l, label) &&
+		    !strstr(l + scope, "::"))
+			strlist_push(out, l);
+	}
+}
+
+/* Record a permanent failure of one action and carry on. */
+static int failed(struct run *r, const struct plan_action *a, const char *kind,
+		  int rc, const char *msg)
+{
+	if (rc == PB_ETEMP)
+		return rc;
+	log_warn("action %d (%s) failed: %s", a ? a->index : -1, kind, msg);
+	strlist_pushf(&r->res->failed, "action %d (%s): %s", a ? a->index : -1,
+		      kind, msg);
+	return 0;
+}
+
+/*
+ * Journal the intent of action index.  0: perform it.  1: it is done
+ * already (*act holds its ids).  2: an earlier attempt may have landed.
+ */
+static int begin(struct store_action *act, struct run *r, int index,
+		 const char *kind, const char *key)
+{
+	int rc;
+
+	rc = store_action_begin(act, r->st, r->t->message_id, index, kind, key);
+	if (!rc)
+		return 0;
+	if (rc != PB_EEXISTS)
+		return rc;
+	return act->state == STORE_ACTION_DONE ? 1 : 2;
+}
+
+/* Journal a failed attempt, keeping the forge's message for the caller. */
+static void journal_fail(struct run *r, int index, char *msg, size_t size)
+{
+	snprintf(msg, size, "%s", err_msg());
+	if (store_action_fail(r->st, r->t->message_id, index, msg))
+		log_warn("action %d: journaling the failure: %s", index,
+			 err_msg());
+	err_set(PB_ERROR, "%s", msg); /* what the caller reports */
+}
+
+static void set_discussion(char **dst, const char *id)
+{
+	free(*dst);
+	*dst = id ? xstrdup(id) : NULL;
+}
+
+/*
+ * A note: a reply in discussion `in`, or a new discussion (with pos, a
+ * diff note; when the forge refuses the position, fallback instead).
+ * *disc_out (may be NULL) gets the thread's id.
+ */
+static int note(struct run *r, int index, const char *kind, const char *body,
+		const struct forge_position *pos, const char *fallback,
+		const char *in, char **disc_out)
+{
+	const struct apply_target *t = r->t;
+	char key[INBOUND_MARKER_KEY_SIZE], msg[PB_ERRMSG_MAX];
+	struct store_action act;
+	struct forge_discussion d;
+	struct forge_note n;
+	char *did = NULL;
+	int rc, state;
+
+	inbound_marker_key(key, t->message_id, index);
+	store_action_init(&act);
+	memset(&d, 0, sizeof(d));
+	memset(&n, 0, sizeof(n));
+	rc = state = begin(&act, r, index, kind, key);
+	if (rc < 0)
+		goto out;
+	if (state == 1) {
+		r->res->skipped++;
+		set_discussion(&did,
+			       act.discussion_id ? act.discussion_id : in);
+		rc = 0;
+		goto out;
+	}
+	if (state == 2) {
+		rc = forge_find_note_by_marker(&n, &did, r->f, t->project,
+					       t->iid, in, key);
+		if (!rc) {
+			log_info("action %d: found note %lld by its marker",
+				 index, (long long)n.id);
+			if (!did && in)
+				did = xstrdup(in);
+			rc = store_action_complete(r->st, t->message_id, index,
+						   n.id, did);
+			r->res->skipped++;
+			goto out;
+		}
+		if (rc != PB_ENOTFOUND) {
+			journal_fail(r, index, msg, sizeof(msg));
+			rc = rc == PB_ETEMP ? rc : PB_ERROR;
+			goto out;
+		}
+	}
+	if (in) {
+		rc = forge_reply_discussion(&n, r->f, t->project, t->iid, in,
+					    body, key);
+		if (!rc)
+			did = xstrdup(in);
+		if (rc == PB_ENOTFOUND) {
+			/* the thread is gone: start a new one */
+			log_notice("action %d: %s; starting a new discussion",
+				   index, err_msg());
+			in = NULL;
+		}
+	}
+	if (!in) {
+		rc = forge_create_discussion(&d, r->f, t->project, t->iid, body,
+					     pos, key);
+		if (rc == PB_EINVAL && pos && !d.id) {
+			log_notice("action %d: the forge refused the position "
+				   "(%s); posting it as a plain discussion",
+				   index, err_msg());
+			forge_discussion_release(&d);
+			rc = forge_create_discussion(&d, r->f, t->project,
+						     t->iid, fallback, NULL,
+						     key);
+		} else if (rc == PB_EINVAL && d.id) {
+			/* created, though not as a diff note: keep it */
+			log_warn("action %d: %s", index, err_msg());
+			rc = 0;
+		}
+		if (!rc) {
+			did = xstrdup(d.id);
+			if (d.nr_notes)
+				n.id = d.notes[0].id;
+		}
+	}
+	if (rc) {
+		int code = rc;
+
+		journal_fail(r, index, msg, sizeof(msg));
+		rc = code;
+		goto out;
+	}
+	rc = store_action_complete(r->st, t->message_id, index, n.id, did);
+	if (!rc)
+		r->res->done++;
+out:
+	if (!rc && disc_out)
+		set_discussion(disc_out, did);
+	free(did);
+	forge_note_release(&n);
+	forge_discussion_release(&d);
+	store_action_release(&act);
+	return rc;
+}
+
+/* Run one note action, counting a permanent failure and going on. */
+static int note_action(struct run *r, const struct plan_action *a,
+		       const struct forge_position *pos, const char *in,
+		       char **disc_out)
+{
+	int rc = note(r, a->index, plan_kind_name(a->kind), a->body, pos,
+		      a->fallback, in, disc_out);
+
+	if (rc == PB_ETEMP || !rc)
+		return rc;
+	return failed(r, a, plan_kind_name(a->kind), rc, err_msg());
+}
+
+/* An idempotent write: begin, do, complete.  fn returns the result. */
+typedef int (*idem_fn)(struct run *r, const struct plan_action *a, void *arg);
+
+static int idempotent(struct run *r, const struct plan_action *a, idem_fn fn,
+		      void *arg)
+{
+	char key[INBOUND_MARKER_KEY_SIZE], msg[PB_ERRMSG_MAX];
+	const char *kind = plan_kind_name(a->kind);
+	struct store_action act;
+	int rc, state;
+
+	inbound_marker_key(key, r->t->message_id, a->index);
+	store_action_init(&act);
+	rc = state = begin(&act, r, a->index, kind, key);
+	store_action_release(&act);
+	if (rc < 0)
+		return rc;
+	if (state == 1) {
+		r->res->skipped++;
+		return 0;
+	}
+	rc = fn(r, a, arg);
+	if (rc) {
+		int code = rc;
+
+		journal_fail(r, a->index, msg, sizeof(msg));
+		if (code == PB_ETEMP)
+			return code;
+		return failed(r, a, kind, code, msg);
+	}
+	rc = store_action_complete(r->st, r->t->message_id, a->index, 0, NULL);
+	if (!rc)
+		r->res->done++;
+	return rc;
+}
+
+static int act_as(struct run *r, const char *user)
+{
+	int rc = forge_act_as(r->f, user);
+
+	if (rc)
+		err_prefix(rc, "acting as %s", user ? user : "the bridge");
+	return rc;
+}
+
+/* The bridge's own note about an approval that did not land. */
+static int approval_note(struct run *r, const struct plan_action *a,
+			 const char *why)
+{
+	struct buf b = BUF_INIT(PLAN_BODY_MAX);
+	int rc;
+
+	rc = buf_adds(&b, "The approval asked for by this mail (");
+	if (!rc)
+		rc = buf_adds(&b, a->who ? a->who : "a trailer");
+	if (!rc)
+		rc = buf_addf(&b, ") was not recorded: %s\n", why);
+	if (!rc)
+		rc = note(r, PLAN_IDX_APPROVE_NOTE(a->trailer), "approve-note",
+			  b.data, NULL, NULL, r->comment_discussion, NULL);
+	buf_release(&b);
+	return rc;
+}
+
+static int do_approve(struct run *r, const struct plan_action *a, void *arg)
+{
+	const struct apply_target *t = r->t;
+	enum forge_approve_result res = FORGE_APPROVE_DONE;
+	char why[PB_ERRMSG_MAX + 256];
+	int rc, rc2;
+
+	(void)arg;
+	if (!t->head_sha)
+		return approval_note(r, a,
+				     "the revision's head commit is "
+				     "not known to the bridge");
+	rc = act_as(r, a->user);
+	if (!rc) {
+		rc = forge_approve(&res, r->f, t->project, t->iid, t->head_sha);
+		snprintf(why, sizeof(why), "%s", err_msg());
+		rc2 = act_as(r, NULL);
+		if (!rc && rc2)
+			return rc2;
+	} else {
+		snprintf(why, sizeof(why), "%s", err_msg());
+	}
+	if (!rc) {
+		log_info("approved as %s at %.12s%s", a->user, t->head_sha,
+			 res == FORGE_APPROVE_ALREADY ? " (already)" : "");
+		return 0;
+	}
+	if (rc == PB_ETEMP)
+		return rc;
+	if (rc == PB_EINVAL && res == FORGE_APPROVE_SHA_MISMATCH) {
+		snprintf(why, sizeof(why),
+			 "it was given for v%d (head %.12s), which is no "
+			 "longer the head of this merge request. Please "
+			 "review the current revision.",
+			 t->revision, t->head_sha);
+		log_notice("approval as %s: the MR moved on from %.12s",
+			   a->user, t->head_sha);
+	} else if (rc == PB_EPERM || rc == PB_ENOTFOUND) {
+		char forge_msg[sizeof(why)];
+
+		snprintf(forge_msg, sizeof(forge_msg), "%s", why);
+		snprintf(why, sizeof(why),
+			 "GitLab did not accept it from user %s (%s).", a->user,
+			 rc == PB_EPERM ? "not allowed to approve" :
+					  "no such user");
+		log_notice("approval as %s refused: %s", a->user, forge_msg);
+	} else {
+		err_set(rc, "%s", why);
+		return rc;
+	}
+	return approval_note(r, a, why);
+}
+
+static int do_unapprove(struct run *r, const struct plan_action *a, void *arg)
+{
+	enum forge_approve_result res = FORGE_APPROVE_DONE;
+	char msg[PB_ERRMSG_MAX];
+	int rc, rc2;
+
+	(void)arg;
+	rc = act_as(r, a->user);
+	if (rc)
+		return rc;
+	rc = forge_unapprove(&res, r->f, r->t->project, r->t->iid);
+	snprintf(msg, sizeof(msg), "%s", err_msg());
+	rc2 = act_as(r, NULL);
+	if (rc == PB_EPERM || rc == PB_ENOTFOUND) {
+		/* nothing of theirs to withdraw */
+		log_info("unapprove as %s: %s", a->user, msg);
+		rc = 0;
+	}
+	if (!rc && !rc2)
+		log_info("approval of %s %s", a->user,
+			 res == FORGE_APPROVE_ALREADY ? "was not there" :
+							"withdrawn");
+	if (rc)
+		err_set(rc, "%s", msg);
+	return rc ? rc : rc2;
+}
+
+static int do_label(struct run *r, const struct plan_action *a, void *arg)
+{
+	const struct apply_target *t = r->t;
+	struct strlist add = STRLIST_INIT, rm = STRLIST_INIT;
+	struct forge_mr mr;
+	int rc;
+
+	(void)a;
+	(void)arg;
+	memset(&mr, 0, sizeof(mr));
+	if (!t->nak_label || !t->nak_label[0])
+		return 0; /* no label configured */
+	rc = forge_get_mr(&mr, r->f, t->project, t->iid);
+	if (rc)
+		goto out;
+	/* Free/CE keeps both scoped labels: remove the old value. */
+	apply_scoped_removals(&rm, &mr.labels, t->nak_label);
+	if (strlist_find(&mr.labels, t->nak_label) < 0)
+		strlist_push(&add, t->nak_label);
+	if (add.nr || rm.nr)
+		rc = forge_update_labels(r->f, t->project, t->iid, &add, &rm);
+out:
+	forge_mr_release(&mr);
+	strlist_release(&add);
+	strlist_release(&rm);
+	return rc;
+}
+
+int apply_plan(struct apply_result *res, struct forge *f, struct store *st,
+	       const struct plan *p, const struct apply_target *t)
+{
+	struct run r;
+	size_t i;
+	int rc = 0;
+
+	memset(&r, 0, sizeof(r));
+	r.res = res;
+	r.f = f;
+	r.st = st;
+	r.t = t;
+	for (i = 0; i < p->nr && !rc; i++) {
+		const struct plan_action *a = &p->v[i];
+		struct forge_position pos;
+
+		switch (a->kind) {
+		case PLAN_COMMENT:
+			rc = note_action(&r, a, NULL, t->reply_discussion,
+					 &r.comment_discussion);
+			break;
+		case PLAN_NOTE:
+		case PLAN_NAK_DISCUSSION:
+			rc = note_action(&r, a, NULL, NULL, NULL);
+			break;
+		case PLAN_DIFF_NOTE:
+			memset(&pos, 0, sizeof(pos));
+			pos.base_sha = (char *)t->base_sha;
+			pos.start_sha = (char *)t->start_sha;
+			pos.head_sha = (char *)t->head_sha;
+			pos.old_path = a->old_path;
+			pos.new_path = a->new_path;
+			if (!t->base_sha || !t->start_sha || !t->head_sha ||
+			    forge_position_set_line(&pos, a->line_kind,
+						    a->old_line, a->new_line)) {
+				struct plan_action plain = *a;
+
+				plain.body = a->fallback;
+				rc = note_action(&r, &plain, NULL, NULL, NULL);
+			} else {
+				rc = note_action(&r, a, &pos, NULL, NULL);
+			}
+			break;
+		case PLAN_APPROVE:
+			rc = idempotent(&r, a, do_approve, NULL);
+			break;
+		case PLAN_UNAPPROVE:
+			rc = idempotent(&r, a, do_unapprove, NULL);
+			break;
+		case PLAN_NAK_LABEL:
+			rc = idempotent(&r, a, do_label, NULL);
+			break;
+		}
+	}
+	/* Whoever we acted as, the handle goes back to the bridge. */
+	if (forge_act_as(f, NULL) && !rc)
+		rc = PB_ERROR;
+	free(r.comment_discussion);
+	return rc;
+}

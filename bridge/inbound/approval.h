@@ -1,0 +1,65 @@
+/*
+ * approval - may this trailer become an approval? (DESIGN.md rule 4)
+ *
+ * A pure decision over facts the caller gathered, so the table can be
+ * tested without a forge.  The checks run in this order and the first
+ * that fails is the answer; facts that only a later check reads (the
+ * forge user, the owners.yaml verdict) need not be looked up when an
+ * earlier one fails:
+ *
+ *   1. the type is Acked-by, Reviewed-by or Tested-by (others - Reported-
+ *      by, Suggested-by, Cc ... - are only mentioned in the comment);
+ *   2. the same mail does not NAK;
+ *   3. the trailer names the sender: its email equals the From address
+ *      (ASCII case ignored), or it has no email and its name is the From
+ *      display name.  Nobody approves on someone else's behalf;
+ *   4. the sender is authenticated (an aligned DKIM or a DMARC pass from
+ *      the trusted authserv-id), unless [inbound] require_auth = no;
+ *   5. approval_policy is not "none";
+ *   6. the address maps to a forge user (user_map, then the forge);
+ *   7. with approval_policy "owners", the address is a maintainer or
+ *      reviewer in owners.yaml of a subsystem the patch (for series scope:
+ *      the revision) touches.  With "forge", GitLab's own rules decide
+ *      when we approve as that user (a 401 then becomes a comment).
+ *
+ * Thread-safe, no allocation, no errors.
+ */
+#ifndef PB_INBOUND_APPROVAL_H
+#define PB_INBOUND_APPROVAL_H
+
+#include "core/config.h"
+#include "core/mail.h"
+#include "core/trailers.h"
+
+enum approval_verdict {
+	APPROVAL_GRANT,
+	APPROVAL_NOT_APPROVAL, /* a trailer type that never approves */
+	APPROVAL_NAK, /* the mail NAKs as well */
+	APPROVAL_NOT_SENDER, /* it names someone else (or nobody) */
+	APPROVAL_UNVERIFIED, /* sender not authenticated */
+	APPROVAL_DISABLED, /* approval_policy = none */
+	APPROVAL_UNMAPPED, /* no forge user for the address */
+	APPROVAL_NOT_OWNER, /* not an approver in owners.yaml */
+};
+
+struct approval_facts {
+	const char *type; /* canonical trailer type */
+	int names_sender; /* approval_names_sender() */
+	int nak; /* the mail NAKs */
+	int verified; /* review auth.verified */
+	int require_auth; /* [inbound] require_auth */
+	enum config_approval_policy policy;
+	const char *user; /* the mapped forge user, NULL: none */
+	int owner; /* owners policy: an approver of the touched paths */
+};
+
+enum approval_verdict approval_decide(const struct approval_facts *f);
+
+/* Check 3 above: does t name the sender from? */
+int approval_names_sender(const struct trailer *t,
+			  const struct mail_addr *from);
+
+/* A short English reason for a refusal ("" for APPROVAL_GRANT). */
+const char *approval_verdict_text(enum approval_verdict v);
+
+#endif

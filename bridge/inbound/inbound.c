@@ -1,0 +1,1071 @@
+#include "inbound/inbound.h"
+
+#include "core/owners.h"
+#include "core/review.h"
+#include "core/spool.h"
+#include "inbound/apply.h"
+#include "inbound/marker.h"
+#include "inbound/plan.h"
+#include "inbound/usermap.h"
+#include "util/err.h"
+#include "util/limits.h"
+#include "util/log.h"
+#include "util/printable.h"
+#include "util/strlist.h"
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LOCK_NAME ".inbound.lock"
+
+/* A file loaded once per inbound object, by path. */
+struct loaded {
+	char *path;
+	void *obj;
+};
+
+struct inbound {
+	const struct config *cfg;
+	struct store *st;
+	struct forge *forge;
+	struct spool *sp;
+	int lock_fd;
+	int retry_now;
+	struct inbound_stats stats;
+	struct loaded *owners;
+	size_t nr_owners, alloc_owners;
+	struct loaded *maps;
+	size_t nr_maps, alloc_maps;
+};
+
+char *inbound_message_id(const char *id, const char *raw, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char d[32];
+	char h[33];
+	size_t n;
+	int i;
+
+	if (id) {
+		while (*id == ' ' || *id == '\t' || *id == '<')
+			id++;
+		n = strlen(id);
+		while (n && strchr(" \t>", id[n - 1]))
+			n--;
+		if (n)
+			return xstrndup(id, n);
+	}
+	inbound_sha256(d, raw, len);
+	for (i = 0; i < 16; i++) {
+		h[2 * i] = hex[d[i] >> 4];
+		h[2 * i + 1] = hex[d[i] & 15];
+	}
+	h[32] = '\0';
+	return xasprintf("nomsgid.%s@patchbridge.invalid", h);
+}
+
+static int take_lock(struct inbound *ib, const char *dir)
+{
+	char *path = xasprintf("%s/%s", dir, LOCK_NAME);
+	int rc = 0;
+
+	ib->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0660);
+	if (ib->lock_fd < 0) {
+		rc = err_set_errno(errno == EACCES ? PB_EPERM : PB_ERROR,
+				   "inbound: %s", path);
+		goto out;
+	}
+	if (flock(ib->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno == EWOULDBLOCK)
+			rc = err_set(PB_ETEMP,
+				     "inbound: another process applies "
+				     "inbound mail (%s is locked)",
+				     path);
+		else
+			rc = err_set_errno(PB_ERROR, "inbound: flock %s", path);
+		close(ib->lock_fd);
+		ib->lock_fd = -1;
+	}
+out:
+	free(path);
+	return rc;
+}
+
+int inbound_new(struct inbound **out, const struct inbound_opts *opts)
+{
+	const char *dir = config_str(opts->cfg, CFG_SPOOL_DIR);
+	struct inbound *ib;
+	size_t requeued = 0, removed = 0;
+	int rc, rows = 0;
+
+	*out = NULL;
+	ib = xcalloc(1, sizeof(*ib));
+	ib->cfg = opts->cfg;
+	ib->st = opts->store;
+	ib->forge = opts->forge;
+	ib->retry_now = opts->retry_now;
+	ib->lock_fd = -1;
+	rc = spool_open(&ib->sp, dir, SPOOL_READER);
+	if (rc)
+		goto out;
+	rc = take_lock(ib, dir);
+	if (rc)
+		goto out;
+	/* Holding the lock, no other applier is mid-way: what is claimed
+	 * was left by one that died. */
+	rc = spool_recover(&requeued, &removed, ib->sp, SPOOL_TMP_STALE_DEFAULT,
+			   (int64_t)time(NULL));
+	if (!rc)
+		rc = store_inbound_recover(&rows, ib->st);
+	if (rc)
+		goto out;
+	if (requeued || rows)
+		log_notice("inbound: recovered %zu spool record(s) and %d "
+			   "journal row(s) left by an earlier run",
+			   requeued, rows);
+out:
+	if (rc) {
+		inbound_free(ib);
+		return rc;
+	}
+	*out = ib;
+	return 0;
+}
+
+void inbound_free(struct inbound *ib)
+{
+	size_t i;
+
+	if (!ib)
+		return;
+	for (i = 0; i < ib->nr_owners; i++) {
+		free(ib->owners[i].path);
+		owners_free(ib->owners[i].obj);
+	}
+	free(ib->owners);
+	for (i = 0; i < ib->nr_maps; i++) {
+		free(ib->maps[i].path);
+		usermap_free(ib->maps[i].obj);
+	}
+	free(ib->maps);
+	spool_free(ib->sp);
+	if (ib->lock_fd >= 0)
+		close(ib->lock_fd); /* releases the flock */
+	free(ib);
+}
+
+void inbound_get_stats(struct inbound_stats *out, const struct inbound *ib)
+{
+	*out = ib->stats;
+}
+
+/*
+ * Ingest.
+ */
+
+static int spool_final(struct inbound *ib, const char *name,
+		       const struct store_inbound *row)
+{
+	if (row->state == STORE_INBOUND_DEAD)
+		return spool_dead(ib->sp, name,
+				  row->last_error ? row->last_error : "dead");
+	return spool_done(ib->sp, name);
+}
+
+static int ingest_one(struct inbound *ib, const char *name)
+{
+	struct spool_record rec;
+	struct store_inbound in, row;
+	char *id = NULL;
+	int rc;
+
+	spool_record_init(&rec);
+	store_inbound_init(&in);
+	store_inbound_init(&row);
+	rc = spool_read(&rec, ib->sp, name);
+	if (rc == PB_EINVAL) {
+		/* spool_read() moved it to dead/ with the reason */
+		log_warn("inbound: spool record %s: %s", name, err_msg());
+		ib->stats.corrupt++;
+		rc = 0;
+		goto out;
+	}
+	if (rc)
+		goto out;
+	id = inbound_message_id(rec.message_id, rec.message.data,
+				rec.message.len);
+	in.message_id = id;
+	in.spool_name = name;
+	in.project = rec.project[0] ? rec.project : NULL;
+	in.iid = rec.iid;
+	in.revision = rec.revision;
+	in.patch = rec.patch;
+	in.classification = rec.kind[0] ? rec.kind : "reply";
+	rc = store_inbound_record(ib->st, &in);
+	if (!rc) {
+		ib->stats.ingested++;
+		log_info("inbound: <%s> journaled from %s", id, name);
+		goto out;
+	}
+	if (rc != PB_EEXISTS)
+		goto out;
+	rc = store_inbound_get(&row, ib->st, id);
+	if (rc)
+		goto out;
+	if (strcmp(row.spool_name, name)) {
+		/* Another copy of a mail we have: applied once. */
+		log_notice("inbound: %s is a copy of <%s> (%s); not applied "
+			   "again",
+			   name, id, row.spool_name);
+		ib->stats.duplicates++;
+		rc = spool_done(ib->sp, name);
+		goto out;
+	}
+	/* Our own record, back from a recovery: keep it claimed while its
+	 * row is open, file it when the row is finished. */
+	if (row.state == STORE_INBOUND_APPLIED ||
+	    row.state == STORE_INBOUND_IGNORED ||
+	    row.state == STORE_INBOUND_DEAD)
+		rc = spool_final(ib, name, &row);
+out:
+	if (rc && rc != PB_ETEMP && rc != PB_ENOTFOUND)
+		log_error("inbound: spool record %s: %s", name, err_msg());
+	free(id);
+	store_inbound_release(&row);
+	spool_record_release(&rec);
+	return rc;
+}
+
+int inbound_ingest_spool(struct inbound *ib, int64_t now)
+{
+	char name[SPOOL_NAME_MAX + 1];
+	int rc;
+
+	(void)now;
+	for (;;) {
+		rc = spool_claim_next(name, sizeof(name), ib->sp);
+		if (rc == PB_ENOTFOUND)
+			return 0;
+		if (rc)
+			return rc;
+		rc = ingest_one(ib, name);
+		if (rc == PB_ETEMP) {
+			/* the store is busy: give it back for later */
+			if (spool_release(ib->sp, name))
+				log_warn("inbound: %s", err_msg());
+			return err_set(PB_ETEMP, "inbound: journaling %s: %s",
+				       name, err_msg());
+		}
+		if (rc && rc != PB_ENOTFOUND)
+			return rc;
+	}
+}
+
+/*
+ * Lookups.
+ */
+
+static int strip_id(char *out, size_t size, const char *id)
+{
+	size_t n;
+
+	if (!id)
+		return 0;
+	if (*id == '<')
+		id++;
+	n = strlen(id);
+	if (n && id[n - 1] == '>')
+		n--;
+	if (!n || n >= size)
+		return 0;
+	memcpy(out, id, n);
+	out[n] = '\0';
+	return 1;
+}
+
+/* The ids a mail answers: In-Reply-To, then References newest first. */
+static void answered_ids(struct strlist *out, const struct mail *m)
+{
+	char id[STORE_MSGID_MAX + 1];
+	size_t i;
+
+	if (strip_id(id, sizeof(id), m->in_reply_to))
+		strlist_push(out, id);
+	for (i = m->references.nr; i-- > 0;)
+		if (strip_id(id, sizeof(id), m->references.items[i]) &&
+		    strlist_find(out, id) < 0)
+			strlist_push(out, id);
+}
+
+int inbound_locate(struct inbound_target *out, int *is_ours, struct store *st,
+		   const struct mail *m)
+{
+	char id[STORE_MSGID_MAX + 1];
+	struct strlist ids = STRLIST_INIT;
+	struct store_mail row;
+	struct store_inbound in;
+	size_t i;
+	int rc = PB_ENOTFOUND, r2;
+
+	memset(out, 0, sizeof(*out));
+	*is_ours = 0;
+	store_mail_init(&row);
+	store_inbound_init(&in);
+	if (strip_id(id, sizeof(id), m->message_id) &&
+	    !store_mail_get(&row, st, id)) {
+		*is_ours = 1;
+		goto out;
+	}
+	answered_ids(&ids, m);
+	/* The thread map first: it is the authority. */
+	for (i = 0; i < ids.nr && rc == PB_ENOTFOUND; i++) {
+		r2 = store_mail_get(&row, st, ids.items[i]);
+		if (r2 && r2 != PB_ENOTFOUND) {
+			rc = r2;
+			break;
+		}
+		if (r2 || !row.project)
+			continue;
+		snprintf(out->project, sizeof(out->project), "%s", row.project);
+		out->iid = row.iid;
+		out->revision = row.revision;
+		out->patch = row.patch;
+		rc = 0;
+	}
+	/* A reply to a reply we bridged: where that one went. */
+	for (i = 0; i < ids.nr && rc == PB_ENOTFOUND; i++) {
+		r2 = store_inbound_get(&in, st, ids.items[i]);
+		if (r2 && r2 != PB_ENOTFOUND) {
+			rc = r2;
+			break;
+		}
+		if (r2 || !in.project)
+			continue;
+		snprintf(out->project, sizeof(out->project), "%s", in.project);
+		out->iid = in.iid;
+		out->revision = in.revision;
+		out->patch = in.patch;
+		rc = 0;
+	}
+	if (rc == PB_ENOTFOUND)
+		err_set(rc, "not a reply to a bridged series");
+out:
+	strlist_release(&ids);
+	store_mail_release(&row);
+	store_inbound_release(&in);
+	return rc;
+}
+
+static void *loaded_get(struct loaded **v, size_t *nr, size_t *alloc,
+			const char *path, int *found)
+{
+	size_t i;
+
+	*found = 0;
+	for (i = 0; i < *nr; i++)
+		if (!strcmp((*v)[i].path, path)) {
+			*found = 1;
+			return (*v)[i].obj;
+		}
+	(void)alloc;
+	return NULL;
+}
+
+static void loaded_put(struct loaded **v, size_t *nr, size_t *alloc,
+		       const char *path, void *obj)
+{
+	ALLOC_GROW(*v, *nr + 1, *alloc);
+	(*v)[*nr].path = xstrdup(path);
+	(*v)[*nr].obj = obj;
+	(*nr)++;
+}
+
+/* owners.yaml of a project (NULL without one).  A file that does not
+ * load is a temporary failure: the mail waits until it is fixed. */
+static int get_owners(struct owners **out, struct inbound *ib,
+		      const struct config_project *p)
+{
+	const char *path = config_project_str(p, CFG_INBOUND_OWNERS_FILE);
+	struct owners *o = NULL;
+	int found, rc;
+
+	*out = NULL;
+	if (!path[0])
+		return 0;
+	*out = loaded_get(&ib->owners, &ib->nr_owners, &ib->alloc_owners, path,
+			  &found);
+	if (found)
+		return 0;
+	rc = owners_load(&o, path);
+	if (rc) {
+		log_error("inbound: %s", err_msg());
+		return err_set(PB_ETEMP, "owners_file does not load: %s",
+			       err_msg());
+	}
+	loaded_put(&ib->owners, &ib->nr_owners, &ib->alloc_owners, path, o);
+	*out = o;
+	return 0;
+}
+
+static int get_usermap(struct usermap **out, struct inbound *ib,
+		       const struct config_project *p)
+{
+	const char *path = config_project_str(p, CFG_INBOUND_USER_MAP);
+	struct usermap *m = NULL;
+	int found, rc;
+
+	*out = NULL;
+	if (!path[0])
+		return 0;
+	*out = loaded_get(&ib->maps, &ib->nr_maps, &ib->alloc_maps, path,
+			  &found);
+	if (found)
+		return 0;
+	rc = usermap_load(&m, path);
+	if (rc) {
+		log_error("inbound: %s", err_msg());
+		return err_set(PB_ETEMP, "user_map does not load: %s",
+			       err_msg());
+	}
+	loaded_put(&ib->maps, &ib->nr_maps, &ib->alloc_maps, path, m);
+	*out = m;
+	return 0;
+}
+
+/*
+ * Apply one journal row.
+ */
+
+/* What one mail's planning callbacks need. */
+struct mailctx {
+	struct inbound *ib;
+	struct owners *owners;
+	struct usermap *map;
+	struct strlist patch_paths; /* files the target patch touches */
+	struct strlist series_paths; /* ... the whole revision */
+	struct strlist other_paths; /* ... the revision's other patches */
+	int have_version; /* base/start/head known */
+	struct strlist users; /* email, username pairs looked up */
+};
+
+static int cb_map_user(const char **user, const char *email, void *arg)
+{
+	struct mailctx *mc = arg;
+	struct forge_user u;
+	size_t i;
+	int rc;
+
+	*user = NULL;
+	for (i = 0; i + 1 < mc->users.nr; i += 2)
+		if (!strcasecmp(mc->users.items[i], email)) {
+			*user = mc->users.items[i + 1][0] ?
+					mc->users.items[i + 1] :
+					NULL;
+			return *user ? 0 : PB_ENOTFOUND;
+		}
+	*user = usermap_lookup(mc->map, email);
+	if (*user)
+		return 0;
+	/* owners.yaml may name the login too (its gluser field) */
+	if (!owners_gluser(user, mc->owners, email))
+		return 0;
+	*user = NULL;
+	memset(&u, 0, sizeof(u));
+	rc = forge_find_user_by_email(&u, mc->ib->forge, email);
+	if (!rc && u.username && (!u.state || !strcmp(u.state, "active"))) {
+		strlist_push(&mc->users, email);
+		*user = strlist_push(&mc->users, u.username);
+	} else if (!rc || rc == PB_ENOTFOUND) {
+		strlist_push(&mc->users, email);
+		strlist_push(&mc->users, "");
+		rc = PB_ENOTFOUND;
+	}
+	forge_user_release(&u);
+	return rc;
+}
+
+static int cb_is_owner(int *owner, const char *email, enum trailer_scope scope,
+		       void *arg)
+{
+	struct mailctx *mc = arg;
+	const struct strlist *paths = scope == TRAILER_SCOPE_SERIES ||
+						      !mc->patch_paths.nr ?
+					      &mc->series_paths :
+					      &mc->patch_paths;
+	int rc;
+
+	*owner = 0;
+	if (!mc->owners || !paths->nr)
+		return 0;
+	rc = owners_is_approver(NULL, mc->owners,
+				(const char *const *)paths->items, paths->nr,
+				email);
+	*owner = rc == 1;
+	return 0;
+}
+
+static int cb_placeable(const char *path, void *arg)
+{
+	struct mailctx *mc = arg;
+
+	/* The patch's line numbers are the version's only where no other
+	 * patch of the revision touches the file. */
+	return mc->have_version && strlist_find(&mc->other_paths, path) < 0;
+}
+
+static void add_paths(struct strlist *out, const struct diff *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nr_files; i++) {
+		if (d->files[i].new_path &&
+		    strlist_find(out, d->files[i].new_path) < 0)
+			strlist_push(out, d->files[i].new_path);
+		if (d->files[i].old_path &&
+		    strlist_find(out, d->files[i].old_path) < 0)
+			strlist_push(out, d->files[i].old_path);
+	}
+}
+
+/* The diff of a thread map row: a whole mail, or the diff alone. */
+static int row_diff(struct diff **out, const struct store_mail *m)
+{
+	const char *p = m->diff;
+	size_t i;
+
+	*out = NULL;
+	if (!p || !m->diff_len)
+		return 0;
+	/* A mail starts with a header field (or an mbox From line). */
+	for (i = 0; i < m->diff_len && i < 80; i++) {
+		unsigned char c = (unsigned char)p[i];
+
+		if (c == ':' && i > 0)
+			return review_patch_diff(out, p, m->diff_len);
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '-'))
+			break;
+	}
+	if (m->diff_len > 5 && !memcmp(p, "From ", 5))
+		return review_patch_diff(out, p, m->diff_len);
+	return diff_parse(out, p, m->diff_len);
+}
+
+struct job {
+	struct store_inbound *row;
+	const struct config_project *proj;
+	struct spool_record rec;
+	struct store_revision rev;
+	struct store_mail patch_row;
+	struct diff *parent;
+	struct review *review;
+	struct mailctx mc;
+	char *reply_discussion;
+	int total;
+	/* the outcome */
+	enum store_inbound_state state;
+	char reason[PB_ERRMSG_MAX];
+};
+
+static void job_init(struct job *j, struct store_inbound *row)
+{
+	memset(j, 0, sizeof(*j));
+	j->row = row;
+	spool_record_init(&j->rec);
+	store_revision_init(&j->rev);
+	store_mail_init(&j->patch_row);
+	strlist_init(&j->mc.patch_paths);
+	strlist_init(&j->mc.series_paths);
+	strlist_init(&j->mc.other_paths);
+	strlist_init(&j->mc.users);
+}
+
+static void job_release(struct job *j)
+{
+	spool_record_release(&j->rec);
+	store_revision_release(&j->rev);
+	store_mail_release(&j->patch_row);
+	diff_free(j->parent);
+	review_free(j->review);
+	strlist_release(&j->mc.patch_paths);
+	strlist_release(&j->mc.series_paths);
+	strlist_release(&j->mc.other_paths);
+	strlist_release(&j->mc.users);
+	free(j->reply_discussion);
+}
+
+static int finish(struct job *j, enum store_inbound_state state,
+		  const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Record the final outcome (the record is filed by the caller). */
+static int finish(struct job *j, enum store_inbound_state state,
+		  const char *fmt, ...)
+{
+	va_list ap;
+
+	j->state = state;
+	va_start(ap, fmt);
+	vsnprintf(j->reason, sizeof(j->reason), fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+/* The raw mail: in cur/ normally, elsewhere after an interrupted run. */
+static int load_record(struct inbound *ib, struct job *j)
+{
+	static const enum spool_area areas[] = { SPOOL_CUR, SPOOL_NEW,
+						 SPOOL_DONE, SPOOL_DEAD };
+	size_t i;
+	int rc = PB_ENOTFOUND;
+
+	for (i = 0; i < sizeof(areas) / sizeof(areas[0]); i++) {
+		rc = spool_load(&j->rec, ib->sp, areas[i], j->row->spool_name);
+		if (rc != PB_ENOTFOUND)
+			break;
+	}
+	return rc;
+}
+
+/* The revision's patches: the target's diff, and every file's path. */
+static int load_revision(struct inbound *ib, struct job *j)
+{
+	struct store_inbound *row = j->row;
+	struct store_mail_list list;
+	struct mailctx *mc = &j->mc;
+	size_t i;
+	int rc;
+
+	memset(&list, 0, sizeof(list));
+	rc = store_mail_list_revision(&list, ib->st, row->project, row->iid,
+				      row->revision);
+	if (rc == PB_ENOTFOUND)
+		rc = 0;
+	for (i = 0; i < list.nr && !rc; i++) {
+		const struct store_mail *m = &list.items[i];
+		struct diff *d = NULL;
+
+		if (m->kind != STORE_MAIL_PATCH)
+			continue;
+		if (m->total > j->total)
+			j->total = m->total;
+		if (row_diff(&d, m)) {
+			log_warn("inbound: the diff of <%s> does not parse: %s",
+				 m->message_id, err_msg());
+			continue;
+		}
+		if (!d)
+			continue;
+		add_paths(&mc->series_paths, d);
+		if (m->patch == row->patch) {
+			add_paths(&mc->patch_paths, d);
+			j->parent = d;
+		} else {
+			add_paths(&mc->other_paths, d);
+			diff_free(d);
+		}
+	}
+	store_mail_list_release(&list);
+	if (rc)
+		return rc;
+	rc = store_mail_find(&j->patch_row, ib->st, row->project, row->iid,
+			     row->revision, row->patch);
+	if (rc && rc != PB_ENOTFOUND)
+		return rc;
+	if (!rc && j->patch_row.total > j->total)
+		j->total = j->patch_row.total;
+	rc = store_revision_get(&j->rev, ib->st, row->project, row->iid,
+				row->revision);
+	if (rc && rc != PB_ENOTFOUND)
+		return rc;
+	if (!rc && j->rev.patches > j->total)
+		j->total = j->rev.patches;
+	return 0;
+}
+
+/* The version SHAs: the patch mail's own, else the revision's. */
+static void version_shas(const struct job *j, const char **base,
+			 const char **start, const char **head)
+{
+	const struct store_mail *m = &j->patch_row;
+
+	if (m->base_sha && m->start_sha && m->head_sha) {
+		*base = m->base_sha, *start = m->start_sha;
+		*head = m->head_sha;
+	} else if (j->rev.base_sha && j->rev.start_sha && j->rev.head_sha) {
+		*base = j->rev.base_sha, *start = j->rev.start_sha;
+		*head = j->rev.head_sha;
+	} else {
+		*base = *start = *head = NULL;
+	}
+}
+
+/* The thread the mail answers: a mirrored forge comment, or the comment
+ * another bridged mail started. */
+static int find_thread(struct inbound *ib, struct job *j)
+{
+	const struct mail *m = j->review->mail;
+	char id[STORE_MSGID_MAX + 1];
+	struct store_mail row;
+	struct store_action_list acts;
+	size_t i;
+	int rc;
+
+	if (!strip_id(id, sizeof(id), m->in_reply_to))
+		return 0;
+	store_mail_init(&row);
+	rc = store_mail_get(&row, ib->st, id);
+	if (!rc && row.discussion_id && row.project &&
+	    !strcmp(row.project, j->row->project) && row.iid == j->row->iid)
+		j->reply_discussion = xstrdup(row.discussion_id);
+	store_mail_release(&row);
+	if (rc && rc != PB_ENOTFOUND)
+		return rc;
+	if (j->reply_discussion)
+		return 0;
+	memset(&acts, 0, sizeof(acts));
+	rc = store_action_list(&acts, ib->st, id);
+	for (i = 0; !rc && i < acts.nr; i++) {
+		const struct store_action *a = &acts.items[i];
+
+		if (a->state == STORE_ACTION_DONE && a->discussion_id &&
+		    (a->index == PLAN_IDX_COMMENT ||
+		     a->index == PLAN_IDX_NAK_DISCUSSION)) {
+			j->reply_discussion = xstrdup(a->discussion_id);
+			break;
+		}
+	}
+	store_action_list_release(&acts);
+	return rc == PB_ENOTFOUND ? 0 : rc;
+}
+
+static int has_bridge_header(const struct mail *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nr_headers; i++)
+		if (!strncasecmp(m->headers[i].name, "X-Patchbridge", 13))
+			return 1;
+	return 0;
+}
+
+/* The bridge's own mail (loop guard, DESIGN.md rule 6)? */
+static int is_ours(struct inbound *ib, const struct store_inbound *row)
+{
+	struct store_mail m;
+	int found;
+
+	store_mail_init(&m);
+	found = !store_mail_get(&m, ib->st, row->message_id);
+	store_mail_release(&m);
+	return found;
+}
+
+/*
+ * Work out and apply one mail.  Returns 0 with j->state set, PB_ETEMP to
+ * retry the mail, or another error from the store.
+ */
+static int work(struct inbound *ib, struct job *j)
+{
+	const struct config *cfg = ib->cfg;
+	struct store_inbound *row = j->row;
+	struct review_options ro;
+	struct apply_target t;
+	struct apply_result res;
+	struct plan_ctx ctx;
+	struct plan plan;
+	struct store_revision latest;
+	int rc, ours = 0, enabled;
+
+	plan_init(&plan);
+	apply_result_init(&res);
+	store_revision_init(&latest);
+	memset(&ro, 0, sizeof(ro));
+	ro.trusted_authserv_id =
+		config_str(cfg, CFG_MILTER_TRUSTED_AUTHSERV_ID);
+	if (!ro.trusted_authserv_id[0])
+		ro.trusted_authserv_id = NULL;
+
+	rc = load_record(ib, j);
+	if (rc == PB_ENOTFOUND || rc == PB_EINVAL) {
+		rc = finish(j, STORE_INBOUND_DEAD, "spool record %s: %s",
+			    row->spool_name, err_msg());
+		goto out;
+	}
+	if (rc)
+		goto out;
+
+	if (!row->project) {
+		/* The milter could not place it; the thread map may now. */
+		struct inbound_target tg;
+		struct review *r = NULL;
+
+		rc = review_parse(&r, j->rec.message.data, j->rec.message.len,
+				  NULL, &ro);
+		if (!rc)
+			rc = inbound_locate(&tg, &ours, ib->st, r->mail);
+		review_free(r);
+		if (rc == PB_ENOTFOUND || rc == PB_EINVAL || rc == PB_ELIMIT ||
+		    ours) {
+			rc = finish(j, STORE_INBOUND_IGNORED, "%s",
+				    ours ? "the bridge's own mail" : err_msg());
+			goto out;
+		}
+		if (rc)
+			goto out;
+		/* the row's strings are ours to replace */
+		free((char *)row->project);
+		row->project = xstrdup(tg.project);
+		row->iid = tg.iid;
+		row->revision = tg.revision;
+		row->patch = tg.patch;
+	}
+	if (config_project_get(&j->proj, cfg, row->project)) {
+		rc = finish(j, STORE_INBOUND_IGNORED,
+			    "project %s is not bridged", row->project);
+		goto out;
+	}
+	enabled = config_project_bool(j->proj, CFG_PROJECT_ENABLED);
+	if (!enabled) {
+		rc = finish(j, STORE_INBOUND_IGNORED, "project %s is disabled",
+			    row->project);
+		goto out;
+	}
+	if (row->revision <= 0) {
+		rc = store_revision_latest(&latest, ib->st, row->project,
+					   row->iid);
+		if (rc && rc != PB_ENOTFOUND)
+			goto out;
+		row->revision = rc ? 0 : latest.revision;
+	}
+	rc = load_revision(ib, j);
+	if (rc)
+		goto out;
+
+	rc = review_parse(&j->review, j->rec.message.data, j->rec.message.len,
+			  j->parent, &ro);
+	if (rc == PB_ETEMP)
+		goto out;
+	if (rc) {
+		rc = finish(j, STORE_INBOUND_DEAD,
+			    "the mail does not parse: %s", err_msg());
+		goto out;
+	}
+	if (j->review->kind != REVIEW_REPLY) {
+		rc = finish(j, STORE_INBOUND_IGNORED, "not a reply (%s)",
+			    review_kind_name(j->review->kind));
+		goto out;
+	}
+	if (has_bridge_header(j->review->mail) || is_ours(ib, row)) {
+		rc = finish(j, STORE_INBOUND_IGNORED, "the bridge's own mail");
+		goto out;
+	}
+	rc = find_thread(ib, j);
+	if (!rc)
+		rc = get_owners(&j->mc.owners, ib, j->proj);
+	if (!rc)
+		rc = get_usermap(&j->mc.map, ib, j->proj);
+	if (rc)
+		goto out;
+
+	memset(&t, 0, sizeof(t));
+	t.message_id = row->message_id;
+	t.project = row->project;
+	t.iid = row->iid;
+	t.revision = row->revision;
+	version_shas(j, &t.base_sha, &t.start_sha, &t.head_sha);
+	t.reply_discussion = j->reply_discussion;
+	t.nak_label = config_project_str(j->proj, CFG_INBOUND_NAK_LABEL);
+	j->mc.ib = ib;
+	j->mc.have_version = t.base_sha != NULL;
+
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.authserv_id = ro.trusted_authserv_id;
+	ctx.require_auth =
+		config_project_bool(j->proj, CFG_INBOUND_REQUIRE_AUTH);
+	ctx.policy = config_project_enum(j->proj, CFG_INBOUND_APPROVAL_POLICY);
+	ctx.revision = row->revision;
+	ctx.patch = row->patch;
+	ctx.total = j->total;
+	ctx.parent = j->parent;
+	ctx.placeable = cb_placeable;
+	ctx.map_user = cb_map_user;
+	ctx.is_owner = cb_is_owner;
+	ctx.arg = &j->mc;
+	rc = plan_build(&plan, j->review, &ctx);
+	if (rc == PB_ETEMP)
+		goto out;
+	if (rc) {
+		rc = finish(j, STORE_INBOUND_DEAD, "planning: %s", err_msg());
+		goto out;
+	}
+	if (!plan.nr) {
+		rc = finish(j, STORE_INBOUND_IGNORED, "nothing to apply");
+		goto out;
+	}
+	rc = apply_plan(&res, ib->forge, ib->st, &plan, &t);
+	if (rc)
+		goto out;
+	log_info("inbound: %s!%lld v%d patch %d: %u action(s) done, %u "
+		 "found done, %zu failed",
+		 row->project, (long long)row->iid, row->revision, row->patch,
+		 res.done, res.skipped, res.failed.nr);
+	if (res.failed.nr)
+		rc = finish(j, STORE_INBOUND_DEAD, "%zu action(s) failed: %s",
+			    res.failed.nr, res.failed.items[0]);
+	else
+		rc = finish(j, STORE_INBOUND_APPLIED, "%u action(s)",
+			    res.done + res.skipped);
+out:
+	store_revision_release(&latest);
+	plan_release(&plan);
+	apply_result_release(&res);
+	return rc;
+}
+
+static int64_t backoff(const struct inbound *ib, int attempts)
+{
+	int64_t base = config_duration_ms(ib->cfg, CFG_INBOUND_RETRY_BASE);
+	int64_t max = config_duration_ms(ib->cfg, CFG_INBOUND_RETRY_MAX);
+	int64_t d = base;
+	int i;
+
+	for (i = 1; i < attempts && d < max; i++)
+		d *= 2;
+	if (d > max)
+		d = max;
+	return (d + 999) / 1000;
+}
+
+/* File the record of a finished row; a missing one is left to ingest. */
+static void file_record(struct inbound *ib, const struct store_inbound *row,
+			enum store_inbound_state state, const char *reason)
+{
+	int rc;
+
+	if (state == STORE_INBOUND_DEAD)
+		rc = spool_dead(ib->sp, row->spool_name, reason);
+	else
+		rc = spool_done(ib->sp, row->spool_name);
+	if (rc && rc != PB_ENOTFOUND)
+		log_warn("inbound: filing %s: %s", row->spool_name, err_msg());
+}
+
+static int apply_row(struct inbound *ib, struct store_inbound *row,
+		     int64_t sched_now)
+{
+	int64_t max = config_int(ib->cfg, CFG_INBOUND_MAX_ATTEMPTS);
+	char why[PB_ERRMSG_MAX];
+	struct job j;
+	int rc;
+
+	log_ctx_set(row->message_id);
+	job_init(&j, row);
+	rc = work(ib, &j);
+	/* Whatever failed (the forge, the store), the mail is tried again:
+	 * what is permanent was finished inside work(). */
+	if (rc) {
+		snprintf(why, sizeof(why), "%s", err_msg());
+		if (row->attempts >= max) {
+			finish(&j, STORE_INBOUND_DEAD,
+			       "gave up after %d attempts: %s", row->attempts,
+			       why);
+		} else {
+			int64_t next = sched_now + backoff(ib, row->attempts);
+
+			log_notice("inbound: attempt %d failed, retrying in "
+				   "%lld s: %s",
+				   row->attempts, (long long)(next - sched_now),
+				   why);
+			rc = store_inbound_retry(ib->st, row->message_id, next,
+						 why);
+			if (!rc)
+				ib->stats.retried++;
+			goto out;
+		}
+	}
+	rc = store_inbound_finish(ib->st, row->message_id, j.state, j.reason);
+	if (rc)
+		goto out;
+	switch (j.state) {
+	case STORE_INBOUND_APPLIED:
+		ib->stats.applied++;
+		log_info("inbound: applied (%s)", j.reason);
+		break;
+	case STORE_INBOUND_IGNORED:
+		ib->stats.ignored++;
+		log_info("inbound: ignored: %s", j.reason);
+		break;
+	default:
+		ib->stats.dead++;
+		log_error("inbound: dead letter: %s", j.reason);
+		break;
+	}
+	file_record(ib, row, j.state, j.reason);
+out:
+	job_release(&j);
+	log_ctx_clear();
+	return rc;
+}
+
+int inbound_apply_due(struct inbound *ib, int64_t now)
+{
+	int64_t claim_now = now;
+	struct store_inbound row;
+	int rc;
+
+	/* Rows failing again in this pass are scheduled after claim_now,
+	 * so a pass never claims a row twice. */
+	if (ib->retry_now)
+		claim_now = now +
+			    config_duration_ms(ib->cfg, CFG_INBOUND_RETRY_MAX) /
+				    1000;
+	store_inbound_init(&row);
+	for (;;) {
+		rc = store_inbound_claim(&row, ib->st, claim_now);
+		if (rc == PB_ENOTFOUND) {
+			rc = 0;
+			break;
+		}
+		if (rc)
+			break;
+		rc = apply_row(ib, &row, claim_now);
+		if (rc)
+			break;
+	}
+	store_inbound_release(&row);
+	return rc;
+}
+
+int inbound_run_once(struct inbound *ib, int64_t now)
+{
+	int rc = inbound_ingest_spool(ib, now);
+
+	if (!rc)
+		rc = inbound_apply_due(ib, now);
+	return rc;
+}
+
+int inbound_next_due(int64_t *out, struct inbound *ib)
+{
+	struct store_inbound_list l;
+	size_t i;
+	int rc;
+
+	*out = 0;
+	memset(&l, 0, sizeof(l));
+	rc = store_inbound_list(&l, ib->st, STORE_INBOUND_FAILED, 0);
+	for (i = 0; !rc && i < l.nr; i++)
+		if (!*out || l.items[i].next_attempt < *out)
+			*out = l.items[i].next_attempt;
+	store_inbound_list_release(&l);
+	return rc == PB_ENOTFOUND ? 0 : rc;
+}

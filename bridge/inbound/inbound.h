@@ -1,0 +1,134 @@
+/*
+ * inbound - list replies from the spool onto the forge (the daemon's part
+ * of the inbound direction).
+ *
+ * Two steps, both restartable at any point (DESIGN.md rules 2 and 3):
+ *
+ * Ingest (inbound_ingest_spool): claim each spool record (new/ -> cur/)
+ * and record it in the inbound journal under its Message-ID.  The record
+ * stays in cur/ while its journal row is open: it is the raw mail that
+ * the apply step parses again (with the code of the day), so nothing is
+ * copied and nothing can be lost between the steps.  A second copy of a
+ * recorded mail (Postfix retrying after a tempfail, a replay) goes to
+ * done/ at once: a mail is applied once.  A record that does not parse
+ * goes to dead/ with the reason (spool_read() does that).  A crash
+ * anywhere leaves either a record in new/ or cur/ (spool_recover() puts it
+ * back in new/ and ingest finds its row again) or a journal row.
+ *
+ * Apply (inbound_apply_due): claim each due journal row, read the record,
+ * find the target patch in the thread map, parse the mail against the
+ * diff that was mailed, plan (inbound/plan.h) and apply (inbound/apply.h)
+ * its actions.  Then the row is finished and its record moved:
+ *
+ *	applied  -> done/   every action done (or found done)
+ *	ignored  -> done/   not about a bridged MR, not a reply, our own mail
+ *	failed              PB_ETEMP: retried after a backoff that doubles
+ *	                    from [inbound] retry_base up to retry_max
+ *	dead     -> dead/   [inbound] max_attempts used up, a permanent
+ *	                    error, or an action the forge refused for good;
+ *	                    the reason is in the row (patchbridge status) and
+ *	                    in dead/NAME.reason
+ *
+ * The comment of a reply to a mirrored forge comment, or to a reply the
+ * bridge applied, continues that thread.  Forge users: [inbound] user_map
+ * first, then the gluser of the address in owners.yaml, then the forge's
+ * own search by address (an admin token sees private addresses).
+ *
+ * Only one process applies at a time: inbound_new() takes an exclusive
+ * lock (flock) on DIR/.inbound.lock of the spool and fails with PB_ETEMP
+ * while another holds it (the daemon, or a replay --apply-now).  Holding
+ * it, nobody else can be mid-action, so inbound_new() also recovers what a
+ * killed applier left: journal rows APPLYING -> RECEIVED
+ * (store_inbound_recover) and spool records cur/ -> new/
+ * (spool_recover); the action journal and the forge markers make the
+ * re-run exactly once.
+ *
+ * Configuration: [milter] trusted_authserv_id; [inbound] approval_policy,
+ * owners_file, user_map, nak_label, require_auth (per project),
+ * retry_base, retry_max, max_attempts; [spool] dir.  owners.yaml and the
+ * user map are loaded once per inbound object, when first needed.
+ *
+ * Ownership: cfg, store and forge are borrowed and must outlive the
+ * object; the spool handle and the lock are its own.  mail_init() must
+ * have been called.  Threads: one thread at a time.
+ * Errors: 0 or a negative code with err_msg() set; PB_ETEMP for "try the
+ * whole step again later" (the store is busy, another applier runs).
+ */
+#ifndef PB_INBOUND_INBOUND_H
+#define PB_INBOUND_INBOUND_H
+
+#include "core/config.h"
+#include "core/mail.h"
+#include "core/store.h"
+#include "forge/forge.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct inbound;
+
+struct inbound_opts {
+	const struct config *cfg;
+	struct store *store; /* STORE_RW */
+	struct forge *forge;
+	/* Claim failed rows before their backoff ends (operators: "the
+	 * forge is back, retry now"). */
+	int retry_now;
+};
+
+struct inbound_stats {
+	unsigned long ingested; /* records journaled */
+	unsigned long duplicates; /* copies of journaled mails */
+	unsigned long corrupt; /* records sent to dead/ unread */
+	unsigned long applied;
+	unsigned long ignored;
+	unsigned long retried; /* rows rescheduled (PB_ETEMP) */
+	unsigned long dead;
+};
+
+int inbound_new(struct inbound **out, const struct inbound_opts *opts);
+/* NULL allowed.  Releases the lock. */
+void inbound_free(struct inbound *ib);
+
+/* Journal every record waiting in the spool. */
+int inbound_ingest_spool(struct inbound *ib, int64_t now);
+/* Apply every journal row due at now. */
+int inbound_apply_due(struct inbound *ib, int64_t now);
+/*
+ * The daemon's entry point: ingest, then apply what is due; returns when
+ * nothing is due any more.  A forge outage is not an error here (the rows
+ * wait for their retry); store failures are.
+ */
+int inbound_run_once(struct inbound *ib, int64_t now);
+
+/* When the next failed row is due (0 when none waits). */
+int inbound_next_due(int64_t *out, struct inbound *ib);
+
+void inbound_get_stats(struct inbound_stats *out, const struct inbound *ib);
+
+/*
+ * Where a mail belongs: the thread map row it answers (In-Reply-To, then
+ * References newest first) or, for a reply to a reply, the journal row of
+ * the mail it answers.  *is_ours is set when the mail itself is one the
+ * bridge sent (its Message-ID is in the thread map).  PB_ENOTFOUND when
+ * it belongs nowhere.  Ids in the mail carry <>; the store's do not.
+ */
+struct inbound_target {
+	char project[STORE_PROJECT_MAX + 1];
+	int64_t iid;
+	int revision;
+	int patch;
+};
+
+int inbound_locate(struct inbound_target *out, int *is_ours, struct store *st,
+		   const struct mail *m);
+
+/*
+ * The Message-ID id ("<x@y>" or "x@y") as the store keys mails: without
+ * <> and surrounding blanks, malloc'd.  A mail without one gets
+ * "nomsgid.<hash of raw[0..len)>@patchbridge.invalid", so a copy spooled
+ * twice still gets the same key.
+ */
+char *inbound_message_id(const char *id, const char *raw, size_t len);
+
+#endif

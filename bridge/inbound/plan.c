@@ -1,0 +1,507 @@
+#include "inbound/plan.h"
+
+#include "inbound/escape.h"
+#include "util/err.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void plan_init(struct plan *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+
+static void action_release(struct plan_action *a)
+{
+	free(a->body);
+	free(a->fallback);
+	free(a->old_path);
+	free(a->new_path);
+	free(a->user);
+	free(a->who);
+}
+
+void plan_release(struct plan *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr; i++)
+		action_release(&p->v[i]);
+	free(p->v);
+	plan_init(p);
+}
+
+const char *plan_kind_name(enum plan_kind k)
+{
+	switch (k) {
+	case PLAN_COMMENT:
+		return "comment";
+	case PLAN_DIFF_NOTE:
+		return "diff-note";
+	case PLAN_NOTE:
+		return "note";
+	case PLAN_APPROVE:
+		return "approve";
+	case PLAN_NAK_LABEL:
+		return "nak-label";
+	case PLAN_NAK_DISCUSSION:
+		return "nak-discussion";
+	case PLAN_UNAPPROVE:
+		return "unapprove";
+	}
+	return "unknown";
+}
+
+static struct plan_action *add(struct plan *p, int index, enum plan_kind kind)
+{
+	struct plan_action *a;
+
+	ALLOC_GROW(p->v, p->nr + 1, p->alloc);
+	a = &p->v[p->nr++];
+	memset(a, 0, sizeof(*a));
+	a->index = index;
+	a->kind = kind;
+	return a;
+}
+
+static int adds_inline(struct buf *b, const char *s)
+{
+	return escape_inline(b, s ? s : "", s ? strlen(s) : 0);
+}
+
+/* "Name <email>", escaped; either part may be missing. */
+static int add_person(struct buf *b, const char *name, const char *email)
+{
+	int rc = 0;
+
+	if (name && name[0]) {
+		rc = adds_inline(b, name);
+		if (!rc && email && email[0])
+			rc = buf_addch(b, ' ');
+	}
+	if (!rc && email && email[0]) {
+		rc = buf_adds(b, "&lt;");
+		if (!rc)
+			rc = adds_inline(b, email);
+		if (!rc)
+			rc = buf_adds(b, "&gt;");
+	}
+	if (!rc && (!name || !name[0]) && (!email || !email[0]))
+		rc = buf_adds(b, "an unnamed sender");
+	return rc;
+}
+
+int plan_footer(struct buf *out, const struct review *r,
+		const struct plan_ctx *ctx)
+{
+	const char *id = ctx->authserv_id && ctx->authserv_id[0] ?
+				 ctx->authserv_id :
+				 NULL;
+	int rc;
+
+	rc = buf_adds(out, "\xe2\x80\x94 "); /* em dash */
+	if (!rc)
+		rc = add_person(out, r->mail->from.name, r->mail->from.email);
+	if (!rc)
+		rc = buf_adds(out, " via email");
+	if (!rc && ctx->revision > 0) {
+		if (ctx->patch == 0)
+			rc = buf_addf(out, ", on the v%d cover letter",
+				      ctx->revision);
+		else if (ctx->total > 0)
+			rc = buf_addf(out, ", on v%d %d/%d", ctx->revision,
+				      ctx->patch, ctx->total);
+		else
+			rc = buf_addf(out, ", on v%d patch %d", ctx->revision,
+				      ctx->patch);
+	}
+	if (rc)
+		return rc;
+	if (r->auth.verified)
+		return buf_adds(out, r->auth.dkim == AR_PASS ?
+					     " (DKIM verified)" :
+					     " (DMARC verified)");
+	if (!id)
+		return buf_adds(out, " (not verified: no trusted "
+				     "authserv-id is configured)");
+	rc = buf_adds(out, " (not verified: no DKIM/DMARC pass from ");
+	if (!rc)
+		rc = adds_inline(out, id);
+	if (!rc)
+		rc = buf_addch(out, ')');
+	return rc;
+}
+
+/* The reason a trailer was not honoured, with its particulars. */
+static int add_reason(struct buf *b, enum approval_verdict v,
+		      const struct review *r, const struct plan_ctx *ctx,
+		      const struct trailer *t)
+{
+	const char *id = ctx->authserv_id && ctx->authserv_id[0] ?
+				 ctx->authserv_id :
+				 NULL;
+	int rc = buf_adds(b, " \xe2\x80\x94 not honoured as an approval: ");
+
+	if (rc)
+		return rc;
+	switch (v) {
+	case APPROVAL_UNVERIFIED:
+		rc = buf_adds(b, "the sender is not verified (");
+		if (!rc && id) {
+			rc = buf_adds(b, "no DKIM or DMARC pass from ");
+			if (!rc)
+				rc = adds_inline(b, id);
+		} else if (!rc) {
+			rc = buf_adds(b, "no trusted authserv-id is "
+					 "configured");
+		}
+		if (!rc)
+			rc = buf_addch(b, ')');
+		return rc;
+	case APPROVAL_NOT_SENDER:
+		rc = buf_adds(b, "it names ");
+		if (!rc)
+			rc = add_person(b, t->name, t->email);
+		if (!rc)
+			rc = buf_adds(b, ", not the sender; only the sender "
+					 "may approve by mail");
+		return rc;
+	case APPROVAL_UNMAPPED:
+		rc = buf_adds(b, "no forge user is known for ");
+		if (!rc)
+			rc = adds_inline(b, r->mail->from.email);
+		return rc;
+	case APPROVAL_NOT_OWNER:
+		rc = adds_inline(b, r->mail->from.email);
+		if (!rc)
+			rc = buf_addf(b,
+				      " is not a maintainer or reviewer in "
+				      "owners.yaml of the files this %s "
+				      "touches",
+				      t->scope == TRAILER_SCOPE_SERIES ?
+					      "series" :
+					      "patch");
+		return rc;
+	default:
+		return buf_adds(b, approval_verdict_text(v));
+	}
+}
+
+/* The trailer as written, or rebuilt from its parts. */
+static int add_trailer_text(struct buf *b, const struct trailer *t)
+{
+	int rc;
+
+	if (t->raw && t->raw[0])
+		return adds_inline(b, t->raw);
+	rc = buf_addf(b, "%s: ", t->type);
+	if (!rc)
+		rc = add_person(b, t->name, t->email);
+	return rc;
+}
+
+struct decided {
+	enum approval_verdict v;
+	const char *user; /* owned by the callback's owner */
+	int first; /* the first grant for this user */
+};
+
+static int decide_all(struct decided *d, const struct review *r,
+		      const struct plan_ctx *ctx)
+{
+	const char *sender = r->mail->from.email;
+	size_t i, j;
+	int rc;
+
+	for (i = 0; i < r->trailers.nr; i++) {
+		const struct trailer *t = &r->trailers.v[i];
+		struct approval_facts f;
+		enum approval_verdict v;
+
+		memset(&f, 0, sizeof(f));
+		f.type = t->type;
+		f.names_sender = approval_names_sender(t, &r->mail->from);
+		f.nak = r->nak;
+		f.verified = r->auth.verified;
+		f.require_auth = ctx->require_auth;
+		f.policy = ctx->policy;
+		/* Look up only what a later check will read. */
+		v = approval_decide(&f);
+		if (v == APPROVAL_UNMAPPED && ctx->map_user) {
+			rc = ctx->map_user(&f.user, sender, ctx->arg);
+			if (rc && rc != PB_ENOTFOUND)
+				return rc;
+			if (rc)
+				f.user = NULL;
+			f.owner = 1;
+			v = approval_decide(&f);
+			if (v == APPROVAL_GRANT &&
+			    ctx->policy == CONFIG_APPROVAL_OWNERS) {
+				f.owner = 0;
+				if (ctx->is_owner) {
+					rc = ctx->is_owner(&f.owner, sender,
+							   t->scope, ctx->arg);
+					if (rc)
+						return rc;
+				}
+				v = approval_decide(&f);
+			}
+		}
+		d[i].v = v;
+		d[i].user = v == APPROVAL_GRANT ? f.user : NULL;
+		d[i].first = v == APPROVAL_GRANT;
+		for (j = 0; j < i && d[i].first; j++)
+			if (d[j].first && !strcmp(d[j].user, d[i].user))
+				d[i].first = 0;
+	}
+	return 0;
+}
+
+/* What became of each trailer, one bullet each. */
+static int add_trailers(struct buf *b, const struct review *r,
+			const struct plan_ctx *ctx, const struct decided *d)
+{
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < r->trailers.nr && !rc; i++) {
+		const struct trailer *t = &r->trailers.v[i];
+
+		rc = buf_adds(b, "* ");
+		if (!rc)
+			rc = add_trailer_text(b, t);
+		if (rc)
+			break;
+		if (d[i].v == APPROVAL_GRANT) {
+			rc = buf_adds(b, " \xe2\x80\x94 approval by GitLab "
+					 "user ");
+			if (!rc)
+				rc = adds_inline(b, d[i].user);
+		} else if (d[i].v != APPROVAL_NOT_APPROVAL &&
+			   d[i].v != APPROVAL_NAK) {
+			rc = add_reason(b, d[i].v, r, ctx, t);
+		}
+		if (!rc)
+			rc = buf_addch(b, '\n');
+	}
+	return rc;
+}
+
+/* The footer as a paragraph of its own after what b holds. */
+static int add_footer(struct buf *b, const struct buf *foot)
+{
+	int rc = 0;
+
+	if (b->len)
+		rc = buf_addch(b, '\n');
+	if (!rc)
+		rc = buf_addbuf(b, foot);
+	if (!rc)
+		rc = buf_addch(b, '\n');
+	return rc;
+}
+
+static int is_blank(const char *s)
+{
+	for (; s && *s; s++)
+		if (!strchr(" \t\r\n", *s))
+			return 0;
+	return 1;
+}
+
+/* The text of the diff line an inline comment sits on, or NULL. */
+static const struct diff_line *find_line(const struct diff *d,
+					 const struct review_inline *x)
+{
+	size_t i;
+
+	if (!d)
+		return NULL;
+	for (i = 0; i < d->nr_lines; i++) {
+		const struct diff_line *l = &d->lines[i];
+
+		if (l->old_no == x->old_line && l->new_no == x->new_line &&
+		    !strcmp(diff_line_path(d, l), x->path))
+			return l;
+	}
+	return NULL;
+}
+
+/* "On file line N:" and the quoted line, for a plain discussion. */
+static int add_where(struct buf *b, const struct review_inline *x,
+		     const struct plan_ctx *ctx)
+{
+	const struct diff_line *l = find_line(ctx->parent, x);
+	struct buf q = BUF_INIT(PLAN_BODY_MAX);
+	int rc;
+
+	rc = buf_adds(b, "On ");
+	if (!rc)
+		rc = adds_inline(b, x->path[0] ? x->path : "an unknown file");
+	if (!rc && x->new_line)
+		rc = buf_addf(b, " line %d", x->new_line);
+	else if (!rc && x->old_line)
+		rc = buf_addf(b, " line %d (before the change)", x->old_line);
+	if (!rc)
+		rc = buf_adds(b, ":\n\n");
+	if (!rc && l) {
+		rc = buf_addch(&q, l->kind);
+		if (!rc)
+			rc = buf_add(&q, l->text, l->len);
+		if (!rc)
+			rc = escape_code_block(b, q.data, q.len, "diff");
+		if (!rc)
+			rc = buf_addch(b, '\n');
+	}
+	buf_release(&q);
+	return rc;
+}
+
+static int inline_action(struct plan *p, const struct review *r, size_t i,
+			 const struct plan_ctx *ctx)
+{
+	const struct review_inline *x = &r->inl[i];
+	struct buf body = BUF_INIT(PLAN_BODY_MAX);
+	struct buf fb = BUF_INIT(PLAN_BODY_MAX);
+	struct buf foot = BUF_INIT(PLAN_BODY_MAX);
+	struct plan_action *a;
+	int rc, placed;
+
+	rc = plan_footer(&foot, r, ctx);
+	if (!rc)
+		rc = escape_markdown(&body, x->body, strlen(x->body));
+	if (!rc)
+		rc = add_footer(&body, &foot);
+	if (!rc)
+		rc = add_where(&fb, x, ctx);
+	if (!rc)
+		rc = escape_markdown(&fb, x->body, strlen(x->body));
+	if (!rc)
+		rc = add_footer(&fb, &foot);
+	if (rc)
+		goto out;
+	placed = x->path[0] && (x->old_line || x->new_line) &&
+		 (!ctx->placeable || ctx->placeable(x->path, ctx->arg));
+	a = add(p, PLAN_IDX_INLINE(i), placed ? PLAN_DIFF_NOTE : PLAN_NOTE);
+	if (!placed) {
+		a->body = buf_detach(&fb, NULL);
+		goto out;
+	}
+	a->body = buf_detach(&body, NULL);
+	a->fallback = buf_detach(&fb, NULL);
+	a->new_path = xstrdup(x->path);
+	a->old_path = xstrdup(x->old_path ? x->old_path : x->path);
+	a->old_line = x->old_line;
+	a->new_line = x->new_line;
+	a->line_kind = !x->old_line ? FORGE_LINE_ADDED :
+		       !x->new_line ? FORGE_LINE_REMOVED :
+				      FORGE_LINE_CONTEXT;
+out:
+	buf_release(&body);
+	buf_release(&fb);
+	buf_release(&foot);
+	return rc;
+}
+
+int plan_build(struct plan *out, const struct review *r,
+	       const struct plan_ctx *ctx)
+{
+	struct buf body = BUF_INIT(PLAN_BODY_MAX);
+	struct buf foot = BUF_INIT(PLAN_BODY_MAX);
+	struct decided *d = NULL;
+	struct plan_action *a;
+	const char *nak_user = NULL;
+	size_t i;
+	int rc;
+
+	plan_init(out);
+	d = xcalloc(r->trailers.nr + 1, sizeof(*d));
+	rc = decide_all(d, r, ctx);
+	if (!rc)
+		rc = plan_footer(&foot, r, ctx);
+	if (rc)
+		goto out;
+
+	/* 0, or 2001 for a NAK: the sender's words and the trailers. */
+	if (r->nak || !is_blank(r->comment) || r->trailers.nr) {
+		if (r->nak)
+			rc = buf_adds(&body, is_blank(r->comment) ? "NAK.\n" :
+								    "NAK:\n\n");
+		if (!rc && !is_blank(r->comment))
+			rc = escape_markdown(&body, r->comment,
+					     strlen(r->comment));
+		/* A NAK said only inline: its discussion quotes that. */
+		for (i = 0;
+		     r->nak && is_blank(r->comment) && i < r->nr_inline && !rc;
+		     i++) {
+			rc = buf_addch(&body, '\n');
+			if (!rc)
+				rc = add_where(&body, &r->inl[i], ctx);
+			if (!rc)
+				rc = escape_markdown(&body, r->inl[i].body,
+						     strlen(r->inl[i].body));
+		}
+		if (!rc && r->trailers.nr) {
+			if (body.len)
+				rc = buf_addch(&body, '\n');
+			if (!rc)
+				rc = add_trailers(&body, r, ctx, d);
+		}
+		if (!rc)
+			rc = add_footer(&body, &foot);
+		if (rc)
+			goto out;
+		if (!r->nak) {
+			a = add(out, PLAN_IDX_COMMENT, PLAN_COMMENT);
+			a->body = buf_detach(&body, NULL);
+		}
+	}
+
+	for (i = 0; i < r->nr_inline && !rc; i++)
+		rc = inline_action(out, r, i, ctx);
+	if (rc)
+		goto out;
+
+	for (i = 0; i < r->trailers.nr; i++) {
+		const struct trailer *t = &r->trailers.v[i];
+		struct buf who = BUF_INIT(TRAILER_LINE_MAX * 2);
+
+		if (d[i].v != APPROVAL_GRANT || !d[i].first)
+			continue;
+		a = add(out, PLAN_IDX_APPROVE(i), PLAN_APPROVE);
+		a->user = xstrdup(d[i].user);
+		a->trailer = i;
+		if (add_trailer_text(&who, t) == 0)
+			a->who = buf_detach(&who, NULL);
+		else
+			a->who = xstrdup(t->type);
+		buf_release(&who);
+	}
+
+	if (r->nak) {
+		add(out, PLAN_IDX_NAK_LABEL, PLAN_NAK_LABEL);
+		a = add(out, PLAN_IDX_NAK_DISCUSSION, PLAN_NAK_DISCUSSION);
+		a->body = buf_detach(&body, NULL);
+		/* Withdraw only the approval of a sender we can vouch for. */
+		if ((r->auth.verified || !ctx->require_auth) && ctx->map_user &&
+		    r->mail->from.email[0]) {
+			rc = ctx->map_user(&nak_user, r->mail->from.email,
+					   ctx->arg);
+			if (rc == PB_ENOTFOUND)
+				rc = 0;
+			else if (!rc && nak_user) {
+				a = add(out, PLAN_IDX_NAK_UNAPPROVE,
+					PLAN_UNAPPROVE);
+				a->user = xstrdup(nak_user);
+			}
+		}
+	}
+out:
+	if (rc)
+		plan_release(out);
+	free(d);
+	buf_release(&body);
+	buf_release(&foot);
+	return rc;
+}

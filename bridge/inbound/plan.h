@@ -1,0 +1,130 @@
+/*
+ * plan - the forge actions one inbound mail asks for, in a fixed order.
+ *
+ * plan_build() turns a parsed reply (core/review.h) into a list of
+ * actions, each with a fixed index within the mail.  The index names the
+ * action in the forge action journal and in its marker key
+ * (inbound/marker.h), so it depends only on the mail and the diff it
+ * answers: a retry, after a crash or a forge outage, plans the same list
+ * and the journal skips what is done.  Indexes:
+ *
+ *	0             the comment: the sender's own text, what became of
+ *	              each trailer, and the footer (a discussion, or a reply
+ *	              in the thread the mail answers)
+ *	1 + i         inline comment i: a diff note at its line on the MR
+ *	              version that was mailed; a plain discussion quoting
+ *	              file:line when it cannot be placed
+ *	1000 + t      trailer t honoured: an approval as the mapped user
+ *	1500 + t      (at apply time) a note when that approval failed:
+ *	              the MR moved on (409), or the forge refused (401)
+ *	2000          NAK: the label (and the old values of its scope off)
+ *	2001          NAK: an unresolved discussion quoting the reason
+ *	2002          NAK: the NAKer's approval withdrawn
+ *
+ * Bodies are escaped (inbound/escape.h) and end with the footer naming
+ * the sender and whether the sender was verified; the hidden marker is
+ * added by the forge client (forge_body_with_marker()).  A NAK mail's
+ * comment is its NAK discussion (2001), not a comment of its own.
+ *
+ * The caller supplies what needs the outside world through callbacks:
+ * mapping an address to a forge user, the owners.yaml verdict and whether
+ * a file's lines can be placed on the MR version.  A callback error other
+ * than PB_ENOTFOUND ends the planning with that error.
+ *
+ * Ownership: a struct plan owns its actions and their strings
+ * (plan_release).  Thread safety: as safe as the callbacks.
+ */
+#ifndef PB_INBOUND_PLAN_H
+#define PB_INBOUND_PLAN_H
+
+#include "core/config.h"
+#include "core/review.h"
+#include "forge/forge.h"
+#include "inbound/approval.h"
+#include "util/limits.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PLAN_IDX_COMMENT 0
+#define PLAN_IDX_INLINE(i) (1 + (int)(i))
+#define PLAN_IDX_APPROVE(t) (1000 + (int)(t))
+#define PLAN_IDX_APPROVE_NOTE(t) (1500 + (int)(t))
+#define PLAN_IDX_NAK_LABEL 2000
+#define PLAN_IDX_NAK_DISCUSSION 2001
+#define PLAN_IDX_NAK_UNAPPROVE 2002
+
+/* Bodies are capped below GitLab's own note limit. */
+#define PLAN_BODY_MAX (PB_NOTE_BODY_MAX - 1024)
+
+enum plan_kind {
+	PLAN_COMMENT,
+	PLAN_DIFF_NOTE,
+	PLAN_NOTE, /* an inline comment that cannot be placed */
+	PLAN_APPROVE,
+	PLAN_NAK_LABEL,
+	PLAN_NAK_DISCUSSION,
+	PLAN_UNAPPROVE,
+};
+
+struct plan_action {
+	int index;
+	enum plan_kind kind;
+	char *body; /* the note's text; NULL for approvals and labels */
+	/* DIFF_NOTE: the position, and the plain discussion to post when
+	 * the forge refuses it. */
+	char *fallback;
+	char *old_path;
+	char *new_path;
+	int64_t old_line; /* 0: none */
+	int64_t new_line;
+	enum forge_line_kind line_kind;
+	/* APPROVE, UNAPPROVE: act as this forge user. */
+	char *user;
+	size_t trailer; /* APPROVE: index in review->trailers */
+	char *who; /* APPROVE: "Acked-by: Name <email>", for later notes */
+};
+
+struct plan {
+	struct plan_action *v;
+	size_t nr;
+	size_t alloc;
+};
+
+struct plan_ctx {
+	const char *authserv_id; /* the trusted one; "" or NULL: none */
+	int require_auth;
+	enum config_approval_policy policy;
+	int revision; /* vN the mail answers; 0 unknown */
+	int patch; /* 0: the cover letter */
+	int total; /* patches in the revision; 0 unknown */
+	/* The patch's diff as mailed, to quote a line; may be NULL. */
+	const struct diff *parent;
+	/* 1 when lines of path can be placed on the MR version. */
+	int (*placeable)(const char *path, void *arg);
+	/* *user (owned by the callee) for email; PB_ENOTFOUND: none. */
+	int (*map_user)(const char **user, const char *email, void *arg);
+	/* *owner = 1 when email may approve what scope covers. */
+	int (*is_owner)(int *owner, const char *email, enum trailer_scope scope,
+			void *arg);
+	void *arg;
+};
+
+void plan_init(struct plan *p);
+void plan_release(struct plan *p);
+
+/* Plan r.  On error *out is left empty. */
+int plan_build(struct plan *out, const struct review *r,
+	       const struct plan_ctx *ctx);
+
+/* The action journal's kind token: "comment", "diff-note" ... */
+const char *plan_kind_name(enum plan_kind k);
+
+/*
+ * Append the footer: "— Name <email> via email, on v2 1/3 (DKIM
+ * verified)", escaped.  Exposed for the apply step's later notes.
+ */
+int plan_footer(struct buf *out, const struct review *r,
+		const struct plan_ctx *ctx);
+
+#endif

@@ -1,0 +1,528 @@
+/*
+ * inbound: the approval decision table, action planning (order, fixed
+ * indexes, bodies), marker keys and the user map.
+ */
+#include "cmocka_all.h"
+#include "core/diff.h"
+#include "core/mail.h"
+#include "core/review.h"
+#include "inbound/apply.h"
+#include "inbound/approval.h"
+#include "inbound/escape.h"
+#include "inbound/inbound.h"
+#include "inbound/marker.h"
+#include "inbound/plan.h"
+#include "inbound/usermap.h"
+#include "util/err.h"
+#include "util/strlist.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * The decision table: every combination of the facts.
+ */
+static void test_decision_table(void **state)
+{
+	static const enum config_approval_policy policies[] = {
+		CONFIG_APPROVAL_OWNERS, CONFIG_APPROVAL_FORGE,
+		CONFIG_APPROVAL_NONE
+	};
+	unsigned combo, grants = 0;
+
+	(void)state;
+	/* bits: verified, mapped, sender, require_auth, owner, nak; and
+	 * the policy on top */
+	for (combo = 0; combo < 3 * 64; combo++) {
+		int verified = combo & 1, mapped = combo >> 1 & 1;
+		int sender = combo >> 2 & 1, auth = combo >> 3 & 1;
+		int owner = combo >> 4 & 1, nak = combo >> 5 & 1;
+		enum config_approval_policy pol = policies[combo / 64];
+		enum approval_verdict want, got;
+		struct approval_facts f;
+
+		memset(&f, 0, sizeof(f));
+		f.type = "Acked-by";
+		f.names_sender = sender;
+		f.nak = nak;
+		f.verified = verified;
+		f.require_auth = auth;
+		f.policy = pol;
+		f.user = mapped ? "bob" : NULL;
+		f.owner = owner;
+		if (nak)
+			want = APPROVAL_NAK;
+		else if (!sender)
+			want = APPROVAL_NOT_SENDER;
+		else if (auth && !verified)
+			want = APPROVAL_UNVERIFIED;
+		else if (pol == CONFIG_APPROVAL_NONE)
+			want = APPROVAL_DISABLED;
+		else if (!mapped)
+			want = APPROVAL_UNMAPPED;
+		else if (pol == CONFIG_APPROVAL_OWNERS && !owner)
+			want = APPROVAL_NOT_OWNER;
+		else
+			want = APPROVAL_GRANT;
+		got = approval_decide(&f);
+		if (got != want)
+			fail_msg("combination %u: got %d, want %d", combo, got,
+				 want);
+		grants += got == APPROVAL_GRANT;
+		/* Unverified with require_auth never approves. */
+		if (auth && !verified)
+			assert_int_not_equal(got, APPROVAL_GRANT);
+	}
+	/* sender, no NAK, mapped, verified or not required (3 ways), and
+	 * an owner for "owners" (1) or anyone for "forge" (2) */
+	assert_int_equal(grants, 9);
+}
+
+static void test_types_and_sender(void **state)
+{
+	struct approval_facts f;
+	struct trailer t;
+	struct mail_addr from = { (char *)"Bob Maintainer",
+				  (char *)"bob@corp.example" };
+
+	(void)state;
+	memset(&f, 0, sizeof(f));
+	f.names_sender = f.verified = f.require_auth = f.owner = 1;
+	f.policy = CONFIG_APPROVAL_OWNERS;
+	f.user = "bob";
+	f.type = "Reviewed-by";
+	assert_int_equal(approval_decide(&f), APPROVAL_GRANT);
+	f.type = "Tested-by";
+	assert_int_equal(approval_decide(&f), APPROVAL_GRANT);
+	f.type = "Reported-by";
+	assert_int_equal(approval_decide(&f), APPROVAL_NOT_APPROVAL);
+	f.type = "Suggested-by";
+	assert_int_equal(approval_decide(&f), APPROVAL_NOT_APPROVAL);
+	f.type = "Nacked-by";
+	assert_int_equal(approval_decide(&f), APPROVAL_NOT_APPROVAL);
+
+	memset(&t, 0, sizeof(t));
+	t.type = "Acked-by";
+	t.name = (char *)"Bob";
+	t.email = (char *)"BOB@corp.example";
+	assert_true(approval_names_sender(&t, &from));
+	t.email = (char *)"carol@corp.example";
+	assert_false(approval_names_sender(&t, &from));
+	/* A name alone counts only when it is the sender's name. */
+	t.email = NULL;
+	assert_false(approval_names_sender(&t, &from));
+	t.name = (char *)"bob maintainer";
+	assert_true(approval_names_sender(&t, &from));
+}
+
+/*
+ * Planning.
+ */
+
+static const char patch_mail[] =
+	"From: Alice <alice@example.com>\n"
+	"Subject: [PATCH v1 1/2] hello: greet more loudly\n"
+	"Message-ID: <p1@bridge.example>\n"
+	"\n"
+	"Signed-off-by: Alice <alice@example.com>\n"
+	"---\n"
+	"diff --git a/src/hello.c b/src/hello.c\n"
+	"index 1111111..2222222 100644\n"
+	"--- a/src/hello.c\n"
+	"+++ b/src/hello.c\n"
+	"@@ -1,6 +1,6 @@\n"
+	" #include <stdio.h>\n"
+	" int main(void)\n"
+	" {\n"
+	"-\tprintf(\"hello\\n\");\n"
+	"+\tprintf(\"HELLO\\n\");\n"
+	" \treturn 0;\n"
+	" }\n";
+
+#define REPLY_HEAD                                               \
+	"From: Bob <bob@corp.example>\n"                         \
+	"Subject: Re: [PATCH v1 1/2] hello: greet more loudly\n" \
+	"Message-ID: <r1@corp.example>\n"                        \
+	"In-Reply-To: <p1@bridge.example>\n"                     \
+	"References: <c0@bridge.example> <p1@bridge.example>\n"
+
+static const char reply_mail[] = REPLY_HEAD
+	"Authentication-Results: lists.example.test; dkim=pass "
+	"header.d=corp.example header.i=@corp.example\n"
+	"\n"
+	"General comment first.\n"
+	"/approve\n"
+	"\n"
+	"> -\tprintf(\"hello\\n\");\n"
+	"> +\tprintf(\"HELLO\\n\");\n"
+	"\n"
+	"Why shout?\n"
+	"\n"
+	">  \treturn 0;\n"
+	"\n"
+	"Fine.\n"
+	"\n"
+	"Acked-by: Bob <bob@corp.example>\n"
+	"Reviewed-by: Carol <carol@x.example>\n"
+	"Reported-by: Dan <dan@x.example>\n";
+
+static const char nak_mail[] = REPLY_HEAD "\n"
+					  "> +\tprintf(\"HELLO\\n\");\n"
+					  "\n"
+					  "NAK, shouting is rude.\n";
+
+struct fake {
+	int lookups;
+	int owner;
+	int placeable;
+	int fail;
+};
+
+static int fake_map(const char **user, const char *email, void *arg)
+{
+	struct fake *f = arg;
+
+	f->lookups++;
+	if (f->fail)
+		return err_set(PB_ETEMP, "forge down");
+	if (!strcmp(email, "bob@corp.example")) {
+		*user = "bob";
+		return 0;
+	}
+	return PB_ENOTFOUND;
+}
+
+static int fake_owner(int *owner, const char *email, enum trailer_scope s,
+		      void *arg)
+{
+	struct fake *f = arg;
+
+	(void)email;
+	(void)s;
+	*owner = f->owner;
+	return 0;
+}
+
+static int fake_placeable(const char *path, void *arg)
+{
+	struct fake *f = arg;
+
+	(void)path;
+	return f->placeable;
+}
+
+struct fixture {
+	struct diff *parent;
+	struct review *r;
+	struct plan plan;
+	struct plan_ctx ctx;
+	struct fake fake;
+};
+
+static void setup_ctx(struct fixture *fx)
+{
+	memset(&fx->ctx, 0, sizeof(fx->ctx));
+	fx->ctx.authserv_id = "lists.example.test";
+	fx->ctx.require_auth = 1;
+	fx->ctx.policy = CONFIG_APPROVAL_OWNERS;
+	fx->ctx.revision = 1;
+	fx->ctx.patch = 1;
+	fx->ctx.total = 2;
+	fx->ctx.parent = fx->parent;
+	fx->ctx.placeable = fake_placeable;
+	fx->ctx.map_user = fake_map;
+	fx->ctx.is_owner = fake_owner;
+	fx->ctx.arg = &fx->fake;
+	fx->fake.owner = 1;
+	fx->fake.placeable = 1;
+}
+
+static void parse(struct fixture *fx, const char *mail)
+{
+	struct review_options ro = { "lists.example.test" };
+
+	memset(fx, 0, sizeof(*fx));
+	assert_int_equal(review_patch_diff(&fx->parent, patch_mail,
+					   strlen(patch_mail)),
+			 0);
+	assert_int_equal(
+		review_parse(&fx->r, mail, strlen(mail), fx->parent, &ro), 0);
+	setup_ctx(fx);
+}
+
+static void done(struct fixture *fx)
+{
+	plan_release(&fx->plan);
+	review_free(fx->r);
+	diff_free(fx->parent);
+}
+
+static void test_plan_order(void **state)
+{
+	struct fixture fx;
+	const struct plan_action *a;
+
+	(void)state;
+	parse(&fx, reply_mail);
+	assert_true(fx.r->auth.verified);
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	assert_int_equal(fx.plan.nr, 4);
+	a = fx.plan.v;
+	assert_int_equal(a[0].index, PLAN_IDX_COMMENT);
+	assert_int_equal(a[0].kind, PLAN_COMMENT);
+	assert_int_equal(a[1].index, 1);
+	assert_int_equal(a[1].kind, PLAN_DIFF_NOTE);
+	assert_int_equal(a[1].line_kind, FORGE_LINE_ADDED);
+	assert_int_equal(a[1].new_line, 4);
+	assert_int_equal(a[1].old_line, 0);
+	assert_string_equal(a[1].new_path, "src/hello.c");
+	assert_int_equal(a[2].index, 2);
+	assert_int_equal(a[2].line_kind, FORGE_LINE_CONTEXT);
+	assert_int_equal(a[2].old_line, 5);
+	assert_int_equal(a[2].new_line, 5);
+	assert_int_equal(a[3].index, PLAN_IDX_APPROVE(0));
+	assert_int_equal(a[3].kind, PLAN_APPROVE);
+	assert_string_equal(a[3].user, "bob");
+	assert_string_equal(plan_kind_name(a[3].kind), "approve");
+
+	/* The comment: text escaped, each trailer's fate, the footer. */
+	assert_non_null(strstr(a[0].body, "General comment first."));
+	assert_non_null(strstr(a[0].body, "\\/approve"));
+	assert_non_null(strstr(a[0].body, "approval by GitLab user bob"));
+	assert_non_null(strstr(a[0].body, "Reviewed-by: Carol &lt;"));
+	assert_non_null(strstr(a[0].body, "it names Carol"));
+	assert_non_null(strstr(a[0].body, "Reported-by: Dan"));
+	assert_non_null(strstr(a[0].body,
+			       "Bob &lt;bob@corp.example&gt; via email, on "
+			       "v1 1/2 (DKIM verified)"));
+	/* The fallback quotes the line. */
+	assert_non_null(strstr(a[1].fallback, "On src/hello.c line 4:"));
+	assert_non_null(strstr(a[1].fallback,
+			       "```diff\n+\tprintf(\"HELLO\\n\");\n```"));
+	assert_non_null(strstr(a[1].body, "Why shout?"));
+
+	/* Re-planning gives the same list. */
+	{
+		struct plan again;
+
+		assert_int_equal(plan_build(&again, fx.r, &fx.ctx), 0);
+		assert_int_equal(again.nr, fx.plan.nr);
+		for (size_t i = 0; i < again.nr; i++) {
+			assert_int_equal(again.v[i].index, fx.plan.v[i].index);
+			assert_string_equal(
+				again.v[i].body ? again.v[i].body : "",
+				fx.plan.v[i].body ? fx.plan.v[i].body : "");
+		}
+		plan_release(&again);
+	}
+	done(&fx);
+}
+
+static void test_plan_refusals(void **state)
+{
+	struct fixture fx;
+
+	(void)state;
+	/* Not an owner: no approval, the comment says why. */
+	parse(&fx, reply_mail);
+	fx.fake.owner = 0;
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	assert_int_equal(fx.plan.nr, 3);
+	assert_non_null(strstr(fx.plan.v[0].body, "is not a maintainer or "
+						  "reviewer in owners.yaml"));
+	plan_release(&fx.plan);
+
+	/* Policy none: nobody approves; no user lookup either. */
+	fx.ctx.policy = CONFIG_APPROVAL_NONE;
+	fx.fake.lookups = 0;
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	assert_int_equal(fx.plan.nr, 3);
+	assert_int_equal(fx.fake.lookups, 0);
+	assert_non_null(strstr(fx.plan.v[0].body, "disabled"));
+	plan_release(&fx.plan);
+
+	/* Policy forge: mapped is enough, GitLab decides. */
+	fx.ctx.policy = CONFIG_APPROVAL_FORGE;
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	assert_int_equal(fx.plan.nr, 4);
+	plan_release(&fx.plan);
+
+	/* A forge outage during the lookup ends the planning. */
+	fx.fake.fail = 1;
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), PB_ETEMP);
+	assert_int_equal(fx.plan.nr, 0);
+	fx.fake.fail = 0;
+
+	/* A position that cannot be placed: a plain note quoting it. */
+	fx.ctx.policy = CONFIG_APPROVAL_OWNERS;
+	fx.fake.placeable = 0;
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	assert_int_equal(fx.plan.v[1].kind, PLAN_NOTE);
+	assert_int_equal(fx.plan.v[1].index, 1);
+	assert_non_null(strstr(fx.plan.v[1].body, "On src/hello.c line 4"));
+	done(&fx);
+
+	/* The same text without a DKIM pass. */
+	{
+		const char *p = strstr(reply_mail, "\n\n");
+		char *mail = malloc(strlen(reply_mail) + 1);
+		size_t head = strlen(REPLY_HEAD);
+
+		memcpy(mail, REPLY_HEAD, head);
+		strcpy(mail + head, p + 1);
+		parse(&fx, mail);
+		assert_false(fx.r->auth.verified);
+		assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+		assert_int_equal(fx.plan.nr, 3);
+		assert_non_null(strstr(fx.plan.v[0].body,
+				       "the sender is not verified (no DKIM "
+				       "or DMARC pass from "
+				       "lists.example.test)"));
+		assert_non_null(strstr(fx.plan.v[0].body,
+				       "(not verified: no DKIM/DMARC pass "
+				       "from lists.example.test)"));
+		/* unless require_auth = no */
+		plan_release(&fx.plan);
+		fx.ctx.require_auth = 0;
+		assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+		assert_int_equal(fx.plan.nr, 4);
+		done(&fx);
+		free(mail);
+	}
+}
+
+static void test_plan_nak(void **state)
+{
+	struct fixture fx;
+	const struct plan_action *a;
+
+	(void)state;
+	/* Unverified NAK: label and discussion, but nobody's approval is
+	 * withdrawn on an unverified word. */
+	parse(&fx, nak_mail);
+	assert_true(fx.r->nak);
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	a = fx.plan.v;
+	/* the NAK sits under a quoted line: also a diff note there */
+	assert_int_equal(fx.plan.nr, 3);
+	assert_int_equal(a[0].index, PLAN_IDX_INLINE(0));
+	assert_int_equal(a[1].index, PLAN_IDX_NAK_LABEL);
+	assert_int_equal(a[2].index, PLAN_IDX_NAK_DISCUSSION);
+	assert_non_null(strstr(a[2].body, "NAK"));
+	assert_non_null(strstr(a[2].body, "On src/hello.c line 4"));
+	assert_non_null(strstr(a[2].body, "shouting is rude"));
+	plan_release(&fx.plan);
+	/* Trusted: the NAKer's approval goes too. */
+	fx.ctx.require_auth = 0;
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	assert_int_equal(fx.plan.nr, 4);
+	assert_int_equal(fx.plan.v[3].index, PLAN_IDX_NAK_UNAPPROVE);
+	assert_string_equal(fx.plan.v[3].user, "bob");
+	done(&fx);
+}
+
+static void test_marker_key(void **state)
+{
+	char k1[INBOUND_MARKER_KEY_SIZE], k2[INBOUND_MARKER_KEY_SIZE];
+	unsigned char d[32];
+
+	(void)state;
+	inbound_sha256(d, "abc", 3);
+	assert_int_equal(d[0], 0xba);
+	assert_int_equal(d[31], 0xad);
+	inbound_sha256(d, "", 0);
+	assert_int_equal(d[0], 0xe3);
+	assert_int_equal(d[31], 0x55);
+	inbound_marker_key(k1, "r1@corp.example", 1001);
+	inbound_marker_key(k2, "r1@corp.example", 1001);
+	assert_string_equal(k1, k2);
+	assert_int_equal(forge_marker_key_check(k1), 0);
+	assert_int_equal(strlen(k1), 4 + 32 + 1 + 4);
+	assert_true(!strncmp(k1, "pb1-", 4));
+	inbound_marker_key(k2, "r2@corp.example", 1001);
+	assert_string_not_equal(k1, k2);
+	{
+		char *id = inbound_message_id(" <x@y> ", "raw", 3);
+
+		assert_string_equal(id, "x@y");
+		free(id);
+		id = inbound_message_id("", "raw", 3);
+		assert_true(!strncmp(id, "nomsgid.", 8));
+		free(id);
+	}
+}
+
+static void test_usermap(void **state)
+{
+	static const char text[] = "# who is who\n"
+				   "alice@example.org  alice\n"
+				   "\n"
+				   "Bob@Corp.Example\tbob # maintainer\n";
+	struct usermap *m = NULL;
+
+	(void)state;
+	assert_int_equal(usermap_load_mem(&m, text, strlen(text), "map"), 0);
+	assert_string_equal(usermap_lookup(m, "ALICE@example.org"), "alice");
+	assert_string_equal(usermap_lookup(m, "bob@corp.example"), "bob");
+	assert_null(usermap_lookup(m, "carol@x"));
+	assert_null(usermap_lookup(NULL, "carol@x"));
+	usermap_free(m);
+	assert_int_equal(usermap_load_mem(&m, "a@b\n", 4, "map"), PB_EINVAL);
+	assert_int_equal(usermap_load_mem(&m, "a@b x y\n", 8, "map"),
+			 PB_EINVAL);
+	assert_int_equal(usermap_load_mem(&m, "a@b b@d\n", 8, "map"),
+			 PB_EINVAL);
+	assert_int_equal(usermap_load_mem(&m, "a@b x\nA@B y\n", 12, "map"),
+			 PB_EINVAL);
+	assert_string_equal(err_msg(),
+			    "map:2: address mapped twice, to different users");
+}
+
+static void test_scoped_removals(void **state)
+{
+	struct strlist labels = STRLIST_INIT, rm = STRLIST_INIT;
+
+	(void)state;
+	strlist_push(&labels, "Acks::ACKed");
+	strlist_push(&labels, "Acks::NACKed");
+	strlist_push(&labels, "Acks::needs::more");
+	strlist_push(&labels, "bug");
+	strlist_push(&labels, "Other::ACKed");
+	apply_scoped_removals(&rm, &labels, "Acks::NACKed");
+	assert_int_equal(rm.nr, 1);
+	assert_string_equal(rm.items[0], "Acks::ACKed");
+	strlist_release(&rm);
+	apply_scoped_removals(&rm, &labels, "nacked");
+	assert_int_equal(rm.nr, 0);
+	strlist_release(&labels);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	return mail_init();
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	mail_shutdown();
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_decision_table),
+		cmocka_unit_test(test_types_and_sender),
+		cmocka_unit_test(test_plan_order),
+		cmocka_unit_test(test_plan_refusals),
+		cmocka_unit_test(test_plan_nak),
+		cmocka_unit_test(test_marker_key),
+		cmocka_unit_test(test_usermap),
+		cmocka_unit_test(test_scoped_removals),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
