@@ -10,6 +10,7 @@
  */
 #include "cmd_daemon.h"
 #include "cmd_parse.h"
+#include "cmd_replay.h"
 #include "core/config.h"
 #include "core/version.h"
 #include "outbound/cmd_format.h"
@@ -46,6 +47,7 @@ static int cmd_list_params(const struct command *cmd, int argc, char **argv);
 static int cmd_send_entry(const struct command *cmd, int argc, char **argv);
 static int cmd_run_entry(const struct command *cmd, int argc, char **argv);
 static int cmd_status_entry(const struct command *cmd, int argc, char **argv);
+static int cmd_replay_entry(const struct command *cmd, int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "check-config", NULL, "[FILE]",
@@ -80,6 +82,8 @@ static const struct command commands[] = {
 	  cmd_run_entry },
 	{ "status", NULL, cmd_status_synopsis, cmd_status_summary,
 	  cmd_status_help, 0, cmd_status_entry },
+	{ "replay", NULL, cmd_replay_synopsis, cmd_replay_summary,
+	  cmd_replay_help, 0, cmd_replay_entry },
 	/* For the documentation check (tests/cli/params_documented.sh). */
 	{ "list-params", "--list-params", "[--markdown | --man]",
 	  "list every parameter as section.key",
@@ -289,6 +293,12 @@ static int cmd_status_entry(const struct command *cmd, int argc, char **argv)
 {
 	(void)cmd;
 	return cmd_status(config_path, argc, argv);
+}
+
+static int cmd_replay_entry(const struct command *cmd, int argc, char **argv)
+{
+	(void)cmd;
+	return cmd_replay(config_path, argc, argv);
 }
 
 static const struct command *command_find(const char *name)

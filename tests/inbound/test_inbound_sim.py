@@ -1,0 +1,630 @@
+#!/usr/bin/python3
+"""The inbound side end to end against the GitLab simulator.
+
+Run through tests/forgesim/run-with-sim.sh (PB_FORGESIM_URL):
+
+    test_inbound_sim.py PATCHBRIDGE INBOUND_SEED [TEST...]
+
+Each test starts from a reset simulator (MR !1 of group/project: two
+commits by alice, one diff version) and a fresh state directory whose
+thread map holds that version as mailed: the cover letter and the two
+patches as `git format-patch` writes them from the simulator's own
+repository.  Replies go through `patchbridge replay --apply-now`, exactly
+as the milter would spool them; the simulator's state (which runs quick
+actions and checks diff positions by GitLab's rules) is the judge.
+No test asserts on wall-clock time.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+URL = os.environ.get("PB_FORGESIM_URL")
+PB = SEED = None
+ADMIN = "admin-token"
+AUTHSERV = "lists.example.test"
+DOMAIN = "bridge.example.org"
+MARKER = "<!-- patchbridge:pb1-"
+PROJECT = "group/project"
+
+
+def http(method, url, body=None, headers=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method)
+    req.add_header("Content-Type", "application/json")
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            text = r.read().decode()
+            return r.status, json.loads(text) if text else None
+    except urllib.error.HTTPError as e:
+        text = e.read().decode()
+        try:
+            return e.code, json.loads(text)
+        except ValueError:
+            return e.code, text
+
+
+def sim(method, path, body=None):
+    status, out = http(method, URL + "/_sim/" + path, body)
+    if status >= 400:
+        raise AssertionError("control %s %s: %s %s" % (method, path, status,
+                                                      out))
+    return out
+
+
+def api(method, path, body=None, token=ADMIN):
+    return http(method, URL + "/api/v4/" + path, body,
+                {"PRIVATE-TOKEN": token})
+
+
+def mr_state():
+    state = sim("GET", "state")
+    for p in state["projects"]:
+        if p["path_with_namespace"] == PROJECT:
+            for mr in p["merge_requests"]:
+                if mr["iid"] == 1:
+                    return mr
+    raise AssertionError("no MR !1 in the simulator")
+
+
+def user_notes(mr):
+    """Every non-system note, with its discussion."""
+    return [(d, n) for d in mr["discussions"] for n in d["notes"]
+            if not n["system"]]
+
+
+def marker_count(mr, key):
+    return sum(1 for _, n in user_notes(mr)
+               if ("<!-- patchbridge:%s -->" % key) in n["body"])
+
+
+class Bridge:
+    """A state directory, a configuration and a seeded thread map."""
+
+    def __init__(self, max_attempts=30, policy="owners", forge_retries=0):
+        self.dir = tempfile.mkdtemp(prefix="pb-inbound.")
+        sim("POST", "reset", {})
+        _, versions = api("GET", "projects/1/merge_requests/1/versions")
+        v = versions[0]
+        self.version = v
+        self.base = v["base_commit_sha"]
+        self.start = v["start_commit_sha"]
+        self.head = v["head_commit_sha"]
+        repo = os.path.join(self.dir, "repo")
+        run(["git", "clone", "-q", URL + "/group/project.git", repo])
+        run(["git", "-C", repo, "format-patch", "-q", "-o",
+             os.path.join(self.dir, "patches"),
+             "%s..%s" % (self.base, self.head)])
+        patches = sorted(os.listdir(os.path.join(self.dir, "patches")))
+        self.cover = "v1-0.2-1.%s@%s" % (self.head[:12], DOMAIN)
+        self.patch_ids = []
+        args = [SEED, "mail", self.db(), PROJECT, "1", "1", self.base,
+                self.start, self.head, str(v["id"]), self.cover]
+        for k, name in enumerate(patches, 1):
+            mid = "v1-%d.2-1.%s@%s" % (k, self.head[:12], DOMAIN)
+            path = os.path.join(self.dir, "patches", name)
+            with open(path) as f:
+                commit = f.readline().split()[1]
+            args += [mid, commit, path]
+            self.patch_ids.append(mid)
+        run(args)
+        with open(os.path.join(self.dir, "token"), "w") as f:
+            f.write(ADMIN + "\n")
+        os.chmod(os.path.join(self.dir, "token"), 0o600)
+        with open(os.path.join(self.dir, "owners.yaml"), "w") as f:
+            f.write(OWNERS)
+        with open(self.conf(), "w") as f:
+            f.write(CONFIG % {"url": URL, "dir": self.dir,
+                              "max_attempts": max_attempts,
+                              "retries": forge_retries,
+                              "policy": policy})
+        self.n = 0
+
+    def db(self):
+        return os.path.join(self.dir, "state.db")
+
+    def conf(self):
+        return os.path.join(self.dir, "patchbridge.conf")
+
+    def close(self):
+        if os.environ.get("PB_TEST_KEEP") != "1":
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def reply(self, body, sender="Bob Maintainer <bob@corp.example>",
+              patch=1, ar=None, subject=None):
+        """Write a reply to patch (0: the cover letter); return
+        (path, Message-ID without <>)."""
+        self.n += 1
+        mid = "reply-%d.%d@%s" % (self.n, os.getpid(),
+                                  sender.split("@")[1].rstrip(">"))
+        parent = self.patch_ids[patch - 1] if patch else self.cover
+        if subject is None:
+            subject = ("Re: [PATCH v1 %d/2] hello: greet more loudly" %
+                       patch if patch else "Re: [PATCH v1 0/2] Greet")
+        head = ["From: " + sender,
+                "To: list@example.org",
+                "Subject: " + subject,
+                "Date: Thu, 03 Dec 2026 10:00:00 +0000",
+                "Message-ID: <%s>" % mid,
+                "In-Reply-To: <%s>" % parent,
+                "References: <%s> <%s>" % (self.cover, parent)
+                if patch else "References: <%s>" % self.cover,
+                "MIME-Version: 1.0",
+                "Content-Type: text/plain; charset=utf-8"]
+        if ar:
+            head.insert(0, "Authentication-Results: " + ar)
+        path = os.path.join(self.dir, "mail-%d.eml" % self.n)
+        with open(path, "w") as f:
+            f.write("\n".join(head) + "\n\n" + body)
+        return path, mid
+
+    def replay(self, *args, check=True):
+        cmd = [PB, "-c", self.conf(), "replay"] + list(args)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if check and p.returncode != 0:
+            raise AssertionError("%s: exit %d\n%s%s" % (
+                " ".join(cmd), p.returncode, p.stdout, p.stderr))
+        return p
+
+    def dump(self, mid):
+        out = run([SEED, "dump", self.db(), mid])
+        row = None
+        actions = {}
+        for line in out.splitlines():
+            f = line.split(" ", 3)
+            if f[0] == "row":
+                row = f[1:]
+            else:
+                g = line.split()
+                actions[int(g[1])] = (g[2], g[3])
+        return row, actions
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        raise AssertionError("%s: exit %d\n%s%s" % (
+            " ".join(cmd), p.returncode, p.stdout, p.stderr))
+    return p.stdout
+
+
+def key(mid, index):
+    """The marker key of action index, as inbound/marker.c makes it."""
+    import hashlib
+    return "pb1-%s.%d" % (hashlib.sha256(mid.encode()).hexdigest()[:32],
+                          index)
+
+
+CONFIG = """\
+[bridge]
+address = patchbridge@bridge.example.org
+domain = bridge.example.org
+list_address = list@example.org
+[forge]
+url = %(url)s
+token_file = %(dir)s/token
+max_retries = %(retries)d
+retry_base = 10ms
+timeout = 20s
+[milter]
+trusted_authserv_id = lists.example.test
+[state]
+path = %(dir)s/state.db
+[spool]
+dir = %(dir)s/spool
+[log]
+level = debug
+[inbound]
+approval_policy = %(policy)s
+owners_file = %(dir)s/owners.yaml
+retry_base = 1s
+retry_max = 2s
+max_attempts = %(max_attempts)d
+[project "group/project"]
+"""
+
+OWNERS = """\
+users:
+  - &bob
+    name: Bob Maintainer
+    email: bob@corp.example
+subsystems:
+  - subsystem: Greeting
+    labels:
+      name: greet
+    status: Supported
+    maintainers:
+      - *bob
+    paths:
+      includes:
+        - src/
+"""
+
+DKIM_PASS = ("%s; dkim=pass header.d=corp.example header.i=@corp.example"
+             % AUTHSERV)
+
+QUOTE_REMOVED = '> -\tprintf("hello, %s\\n", who);\n'
+QUOTE_ADDED = '> +\tfflush(stdout);\n'
+QUOTE_CONTEXT = '>  \thello("world");\n'
+
+
+class InboundTest(unittest.TestCase):
+    def setUp(self):
+        self.b = Bridge()
+
+    def tearDown(self):
+        self.b.close()
+
+    # (a)
+    def test_comment_is_inert(self):
+        b = self.b
+        path, mid = b.reply(
+            "Please rename this first.\n"
+            "/approve\n"
+            "  /merge\n"
+            "/label ~bug\n"
+            "\n"
+            "@all <b>look</b> <!-- hidden -->\n",
+            sender="Gus Guest <gus@example.net>")
+        p = b.replay("--apply-now", path)
+        self.assertIn("spooled as", p.stdout)
+        self.assertIn("applied 1", p.stdout)
+        mr = mr_state()
+        notes = user_notes(mr)
+        self.assertEqual(len(notes), 1, notes)
+        body = notes[0][1]["body"]
+        self.assertEqual(marker_count(mr, key(mid, 0)), 1)
+        self.assertIn("Please rename this first.", body)
+        self.assertIn("\\/approve", body)
+        self.assertIn("Gus Guest &lt;gus@example.net&gt; via email, on v1 "
+                      "1/2 (not verified: no DKIM/DMARC pass from "
+                      "lists.example.test)", body)
+        self.assertNotIn("<b>", body)
+        self.assertNotIn("<!-- hidden", body)
+        self.assertNotIn("@all", body)  # a word joiner sits inside
+        # Nothing ran.
+        self.assertEqual(mr["approvals"], [])
+        self.assertEqual(mr["state"], "opened")
+        self.assertEqual(mr["labels"], [])
+        self.assertEqual(notes[0][1]["author"], "root")
+        row, actions = b.dump(mid)
+        self.assertEqual(row[0], "applied")
+        self.assertEqual(actions, {0: ("comment", "done")})
+        # The same mail again (a Postfix retry): applied once.
+        p = b.replay("--apply-now", path)
+        self.assertIn("duplicates 1", p.stdout)
+        self.assertEqual(len(user_notes(mr_state())), 1)
+
+    # (b)
+    def test_inline_positions(self):
+        b = self.b
+        path, mid = b.reply(
+            "On the greeting:\n\n" + QUOTE_REMOVED + "\nWas fine.\n\n" +
+            QUOTE_ADDED + "\nWhy flush?\n\n" + QUOTE_CONTEXT +
+            "\nKeep this.\n", ar=DKIM_PASS)
+        b.replay("--apply-now", path)
+        mr = mr_state()
+        diff = {n["body"].split("\n")[0]: n for _, n in user_notes(mr)
+                if n["type"] == "DiffNote"}
+        self.assertEqual(len(diff), 3, [n["body"] for _, n in
+                                        user_notes(mr)])
+        want = {"Was fine.": (6, None), "Why flush?": (None, 7),
+                "Keep this.": (20, 21)}
+        for text, (old, new) in want.items():
+            n = diff[text]
+            pos = n["position"]
+            self.assertEqual(pos["new_path"], "src/hello.c")
+            self.assertEqual(pos["old_line"], old, text)
+            self.assertEqual(pos["new_line"], new, text)
+            self.assertEqual(pos["head_sha"], b.head)
+            self.assertEqual(n["version_id"], b.version["id"])
+            self.assertTrue(n["line_code"])
+        row, actions = b.dump(mid)
+        self.assertEqual(row[0], "applied")
+        self.assertEqual(sorted(actions), [0, 1, 2, 3])
+
+    # (b) a position GitLab refuses: the text is kept as a discussion
+    def test_refused_position_falls_back(self):
+        b = self.b
+        path, mid = b.reply(QUOTE_ADDED + "\nPosition me.\n", ar=DKIM_PASS)
+        # GitLab refuses the position with its line_code 400 (injected:
+        # the simulator accepts every position the patch can produce).
+        sim("POST", "faults", {"kind": "error", "status": 400,
+                               "method": "POST",
+                               "path": "/discussions$", "count": 1,
+                               "body": json.dumps({"message": "400 Bad "
+                                                   "request - Note "
+                                                   "{:line_code=>[\"can't "
+                                                   "be blank\"]}"}),
+                               "content_type": "application/json"})
+        b.replay("--apply-now", path)
+        mr = mr_state()
+        notes = user_notes(mr)
+        self.assertEqual(len(notes), 1)
+        n = notes[0][1]
+        self.assertNotEqual(n["type"], "DiffNote")
+        self.assertIn("On src/hello.c line 7", n["body"])
+        self.assertIn("Position me.", n["body"])
+        self.assertEqual(marker_count(mr, key(mid, 1)), 1)
+
+    # (c)
+    def test_ack_verified_maintainer_approves(self):
+        b = self.b
+        path, mid = b.reply("Looks right.\n\nAcked-by: Bob Maintainer "
+                            "<bob@corp.example>\n", ar=DKIM_PASS)
+        b.replay("--apply-now", path)
+        mr = mr_state()
+        self.assertEqual([a["user"] for a in mr["approvals"]], ["bob"])
+        body = user_notes(mr)[0][1]["body"]
+        self.assertIn("approval by GitLab user bob", body)
+        self.assertIn("(DKIM verified)", body)
+        row, actions = b.dump(mid)
+        self.assertEqual(actions[1000], ("approve", "done"))
+
+    def test_ack_without_pass_does_not_approve(self):
+        b = self.b
+        for ar, why in [(None, "the sender is not verified"),
+                        ("evil.example; dkim=pass header.d=corp.example",
+                         "the sender is not verified")]:
+            path, mid = b.reply("Acked-by: Bob Maintainer "
+                                "<bob@corp.example>\n", ar=ar)
+            b.replay("--apply-now", path)
+            mr = mr_state()
+            self.assertEqual(mr["approvals"], [])
+            bodies = [n["body"] for _, n in user_notes(mr)
+                      if key(mid, 0) in n["body"]]
+            self.assertEqual(len(bodies), 1)
+            self.assertIn(why, bodies[0])
+            self.assertIn("not honoured as an approval", bodies[0])
+
+    def test_quoted_ack_is_nothing(self):
+        b = self.b
+        path, mid = b.reply("> Acked-by: Bob Maintainer <bob@corp.example>"
+                            "\n\nI agree with the above.\n", ar=DKIM_PASS)
+        b.replay("--apply-now", path)
+        mr = mr_state()
+        self.assertEqual(mr["approvals"], [])
+        body = user_notes(mr)[0][1]["body"]
+        self.assertNotIn("Acked-by", body)
+
+    def test_ack_for_someone_else(self):
+        b = self.b
+        path, mid = b.reply("Acked-by: Alice Developer "
+                            "<alice@example.com>\n", ar=DKIM_PASS)
+        b.replay("--apply-now", path)
+        mr = mr_state()
+        self.assertEqual(mr["approvals"], [])
+        self.assertIn("only the sender may approve",
+                      user_notes(mr)[0][1]["body"])
+
+    # (d)
+    def test_nak(self):
+        b = self.b
+        status, _ = api("PUT", "projects/1/merge_requests/1",
+                        {"add_labels": ["Acks::ACKed", "keep"]})
+        self.assertEqual(status, 200)
+        status, _ = api("POST", "projects/1/merge_requests/1/approve",
+                        {"sha": b.head}, token="bob-token")
+        self.assertEqual(status, 201)
+        self.assertEqual([a["user"] for a in mr_state()["approvals"]],
+                         ["bob"])
+        path, mid = b.reply("NAK, this breaks the build on 32-bit.\n",
+                            ar=DKIM_PASS)
+        b.replay("--apply-now", path)
+        mr = mr_state()
+        self.assertEqual(sorted(mr["labels"]), ["Acks::NACKed", "keep"])
+        self.assertEqual(mr["approvals"], [])
+        naks = [(d, n) for d, n in user_notes(mr)
+                if key(mid, 2001) in n["body"]]
+        self.assertEqual(len(naks), 1)
+        d, n = naks[0]
+        self.assertIn("NAK", n["body"])
+        self.assertIn("breaks the build on 32-bit", n["body"])
+        self.assertFalse(d["individual_note"])
+        self.assertFalse(n["resolved"])
+        row, actions = b.dump(mid)
+        self.assertEqual(row[0], "applied")
+        self.assertEqual(sorted(actions), [2000, 2001, 2002])
+
+    # (e)
+    def test_lost_response_posts_once(self):
+        # The forge client, allowed to retry, looks for the marker after
+        # an empty reply and finds the note instead of posting it again.
+        b = self.b
+        b.close()
+        self.b = b = Bridge(forge_retries=2)
+        sim("POST", "faults", {"kind": "drop_after_commit",
+                               "method": "POST", "path": "/discussions$",
+                               "count": 2})
+        path, mid = b.reply("Comment.\n\n" + QUOTE_ADDED + "\nInline.\n",
+                            ar=DKIM_PASS)
+        p = b.replay("--apply-now", path)
+        self.assertIn("applied 1", p.stdout)
+        mr = mr_state()
+        self.assertEqual(marker_count(mr, key(mid, 0)), 1)
+        self.assertEqual(marker_count(mr, key(mid, 1)), 1)
+        self.assertEqual(len(user_notes(mr)), 2)
+
+    def test_lost_response_then_retry(self):
+        # Without retries the outcome stays unknown: the mail waits, and
+        # the next attempt finds the note by its marker.
+        b = self.b
+        sim("POST", "faults", {"kind": "drop_after_commit",
+                               "method": "POST", "path": "/discussions$",
+                               "count": 1})
+        path, mid = b.reply("Comment.\n\n" + QUOTE_ADDED + "\nInline.\n",
+                            ar=DKIM_PASS)
+        p = b.replay("--apply-now", path)
+        self.assertIn("waiting for a retry 1", p.stdout)
+        row, actions = b.dump(mid)
+        self.assertEqual(actions[0], ("comment", "failed"))
+        self.assertIn("outcome unknown", row[2])
+        p = b.replay("--apply-now", "--retry-now")
+        self.assertIn("applied 1", p.stdout)
+        mr = mr_state()
+        self.assertEqual(marker_count(mr, key(mid, 0)), 1)
+        self.assertEqual(marker_count(mr, key(mid, 1)), 1)
+        self.assertEqual(len(user_notes(mr)), 2)
+        row, actions = b.dump(mid)
+        self.assertEqual(row[0], "applied")
+        self.assertEqual(actions, {0: ("comment", "done"),
+                                   1: ("diff-note", "done")})
+
+    def test_kill_between_intent_and_completion(self):
+        b = self.b
+        # The first discussion is written, then its answer is held back:
+        # the daemon dies with the action journaled as an intent.
+        sim("POST", "faults", {"kind": "latency", "ms": 20000,
+                               "method": "POST", "path": "/discussions$",
+                               "count": 1})
+        path, mid = b.reply("Comment.\n\n" + QUOTE_ADDED + "\nInline.\n\n"
+                            "Acked-by: Bob Maintainer <bob@corp.example>\n",
+                            ar=DKIM_PASS)
+        proc = subprocess.Popen([PB, "-c", b.conf(), "replay",
+                                 "--apply-now", path],
+                                stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(600):
+                if marker_count(mr_state(), key(mid, 0)):
+                    break
+                time.sleep(0.05)
+            else:
+                self.fail("the first note never arrived")
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        row, actions = b.dump(mid)
+        self.assertEqual(row[0], "applying")
+        self.assertEqual(actions[0], ("comment", "intent"))
+        sim("DELETE", "faults")
+        # The next run recovers the row and finds the note by its marker.
+        p = b.replay("--apply-now")
+        self.assertIn("applied 1", p.stdout)
+        mr = mr_state()
+        self.assertEqual(marker_count(mr, key(mid, 0)), 1)
+        self.assertEqual(marker_count(mr, key(mid, 1)), 1)
+        self.assertEqual(len(user_notes(mr)), 2)
+        self.assertEqual([a["user"] for a in mr["approvals"]], ["bob"])
+        row, actions = b.dump(mid)
+        self.assertEqual(row[0], "applied")
+        self.assertTrue(all(s == "done" for _, s in actions.values()))
+
+    # (f)
+    def test_forge_down_then_back(self):
+        b = self.b
+        sim("POST", "faults", {"kind": "error", "status": 503,
+                               "path": "^/api/v4/", "count": 1000})
+        path, mid = b.reply("While it was down.\n", ar=DKIM_PASS)
+        p = b.replay("--apply-now", path)
+        self.assertIn("waiting for a retry 1", p.stdout)
+        row, _ = b.dump(mid)
+        self.assertEqual(row[0], "failed")
+        self.assertEqual(user_notes(mr_state()), [])
+        # Not due yet: nothing happens.
+        sim("DELETE", "faults")
+        # Due now (the operator's "retry now"), the forge is back.
+        p = b.replay("--apply-now", "--retry-now")
+        self.assertIn("applied 1", p.stdout)
+        mr = mr_state()
+        self.assertEqual(marker_count(mr, key(mid, 0)), 1)
+        row, _ = b.dump(mid)
+        self.assertEqual(row[0], "applied")
+
+    def test_keeps_failing_goes_dead(self):
+        b = self.b
+        b.close()
+        self.b = b = Bridge(max_attempts=2)
+        sim("POST", "faults", {"kind": "error", "status": 503,
+                               "path": "^/api/v4/", "count": 1000})
+        path, mid = b.reply("Never lands.\n", ar=DKIM_PASS)
+        b.replay("--apply-now", path)
+        p = b.replay("--apply-now", "--retry-now")
+        self.assertIn("dead 1", p.stdout)
+        row, _ = b.dump(mid)
+        self.assertEqual(row[0], "dead")
+        self.assertIn("gave up after 2 attempts", row[2])
+        dead = os.listdir(os.path.join(b.dir, "spool", "dead"))
+        self.assertEqual(len([d for d in dead if d.endswith(".reason")]),
+                         1)
+        self.assertEqual(len(dead), 2)
+
+    # (g)
+    def test_ack_after_new_revision(self):
+        b = self.b
+        out = sim("POST", "projects/1/merge_requests/1/push",
+                  {"commits": [{"message": "hello: one more\n",
+                                "files": {"README.md": "more\n"}}]})
+        self.assertTrue(out["created"])
+        path, mid = b.reply("Acked-by: Bob Maintainer "
+                            "<bob@corp.example>\n", ar=DKIM_PASS)
+        b.replay("--apply-now", path)
+        mr = mr_state()
+        self.assertEqual(mr["approvals"], [])
+        notes = [(d, n) for d, n in user_notes(mr)
+                 if key(mid, 1500) in n["body"]]
+        self.assertEqual(len(notes), 1)
+        self.assertIn("was given for v1 (head %s)" % b.head[:12],
+                      notes[0][1]["body"])
+        self.assertIn("no longer the head", notes[0][1]["body"])
+        # ... in the thread of the mail's comment.
+        first = [d for d, n in user_notes(mr) if key(mid, 0) in n["body"]]
+        self.assertEqual(first[0]["id"], notes[0][0]["id"])
+
+    # replies to replies continue the thread
+    def test_reply_to_reply_continues_thread(self):
+        b = self.b
+        path, mid = b.reply("First thought.\n", ar=DKIM_PASS)
+        b.replay("--apply-now", path)
+        second = os.path.join(b.dir, "second.eml")
+        with open(path) as f, open(second, "w") as g:
+            text = f.read()
+            text = text.replace("<%s>" % mid, "<second.%s>" % mid, 1)
+            text = text.replace("In-Reply-To: <%s>" % b.patch_ids[0],
+                                "In-Reply-To: <%s>" % mid)
+            text = text.replace("First thought.", "> First thought.\n\n"
+                                "Second thought.")
+            g.write(text)
+        p = b.replay("--apply-now", second)
+        self.assertIn("applied 1", p.stdout)
+        mr = mr_state()
+        threads = [d for d in mr["discussions"]
+                   if any(not n["system"] for n in d["notes"])]
+        self.assertEqual(len(threads), 1)
+        self.assertEqual(len(threads[0]["notes"]), 2)
+        self.assertIn("Second thought.", threads[0]["notes"][1]["body"])
+
+    def test_not_a_reply_is_skipped(self):
+        b = self.b
+        path = os.path.join(b.dir, "other.eml")
+        with open(path, "w") as f:
+            f.write("From: x@example.net\nSubject: hello\n"
+                    "Message-ID: <other@example.net>\n\nhi\n")
+        p = b.replay("--apply-now", path)
+        self.assertIn("not bridged", p.stdout)
+        self.assertEqual(user_notes(mr_state()), [])
+
+
+def main():
+    global PB, SEED
+    if not URL:
+        print("PB_FORGESIM_URL is not set (run through run-with-sim.sh)")
+        return 77
+    PB, SEED = sys.argv[1], sys.argv[2]
+    argv = [sys.argv[0]] + sys.argv[3:]
+    prog = unittest.main(argv=argv, exit=False, verbosity=2)
+    return 0 if prog.result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
