@@ -24,8 +24,10 @@
 #include "env.h"
 
 #include "core/config.h"
+#include "core/mail.h"
 #include "core/secret.h"
 #include "forge/webhook.h"
+#include "inbound/inbound.h"
 #include "outbound/detect.h"
 #include "outbound/forgemail.h"
 #include "outbound/outbound.h"
@@ -100,6 +102,10 @@ struct daemon {
 	size_t nr_retries, alloc_retries;
 	int64_t next_poll;
 	int64_t next_due; /* earliest deferred mail */
+	/* Inbound: spooled list replies onto the forge. */
+	struct inbound *ib; /* NULL until it could be set up */
+	int64_t next_inbound; /* next spool scan or journal retry */
+	int inbound_waiting; /* replies wait for a retry */
 };
 
 static int64_t now_s(void)
@@ -233,6 +239,50 @@ static void retries_free(struct daemon *d)
 	d->nr_retries = d->alloc_retries = 0;
 }
 
+/* --- inbound ------------------------------------------------------------ */
+
+/*
+ * The milter does not wake the daemon: the spool is looked at every
+ * INBOUND_SCAN_S seconds (a readdir of new/), and sooner when a reply's
+ * retry is due.
+ */
+#define INBOUND_SCAN_S 5
+
+static void inbound_stop(struct daemon *d)
+{
+	inbound_free(d->ib);
+	d->ib = NULL;
+}
+
+/* Journal what the milter spooled and apply the replies that are due. */
+static void inbound_cycle(struct daemon *d)
+{
+	struct inbound_opts o;
+	int64_t t = now_s(), due = 0;
+
+	d->next_inbound = t + INBOUND_SCAN_S;
+	if (!d->ib) {
+		memset(&o, 0, sizeof(o));
+		o.cfg = d->env.cfg;
+		o.store = d->env.store;
+		o.forge = d->env.forge;
+		/* PB_ETEMP: a `replay --apply-now` applies meanwhile */
+		if (inbound_new(&d->ib, &o)) {
+			log_warn("inbound: %s", err_msg());
+			return;
+		}
+	}
+	if (inbound_run_once(d->ib, t))
+		log_warn("inbound: %s", err_msg());
+	if (!inbound_next_due(&due, d->ib) && due) {
+		d->inbound_waiting = 1;
+		if (due < d->next_inbound)
+			d->next_inbound = due;
+	} else {
+		d->inbound_waiting = 0;
+	}
+}
+
 /* --- work ------------------------------------------------------------------ */
 
 static void process(struct daemon *d, const struct workq_item *it)
@@ -338,6 +388,8 @@ static void cycle(struct daemon *d)
 		forge_comments(d);
 	if (!stop_flag)
 		deliver_due(d);
+	if (!stop_flag && !reload_flag && now_s() >= d->next_inbound)
+		inbound_cycle(d);
 }
 
 /* Sleep until the next poll, retry or delivery is due, or a wake-up. */
@@ -350,6 +402,8 @@ static void wait_for_work(struct daemon *d)
 
 	if (d->next_due && d->next_due < until)
 		until = d->next_due;
+	if (d->next_inbound < until)
+		until = d->next_inbound;
 	for (i = 0; i < d->nr_retries; i++)
 		if (d->retries[i].due < until)
 			until = d->retries[i].due;
@@ -402,6 +456,7 @@ static void reload(struct daemon *d)
 	}
 	detect_new(&det, ne.cfg, ne.store, ne.forge);
 	detect_free(d->detect);
+	inbound_stop(d); /* it borrows the old env; the next cycle rebuilds */
 	env_close(&d->env);
 	d->env = ne;
 	d->wh = wh;
@@ -550,6 +605,12 @@ int cmd_run(const char *config_path, int argc, char **argv)
 		}
 	}
 	detect_new(&d.detect, d.env.cfg, d.env.store, d.env.forge);
+	/* The inbound side parses mail (GMime). */
+	if (mail_init()) {
+		log_error("%s", err_msg());
+		rc = EX_SOFTWARE;
+		goto out;
+	}
 	log_notice("started%s", d.once ? " (one cycle)" : "");
 
 	/* A crash or the MTA left mails queued: they go out first. */
@@ -571,12 +632,14 @@ int cmd_run(const char *config_path, int argc, char **argv)
 		wait_for_work(&d);
 	}
 	rc = EX_OK;
-	if (d.once && (d.nr_retries || d.next_due))
+	if (d.once && (d.nr_retries || d.next_due || d.inbound_waiting))
 		rc = EX_TEMPFAIL;
 	log_notice("stopped%s", stop_flag ? " (signal)" : "");
 out:
 	webhook_free(d.wh);
 	detect_free(d.detect);
+	inbound_stop(&d);
+	mail_shutdown();
 	env_close(&d.env);
 	retries_free(&d);
 out_cfg:

@@ -28,8 +28,11 @@ const char cmd_status_help[] =
 	"mailed, and every mail still queued - deferred with its attempts,\n"
 	"next retry and the MTA's last answer, or failed for good with the\n"
 	"reason (`patchbridge send --retry PROJECT!IID` queues those again).\n"
-	"Mail of projects no longer configured is listed too.  Reads the\n"
-	"state database only; safe next to a running daemon.\n";
+	"Mail of projects no longer configured is listed too.  Then the\n"
+	"inbound replies: how many were applied or ignored, and each one\n"
+	"waiting, retrying after a forge failure (next attempt, last error)\n"
+	"or dead (the reason; its spool record is in the spool's dead/).\n"
+	"Reads the state database only; safe next to a running daemon.\n";
 
 static void when(char *out, size_t size, int64_t t)
 {
@@ -55,6 +58,63 @@ static void show_cursor(struct store *st, const char *prefix,
 	else if (!strcmp(prefix, DETECT_TIME_PREFIX))
 		printf("  %s: never\n", label);
 	buf_release(&v);
+}
+
+/*
+ * Inbound replies from the journal: how many were applied or ignored,
+ * and each one waiting for a retry or dead, with its reason.
+ */
+static int show_inbound(struct store *st)
+{
+	static const enum store_inbound_state listed[] = {
+		STORE_INBOUND_RECEIVED, STORE_INBOUND_APPLYING,
+		STORE_INBOUND_FAILED, STORE_INBOUND_DEAD
+	};
+	struct store_inbound_list l;
+	char id[PB_LOG_QUOTE_MAX], why[PB_LOG_QUOTE_MAX * 2], at[32];
+	size_t applied = 0, ignored = 0, i, k;
+	int rc;
+
+	memset(&l, 0, sizeof(l));
+	rc = store_inbound_list(&l, st, STORE_INBOUND_APPLIED, 0);
+	applied = l.nr;
+	store_inbound_list_release(&l);
+	if (!rc)
+		rc = store_inbound_list(&l, st, STORE_INBOUND_IGNORED, 0);
+	ignored = l.nr;
+	store_inbound_list_release(&l);
+	if (rc)
+		return rc;
+	printf("inbound replies: %zu applied, %zu ignored\n", applied, ignored);
+	for (k = 0; k < sizeof(listed) / sizeof(listed[0]); k++) {
+		rc = store_inbound_list(&l, st, listed[k], 0);
+		for (i = 0; !rc && i < l.nr; i++) {
+			const struct store_inbound *in = &l.items[i];
+
+			when(at, sizeof(at), in->next_attempt);
+			printf("  <%s> %s",
+			       printable_copy(id, sizeof(id), in->message_id,
+					      strlen(in->message_id)),
+			       store_inbound_state_name(in->state));
+			if (in->project)
+				printf(" %s!%lld v%d patch %d", in->project,
+				       (long long)in->iid, in->revision,
+				       in->patch);
+			printf(", %d attempt(s)", in->attempts);
+			if (in->state == STORE_INBOUND_FAILED)
+				printf(", next %s", at);
+			if (in->last_error)
+				printf(": %s",
+				       printable_copy(why, sizeof(why),
+						      in->last_error,
+						      strlen(in->last_error)));
+			printf("\n");
+		}
+		store_inbound_list_release(&l);
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 /* The MRs and revisions of project, one line per MR (its latest). */
@@ -183,11 +243,9 @@ int cmd_status(const char *config_path, int argc, char **argv)
 	}
 	if (!rc)
 		rc = show_queue(st, NULL, cfg, &failed);
-	/*
-	 * The inbound side (spooled replies, forge actions) reports here
-	 * once it lands: one section after the projects, from the inbound
-	 * journal (store_inbound_list()).
-	 */
+	/* The inbound side: spooled replies and what became of them. */
+	if (!rc)
+		rc = show_inbound(st);
 	if (rc) {
 		fprintf(stderr, "patchbridge status: %s\n", err_msg());
 		rc = env_exit_code(rc);

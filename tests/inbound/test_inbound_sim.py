@@ -604,6 +604,33 @@ class InboundTest(unittest.TestCase):
         self.assertEqual(len(threads[0]["notes"]), 2)
         self.assertIn("Second thought.", threads[0]["notes"][1]["body"])
 
+    # the daemon drains what the milter (here: replay) spooled
+    def test_daemon_applies_spool(self):
+        b = self.b
+        path, mid = b.reply("For the daemon.\n", ar=DKIM_PASS)
+        p = b.replay(path)
+        self.assertIn("spooled as", p.stdout)
+        self.assertEqual(user_notes(mr_state()), [])
+        run([PB, "-c", b.conf(), "run", "--once", "--foreground"])
+        mr = mr_state()
+        self.assertEqual(marker_count(mr, key(mid, 0)), 1)
+        row, _ = b.dump(mid)
+        self.assertEqual(row[0], "applied")
+        out = run([PB, "-c", b.conf(), "status"])
+        self.assertIn("inbound replies: 1 applied, 0 ignored", out)
+
+    def test_status_shows_dead_letters(self):
+        b = self.b
+        b.close()
+        self.b = b = Bridge(max_attempts=1)
+        sim("POST", "faults", {"kind": "error", "status": 503,
+                               "path": "^/api/v4/", "count": 1000})
+        path, mid = b.reply("Never lands.\n", ar=DKIM_PASS)
+        b.replay("--apply-now", path)
+        out = run([PB, "-c", b.conf(), "status"])
+        self.assertIn("<%s> dead group/project!1 v1 patch 1, 1 "
+                      "attempt(s): gave up after 1 attempts" % mid, out)
+
     def test_not_a_reply_is_skipped(self):
         b = self.b
         path = os.path.join(b.dir, "other.eml")
