@@ -6,10 +6,40 @@
 
 #include <libmilter/mfapi.h>
 
+#include <errno.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+
+/*
+ * libmilter's signal thread sigwait()s for SIGHUP, SIGTERM and SIGINT and
+ * stops the milter on any of them (libmilter/signal.c).  We reload on
+ * SIGHUP instead, in main.c's handler.  Blocking SIGHUP in libmilter's
+ * threads is not enough: a thread inside sigwait() accepts the signals it
+ * waits for, and while the main thread runs its handler (SIGHUP blocked
+ * there) the kernel hands the next SIGHUP of a burst to the sigwait()ing
+ * thread, which stops the milter.  So the executable provides sigwait():
+ * libmilter's call binds to this definition, which waits for the same set
+ * less SIGHUP.  Nothing else in the program calls sigwait().
+ */
+int sigwait(const sigset_t *set, int *sig)
+{
+	sigset_t wait = *set;
+	int n;
+
+	sigdelset(&wait, SIGHUP);
+	for (;;) {
+		n = sigwaitinfo(&wait, NULL);
+		if (n > 0) {
+			*sig = n;
+			return 0;
+		}
+		if (errno != EINTR)
+			return errno;
+	}
+}
 
 /* Connections numbered for the logs until a queue id is known. */
 static atomic_ulong connections;

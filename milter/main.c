@@ -10,17 +10,18 @@
  *
  * Signals.  libmilter starts its own thread that sigwait()s for SIGHUP,
  * SIGTERM and SIGINT and stops the milter on any of them (notes §1.1,
- * libmilter/signal.c); we want SIGHUP to reload instead.  Two threads
- * waiting for one signal would make the outcome a coin toss, so the main
- * thread never blocks the three signals and catches them with a handler
- * that only writes to a self-pipe, while smfi_main() runs in a second
- * thread created with the signals blocked (libmilter's threads inherit
- * that mask).  Linux delivers a process-directed signal to the thread
- * group leader whenever that thread does not block it (kernel/signal.c,
- * complete_signal()), so libmilter's sigwait thread never sees them:
- * SIGHUP reloads; SIGTERM and SIGINT call smfi_stop(), and libmilter's
- * listener notices within its 5 s poll.  tests/milter/miltertest.sh checks
- * this with a burst of SIGHUPs.
+ * libmilter/signal.c); we want SIGHUP to reload instead.  The main thread
+ * never blocks the three signals and catches them with a handler that
+ * only writes to a self-pipe, while smfi_main() runs in a second thread
+ * created with the signals blocked (libmilter's threads inherit that
+ * mask).  That alone is not enough: while the handler runs, SIGHUP is
+ * blocked in the main thread and the kernel gives a second SIGHUP to a
+ * thread that sigwait()s for it.  glue.c therefore provides the sigwait()
+ * libmilter calls, waiting for its set less SIGHUP, so SIGHUP always
+ * reloads; SIGTERM and SIGINT stop the milter whichever thread takes them
+ * (smfi_stop() here, or libmilter's own stop), and libmilter's listener
+ * notices within its 5 s poll.  tests/milter/miltertest.sh checks this
+ * with a burst of SIGHUPs.
  *
  * Reload: a new generation (mconf.h) is loaded from the same file and
  * installed; messages in flight finish with the one they started with.
