@@ -19,6 +19,8 @@ enum approval_verdict approval_decide(const struct approval_facts *f)
 		return APPROVAL_NOT_APPROVAL;
 	if (f->nak)
 		return APPROVAL_NAK;
+	if (f->ambiguous)
+		return APPROVAL_AMBIGUOUS;
 	if (!f->names_sender)
 		return APPROVAL_NOT_SENDER;
 	if (f->require_auth && !f->verified)
@@ -41,6 +43,9 @@ const char *approval_verdict_text(enum approval_verdict v)
 		return "not an approval";
 	case APPROVAL_NAK:
 		return "the same mail NAKs the patch";
+	case APPROVAL_AMBIGUOUS:
+		return "the mail's MIME structure is ambiguous (parser "
+		       "warnings), so other software may read it differently";
 	case APPROVAL_NOT_SENDER:
 		return "it names someone other than the sender, and only the "
 		       "sender may approve by mail";

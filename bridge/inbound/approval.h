@@ -10,6 +10,9 @@
  *   1. the type is Acked-by, Reviewed-by or Tested-by (others - Reported-
  *      by, Suggested-by, Cc ... - are only mentioned in the comment);
  *   2. the same mail does not NAK;
+ *   2a. the MIME parser raised no critical warning (MAIL_F_AMBIGUOUS:
+ *      other software may read the message differently, so what we
+ *      read as a trailer may not be what a human sees);
  *   3. the trailer names the sender: its email equals the From address
  *      (ASCII case ignored), or it has no email and its name is the From
  *      display name.  Nobody approves on someone else's behalf;
@@ -35,6 +38,7 @@ enum approval_verdict {
 	APPROVAL_GRANT,
 	APPROVAL_NOT_APPROVAL, /* a trailer type that never approves */
 	APPROVAL_NAK, /* the mail NAKs as well */
+	APPROVAL_AMBIGUOUS, /* the MIME structure reads two ways */
 	APPROVAL_NOT_SENDER, /* it names someone else (or nobody) */
 	APPROVAL_UNVERIFIED, /* sender not authenticated */
 	APPROVAL_DISABLED, /* approval_policy = none */
@@ -46,6 +50,7 @@ struct approval_facts {
 	const char *type; /* canonical trailer type */
 	int names_sender; /* approval_names_sender() */
 	int nak; /* the mail NAKs */
+	int ambiguous; /* MAIL_F_AMBIGUOUS */
 	int verified; /* review auth.verified */
 	int require_auth; /* [inbound] require_auth */
 	enum config_approval_policy policy;

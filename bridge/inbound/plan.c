@@ -223,6 +223,7 @@ static int decide_all(struct decided *d, const struct review *r,
 		f.type = t->type;
 		f.names_sender = approval_names_sender(t, &r->mail->from);
 		f.nak = r->nak;
+		f.ambiguous = !!(r->mail->flags & MAIL_F_AMBIGUOUS);
 		f.verified = r->auth.verified;
 		f.require_auth = ctx->require_auth;
 		f.policy = ctx->policy;

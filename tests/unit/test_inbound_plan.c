@@ -32,13 +32,14 @@ static void test_decision_table(void **state)
 	unsigned combo, grants = 0;
 
 	(void)state;
-	/* bits: verified, mapped, sender, require_auth, owner, nak; and
-	 * the policy on top */
-	for (combo = 0; combo < 3 * 64; combo++) {
+	/* bits: verified, mapped, sender, require_auth, owner, nak,
+	 * ambiguous; and the policy on top */
+	for (combo = 0; combo < 3 * 128; combo++) {
 		int verified = combo & 1, mapped = combo >> 1 & 1;
 		int sender = combo >> 2 & 1, auth = combo >> 3 & 1;
 		int owner = combo >> 4 & 1, nak = combo >> 5 & 1;
-		enum config_approval_policy pol = policies[combo / 64];
+		int ambiguous = combo >> 6 & 1;
+		enum config_approval_policy pol = policies[combo / 128];
 		enum approval_verdict want, got;
 		struct approval_facts f;
 
@@ -46,6 +47,7 @@ static void test_decision_table(void **state)
 		f.type = "Acked-by";
 		f.names_sender = sender;
 		f.nak = nak;
+		f.ambiguous = ambiguous;
 		f.verified = verified;
 		f.require_auth = auth;
 		f.policy = pol;
@@ -53,6 +55,8 @@ static void test_decision_table(void **state)
 		f.owner = owner;
 		if (nak)
 			want = APPROVAL_NAK;
+		else if (ambiguous)
+			want = APPROVAL_AMBIGUOUS;
 		else if (!sender)
 			want = APPROVAL_NOT_SENDER;
 		else if (auth && !verified)
