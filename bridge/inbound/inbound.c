@@ -6,6 +6,7 @@
 #include "inbound/apply.h"
 #include "inbound/marker.h"
 #include "inbound/plan.h"
+#include "inbound/position.h"
 #include "inbound/usermap.h"
 #include "util/err.h"
 #include "util/limits.h"
@@ -26,6 +27,9 @@
 #include <unistd.h>
 
 #define LOCK_NAME ".inbound.lock"
+/* Patches of one revision we look at ([outbound] max_series allows
+ * at most this many). */
+#define PATCHES_MAX 1000
 
 /* A file loaded once per inbound object, by path. */
 struct loaded {
@@ -452,7 +456,11 @@ struct mailctx {
 	struct usermap *map;
 	struct strlist patch_paths; /* files the target patch touches */
 	struct strlist series_paths; /* ... the whole revision */
-	struct strlist other_paths; /* ... the revision's other patches */
+	/* The revision's patches as mailed, [k] the one answered; NULL
+	 * where a diff is missing. */
+	struct diff **patches;
+	size_t nr_patches;
+	size_t k;
 	int have_version; /* base/start/head known */
 	struct strlist users; /* email, username pairs looked up */
 };
@@ -513,13 +521,17 @@ static int cb_is_owner(int *owner, const char *email, enum trailer_scope scope,
 	return 0;
 }
 
-static int cb_placeable(const char *path, void *arg)
+static int cb_place(enum forge_line_kind *kind, int64_t *old_line,
+		    int64_t *new_line, const struct review_inline *x, void *arg)
 {
 	struct mailctx *mc = arg;
 
-	/* The patch's line numbers are the version's only where no other
-	 * patch of the revision touches the file. */
-	return mc->have_version && strlist_find(&mc->other_paths, path) < 0;
+	if (!mc->have_version || mc->k >= mc->nr_patches)
+		return 0;
+	return position_map(kind, old_line, new_line,
+			    (const struct diff *const *)mc->patches,
+			    mc->nr_patches, mc->k, x->old_path, x->path,
+			    x->old_line, x->new_line);
 }
 
 static void add_paths(struct strlist *out, const struct diff *d)
@@ -566,7 +578,7 @@ struct job {
 	struct spool_record rec;
 	struct store_revision rev;
 	struct store_mail patch_row;
-	struct diff *parent;
+	struct diff *parent; /* borrowed from mc.patches */
 	struct review *review;
 	struct mailctx mc;
 	char *reply_discussion;
@@ -585,20 +597,22 @@ static void job_init(struct job *j, struct store_inbound *row)
 	store_mail_init(&j->patch_row);
 	strlist_init(&j->mc.patch_paths);
 	strlist_init(&j->mc.series_paths);
-	strlist_init(&j->mc.other_paths);
 	strlist_init(&j->mc.users);
 }
 
 static void job_release(struct job *j)
 {
+	size_t i;
+
 	spool_record_release(&j->rec);
 	store_revision_release(&j->rev);
 	store_mail_release(&j->patch_row);
-	diff_free(j->parent);
+	for (i = 0; i < j->mc.nr_patches; i++)
+		diff_free(j->mc.patches[i]);
+	free(j->mc.patches);
 	review_free(j->review);
 	strlist_release(&j->mc.patch_paths);
 	strlist_release(&j->mc.series_paths);
-	strlist_release(&j->mc.other_paths);
 	strlist_release(&j->mc.users);
 	free(j->reply_discussion);
 }
@@ -653,7 +667,8 @@ static int load_revision(struct inbound *ib, struct job *j)
 		const struct store_mail *m = &list.items[i];
 		struct diff *d = NULL;
 
-		if (m->kind != STORE_MAIL_PATCH)
+		if (m->kind != STORE_MAIL_PATCH || m->patch < 1 ||
+		    m->patch > PATCHES_MAX)
 			continue;
 		if (m->total > j->total)
 			j->total = m->total;
@@ -665,13 +680,25 @@ static int load_revision(struct inbound *ib, struct job *j)
 		if (!d)
 			continue;
 		add_paths(&mc->series_paths, d);
-		if (m->patch == row->patch) {
+		if (m->patch == row->patch)
 			add_paths(&mc->patch_paths, d);
-			j->parent = d;
-		} else {
-			add_paths(&mc->other_paths, d);
-			diff_free(d);
+		if ((size_t)m->patch > mc->nr_patches) {
+			size_t n = (size_t)m->patch;
+
+			mc->patches = xreallocarray(mc->patches, n,
+						    sizeof(*mc->patches));
+			memset(mc->patches + mc->nr_patches, 0,
+			       (n - mc->nr_patches) * sizeof(*mc->patches));
+			mc->nr_patches = n;
 		}
+		diff_free(mc->patches[m->patch - 1]);
+		mc->patches[m->patch - 1] = d;
+	}
+	if (row->patch >= 1 && (size_t)row->patch <= mc->nr_patches) {
+		mc->k = (size_t)row->patch - 1;
+		j->parent = mc->patches[mc->k];
+	} else {
+		mc->k = (size_t)-1;
 	}
 	store_mail_list_release(&list);
 	if (rc)
@@ -896,7 +923,7 @@ static int work(struct inbound *ib, struct job *j)
 	ctx.patch = row->patch;
 	ctx.total = j->total;
 	ctx.parent = j->parent;
-	ctx.placeable = cb_placeable;
+	ctx.place = cb_place;
 	ctx.map_user = cb_map_user;
 	ctx.is_owner = cb_is_owner;
 	ctx.arg = &j->mc;

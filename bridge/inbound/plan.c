@@ -366,6 +366,8 @@ static int inline_action(struct plan *p, const struct review *r, size_t i,
 	struct buf body = BUF_INIT(PLAN_BODY_MAX);
 	struct buf fb = BUF_INIT(PLAN_BODY_MAX);
 	struct buf foot = BUF_INIT(PLAN_BODY_MAX);
+	enum forge_line_kind kind = FORGE_LINE_CONTEXT;
+	int64_t old_line = 0, new_line = 0;
 	struct plan_action *a;
 	int rc, placed;
 
@@ -382,8 +384,16 @@ static int inline_action(struct plan *p, const struct review *r, size_t i,
 		rc = add_footer(&fb, &foot);
 	if (rc)
 		goto out;
-	placed = x->path[0] && (x->old_line || x->new_line) &&
-		 (!ctx->placeable || ctx->placeable(x->path, ctx->arg));
+	placed = x->path[0] && (x->old_line || x->new_line);
+	if (placed && ctx->place) {
+		placed = ctx->place(&kind, &old_line, &new_line, x, ctx->arg);
+	} else if (placed) {
+		old_line = x->old_line;
+		new_line = x->new_line;
+		kind = !x->old_line ? FORGE_LINE_ADDED :
+		       !x->new_line ? FORGE_LINE_REMOVED :
+				      FORGE_LINE_CONTEXT;
+	}
 	a = add(p, PLAN_IDX_INLINE(i), placed ? PLAN_DIFF_NOTE : PLAN_NOTE);
 	if (!placed) {
 		a->body = buf_detach(&fb, NULL);
@@ -393,11 +403,9 @@ static int inline_action(struct plan *p, const struct review *r, size_t i,
 	a->fallback = buf_detach(&fb, NULL);
 	a->new_path = xstrdup(x->path);
 	a->old_path = xstrdup(x->old_path ? x->old_path : x->path);
-	a->old_line = x->old_line;
-	a->new_line = x->new_line;
-	a->line_kind = !x->old_line ? FORGE_LINE_ADDED :
-		       !x->new_line ? FORGE_LINE_REMOVED :
-				      FORGE_LINE_CONTEXT;
+	a->old_line = old_line;
+	a->new_line = new_line;
+	a->line_kind = kind;
 out:
 	buf_release(&body);
 	buf_release(&fb);

@@ -27,8 +27,8 @@
  * comment is its NAK discussion (2001), not a comment of its own.
  *
  * The caller supplies what needs the outside world through callbacks:
- * mapping an address to a forge user, the owners.yaml verdict and whether
- * a file's lines can be placed on the MR version.  A callback error other
+ * mapping an address to a forge user, the owners.yaml verdict and where a
+ * line of the patch is on the MR version.  A callback error other
  * than PB_ENOTFOUND ends the planning with that error.
  *
  * Ownership: a struct plan owns its actions and their strings
@@ -100,8 +100,14 @@ struct plan_ctx {
 	int total; /* patches in the revision; 0 unknown */
 	/* The patch's diff as mailed, to quote a line; may be NULL. */
 	const struct diff *parent;
-	/* 1 when lines of path can be placed on the MR version. */
-	int (*placeable)(const char *path, void *arg);
+	/*
+	 * Where inline comment x goes on the MR version's diff: 1 with the
+	 * line's kind and numbers there (inbound/position.h), 0 when it
+	 * cannot be placed.  NULL: the patch's own numbers.
+	 */
+	int (*place)(enum forge_line_kind *kind, int64_t *old_line,
+		     int64_t *new_line, const struct review_inline *x,
+		     void *arg);
 	/* *user (owned by the callee) for email; PB_ENOTFOUND: none. */
 	int (*map_user)(const char **user, const char *email, void *arg);
 	/* *owner = 1 when email may approve what scope covers. */

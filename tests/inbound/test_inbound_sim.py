@@ -91,17 +91,29 @@ def marker_count(mr, key):
 class Bridge:
     """A state directory, a configuration and a seeded thread map."""
 
-    def __init__(self, max_attempts=30, policy="owners", forge_retries=0):
+    def __init__(self, max_attempts=30, policy="owners", forge_retries=0,
+                 third_patch=False):
         self.dir = tempfile.mkdtemp(prefix="pb-inbound.")
         sim("POST", "reset", {})
+        repo = os.path.join(self.dir, "repo")
+        run(["git", "clone", "-q", URL + "/group/project.git", repo])
+        if third_patch:
+            # A third patch that moves patch 1's lines in src/hello.c.
+            text = run(["git", "-C", repo, "show",
+                        "origin/feature:src/hello.c"])
+            lines = text.split("\n")
+            text = "\n".join(lines[:1] + ["/* one */", "/* two */"] +
+                             lines[1:])
+            sim("POST", "projects/1/merge_requests/1/push",
+                {"commits": [{"message": "hello: two comments\n",
+                              "files": {"src/hello.c": text}}]})
+            run(["git", "-C", repo, "fetch", "-q", "origin"])
         _, versions = api("GET", "projects/1/merge_requests/1/versions")
         v = versions[0]
         self.version = v
         self.base = v["base_commit_sha"]
         self.start = v["start_commit_sha"]
         self.head = v["head_commit_sha"]
-        repo = os.path.join(self.dir, "repo")
-        run(["git", "clone", "-q", URL + "/group/project.git", repo])
         run(["git", "-C", repo, "format-patch", "-q", "-o",
              os.path.join(self.dir, "patches"),
              "%s..%s" % (self.base, self.head)])
@@ -332,6 +344,32 @@ class InboundTest(unittest.TestCase):
         row, actions = b.dump(mid)
         self.assertEqual(row[0], "applied")
         self.assertEqual(sorted(actions), [0, 1, 2, 3])
+
+    # (b) on a series where a later patch moves the lines
+    def test_inline_positions_through_later_patch(self):
+        b = self.b
+        b.close()
+        self.b = b = Bridge(third_patch=True)
+        self.assertEqual(len(b.patch_ids), 3)
+        path, mid = b.reply(
+            QUOTE_REMOVED + "\nWas fine.\n\n" + QUOTE_ADDED +
+            "\nWhy flush?\n\n" + QUOTE_CONTEXT + "\nKeep this.\n",
+            ar=DKIM_PASS,
+            subject="Re: [PATCH v1 1/3] hello: greet more loudly")
+        b.replay("--apply-now", path)
+        mr = mr_state()
+        diff = {n["body"].split("\n")[0]: n for _, n in user_notes(mr)
+                if n["type"] == "DiffNote"}
+        self.assertEqual(len(diff), 3, [n["body"] for _, n in
+                                        user_notes(mr)])
+        # patch 1's numbers, moved by patch 3's two lines on the new side
+        want = {"Was fine.": (6, None), "Why flush?": (None, 9),
+                "Keep this.": (20, 23)}
+        for text, (old, new) in want.items():
+            pos = diff[text]["position"]
+            self.assertEqual((pos["old_line"], pos["new_line"]),
+                             (old, new), text)
+            self.assertEqual(pos["head_sha"], b.head)
 
     # (b) a position GitLab refuses: the text is kept as a discussion
     def test_refused_position_falls_back(self):

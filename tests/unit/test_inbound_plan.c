@@ -12,6 +12,7 @@
 #include "inbound/inbound.h"
 #include "inbound/marker.h"
 #include "inbound/plan.h"
+#include "inbound/position.h"
 #include "inbound/usermap.h"
 #include "util/err.h"
 #include "util/strlist.h"
@@ -208,11 +209,17 @@ static int fake_owner(int *owner, const char *email, enum trailer_scope s,
 	return 0;
 }
 
-static int fake_placeable(const char *path, void *arg)
+static int fake_place(enum forge_line_kind *kind, int64_t *old_line,
+		      int64_t *new_line, const struct review_inline *x,
+		      void *arg)
 {
 	struct fake *f = arg;
 
-	(void)path;
+	*old_line = x->old_line;
+	*new_line = x->new_line;
+	*kind = !x->old_line ? FORGE_LINE_ADDED :
+		!x->new_line ? FORGE_LINE_REMOVED :
+			       FORGE_LINE_CONTEXT;
 	return f->placeable;
 }
 
@@ -234,7 +241,7 @@ static void setup_ctx(struct fixture *fx)
 	fx->ctx.patch = 1;
 	fx->ctx.total = 2;
 	fx->ctx.parent = fx->parent;
-	fx->ctx.placeable = fake_placeable;
+	fx->ctx.place = fake_place;
 	fx->ctx.map_user = fake_map;
 	fx->ctx.is_owner = fake_owner;
 	fx->ctx.arg = &fx->fake;
@@ -502,6 +509,82 @@ static void test_scoped_removals(void **state)
 	strlist_release(&labels);
 }
 
+/*
+ * Lines of one patch on the series' diff: three patches to one file.
+ *   base: l1 .. l10
+ *   1: a1 a2 added after l2        2: l5 -> L5
+ *   3: a1 removed, b1 added after l8
+ *   head: l1 l2 a2 l3 l4 L5 l6 l7 l8 b1 l9 l10
+ */
+static const char *const series[] = {
+	"diff --git a/f.c b/f.c\n--- a/f.c\n+++ b/f.c\n"
+	"@@ -1,3 +1,5 @@\n l1\n l2\n+a1\n+a2\n l3\n",
+	"diff --git a/f.c b/f.c\n--- a/f.c\n+++ b/f.c\n"
+	"@@ -6,3 +6,3 @@\n l4\n-l5\n+L5\n l6\n",
+	"diff --git a/f.c b/f.c\n--- a/f.c\n+++ b/f.c\n"
+	"@@ -2,3 +2,2 @@\n l2\n-a1\n a2\n"
+	"@@ -10,2 +9,3 @@\n l8\n+b1\n l9\n",
+};
+
+static void expect_place(struct diff *const *d, size_t nr, size_t k, int o,
+			 int n, int ok, enum forge_line_kind kind, int64_t wo,
+			 int64_t wn)
+{
+	enum forge_line_kind got = FORGE_LINE_CONTEXT;
+	int64_t go = -1, gn = -1;
+	int rc = position_map(&got, &go, &gn, (const struct diff *const *)d, nr,
+			      k, "f.c", "f.c", o, n);
+
+	if (rc != ok || (ok && (got != kind || go != wo || gn != wn)))
+		fail_msg("patch %zu line %d/%d: got %d kind %d %lld/%lld, "
+			 "want %d kind %d %lld/%lld",
+			 k + 1, o, n, rc, got, (long long)go, (long long)gn, ok,
+			 kind, (long long)wo, (long long)wn);
+}
+
+static void test_position(void **state)
+{
+	struct diff *d[3], *renamed = NULL;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < 3; i++)
+		assert_int_equal(
+			diff_parse(&d[i], series[i], strlen(series[i])), 0);
+	/* patch 2: removed l5, added L5, context l4 */
+	expect_place(d, 3, 1, 7, 0, 1, FORGE_LINE_REMOVED, 5, 0);
+	expect_place(d, 3, 1, 0, 7, 1, FORGE_LINE_ADDED, 0, 6);
+	expect_place(d, 3, 1, 6, 6, 1, FORGE_LINE_CONTEXT, 4, 5);
+	/* patch 1: a1 is gone by the head, a2 is an added line there */
+	expect_place(d, 3, 0, 0, 3, 0, FORGE_LINE_ADDED, 0, 0);
+	expect_place(d, 3, 0, 0, 4, 1, FORGE_LINE_ADDED, 0, 3);
+	/* patch 3: a1 was never in the base; context l8; context a2 is
+	 * an added line of the series */
+	expect_place(d, 3, 2, 3, 0, 0, FORGE_LINE_REMOVED, 0, 0);
+	expect_place(d, 3, 2, 10, 9, 1, FORGE_LINE_CONTEXT, 8, 9);
+	expect_place(d, 3, 2, 4, 3, 1, FORGE_LINE_ADDED, 0, 3);
+	/* alone, a patch keeps its own numbers */
+	expect_place(&d[1], 1, 0, 6, 6, 1, FORGE_LINE_CONTEXT, 6, 6);
+	/* an unknown patch, or a rename elsewhere: nothing is sure */
+	{
+		struct diff *gap[3] = { d[0], NULL, d[2] };
+		static const char mv[] =
+			"diff --git a/f.c b/g.c\nsimilarity index 90%\n"
+			"rename from f.c\nrename to g.c\n--- a/f.c\n+++ b/g.c\n"
+			"@@ -1,1 +1,1 @@\n-l1\n+L1\n";
+		struct diff *mvd[2];
+
+		expect_place(gap, 3, 2, 10, 9, 0, FORGE_LINE_CONTEXT, 0, 0);
+		assert_int_equal(diff_parse(&renamed, mv, strlen(mv)), 0);
+		mvd[0] = d[1];
+		mvd[1] = renamed;
+		expect_place(mvd, 2, 0, 6, 6, 0, FORGE_LINE_CONTEXT, 0, 0);
+	}
+	diff_free(renamed);
+	for (i = 0; i < 3; i++)
+		diff_free(d[i]);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -526,6 +609,7 @@ int main(void)
 		cmocka_unit_test(test_marker_key),
 		cmocka_unit_test(test_usermap),
 		cmocka_unit_test(test_scoped_removals),
+		cmocka_unit_test(test_position),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
