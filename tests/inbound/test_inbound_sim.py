@@ -409,6 +409,17 @@ class InboundTest(unittest.TestCase):
         row, actions = b.dump(mid)
         self.assertEqual(actions[1000], ("approve", "done"))
 
+    def test_series_ack_on_cover_letter(self):
+        b = self.b
+        path, mid = b.reply("For the whole series:\n\nReviewed-by: Bob "
+                            "Maintainer <bob@corp.example>\n", patch=0,
+                            ar=DKIM_PASS)
+        b.replay("--apply-now", path)
+        mr = mr_state()
+        self.assertEqual([a["user"] for a in mr["approvals"]], ["bob"])
+        self.assertIn("on the v1 cover letter",
+                      user_notes(mr)[0][1]["body"])
+
     def test_ack_without_pass_does_not_approve(self):
         b = self.b
         for ar, why in [(None, "the sender is not verified"),
