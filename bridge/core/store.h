@@ -399,6 +399,14 @@ int store_cursor_get(struct buf *out, struct store *st, const char *name);
 int store_cursor_set(struct store *st, const char *name, const char *value);
 
 /*
+ * The cursor naming an approval the bridge makes on the forge for a list
+ * trailer (project, iid, forge username): set by the inbound side before
+ * it approves, read by the forge-to-list side, which must not mail that
+ * approval back to the list that already holds the trailer.
+ */
+#define STORE_CURSOR_LIST_APPROVAL "list-approval:%s!%lld:%s"
+
+/*
  * Revisions of a project (all of them when project is NULL), by project,
  * MR and revision, at most limit (0: STORE_LIST_MAX); appended to out.
  */

@@ -277,6 +277,16 @@ static int approval_note(struct run *r, const struct plan_action *a,
 	return rc;
 }
 
+static int mark_list_approval(struct run *r, const char *user)
+{
+	char *name = xasprintf(STORE_CURSOR_LIST_APPROVAL, r->t->project,
+			       (long long)r->t->iid, user);
+	int rc = store_cursor_set(r->st, name, r->t->head_sha);
+
+	free(name);
+	return rc;
+}
+
 static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 {
 	const struct apply_target *t = r->t;
@@ -289,7 +299,11 @@ static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 		return approval_note(r, a,
 				     "the revision's head commit is "
 				     "not known to the bridge");
-	rc = act_as(r, a->user);
+	/* Before the approval: the forge's "approved" note must never be
+	 * mailed back to the list, which has the trailer already. */
+	rc = mark_list_approval(r, a->user);
+	if (!rc)
+		rc = act_as(r, a->user);
 	if (!rc) {
 		rc = forge_approve(&res, r->f, t->project, t->iid, t->head_sha);
 		snprintf(why, sizeof(why), "%s", err_msg());

@@ -383,6 +383,23 @@ static void forge_host(char *out, size_t size, const char *url)
 	snprintf(out, size, "%.*s", (int)(e - p), p);
 }
 
+/* Whether the bridge made this approval for a trailer from the list. */
+static int approval_from_list(struct mrctx *c, const struct forge_note *n)
+{
+	struct buf v = BUF_INIT(256);
+	char *name;
+	int found;
+
+	if (!n->author.username)
+		return 0;
+	name = xasprintf(STORE_CURSOR_LIST_APPROVAL, c->project,
+			 (long long)c->iid, n->author.username);
+	found = !store_cursor_get(&v, c->fm->store, name);
+	free(name);
+	buf_release(&v);
+	return found;
+}
+
 static int approval_body(struct buf *body, struct mrctx *c,
 			 const struct forge_note *n, const char *trailer)
 {
@@ -439,7 +456,8 @@ static int handle_note(struct mrctx *c, const struct fnote *fn,
 	if (why == FORGETEXT_SKIP_SYSTEM && forgetext_is_approval(n->body) &&
 	    *trailer &&
 	    !(bot && *bot && n->author.username &&
-	      !strcmp(n->author.username, bot)))
+	      !strcmp(n->author.username, bot)) &&
+	    !approval_from_list(c, n))
 		is_ack = 1;
 	else if (why != FORGETEXT_MAIL) {
 		log_debug("note %lld not mailed: %s", (long long)n->id,
