@@ -21,6 +21,8 @@ story went as told, 1 when a step did not.
 import argparse
 import email
 import email.policy
+import email.utils
+import html
 import json
 import os
 import re
@@ -37,7 +39,7 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PFBED = os.path.join(TOP, "tests", "postfix", "pfbed")
 LIST = "patches@lists.example.test"
 AUTHSERV = "lists.example.test"
-T0 = time.monotonic()
+T0 = time.time()
 STEP = [0]
 
 
@@ -62,7 +64,7 @@ def check(cond, what):
 
 # --- the forge (simulator) -------------------------------------------------
 
-def sim(method, path, body=None, token="admin-token", ok=(200, 201, 202)):
+def sim(method, path, body=None, token="bridge-token", ok=(200, 201, 202)):
     url = os.environ["PB_FORGESIM_URL"] + path
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(url, data=data, method=method)
@@ -92,10 +94,12 @@ SEED = {
          "email": "rob@review.example", "public_email": "rob@review.example"},
         {"username": "mallory", "name": "Mallory Spoofer",
          "email": "mallory@example.net"},
+        # The bridge's own account: an administrator, so that its token
+        # may approve as the mapped user through Sudo.
         {"username": "patchbridge", "name": "patchbridge",
-         "email": "bridge@example.org", "bot": True},
+         "email": "bridge@example.org", "admin": True},
     ],
-    "tokens": [{"token": "admin-token", "user": "root",
+    "tokens": [{"token": "bridge-token", "user": "patchbridge",
                 "scopes": ["api", "sudo"]},
                {"token": "rob-token", "user": "rob", "scopes": ["api"]}],
     "projects": [{
@@ -282,6 +286,7 @@ list_address = {list}
 [forge]
 url = {url}
 token_file = {token}
+bot_username = patchbridge
 max_retries = 2
 retry_max = 2s
 [smtp]
@@ -359,7 +364,7 @@ def main():
     bed = Bed(os.path.abspath(args.bin), work)
     try:
         story(bed)
-        print("\nThe demo went as told (%.0f s)." % (time.monotonic() - T0))
+        print("\nThe demo went as told (%.0f s)." % (time.time() - T0))
         return 0
     except Failed as e:
         print("\nDEMO FAILED at step %d: %s" % (STEP[0], e))
@@ -396,7 +401,7 @@ def story(bed):
         milters += ", unix:%s" % msock
     # The milters first, so that Postfix's first connection finds them.
     bed.env["PORT"] = str(free_port())
-    token = bed.write("gitlab-token", "admin-token\n", 0o600)
+    token = bed.write("gitlab-token", "bridge-token\n", 0o600)
     config(bed, token, msock)
     bed.pb("check-config")
     say("patchbridge check-config: ok")
@@ -520,7 +525,8 @@ def story(bed):
     bed.pb("run", "--once", ok=(0, 75))
     bed.wait_mail(11)
     bed.settle()
-    v2 = [m for m in bed.archive() if "PATCH v2" in m["Subject"]]
+    v2 = [m for m in bed.archive() if "PATCH v2" in m["Subject"] and
+          not m["Subject"].startswith("Re:")]
     for m in v2:
         say("archive: %s" % m["Subject"])
     v2cover = next((m for m in v2 if " 0/" in m["Subject"]), None)
@@ -533,34 +539,91 @@ def story(bed):
     end = text.find("Alice Author (", at)
     say(text[at:end if end > at else at + 800].rstrip())
 
-    step("A forge user comments on a line: mailed to the list")
-    say("not yet: forge comments reach the list with the both-ways work")
+    step("Rob comments on a line in GitLab's web UI; the list gets it")
+    ver = sim("GET", "/api/v4/projects/1/merge_requests/1/versions",
+              token="rob-token")[0]
+    disc = sim("POST", "/api/v4/projects/1/merge_requests/1/discussions",
+               {"body": "Please add a comment saying why -1 and not 0.",
+                "position": {"position_type": "text",
+                             "base_sha": ver["base_commit_sha"],
+                             "start_sha": ver["start_commit_sha"],
+                             "head_sha": ver["head_commit_sha"],
+                             "old_path": "src/counter.c",
+                             "new_path": "src/counter.c",
+                             "new_line": 7}}, token="rob-token")
+    say("Rob's diff note on src/counter.c:7 (discussion %s...)" %
+        disc["id"][:8])
+    before = len(bed.archive())
+    bed.pb("run", "--once", ok=(0, 75))
+    bed.wait_mail(before + 1)
+    bed.settle()
+    mail = next(m for m in bed.archive()
+                if m.get("X-Patchbridge-Origin") == "forge" and
+                "-1 and not 0" in patch_body(m))
+    parent = next(m for m in bed.archive()
+                  if m["Message-ID"] == mail["In-Reply-To"])
+    say("archive: %s" % mail["Subject"])
+    say("From: %s" % mail["From"])
+    say("In-Reply-To: %s (that is \"%s\")" % (mail["In-Reply-To"],
+                                                parent["Subject"]))
+    for line in patch_body(mail).strip().splitlines()[:14]:
+        say("  | " + line)
+    check(" 2/3]" in parent["Subject"],
+          "the forge comment is not threaded under patch 2")
+    check(not mail.get("X-Patchbridge", "").startswith("reply"),
+          "the milter took the bridge's own mail for a reply")
+    state = sim("GET", "/_sim/state")
+    mr = next(m for m in state["projects"][0]["merge_requests"]
+              if m["iid"] == 1)
+    notes = sum(len(d["notes"]) for d in mr["discussions"])
+    bed.pb("run", "--once", ok=(0, 75))
+    state = sim("GET", "/_sim/state")
+    mr = next(m for m in state["projects"][0]["merge_requests"]
+              if m["iid"] == 1)
+    check(sum(len(d["notes"]) for d in mr["discussions"]) == notes,
+          "the bridge's mail came back to the forge")
+    say("the mail did not come back to the forge (%d notes before and "
+        "after another run)" % notes)
 
 
-def show_forge(state):
-    proj = next(p for p in state["projects"]
-                if p.get("path_with_namespace", p.get("path")) in
-                ("group/project",) or p.get("id") == 1)
+def show_forge(state, checks=True):
+    proj = next(p for p in state["projects"] if p["id"] == 1)
     mr = next(m for m in proj["merge_requests"] if m["iid"] == 1)
-    say("forge state of group/project!1:")
-    for d in mr.get("discussions", []):
-        for n in d.get("notes", [])[:1]:
-            pos = n.get("position") or {}
-            where = ""
-            if pos:
-                where = " at %s:%s" % (pos.get("new_path"),
-                                       pos.get("new_line") or
-                                       pos.get("old_line"))
-            first = n["body"].strip().splitlines()[0][:70]
-            say("  %s by %s%s: %s" % (n.get("type") or "Note",
-                                      n.get("author", {}).get("username",
-                                                              "?"),
-                                      where, first))
-    approvers = [a.get("user", a).get("username", "?")
-                 for a in mr.get("approved_by", mr.get("approvals", []))]
+    say("the forge now holds, on group/project!1:")
+    seen = {"diffnote": 0, "mallory": None}
+    for d in mr["discussions"]:
+        notes = [n for n in d["notes"] if not n["system"]]
+        if not notes:
+            continue
+        n = notes[0]
+        pos = n.get("position") or {}
+        if pos:
+            line = pos.get("new_line") or pos.get("old_line")
+            where = "DiffNote at %s:%s" % (pos.get("new_path"), line)
+            seen["diffnote"] += 1
+        else:
+            where = "Discussion"
+        text = [html.unescape(l) for l in n["body"].splitlines()
+                if l.strip() and not l.startswith("<!--")]
+        say("  %s by %s, %s" % (where, n["author"],
+                                "unresolved" if not n.get("resolved")
+                                else "resolved"))
+        for l in text[:2] + (["  ..."] if len(text) > 4 else []) + \
+                text[-2:] if len(text) > 4 else text:
+            say("      | " + l[:74])
+        if "mallory" in n["body"].lower():
+            seen["mallory"] = n["body"]
+    approvers = [a["user"] for a in mr["approvals"]]
     say("  approved by: %s" % (", ".join(approvers) or "nobody"))
-    say("  state: %s, labels: %s" % (mr.get("state"),
-                                     ", ".join(mr.get("labels", [])) or "-"))
+    say("  state: %s; labels: %s" % (mr["state"],
+                                      ", ".join(mr["labels"]) or "none"))
+    if not checks:
+        return
+    check("mary" in approvers, "Mary's verified Acked-by did not approve")
+    check("mallory" not in approvers, "Mallory's unverified ack approved")
+    check(mr["state"] == "opened", "Mallory's /merge ran")
+    check(seen["diffnote"] >= 1, "Rob's inline comment is not a diff note")
+    check(seen["mallory"] is not None, "Mallory's reply was not posted")
 
 
 if __name__ == "__main__":
