@@ -358,6 +358,9 @@ def main():
     ap.add_argument("--keep", action="store_true",
                     help="keep the scratch directory")
     args = ap.parse_args()
+    if os.geteuid() != 0 or not shutil.which("postfix"):
+        print("demo: needs root and Postfix (scripts/install-deps.sh)")
+        return 77
     work = args.work or tempfile.mkdtemp(prefix="patchbridge-demo.")
     os.makedirs(work, exist_ok=True)
     os.chmod(work, 0o755)
