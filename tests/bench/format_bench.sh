@@ -17,8 +17,9 @@
 # The generated repository is cached under $PB_BENCH_DIR (default
 # ${TMPDIR:-/tmp}/pb-bench-COMMITS) and rebuilt when missing.
 #
-# Registered with CTest under the label "bench" (ctest -L bench): it runs
-# the benchmark and fails only if a command fails, never on timings.
+# Registered with CTest under the label "bench" when configured with
+# -DPB_BENCH=ON (tests/bench/CMakeLists.txt; ctest -L bench): it runs the
+# benchmark and fails only if a command fails, never on timings.
 set -eu
 pb=$(realpath "$1")
 commits=${2:-500}
