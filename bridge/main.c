@@ -88,8 +88,8 @@ static const struct command commands[] = {
 	{ "list-params", "--list-params", "[--markdown | --man]",
 	  "list every parameter as section.key",
 	  "With --markdown, print the README's parameter tables instead;\n"
-	  "with --man, the PARAMETERS section of patchbridge.conf(5).\n", 1,
-	  cmd_list_params },
+	  "with --man, the PARAMETERS section of patchbridge.conf(5).\n",
+	  1, cmd_list_params },
 	{ NULL, NULL, NULL, NULL, NULL, 0, NULL },
 };
 
@@ -240,7 +240,7 @@ static int cmd_version(const struct command *cmd, int argc, char **argv)
 static int cmd_list_params(const struct command *cmd, int argc, char **argv)
 {
 	struct buf out = BUF_INIT(1024 * 1024);
-	int (*doc)(struct buf *out) = NULL;
+	int (*doc)(struct buf * out) = NULL;
 	size_t i;
 
 	if (argc == 2 && !strcmp(argv[1], "--markdown"))

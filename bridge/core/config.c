@@ -1902,7 +1902,8 @@ int config_doc_man(struct buf *out)
 
 	for (s = 0; s < SECTIONS_NR; s++) {
 		if (s == SECTION_PROJECT)
-			buf_adds(out, ".SS \"[project \\(dqgroup/name\\(dq]\"\n");
+			buf_adds(out,
+				 ".SS \"[project \\(dqgroup/name\\(dq]\"\n");
 		else
 			buf_addf(out, ".SS \"[%s]\"\n", sections[s].name);
 		buf_adds(out, "\\&");

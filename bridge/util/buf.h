@@ -19,17 +19,17 @@
 #include <stddef.h>
 
 struct buf {
-	char *data;   /* never NULL, always terminated */
-	size_t len;   /* bytes used, not counting the terminator */
+	char *data; /* never NULL, always terminated */
+	size_t len; /* bytes used, not counting the terminator */
 	size_t alloc; /* bytes allocated; 0 while data is buf_empty */
-	size_t max;   /* len may never exceed this */
+	size_t max; /* len may never exceed this */
 };
 
 extern char buf_empty[];
 
-#define BUF_INIT(max_)                                                   \
-	{                                                                \
-		.data = buf_empty, .len = 0, .alloc = 0, .max = (max_)   \
+#define BUF_INIT(max_)                                                 \
+	{                                                              \
+		.data = buf_empty, .len = 0, .alloc = 0, .max = (max_) \
 	}
 
 void buf_init(struct buf *b, size_t max);

@@ -15,13 +15,13 @@
 
 enum pb_err {
 	PB_OK = 0,
-	PB_ERROR = -1,	  /* generic failure */
+	PB_ERROR = -1, /* generic failure */
 	PB_ENOTFOUND = -2, /* the thing asked for does not exist */
-	PB_EINVAL = -3,	  /* bad input: a caller or a peer sent garbage */
-	PB_ETEMP = -4,	  /* temporary: retry later may succeed */
-	PB_EPERM = -5,	  /* not allowed */
-	PB_ELIMIT = -6,	  /* a configured limit was hit */
-	PB_EEXISTS = -7,  /* already exists / already done */
+	PB_EINVAL = -3, /* bad input: a caller or a peer sent garbage */
+	PB_ETEMP = -4, /* temporary: retry later may succeed */
+	PB_EPERM = -5, /* not allowed */
+	PB_ELIMIT = -6, /* a configured limit was hit */
+	PB_EEXISTS = -7, /* already exists / already done */
 };
 
 /* Record the message for the current thread; returns code. */
@@ -53,10 +53,10 @@ static inline int err_is_temporary(int code)
 
 /* Abort on a broken invariant (a bug, never bad input). */
 #define BUG(...) pb_bug(__FILE__, __LINE__, __VA_ARGS__)
-#define BUG_ON(cond)                                                     \
-	do {                                                             \
-		if (cond)                                                \
-			pb_bug(__FILE__, __LINE__, "%s", #cond);         \
+#define BUG_ON(cond)                                             \
+	do {                                                     \
+		if (cond)                                        \
+			pb_bug(__FILE__, __LINE__, "%s", #cond); \
 	} while (0)
 
 _Noreturn void pb_bug(const char *file, int line, const char *fmt, ...)

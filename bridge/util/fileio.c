@@ -128,7 +128,7 @@ int file_write_atomic(const char *path, const void *data, size_t len,
 
 	base = base ? base + 1 : path;
 	tmp = xasprintf("%s/.tmp.%s.%ld.%lu", dir, base, (long)getpid(),
-		       atomic_fetch_add(&tmp_seq, 1));
+			atomic_fetch_add(&tmp_seq, 1));
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 	if (fd < 0) {
 		rc = err_set_errno(err_from_errno(errno), "create %s", tmp);
@@ -144,8 +144,7 @@ int file_write_atomic(const char *path, const void *data, size_t len,
 		goto out;
 	}
 	if (rename(tmp, path) < 0) {
-		rc = err_set_errno(err_from_errno(errno), "rename to %s",
-				   path);
+		rc = err_set_errno(err_from_errno(errno), "rename to %s", path);
 		unlink(tmp);
 		goto out;
 	}

@@ -31,7 +31,7 @@
 #define PB_MIME_PARTS_MAX 100
 #define PB_TEXT_PART_MAX (1024 * 1024)
 #define PB_MSGID_MAX 998 /* RFC 5322 2.1.1 line length */
-#define PB_ADDR_MAX 320	 /* RFC 3696 errata: 64 + 1 + 255 */
+#define PB_ADDR_MAX 320 /* RFC 3696 errata: 64 + 1 + 255 */
 
 /* Forge HTTP. */
 #define PB_HTTP_BODY_MAX_DEFAULT (16 * 1024 * 1024)
@@ -40,7 +40,7 @@
 #define PB_HTTP_HEADER_MAX (16 * 1024)
 #define PB_HTTP_URL_MAX 8192
 #define PB_NOTE_BODY_MAX 1000000 /* GitLab's own limit on a note body */
-#define PB_PAGES_MAX 1000	 /* pages followed in one listing */
+#define PB_PAGES_MAX 1000 /* pages followed in one listing */
 
 /* Series. */
 #define PB_SERIES_MAX_DEFAULT 100

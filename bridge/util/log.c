@@ -15,10 +15,10 @@ static int log_level = LOG_INFO;
 static _Thread_local char log_ctx[PB_LOG_CTX_MAX];
 
 static const char *const level_names[] = {
-	[LOG_EMERG] = "emerg", [LOG_ALERT] = "alert",
-	[LOG_CRIT] = "crit",   [LOG_ERR] = "error",
+	[LOG_EMERG] = "emerg",	   [LOG_ALERT] = "alert",
+	[LOG_CRIT] = "crit",	   [LOG_ERR] = "error",
 	[LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
-	[LOG_INFO] = "info",   [LOG_DEBUG] = "debug",
+	[LOG_INFO] = "info",	   [LOG_DEBUG] = "debug",
 };
 
 void log_open(const char *ident, enum log_sink sink)

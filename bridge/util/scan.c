@@ -135,8 +135,8 @@ int mem_to_i64(const char *p, size_t len, int64_t min, int64_t max,
 	    !scan_eof(&s))
 		return 0;
 	if (neg) {
-		int64_t r = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN
-							 : -(int64_t)v;
+		int64_t r = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN :
+							   -(int64_t)v;
 		if (r < min)
 			return 0;
 		*out = r;
@@ -153,8 +153,8 @@ int mem_eq_icase(const char *a, size_t alen, const char *b)
 	size_t i;
 
 	for (i = 0; i < alen; i++) {
-		if (!b[i] || lower((unsigned char)a[i]) !=
-				     lower((unsigned char)b[i]))
+		if (!b[i] ||
+		    lower((unsigned char)a[i]) != lower((unsigned char)b[i]))
 			return 0;
 	}
 	return b[alen] == '\0';
@@ -170,7 +170,8 @@ const char *mem_find(const char *hay, size_t haylen, const char *needle,
 	if (nlen > haylen)
 		return NULL;
 	for (i = 0; i + nlen <= haylen; i++) {
-		const char *q = memchr(hay + i, needle[0], haylen - nlen - i + 1);
+		const char *q =
+			memchr(hay + i, needle[0], haylen - nlen - i + 1);
 
 		if (!q)
 			return NULL;

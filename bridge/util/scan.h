@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 struct scan {
-	const char *p;	 /* next byte */
+	const char *p; /* next byte */
 	const char *end; /* one past the last byte */
 };
 

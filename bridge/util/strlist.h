@@ -15,9 +15,9 @@ struct strlist {
 	size_t alloc;
 };
 
-#define STRLIST_INIT                                                     \
-	{                                                                \
-		NULL, 0, 0                                               \
+#define STRLIST_INIT       \
+	{                  \
+		NULL, 0, 0 \
 	}
 
 void strlist_init(struct strlist *sl);

@@ -21,16 +21,16 @@ char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Grow *cap for at least need elements (doubling). */
-#define ALLOC_GROW(ptr, need, cap)                                          \
-	do {                                                                \
-		if ((need) > (cap)) {                                       \
-			size_t alloc_grow_n_ = (cap) ? (cap)*2 : 8;         \
-			if (alloc_grow_n_ < (need))                         \
-				alloc_grow_n_ = (need);                     \
-			(ptr) = xreallocarray((ptr), alloc_grow_n_,         \
-					      sizeof(*(ptr)));              \
-			(cap) = alloc_grow_n_;                              \
-		}                                                           \
+#define ALLOC_GROW(ptr, need, cap)                                  \
+	do {                                                        \
+		if ((need) > (cap)) {                               \
+			size_t alloc_grow_n_ = (cap) ? (cap)*2 : 8; \
+			if (alloc_grow_n_ < (need))                 \
+				alloc_grow_n_ = (need);             \
+			(ptr) = xreallocarray((ptr), alloc_grow_n_, \
+					      sizeof(*(ptr)));      \
+			(cap) = alloc_grow_n_;                      \
+		}                                                   \
 	} while (0)
 
 #endif

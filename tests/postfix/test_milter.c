@@ -62,8 +62,8 @@
 /* Per-connection state; only ever reached through smfi_getpriv(). */
 struct conn_state {
 	unsigned long conn_no;
-	unsigned long msgs;	 /* messages completed on this connection */
-	unsigned long headers;	 /* header fields seen in current message */
+	unsigned long msgs; /* messages completed on this connection */
+	unsigned long headers; /* header fields seen in current message */
 	unsigned long long body; /* body bytes seen in current message */
 	char helo[HELO_MAX];
 	char from[FROM_MAX]; /* From: of the current message, truncated */
@@ -340,10 +340,9 @@ static int parse_uint(const char *s, int base, unsigned long max,
 
 static void usage(void)
 {
-	fprintf(stderr,
-		"usage: test_milter -p unix:/path/to.sock [-P pidfile] "
-		"[-m umask] [-d eom_delay_ms] [-t io_timeout_s] [-v]\n"
-		"       [-A authserv-id -D domain [-D domain]...]\n");
+	fprintf(stderr, "usage: test_milter -p unix:/path/to.sock [-P pidfile] "
+			"[-m umask] [-d eom_delay_ms] [-t io_timeout_s] [-v]\n"
+			"       [-A authserv-id -D domain [-D domain]...]\n");
 }
 
 int main(int argc, char **argv)

@@ -35,8 +35,8 @@ static void test_numbers(void **state)
 	assert_false(mem_to_u64("12a", 3, 1000, &v));
 	assert_true(mem_to_u64("18446744073709551615", 20, UINT64_MAX, &v));
 	assert_false(mem_to_u64("18446744073709551616", 20, UINT64_MAX, &v));
-	assert_true(mem_to_i64("-9223372036854775808", 20, INT64_MIN,
-			       INT64_MAX, &i));
+	assert_true(mem_to_i64("-9223372036854775808", 20, INT64_MIN, INT64_MAX,
+			       &i));
 	assert_true(i == INT64_MIN);
 	assert_false(mem_to_i64("-5", 2, 0, 10, &i));
 	assert_true(mem_to_i64("+7", 2, 0, 10, &i));
