@@ -34,7 +34,7 @@ CTEST_ARGS="" run_suite build-ci -DCMAKE_BUILD_TYPE=RelWithDebInfo || rc=1
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export ASAN_OPTIONS UBSAN_OPTIONS
-CTEST_ARGS="-LE forgesim" run_suite build-asan -DCMAKE_BUILD_TYPE=Debug \
+CTEST_ARGS="-LE forgesim|slow" run_suite build-asan -DCMAKE_BUILD_TYPE=Debug \
 	-DPB_SANITIZE=ON || rc=1
 
 if [ $rc = 0 ]; then

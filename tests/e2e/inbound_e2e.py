@@ -1,0 +1,848 @@
+#!/usr/bin/python3
+"""End-to-end tests of the inbound half: list replies -> private Postfix
+(pfbed) -> DKIM/DMARC stand-in (test_milter) -> patchbridge-milter ->
+spool -> `patchbridge run` -> forgesim.
+
+usage: inbound_e2e.py SCENARIO --bin BUILD_DIR --work DIR
+
+Run under tests/forgesim/run-with-sim.sh, which exports PB_FORGESIM_URL.
+Scenarios (issue 4, "Must show" items 2 and 4):
+
+  replies   a 3-commit MR mailed as a series; replies over SMTP to our
+            Message-IDs; `run --once` applies them:
+            (a) a discussion per replied patch with the reviewer's text
+                and the footer naming the sender;
+            (b) inline comments on an added, a removed and a context line
+                become DiffNotes at the lines computed from the mailed
+                patch;
+            (c) a verified maintainer's Acked-by approves as that user;
+                the same from an unverified domain does not, and the
+                comment says why;
+            (d) a Nacked-by from that maintainer: the NAK label, an
+                unresolved discussion quoting the reason, the approval
+                withdrawn;
+            (e) a quoted Acked-by approves nobody; /approve and /merge in
+                a reply do not run.
+  outage    the forge refuses connections for PB_OUTAGE_SECONDS (default
+            300) while `run --foreground` runs; replies sent meanwhile are
+            accepted by the list and spooled, nothing is applied or
+            dead-lettered during the outage, and after the forge returns
+            every reply's action exists exactly once.
+
+Exit status: 0 pass, 1 fail, 77 skipped (not root, no Postfix, no
+libmilter build).
+"""
+
+import argparse
+import email
+import email.policy
+import email.utils
+import html
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PFBED = os.path.join(HERE, "..", "postfix", "pfbed")
+LIST = "patches@lists.example.test"
+AUTHSERV = "lists.example.test"
+NAK_LABEL = "Acks::NACKed"
+T0 = time.monotonic()
+
+
+def say(msg):
+    print("e2e: [%5.1fs] %s" % (time.monotonic() - T0, msg), flush=True)
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+# --- the simulator -------------------------------------------------------
+
+def sim(method, path, body=None, ok=(200, 201, 202), timeout=30):
+    url = os.environ["PB_FORGESIM_URL"] + path
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    if path.startswith("/api/"):
+        req.add_header("PRIVATE-TOKEN", "bridge-token")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            status, text = r.status, r.read()
+    except urllib.error.HTTPError as e:
+        status, text = e.code, e.read()
+    if status not in ok:
+        raise Fail("%s %s: %d %s" % (method, path, status, text[:300]))
+    return json.loads(text) if text else None
+
+
+def sim_up():
+    try:
+        sim("GET", "/_sim/health", timeout=3)
+        return True
+    except (OSError, Fail):
+        return False
+
+
+SEED = {
+    "users": [
+        {"username": "root", "name": "Administrator",
+         "email": "root@example.com", "admin": True},
+        {"username": "alice", "name": "Alice Author",
+         "email": "alice@example.com", "public_email": "alice@example.com"},
+        {"username": "mary", "name": "Mary Maintainer",
+         "email": "mary@kernel.example", "public_email": "mary@kernel.example"},
+        {"username": "rob", "name": "Rob Reviewer",
+         "email": "rob@review.example", "public_email": "rob@review.example"},
+        # A maintainer too, but his domain's mail does not verify.
+        {"username": "ned", "name": "Ned Maintainer",
+         "email": "ned@corp.example", "public_email": "ned@corp.example"},
+        # An administrator, so that its token may approve through Sudo.
+        {"username": "patchbridge", "name": "patchbridge",
+         "email": "bridge@example.org", "admin": True},
+    ],
+    "tokens": [{"token": "bridge-token", "user": "patchbridge",
+                "scopes": ["api", "sudo"]}],
+    "projects": [{
+        "path": "group/project", "default_branch": "main",
+        "members": {"alice": "developer", "mary": "maintainer",
+                    "rob": "developer", "ned": "maintainer",
+                    "patchbridge": "developer"},
+        "files": {
+            "README": "counter: counts things\n",
+            "src/counter.c": "#include \"counter.h\"\n\nint count(int n)\n"
+                             "{\n\treturn n + 1;\n}\n",
+            "src/counter.h": "int count(int n);\n",
+            "docs/counter.txt": "count(n) returns n + 1.\n",
+        },
+    }],
+}
+
+OWNERS = """\
+users:
+  - &mary
+    name: Mary Maintainer
+    email: mary@kernel.example
+    gluser: mary
+  - &ned
+    name: Ned Maintainer
+    email: ned@corp.example
+    gluser: ned
+  - &rob
+    name: Rob Reviewer
+    email: rob@review.example
+    gluser: rob
+subsystems:
+  - subsystem: Counter library
+    labels:
+      name: counter
+    maintainers:
+      - *mary
+      - *ned
+    reviewers:
+      - *rob
+    paths:
+      includes:
+        - src/
+"""
+
+AUTHOR = {"name": "Alice Author", "email": "alice@example.com"}
+
+
+def commit(subject, body, files):
+    return {"message": "%s\n\n%s\n\nSigned-off-by: Alice Author "
+            "<alice@example.com>\n" % (subject, body),
+            "author": AUTHOR, "files": files}
+
+
+# Patch 1 is the only one touching src/counter.c, and it shifts lines, so
+# that a context line has different old and new numbers.
+SERIES = [
+    commit("counter: count by a step", "Let callers choose the step.",
+           {"src/counter.c": "#include \"counter.h\"\n#include <limits.h>\n"
+            "\nint count(int n, int step)\n{\n\treturn n + step;\n}\n",
+            "src/counter.h": "int count(int n, int step);\n"}),
+    commit("counter: add a reset", "Callers want to start again.",
+           {"src/reset.c": "#include \"counter.h\"\n\nint reset(void)\n"
+            "{\n\treturn 0;\n}\n"}),
+    commit("docs: describe the step", "Keep the manual in line.",
+           {"docs/counter.txt": "count(n, step) returns n + step.\n"}),
+]
+
+
+# --- the list server and the bridge ----------------------------------------
+
+class Bed:
+    def __init__(self, args, name):
+        self.bin = os.path.abspath(args.bin)
+        self.work = os.path.join(os.path.abspath(args.work),
+                                 "inbound-" + name)
+        shutil.rmtree(self.work, ignore_errors=True)
+        os.makedirs(self.work)
+        os.chmod(self.work, 0o755)
+        self.pf = os.path.join(self.work, "list-server")
+        self.cfg = os.path.join(self.work, "patchbridge.conf")
+        self.log = os.path.join(self.work, "patchbridge.log")
+        self.procs = []
+        self.env = {}
+        self.pf_started = False
+
+    def exe(self, *parts):
+        return os.path.join(self.bin, *parts)
+
+    def pb(self, *argv, ok=(0,)):
+        with open(self.log, "a", encoding="utf-8") as log:
+            log.write("\n$ patchbridge %s\n" % " ".join(argv))
+            log.flush()
+            out = subprocess.run(
+                [self.exe("bridge", "patchbridge"), "-c", self.cfg] +
+                list(argv), stdout=subprocess.PIPE, stderr=log, text=True,
+                timeout=300)
+        if out.returncode not in ok:
+            raise Fail("patchbridge %s exited %d" % (" ".join(argv),
+                                                     out.returncode))
+        return out.stdout
+
+    def write(self, name, text, mode=0o644):
+        path = os.path.join(self.work, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(path, mode)
+        return path
+
+    def spawn(self, argv, logname):
+        log = open(os.path.join(self.work, logname), "a", encoding="utf-8")
+        p = subprocess.Popen(argv, stdout=log, stderr=log,
+                             start_new_session=True)
+        log.close()
+        self.procs.append(p)
+        return p
+
+    def wait_socket(self, path, what):
+        for _ in range(200):
+            if os.path.exists(path):
+                return
+            time.sleep(0.05)
+        raise Fail("%s did not create %s" % (what, path))
+
+    def stop(self):
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        if self.pf_started:
+            subprocess.run([PFBED, "stop", self.pf], capture_output=True,
+                           timeout=60)
+
+    def archive(self):
+        mails = []
+        d = self.env.get("ARCHIVE")
+        for sub in ("new", "cur"):
+            path = os.path.join(d, sub) if d else None
+            if not path or not os.path.isdir(path):
+                continue
+            for name in sorted(os.listdir(path)):
+                with open(os.path.join(path, name), "rb") as f:
+                    raw = f.read()
+                m = email.message_from_bytes(raw,
+                                             policy=email.policy.default)
+                m.raw = raw
+                mails.append(m)
+        mails.sort(key=lambda m: (m.get("Date", ""), m.get("Subject", "")))
+        return mails
+
+    def wait_mail(self, n, timeout=60):
+        out = subprocess.run([PFBED, "wait-mail", self.pf, str(n),
+                              str(timeout)], capture_output=True, text=True)
+        if out.returncode:
+            raise Fail("the list archive did not reach %d mails" % n)
+
+    def settle(self):
+        for _ in range(200):
+            out = subprocess.run(["postqueue", "-c", self.env["CONFIG"],
+                                  "-j"], capture_output=True, text=True)
+            if out.stdout.strip() == "":
+                return
+            time.sleep(0.1)
+
+    def send(self, raw, sender):
+        path = self.write("outgoing.eml", raw)
+        out = subprocess.run([PFBED, "send", self.pf, path, "--from",
+                              sender, "--to", LIST], capture_output=True,
+                             text=True, timeout=60)
+        if out.returncode:
+            raise Fail("SMTP submission failed: %s %s" %
+                       (out.stdout, out.stderr[-500:]))
+
+    def log_tail(self, n=6000):
+        text = ""
+        for name in ("patchbridge.log", "daemon.log", "milter.log"):
+            path = os.path.join(self.work, name)
+            if os.path.exists(path):
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    text += "--- %s ---\n%s\n" % (name, f.read()[-n:])
+        return text
+
+
+def free_port():
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
+
+
+def write_config(bed, msock, inbound_extra=""):
+    owners = bed.write("owners.yaml", OWNERS)
+    token = bed.write("gitlab-token", "bridge-token\n", 0o600)
+    os.makedirs(os.path.join(bed.work, "state"), exist_ok=True)
+    os.makedirs(os.path.join(bed.work, "spool"), exist_ok=True)
+    bed.write("patchbridge.conf", """\
+[bridge]
+name = patchbridge
+address = bridge@example.org
+domain = bridge.example.org
+list_address = {list}
+[forge]
+url = {url}
+token_file = {token}
+bot_username = patchbridge
+max_retries = 2
+retry_max = 2s
+[smtp]
+url = smtp://127.0.0.1:{port}
+timeout = 20s
+[milter]
+socket = unix:{sock}
+trusted_authserv_id = {authserv}
+[state]
+path = {work}/state/state.db
+[spool]
+dir = {work}/spool
+[log]
+level = info
+[outbound]
+poll_interval = 1h
+threading = shallow
+[inbound]
+owners_file = {owners}
+approval_policy = owners
+nak_label = {nak}
+{extra}
+[project "group/project"]
+""".format(list=LIST, url=os.environ["PB_FORGESIM_URL"], token=token,
+           port=bed.env["PORT"], sock=msock, authserv=AUTHSERV,
+           work=bed.work, owners=owners, nak=NAK_LABEL,
+           extra=inbound_extra))
+
+
+def start(bed, inbound_extra=""):
+    """The milters, the list server; the MR mailed as a series."""
+    sim("POST", "/_sim/reset", {"seed": SEED})
+    sockdir = os.path.join(bed.work, "sockets")
+    os.makedirs(sockdir, exist_ok=True)
+    shutil.chown(sockdir, group="postfix")
+    os.chmod(sockdir, 0o2750)
+    vsock = os.path.join(sockdir, "verifier.sock")
+    msock = os.path.join(sockdir, "patchbridge.sock")
+    bed.env["PORT"] = str(free_port())
+    write_config(bed, msock, inbound_extra)
+    bed.pb("check-config")
+    # The DKIM/DMARC stand-in: kernel.example and review.example verify,
+    # corp.example does not.
+    bed.spawn([bed.exe("tests", "postfix", "test_milter"), "-p",
+               "unix:" + vsock, "-A", AUTHSERV, "-D", "kernel.example",
+               "-D", "review.example"], "verifier.log")
+    bed.wait_socket(vsock, "the DKIM stand-in")
+    bed.spawn([bed.exe("milter", "patchbridge-milter"), "-c", bed.cfg,
+               "-f"], "milter.log")
+    bed.wait_socket(msock, "patchbridge-milter")
+    out = subprocess.run([PFBED, "start", bed.pf, "--port", bed.env["PORT"],
+                          "--milter", "unix:%s, unix:%s" % (vsock, msock),
+                          "--set", "default_transport = discard:"],
+                         capture_output=True, text=True, timeout=60)
+    check(out.returncode == 0, "pfbed start: " + out.stderr[-800:])
+    bed.pf_started = True
+    env = subprocess.run([PFBED, "env", bed.pf], capture_output=True,
+                         text=True, check=True).stdout
+    for line in env.splitlines():
+        k, _, v = line.partition("=")
+        bed.env[k] = v.strip("'\"")
+
+    made = sim("POST", "/_sim/projects/1/commits",
+               {"branch": "step", "start": "main", "commits": SERIES})
+    sim("POST", "/_sim/projects/1/merge_requests",
+        {"source_branch": "step", "target_branch": "main",
+         "title": "counter: count by a step",
+         "description": "Callers want to count by more than one.",
+         "author": "alice", "reviewers": ["mary", "rob"]})
+    say(bed.pb("send", "group/project!1").strip())
+    bed.wait_mail(4)
+    bed.settle()
+    series = [m for m in bed.archive() if "PATCH" in m["Subject"]]
+    check(len(series) == 4, "expected a cover letter and 3 patches, got %d"
+          % len(series))
+    patches = {}
+    for m in series:
+        k = re.search(r" (\d)/3\]", m["Subject"])
+        check(k, "unexpected subject %s" % m["Subject"])
+        patches[int(k.group(1))] = m
+    say("series in the archive: %s" %
+        ", ".join(patches[k]["Subject"] for k in sorted(patches)))
+    return patches, made
+
+
+# --- mail -----------------------------------------------------------------
+
+SEQ = [0]
+
+
+def reply(parent, frm, body):
+    """A plain-text reply to a mail of the archive, as mutt would make it."""
+    subject = parent["Subject"]
+    if not subject.lower().startswith("re:"):
+        subject = "Re: " + subject
+    refs = (parent.get("References", "") + " " +
+            parent["Message-ID"]).strip()
+    SEQ[0] += 1
+    mid = "e2e.%d.%d.%d@mail.example" % (os.getpid(), SEQ[0],
+                                          time.monotonic_ns())
+    raw = ("From: {frm}\nTo: {lst}\nSubject: {subj}\n"
+           "Date: {date}\nMessage-ID: <{mid}>\n"
+           "In-Reply-To: {irt}\nReferences: {refs}\n"
+           "MIME-Version: 1.0\nContent-Type: text/plain; charset=utf-8\n"
+           "\n{body}").format(
+               frm=frm, lst=LIST, subj=subject,
+               date=email.utils.formatdate(localtime=False), mid=mid,
+               irt=parent["Message-ID"], refs=refs, body=body)
+    return raw, mid
+
+
+def quote(text):
+    return "".join("> " + line + "\n" if line else ">\n"
+                   for line in text.splitlines())
+
+
+def patch_body(msg):
+    return msg.get_body(preferencelist=("plain",)).get_content()
+
+
+def file_diff(msg, path):
+    """The mailed diff of PATH: its lines, and for each diff line
+    (kind, old_line, new_line) computed from the hunk headers."""
+    lines = patch_body(msg).splitlines()
+    start = next(i for i, l in enumerate(lines)
+                 if l == "diff --git a/%s b/%s" % (path, path))
+    end = next((i for i in range(start + 1, len(lines))
+                if lines[i].startswith("diff --git ") or lines[i] == "-- "),
+               len(lines))
+    part = lines[start:end]
+    numbers = []
+    old = new = None
+    for l in part:
+        h = re.match(r"@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@", l)
+        if h:
+            old, new = int(h.group(1)), int(h.group(2))
+            numbers.append(("hunk", None, None))
+        elif old is None:
+            numbers.append(("header", None, None))
+        elif l.startswith("+"):
+            numbers.append(("added", None, new))
+            new += 1
+        elif l.startswith("-"):
+            numbers.append(("removed", old, None))
+            old += 1
+        else:
+            numbers.append(("context", old, new))
+            old += 1
+            new += 1
+    return part, numbers
+
+
+# --- the forge's state ------------------------------------------------------
+
+def the_mr():
+    state = sim("GET", "/_sim/state")
+    proj = next(p for p in state["projects"] if p["id"] == 1)
+    return next(m for m in proj["merge_requests"] if m["iid"] == 1)
+
+
+def user_notes(mr):
+    """(discussion, note, body unescaped) of every non-system note."""
+    out = []
+    for d in mr["discussions"]:
+        for n in d["notes"]:
+            if not n.get("system"):
+                out.append((d, n, html.unescape(n["body"])))
+    return out
+
+
+def approvers(mr):
+    return sorted(a["user"] for a in mr["approvals"])
+
+
+def notes_with(mr, text):
+    return [(d, n, b) for d, n, b in user_notes(mr) if text in b]
+
+
+def one_note(mr, text, what):
+    found = notes_with(mr, text)
+    check(len(found) == 1, "%s: %d notes carry %r (want 1)" %
+          (what, len(found), text))
+    return found[0]
+
+
+def footer_ok(body, name, k, verified):
+    pat = r"\u2014 %s.* via email, on v1 %d/3 \((DKIM|DMARC) verified\)" % (
+        re.escape(name), k) if verified else \
+        r"\u2014 %s.* via email, on v1 %d/3 \(not verified" % (
+            re.escape(name), k)
+    return re.search(pat, body) is not None
+
+
+# --- scenario: replies --------------------------------------------------------
+
+MARY = "Mary Maintainer <mary@kernel.example>"
+ROB = "Rob Reviewer <rob@review.example>"
+NED = "Ned Maintainer <ned@corp.example>"
+
+
+def inline_review(patch):
+    """Rob's inline review of patch 1's src/counter.c: a comment after a
+    removed, a context and an added line.  Returns the body and, per
+    comment, its text and the expected (old_line, new_line)."""
+    part, nums = file_diff(patch, "src/counter.c")
+
+    def at(kind, text):
+        return next(i for i, l in enumerate(part)
+                    if nums[i][0] == kind and l[1:] == text)
+
+    removed = at("removed", "int count(int n)")
+    context = at("context", "{")
+    added = at("added", "\treturn n + step;")
+    check(removed < context < added, "unexpected diff layout:\n" +
+          "\n".join(part))
+    texts = ["INLINE-REMOVED: the old one-argument signature had callers "
+             "in tree.",
+             "INLINE-CONTEXT: the brace stays; fine.",
+             "INLINE-ADDED: step may overflow n here."]
+    body = "Comments inline.\n\n"
+    prev = 0
+    for cut, text in zip((removed, context, added), texts):
+        body += quote("\n".join(part[prev:cut + 1])) + "\n" + text + "\n\n"
+        prev = cut + 1
+    body += "Thanks.\n"
+    expect = [(texts[0], nums[removed][1:]), (texts[1], nums[context][1:]),
+              (texts[2], nums[added][1:])]
+    for text, (o, n) in expect:
+        say("expect %s at src/counter.c old_line=%s new_line=%s" %
+            (text.split(":")[0], o, n))
+    return body, expect
+
+
+def check_diffnotes(mr, expect, head_sha):
+    for text, (old, new) in expect:
+        d, n, b = one_note(mr, text, "inline comment")
+        pos = n.get("position")
+        check(pos, "%s is not a DiffNote: %s" % (text, b[:200]))
+        check(pos.get("new_path") == "src/counter.c",
+              "%s on %s" % (text, pos.get("new_path")))
+        check((pos.get("old_line"), pos.get("new_line")) == (old, new),
+              "%s at old_line=%s new_line=%s, expected %s/%s" %
+              (text, pos.get("old_line"), pos.get("new_line"), old, new))
+        check(pos.get("head_sha") == head_sha,
+              "%s not on the mailed version (head %s, want %s)" %
+              (text, pos.get("head_sha"), head_sha))
+
+
+def scenario_replies(bed):
+    patches, made = start(bed)
+    head = made["head"] if "head" in made else made["shas"][-1]
+
+    say("round 1: comments, inline review, acks, a quoted ack, quick "
+        "actions")
+    sent = 4
+    # (a) one reply per patch, plus (b) inline on patch 1.
+    inline, expect = inline_review(patches[1])
+    raw, _ = reply(patches[1], ROB, inline)
+    bed.send(raw, "rob@review.example")
+    # (c) a verified maintainer acks patch 2.
+    raw, _ = reply(patches[2], MARY,
+                   quote("\n".join(patch_body(patches[2]).splitlines()[:6]))
+                   + "\nACK-TEXT-MARY: reset is obviously right.\n\n"
+                   "Acked-by: " + MARY + "\n")
+    bed.send(raw, "mary@kernel.example")
+    # (c) the same from a maintainer whose domain does not verify.
+    raw, _ = reply(patches[2], NED, "ACK-TEXT-NED: reset is obviously "
+                   "right.\n\nAcked-by: " + NED + "\n")
+    bed.send(raw, "ned@corp.example")
+    # (e) a quoted Acked-by and quick actions, from a verified reviewer.
+    raw, _ = reply(patches[3], ROB,
+                   "> Acked-by: " + ROB + "\n>\n"
+                   "QUOTED-ACK-TEXT: I would ack this once the manual "
+                   "names the header.\n/approve\n/merge\n")
+    bed.send(raw, "rob@review.example")
+    sent += 4
+    bed.wait_mail(sent)
+    bed.settle()
+    for m in bed.archive():
+        if m["Subject"].startswith("Re:"):
+            say("archive: %-45s X-Patchbridge: %s" %
+                (m["Subject"][:45], m.get("X-Patchbridge", "-")))
+            check(m.get("X-Patchbridge"), "a reply was not read by the "
+                  "milter: %s" % m["Subject"])
+
+    bed.pb("run", "--once", ok=(0,))
+    mr = the_mr()
+    for d, n, b in user_notes(mr):
+        pos = n.get("position") or {}
+        say("note by %s%s: %s" % (
+            n["author"], " at %s old=%s new=%s" % (
+                pos.get("new_path"), pos.get("old_line"),
+                pos.get("new_line")) if pos else "",
+            " | ".join(l for l in b.splitlines()
+                       if l.strip() and not l.startswith("<!--"))[:160]))
+    say("approved by: %s; labels: %s; state: %s" %
+        (approvers(mr), mr["labels"], mr["state"]))
+
+    # (a) a discussion per replied patch with the text and the footer.
+    for k, text, name, verified in (
+            (1, "Comments inline.", "Rob Reviewer", True),
+            (2, "ACK-TEXT-MARY", "Mary Maintainer", True),
+            (2, "ACK-TEXT-NED", "Ned Maintainer", False),
+            (3, "QUOTED-ACK-TEXT", "Rob Reviewer", True)):
+        d, n, b = one_note(mr, text, "the comment on patch %d" % k)
+        check(footer_ok(b, name, k, verified),
+              "patch %d: no footer for %s (%s) in:\n%s" %
+              (k, name, "verified" if verified else "unverified", b))
+        check(n["author"] == "patchbridge",
+              "the comment is posted as %s" % n["author"])
+    say("(a) ok: a discussion per replied patch, with text and footer")
+
+    # (b) DiffNotes at the exact lines of the mailed version.
+    check_diffnotes(mr, expect, head)
+    say("(b) ok: DiffNotes on the removed, context and added lines")
+
+    # (c) Mary approved; Ned did not, and his comment says why.
+    apr = approvers(mr)
+    check("mary" in apr, "Mary's verified Acked-by did not approve")
+    check("ned" not in apr, "Ned's unverified Acked-by approved")
+    _, _, b = one_note(mr, "ACK-TEXT-NED", "Ned's comment")
+    check("not honoured" in b and "not verified" in b,
+          "Ned's comment does not say why the ack was not honoured:\n" + b)
+    say("(c) ok: verified ack approved as mary; unverified one refused "
+        "with the reason")
+
+    # (e) a quoted ack approves nobody; /approve and /merge did not run.
+    check(apr == ["mary"], "approvals after round 1: %s (want mary only)"
+          % apr)
+    check(mr["state"] == "opened", "the MR is %s: /merge ran" % mr["state"])
+    _, _, b = one_note(mr, "QUOTED-ACK-TEXT", "Rob's quick actions")
+    check(not re.search(r"^/(approve|merge)", b, re.M),
+          "a quick action line survived unescaped:\n" + b)
+    check("approve" in b and "merge" in b,
+          "the /approve and /merge lines were dropped from the comment")
+    say("(e) ok: quoted ack and /approve, /merge did nothing")
+
+    say("round 2: Mary NAKs patch 2")
+    raw, _ = reply(patches[2], MARY,
+                   "NAK-REASON: the step must be unsigned; a negative step "
+                   "is a caller bug.\n\nNacked-by: " + MARY + "\n")
+    bed.send(raw, "mary@kernel.example")
+    sent += 1
+    bed.wait_mail(sent)
+    bed.settle()
+    bed.pb("run", "--once", ok=(0,))
+    mr = the_mr()
+    say("approved by: %s; labels: %s" % (approvers(mr), mr["labels"]))
+    check(NAK_LABEL in mr["labels"], "no %s label: %s" %
+          (NAK_LABEL, mr["labels"]))
+    naks = notes_with(mr, "the step must be unsigned")
+    check(naks, "no discussion quotes the NAK's reason")
+    # Resolvable (a thread, not an individual note) and not resolved.
+    check(any(n.get("type") in ("DiscussionNote", "DiffNote") and
+              not d.get("individual_note") and not n.get("resolved")
+              for d, n, b in naks),
+          "the NAK's discussion is not an unresolved thread: %s" %
+          [(n.get("type"), d.get("individual_note"), n.get("resolved"))
+           for d, n, b in naks])
+    check("mary" not in approvers(mr), "Mary's approval was not withdrawn")
+    check(mr["state"] == "opened", "the MR is %s" % mr["state"])
+    say("(d) ok: label, unresolved discussion, approval withdrawn")
+
+    # Applied once: another run changes nothing.
+    count = len(user_notes(mr))
+    bed.pb("run", "--once", ok=(0,))
+    check(len(user_notes(the_mr())) == count, "a second run posted again")
+    status = bed.pb("status")
+    check(re.search(r"inbound replies: 5 applied", status),
+          "status: " + status)
+
+
+# --- scenario: outage -----------------------------------------------------------
+
+DEAD = re.compile(r"^\s+<[^>]*> dead\b", re.M)
+
+
+def applied_count(status):
+    m = re.search(r"inbound replies: (\d+) applied", status)
+    check(m, "status has no inbound line:\n" + status)
+    return int(m.group(1))
+
+
+def scenario_outage(bed):
+    outage = int(os.environ.get("PB_OUTAGE_SECONDS", "300"))
+    check(0 < outage <= 300, "PB_OUTAGE_SECONDS must be in 1..300")
+    patches, made = start(bed, "retry_base = 5s\nretry_max = 30s\n"
+                          "max_attempts = 200\n")
+    head = made["head"] if "head" in made else made["shas"][-1]
+    daemon = bed.spawn([bed.exe("bridge", "patchbridge"), "-c", bed.cfg,
+                        "run", "--foreground"], "daemon.log")
+    time.sleep(2)
+    check(daemon.poll() is None, "the daemon exited %s" % daemon.poll())
+
+    say("the forge refuses connections for %d s" % outage)
+    sim("POST", "/_sim/faults/refuse", {"seconds": outage})
+    t_down = time.monotonic()
+    check(not sim_up(), "the forge still answers")
+
+    inline, expect = inline_review(patches[1])
+    mails = [
+        (reply(patches[1], ROB, inline)[0], "rob@review.example"),
+        (reply(patches[2], MARY, "OUTAGE-ACK: fine by me.\n\nAcked-by: " +
+               MARY + "\n")[0], "mary@kernel.example"),
+        (reply(patches[3], ROB, "OUTAGE-COMMENT: the manual reads "
+               "well.\n")[0], "rob@review.example"),
+        (reply(patches[2], NED, "OUTAGE-NED: me too.\n\nAcked-by: " + NED +
+               "\n")[0], "ned@corp.example"),
+    ]
+    for raw, sender in mails:
+        bed.send(raw, sender)
+    bed.wait_mail(4 + len(mails))
+    bed.settle()
+    took = time.monotonic() - t_down
+    say("%d replies accepted by the list during the outage (%.1f s)" %
+        (len(mails), took))
+    check(took < outage - 2, "the list was slow to accept mail (%.1f s)"
+          % took)
+    spooled = [m for m in bed.archive() if m["Subject"].startswith("Re:")]
+    check(all(m.get("X-Patchbridge") for m in spooled),
+          "a reply has no X-Patchbridge header")
+
+    # During the outage: nothing applied, nothing dead, retries counted.
+    last = ""
+    while time.monotonic() - t_down < outage - 3:
+        last = bed.pb("status")
+        check(applied_count(last) == 0, "applied during the outage:\n" +
+              last)
+        check(not DEAD.search(last), "dead letter during the outage:\n" +
+              last)
+        check(daemon.poll() is None, "the daemon exited %s" %
+              daemon.poll())
+        time.sleep(min(10, max(0.5, outage - 3 -
+                                  (time.monotonic() - t_down))))
+    waiting = re.findall(r"^\s+<[^>]*> (\w+).*?(\d+) attempt", last, re.M)
+    say("at the end of the outage: %s" % waiting)
+    check(len(waiting) == len(mails), "status lists %d replies waiting, "
+          "want %d:\n%s" % (len(waiting), len(mails), last))
+    check(not os.listdir(os.path.join(bed.work, "spool", "dead"))
+          if os.path.isdir(os.path.join(bed.work, "spool", "dead"))
+          else True, "a spool record went to dead/")
+
+    while not sim_up():
+        check(time.monotonic() - t_down < outage + 30,
+              "the forge did not come back")
+        time.sleep(0.5)
+    t_up = time.monotonic()
+    say("the forge is back after %.0f s" % (t_up - t_down))
+
+    texts = ["Comments inline.", "OUTAGE-ACK", "OUTAGE-COMMENT",
+             "OUTAGE-NED"] + [t for t, _ in expect]
+    while True:
+        mr = the_mr()
+        have = {t: len(notes_with(mr, t)) for t in texts}
+        if all(have.values()) and "mary" in approvers(mr):
+            break
+        check(time.monotonic() - t_up < 120,
+              "not all applied 120 s after the forge returned: %s, "
+              "approvals %s" % (have, approvers(mr)))
+        time.sleep(1)
+    say("all replies applied %.0f s after the forge returned" %
+        (time.monotonic() - t_up))
+    time.sleep(6)  # one more scan: nothing may be posted twice
+    mr = the_mr()
+    for t in texts:
+        one_note(mr, t, "after the outage")
+    check_diffnotes(mr, expect, head)
+    check(approvers(mr) == ["mary"], "approvals: %s" % approvers(mr))
+    status = bed.pb("status")
+    check(applied_count(status) == len(mails), "status:\n" + status)
+    check(not DEAD.search(status), "dead letters:\n" + status)
+    say("exactly once; status: %s" %
+        re.search(r"inbound replies:.*", status).group(0))
+
+    daemon.send_signal(signal.SIGTERM)
+    try:
+        rc = daemon.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        raise Fail("the daemon did not stop on SIGTERM")
+    check(rc == 0, "the daemon exited %d on SIGTERM" % rc)
+
+
+SCENARIOS = {"replies": scenario_replies, "outage": scenario_outage}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("scenario", choices=sorted(SCENARIOS))
+    ap.add_argument("--bin", required=True, help="the build directory")
+    ap.add_argument("--work", required=True)
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        print("e2e: SKIP: needs root (private Postfix)")
+        return 77
+    if not shutil.which("postfix", path="/usr/sbin:/usr/bin") or \
+            not os.path.exists("/usr/sbin/sendmail"):
+        print("e2e: SKIP: postfix is not installed")
+        return 77
+    for exe in (("milter", "patchbridge-milter"),
+                ("tests", "postfix", "test_milter")):
+        if not os.access(os.path.join(args.bin, *exe), os.X_OK):
+            print("e2e: SKIP: %s is not built (libmilter)" % "/".join(exe))
+            return 77
+    if "PB_FORGESIM_URL" not in os.environ:
+        print("e2e: run me under tests/forgesim/run-with-sim.sh")
+        return 1
+    bed = Bed(args, args.scenario)
+    try:
+        SCENARIOS[args.scenario](bed)
+    except (Fail, subprocess.TimeoutExpired, StopIteration) as e:
+        say("FAIL: %s" % (e or type(e).__name__))
+        print(bed.log_tail())
+        return 1
+    finally:
+        bed.stop()
+    say("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
