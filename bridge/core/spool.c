@@ -196,6 +196,8 @@ static int area_access(enum spool_area area, unsigned flags)
 
 	if (flags & SPOOL_READER)
 		need = R_OK | W_OK | X_OK;
+	if ((flags & SPOOL_INSPECT) && area != SPOOL_TMP)
+		need |= R_OK | X_OK;
 	if (flags & SPOOL_WRITER) {
 		if (area == SPOOL_TMP)
 			need |= W_OK | X_OK;
@@ -205,13 +207,21 @@ static int area_access(enum spool_area area, unsigned flags)
 	return need;
 }
 
+/* An inspecting handle creates nothing (see spool.h). */
+static int inspect_only(unsigned flags)
+{
+	return flags == SPOOL_INSPECT;
+}
+
 /* Create (when missing), open and check the subdirectory area of top. */
 static int open_area(struct spool *sp, int top, enum spool_area area,
 		     const char *shown, int *created)
 {
-	int need = area_access(area, sp->flags), rc;
+	int need = area_access(area, sp->flags), rc = 0;
 
-	rc = make_dir(created, top, area_names[area], shown);
+	*created = 0;
+	if (!inspect_only(sp->flags))
+		rc = make_dir(created, top, area_names[area], shown);
 	if (rc || !need)
 		return rc; /* a writer has no business in cur/, done/, dead/ */
 	sp->fd[area] = openat(top, area_names[area],
@@ -236,7 +246,7 @@ int spool_open(struct spool **out, const char *dir, unsigned flags)
 
 	*out = NULL;
 	if (!dir || !*dir || !flags ||
-	    (flags & ~(unsigned)(SPOOL_WRITER | SPOOL_READER)))
+	    (flags & ~(unsigned)(SPOOL_WRITER | SPOOL_READER | SPOOL_INSPECT)))
 		return err_set(PB_EINVAL, "spool_open: bad arguments");
 	sp = xcalloc(1, sizeof(*sp));
 	sp->dir = xstrdup(dir);
@@ -247,7 +257,8 @@ int spool_open(struct spool **out, const char *dir, unsigned flags)
 	for (i = 0; i < SPOOL_AREA_COUNT; i++)
 		sp->fd[i] = -1;
 
-	rc = make_dir(&created, AT_FDCWD, dir, dir);
+	if (!inspect_only(flags))
+		rc = make_dir(&created, AT_FDCWD, dir, dir);
 	if (rc)
 		goto out;
 	top = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -1274,28 +1285,50 @@ static void strip_angles(const char **p, size_t *len)
 	}
 }
 
-/* True when area/name is a record with that Message-ID. */
-static int header_matches(struct spool *sp, enum spool_area area,
-			  const char *name, const char *want, size_t want_len)
+/*
+ * Read the header block of area/name into rec (initialised, empty):
+ * 0, PB_ENOTFOUND when it moved on meanwhile or cannot be opened, or
+ * PB_EINVAL when it does not parse.
+ */
+static int load_header(struct spool_record *rec, struct spool *sp,
+		       enum spool_area area, const char *name)
 {
 	char head[SPOOL_HEADER_MAX];
-	struct spool_record rec;
-	size_t hdr_len, size, id_len;
-	const char *id;
+	size_t hdr_len, size;
 	ssize_t n;
-	int fd, match = 0;
+	int fd, rc;
 
 	fd = openat(sp->fd[area], name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return 0; /* moved on meanwhile, or not a file */
+		return err_set(PB_ENOTFOUND, "spool: open %s/%s",
+			       area_names[area], name);
 	do
 		n = pread(fd, head, sizeof(head), 0);
 	while (n < 0 && errno == EINTR);
 	close(fd);
 	if (n <= 0)
-		return 0;
+		return err_set(PB_EINVAL, "spool: %s/%s: no header",
+			       area_names[area], name);
+	rc = parse_header(rec, &hdr_len, &size, head, (size_t)n);
+	if (rc) {
+		spool_record_release(rec);
+		return rc;
+	}
+	snprintf(rec->name, sizeof(rec->name), "%s", name);
+	return 0;
+}
+
+/* True when area/name is a record with that Message-ID. */
+static int header_matches(struct spool *sp, enum spool_area area,
+			  const char *name, const char *want, size_t want_len)
+{
+	struct spool_record rec;
+	size_t id_len;
+	const char *id;
+	int match = 0;
+
 	spool_record_init(&rec);
-	if (parse_header(&rec, &hdr_len, &size, head, (size_t)n) == 0) {
+	if (load_header(&rec, sp, area, name) == 0) {
 		id = rec.message_id;
 		id_len = strlen(id);
 		strip_angles(&id, &id_len);
@@ -1345,5 +1378,32 @@ int spool_find(struct spool_entry_list *out, struct spool *sp,
 	if (!rc && !found)
 		rc = err_set(PB_ENOTFOUND,
 			     "spool: no record of that Message-ID");
+	return rc;
+}
+
+int spool_each_header(struct spool *sp, enum spool_area area,
+		      int (*fn)(const char *name,
+				const struct spool_record *hdr, void *arg),
+		      void *arg)
+{
+	struct strlist names = STRLIST_INIT;
+	struct spool_record rec;
+	size_t i;
+	int rc;
+
+	BUG_ON(area == SPOOL_TMP);
+	spool_record_init(&rec);
+	rc = list_area(&names, sp, area, 0);
+	for (i = 0; !rc && i < names.nr; i++) {
+		rc = load_header(&rec, sp, area, names.items[i]);
+		if (rc == PB_ENOTFOUND) {
+			rc = 0; /* claimed, filed or pruned meanwhile */
+			continue;
+		}
+		rc = fn(names.items[i], rc ? NULL : &rec, arg);
+		spool_record_release(&rec);
+	}
+	spool_record_release(&rec);
+	strlist_release(&names);
 	return rc;
 }

@@ -98,6 +98,14 @@
  * function (claim, read, done, dead, release, recover, prune) or
  * spool_put() on a handle without that role is a bug (BUG()).
  *
+ * A third role, SPOOL_INSPECT, is for `patchbridge status` and `why`,
+ * which an operator runs next to the live programs: it looks and changes
+ * nothing.  Alone, it creates no directory (a missing one is
+ * PB_ENOTFOUND) and needs only read and search (r-x) access on new/,
+ * cur/, done/ and dead/, e.g. through the group of the layout above.
+ * spool_count(), spool_find(), spool_load(), spool_dead_reason() and
+ * spool_each_header() work on such a handle.
+ *
  * Limits (DESIGN.md rule 8): a raw message longer than the max message
  * size is PB_ELIMIT; when new/ already holds max_records records,
  * spool_put() logs it and returns PB_ELIMIT, so the milter tempfails
@@ -166,6 +174,7 @@ struct spool;
 enum spool_flags {
 	SPOOL_WRITER = 1 << 0, /* the milter: spool_put() */
 	SPOOL_READER = 1 << 1, /* the daemon: claim, read, done, ... */
+	SPOOL_INSPECT = 1 << 2, /* status, why: look, change nothing */
 };
 
 enum spool_area {
@@ -320,6 +329,19 @@ int spool_find(struct spool_entry_list *out, struct spool *sp,
  */
 int spool_load(struct spool_record *out, struct spool *sp, enum spool_area area,
 	       const char *name);
+
+/*
+ * Call fn for every record of area (not SPOOL_TMP), oldest first, with
+ * its header: hdr has every field but the message (left empty; only the
+ * header block is read), or is NULL when the header does not parse.
+ * Records that move away during the walk are skipped.  fn returns 0 to
+ * go on; anything else stops the walk and is returned.  Reads one header
+ * per record: for `patchbridge status`, not for hot paths.
+ */
+int spool_each_header(struct spool *sp, enum spool_area area,
+		      int (*fn)(const char *name,
+				const struct spool_record *hdr, void *arg),
+		      void *arg);
 
 /* The text of dead/NAME.reason, appended to out. */
 int spool_dead_reason(struct buf *out, struct spool *sp, const char *name);

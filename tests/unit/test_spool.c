@@ -1084,6 +1084,132 @@ static void test_kill9(void **state)
 	spool_free(sp);
 }
 
+/* status and why: an inspecting handle looks and changes nothing. */
+struct walk {
+	int records, unreadable, in_project;
+};
+
+static int walk_one(const char *name, const struct spool_record *hdr, void *arg)
+{
+	struct walk *w = arg;
+
+	assert_true(spool_name_valid(name));
+	w->records++;
+	if (!hdr) {
+		w->unreadable++;
+		return 0;
+	}
+	assert_string_equal(hdr->name, name);
+	assert_int_equal(hdr->message.len, 0);
+	if (!strcmp(hdr->project, plain_meta.project) && hdr->iid == 12)
+		w->in_project++;
+	return 0;
+}
+
+static int stop_at_first(const char *name, const struct spool_record *hdr,
+			 void *arg)
+{
+	(void)name;
+	(void)hdr;
+	(*(int *)arg)++;
+	return 7;
+}
+
+static int inspect_read_only(void)
+{
+	struct spool_entry_list found = { 0 };
+	struct walk w = { 0 };
+	struct spool *sp;
+	size_t n;
+
+	if (spool_open(&sp, spdir, SPOOL_INSPECT))
+		return 1;
+	if (spool_count(&n, sp, SPOOL_DONE) || n != 1 ||
+	    spool_find(&found, sp, plain_meta.message_id) || found.nr != 3 ||
+	    spool_each_header(sp, SPOOL_NEW, walk_one, &w) || w.records != 1)
+		return 2;
+	spool_entry_list_release(&found);
+	spool_free(sp);
+	/* A reader needs write access, which this user lacks (when the
+	 * test runs as root and this is another user). */
+	if (!access(spdir, W_OK))
+		return 0;
+	return spool_open(&sp, spdir, SPOOL_READER) == PB_EPERM ? 0 : 3;
+}
+
+static void test_inspect(void **state)
+{
+	struct spool_meta other = plain_meta;
+	struct spool_entry_list found = { 0 };
+	struct buf reason = BUF_INIT(4096);
+	struct spool *sp = NULL, *rw;
+	struct walk w = { 0 };
+	char name[SPOOL_NAME_MAX + 1], path[800];
+	struct stat st;
+	int calls = 0;
+	size_t n;
+
+	/* A missing spool is not created. */
+	assert_int_equal(spool_open(&sp, spdir, SPOOL_INSPECT), PB_ENOTFOUND);
+	assert_null(sp);
+	assert_int_equal(stat(spdir, &st), -1);
+
+	rw = open_rw();
+	other.project = "group/other";
+	other.message_id = "other@example.org";
+	assert_int_equal(spool_put(NULL, 0, rw, &plain_meta, "a", 1), 0);
+	assert_int_equal(spool_put(NULL, 0, rw, &other, "b", 1), 0);
+	assert_int_equal(spool_put(NULL, 0, rw, &plain_meta, "c", 1), 0);
+	assert_int_equal(spool_put(NULL, 0, rw, &plain_meta, "d", 1), 0);
+	/* One in cur/, one in done/, one in dead/ with its reason. */
+	assert_int_equal(spool_claim_next(name, sizeof(name), rw), 0);
+	assert_int_equal(spool_claim_next(name, sizeof(name), rw), 0);
+	assert_int_equal(spool_claim_next(name, sizeof(name), rw), 0);
+	assert_int_equal(spool_done(rw, name), 0);
+	assert_int_equal(spool_claim_next(name, sizeof(name), rw), 0);
+	assert_int_equal(spool_dead(rw, name, "the forge said 403"), 0);
+	write_file("new", "0000000000000001.q.1.1", "garbage", 7);
+
+	assert_int_equal(spool_open(&sp, spdir, SPOOL_INSPECT), 0);
+	assert_int_equal(spool_count(&n, sp, SPOOL_NEW), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(spool_count(&n, sp, SPOOL_CUR), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(spool_count(&n, sp, SPOOL_TMP), PB_EPERM);
+	assert_int_equal(spool_each_header(sp, SPOOL_CUR, walk_one, &w), 0);
+	assert_int_equal(w.records, 2);
+	assert_int_equal(w.in_project, 1);
+	assert_int_equal(w.unreadable, 0);
+	memset(&w, 0, sizeof(w));
+	assert_int_equal(spool_each_header(sp, SPOOL_NEW, walk_one, &w), 0);
+	assert_int_equal(w.records, 1);
+	assert_int_equal(w.unreadable, 1);
+	assert_int_equal(
+		spool_each_header(sp, SPOOL_CUR, stop_at_first, &calls), 7);
+	assert_int_equal(calls, 1);
+	assert_int_equal(spool_find(&found, sp, "<20241203.1234@example.org>"),
+			 0);
+	assert_int_equal(found.nr, 3);
+	assert_int_equal(found.items[2].area, SPOOL_DEAD);
+	assert_int_equal(spool_dead_reason(&reason, sp, found.items[2].name),
+			 0);
+	assert_non_null(strstr(reason.data, "Reason: the forge said 403\n"));
+	spool_entry_list_release(&found);
+	spool_free(sp);
+	spool_free(rw);
+
+	/* Read and search access is enough; nothing is created. */
+	snprintf(path, sizeof(path), "%s/tmp", spdir);
+	assert_int_equal(rmdir(path), 0);
+	assert_int_equal(chmod(dir, 0755), 0);
+	snprintf(path, sizeof(path), "chmod -R 0755 '%s'", spdir);
+	assert_int_equal(system(path), 0);
+	assert_int_equal(as_user(65534, 65534, inspect_read_only), 0);
+	snprintf(path, sizeof(path), "%s/tmp", spdir);
+	assert_int_equal(stat(path, &st), -1);
+	buf_release(&reason);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1109,6 +1235,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_shared_group, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_kill9, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inspect, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
