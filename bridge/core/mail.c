@@ -79,6 +79,21 @@ const char *mail_header_get(const struct mail *m, const char *name, size_t nth)
 	return NULL;
 }
 
+int mail_date_parse(int64_t *out, const char *date)
+{
+	GDateTime *dt;
+
+	*out = 0;
+	if (!date || !*date)
+		return PB_EINVAL;
+	dt = g_mime_utils_header_decode_date(date);
+	if (!dt)
+		return PB_EINVAL;
+	*out = (int64_t)g_date_time_to_unix(dt);
+	g_date_time_unref(dt);
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 
 /*

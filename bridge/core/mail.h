@@ -36,6 +36,7 @@
 #include "util/strlist.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define MAIL_F_AMBIGUOUS 0x0001 /* GMime raised a GMIME_CRIT_* warning */
 #define MAIL_F_TRUNCATED 0x0002 /* the text was cut at max_text */
@@ -97,6 +98,13 @@ void mail_shutdown(void);
 int mail_parse(struct mail **out, const char *raw, size_t len,
 	       const struct mail_limits *lim);
 void mail_free(struct mail *m);
+
+/*
+ * An RFC 5322 date-time (as in struct mail's date; obsolete forms and
+ * common mistakes accepted, as GMime reads them) as Unix seconds.
+ * PB_EINVAL, *out = 0, when it cannot be read.  Sets no err_msg().
+ */
+int mail_date_parse(int64_t *out, const char *date);
 
 /* The nth (0-based) kept header called name (ASCII case-insensitive). */
 const char *mail_header_get(const struct mail *m, const char *name, size_t nth);

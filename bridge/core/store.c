@@ -142,6 +142,17 @@ static const char *const migrations[] = {
 	" created INTEGER NOT NULL,"
 	" updated INTEGER NOT NULL);"
 	"PRAGMA user_version = 3;",
+
+	/* 4: the mail archive - every mail of an MR's conversation. */
+	"CREATE TABLE archive ("
+	" message_id TEXT PRIMARY KEY NOT NULL,"
+	" project TEXT NOT NULL,"
+	" iid INTEGER NOT NULL CHECK (iid > 0),"
+	" origin TEXT NOT NULL CHECK (origin IN ('bridge', 'list')),"
+	" message BLOB NOT NULL,"
+	" created INTEGER NOT NULL);"
+	"CREATE INDEX archive_by_mr ON archive (project, iid, created);"
+	"PRAGMA user_version = 4;",
 };
 
 #define SCHEMA_LATEST ((int)ARRAY_SIZE(migrations))
@@ -303,6 +314,11 @@ enum stmt_id {
 	S_OUT_DELETE,
 	S_OUT_LEFT,
 	S_OUT_REV_SENT,
+	S_ARCH_FROM_OUT,
+	S_ARCH_PUT,
+	S_ARCH_GET,
+	S_ARCH_LIST,
+	S_ARCH_MISSING,
 	S_NR
 };
 
@@ -456,6 +472,26 @@ static const char *const stmt_sql[S_NR] = {
 			   " AND (project, iid, revision) ="
 			   " (SELECT project, iid, revision FROM thread_map"
 			   "  WHERE message_id = ?1)",
+
+	[S_ARCH_FROM_OUT] = "INSERT OR IGNORE INTO archive (message_id,"
+			    " project, iid, origin, message, created)"
+			    " SELECT o.message_id, t.project, t.iid, 'bridge',"
+			    " o.message, ?2 FROM outmail o"
+			    " JOIN thread_map t USING (message_id)"
+			    " WHERE o.message_id = ?1",
+	[S_ARCH_PUT] = "INSERT OR IGNORE INTO archive (message_id, project,"
+		       " iid, origin, message, created)"
+		       " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[S_ARCH_GET] = "SELECT message_id, project, iid, origin, message,"
+		       " created FROM archive WHERE message_id = ?1",
+	[S_ARCH_LIST] = "SELECT message_id, project, iid, origin, NULL,"
+			" created FROM archive WHERE project = ?1 AND iid = ?2"
+			" ORDER BY created, rowid LIMIT ?3",
+	[S_ARCH_MISSING] = "SELECT COUNT(*) FROM thread_map t"
+			   " WHERE t.project = ?1 AND t.iid = ?2"
+			   " AND t.state = 'sent' AND NOT EXISTS"
+			   " (SELECT 1 FROM archive a"
+			   "  WHERE a.message_id = t.message_id)",
 };
 
 struct store {
@@ -496,6 +532,11 @@ static const char *const outmail_state_names[] = {
 	[STORE_OUTMAIL_QUEUED] = "queued",
 	[STORE_OUTMAIL_DEFERRED] = "deferred",
 	[STORE_OUTMAIL_FAILED] = "failed",
+};
+
+static const char *const archive_origin_names[] = {
+	[STORE_ARCHIVE_BRIDGE] = "bridge",
+	[STORE_ARCHIVE_LIST] = "list",
 };
 
 static const char *const action_state_names[] = {
@@ -2575,6 +2616,15 @@ int store_outmail_sent(int *revision_done, struct store *st,
 	rc = store_mail_mark_sent(st, message_id);
 	if (rc)
 		goto out;
+	rc = q_start(&q, st, S_ARCH_FROM_OUT, "archive mail");
+	if (rc)
+		goto out;
+	q_text(&q, 1, message_id);
+	q_int(&q, 2, now());
+	rc = q_exec(&q);
+	q_end(&q);
+	if (rc)
+		goto out;
 	rc = q_start(&q, st, S_OUT_DELETE, "dequeue mail");
 	if (rc)
 		goto out;
@@ -2607,5 +2657,180 @@ out:
 	rc = unit_end(st, nested, !rc, rc);
 	if (rc)
 		*revision_done = 0;
+	return rc;
+}
+
+/* Mail archive. */
+
+void store_archived_init(struct store_archived *a)
+{
+	memset(a, 0, sizeof(*a));
+}
+
+void store_archived_release(struct store_archived *a)
+{
+	free((char *)a->message_id);
+	free((char *)a->project);
+	free((char *)a->message);
+	store_archived_init(a);
+}
+
+const char *store_archive_origin_name(enum store_archive_origin origin)
+{
+	if ((size_t)origin >= ARRAY_SIZE(archive_origin_names))
+		return "unknown";
+	return archive_origin_names[origin];
+}
+
+void store_archived_list_release(struct store_archived_list *list)
+{
+	size_t i;
+
+	for (i = 0; i < list->nr; i++)
+		store_archived_release(&list->items[i]);
+	free(list->items);
+	list->items = NULL;
+	list->nr = list->alloc = 0;
+}
+
+/* Columns: message_id, project, iid, origin, message, created. */
+static int archived_from_row(struct store_archived *a, struct query *q)
+{
+	sqlite3_stmt *s = q->stmt;
+	const void *msg;
+	int origin;
+
+	origin = col_enum(q, 3, archive_origin_names,
+			  ARRAY_SIZE(archive_origin_names));
+	if (origin < 0)
+		return origin;
+	store_archived_release(a);
+	a->message_id = col_str(s, 0);
+	a->project = col_str(s, 1);
+	a->iid = col_int(s, 2);
+	a->origin = (enum store_archive_origin)origin;
+	msg = sqlite3_column_blob(s, 4);
+	if (msg || sqlite3_column_type(s, 4) == SQLITE_BLOB) {
+		char *copy;
+
+		a->message_len = (size_t)sqlite3_column_bytes(s, 4);
+		copy = xmalloc(a->message_len + 1);
+		if (a->message_len)
+			memcpy(copy, msg, a->message_len);
+		copy[a->message_len] = '\0';
+		a->message = copy;
+	}
+	a->created = col_int(s, 5);
+	return 0;
+}
+
+int store_archive_put(struct store *st, const struct store_archived *a)
+{
+	char qb[PB_LOG_QUOTE_MAX];
+	struct query q;
+	int rc;
+
+	if ((rc = check_str("Message-ID", a->message_id, STORE_MSGID_MAX, 1)) ||
+	    (rc = check_mr(a->project, a->iid)))
+		return rc;
+	if ((size_t)a->origin >= ARRAY_SIZE(archive_origin_names))
+		return err_set(PB_EINVAL, "state db: bad archive origin %d",
+			       (int)a->origin);
+	if (!a->message || !a->message_len || a->message_len > STORE_DIFF_MAX)
+		return err_set(PB_EINVAL, "state db: bad message (%zu bytes)",
+			       a->message_len);
+	rc = q_start(&q, st, S_ARCH_PUT, "archive mail");
+	if (rc)
+		return rc;
+	q_text(&q, 1, a->message_id);
+	q_text(&q, 2, a->project);
+	q_int(&q, 3, a->iid);
+	q_text(&q, 4, archive_origin_names[a->origin]);
+	q_bound(&q, sqlite3_bind_blob64(q.stmt, 5, a->message, a->message_len,
+					SQLITE_STATIC));
+	q_int(&q, 6, a->created > 0 ? a->created : now());
+	rc = q_exec(&q);
+	if (!rc && sqlite3_changes(st->db) == 0)
+		rc = err_set(PB_EEXISTS,
+			     "state db: mail <%s> is archived "
+			     "already",
+			     quote(qb, sizeof(qb), a->message_id));
+	q_end(&q);
+	return rc;
+}
+
+int store_archive_get(struct store_archived *out, struct store *st,
+		      const char *message_id)
+{
+	char qb[PB_LOG_QUOTE_MAX];
+	struct query q;
+	int rc;
+
+	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_ARCH_GET, "get archived mail");
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	rc = q_step(&q);
+	if (rc == 1)
+		rc = archived_from_row(out, &q);
+	else if (rc == 0)
+		rc = err_set(PB_ENOTFOUND,
+			     "state db: mail <%s> is not archived",
+			     quote(qb, sizeof(qb), message_id));
+	q_end(&q);
+	return rc;
+}
+
+int store_archive_list(struct store_archived_list *out, struct store *st,
+		       const char *project, int64_t iid, size_t limit)
+{
+	struct query q;
+	int rc;
+
+	rc = check_mr(project, iid);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_ARCH_LIST, "list archived mails");
+	if (rc)
+		return rc;
+	q_text(&q, 1, project);
+	q_int(&q, 2, iid);
+	q_int(&q, 3, list_limit(limit));
+	while ((rc = q_step(&q)) == 1) {
+		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
+		store_archived_init(&out->items[out->nr]);
+		rc = archived_from_row(&out->items[out->nr], &q);
+		if (rc)
+			break;
+		out->nr++;
+	}
+	q_end(&q);
+	return rc;
+}
+
+int store_archive_missing(int64_t *count, struct store *st, const char *project,
+			  int64_t iid)
+{
+	struct query q;
+	int rc;
+
+	*count = 0;
+	rc = check_mr(project, iid);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_ARCH_MISSING, "count unarchived mails");
+	if (rc)
+		return rc;
+	q_text(&q, 1, project);
+	q_int(&q, 2, iid);
+	rc = q_step(&q);
+	if (rc == 1) {
+		*count = col_int(q.stmt, 0);
+		rc = 0;
+	}
+	q_end(&q);
 	return rc;
 }

@@ -507,4 +507,54 @@ int store_outmail_requeue(int *count, struct store *st, const char *project,
 int store_outmail_sent(int *revision_done, struct store *st,
 		       const char *message_id);
 
+/*
+ * Mail archive (schema 4): the exact bytes of every mail of an MR's
+ * conversation, for `patchbridge export`.  Each mail the bridge sends is
+ * copied here by store_outmail_sent(), in the transaction that records it
+ * sent (origin BRIDGE: series, forge comments, receipts); each list mail
+ * the milter spooled about an MR is put here by the daemon when it
+ * journals the mail (origin LIST), as it was received.  Keyed by
+ * Message-ID: the first copy stays.  Mails sent before schema 4 are not
+ * archived; store_archive_missing() counts them.
+ */
+enum store_archive_origin {
+	STORE_ARCHIVE_BRIDGE, /* sent by the bridge */
+	STORE_ARCHIVE_LIST, /* received from the list */
+};
+
+struct store_archived {
+	const char *message_id;
+	const char *project;
+	int64_t iid;
+	enum store_archive_origin origin;
+	/* The message; get fills it, list leaves it NULL. */
+	const char *message;
+	size_t message_len;
+	int64_t created; /* when archived; put: 0 = now */
+};
+
+void store_archived_init(struct store_archived *a);
+void store_archived_release(struct store_archived *a);
+const char *store_archive_origin_name(enum store_archive_origin origin);
+
+struct store_archived_list {
+	struct store_archived *items;
+	size_t nr;
+	size_t alloc;
+};
+
+void store_archived_list_release(struct store_archived_list *list);
+
+/* Archive a mail; PB_EEXISTS, changing nothing, when it is there. */
+int store_archive_put(struct store *st, const struct store_archived *a);
+int store_archive_get(struct store_archived *out, struct store *st,
+		      const char *message_id);
+/* The archived mails of an MR without their messages, in archiving
+ * order, at most limit (0: STORE_LIST_MAX); appended to out. */
+int store_archive_list(struct store_archived_list *out, struct store *st,
+		       const char *project, int64_t iid, size_t limit);
+/* How many mails of the MR the bridge sent that are not archived. */
+int store_archive_missing(int64_t *count, struct store *st, const char *project,
+			  int64_t iid);
+
 #endif

@@ -185,6 +185,44 @@ static int spool_final(struct inbound *ib, const char *name,
 	return spool_done(ib->sp, name);
 }
 
+/*
+ * Journal a spooled mail and, when it is about an MR, archive it as
+ * received (for `patchbridge export`), in one transaction.
+ */
+static int record(struct inbound *ib, const struct store_inbound *in,
+		  const struct spool_record *rec)
+{
+	struct store_archived a;
+	int rc;
+
+	rc = store_begin(ib->st);
+	if (rc)
+		return rc;
+	rc = store_inbound_record(ib->st, in);
+	if (!rc && in->project && in->iid > 0 && rec->message.len) {
+		store_archived_init(&a);
+		a.message_id = in->message_id;
+		a.project = in->project;
+		a.iid = in->iid;
+		a.origin = STORE_ARCHIVE_LIST;
+		a.message = rec->message.data;
+		a.message_len = rec->message.len;
+		rc = store_archive_put(ib->st, &a);
+		if (rc == PB_EEXISTS) /* the bridge's own mail, sent back */
+			rc = 0;
+		else if (rc == PB_EINVAL) {
+			log_warn("inbound: <%s> not archived: %s",
+				 in->message_id, err_msg());
+			rc = 0;
+		}
+	}
+	if (rc) {
+		store_rollback(ib->st);
+		return rc;
+	}
+	return store_commit(ib->st);
+}
+
 static int ingest_one(struct inbound *ib, const char *name)
 {
 	struct spool_record rec;
@@ -214,7 +252,7 @@ static int ingest_one(struct inbound *ib, const char *name)
 	in.revision = rec.revision;
 	in.patch = rec.patch;
 	in.classification = rec.kind[0] ? rec.kind : "reply";
-	rc = store_inbound_record(ib->st, &in);
+	rc = record(ib, &in, &rec);
 	if (!rc) {
 		ib->stats.ingested++;
 		log_info("inbound: <%s> journaled from %s", id, name);
@@ -582,6 +620,7 @@ struct job {
 	struct review *review;
 	struct mailctx mc;
 	char *reply_discussion;
+	int reply_to_forge; /* In-Reply-To is a forge comment's mail */
 	int total;
 	/* the outcome */
 	enum store_inbound_state state;
@@ -751,8 +790,10 @@ static int find_thread(struct inbound *ib, struct job *j)
 	store_mail_init(&row);
 	rc = store_mail_get(&row, ib->st, id);
 	if (!rc && row.discussion_id && row.project &&
-	    !strcmp(row.project, j->row->project) && row.iid == j->row->iid)
+	    !strcmp(row.project, j->row->project) && row.iid == j->row->iid) {
 		j->reply_discussion = xstrdup(row.discussion_id);
+		j->reply_to_forge = row.kind == STORE_MAIL_FORGE_COMMENT;
+	}
 	store_mail_release(&row);
 	if (rc && rc != PB_ENOTFOUND)
 		return rc;
@@ -923,6 +964,7 @@ static int work(struct inbound *ib, struct job *j)
 	ctx.patch = row->patch;
 	ctx.total = j->total;
 	ctx.parent = j->parent;
+	ctx.fold_inline = j->reply_to_forge;
 	ctx.place = cb_place;
 	ctx.map_user = cb_map_user;
 	ctx.is_owner = cb_is_owner;

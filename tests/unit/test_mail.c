@@ -186,6 +186,23 @@ static int teardown(void **state)
 	return 0;
 }
 
+static void test_date_parse(void **state)
+{
+	int64_t t = -1;
+
+	(void)state;
+	assert_int_equal(mail_date_parse(&t, "Thu, 3 Dec 2026 12:00:00 +0100"),
+			 0);
+	assert_int_equal(t, 1796295600);
+	/* obsolete zone names and missing weekday, as mailers write them */
+	assert_int_equal(mail_date_parse(&t, "3 Dec 2026 11:00:00 GMT"), 0);
+	assert_int_equal(t, 1796295600);
+	assert_int_equal(mail_date_parse(&t, "yesterday"), PB_EINVAL);
+	assert_int_equal(t, 0);
+	assert_int_equal(mail_date_parse(&t, ""), PB_EINVAL);
+	assert_int_equal(mail_date_parse(&t, NULL), PB_EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -193,6 +210,7 @@ int main(void)
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_mailtext),
+		cmocka_unit_test(test_date_parse),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -3,7 +3,9 @@
  * revision listing: put with its thread-map row, the queue's state
  * machine, the atomic "sent" that finishes a revision, requeue, and that
  * a transaction that never commits leaves neither row (crash before the
- * commit).
+ * commit); and the mail archive (schema 4): a sent mail is archived with
+ * its bytes, a list mail is put once, an MR's mails are listed in order
+ * and the bridge's mails from before the archive are counted.
  */
 #include "cmocka_all.h"
 #include "core/store.h"
@@ -280,6 +282,77 @@ static void test_revision_list(void **state)
 	store_free(st);
 }
 
+static void test_archive(void **state)
+{
+	struct store *st = open_db("archive");
+	struct store_archived a, got;
+	struct store_archived_list l = { 0 };
+	struct store_mail m;
+	int64_t missing = -1;
+	int rev, done;
+
+	(void)state;
+	rev = start(st, 1, HEAD, 1);
+	queue_mail(st, 1, rev, 0, 1, "c@x");
+	queue_mail(st, 1, rev, 1, 1, "p@x");
+	/* Queued, not sent: not archived yet. */
+	store_archived_init(&got);
+	assert_int_equal(store_archive_get(&got, st, "c@x"), PB_ENOTFOUND);
+	assert_int_equal(store_outmail_sent(&done, st, "c@x"), 0);
+	assert_int_equal(store_archive_get(&got, st, "c@x"), 0);
+	assert_string_equal(got.project, "g/p");
+	assert_int_equal(got.iid, 1);
+	assert_int_equal(got.origin, STORE_ARCHIVE_BRIDGE);
+	assert_int_equal(got.message_len, strlen(got.message));
+	assert_string_equal(got.message, "Message-ID: <c@x>\n\nbody 0\n");
+	store_archived_release(&got);
+
+	/* A list reply, with a NUL byte: kept byte for byte, once. */
+	store_archived_init(&a);
+	a.message_id = "r@list";
+	a.project = "g/p";
+	a.iid = 1;
+	a.origin = STORE_ARCHIVE_LIST;
+	a.message = "Subject: Re\n\nx\0y\n";
+	a.message_len = 17;
+	assert_int_equal(store_archive_put(st, &a), 0);
+	assert_int_equal(store_archive_put(st, &a), PB_EEXISTS);
+	assert_int_equal(store_archive_get(&got, st, "r@list"), 0);
+	assert_int_equal(got.message_len, 17);
+	assert_memory_equal(got.message, a.message, 17);
+	assert_int_equal(got.origin, STORE_ARCHIVE_LIST);
+	store_archived_release(&got);
+	a.message_len = 0;
+	assert_int_equal(store_archive_put(st, &a), PB_EINVAL);
+	a.message_len = 17;
+	a.iid = 0;
+	assert_int_equal(store_archive_put(st, &a), PB_EINVAL);
+
+	/* A mail marked sent without the queue (as before schema 4). */
+	store_mail_init(&m);
+	m.message_id = "old@x";
+	m.project = "g/p";
+	m.iid = 1;
+	m.kind = STORE_MAIL_FORGE_COMMENT;
+	m.state = STORE_MAIL_SENT;
+	assert_int_equal(store_mail_put(st, &m), 0);
+	assert_int_equal(store_archive_missing(&missing, st, "g/p", 1), 0);
+	assert_int_equal(missing, 1);
+
+	assert_int_equal(store_outmail_sent(&done, st, "p@x"), 0);
+	assert_int_equal(store_archive_list(&l, st, "g/p", 1, 0), 0);
+	assert_int_equal(l.nr, 3);
+	assert_string_equal(l.items[0].message_id, "c@x");
+	assert_string_equal(l.items[1].message_id, "r@list");
+	assert_string_equal(l.items[2].message_id, "p@x");
+	assert_null(l.items[0].message);
+	store_archived_list_release(&l);
+	assert_int_equal(store_archive_list(&l, st, "g/p", 2, 0), 0);
+	assert_int_equal(l.nr, 0);
+	assert_int_equal(store_archive_list(&l, st, "g/p", 0, 0), PB_EINVAL);
+	store_free(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -288,6 +361,7 @@ int main(void)
 		cmocka_unit_test(test_defer_fail_requeue),
 		cmocka_unit_test(test_uncommitted_leaves_nothing),
 		cmocka_unit_test(test_revision_list),
+		cmocka_unit_test(test_archive),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
