@@ -9,6 +9,7 @@
  * listing come from the table.  Exit codes are those of <sysexits.h>.
  */
 #include "cmd_daemon.h"
+#include "cmd_export.h"
 #include "cmd_parse.h"
 #include "cmd_replay.h"
 #include "core/config.h"
@@ -48,6 +49,7 @@ static int cmd_send_entry(const struct command *cmd, int argc, char **argv);
 static int cmd_run_entry(const struct command *cmd, int argc, char **argv);
 static int cmd_status_entry(const struct command *cmd, int argc, char **argv);
 static int cmd_replay_entry(const struct command *cmd, int argc, char **argv);
+static int cmd_export_entry(const struct command *cmd, int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "check-config", NULL, "[FILE]",
@@ -69,6 +71,8 @@ static const struct command commands[] = {
 	  "\n"
 	  "  -n    only the parameters the file sets\n",
 	  0, cmd_dump_config },
+	{ "export", NULL, cmd_export_synopsis, cmd_export_summary,
+	  cmd_export_help, 0, cmd_export_entry },
 	{ "format", NULL, cmd_format_synopsis, cmd_format_summary,
 	  cmd_format_help, 0, cmd_format_run },
 	{ "help", "--help", "[COMMAND]", "show this list, or a command's help",
@@ -299,6 +303,12 @@ static int cmd_replay_entry(const struct command *cmd, int argc, char **argv)
 {
 	(void)cmd;
 	return cmd_replay(config_path, argc, argv);
+}
+
+static int cmd_export_entry(const struct command *cmd, int argc, char **argv)
+{
+	(void)cmd;
+	return cmd_export(config_path, argc, argv);
 }
 
 static const struct command *command_find(const char *name)

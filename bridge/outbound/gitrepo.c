@@ -1432,3 +1432,125 @@ int gitrepo_rangediff_render(struct buf *out,
 	}
 	return rc;
 }
+
+/* --- public-inbox v2 epochs ------------------------------------------------ */
+
+struct gitrepo_epoch {
+	git_repository *repo;
+	git_oid tip;
+	int have_tip;
+};
+
+int gitrepo_epoch_create(struct gitrepo_epoch **out, const char *path)
+{
+	git_repository_init_options opts;
+	struct gitrepo_epoch *ep;
+	int rc;
+
+	*out = NULL;
+	ep = xcalloc(1, sizeof(*ep));
+	git_libgit2_init();
+	git_repository_init_options_init(&opts,
+					 GIT_REPOSITORY_INIT_OPTIONS_VERSION);
+	opts.flags = GIT_REPOSITORY_INIT_BARE | GIT_REPOSITORY_INIT_MKPATH |
+		     GIT_REPOSITORY_INIT_NO_REINIT;
+	opts.initial_head = "master";
+	rc = git_repository_init_ext(&ep->repo, path, &opts);
+	if (rc) {
+		rc = git_fail(rc == GIT_EEXISTS ? GIT_EINVALID : rc,
+			      "create repository");
+		git_libgit2_shutdown();
+		free(ep);
+		return rc;
+	}
+	*out = ep;
+	return 0;
+}
+
+/* A name or email git accepts: no '<', '>' or control bytes, trimmed,
+ * never empty. */
+static char *sig_part(const char *s, const char *fallback)
+{
+	size_t n = s ? strlen(s) : 0, i, j = 0;
+	char *out = xmalloc(n + 1);
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '<' || c == '>' || c < 0x20 || c == 0x7f)
+			continue;
+		if (c == ' ' && (j == 0 || out[j - 1] == ' '))
+			continue;
+		out[j++] = (char)c;
+	}
+	while (j && out[j - 1] == ' ')
+		j--;
+	out[j] = '\0';
+	if (!j) {
+		free(out);
+		out = xstrdup(fallback);
+	}
+	return out;
+}
+
+int gitrepo_epoch_add(struct gitrepo_epoch *ep, const void *message, size_t len,
+		      const struct gitrepo_person *who, const char *subject)
+{
+	git_treebuilder *tb = NULL;
+	git_signature *sig = NULL;
+	git_tree *tree = NULL;
+	git_commit *parent = NULL;
+	git_oid blob, tree_id, commit;
+	char *name = sig_part(who->name, "unknown");
+	char *email = sig_part(who->email, "unknown");
+	char *msg;
+	int rc;
+
+	msg = xasprintf("%s\n", subject && *subject ? subject : "(no subject)");
+	rc = git_blob_create_from_buffer(&blob, ep->repo, message, len);
+	if (rc) {
+		rc = git_fail(rc, "write message");
+		goto out;
+	}
+	rc = git_treebuilder_new(&tb, ep->repo, NULL);
+	if (!rc)
+		rc = git_treebuilder_insert(NULL, tb, "m", &blob,
+					    GIT_FILEMODE_BLOB);
+	if (!rc)
+		rc = git_treebuilder_write(&tree_id, tb);
+	if (!rc)
+		rc = git_tree_lookup(&tree, ep->repo, &tree_id);
+	if (!rc)
+		rc = git_signature_new(&sig, name, email, (git_time_t)who->time,
+				       who->tz_minutes);
+	if (!rc && ep->have_tip)
+		rc = git_commit_lookup(&parent, ep->repo, &ep->tip);
+	if (!rc)
+		rc = git_commit_create_v(&commit, ep->repo, "refs/heads/master",
+					 sig, sig, NULL, msg, tree,
+					 parent ? 1 : 0, parent);
+	if (rc) {
+		rc = git_fail(rc, "commit message");
+		goto out;
+	}
+	git_oid_cpy(&ep->tip, &commit);
+	ep->have_tip = 1;
+out:
+	git_commit_free(parent);
+	git_tree_free(tree);
+	git_signature_free(sig);
+	git_treebuilder_free(tb);
+	free(msg);
+	free(name);
+	free(email);
+	return rc;
+}
+
+void gitrepo_epoch_free(struct gitrepo_epoch *ep)
+{
+	if (!ep)
+		return;
+	git_repository_free(ep->repo);
+	git_libgit2_shutdown();
+	free(ep);
+}

@@ -158,4 +158,23 @@ int gitrepo_rangediff_render(struct buf *out,
 			     const struct gitrepo_range *old_range,
 			     const struct gitrepo_range *new_range);
 
+/*
+ * A mail archive epoch in public-inbox's v2 format (public-inbox-v2-
+ * format(5)): a bare repository in which every commit holds one message,
+ * byte for byte, as the blob "m" alone at the top of its tree, on
+ * refs/heads/master.  gitrepo_epoch_create() makes the repository (path
+ * must not exist, or be an empty directory); each gitrepo_epoch_add()
+ * commits one message on top of the last, with author and committer
+ * both set to who (name and email cleaned of what git refuses; time and
+ * zone used as given), so the same messages give the same commits.
+ * gitrepo_epoch_free() also releases a half-written epoch; what was
+ * committed stays.
+ */
+struct gitrepo_epoch;
+
+int gitrepo_epoch_create(struct gitrepo_epoch **out, const char *path);
+int gitrepo_epoch_add(struct gitrepo_epoch *ep, const void *message, size_t len,
+		      const struct gitrepo_person *who, const char *subject);
+void gitrepo_epoch_free(struct gitrepo_epoch *ep);
+
 #endif

@@ -28,6 +28,13 @@ Scenarios (issue 4, "Must show" items 2 and 4):
             accepted by the list and spooled, nothing is applied or
             dead-lettered during the outage, and after the forge returns
             every reply's action exists exactly once.
+  export    (issue 5, must show 3) the series, list replies through the
+            milter, and a forge comment mailed back make one conversation;
+            `patchbridge export --mbox --public-inbox` writes it; the mbox
+            holds every mail of the list archive once, oldest first, and
+            `git mailsplit` splits it; the public-inbox output, imported with
+            public-inbox-init -V2 + public-inbox-index, finds every message,
+            answers a search, and threads them all under the cover letter.
 
 Exit status: 0 pass, 1 fail, 77 skipped (not root, no Postfix, no
 libmilter build).
@@ -354,9 +361,9 @@ nak_label = {nak}
            extra=inbound_extra))
 
 
-def start(bed, inbound_extra=""):
+def start(bed, inbound_extra="", seed=None):
     """The milters, the list server; the MR mailed as a series."""
-    sim("POST", "/_sim/reset", {"seed": SEED})
+    sim("POST", "/_sim/reset", {"seed": seed or SEED})
     sockdir = os.path.join(bed.work, "sockets")
     os.makedirs(sockdir, exist_ok=True)
     shutil.chown(sockdir, group="postfix")
@@ -807,7 +814,128 @@ def scenario_outage(bed):
     check(rc == 0, "the daemon exited %d on SIGTERM" % rc)
 
 
-SCENARIOS = {"replies": scenario_replies, "outage": scenario_outage}
+# --- scenario: export ----------------------------------------------------------
+
+PI_QUERY = r"""
+use strict; use warnings;
+use PublicInbox::Config;
+my ($name, $cover, $word) = @ARGV;
+my $ibx = PublicInbox::Config->new->lookup_name($name) or die "no inbox\n";
+my $over = $ibx->over or die "no overview db\n";
+for my $smsg (@{$over->recent({ limit => 1000 })}) {
+    print "mid $smsg->{mid}\n";
+}
+for my $smsg (@{$over->get_thread($cover)}) {
+    print "thread $smsg->{mid}\n";
+}
+my $mset = $ibx->isrch->mset("b:$word");
+for my $mi ($mset->items) {
+    my $smsg = $over->get_art($mi->get_docid) or next;
+    print "hit $smsg->{mid}\n";
+}
+"""
+
+
+def mid_of(m):
+    return (m["Message-ID"] or "").strip().strip("<>")
+
+
+def scenario_export(bed):
+    import mailbox
+    seed = json.loads(json.dumps(SEED))
+    seed["tokens"].append({"token": "rob-token", "user": "rob",
+                           "scopes": ["api"]})
+    patches, _ = start(bed, seed=seed)
+    inline, _ = inline_review(patches[1])
+    raw, _ = reply(patches[1], ROB, inline)
+    bed.send(raw, "rob@review.example")
+    # A line starting "From " must survive the mbox (mboxrd quoting).
+    raw, _ = reply(patches[2], MARY, "EXPORT-WORD-ZEBRA: fine by me.\n"
+                   "From what I see the reset is right.\n\n"
+                   "Acked-by: " + MARY + "\n")
+    bed.send(raw, "mary@kernel.example")
+    bed.wait_mail(6)
+    bed.settle()
+    bed.pb("run", "--once", ok=(0,))
+    # A comment made on the forge, mailed to the list by the next run.
+    url = os.environ["PB_FORGESIM_URL"] + \
+        "/api/v4/projects/group%2Fproject/merge_requests/1/notes"
+    req = urllib.request.Request(
+        url, data=json.dumps({"body": "FORGE-SIDE: looks good to me "
+                              "too."}).encode(), method="POST")
+    req.add_header("Content-Type", "application/json")
+    req.add_header("PRIVATE-TOKEN", "rob-token")
+    with urllib.request.urlopen(req, timeout=30) as r:
+        check(r.status == 201, "posting a forge comment: %d" % r.status)
+    bed.pb("run", "--once", ok=(0,))
+    bed.wait_mail(7)
+    bed.settle()
+    archive = bed.archive()
+    want = [mid_of(m) for m in archive]
+    check(any(m.get("X-Patchbridge-Origin") == "forge" for m in archive),
+          "the forge comment did not reach the list")
+    say("the list archive holds %d mails" % len(want))
+
+    mbox = os.path.join(bed.work, "export.mbox")
+    pidir = os.path.join(bed.work, "inbox")
+    out = bed.pb("export", "--mbox", mbox, "--public-inbox", pidir,
+                 "group/project!1")
+    say(out.strip())
+    got = [mid_of(m) for m in mailbox.mbox(mbox)]
+    check(sorted(got) == sorted(want) and len(set(got)) == len(got),
+          "the mbox holds %s, the list archive %s" % (got, want))
+    dates = [email.utils.parsedate_to_datetime(m["Date"]).timestamp()
+             for m in mailbox.mbox(mbox)]
+    check(dates == sorted(dates), "the mbox is not in date order")
+    split = os.path.join(bed.work, "split")
+    os.makedirs(split)
+    n = subprocess.run(["git", "mailsplit", "-o" + split, mbox],
+                       capture_output=True, text=True, check=True)
+    check(n.stdout.strip() == str(len(want)),
+          "git mailsplit found %s mails" % n.stdout.strip())
+    say("mbox ok: every mail once, in date order; git mailsplit: %s"
+        % n.stdout.strip())
+    # Exporting again into the same directory is refused.
+    again = bed.pb("export", "--public-inbox", pidir, "group/project!1",
+                   ok=(73,))
+    del again
+
+    if not shutil.which("public-inbox-index"):
+        raise Fail("public-inbox is not installed (scripts/install-deps.sh)")
+    env = dict(os.environ, HOME=os.path.join(bed.work, "pihome"),
+               PI_CONFIG=os.path.join(bed.work, "pi-config"))
+    os.makedirs(env["HOME"], exist_ok=True)
+    for argv in (["public-inbox-init", "-V2", "mr1", pidir,
+                  "http://archive.example.test/mr1", LIST],
+                 ["public-inbox-index", pidir]):
+        r = subprocess.run(argv, env=env, capture_output=True, text=True,
+                           timeout=120)
+        check(r.returncode == 0, "%s: %s" % (argv[0], r.stderr[-800:]))
+    cover = mid_of(next(m for m in archive
+                        if re.search(r" 0/3\]", m["Subject"])))
+    r = subprocess.run(["perl", "-e", PI_QUERY, "mr1", cover,
+                        "EXPORT-WORD-ZEBRA"], env=env, capture_output=True,
+                       text=True, timeout=120)
+    check(r.returncode == 0, "querying the inbox: " + r.stderr[-800:])
+    rows = [l.split(" ", 1) for l in r.stdout.splitlines()]
+    indexed = [v for k, v in rows if k == "mid"]
+    thread = [v for k, v in rows if k == "thread"]
+    hits = [v for k, v in rows if k == "hit"]
+    check(sorted(indexed) == sorted(want),
+          "public-inbox indexed %s, want %s" % (indexed, want))
+    check(sorted(thread) == sorted(want),
+          "the thread of the cover letter holds %s, want %s" %
+          (thread, want))
+    mary = [mid_of(m) for m in archive
+            if "EXPORT-WORD-ZEBRA" in m.raw.decode("utf-8", "replace")]
+    check(hits == mary, "searching b:EXPORT-WORD-ZEBRA found %s, want %s"
+          % (hits, mary))
+    say("public-inbox ok: %d messages indexed, one thread under the cover "
+        "letter, search finds Mary's reply" % len(indexed))
+
+
+SCENARIOS = {"replies": scenario_replies, "outage": scenario_outage,
+             "export": scenario_export}
 
 
 def main():

@@ -1,0 +1,401 @@
+/*
+ * `patchbridge export GROUP/PROJECT!IID`: an MR's whole conversation -
+ * every revision's series, every list reply, every forge comment mailed
+ * to the list - as one mbox, or as a public-inbox v2 archive, in date
+ * order and threaded by the mails' own headers.
+ *
+ * The mails come from the state database's archive (store.h): the bytes
+ * the bridge sent and the bytes the list sent it, never re-rendered.  The
+ * database is opened read-only, so this runs next to the daemon.
+ */
+#include "cmd_export.h"
+#include "env.h"
+
+#include "core/config.h"
+#include "core/mail.h"
+#include "core/store.h"
+#include "outbound/gitrepo.h"
+#include "outbound/outbound.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/fileio.h"
+#include "util/limits.h"
+#include "util/printable.h"
+#include "util/xalloc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+
+const char cmd_export_synopsis[] = "[--mbox FILE] [--public-inbox DIR] MR";
+const char cmd_export_summary[] = "write a merge request's whole "
+				  "conversation as mbox or public-inbox";
+const char cmd_export_help[] =
+	"MR names the merge request as GROUP/PROJECT!IID.  Writes every mail\n"
+	"of its conversation: the series of every revision (cover letters and\n"
+	"patches), every list reply the milter received about it, and every\n"
+	"forge comment, approval and merge notice the bridge mailed, exactly\n"
+	"as sent or received, oldest first by their Date headers.  Threading\n"
+	"is the mails' own (Message-ID, In-Reply-To, References).\n"
+	"\n"
+	"  --mbox FILE          an mboxrd file (\"-\": standard output), for\n"
+	"                       mutt, `git am`, `b4 am -m` or public-inbox\n"
+	"  --public-inbox DIR   a public-inbox v2 archive: DIR/git/0.git, one\n"
+	"                       commit per mail; DIR must not exist or be\n"
+	"                       empty.  Then, with Debian's public-inbox:\n"
+	"                         public-inbox-init -V2 NAME DIR URL ADDRESS\n"
+	"                         public-inbox-index DIR\n"
+	"\n"
+	"At least one of the two.  Mails come from the state database's\n"
+	"archive (schema 4 and later); mails the bridge sent with an older\n"
+	"version are counted on stderr as missing.  Reads the database only;\n"
+	"safe next to a running daemon.\n"
+	"\n"
+	"Exit status: 0 when written, 66 (EX_NOINPUT) when nothing is\n"
+	"archived for the MR, 73 (EX_CANTCREAT) when the output cannot be\n"
+	"created (DIR not empty, FILE not writable), 64 (EX_USAGE), 78\n"
+	"(EX_CONFIG) for a broken configuration.\n";
+
+/* One archived mail, ready to write. */
+struct xmail {
+	struct store_archived a;
+	struct buf text; /* LF line ends, a Message-ID header */
+	int64_t date; /* from its Date header, else when archived */
+	struct gitrepo_person who;
+	char *subject;
+	size_t order; /* archiving order: ties on date keep it */
+};
+
+static int usage_error(const char *what)
+{
+	fprintf(stderr,
+		"patchbridge export: %s\n"
+		"usage: patchbridge export %s\n"
+		"Try \"patchbridge export --help\".\n",
+		what, cmd_export_synopsis);
+	return EX_USAGE;
+}
+
+/* Does raw[0..len) have a Message-ID header in its header block? */
+static int has_message_id(const char *raw, size_t len)
+{
+	const char *p = raw, *end = raw + len;
+
+	while (p < end && *p != '\n' &&
+	       !(*p == '\r' && p + 1 < end && p[1] == '\n')) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+		if ((size_t)(end - p) >= 11 &&
+		    !strncasecmp(p, "Message-ID:", 11))
+			return 1;
+		if (!nl)
+			break;
+		p = nl + 1;
+	}
+	return 0;
+}
+
+/*
+ * The text as written out: CRLF -> LF, ending in a newline, with a
+ * Message-ID header put first when the mail came without one (the
+ * archive's key is then the id the bridge gave it).
+ */
+static int normalise(struct xmail *x)
+{
+	const char *p = x->a.message, *end = p + x->a.message_len;
+	int rc = 0;
+
+	if (!has_message_id(p, x->a.message_len))
+		rc = buf_addf(&x->text, "Message-ID: <%s>\n", x->a.message_id);
+	while (!rc && p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (n && p[n - 1] == '\r')
+			n--;
+		rc = buf_add(&x->text, p, n);
+		if (!rc)
+			rc = buf_addch(&x->text, '\n');
+		p = nl ? nl + 1 : end;
+	}
+	return rc;
+}
+
+static int load(struct xmail *x, struct store *st, const char *message_id,
+		size_t order)
+{
+	struct mail *m = NULL;
+	int rc;
+
+	x->order = order;
+	rc = store_archive_get(&x->a, st, message_id);
+	if (rc)
+		return rc;
+	buf_init(&x->text,
+		 x->a.message_len + PB_MSGID_MAX + 64 + x->a.message_len / 2);
+	rc = normalise(x);
+	if (rc)
+		return rc;
+	x->date = x->a.created;
+	if (!mail_parse(&m, x->a.message, x->a.message_len, NULL)) {
+		int64_t t;
+
+		if (!mail_date_parse(&t, m->date) && t > 0)
+			x->date = t;
+		x->who.name = xstrdup(m->from.name);
+		x->who.email = xstrdup(m->from.email);
+		x->subject = xstrdup(m->subject);
+		mail_free(m);
+	} else {
+		x->who.name = xstrdup("");
+		x->who.email = xstrdup("");
+		x->subject = xstrdup("");
+	}
+	x->who.time = x->date;
+	return 0;
+}
+
+static void xmail_release(struct xmail *x)
+{
+	store_archived_release(&x->a);
+	buf_release(&x->text);
+	free(x->who.name);
+	free(x->who.email);
+	free(x->subject);
+}
+
+static int cmp_date(const void *a, const void *b)
+{
+	const struct xmail *x = a, *y = b;
+
+	if (x->date != y->date)
+		return x->date < y->date ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* mboxrd: "From " lines quoted with one more '>' (">From ", ">>From "). */
+static int mbox_add(struct buf *out, const struct xmail *x)
+{
+	const char *p = x->text.data, *end = p + x->text.len;
+	int rc = buf_adds(out, "From mboxrd@z Thu Jan  1 00:00:00 1970\n");
+
+	while (!rc && p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
+		const char *q = p;
+
+		while (q < p + n && *q == '>')
+			q++;
+		if ((size_t)(p + n - q) >= 5 && !memcmp(q, "From ", 5))
+			rc = buf_addch(out, '>');
+		if (!rc)
+			rc = buf_add(out, p, n);
+		p += n;
+	}
+	if (!rc)
+		rc = buf_addch(out, '\n');
+	return rc;
+}
+
+static int write_mbox(const char *path, const struct xmail *xs, size_t nr)
+{
+	struct buf out;
+	size_t i, max = 64;
+	int rc = 0;
+
+	for (i = 0; i < nr; i++)
+		max += xs[i].text.len * 2 + 64;
+	buf_init(&out, max);
+	for (i = 0; i < nr && !rc; i++)
+		rc = mbox_add(&out, &xs[i]);
+	if (!rc && !strcmp(path, "-")) {
+		rc = fd_write_all(1, out.data, out.len);
+		if (rc)
+			fprintf(stderr, "patchbridge export: stdout: %s\n",
+				err_msg());
+	} else if (!rc) {
+		rc = file_write_atomic(path, out.data, out.len, 0644);
+		if (rc)
+			fprintf(stderr, "patchbridge export: %s: %s\n", path,
+				err_msg());
+	}
+	buf_release(&out);
+	return rc;
+}
+
+/* DIR must be absent or an empty directory. */
+static int dir_usable(const char *dir)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int empty = 1;
+
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			empty = 0;
+			break;
+		}
+	closedir(d);
+	return empty ? 0 : -ENOTEMPTY;
+}
+
+static int write_inbox(const char *dir, const struct xmail *xs, size_t nr)
+{
+	char path[PATH_MAX];
+	struct gitrepo_epoch *ep = NULL;
+	size_t i;
+	int rc;
+
+	rc = dir_usable(dir);
+	if (rc) {
+		fprintf(stderr, "patchbridge export: %s: %s\n", dir,
+			rc == -ENOTEMPTY ? "exists and is not empty" :
+					   strerror(-rc));
+		return PB_EEXISTS;
+	}
+	if ((size_t)snprintf(path, sizeof(path), "%s/git/0.git", dir) >=
+	    sizeof(path))
+		return err_set(PB_EINVAL, "%s: path too long", dir);
+	rc = gitrepo_epoch_create(&ep, path);
+	for (i = 0; i < nr && !rc; i++)
+		rc = gitrepo_epoch_add(ep, xs[i].text.data, xs[i].text.len,
+				       &xs[i].who, xs[i].subject);
+	gitrepo_epoch_free(ep);
+	if (rc)
+		fprintf(stderr, "patchbridge export: %s: %s\n", path,
+			err_msg());
+	return rc;
+}
+
+int cmd_export(const char *config_path, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "mbox", required_argument, NULL, 'm' },
+		{ "public-inbox", required_argument, NULL, 'p' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *mbox = NULL, *inbox = NULL;
+	char project[STORE_PROJECT_MAX + 1];
+	struct store_archived_list l;
+	struct xmail *xs = NULL;
+	struct config *cfg = NULL;
+	struct store *st = NULL;
+	size_t i, from_list = 0;
+	int64_t iid, missing = 0;
+	int c, rc;
+
+	memset(&l, 0, sizeof(l));
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'm':
+			mbox = optarg;
+			break;
+		case 'p':
+			inbox = optarg;
+			break;
+		default:
+			return usage_error("unknown option");
+		}
+	}
+	if (optind + 1 != argc)
+		return usage_error("expected exactly one merge request");
+	if (!mbox && !inbox)
+		return usage_error("say where: --mbox FILE or "
+				   "--public-inbox DIR");
+	if ((mbox && !*mbox) || (inbox && !*inbox))
+		return usage_error("empty output path");
+	if (outbound_parse_mr(project, sizeof(project), &iid, argv[optind]))
+		return usage_error("MR must be GROUP/PROJECT!IID");
+
+	rc = env_load_config(&cfg, config_path, 0);
+	if (rc)
+		return rc;
+	if (mail_init()) {
+		fprintf(stderr, "patchbridge export: cannot start GMime\n");
+		config_free(cfg);
+		return EX_SOFTWARE;
+	}
+	rc = store_open(&st, config_str(cfg, CFG_STATE_PATH), STORE_RO,
+			(int)config_duration_ms(cfg, CFG_STATE_BUSY_TIMEOUT));
+	if (rc == PB_ENOTFOUND) {
+		fprintf(stderr,
+			"patchbridge export: %s: no state database "
+			"yet\n",
+			config_str(cfg, CFG_STATE_PATH));
+		rc = EX_NOINPUT;
+		goto out;
+	}
+	if (!rc)
+		rc = store_begin(st); /* one consistent snapshot */
+	if (!rc)
+		rc = store_archive_list(&l, st, project, iid, 0);
+	if (!rc)
+		rc = store_archive_missing(&missing, st, project, iid);
+	if (rc) {
+		fprintf(stderr, "patchbridge export: %s\n", err_msg());
+		rc = env_exit_code(rc);
+		goto out;
+	}
+	if (!l.nr) {
+		fprintf(stderr,
+			"patchbridge export: %s!%lld: no archived mail%s\n",
+			project, (long long)iid,
+			missing ? " (its mails predate the archive)" : "");
+		rc = EX_NOINPUT;
+		goto out;
+	}
+	xs = xcalloc(l.nr, sizeof(*xs));
+	for (i = 0; i < l.nr && !rc; i++) {
+		store_archived_init(&xs[i].a);
+		rc = load(&xs[i], st, l.items[i].message_id, i);
+		if (!rc && xs[i].a.origin == STORE_ARCHIVE_LIST)
+			from_list++;
+	}
+	store_rollback(st);
+	if (rc) {
+		fprintf(stderr, "patchbridge export: %s\n", err_msg());
+		rc = env_exit_code(rc);
+		goto out;
+	}
+	qsort(xs, l.nr, sizeof(*xs), cmp_date);
+	if (missing)
+		fprintf(stderr,
+			"patchbridge export: %s!%lld: %lld mail%s the bridge "
+			"sent before the archive existed %s missing\n",
+			project, (long long)iid, (long long)missing,
+			missing == 1 ? "" : "s", missing == 1 ? "is" : "are");
+	if (mbox && write_mbox(mbox, xs, l.nr)) {
+		rc = EX_CANTCREAT;
+		goto out;
+	}
+	if (inbox && write_inbox(inbox, xs, l.nr)) {
+		rc = EX_CANTCREAT;
+		goto out;
+	}
+	fprintf(mbox && !strcmp(mbox, "-") ? stderr : stdout,
+		"%s!%lld: %zu mails (%zu from the list, %zu from the "
+		"bridge)%s%s%s%s\n",
+		project, (long long)iid, l.nr, from_list, l.nr - from_list,
+		mbox ? "; mbox " : "", mbox ? mbox : "",
+		inbox ? "; public-inbox " : "", inbox ? inbox : "");
+	rc = EX_OK;
+out:
+	if (xs)
+		for (i = 0; i < l.nr; i++)
+			xmail_release(&xs[i]);
+	free(xs);
+	store_archived_list_release(&l);
+	store_free(st);
+	config_free(cfg);
+	return rc;
+}
