@@ -588,6 +588,55 @@ def story(bed):
     say("the mail did not come back to the forge (%d notes before and "
         "after another run)" % notes)
 
+    step("The whole conversation, exported to a public-inbox archive")
+    inbox = os.path.join(bed.work, "inbox")
+    say(bed.pb("export", "--public-inbox", inbox, "group/project!1").strip())
+    if not shutil.which("public-inbox-index"):
+        say("(public-inbox is not installed: not imported)")
+        return
+    env = dict(os.environ, HOME=os.path.join(bed.work, "pihome"),
+               PI_CONFIG=os.path.join(bed.work, "pi-config"))
+    os.makedirs(env["HOME"], exist_ok=True)
+    for argv in (["public-inbox-init", "-V2", "demo", inbox,
+                  "http://archive.example.test/demo", LIST],
+                 ["public-inbox-index", inbox]):
+        r = subprocess.run(argv, env=env, capture_output=True, text=True,
+                           timeout=120)
+        check(r.returncode == 0, "%s: %s" % (argv[0], r.stderr[-500:]))
+    r = subprocess.run(["perl", "-MPublicInbox::Config", "-e", PI_THREAD,
+                        "demo"], env=env, capture_output=True, text=True,
+                       timeout=120)
+    check(r.returncode == 0, "querying the archive: " + r.stderr[-500:])
+    lines = r.stdout.splitlines()
+    say("public-inbox-init + public-inbox-index: %d messages; the thread "
+        "as public-inbox sees it:" % len(lines))
+    for line in lines:
+        say("  " + line)
+    check(len(lines) == len(bed.archive()),
+          "the archive has %d messages, the list %d" %
+          (len(lines), len(bed.archive())))
+
+
+# Every message of the inbox as a thread tree: "  " per level, subject.
+PI_THREAD = r"""
+my $ibx = PublicInbox::Config->new->lookup_name($ARGV[0]) or die "no inbox";
+my $over = $ibx->over or die "no overview";
+my @all = sort { $a->{ds} <=> $b->{ds} || $a->{num} <=> $b->{num} }
+          @{$over->recent({ limit => 1000 })};
+my (%kids, %have);
+$have{$_->{mid}} = 1 for @all;
+my @roots;
+for my $m (@all) {
+    my @refs = ($m->{references} // '') =~ /<([^>]+)>/g;
+    my $p = $refs[-1];
+    if (defined $p && $have{$p}) { push @{$kids{$p}}, $m } else { push @roots, $m }
+}
+sub show { my ($m, $d) = @_; print "  " x $d, $m->{subject}, "
+";
+           show($_, $d + 1) for @{$kids{$m->{mid}} // []}; }
+show($_, 0) for @roots;
+"""
+
 
 def show_forge(state, checks=True):
     proj = next(p for p in state["projects"] if p["id"] == 1)
