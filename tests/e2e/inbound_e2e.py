@@ -895,6 +895,35 @@ def scenario_export(bed):
           "git mailsplit found %s mails" % n.stdout.strip())
     say("mbox ok: every mail once, in date order; git mailsplit: %s"
         % n.stdout.strip())
+    # b4 collects the series and Mary's ack from the replies (from
+    # standard input: see tests/outbound/b4_am.sh on b4 0.12's -m FILE).
+    b4home = os.path.join(bed.work, "b4home")
+    b4out = os.path.join(bed.work, "b4out")
+    os.makedirs(b4home)
+    os.makedirs(b4out)
+    b4env = dict(os.environ, HOME=b4home, GIT_CONFIG_NOSYSTEM="1",
+                 LC_ALL="C.UTF-8", XDG_CACHE_HOME=b4home,
+                 XDG_DATA_HOME=b4home, GIT_AUTHOR_NAME="B4 Tester",
+                 GIT_AUTHOR_EMAIL="b4@example.org",
+                 GIT_COMMITTER_NAME="B4 Tester",
+                 GIT_COMMITTER_EMAIL="b4@example.org")
+    for k, v in (("user.name", "B4 Tester"), ("user.email",
+                                               "b4@example.org")):
+        subprocess.run(["git", "config", "--global", k, v], env=b4env,
+                       check=True)
+    with open(mbox, "rb") as f:
+        r = subprocess.run(["b4", "am", "-m", "-", "-o", b4out], stdin=f,
+                           env=b4env, cwd=bed.work, capture_output=True,
+                           text=True, timeout=120)
+    check(r.returncode == 0 and "Total patches: 3" in r.stdout + r.stderr,
+          "b4 am on the export: %s" % (r.stdout + r.stderr)[-1200:])
+    mbx = [os.path.join(b4out, x) for x in os.listdir(b4out)
+           if x.endswith(".mbx")]
+    check(len(mbx) == 1, "b4 wrote %s" % os.listdir(b4out))
+    with open(mbx[0], encoding="utf-8", errors="replace") as f:
+        check("Acked-by: " + MARY in f.read(),
+              "b4 did not collect Mary's Acked-by from the export")
+    say("b4 am on the export: 3 patches, Mary's Acked-by collected")
     # Exporting again into the same directory is refused.
     again = bed.pb("export", "--public-inbox", pidir, "group/project!1",
                    ok=(73,))
