@@ -64,10 +64,13 @@ const char cmd_export_help[] =
 	"created (DIR not empty, FILE not writable), 64 (EX_USAGE), 78\n"
 	"(EX_CONFIG) for a broken configuration.\n";
 
-/* One archived mail, ready to write. */
+/*
+ * One archived mail.  The first pass keeps only what ordering and the
+ * public-inbox commit need; the second loads each message again as it is
+ * written, so memory holds one message at a time, whatever the MR's size.
+ */
 struct xmail {
-	struct store_archived a;
-	struct buf text; /* LF line ends, a Message-ID header */
+	char *message_id;
 	int64_t date; /* from its Date header, else when archived */
 	struct gitrepo_person who;
 	char *subject;
@@ -108,44 +111,44 @@ static int has_message_id(const char *raw, size_t len)
  * Message-ID header put first when the mail came without one (the
  * archive's key is then the id the bridge gave it).
  */
-static int normalise(struct xmail *x)
+static int normalise(struct buf *out, const struct store_archived *a)
 {
-	const char *p = x->a.message, *end = p + x->a.message_len;
+	const char *p = a->message, *end = p + a->message_len;
 	int rc = 0;
 
-	if (!has_message_id(p, x->a.message_len))
-		rc = buf_addf(&x->text, "Message-ID: <%s>\n", x->a.message_id);
+	buf_reset(out);
+	if (!has_message_id(p, a->message_len))
+		rc = buf_addf(out, "Message-ID: <%s>\n", a->message_id);
 	while (!rc && p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
 
 		if (n && p[n - 1] == '\r')
 			n--;
-		rc = buf_add(&x->text, p, n);
+		rc = buf_add(out, p, n);
 		if (!rc)
-			rc = buf_addch(&x->text, '\n');
+			rc = buf_addch(out, '\n');
 		p = nl ? nl + 1 : end;
 	}
 	return rc;
 }
 
-static int load(struct xmail *x, struct store *st, const char *message_id,
-		size_t order)
+/* First pass: the date, sender and subject of one archived mail. */
+static int describe(struct xmail *x, struct store *st, const char *message_id,
+		    size_t order)
 {
+	struct store_archived a;
 	struct mail *m = NULL;
 	int rc;
 
+	store_archived_init(&a);
 	x->order = order;
-	rc = store_archive_get(&x->a, st, message_id);
+	x->message_id = xstrdup(message_id);
+	rc = store_archive_get(&a, st, message_id);
 	if (rc)
 		return rc;
-	buf_init(&x->text,
-		 x->a.message_len + PB_MSGID_MAX + 64 + x->a.message_len / 2);
-	rc = normalise(x);
-	if (rc)
-		return rc;
-	x->date = x->a.created;
-	if (!mail_parse(&m, x->a.message, x->a.message_len, NULL)) {
+	x->date = a.created;
+	if (!mail_parse(&m, a.message, a.message_len, NULL)) {
 		int64_t t;
 
 		if (!mail_date_parse(&t, m->date) && t > 0)
@@ -154,19 +157,15 @@ static int load(struct xmail *x, struct store *st, const char *message_id,
 		x->who.email = xstrdup(m->from.email);
 		x->subject = xstrdup(m->subject);
 		mail_free(m);
-	} else {
-		x->who.name = xstrdup("");
-		x->who.email = xstrdup("");
-		x->subject = xstrdup("");
 	}
 	x->who.time = x->date;
+	store_archived_release(&a);
 	return 0;
 }
 
 static void xmail_release(struct xmail *x)
 {
-	store_archived_release(&x->a);
-	buf_release(&x->text);
+	free(x->message_id);
 	free(x->who.name);
 	free(x->who.email);
 	free(x->subject);
@@ -182,9 +181,9 @@ static int cmp_date(const void *a, const void *b)
 }
 
 /* mboxrd: "From " lines quoted with one more '>' (">From ", ">>From "). */
-static int mbox_add(struct buf *out, const struct xmail *x)
+static int mbox_add(struct buf *out, const struct buf *text)
 {
-	const char *p = x->text.data, *end = p + x->text.len;
+	const char *p = text->data, *end = p + text->len;
 	int rc = buf_adds(out, "From mboxrd@z Thu Jan  1 00:00:00 1970\n");
 
 	while (!rc && p < end) {
@@ -205,32 +204,17 @@ static int mbox_add(struct buf *out, const struct xmail *x)
 	return rc;
 }
 
-static int write_mbox(const char *path, const struct xmail *xs, size_t nr)
-{
-	struct buf out;
-	size_t i, max = 64;
-	int rc = 0;
+/* Where the mails go: an mbox file or stdout, and/or a git epoch. */
+struct sink {
+	const char *mbox;
+	struct file_atomic file;
+	int file_open;
+	struct gitrepo_epoch *epoch;
+	const char *inbox;
+	char epoch_path[PATH_MAX];
+};
 
-	for (i = 0; i < nr; i++)
-		max += xs[i].text.len * 2 + 64;
-	buf_init(&out, max);
-	for (i = 0; i < nr && !rc; i++)
-		rc = mbox_add(&out, &xs[i]);
-	if (!rc && !strcmp(path, "-")) {
-		rc = fd_write_all(1, out.data, out.len);
-		if (rc)
-			fprintf(stderr, "patchbridge export: stdout: %s\n",
-				err_msg());
-	} else if (!rc) {
-		rc = file_write_atomic(path, out.data, out.len, 0644);
-		if (rc)
-			fprintf(stderr, "patchbridge export: %s: %s\n", path,
-				err_msg());
-	}
-	buf_release(&out);
-	return rc;
-}
-
+/* DIR must be absent or an empty directory. */
 /* DIR must be absent or an empty directory. */
 static int dir_usable(const char *dir)
 {
@@ -249,31 +233,94 @@ static int dir_usable(const char *dir)
 	return empty ? 0 : -ENOTEMPTY;
 }
 
-static int write_inbox(const char *dir, const struct xmail *xs, size_t nr)
+static int sink_open(struct sink *k)
 {
-	char path[PATH_MAX];
-	struct gitrepo_epoch *ep = NULL;
-	size_t i;
 	int rc;
 
-	rc = dir_usable(dir);
+	if (k->mbox && strcmp(k->mbox, "-")) {
+		rc = file_atomic_open(&k->file, k->mbox, 0644);
+		if (rc) {
+			fprintf(stderr, "patchbridge export: %s\n", err_msg());
+			return rc;
+		}
+		k->file_open = 1;
+	}
+	if (!k->inbox)
+		return 0;
+	rc = dir_usable(k->inbox);
 	if (rc) {
-		fprintf(stderr, "patchbridge export: %s: %s\n", dir,
+		fprintf(stderr, "patchbridge export: %s: %s\n", k->inbox,
 			rc == -ENOTEMPTY ? "exists and is not empty" :
 					   strerror(-rc));
 		return PB_EEXISTS;
 	}
-	if ((size_t)snprintf(path, sizeof(path), "%s/git/0.git", dir) >=
-	    sizeof(path))
-		return err_set(PB_EINVAL, "%s: path too long", dir);
-	rc = gitrepo_epoch_create(&ep, path);
-	for (i = 0; i < nr && !rc; i++)
-		rc = gitrepo_epoch_add(ep, xs[i].text.data, xs[i].text.len,
-				       &xs[i].who, xs[i].subject);
-	gitrepo_epoch_free(ep);
+	if ((size_t)snprintf(k->epoch_path, sizeof(k->epoch_path),
+			     "%s/git/0.git",
+			     k->inbox) >= sizeof(k->epoch_path)) {
+		fprintf(stderr, "patchbridge export: %s: path too long\n",
+			k->inbox);
+		return PB_EINVAL;
+	}
+	rc = gitrepo_epoch_create(&k->epoch, k->epoch_path);
 	if (rc)
-		fprintf(stderr, "patchbridge export: %s: %s\n", path,
+		fprintf(stderr, "patchbridge export: %s: %s\n", k->epoch_path,
 			err_msg());
+	return rc;
+}
+
+/* Second pass: one mail, loaded again, to every output. */
+static int sink_add(struct sink *k, struct store *st, const struct xmail *x,
+		    struct buf *text, struct buf *mbox)
+{
+	struct store_archived a;
+	int rc;
+
+	store_archived_init(&a);
+	rc = store_archive_get(&a, st, x->message_id);
+	if (rc) {
+		fprintf(stderr, "patchbridge export: %s\n", err_msg());
+		return rc;
+	}
+	text->max = a.message_len + a.message_len / 2 + PB_MSGID_MAX + 64;
+	rc = normalise(text, &a);
+	store_archived_release(&a);
+	if (!rc && k->mbox) {
+		buf_reset(mbox);
+		mbox->max = text->len * 2 + 64;
+		rc = mbox_add(mbox, text);
+		if (!rc && k->file_open)
+			rc = file_atomic_write(&k->file, mbox->data, mbox->len);
+		else if (!rc)
+			rc = fd_write_all(1, mbox->data, mbox->len);
+		if (rc)
+			fprintf(stderr, "patchbridge export: %s: %s\n", k->mbox,
+				err_msg());
+	}
+	if (!rc && k->epoch) {
+		rc = gitrepo_epoch_add(k->epoch, text->data, text->len, &x->who,
+				       x->subject);
+		if (rc)
+			fprintf(stderr, "patchbridge export: %s: %s\n",
+				k->epoch_path, err_msg());
+	}
+	return rc;
+}
+
+/* Finish the outputs: commit the mbox (or remove it after a failure). */
+static int sink_close(struct sink *k, int ok)
+{
+	int rc = 0;
+
+	gitrepo_epoch_free(k->epoch);
+	k->epoch = NULL;
+	if (k->file_open && ok) {
+		rc = file_atomic_commit(&k->file);
+		if (rc)
+			fprintf(stderr, "patchbridge export: %s\n", err_msg());
+	} else if (k->file_open) {
+		file_atomic_abort(&k->file);
+	}
+	k->file_open = 0;
 	return rc;
 }
 
@@ -288,6 +335,9 @@ int cmd_export(const char *config_path, int argc, char **argv)
 	char project[STORE_PROJECT_MAX + 1];
 	struct store_archived_list l;
 	struct xmail *xs = NULL;
+	struct sink sink;
+	struct buf text = BUF_INIT(PB_MAIL_MAX_MAX);
+	struct buf mboxbuf = BUF_INIT(PB_MAIL_MAX_MAX);
 	struct config *cfg = NULL;
 	struct store *st = NULL;
 	size_t i, from_list = 0;
@@ -295,6 +345,7 @@ int cmd_export(const char *config_path, int argc, char **argv)
 	int c, rc;
 
 	memset(&l, 0, sizeof(l));
+	memset(&sink, 0, sizeof(sink));
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
 		switch (c) {
@@ -355,14 +406,18 @@ int cmd_export(const char *config_path, int argc, char **argv)
 		rc = EX_NOINPUT;
 		goto out;
 	}
+	if (l.nr >= STORE_LIST_MAX)
+		fprintf(stderr,
+			"patchbridge export: %s!%lld: more than %d mails; only "
+			"the first %d are written\n",
+			project, (long long)iid, STORE_LIST_MAX,
+			STORE_LIST_MAX);
 	xs = xcalloc(l.nr, sizeof(*xs));
 	for (i = 0; i < l.nr && !rc; i++) {
-		store_archived_init(&xs[i].a);
-		rc = load(&xs[i], st, l.items[i].message_id, i);
-		if (!rc && xs[i].a.origin == STORE_ARCHIVE_LIST)
+		rc = describe(&xs[i], st, l.items[i].message_id, i);
+		if (!rc && l.items[i].origin == STORE_ARCHIVE_LIST)
 			from_list++;
 	}
-	store_rollback(st);
 	if (rc) {
 		fprintf(stderr, "patchbridge export: %s\n", err_msg());
 		rc = env_exit_code(rc);
@@ -375,11 +430,12 @@ int cmd_export(const char *config_path, int argc, char **argv)
 			"sent before the archive existed %s missing\n",
 			project, (long long)iid, (long long)missing,
 			missing == 1 ? "" : "s", missing == 1 ? "is" : "are");
-	if (mbox && write_mbox(mbox, xs, l.nr)) {
-		rc = EX_CANTCREAT;
-		goto out;
-	}
-	if (inbox && write_inbox(inbox, xs, l.nr)) {
+	sink.mbox = mbox;
+	sink.inbox = inbox;
+	rc = sink_open(&sink);
+	for (i = 0; i < l.nr && !rc; i++)
+		rc = sink_add(&sink, st, &xs[i], &text, &mboxbuf);
+	if (sink_close(&sink, !rc) || rc) {
 		rc = EX_CANTCREAT;
 		goto out;
 	}
@@ -395,6 +451,8 @@ out:
 		for (i = 0; i < l.nr; i++)
 			xmail_release(&xs[i]);
 	free(xs);
+	buf_release(&text);
+	buf_release(&mboxbuf);
 	store_archived_list_release(&l);
 	store_free(st);
 	config_free(cfg);

@@ -118,41 +118,81 @@ static char *dir_of(const char *path)
 /* Distinguishes temporary files of concurrent writers in one process. */
 static atomic_ulong tmp_seq;
 
+int file_atomic_open(struct file_atomic *f, const char *path, mode_t mode)
+{
+	const char *base = strrchr(path, '/');
+
+	memset(f, 0, sizeof(*f));
+	base = base ? base + 1 : path;
+	f->path = xstrdup(path);
+	f->dir = dir_of(path);
+	f->tmp = xasprintf("%s/.tmp.%s.%ld.%lu", f->dir, base, (long)getpid(),
+			   atomic_fetch_add(&tmp_seq, 1));
+	f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (f->fd < 0) {
+		int rc = err_set_errno(err_from_errno(errno), "create %s",
+				       f->tmp);
+
+		file_atomic_abort(f);
+		return rc;
+	}
+	return 0;
+}
+
+int file_atomic_write(struct file_atomic *f, const void *data, size_t len)
+{
+	return fd_write_all(f->fd, data, len);
+}
+
+int file_atomic_commit(struct file_atomic *f)
+{
+	int rc = 0;
+
+	if (fsync(f->fd) < 0)
+		rc = err_set_errno(err_from_errno(errno), "fsync %s", f->tmp);
+	if (close(f->fd) < 0 && !rc)
+		rc = err_set_errno(err_from_errno(errno), "close %s", f->tmp);
+	f->fd = -1;
+	if (!rc && rename(f->tmp, f->path) < 0)
+		rc = err_set_errno(err_from_errno(errno), "rename to %s",
+				   f->path);
+	if (!rc) {
+		free(f->tmp); /* renamed: nothing to remove */
+		f->tmp = NULL;
+		rc = dir_fsync(f->dir);
+	}
+	file_atomic_abort(f);
+	return rc;
+}
+
+void file_atomic_abort(struct file_atomic *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	if (f->tmp)
+		unlink(f->tmp);
+	free(f->tmp);
+	free(f->dir);
+	free(f->path);
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+}
+
 int file_write_atomic(const char *path, const void *data, size_t len,
 		      mode_t mode)
 {
-	char *dir = dir_of(path);
-	const char *base = strrchr(path, '/');
-	char *tmp;
-	int fd, rc;
+	struct file_atomic f;
+	int rc;
 
-	base = base ? base + 1 : path;
-	tmp = xasprintf("%s/.tmp.%s.%ld.%lu", dir, base, (long)getpid(),
-			atomic_fetch_add(&tmp_seq, 1));
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	if (fd < 0) {
-		rc = err_set_errno(err_from_errno(errno), "create %s", tmp);
-		goto out;
-	}
-	rc = fd_write_all(fd, data, len);
-	if (!rc && fsync(fd) < 0)
-		rc = err_set_errno(err_from_errno(errno), "fsync %s", tmp);
-	if (close(fd) < 0 && !rc)
-		rc = err_set_errno(err_from_errno(errno), "close %s", tmp);
+	rc = file_atomic_open(&f, path, mode);
+	if (rc)
+		return rc;
+	rc = file_atomic_write(&f, data, len);
 	if (rc) {
-		unlink(tmp);
-		goto out;
+		file_atomic_abort(&f);
+		return rc;
 	}
-	if (rename(tmp, path) < 0) {
-		rc = err_set_errno(err_from_errno(errno), "rename to %s", path);
-		unlink(tmp);
-		goto out;
-	}
-	rc = dir_fsync(dir);
-out:
-	free(tmp);
-	free(dir);
-	return rc;
+	return file_atomic_commit(&f);
 }
 
 int dir_create(const char *path, mode_t mode)

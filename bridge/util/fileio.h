@@ -24,6 +24,24 @@
 int file_write_atomic(const char *path, const void *data, size_t len,
 		      mode_t mode);
 
+/*
+ * The same, written piece by piece: open the temporary file, write to it,
+ * then commit (fsync, rename over path, fsync the directory) or abort
+ * (remove it).  Commit and abort both release f, also on failure; after
+ * a failed open there is nothing to release.
+ */
+struct file_atomic {
+	int fd;
+	char *path;
+	char *dir;
+	char *tmp;
+};
+
+int file_atomic_open(struct file_atomic *f, const char *path, mode_t mode);
+int file_atomic_write(struct file_atomic *f, const void *data, size_t len);
+int file_atomic_commit(struct file_atomic *f);
+void file_atomic_abort(struct file_atomic *f);
+
 /* Read the whole file into out (appending); PB_ELIMIT past out->max. */
 int file_read(struct buf *out, const char *path);
 

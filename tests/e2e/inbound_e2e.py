@@ -924,10 +924,19 @@ def scenario_export(bed):
         check("Acked-by: " + MARY in f.read(),
               "b4 did not collect Mary's Acked-by from the export")
     say("b4 am on the export: 3 patches, Mary's Acked-by collected")
-    # Exporting again into the same directory is refused.
-    again = bed.pb("export", "--public-inbox", pidir, "group/project!1",
-                   ok=(73,))
-    del again
+    # Standard output gives the same bytes; an MR with nothing archived
+    # and a used directory are refused, and leave no file behind.
+    with open(mbox, "rb") as f:
+        check(bed.pb("export", "--mbox", "-", "group/project!1").encode()
+              == f.read(), "--mbox - differs from --mbox FILE")
+    bed.pb("export", "--mbox", mbox + ".none", "group/project!99",
+           ok=(66,))
+    bed.pb("export", "--mbox", mbox + ".used", "--public-inbox", pidir,
+           "group/project!1", ok=(73,))
+    check(not os.path.exists(mbox + ".none") and
+          not os.path.exists(mbox + ".used") and
+          not [x for x in os.listdir(bed.work) if x.startswith(".tmp.")],
+          "a refused export left a file: %s" % os.listdir(bed.work))
 
     if not shutil.which("public-inbox-index"):
         raise Fail("public-inbox is not installed (scripts/install-deps.sh)")

@@ -89,11 +89,46 @@ static void test_read_limits_and_errors(void **state)
 	assert_int_equal(file_write_atomic(path, "x", 1, 0600), PB_ENOTFOUND);
 }
 
+/* Piece by piece: nothing at path until commit; abort leaves nothing. */
+static void test_atomic_pieces(void **state)
+{
+	char sub[600], path[700];
+	struct file_atomic f;
+	struct buf b = BUF_INIT(64);
+
+	(void)state;
+	snprintf(sub, sizeof(sub), "%s/pieces", dir);
+	assert_int_equal(dir_create(sub, 0700), 0);
+	snprintf(path, sizeof(path), "%s/out", sub);
+	assert_int_equal(file_atomic_open(&f, path, 0644), 0);
+	assert_int_equal(file_atomic_write(&f, "one ", 4), 0);
+	assert_int_equal(file_atomic_write(&f, "two", 3), 0);
+	assert_int_equal(file_read(&b, path), PB_ENOTFOUND);
+	assert_int_equal(count_entries(sub), 1); /* the temporary */
+	assert_int_equal(file_atomic_commit(&f), 0);
+	assert_int_equal(file_read(&b, path), 0);
+	assert_string_equal(b.data, "one two");
+	assert_int_equal(count_entries(sub), 1);
+
+	assert_int_equal(file_atomic_open(&f, path, 0644), 0);
+	assert_int_equal(file_atomic_write(&f, "half", 4), 0);
+	file_atomic_abort(&f);
+	buf_reset(&b);
+	assert_int_equal(file_read(&b, path), 0);
+	assert_string_equal(b.data, "one two");
+	assert_int_equal(count_entries(sub), 1);
+
+	snprintf(path, sizeof(path), "%s/nodir/out", sub);
+	assert_int_equal(file_atomic_open(&f, path, 0644), PB_ENOTFOUND);
+	buf_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_write_then_read),
 		cmocka_unit_test(test_read_limits_and_errors),
+		cmocka_unit_test(test_atomic_pieces),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
