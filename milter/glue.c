@@ -7,22 +7,26 @@
 #include <libmilter/mfapi.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 /*
  * libmilter's signal thread sigwait()s for SIGHUP, SIGTERM and SIGINT and
- * stops the milter on any of them (libmilter/signal.c).  We reload on
- * SIGHUP instead, in main.c's handler.  Blocking SIGHUP in libmilter's
- * threads is not enough: a thread inside sigwait() accepts the signals it
- * waits for, and while the main thread runs its handler (SIGHUP blocked
- * there) the kernel hands the next SIGHUP of a burst to the sigwait()ing
- * thread, which stops the milter.  So the executable provides sigwait():
- * libmilter's call binds to this definition, which waits for the same set
- * less SIGHUP.  Nothing else in the program calls sigwait().
+ * stops the milter on any of them at once (libmilter/signal.c).  We
+ * handle all three in main.c instead: SIGHUP reloads, SIGTERM and SIGINT
+ * drain first (glue_drain()).  Blocking them in libmilter's threads is
+ * not enough: a thread inside sigwait() accepts the signals it waits
+ * for, and while the main thread runs its handler (that signal blocked
+ * there) the kernel hands the next one of a burst to the sigwait()ing
+ * thread.  So the executable provides sigwait(): libmilter's call binds
+ * to this definition, which waits for the same set less those three -
+ * an empty set with Debian's libmilter, so its signal thread just sleeps.
+ * Nothing else in the program calls sigwait().
  */
 int sigwait(const sigset_t *set, int *sig)
 {
@@ -30,6 +34,8 @@ int sigwait(const sigset_t *set, int *sig)
 	int n;
 
 	sigdelset(&wait, SIGHUP);
+	sigdelset(&wait, SIGTERM);
+	sigdelset(&wait, SIGINT);
 	for (;;) {
 		n = sigwaitinfo(&wait, NULL);
 		if (n > 0) {
@@ -39,6 +45,65 @@ int sigwait(const sigset_t *set, int *sig)
 		if (errno != EINTR)
 			return errno;
 	}
+}
+
+/*
+ * The drain.  With Debian's worker pool, smfi_stop() ends the serving of
+ * every open connection at once (libmilter/worker.c looks at the stop
+ * flag before each command), so Postfix would wait in vain for the
+ * answers to messages in flight and apply its default_action to them.
+ * So a stop does not go through smfi_stop(): glue_drain() waits until no
+ * message is open - between MAIL FROM and the answer to end of message, or an abort
+ * - and no callback runs.  Every callback passes this gate: it counts
+ * itself in "busy" while it runs, and on the way out adds the change in
+ * its session's open message to "messages".  Once the gate is closed a
+ * callback touches nothing and parks until the process ends; Postfix then
+ * sees the milter gone, as for any milter that is down.
+ */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t idle; /* busy and messages reached 0 */
+	pthread_cond_t never; /* parked callbacks wait here for good */
+	unsigned long busy; /* callbacks running */
+	unsigned long messages; /* messages open */
+	int closed;
+} gate = {
+	PTHREAD_MUTEX_INITIALIZER,
+	PTHREAD_COND_INITIALIZER,
+	PTHREAD_COND_INITIALIZER,
+	0,
+	0,
+	0,
+};
+
+static int in_message(const struct session *s)
+{
+	return s && s->conf;
+}
+
+static void gate_enter(void)
+{
+	pthread_mutex_lock(&gate.lock);
+	while (gate.closed)
+		pthread_cond_wait(&gate.never, &gate.lock);
+	gate.busy++;
+	pthread_mutex_unlock(&gate.lock);
+}
+
+/* was: the session had a message open when the callback began. */
+static void gate_leave(int was, const struct session *s)
+{
+	int now = in_message(s);
+
+	pthread_mutex_lock(&gate.lock);
+	gate.busy--;
+	if (now && !was)
+		gate.messages++;
+	else if (was && !now)
+		gate.messages--;
+	if (!gate.busy && !gate.messages)
+		pthread_cond_broadcast(&gate.idle);
+	pthread_mutex_unlock(&gate.lock);
 }
 
 /* Connections numbered for the logs until a queue id is known. */
@@ -66,15 +131,31 @@ static struct session *get(SMFICTX *ctx)
 	return s;
 }
 
+/*
+ * Each callback starts with open_cb() and ends with close_cb(): the
+ * gate, the session (made on first use, unless only looked up) and the
+ * thread's log correlation id.
+ */
+static struct session *open_cb(SMFICTX *ctx, int make, int *was)
+{
+	struct session *s;
+
+	gate_enter();
+	s = make ? get(ctx) : smfi_getpriv(ctx);
+	*was = in_message(s);
+	return s;
+}
+
+static sfsistat close_cb(int was, const struct session *s, sfsistat rc)
+{
+	gate_leave(was, s);
+	log_ctx_clear();
+	return rc;
+}
+
 static void enter(struct session *s)
 {
 	log_ctx_set(session_log_id(s));
-}
-
-static sfsistat leave(sfsistat rc)
-{
-	log_ctx_clear();
-	return rc;
 }
 
 static void take_queue_id(SMFICTX *ctx, struct session *s)
@@ -89,67 +170,76 @@ static void take_queue_id(SMFICTX *ctx, struct session *s)
 
 static sfsistat cb_connect(SMFICTX *ctx, char *host, _SOCK_ADDR *addr)
 {
+	struct session *s;
+	int was;
+
 	(void)host;
 	(void)addr;
-	return get(ctx) ? SMFIS_CONTINUE : SMFIS_ACCEPT;
+	s = open_cb(ctx, 1, &was);
+	return close_cb(was, s, s ? SMFIS_CONTINUE : SMFIS_ACCEPT);
 }
 
 static sfsistat cb_envfrom(SMFICTX *ctx, char **argv)
 {
-	struct session *s = get(ctx);
+	int was;
+	struct session *s = open_cb(ctx, 1, &was);
 
 	if (!s)
-		return SMFIS_ACCEPT;
+		return close_cb(was, s, SMFIS_ACCEPT);
 	enter(s);
 	if (session_begin(s, argv && argv[0] ? argv[0] : "")) {
 		log_error("%s: mail passed on without the bridge", err_msg());
-		return leave(SMFIS_ACCEPT);
+		return close_cb(was, s, SMFIS_ACCEPT);
 	}
 	take_queue_id(ctx, s);
-	return leave(SMFIS_CONTINUE);
+	return close_cb(was, s, SMFIS_CONTINUE);
 }
 
 static sfsistat cb_header(SMFICTX *ctx, char *name, char *value)
 {
-	struct session *s = get(ctx);
+	int was;
+	struct session *s = open_cb(ctx, 1, &was);
 
 	if (!s)
-		return SMFIS_ACCEPT;
+		return close_cb(was, s, SMFIS_ACCEPT);
 	enter(s);
 	session_header(s, name ? name : "", value ? value : "");
-	return leave(SMFIS_CONTINUE);
+	return close_cb(was, s, SMFIS_CONTINUE);
 }
 
 static sfsistat cb_eoh(SMFICTX *ctx)
 {
-	struct session *s = get(ctx);
+	int was;
+	struct session *s = open_cb(ctx, 1, &was);
 
 	if (!s)
-		return SMFIS_ACCEPT;
+		return close_cb(was, s, SMFIS_ACCEPT);
 	take_queue_id(ctx, s);
 	session_eoh(s);
-	return leave(SMFIS_CONTINUE);
+	return close_cb(was, s, SMFIS_CONTINUE);
 }
 
 static sfsistat cb_body(SMFICTX *ctx, unsigned char *data, size_t len)
 {
-	struct session *s = get(ctx);
+	int was;
+	struct session *s = open_cb(ctx, 1, &was);
 
 	if (!s)
-		return SMFIS_ACCEPT;
+		return close_cb(was, s, SMFIS_ACCEPT);
 	enter(s);
 	session_body(s, data, len);
-	return leave(SMFIS_CONTINUE);
+	return close_cb(was, s, SMFIS_CONTINUE);
 }
 
 static sfsistat cb_eom(SMFICTX *ctx)
 {
-	struct session *s = get(ctx);
+	int was;
+	struct session *s = open_cb(ctx, 1, &was);
 	struct session_outcome out;
 	sfsistat rc = SMFIS_CONTINUE;
 
 	if (!s)
-		return SMFIS_ACCEPT;
+		return close_cb(was, s, SMFIS_ACCEPT);
 	take_queue_id(ctx, s);
 	session_eom(&out, s);
 	if (out.action == SESSION_TEMPFAIL) {
@@ -162,29 +252,32 @@ static sfsistat cb_eom(SMFICTX *ctx)
 		log_warn("could not add the %s header", SESSION_HEADER_NAME);
 	}
 	session_end(s);
-	return leave(rc);
+	return close_cb(was, s, rc);
 }
 
 static sfsistat cb_abort(SMFICTX *ctx)
 {
-	struct session *s = smfi_getpriv(ctx);
+	int was;
+	struct session *s = open_cb(ctx, 0, &was);
 
 	if (s) {
 		enter(s);
 		session_end(s);
 	}
-	return leave(SMFIS_CONTINUE);
+	return close_cb(was, s, SMFIS_CONTINUE);
 }
 
 static sfsistat cb_close(SMFICTX *ctx)
 {
-	struct session *s = smfi_getpriv(ctx);
+	int was;
+	struct session *s = open_cb(ctx, 0, &was);
 
 	if (s) {
+		enter(s);
 		smfi_setpriv(ctx, NULL);
 		session_free(s);
 	}
-	return SMFIS_CONTINUE;
+	return close_cb(was, NULL, SMFIS_CONTINUE);
 }
 
 static struct smfiDesc desc = {
@@ -234,9 +327,22 @@ int glue_run(void)
 	return 0;
 }
 
-void glue_stop(void)
+unsigned long glue_drain(int timeout_s)
 {
-	smfi_stop();
+	struct timespec until;
+	unsigned long left;
+
+	clock_gettime(CLOCK_REALTIME, &until); /* the condition's clock */
+	until.tv_sec += timeout_s;
+	pthread_mutex_lock(&gate.lock);
+	while (gate.busy || gate.messages)
+		if (pthread_cond_timedwait(&gate.idle, &gate.lock, &until) ==
+		    ETIMEDOUT)
+			break;
+	gate.closed = 1;
+	left = gate.messages;
+	pthread_mutex_unlock(&gate.lock);
+	return left;
 }
 
 void glue_version(char *buf, size_t size)

@@ -17,8 +17,13 @@
  * when a relevant mail could not be spooled; ACCEPT when the milter
  * cannot even keep state for a connection.  Never REJECT.
  *
+ * Stopping: glue_drain() waits for the messages in flight to be answered
+ * (their spool records written) and then lets no callback do anything
+ * more; the process may exit then, without stopping libmilter (see "The
+ * drain" in glue.c and main.c).
+ *
  * Thread safety: glue_open() and glue_run() are called from one thread;
- * glue_stop() from any thread (smfi_stop()).
+ * glue_drain() from another one (main.c's).
  * Errors: PB_EINVAL for a bad socket spec, PB_ERROR when libmilter
  * refuses (err_msg() says which call).
  */
@@ -36,11 +41,18 @@
  */
 int glue_open(const char *socket, int timeout_s, mode_t sock_umask);
 
-/* Serve until glue_stop() or a fatal listener error: smfi_main(). */
+/* Serve: smfi_main(); returns only on a fatal listener error. */
 int glue_run(void);
 
-/* Ask glue_run() to return; libmilter notices within about 5 s. */
-void glue_stop(void);
+/*
+ * Wait up to timeout_s seconds until no message is open (between MAIL
+ * FROM and the answer to end of message, or an abort) and no callback
+ * runs, then close the gate for good: callbacks that come later do
+ * nothing and never return, so Postfix sees the milter as down.  Returns
+ * the number of messages still open when the time ran out (0: drained).
+ * Call it once, then exit.
+ */
+unsigned long glue_drain(int timeout_s);
 
 /* libmilter's version, "8.17.1" style, into buf. */
 void glue_version(char *buf, size_t size);

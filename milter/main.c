@@ -10,18 +10,28 @@
  *
  * Signals.  libmilter starts its own thread that sigwait()s for SIGHUP,
  * SIGTERM and SIGINT and stops the milter on any of them (notes §1.1,
- * libmilter/signal.c); we want SIGHUP to reload instead.  The main thread
- * never blocks the three signals and catches them with a handler that
- * only writes to a self-pipe, while smfi_main() runs in a second thread
- * created with the signals blocked (libmilter's threads inherit that
- * mask).  That alone is not enough: while the handler runs, SIGHUP is
- * blocked in the main thread and the kernel gives a second SIGHUP to a
- * thread that sigwait()s for it.  glue.c therefore provides the sigwait()
- * libmilter calls, waiting for its set less SIGHUP, so SIGHUP always
- * reloads; SIGTERM and SIGINT stop the milter whichever thread takes them
- * (smfi_stop() here, or libmilter's own stop), and libmilter's listener
- * notices within its 5 s poll.  tests/milter/miltertest.sh checks this
- * with a burst of SIGHUPs.
+ * libmilter/signal.c); we want SIGHUP to reload and a stop to drain
+ * first.  The main thread never blocks the three signals and catches
+ * them with a handler that only writes to a self-pipe, while smfi_main()
+ * runs in a second thread created with the signals blocked (libmilter's
+ * threads inherit that mask).  That alone is not enough: while the
+ * handler runs, the signal is blocked in the main thread and the kernel
+ * gives the next one to a thread that sigwait()s for it.  glue.c
+ * therefore provides the sigwait() libmilter calls, waiting for its set
+ * less these three, so only the main thread acts on them.
+ * tests/milter/miltertest.sh checks this with a burst of SIGHUPs.
+ *
+ * Stop (SIGTERM, SIGINT): the unix socket is removed at once, so new
+ * connections find the milter down and Postfix applies its
+ * default_action; the messages in flight are finished - spooled and
+ * answered - for up to MILTER_DRAIN_S seconds (glue_drain()); then the
+ * process exits.  It does not wait for smfi_main() to return: after
+ * smfi_stop() libmilter's listener looks at its stop flag only every 5 s
+ * (and smfi_stop() itself waits for that, on the listener's mutex), while
+ * after the drain no callback touches anything any more, so there is
+ * nothing left to wait for.  (An inet: socket cannot be removed:
+ * connections accepted during the drain are served like the others.)
+ * tests/milter/sigterm.sh checks this under load.
  *
  * Reload: a new generation (mconf.h) is loaded from the same file and
  * installed; messages in flight finish with the one they started with.
@@ -57,6 +67,9 @@
 #define PROG "patchbridge-milter"
 /* Socket mode 0660: Postfix reaches it through the socket's group. */
 #define SOCK_UMASK_DEFAULT 0117
+/* How long a stop waits for the messages in flight (with libmilter's 5 s
+ * stop poll, within the unit's TimeoutStopSec=30s). */
+#define MILTER_DRAIN_S 20
 
 /* The self-pipe: the signal handler and the serving thread write. */
 static int wake_fd[2] = { -1, -1 };
@@ -105,9 +118,11 @@ static void usage(FILE *f)
 		"  -h, --help          this help\n"
 		"\n"
 		"Signals: HUP reloads the configuration (a broken file is "
-		"refused and the\nold one kept); TERM and INT stop within "
-		"about 5 s.\n",
-		CONFIG_ENV, CONFIG_DEFAULT_PATH, SOCK_UMASK_DEFAULT);
+		"refused and the\nold one kept); TERM and INT remove the "
+		"socket, finish the mails in flight\n(up to %d s) and "
+		"stop.\n",
+		CONFIG_ENV, CONFIG_DEFAULT_PATH, SOCK_UMASK_DEFAULT,
+		MILTER_DRAIN_S);
 }
 
 static int load_exit_code(int rc)
@@ -259,6 +274,25 @@ static void reload(const char *path)
 		   path);
 }
 
+/*
+ * SIGTERM or SIGINT: no new connections, and the messages in flight
+ * finished.  Signals that come meanwhile wait in the pipe.
+ */
+static void stop(int sig, const char *sock_path)
+{
+	unsigned long left;
+
+	log_notice("stopping (signal %d)", sig);
+	if (sock_path && unlink(sock_path) < 0 && errno != ENOENT)
+		log_warn("cannot remove the socket %s: %s", sock_path,
+			 strerror(errno));
+	left = glue_drain(MILTER_DRAIN_S);
+	if (left)
+		log_warn("%lu message(s) still in flight after %d s: "
+			 "Postfix applies its default_action to them",
+			 left, MILTER_DRAIN_S);
+}
+
 static int write_pidfile(const char *path)
 {
 	char line[32];
@@ -272,7 +306,7 @@ static int serve_forever(const char *path, const char *spec, int foreground,
 {
 	struct mconf *c = mconf_current();
 	const struct mconf_view *v = mconf_view(c);
-	int timeout_s, serve_rc = 0, stopping = 0, done = 0;
+	int timeout_s, serve_rc = 0, stopped = 0, done = 0;
 	const char *sock_path = socket_path(spec);
 	sigset_t block, old;
 	pthread_t tid;
@@ -319,27 +353,28 @@ static int serve_forever(const char *path, const char *spec, int foreground,
 		if (poll(&pfd, 1, 1000) < 0 && errno != EINTR)
 			break;
 		n = read(wake_fd[0], sigs, sizeof(sigs));
-		for (i = 0; i < n; i++) {
-			if (sigs[i] == SIGHUP && !stopping) {
+		for (i = 0; i < n && !done; i++) {
+			if (sigs[i] == SIGHUP) {
 				reload(path);
 			} else if (sigs[i] == SIGTERM || sigs[i] == SIGINT) {
-				if (!stopping)
-					log_notice("stopping (signal %d)",
-						   sigs[i]);
-				stopping = 1;
-				glue_stop();
+				stop(sigs[i], sock_path);
+				stopped = done = 1;
 			} else if (sigs[i] == 0) {
 				done = 1;
 			}
 		}
 	}
-	pthread_join(tid, NULL);
-	if (sock_path)
-		unlink(sock_path);
+	/* After a stop the serving thread is left in libmilter's listener
+	 * (see the top of this file); otherwise smfi_main() has failed. */
+	if (!stopped) {
+		pthread_join(tid, NULL);
+		if (sock_path)
+			unlink(sock_path);
+	}
 	if (pidfile)
 		unlink(pidfile);
 	log_notice("stopped");
-	return serve_rc ? EX_SOFTWARE : EX_OK;
+	return stopped || !serve_rc ? EX_OK : EX_SOFTWARE;
 }
 
 int main(int argc, char **argv)
