@@ -8,7 +8,8 @@
  * threads and only puts MRs on the queue, which wakes the main thread.
  *
  * Signals: SIGTERM and SIGINT stop the daemon after the mail being handed
- * to the MTA (what is left stays queued for the next start); SIGHUP
+ * to the MTA or the list reply being applied to the forge (what is left
+ * stays queued, or spooled, for the next start); SIGHUP
  * reloads the configuration - a file that does not load, or an env that
  * cannot be built from it (an unreadable token, a port in use), is
  * refused with a log line and the old configuration stays in force.  The
@@ -66,8 +67,9 @@ const char cmd_run_help[] =
 	"                systemd Type=simple); otherwise detach and log to\n"
 	"                syslog, facility mail\n"
 	"\n"
-	"SIGTERM/SIGINT: stop after the mail being sent.  SIGHUP: reload the\n"
-	"configuration (a broken one is refused and the old one kept).\n";
+	"SIGTERM/SIGINT: stop after the mail being sent or the reply being\n"
+	"applied.  SIGHUP: reload the configuration (a broken one is refused\n"
+	"and the old one kept).\n";
 
 static volatile sig_atomic_t stop_flag, reload_flag;
 static struct workq *signal_queue; /* the handlers' way to wake the loop */
@@ -266,6 +268,7 @@ static void inbound_cycle(struct daemon *d)
 		o.cfg = d->env.cfg;
 		o.store = d->env.store;
 		o.forge = d->env.forge;
+		o.stop = &stop_flag;
 		/* PB_ETEMP: a `replay --apply-now` applies meanwhile */
 		if (inbound_new(&d->ib, &o)) {
 			log_warn("inbound: %s", err_msg());

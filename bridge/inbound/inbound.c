@@ -44,6 +44,7 @@ struct inbound {
 	struct spool *sp;
 	int lock_fd;
 	int retry_now;
+	const volatile sig_atomic_t *stop;
 	struct inbound_stats stats;
 	struct loaded *owners;
 	size_t nr_owners, alloc_owners;
@@ -75,6 +76,12 @@ char *inbound_message_id(const char *id, const char *raw, size_t len)
 	}
 	h[32] = '\0';
 	return xasprintf("nomsgid.%s@patchbridge.invalid", h);
+}
+
+/* A stop was asked for: claim nothing more. */
+static int stopping(const struct inbound *ib)
+{
+	return ib->stop && *ib->stop;
 }
 
 static int take_lock(struct inbound *ib, const char *dir)
@@ -117,6 +124,7 @@ int inbound_new(struct inbound **out, const struct inbound_opts *opts)
 	ib->st = opts->store;
 	ib->forge = opts->forge;
 	ib->retry_now = opts->retry_now;
+	ib->stop = opts->stop;
 	ib->lock_fd = -1;
 	rc = spool_open(&ib->sp, dir, SPOOL_READER);
 	if (rc)
@@ -294,6 +302,8 @@ int inbound_ingest_spool(struct inbound *ib, int64_t now)
 
 	(void)now;
 	for (;;) {
+		if (stopping(ib))
+			return 0;
 		rc = spool_claim_next(name, sizeof(name), ib->sp);
 		if (rc == PB_ENOTFOUND)
 			return 0;
@@ -1099,6 +1109,10 @@ int inbound_apply_due(struct inbound *ib, int64_t now)
 				    1000;
 	store_inbound_init(&row);
 	for (;;) {
+		if (stopping(ib)) {
+			rc = 0;
+			break;
+		}
 		rc = store_inbound_claim(&row, ib->st, claim_now);
 		if (rc == PB_ENOTFOUND) {
 			rc = 0;

@@ -62,6 +62,7 @@
 #include "core/store.h"
 #include "forge/forge.h"
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -74,6 +75,10 @@ struct inbound_opts {
 	/* Claim failed rows before their backoff ends (operators: "the
 	 * forge is back, retry now"). */
 	int retry_now;
+	/* The flag a signal handler sets to stop (may be NULL): no record
+	 * or row is claimed once it is set; the row being applied is
+	 * finished first. */
+	const volatile sig_atomic_t *stop;
 };
 
 struct inbound_stats {
