@@ -30,9 +30,13 @@
  *	                    in dead/NAME.reason
  *
  * The comment of a reply to a mirrored forge comment, or to a reply the
- * bridge applied, continues that thread.  Forge users: [inbound] user_map
- * first, then the gluser of the address in owners.yaml, then the forge's
- * own search by address (an admin token sees private addresses).
+ * bridge applied, continues that thread.  A reply to a forge comment's
+ * mail answers that comment, whatever of its quoted hunk it comments
+ * under: its inline comments are folded into the reply in the discussion
+ * (plan.h fold_inline), not posted as new diff notes.  Forge users:
+ * [inbound] user_map first, then the gluser of the address in
+ * owners.yaml, then the forge's own search by address (an admin token
+ * sees private addresses).
  *
  * Only one process applies at a time: inbound_new() takes an exclusive
  * lock (flock) on DIR/.inbound.lock of the spool and fails with PB_ETEMP

@@ -422,7 +422,7 @@ int plan_build(struct plan *out, const struct review *r,
 	struct plan_action *a;
 	const char *nak_user = NULL;
 	size_t i;
-	int rc;
+	int rc, fold;
 
 	plan_init(out);
 	d = xcalloc(r->trailers.nr + 1, sizeof(*d));
@@ -433,18 +433,20 @@ int plan_build(struct plan *out, const struct review *r,
 		goto out;
 
 	/* 0, or 2001 for a NAK: the sender's words and the trailers. */
-	if (r->nak || !is_blank(r->comment) || r->trailers.nr) {
+	fold = ctx->fold_inline || (r->nak && is_blank(r->comment));
+	if (r->nak || !is_blank(r->comment) || r->trailers.nr ||
+	    (ctx->fold_inline && r->nr_inline)) {
 		if (r->nak)
 			rc = buf_adds(&body, is_blank(r->comment) ? "NAK.\n" :
 								    "NAK:\n\n");
 		if (!rc && !is_blank(r->comment))
 			rc = escape_markdown(&body, r->comment,
 					     strlen(r->comment));
-		/* A NAK said only inline: its discussion quotes that. */
-		for (i = 0;
-		     r->nak && is_blank(r->comment) && i < r->nr_inline && !rc;
-		     i++) {
-			rc = buf_addch(&body, '\n');
+		/* A NAK said only inline, or a reply to a forge comment:
+		 * the body quotes each line and what was said under it. */
+		for (i = 0; fold && i < r->nr_inline && !rc; i++) {
+			if (body.len)
+				rc = buf_addch(&body, '\n');
 			if (!rc)
 				rc = add_where(&body, &r->inl[i], ctx);
 			if (!rc)
@@ -467,7 +469,7 @@ int plan_build(struct plan *out, const struct review *r,
 		}
 	}
 
-	for (i = 0; i < r->nr_inline && !rc; i++)
+	for (i = 0; !ctx->fold_inline && i < r->nr_inline && !rc; i++)
 		rc = inline_action(out, r, i, ctx);
 	if (rc)
 		goto out;

@@ -10,7 +10,8 @@
  *
  *	0             the comment: the sender's own text, what became of
  *	              each trailer, and the footer (a discussion, or a reply
- *	              in the thread the mail answers)
+ *	              in the thread the mail answers); with fold_inline, the
+ *	              inline comments too, each after the line it answers
  *	1 + i         inline comment i: a diff note at its line on the MR
  *	              version that was mailed; a plain discussion quoting
  *	              file:line when it cannot be placed
@@ -100,6 +101,13 @@ struct plan_ctx {
 	int total; /* patches in the revision; 0 unknown */
 	/* The patch's diff as mailed, to quote a line; may be NULL. */
 	const struct diff *parent;
+	/*
+	 * The mail answers a forge comment mirrored to the list: what it
+	 * says under the quoted hunk answers that comment, so its inline
+	 * comments go into the comment (0), which continues the comment's
+	 * discussion, and make no diff notes (1 + i) of their own.
+	 */
+	int fold_inline;
 	/*
 	 * Where inline comment x goes on the MR version's diff: 1 with the
 	 * line's kind and numbers there (inbound/position.h), 0 when it

@@ -532,7 +532,9 @@ send:
 	m.date = note_date(n);
 	m.parent = &parent;
 	m.note_id = n->id;
-	m.discussion_id = fn->discussion_id;
+	/* A system note's discussion takes no replies: a list reply to the
+	 * approval's mail starts its own discussion. */
+	m.discussion_id = is_ack ? NULL : fn->discussion_id;
 	m.cursor_value = cursor_value;
 	rc = queue(c, &m);
 out:
@@ -656,10 +658,11 @@ int forgemail_mr(struct forgemail *fm, const char *project, int64_t iid,
 			if (n->id <= 0 || (uint64_t)n->id <= last)
 				continue;
 			ALLOC_GROW(notes, nr + 1, alloc);
+			/* An individual comment's discussion too: a list
+			 * reply to its mail continues it (GitLab turns it
+			 * into a thread), and so does a forge reply. */
 			notes[nr].n = n;
-			notes[nr].discussion_id = dl.items[i].individual_note ?
-							  NULL :
-							  dl.items[i].id;
+			notes[nr].discussion_id = dl.items[i].id;
 			nr++;
 		}
 	if (nr)

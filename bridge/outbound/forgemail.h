@@ -12,8 +12,9 @@
  *    whose diff as mailed holds the note's line (the revision mailed for
  *    the position's head_sha, else the latest), quoting the hunk down to
  *    that line (forgetext.h), then the comment;
- *  - a later note of a discussion: under the mail of the discussion's
- *    newest mirrored note (thread map: store_mail_by_discussion());
+ *  - a later note of a discussion (an answered general comment is one
+ *    too): under the mail of the discussion's newest mirrored note
+ *    (thread map: store_mail_by_discussion());
  *  - an approval (the forge's "approved this merge request" system note):
  *    a reply to the cover letter with "[outbound] approval_trailer: Name
  *    <public email>", or "<id-username@users.noreply.HOST>" (GitLab's own
@@ -35,6 +36,11 @@
  * outbound queue in the same transaction that moves the note cursor; the
  * outbound sender (outbound_deliver_due()) delivers it.  A re-read note
  * finds its id in the thread map and is not mailed again.
+ *
+ * Both ways: every comment's mail records its discussion, a general
+ * comment's (an individual note on GitLab) too, so that a list reply to
+ * it becomes a reply in that discussion (inbound.h); an approval's mail
+ * records none (a system note's discussion takes no replies).
  *
  * Which MRs: per project, the MRs updated since the watermark (cursor
  * "forgemail:poll:P", milliseconds), with [outbound] poll_overlap.

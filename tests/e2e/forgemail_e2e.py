@@ -10,16 +10,25 @@ usage: forgemail_e2e.py comments --patchbridge BIN --work DIR
             reply to the cover; a reply in the diff note's discussion ->
             under the first note's mail; a note with our marker and a
             system note are not mailed; run --once again mails nothing;
-            merging on the simulator -> "applied" with the SHAs.
+            list replies (through Postfix and patchbridge-milter) to the
+            diff note's mail and to the general comment's mail -> notes in
+            those same forge discussions (the first a DiffNote reply at
+            the same position), never mailed back; merging on the
+            simulator -> "applied" with the SHAs.
 
 Exit status: 0 pass, 1 fail, 77 skipped (not root, no Postfix).
 """
 
+import html
 import os
+import re
+import shutil
+import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import inbound_e2e as ib  # noqa: E402
 import outbound_e2e as ob  # noqa: E402
 from outbound_e2e import Fail, check, say, sim, msgid  # noqa: E402
 
@@ -54,6 +63,83 @@ def api(method, path, token, body=None, ok=(200, 201, 202)):
     return json.loads(text) if text else None
 
 
+# A list subscriber with no forge account.
+DAVE = "Dave Reader <dave@reader.example>"
+
+
+def start_list(bed):
+    """The private Postfix with patchbridge-milter in front of the list,
+    as in inbound_e2e: list replies to bridged mail are spooled for
+    `patchbridge run`; the bridge's own mail passes through it too."""
+    milter = os.environ.get("PB_MILTER") or os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(bed.pb))),
+        "milter", "patchbridge-milter")
+    if not os.access(milter, os.X_OK):
+        raise Fail("no patchbridge-milter at %s (set PB_MILTER)" % milter)
+    sockdir = os.path.join(bed.work, "sockets")
+    os.makedirs(sockdir, exist_ok=True)
+    shutil.chown(sockdir, group="postfix")
+    os.chmod(sockdir, 0o2750)
+    msock = os.path.join(sockdir, "patchbridge.sock")
+    out = subprocess.run(
+        [ob.PFBED, "start", bed.pf, "--milter", "unix:" + msock,
+         "--set", "default_transport = discard:"],
+        capture_output=True, text=True, timeout=60)
+    if out.returncode:
+        raise Fail("pfbed start: %s" % out.stderr[-2000:])
+    bed.port = int(re.search(r"PORT=(\d+)", out.stdout).group(1))
+    env = subprocess.run([ob.PFBED, "env", bed.pf], capture_output=True,
+                         text=True, check=True).stdout
+    for line in env.splitlines():
+        k, _, v = line.partition("=")
+        bed.env[k] = v.strip("'\"")
+    os.makedirs(os.path.join(bed.work, "spool"), exist_ok=True)
+    # [forge] bot_username: the simulator's bot user.
+    bed.config(extra="\n[milter]\nsocket = unix:%s\n[spool]\ndir = %s\n"
+               % (msock, os.path.join(bed.work, "spool")))
+    with open(bed.cfg, encoding="utf-8") as f:
+        cfg = f.read().replace("[forge]\n", "[forge]\nbot_username = "
+                               "patchbridge\n", 1)
+    with open(bed.cfg, "w", encoding="utf-8") as f:
+        f.write(cfg)
+    log = open(os.path.join(bed.work, "milter.log"), "a", encoding="utf-8")
+    bed.procs.append(subprocess.Popen([milter, "-c", bed.cfg, "-f"],
+                                      stdout=log, stderr=log))
+    log.close()
+    for _ in range(200):
+        if os.path.exists(msock):
+            break
+        time.sleep(0.05)
+    else:
+        raise Fail("patchbridge-milter did not create %s" % msock)
+    say("postfix on port %d with patchbridge-milter" % bed.port)
+
+
+def send(bed, raw, sender):
+    """Submit a mail to the list over SMTP, as a subscriber's client."""
+    path = os.path.join(bed.work, "outgoing.eml")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(raw)
+    out = subprocess.run([ob.PFBED, "send", bed.pf, path, "--from", sender,
+                          "--to", ob.LIST], capture_output=True, text=True,
+                         timeout=60)
+    if out.returncode:
+        raise Fail("SMTP submission failed: %s %s" %
+                   (out.stdout, out.stderr[-500:]))
+
+
+def the_mr(iid=1):
+    state = sim("GET", "/_sim/state")
+    proj = next(p for p in state["projects"] if p["id"] == 1)
+    return next(m for m in proj["merge_requests"] if m["iid"] == iid)
+
+
+def discussion_with(mr, text):
+    """The discussions holding a note whose body has text."""
+    return [d for d in mr["discussions"]
+            if any(text in html.unescape(n["body"]) for n in d["notes"])]
+
+
 def forge_mails(bed):
     return [m for m in bed.archive()
             if m["X-Patchbridge-Origin"] == "forge"]
@@ -64,14 +150,7 @@ def text(m):
 
 
 def scenario_comments(bed):
-    bed.start_postfix()
-    bed.config()
-    # [forge] bot_username: the simulator's bot user.
-    with open(bed.cfg, encoding="utf-8") as f:
-        cfg = f.read().replace("[forge]\n", "[forge]\nbot_username = "
-                               "patchbridge\n", 1)
-    with open(bed.cfg, "w", encoding="utf-8") as f:
-        f.write(cfg)
+    start_list(bed)
     ob.create_mr("topic", "Teach x and y to count")
     bed.run("run", "--once")
     bed.wait_mail(4)
@@ -152,12 +231,14 @@ def scenario_comments(bed):
     check(not [n for n in notes if "via patchbridge" in n["body"]],
           "a forge mail came back as a note")
 
+    archived = list_replies(bed, disc, d, g)
+
     say("bob merges on the forge")
     mr = api("GET", "/projects/1/merge_requests/1", "bob-token")
     api("PUT", "/projects/1/merge_requests/1/merge", "bob-token",
         {"sha": mr["sha"]})
     bed.run("run", "--once")
-    bed.wait_mail(8)
+    bed.wait_mail(archived + 1)
     bed.settle()
     a = [m for m in forge_mails(bed) if "applied" in text(m)]
     check(len(a) == 1, "no applied mail")
@@ -167,6 +248,76 @@ def scenario_comments(bed):
     for c in commits:
         check(c["id"] in text(a[0]), "applied misses %s:\n%s" %
               (c["id"], text(a[0])))
+
+
+def list_replies(bed, disc, d, g):
+    """Must show 1, last clause: a list reply to a forge comment's mail
+    becomes a reply in that same forge discussion, and is not mailed
+    back."""
+    say("dave replies on the list to the diff note's and the general "
+        "comment's mails")
+    before = len(bed.archive())
+    forge_before = len(forge_mails(bed))
+    raw, rid_d = ib.reply(d, DAVE, ib.quote(text(d)) +
+                          "\nLIST-REPLY-DIFF: x(0) must stay 1, so n + 1 "
+                          "it is.\n")
+    send(bed, raw, "dave@reader.example")
+    raw, rid_g = ib.reply(g, DAVE, ib.quote(text(g)) +
+                          "\nLIST-REPLY-GENERAL: thanks, a v2 follows.\n")
+    send(bed, raw, "dave@reader.example")
+    bed.wait_mail(before + 2)
+    bed.settle()
+    for m in bed.archive():
+        if msgid(m) in (rid_d, rid_g):
+            check(m.get("X-Patchbridge"),
+                  "the milter did not take the reply %s" % m["Subject"])
+    bed.run("run", "--once")
+    mr = the_mr()
+
+    found = discussion_with(mr, "LIST-REPLY-DIFF")
+    check(len(found) == 1, "the diff-note reply is in %d discussions"
+          % len(found))
+    check(found[0]["id"] == disc["id"],
+          "the diff-note reply started a discussion of its own, not a "
+          "reply in %s: %s" % (disc["id"], found[0]["id"]))
+    first, last = found[0]["notes"][0], found[0]["notes"][-1]
+    check("LIST-REPLY-DIFF" in html.unescape(last["body"]),
+          "the reply is not the discussion's newest note")
+    check(last["author"] == "patchbridge", "posted as %s" % last["author"])
+    check("Dave Reader" in html.unescape(last["body"]),
+          "the footer does not name the sender:\n" + last["body"])
+    check(last["type"] == "DiffNote" and
+          last["position"] == first["position"],
+          "not a DiffNote reply at the thread's position: %s %s" %
+          (last["type"], last["position"]))
+    say("the diff-note reply is note %d of discussion %s (DiffNote at "
+        "%s:%s)" % (len(found[0]["notes"]), disc["id"][:8],
+                    last["position"]["new_path"],
+                    last["position"]["new_line"]))
+
+    general = discussion_with(mr, "Looks fine otherwise.")
+    check(len(general) == 1, "general comment in %d discussions" %
+          len(general))
+    found = discussion_with(mr, "LIST-REPLY-GENERAL")
+    check(len(found) == 1 and found[0]["id"] == general[0]["id"],
+          "the reply to the general comment did not continue its "
+          "discussion: %s" % [f["id"] for f in found])
+    check(not found[0]["individual_note"] and
+          len(found[0]["notes"]) == 2,
+          "the general comment's discussion: %s" % found[0])
+    say("the general-comment reply continues discussion %s" %
+        general[0]["id"][:8])
+
+    say("run --once twice more: the replies are not mailed back")
+    bed.run("run", "--once")
+    bed.run("run", "--once")
+    time.sleep(1)
+    bed.settle()
+    check(len(forge_mails(bed)) == forge_before,
+          "a list reply came back to the list: %s" %
+          [m["Subject"] for m in forge_mails(bed)][forge_before:])
+    check(len(bed.archive()) == before + 2, "the archive grew")
+    return before + 2
 
 
 SCENARIOS = {"comments": scenario_comments}

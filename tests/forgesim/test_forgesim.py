@@ -468,6 +468,22 @@ class DiffPositionTest(SimTestCase):
 
     def test_valid_diff_note_on_context_line(self):
         self._diff_note("%s_4_4" % sha1("f.txt"), old_line=4, new_line=4)
+
+    def test_reply_in_a_diff_thread_is_a_diff_note_there(self):
+        # Discussion#reply_attributes: type and position of the first note.
+        thread = self.post(new_line=3).json
+        reply = SIM.api("POST", "/projects/%s/merge_requests/1/discussions/"
+                        "%s/notes" % (self.pid, thread["id"]),
+                        body={"body": "answer"})
+        self.assertEqual(reply.status, 201, reply.body)
+        self.assertEqual(reply.json["type"], "DiffNote")
+        self.assertEqual(reply.json["position"],
+                         thread["notes"][0]["position"])
+        stored = self.state_mr(project="grp/diffs")["discussions"][-1]
+        self.assertEqual([n["type"] for n in stored["notes"]],
+                         ["DiffNote", "DiffNote"])
+        self.assertEqual(stored["notes"][1]["line_code"],
+                         stored["notes"][0]["line_code"])
         # Below the removal and the replacement the numbers differ.
         self._diff_note("%s_9_8" % sha1("f.txt"), old_line=9, new_line=8)
 

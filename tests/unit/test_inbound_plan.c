@@ -433,6 +433,61 @@ static void test_plan_nak(void **state)
 	done(&fx);
 }
 
+/* A reply to a forge comment's mail: one reply in that discussion. */
+static void test_plan_fold_inline(void **state)
+{
+	struct fixture fx;
+	const struct plan_action *a;
+	const char *why, *fine;
+
+	(void)state;
+	parse(&fx, reply_mail);
+	fx.ctx.fold_inline = 1;
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	a = fx.plan.v;
+	assert_int_equal(fx.plan.nr, 2);
+	assert_int_equal(a[0].index, PLAN_IDX_COMMENT);
+	assert_int_equal(a[0].kind, PLAN_COMMENT);
+	assert_int_equal(a[1].index, PLAN_IDX_APPROVE(0));
+	/* The comment, then each inline comment under its line. */
+	assert_non_null(strstr(a[0].body, "General comment first."));
+	why = strstr(a[0].body, "Why shout?");
+	fine = strstr(a[0].body, "Fine.");
+	assert_non_null(why);
+	assert_non_null(fine);
+	assert_true(why < fine);
+	assert_non_null(strstr(a[0].body, "On src/hello.c line 4:\n\n"
+					  "```diff\n+\tprintf(\"HELLO\\n\");"));
+	assert_true(strstr(a[0].body, "General comment first.") < why);
+	assert_non_null(strstr(a[0].body, "via email, on v1 1/2"));
+	plan_release(&fx.plan);
+
+	/* Only inline text: still the one reply. */
+	done(&fx);
+	parse(&fx, REPLY_HEAD "\n> +\tprintf(\"HELLO\\n\");\n\nToo loud.\n");
+	fx.ctx.fold_inline = 1;
+	assert_int_equal(fx.r->nr_inline, 1);
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	assert_int_equal(fx.plan.nr, 1);
+	assert_int_equal(fx.plan.v[0].index, PLAN_IDX_COMMENT);
+	assert_non_null(strstr(fx.plan.v[0].body, "On src/hello.c line 4:"));
+	assert_non_null(strstr(fx.plan.v[0].body, "Too loud."));
+	done(&fx);
+
+	/* A NAK under the quote: its discussion says it, no diff note. */
+	parse(&fx, nak_mail);
+	fx.ctx.fold_inline = 1;
+	fx.ctx.require_auth = 0;
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	a = fx.plan.v;
+	assert_int_equal(fx.plan.nr, 3);
+	assert_int_equal(a[0].index, PLAN_IDX_NAK_LABEL);
+	assert_int_equal(a[1].index, PLAN_IDX_NAK_DISCUSSION);
+	assert_non_null(strstr(a[1].body, "shouting is rude"));
+	assert_int_equal(a[2].index, PLAN_IDX_NAK_UNAPPROVE);
+	done(&fx);
+}
+
 static void test_marker_key(void **state)
 {
 	char k1[INBOUND_MARKER_KEY_SIZE], k2[INBOUND_MARKER_KEY_SIZE];
@@ -606,6 +661,7 @@ int main(void)
 		cmocka_unit_test(test_plan_order),
 		cmocka_unit_test(test_plan_refusals),
 		cmocka_unit_test(test_plan_nak),
+		cmocka_unit_test(test_plan_fold_inline),
 		cmocka_unit_test(test_marker_key),
 		cmocka_unit_test(test_usermap),
 		cmocka_unit_test(test_scoped_removals),

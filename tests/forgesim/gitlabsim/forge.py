@@ -848,8 +848,18 @@ class Forge:
                 discussion.individual_note = False
                 for n in discussion.notes:
                     n.type = "DiscussionNote"
-            _, note = self._new_note(mr, user, text, "DiscussionNote",
+            first = discussion.notes[0]
+            # A reply in a diff thread is a DiffNote at the thread's
+            # position (Discussion#reply_attributes copies type and
+            # position from the first note).
+            diff = first.type == "DiffNote" and first.position is not None
+            _, note = self._new_note(mr, user, text,
+                                     "DiffNote" if diff else
+                                     "DiscussionNote",
                                      discussion=discussion)
+            if diff:
+                position = (dict(first.position), first.line_code,
+                            first.version_id)
         else:
             discussion, note = self._new_note(mr, user, text,
                                               discussion_type,
