@@ -7,14 +7,18 @@
 #include "env.h"
 
 #include "core/config.h"
+#include "core/spool.h"
 #include "core/store.h"
+#include "inbound/inbound.h"
 #include "outbound/detect.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/limits.h"
 #include "util/printable.h"
+#include "util/xalloc.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
 #include <time.h>
@@ -27,12 +31,22 @@ const char cmd_status_help[] =
 	"last poll failed, if it did), the merge requests and revisions\n"
 	"mailed, and every mail still queued - deferred with its attempts,\n"
 	"next retry and the MTA's last answer, or failed for good with the\n"
-	"reason (`patchbridge send --retry PROJECT!IID` queues those again).\n"
-	"Mail of projects no longer configured is listed too.  Then the\n"
-	"inbound replies: how many were applied or ignored, and each one\n"
-	"waiting, retrying after a forge failure (next attempt, last error)\n"
-	"or dead (the reason; its spool record is in the spool's dead/).\n"
-	"Reads the state database only; safe next to a running daemon.\n";
+	"reason (`patchbridge send --retry PROJECT!IID` queues those again);\n"
+	"the spool's depth (records in new/ and cur/ for the project); its\n"
+	"inbound replies: how many were applied, ignored, are waiting,\n"
+	"retrying or dead, and each one waiting, retrying after a forge\n"
+	"failure (attempts, next attempt, last error) or dead (the reason;\n"
+	"its spool record is in the spool's dead/).  Mail of projects no\n"
+	"longer configured is listed too.  Then the spool as a whole (each\n"
+	"area's records, and the dead letters the daemon could not even\n"
+	"read, with their reasons) and the inbound totals, with the replies\n"
+	"no configured project claims.  `patchbridge why MESSAGE-ID` tells\n"
+	"the whole story of one mail.\n"
+	"Reads the state database and the spool only; safe next to a\n"
+	"running daemon.\n";
+
+/* Dead letters without a journal row listed at most; the rest counted. */
+#define STATUS_DEAD_SHOWN 20
 
 static void when(char *out, size_t size, int64_t t)
 {
@@ -61,59 +75,241 @@ static void show_cursor(struct store *st, const char *prefix,
 }
 
 /*
- * Inbound replies from the journal: how many were applied or ignored,
- * and each one waiting for a retry or dead, with its reason.
+ * Inbound replies from the journal, every row of every state (oldest
+ * first), so they can be told per project.
  */
-static int show_inbound(struct store *st)
+struct inbound_rows {
+	struct store_inbound_list l[STORE_INBOUND_DEAD + 1];
+};
+
+static const enum store_inbound_state all_states[] = {
+	STORE_INBOUND_RECEIVED, STORE_INBOUND_APPLYING, STORE_INBOUND_APPLIED,
+	STORE_INBOUND_IGNORED,	STORE_INBOUND_FAILED,	STORE_INBOUND_DEAD,
+};
+
+/* The states listed one row per line: those that still need something. */
+static const enum store_inbound_state open_states[] = { STORE_INBOUND_RECEIVED,
+							STORE_INBOUND_APPLYING,
+							STORE_INBOUND_FAILED,
+							STORE_INBOUND_DEAD };
+
+#define NR(a) (sizeof(a) / sizeof((a)[0]))
+
+static int rows_load(struct inbound_rows *r, struct store *st)
 {
-	static const enum store_inbound_state listed[] = {
-		STORE_INBOUND_RECEIVED, STORE_INBOUND_APPLYING,
-		STORE_INBOUND_FAILED, STORE_INBOUND_DEAD
-	};
-	struct store_inbound_list l;
+	size_t k;
+	int rc = 0;
+
+	memset(r, 0, sizeof(*r));
+	for (k = 0; !rc && k < NR(all_states); k++)
+		rc = store_inbound_list(&r->l[all_states[k]], st, all_states[k],
+					0);
+	return rc;
+}
+
+static void rows_release(struct inbound_rows *r)
+{
+	size_t k;
+
+	for (k = 0; k < NR(r->l); k++)
+		store_inbound_list_release(&r->l[k]);
+}
+
+/* Is the row about project (NULL: about no configured project)? */
+static int row_of(const struct store_inbound *in, const char *project,
+		  const struct config *cfg)
+{
+	const struct config_project *p;
+
+	if (project)
+		return in->project && !strcmp(in->project, project);
+	return !in->project || config_project_get(&p, cfg, in->project);
+}
+
+static size_t rows_count(const struct inbound_rows *r,
+			 enum store_inbound_state state, const char *project,
+			 const struct config *cfg)
+{
+	const struct store_inbound_list *l = &r->l[state];
+	size_t i, n = 0;
+
+	for (i = 0; i < l->nr; i++)
+		n += row_of(&l->items[i], project, cfg);
+	return n;
+}
+
+static void show_row(const struct store_inbound *in, const char *indent)
+{
 	char id[PB_LOG_QUOTE_MAX], why[PB_LOG_QUOTE_MAX * 2], at[32];
-	size_t applied = 0, ignored = 0, i, k;
+	char p[PB_LOG_QUOTE_MAX];
+
+	when(at, sizeof(at), in->next_attempt);
+	printf("%s<%s> %s", indent,
+	       printable_copy(id, sizeof(id), in->message_id,
+			      strlen(in->message_id)),
+	       store_inbound_state_name(in->state));
+	if (in->project)
+		printf(" %s!%lld v%d patch %d",
+		       printable_copy(p, sizeof(p), in->project,
+				      strlen(in->project)),
+		       (long long)in->iid, in->revision, in->patch);
+	printf(", %d attempt(s)", in->attempts);
+	if (in->state == STORE_INBOUND_FAILED)
+		printf(", next %s", at);
+	if (in->last_error)
+		printf(": %s", printable_copy(why, sizeof(why), in->last_error,
+					      strlen(in->last_error)));
+	printf("\n");
+}
+
+/* The rows still open (waiting, retrying, dead) of project, or of none. */
+static void show_open_rows(const struct inbound_rows *r, const char *project,
+			   const struct config *cfg, const char *indent)
+{
+	size_t i, k;
+
+	for (k = 0; k < NR(open_states); k++) {
+		const struct store_inbound_list *l = &r->l[open_states[k]];
+
+		for (i = 0; i < l->nr; i++)
+			if (row_of(&l->items[i], project, cfg))
+				show_row(&l->items[i], indent);
+	}
+}
+
+/* One project's inbound replies: the counts, then each open one. */
+static void show_project_inbound(const struct inbound_rows *r,
+				 const char *project, const struct config *cfg)
+{
+	printf("  inbound: %zu applied, %zu ignored, %zu waiting, %zu "
+	       "retrying, %zu dead\n",
+	       rows_count(r, STORE_INBOUND_APPLIED, project, cfg),
+	       rows_count(r, STORE_INBOUND_IGNORED, project, cfg),
+	       rows_count(r, STORE_INBOUND_RECEIVED, project, cfg) +
+		       rows_count(r, STORE_INBOUND_APPLYING, project, cfg),
+	       rows_count(r, STORE_INBOUND_FAILED, project, cfg),
+	       rows_count(r, STORE_INBOUND_DEAD, project, cfg));
+	show_open_rows(r, project, cfg, "    ");
+}
+
+/*
+ * Inbound totals, then each open reply no configured project claims (the
+ * milter could not place it, or its project has gone from the file).
+ */
+static void show_inbound(const struct inbound_rows *r, const struct config *cfg)
+{
+	printf("inbound replies: %zu applied, %zu ignored\n",
+	       r->l[STORE_INBOUND_APPLIED].nr, r->l[STORE_INBOUND_IGNORED].nr);
+	show_open_rows(r, NULL, cfg, "  ");
+}
+
+/*
+ * The spool: what waits in new/ and cur/ per project (by the project in
+ * each record's header), and the dead letters that have no journal row:
+ * records the daemon could not read, whose reason only the spool holds.
+ */
+struct depth {
+	const struct config *cfg;
+	struct store *st;
+	struct spool *sp;
+	enum spool_area area; /* being walked */
+	size_t (*per)[2]; /* per configured project: new/, cur/ */
+	size_t other[2]; /* no project, or one not configured */
+	size_t dead_unread, dead_shown;
+};
+
+static int depth_one(const char *name, const struct spool_record *hdr,
+		     void *arg)
+{
+	struct depth *d = arg;
+	int a = d->area == SPOOL_CUR;
+	size_t i;
+
+	(void)name;
+	for (i = 0; hdr && hdr->project[0] && i < config_project_count(d->cfg);
+	     i++) {
+		const char *p =
+			config_project_name(config_project_at(d->cfg, i));
+
+		if (!strcmp(p, hdr->project)) {
+			d->per[i][a]++;
+			return 0;
+		}
+	}
+	d->other[a]++;
+	return 0;
+}
+
+/* A dead letter without a journal row: show it with its reason. */
+static int dead_one(const char *name, const struct spool_record *hdr, void *arg)
+{
+	struct depth *d = arg;
+	struct buf reason = BUF_INIT(PB_ERRMSG_MAX * 2);
+	struct store_inbound row;
+	char id[PB_LOG_QUOTE_MAX], why[PB_ERRMSG_MAX];
+	const char *r, *end;
+	char *key = NULL;
 	int rc;
 
-	memset(&l, 0, sizeof(l));
-	rc = store_inbound_list(&l, st, STORE_INBOUND_APPLIED, 0);
-	applied = l.nr;
-	store_inbound_list_release(&l);
-	if (!rc)
-		rc = store_inbound_list(&l, st, STORE_INBOUND_IGNORED, 0);
-	ignored = l.nr;
-	store_inbound_list_release(&l);
-	if (rc)
-		return rc;
-	printf("inbound replies: %zu applied, %zu ignored\n", applied, ignored);
-	for (k = 0; k < sizeof(listed) / sizeof(listed[0]); k++) {
-		rc = store_inbound_list(&l, st, listed[k], 0);
-		for (i = 0; !rc && i < l.nr; i++) {
-			const struct store_inbound *in = &l.items[i];
-
-			when(at, sizeof(at), in->next_attempt);
-			printf("  <%s> %s",
-			       printable_copy(id, sizeof(id), in->message_id,
-					      strlen(in->message_id)),
-			       store_inbound_state_name(in->state));
-			if (in->project)
-				printf(" %s!%lld v%d patch %d", in->project,
-				       (long long)in->iid, in->revision,
-				       in->patch);
-			printf(", %d attempt(s)", in->attempts);
-			if (in->state == STORE_INBOUND_FAILED)
-				printf(", next %s", at);
-			if (in->last_error)
-				printf(": %s",
-				       printable_copy(why, sizeof(why),
-						      in->last_error,
-						      strlen(in->last_error)));
-			printf("\n");
-		}
-		store_inbound_list_release(&l);
-		if (rc)
+	if (hdr && hdr->message_id[0]) {
+		key = inbound_message_id(hdr->message_id, NULL, 0);
+		store_inbound_init(&row);
+		rc = store_inbound_get(&row, d->st, key);
+		store_inbound_release(&row);
+		free(key);
+		if (!rc)
+			return 0; /* told with its row */
+		if (rc != PB_ENOTFOUND)
 			return rc;
 	}
+	d->dead_unread++;
+	if (d->dead_shown >= STATUS_DEAD_SHOWN)
+		return 0;
+	if (!d->dead_shown++)
+		printf("  dead letters the daemon could not read:\n");
+	if (spool_dead_reason(&reason, d->sp, name)) {
+		buf_reset(&reason);
+		buf_addf(&reason, "Reason: (no reason file: %s)\n", err_msg());
+	}
+	/* The file is "Dead-Time: ...\nReason: ...\n". */
+	r = strstr(reason.data, "Reason: ");
+	r = r ? r + 8 : reason.data;
+	end = strchr(r, '\n');
+	printf("    dead/%s", name);
+	if (hdr && hdr->message_id[0])
+		printf(" <%s>", printable_copy(id, sizeof(id), hdr->message_id,
+					       strlen(hdr->message_id)));
+	printf(": %s\n", printable_copy(why, sizeof(why), r,
+					end ? (size_t)(end - r) : strlen(r)));
+	buf_release(&reason);
+	return 0;
+}
+
+static int show_spool_totals(struct depth *d, const char *dir)
+{
+	static const enum spool_area areas[] = { SPOOL_NEW, SPOOL_CUR,
+						 SPOOL_DONE, SPOOL_DEAD };
+	size_t n[NR(areas)], k;
+	int rc = 0;
+
+	for (k = 0; !rc && k < NR(areas); k++)
+		rc = spool_count(&n[k], d->sp, areas[k]);
+	if (rc)
+		return rc;
+	printf("spool %s: %zu in new/, %zu in cur/, %zu in done/, %zu dead\n",
+	       dir, n[0], n[1], n[2], n[3]);
+	if (d->other[0] + d->other[1])
+		printf("  %zu waiting for no configured project (%zu in new/, "
+		       "%zu in cur/)\n",
+		       d->other[0] + d->other[1], d->other[0], d->other[1]);
+	if (!n[3])
+		return 0;
+	rc = spool_each_header(d->sp, SPOOL_DEAD, dead_one, d);
+	if (rc)
+		return rc;
+	if (d->dead_unread > d->dead_shown)
+		printf("    ... and %zu more\n",
+		       d->dead_unread - d->dead_shown);
 	return 0;
 }
 
@@ -199,11 +395,17 @@ static int show_queue(struct store *st, const char *project,
 
 int cmd_status(const char *config_path, int argc, char **argv)
 {
+	struct inbound_rows rows;
 	struct config *cfg = NULL;
 	struct store *st = NULL;
+	struct depth d;
 	size_t i, failed = 0;
-	int rc;
+	char spool_err[PB_ERRMSG_MAX];
+	const char *dir;
+	int rc, spool_rc = 0;
 
+	memset(&rows, 0, sizeof(rows));
+	memset(&d, 0, sizeof(d));
 	if (argc > 1) {
 		fprintf(stderr, "patchbridge status: unknown argument: %s\n",
 			argv[1]);
@@ -226,7 +428,22 @@ int cmd_status(const char *config_path, int argc, char **argv)
 		rc = env_exit_code(rc);
 		goto out;
 	}
-	for (i = 0; i < config_project_count(cfg); i++) {
+	d.cfg = cfg;
+	d.st = st;
+	d.per = xcalloc(config_project_count(cfg) + 1, sizeof(*d.per));
+	/* The spool is looked at, never changed; when it cannot be read the
+	 * rest is still worth showing. */
+	dir = config_str(cfg, CFG_SPOOL_DIR);
+	spool_rc = spool_open(&d.sp, dir, SPOOL_INSPECT);
+	for (d.area = SPOOL_NEW; !spool_rc && d.area <= SPOOL_CUR; d.area++)
+		spool_rc = spool_each_header(d.sp, d.area, depth_one, &d);
+	if (spool_rc)
+		snprintf(spool_err, sizeof(spool_err), "%s%s", err_msg(),
+			 spool_rc == PB_ENOTFOUND ?
+				 " (the milter and the daemon create it)" :
+				 "");
+	rc = rows_load(&rows, st);
+	for (i = 0; !rc && i < config_project_count(cfg); i++) {
 		const struct config_project *p = config_project_at(cfg, i);
 		const char *name = config_project_name(p);
 
@@ -240,12 +457,23 @@ int cmd_status(const char *config_path, int argc, char **argv)
 		if ((rc = show_revisions(st, name)) ||
 		    (rc = show_queue(st, name, cfg, &failed)))
 			break;
+		if (!spool_rc)
+			printf("  spool: %zu waiting (%zu in new/, %zu in "
+			       "cur/)\n",
+			       d.per[i][0] + d.per[i][1], d.per[i][0],
+			       d.per[i][1]);
+		show_project_inbound(&rows, name, cfg);
 	}
 	if (!rc)
 		rc = show_queue(st, NULL, cfg, &failed);
-	/* The inbound side: spooled replies and what became of them. */
+	/* The spool as a whole, and its dead letters without a reply row. */
+	if (!rc && spool_rc)
+		printf("spool %s: cannot be read: %s\n", dir, spool_err);
+	else if (!rc)
+		rc = show_spool_totals(&d, dir);
+	/* The inbound side: totals, and replies no project claims. */
 	if (!rc)
-		rc = show_inbound(st);
+		show_inbound(&rows, cfg);
 	if (rc) {
 		fprintf(stderr, "patchbridge status: %s\n", err_msg());
 		rc = env_exit_code(rc);
@@ -253,6 +481,9 @@ int cmd_status(const char *config_path, int argc, char **argv)
 	}
 	rc = EX_OK;
 out:
+	rows_release(&rows);
+	spool_free(d.sp);
+	free(d.per);
 	store_free(st);
 	config_free(cfg);
 	return rc;
