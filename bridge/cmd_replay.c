@@ -123,9 +123,12 @@ static int replay_file(struct replay *rp, const char *path)
 	struct classify_result res;
 	struct classify_opts opts;
 	struct spool_meta meta;
+	struct log_ctx_saved saved;
 	char name[SPOOL_NAME_MAX + 1];
 	int rc, ex = EX_OK;
 
+	/* The file, then its Message-ID, as the milter's queue id. */
+	log_ctx_push(&saved, path);
 	classify_input_init(&in);
 	classify_result_init(&res);
 	rc = file_read(&raw, path);
@@ -139,6 +142,8 @@ static int replay_file(struct replay *rp, const char *path)
 	}
 	feed_headers(&in, raw.data, raw.len);
 	feed_sender(&in, raw.data, raw.len);
+	if (in.message_id && *in.message_id)
+		log_ctx_set(in.message_id);
 	opts.domain = config_str(rp->cfg, CFG_BRIDGE_DOMAIN);
 	opts.address = config_str(rp->cfg, CFG_BRIDGE_ADDRESS);
 	classify_early(&res, &in, &opts);
@@ -176,6 +181,7 @@ out:
 	classify_result_release(&res);
 	classify_input_release(&in);
 	buf_release(&raw);
+	log_ctx_pop(&saved);
 	return ex;
 }
 

@@ -292,19 +292,16 @@ static void process(struct daemon *d, const struct workq_item *it)
 {
 	const struct config_project *proj;
 	struct outbound_report rep;
-	char ctx[WORKQ_PROJECT_MAX + 32];
+	struct log_ctx_saved saved;
 	int rc;
 
-	snprintf(ctx, sizeof(ctx), "%s!%lld", it->project, (long long)it->iid);
+	log_ctx_pushf(&saved, "%s!%lld", it->project, (long long)it->iid);
 	if (config_project_get(&proj, d->env.cfg, it->project) ||
 	    !config_project_bool(proj, CFG_PROJECT_ENABLED)) {
-		log_ctx_set(ctx);
 		log_info("%s: not a bridged project; ignored", it->reason);
-		log_ctx_clear();
-		return;
+		goto out;
 	}
 	rc = outbound_mr(&rep, d->env.ob, it->project, it->iid, 0);
-	log_ctx_set(ctx);
 	if (rc) {
 		if (err_is_temporary(rc) && !stop_flag) {
 			retry_later(d, it, 0);
@@ -314,8 +311,7 @@ static void process(struct daemon *d, const struct workq_item *it)
 			retry_done(d, it->project, it->iid);
 			log_error("%s: %s", it->reason, err_msg());
 		}
-		log_ctx_clear();
-		return;
+		goto out;
 	}
 	switch (rep.outcome) {
 	case OUTBOUND_NOTHING:
@@ -340,7 +336,8 @@ static void process(struct daemon *d, const struct workq_item *it)
 			    rep.next_attempt ? rep.next_attempt : now_s() + 60);
 	else
 		retry_done(d, it->project, it->iid);
-	log_ctx_clear();
+out:
+	log_ctx_pop(&saved);
 }
 
 static void deliver_due(struct daemon *d)

@@ -702,10 +702,9 @@ static void log_event(int prio, const struct wh_req *r,
 		      const struct webhook_event *ev, unsigned status,
 		      const char *outcome)
 {
-	char ctx[WEBHOOK_PROJECT_MAX + 32];
+	struct log_ctx_saved saved;
 
-	snprintf(ctx, sizeof(ctx), "%s!%lld", ev->project, (long long)ev->iid);
-	log_ctx_set(ctx);
+	log_ctx_pushf(&saved, "%s!%lld", ev->project, (long long)ev->iid);
 	if (ev->kind == WEBHOOK_MR)
 		log_msg(prio,
 			"webhook: %s: %s %s%s head %s delivery %s: %u, %s",
@@ -722,7 +721,7 @@ static void log_event(int prio, const struct wh_req *r,
 			(long long)ev->note_id, ev->note_type[0] ? " " : "",
 			ev->note_type, r->key[0] ? r->key + 2 : "-", status,
 			outcome);
-	log_ctx_clear();
+	log_ctx_pop(&saved);
 }
 
 /* The last call: the whole body is here. */

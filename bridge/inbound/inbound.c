@@ -235,12 +235,16 @@ static int ingest_one(struct inbound *ib, const char *name)
 {
 	struct spool_record rec;
 	struct store_inbound in, row;
+	struct log_ctx_saved saved;
 	char *id = NULL;
 	int rc;
 
 	spool_record_init(&rec);
 	store_inbound_init(&in);
 	store_inbound_init(&row);
+	/* The record's name (it holds the Postfix queue id) until its
+	 * Message-ID is known, which apply_row() then uses too. */
+	log_ctx_push(&saved, name);
 	rc = spool_read(&rec, ib->sp, name);
 	if (rc == PB_EINVAL) {
 		/* spool_read() moved it to dead/ with the reason */
@@ -253,6 +257,7 @@ static int ingest_one(struct inbound *ib, const char *name)
 		goto out;
 	id = inbound_message_id(rec.message_id, rec.message.data,
 				rec.message.len);
+	log_ctx_set(id);
 	in.message_id = id;
 	in.spool_name = name;
 	in.project = rec.project[0] ? rec.project : NULL;
@@ -289,6 +294,7 @@ static int ingest_one(struct inbound *ib, const char *name)
 out:
 	if (rc && rc != PB_ETEMP && rc != PB_ENOTFOUND)
 		log_error("inbound: spool record %s: %s", name, err_msg());
+	log_ctx_pop(&saved);
 	free(id);
 	store_inbound_release(&row);
 	spool_record_release(&rec);
@@ -1043,10 +1049,11 @@ static int apply_row(struct inbound *ib, struct store_inbound *row,
 {
 	int64_t max = config_int(ib->cfg, CFG_INBOUND_MAX_ATTEMPTS);
 	char why[PB_ERRMSG_MAX];
+	struct log_ctx_saved saved;
 	struct job j;
 	int rc;
 
-	log_ctx_set(row->message_id);
+	log_ctx_push(&saved, row->message_id);
 	job_init(&j, row);
 	rc = work(ib, &j);
 	/* Whatever failed (the forge, the store), the mail is tried again:
@@ -1091,7 +1098,7 @@ static int apply_row(struct inbound *ib, struct store_inbound *row,
 	file_record(ib, row, j.state, j.reason);
 out:
 	job_release(&j);
-	log_ctx_clear();
+	log_ctx_pop(&saved);
 	return rc;
 }
 

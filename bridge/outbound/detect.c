@@ -201,11 +201,13 @@ static int mr_found(const struct forge_mr *mr, void *arg)
 int detect_poll(struct detect *d, struct workq *q, size_t *queued)
 {
 	struct forge_mr_query fq;
+	struct log_ctx_saved saved;
 	size_t i;
 	int rc, first = 0;
 
 	if (queued)
 		*queued = 0;
+	log_ctx_push(&saved, NULL);
 	memset(&fq, 0, sizeof(fq));
 	fq.state = "opened";
 	fq.overlap_ms = config_duration_ms(d->cfg, CFG_OUTBOUND_POLL_OVERLAP);
@@ -233,6 +235,6 @@ int detect_poll(struct detect *d, struct workq *q, size_t *queued)
 		if (queued)
 			*queued += pw.queued;
 	}
-	log_ctx_clear();
+	log_ctx_pop(&saved);
 	return first;
 }

@@ -619,9 +619,12 @@ int forgemail_mr(struct forgemail *fm, const char *project, int64_t iid,
 	size_t nr = 0, alloc = 0, i, j;
 	struct buf cur = BUF_INIT(STORE_CURSOR_VALUE_MAX);
 	char cname[STORE_CURSOR_NAME_MAX], val[32];
+	char ctx[PB_LOG_CTX_MAX];
+	struct log_ctx_saved saved;
 	uint64_t last = 0;
 	int rc;
 
+	log_ctx_pushf(&saved, "%s!%lld", project, (long long)iid);
 	memset(&c, 0, sizeof(c));
 	memset(&dl, 0, sizeof(dl));
 	c.fm = fm;
@@ -669,6 +672,9 @@ int forgemail_mr(struct forgemail *fm, const char *project, int64_t iid,
 		qsort(notes, nr, sizeof(*notes), cmp_fnote);
 	for (i = 0; i < nr; i++) {
 		snprintf(val, sizeof(val), "%lld", (long long)notes[i].n->id);
+		snprintf(ctx, sizeof(ctx), "%s!%lld note %s", project,
+			 (long long)iid, val);
+		log_ctx_set(ctx);
 		rc = handle_note(&c, &notes[i], val);
 		if (rc == 1) {
 			rc = store_cursor_set(fm->store, cname, val);
@@ -679,6 +685,8 @@ int forgemail_mr(struct forgemail *fm, const char *project, int64_t iid,
 		if (rc)
 			goto out;
 	}
+	snprintf(ctx, sizeof(ctx), "%s!%lld", project, (long long)iid);
+	log_ctx_set(ctx);
 	rc = state_event(&c);
 	if (rc && !err_is_temporary(rc)) {
 		log_error("%s: %s", c.mr.state, err_msg());
@@ -693,6 +701,7 @@ out:
 	forge_version_release(&c.version);
 	forge_mr_release(&c.mr);
 	store_revision_release(&c.latest);
+	log_ctx_pop(&saved);
 	return rc;
 }
 
@@ -713,8 +722,10 @@ static int on_mr(const struct forge_mr *mr, void *arg)
 int forgemail_poll(struct forgemail *fm, size_t *queued)
 {
 	size_t i, n = config_project_count(fm->cfg);
+	struct log_ctx_saved saved;
 	int rc = 0, first = 0;
 
+	log_ctx_push(&saved, NULL);
 	for (i = 0; i < n; i++) {
 		const struct config_project *p = config_project_at(fm->cfg, i);
 		const char *project = config_project_name(p);
@@ -729,6 +740,7 @@ int forgemail_poll(struct forgemail *fm, size_t *queued)
 		if (!config_project_bool(p, CFG_PROJECT_ENABLED) ||
 		    !config_project_bool(p, CFG_OUTBOUND_FORGE_COMMENTS))
 			continue;
+		log_ctx_set(project);
 		snprintf(cname, sizeof(cname), "forgemail:poll:%s", project);
 		forge_mr_cursor_init(&cur);
 		r = store_cursor_get(&val, fm->store, cname);
@@ -752,6 +764,7 @@ int forgemail_poll(struct forgemail *fm, size_t *queued)
 		forge_mr_cursor_release(&cur);
 		buf_release(&val);
 	}
+	log_ctx_pop(&saved);
 	rc = first;
 	return rc;
 }

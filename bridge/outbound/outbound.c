@@ -58,7 +58,8 @@ static int stopping(const struct outbound *ob)
 	return ob->stop && *ob->stop;
 }
 
-/* "group/project!12 v3" on every log line from here on. */
+/* "group/project!12 v3" on every log line from here on, until the
+ * log_ctx_pop() of the entry point (outbound_mr, outbound_deliver_due). */
 static void ctx_set(const char *project, int64_t iid, int revision)
 {
 	char ctx[PB_LOG_CTX_MAX];
@@ -366,6 +367,7 @@ out:
 
 int outbound_deliver_due(struct outbound *ob, int64_t *next_due, int *sent)
 {
+	struct log_ctx_saved saved;
 	struct delivery d;
 	int rc;
 
@@ -376,9 +378,10 @@ int outbound_deliver_due(struct outbound *ob, int64_t *next_due, int *sent)
 	rc = lock(ob);
 	if (rc)
 		return rc;
+	log_ctx_push(&saved, NULL); /* deliver() sets one per revision */
 	rc = deliver(ob, &d, NULL, 0, 0);
 	unlock(ob);
-	log_ctx_clear();
+	log_ctx_pop(&saved);
 	*next_due = d.next_due;
 	if (sent)
 		*sent = d.sent;
@@ -1083,6 +1086,7 @@ static int mail_new_revision(struct outbound *ob, struct outbound_report *rep,
 int outbound_mr(struct outbound_report *rep, struct outbound *ob,
 		const char *project, int64_t iid, unsigned flags)
 {
+	struct log_ctx_saved saved;
 	struct job j;
 	int rc, count;
 
@@ -1091,6 +1095,7 @@ int outbound_mr(struct outbound_report *rep, struct outbound *ob,
 	buf_init(&j.git_url, PB_HTTP_URL_MAX);
 	j.project = project;
 	j.iid = iid;
+	log_ctx_push(&saved, NULL);
 	ctx_set(project, iid, 0);
 	rc = config_project_get(&j.proj, ob->cfg, project);
 	if (rc)
@@ -1139,6 +1144,6 @@ unlock:
 	unlock(ob);
 out:
 	job_release(&j);
-	log_ctx_clear();
+	log_ctx_pop(&saved);
 	return rc;
 }

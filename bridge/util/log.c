@@ -77,6 +77,29 @@ const char *log_ctx_get(void)
 	return log_ctx;
 }
 
+void log_ctx_push(struct log_ctx_saved *saved, const char *ctx)
+{
+	memcpy(saved->id, log_ctx, sizeof(saved->id));
+	log_ctx_set(ctx);
+}
+
+void log_ctx_pushf(struct log_ctx_saved *saved, const char *fmt, ...)
+{
+	char ctx[PB_LOG_CTX_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ctx, sizeof(ctx), fmt, ap);
+	va_end(ap);
+	log_ctx_push(saved, ctx);
+}
+
+void log_ctx_pop(const struct log_ctx_saved *saved)
+{
+	/* Already printable and terminated: it came from log_ctx. */
+	memcpy(log_ctx, saved->id, sizeof(log_ctx));
+}
+
 void log_msg(int priority, const char *fmt, ...)
 {
 	char line[PB_LOGLINE_MAX];

@@ -5,14 +5,20 @@
  * "mail" (where Postfix admins look).  Every line carries the calling
  * thread's correlation id (a Postfix queue id, a Message-ID, or
  * "group/project!12 v3"), set with log_ctx_set() and cleared with
- * log_ctx_clear().  Never log tokens or whole message bodies; pass
- * untrusted text through printable() first.
+ * log_ctx_clear(), or, in a function that may run inside a caller's
+ * scope, set with log_ctx_push() and put back with log_ctx_pop().  In
+ * the foreground a line reads "IDENT: LEVEL: ID: TEXT" ("IDENT: LEVEL:
+ * TEXT" without an id); syslog adds its own ident and gets "ID: TEXT".
+ * Never log tokens or whole message bodies; pass untrusted text through
+ * printable() first.
  *
  * Thread safety: log_msg() may be called from any thread; log_open() and
  * log_set_level() are called once from main() before threads start.
  */
 #ifndef PB_UTIL_LOG_H
 #define PB_UTIL_LOG_H
+
+#include "util/limits.h"
 
 #include <syslog.h>
 
@@ -45,5 +51,20 @@ void log_msg(int priority, const char *fmt, ...)
 void log_ctx_set(const char *ctx);
 void log_ctx_clear(void);
 const char *log_ctx_get(void);
+
+/* The id of an enclosing scope, kept by log_ctx_push(). */
+struct log_ctx_saved {
+	char id[PB_LOG_CTX_MAX];
+};
+
+/*
+ * Keep the calling thread's id in *saved and set ctx (as log_ctx_set(),
+ * NULL or "" clears it); log_ctx_pop() puts the kept one back.  Pairs
+ * nest: a callee's push/pop leaves its caller's id in place.
+ */
+void log_ctx_push(struct log_ctx_saved *saved, const char *ctx);
+void log_ctx_pushf(struct log_ctx_saved *saved, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void log_ctx_pop(const struct log_ctx_saved *saved);
 
 #endif

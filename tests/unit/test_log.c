@@ -1,0 +1,162 @@
+/*
+ * The log facility's foreground lines: the prefix with and without a
+ * correlation id, the id made printable and cut, nested scopes
+ * (push/pop), the id per thread, and the level filter.  Lines are
+ * captured by pointing stderr at a temporary file around each call.
+ */
+#include "cmocka_all.h"
+#include "util/limits.h"
+#include "util/log.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* What one log_msg() call wrote to stderr, without the final newline. */
+static char captured[PB_LOGLINE_MAX + PB_LOG_CTX_MAX + 64];
+
+#define CAPTURE(call)                                              \
+	do {                                                       \
+		FILE *f_ = tmpfile();                              \
+		int saved_ = dup(2);                               \
+		size_t n_;                                         \
+                                                                   \
+		assert_non_null(f_);                               \
+		fflush(stderr);                                    \
+		dup2(fileno(f_), 2);                               \
+		call;                                              \
+		fflush(stderr);                                    \
+		dup2(saved_, 2);                                   \
+		close(saved_);                                     \
+		rewind(f_);                                        \
+		n_ = fread(captured, 1, sizeof(captured) - 1, f_); \
+		captured[n_] = '\0';                               \
+		if (n_ && captured[n_ - 1] == '\n')                \
+			captured[n_ - 1] = '\0';                   \
+		fclose(f_);                                        \
+	} while (0)
+
+static int setup(void **state)
+{
+	(void)state;
+	log_open("pbtest", LOG_SINK_STDERR);
+	log_set_level(LOG_INFO);
+	log_ctx_clear();
+	return 0;
+}
+
+static void test_prefix(void **state)
+{
+	(void)state;
+	CAPTURE(log_info("no id: %d", 1));
+	assert_string_equal(captured, "pbtest: info: no id: 1");
+	log_ctx_set("4Y3ZQk1XyZ");
+	CAPTURE(log_warn("spooled"));
+	assert_string_equal(captured, "pbtest: warning: 4Y3ZQk1XyZ: spooled");
+	CAPTURE(log_error("x"));
+	assert_string_equal(captured, "pbtest: error: 4Y3ZQk1XyZ: x");
+	CAPTURE(log_notice("y"));
+	assert_string_equal(captured, "pbtest: notice: 4Y3ZQk1XyZ: y");
+	log_ctx_clear();
+	CAPTURE(log_info("cleared"));
+	assert_string_equal(captured, "pbtest: info: cleared");
+	log_ctx_set("");
+	assert_string_equal(log_ctx_get(), "");
+	log_ctx_set(NULL);
+	assert_string_equal(log_ctx_get(), "");
+}
+
+/* An id from a hostile Message-ID cannot forge or break a line. */
+static void test_id_printable_and_cut(void **state)
+{
+	char big[2 * PB_LOG_CTX_MAX];
+
+	(void)state;
+	log_ctx_set("evil@x\nforged: line\x1b[31m");
+	CAPTURE(log_info("t"));
+	assert_string_equal(captured,
+			    "pbtest: info: evil@x?forged: line?[31m: t");
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	log_ctx_set(big);
+	assert_int_equal(strlen(log_ctx_get()), PB_LOG_CTX_MAX - 1);
+	assert_string_equal(log_ctx_get() + PB_LOG_CTX_MAX - 4, "...");
+	log_ctx_clear();
+}
+
+static void test_push_pop_nest(void **state)
+{
+	struct log_ctx_saved outer, inner;
+
+	(void)state;
+	log_ctx_push(&outer, "group/project!12");
+	assert_string_equal(outer.id, "");
+	log_ctx_pushf(&inner, "%s!%d v%d", "group/project", 12, 3);
+	CAPTURE(log_info("inner"));
+	assert_string_equal(captured,
+			    "pbtest: info: group/project!12 v3: inner");
+	log_ctx_pop(&inner);
+	CAPTURE(log_info("outer"));
+	assert_string_equal(captured, "pbtest: info: group/project!12: outer");
+	/* a callee that clears inside its push/pop */
+	log_ctx_push(&inner, NULL);
+	assert_string_equal(log_ctx_get(), "");
+	log_ctx_pop(&inner);
+	assert_string_equal(log_ctx_get(), "group/project!12");
+	log_ctx_pop(&outer);
+	assert_string_equal(log_ctx_get(), "");
+}
+
+static void *other_thread(void *arg)
+{
+	char *seen = arg;
+
+	strcpy(seen, log_ctx_get());
+	log_ctx_set("thread two");
+	return NULL;
+}
+
+static void test_per_thread(void **state)
+{
+	char seen[PB_LOG_CTX_MAX] = "unset";
+	pthread_t t;
+
+	(void)state;
+	log_ctx_set("thread one");
+	assert_int_equal(pthread_create(&t, NULL, other_thread, seen), 0);
+	pthread_join(t, NULL);
+	assert_string_equal(seen, "");
+	assert_string_equal(log_ctx_get(), "thread one");
+	log_ctx_clear();
+}
+
+static void test_level(void **state)
+{
+	(void)state;
+	CAPTURE(log_debug("hidden"));
+	assert_string_equal(captured, "");
+	log_set_level(LOG_DEBUG);
+	CAPTURE(log_debug("shown"));
+	assert_string_equal(captured, "pbtest: debug: shown");
+	log_set_level(LOG_WARNING);
+	CAPTURE(log_notice("hidden"));
+	assert_string_equal(captured, "");
+	log_set_level(LOG_INFO);
+	assert_int_equal(log_level_from_name("err"), LOG_ERR);
+	assert_int_equal(log_level_from_name("warning"), LOG_WARNING);
+	assert_int_equal(log_level_from_name("loud"), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_prefix, setup),
+		cmocka_unit_test_setup(test_id_printable_and_cut, setup),
+		cmocka_unit_test_setup(test_push_pop_nest, setup),
+		cmocka_unit_test_setup(test_per_thread, setup),
+		cmocka_unit_test_setup(test_level, setup),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
