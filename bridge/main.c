@@ -12,6 +12,7 @@
 #include "cmd_export.h"
 #include "cmd_parse.h"
 #include "cmd_replay.h"
+#include "cmd_why.h"
 #include "core/config.h"
 #include "core/version.h"
 #include "outbound/cmd_format.h"
@@ -48,6 +49,7 @@ static int cmd_list_params(const struct command *cmd, int argc, char **argv);
 static int cmd_send_entry(const struct command *cmd, int argc, char **argv);
 static int cmd_run_entry(const struct command *cmd, int argc, char **argv);
 static int cmd_status_entry(const struct command *cmd, int argc, char **argv);
+static int cmd_why_entry(const struct command *cmd, int argc, char **argv);
 static int cmd_replay_entry(const struct command *cmd, int argc, char **argv);
 static int cmd_export_entry(const struct command *cmd, int argc, char **argv);
 
@@ -86,6 +88,8 @@ static const struct command commands[] = {
 	  cmd_run_entry },
 	{ "status", NULL, cmd_status_synopsis, cmd_status_summary,
 	  cmd_status_help, 0, cmd_status_entry },
+	{ "why", NULL, cmd_why_synopsis, cmd_why_summary, cmd_why_help, 0,
+	  cmd_why_entry },
 	{ "replay", NULL, cmd_replay_synopsis, cmd_replay_summary,
 	  cmd_replay_help, 0, cmd_replay_entry },
 	/* For the documentation check (tests/cli/params_documented.sh). */
@@ -297,6 +301,12 @@ static int cmd_status_entry(const struct command *cmd, int argc, char **argv)
 {
 	(void)cmd;
 	return cmd_status(config_path, argc, argv);
+}
+
+static int cmd_why_entry(const struct command *cmd, int argc, char **argv)
+{
+	(void)cmd;
+	return cmd_why(config_path, argc, argv);
 }
 
 static int cmd_replay_entry(const struct command *cmd, int argc, char **argv)

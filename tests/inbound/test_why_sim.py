@@ -1,0 +1,310 @@
+#!/usr/bin/python3
+"""`patchbridge why` and `patchbridge status` on real state.
+
+Run through tests/forgesim/run-with-sim.sh (PB_FORGESIM_URL):
+
+    test_why_sim.py PATCHBRIDGE INBOUND_SEED [TEST...]
+
+Each test builds its state with the real pipeline, as test_inbound_sim.py
+does (whose Bridge fixture it shares): a thread map seeded with MR !1 of
+group/project as mailed, replies spooled by `patchbridge replay` exactly
+as the milter spools them, and applied by the daemon (`run --once`) or
+by `replay --apply-now` against the GitLab simulator.  Then `why` must
+tell each mail's story right: an applied reply with its notes' links, an
+ignored mail, dead letters (the forge refusing for good, a corrupt spool
+record), a reply waiting for its retry, a mail still in the spool, the
+bridge's own mail and a Message-ID the bridge never saw.  `status` must
+show the spool depth, retries and dead letters with their reasons.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_inbound_sim as sim  # noqa: E402  (the shared fixture)
+
+EX_USAGE, EX_DATAERR, EX_NOINPUT = 64, 65, 66
+
+
+class WhyTest(unittest.TestCase):
+    def setUp(self):
+        self.b = sim.Bridge()
+
+    def tearDown(self):
+        self.b.close()
+
+    def pb(self, *args, want=0):
+        p = subprocess.run([sim.PB, "-c", self.b.conf()] + list(args),
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, want, "%s: exit %d\n%s%s" % (
+            " ".join(args), p.returncode, p.stdout, p.stderr))
+        return p.stdout
+
+    def why(self, mid, want=0):
+        return self.pb("why", mid, want=want)
+
+    def why_json(self, mid, want=0):
+        return json.loads(self.pb("why", "--json", mid, want=want))
+
+    def daemon(self):
+        self.pb("run", "--once", "--foreground")
+
+    def note_id(self, mid, index):
+        """The simulator's id of the note carrying action index's
+        marker."""
+        marker = "<!-- patchbridge:%s -->" % sim.key(mid, index)
+        ids = [n["id"] for _, n in sim.user_notes(sim.mr_state())
+               if marker in n["body"]]
+        self.assertEqual(len(ids), 1, ids)
+        return ids[0]
+
+    def mr_url(self):
+        return sim.URL + "/group/project/-/merge_requests/1"
+
+    def spool_names(self, area):
+        return sorted(n for n in os.listdir(os.path.join(self.b.dir,
+                                                         "spool", area))
+                      if not n.endswith(".reason"))
+
+    # must-show 5, story 1: an applied reply, its actions and their links
+    def test_applied_reply(self):
+        b = self.b
+        path, mid = b.reply(
+            "Looks right, one question.\n\n" + sim.QUOTE_ADDED +
+            "\nWhy flush?\n\n"
+            "Acked-by: Bob Maintainer <bob@corp.example>\n"
+            "Reviewed-by: Alice Developer <alice@example.com>\n",
+            ar=sim.DKIM_PASS)
+        b.replay(path)
+        self.daemon()
+        comment, inline = self.note_id(mid, 0), self.note_id(mid, 1)
+        out = self.why(mid)
+        lines = out.splitlines()
+        self.assertEqual(lines[0], "<%s>" % mid)
+        self.assertIn("  applied to the forge: 3 action(s)\n", out)
+        self.assertIn("  classified: a reply to group/project!1 v1, "
+                      "patch 1/2\n", out)
+        self.assertIn("  from: Bob Maintainer <bob@corp.example>, "
+                      "DKIM/DMARC verified\n", out)
+        self.assertIn("  forge: 3 actions on %s\n" % self.mr_url(), out)
+        self.assertIn("    #0 comment (the comment): done, note %d\n"
+                      "      %s#note_%d\n" % (comment, self.mr_url(),
+                                              comment), out)
+        self.assertIn("    #1 diff-note (inline comment 1): done, note %d\n"
+                      "      %s#note_%d\n" % (inline, self.mr_url(),
+                                              inline), out)
+        self.assertIn("    #1000 approve (approval for trailer 1): done\n",
+                      out)
+        self.assertIn("    Acked-by: Bob Maintainer <bob@corp.example>: "
+                      "honoured: an approval (#1000 done)\n", out)
+        self.assertIn("    Reviewed-by: Alice Developer "
+                      "<alice@example.com>: not honoured as an approval; "
+                      "the comment (#0) says why\n", out)
+        done = self.spool_names("done")
+        self.assertEqual(len(done), 1)
+        self.assertIn("  spool: done/%s: filed after it was applied or "
+                      "ignored\n" % done[0], out)
+        self.assertNotIn("dead", out)
+        # The same with <>, and as JSON.
+        self.assertEqual(self.why("<%s>" % mid), out)
+        j = self.why_json("<%s>" % mid)
+        self.assertEqual(j["message_id"], mid)
+        self.assertEqual(j["verdict"], "applied")
+        self.assertEqual(j["classification"],
+                         {"kind": "reply", "project": "group/project",
+                          "mr": 1, "revision": 1, "patch": 1, "total": 2,
+                          "mr_url": self.mr_url()})
+        self.assertEqual(j["journal"]["state"], "applied")
+        self.assertEqual(j["journal"]["attempts"], 1)
+        self.assertIsNone(j["journal"]["next_attempt"])
+        acts = {a["index"]: a for a in j["actions"]}
+        self.assertEqual(sorted(acts), [0, 1, 1000])
+        self.assertEqual(acts[0]["url"],
+                         "%s#note_%d" % (self.mr_url(), comment))
+        self.assertEqual(acts[1]["note_id"], inline)
+        self.assertEqual((acts[1000]["kind"], acts[1000]["state"],
+                          acts[1000]["url"]), ("approve", "done", None))
+        self.assertEqual([(t["type"], t["honoured"], t["approval"])
+                          for t in j["trailers"]],
+                         [("Acked-by", True, "done"),
+                          ("Reviewed-by", False, None)])
+        self.assertTrue(j["from"]["verified"])
+        self.assertEqual(j["spool"], [{"area": "done", "name": done[0],
+                                       "journaled": True, "reason": None}])
+        self.assertIsNone(j["sent"])
+
+    # must-show 5, story 2: an ignored mail, and why
+    def test_ignored_mail(self):
+        b = self.b
+        path, mid = b.reply("> Only a quote, nothing of my own.\n")
+        b.replay("--apply-now", path)
+        out = self.why(mid)
+        self.assertIn("  ignored: nothing to apply\n"
+                      "    (the mail has no text of its own, no inline "
+                      "comment, trailer or NAK: only quotes, or a "
+                      "signature)\n", out)
+        self.assertIn("  classified: a reply to group/project!1 v1, "
+                      "patch 1/2\n", out)
+        self.assertIn("  forge: nothing was done on the forge\n", out)
+        self.assertIn("  spool: done/", out)
+        j = self.why_json(mid)
+        self.assertEqual(j["verdict"], "ignored")
+        self.assertEqual(j["journal"]["reason"], "nothing to apply")
+        self.assertEqual(j["actions"], [])
+        self.assertEqual(sim.user_notes(sim.mr_state()), [])
+
+    # must-show 5, story 3: the forge refuses for good -> a dead letter
+    def test_dead_letter_forge_refuses(self):
+        b = self.b
+        sim.sim("POST", "faults", {
+            "kind": "error", "status": 403, "method": "POST",
+            "path": "/discussions$", "count": 100,
+            "body": json.dumps({"message": "403 Forbidden"}),
+            "content_type": "application/json"})
+        path, mid = b.reply("The forge will not take this.\n",
+                            ar=sim.DKIM_PASS)
+        b.replay(path)
+        self.daemon()
+        dead = self.spool_names("dead")
+        self.assertEqual(len(dead), 1)
+        out = self.why(mid)
+        self.assertIn("  dead letter: 1 action(s) failed: action 0 "
+                      "(comment): POST /projects/group%2Fproject/"
+                      "merge_requests/1/discussions: HTTP 403: 403 "
+                      "Forbidden\n", out)
+        self.assertIn("    (the forge refused an action for good; its "
+                      "answer is with the action below)\n", out)
+        self.assertIn("    #0 comment (the comment): failed: POST ", out)
+        self.assertIn("  spool: dead/%s: a dead letter, kept until an "
+                      "operator removes it\n" % dead[0], out)
+        self.assertRegex(out, r"    reason \(%s\.reason, \d{4}-\d\d-\d\dT"
+                         r"[0-9:]+Z\): 1 action\(s\) failed: action 0 "
+                         r"\(comment\): .*HTTP 403" % dead[0])
+        j = self.why_json(mid)
+        self.assertEqual(j["verdict"], "dead")
+        self.assertEqual(j["actions"][0]["state"], "failed")
+        self.assertIn("HTTP 403", j["actions"][0]["error"])
+        self.assertEqual(j["spool"][0]["area"], "dead")
+        self.assertTrue(j["spool"][0]["journaled"])
+        self.assertIn("HTTP 403", j["spool"][0]["reason"])
+        self.assertIsNotNone(j["spool"][0]["dead_time"])
+        # status: the dead letter and its reason, under its project.
+        out = self.pb("status")
+        self.assertIn("  inbound: 0 applied, 0 ignored, 0 waiting, "
+                      "0 retrying, 1 dead\n", out)
+        self.assertIn("    <%s> dead group/project!1 v1 patch 1, 1 "
+                      "attempt(s): 1 action(s) failed: action 0 "
+                      "(comment): " % mid, out)
+        self.assertIn("spool %s/spool: 0 in new/, 0 in cur/, 0 in done/, "
+                      "1 dead\n" % b.dir, out)
+        self.assertNotIn("could not read", out)
+
+    # a dead letter the daemon could not even read: only the spool knows
+    def test_dead_letter_corrupt_record(self):
+        b = self.b
+        path, mid = b.reply("Cut short on disk.\n", ar=sim.DKIM_PASS)
+        b.replay(path)
+        new = self.spool_names("new")
+        self.assertEqual(len(new), 1)
+        rec = os.path.join(b.dir, "spool", "new", new[0])
+        with open(rec, "rb+") as f:
+            f.truncate(os.path.getsize(rec) - 3)
+        self.daemon()
+        self.assertEqual(self.spool_names("dead"), new)
+        out = self.why(mid)
+        self.assertIn("  dead letter: the daemon could not read its spool "
+                      "record (see below)\n", out)
+        self.assertIn("  spool: dead/%s: a dead letter" % new[0], out)
+        self.assertRegex(out, r"    reason \(%s\.reason, [^)]+\): corrupt "
+                         r"record: " % new[0])
+        self.assertIn("the record's mail cannot be read back", out)
+        j = self.why_json(mid)
+        self.assertEqual(j["verdict"], "dead")
+        self.assertIsNone(j["journal"])
+        self.assertIn("corrupt record", j["spool"][0]["reason"])
+        out = self.pb("status")
+        self.assertIn("  dead letters the daemon could not read:\n"
+                      "    dead/%s <%s>: corrupt record: " % (new[0], mid),
+                      out)
+
+    # a forge outage: the retry count and the next attempt
+    def test_waiting_for_retry(self):
+        b = self.b
+        sim.sim("POST", "faults", {"kind": "error", "status": 503,
+                                   "path": "^/api/v4/", "count": 1000})
+        path, mid = b.reply("While the forge is down.\n", ar=sim.DKIM_PASS)
+        b.replay("--apply-now", path)
+        out = self.why(mid)
+        self.assertRegex(out, r"  waiting for a retry after 1 failed "
+                         r"attempt, next at \d{4}-[-0-9T:]+Z: .*503")
+        self.assertIn("`patchbridge replay --apply-now --retry-now` "
+                      "retries now", out)
+        self.assertIn("  spool: cur/", out)
+        j = self.why_json(mid)
+        self.assertEqual(j["verdict"], "failed")
+        self.assertEqual(j["journal"]["attempts"], 1)
+        self.assertIsNotNone(j["journal"]["next_attempt"])
+        out = self.pb("status")
+        self.assertIn("  spool: 1 waiting (0 in new/, 1 in cur/)\n", out)
+        self.assertIn("  inbound: 0 applied, 0 ignored, 0 waiting, "
+                      "1 retrying, 0 dead\n", out)
+        self.assertRegex(out, r"    <%s> failed group/project!1 v1 patch "
+                         r"1, 1 attempt\(s\), next \d{4}-[-0-9T:]+Z: "
+                         % mid.replace(".", r"\."))
+
+    # spooled by the milter, not yet read by the daemon
+    def test_spooled_not_read_yet(self):
+        b = self.b
+        path, mid = b.reply("Soon.\n")
+        b.replay(path)
+        out = self.why(mid)
+        self.assertIn("  spooled by the milter, not journaled by the daemon "
+                      "yet\n", out)
+        self.assertIn("  classified by the milter: reply to "
+                      "group/project!1\n", out)
+        self.assertIn("  spool: new/", out)
+        self.assertEqual(self.why_json(mid)["verdict"], "spooled")
+        out = self.pb("status")
+        self.assertIn("  spool: 1 waiting (1 in new/, 0 in cur/)\n", out)
+
+    # the bridge's own mail, and mail the bridge never saw
+    def test_own_and_unknown_mail(self):
+        b = self.b
+        out = self.why(b.patch_ids[0])
+        self.assertIn("  sent by the bridge: a patch mail (patch) of "
+                      "group/project!1 v1 1/2\n", out)
+        self.assertRegex(out, r"    sent: the MTA accepted it at \d{4}-")
+        j = self.why_json(b.cover)
+        self.assertEqual(j["verdict"], "sent-by-bridge")
+        self.assertEqual((j["sent"]["kind"], j["sent"]["patch"],
+                          j["sent"]["state"]), ("cover", 0, "sent"))
+        out = self.why("<never-seen@example.net>", want=EX_NOINPUT)
+        self.assertIn("the bridge has no record of this Message-ID", out)
+        self.assertIn("without spooling it", out)
+        j = self.why_json("never-seen@example.net", want=EX_NOINPUT)
+        self.assertEqual(j["verdict"], "unknown")
+
+    def test_usage(self):
+        self.pb("why", want=EX_USAGE)
+        self.pb("why", "--bogus", "x@y", want=EX_USAGE)
+        self.pb("why", "a@b", "c@d", want=EX_USAGE)
+        self.pb("why", "<>", want=EX_DATAERR)
+        self.pb("why", "a b@c", want=EX_DATAERR)
+        self.assertIn("MESSAGE-ID", self.pb("why", "--help"))
+
+
+def main():
+    if not sim.URL:
+        print("PB_FORGESIM_URL is not set (run through run-with-sim.sh)")
+        return 77
+    sim.PB, sim.SEED = sys.argv[1], sys.argv[2]
+    argv = [sys.argv[0]] + sys.argv[3:]
+    prog = unittest.main(argv=argv, exit=False, verbosity=2)
+    return 0 if prog.result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
