@@ -122,7 +122,11 @@ static void usage(FILE *f)
 			continue;
 		snprintf(left, sizeof(left), "%s%s%s", c->name,
 			 c->synopsis[0] ? " " : "", c->synopsis);
-		fprintf(f, "  %-22s%s\n", left, c->summary);
+		/* A long synopsis gets a line of its own. */
+		if (strlen(left) >= 22)
+			fprintf(f, "  %s\n  %-22s%s\n", left, "", c->summary);
+		else
+			fprintf(f, "  %-22s%s\n", left, c->summary);
 	}
 	fprintf(f, "\nRun \"patchbridge COMMAND --help\" for a command's "
 		   "help.\n");
