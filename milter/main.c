@@ -192,9 +192,10 @@ static int run_check(const char *path, const char *sockspec)
 	spec = sockspec ? sockspec :
 			  config_str(mconf_view(c)->cfg, CFG_MILTER_SOCKET);
 	if (!socket_ok(spec)) {
+		/* the file's socket was checked when it loaded: -p's */
 		log_error("bad milter socket %s", spec);
 		mconf_unref(c);
-		return EX_CONFIG;
+		return sockspec ? EX_USAGE : EX_CONFIG;
 	}
 	rc = mconf_store_get(&st, c);
 	if (rc == PB_ENOTFOUND) {
