@@ -192,6 +192,10 @@ static const struct config_param params[CFG__COUNT] = {
 		"spool", "max_records", CONFIG_INT, "10000", 1, 1000000, NULL,
 		0,
 		"Past this many waiting records the milter spools no more" },
+	[CFG_SPOOL_KEEP_DONE] = {
+		"spool", "keep_done", CONFIG_DURATION, "30d", 0, 3650 * DAY,
+		NULL, 0,
+		"How long applied records stay in done/ (0: for ever)" },
 
 	[CFG_LOG_LEVEL] = {
 		"log", "level", CONFIG_ENUM, "info", 0, 0, log_levels, 0,

@@ -107,6 +107,7 @@ enum config_id {
 	/* [spool] */
 	CFG_SPOOL_DIR,
 	CFG_SPOOL_MAX_RECORDS,
+	CFG_SPOOL_KEEP_DONE,
 	/* [log] */
 	CFG_LOG_LEVEL,
 	/* [webhook] */

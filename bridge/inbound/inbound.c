@@ -50,6 +50,7 @@ struct inbound {
 	size_t nr_owners, alloc_owners;
 	struct loaded *maps;
 	size_t nr_maps, alloc_maps;
+	int64_t next_prune; /* when done/ is pruned next */
 };
 
 char *inbound_message_id(const char *id, const char *raw, size_t len)
@@ -1135,12 +1136,35 @@ int inbound_apply_due(struct inbound *ib, int64_t now)
 	return rc;
 }
 
+/*
+ * Remove applied records older than [spool] keep_done from done/, at most
+ * once an hour: the journal and the mail archive keep what they said.
+ */
+static void prune_done(struct inbound *ib, int64_t now)
+{
+	int64_t keep = config_duration_ms(ib->cfg, CFG_SPOOL_KEEP_DONE) / 1000;
+	size_t removed = 0;
+
+	if (!keep || now < ib->next_prune)
+		return;
+	ib->next_prune = now + 3600;
+	if (spool_prune_done(&removed, ib->sp, keep, now))
+		log_warn("inbound: pruning the spool's done/: %s", err_msg());
+	else if (removed)
+		log_info(
+			"inbound: removed %zu applied record%s older than %lld "
+			"s from the spool's done/",
+			removed, removed == 1 ? "" : "s", (long long)keep);
+}
+
 int inbound_run_once(struct inbound *ib, int64_t now)
 {
 	int rc = inbound_ingest_spool(ib, now);
 
 	if (!rc)
 		rc = inbound_apply_due(ib, now);
+	if (!rc)
+		prune_done(ib, now);
 	return rc;
 }
 

@@ -668,6 +668,24 @@ class InboundTest(unittest.TestCase):
         out = run([PB, "-c", b.conf(), "status"])
         self.assertIn("inbound replies: 1 applied, 0 ignored", out)
 
+    # [spool] keep_done: the daemon removes old applied records from done/
+    def test_daemon_prunes_done(self):
+        b = self.b
+        path, mid = b.reply("Pruned later.\n", ar=DKIM_PASS)
+        b.replay(path)
+        run([PB, "-c", b.conf(), "run", "--once", "--foreground"])
+        done = os.path.join(b.dir, "spool", "done")
+        self.assertEqual(len(os.listdir(done)), 1)
+        with open(b.conf()) as f:
+            text = f.read()
+        with open(b.conf(), "w") as f:
+            f.write(text.replace("[spool]\n", "[spool]\nkeep_done = 1s\n"))
+        time.sleep(2.2)
+        run([PB, "-c", b.conf(), "run", "--once", "--foreground"])
+        self.assertEqual(os.listdir(done), [])
+        row, _ = b.dump(mid)
+        self.assertEqual(row[0], "applied")
+
     def test_status_shows_dead_letters(self):
         b = self.b
         b.close()
