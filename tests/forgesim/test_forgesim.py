@@ -957,6 +957,120 @@ class PaginationTest(SimTestCase):
         self.assertEqual(last.header("x-next-page"), "")
 
 
+# -- merge methods and squash ---------------------------------------------------
+
+class MergeMethodTest(SimTestCase):
+    """PUT .../merge by the project's merge method, with squash."""
+
+    PATH = "/projects/1/merge_requests/1/merge"
+
+    def git(self, *args):
+        repo = SIM.ctl("GET", "/state")["projects"][0]["repo_path"]
+        return subprocess.run(["git", "--git-dir", repo] + list(args),
+                              capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    def settings(self, **values):
+        reply = SIM.ctl("PUT", "/projects/1/settings", values)
+        self.assertEqual(reply["merge_method"],
+                         values.get("merge_method", reply["merge_method"]))
+
+    def move_main(self):
+        SIM.ctl("POST", "/projects/1/commits", {
+            "branch": "main", "commits": [{"message": "elsewhere\n",
+                                           "files": {"other.txt": "x\n"}}]})
+
+    def merge(self, **body):
+        mr = self.mr()
+        body.setdefault("sha", mr["sha"])
+        reply = SIM.api("PUT", self.PATH, "bob-token", body=body)
+        self.assertEqual(reply.status, 200, reply.body)
+        return mr, reply.json
+
+    def test_project_shows_its_merge_method(self):
+        self.settings(merge_method="ff", squash_option="default_on")
+        project = SIM.api("GET", "/projects/1").json
+        self.assertEqual(project["merge_method"], "ff")
+        self.assertEqual(project["squash_option"], "default_on")
+        bad = SIM.ctl("PUT", "/projects/1/settings",
+                      {"merge_method": "octopus"}, expect=(400,))
+        self.assertIn("merge_method must be one of", bad["error"])
+
+    def test_merge_commit_keeps_the_commits(self):
+        before, mr = self.merge()
+        self.assertEqual(mr["sha"], before["sha"])
+        self.assertIsNone(mr["squash_commit_sha"])
+        self.assertFalse(mr["squash"])
+        parents = self.git("rev-parse", mr["merge_commit_sha"] + "^@")
+        self.assertEqual(parents.split()[1], before["sha"])
+
+    def test_squash_with_a_merge_commit(self):
+        before, mr = self.merge(squash=True,
+                                squash_commit_message="Greet, squashed\n")
+        self.assertTrue(mr["squash"] and mr["squash_on_merge"])
+        squash, merge = mr["squash_commit_sha"], mr["merge_commit_sha"]
+        self.assertTrue(squash and merge and squash != merge)
+        self.assertEqual(self.git("rev-parse", merge + "^2"), squash)
+        self.assertEqual(self.git("rev-parse", squash + "^{tree}"),
+                         self.git("rev-parse", before["sha"] + "^{tree}"))
+        self.assertEqual(self.git("rev-parse", squash + "^"),
+                         before["diff_refs"]["base_sha"])
+        self.assertEqual(self.git("log", "-1", "--format=%s", squash),
+                         "Greet, squashed")
+
+    def test_squash_option_always_and_never(self):
+        self.settings(squash_option="always")
+        self.assertTrue(self.mr()["squash_on_merge"])
+        _, mr = self.merge()
+        self.assertTrue(mr["squash_commit_sha"])
+
+    def test_fast_forward_needs_a_rebase_then_has_no_merge_commit(self):
+        self.settings(merge_method="ff")
+        self.move_main()
+        mr = self.mr()
+        self.assertEqual(mr["detailed_merge_status"], "need_rebase")
+        reply = SIM.api("PUT", self.PATH, "bob-token",
+                        body={"sha": mr["sha"]})
+        self.assertEqual(reply.status, 405)
+        old = [c["id"] for c in SIM.api(
+            "GET", "/projects/1/merge_requests/1/commits").json]
+        out = SIM.ctl("POST", "/projects/1/merge_requests/1/rebase", {})
+        self.assertTrue(out["rebased"])
+        rebased = self.mr()
+        self.assertEqual(rebased["detailed_merge_status"], "mergeable")
+        new = [c["id"] for c in SIM.api(
+            "GET", "/projects/1/merge_requests/1/commits").json]
+        self.assertEqual(len(new), len(old))
+        self.assertFalse(set(new) & set(old))
+        _, merged = self.merge()
+        self.assertIsNone(merged["merge_commit_sha"])
+        self.assertIsNone(merged["squash_commit_sha"])
+        self.assertEqual(merged["sha"], rebased["sha"])
+        branches = SIM.ctl("GET", "/state")["projects"][0]["branches"]
+        self.assertEqual(branches["main"], rebased["sha"])
+        again = SIM.ctl("POST", "/projects/1/merge_requests/1/rebase", {},
+                        expect=(409,))
+        self.assertEqual(again, {"error": "merge request !1 is merged"})
+
+    def test_fast_forward_squash(self):
+        self.settings(merge_method="ff")
+        _, mr = self.merge(squash=True)
+        self.assertIsNone(mr["merge_commit_sha"])
+        branches = SIM.ctl("GET", "/state")["projects"][0]["branches"]
+        self.assertEqual(branches["main"], mr["squash_commit_sha"])
+
+    def test_semi_linear_merge_commit(self):
+        self.settings(merge_method="rebase_merge")
+        self.move_main()
+        self.assertEqual(self.mr()["detailed_merge_status"], "need_rebase")
+        SIM.ctl("POST", "/projects/1/merge_requests/1/rebase", {})
+        before, mr = self.merge()
+        self.assertEqual(self.git("rev-parse", mr["merge_commit_sha"] +
+                                  "^2"), before["sha"])
+        self.assertEqual(self.git("rev-parse", mr["merge_commit_sha"] +
+                                  "^1"), before["diff_refs"]["base_sha"])
+
+
 # -- merge request lists, labels, updates -------------------------------------
 
 class MergeRequestTest(SimTestCase):

@@ -428,6 +428,7 @@ class Api:
         state_event = p.string("state_event", values=("close", "reopen"))
         reviewer_ids = p.int_list("reviewer_ids")
         assignee_ids = p.int_list("assignee_ids")
+        squash = p.boolean("squash")
         if not any(p.has(k) for k in _MR_UPDATE_PARAMS):
             p.errors.append(", ".join(_MR_UPDATE_PARAMS) + " are missing, "
                             "at least one parameter must be provided")
@@ -445,6 +446,8 @@ class Api:
                                  assignee_ids=assignee_ids)
         except SimError:
             raise errors.message(400, {"reviewers": ["is invalid"]})
+        if squash is not None:
+            mr.squash = squash
         if state_event == "close":
             self.forge.close(project, mr, ctx.user)
         elif state_event == "reopen":
@@ -500,7 +503,8 @@ class Api:
         p = ctx.params
         sha = p.string("sha")
         p.string("merge_commit_message")
-        p.boolean("squash")
+        squash_message = p.string("squash_commit_message")
+        squash = p.boolean("squash")
         p.boolean("should_remove_source_branch")
         p.boolean("merge_when_pipeline_succeeds")
         p.check()
@@ -511,7 +515,9 @@ class Api:
         if not self.forge.mergeable(project, mr):
             raise errors.not_allowed()
         _check_sha(sha, mr)
-        if not self.forge.merge(project, mr, ctx.user):
+        if squash is not None:
+            mr.squash = squash      # the API's squash overrides the MR's
+        if not self.forge.merge(project, mr, ctx.user, squash_message):
             raise errors.not_allowed()
         return Response.json(200, ent.mr_full(self.forge, project, mr,
                                               ctx.user))

@@ -44,6 +44,7 @@ class Control:
         r("POST", "/projects/:id/refresh", self.refresh)
         r("POST", "/projects/:id/merge_requests", self.create_mr)
         r("POST", "/projects/:id/merge_requests/:iid/push", self.push)
+        r("POST", "/projects/:id/merge_requests/:iid/rebase", self.rebase)
         r("POST", "/rate_limit", self.rate_limit)
         r("GET", "/faults", self.list_faults)
         r("POST", "/faults", self.add_fault)
@@ -189,8 +190,23 @@ class Control:
             body.get("description", ""), body.get("draft", False),
             body.get("reviewers", ()), body.get("assignees", ()),
             body.get("labels", ()))
+        mr.squash = bool(body.get("squash", False))
         return Response.json(201, ent.mr_full(self.forge, project, mr,
                                               author))
+
+    def rebase(self, body, id, iid):
+        """The MR's Rebase button: its commits re-applied on the target's
+        tip, a new diff version.  "user" names who rebased (default: the
+        author).  Answers {"rebased": bool, "version"}."""
+        project = self.forge.project(id)
+        mr = self.forge.find_mr(project, int(iid))
+        if mr is None:
+            raise SimError("no merge request !%s" % iid, 404)
+        actor = self.forge.user(body.get("user", mr.author_id))
+        version = self.forge.rebase(project, mr, actor)
+        return Response.json(200, {
+            "rebased": version is not None,
+            "version": ent.version(self.forge, mr, version or mr.latest)})
 
     def push(self, body, id, iid):
         """Move the MR's source branch and record a new diff version.
@@ -353,6 +369,7 @@ class Control:
             "detailed_merge_status": forge.detailed_merge_status(project,
                                                                  mr),
             "merge_commit_sha": mr.merge_commit_sha,
+            "squash_commit_sha": mr.squash_commit_sha,
             "approvals": [{"user": forge.users[a.user_id].username,
                            "at": iso(a.created_at)} for a in mr.approvals],
             "versions": [dict(ent.version(forge, mr, v),

@@ -102,7 +102,8 @@ def project(forge, project_):
         "empty_repo": not forge.repo(project_).branches(),
         "archived": False, "merge_requests_enabled": True,
         "issues_enabled": True, "open_issues_count": 0,
-        "merge_method": "merge",
+        "merge_method": project_.settings.merge_method,
+        "squash_option": project_.settings.squash_option,
         "only_allow_merge_if_all_discussions_are_resolved":
             project_.settings.only_allow_merge_if_all_discussions_are_resolved,
         "merge_requests_author_approval":
@@ -202,7 +203,8 @@ def mr_basic(forge, project_, mr):
         "detailed_merge_status": status,
         "sha": mr.latest.head_sha if mr.latest else None,
         "merge_commit_sha": mr.merge_commit_sha,
-        "squash_commit_sha": None, "discussion_locked": None,
+        "squash_commit_sha": mr.squash_commit_sha,
+        "discussion_locked": None,
         "should_remove_source_branch": None,
         "force_remove_source_branch": False,
         "allow_collaboration": False, "allow_maintainer_to_push": False,
@@ -213,7 +215,8 @@ def mr_basic(forge, project_, mr):
         "time_stats": {"time_estimate": 0, "total_time_spent": 0,
                        "human_time_estimate": None,
                        "human_total_time_spent": None},
-        "squash": False, "squash_on_merge": False,
+        "squash": mr.squash,
+        "squash_on_merge": forge.squash_on_merge(project_, mr),
         "task_completion_status": {"count": 0, "completed_count": 0},
         "has_conflicts": mr.has_conflicts,
         "blocking_discussions_resolved": not (

@@ -216,6 +216,8 @@ class Forge:
             project.settings.update(values)
         except KeyError as e:
             raise SimError("unknown project setting %s" % e)
+        except ValueError as e:
+            raise SimError(str(e))
 
     def add_member(self, project, user, role):
         level = ROLES.get(role, role) if isinstance(role, str) else role
@@ -515,6 +517,8 @@ class Forge:
             return "draft_status"
         if mr.has_conflicts:
             return "conflict"
+        if self.needs_rebase(project, mr):
+            return "need_rebase"
         if self.approvals_left(project, mr) > 0:
             return "not_approved"
         if project.settings.only_allow_merge_if_all_discussions_are_resolved \
@@ -588,26 +592,102 @@ class Forge:
     def mergeable(self, project, mr):
         return self.detailed_merge_status(project, mr) == "mergeable"
 
-    def merge(self, project, mr, user):
-        """Merge with a merge commit (GitLab's default merge method)."""
+    def squash_on_merge(self, project, mr):
+        """MergeRequest#squash_on_merge?: the project's squash_option
+        decides unless it leaves the choice to the MR."""
+        option = project.settings.squash_option
+        if option in ("always", "never"):
+            return option == "always"
+        return mr.squash
+
+    def needs_rebase(self, project, mr):
+        """MergeRequest#should_be_rebased?: fast-forward and semi-linear
+        merges need the target's tip in the source branch."""
+        if project.settings.merge_method == "merge" or mr.latest is None:
+            return False
+        repo = self.repo(project)
+        target = repo.rev_parse("refs/heads/" + mr.target_branch)
+        return not repo.is_ancestor(target, mr.latest.head_sha)
+
+    def rebase(self, project, mr, user):
+        """PUT .../rebase: the source branch's commits re-applied on the
+        target's tip (authors kept, committed now), pushed as a new diff
+        version.  Returns the version, None when already up to date;
+        raises SimError when a commit does not apply."""
+        repo = self.repo(project)
+        if mr.state != "opened":
+            raise SimError("merge request !%d is %s" % (mr.iid, mr.state),
+                           409)
+        target = repo.rev_parse("refs/heads/" + mr.target_branch)
+        head = mr.latest.head_sha
+        if repo.is_ancestor(target, head):
+            return None
+        onto = target
+        for c in reversed(repo.commits(mr.latest.base_sha, head)):
+            if len(c["parent_ids"]) != 1:
+                continue        # GitLab's rebase drops merge commits too
+            onto = repo.cherry_pick(c["id"], onto, self.now())
+            if onto is None:
+                raise SimError("Rebase failed: %s does not apply" %
+                               c["id"][:8], 409)
+        repo.update_ref("refs/heads/" + mr.source_branch, onto, head)
+        return self.push_head(project, mr, onto, user)
+
+    def merge(self, project, mr, user, squash_message=None):
+        """Merge by the project's merge method, squashing when asked
+        (MergeRequests::MergeService):
+
+        merge         a merge commit of the target and the head (or of
+                      the squash commit): merge_commit_sha is that commit
+        rebase_merge  the same, allowed only once the head contains the
+                      target's tip (semi-linear history)
+        ff            the target fast-forwards to the head (or to the
+                      squash commit): no merge commit, merge_commit_sha
+                      stays null, as on GitLab
+
+        A squash commit has the head's tree and, as parent, the diff base
+        (Gitaly UserSquash) or for the linear methods the target's tip;
+        squash_commit_sha names it.
+        """
         repo = self.repo(project)
         target_ref = "refs/heads/" + mr.target_branch
         target = repo.rev_parse(target_ref)
         head = mr.latest.head_sha
+        method = project.settings.merge_method
+        if method != "merge" and not repo.is_ancestor(target, head):
+            return False
         tree = repo.merge_tree(target, head)
         if tree is None:
             mr.has_conflicts = True
             return False
         now = self.now()
-        message = "Merge branch '%s' into '%s'\n\n%s\n\nSee merge request " \
-                  "%s!%d\n" % (mr.source_branch, mr.target_branch, mr.title,
-                               project.full_path, mr.iid)
-        commit = repo.commit_tree(tree, [target, head], message,
-                                  {"name": user.name, "email": user.email},
-                                  now)
-        repo.update_ref(target_ref, commit, target)
+        who = {"name": user.name, "email": user.email}
+        squash = None
+        if self.squash_on_merge(project, mr):
+            message = squash_message or mr.title + "\n"
+            if not message.endswith("\n"):
+                message += "\n"
+            # On the diff base for a merge commit; on the target's tip
+            # (already in the head) for the linear methods.
+            parent = mr.latest.base_sha if method == "merge" else target
+            squash = repo.commit_tree(
+                repo.text("rev-parse", head + "^{tree}").strip(),
+                [parent], message, who, now)
+            head = squash
+        commit = None
+        if method == "ff":
+            repo.update_ref(target_ref, head, target)
+        else:
+            message = "Merge branch '%s' into '%s'\n\n%s\n\nSee merge " \
+                      "request %s!%d\n" % (mr.source_branch,
+                                            mr.target_branch, mr.title,
+                                            project.full_path, mr.iid)
+            commit = repo.commit_tree(tree, [target, head], message, who,
+                                      now)
+            repo.update_ref(target_ref, commit, target)
         mr.state = "merged"
         mr.merged_by, mr.merged_at, mr.merge_commit_sha = user.id, now, commit
+        mr.squash_commit_sha = squash
         self._system_note(project, mr, user, "merged")
         self._touch(project, mr)
         self.on_event("merge_request", project=project, mr=mr, actor=user,

@@ -98,6 +98,46 @@ class Repo:
                         "%(objectname)", "refs/heads/")
         return dict(line.split(" ", 1) for line in out.splitlines() if line)
 
+    def is_ancestor(self, a, b):
+        """Is commit a an ancestor of b (or b itself)?"""
+        proc = subprocess.run(["git", "--git-dir", self.path, "merge-base",
+                               "--is-ancestor", a, b],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=_clean_env())
+        return proc.returncode == 0
+
+    def cherry_pick(self, commit, onto, when):
+        """commit's change re-applied on onto, author kept, committed at
+        `when` (what GitLab's rebase does); None when it does not apply.
+        No ref is moved."""
+        index = os.path.join(self.path, "sim-index.%d" % os.getpid())
+        env = {"GIT_INDEX_FILE": index}
+        try:
+            self.git("read-tree", onto, env=env)
+            patch = self.git("diff", "--binary", "--full-index",
+                             commit + "^", commit)
+            if patch:
+                proc = subprocess.run(
+                    ["git", "--git-dir", self.path, "apply", "--cached"],
+                    input=patch, stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE, env=_clean_env(env))
+                if proc.returncode:
+                    return None
+            tree = self.text("write-tree", env=env).strip()
+        finally:
+            if os.path.exists(index):
+                os.unlink(index)
+        info = self.commit(commit)
+        stamp = "%d +0000" % int(when.timestamp())
+        return self.text("commit-tree", tree, "-p", onto,
+                         input=info["message"].encode(), env={
+                             "GIT_AUTHOR_NAME": info["author_name"],
+                             "GIT_AUTHOR_EMAIL": info["author_email"],
+                             "GIT_AUTHOR_DATE": info["authored_date"],
+                             "GIT_COMMITTER_NAME": info["committer_name"],
+                             "GIT_COMMITTER_EMAIL": info["committer_email"],
+                             "GIT_COMMITTER_DATE": stamp}).strip()
+
     def merge_base(self, a, b):
         out = self.text("merge-base", a, b, ok=(0, 1)).strip()
         return out or None

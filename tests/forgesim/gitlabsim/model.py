@@ -60,11 +60,21 @@ class ProjectSettings:
     merge_requests_author_approval: bool = False
     scoped_labels_exclusive: bool = False
     only_allow_merge_if_all_discussions_are_resolved: bool = False
+    # Project settings "Merge method" and "Squash commits when merging".
+    merge_method: str = "merge"            # merge | rebase_merge | ff
+    squash_option: str = "default_off"     # never | always | default_*
+
+    CHOICES = {"merge_method": ("merge", "rebase_merge", "ff"),
+               "squash_option": ("never", "always", "default_on",
+                                 "default_off")}
 
     def update(self, values):
         for key, value in values.items():
-            if not hasattr(self, key):
+            if not hasattr(self, key) or key == "CHOICES":
                 raise KeyError(key)
+            if key in self.CHOICES and value not in self.CHOICES[key]:
+                raise ValueError("%s must be one of %s" %
+                                 (key, ", ".join(self.CHOICES[key])))
             setattr(self, key, type(getattr(self, key))(value))
 
 
@@ -193,6 +203,8 @@ class MergeRequest:
     merged_by: typing.Optional[int] = None
     merged_at: typing.Any = None
     merge_commit_sha: typing.Optional[str] = None
+    squash: bool = False               # the MR's "Squash commits" box
+    squash_commit_sha: typing.Optional[str] = None
     closed_by: typing.Optional[int] = None
     closed_at: typing.Any = None
     has_conflicts: bool = False
