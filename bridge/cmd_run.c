@@ -359,6 +359,7 @@ static void forge_comments(struct daemon *d)
 
 	if (forgemail_new(&fm, d->env.cfg, d->env.store, d->env.forge))
 		return;
+	forgemail_set_outbound(fm, d->env.ob);
 	if (forgemail_poll(fm, &queued))
 		log_warn("forge comments: %s", err_msg());
 	if (queued)

@@ -254,6 +254,8 @@ void forge_mr_release(struct forge_mr *mr)
 	free(mr->base_sha);
 	free(mr->start_sha);
 	free(mr->head_sha);
+	free(mr->merge_commit_sha);
+	free(mr->squash_commit_sha);
 	memset(mr, 0, sizeof(*mr));
 }
 

@@ -80,6 +80,16 @@ struct forge_mr {
 	char *base_sha;
 	char *start_sha;
 	char *head_sha;
+	/*
+	 * How a merged MR landed (NULL / 0 before).  merge_commit_sha: the
+	 * merge commit; NULL for a fast-forward merge, which makes none.
+	 * squash_commit_sha: the one commit a squash made of the series.
+	 * squash: squash_on_merge (the project's squash option applied),
+	 * else the MR's own squash flag.
+	 */
+	char *merge_commit_sha;
+	char *squash_commit_sha;
+	int squash;
 };
 
 /* A diff version (GitLab's merge request diff), the bridge's revision. */

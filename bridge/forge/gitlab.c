@@ -692,7 +692,18 @@ static int mr_from_json(struct forge_mr *mr, const struct json_value *v)
 				   "detailed_merge_status")) < 0 ||
 	    (rc = json_get_str_opt(&mr->web_url, v, "web_url")) < 0 ||
 	    (rc = json_get_bool_opt(&mr->draft, v, "draft")) < 0 ||
-	    (rc = strings_from_json(&mr->labels, v, "labels")) < 0)
+	    (rc = strings_from_json(&mr->labels, v, "labels")) < 0 ||
+	    (rc = json_get_str_opt(&mr->merge_commit_sha, v,
+				   "merge_commit_sha")) < 0 ||
+	    (rc = json_get_str_opt(&mr->squash_commit_sha, v,
+				   "squash_commit_sha")) < 0)
+		goto fail;
+	/* squash_on_merge (GitLab 16.x) folds in the project's option. */
+	if (json_has(v, "squash_on_merge"))
+		rc = json_get_bool_opt(&mr->squash, v, "squash_on_merge");
+	else
+		rc = json_get_bool_opt(&mr->squash, v, "squash");
+	if (rc < 0)
 		goto fail;
 	if ((rc = json_get_int_opt(&n, &has, v, "source_project_id")) < 0)
 		goto fail;

@@ -9,6 +9,7 @@
 #include "core/version.h"
 #include "forge/forge.h"
 #include "outbound/forgetext.h"
+#include "outbound/outbound.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/limits.h"
@@ -27,6 +28,7 @@ struct forgemail {
 	const struct config *cfg;
 	struct store *store;
 	struct forge *forge;
+	struct outbound *ob; /* the git mirror's owner; NULL: none */
 };
 
 /* One MR being looked at. */
@@ -73,6 +75,11 @@ int forgemail_new(struct forgemail **out, const struct config *cfg,
 	fm->forge = forge;
 	*out = fm;
 	return 0;
+}
+
+void forgemail_set_outbound(struct forgemail *fm, struct outbound *ob)
+{
+	fm->ob = ob;
 }
 
 void forgemail_free(struct forgemail *fm)
@@ -556,55 +563,233 @@ static int cmp_fnote(const void *a, const void *b)
 
 /* --- merge and close ------------------------------------------------------ */
 
+/* Is the mail of this forge event in the thread map already? */
+static int mailed_before(struct mrctx *c, const char *event, uint64_t id)
+{
+	struct buf mid = BUF_INIT(PB_MSGID_MAX);
+	struct store_mail row;
+	int found = 0;
+
+	store_mail_init(&row);
+	if (!msgid_format_forge(&mid, event, c->project, (uint64_t)c->iid, id,
+				config_str(c->fm->cfg, CFG_BRIDGE_DOMAIN)))
+		found = !store_mail_get(&row, c->fm->store, mid.data);
+	store_mail_release(&row);
+	buf_release(&mid);
+	return found;
+}
+
+/* The patches of the latest revision as mailed: title and commit. */
+struct applied {
+	size_t n;
+	char **title;
+	char **sha; /* NULL entries: not known */
+	char (*landed)[41]; /* where each landed; NULL: not paired */
+};
+
+static void applied_release(struct applied *a)
+{
+	size_t k;
+
+	for (k = 0; k < a->n; k++) {
+		free(a->title[k]);
+		free(a->sha[k]);
+	}
+	free(a->title);
+	free(a->sha);
+	free(a->landed);
+}
+
+static int applied_load(struct applied *a, struct mrctx *c)
+{
+	struct store_mail row;
+	const char *title;
+	size_t k;
+	int rc = 0;
+
+	memset(a, 0, sizeof(*a));
+	a->n = c->latest.patches > 0 ? (size_t)c->latest.patches : 0;
+	a->title = xcalloc(a->n + 1, sizeof(*a->title));
+	a->sha = xcalloc(a->n + 1, sizeof(*a->sha));
+	store_mail_init(&row);
+	for (k = 0; k < a->n && !rc; k++) {
+		rc = store_mail_find(&row, c->fm->store, c->project, c->iid,
+				     c->latest.revision, (int)k + 1);
+		if (rc == PB_ENOTFOUND) {
+			rc = 0;
+			continue;
+		}
+		if (rc)
+			break;
+		title = patch_title(c, &row);
+		a->title[k] = xstrdup(title ? title : "");
+		if (row.commit_sha)
+			a->sha[k] = xstrdup(row.commit_sha);
+		store_mail_release(&row);
+	}
+	store_mail_release(&row);
+	return rc;
+}
+
+/*
+ * Pair the mailed commits with those the merge put on the target: the
+ * mirror, by patch-id, over diff_refs base..sha (the MR's last version
+ * is what was merged).  0 with a->landed set, PB_ETEMP to try the whole
+ * mail again later, another error (logged) to say the SHAs were
+ * rewritten without naming each.
+ */
+static int applied_pair(struct applied *a, struct mrctx *c)
+{
+	const struct forge_mr *mr = &c->mr;
+	int rc;
+
+	if (!c->fm->ob || !a->n)
+		return err_set(PB_ENOTFOUND, "no git mirror to look in");
+	if (!mr->sha || !mr->base_sha || !mr->head_sha ||
+	    strcmp(mr->head_sha, mr->sha))
+		return err_set(PB_ENOTFOUND, "the merged version is unknown");
+	a->landed = xcalloc(a->n, sizeof(*a->landed));
+	rc = outbound_landed(a->landed, c->fm->ob, c->project, c->iid,
+			     c->mr.target_branch, (const char *const *)a->sha,
+			     a->n, mr->base_sha, mr->sha);
+	if (rc) {
+		free(a->landed);
+		a->landed = NULL;
+	}
+	return rc;
+}
+
+/*
+ * "applied, thanks" with the truth about each patch's final commit
+ * (docs/DESIGN.md "Merged: the applied mail"):
+ *
+ *  - squashed (squash_commit_sha, or squash asked for): the one commit,
+ *    the merge commit if there is one too, and each patch as mailed;
+ *  - the merged head is the mailed head: each patch's commit as mailed,
+ *    and the merge commit (none for a fast-forward);
+ *  - otherwise the commits were rewritten (rebased when merged): each
+ *    patch's landed commit paired by patch-id, with the mailed one; when
+ *    that cannot be worked out, the tip and the mailed commits.
+ */
+static int applied_body(struct buf *b, struct mrctx *c)
+{
+	const struct forge_mr *mr = &c->mr;
+	const char *branch = mr->target_branch ? mr->target_branch : "?";
+	const char *merge = mr->merge_commit_sha,
+		   *squash = mr->squash_commit_sha;
+	const char *head = c->latest.head_sha;
+	struct applied a;
+	size_t k;
+	int rc, same, squashed, width = 1, t;
+
+	rc = applied_load(&a, c);
+	if (rc)
+		goto out;
+	for (t = (int)a.n; t >= 10; t /= 10)
+		width++;
+	squashed = (squash && *squash) || mr->squash;
+	same = !squashed && mr->sha && head && !strcmp(mr->sha, head);
+	if (!squashed && !same) {
+		rc = applied_pair(&a, c);
+		if (err_is_temporary(rc))
+			goto out;
+		if (rc)
+			log_notice("merged: the final commit of each patch "
+				   "is not known: %s",
+				   err_msg());
+		rc = 0;
+	}
+	buf_addf(b,
+		 "Hello,\n\nThis series was applied to %s (%s) on the forge, "
+		 "thanks!\n\n",
+		 c->project, branch);
+	if (squashed) {
+		if (squash && *squash)
+			buf_addf(b, "Squashed into one commit: %s\n", squash);
+		else
+			buf_adds(b, "Squashed into one commit.\n");
+		if (merge && *merge && (!squash || strcmp(merge, squash)))
+			buf_addf(b, "Merged in %s.\n", merge);
+		buf_adds(b, "\nThe patches' own commits, as mailed:\n\n");
+	} else if (!same && a.landed) {
+		buf_addf(b,
+			 "The commits were rewritten after they were mailed "
+			 "(a rebase when merged,\nor a later push); each "
+			 "patch's commit on %s is paired with the mailed\n"
+			 "one by patch-id.\n\n",
+			 branch);
+	} else if (!same) {
+		buf_addf(b,
+			 "The commits were rewritten after they were mailed "
+			 "(a rebase when merged,\nor a later push); the "
+			 "series ends at %s.\nThe commits as mailed:\n\n",
+			 mr->sha ? mr->sha : "?");
+	}
+	for (k = 0; k < a.n; k++) {
+		const char *mailed = a.sha[k] ? a.sha[k] : "?";
+
+		if (!a.title[k])
+			continue;
+		buf_addf(b, "[%0*zu/%zu] %s\n", width, k + 1, a.n, a.title[k]);
+		if (same)
+			buf_addf(b, "      commit: %s\n", mailed);
+		else if (a.landed && a.landed[k][0])
+			buf_addf(b, "      commit: %s\n      mailed as %s\n",
+				 a.landed[k], mailed);
+		else if (a.landed)
+			buf_addf(b,
+				 "      commit: ? (none has its patch-id: it "
+				 "changed after it was mailed)\n"
+				 "      mailed as %s\n",
+				 mailed);
+		else
+			buf_addf(b, "      mailed as %s\n", mailed);
+	}
+	if (!squashed && merge && *merge)
+		buf_addf(b, "\nMerged in %s.\n", merge);
+	else if (!squashed && same)
+		buf_addf(b, "\nFast-forwarded: %s ends at %s.\n", branch,
+			 mr->sha);
+	if (mr->web_url)
+		buf_addf(b, "\n-- \nOn the forge: %s\n", mr->web_url);
+out:
+	applied_release(&a);
+	return rc;
+}
+
 static int state_event(struct mrctx *c)
 {
-	struct store_mail cover, row;
+	struct store_mail cover;
 	struct outmsg m;
-	int merged = !strcmp(c->mr.state, "merged"), k, rc;
+	int merged = !strcmp(c->mr.state, "merged"), rc = 0;
 
 	if (!merged && strcmp(c->mr.state, "closed"))
 		return 0;
 	store_mail_init(&cover);
-	store_mail_init(&row);
 	memset(&m, 0, sizeof(m));
 	buf_init(&m.body, FORGEMAIL_TEXT_MAX / 2);
+	m.event = merged ? "merged" : "closed";
+	m.event_id = merged ? 0 : (uint64_t)c->mr.updated_ms;
+	/* Before any work (a fetch for the applied mail): done already? */
+	if (mailed_before(c, m.event, m.event_id))
+		goto out;
 	rc = find_cover(&cover, c, c->latest.revision);
 	if (rc)
 		goto out;
-	m.event = merged ? "merged" : "closed";
-	m.event_id = merged ? 0 : (uint64_t)c->mr.updated_ms;
 	m.who = config_str(c->fm->cfg, CFG_BRIDGE_NAME);
 	m.date = c->mr.updated_ms ? c->mr.updated_ms / 1000 : time(NULL);
 	m.parent = &cover;
 	m.root = cover.message_id;
-	if (!merged) {
+	if (merged)
+		rc = applied_body(&m.body, c);
+	else
 		rc = buf_adds(&m.body, "This merge request was closed on the "
 				       "forge without being merged.\n");
-		goto send;
-	}
-	buf_addf(&m.body,
-		 "Hello,\n\nThis series was applied to %s (%s) on the forge, "
-		 "thanks!\n\n",
-		 c->project, c->mr.target_branch ? c->mr.target_branch : "?");
-	for (k = 1; k <= c->latest.patches; k++) {
-		const char *title;
-
-		if (store_mail_find(&row, c->fm->store, c->project, c->iid,
-				    c->latest.revision, k))
-			continue;
-		title = patch_title(c, &row);
-		buf_addf(&m.body, "[%d/%d] %s\n      commit: %s\n", k,
-			 c->latest.patches, title ? title : "",
-			 row.commit_sha ? row.commit_sha : "?");
-	}
-	if (c->mr.web_url)
-		buf_addf(&m.body, "\n-- \nOn the forge: %s\n", c->mr.web_url);
-send:
-	rc = queue(c, &m);
+	if (!rc)
+		rc = queue(c, &m);
 out:
 	buf_release(&m.body);
 	store_mail_release(&cover);
-	store_mail_release(&row);
 	return rc;
 }
 

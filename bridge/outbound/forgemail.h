@@ -19,8 +19,12 @@
  *    a reply to the cover letter with "[outbound] approval_trailer: Name
  *    <public email>", or "<id-username@users.noreply.HOST>" (GitLab's own
  *    no-reply form) when the user shows no public email;
- *  - the MR merged: "applied, thanks" with the commit of each patch of the
- *    latest revision; closed: a short notice.
+ *  - the MR merged: "applied, thanks" with the final commit of each patch
+ *    of the latest revision (as mailed when the merged head is the mailed
+ *    head; for a squash, the squash commit and each patch as mailed;
+ *    after a rebase, each landed commit paired by patch-id through the
+ *    git mirror, see forgemail_set_outbound(), else the new tip), and
+ *    the merge commit when there is one; closed: a short notice.
  *
  * Loop guards: system notes other than approvals, notes carrying our
  * hidden marker and notes of [forge] bot_username are not mailed
@@ -57,6 +61,7 @@
 
 struct config;
 struct forge;
+struct outbound;
 struct store;
 
 struct forgemail;
@@ -64,6 +69,13 @@ struct forgemail;
 int forgemail_new(struct forgemail **out, const struct config *cfg,
 		  struct store *store, struct forge *forge);
 void forgemail_free(struct forgemail *fm);
+
+/*
+ * Let the applied mail pair rewritten commits through ob's git mirror
+ * (outbound_landed()); borrowed, must outlive fm.  Without it a merge
+ * that rewrote the commits names only the new tip.
+ */
+void forgemail_set_outbound(struct forgemail *fm, struct outbound *ob);
 
 /* Poll every enabled project; *queued counts the mails queued. */
 int forgemail_poll(struct forgemail *fm, size_t *queued);

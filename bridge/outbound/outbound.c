@@ -686,6 +686,102 @@ static int load_ranges(struct outbound *ob, struct job *j)
 	return 0;
 }
 
+/* --- where a merge put the mailed commits ------------------------------ */
+
+/* The patch-id of one commit, as `git patch-id --stable` of sha^..sha. */
+static int commit_patch_id(char out[GITREPO_HEXSZ + 1], struct gitrepo *repo,
+			   const char *sha)
+{
+	struct gitrepo_range *r = NULL;
+	char base[GITREPO_HEXSZ + 2];
+	int rc;
+
+	snprintf(base, sizeof(base), "%.*s^", GITREPO_HEXSZ, sha);
+	rc = gitrepo_range_load(&r, repo, base, sha, 1);
+	if (!rc && (r->nr != 1 || !r->have_patches))
+		rc = err_set(PB_EINVAL, "%.12s is not one patch", sha);
+	if (!rc)
+		memcpy(out, r->commits[0].patch_id, GITREPO_HEXSZ + 1);
+	gitrepo_range_free(r);
+	return rc;
+}
+
+int outbound_landed(char (*landed)[41], struct outbound *ob,
+		    const char *project, int64_t iid, const char *target_branch,
+		    const char *const *mailed, size_t n,
+		    const char *landed_base, const char *landed_head)
+{
+	const struct config_project *proj;
+	struct mirror *m = NULL;
+	struct gitrepo *repo = NULL;
+	struct gitrepo_range *r = NULL;
+	struct mirror_opts mo;
+	struct buf url = BUF_INIT(PB_HTTP_URL_MAX);
+	const char *need[2] = { landed_head, landed_base };
+	char pid[GITREPO_HEXSZ + 1];
+	unsigned char *used = NULL;
+	size_t max, k, i;
+	int rc;
+
+	for (k = 0; k < n; k++)
+		landed[k][0] = '\0';
+	rc = config_project_get(&proj, ob->cfg, project);
+	if (rc)
+		return rc;
+	max = (size_t)config_project_int(proj, CFG_OUTBOUND_MAX_SERIES);
+	rc = lock(ob);
+	if (rc)
+		return rc;
+	memset(&mo, 0, sizeof(mo));
+	rc = git_url(&url, ob->cfg, project);
+	if (rc)
+		goto out;
+	mo.root = ob->mirror_root;
+	mo.project = project;
+	mo.url = url.data;
+	mo.token = ob->token;
+	mo.ca_file = config_str(ob->cfg, CFG_FORGE_CA_FILE);
+	rc = mirror_open(&m, &mo);
+	if (!rc)
+		rc = mirror_fetch_mr(m, iid, target_branch, need, 2);
+	if (!rc)
+		rc = gitrepo_open(&repo, mirror_path(m));
+	if (!rc)
+		rc = gitrepo_range_load(&r, repo, landed_base, landed_head,
+					max);
+	if (!rc && !r->have_patches)
+		rc = err_set(PB_ELIMIT,
+			     "%zu commits landed, more than max_series %zu",
+			     r->nr, max);
+	if (rc)
+		goto out;
+	used = xcalloc(r->nr + 1, 1);
+	for (k = 0; k < n; k++) {
+		if (!mailed[k])
+			continue;
+		if (commit_patch_id(pid, repo, mailed[k])) {
+			log_warn("mailed commit %.12s: %s", mailed[k],
+				 err_msg());
+			continue;
+		}
+		for (i = 0; i < r->nr; i++)
+			if (!used[i] && !strcmp(r->commits[i].patch_id, pid))
+				break;
+		if (i == r->nr)
+			continue;
+		used[i] = 1;
+		memcpy(landed[k], r->commits[i].sha, GITREPO_HEXSZ + 1);
+	}
+out:
+	free(used);
+	gitrepo_range_free(r);
+	gitrepo_free(repo);
+	mirror_free(m);
+	buf_release(&url);
+	unlock(ob);
+	return rc;
+}
+
 /* The Cc of every mail: common + the owners of what it touches. */
 static void compute_cc(struct outbound *ob, struct job *j)
 {

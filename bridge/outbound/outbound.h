@@ -142,6 +142,23 @@ int outbound_mr(struct outbound_report *rep, struct outbound *ob,
  */
 int outbound_deliver_due(struct outbound *ob, int64_t *next_due, int *sent);
 
+/*
+ * Where the mailed commits mailed[0..n) of project!iid landed when a
+ * merge rewrote them (GitLab's rebase before a fast-forward or
+ * semi-linear merge, or a rebase that was not mailed): the mirror fetches
+ * the target branch and landed_head, loads landed_base..landed_head (at
+ * most the project's [outbound] max_series commits) and pairs each mailed
+ * commit with a landed one of the same `git patch-id --stable`, in order,
+ * each landed commit used once.  landed[k] gets the landed commit's id,
+ * "" when none matches (the patch changed while it was rebased).  Holds
+ * the outbound lock while it fetches.  PB_ELIMIT when the landed range is
+ * longer than the cap; PB_ETEMP when the fetch failed.
+ */
+int outbound_landed(char (*landed)[41], struct outbound *ob,
+		    const char *project, int64_t iid, const char *target_branch,
+		    const char *const *mailed, size_t n,
+		    const char *landed_base, const char *landed_head);
+
 /* The delay before retry number attempts (>= 1), in seconds. */
 int64_t outbound_backoff(int attempts);
 

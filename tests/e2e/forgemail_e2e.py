@@ -2,7 +2,7 @@
 """End-to-end test of forge -> list comments: forgesim -> patchbridge run
 -> private Postfix (pfbed) -> list archive.  Reuses outbound_e2e's bed.
 
-usage: forgemail_e2e.py comments --patchbridge BIN --work DIR
+usage: forgemail_e2e.py comments|merges --patchbridge BIN --work DIR
 
   comments  an MR mailed as a 3-patch series; rob's diff note on patch 1
             -> "Re: [PATCH 1/3]" In-Reply-To that patch, quoting the hunk
@@ -14,7 +14,13 @@ usage: forgemail_e2e.py comments --patchbridge BIN --work DIR
             diff note's mail and to the general comment's mail -> notes in
             those same forge discussions (the first a DiffNote reply at
             the same position), never mailed back; merging on the
-            simulator -> "applied" with the SHAs.
+            simulator -> "applied" with the SHAs and the merge commit.
+  merges    the "applied" mail per merge method: a squash with a merge
+            commit names the squash and the merge commit and each patch
+            as mailed; a fast-forward after GitLab's rebase names each
+            patch's rebased commit (paired by patch-id through the git
+            mirror) beside the mailed one; a fast-forward squash; a
+            semi-linear merge commit after a rebase.
 
 Exit status: 0 pass, 1 fail, 77 skipped (not root, no Postfix).
 """
@@ -248,6 +254,9 @@ def scenario_comments(bed):
     for c in commits:
         check(c["id"] in text(a[0]), "applied misses %s:\n%s" %
               (c["id"], text(a[0])))
+    merged = api("GET", "/projects/1/merge_requests/1", "bob-token")
+    check("Merged in %s." % merged["merge_commit_sha"] in text(a[0]),
+          "applied does not name the merge commit:\n" + text(a[0]))
 
 
 def list_replies(bed, disc, d, g):
@@ -320,7 +329,169 @@ def list_replies(bed, disc, d, g):
     return before + 2
 
 
-SCENARIOS = {"comments": scenario_comments}
+# --- merges: the applied mail names the final commits -------------------
+
+def two_commits(tag):
+    return [ob.commit("%s: add one" % tag,
+                      {"%s/one.c" % tag: "int one(void) { return 1; }\n"}),
+            ob.commit("%s: add two" % tag,
+                      {"%s/two.c" % tag: "int two(void) { return 2; }\n"})]
+
+
+def mail_mr(bed, tag):
+    """An MR of two commits, branched from main now, mailed as v1.
+    Returns its iid and its commits oldest first, as mailed."""
+    before = len(bed.archive())
+    mr, _ = ob.create_mr(tag, "Add %s" % tag, commits=two_commits(tag))
+    bed.run("run", "--once")
+    bed.wait_mail(before + 3)
+    bed.settle()
+    commits = api("GET", "/projects/1/merge_requests/%d/commits" %
+                  mr["iid"], "bob-token")
+    return mr["iid"], [c["id"] for c in reversed(commits)]
+
+
+def move_main(tag):
+    sim("POST", "/_sim/projects/1/commits",
+        {"branch": "main", "commits": [ob.commit(
+            "main moves on before %s" % tag,
+            {"NEWS.%s" % tag: "news\n"})]})
+
+
+def merge(iid, **extra):
+    mr = api("GET", "/projects/1/merge_requests/%d" % iid, "bob-token")
+    body = dict(sha=mr["sha"], **extra)
+    return api("PUT", "/projects/1/merge_requests/%d/merge" % iid,
+               "bob-token", body)
+
+
+def applied_mail(bed, iid):
+    before = len(bed.archive())
+    bed.run("run", "--once")
+    bed.wait_mail(before + 1)
+    bed.settle()
+    a = [m for m in forge_mails(bed) if m["X-Patchbridge-MR"] == str(iid)
+         and "applied" in text(m)]
+    check(len(a) == 1, "!%d: %d applied mails" % (iid, len(a)))
+    body = text(a[0])
+    say("!%d applied:\n    %s" % (iid, "\n    ".join(
+        body.split("\n-- \n")[0].strip().splitlines()[2:])))
+    return body
+
+
+def patch_lines(body):
+    """[k/M] title -> the lines under it."""
+    out, cur = {}, None
+    for line in body.splitlines():
+        m = re.match(r"\[(\d+)/\d+\] ", line)
+        if m:
+            cur = out.setdefault(int(m.group(1)), [])
+        elif cur is not None and line.startswith("      "):
+            cur.append(line.strip())
+        else:
+            cur = None
+    return out
+
+
+def scenario_merges(bed):
+    start_list(bed)
+
+    say("squash with a merge commit (merge_method merge, squash)")
+    iid, mailed = mail_mr(bed, "squash")
+    done = merge(iid, squash=True)
+    check(done["squash_commit_sha"] and done["merge_commit_sha"],
+          "the simulator did not squash: %s" % done)
+    body = applied_mail(bed, iid)
+    check("Squashed into one commit: %s" % done["squash_commit_sha"]
+          in body, "no squash commit:\n" + body)
+    check("Merged in %s." % done["merge_commit_sha"] in body,
+          "no merge commit:\n" + body)
+    lines = patch_lines(body)
+    for k, sha in enumerate(mailed, 1):
+        check(lines.get(k) == ["mailed as %s" % sha],
+              "patch %d: %s" % (k, lines.get(k)))
+
+    say("fast-forward after GitLab's rebase (merge_method ff)")
+    sim("PUT", "/_sim/projects/1/settings", {"merge_method": "ff"})
+    iid, mailed = mail_mr(bed, "ff")
+    move_main("ff")
+    sim("POST", "/_sim/projects/1/merge_requests/%d/rebase" % iid, {})
+    landed = [c["id"] for c in reversed(api(
+        "GET", "/projects/1/merge_requests/%d/commits" % iid, "bob-token"))]
+    check(not set(landed) & set(mailed), "the rebase kept the SHAs")
+    done = merge(iid)
+    check(done["merge_commit_sha"] is None, "ff made a merge commit")
+    body = applied_mail(bed, iid)
+    check("paired with the mailed\none by patch-id" in body, body)
+    lines = patch_lines(body)
+    for k, (old, new) in enumerate(zip(mailed, landed), 1):
+        check(lines.get(k) == ["commit: %s" % new, "mailed as %s" % old],
+              "patch %d: %s, want %s from %s" % (k, lines.get(k), new, old))
+    check("Merged in" not in body, "a merge commit named for ff")
+
+    say("fast-forward with squash")
+    iid, mailed = mail_mr(bed, "ffsquash")
+    done = merge(iid, squash=True)
+    check(done["merge_commit_sha"] is None and done["squash_commit_sha"],
+          "ff squash: %s" % done)
+    body = applied_mail(bed, iid)
+    check("Squashed into one commit: %s" % done["squash_commit_sha"]
+          in body and "Merged in" not in body, body)
+
+    say("fast-forward, nothing to rebase: the commits as mailed")
+    iid, mailed = mail_mr(bed, "ffplain")
+    done = merge(iid)
+    body = applied_mail(bed, iid)
+    lines = patch_lines(body)
+    for k, sha in enumerate(mailed, 1):
+        check(lines.get(k) == ["commit: %s" % sha], "patch %d: %s" %
+              (k, lines.get(k)))
+    check("Fast-forwarded: main ends at %s." % mailed[-1] in body, body)
+
+    say("merge commit with semi-linear history (merge_method "
+        "rebase_merge), after a rebase")
+    sim("PUT", "/_sim/projects/1/settings",
+        {"merge_method": "rebase_merge"})
+    iid, mailed = mail_mr(bed, "semi")
+    move_main("semi")
+    sim("POST", "/_sim/projects/1/merge_requests/%d/rebase" % iid, {})
+    landed = [c["id"] for c in reversed(api(
+        "GET", "/projects/1/merge_requests/%d/commits" % iid, "bob-token"))]
+    done = merge(iid)
+    body = applied_mail(bed, iid)
+    lines = patch_lines(body)
+    for k, (old, new) in enumerate(zip(mailed, landed), 1):
+        check(lines.get(k) == ["commit: %s" % new, "mailed as %s" % old],
+              "patch %d: %s" % (k, lines.get(k)))
+    check("Merged in %s." % done["merge_commit_sha"] in body, body)
+
+    say("a push after the last mailed revision changed patch 2, and was "
+        "merged before the bridge saw it")
+    iid, mailed = mail_mr(bed, "edit")
+    again = two_commits("edit")
+    again[1]["files"]["edit/two.c"] = "int two(void) { return 22; }\n"
+    sim("POST", "/_sim/projects/1/merge_requests/%d/push" % iid,
+        {"commits": again, "start": "main"})
+    landed = [c["id"] for c in reversed(api(
+        "GET", "/projects/1/merge_requests/%d/commits" % iid, "bob-token"))]
+    done = merge(iid)
+    body = applied_mail(bed, iid)
+    lines = patch_lines(body)
+    check(lines.get(1) == ["commit: %s" % landed[0],
+                           "mailed as %s" % mailed[0]], lines.get(1))
+    check(lines.get(2) == ["commit: ? (none has its patch-id: it changed "
+                           "after it was mailed)",
+                           "mailed as %s" % mailed[1]], lines.get(2))
+
+    say("run --once again: no second applied mail")
+    n = len(bed.archive())
+    bed.run("run", "--once")
+    time.sleep(1)
+    bed.settle()
+    check(len(bed.archive()) == n, "mailed again")
+
+
+SCENARIOS = {"comments": scenario_comments, "merges": scenario_merges}
 
 
 def main():
