@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -56,16 +57,23 @@ int sigwait(const sigset_t *set, int *sig)
  * message is open - between MAIL FROM and the answer to end of message, or an abort
  * - and no callback runs.  Every callback passes this gate: it counts
  * itself in "busy" while it runs, and on the way out adds the change in
- * its session's open message to "messages".  Once the gate is closed a
- * callback touches nothing and parks until the process ends; Postfix then
- * sees the milter gone, as for any milter that is down.
+ * its session's open message to "messages".  libmilter writes a
+ * callback's answer only after the callback returned, so the drain also
+ * waits until no callback has left the gate for GATE_QUIET_MS: without
+ * that, the answer to the last end of message could be lost with the
+ * process.  Once the gate is closed a callback touches nothing and parks
+ * until the process ends; Postfix then sees the milter gone, as for any
+ * milter that is down.
  */
+#define GATE_QUIET_MS 200
+
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t idle; /* busy and messages reached 0 */
 	pthread_cond_t never; /* parked callbacks wait here for good */
 	unsigned long busy; /* callbacks running */
 	unsigned long messages; /* messages open */
+	int64_t last_leave; /* when a callback last left, mono_ms() */
 	int closed;
 } gate = {
 	PTHREAD_MUTEX_INITIALIZER,
@@ -74,7 +82,16 @@ static struct {
 	0,
 	0,
 	0,
+	0,
 };
+
+static int64_t mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
 
 static int in_message(const struct session *s)
 {
@@ -97,6 +114,7 @@ static void gate_leave(int was, const struct session *s)
 
 	pthread_mutex_lock(&gate.lock);
 	gate.busy--;
+	gate.last_leave = mono_ms();
 	if (now && !was)
 		gate.messages++;
 	else if (was && !now)
@@ -327,18 +345,42 @@ int glue_run(void)
 	return 0;
 }
 
+/* ms from now on the clock of pthread_cond_timedwait() (CLOCK_REALTIME). */
+static struct timespec deadline_in(int64_t ms)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_sec += (time_t)(ms / 1000);
+	t.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (t.tv_nsec >= 1000000000) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000;
+	}
+	return t;
+}
+
 unsigned long glue_drain(int timeout_s)
 {
+	int64_t end = mono_ms() + (int64_t)timeout_s * 1000, now, wait;
 	struct timespec until;
 	unsigned long left;
 
-	clock_gettime(CLOCK_REALTIME, &until); /* the condition's clock */
-	until.tv_sec += timeout_s;
 	pthread_mutex_lock(&gate.lock);
-	while (gate.busy || gate.messages)
-		if (pthread_cond_timedwait(&gate.idle, &gate.lock, &until) ==
-		    ETIMEDOUT)
+	for (;;) {
+		now = mono_ms();
+		if (now >= end)
 			break;
+		wait = end - now;
+		if (!gate.busy && !gate.messages) {
+			if (now - gate.last_leave >= GATE_QUIET_MS)
+				break;
+			if (gate.last_leave + GATE_QUIET_MS - now < wait)
+				wait = gate.last_leave + GATE_QUIET_MS - now;
+		}
+		until = deadline_in(wait);
+		pthread_cond_timedwait(&gate.idle, &gate.lock, &until);
+	}
 	gate.closed = 1;
 	left = gate.messages;
 	pthread_mutex_unlock(&gate.lock);

@@ -46,8 +46,9 @@ int glue_run(void);
 
 /*
  * Wait up to timeout_s seconds until no message is open (between MAIL
- * FROM and the answer to end of message, or an abort) and no callback
- * runs, then close the gate for good: callbacks that come later do
+ * FROM and the answer to end of message, or an abort), no callback runs
+ * and none has returned for a moment (libmilter writes the answer after
+ * the callback returns), then close the gate for good: callbacks that come later do
  * nothing and never return, so Postfix sees the milter as down.  Returns
  * the number of messages still open when the time ran out (0: drained).
  * Call it once, then exit.
