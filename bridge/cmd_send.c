@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sysexits.h>
-#include <time.h>
 
 const char cmd_send_synopsis[] = "[OPTION] MR";
 const char cmd_send_summary[] = "mail the current revision of a merge "
@@ -53,16 +52,6 @@ static int usage_error(const char *what)
 	return EX_USAGE;
 }
 
-static void print_time(char *out, size_t size, int64_t t)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-
-	if (!t || !gmtime_r(&tt, &tm) ||
-	    !strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
-		snprintf(out, size, "-");
-}
-
 static int report(const char *spec, const struct outbound_report *rep)
 {
 	char when[32];
@@ -86,7 +75,7 @@ static int report(const char *spec, const struct outbound_report *rep)
 		       rep->mails, rep->mails == 1 ? "" : "s");
 		return EX_OK;
 	case OUTBOUND_PENDING:
-		print_time(when, sizeof(when), rep->next_attempt);
+		env_time(when, sizeof(when), rep->next_attempt);
 		printf("%s: ", spec);
 		if (rep->revision)
 			printf("v%d: ", rep->revision);

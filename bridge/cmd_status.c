@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
-#include <time.h>
 
 const char cmd_status_synopsis[] = "";
 const char cmd_status_summary[] = "show polls, mailed revisions and mail "
@@ -47,16 +46,6 @@ const char cmd_status_help[] =
 
 /* Dead letters without a journal row listed at most; the rest counted. */
 #define STATUS_DEAD_SHOWN 20
-
-static void when(char *out, size_t size, int64_t t)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-
-	if (!t || !gmtime_r(&tt, &tm) ||
-	    !strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
-		snprintf(out, size, "-");
-}
 
 static void show_cursor(struct store *st, const char *prefix,
 			const char *project, const char *label)
@@ -143,7 +132,7 @@ static void show_row(const struct store_inbound *in, const char *indent)
 	char id[PB_LOG_QUOTE_MAX], why[PB_LOG_QUOTE_MAX * 2], at[32];
 	char p[PB_LOG_QUOTE_MAX];
 
-	when(at, sizeof(at), in->next_attempt);
+	env_time(at, sizeof(at), in->next_attempt);
 	printf("%s<%s> %s", indent,
 	       printable_copy(id, sizeof(id), in->message_id,
 			      strlen(in->message_id)),
@@ -334,8 +323,9 @@ static int show_revisions(struct store *st, const char *project)
 
 		if (i + 1 < l.nr && l.items[i + 1].iid == r->iid)
 			continue;
-		when(t, sizeof(t),
-		     r->state == STORE_REVISION_SENT ? r->sent : r->created);
+		env_time(t, sizeof(t),
+			 r->state == STORE_REVISION_SENT ? r->sent :
+							   r->created);
 		printf("    !%lld v%d %s %s, %d patch%s, head %.12s\n",
 		       (long long)r->iid, r->revision,
 		       r->state == STORE_REVISION_SENT ? "sent" :
@@ -376,7 +366,7 @@ static int show_queue(struct store *st, const char *project,
 			printf(", %d attempt%s", m->attempts,
 			       m->attempts == 1 ? "" : "s");
 		if (m->state == STORE_OUTMAIL_DEFERRED) {
-			when(t, sizeof(t), m->next_attempt);
+			env_time(t, sizeof(t), m->next_attempt);
 			printf(", next %s", t);
 		}
 		if (m->state == STORE_OUTMAIL_FAILED)

@@ -29,7 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
-#include <time.h>
 
 const char cmd_why_synopsis[] = "[--json] MESSAGE-ID";
 const char cmd_why_summary[] = "tell what the bridge did with one mail";
@@ -135,16 +134,6 @@ static int normalise_id(char *out, size_t size, const char *arg)
 	memcpy(out, p, len);
 	out[len] = '\0';
 	return 0;
-}
-
-static void when(char *out, size_t size, int64_t t)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-
-	if (!t || !gmtime_r(&tt, &tm) ||
-	    !strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
-		snprintf(out, size, "-");
 }
 
 /* s made safe for the terminal ("" for NULL). */
@@ -493,7 +482,7 @@ static void tell_verdict(const struct why *w, const char *v)
 		printf("  ignored: %s\n", e);
 		break;
 	case STORE_INBOUND_FAILED:
-		when(t, sizeof(t), r->next_attempt);
+		env_time(t, sizeof(t), r->next_attempt);
 		printf("  waiting for a retry after %d failed attempt%s, next "
 		       "at %s: %s\n",
 		       r->attempts, r->attempts == 1 ? "" : "s", t, e);
@@ -567,8 +556,8 @@ static void tell_journal(const struct why *w)
 
 	if (!w->have_row)
 		return;
-	when(c, sizeof(c), r->created);
-	when(u, sizeof(u), r->updated);
+	env_time(c, sizeof(c), r->created);
+	env_time(u, sizeof(u), r->updated);
 	printf("  journal: %s, last changed %s, journaled %s, %d attempt%s, "
 	       "spool record %s\n",
 	       store_inbound_state_name(r->state), u, c, r->attempts,
@@ -673,7 +662,7 @@ static void tell_spool(const struct why *w)
 			continue;
 		reason_field(r, sizeof(r), w->reasons.items[i], "Reason: ");
 		reason_field(s, sizeof(s), w->reasons.items[i], "Dead-Time: ");
-		when(t, sizeof(t), strtoll(s, NULL, 10));
+		env_time(t, sizeof(t), strtoll(s, NULL, 10));
 		printf("    reason (%s.reason, %s): %s\n", e->name, t,
 		       r[0] ? r : pr(r, sizeof(r), w->reasons.items[i]));
 	}
@@ -724,12 +713,12 @@ static void tell_sent(const struct why *w)
 		       url);
 	}
 	if (m->state == STORE_MAIL_SENT) {
-		when(t, sizeof(t), m->sent);
+		env_time(t, sizeof(t), m->sent);
 		printf("    sent: the MTA accepted it at %s\n", t);
 		return;
 	}
 	if (!w->have_queued) {
-		when(t, sizeof(t), m->created);
+		env_time(t, sizeof(t), m->created);
 		printf("    pending since %s, not in the outbound queue\n", t);
 		return;
 	}
@@ -739,7 +728,7 @@ static void tell_sent(const struct why *w)
 		printf("    queued: not tried yet\n");
 		break;
 	case STORE_OUTMAIL_DEFERRED:
-		when(t, sizeof(t), q->next_attempt);
+		env_time(t, sizeof(t), q->next_attempt);
 		printf("    deferred after %d attempt%s, next at %s: %s\n",
 		       q->attempts, q->attempts == 1 ? "" : "s", t, e);
 		break;
@@ -814,7 +803,7 @@ static void json_time(struct jsonw *j, const char *key, int64_t t)
 		jsonw_null(j);
 		return;
 	}
-	when(s, sizeof(s), t);
+	env_time(s, sizeof(s), t);
 	jsonw_strz(j, s);
 }
 

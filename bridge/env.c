@@ -14,6 +14,17 @@
 #include <stdio.h>
 #include <string.h>
 #include <sysexits.h>
+#include <time.h>
+
+void env_time(char *out, size_t size, int64_t t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (!t || !gmtime_r(&tt, &tm) ||
+	    !strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(out, size, "-");
+}
 
 int env_exit_code(int rc)
 {

@@ -22,6 +22,8 @@
 #include "util/buf.h"
 
 #include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
 
 struct config;
 struct forge;
@@ -52,5 +54,8 @@ int env_load_config(struct config **out, const char *path, int log);
 
 /* The sysexits.h code for an error code of ours. */
 int env_exit_code(int rc);
+
+/* t (Unix seconds) as "2026-12-03T10:01:00Z" in UTC, or "-" for 0. */
+void env_time(char *out, size_t size, int64_t t);
 
 #endif

@@ -835,6 +835,23 @@ static char *col_str(sqlite3_stmt *s, int i)
 	return xstrndup((const char *)t, (size_t)sqlite3_column_bytes(s, i));
 }
 
+/* A BLOB column's bytes, copied and NUL-terminated; NULL for SQL NULL. */
+static char *col_blob(sqlite3_stmt *s, int i, size_t *len)
+{
+	const void *data = sqlite3_column_blob(s, i);
+	char *copy;
+
+	*len = 0;
+	if (!data && sqlite3_column_type(s, i) != SQLITE_BLOB)
+		return NULL;
+	*len = (size_t)sqlite3_column_bytes(s, i);
+	copy = xmalloc(*len + 1);
+	if (*len)
+		memcpy(copy, data, *len);
+	copy[*len] = '\0';
+	return copy;
+}
+
 static int64_t col_int(sqlite3_stmt *s, int i)
 {
 	return sqlite3_column_int64(s, i);
@@ -2374,7 +2391,6 @@ void store_outmail_list_release(struct store_outmail_list *list)
 static int outmail_from_row(struct store_outmail *m, struct query *q)
 {
 	sqlite3_stmt *s = q->stmt;
-	const void *msg;
 	int state;
 
 	state = col_enum(q, OC_STATE, outmail_state_names,
@@ -2389,17 +2405,7 @@ static int outmail_from_row(struct store_outmail *m, struct query *q)
 	m->patch = (int)col_int(s, OC_PATCH);
 	m->envelope_from = col_str(s, OC_FROM);
 	m->recipients = col_str(s, OC_RCPTS);
-	msg = sqlite3_column_blob(s, OC_MESSAGE);
-	if (msg || sqlite3_column_type(s, OC_MESSAGE) == SQLITE_BLOB) {
-		char *copy;
-
-		m->message_len = (size_t)sqlite3_column_bytes(s, OC_MESSAGE);
-		copy = xmalloc(m->message_len + 1);
-		if (m->message_len)
-			memcpy(copy, msg, m->message_len);
-		copy[m->message_len] = '\0';
-		m->message = copy;
-	}
+	m->message = col_blob(s, OC_MESSAGE, &m->message_len);
 	m->state = (enum store_outmail_state)state;
 	m->attempts = (int)col_int(s, OC_ATTEMPTS);
 	m->next_attempt = col_int(s, OC_NEXT);
@@ -2697,7 +2703,6 @@ void store_archived_list_release(struct store_archived_list *list)
 static int archived_from_row(struct store_archived *a, struct query *q)
 {
 	sqlite3_stmt *s = q->stmt;
-	const void *msg;
 	int origin;
 
 	origin = col_enum(q, 3, archive_origin_names,
@@ -2709,17 +2714,7 @@ static int archived_from_row(struct store_archived *a, struct query *q)
 	a->project = col_str(s, 1);
 	a->iid = col_int(s, 2);
 	a->origin = (enum store_archive_origin)origin;
-	msg = sqlite3_column_blob(s, 4);
-	if (msg || sqlite3_column_type(s, 4) == SQLITE_BLOB) {
-		char *copy;
-
-		a->message_len = (size_t)sqlite3_column_bytes(s, 4);
-		copy = xmalloc(a->message_len + 1);
-		if (a->message_len)
-			memcpy(copy, msg, a->message_len);
-		copy[a->message_len] = '\0';
-		a->message = copy;
-	}
+	a->message = col_blob(s, 4, &a->message_len);
 	a->created = col_int(s, 5);
 	return 0;
 }
