@@ -520,6 +520,16 @@ def story(bed):
     bed.pb("run", "--once", ok=(0, 75))
     show_forge(sim("GET", "/_sim/state"))
 
+    step("An operator asks: what did the bridge do with Mallory's mail?")
+    mallory = next(m for m in bed.archive()
+                   if "mallory@" in m.get("From", ""))
+    say("$ patchbridge why %s" % mallory["Message-ID"])
+    story = bed.pb("why", mallory["Message-ID"])
+    for line in story.strip().splitlines():
+        say("  " + line)
+    check("not" in story and "approv" in story,
+          "why does not say that Mallory's ack approved nothing")
+
     step("Alice reworks patch 2 and force-pushes revision 2")
     sim("POST", "/_sim/projects/1/merge_requests/1/push",
         {"start": made["shas"][0], "commits": [V2_FIX, V1[2]],
