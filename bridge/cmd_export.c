@@ -342,7 +342,7 @@ int cmd_export(const char *config_path, int argc, char **argv)
 	struct store *st = NULL;
 	size_t i, from_list = 0;
 	int64_t iid, missing = 0;
-	int c, rc;
+	int c, rc, snapshot = 0;
 
 	memset(&l, 0, sizeof(l));
 	memset(&sink, 0, sizeof(sink));
@@ -387,8 +387,10 @@ int cmd_export(const char *config_path, int argc, char **argv)
 		rc = EX_NOINPUT;
 		goto out;
 	}
-	if (!rc)
+	if (!rc) {
 		rc = store_begin(st); /* one consistent snapshot */
+		snapshot = !rc;
+	}
 	if (!rc)
 		rc = store_archive_list(&l, st, project, iid, 0);
 	if (!rc)
@@ -454,6 +456,8 @@ out:
 	buf_release(&text);
 	buf_release(&mboxbuf);
 	store_archived_list_release(&l);
+	if (snapshot)
+		store_rollback(st); /* read only: nothing to keep */
 	store_free(st);
 	config_free(cfg);
 	return rc;
