@@ -91,67 +91,21 @@ if [ -z "$build" ] && [ -z "$MBIN" ]; then
 	done
 	[ -n "$build" ] || fail "no build-ci/ or build/ with patchbridge-milter; give --build DIR"
 fi
-[ "$(id -u)" -eq 0 ] || skip "must run as root (private Postfix)"
-command -v postfix >/dev/null 2>&1 || skip "postfix is not installed"
-command -v setpriv >/dev/null 2>&1 || skip "setpriv is not installed"
+need_pfbed nobody
 command -v flock >/dev/null 2>&1 || skip "flock is not installed"
-[ -x "$PY" ] || skip "$PY is not installed"
-getent passwd nobody >/dev/null && getent group nogroup >/dev/null &&
-	getent group postfix >/dev/null || skip "users nobody/postfix missing"
 MBIN=$(abs_path "${MBIN:-$build/milter/patchbridge-milter}")
 TBIN=$(abs_path "${TBIN:-$build/tests/postfix/test_milter}")
 SEED=$(abs_path "${SEED:-$build/tests/milter/milter_seed}")
 [ -n "$work" ] || work=${build:-$(dirname "$(dirname "$MBIN")")}/tests/bench/run/milter
-mkdir -p "$work" || fail "cannot create $work"
-W=$(cd "$work" && pwd -P)
-INST=$W/instance
-# Sockets, spool and state under /tmp, as in tests/milter/postfix.sh: the
-# build tree may not be reachable for nobody and postfix.
-T=$(mktemp -d /tmp/pbbench.XXXXXX) || fail "mktemp failed"
-chmod 755 "$T"
-MPID=""
-TPID=""
-LPID=""
-STARTED=""
-
-# shellcheck disable=SC2317  # invoked through trap
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM HUP
-	pid_alive "$LPID" && kill -KILL "$LPID" 2>/dev/null
-	[ -n "$STARTED" ] && "$PFBED" stop "$INST" >/dev/null 2>&1
-	# Both milters at once: libmilter takes up to 5 s to notice SIGTERM.
-	pid_alive "$MPID" && kill -TERM "$MPID" 2>/dev/null
-	pid_alive "$TPID" && kill -TERM "$TPID" 2>/dev/null
-	for p in "$MPID" "$TPID"; do
-		pid_alive "$p" && ! wait_pid_gone "$p" 15 && kill -KILL "$p" 2>/dev/null
-	done
-	# Kept after a failure; an interrupted run leaves nothing to inspect.
-	if [ "$rc" -eq 1 ]; then
-		say "kept for inspection: $T, $W"
-		tail -n 5 "$W"/*milter.log 2>/dev/null
-	else
-		rm -rf "$T"
-		[ -n "${RUNDIR:-}" ] && [ "$RUNDIR" != "$INST" ] &&
-			"$PFBED" clean "$INST" >/dev/null 2>&1
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+# Sockets, spool and state under /tmp, as in tests/milter/postfix.sh.
+bed_dirs "$work" pbbench
 
 step "reply set and thread map"
 "$PY" "$BENCH_DIR/milter_load.py" replies "$CORPUS" >"$W/replies.list" ||
 	fail "cannot list the corpus replies"
 NREPLIES=$(wc -l <"$W/replies.list")
-write_conf "$T/pb.conf" "$T"
-chmod 644 "$T/pb.conf"
-install -d -o root -g nogroup -m 2750 "$T/state" &&
-	install -d -o nobody -g nogroup -m 2770 "$T/spool" &&
-	install -d -o nobody -g postfix -m 2750 "$T/run" "$T/tm" ||
-	fail "install -d failed"
+milter_dirs nobody
+install -d -o nobody -g postfix -m 2750 "$T/tm" || fail "install -d failed"
 "$PY" "$BENCH_DIR/milter_load.py" seed-plan "$CORPUS" >"$W/seed.plan" ||
 	fail "cannot make the seed plan"
 (
@@ -178,25 +132,18 @@ say "$bridged/$NREPLIES bridged ($(grep -o 'via=[a-z-]*' "$W/preflight.out" |
 rm -f "$T"/spool/new/* "$T"/spool/tmp/* 2>/dev/null
 
 step "the two milters, as nobody:nogroup"
-setpriv --reuid=nobody --regid=nogroup --clear-groups -- \
-	"$MBIN" -f -c "$T/pb.conf" -P "$T/run/milter.pid" 2>"$W/pb-milter.log" &
-MPID=$!
+start_milter "$W/pb-milter.log" nobody
 setpriv --reuid=nobody --regid=nogroup --clear-groups -- \
 	"$TBIN" -p "unix:$T/tm/milter.sock" -P "$T/tm/milter.pid" \
 	2>"$W/test-milter.log" &
 TPID=$!
-wait_file "$T/run/milter.pid" 10 ||
-	fail "patchbridge-milter did not start: $(tail -n 3 "$W/pb-milter.log")"
 wait_file "$T/tm/milter.pid" 10 ||
 	fail "test_milter did not start: $(tail -n 3 "$W/test-milter.log")"
 
 step "private postfix: three listeners, everything to discard(8)"
-out=$("$PFBED" start "$INST" --default-action tempfail \
+pfbed_start --default-action tempfail \
 	--set 'default_transport = discard:bench' \
-	--set 'virtual_transport = discard:bench') || fail "pfbed start failed"
-STARTED=1
-eval "$out"
-eval "$("$PFBED" env "$INST")"
+	--set 'virtual_transport = discard:bench'
 PORT_A=$PORT
 # Two more smtpd listeners that differ only in smtpd_milters.  Ports are
 # picked and bound under pfbed's start lock, so a concurrent pfbed start
@@ -238,27 +185,19 @@ flock -u 8
 exec 8>&-
 say "a=$PORT_A (none) b=$PORT_B (test_milter) c=$PORT_C (patchbridge-milter)"
 
-wait_queue_empty() {
-	local t=$SECONDS
-	until postqueue -c "$CONFIG" -p 2>/dev/null | grep -q 'Mail queue is empty'; do
-		[ $((SECONDS - t)) -ge 60 ] && fail "queue not empty after 60s"
-		sleep 0.1
-	done
-}
-
 # run CONFIG N TAG: one load run; appends its result line to $W/results.
 run() {
 	local cfg=$1 n=$2 tag=$3 port before after line
 	case $cfg in a) port=$PORT_A ;; b) port=$PORT_B ;; c) port=$PORT_C ;; esac
-	wait_queue_empty
+	queue_drained 60
 	before=$(spool_count "$T/spool")
 	"$PY" "$BENCH_DIR/milter_load.py" load --port "$port" -n "$n" -c "$C" \
 		--tag "$tag" --irrelevant "$IRR" \
 		--irrelevant-file "$MLIB_DIR/data/irrelevant.eml" \
 		"${files[@]}" >"$W/load.out" 2>"$W/load.err" &
-	LPID=$!
-	wait "$LPID" || fail "load generator failed: $(tail -n 3 "$W/load.err")"
-	LPID=""
+	LOAD_PID=$!
+	wait "$LOAD_PID" || fail "load generator failed: $(tail -n 3 "$W/load.err")"
+	LOAD_PID=""
 	line=$(cat "$W/load.out")
 	after=$(spool_count "$T/spool")
 	printf '%s %s %s records=%d round=%d\n' "$cfg" "$tag" "$line" \
@@ -289,14 +228,12 @@ for r in $(seq 1 "$R"); do
 done
 
 step "stop"
-"$PFBED" stop "$INST" >/dev/null || fail "pfbed stop failed"
-STARTED=""
+pfbed_stop
 kill -TERM "$MPID" "$TPID"
 for p in "$MPID" "$TPID"; do
 	wait_pid_gone "$p" 15 || fail "milter $p still running 15s after SIGTERM"
 done
-grep -q 'ERROR: \|runtime error' "$W/pb-milter.log" &&
-	fail "sanitizer report in $W/pb-milter.log"
+no_sanitizer_report "$W/pb-milter.log"
 
 # The table.  A result line: CFG TAG sent= ok= tempfail= permfail= errors=
 # seconds= rate= p50_ms= p99_ms= cpu_s= records=

@@ -73,6 +73,161 @@ wait_file() {
 	return 0
 }
 
+# --- a private Postfix (tests/postfix/pfbed) in front of the milter --------
+
+# What a script started, for on_exit to stop: the load generator, the
+# milters, and the instance (STARTED, set by pfbed_start).
+LOAD_PID=""
+MPID=""
+TPID=""
+STARTED=""
+
+# need_pfbed [nobody] [smtp-source]: skip unless a private Postfix can
+# run here, and the milter as nobody:nogroup (setpriv, the users and
+# groups), and smtp-source is there.
+need_pfbed() {
+	local what
+	[ "$(id -u)" -eq 0 ] || skip "must run as root (private Postfix)"
+	command -v postfix >/dev/null 2>&1 || skip "postfix is not installed"
+	[ -x /usr/bin/python3 ] || skip "/usr/bin/python3 is not installed"
+	for what in "$@"; do
+		case $what in
+		nobody)
+			command -v setpriv >/dev/null 2>&1 ||
+				skip "setpriv is not installed"
+			getent passwd nobody >/dev/null &&
+				getent group nogroup >/dev/null &&
+				getent group postfix >/dev/null ||
+				skip "users nobody/postfix missing"
+			;;
+		smtp-source)
+			[ -x /usr/sbin/smtp-source ] ||
+				skip "smtp-source (postfix) is missing"
+			;;
+		esac
+	done
+}
+
+# bed_dirs WORKDIR PREFIX: W, WORKDIR made absolute; INST, the instance in
+# it; T, a new /tmp/PREFIX.XXXXXX for the milter's files (the build tree
+# may not be reachable for nobody and postfix, and socket paths must be
+# short).  Then on_exit is the exit trap.
+bed_dirs() {
+	mkdir -p "$1" || fail "cannot create $1"
+	W=$(cd "$1" && pwd -P)
+	INST=$W/instance
+	T=$(mktemp -d "/tmp/$2.XXXXXX") || fail "mktemp failed"
+	chmod 755 "$T"
+	trap on_exit EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	trap 'exit 129' HUP
+}
+
+# The exit trap: stops, by pid, what the script started - the load
+# generator (SIGKILL), the instance, the milters (SIGTERM to all at once,
+# SIGKILL after 30 s).  After a failure $T and $W stay for inspection and
+# the logs' last lines are shown; after a pass, a skip or an interrupt $T
+# goes, and the instance too when pfbed put it outside $W.
+# shellcheck disable=SC2317  # invoked through trap
+on_exit() {
+	local rc=$? p
+	trap - EXIT INT TERM HUP
+	pid_alive "$LOAD_PID" && kill -KILL "$LOAD_PID" 2>/dev/null
+	[ -n "$STARTED" ] && "$PFBED" stop "$INST" >/dev/null 2>&1
+	for p in $MPID $TPID; do
+		pid_alive "$p" && kill -TERM "$p" 2>/dev/null
+	done
+	for p in $MPID $TPID; do
+		pid_alive "$p" && ! wait_pid_gone "$p" 30 && kill -KILL "$p" 2>/dev/null
+	done
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ "$rc" -lt 128 ]; then
+		say "kept for inspection: $T, $W"
+		tail -n 10 "$W"/*milter*.log "$INST/postfix.log" 2>/dev/null
+	else
+		rm -rf "$T"
+		[ -n "${RUNDIR:-}" ] && [ "$RUNDIR" != "$INST" ] &&
+			"$PFBED" clean "$INST" >/dev/null 2>&1
+	fi
+	exit "$rc"
+}
+
+# milter_dirs [nobody]: $T/pb.conf and the milter's directories below $T;
+# SOCK, its socket.  The socket directory is setgid postfix, so that the
+# socket (0660) gets group postfix.  With "nobody", the owners
+# contrib/postfix/README.md gives them for a milter running as
+# nobody:nogroup: state root:nogroup 2750, spool nobody:nogroup 2770,
+# socket directory nobody:postfix 2750.
+milter_dirs() {
+	write_conf "$T/pb.conf" "$T"
+	SOCK=$T/run/milter.sock
+	if [ "${1:-}" = nobody ]; then
+		chmod 644 "$T/pb.conf"
+		install -d -o root -g nogroup -m 2750 "$T/state" &&
+			install -d -o nobody -g nogroup -m 2770 "$T/spool" &&
+			install -d -o nobody -g postfix -m 2750 "$T/run" ||
+			fail "install -d failed"
+	else
+		mkdir -p "$T/state"
+		install -d -g postfix -m 2750 "$T/run" || fail "install -d failed"
+	fi
+}
+
+# start_milter LOG [nobody]: start $MBIN on $T/pb.conf, its stderr on
+# LOG, as root or as nobody:nogroup with no supplementary groups; sets
+# MPID once its pid file is written.
+start_milter() {
+	local as=()
+	[ "${2:-}" = nobody ] &&
+		as=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
+	rm -f "$T/run/milter.pid"
+	"${as[@]}" "$MBIN" -f -c "$T/pb.conf" -P "$T/run/milter.pid" 2>"$1" &
+	MPID=$!
+	wait_file "$T/run/milter.pid" 10 || fail "milter did not start: $(cat "$1")"
+}
+
+# reap_milter PID SECONDS: after SIGTERM, milter PID must exit within
+# SECONDS, with status 0.
+reap_milter() {
+	local st
+	wait_pid_gone "$1" "$2" ||
+		fail "milter $1 still running $2s after SIGTERM"
+	wait "$1"
+	st=$?
+	[ "$st" -eq 0 ] || fail "milter $1 exit status $st"
+}
+
+# No AddressSanitizer, LeakSanitizer or UBSan report in the files given.
+no_sanitizer_report() {
+	grep -q 'ERROR: \|runtime error\|LeakSanitizer' "$@" &&
+		fail "sanitizer report in $*"
+	return 0
+}
+
+# pfbed_start OPTION...: start the instance $INST and take its variables
+# (PORT, CONFIG, LOG, ARCHIVE, LIST_DOMAIN, RUNDIR ...).
+pfbed_start() {
+	local out
+	out=$("$PFBED" start "$INST" "$@") || fail "pfbed start failed"
+	STARTED=1
+	eval "$out"
+	eval "$("$PFBED" env "$INST")"
+}
+
+pfbed_stop() {
+	"$PFBED" stop "$INST" >/dev/null || fail "pfbed stop failed"
+	STARTED=""
+}
+
+# queue_drained SECONDS: wait until the instance's queue is empty.
+queue_drained() {
+	local t=$SECONDS
+	until postqueue -c "$CONFIG" -p 2>/dev/null | grep -q 'Mail queue is empty'; do
+		[ $((SECONDS - t)) -ge "$1" ] && fail "queue not empty after $1s"
+		sleep 0.1
+	done
+}
+
 # write_conf FILE DIR [MAX_SIZE] [AUTHSERV]: a milter configuration whose
 # state, spool and socket live under DIR.
 write_conf() {
@@ -129,4 +284,68 @@ seed_store() {
 	"$seed" "$db" mail 20231019113347.8753-4-phil@nwl.cc group/project 12 \
 		3 3 3 "$CORPUS/replies/parents/01-patch-nf-mutt-nack-inline.eml" ||
 		fail "seed patch mail"
+}
+
+# --- smtp-source under load (kill9.sh, sigterm.sh) --------------------------
+
+# under_load N WHAT: the instance (default_action=tempfail) in front of a
+# milter (PID1, log $W/milter1.log), and smtp-source sending it N copies
+# of one reply to patch 2/7 of v3 at concurrency 10 (each copy gets its
+# own queue id; LOAD_PID).  Returns once a quarter of them are spooled
+# and smtp-source is still sending, for WHAT to happen mid-way.
+under_load() {
+	local n=$1 t
+	milter_dirs
+	{
+		printf 'From: Rev Iewer <rev@example.org>\n'
+		printf 'Subject: Re: [PATCH v3 2/7] list: grow the array on demand\n'
+		printf 'Message-ID: <%s.%s@example.org>\n' "$NAME" "$$"
+		printf 'In-Reply-To: <%s>\n' "$(our_msgid 3 2 7)"
+		printf '\n> +\tl->generation++;\n\nWhy?\n\n'
+		printf 'Reviewed-by: Rev Iewer <rev@example.org>\n'
+	} >"$W/reply.eml"
+
+	step "private postfix (default_action=tempfail) and the milter"
+	pfbed_start --milter "unix:$SOCK" --default-action tempfail
+	start_milter "$W/milter1.log"
+	PID1=$MPID
+
+	step "smtp-source: $n replies at concurrency 10; $2 mid-way"
+	/usr/sbin/smtp-source -4 -A -m "$n" -s 10 -F "$W/reply.eml" \
+		-f sender@example.org -t "patches@$LIST_DOMAIN" -M loadgen.example \
+		"127.0.0.1:$PORT" >"$W/smtp-source.out" 2>&1 &
+	LOAD_PID=$!
+	t=$SECONDS
+	until [ "$(spool_count "$T/spool")" -ge $((n / 4)) ]; do
+		[ $((SECONDS - t)) -ge 30 ] && fail "fewer than $((n / 4)) spooled in 30s"
+		pid_alive "$LOAD_PID" || fail "smtp-source ended before the $2"
+		sleep 0.02
+	done
+	pid_alive "$LOAD_PID" || fail "smtp-source ended before the $2"
+}
+
+# Wait up to 60 s for smtp-source to finish.
+wait_load() {
+	local t=$SECONDS
+	while pid_alive "$LOAD_PID"; do
+		[ $((SECONDS - t)) -ge 60 ] && fail "smtp-source still running after 60s"
+		sleep 0.1
+	done
+	wait "$LOAD_PID"
+	LOAD_PID=""
+}
+
+# check_delivered SPOOLED: every queue id Postfix logged status=sent for
+# is in SPOOLED (sorted, one a line); sets SENT, and TEMPFAILED, the
+# number of milter-reject lines.
+check_delivered() {
+	local missing
+	sed -n 's/.*postfix\/virtual\[[0-9]*\]: \([0-9A-Za-z]*\): to=.*status=sent.*/\1/p' \
+		"$LOG" | sort -u >"$W/sent.ids"
+	SENT=$(wc -l <"$W/sent.ids")
+	TEMPFAILED=$(grep -c 'milter-reject' "$LOG")
+	missing=$(comm -23 "$W/sent.ids" "$1")
+	[ "$SENT" -gt 0 ] || fail "nothing was delivered"
+	[ -z "$missing" ] ||
+		fail "delivered but not spooled: $(printf '%s' "$missing" | tr '\n' ' ')"
 }

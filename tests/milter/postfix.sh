@@ -31,50 +31,12 @@ NAME=postfix-e2e
 	echo "usage: $0 MILTER_BINARY SEED_BINARY WORKDIR" >&2
 	exit 2
 }
-[ "$(id -u)" -eq 0 ] || skip "must run as root (private Postfix)"
-command -v postfix >/dev/null 2>&1 || skip "postfix is not installed"
-command -v setpriv >/dev/null 2>&1 || skip "setpriv is not installed"
-getent passwd nobody >/dev/null && getent group nogroup >/dev/null &&
-	getent group postfix >/dev/null || skip "users nobody/postfix missing"
-[ -x /usr/bin/python3 ] || skip "/usr/bin/python3 is not installed"
+need_pfbed nobody
 MBIN=$(abs_path "$1")
 SEED=$(abs_path "$2")
-mkdir -p "$3" || fail "cannot create $3"
-W=$(cd "$3" && pwd -P)
-INST=$W/instance
+bed_dirs "$3" pbpf
 MLOG=$W/milter.log
 DATA=$MLIB_DIR/data
-# Everything the milter's user touches lives under /tmp: the build tree
-# may not be reachable for nobody and postfix, and socket paths are short.
-T=$(mktemp -d /tmp/pbpf.XXXXXX) || fail "mktemp failed"
-chmod 755 "$T"
-MPID=""
-STARTED=""
-
-# shellcheck disable=SC2317  # invoked through trap
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM HUP
-	[ -n "$STARTED" ] && "$PFBED" stop "$INST" >/dev/null 2>&1
-	if pid_alive "$MPID"; then
-		kill -TERM "$MPID" 2>/dev/null
-		wait_pid_gone "$MPID" 15 || kill -KILL "$MPID" 2>/dev/null
-	fi
-	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
-		say "kept for inspection: $T, $W"
-		[ -f "$MLOG" ] && tail -n 15 "$MLOG"
-		[ -f "$INST/postfix.log" ] && tail -n 15 "$INST/postfix.log"
-	else
-		rm -rf "$T"
-		[ -n "${RUNDIR:-}" ] && [ "$RUNDIR" != "$INST" ] &&
-			"$PFBED" clean "$INST" >/dev/null 2>&1
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
 
 # archived MESSAGE-ID: the archive file holding that Message-ID.
 archived() {
@@ -91,12 +53,7 @@ send() {
 }
 
 step "directories as documented, thread map seeded"
-write_conf "$T/pb.conf" "$T"
-chmod 644 "$T/pb.conf"
-install -d -o root -g nogroup -m 2750 "$T/state" &&
-	install -d -o nobody -g nogroup -m 2770 "$T/spool" &&
-	install -d -o nobody -g postfix -m 2750 "$T/run" ||
-	fail "install -d failed"
+milter_dirs nobody
 (umask 027 && seed_store "$SEED" "$T/state/state.db") 2>/dev/null ||
 	fail "cannot seed the thread map"
 printf 'glpat-not-for-the-milter\n' >"$T/token"
@@ -105,11 +62,7 @@ say "$(stat -c '%A %U:%G %n' "$T/run" "$T/spool" "$T/state" \
 	"$T"/state/state.db* "$T/token" | tr '\n' ';')"
 
 step "start the milter as nobody:nogroup"
-setpriv --reuid=nobody --regid=nogroup --clear-groups -- \
-	"$MBIN" -f -c "$T/pb.conf" -P "$T/run/milter.pid" 2>"$MLOG" &
-MPID=$!
-wait_file "$T/run/milter.pid" 10 || fail "no pid file: $(cat "$MLOG")"
-SOCK=$T/run/milter.sock
+start_milter "$MLOG" nobody
 [ -S "$SOCK" ] || fail "no socket $SOCK"
 got=$(stat -c '%U:%G %a' "$SOCK")
 [ "$got" = "nobody:postfix 660" ] ||
@@ -132,12 +85,8 @@ sed 's/mx\\\.example\\\.org/lists\\.example\\.test/' \
 grep -q '^/.*lists\\\.example\\\.test' "$T/header_checks" ||
 	fail "cannot adapt contrib/postfix/header_checks"
 chmod 644 "$T/header_checks"
-out=$("$PFBED" start "$INST" --milter "unix:$SOCK" --default-action accept \
-	--set "header_checks = regexp:$T/header_checks") ||
-	fail "pfbed start failed"
-STARTED=1
-eval "$out"
-eval "$("$PFBED" env "$INST")"
+pfbed_start --milter "unix:$SOCK" --default-action accept \
+	--set "header_checks = regexp:$T/header_checks"
 
 step "first connection: a reply to the bridged patch"
 send "$CORPUS/replies/01-nf-mutt-nack-inline.eml"
@@ -215,8 +164,7 @@ say "forged field removed by cleanup; the milter saw: unverified"
 
 step "milter stopped: with default_action=accept mail still flows"
 kill -TERM "$MPID"
-wait_pid_gone "$MPID" 15 || fail "milter still running 15s after SIGTERM"
-wait "$MPID" || fail "milter exit status $?"
+reap_milter "$MPID" 15
 [ -e "$SOCK" ] && fail "socket left behind"
 sed 's/reply-msgid\.1@/reply-msgid.2@/' "$DATA/reply-msgid.eml" \
 	>"$W/while-down.eml"
@@ -229,10 +177,8 @@ grep -q '^X-Patchbridge:' "$f" && fail "$f: header without a milter"
 say "accepted as $QUEUE_ID and delivered without the bridge"
 
 step "stop postfix"
-"$PFBED" stop "$INST" >/dev/null || fail "pfbed stop failed"
-STARTED=""
-grep -q 'ERROR: \|runtime error\|LeakSanitizer' "$MLOG" &&
-	fail "sanitizer report in $MLOG"
+pfbed_stop
+no_sanitizer_report "$MLOG"
 
 step "PASS in $((SECONDS - T0))s"
 exit 0
