@@ -710,6 +710,8 @@ class InboundTest(unittest.TestCase):
 
 
 def main():
+    """Run the tests of the __main__ module: this one's, or those of a
+    script that shares the fixture (test_why_sim.py ...)."""
     global PB, SEED
     if not URL:
         print("PB_FORGESIM_URL is not set (run through run-with-sim.sh)")

@@ -296,15 +296,5 @@ class WhyTest(unittest.TestCase):
         self.assertIn("MESSAGE-ID", self.pb("why", "--help"))
 
 
-def main():
-    if not sim.URL:
-        print("PB_FORGESIM_URL is not set (run through run-with-sim.sh)")
-        return 77
-    sim.PB, sim.SEED = sys.argv[1], sys.argv[2]
-    argv = [sys.argv[0]] + sys.argv[3:]
-    prog = unittest.main(argv=argv, exit=False, verbosity=2)
-    return 0 if prog.result.wasSuccessful() else 1
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(sim.main())
