@@ -128,8 +128,10 @@ static int note(struct run *r, int index, const char *kind, const char *body,
 		goto out;
 	}
 	if (state == 2) {
+		/* A reply at a position starts a diff thread of its own when
+		 * its thread is gone: look in every discussion. */
 		rc = forge_find_note_by_marker(&n, &did, r->f, t->project,
-					       t->iid, in, key);
+					       t->iid, pos ? NULL : in, key);
 		if (!rc) {
 			log_info("action %d: found note %lld by its marker",
 				 index, (long long)n.id);
@@ -414,6 +416,7 @@ int apply_plan(struct apply_result *res, struct forge *f, struct store *st,
 	for (i = 0; i < p->nr && !rc; i++) {
 		const struct plan_action *a = &p->v[i];
 		struct forge_position pos;
+		const char *in;
 
 		switch (a->kind) {
 		case PLAN_COMMENT:
@@ -425,6 +428,8 @@ int apply_plan(struct apply_result *res, struct forge *f, struct store *st,
 			rc = note_action(&r, a, NULL, NULL, NULL);
 			break;
 		case PLAN_DIFF_NOTE:
+		case PLAN_DIFF_REPLY:
+			in = a->kind == PLAN_DIFF_REPLY ? a->discussion : NULL;
 			memset(&pos, 0, sizeof(pos));
 			pos.base_sha = (char *)t->base_sha;
 			pos.start_sha = (char *)t->start_sha;
@@ -437,9 +442,9 @@ int apply_plan(struct apply_result *res, struct forge *f, struct store *st,
 				struct plan_action plain = *a;
 
 				plain.body = a->fallback;
-				rc = note_action(&r, &plain, NULL, NULL, NULL);
+				rc = note_action(&r, &plain, NULL, in, NULL);
 			} else {
-				rc = note_action(&r, a, &pos, NULL, NULL);
+				rc = note_action(&r, a, &pos, in, NULL);
 			}
 			break;
 		case PLAN_APPROVE:

@@ -19,6 +19,9 @@
  * Actions run in plan order.  Outcomes:
  *  - a diff note whose position GitLab refuses (400 line_code) becomes the
  *    plan's plain discussion quoting file:line under the same action;
+ *  - a reply in a diff thread (PLAN_DIFF_REPLY) whose thread is gone
+ *    (404) becomes a diff note at its position, as PLAN_DIFF_NOTE; its
+ *    marker is looked for in every discussion for that reason;
  *  - an approval that meets a moved MR (409) or a refusal (401, or no such
  *    user for Sudo) is final for that action; a note saying so (action
  *    PLAN_IDX_APPROVE_NOTE) is posted in the comment's thread;

@@ -637,7 +637,14 @@ struct job {
 	struct review *review;
 	struct mailctx mc;
 	char *reply_discussion;
-	int reply_to_forge; /* In-Reply-To is a forge comment's mail */
+	int reply_to_forge; /* the parent is a forge comment's mail */
+	/* The parent's forge actions (a list reply we applied), and the
+	 * diff threads they started or answered on this mail's version:
+	 * strings borrowed from parent_acts and discussions. */
+	struct store_action_list parent_acts;
+	struct forge_discussion_list discussions;
+	struct plan_thread *threads;
+	size_t nr_threads;
 	int total;
 	/* the outcome */
 	enum store_inbound_state state;
@@ -671,6 +678,9 @@ static void job_release(struct job *j)
 	strlist_release(&j->mc.series_paths);
 	strlist_release(&j->mc.users);
 	free(j->reply_discussion);
+	store_action_list_release(&j->parent_acts);
+	forge_discussion_list_release(&j->discussions);
+	free(j->threads);
 }
 
 static int finish(struct job *j, enum store_inbound_state state,
@@ -791,18 +801,28 @@ static void version_shas(const struct job *j, const char **base,
 	}
 }
 
+/* The mail's parent: In-Reply-To, else the last References entry. */
+static int parent_id(char *out, size_t size, const struct mail *m)
+{
+	if (strip_id(out, size, m->in_reply_to))
+		return 1;
+	return m->references.nr &&
+	       strip_id(out, size, m->references.items[m->references.nr - 1]);
+}
+
 /* The thread the mail answers: a mirrored forge comment, or the comment
- * another bridged mail started. */
+ * another bridged mail started (whose actions are kept for
+ * parent_threads()). */
 static int find_thread(struct inbound *ib, struct job *j)
 {
 	const struct mail *m = j->review->mail;
 	char id[STORE_MSGID_MAX + 1];
 	struct store_mail row;
-	struct store_action_list acts;
+	struct store_action_list *acts = &j->parent_acts;
 	size_t i;
 	int rc;
 
-	if (!strip_id(id, sizeof(id), m->in_reply_to))
+	if (!parent_id(id, sizeof(id), m))
 		return 0;
 	store_mail_init(&row);
 	rc = store_mail_get(&row, ib->st, id);
@@ -816,10 +836,9 @@ static int find_thread(struct inbound *ib, struct job *j)
 		return rc;
 	if (j->reply_discussion)
 		return 0;
-	memset(&acts, 0, sizeof(acts));
-	rc = store_action_list(&acts, ib->st, id);
-	for (i = 0; !rc && i < acts.nr; i++) {
-		const struct store_action *a = &acts.items[i];
+	rc = store_action_list(acts, ib->st, id);
+	for (i = 0; !rc && i < acts->nr; i++) {
+		const struct store_action *a = &acts->items[i];
 
 		if (a->state == STORE_ACTION_DONE && a->discussion_id &&
 		    (a->index == PLAN_IDX_COMMENT ||
@@ -828,8 +847,103 @@ static int find_thread(struct inbound *ib, struct job *j)
 			break;
 		}
 	}
-	store_action_list_release(&acts);
 	return rc == PB_ENOTFOUND ? 0 : rc;
+}
+
+/* A diff note, or a reply in a diff thread, the parent put on the forge. */
+static int is_diff_action(const struct store_action *a)
+{
+	return a->state == STORE_ACTION_DONE && a->note_id > 0 &&
+	       a->discussion_id && a->kind && a->index >= PLAN_IDX_INLINE(0) &&
+	       a->index < PLAN_IDX_APPROVE(0) &&
+	       (!strcmp(a->kind, plan_kind_name(PLAN_DIFF_NOTE)) ||
+		!strcmp(a->kind, plan_kind_name(PLAN_DIFF_REPLY)));
+}
+
+static int same(const char *a, const char *b)
+{
+	return a && b && !strcmp(a, b);
+}
+
+/* The note of discussion_id whose id is note_id, or NULL. */
+static const struct forge_note *find_note(const struct forge_discussion_list *l,
+					  const char *discussion_id,
+					  int64_t note_id)
+{
+	size_t i, k;
+
+	for (i = 0; i < l->nr; i++) {
+		const struct forge_discussion *d = &l->items[i];
+
+		if (!same(d->id, discussion_id))
+			continue;
+		for (k = 0; k < d->nr_notes; k++)
+			if (d->notes[k].id == note_id)
+				return &d->notes[k];
+	}
+	return NULL;
+}
+
+/*
+ * The diff threads the parent mail started or answered, at their
+ * positions on the MR version this mail answers: an inline comment at one
+ * of them goes on in that thread (DESIGN.md, "Inline comments").  The
+ * journal has the notes' ids, the forge their positions: one listing of
+ * the MR's discussions, made only when an inline comment may continue a
+ * thread.  A listing the forge refuses for good leaves none, and the
+ * comments start threads of their own.
+ */
+static int parent_threads(struct inbound *ib, struct job *j,
+			  const struct apply_target *t)
+{
+	const struct store_action_list *acts = &j->parent_acts;
+	size_t i, n = 0;
+	int rc;
+
+	for (i = 0; i < acts->nr; i++)
+		n += is_diff_action(&acts->items[i]);
+	if (!n || j->reply_to_forge || !j->review->nr_inline || !t->base_sha ||
+	    !t->start_sha || !t->head_sha)
+		return 0;
+	rc = forge_list_discussions(&j->discussions, ib->forge, t->project,
+				    t->iid);
+	if (rc == PB_ETEMP)
+		return err_prefix(rc, "listing the discussions");
+	if (rc) {
+		log_warn("inbound: the threads of the parent's inline "
+			 "comments are not known (%s); new diff notes instead",
+			 err_msg());
+		return 0;
+	}
+	j->threads = xcalloc(n, sizeof(*j->threads));
+	for (i = 0; i < acts->nr; i++) {
+		const struct store_action *a = &acts->items[i];
+		const struct forge_note *note;
+		const struct forge_position *p;
+		struct plan_thread *th;
+
+		if (!is_diff_action(a))
+			continue;
+		note = find_note(&j->discussions, a->discussion_id, a->note_id);
+		if (!note || !note->has_position)
+			continue;
+		p = &note->position;
+		if (!same(p->base_sha, t->base_sha) ||
+		    !same(p->start_sha, t->start_sha) ||
+		    !same(p->head_sha, t->head_sha) || !p->old_path ||
+		    !p->new_path)
+			continue;
+		th = &j->threads[j->nr_threads++];
+		th->discussion_id = a->discussion_id;
+		th->old_path = p->old_path;
+		th->new_path = p->new_path;
+		th->old_line = p->old_line;
+		th->new_line = p->new_line;
+	}
+	log_debug("inbound: %zu of the parent's %zu diff note(s) are on this "
+		  "version",
+		  j->nr_threads, n);
+	return 0;
 }
 
 static int has_bridge_header(const struct mail *m)
@@ -971,6 +1085,9 @@ static int work(struct inbound *ib, struct job *j)
 	t.nak_label = config_project_str(j->proj, CFG_INBOUND_NAK_LABEL);
 	j->mc.ib = ib;
 	j->mc.have_version = t.base_sha != NULL;
+	rc = parent_threads(ib, j, &t);
+	if (rc)
+		goto out;
 
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.authserv_id = ro.trusted_authserv_id;
@@ -982,6 +1099,8 @@ static int work(struct inbound *ib, struct job *j)
 	ctx.total = j->total;
 	ctx.parent = j->parent;
 	ctx.fold_inline = j->reply_to_forge;
+	ctx.threads = j->threads;
+	ctx.nr_threads = j->nr_threads;
 	ctx.place = cb_place;
 	ctx.map_user = cb_map_user;
 	ctx.is_owner = cb_is_owner;

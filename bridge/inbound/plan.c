@@ -16,6 +16,7 @@ static void action_release(struct plan_action *a)
 {
 	free(a->body);
 	free(a->fallback);
+	free(a->discussion);
 	free(a->old_path);
 	free(a->new_path);
 	free(a->user);
@@ -39,6 +40,8 @@ const char *plan_kind_name(enum plan_kind k)
 		return "comment";
 	case PLAN_DIFF_NOTE:
 		return "diff-note";
+	case PLAN_DIFF_REPLY:
+		return "diff-reply";
 	case PLAN_NOTE:
 		return "note";
 	case PLAN_APPROVE:
@@ -359,10 +362,36 @@ static int add_where(struct buf *b, const struct review_inline *x,
 	return rc;
 }
 
+/* The parent's thread at the position a diff note would take, or NULL. */
+static const struct plan_thread *thread_at(const struct plan_ctx *ctx,
+					   const struct plan_action *a)
+{
+	struct forge_position pos;
+	size_t i;
+
+	memset(&pos, 0, sizeof(pos));
+	if (!ctx->nr_threads ||
+	    forge_position_set_line(&pos, a->line_kind, a->old_line,
+				    a->new_line))
+		return NULL;
+	for (i = 0; i < ctx->nr_threads; i++) {
+		const struct plan_thread *t = &ctx->threads[i];
+
+		if (t->discussion_id && t->old_path && t->new_path &&
+		    t->old_line == pos.old_line &&
+		    t->new_line == pos.new_line &&
+		    !strcmp(t->old_path, a->old_path) &&
+		    !strcmp(t->new_path, a->new_path))
+			return t;
+	}
+	return NULL;
+}
+
 static int inline_action(struct plan *p, const struct review *r, size_t i,
 			 const struct plan_ctx *ctx)
 {
 	const struct review_inline *x = &r->inl[i];
+	const struct plan_thread *t;
 	struct buf body = BUF_INIT(PLAN_BODY_MAX);
 	struct buf fb = BUF_INIT(PLAN_BODY_MAX);
 	struct buf foot = BUF_INIT(PLAN_BODY_MAX);
@@ -406,6 +435,11 @@ static int inline_action(struct plan *p, const struct review *r, size_t i,
 	a->old_line = old_line;
 	a->new_line = new_line;
 	a->line_kind = kind;
+	t = thread_at(ctx, a);
+	if (t) {
+		a->kind = PLAN_DIFF_REPLY;
+		a->discussion = xstrdup(t->discussion_id);
+	}
 out:
 	buf_release(&body);
 	buf_release(&fb);

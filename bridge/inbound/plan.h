@@ -13,7 +13,9 @@
  *	              in the thread the mail answers); with fold_inline, the
  *	              inline comments too, each after the line it answers
  *	1 + i         inline comment i: a diff note at its line on the MR
- *	              version that was mailed; a plain discussion quoting
+ *	              version that was mailed; a reply in the diff thread
+ *	              the parent mail started or answered at that very
+ *	              position (ctx->threads); a plain discussion quoting
  *	              file:line when it cannot be placed
  *	1000 + t      trailer t honoured: an approval as the mapped user
  *	1500 + t      (at apply time) a note when that approval failed:
@@ -61,6 +63,7 @@
 enum plan_kind {
 	PLAN_COMMENT,
 	PLAN_DIFF_NOTE,
+	PLAN_DIFF_REPLY, /* an inline comment continuing a diff thread */
 	PLAN_NOTE, /* an inline comment that cannot be placed */
 	PLAN_APPROVE,
 	PLAN_NAK_LABEL,
@@ -72,9 +75,10 @@ struct plan_action {
 	int index;
 	enum plan_kind kind;
 	char *body; /* the note's text; NULL for approvals and labels */
-	/* DIFF_NOTE: the position, and the plain discussion to post when
-	 * the forge refuses it. */
+	/* DIFF_NOTE, DIFF_REPLY: the position, and the plain discussion
+	 * to post when the forge refuses it. */
 	char *fallback;
+	char *discussion; /* DIFF_REPLY: the thread to reply in */
 	char *old_path;
 	char *new_path;
 	int64_t old_line; /* 0: none */
@@ -90,6 +94,20 @@ struct plan {
 	struct plan_action *v;
 	size_t nr;
 	size_t alloc;
+};
+
+/*
+ * A diff thread the mail's parent (the list reply it answers) started or
+ * answered: its id and its position on the MR version this mail answers,
+ * in GitLab's terms (forge_position_set_line(): an added line has no
+ * old_line, a removed one no new_line).
+ */
+struct plan_thread {
+	const char *discussion_id;
+	const char *old_path;
+	const char *new_path;
+	int64_t old_line; /* 0: none */
+	int64_t new_line;
 };
 
 struct plan_ctx {
@@ -108,6 +126,13 @@ struct plan_ctx {
 	 * discussion, and make no diff notes (1 + i) of their own.
 	 */
 	int fold_inline;
+	/*
+	 * The parent's diff threads (may be NULL): an inline comment placed
+	 * at the position of one of them is a reply there (the first that
+	 * matches), not a diff note of its own.  Not with fold_inline.
+	 */
+	const struct plan_thread *threads;
+	size_t nr_threads;
 	/*
 	 * Where inline comment x goes on the MR version's diff: 1 with the
 	 * line's kind and numbers there (inbound/position.h), 0 when it

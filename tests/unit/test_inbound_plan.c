@@ -488,6 +488,97 @@ static void test_plan_fold_inline(void **state)
 	done(&fx);
 }
 
+/*
+ * A reply to a list reply: an inline comment at the position of a diff
+ * note the parent made is a reply in that note's thread.
+ */
+static void test_plan_thread_reply(void **state)
+{
+	static const struct plan_thread threads[] = {
+		/* not a match: the other file, the other side of line 4 */
+		{ "d0", "src/other.c", "src/other.c", 0, 4 },
+		{ "d1", "src/hello.c", "src/hello.c", 4, 0 },
+		{ "d2", "src/hello.c", "src/hello.c", 0, 4 },
+		{ "d3", "src/hello.c", "src/hello.c", 0, 4 },
+	};
+	struct fixture fx;
+	struct plan plain;
+	const struct plan_action *a;
+	size_t i;
+
+	(void)state;
+	parse(&fx, reply_mail);
+	assert_int_equal(plan_build(&plain, fx.r, &fx.ctx), 0);
+	fx.ctx.threads = threads;
+	fx.ctx.nr_threads = sizeof(threads) / sizeof(threads[0]);
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	a = fx.plan.v;
+	assert_int_equal(fx.plan.nr, plain.nr);
+	/* "Why shout?" under the added line 4: a reply in d2 */
+	assert_int_equal(a[1].index, PLAN_IDX_INLINE(0));
+	assert_int_equal(a[1].kind, PLAN_DIFF_REPLY);
+	assert_string_equal(plan_kind_name(a[1].kind), "diff-reply");
+	assert_string_equal(a[1].discussion, "d2");
+	assert_int_equal(a[1].line_kind, FORGE_LINE_ADDED);
+	assert_int_equal(a[1].new_line, 4);
+	assert_string_equal(a[1].new_path, "src/hello.c");
+	/* "Fine." under context line 5: no thread there, a diff note */
+	assert_int_equal(a[2].kind, PLAN_DIFF_NOTE);
+	assert_null(a[2].discussion);
+	/* Same indexes, texts, escaping and footers as new diff notes. */
+	for (i = 0; i < plain.nr; i++) {
+		assert_int_equal(a[i].index, plain.v[i].index);
+		assert_string_equal(a[i].body ? a[i].body : "",
+				    plain.v[i].body ? plain.v[i].body : "");
+		assert_string_equal(a[i].fallback ? a[i].fallback : "",
+				    plain.v[i].fallback ? plain.v[i].fallback :
+							  "");
+	}
+	assert_non_null(strstr(a[1].body, "Why shout?"));
+	assert_non_null(strstr(a[1].body, "via email, on v1 1/2"));
+	plan_release(&fx.plan);
+
+	/* A context line matches both its numbers only. */
+	{
+		static const struct plan_thread ctx5[] = {
+			{ "n5", "src/hello.c", "src/hello.c", 0, 5 },
+			{ "o5", "src/hello.c", "src/hello.c", 5, 0 },
+			{ "c5", "src/hello.c", "src/hello.c", 5, 5 },
+		};
+
+		fx.ctx.threads = ctx5;
+		fx.ctx.nr_threads = 3;
+		assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+		assert_int_equal(fx.plan.v[1].kind, PLAN_DIFF_NOTE);
+		assert_int_equal(fx.plan.v[2].kind, PLAN_DIFF_REPLY);
+		assert_string_equal(fx.plan.v[2].discussion, "c5");
+		plan_release(&fx.plan);
+		fx.ctx.nr_threads = 2;
+		assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+		assert_int_equal(fx.plan.v[2].kind, PLAN_DIFF_NOTE);
+		plan_release(&fx.plan);
+	}
+
+	/* Unplaceable comments stay plain discussions. */
+	fx.ctx.threads = threads;
+	fx.ctx.nr_threads = sizeof(threads) / sizeof(threads[0]);
+	fx.fake.placeable = 0;
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	assert_int_equal(fx.plan.v[1].kind, PLAN_NOTE);
+	assert_null(fx.plan.v[1].discussion);
+	plan_release(&fx.plan);
+
+	/* A reply to a forge comment's mail folds them in all the same. */
+	fx.fake.placeable = 1;
+	fx.ctx.fold_inline = 1;
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	assert_int_equal(fx.plan.nr, 2);
+	assert_int_equal(fx.plan.v[0].kind, PLAN_COMMENT);
+	assert_int_equal(fx.plan.v[1].kind, PLAN_APPROVE);
+	plan_release(&plain);
+	done(&fx);
+}
+
 static void test_marker_key(void **state)
 {
 	char k1[INBOUND_MARKER_KEY_SIZE], k2[INBOUND_MARKER_KEY_SIZE];
@@ -662,6 +753,7 @@ int main(void)
 		cmocka_unit_test(test_plan_refusals),
 		cmocka_unit_test(test_plan_nak),
 		cmocka_unit_test(test_plan_fold_inline),
+		cmocka_unit_test(test_plan_thread_reply),
 		cmocka_unit_test(test_marker_key),
 		cmocka_unit_test(test_usermap),
 		cmocka_unit_test(test_scoped_removals),
