@@ -653,6 +653,101 @@ class InboundTest(unittest.TestCase):
         self.assertEqual(len(threads[0]["notes"]), 2)
         self.assertIn("Second thought.", threads[0]["notes"][1]["body"])
 
+    # an answer under a quoted inline comment goes on in its diff thread
+    def inline_thread_mails(self, general=True):
+        """Bob's inline review, and Alice's reply quoting his hunk and
+        comment: (Bob's Message-ID, Alice's mail, her Message-ID)."""
+        b = self.b
+        path, mid = b.reply(
+            "On the greeting:\n\n" + QUOTE_REMOVED + "\nWas fine.\n\n" +
+            QUOTE_ADDED + "\nWhy flush?\n\n" + QUOTE_CONTEXT, ar=DKIM_PASS)
+        b.replay("--apply-now", path)
+        path2, mid2 = b.reply(
+            ("Thanks for looking.\n\n" if general else "") +
+            "On Thu, 03 Dec 2026, Bob Maintainer wrote:\n"
+            "> " + QUOTE_ADDED + ">\n> Why flush?\n\n"
+            "Because the test reads stdout through a pipe.\n\n"
+            "> " + QUOTE_CONTEXT + "\nThis call goes in v2.\n",
+            sender="Alice Developer <alice@example.com>")
+        with open(path2) as f:
+            text = f.read()
+        text = text.replace("In-Reply-To: <%s>" % b.patch_ids[0],
+                            "In-Reply-To: <%s>" % mid)
+        text = text.replace("<%s>\n" % b.patch_ids[0],
+                            "<%s> <%s>\n" % (b.patch_ids[0], mid))
+        with open(path2, "w") as f:
+            f.write(text)
+        return mid, path2, mid2
+
+    def check_inline_thread(self, mid, mid2):
+        mr = mr_state()
+        threads = {d["id"]: d for d, _ in user_notes(mr)}
+        self.assertEqual(len(threads), 4)
+        first = {n["body"].split("\n")[0]: (d, n) for d, n in user_notes(mr)
+                 if key(mid, 0)[:-1] in n["body"]}
+        d, n = first["Why flush?"]
+        self.assertEqual(len(d["notes"]), 2, d["notes"])
+        answer = d["notes"][1]
+        self.assertIn("Because the test reads stdout", answer["body"])
+        self.assertIn("Alice Developer &lt;alice@example.com&gt; via email",
+                      answer["body"])
+        self.assertEqual(answer["type"], "DiffNote")
+        self.assertEqual(answer["position"], n["position"])
+        self.assertEqual(marker_count(mr, key(mid2, 1)), 1)
+        self.assertIn(key(mid2, 1), answer["body"])
+        self.assertEqual(len(first["Was fine."][0]["notes"]), 1)
+        # the comment at another line: a diff thread of its own
+        new = [(d, n) for d, n in user_notes(mr) if key(mid2, 2) in n["body"]]
+        self.assertEqual(len(new), 1)
+        d, n = new[0]
+        self.assertEqual(len(d["notes"]), 1)
+        self.assertEqual(n["type"], "DiffNote")
+        self.assertEqual((n["position"]["old_line"],
+                          n["position"]["new_line"]), (20, 21))
+        self.assertIn("This call goes in v2.", n["body"])
+        return mr
+
+    def test_reply_to_inline_comment_continues_diff_thread(self):
+        b = self.b
+        mid, path2, mid2 = self.inline_thread_mails()
+        p = b.replay("--apply-now", path2)
+        self.assertIn("applied 1", p.stdout)
+        mr = self.check_inline_thread(mid, mid2)
+        # the general text goes on in the general thread, as before
+        general = [d for d, n in user_notes(mr) if key(mid, 0) in n["body"]]
+        self.assertEqual(len(general[0]["notes"]), 2)
+        self.assertIn("Thanks for looking.", general[0]["notes"][1]["body"])
+        row, actions = b.dump(mid2)
+        self.assertEqual(row[0], "applied")
+        self.assertEqual(actions, {0: ("comment", "done"),
+                                   1: ("diff-reply", "done"),
+                                   2: ("diff-note", "done")})
+        # Again: the same mail, and the daemon's pass, change nothing.
+        p = b.replay("--apply-now", path2)
+        self.assertIn("duplicates 1", p.stdout)
+        run([PB, "-c", b.conf(), "run", "--once", "--foreground"])
+        self.assertEqual(mr_state()["discussions"], mr["discussions"])
+
+    def test_reply_in_diff_thread_lost_response(self):
+        # The answer lands but its response is lost: the retry finds it
+        # by its marker instead of answering twice.
+        b = self.b
+        mid, path2, mid2 = self.inline_thread_mails(general=False)
+        sim("POST", "faults", {"kind": "drop_after_commit",
+                               "method": "POST",
+                               "path": "/discussions/[^/]+/notes$",
+                               "count": 1})
+        p = b.replay("--apply-now", path2)
+        self.assertIn("waiting for a retry 1", p.stdout)
+        row, actions = b.dump(mid2)
+        self.assertEqual(actions[1], ("diff-reply", "failed"))
+        p = b.replay("--apply-now", "--retry-now")
+        self.assertIn("applied 1", p.stdout)
+        self.check_inline_thread(mid, mid2)
+        row, actions = b.dump(mid2)
+        self.assertEqual(actions, {1: ("diff-reply", "done"),
+                                   2: ("diff-note", "done")})
+
     # the daemon drains what the milter (here: replay) spooled
     def test_daemon_applies_spool(self):
         b = self.b
