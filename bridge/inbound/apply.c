@@ -128,10 +128,11 @@ static int note(struct run *r, int index, const char *kind, const char *body,
 		goto out;
 	}
 	if (state == 2) {
-		/* A reply at a position starts a diff thread of its own when
-		 * its thread is gone: look in every discussion. */
+		/* Look in every discussion, not only the one replied to: a
+		 * reply whose thread was gone started a discussion of its
+		 * own (below). */
 		rc = forge_find_note_by_marker(&n, &did, r->f, t->project,
-					       t->iid, pos ? NULL : in, key);
+					       t->iid, NULL, key);
 		if (!rc) {
 			log_info("action %d: found note %lld by its marker",
 				 index, (long long)n.id);
