@@ -19,26 +19,20 @@ story went as told, 1 when a step did not.
 """
 
 import argparse
-import email
-import email.policy
-import email.utils
 import html
-import json
 import os
-import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PFBED = os.path.join(TOP, "tests", "postfix", "pfbed")
-LIST = "patches@lists.example.test"
-AUTHSERV = "lists.example.test"
+sys.path.insert(0, os.path.join(TOP, "tests", "e2e"))
+import bedlib  # noqa: E402
+from bedlib import (LIST, Fail, check, patch_body, quote, reply,  # noqa: E402
+                    sim, the_mr)
+
 T0 = time.time()
 STEP = [0]
 
@@ -53,34 +47,7 @@ def say(text=""):
         print("   " + line, flush=True)
 
 
-class Failed(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failed(what)
-
-
 # --- the forge (simulator) -------------------------------------------------
-
-def sim(method, path, body=None, token="bridge-token", ok=(200, 201, 202)):
-    url = os.environ["PB_FORGESIM_URL"] + path
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method)
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    if path.startswith("/api/"):
-        req.add_header("PRIVATE-TOKEN", token)
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            status, text = r.status, r.read()
-    except urllib.error.HTTPError as e:
-        status, text = e.code, e.read()
-    if status not in ok:
-        raise Failed("%s %s: %d %s" % (method, path, status, text[:300]))
-    return json.loads(text) if text else None
-
 
 SEED = {
     "users": [
@@ -172,185 +139,6 @@ V2_FIX = commit("counter: refuse a negative step",
                  "\t\treturn -1;\n\treturn n + step;\n}\n"})
 
 
-# --- the list server --------------------------------------------------------
-
-class Bed:
-    def __init__(self, bindir, work):
-        self.bin = bindir
-        self.work = work
-        self.pf = os.path.join(work, "list-server")
-        self.cfg = os.path.join(work, "patchbridge.conf")
-        self.log = os.path.join(work, "patchbridge.log")
-        self.procs = []
-        self.env = {}
-
-    def pb(self, *argv, ok=(0,)):
-        with open(self.log, "a", encoding="utf-8") as log:
-            log.write("\n$ patchbridge %s\n" % " ".join(argv))
-            log.flush()
-            out = subprocess.run(
-                [os.path.join(self.bin, "bridge", "patchbridge"), "-c",
-                 self.cfg] + list(argv), stdout=subprocess.PIPE,
-                stderr=log, text=True, timeout=300)
-        if out.returncode not in ok:
-            raise Failed("patchbridge %s exited %d (log: %s)" %
-                         (" ".join(argv), out.returncode, self.log))
-        return out.stdout
-
-    def write(self, name, text, mode=0o644):
-        path = os.path.join(self.work, name)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(path, mode)
-        return path
-
-    def spawn(self, argv, logname):
-        log = open(os.path.join(self.work, logname), "a", encoding="utf-8")
-        p = subprocess.Popen(argv, stdout=log, stderr=log,
-                             start_new_session=True)
-        log.close()
-        self.procs.append(p)
-        return p
-
-    def wait_socket(self, path, what):
-        for _ in range(200):
-            if os.path.exists(path):
-                return
-            time.sleep(0.05)
-        raise Failed("%s did not create %s" % (what, path))
-
-    def stop(self):
-        for p in reversed(self.procs):
-            if p.poll() is None:
-                p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        subprocess.run([PFBED, "stop", self.pf], capture_output=True,
-                       timeout=60)
-
-    def archive(self):
-        mails = []
-        d = self.env.get("ARCHIVE")
-        for sub in ("new", "cur"):
-            path = os.path.join(d, sub) if d else None
-            if not path or not os.path.isdir(path):
-                continue
-            for name in sorted(os.listdir(path)):
-                with open(os.path.join(path, name), "rb") as f:
-                    raw = f.read()
-                m = email.message_from_bytes(raw,
-                                             policy=email.policy.default)
-                m.raw = raw
-                mails.append(m)
-        mails.sort(key=lambda m: (m.get("Date", ""), m.get("Subject", "")))
-        return mails
-
-    def wait_mail(self, n, timeout=60):
-        out = subprocess.run([PFBED, "wait-mail", self.pf, str(n),
-                              str(timeout)], capture_output=True, text=True)
-        if out.returncode:
-            raise Failed("the list archive did not reach %d mails" % n)
-
-    def settle(self):
-        for _ in range(200):
-            out = subprocess.run(["postqueue", "-c", self.env["CONFIG"],
-                                  "-j"], capture_output=True, text=True)
-            if out.stdout.strip() == "":
-                return
-            time.sleep(0.1)
-
-    def send(self, raw, sender):
-        path = self.write("outgoing.eml", raw)
-        out = subprocess.run([PFBED, "send", self.pf, path, "--from",
-                              sender, "--to", LIST], capture_output=True,
-                             text=True, timeout=60)
-        if out.returncode:
-            raise Failed("SMTP submission failed: %s %s" %
-                         (out.stdout, out.stderr[-500:]))
-
-
-def config(bed, token, milter_sock):
-    owners = bed.write("owners.yaml", OWNERS)
-    os.makedirs(os.path.join(bed.work, "state"), exist_ok=True)
-    os.makedirs(os.path.join(bed.work, "spool"), exist_ok=True)
-    bed.write("patchbridge.conf", """\
-[bridge]
-name = patchbridge
-address = bridge@example.org
-domain = bridge.example.org
-list_address = {list}
-[forge]
-url = {url}
-token_file = {token}
-bot_username = patchbridge
-max_retries = 2
-retry_max = 2s
-[smtp]
-url = smtp://127.0.0.1:{port}
-timeout = 20s
-[milter]
-socket = unix:{sock}
-trusted_authserv_id = {authserv}
-[state]
-path = {work}/state/state.db
-[spool]
-dir = {work}/spool
-[log]
-level = info
-[outbound]
-poll_interval = 1h
-threading = shallow
-cc_owners = yes
-cc_author = yes
-cc_reviewers = yes
-[inbound]
-owners_file = {owners}
-approval_policy = owners
-[project "group/project"]
-""".format(list=LIST, url=os.environ["PB_FORGESIM_URL"], token=token,
-           port=bed.env["PORT"], sock=milter_sock, authserv=AUTHSERV,
-           work=bed.work, owners=owners))
-
-
-def free_port():
-    import socket
-    with socket.socket() as so:
-        so.bind(("127.0.0.1", 0))
-        return so.getsockname()[1]
-
-
-def reply(parent, frm, body, extra_headers=""):
-    """A plain-text reply to a mail of the archive, as mutt would make it."""
-    subject = parent["Subject"]
-    if not subject.lower().startswith("re:"):
-        subject = "Re: " + subject
-    refs = (parent.get("References", "") + " " +
-            parent["Message-ID"]).strip()
-    return ("From: {frm}\nTo: {lst}\nSubject: {subj}\n"
-            "Date: {date}\nMessage-ID: <{mid}@mail.example>\n"
-            "In-Reply-To: {irt}\nReferences: {refs}\n{extra}"
-            "MIME-Version: 1.0\nContent-Type: text/plain; charset=utf-8\n"
-            "\n{body}").format(
-                frm=frm, lst=LIST, subj=subject,
-                date=email.utils.formatdate(localtime=False),
-                mid="demo.%d.%d" % (os.getpid(), time.monotonic_ns()),
-                irt=parent["Message-ID"], refs=refs, extra=extra_headers,
-                body=body)
-
-
-def quote(text):
-    return "".join("> " + line + "\n" if line else ">\n"
-                   for line in text.splitlines())
-
-
-def patch_body(msg):
-    return msg.get_body(preferencelist=("plain",)).get_content()
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True, help="the build directory")
@@ -362,14 +150,14 @@ def main():
         print("demo: needs root and Postfix (scripts/install-deps.sh)")
         return 77
     work = args.work or tempfile.mkdtemp(prefix="patchbridge-demo.")
-    os.makedirs(work, exist_ok=True)
-    os.chmod(work, 0o755)
-    bed = Bed(os.path.abspath(args.bin), work)
+    bindir = os.path.abspath(args.bin)
+    bed = bedlib.Bed(work, os.path.join(bindir, "bridge", "patchbridge"),
+                     fresh=False)
     try:
-        story(bed)
+        story(bed, bindir)
         print("\nThe demo went as told (%.0f s)." % (time.time() - T0))
         return 0
-    except Failed as e:
+    except Fail as e:
         print("\nDEMO FAILED at step %d: %s" % (STEP[0], e))
         print("Logs are in %s" % work)
         args.keep = True
@@ -385,52 +173,34 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
 
 
-def story(bed):
+def story(bed, bindir):
     step("Start a GitLab simulator and a private Postfix as the list server")
     sim("POST", "/_sim/reset", {"seed": SEED})
-    milter_bin = os.path.join(bed.bin, "milter", "patchbridge-milter")
-    verifier_bin = os.path.join(bed.bin, "tests", "postfix", "test_milter")
+    milter_bin = os.path.join(bindir, "milter", "patchbridge-milter")
+    verifier_bin = os.path.join(bindir, "tests", "postfix", "test_milter")
     have_milter = os.access(milter_bin, os.X_OK)
-    sockdir = os.path.join(bed.work, "sockets")
-    # As contrib/postfix/README.md sets it up: Postfix reaches the socket
-    # through the directory's group.
-    os.makedirs(sockdir, exist_ok=True)
-    shutil.chown(sockdir, group="postfix")
-    os.chmod(sockdir, 0o2750)
+    sockdir = bed.sockets()
     vsock = os.path.join(sockdir, "verifier.sock")
     msock = os.path.join(sockdir, "patchbridge.sock")
     milters = "unix:%s" % vsock
     if have_milter:
         milters += ", unix:%s" % msock
     # The milters first, so that Postfix's first connection finds them.
-    bed.env["PORT"] = str(free_port())
-    token = bed.write("gitlab-token", "bridge-token\n", 0o600)
-    config(bed, token, msock)
+    bed.env["PORT"] = str(bedlib.free_port())
+    bedlib.write_config(bed, msock, OWNERS, outbound="cc_owners = yes\n"
+                        "cc_author = yes\ncc_reviewers = yes\n")
     bed.pb("check-config")
     say("patchbridge check-config: ok")
-    bed.spawn([verifier_bin, "-p", "unix:" + vsock, "-A", AUTHSERV,
-               "-D", "kernel.example", "-D", "review.example"],
-              "verifier.log")
-    bed.wait_socket(vsock, "the DKIM stand-in")
+    bed.start_verifier(verifier_bin, vsock)
     say("DKIM/DMARC stand-in in front: kernel.example and review.example "
         "mail verifies, nothing else does")
     if have_milter:
-        bed.spawn([milter_bin, "-c", bed.cfg, "-f"], "milter.log")
-        bed.wait_socket(msock, "patchbridge-milter")
+        bed.start_milter(milter_bin, msock)
         say("patchbridge-milter reads the list's mail on %s" % msock)
     else:
         say("patchbridge-milter is not built yet: replies are not read")
 
-    out = subprocess.run([PFBED, "start", bed.pf, "--port", bed.env["PORT"],
-                          "--milter", milters,
-                          "--set", "default_transport = discard:"],
-                         capture_output=True, text=True, timeout=60)
-    check(out.returncode == 0, "pfbed start: " + out.stderr[-800:])
-    env = subprocess.run([PFBED, "env", bed.pf], capture_output=True,
-                         text=True, check=True).stdout
-    for line in env.splitlines():
-        k, _, v = line.partition("=")
-        bed.env[k] = v.strip("'\"")
+    bed.start_postfix("--port", bed.env["PORT"], "--milter", milters)
     say("GitLab simulator at %s (project group/project)" %
         os.environ["PB_FORGESIM_URL"])
     say("list server: Postfix on 127.0.0.1:%s, list %s, archive %s" %
@@ -488,7 +258,7 @@ def story(bed):
     bed.send(reply(cover, "Mary Maintainer <mary@kernel.example>",
                    quote(patch_body(cover)[:400]) +
                    "\nNice and small.\n\n"
-                   "Acked-by: Mary Maintainer <mary@kernel.example>\n"),
+                   "Acked-by: Mary Maintainer <mary@kernel.example>\n")[0],
              "mary@kernel.example")
 
     step("Rob (DKIM verified) reviews patch 2 inline")
@@ -503,12 +273,12 @@ def story(bed):
               "\nOtherwise fine.\n\nReviewed-by: Rob Reviewer "
               "<rob@review.example>\n")
     bed.send(reply(patch2, "Rob Reviewer <rob@review.example>",
-                   "On patch 2:\n\n" + inline), "rob@review.example")
+                   "On patch 2:\n\n" + inline)[0], "rob@review.example")
 
     step("Mallory (no DKIM pass) tries to ack, and to merge by quick action")
     bed.send(reply(patch1, "Mallory Spoofer <mallory@example.net>",
                    "Ship it.\n/merge\n\nAcked-by: Mallory Spoofer "
-                   "<mallory@example.net>\n"), "mallory@example.net")
+                   "<mallory@example.net>\n")[0], "mallory@example.net")
     bed.wait_mail(7)
     bed.settle()
     for m in bed.archive():
@@ -585,15 +355,9 @@ def story(bed):
           "the forge comment is not threaded under patch 2")
     check(not mail.get("X-Patchbridge", "").startswith("reply"),
           "the milter took the bridge's own mail for a reply")
-    state = sim("GET", "/_sim/state")
-    mr = next(m for m in state["projects"][0]["merge_requests"]
-              if m["iid"] == 1)
-    notes = sum(len(d["notes"]) for d in mr["discussions"])
+    notes = sum(len(d["notes"]) for d in the_mr()["discussions"])
     bed.pb("run", "--once", ok=(0, 75))
-    state = sim("GET", "/_sim/state")
-    mr = next(m for m in state["projects"][0]["merge_requests"]
-              if m["iid"] == 1)
-    check(sum(len(d["notes"]) for d in mr["discussions"]) == notes,
+    check(sum(len(d["notes"]) for d in the_mr()["discussions"]) == notes,
           "the bridge's mail came back to the forge")
     say("the mail did not come back to the forge (%d notes before and "
         "after another run)" % notes)
@@ -604,20 +368,8 @@ def story(bed):
     if not shutil.which("public-inbox-index"):
         say("(public-inbox is not installed: not imported)")
         return
-    env = dict(os.environ, HOME=os.path.join(bed.work, "pihome"),
-               PI_CONFIG=os.path.join(bed.work, "pi-config"))
-    os.makedirs(env["HOME"], exist_ok=True)
-    for argv in (["public-inbox-init", "-V2", "demo", inbox,
-                  "http://archive.example.test/demo", LIST],
-                 ["public-inbox-index", inbox]):
-        r = subprocess.run(argv, env=env, capture_output=True, text=True,
-                           timeout=120)
-        check(r.returncode == 0, "%s: %s" % (argv[0], r.stderr[-500:]))
-    r = subprocess.run(["perl", "-MPublicInbox::Config", "-e", PI_THREAD,
-                        "demo"], env=env, capture_output=True, text=True,
-                       timeout=120)
-    check(r.returncode == 0, "querying the archive: " + r.stderr[-500:])
-    lines = r.stdout.splitlines()
+    lines = bedlib.public_inbox(bed.work, "demo", inbox, PI_THREAD,
+                                "demo").splitlines()
     say("public-inbox-init + public-inbox-index: %d messages; the thread "
         "as public-inbox sees it:" % len(lines))
     for line in lines:

@@ -28,15 +28,14 @@ Exit status: 0 pass, 1 fail, 77 skipped (not root, no Postfix).
 import html
 import os
 import re
-import shutil
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import inbound_e2e as ib  # noqa: E402
+import bedlib  # noqa: E402
 import outbound_e2e as ob  # noqa: E402
-from outbound_e2e import Fail, check, say, sim, msgid  # noqa: E402
+from bedlib import Fail, check, quote, reply, say, the_mr  # noqa: E402
+from outbound_e2e import sim, msgid  # noqa: E402
 
 SEED = dict(ob.SEED)
 SEED["users"] = ob.SEED["users"] + [
@@ -51,22 +50,7 @@ SEED["projects"][0]["members"] = dict(SEED["projects"][0]["members"],
 
 
 def api(method, path, token, body=None, ok=(200, 201, 202)):
-    import json
-    import urllib.error
-    import urllib.request
-    url = os.environ["PB_FORGESIM_URL"] + "/api/v4" + path
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method)
-    req.add_header("Content-Type", "application/json")
-    req.add_header("PRIVATE-TOKEN", token)
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            status, text = r.status, r.read()
-    except urllib.error.HTTPError as e:
-        status, text = e.code, e.read()
-    if status not in ok:
-        raise Fail("%s %s: %d %s" % (method, path, status, text[:300]))
-    return json.loads(text) if text else None
+    return bedlib.sim(method, "/api/v4" + path, body, token=token, ok=ok)
 
 
 # A list subscriber with no forge account.
@@ -78,27 +62,12 @@ def start_list(bed):
     as in inbound_e2e: list replies to bridged mail are spooled for
     `patchbridge run`; the bridge's own mail passes through it too."""
     milter = os.environ.get("PB_MILTER") or os.path.join(
-        os.path.dirname(os.path.dirname(os.path.abspath(bed.pb))),
+        os.path.dirname(os.path.dirname(os.path.abspath(bed.patchbridge))),
         "milter", "patchbridge-milter")
     if not os.access(milter, os.X_OK):
         raise Fail("no patchbridge-milter at %s (set PB_MILTER)" % milter)
-    sockdir = os.path.join(bed.work, "sockets")
-    os.makedirs(sockdir, exist_ok=True)
-    shutil.chown(sockdir, group="postfix")
-    os.chmod(sockdir, 0o2750)
-    msock = os.path.join(sockdir, "patchbridge.sock")
-    out = subprocess.run(
-        [ob.PFBED, "start", bed.pf, "--milter", "unix:" + msock,
-         "--set", "default_transport = discard:"],
-        capture_output=True, text=True, timeout=60)
-    if out.returncode:
-        raise Fail("pfbed start: %s" % out.stderr[-2000:])
-    bed.port = int(re.search(r"PORT=(\d+)", out.stdout).group(1))
-    env = subprocess.run([ob.PFBED, "env", bed.pf], capture_output=True,
-                         text=True, check=True).stdout
-    for line in env.splitlines():
-        k, _, v = line.partition("=")
-        bed.env[k] = v.strip("'\"")
+    msock = os.path.join(bed.sockets(), "patchbridge.sock")
+    bed.start_postfix("--milter", "unix:" + msock)
     os.makedirs(os.path.join(bed.work, "spool"), exist_ok=True)
     # [forge] bot_username: the simulator's bot user.
     bed.config(extra="\n[milter]\nsocket = unix:%s\n[spool]\ndir = %s\n"
@@ -108,36 +77,8 @@ def start_list(bed):
                                "patchbridge\n", 1)
     with open(bed.cfg, "w", encoding="utf-8") as f:
         f.write(cfg)
-    log = open(os.path.join(bed.work, "milter.log"), "a", encoding="utf-8")
-    bed.procs.append(subprocess.Popen([milter, "-c", bed.cfg, "-f"],
-                                      stdout=log, stderr=log))
-    log.close()
-    for _ in range(200):
-        if os.path.exists(msock):
-            break
-        time.sleep(0.05)
-    else:
-        raise Fail("patchbridge-milter did not create %s" % msock)
+    bed.start_milter(milter, msock)
     say("postfix on port %d with patchbridge-milter" % bed.port)
-
-
-def send(bed, raw, sender):
-    """Submit a mail to the list over SMTP, as a subscriber's client."""
-    path = os.path.join(bed.work, "outgoing.eml")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(raw)
-    out = subprocess.run([ob.PFBED, "send", bed.pf, path, "--from", sender,
-                          "--to", ob.LIST], capture_output=True, text=True,
-                         timeout=60)
-    if out.returncode:
-        raise Fail("SMTP submission failed: %s %s" %
-                   (out.stdout, out.stderr[-500:]))
-
-
-def the_mr(iid=1):
-    state = sim("GET", "/_sim/state")
-    proj = next(p for p in state["projects"] if p["id"] == 1)
-    return next(m for m in proj["merge_requests"] if m["iid"] == iid)
 
 
 def discussion_with(mr, text):
@@ -267,13 +208,13 @@ def list_replies(bed, disc, d, g):
         "comment's mails")
     before = len(bed.archive())
     forge_before = len(forge_mails(bed))
-    raw, rid_d = ib.reply(d, DAVE, ib.quote(text(d)) +
+    raw, rid_d = reply(d, DAVE, quote(text(d)) +
                           "\nLIST-REPLY-DIFF: x(0) must stay 1, so n + 1 "
                           "it is.\n")
-    send(bed, raw, "dave@reader.example")
-    raw, rid_g = ib.reply(g, DAVE, ib.quote(text(g)) +
+    bed.send(raw, "dave@reader.example")
+    raw, rid_g = reply(g, DAVE, quote(text(g)) +
                           "\nLIST-REPLY-GENERAL: thanks, a v2 follows.\n")
-    send(bed, raw, "dave@reader.example")
+    bed.send(raw, "dave@reader.example")
     bed.wait_mail(before + 2)
     bed.settle()
     for m in bed.archive():

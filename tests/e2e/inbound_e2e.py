@@ -41,8 +41,6 @@ libmilter build).
 """
 
 import argparse
-import email
-import email.policy
 import email.utils
 import html
 import json
@@ -50,52 +48,16 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PFBED = os.path.join(HERE, "..", "postfix", "pfbed")
-LIST = "patches@lists.example.test"
-AUTHSERV = "lists.example.test"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bedlib  # noqa: E402
+from bedlib import (Fail, check, patch_body, quote, reply, say,  # noqa: E402
+                    sim, the_mr)
+
 NAK_LABEL = "Acks::NACKed"
-T0 = time.monotonic()
-
-
-def say(msg):
-    print("e2e: [%5.1fs] %s" % (time.monotonic() - T0, msg), flush=True)
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
-
-
-# --- the simulator -------------------------------------------------------
-
-def sim(method, path, body=None, ok=(200, 201, 202), timeout=30):
-    url = os.environ["PB_FORGESIM_URL"] + path
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method)
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    if path.startswith("/api/"):
-        req.add_header("PRIVATE-TOKEN", "bridge-token")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            status, text = r.status, r.read()
-    except urllib.error.HTTPError as e:
-        status, text = e.code, e.read()
-    if status not in ok:
-        raise Fail("%s %s: %d %s" % (method, path, status, text[:300]))
-    return json.loads(text) if text else None
 
 
 def sim_up():
@@ -194,205 +156,30 @@ SERIES = [
 
 # --- the list server and the bridge ----------------------------------------
 
-class Bed:
+class Bed(bedlib.Bed):
     def __init__(self, args, name):
         self.bin = os.path.abspath(args.bin)
-        self.work = os.path.join(os.path.abspath(args.work),
-                                 "inbound-" + name)
-        shutil.rmtree(self.work, ignore_errors=True)
-        os.makedirs(self.work)
-        os.chmod(self.work, 0o755)
-        self.pf = os.path.join(self.work, "list-server")
-        self.cfg = os.path.join(self.work, "patchbridge.conf")
-        self.log = os.path.join(self.work, "patchbridge.log")
-        self.procs = []
-        self.env = {}
-        self.pf_started = False
+        super().__init__(os.path.join(args.work, "inbound-" + name),
+                         self.exe("bridge", "patchbridge"))
 
     def exe(self, *parts):
         return os.path.join(self.bin, *parts)
-
-    def pb(self, *argv, ok=(0,)):
-        with open(self.log, "a", encoding="utf-8") as log:
-            log.write("\n$ patchbridge %s\n" % " ".join(argv))
-            log.flush()
-            out = subprocess.run(
-                [self.exe("bridge", "patchbridge"), "-c", self.cfg] +
-                list(argv), stdout=subprocess.PIPE, stderr=log, text=True,
-                timeout=300)
-        if out.returncode not in ok:
-            raise Fail("patchbridge %s exited %d" % (" ".join(argv),
-                                                     out.returncode))
-        return out.stdout
-
-    def write(self, name, text, mode=0o644):
-        path = os.path.join(self.work, name)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(path, mode)
-        return path
-
-    def spawn(self, argv, logname):
-        log = open(os.path.join(self.work, logname), "a", encoding="utf-8")
-        p = subprocess.Popen(argv, stdout=log, stderr=log,
-                             start_new_session=True)
-        log.close()
-        self.procs.append(p)
-        return p
-
-    def wait_socket(self, path, what):
-        for _ in range(200):
-            if os.path.exists(path):
-                return
-            time.sleep(0.05)
-        raise Fail("%s did not create %s" % (what, path))
-
-    def stop(self):
-        for p in reversed(self.procs):
-            if p.poll() is None:
-                p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        if self.pf_started:
-            subprocess.run([PFBED, "stop", self.pf], capture_output=True,
-                           timeout=60)
-
-    def archive(self):
-        mails = []
-        d = self.env.get("ARCHIVE")
-        for sub in ("new", "cur"):
-            path = os.path.join(d, sub) if d else None
-            if not path or not os.path.isdir(path):
-                continue
-            for name in sorted(os.listdir(path)):
-                with open(os.path.join(path, name), "rb") as f:
-                    raw = f.read()
-                m = email.message_from_bytes(raw,
-                                             policy=email.policy.default)
-                m.raw = raw
-                mails.append(m)
-        mails.sort(key=lambda m: (m.get("Date", ""), m.get("Subject", "")))
-        return mails
-
-    def wait_mail(self, n, timeout=60):
-        out = subprocess.run([PFBED, "wait-mail", self.pf, str(n),
-                              str(timeout)], capture_output=True, text=True)
-        if out.returncode:
-            raise Fail("the list archive did not reach %d mails" % n)
-
-    def settle(self):
-        for _ in range(200):
-            out = subprocess.run(["postqueue", "-c", self.env["CONFIG"],
-                                  "-j"], capture_output=True, text=True)
-            if out.stdout.strip() == "":
-                return
-            time.sleep(0.1)
-
-    def send(self, raw, sender):
-        path = self.write("outgoing.eml", raw)
-        out = subprocess.run([PFBED, "send", self.pf, path, "--from",
-                              sender, "--to", LIST], capture_output=True,
-                             text=True, timeout=60)
-        if out.returncode:
-            raise Fail("SMTP submission failed: %s %s" %
-                       (out.stdout, out.stderr[-500:]))
-
-    def log_tail(self, n=6000):
-        text = ""
-        for name in ("patchbridge.log", "daemon.log", "milter.log"):
-            path = os.path.join(self.work, name)
-            if os.path.exists(path):
-                with open(path, encoding="utf-8", errors="replace") as f:
-                    text += "--- %s ---\n%s\n" % (name, f.read()[-n:])
-        return text
-
-
-def free_port():
-    with socket.socket() as so:
-        so.bind(("127.0.0.1", 0))
-        return so.getsockname()[1]
-
-
-def write_config(bed, msock, inbound_extra=""):
-    owners = bed.write("owners.yaml", OWNERS)
-    token = bed.write("gitlab-token", "bridge-token\n", 0o600)
-    os.makedirs(os.path.join(bed.work, "state"), exist_ok=True)
-    os.makedirs(os.path.join(bed.work, "spool"), exist_ok=True)
-    bed.write("patchbridge.conf", """\
-[bridge]
-name = patchbridge
-address = bridge@example.org
-domain = bridge.example.org
-list_address = {list}
-[forge]
-url = {url}
-token_file = {token}
-bot_username = patchbridge
-max_retries = 2
-retry_max = 2s
-[smtp]
-url = smtp://127.0.0.1:{port}
-timeout = 20s
-[milter]
-socket = unix:{sock}
-trusted_authserv_id = {authserv}
-[state]
-path = {work}/state/state.db
-[spool]
-dir = {work}/spool
-[log]
-level = info
-[outbound]
-poll_interval = 1h
-threading = shallow
-[inbound]
-owners_file = {owners}
-approval_policy = owners
-nak_label = {nak}
-{extra}
-[project "group/project"]
-""".format(list=LIST, url=os.environ["PB_FORGESIM_URL"], token=token,
-           port=bed.env["PORT"], sock=msock, authserv=AUTHSERV,
-           work=bed.work, owners=owners, nak=NAK_LABEL,
-           extra=inbound_extra))
 
 
 def start(bed, inbound_extra="", seed=None):
     """The milters, the list server; the MR mailed as a series."""
     sim("POST", "/_sim/reset", {"seed": seed or SEED})
-    sockdir = os.path.join(bed.work, "sockets")
-    os.makedirs(sockdir, exist_ok=True)
-    shutil.chown(sockdir, group="postfix")
-    os.chmod(sockdir, 0o2750)
+    sockdir = bed.sockets()
     vsock = os.path.join(sockdir, "verifier.sock")
     msock = os.path.join(sockdir, "patchbridge.sock")
-    bed.env["PORT"] = str(free_port())
-    write_config(bed, msock, inbound_extra)
+    bed.env["PORT"] = str(bedlib.free_port())
+    bedlib.write_config(bed, msock, OWNERS, inbound="nak_label = %s\n%s" %
+                        (NAK_LABEL, inbound_extra))
     bed.pb("check-config")
-    # The DKIM/DMARC stand-in: kernel.example and review.example verify,
-    # corp.example does not.
-    bed.spawn([bed.exe("tests", "postfix", "test_milter"), "-p",
-               "unix:" + vsock, "-A", AUTHSERV, "-D", "kernel.example",
-               "-D", "review.example"], "verifier.log")
-    bed.wait_socket(vsock, "the DKIM stand-in")
-    bed.spawn([bed.exe("milter", "patchbridge-milter"), "-c", bed.cfg,
-               "-f"], "milter.log")
-    bed.wait_socket(msock, "patchbridge-milter")
-    out = subprocess.run([PFBED, "start", bed.pf, "--port", bed.env["PORT"],
-                          "--milter", "unix:%s, unix:%s" % (vsock, msock),
-                          "--set", "default_transport = discard:"],
-                         capture_output=True, text=True, timeout=60)
-    check(out.returncode == 0, "pfbed start: " + out.stderr[-800:])
-    bed.pf_started = True
-    env = subprocess.run([PFBED, "env", bed.pf], capture_output=True,
-                         text=True, check=True).stdout
-    for line in env.splitlines():
-        k, _, v = line.partition("=")
-        bed.env[k] = v.strip("'\"")
+    bed.start_verifier(bed.exe("tests", "postfix", "test_milter"), vsock)
+    bed.start_milter(bed.exe("milter", "patchbridge-milter"), msock)
+    bed.start_postfix("--port", bed.env["PORT"], "--milter",
+                      "unix:%s, unix:%s" % (vsock, msock))
 
     made = sim("POST", "/_sim/projects/1/commits",
                {"branch": "step", "start": "main", "commits": SERIES})
@@ -418,39 +205,6 @@ def start(bed, inbound_extra="", seed=None):
 
 
 # --- mail -----------------------------------------------------------------
-
-SEQ = [0]
-
-
-def reply(parent, frm, body):
-    """A plain-text reply to a mail of the archive, as mutt would make it."""
-    subject = parent["Subject"]
-    if not subject.lower().startswith("re:"):
-        subject = "Re: " + subject
-    refs = (parent.get("References", "") + " " +
-            parent["Message-ID"]).strip()
-    SEQ[0] += 1
-    mid = "e2e.%d.%d.%d@mail.example" % (os.getpid(), SEQ[0],
-                                          time.monotonic_ns())
-    raw = ("From: {frm}\nTo: {lst}\nSubject: {subj}\n"
-           "Date: {date}\nMessage-ID: <{mid}>\n"
-           "In-Reply-To: {irt}\nReferences: {refs}\n"
-           "MIME-Version: 1.0\nContent-Type: text/plain; charset=utf-8\n"
-           "\n{body}").format(
-               frm=frm, lst=LIST, subj=subject,
-               date=email.utils.formatdate(localtime=False), mid=mid,
-               irt=parent["Message-ID"], refs=refs, body=body)
-    return raw, mid
-
-
-def quote(text):
-    return "".join("> " + line + "\n" if line else ">\n"
-                   for line in text.splitlines())
-
-
-def patch_body(msg):
-    return msg.get_body(preferencelist=("plain",)).get_content()
-
 
 def file_diff(msg, path):
     """The mailed diff of PATH: its lines, and for each diff line
@@ -485,12 +239,6 @@ def file_diff(msg, path):
 
 
 # --- the forge's state ------------------------------------------------------
-
-def the_mr():
-    state = sim("GET", "/_sim/state")
-    proj = next(p for p in state["projects"] if p["id"] == 1)
-    return next(m for m in proj["merge_requests"] if m["iid"] == 1)
-
 
 def user_notes(mr):
     """(discussion, note, body unescaped) of every non-system note."""
@@ -858,15 +606,9 @@ def scenario_export(bed):
     bed.settle()
     bed.pb("run", "--once", ok=(0,))
     # A comment made on the forge, mailed to the list by the next run.
-    url = os.environ["PB_FORGESIM_URL"] + \
-        "/api/v4/projects/group%2Fproject/merge_requests/1/notes"
-    req = urllib.request.Request(
-        url, data=json.dumps({"body": "FORGE-SIDE: looks good to me "
-                              "too."}).encode(), method="POST")
-    req.add_header("Content-Type", "application/json")
-    req.add_header("PRIVATE-TOKEN", "rob-token")
-    with urllib.request.urlopen(req, timeout=30) as r:
-        check(r.status == 201, "posting a forge comment: %d" % r.status)
+    sim("POST", "/api/v4/projects/group%2Fproject/merge_requests/1/notes",
+        {"body": "FORGE-SIDE: looks good to me too."}, token="rob-token",
+        ok=(201,))
     bed.pb("run", "--once", ok=(0,))
     bed.wait_mail(7)
     bed.settle()
@@ -940,22 +682,11 @@ def scenario_export(bed):
 
     if not shutil.which("public-inbox-index"):
         raise Fail("public-inbox is not installed (scripts/install-deps.sh)")
-    env = dict(os.environ, HOME=os.path.join(bed.work, "pihome"),
-               PI_CONFIG=os.path.join(bed.work, "pi-config"))
-    os.makedirs(env["HOME"], exist_ok=True)
-    for argv in (["public-inbox-init", "-V2", "mr1", pidir,
-                  "http://archive.example.test/mr1", LIST],
-                 ["public-inbox-index", pidir]):
-        r = subprocess.run(argv, env=env, capture_output=True, text=True,
-                           timeout=120)
-        check(r.returncode == 0, "%s: %s" % (argv[0], r.stderr[-800:]))
     cover = mid_of(next(m for m in archive
                         if re.search(r" 0/3\]", m["Subject"])))
-    r = subprocess.run(["perl", "-e", PI_QUERY, "mr1", cover,
-                        "EXPORT-WORD-ZEBRA"], env=env, capture_output=True,
-                       text=True, timeout=120)
-    check(r.returncode == 0, "querying the inbox: " + r.stderr[-800:])
-    rows = [l.split(" ", 1) for l in r.stdout.splitlines()]
+    out = bedlib.public_inbox(bed.work, "mr1", pidir, PI_QUERY, "mr1", cover,
+                              "EXPORT-WORD-ZEBRA")
+    rows = [l.split(" ", 1) for l in out.splitlines()]
     indexed = [v for k, v in rows if k == "mid"]
     thread = [v for k, v in rows if k == "thread"]
     hits = [v for k, v in rows if k == "hit"]
@@ -982,32 +713,16 @@ def main():
     ap.add_argument("--bin", required=True, help="the build directory")
     ap.add_argument("--work", required=True)
     args = ap.parse_args()
-    if os.geteuid() != 0:
-        print("e2e: SKIP: needs root (private Postfix)")
-        return 77
-    if not shutil.which("postfix", path="/usr/sbin:/usr/bin") or \
-            not os.path.exists("/usr/sbin/sendmail"):
-        print("e2e: SKIP: postfix is not installed")
-        return 77
+    rc = bedlib.skip_status()
+    if rc is not None:
+        return rc
     for exe in (("milter", "patchbridge-milter"),
                 ("tests", "postfix", "test_milter")):
         if not os.access(os.path.join(args.bin, *exe), os.X_OK):
             print("e2e: SKIP: %s is not built (libmilter)" % "/".join(exe))
             return 77
-    if "PB_FORGESIM_URL" not in os.environ:
-        print("e2e: run me under tests/forgesim/run-with-sim.sh")
-        return 1
-    bed = Bed(args, args.scenario)
-    try:
-        SCENARIOS[args.scenario](bed)
-    except (Fail, subprocess.TimeoutExpired, StopIteration) as e:
-        say("FAIL: %s" % (e or type(e).__name__))
-        print(bed.log_tail())
-        return 1
-    finally:
-        bed.stop()
-    say("PASS")
-    return 0
+    return bedlib.run_scenario(Bed(args, args.scenario),
+                               SCENARIOS[args.scenario])
 
 
 if __name__ == "__main__":

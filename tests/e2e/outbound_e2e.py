@@ -25,12 +25,8 @@ Exit status: 0 pass, 1 fail, 77 skipped (not root, no Postfix).
 """
 
 import argparse
-import email
-import email.policy
-import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -39,43 +35,16 @@ import time
 import urllib.error
 import urllib.request
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PFBED = os.path.join(HERE, "..", "postfix", "pfbed")
-LIST = "patches@lists.example.test"
-T0 = time.monotonic()
-
-
-def say(msg):
-    print("e2e: [%5.1fs] %s" % (time.monotonic() - T0, msg), flush=True)
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bedlib  # noqa: E402
+from bedlib import LIST, Fail, check, free_port, say  # noqa: E402
 
 
 # --- the simulator -------------------------------------------------------
 
 def sim(method, path, body=None, ok=(200, 201, 202)):
-    url = os.environ["PB_FORGESIM_URL"] + path
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method)
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    if path.startswith("/api/"):
-        req.add_header("PRIVATE-TOKEN", "bot-token")
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            status, text = r.status, r.read()
-    except urllib.error.HTTPError as e:
-        status, text = e.code, e.read()
-    if status not in ok:
-        raise Fail("%s %s: %d %s" % (method, path, status, text[:300]))
-    return json.loads(text) if text else None
+    """bedlib.sim as the bridge's bot account."""
+    return bedlib.sim(method, path, body, token="bot-token", ok=ok)
 
 
 SEED = {
@@ -177,49 +146,14 @@ def create_mr(branch, title, draft=False, commits=None):
 
 # --- the bridge and the archive -------------------------------------------
 
-class Bed:
+class Bed(bedlib.Bed):
     def __init__(self, args, name):
-        self.pb = args.patchbridge
-        self.work = os.path.join(args.work, name)
-        shutil.rmtree(self.work, ignore_errors=True)
-        os.makedirs(self.work)
-        self.pf = os.path.join(self.work, "pf")
-        self.cfg = os.path.join(self.work, "patchbridge.conf")
-        self.log = os.path.join(self.work, "bridge.log")
-        self.port = None
-        self.env = {}
-        self.procs = []
+        super().__init__(os.path.join(args.work, name), args.patchbridge)
 
-    def start_postfix(self):
-        out = subprocess.run(
-            [PFBED, "start", self.pf,
-             "--set", "default_transport = discard:"],
-            capture_output=True, text=True, timeout=60)
-        if out.returncode:
-            raise Fail("pfbed start: %s" % out.stderr[-2000:])
-        self.port = int(re.search(r"PORT=(\d+)", out.stdout).group(1))
-        env = subprocess.run([PFBED, "env", self.pf], capture_output=True,
-                             text=True, check=True).stdout
-        for line in env.splitlines():
-            k, _, v = line.partition("=")
-            self.env[k] = v.strip("'\"")
+    def start_postfix(self, *options):
+        super().start_postfix(*options)
         say("postfix on port %d, archive %s" % (self.port,
                                                  self.env["ARCHIVE"]))
-
-    def stop(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        subprocess.run([PFBED, "stop", self.pf], capture_output=True,
-                       timeout=60)
-
-    def write(self, name, text, mode=0o644):
-        path = os.path.join(self.work, name)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(path, mode)
-        return path
 
     def config(self, smtp=None, sendmail=None, extra="", owners=OWNERS,
                outbound=""):
@@ -263,12 +197,7 @@ owners_file = %s
         self.write("patchbridge.conf", text)
 
     def run(self, *argv, ok=(0,), timeout=120):
-        with open(self.log, "a", encoding="utf-8") as log:
-            log.write("\n$ patchbridge %s\n" % " ".join(argv))
-            log.flush()
-            out = subprocess.run([self.pb, "-c", self.cfg] + list(argv),
-                                 stdout=subprocess.PIPE, stderr=log,
-                                 text=True, timeout=timeout)
+        out = self.pb_run(argv, timeout)
         say("patchbridge %s -> %d %s" % (" ".join(argv), out.returncode,
                                          out.stdout.strip()))
         if out.returncode not in ok:
@@ -280,7 +209,7 @@ owners_file = %s
         log = open(self.log, "a", encoding="utf-8")
         log.write("\n$ patchbridge run --foreground\n")
         log.flush()
-        p = subprocess.Popen([self.pb, "-c", self.cfg, "run",
+        p = subprocess.Popen([self.patchbridge, "-c", self.cfg, "run",
                               "--foreground"], stdout=log, stderr=log)
         log.close()
         self.procs.append(p)
@@ -289,41 +218,6 @@ owners_file = %s
     def log_text(self):
         with open(self.log, encoding="utf-8", errors="replace") as f:
             return f.read()
-
-    def wait_mail(self, n, timeout=60):
-        out = subprocess.run([PFBED, "wait-mail", self.pf, str(n),
-                              str(timeout)], capture_output=True, text=True)
-        if out.returncode:
-            raise Fail("the archive did not reach %d mails: %s" %
-                       (n, out.stderr[-1500:]))
-
-    def queue_empty(self):
-        out = subprocess.run(["postqueue", "-c", self.env["CONFIG"], "-j"],
-                             capture_output=True, text=True)
-        return out.stdout.strip() == ""
-
-    def settle(self):
-        """Wait until Postfix has nothing in flight."""
-        for _ in range(100):
-            if self.queue_empty():
-                return
-            time.sleep(0.1)
-        raise Fail("the Postfix queue does not drain")
-
-    def archive(self):
-        mails = []
-        for sub in ("new", "cur"):
-            d = os.path.join(self.env["ARCHIVE"], sub)
-            if not os.path.isdir(d):
-                continue
-            for name in sorted(os.listdir(d)):
-                with open(os.path.join(d, name), "rb") as f:
-                    raw = f.read()
-                m = email.message_from_bytes(raw,
-                                             policy=email.policy.default)
-                m.raw = raw
-                mails.append(m)
-        return mails
 
 
 def addrs(msg, field):
@@ -570,14 +464,6 @@ def scenario_crash(bed):
           "Message-IDs delivered: %s" % ids)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def wait_listen(port, proc, bed):
     for _ in range(200):
         check(proc.poll() is None,
@@ -716,29 +602,12 @@ def main():
     ap.add_argument("--patchbridge", required=True)
     ap.add_argument("--work", required=True)
     args = ap.parse_args()
-    if os.geteuid() != 0:
-        print("e2e: SKIP: needs root (private Postfix)")
-        return 77
-    if not shutil.which("postfix", path="/usr/sbin:/usr/bin") or \
-            not os.path.exists("/usr/sbin/sendmail"):
-        print("e2e: SKIP: postfix is not installed")
-        return 77
-    if "PB_FORGESIM_URL" not in os.environ:
-        print("e2e: run me under tests/forgesim/run-with-sim.sh")
-        return 1
+    rc = bedlib.skip_status()
+    if rc is not None:
+        return rc
     sim("POST", "/_sim/reset", {"seed": SEED})
-    bed = Bed(args, args.scenario)
-    try:
-        SCENARIOS[args.scenario](bed)
-    except (Fail, subprocess.TimeoutExpired) as e:
-        say("FAIL: %s" % e)
-        print("--- bridge log (tail) ---")
-        print(bed.log_text()[-6000:] if os.path.exists(bed.log) else "")
-        return 1
-    finally:
-        bed.stop()
-    say("PASS")
-    return 0
+    return bedlib.run_scenario(Bed(args, args.scenario),
+                               SCENARIOS[args.scenario])
 
 
 if __name__ == "__main__":

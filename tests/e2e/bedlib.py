@@ -1,0 +1,379 @@
+"""The test bed of the end-to-end tests (inbound_e2e.py, outbound_e2e.py,
+forgemail_e2e.py) and of scripts/demo.py: the GitLab simulator's client,
+a private Postfix (tests/postfix/pfbed) as the list server with its
+archive, the milters in front of it, patchbridge run on a configuration,
+and replies as a mail client writes them.
+
+Everything raises Fail when a step does not go as it must.
+"""
+
+import email
+import email.policy
+import email.utils
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PFBED = os.path.join(HERE, "..", "postfix", "pfbed")
+LIST = "patches@lists.example.test"
+AUTHSERV = "lists.example.test"
+T0 = time.monotonic()
+
+
+def say(msg):
+    print("e2e: [%5.1fs] %s" % (time.monotonic() - T0, msg), flush=True)
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def skip_status():
+    """None when the tests can run here; else, having said why, the exit
+    status: 77 (skipped) without root or Postfix, 1 outside
+    tests/forgesim/run-with-sim.sh."""
+    if os.geteuid() != 0:
+        print("e2e: SKIP: needs root (private Postfix)")
+        return 77
+    if not shutil.which("postfix", path="/usr/sbin:/usr/bin") or \
+            not os.path.exists("/usr/sbin/sendmail"):
+        print("e2e: SKIP: postfix is not installed")
+        return 77
+    if "PB_FORGESIM_URL" not in os.environ:
+        print("e2e: run me under tests/forgesim/run-with-sim.sh")
+        return 1
+    return None
+
+
+# --- the simulator -------------------------------------------------------
+
+def sim(method, path, body=None, token="bridge-token", ok=(200, 201, 202),
+        timeout=30):
+    """A request to the simulator: its control API (/_sim/...) or GitLab's
+    (/api/v4/..., as the user of token).  The answer's JSON."""
+    url = os.environ["PB_FORGESIM_URL"] + path
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    if path.startswith("/api/"):
+        req.add_header("PRIVATE-TOKEN", token)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            status, text = r.status, r.read()
+    except urllib.error.HTTPError as e:
+        status, text = e.code, e.read()
+    if status not in ok:
+        raise Fail("%s %s: %d %s" % (method, path, status, text[:300]))
+    return json.loads(text) if text else None
+
+
+def the_mr(iid=1):
+    """MR iid of the simulator's first project, as /_sim/state has it."""
+    state = sim("GET", "/_sim/state")
+    proj = next(p for p in state["projects"] if p["id"] == 1)
+    return next(m for m in proj["merge_requests"] if m["iid"] == iid)
+
+
+def free_port():
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
+
+
+# --- the list server and the bridge ----------------------------------------
+
+class Bed:
+    """A work directory (emptied first unless fresh is false) with the
+    list server (pfbed instance pf; its variables in env once started),
+    patchbridge's configuration cfg and log, and the processes started."""
+
+    def __init__(self, work, patchbridge, fresh=True):
+        self.work = os.path.abspath(work)
+        if fresh:
+            shutil.rmtree(self.work, ignore_errors=True)
+        os.makedirs(self.work, exist_ok=True)
+        os.chmod(self.work, 0o755)
+        self.patchbridge = patchbridge
+        self.pf = os.path.join(self.work, "list-server")
+        self.cfg = os.path.join(self.work, "patchbridge.conf")
+        self.log = os.path.join(self.work, "patchbridge.log")
+        self.port = None
+        self.env = {}
+        self.procs = []
+        self.pf_started = False
+
+    def pb_run(self, argv, timeout=300):
+        """patchbridge -c cfg ARGV, its stderr appended to the log."""
+        with open(self.log, "a", encoding="utf-8") as log:
+            log.write("\n$ patchbridge %s\n" % " ".join(argv))
+            log.flush()
+            return subprocess.run([self.patchbridge, "-c", self.cfg] +
+                                  list(argv), stdout=subprocess.PIPE,
+                                  stderr=log, text=True, timeout=timeout)
+
+    def pb(self, *argv, ok=(0,), timeout=300):
+        """pb_run, which must exit with a status in ok; its output."""
+        out = self.pb_run(argv, timeout)
+        if out.returncode not in ok:
+            raise Fail("patchbridge %s exited %d (log: %s)" %
+                       (" ".join(argv), out.returncode, self.log))
+        return out.stdout
+
+    def write(self, name, text, mode=0o644):
+        path = os.path.join(self.work, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(path, mode)
+        return path
+
+    def spawn(self, argv, logname):
+        """Start argv with its output appended to logname; stop() ends it."""
+        log = open(os.path.join(self.work, logname), "a", encoding="utf-8")
+        p = subprocess.Popen(argv, stdout=log, stderr=log,
+                             start_new_session=True)
+        log.close()
+        self.procs.append(p)
+        return p
+
+    def wait_socket(self, path, what):
+        for _ in range(200):
+            if os.path.exists(path):
+                return
+            time.sleep(0.05)
+        raise Fail("%s did not create %s" % (what, path))
+
+    def sockets(self):
+        """The milters' socket directory, as contrib/postfix/README.md
+        sets it up: Postfix reaches the sockets through its group."""
+        path = os.path.join(self.work, "sockets")
+        os.makedirs(path, exist_ok=True)
+        shutil.chown(path, group="postfix")
+        os.chmod(path, 0o2750)
+        return path
+
+    def start_verifier(self, binary, sock):
+        """tests/postfix/test_milter at sock, standing in for
+        OpenDKIM/OpenDMARC: mail from kernel.example and review.example
+        verifies, nothing else does."""
+        self.spawn([binary, "-p", "unix:" + sock, "-A", AUTHSERV,
+                    "-D", "kernel.example", "-D", "review.example"],
+                   "verifier.log")
+        self.wait_socket(sock, "the DKIM stand-in")
+
+    def start_milter(self, binary, sock):
+        """patchbridge-milter on cfg, whose socket is sock."""
+        self.spawn([binary, "-c", self.cfg, "-f"], "milter.log")
+        self.wait_socket(sock, "patchbridge-milter")
+
+    def start_postfix(self, *options):
+        """pfbed start with options; mail not for the list is discarded."""
+        self.pf_started = True
+        out = subprocess.run([PFBED, "start", self.pf] + list(options) +
+                             ["--set", "default_transport = discard:"],
+                             capture_output=True, text=True, timeout=60)
+        check(out.returncode == 0, "pfbed start: " + out.stderr[-2000:])
+        env = subprocess.run([PFBED, "env", self.pf], capture_output=True,
+                             text=True, check=True).stdout
+        for line in env.splitlines():
+            k, _, v = line.partition("=")
+            self.env[k] = v.strip("'\"")
+        self.port = int(self.env["PORT"])
+
+    def stop(self):
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        if self.pf_started:
+            subprocess.run([PFBED, "stop", self.pf], capture_output=True,
+                           timeout=60)
+
+    def archive(self):
+        """The list archive's mails (each with its bytes as .raw), sorted
+        by Date and Subject."""
+        mails = []
+        d = self.env.get("ARCHIVE")
+        for sub in ("new", "cur"):
+            path = os.path.join(d, sub) if d else None
+            if not path or not os.path.isdir(path):
+                continue
+            for name in sorted(os.listdir(path)):
+                with open(os.path.join(path, name), "rb") as f:
+                    raw = f.read()
+                m = email.message_from_bytes(raw,
+                                             policy=email.policy.default)
+                m.raw = raw
+                mails.append(m)
+        mails.sort(key=lambda m: (m.get("Date", ""), m.get("Subject", "")))
+        return mails
+
+    def wait_mail(self, n, timeout=60):
+        out = subprocess.run([PFBED, "wait-mail", self.pf, str(n),
+                              str(timeout)], capture_output=True, text=True)
+        if out.returncode:
+            raise Fail("the list archive did not reach %d mails: %s" %
+                       (n, out.stderr[-1500:]))
+
+    def settle(self):
+        """Wait until Postfix has nothing in flight."""
+        for _ in range(200):
+            out = subprocess.run(["postqueue", "-c", self.env["CONFIG"],
+                                  "-j"], capture_output=True, text=True)
+            if out.stdout.strip() == "":
+                return
+            time.sleep(0.1)
+        raise Fail("the Postfix queue does not drain")
+
+    def send(self, raw, sender):
+        """Submit raw to the list over SMTP, as a subscriber's client."""
+        path = self.write("outgoing.eml", raw)
+        out = subprocess.run([PFBED, "send", self.pf, path, "--from",
+                              sender, "--to", LIST], capture_output=True,
+                             text=True, timeout=60)
+        if out.returncode:
+            raise Fail("SMTP submission failed: %s %s" %
+                       (out.stdout, out.stderr[-500:]))
+
+    def log_tail(self, n=6000):
+        text = ""
+        for name in ("patchbridge.log", "daemon.log", "milter.log"):
+            path = os.path.join(self.work, name)
+            if os.path.exists(path):
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    text += "--- %s ---\n%s\n" % (name, f.read()[-n:])
+        return text
+
+
+def write_config(bed, msock, owners, outbound="", inbound=""):
+    """bed's configuration for the simulator's group/project as the
+    bridge's account (token bridge-token), mailing through the list
+    server on bed.env["PORT"], its milter on msock, owners the text of
+    owners.yaml; outbound and inbound: more lines for those sections."""
+    owners = bed.write("owners.yaml", owners)
+    token = bed.write("gitlab-token", "bridge-token\n", 0o600)
+    os.makedirs(os.path.join(bed.work, "state"), exist_ok=True)
+    os.makedirs(os.path.join(bed.work, "spool"), exist_ok=True)
+    bed.write("patchbridge.conf", """\
+[bridge]
+name = patchbridge
+address = bridge@example.org
+domain = bridge.example.org
+list_address = {list}
+[forge]
+url = {url}
+token_file = {token}
+bot_username = patchbridge
+max_retries = 2
+retry_max = 2s
+[smtp]
+url = smtp://127.0.0.1:{port}
+timeout = 20s
+[milter]
+socket = unix:{sock}
+trusted_authserv_id = {authserv}
+[state]
+path = {work}/state/state.db
+[spool]
+dir = {work}/spool
+[log]
+level = info
+[outbound]
+poll_interval = 1h
+threading = shallow
+{outbound}[inbound]
+owners_file = {owners}
+approval_policy = owners
+{inbound}[project "group/project"]
+""".format(list=LIST, url=os.environ["PB_FORGESIM_URL"], token=token,
+           port=bed.env["PORT"], sock=msock, authserv=AUTHSERV,
+           work=bed.work, owners=owners, outbound=outbound,
+           inbound=inbound))
+
+
+def run_scenario(bed, scenario):
+    """scenario(bed), then stop what it started; the exit status."""
+    try:
+        scenario(bed)
+    except (Fail, subprocess.TimeoutExpired, StopIteration) as e:
+        say("FAIL: %s" % (e or type(e).__name__))
+        print(bed.log_tail())
+        return 1
+    finally:
+        bed.stop()
+    say("PASS")
+    return 0
+
+
+# --- mail -----------------------------------------------------------------
+
+SEQ = [0]
+
+
+def reply(parent, frm, body):
+    """A plain-text reply to a mail of the archive, as mutt would make it:
+    (the mail, its Message-ID)."""
+    subject = parent["Subject"]
+    if not subject.lower().startswith("re:"):
+        subject = "Re: " + subject
+    refs = (parent.get("References", "") + " " +
+            parent["Message-ID"]).strip()
+    SEQ[0] += 1
+    mid = "reply.%d.%d.%d@mail.example" % (os.getpid(), SEQ[0],
+                                            time.monotonic_ns())
+    raw = ("From: {frm}\nTo: {lst}\nSubject: {subj}\n"
+           "Date: {date}\nMessage-ID: <{mid}>\n"
+           "In-Reply-To: {irt}\nReferences: {refs}\n"
+           "MIME-Version: 1.0\nContent-Type: text/plain; charset=utf-8\n"
+           "\n{body}").format(
+               frm=frm, lst=LIST, subj=subject,
+               date=email.utils.formatdate(localtime=False), mid=mid,
+               irt=parent["Message-ID"], refs=refs, body=body)
+    return raw, mid
+
+
+def quote(text):
+    return "".join("> " + line + "\n" if line else ">\n"
+                   for line in text.splitlines())
+
+
+def patch_body(msg):
+    return msg.get_body(preferencelist=("plain",)).get_content()
+
+
+# --- public-inbox ---------------------------------------------------------
+
+def public_inbox(work, name, inbox, script, *args):
+    """Import inbox (written by `patchbridge export --public-inbox`) as
+    public-inbox name, with its configuration below work, and run the
+    Perl script with args against it; the script's output."""
+    env = dict(os.environ, HOME=os.path.join(work, "pihome"),
+               PI_CONFIG=os.path.join(work, "pi-config"))
+    os.makedirs(env["HOME"], exist_ok=True)
+    for argv in (["public-inbox-init", "-V2", name, inbox,
+                  "http://archive.example.test/" + name, LIST],
+                 ["public-inbox-index", inbox]):
+        r = subprocess.run(argv, env=env, capture_output=True, text=True,
+                           timeout=120)
+        check(r.returncode == 0, "%s: %s" % (argv[0], r.stderr[-800:]))
+    r = subprocess.run(["perl", "-MPublicInbox::Config", "-e", script] +
+                       list(args), env=env, capture_output=True, text=True,
+                       timeout=120)
+    check(r.returncode == 0, "querying the inbox: " + r.stderr[-800:])
+    return r.stdout
