@@ -55,14 +55,15 @@ const char cmd_export_help[] =
 	"                         public-inbox-index DIR\n"
 	"\n"
 	"At least one of the two.  Mails come from the state database's\n"
-	"archive (schema 4 and later); mails the bridge sent with an older\n"
-	"version are counted on stderr as missing.  Reads the database only;\n"
-	"safe next to a running daemon.\n"
+	"archive (schema 4 and later; the daemon adds the list mails still in\n"
+	"its spool from before); what is older is counted on stderr as\n"
+	"missing.  Reads the database only; safe next to a running daemon.\n"
 	"\n"
 	"Exit status: 0 when written, 66 (EX_NOINPUT) when nothing is\n"
 	"archived for the MR, 73 (EX_CANTCREAT) when the output cannot be\n"
 	"created (DIR not empty, FILE not writable), 64 (EX_USAGE), 78\n"
-	"(EX_CONFIG) for a broken configuration.\n";
+	"(EX_CONFIG) for a broken configuration, 75 (EX_TEMPFAIL) when the\n"
+	"database is busy, 77 (EX_NOPERM) when it cannot be read.\n";
 
 /*
  * One archived mail.  The first pass keeps only what ordering and the
@@ -342,7 +343,7 @@ int cmd_export(const char *config_path, int argc, char **argv)
 	struct store *st = NULL;
 	size_t i, from_list = 0;
 	int64_t iid, missing = 0;
-	int c, rc, snapshot = 0;
+	int c, rc, snapshot = 0, gmime = 0;
 
 	memset(&l, 0, sizeof(l));
 	memset(&sink, 0, sizeof(sink));
@@ -377,6 +378,7 @@ int cmd_export(const char *config_path, int argc, char **argv)
 		config_free(cfg);
 		return EX_SOFTWARE;
 	}
+	gmime = 1;
 	rc = store_open(&st, config_str(cfg, CFG_STATE_PATH), STORE_RO,
 			(int)config_duration_ms(cfg, CFG_STATE_BUSY_TIMEOUT));
 	if (rc == PB_ENOTFOUND) {
@@ -400,20 +402,22 @@ int cmd_export(const char *config_path, int argc, char **argv)
 		rc = env_exit_code(rc);
 		goto out;
 	}
-	if (!l.nr) {
+	if (!l.nr && missing) {
 		fprintf(stderr,
-			"patchbridge export: %s!%lld: no archived mail%s\n",
-			project, (long long)iid,
-			missing ? " (its mails predate the archive)" : "");
+			"patchbridge export: %s!%lld: no archived mail; %lld "
+			"predate%s the archive\n",
+			project, (long long)iid, (long long)missing,
+			missing == 1 ? "s" : "");
 		rc = EX_NOINPUT;
 		goto out;
 	}
-	if (l.nr >= STORE_LIST_MAX)
+	if (!l.nr) {
 		fprintf(stderr,
-			"patchbridge export: %s!%lld: more than %d mails; only "
-			"the first %d are written\n",
-			project, (long long)iid, STORE_LIST_MAX,
-			STORE_LIST_MAX);
+			"patchbridge export: %s!%lld: no archived mail\n",
+			project, (long long)iid);
+		rc = EX_NOINPUT;
+		goto out;
+	}
 	xs = xcalloc(l.nr, sizeof(*xs));
 	for (i = 0; i < l.nr && !rc; i++) {
 		rc = describe(&xs[i], st, l.items[i].message_id, i);
@@ -428,8 +432,8 @@ int cmd_export(const char *config_path, int argc, char **argv)
 	qsort(xs, l.nr, sizeof(*xs), cmp_date);
 	if (missing)
 		fprintf(stderr,
-			"patchbridge export: %s!%lld: %lld mail%s the bridge "
-			"sent before the archive existed %s missing\n",
+			"patchbridge export: %s!%lld: %lld mail%s from "
+			"before the archive existed %s missing\n",
 			project, (long long)iid, (long long)missing,
 			missing == 1 ? "" : "s", missing == 1 ? "is" : "are");
 	sink.mbox = mbox;
@@ -460,5 +464,7 @@ out:
 		store_rollback(st); /* read only: nothing to keep */
 	store_free(st);
 	config_free(cfg);
+	if (gmime)
+		mail_shutdown();
 	return rc;
 }

@@ -487,11 +487,15 @@ static const char *const stmt_sql[S_NR] = {
 	[S_ARCH_LIST] = "SELECT message_id, project, iid, origin, NULL,"
 			" created FROM archive WHERE project = ?1 AND iid = ?2"
 			" ORDER BY created, rowid LIMIT ?3",
-	[S_ARCH_MISSING] = "SELECT COUNT(*) FROM thread_map t"
+	[S_ARCH_MISSING] = "SELECT (SELECT COUNT(*) FROM thread_map t"
 			   " WHERE t.project = ?1 AND t.iid = ?2"
 			   " AND t.state = 'sent' AND NOT EXISTS"
 			   " (SELECT 1 FROM archive a"
-			   "  WHERE a.message_id = t.message_id)",
+			   "  WHERE a.message_id = t.message_id))"
+			   " + (SELECT COUNT(*) FROM inbound i"
+			   " WHERE i.project = ?1 AND i.iid = ?2 AND NOT EXISTS"
+			   " (SELECT 1 FROM archive a"
+			   "  WHERE a.message_id = i.message_id))",
 };
 
 struct store {
@@ -2793,7 +2797,7 @@ int store_archive_list(struct store_archived_list *out, struct store *st,
 		return rc;
 	q_text(&q, 1, project);
 	q_int(&q, 2, iid);
-	q_int(&q, 3, list_limit(limit));
+	q_int(&q, 3, limit ? (int64_t)limit : -1); /* -1: no limit */
 	while ((rc = q_step(&q)) == 1) {
 		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
 		store_archived_init(&out->items[out->nr]);

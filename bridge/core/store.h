@@ -515,7 +515,8 @@ int store_outmail_sent(int *revision_done, struct store *st,
  * the milter spooled about an MR is put here by the daemon when it
  * journals the mail (origin LIST), as it was received.  Keyed by
  * Message-ID: the first copy stays.  Mails sent before schema 4 are not
- * archived; store_archive_missing() counts them.
+ * archived; the daemon archives the list mails of that time from the
+ * spool once; store_archive_missing() counts what is still missing.
  */
 enum store_archive_origin {
 	STORE_ARCHIVE_BRIDGE, /* sent by the bridge */
@@ -550,10 +551,12 @@ int store_archive_put(struct store *st, const struct store_archived *a);
 int store_archive_get(struct store_archived *out, struct store *st,
 		      const char *message_id);
 /* The archived mails of an MR without their messages, in archiving
- * order, at most limit (0: STORE_LIST_MAX); appended to out. */
+ * order, at most limit (0: all of them - an export must not cut the
+ * conversation); appended to out. */
 int store_archive_list(struct store_archived_list *out, struct store *st,
 		       const char *project, int64_t iid, size_t limit);
-/* How many mails of the MR the bridge sent that are not archived. */
+/* How many mails of the MR the bridge sent or journaled from the list
+ * that are not archived (from before schema 4). */
 int store_archive_missing(int64_t *count, struct store *st, const char *project,
 			  int64_t iid);
 

@@ -51,6 +51,7 @@ struct inbound {
 	struct loaded *maps;
 	size_t nr_maps, alloc_maps;
 	int64_t next_prune; /* when done/ is pruned next */
+	int backfilled; /* the archive holds the spool's older mails */
 };
 
 char *inbound_message_id(const char *id, const char *raw, size_t len)
@@ -1256,6 +1257,90 @@ int inbound_apply_due(struct inbound *ib, int64_t now)
 }
 
 /*
+ * The archive (schema 4) is filled as mail is journaled; records
+ * journaled before it existed are archived from the spool once, before
+ * done/ is first pruned, so that an upgrade loses no list mail: every
+ * record of cur/, done/ and dead/ about an MR.  A cursor remembers that
+ * it was done.
+ */
+#define BACKFILL_CURSOR "archive:spool-backfilled"
+
+struct backfill {
+	struct inbound *ib;
+	enum spool_area area;
+	size_t archived;
+};
+
+static int backfill_one(const char *name, const struct spool_record *hdr,
+			void *arg)
+{
+	struct backfill *b = arg;
+	struct spool_record rec;
+	struct store_archived a;
+	char *id;
+	int rc;
+
+	if (!hdr || !hdr->project[0] || hdr->iid <= 0)
+		return 0;
+	spool_record_init(&rec);
+	rc = spool_load(&rec, b->ib->sp, b->area, name);
+	if (rc) {
+		spool_record_release(&rec);
+		return rc == PB_ENOTFOUND || rc == PB_EINVAL ? 0 : rc;
+	}
+	id = inbound_message_id(rec.message_id, rec.message.data,
+				rec.message.len);
+	store_archived_init(&a);
+	a.message_id = id;
+	a.project = rec.project;
+	a.iid = rec.iid;
+	a.origin = STORE_ARCHIVE_LIST;
+	a.message = rec.message.data;
+	a.message_len = rec.message.len;
+	a.created = rec.time;
+	rc = rec.message.len ? store_archive_put(b->ib->st, &a) : PB_EINVAL;
+	if (!rc)
+		b->archived++;
+	else if (rc == PB_EEXISTS || rc == PB_EINVAL)
+		rc = 0;
+	free(id);
+	spool_record_release(&rec);
+	return rc;
+}
+
+static int backfill_archive(struct inbound *ib)
+{
+	static const enum spool_area areas[] = { SPOOL_CUR, SPOOL_DONE,
+						 SPOOL_DEAD };
+	struct buf cur = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	struct backfill b;
+	size_t i;
+	int rc;
+
+	rc = store_cursor_get(&cur, ib->st, BACKFILL_CURSOR);
+	buf_release(&cur);
+	if (rc != PB_ENOTFOUND)
+		return rc;
+	memset(&b, 0, sizeof(b));
+	b.ib = ib;
+	for (i = 0, rc = 0; !rc && i < sizeof(areas) / sizeof(areas[0]); i++) {
+		b.area = areas[i];
+		rc = spool_each_header(ib->sp, areas[i], backfill_one, &b);
+	}
+	if (!rc)
+		rc = store_cursor_set(ib->st, BACKFILL_CURSOR, "1");
+	if (rc)
+		log_warn("inbound: archiving the spool's older mail: %s; "
+			 "done/ is not pruned until it works",
+			 err_msg());
+	else if (b.archived)
+		log_notice("inbound: archived %zu list mail%s from the spool "
+			   "that predate the archive",
+			   b.archived, b.archived == 1 ? "" : "s");
+	return rc;
+}
+
+/*
  * Remove applied records older than [spool] keep_done from done/, at most
  * once an hour: the journal and the mail archive keep what they said.
  */
@@ -1264,6 +1349,15 @@ static void prune_done(struct inbound *ib, int64_t now)
 	int64_t keep = config_duration_ms(ib->cfg, CFG_SPOOL_KEEP_DONE) / 1000;
 	size_t removed = 0;
 
+	if (!ib->backfilled) {
+		if (now < ib->next_prune)
+			return;
+		if (backfill_archive(ib)) {
+			ib->next_prune = now + 3600; /* try again then */
+			return;
+		}
+		ib->backfilled = 1;
+	}
 	if (!keep || now < ib->next_prune)
 		return;
 	ib->next_prune = now + 3600;

@@ -771,6 +771,20 @@ class InboundTest(unittest.TestCase):
         run([PB, "-c", b.conf(), "run", "--once", "--foreground"])
         done = os.path.join(b.dir, "spool", "done")
         self.assertEqual(len(os.listdir(done)), 1)
+        # As if journaled before the archive existed (schema 3): the
+        # daemon archives it from done/ before pruning done/.
+        import sqlite3
+        db = sqlite3.connect(b.db())
+        db.execute("DELETE FROM archive")
+        db.execute("DELETE FROM cursors WHERE name LIKE 'archive:%'")
+        db.commit()
+        db.close()
+        p = subprocess.run([PB, "-c", b.conf(), "export", "--mbox", "-",
+                            "group/project!1"], capture_output=True,
+                           text=True, timeout=120)
+        self.assertEqual(p.returncode, 66, p.stderr)
+        # the seeded series (3 mails) and the reply
+        self.assertIn("no archived mail; 4 predate the archive", p.stderr)
         with open(b.conf()) as f:
             text = f.read()
         with open(b.conf(), "w") as f:
@@ -780,6 +794,10 @@ class InboundTest(unittest.TestCase):
         self.assertEqual(os.listdir(done), [])
         row, _ = b.dump(mid)
         self.assertEqual(row[0], "applied")
+        out = run([PB, "-c", b.conf(), "export", "--mbox", "-",
+                   "group/project!1"])
+        self.assertIn("Message-ID: <%s>" % mid, out)
+        self.assertIn("Pruned later.", out)
 
     def test_status_shows_dead_letters(self):
         b = self.b
