@@ -183,6 +183,10 @@ static const struct config_param params[CFG__COUNT] = {
 		"state", "busy_timeout", CONFIG_DURATION, "5s", 0, 10 * MIN,
 		NULL, 0,
 		"How long a database access waits for another's lock" },
+	[CFG_STATE_ARCHIVE_KEEP] = {
+		"state", "archive_keep", CONFIG_DURATION, "0s", 0, 36500 * DAY,
+		NULL, 0,
+		"How long archived mail is kept for export (0: for ever)" },
 
 	[CFG_SPOOL_DIR] = {
 		"spool", "dir", CONFIG_PATH, "/var/spool/patchbridge", 0,

@@ -104,6 +104,7 @@ enum config_id {
 	/* [state] */
 	CFG_STATE_PATH,
 	CFG_STATE_BUSY_TIMEOUT,
+	CFG_STATE_ARCHIVE_KEEP,
 	/* [spool] */
 	CFG_SPOOL_DIR,
 	CFG_SPOOL_MAX_RECORDS,

@@ -294,6 +294,7 @@ enum stmt_id {
 	S_IN_RECOVER,
 	S_IN_LIST,
 	S_IN_GET,
+	S_IN_COUNT,
 	S_ACT_INSERT,
 	S_ACT_AGAIN,
 	S_ACT_GET,
@@ -319,6 +320,7 @@ enum stmt_id {
 	S_ARCH_GET,
 	S_ARCH_LIST,
 	S_ARCH_MISSING,
+	S_ARCH_PRUNE,
 	S_NR
 };
 
@@ -398,6 +400,10 @@ static const char *const stmt_sql[S_NR] = {
 	[S_IN_LIST] = "SELECT " IN_COLS " FROM inbound WHERE state = ?1"
 		      " ORDER BY created, rowid LIMIT ?2",
 	[S_IN_GET] = "SELECT " IN_COLS " FROM inbound WHERE message_id = ?1",
+	/* One pass over the table, whatever its size. */
+	[S_IN_COUNT] = "SELECT project, state, COUNT(*) FROM inbound"
+		       " GROUP BY project, state ORDER BY project, state"
+		       " LIMIT ?1",
 
 	[S_ACT_INSERT] = "INSERT INTO forge_actions (" ACT_COLS ")"
 			 " VALUES (?1, ?2, ?3, ?4, 'intent', NULL, NULL, 1,"
@@ -496,6 +502,7 @@ static const char *const stmt_sql[S_NR] = {
 			   " WHERE i.project = ?1 AND i.iid = ?2 AND NOT EXISTS"
 			   " (SELECT 1 FROM archive a"
 			   "  WHERE a.message_id = i.message_id))",
+	[S_ARCH_PRUNE] = "DELETE FROM archive WHERE created < ?1",
 };
 
 struct store {
@@ -2028,6 +2035,53 @@ int store_inbound_get(struct store_inbound *out, struct store *st,
 	return inbound_one(out, &q, missing);
 }
 
+void store_inbound_count_list_release(struct store_inbound_count_list *list)
+{
+	size_t i;
+
+	for (i = 0; i < list->nr; i++)
+		free((char *)list->items[i].project);
+	free(list->items);
+	list->items = NULL;
+	list->nr = list->alloc = 0;
+}
+
+int store_inbound_count(struct store_inbound_count_list *out, struct store *st)
+{
+	struct store_inbound_count *c;
+	struct query q;
+	size_t seen = 0;
+	int rc, state;
+
+	rc = q_start(&q, st, S_IN_COUNT, "count inbound mails");
+	if (rc)
+		return rc;
+	/* One pair more than allowed tells "too many" from "exactly". */
+	q_int(&q, 1, (int64_t)STORE_LIST_MAX + 1);
+	while ((rc = q_step(&q)) == 1) {
+		if (++seen > STORE_LIST_MAX) {
+			rc = err_set(PB_ELIMIT,
+				     "state db: inbound mails of more than "
+				     "%d (project, state) pairs",
+				     STORE_LIST_MAX);
+			break;
+		}
+		state = col_enum(&q, 1, inbound_state_names,
+				 ARRAY_SIZE(inbound_state_names));
+		if (state < 0) {
+			rc = state;
+			break;
+		}
+		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
+		c = &out->items[out->nr++];
+		c->project = col_str(q.stmt, 0);
+		c->state = (enum store_inbound_state)state;
+		c->count = col_int(q.stmt, 2);
+	}
+	q_end(&q);
+	return rc;
+}
+
 /* Forge action journal. */
 
 void store_action_init(struct store_action *act)
@@ -2830,6 +2884,23 @@ int store_archive_missing(int64_t *count, struct store *st, const char *project,
 		*count = col_int(q.stmt, 0);
 		rc = 0;
 	}
+	q_end(&q);
+	return rc;
+}
+
+int store_archive_prune(int64_t *removed, struct store *st, int64_t before)
+{
+	struct query q;
+	int rc;
+
+	*removed = 0;
+	rc = q_start(&q, st, S_ARCH_PRUNE, "prune the mail archive");
+	if (rc)
+		return rc;
+	q_int(&q, 1, before);
+	rc = q_exec(&q);
+	if (!rc)
+		*removed = sqlite3_changes(st->db);
 	q_end(&q);
 	return rc;
 }

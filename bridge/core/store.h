@@ -332,6 +332,28 @@ int store_inbound_get(struct store_inbound *out, struct store *st,
 		      const char *message_id);
 
 /*
+ * How many journal rows each (project, state) pair has, counted by the
+ * database (exact however large the journal is): one item per pair that
+ * has rows, ordered by project (NULL first), appended to out.  The pairs
+ * are few (at most six per project the bridge ever served); more than
+ * STORE_LIST_MAX of them is PB_ELIMIT rather than a short answer.
+ */
+struct store_inbound_count {
+	const char *project; /* NULL: the mail is placed on no MR */
+	enum store_inbound_state state;
+	int64_t count; /* > 0 */
+};
+
+struct store_inbound_count_list {
+	struct store_inbound_count *items;
+	size_t nr;
+	size_t alloc;
+};
+
+void store_inbound_count_list_release(struct store_inbound_count_list *list);
+int store_inbound_count(struct store_inbound_count_list *out, struct store *st);
+
+/*
  * Forge action journal: exactly-once forge writes.  Each action of an
  * inbound mail (source Message-ID, action index) is journaled as INTENT
  * before its HTTP request and DONE, with the forge's ids, after it.
@@ -555,6 +577,9 @@ int store_archive_get(struct store_archived *out, struct store *st,
  * conversation); appended to out. */
 int store_archive_list(struct store_archived_list *out, struct store *st,
 		       const char *project, int64_t iid, size_t limit);
+/* Remove the mails archived before the time before ([state]
+ * archive_keep); *removed gets how many. */
+int store_archive_prune(int64_t *removed, struct store *st, int64_t before);
 /* How many mails of the MR the bridge sent or journaled from the list
  * that are not archived (from before schema 4). */
 int store_archive_missing(int64_t *count, struct store *st, const char *project,

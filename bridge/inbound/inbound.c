@@ -1340,11 +1340,30 @@ static int backfill_archive(struct inbound *ib)
 	return rc;
 }
 
+/* [state] archive_keep: drop archived mail older than that (0: keep). */
+static void prune_archive(struct inbound *ib, int64_t now)
+{
+	int64_t keep =
+		config_duration_ms(ib->cfg, CFG_STATE_ARCHIVE_KEEP) / 1000;
+	int64_t removed = 0;
+
+	if (!keep)
+		return;
+	if (store_archive_prune(&removed, ib->st, now - keep))
+		log_warn("inbound: pruning the mail archive: %s", err_msg());
+	else if (removed)
+		log_info("inbound: removed %lld archived mail%s older than "
+			 "%lld s",
+			 (long long)removed, removed == 1 ? "" : "s",
+			 (long long)keep);
+}
+
 /*
  * Remove applied records older than [spool] keep_done from done/, at most
  * once an hour: the journal and the mail archive keep what they said.
+ * Archived mail older than [state] archive_keep goes at the same time.
  */
-static void prune_done(struct inbound *ib, int64_t now)
+static void prune(struct inbound *ib, int64_t now)
 {
 	int64_t keep = config_duration_ms(ib->cfg, CFG_SPOOL_KEEP_DONE) / 1000;
 	size_t removed = 0;
@@ -1358,9 +1377,12 @@ static void prune_done(struct inbound *ib, int64_t now)
 		}
 		ib->backfilled = 1;
 	}
-	if (!keep || now < ib->next_prune)
+	if (now < ib->next_prune)
 		return;
 	ib->next_prune = now + 3600;
+	prune_archive(ib, now);
+	if (!keep)
+		return;
 	if (spool_prune_done(&removed, ib->sp, keep, now))
 		log_warn("inbound: pruning the spool's done/: %s", err_msg());
 	else if (removed)
@@ -1377,7 +1399,7 @@ int inbound_run_once(struct inbound *ib, int64_t now)
 	if (!rc)
 		rc = inbound_apply_due(ib, now);
 	if (!rc)
-		prune_done(ib, now);
+		prune(ib, now);
 	return rc;
 }
 

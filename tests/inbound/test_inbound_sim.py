@@ -798,6 +798,16 @@ class InboundTest(unittest.TestCase):
                    "group/project!1"])
         self.assertIn("Message-ID: <%s>" % mid, out)
         self.assertIn("Pruned later.", out)
+        # [state] archive_keep bounds the archive.
+        with open(b.conf()) as f:
+            text = f.read()
+        with open(b.conf(), "w") as f:
+            f.write(text.replace("[state]\n", "[state]\narchive_keep = 1s\n"))
+        run([PB, "-c", b.conf(), "run", "--once", "--foreground"])
+        p = subprocess.run([PB, "-c", b.conf(), "export", "--mbox", "-",
+                            "group/project!1"], capture_output=True,
+                           text=True, timeout=120)
+        self.assertEqual(p.returncode, 66, p.stderr)
 
     def test_status_shows_dead_letters(self):
         b = self.b

@@ -350,6 +350,13 @@ static void test_archive(void **state)
 	assert_int_equal(store_archive_list(&l, st, "g/p", 2, 0), 0);
 	assert_int_equal(l.nr, 0);
 	assert_int_equal(store_archive_list(&l, st, "g/p", 0, 0), PB_EINVAL);
+
+	/* [state] archive_keep: everything archived before a time goes. */
+	assert_int_equal(store_archive_prune(&missing, st, 1), 0);
+	assert_int_equal(missing, 0);
+	assert_int_equal(store_archive_prune(&missing, st, INT64_MAX), 0);
+	assert_int_equal(missing, 3);
+	assert_int_equal(store_archive_get(&got, st, "r@list"), PB_ENOTFOUND);
 	store_free(st);
 }
 
