@@ -735,6 +735,138 @@ static void test_inbound_validation(void **state)
 	store_free(st);
 }
 
+/* Record a row of project (NULL: none) and take it to state. */
+static void inbound_in_state(struct store *st, const char *msgid,
+			     const char *project, enum store_inbound_state s)
+{
+	struct store_inbound in = { 0 }, got = { 0 };
+
+	in.message_id = msgid;
+	in.spool_name = "1700000000.12345.host";
+	in.project = project;
+	in.iid = project ? 1 : 0;
+	in.classification = "reply";
+	if (store_inbound_record(st, &in))
+		fail_msg("record %s: %s", msgid, err_msg());
+	if (s == STORE_INBOUND_RECEIVED)
+		return;
+	/* Every earlier row is finished, so this one is claimed. */
+	assert_int_equal(store_inbound_claim(&got, st, time(NULL)), 0);
+	assert_string_equal(got.message_id, msgid);
+	store_inbound_release(&got);
+	if (s == STORE_INBOUND_FAILED)
+		assert_int_equal(store_inbound_retry(st, msgid,
+						     time(NULL) + 3600, "503"),
+				 0);
+	else if (s != STORE_INBOUND_APPLYING)
+		assert_int_equal(store_inbound_finish(st, msgid, s, NULL), 0);
+}
+
+static int64_t count_of(const struct store_inbound_count_list *l,
+			const char *project, enum store_inbound_state s)
+{
+	size_t i;
+
+	for (i = 0; i < l->nr; i++)
+		if (l->items[i].state == s &&
+		    (project ? l->items[i].project &&
+				       !strcmp(l->items[i].project, project) :
+			       !l->items[i].project))
+			return l->items[i].count;
+	return 0;
+}
+
+/*
+ * Counts per (project, state) are the database's, exact past the
+ * STORE_LIST_MAX rows a list returns: 10005 applied mails of one project
+ * do not hide the 3 of another.
+ */
+static void test_inbound_count(void **state)
+{
+	const char *path = db_path("count");
+	struct store *st = open_rw(path), *ro = NULL;
+	struct store_inbound_count_list l = { 0 };
+	struct store_inbound_list list = { 0 };
+	char id[64];
+	int i;
+
+	assert_int_equal(store_inbound_count(&l, st), 0);
+	assert_int_equal(l.nr, 0);
+
+	assert_int_equal(store_begin(st), 0);
+	for (i = 0; i < STORE_LIST_MAX + 5; i++) {
+		snprintf(id, sizeof(id), "bulk-%d@x", i);
+		inbound_in_state(st, id, "other/proj", STORE_INBOUND_APPLIED);
+	}
+	assert_int_equal(store_commit(st), 0);
+	for (i = 0; i < 3; i++) {
+		snprintf(id, sizeof(id), "mine-%d@x", i);
+		inbound_in_state(st, id, "group/project",
+				 STORE_INBOUND_APPLIED);
+	}
+	inbound_in_state(st, "ignored@x", "group/project",
+			 STORE_INBOUND_IGNORED);
+	inbound_in_state(st, "dead@x", "group/project", STORE_INBOUND_DEAD);
+	inbound_in_state(st, "failed@x", "group/project", STORE_INBOUND_FAILED);
+	inbound_in_state(st, "applying@x", "other/proj",
+			 STORE_INBOUND_APPLYING);
+	inbound_in_state(st, "waiting@x", "group/project",
+			 STORE_INBOUND_RECEIVED);
+	inbound_in_state(st, "nowhere@x", NULL, STORE_INBOUND_RECEIVED);
+
+	/* The list stops at its cap, oldest first... */
+	assert_int_equal(
+		store_inbound_list(&list, st, STORE_INBOUND_APPLIED, 0), 0);
+	assert_int_equal(list.nr, STORE_LIST_MAX);
+	assert_string_equal(list.items[0].message_id, "bulk-0@x");
+	store_inbound_list_release(&list);
+	/* ...the counts do not, and they hold on a reader's snapshot. */
+	assert_int_equal(store_open(&ro, path, STORE_RO, BUSY_MS), 0);
+	assert_int_equal(store_begin(ro), 0);
+	assert_int_equal(store_inbound_count(&l, ro), 0);
+	assert_int_equal(store_rollback(ro), 0);
+	assert_int_equal(l.nr, 8);
+	assert_null(l.items[0].project); /* NULL first */
+	assert_int_equal(count_of(&l, NULL, STORE_INBOUND_RECEIVED), 1);
+	assert_int_equal(count_of(&l, "other/proj", STORE_INBOUND_APPLIED),
+			 STORE_LIST_MAX + 5);
+	assert_int_equal(count_of(&l, "other/proj", STORE_INBOUND_APPLYING), 1);
+	assert_int_equal(count_of(&l, "group/project", STORE_INBOUND_APPLIED),
+			 3);
+	assert_int_equal(count_of(&l, "group/project", STORE_INBOUND_IGNORED),
+			 1);
+	assert_int_equal(count_of(&l, "group/project", STORE_INBOUND_DEAD), 1);
+	assert_int_equal(count_of(&l, "group/project", STORE_INBOUND_FAILED),
+			 1);
+	assert_int_equal(count_of(&l, "group/project", STORE_INBOUND_RECEIVED),
+			 1);
+	assert_int_equal(count_of(&l, "group/project", STORE_INBOUND_APPLYING),
+			 0);
+	/* Appended: a second call adds the same pairs again. */
+	assert_int_equal(store_inbound_count(&l, st), 0);
+	assert_int_equal(l.nr, 16);
+	store_inbound_count_list_release(&l);
+	assert_int_equal(l.nr, 0);
+	assert_null(l.items);
+
+	/* More pairs than the cap: refused, not cut short. */
+	assert_int_equal(store_begin(st), 0);
+	for (i = 0; i < STORE_LIST_MAX; i++) {
+		char project[64];
+
+		snprintf(id, sizeof(id), "spread-%d@x", i);
+		snprintf(project, sizeof(project), "g/p%d", i);
+		inbound_in_state(st, id, project, STORE_INBOUND_RECEIVED);
+	}
+	assert_int_equal(store_commit(st), 0);
+	assert_int_equal(store_inbound_count(&l, st), PB_ELIMIT);
+	assert_non_null(strstr(err_msg(), "pairs"));
+	store_inbound_count_list_release(&l);
+
+	store_free(ro);
+	store_free(st);
+}
+
 /*
  * Two processes claim from the same journal until it is empty; every row
  * is claimed exactly once.
@@ -1418,6 +1550,7 @@ int main(void)
 		cmocka_unit_test(test_transactions),
 		cmocka_unit_test(test_inbound_journal),
 		cmocka_unit_test(test_inbound_validation),
+		cmocka_unit_test(test_inbound_count),
 		cmocka_unit_test(test_inbound_claim_exclusive),
 		cmocka_unit_test(test_forge_actions),
 		cmocka_unit_test(test_migrate_from_v1),
