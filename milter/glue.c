@@ -54,36 +54,83 @@ int sigwait(const sigset_t *set, int *sig)
  * flag before each command), so Postfix would wait in vain for the
  * answers to messages in flight and apply its default_action to them.
  * So a stop does not go through smfi_stop(): glue_drain() waits until no
- * message is open - between MAIL FROM and the answer to end of message, or an abort
- * - and no callback runs.  Every callback passes this gate: it counts
- * itself in "busy" while it runs, and on the way out adds the change in
- * its session's open message to "messages".  libmilter writes a
- * callback's answer only after the callback returned, so the drain also
- * waits until no callback has left the gate for GATE_QUIET_MS: without
- * that, the answer to the last end of message could be lost with the
- * process.  Once the gate is closed a callback touches nothing and parks
- * until the process ends; Postfix then sees the milter gone, as for any
- * milter that is down.
+ * message's content is open and no callback runs.  Every callback passes
+ * this gate: it counts itself in "busy" while it runs, and on the way
+ * out moves its session's message between the counts below.
+ * libmilter writes a callback's answer only after the callback returned,
+ * so the drain also waits until no callback has left the gate for
+ * GATE_QUIET_MS: without that, the answer to the last end of message
+ * could be lost with the process.  Once the gate is closed a callback
+ * touches nothing and parks until the process ends; Postfix then sees
+ * the milter gone, as for any milter that is down.
+ *
+ * Which messages are waited for.  Postfix sends a message's header,
+ * body and end-of-message events only once the whole message is in its
+ * queue file (cleanup(8) inspects it from there), so from the first
+ * header on the rest comes at local speed and the drain waits for it:
+ * "messages".  Between MAIL FROM and that first event ("envelopes") the
+ * message is still on its way from the SMTP client, which may be slow or
+ * idle for minutes; waiting for it would keep the socket gone, and every
+ * new list mail meeting Postfix's default_action, for the whole drain.
+ * So envelopes get only GATE_ENVELOPE_MS to reach their content (a
+ * client on the same network does, and the quiet time above covers one
+ * that just began); after that the drain stops waiting for them, and
+ * Postfix applies its default_action to each when its headers find the
+ * milter gone - exactly what happens to a message whose connection came
+ * after the socket was removed.  No mail is lost either way.
+ *
+ * A callback that outlasts the whole drain (an end of message fsyncing
+ * on a stalled disk, a huge MIME parse) is reported in
+ * glue_drained.busy: the caller must then end the process without
+ * releasing anything that callback may be using (main.c).
+ *
+ * The waits use CLOCK_MONOTONIC (the condition variable is made with
+ * that clock in gate_init()), so stepping the wall clock changes no
+ * wait.
  */
 #define GATE_QUIET_MS 200
+#define GATE_ENVELOPE_MS 2000
+
+/* Where a session's message is, for the gate. */
+enum gate_phase {
+	GATE_NONE, /* no message open */
+	GATE_ENVELOPE, /* MAIL FROM seen, no header, body or end of header */
+	GATE_CONTENT, /* content arriving: until the answer to end of message */
+};
 
 static struct {
 	pthread_mutex_t lock;
-	pthread_cond_t idle; /* busy and messages reached 0 */
+	pthread_cond_t idle; /* busy and messages reached 0 (gate_init) */
 	pthread_cond_t never; /* parked callbacks wait here for good */
 	unsigned long busy; /* callbacks running */
-	unsigned long messages; /* messages open */
+	unsigned long envelopes; /* messages in GATE_ENVELOPE */
+	unsigned long messages; /* messages in GATE_CONTENT */
 	int64_t last_leave; /* when a callback last left, mono_ms() */
 	int closed;
 } gate = {
 	PTHREAD_MUTEX_INITIALIZER,
+	PTHREAD_COND_INITIALIZER, /* replaced by gate_init() */
 	PTHREAD_COND_INITIALIZER,
-	PTHREAD_COND_INITIALIZER,
+	0,
 	0,
 	0,
 	0,
 	0,
 };
+
+static pthread_once_t gate_once = PTHREAD_ONCE_INIT;
+
+/* Before any callback can run (glue_open()) and in glue_drain(). */
+static void gate_init(void)
+{
+	pthread_condattr_t attr;
+
+	if (pthread_condattr_init(&attr) ||
+	    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) ||
+	    pthread_cond_init(&gate.idle, &attr))
+		BUG("cannot make a condition variable on CLOCK_MONOTONIC");
+	pthread_condattr_destroy(&attr);
+}
 
 static int64_t mono_ms(void)
 {
@@ -93,9 +140,11 @@ static int64_t mono_ms(void)
 	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-static int in_message(const struct session *s)
+static enum gate_phase phase_of(const struct session *s)
 {
-	return s && s->conf;
+	if (!s || !s->conf)
+		return GATE_NONE;
+	return s->nr_headers || s->in_body ? GATE_CONTENT : GATE_ENVELOPE;
 }
 
 static void gate_enter(void)
@@ -107,18 +156,28 @@ static void gate_enter(void)
 	pthread_mutex_unlock(&gate.lock);
 }
 
-/* was: the session had a message open when the callback began. */
-static void gate_leave(int was, const struct session *s)
+/* The count a message in phase p is in; NULL for GATE_NONE. */
+static unsigned long *gate_count(enum gate_phase p)
 {
-	int now = in_message(s);
+	if (p == GATE_ENVELOPE)
+		return &gate.envelopes;
+	if (p == GATE_CONTENT)
+		return &gate.messages;
+	return NULL;
+}
+
+/* was: the session's phase when the callback began. */
+static void gate_leave(enum gate_phase was, const struct session *s)
+{
+	enum gate_phase now = phase_of(s);
 
 	pthread_mutex_lock(&gate.lock);
 	gate.busy--;
 	gate.last_leave = mono_ms();
-	if (now && !was)
-		gate.messages++;
-	else if (was && !now)
-		gate.messages--;
+	if (now != was && gate_count(was))
+		(*gate_count(was))--;
+	if (now != was && gate_count(now))
+		(*gate_count(now))++;
 	if (!gate.busy && !gate.messages)
 		pthread_cond_broadcast(&gate.idle);
 	pthread_mutex_unlock(&gate.lock);
@@ -154,17 +213,18 @@ static struct session *get(SMFICTX *ctx)
  * gate, the session (made on first use, unless only looked up) and the
  * thread's log correlation id.
  */
-static struct session *open_cb(SMFICTX *ctx, int make, int *was)
+static struct session *open_cb(SMFICTX *ctx, int make, enum gate_phase *was)
 {
 	struct session *s;
 
 	gate_enter();
 	s = make ? get(ctx) : smfi_getpriv(ctx);
-	*was = in_message(s);
+	*was = phase_of(s);
 	return s;
 }
 
-static sfsistat close_cb(int was, const struct session *s, sfsistat rc)
+static sfsistat close_cb(enum gate_phase was, const struct session *s,
+			 sfsistat rc)
 {
 	gate_leave(was, s);
 	log_ctx_clear();
@@ -189,7 +249,7 @@ static void take_queue_id(SMFICTX *ctx, struct session *s)
 static sfsistat cb_connect(SMFICTX *ctx, char *host, _SOCK_ADDR *addr)
 {
 	struct session *s;
-	int was;
+	enum gate_phase was;
 
 	(void)host;
 	(void)addr;
@@ -199,7 +259,7 @@ static sfsistat cb_connect(SMFICTX *ctx, char *host, _SOCK_ADDR *addr)
 
 static sfsistat cb_envfrom(SMFICTX *ctx, char **argv)
 {
-	int was;
+	enum gate_phase was;
 	struct session *s = open_cb(ctx, 1, &was);
 
 	if (!s)
@@ -215,7 +275,7 @@ static sfsistat cb_envfrom(SMFICTX *ctx, char **argv)
 
 static sfsistat cb_header(SMFICTX *ctx, char *name, char *value)
 {
-	int was;
+	enum gate_phase was;
 	struct session *s = open_cb(ctx, 1, &was);
 
 	if (!s)
@@ -227,7 +287,7 @@ static sfsistat cb_header(SMFICTX *ctx, char *name, char *value)
 
 static sfsistat cb_eoh(SMFICTX *ctx)
 {
-	int was;
+	enum gate_phase was;
 	struct session *s = open_cb(ctx, 1, &was);
 
 	if (!s)
@@ -239,7 +299,7 @@ static sfsistat cb_eoh(SMFICTX *ctx)
 
 static sfsistat cb_body(SMFICTX *ctx, unsigned char *data, size_t len)
 {
-	int was;
+	enum gate_phase was;
 	struct session *s = open_cb(ctx, 1, &was);
 
 	if (!s)
@@ -251,7 +311,7 @@ static sfsistat cb_body(SMFICTX *ctx, unsigned char *data, size_t len)
 
 static sfsistat cb_eom(SMFICTX *ctx)
 {
-	int was;
+	enum gate_phase was;
 	struct session *s = open_cb(ctx, 1, &was);
 	struct session_outcome out;
 	sfsistat rc = SMFIS_CONTINUE;
@@ -275,7 +335,7 @@ static sfsistat cb_eom(SMFICTX *ctx)
 
 static sfsistat cb_abort(SMFICTX *ctx)
 {
-	int was;
+	enum gate_phase was;
 	struct session *s = open_cb(ctx, 0, &was);
 
 	if (s) {
@@ -287,7 +347,7 @@ static sfsistat cb_abort(SMFICTX *ctx)
 
 static sfsistat cb_close(SMFICTX *ctx)
 {
-	int was;
+	enum gate_phase was;
 	struct session *s = open_cb(ctx, 0, &was);
 
 	if (s) {
@@ -318,6 +378,7 @@ int glue_open(const char *socket, int timeout_s, mode_t sock_umask)
 	mode_t old;
 	int rc;
 
+	pthread_once(&gate_once, gate_init);
 	if (strlen(socket) >= sizeof(spec))
 		return err_set(PB_EINVAL, "socket spec too long");
 	snprintf(spec, sizeof(spec), "%s", socket);
@@ -345,46 +406,49 @@ int glue_run(void)
 	return 0;
 }
 
-/* ms from now on the clock of pthread_cond_timedwait() (CLOCK_REALTIME). */
-static struct timespec deadline_in(int64_t ms)
+/* A CLOCK_MONOTONIC time in ms as gate.idle's deadline. */
+static struct timespec mono_deadline(int64_t at_ms)
 {
 	struct timespec t;
 
-	clock_gettime(CLOCK_REALTIME, &t);
-	t.tv_sec += (time_t)(ms / 1000);
-	t.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (t.tv_nsec >= 1000000000) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000;
-	}
+	t.tv_sec = (time_t)(at_ms / 1000);
+	t.tv_nsec = (long)(at_ms % 1000) * 1000000;
 	return t;
 }
 
-unsigned long glue_drain(int timeout_s)
+void glue_drain(struct glue_drained *out, int timeout_s)
 {
-	int64_t end = mono_ms() + (int64_t)timeout_s * 1000, now, wait;
-	struct timespec until;
-	unsigned long left;
+	int64_t start = mono_ms(), now, until;
+	int64_t end = start + (int64_t)timeout_s * 1000;
+	int64_t grace = start + GATE_ENVELOPE_MS;
+	struct timespec ts;
 
+	pthread_once(&gate_once, gate_init);
 	pthread_mutex_lock(&gate.lock);
 	for (;;) {
 		now = mono_ms();
 		if (now >= end)
 			break;
-		wait = end - now;
+		until = end;
 		if (!gate.busy && !gate.messages) {
-			if (now - gate.last_leave >= GATE_QUIET_MS)
+			if (gate.envelopes && now < grace) {
+				/* a message may reach its content yet */
+				if (grace < until)
+					until = grace;
+			} else if (now - gate.last_leave >= GATE_QUIET_MS) {
 				break;
-			if (gate.last_leave + GATE_QUIET_MS - now < wait)
-				wait = gate.last_leave + GATE_QUIET_MS - now;
+			} else if (gate.last_leave + GATE_QUIET_MS < until) {
+				until = gate.last_leave + GATE_QUIET_MS;
+			}
 		}
-		until = deadline_in(wait);
-		pthread_cond_timedwait(&gate.idle, &gate.lock, &until);
+		ts = mono_deadline(until);
+		pthread_cond_timedwait(&gate.idle, &gate.lock, &ts);
 	}
 	gate.closed = 1;
-	left = gate.messages;
+	out->messages = gate.messages;
+	out->envelopes = gate.envelopes;
+	out->busy = gate.busy;
 	pthread_mutex_unlock(&gate.lock);
-	return left;
 }
 
 void glue_version(char *buf, size_t size)

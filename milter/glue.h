@@ -20,7 +20,8 @@
  * Stopping: glue_drain() waits for the messages in flight to be answered
  * (their spool records written) and then lets no callback do anything
  * more; the process may exit then, without stopping libmilter (see "The
- * drain" in glue.c and main.c).
+ * drain" in glue.c and main.c) - at once, without releasing anything, if
+ * a callback still runs.
  *
  * Thread safety: glue_open() and glue_run() are called from one thread;
  * glue_drain() from another one (main.c's).
@@ -44,16 +45,29 @@ int glue_open(const char *socket, int timeout_s, mode_t sock_umask);
 /* Serve: smfi_main(); returns only on a fatal listener error. */
 int glue_run(void);
 
+/* What glue_drain() left behind when it closed the gate. */
+struct glue_drained {
+	/* messages whose content Postfix was sending (time ran out) */
+	unsigned long messages;
+	/* messages still between MAIL FROM and their first header: not
+	 * waited for after a short grace (see "The drain" in glue.c) */
+	unsigned long envelopes;
+	/* callbacks still running: the process must end without releasing
+	 * the configuration, GMime or the log (main.c) */
+	unsigned long busy;
+};
+
 /*
- * Wait up to timeout_s seconds until no message is open (between MAIL
- * FROM and the answer to end of message, or an abort), no callback runs
- * and none has returned for a moment (libmilter writes the answer after
- * the callback returns), then close the gate for good: callbacks that come later do
- * nothing and never return, so Postfix sees the milter as down.  Returns
- * the number of messages still open when the time ran out (0: drained).
+ * Wait up to timeout_s seconds until no message is open from its first
+ * header to the answer to its end of message (or an abort), no callback
+ * runs and none has returned for a moment (libmilter writes the answer
+ * after the callback returns); messages that have not reached their
+ * headers yet are waited for only briefly.  Then close the gate for
+ * good: callbacks that come later do nothing and never return, so
+ * Postfix sees the milter as down.  *out says what was still open.
  * Call it once, then exit.
  */
-unsigned long glue_drain(int timeout_s);
+void glue_drain(struct glue_drained *out, int timeout_s);
 
 /* libmilter's version, "8.17.1" style, into buf. */
 void glue_version(char *buf, size_t size);

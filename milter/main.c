@@ -24,13 +24,17 @@
  * Stop (SIGTERM, SIGINT): the unix socket is removed at once, so new
  * connections find the milter down and Postfix applies its
  * default_action; the messages in flight are finished - spooled and
- * answered - for up to MILTER_DRAIN_S seconds (glue_drain()); then the
- * process exits.  It does not wait for smfi_main() to return: after
- * smfi_stop() libmilter's listener looks at its stop flag only every 5 s
- * (and smfi_stop() itself waits for that, on the listener's mutex), while
- * after the drain no callback touches anything any more, so there is
- * nothing left to wait for.  (An inet: socket cannot be removed:
- * connections accepted during the drain are served like the others.)
+ * answered - for up to MILTER_DRAIN_S seconds (glue_drain(); a message
+ * whose SMTP client has not sent it yet is waited for only briefly, see
+ * "The drain" in glue.c); then the process exits.  It does not wait for
+ * smfi_main() to return: after smfi_stop() libmilter's listener looks at
+ * its stop flag only every 5 s (and smfi_stop() itself waits for that, on
+ * the listener's mutex), while after the drain no callback touches
+ * anything any more, so there is nothing left to wait for.  Unless one
+ * still runs when the time is up: then the process ends with _exit() at
+ * once, releasing nothing that callback may be using.  (An inet: socket
+ * cannot be removed: connections accepted during the drain are served
+ * like the others.)
  * tests/milter/sigterm.sh checks this under load.
  *
  * Reload: a new generation (mconf.h) is loaded from the same file and
@@ -277,21 +281,28 @@ static void reload(const char *path)
 
 /*
  * SIGTERM or SIGINT: no new connections, and the messages in flight
- * finished.  Signals that come meanwhile wait in the pipe.
+ * finished.  Signals that come meanwhile wait in the pipe.  Returns the
+ * number of callbacks still running (see serve_forever()).
  */
-static void stop(int sig, const char *sock_path)
+static unsigned long stop(int sig, const char *sock_path)
 {
-	unsigned long left;
+	struct glue_drained d;
 
 	log_notice("stopping (signal %d)", sig);
 	if (sock_path && unlink(sock_path) < 0 && errno != ENOENT)
 		log_warn("cannot remove the socket %s: %s", sock_path,
 			 strerror(errno));
-	left = glue_drain(MILTER_DRAIN_S);
-	if (left)
+	glue_drain(&d, MILTER_DRAIN_S);
+	if (d.messages)
 		log_warn("%lu message(s) still in flight after %d s: "
 			 "Postfix applies its default_action to them",
-			 left, MILTER_DRAIN_S);
+			 d.messages, MILTER_DRAIN_S);
+	if (d.envelopes)
+		log_notice("%lu message(s) not sent yet by their SMTP "
+			   "clients were not waited for: Postfix applies its "
+			   "default_action to them",
+			   d.envelopes);
+	return d.busy;
 }
 
 static int write_pidfile(const char *path)
@@ -308,6 +319,7 @@ static int serve_forever(const char *path, const char *spec, int foreground,
 	struct mconf *c = mconf_current();
 	const struct mconf_view *v = mconf_view(c);
 	int timeout_s, serve_rc = 0, stopped = 0, done = 0;
+	unsigned long busy = 0;
 	const char *sock_path = socket_path(spec);
 	sigset_t block, old;
 	pthread_t tid;
@@ -358,7 +370,7 @@ static int serve_forever(const char *path, const char *spec, int foreground,
 			if (sigs[i] == SIGHUP) {
 				reload(path);
 			} else if (sigs[i] == SIGTERM || sigs[i] == SIGINT) {
-				stop(sigs[i], sock_path);
+				busy = stop(sigs[i], sock_path);
 				stopped = done = 1;
 			} else if (sigs[i] == 0) {
 				done = 1;
@@ -374,6 +386,24 @@ static int serve_forever(const char *path, const char *spec, int foreground,
 	}
 	if (pidfile)
 		unlink(pidfile);
+	if (busy) {
+		/*
+		 * A callback outlasted the drain (a stalled disk, a huge
+		 * parse) and still uses the configuration, the spool and
+		 * GMime: main()'s teardown would free them under it.  End
+		 * here instead, as a crash would, and as safely: Postfix
+		 * applies default_action to its message, and a record left
+		 * half-written stays in tmp/ where no reader looks.  Nothing
+		 * needs flushing: the log's stderr is unbuffered and each
+		 * syslog() line is sent as it is made.
+		 */
+		log_warn("%lu callback(s) still running after %d s: exiting "
+			 "without releasing what they use",
+			 busy, MILTER_DRAIN_S);
+		log_notice("stopped");
+		fflush(stderr);
+		_exit(EX_OK);
+	}
 	log_notice("stopped");
 	return stopped || !serve_rc ? EX_OK : EX_SOFTWARE;
 }

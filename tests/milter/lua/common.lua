@@ -29,9 +29,8 @@ function open()
 	return conn
 end
 
--- One message: headers is a list of {name, value}, body a list of
--- strings sent as separate chunks.  Returns the reply to EOM.
-function send(conn, qid, headers, body)
+-- MAIL FROM with the queue id qid, answered CONTINUE.
+function mail_from(conn, qid)
 	mt.macro(conn, SMFIC_MAIL, "i", qid)
 	if mt.mailfrom(conn, "<rev@example.org>") ~= nil then
 		error("mailfrom")
@@ -44,6 +43,10 @@ function send(conn, qid, headers, body)
 			error("rcptto")
 		end
 	end
+end
+
+-- The header fields, a list of {name, value}, each answered CONTINUE.
+function send_headers(conn, headers)
 	for _, h in ipairs(headers) do
 		if mt.header(conn, h[1], h[2]) ~= nil then
 			error("header " .. h[1])
@@ -52,6 +55,11 @@ function send(conn, qid, headers, body)
 			error("header " .. h[1] .. ": unexpected reply")
 		end
 	end
+end
+
+-- End of header, the body (a list of strings sent as separate chunks)
+-- and end of message.  Returns the reply to EOM.
+function send_body(conn, body)
 	if mt.eoh(conn) ~= nil then error("eoh") end
 	for _, chunk in ipairs(body) do
 		if mt.bodystring(conn, chunk) ~= nil then error("body") end
@@ -61,6 +69,21 @@ function send(conn, qid, headers, body)
 	end
 	if mt.eom(conn) ~= nil then error("eom") end
 	return mt.getreply(conn)
+end
+
+-- One message: headers is a list of {name, value}, body a list of
+-- strings sent as separate chunks.  Returns the reply to EOM.
+function send(conn, qid, headers, body)
+	mail_from(conn, qid)
+	send_headers(conn, headers)
+	return send_body(conn, body)
+end
+
+-- Tell the shell script this point is reached: create the file $MT_MARK.
+function mark()
+	local f = io.open(os.getenv("MT_MARK"), "w")
+	if f == nil then error("cannot create MT_MARK") end
+	f:close()
 end
 
 -- A reply to patch 2/7, placed by its In-Reply-To (our scheme).
