@@ -204,10 +204,14 @@ struct depth {
 	enum spool_area area; /* being walked */
 	size_t (*per)[2]; /* per configured project: new/, cur/ */
 	size_t other[2]; /* no project, or one not configured */
+	/* Records whose header does not parse / cannot be read, and the
+	 * first one's error. */
+	size_t corrupt[2], unreadable[2];
+	char corrupt_err[2][PB_ERRMSG_MAX], unreadable_err[2][PB_ERRMSG_MAX];
 	size_t dead_unread, dead_shown;
 };
 
-static int depth_one(const char *name, const struct spool_record *hdr,
+static int depth_one(const char *name, const struct spool_record *hdr, int err,
 		     void *arg)
 {
 	struct depth *d = arg;
@@ -215,8 +219,18 @@ static int depth_one(const char *name, const struct spool_record *hdr,
 	size_t i;
 
 	(void)name;
-	for (i = 0; hdr && hdr->project[0] && i < config_project_count(d->cfg);
-	     i++) {
+	if (!hdr) {
+		size_t *n = err == PB_EINVAL ? &d->corrupt[a] :
+					       &d->unreadable[a];
+		char *e = err == PB_EINVAL ? d->corrupt_err[a] :
+					     d->unreadable_err[a];
+
+		if (!(*n)++)
+			printable_copy(e, PB_ERRMSG_MAX, err_msg(),
+				       strlen(err_msg()));
+		return 0;
+	}
+	for (i = 0; hdr->project[0] && i < config_project_count(d->cfg); i++) {
 		const char *p =
 			config_project_name(config_project_at(d->cfg, i));
 
@@ -230,7 +244,8 @@ static int depth_one(const char *name, const struct spool_record *hdr,
 }
 
 /* A dead letter without a journal row: show it with its reason. */
-static int dead_one(const char *name, const struct spool_record *hdr, void *arg)
+static int dead_one(const char *name, const struct spool_record *hdr, int err,
+		    void *arg)
 {
 	struct depth *d = arg;
 	struct buf reason = BUF_INIT(PB_ERRMSG_MAX * 2);
@@ -240,6 +255,7 @@ static int dead_one(const char *name, const struct spool_record *hdr, void *arg)
 	char *key = NULL;
 	int rc;
 
+	(void)err; /* its reason file says more than why it cannot be read */
 	if (hdr && hdr->message_id[0]) {
 		key = inbound_message_id(hdr->message_id, NULL, 0);
 		store_inbound_init(&row);
@@ -287,6 +303,19 @@ static int show_spool_totals(struct depth *d, const char *dir)
 		return rc;
 	printf("spool %s: %zu in new/, %zu in cur/, %zu in done/, %zu dead\n",
 	       dir, n[0], n[1], n[2], n[3]);
+	for (k = 0; k < 2; k++) {
+		if (d->unreadable[k])
+			printf("  %zu record%s in %s/ could not be read: %s\n",
+			       d->unreadable[k],
+			       d->unreadable[k] == 1 ? "" : "s",
+			       spool_area_name(areas[k]), d->unreadable_err[k]);
+		if (d->corrupt[k])
+			printf("  %zu record%s in %s/ %s corrupt: %s\n",
+			       d->corrupt[k], d->corrupt[k] == 1 ? "" : "s",
+			       spool_area_name(areas[k]),
+			       d->corrupt[k] == 1 ? "is" : "are",
+			       d->corrupt_err[k]);
+	}
 	if (d->other[0] + d->other[1])
 		printf("  %zu waiting for no configured project (%zu in new/, "
 		       "%zu in cur/)\n",

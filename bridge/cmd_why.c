@@ -19,6 +19,7 @@
 #include "inbound/plan.h"
 #include "util/buf.h"
 #include "util/err.h"
+#include "util/fileio.h"
 #include "util/jsonw.h"
 #include "util/limits.h"
 #include "util/printable.h"
@@ -51,7 +52,9 @@ const char cmd_why_help[] =
 	"Exit status: 0 when the bridge has a record of the mail, 66\n"
 	"(EX_NOINPUT) when it has none: the milter passes mail that is not\n"
 	"a reply to a bridged thread without spooling it, or the mail has\n"
-	"not arrived.\n";
+	"not arrived; 77 (EX_NOPERM) when it cannot tell, because the\n"
+	"journal has no row and a spool record that may be the mail's\n"
+	"cannot be read (run it as the daemon's user).\n";
 
 /* Cap on a dead letter's reason file as read back. */
 #define WHY_REASON_MAX (PB_ERRMSG_MAX + 256)
@@ -270,7 +273,7 @@ static void parse_mail(struct why *w)
 static void gather_spool(struct why *w)
 {
 	struct spool *sp = NULL;
-	size_t i, pick = 0;
+	size_t i, pick = 0, readable = 0;
 	int rc;
 
 	rc = spool_open(&sp, config_str(w->cfg, CFG_SPOOL_DIR), SPOOL_INSPECT);
@@ -292,17 +295,21 @@ static void gather_spool(struct why *w)
 		const struct spool_entry *e = &w->recs.items[i];
 		struct buf reason = BUF_INIT(WHY_REASON_MAX);
 
-		if (e->area == SPOOL_DEAD &&
+		/* One that cannot be read may be another mail's. */
+		if (e->area == SPOOL_DEAD && !e->read_errno &&
 		    spool_dead_reason(&reason, sp, e->name)) {
 			buf_reset(&reason);
 			buf_addf(&reason, "(no reason file: %s)", err_msg());
 		}
 		strlist_push(&w->reasons, reason.data);
 		buf_release(&reason);
-		if (w->have_row && !strcmp(e->name, w->row.spool_name))
+		if (e->read_errno)
+			continue;
+		if (!readable++ ||
+		    (w->have_row && !strcmp(e->name, w->row.spool_name)))
 			pick = i;
 	}
-	if (!w->recs.nr)
+	if (!readable)
 		goto out;
 	rc = spool_load(&w->rec, sp, w->recs.items[pick].area,
 			w->recs.items[pick].name);
@@ -356,20 +363,38 @@ static const char *explain(const char *reason)
 	return NULL;
 }
 
-/* The one-word outcome, and the state database's part of the verdict. */
-static const char *verdict(const struct why *w)
+/* The first spool record that cannot be read (it may be the mail's). */
+static const struct spool_entry *unreadable(const struct why *w)
 {
 	size_t i;
 
+	for (i = 0; i < w->recs.nr; i++)
+		if (w->recs.items[i].read_errno)
+			return &w->recs.items[i];
+	return NULL;
+}
+
+/* The one-word outcome, and the state database's part of the verdict. */
+static const char *verdict(const struct why *w)
+{
+	size_t i, readable = 0;
+
 	if (w->have_row)
 		return store_inbound_state_name(w->row.state);
-	for (i = 0; i < w->recs.nr; i++)
+	for (i = 0; i < w->recs.nr; i++) {
+		if (w->recs.items[i].read_errno)
+			continue;
 		if (w->recs.items[i].area == SPOOL_DEAD)
 			return "dead";
-	if (w->recs.nr)
+		readable++;
+	}
+	if (readable)
 		return "spooled";
 	if (w->have_sent)
 		return "sent-by-bridge";
+	/* Not in the journal, but a record nobody can rule out. */
+	if (unreadable(w))
+		return "unreadable";
 	return "unknown";
 }
 
@@ -463,6 +488,10 @@ static void tell_verdict(const struct why *w, const char *v)
 		else if (!strcmp(v, "spooled"))
 			printf("  spooled by the milter, not journaled by the "
 			       "daemon yet\n");
+		else if (!strcmp(v, "unreadable"))
+			printf("  cannot tell: not in the state database, and "
+			       "a spool record that may be this mail's exists "
+			       "but cannot be read (see below)\n");
 		return; /* a mail the bridge sent: tell_sent() */
 	}
 	pr(e, sizeof(e), r->last_error);
@@ -653,6 +682,15 @@ static void tell_spool(const struct why *w)
 		int mine = w->have_row && !strcmp(e->name, w->row.spool_name);
 
 		seen |= mine;
+		if (e->read_errno) {
+			printf("  spool: %s/%s: %s, but it cannot be read: %s\n",
+			       spool_area_name(e->area), e->name,
+			       mine ? "the journaled record is there" :
+				      "a record that may be this mail's is "
+				      "there",
+			       strerror(e->read_errno));
+			continue;
+		}
 		printf("  spool: %s/%s: %s%s\n", spool_area_name(e->area),
 		       e->name, area_story(e->area),
 		       w->have_row && !mine ? " (another copy of the mail, "
@@ -973,8 +1011,12 @@ static void json_spool(struct jsonw *j, const struct why *w)
 		jsonw_key(j, "journaled");
 		jsonw_bool(j,
 			   w->have_row && !strcmp(e->name, w->row.spool_name));
+		/* Set when the record cannot be read: then it may or may
+		 * not be this mail's. */
+		jsonw_key(j, "error");
+		jsonw_strz(j, e->read_errno ? strerror(e->read_errno) : NULL);
 		jsonw_key(j, "reason");
-		if (e->area == SPOOL_DEAD) {
+		if (e->area == SPOOL_DEAD && !e->read_errno) {
 			reason_field(r, sizeof(r), w->reasons.items[i],
 				     "Reason: ");
 			jsonw_strz(j, r);
@@ -1123,7 +1165,9 @@ int cmd_why(const char *config_path, int argc, char **argv)
 	} else {
 		tell_text(&w);
 	}
-	if (strcmp(verdict(&w), "unknown"))
+	if (!strcmp(verdict(&w), "unreadable"))
+		ex = env_exit_code(err_from_errno(unreadable(&w)->read_errno));
+	else if (strcmp(verdict(&w), "unknown"))
 		ex = EX_OK;
 	else if (w.spool_rc)
 		ex = env_exit_code(w.spool_rc); /* cannot tell */

@@ -965,7 +965,9 @@ static int read_record_file(struct buf *file, struct spool *sp,
 	struct stat st;
 	int fd, rc;
 
-	fd = openat(sp->fd[area], name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* Non-blocking: a FIFO of a record's name must not hang us. */
+	fd = openat(sp->fd[area], name,
+		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ELOOP)
 			return err_set(PB_EINVAL, "a symbolic link");
@@ -1277,50 +1279,95 @@ int spool_prune_done(size_t *removed, struct spool *sp, int64_t retention,
 
 /* ---- finding ---------------------------------------------------------- */
 
-static void strip_angles(const char **p, size_t *len)
+/*
+ * The Message-ID as the inbound journal keys it (inbound_message_id()):
+ * without surrounding blanks, leading '<'s and trailing '>'s.
+ */
+static void key_span(const char **p, size_t *len)
 {
-	if (*len >= 2 && (*p)[0] == '<' && (*p)[*len - 1] == '>') {
-		(*p)++;
-		*len -= 2;
-	}
+	while (*len && strchr(" \t<", **p))
+		(*p)++, (*len)--;
+	while (*len && strchr(" \t>", (*p)[*len - 1]))
+		(*len)--;
 }
 
 /*
- * Read the header block of area/name into rec (initialised, empty):
- * 0, PB_ENOTFOUND when it moved on meanwhile or cannot be opened, or
- * PB_EINVAL when it does not parse.
+ * Read the header block of area/name into rec (initialised, empty).
+ * 0; PB_ENOTFOUND when it moved on meanwhile (ENOENT, and only that);
+ * PB_EINVAL when it is corrupt (a symbolic link or no regular file, no
+ * header, a header that does not parse); another code when it cannot be
+ * read (permissions, I/O, no descriptor left), with *read_errno set to
+ * the errno (else left 0).  Opened non-blocking, so a FIFO of a record's
+ * name cannot hang the reader.
  */
-static int load_header(struct spool_record *rec, struct spool *sp,
-		       enum spool_area area, const char *name)
+static int load_header(struct spool_record *rec, int *read_errno,
+		       struct spool *sp, enum spool_area area, const char *name)
 {
 	char head[SPOOL_HEADER_MAX];
+	const char *an = area_names[area];
 	size_t hdr_len, size;
+	struct stat st;
 	ssize_t n;
-	int fd, rc;
+	int fd, e, rc;
 
-	fd = openat(sp->fd[area], name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return err_set(PB_ENOTFOUND, "spool: open %s/%s",
-			       area_names[area], name);
+	*read_errno = 0;
+	fd = openat(sp->fd[area], name,
+		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		e = errno;
+		if (e == ENOENT)
+			return err_set(PB_ENOTFOUND, "spool: %s/%s is gone", an,
+				       name);
+		if (e == ELOOP)
+			return err_set(PB_EINVAL,
+				       "spool: %s/%s: a symbolic link", an,
+				       name);
+		goto unreadable;
+	}
+	if (fstat(fd, &st) < 0) {
+		e = errno;
+		close(fd);
+		goto unreadable;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return err_set(PB_EINVAL, "spool: %s/%s: not a regular file",
+			       an, name);
+	}
 	do
 		n = pread(fd, head, sizeof(head), 0);
 	while (n < 0 && errno == EINTR);
+	e = errno;
 	close(fd);
-	if (n <= 0)
-		return err_set(PB_EINVAL, "spool: %s/%s: no header",
-			       area_names[area], name);
+	if (n < 0)
+		goto unreadable;
+	if (n == 0)
+		return err_set(PB_EINVAL, "spool: %s/%s: no header", an, name);
 	rc = parse_header(rec, &hdr_len, &size, head, (size_t)n);
 	if (rc) {
 		spool_record_release(rec);
-		return rc;
+		return err_prefix(rc, "spool: %s/%s", an, name);
 	}
 	snprintf(rec->name, sizeof(rec->name), "%s", name);
 	return 0;
+
+unreadable:
+	*read_errno = e;
+	rc = spool_errno(e);
+	errno = e;
+	return err_set_errno(rc == PB_ENOTFOUND || rc == PB_EINVAL ? PB_ERROR :
+								     rc,
+			     "spool: cannot read %s/%s", an, name);
 }
 
-/* True when area/name is a record with that Message-ID. */
-static int header_matches(struct spool *sp, enum spool_area area,
-			  const char *name, const char *want, size_t want_len)
+/*
+ * 1 when area/name is a record with the Message-ID want (in key form), 0
+ * when it is not, is gone or is corrupt; 0 with *read_errno set when it
+ * cannot be read, so it may be.
+ */
+static int header_matches(int *read_errno, struct spool *sp,
+			  enum spool_area area, const char *name,
+			  const char *want, size_t want_len)
 {
 	struct spool_record rec;
 	size_t id_len;
@@ -1328,10 +1375,10 @@ static int header_matches(struct spool *sp, enum spool_area area,
 	int match = 0;
 
 	spool_record_init(&rec);
-	if (load_header(&rec, sp, area, name) == 0) {
+	if (load_header(&rec, read_errno, sp, area, name) == 0) {
 		id = rec.message_id;
 		id_len = strlen(id);
-		strip_angles(&id, &id_len);
+		key_span(&id, &id_len);
 		match = id_len == want_len && memcmp(id, want, id_len) == 0;
 	}
 	spool_record_release(&rec);
@@ -1353,9 +1400,9 @@ int spool_find(struct spool_entry_list *out, struct spool *sp,
 	struct strlist names = STRLIST_INIT;
 	const char *want = message_id ? message_id : "";
 	size_t want_len = strlen(want), a, i, found = 0;
-	int rc = 0;
+	int rc = 0, read_errno;
 
-	strip_angles(&want, &want_len);
+	key_span(&want, &want_len);
 	if (!want_len)
 		return err_set(PB_EINVAL, "spool_find: empty Message-ID");
 	for (a = 0; !rc && a < sizeof(areas) / sizeof(areas[0]); a++) {
@@ -1363,14 +1410,16 @@ int spool_find(struct spool_entry_list *out, struct spool *sp,
 		for (i = 0; !rc && i < names.nr; i++) {
 			struct spool_entry *e;
 
-			if (!header_matches(sp, areas[a], names.items[i], want,
-					    want_len))
+			if (!header_matches(&read_errno, sp, areas[a],
+					    names.items[i], want, want_len) &&
+			    !read_errno)
 				continue;
 			ALLOC_GROW(out->items, out->nr + 1, out->alloc);
 			e = &out->items[out->nr++];
 			e->area = areas[a];
 			snprintf(e->name, sizeof(e->name), "%s",
 				 names.items[i]);
+			e->read_errno = read_errno;
 			found++;
 		}
 		strlist_release(&names);
@@ -1383,24 +1432,25 @@ int spool_find(struct spool_entry_list *out, struct spool *sp,
 
 int spool_each_header(struct spool *sp, enum spool_area area,
 		      int (*fn)(const char *name,
-				const struct spool_record *hdr, void *arg),
+				const struct spool_record *hdr, int err,
+				void *arg),
 		      void *arg)
 {
 	struct strlist names = STRLIST_INIT;
 	struct spool_record rec;
 	size_t i;
-	int rc;
+	int rc, read_errno;
 
 	BUG_ON(area == SPOOL_TMP);
 	spool_record_init(&rec);
 	rc = list_area(&names, sp, area, 0);
 	for (i = 0; !rc && i < names.nr; i++) {
-		rc = load_header(&rec, sp, area, names.items[i]);
+		rc = load_header(&rec, &read_errno, sp, area, names.items[i]);
 		if (rc == PB_ENOTFOUND) {
 			rc = 0; /* claimed, filed or pruned meanwhile */
 			continue;
 		}
-		rc = fn(names.items[i], rc ? NULL : &rec, arg);
+		rc = fn(names.items[i], rc ? NULL : &rec, rc, arg);
 		spool_record_release(&rec);
 	}
 	spool_record_release(&rec);

@@ -303,6 +303,9 @@ int spool_count(size_t *out, struct spool *sp, enum spool_area area);
 struct spool_entry {
 	enum spool_area area;
 	char name[SPOOL_NAME_MAX + 1];
+	/* 0: the record carries the Message-ID.  Else the errno that kept
+	 * its header from being read (EACCES ...): it may carry it. */
+	int read_errno;
 };
 
 struct spool_entry_list {
@@ -315,10 +318,13 @@ void spool_entry_list_release(struct spool_entry_list *list);
 
 /*
  * Every record in new/, cur/, done/ and dead/ whose Message-ID is
- * message_id (one pair of surrounding <> ignored on either side),
- * appended to out in that order of areas, by name within each.  Reads
- * the header of every record: for `patchbridge why`, not for hot paths.
- * PB_ENOTFOUND when there is none.
+ * message_id, compared as the inbound journal keys mails (surrounding
+ * blanks, leading '<'s and trailing '>'s ignored on either side),
+ * appended to out in that order of areas, by name within each.  A record
+ * whose header cannot be read (permissions, I/O) cannot be ruled out: it
+ * is appended too, with its read_errno set.  Reads the header of every
+ * record: for `patchbridge why`, not for hot paths.  PB_ENOTFOUND when
+ * there is none of either.
  */
 int spool_find(struct spool_entry_list *out, struct spool *sp,
 	       const char *message_id);
@@ -333,14 +339,19 @@ int spool_load(struct spool_record *out, struct spool *sp, enum spool_area area,
 /*
  * Call fn for every record of area (not SPOOL_TMP), oldest first, with
  * its header: hdr has every field but the message (left empty; only the
- * header block is read), or is NULL when the header does not parse.
- * Records that move away during the walk are skipped.  fn returns 0 to
- * go on; anything else stops the walk and is returned.  Reads one header
- * per record: for `patchbridge status`, not for hot paths.
+ * header block is read) and err is 0, or hdr is NULL and err says why,
+ * with err_msg() naming the record: PB_EINVAL when the record is corrupt
+ * (its header does not parse, it is not a regular file), another code
+ * when it cannot be read (PB_EPERM for permissions, PB_ETEMP for I/O or
+ * no descriptor left, ...).  Only records that move away during the
+ * walk are skipped.  fn returns 0 to go on; anything else stops the walk
+ * and is returned.  Reads one header per record: for `patchbridge
+ * status`, not for hot paths.
  */
 int spool_each_header(struct spool *sp, enum spool_area area,
 		      int (*fn)(const char *name,
-				const struct spool_record *hdr, void *arg),
+				const struct spool_record *hdr, int err,
+				void *arg),
 		      void *arg);
 
 /* The text of dead/NAME.reason, appended to out. */

@@ -1272,7 +1272,7 @@ struct backfill {
 };
 
 static int backfill_one(const char *name, const struct spool_record *hdr,
-			void *arg)
+			int err, void *arg)
 {
 	struct backfill *b = arg;
 	struct spool_record rec;
@@ -1280,6 +1280,7 @@ static int backfill_one(const char *name, const struct spool_record *hdr,
 	char *id;
 	int rc;
 
+	(void)err; /* a record without a header has nothing to archive */
 	if (!hdr || !hdr->project[0] || hdr->iid <= 0)
 		return 0;
 	spool_record_init(&rec);

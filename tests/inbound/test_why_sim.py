@@ -133,7 +133,8 @@ class WhyTest(unittest.TestCase):
                           ("Reviewed-by", False, None)])
         self.assertTrue(j["from"]["verified"])
         self.assertEqual(j["spool"], [{"area": "done", "name": done[0],
-                                       "journaled": True, "reason": None}])
+                                       "journaled": True, "error": None,
+                                       "reason": None}])
         self.assertIsNone(j["sent"])
 
     # must-show 5, story 2: an ignored mail, and why
@@ -229,6 +230,62 @@ class WhyTest(unittest.TestCase):
         self.assertIn("  dead letters the daemon could not read:\n"
                       "    dead/%s <%s>: corrupt record: " % (new[0], mid),
                       out)
+
+    # a record that cannot be read is no "unknown" and no project's
+    # mail, and a corrupt one is told as corrupt
+    def test_unreadable_and_corrupt_records(self):
+        b = self.b
+        path, mid = b.reply("Locked away.\n")
+        b.replay(path)
+        name = self.spool_names("new")[0]
+        bad = "0000000000000001.q1.1.1"
+        with open(os.path.join(b.dir, "spool", "new", bad), "w") as f:
+            f.write("not a record\n")
+        # Everything readable by all but the record, read as nobody.
+        for d, _, files in os.walk(b.dir):
+            os.chmod(d, 0o755)
+            for f in files:
+                os.chmod(os.path.join(d, f), 0o644)
+        os.chmod(os.path.join(b.dir, "spool", "new", name), 0)
+        root = os.geteuid() == 0
+
+        def nobody():
+            if root:
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+
+        def run(*args):
+            return subprocess.run([sim.PB, "-c", b.conf()] + list(args),
+                                  capture_output=True, text=True,
+                                  timeout=120, preexec_fn=nobody)
+
+        p = run("status")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("spool %s/spool: 2 in new/" % b.dir, p.stdout)
+        self.assertIn("  1 record in new/ could not be read: spool: "
+                      "cannot read new/%s: Permission denied\n" % name,
+                      p.stdout)
+        self.assertIn("  1 record in new/ is corrupt: spool: new/%s: "
+                      % bad, p.stdout)
+        self.assertIn("  spool: 0 waiting (0 in new/, 0 in cur/)\n",
+                      p.stdout)
+        self.assertNotIn("no configured project", p.stdout)
+        p = run("why", mid)
+        self.assertEqual(p.returncode, 77, p.stdout + p.stderr)
+        self.assertIn("  cannot tell: not in the state database, and a "
+                      "spool record that may be this mail's exists but "
+                      "cannot be read (see below)\n", p.stdout)
+        self.assertIn("  spool: new/%s: a record that may be this mail's "
+                      "is there, but it cannot be read: Permission "
+                      "denied\n" % name, p.stdout)
+        p = run("why", "--json", mid)
+        self.assertEqual(p.returncode, 77, p.stderr)
+        j = json.loads(p.stdout)
+        self.assertEqual(j["verdict"], "unreadable")
+        self.assertEqual(j["spool"], [{
+            "area": "new", "name": name, "journaled": False,
+            "error": "Permission denied", "reason": None}])
 
     # a forge outage: the retry count and the next attempt
     def test_waiting_for_retry(self):

@@ -1087,18 +1087,26 @@ static void test_kill9(void **state)
 /* status and why: an inspecting handle looks and changes nothing. */
 struct walk {
 	int records, unreadable, in_project;
+	int corrupt, cannot_read, last_err; /* of the unreadable */
 };
 
-static int walk_one(const char *name, const struct spool_record *hdr, void *arg)
+static int walk_one(const char *name, const struct spool_record *hdr, int err,
+		    void *arg)
 {
 	struct walk *w = arg;
 
 	assert_true(spool_name_valid(name));
 	w->records++;
 	if (!hdr) {
+		assert_true(err < 0);
+		assert_non_null(strstr(err_msg(), name));
 		w->unreadable++;
+		w->corrupt += err == PB_EINVAL;
+		w->cannot_read += err != PB_EINVAL;
+		w->last_err = err;
 		return 0;
 	}
+	assert_int_equal(err, 0);
 	assert_string_equal(hdr->name, name);
 	assert_int_equal(hdr->message.len, 0);
 	if (!strcmp(hdr->project, plain_meta.project) && hdr->iid == 12)
@@ -1107,10 +1115,11 @@ static int walk_one(const char *name, const struct spool_record *hdr, void *arg)
 }
 
 static int stop_at_first(const char *name, const struct spool_record *hdr,
-			 void *arg)
+			 int err, void *arg)
 {
 	(void)name;
 	(void)hdr;
+	(void)err;
 	(*(int *)arg)++;
 	return 7;
 }
@@ -1184,6 +1193,7 @@ static void test_inspect(void **state)
 	assert_int_equal(spool_each_header(sp, SPOOL_NEW, walk_one, &w), 0);
 	assert_int_equal(w.records, 1);
 	assert_int_equal(w.unreadable, 1);
+	assert_int_equal(w.corrupt, 1);
 	assert_int_equal(
 		spool_each_header(sp, SPOOL_CUR, stop_at_first, &calls), 7);
 	assert_int_equal(calls, 1);
@@ -1208,6 +1218,113 @@ static void test_inspect(void **state)
 	snprintf(path, sizeof(path), "%s/tmp", spdir);
 	assert_int_equal(stat(path, &st), -1);
 	buf_release(&reason);
+}
+
+/*
+ * What the inspecting walk and spool_find() make of records they cannot
+ * use: corrupt ones (garbage, a FIFO, a directory or a symbolic link of a
+ * record's name) are told as corrupt, without hanging on the FIFO; one
+ * that cannot be read (mode 000, read by another user) is told as
+ * unreadable, and spool_find() cannot rule it out.  Neither stops the
+ * walk, and neither is skipped as gone.
+ */
+static char locked[SPOOL_NAME_MAX + 1]; /* the record made mode 000 */
+
+static int inspect_unreadable(void)
+{
+	struct spool_entry_list found = { 0 };
+	struct walk w = { 0 };
+	struct spool *sp;
+	size_t i, bad = 0, good = 0;
+
+	if (spool_open(&sp, spdir, SPOOL_INSPECT))
+		return 1;
+	if (spool_each_header(sp, SPOOL_NEW, walk_one, &w))
+		return 2;
+	/* 4 records, 1 of them unreadable, and 4 corrupt entries. */
+	if (w.records != 8 || w.in_project != 3 || w.corrupt != 4 ||
+	    w.cannot_read != 1 || w.last_err != PB_EPERM)
+		return 3;
+	if (spool_find(&found, sp, plain_meta.message_id))
+		return 4;
+	for (i = 0; i < found.nr; i++) {
+		if (found.items[i].read_errno == EACCES &&
+		    !strcmp(found.items[i].name, locked))
+			bad++;
+		else if (!found.items[i].read_errno)
+			good++;
+	}
+	if (found.nr != 3 || bad != 1 || good != 2)
+		return 5;
+	spool_entry_list_release(&found);
+	/* Nothing else carries this id, but the locked one may. */
+	if (spool_find(&found, sp, "nobody-sent@example.org") ||
+	    found.nr != 1 || found.items[0].read_errno != EACCES)
+		return 6;
+	spool_entry_list_release(&found);
+	spool_free(sp);
+	return 0;
+}
+
+static void test_walk_errors(void **state)
+{
+	struct spool_meta odd = plain_meta, other = plain_meta;
+	struct spool_entry_list found = { 0 };
+	struct spool *sp = open_rw(), *in;
+	struct walk w = { 0 };
+	char path[800];
+
+	/* As the milter spools "<<odd@example.org>>". */
+	odd.message_id = "<odd@example.org";
+	other.message_id = "other@example.org";
+	other.project = "group/other";
+	assert_int_equal(spool_put(NULL, 0, sp, &plain_meta, "a", 1), 0);
+	assert_int_equal(spool_put(NULL, 0, sp, &odd, "b", 1), 0);
+	assert_int_equal(spool_put(locked, sizeof(locked), sp, &other, "c", 1),
+			 0);
+	write_file("new", "0000000000000001.q.1.1", "garbage", 7);
+	snprintf(path, sizeof(path), "%s/new/0000000000000002.q.1.2", spdir);
+	assert_int_equal(mkfifo(path, 0644), 0);
+	snprintf(path, sizeof(path), "%s/new/0000000000000003.q.1.3", spdir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/new/0000000000000004.q.1.4", spdir);
+	assert_int_equal(symlink("/nonexistent", path), 0);
+
+	/* Readable: the corrupt entries are told as such, none skipped. */
+	assert_int_equal(spool_open(&in, spdir, SPOOL_INSPECT), 0);
+	assert_int_equal(spool_each_header(in, SPOOL_NEW, walk_one, &w), 0);
+	assert_int_equal(w.records, 7);
+	assert_int_equal(w.corrupt, 4);
+	assert_int_equal(w.cannot_read, 0);
+	assert_int_equal(w.in_project, 2);
+	/* The journal's key finds the record, as does the raw header. */
+	assert_int_equal(spool_find(&found, in, "odd@example.org"), 0);
+	assert_int_equal(found.nr, 1);
+	assert_int_equal(found.items[0].read_errno, 0);
+	assert_int_equal(spool_find(&found, in, " <<odd@example.org>> "), 0);
+	assert_int_equal(found.nr, 2);
+	spool_entry_list_release(&found);
+	assert_int_equal(spool_find(&found, in, "<>"), PB_EINVAL);
+	/* The daemon's read does not hang on the FIFO either. */
+	{
+		struct spool_record rec;
+
+		spool_record_init(&rec);
+		assert_int_equal(spool_load(&rec, in, SPOOL_NEW,
+					    "0000000000000002.q.1.2"),
+				 PB_EINVAL);
+		spool_record_release(&rec);
+	}
+	spool_free(in);
+
+	/* One record this user cannot read, and one more for the count. */
+	assert_int_equal(spool_put(NULL, 0, sp, &plain_meta, "d", 1), 0);
+	spool_free(sp);
+	snprintf(path, sizeof(path), "chmod -R 0755 '%s'", dir);
+	assert_int_equal(system(path), 0);
+	snprintf(path, sizeof(path), "%s/new/%s", spdir, locked);
+	assert_int_equal(chmod(path, 0), 0);
+	assert_int_equal(as_user(65534, 65534, inspect_unreadable), 0);
 }
 
 int main(void)
@@ -1236,6 +1353,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_kill9, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inspect, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_walk_errors, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
