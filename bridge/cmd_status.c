@@ -33,19 +33,23 @@ const char cmd_status_help[] =
 	"reason (`patchbridge send --retry PROJECT!IID` queues those again);\n"
 	"the spool's depth (records in new/ and cur/ for the project); its\n"
 	"inbound replies: how many were applied, ignored, are waiting,\n"
-	"retrying or dead, and each one waiting, retrying after a forge\n"
-	"failure (attempts, next attempt, last error) or dead (the reason;\n"
-	"its spool record is in the spool's dead/).  Mail of projects no\n"
-	"longer configured is listed too.  Then the spool as a whole (each\n"
-	"area's records, and the dead letters the daemon could not even\n"
-	"read, with their reasons) and the inbound totals, with the replies\n"
-	"no configured project claims.  `patchbridge why MESSAGE-ID` tells\n"
-	"the whole story of one mail.\n"
-	"Reads the state database and the spool only; safe next to a\n"
-	"running daemon.\n";
+	"retrying or dead, and the first 20 waiting, retrying after a\n"
+	"forge failure (attempts, next attempt, last error) or dead (the\n"
+	"reason; its spool record is in the spool's dead/), with how many\n"
+	"more there are.  Mail of projects no longer configured is listed\n"
+	"too.  Then the spool as a whole (each area's records, the records\n"
+	"in new/ and cur/ that cannot be read or are corrupt, and the dead\n"
+	"letters the daemon could not even read, with their reasons) and\n"
+	"the inbound totals, with the replies no configured project\n"
+	"claims.  `patchbridge why MESSAGE-ID` tells the whole story of one\n"
+	"mail.\n"
+	"Reads the state database (in one snapshot) and the spool only;\n"
+	"safe next to a running daemon.\n";
 
 /* Dead letters without a journal row listed at most; the rest counted. */
 #define STATUS_DEAD_SHOWN 20
+/* Open inbound replies listed at most per section; the rest counted. */
+#define STATUS_ROWS_SHOWN 20
 
 static void show_cursor(struct store *st, const char *prefix,
 			const char *project, const char *label)
@@ -64,16 +68,13 @@ static void show_cursor(struct store *st, const char *prefix,
 }
 
 /*
- * Inbound replies from the journal, every row of every state (oldest
- * first), so they can be told per project.
+ * Inbound replies from the journal: exact counts per (project, state),
+ * and the rows of the states that still need something (oldest first, up
+ * to the store's list cap each), to list some of them one per line.
  */
 struct inbound_rows {
-	struct store_inbound_list l[STORE_INBOUND_DEAD + 1];
-};
-
-static const enum store_inbound_state all_states[] = {
-	STORE_INBOUND_RECEIVED, STORE_INBOUND_APPLYING, STORE_INBOUND_APPLIED,
-	STORE_INBOUND_IGNORED,	STORE_INBOUND_FAILED,	STORE_INBOUND_DEAD,
+	struct store_inbound_count_list counts;
+	struct store_inbound_list l[STORE_INBOUND_DEAD + 1]; /* open only */
 };
 
 /* The states listed one row per line: those that still need something. */
@@ -87,12 +88,13 @@ static const enum store_inbound_state open_states[] = { STORE_INBOUND_RECEIVED,
 static int rows_load(struct inbound_rows *r, struct store *st)
 {
 	size_t k;
-	int rc = 0;
+	int rc;
 
 	memset(r, 0, sizeof(*r));
-	for (k = 0; !rc && k < NR(all_states); k++)
-		rc = store_inbound_list(&r->l[all_states[k]], st, all_states[k],
-					0);
+	rc = store_inbound_count(&r->counts, st);
+	for (k = 0; !rc && k < NR(open_states); k++)
+		rc = store_inbound_list(&r->l[open_states[k]], st,
+					open_states[k], 0);
 	return rc;
 }
 
@@ -100,30 +102,51 @@ static void rows_release(struct inbound_rows *r)
 {
 	size_t k;
 
+	store_inbound_count_list_release(&r->counts);
 	for (k = 0; k < NR(r->l); k++)
 		store_inbound_list_release(&r->l[k]);
 }
 
-/* Is the row about project (NULL: about no configured project)? */
-static int row_of(const struct store_inbound *in, const char *project,
-		  const struct config *cfg)
+/*
+ * Is a row of row_project (NULL: none) in project's section, or, for
+ * project NULL, in the section of no configured project?
+ */
+static int in_section(const char *row_project, const char *project,
+		      const struct config *cfg)
 {
 	const struct config_project *p;
 
 	if (project)
-		return in->project && !strcmp(in->project, project);
-	return !in->project || config_project_get(&p, cfg, in->project);
+		return row_project && !strcmp(row_project, project);
+	return !row_project || config_project_get(&p, cfg, row_project);
 }
 
-static size_t rows_count(const struct inbound_rows *r,
-			 enum store_inbound_state state, const char *project,
-			 const struct config *cfg)
+/* The rows in state of a section (project NULL: no configured one). */
+static int64_t rows_count(const struct inbound_rows *r,
+			  enum store_inbound_state state, const char *project,
+			  const struct config *cfg)
 {
-	const struct store_inbound_list *l = &r->l[state];
-	size_t i, n = 0;
+	const struct store_inbound_count_list *c = &r->counts;
+	int64_t n = 0;
+	size_t i;
 
-	for (i = 0; i < l->nr; i++)
-		n += row_of(&l->items[i], project, cfg);
+	for (i = 0; i < c->nr; i++)
+		if (c->items[i].state == state &&
+		    in_section(c->items[i].project, project, cfg))
+			n += c->items[i].count;
+	return n;
+}
+
+/* Every row in state, of all projects. */
+static int64_t rows_total(const struct inbound_rows *r,
+			  enum store_inbound_state state)
+{
+	int64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < r->counts.nr; i++)
+		if (r->counts.items[i].state == state)
+			n += r->counts.items[i].count;
 	return n;
 }
 
@@ -151,33 +174,43 @@ static void show_row(const struct store_inbound *in, const char *indent)
 	printf("\n");
 }
 
-/* The rows still open (waiting, retrying, dead) of project, or of none. */
+/*
+ * The rows still open (waiting, retrying, dead) of project, or of none:
+ * the first STATUS_ROWS_SHOWN, then how many more the journal holds.
+ */
 static void show_open_rows(const struct inbound_rows *r, const char *project,
 			   const struct config *cfg, const char *indent)
 {
+	int64_t open = 0, shown = 0;
 	size_t i, k;
 
 	for (k = 0; k < NR(open_states); k++) {
 		const struct store_inbound_list *l = &r->l[open_states[k]];
 
-		for (i = 0; i < l->nr; i++)
-			if (row_of(&l->items[i], project, cfg))
+		open += rows_count(r, open_states[k], project, cfg);
+		for (i = 0; i < l->nr && shown < STATUS_ROWS_SHOWN; i++)
+			if (in_section(l->items[i].project, project, cfg)) {
 				show_row(&l->items[i], indent);
+				shown++;
+			}
 	}
+	if (open > shown)
+		printf("%s... and %lld more\n", indent,
+		       (long long)(open - shown));
 }
 
 /* One project's inbound replies: the counts, then each open one. */
 static void show_project_inbound(const struct inbound_rows *r,
 				 const char *project, const struct config *cfg)
 {
-	printf("  inbound: %zu applied, %zu ignored, %zu waiting, %zu "
-	       "retrying, %zu dead\n",
-	       rows_count(r, STORE_INBOUND_APPLIED, project, cfg),
-	       rows_count(r, STORE_INBOUND_IGNORED, project, cfg),
-	       rows_count(r, STORE_INBOUND_RECEIVED, project, cfg) +
-		       rows_count(r, STORE_INBOUND_APPLYING, project, cfg),
-	       rows_count(r, STORE_INBOUND_FAILED, project, cfg),
-	       rows_count(r, STORE_INBOUND_DEAD, project, cfg));
+	printf("  inbound: %lld applied, %lld ignored, %lld waiting, %lld "
+	       "retrying, %lld dead\n",
+	       (long long)rows_count(r, STORE_INBOUND_APPLIED, project, cfg),
+	       (long long)rows_count(r, STORE_INBOUND_IGNORED, project, cfg),
+	       (long long)(rows_count(r, STORE_INBOUND_RECEIVED, project, cfg) +
+			   rows_count(r, STORE_INBOUND_APPLYING, project, cfg)),
+	       (long long)rows_count(r, STORE_INBOUND_FAILED, project, cfg),
+	       (long long)rows_count(r, STORE_INBOUND_DEAD, project, cfg));
 	show_open_rows(r, project, cfg, "    ");
 }
 
@@ -187,8 +220,9 @@ static void show_project_inbound(const struct inbound_rows *r,
  */
 static void show_inbound(const struct inbound_rows *r, const struct config *cfg)
 {
-	printf("inbound replies: %zu applied, %zu ignored\n",
-	       r->l[STORE_INBOUND_APPLIED].nr, r->l[STORE_INBOUND_IGNORED].nr);
+	printf("inbound replies: %lld applied, %lld ignored\n",
+	       (long long)rows_total(r, STORE_INBOUND_APPLIED),
+	       (long long)rows_total(r, STORE_INBOUND_IGNORED));
 	show_open_rows(r, NULL, cfg, "  ");
 }
 
@@ -421,7 +455,7 @@ int cmd_status(const char *config_path, int argc, char **argv)
 	size_t i, failed = 0;
 	char spool_err[PB_ERRMSG_MAX];
 	const char *dir;
-	int rc, spool_rc = 0;
+	int rc, spool_rc = 0, snapshot = 0;
 
 	memset(&rows, 0, sizeof(rows));
 	memset(&d, 0, sizeof(d));
@@ -442,6 +476,10 @@ int cmd_status(const char *config_path, int argc, char **argv)
 		rc = EX_OK;
 		goto out;
 	}
+	/* One snapshot for every count and list below, as `why` and
+	 * `export` read: the daemon may be writing meanwhile. */
+	if (!rc && !(rc = store_begin(st)))
+		snapshot = 1;
 	if (rc) {
 		fprintf(stderr, "patchbridge status: %s\n", err_msg());
 		rc = env_exit_code(rc);
@@ -500,6 +538,8 @@ int cmd_status(const char *config_path, int argc, char **argv)
 	}
 	rc = EX_OK;
 out:
+	if (snapshot)
+		store_rollback(st); /* nothing was written */
 	rows_release(&rows);
 	spool_free(d.sp);
 	free(d.per);

@@ -312,6 +312,20 @@ class WhyTest(unittest.TestCase):
                          r"1, 1 attempt\(s\), next \d{4}-[-0-9T:]+Z: "
                          % mid.replace(".", r"\."))
 
+    # status lists 20 open replies of a project, and counts the rest
+    def test_status_caps_open_rows(self):
+        b = self.b
+        sim.sim("POST", "faults", {"kind": "error", "status": 503,
+                                   "path": "^/api/v4/", "count": 1000})
+        paths = [b.reply("Outage %d.\n" % i)[0] for i in range(23)]
+        b.replay("--apply-now", *paths)
+        out = self.pb("status")
+        self.assertIn("  inbound: 0 applied, 0 ignored, 0 waiting, "
+                      "23 retrying, 0 dead\n", out)
+        self.assertEqual(len([line for line in out.splitlines()
+                              if line.startswith("    <reply-")]), 20)
+        self.assertIn("    ... and 3 more\n", out)
+
     # spooled by the milter, not yet read by the daemon
     def test_spooled_not_read_yet(self):
         b = self.b
