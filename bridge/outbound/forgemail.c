@@ -23,6 +23,19 @@
 #include <time.h>
 
 #define FORGEMAIL_TEXT_MAX (4 * 1024 * 1024) /* one mail, body and all */
+/*
+ * An MR whose mail failed for a reason that may pass (PB_ETEMP: the forge,
+ * the store, the git mirror's fetch) waits in the project's pending
+ * cursor, retried apart from the listing after FORGEMAIL_RETRY_BASE_MS,
+ * doubling up to FORGEMAIL_RETRY_MAX_MS, so the MRs after it go on.  At
+ * most FORGEMAIL_PENDING_MAX wait; one more stops the listing as before.
+ * After FORGEMAIL_DEFER_MAX_MS of failures the applied mail stops
+ * waiting for the mirror and names the tip only.
+ */
+#define FORGEMAIL_PENDING_MAX 16
+#define FORGEMAIL_RETRY_BASE_MS (30 * 1000)
+#define FORGEMAIL_RETRY_MAX_MS (5 * 60 * 1000)
+#define FORGEMAIL_DEFER_MAX_MS (60 * 60 * 1000)
 
 struct forgemail {
 	const struct config *cfg;
@@ -43,6 +56,9 @@ struct mrctx {
 	int version_rev;
 	struct forge_version version;
 	size_t queued;
+	/* When this MR's mail began to fail for a reason that may pass
+	 * (its pending entry), 0: it has not. */
+	int64_t failing_since_ms;
 };
 
 /* A note with the discussion it belongs to. */
@@ -584,7 +600,7 @@ struct applied {
 	size_t n;
 	char **title;
 	char **sha; /* NULL entries: not known */
-	char (*landed)[41]; /* where each landed; NULL: not paired */
+	struct outbound_landed *landed; /* where each landed; NULL: not paired */
 };
 
 static void applied_release(struct applied *a)
@@ -659,6 +675,22 @@ static int applied_pair(struct applied *a, struct mrctx *c)
 	return rc;
 }
 
+/* The wall clock in ms, as the pending cursor keeps it. */
+static int64_t wall_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Has this MR's mail failed long enough to stop waiting for the mirror? */
+static int deferred_too_long(const struct mrctx *c)
+{
+	return c->failing_since_ms > 0 &&
+	       wall_ms() - c->failing_since_ms >= FORGEMAIL_DEFER_MAX_MS;
+}
+
 /*
  * "applied, thanks" with the truth about each patch's final commit
  * (docs/DESIGN.md "Merged: the applied mail"):
@@ -679,7 +711,7 @@ static int applied_body(struct buf *b, struct mrctx *c)
 		   *squash = mr->squash_commit_sha;
 	const char *head = c->latest.head_sha;
 	struct applied a;
-	size_t k;
+	size_t k, uncompared = 0;
 	int rc, same, squashed, width = 1, t;
 
 	rc = applied_load(&a, c);
@@ -691,14 +723,22 @@ static int applied_body(struct buf *b, struct mrctx *c)
 	same = !squashed && mr->sha && head && !strcmp(mr->sha, head);
 	if (!squashed && !same) {
 		rc = applied_pair(&a, c);
-		if (err_is_temporary(rc))
+		if (err_is_temporary(rc) && !deferred_too_long(c))
 			goto out;
-		if (rc)
+		if (err_is_temporary(rc))
+			log_notice("merged: the git mirror has failed for %d "
+				   "min (%s): the applied mail names the tip "
+				   "only",
+				   FORGEMAIL_DEFER_MAX_MS / 60000, err_msg());
+		else if (rc)
 			log_notice("merged: the final commit of each patch "
 				   "is not known: %s",
 				   err_msg());
 		rc = 0;
 	}
+	for (k = 0; a.landed && k < a.n; k++)
+		if (a.title[k] && a.landed[k].state == OUTBOUND_LANDED_UNKNOWN)
+			uncompared++;
 	buf_addf(b,
 		 "Hello,\n\nThis series was applied to %s (%s) on the forge, "
 		 "thanks!\n\n",
@@ -711,13 +751,21 @@ static int applied_body(struct buf *b, struct mrctx *c)
 		if (merge && *merge && (!squash || strcmp(merge, squash)))
 			buf_addf(b, "Merged in %s.\n", merge);
 		buf_adds(b, "\nThe patches' own commits, as mailed:\n\n");
-	} else if (!same && a.landed) {
+	} else if (!same && a.landed && !uncompared) {
 		buf_addf(b,
 			 "The commits were rewritten after they were mailed "
 			 "(a rebase when merged,\nor a later push); each "
 			 "patch's commit on %s is paired with the mailed\n"
 			 "one by patch-id.\n\n",
 			 branch);
+	} else if (!same && a.landed) {
+		buf_addf(b,
+			 "The commits were rewritten after they were mailed "
+			 "(a rebase when merged,\nor a later push); the "
+			 "series ends at %s.\nEach patch's commit on %s is "
+			 "paired with the mailed one by patch-id,\nwhere "
+			 "the mailed commit could be compared.\n\n",
+			 mr->sha ? mr->sha : "?", branch);
 	} else if (!same) {
 		buf_addf(b,
 			 "The commits were rewritten after they were mailed "
@@ -733,13 +781,20 @@ static int applied_body(struct buf *b, struct mrctx *c)
 		buf_addf(b, "[%0*zu/%zu] %s\n", width, k + 1, a.n, a.title[k]);
 		if (same)
 			buf_addf(b, "      commit: %s\n", mailed);
-		else if (a.landed && a.landed[k][0])
+		else if (a.landed &&
+			 a.landed[k].state == OUTBOUND_LANDED_PAIRED)
 			buf_addf(b, "      commit: %s\n      mailed as %s\n",
-				 a.landed[k], mailed);
-		else if (a.landed)
+				 a.landed[k].sha, mailed);
+		else if (a.landed && a.landed[k].state == OUTBOUND_LANDED_NONE)
 			buf_addf(b,
 				 "      commit: ? (none has its patch-id: it "
 				 "changed after it was mailed)\n"
+				 "      mailed as %s\n",
+				 mailed);
+		else if (a.landed)
+			buf_addf(b,
+				 "      commit: ? (the mailed commit could not "
+				 "be compared)\n"
 				 "      mailed as %s\n",
 				 mailed);
 		else
@@ -795,8 +850,9 @@ out:
 
 /* --- one MR, every project ------------------------------------------------- */
 
-int forgemail_mr(struct forgemail *fm, const char *project, int64_t iid,
-		 size_t *queued)
+/* forgemail_mr(), for an MR failing since since_ms (0: not failing). */
+static int mr_once(struct forgemail *fm, const char *project, int64_t iid,
+		   int64_t since_ms, size_t *queued)
 {
 	struct mrctx c;
 	struct forge_discussion_list dl;
@@ -815,6 +871,7 @@ int forgemail_mr(struct forgemail *fm, const char *project, int64_t iid,
 	c.fm = fm;
 	c.project = project;
 	c.iid = iid;
+	c.failing_since_ms = since_ms;
 	store_revision_init(&c.latest);
 	rc = config_project_get(&c.proj, fm->cfg, project);
 	if (rc)
@@ -890,18 +947,224 @@ out:
 	return rc;
 }
 
+int forgemail_mr(struct forgemail *fm, const char *project, int64_t iid,
+		 size_t *queued)
+{
+	return mr_once(fm, project, iid, 0, queued);
+}
+
+/* --- MRs waiting after a temporary failure -------------------------------- */
+
+struct pending {
+	int64_t iid;
+	int64_t first_ms; /* the first failure, wall clock */
+	int64_t next_ms; /* not retried before */
+	int64_t tries; /* failures so far */
+};
+
+struct pending_list {
+	struct pending items[FORGEMAIL_PENDING_MAX];
+	size_t nr;
+	int changed; /* to be saved */
+};
+
+static void pending_cursor_name(char *out, size_t size, const char *project)
+{
+	snprintf(out, size, "forgemail:pending:%s", project);
+}
+
+/*
+ * The cursor holds "IID:FIRST:NEXT:TRIES" entries separated by spaces.
+ * A malformed entry is dropped (logged): its MR is then mailed when the
+ * listing reports it again, as before pending entries existed.
+ */
+static int pending_load(struct pending_list *pl, struct store *st,
+			const char *project)
+{
+	struct buf val = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	char cname[STORE_CURSOR_NAME_MAX];
+	struct scan sc;
+	int rc;
+
+	memset(pl, 0, sizeof(*pl));
+	pending_cursor_name(cname, sizeof(cname), project);
+	rc = store_cursor_get(&val, st, cname);
+	if (rc == PB_ENOTFOUND)
+		rc = 0;
+	if (rc)
+		goto out;
+	scan_init(&sc, val.data, val.len);
+	for (;;) {
+		struct pending *e;
+		uint64_t v[4];
+		int i, ok = 1;
+
+		scan_blanks(&sc);
+		if (scan_eof(&sc))
+			break;
+		for (i = 0; i < 4 && ok; i++)
+			ok = (!i || scan_char(&sc, ':')) &&
+			     scan_u64(&sc, INT64_MAX, &v[i]);
+		if (ok && (!v[0] || (!scan_eof(&sc) && scan_peek(&sc) != ' ')))
+			ok = 0;
+		if (!ok || pl->nr == FORGEMAIL_PENDING_MAX) {
+			log_warn("cursor %s: %s entry dropped", cname,
+				 ok ? "an extra" : "a malformed");
+			pl->changed = 1;
+			while (!scan_eof(&sc) && scan_peek(&sc) != ' ')
+				sc.p++;
+			continue;
+		}
+		e = &pl->items[pl->nr++];
+		e->iid = (int64_t)v[0];
+		e->first_ms = (int64_t)v[1];
+		e->next_ms = (int64_t)v[2];
+		e->tries = (int64_t)v[3];
+	}
+out:
+	buf_release(&val);
+	return rc;
+}
+
+static int pending_save(struct pending_list *pl, struct store *st,
+			const char *project)
+{
+	struct buf val = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	char cname[STORE_CURSOR_NAME_MAX];
+	size_t i;
+	int rc = 0;
+
+	if (!pl->changed)
+		return 0;
+	for (i = 0; i < pl->nr && !rc; i++)
+		rc = buf_addf(&val, "%s%lld:%lld:%lld:%lld", i ? " " : "",
+			      (long long)pl->items[i].iid,
+			      (long long)pl->items[i].first_ms,
+			      (long long)pl->items[i].next_ms,
+			      (long long)pl->items[i].tries);
+	pending_cursor_name(cname, sizeof(cname), project);
+	if (!rc)
+		rc = store_cursor_set(st, cname, val.data);
+	if (!rc)
+		pl->changed = 0;
+	buf_release(&val);
+	return rc;
+}
+
+static struct pending *pending_find(struct pending_list *pl, int64_t iid)
+{
+	size_t i;
+
+	for (i = 0; i < pl->nr; i++)
+		if (pl->items[i].iid == iid)
+			return &pl->items[i];
+	return NULL;
+}
+
+static void pending_drop(struct pending_list *pl, struct pending *e)
+{
+	size_t i = (size_t)(e - pl->items);
+
+	memmove(e, e + 1, (pl->nr - i - 1) * sizeof(*e));
+	pl->nr--;
+	pl->changed = 1;
+}
+
+/* One more failure of e's MR: when to try it next. */
+static void pending_failed(struct pending *e, int64_t now)
+{
+	int64_t d = FORGEMAIL_RETRY_BASE_MS;
+	int64_t k;
+
+	if (e->tries < INT64_MAX)
+		e->tries++;
+	for (k = 1; k < e->tries && d < FORGEMAIL_RETRY_MAX_MS; k++)
+		d *= 2;
+	e->next_ms =
+		now + (d < FORGEMAIL_RETRY_MAX_MS ? d : FORGEMAIL_RETRY_MAX_MS);
+}
+
+/* Retry the MRs whose time has come; drop those that went through. */
+static void pending_retry(struct pending_list *pl, struct forgemail *fm,
+			  const char *project, size_t *queued)
+{
+	int64_t now = wall_ms();
+	size_t i = 0;
+	int rc;
+
+	while (i < pl->nr) {
+		struct pending *e = &pl->items[i];
+
+		if (e->next_ms > now) {
+			i++;
+			continue;
+		}
+		rc = mr_once(fm, project, e->iid, e->first_ms, queued);
+		if (rc && !err_is_temporary(rc))
+			log_error("%s!%lld: %s; not retried", project,
+				  (long long)e->iid, err_msg());
+		else if (!rc)
+			log_notice("%s!%lld: done after %lld failure(s)",
+				   project, (long long)e->iid,
+				   (long long)e->tries);
+		if (!err_is_temporary(rc)) {
+			pending_drop(pl, e);
+			continue;
+		}
+		pending_failed(e, now);
+		pl->changed = 1;
+		log_warn("%s!%lld: %s (failing for %lld s, try %lld; "
+			 "retried in %lld s)",
+			 project, (long long)e->iid, err_msg(),
+			 (long long)((now - e->first_ms) / 1000),
+			 (long long)e->tries,
+			 (long long)((e->next_ms - now) / 1000));
+		i++;
+	}
+}
+
+/* --- every project ---------------------------------------------------------- */
+
 struct pollctx {
 	struct forgemail *fm;
 	const char *project;
 	size_t *queued;
+	struct pending_list *pending;
 };
 
+/*
+ * One MR of the listing.  A temporary failure does not stop the listing
+ * (the MRs after it would wait, their comments unmailed, for as long as
+ * it lasts): the MR goes to the pending list, retried on its own, and
+ * the watermark moves on.  An MR already pending waits for its retry.
+ */
 static int on_mr(const struct forge_mr *mr, void *arg)
 {
 	struct pollctx *p = arg;
-	int rc = forgemail_mr(p->fm, p->project, mr->iid, p->queued);
+	struct pending_list *pl = p->pending;
+	struct pending *e;
+	int64_t now;
+	int rc;
 
-	return err_is_temporary(rc) ? rc : 0;
+	if (pending_find(pl, mr->iid))
+		return 0;
+	rc = mr_once(p->fm, p->project, mr->iid, 0, p->queued);
+	if (!err_is_temporary(rc))
+		return 0;
+	if (pl->nr == FORGEMAIL_PENDING_MAX)
+		return rc; /* the listing stops here, as for a forge outage */
+	now = wall_ms();
+	e = &pl->items[pl->nr++];
+	e->iid = mr->iid;
+	e->first_ms = now;
+	e->tries = 0;
+	pending_failed(e, now);
+	pl->changed = 1;
+	log_warn("%s!%lld: %s (retried in %lld s; the other merge requests "
+		 "go on)",
+		 p->project, (long long)mr->iid, err_msg(),
+		 (long long)((e->next_ms - now) / 1000));
+	return 0;
 }
 
 int forgemail_poll(struct forgemail *fm, size_t *queued)
@@ -916,11 +1179,12 @@ int forgemail_poll(struct forgemail *fm, size_t *queued)
 		const char *project = config_project_name(p);
 		struct forge_mr_cursor cur;
 		struct forge_mr_query q;
-		struct pollctx pc = { fm, project, queued };
+		struct pending_list pl;
+		struct pollctx pc = { fm, project, queued, &pl };
 		struct buf val = BUF_INIT(STORE_CURSOR_VALUE_MAX);
 		char cname[STORE_CURSOR_NAME_MAX], num[32];
 		uint64_t ms = 0;
-		int r;
+		int r, r2;
 
 		if (!config_project_bool(p, CFG_PROJECT_ENABLED) ||
 		    !config_project_bool(p, CFG_OUTBOUND_FORGE_COMMENTS))
@@ -928,6 +1192,11 @@ int forgemail_poll(struct forgemail *fm, size_t *queued)
 		log_ctx_set(project);
 		snprintf(cname, sizeof(cname), "forgemail:poll:%s", project);
 		forge_mr_cursor_init(&cur);
+		r = pending_load(&pl, fm->store, project);
+		if (r)
+			goto next;
+		pending_retry(&pl, fm, project, queued);
+		log_ctx_set(project);
 		r = store_cursor_get(&val, fm->store, cname);
 		if (!r && mem_to_u64(val.data, val.len, INT64_MAX, &ms))
 			cur.watermark_ms = (int64_t)ms;
@@ -935,11 +1204,16 @@ int forgemail_poll(struct forgemail *fm, size_t *queued)
 		q.overlap_ms =
 			config_duration_ms(fm->cfg, CFG_OUTBOUND_POLL_OVERLAP);
 		r = forge_list_mrs(fm->forge, project, &cur, &q, on_mr, &pc);
+		/* The pending MRs first: the watermark moves past them. */
+		r2 = pending_save(&pl, fm->store, project);
+		if (!r)
+			r = r2;
 		if (!r && cur.watermark_ms > 0) {
 			snprintf(num, sizeof(num), "%lld",
 				 (long long)cur.watermark_ms);
 			r = store_cursor_set(fm->store, cname, num);
 		}
+next:
 		if (r) {
 			log_warn("forge comments of %s: %s", project,
 				 err_msg());

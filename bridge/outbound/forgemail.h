@@ -47,7 +47,14 @@
  * records none (a system note's discussion takes no replies).
  *
  * Which MRs: per project, the MRs updated since the watermark (cursor
- * "forgemail:poll:P", milliseconds), with [outbound] poll_overlap.
+ * "forgemail:poll:P", milliseconds), with [outbound] poll_overlap.  An
+ * MR whose mail fails for a reason that may pass (the forge, the store,
+ * the git mirror's fetch for the applied mail) does not hold back the
+ * others: it waits in cursor "forgemail:pending:P" ("IID:FIRST_MS:
+ * NEXT_MS:TRIES" entries) and is retried on its own with a growing delay
+ * (30 s doubling up to 5 min) while the watermark moves on.  After an
+ * hour of failures the applied mail no longer waits for the mirror: it
+ * names the new tip and each patch as mailed.
  *
  * Ownership: forgemail_new() borrows cfg, store and forge.
  * Errors: 0 or a negative code from util/err.h; PB_ETEMP when the forge or

@@ -706,7 +706,7 @@ static int commit_patch_id(char out[GITREPO_HEXSZ + 1], struct gitrepo *repo,
 	return rc;
 }
 
-int outbound_landed(char (*landed)[41], struct outbound *ob,
+int outbound_landed(struct outbound_landed *landed, struct outbound *ob,
 		    const char *project, int64_t iid, const char *target_branch,
 		    const char *const *mailed, size_t n,
 		    const char *landed_base, const char *landed_head)
@@ -723,8 +723,10 @@ int outbound_landed(char (*landed)[41], struct outbound *ob,
 	size_t max, k, i;
 	int rc;
 
-	for (k = 0; k < n; k++)
-		landed[k][0] = '\0';
+	for (k = 0; k < n; k++) {
+		landed[k].state = OUTBOUND_LANDED_NONE;
+		landed[k].sha[0] = '\0';
+	}
 	rc = config_project_get(&proj, ob->cfg, project);
 	if (rc)
 		return rc;
@@ -757,11 +759,14 @@ int outbound_landed(char (*landed)[41], struct outbound *ob,
 		goto out;
 	used = xcalloc(r->nr + 1, 1);
 	for (k = 0; k < n; k++) {
-		if (!mailed[k])
+		if (!mailed[k]) {
+			landed[k].state = OUTBOUND_LANDED_UNKNOWN;
 			continue;
+		}
 		if (commit_patch_id(pid, repo, mailed[k])) {
 			log_warn("mailed commit %.12s: %s", mailed[k],
 				 err_msg());
+			landed[k].state = OUTBOUND_LANDED_UNKNOWN;
 			continue;
 		}
 		for (i = 0; i < r->nr; i++)
@@ -770,7 +775,8 @@ int outbound_landed(char (*landed)[41], struct outbound *ob,
 		if (i == r->nr)
 			continue;
 		used[i] = 1;
-		memcpy(landed[k], r->commits[i].sha, GITREPO_HEXSZ + 1);
+		landed[k].state = OUTBOUND_LANDED_PAIRED;
+		memcpy(landed[k].sha, r->commits[i].sha, GITREPO_HEXSZ + 1);
 	}
 out:
 	free(used);

@@ -142,6 +142,21 @@ int outbound_mr(struct outbound_report *rep, struct outbound *ob,
  */
 int outbound_deliver_due(struct outbound *ob, int64_t *next_due, int *sent);
 
+/* What outbound_landed() found for one mailed commit. */
+enum outbound_landed_state {
+	OUTBOUND_LANDED_NONE, /* no landed commit has its patch-id */
+	OUTBOUND_LANDED_PAIRED, /* sha: the landed commit that has it */
+	/* its patch-id could not be computed, so it was compared with
+	 * nothing: the mailed SHA unknown, the commit not in the mirror, a
+	 * root or a merge commit */
+	OUTBOUND_LANDED_UNKNOWN,
+};
+
+struct outbound_landed {
+	enum outbound_landed_state state;
+	char sha[41]; /* OUTBOUND_LANDED_PAIRED only; else "" */
+};
+
 /*
  * Where the mailed commits mailed[0..n) of project!iid landed when a
  * merge rewrote them (GitLab's rebase before a fast-forward or
@@ -149,12 +164,13 @@ int outbound_deliver_due(struct outbound *ob, int64_t *next_due, int *sent);
  * the target branch and landed_head, loads landed_base..landed_head (at
  * most the project's [outbound] max_series commits) and pairs each mailed
  * commit with a landed one of the same `git patch-id --stable`, in order,
- * each landed commit used once.  landed[k] gets the landed commit's id,
- * "" when none matches (the patch changed while it was rebased).  Holds
- * the outbound lock while it fetches.  PB_ELIMIT when the landed range is
- * longer than the cap; PB_ETEMP when the fetch failed.
+ * each landed commit used once.  landed[k] says which, or that none
+ * matches (the patch changed while it was rebased), or that mailed[k]
+ * (NULL: not known) could not be compared.  Holds the outbound lock
+ * while it fetches.  PB_ELIMIT when the landed range is longer than the
+ * cap; PB_ETEMP when the fetch failed.
  */
-int outbound_landed(char (*landed)[41], struct outbound *ob,
+int outbound_landed(struct outbound_landed *landed, struct outbound *ob,
 		    const char *project, int64_t iid, const char *target_branch,
 		    const char *const *mailed, size_t n,
 		    const char *landed_base, const char *landed_head);

@@ -21,6 +21,11 @@ usage: forgemail_e2e.py comments|merges --patchbridge BIN --work DIR
             patch's rebased commit (paired by patch-id through the git
             mirror) beside the mailed one; a fast-forward squash; a
             semi-linear merge commit after a rebase.
+  stuck     every git fetch fails: a rebased MR's applied mail waits
+            (pending cursor) while a later MR's comment is mailed; with
+            its first failure an hour back, the mail names the tip and
+            each patch as mailed; then, the mirror removed before a
+            rebased merge, each patch "could not be compared".
 
 Exit status: 0 pass, 1 fail, 77 skipped (not root, no Postfix).
 """
@@ -28,6 +33,8 @@ Exit status: 0 pass, 1 fail, 77 skipped (not root, no Postfix).
 import html
 import os
 import re
+import shutil
+import sqlite3
 import sys
 import time
 
@@ -432,7 +439,88 @@ def scenario_merges(bed):
     check(len(bed.archive()) == n, "mailed again")
 
 
-SCENARIOS = {"comments": scenario_comments, "merges": scenario_merges}
+# --- stuck: the git mirror fails, the other MRs go on -------------------
+
+def pending_cursor(bed, value=None):
+    """forgemail's pending MRs of group/project in the state db; with
+    value, set them (as if the first failure was long ago)."""
+    db = sqlite3.connect(os.path.join(bed.work, "state", "state.db"))
+    try:
+        name = "forgemail:pending:group/project"
+        if value is not None:
+            db.execute("UPDATE cursors SET value = ? WHERE name = ?",
+                       (value, name))
+            db.commit()
+        row = db.execute("SELECT value FROM cursors WHERE name = ?",
+                         (name,)).fetchone()
+        return row[0] if row else None
+    finally:
+        db.close()
+
+
+def scenario_stuck(bed):
+    start_list(bed)
+    sim("PUT", "/_sim/projects/1/settings", {"merge_method": "ff"})
+    other, _ = mail_mr(bed, "other")
+    iid, mailed = mail_mr(bed, "stuck")
+    move_main("stuck")
+    sim("POST", "/_sim/projects/1/merge_requests/%d/rebase" % iid, {})
+    merge(iid)
+    tip = api("GET", "/projects/1/merge_requests/%d" % iid,
+              "bob-token")["sha"]
+    api("POST", "/projects/1/merge_requests/%d/notes" % other, "rob-token",
+        {"body": "A comment after the merge of !%d." % iid})
+
+    say("every git fetch fails: !%d's applied mail waits, !%d's comment "
+        "does not" % (iid, other))
+    sim("POST", "/_sim/faults", {"kind": "error", "path": r"\.git/",
+                                 "status": 503, "count": 1000})
+    before = len(bed.archive())
+    bed.run("run", "--once")
+    bed.wait_mail(before + 1)
+    bed.settle()
+    fm = forge_mails(bed)
+    check([m for m in fm if m["X-Patchbridge-MR"] == str(other)
+           and "after the merge" in text(m)], "the comment was not mailed")
+    check(not [m for m in fm if m["X-Patchbridge-MR"] == str(iid)],
+          "!%d mailed while the fetch fails" % iid)
+    pending = pending_cursor(bed)
+    check(pending and pending.startswith("%d:" % iid),
+          "pending cursor: %r" % pending)
+    say("pending: %s" % pending)
+
+    say("an hour of failures later: the applied mail names the tip only")
+    pending_cursor(bed, "%d:%d:0:5" % (iid, (time.time() - 7200) * 1000))
+    body = applied_mail(bed, iid)
+    check("series ends at %s." % tip in body, body)
+    lines = patch_lines(body)
+    for k, sha in enumerate(mailed, 1):
+        check(lines.get(k) == ["mailed as %s" % sha],
+              "patch %d: %s" % (k, lines.get(k)))
+    check(pending_cursor(bed) == "", "still pending: %r" %
+          pending_cursor(bed))
+    sim("DELETE", "/_sim/faults")
+
+    say("the mirror lost before a rebased merge: the mailed commits could "
+        "not be compared")
+    iid, mailed = mail_mr(bed, "lost")
+    move_main("lost")
+    sim("POST", "/_sim/projects/1/merge_requests/%d/rebase" % iid, {})
+    merge(iid)
+    tip = api("GET", "/projects/1/merge_requests/%d" % iid,
+              "bob-token")["sha"]
+    shutil.rmtree(os.path.join(bed.work, "state", "mirrors"))
+    body = applied_mail(bed, iid)
+    check("series ends at %s." % tip in body, body)
+    lines = patch_lines(body)
+    for k, sha in enumerate(mailed, 1):
+        check(lines.get(k) == ["commit: ? (the mailed commit could not be "
+                               "compared)", "mailed as %s" % sha],
+              "patch %d: %s" % (k, lines.get(k)))
+
+
+SCENARIOS = {"comments": scenario_comments, "merges": scenario_merges,
+             "stuck": scenario_stuck}
 
 
 def main():
