@@ -16,6 +16,7 @@
 #include "core/spool.h"
 #include "core/store.h"
 #include "core/trailers.h"
+#include "inbound/inbound.h"
 #include "inbound/plan.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -114,26 +115,32 @@ static void why_release(struct why *w)
 }
 
 /*
- * The Message-ID as the store keys it: blanks and one pair of <> off.
- * PB_EINVAL when nothing is left, it is too long or holds bytes no
- * Message-ID can (RFC 5322 3.6.4: printable ASCII, no blanks).
+ * The Message-ID exactly as the inbound journal keys it
+ * (inbound_message_id(): surrounding blanks, leading '<'s and trailing
+ * '>'s off, other bytes kept), so an id the journal holds, "<<x@y>>",
+ * blanks or 8-bit bytes inside included, can be asked for.  PB_EINVAL
+ * when nothing is left, it is too long, or it holds a control character
+ * (no mail's id does; it is a pasting accident).
  */
 static int normalise_id(char *out, size_t size, const char *arg)
 {
-	const char *p = arg;
-	size_t len = strlen(arg), i;
+	const char *p;
+	size_t len, i;
 
-	while (len && (*p == ' ' || *p == '\t'))
-		p++, len--;
-	while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
-		len--;
-	if (len >= 2 && p[0] == '<' && p[len - 1] == '>')
-		p++, len -= 2;
-	if (!len || len >= size)
-		return err_set(PB_EINVAL, "not a Message-ID");
+	inbound_message_id_span(&p, &len, arg);
+	if (!len)
+		return err_set(PB_EINVAL, "not a Message-ID: nothing is left "
+					  "without the blanks and the <>");
+	if (len >= size)
+		return err_set(PB_EINVAL,
+			       "not a Message-ID: longer than %zu bytes",
+			       size - 1);
 	for (i = 0; i < len; i++)
-		if (p[i] <= ' ' || p[i] > '~')
-			return err_set(PB_EINVAL, "not a Message-ID");
+		if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
+			return err_set(PB_EINVAL,
+				       "not a Message-ID: it holds a control "
+				       "character (byte %zu is 0x%02x)",
+				       i + 1, (unsigned char)p[i]);
 	memcpy(out, p, len);
 	out[len] = '\0';
 	return 0;
@@ -515,8 +522,10 @@ static void tell_verdict(const struct why *w, const char *v)
 		printf("  waiting for a retry after %d failed attempt%s, next "
 		       "at %s: %s\n",
 		       r->attempts, r->attempts == 1 ? "" : "s", t, e);
-		printf("    (`patchbridge replay --apply-now --retry-now` "
-		       "retries now)\n");
+		printf("    (the daemon retries it then; with the daemon "
+		       "stopped, `patchbridge replay --apply-now --retry-now`"
+		       " retries it now: while the daemon runs, that only "
+		       "leaves the spool to it)\n");
 		return;
 	case STORE_INBOUND_DEAD:
 		printf("  dead letter: %s\n", e);
@@ -814,8 +823,10 @@ static void tell_unknown(const struct why *w)
 static void tell_text(const struct why *w)
 {
 	const char *v = verdict(w);
+	char id[STORE_MSGID_MAX + 1];
 
-	printf("<%s>\n", w->id);
+	/* Any bytes but control characters: not all of them printable. */
+	printf("<%s>\n", pr(id, sizeof(id), w->id));
 	if (!strcmp(v, "unknown")) {
 		tell_unknown(w);
 		return;

@@ -54,23 +54,32 @@ struct inbound {
 	int backfilled; /* the archive holds the spool's older mails */
 };
 
+void inbound_message_id_span(const char **start, size_t *len, const char *id)
+{
+	const char *p = id ? id : "";
+	size_t n;
+
+	while (*p == ' ' || *p == '\t' || *p == '<')
+		p++;
+	n = strlen(p);
+	while (n && strchr(" \t>", p[n - 1]))
+		n--;
+	*start = p;
+	*len = n;
+}
+
 char *inbound_message_id(const char *id, const char *raw, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
 	unsigned char d[32];
+	const char *p;
 	char h[33];
 	size_t n;
 	int i;
 
-	if (id) {
-		while (*id == ' ' || *id == '\t' || *id == '<')
-			id++;
-		n = strlen(id);
-		while (n && strchr(" \t>", id[n - 1]))
-			n--;
-		if (n)
-			return xstrndup(id, n);
-	}
+	inbound_message_id_span(&p, &n, id);
+	if (n)
+		return xstrndup(p, n);
 	inbound_sha256(d, raw, len);
 	for (i = 0; i < 16; i++) {
 		h[2 * i] = hex[d[i] >> 4];

@@ -139,5 +139,12 @@ int inbound_locate(struct inbound_target *out, int *is_ours, struct store *st,
  * twice still gets the same key.
  */
 char *inbound_message_id(const char *id, const char *raw, size_t len);
+/*
+ * The part of id that inbound_message_id() keys a mail by: without
+ * surrounding blanks, leading '<'s and trailing '>'s, any other bytes
+ * kept; *len 0 when nothing is left (NULL counts as "").  *start points
+ * into id.
+ */
+void inbound_message_id_span(const char **start, size_t *len, const char *id);
 
 #endif

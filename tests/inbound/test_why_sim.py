@@ -297,8 +297,10 @@ class WhyTest(unittest.TestCase):
         out = self.why(mid)
         self.assertRegex(out, r"  waiting for a retry after 1 failed "
                          r"attempt, next at \d{4}-[-0-9T:]+Z: .*503")
-        self.assertIn("`patchbridge replay --apply-now --retry-now` "
-                      "retries now", out)
+        self.assertIn("    (the daemon retries it then; with the daemon "
+                      "stopped, `patchbridge replay --apply-now "
+                      "--retry-now` retries it now: while the daemon "
+                      "runs, that only leaves the spool to it)\n", out)
         self.assertIn("  spool: cur/", out)
         j = self.why_json(mid)
         self.assertEqual(j["verdict"], "failed")
@@ -363,8 +365,55 @@ class WhyTest(unittest.TestCase):
         self.pb("why", "--bogus", "x@y", want=EX_USAGE)
         self.pb("why", "a@b", "c@d", want=EX_USAGE)
         self.pb("why", "<>", want=EX_DATAERR)
-        self.pb("why", "a b@c", want=EX_DATAERR)
+        self.pb("why", " <<>> ", want=EX_DATAERR)
+        # A blank inside is an id the journal may hold (see below).
+        self.pb("why", "a b@c", want=EX_NOINPUT)
+        p = subprocess.run([sim.PB, "-c", self.b.conf(), "why",
+                            "a\x1bb@c"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, EX_DATAERR)
+        self.assertIn("control character", p.stderr)
         self.assertIn("MESSAGE-ID", self.pb("why", "--help"))
+
+    # ids the journal keys as inbound_message_id() does: every leading
+    # '<' and trailing '>' off, blanks and 8-bit bytes inside kept
+    def test_odd_message_ids(self):
+        b = self.b
+        path, mid = b.reply("Doubled brackets.\n", ar=sim.DKIM_PASS)
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace("<%s>" % mid, "<<%s>>" % mid, 1))
+        b.replay(path)
+        # Spooled as the milter does, then the id the journal keys.
+        new = self.spool_names("new")
+        odd = "odd id \u00e9@example.org"
+        path2, _ = b.reply("Spooled by an older milter.\n",
+                           ar=sim.DKIM_PASS)
+        b.replay(path2)
+        rec = os.path.join(b.dir, "spool", "new",
+                           [n for n in self.spool_names("new")
+                            if n not in new][0])
+        with open(rec, "rb") as f:
+            data = f.read()
+        head, _, body = data.partition(b"\n\n")
+        head = b"\n".join(b"Message-Id: odd id %C3%A9@example.org"
+                          if line.startswith(b"Message-Id: ") else line
+                          for line in head.split(b"\n"))
+        with open(rec, "wb") as f:
+            f.write(head + b"\n\n" + body)
+        self.daemon()
+        out = self.why("<<%s>>" % mid)
+        self.assertIn("  applied to the forge: ", out)
+        self.assertIn("  spool: done/", out)
+        self.assertEqual(self.why(mid), out)
+        self.assertEqual(self.why("<%s>" % mid), out)
+        out = self.why("<%s>" % odd)
+        self.assertEqual(out.splitlines()[0], "<odd id ??@example.org>")
+        self.assertIn("  applied to the forge: ", out)
+        self.assertIn("  spool: done/", out)
+        j = self.why_json(" %s " % odd)
+        self.assertEqual((j["message_id"], j["verdict"]), (odd, "applied"))
+        self.assertEqual(j["spool"][0]["error"], None)
 
 
 if __name__ == "__main__":
