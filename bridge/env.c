@@ -79,7 +79,7 @@ static const char *opt(const char *s)
 	return s && *s ? s : NULL;
 }
 
-static int open_forge(struct env *e)
+static int open_forge(struct env *e, const volatile sig_atomic_t *stop)
 {
 	const struct config *cfg = e->cfg;
 	struct forge_gitlab_opts o;
@@ -99,6 +99,8 @@ static int open_forge(struct env *e)
 	o.retry_base_ms = config_duration_ms(cfg, CFG_FORGE_RETRY_BASE);
 	o.retry_max_ms = config_duration_ms(cfg, CFG_FORGE_RETRY_MAX);
 	o.body_max = config_size(cfg, CFG_FORGE_MAX_RESPONSE_SIZE);
+	/* A stop cuts retries and hanging requests short (gitlab.h). */
+	o.stop = stop;
 	return forge_gitlab_new(&e->forge, &o);
 }
 
@@ -143,7 +145,7 @@ int env_open(struct env *e, struct config *cfg,
 	memset(e, 0, sizeof(*e));
 	buf_init(&e->token, SECRET_MAX + 1);
 	e->cfg = cfg;
-	rc = open_forge(e);
+	rc = open_forge(e, stop);
 	if (rc)
 		goto out;
 	rc = open_submit(e);

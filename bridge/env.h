@@ -40,7 +40,9 @@ struct env {
 	struct buf token;
 };
 
-/* stop: the flag a signal handler sets (may be NULL). */
+/* stop: the flag a signal handler sets (may be NULL); the outbound mailer
+ * and the forge client look at it (gitlab.h: a stop cuts forge retries
+ * and hanging requests short). */
 int env_open(struct env *e, struct config *cfg,
 	     const volatile sig_atomic_t *stop);
 void env_close(struct env *e);

@@ -10,7 +10,6 @@
 #include "util/scan.h"
 #include "util/xalloc.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,9 +38,11 @@ struct gitlab {
 	int marker_scan_pages;
 	int per_page;
 	int64_t (*now_ms)(void *arg);
-	void (*sleep_ms)(void *arg, int64_t ms);
+	void (*sleep_ms)(void *arg, int64_t ms); /* NULL: gl_wait() naps */
 	uint32_t (*random)(void *arg);
 	void *hook_arg;
+	const volatile sig_atomic_t *stop;
+	int stop_failed; /* a call gave up because of the stop */
 	uint64_t rng; /* xorshift state when random is NULL */
 	int64_t self_id; /* the token's own user, 0 until asked */
 	struct forge_gitlab_stats stats;
@@ -67,16 +68,49 @@ static int64_t real_now_ms(void *arg)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void real_sleep_ms(void *arg, int64_t ms)
+static int64_t monotonic_ms(void)
 {
 	struct timespec ts;
 
-	if (ms <= 0)
-		return;
-	ts.tv_sec = (time_t)(ms / 1000);
-	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int stopping(const struct gitlab *gl)
+{
+	return gl->stop && *gl->stop;
+}
+
+/* Give up on a call because of the stop; err_msg() keeps the failure. */
+static int stop_give_up(struct gitlab *gl)
+{
+	gl->stop_failed = 1;
+	return err_prefix(PB_ETEMP, "stopping, not trying again");
+}
+
+/*
+ * The wait before another try: naps of at most PB_FORGE_WAIT_SLICE_MS
+ * with a look at the stop flag after each (a signal that interrupts a
+ * nap only ends it early), or the test hook's whole wait.  0 to try
+ * again; PB_ETEMP (stop_give_up) when stopping.
+ */
+static int gl_wait(struct gitlab *gl, int64_t ms)
+{
+	int64_t until = monotonic_ms() + ms, left;
+	struct timespec ts;
+
+	if (gl->sleep_ms) {
+		gl->sleep_ms(gl->hook_arg, ms);
+	} else {
+		while (!stopping(gl) && (left = until - monotonic_ms()) > 0) {
+			if (left > PB_FORGE_WAIT_SLICE_MS)
+				left = PB_FORGE_WAIT_SLICE_MS;
+			ts.tv_sec = 0;
+			ts.tv_nsec = (long)left * 1000000L;
+			nanosleep(&ts, NULL);
+		}
+	}
+	return stopping(gl) ? stop_give_up(gl) : 0;
 }
 
 static uint32_t gl_random(struct gitlab *gl)
@@ -351,6 +385,18 @@ static int call_do(struct gitlab *gl, struct gl_call *c, enum http_method m,
 	c->root = NULL;
 	c->method = m;
 	c->uncertain = 0;
+	if (!stopping(gl)) {
+		gl->stop_failed = 0;
+	} else if (gl->stop_failed) {
+		/* Stopping, and the forge failed us already: no request. */
+		http_response_reset(&c->resp);
+		where_of(c->where, sizeof(c->where), gl, url);
+		rc = err_set(PB_ETEMP,
+			     "%s %s: not sent: stopping after a forge "
+			     "failure",
+			     http_method_name(m), c->where);
+		goto out;
+	}
 	for (;;) {
 		memset(&req, 0, sizeof(req));
 		req.method = m;
@@ -362,6 +408,8 @@ static int call_do(struct gitlab *gl, struct gl_call *c, enum http_method m,
 		where_of(c->where, sizeof(c->where), gl, url);
 		gl->stats.requests++;
 		rc = http_do(&c->resp, gl->http, &req);
+		if (rc && c->resp.stopped)
+			gl->stop_failed = 1;
 		st = c->resp.status;
 		if (rc == 0) {
 			if ((st >= 200 && st < 300) || st == 304)
@@ -390,6 +438,10 @@ static int call_do(struct gitlab *gl, struct gl_call *c, enum http_method m,
 			}
 		}
 
+		if (stopping(gl)) {
+			rc = stop_give_up(gl);
+			goto out;
+		}
 		if ((int)attempt >= gl->max_retries) {
 			err_prefix(rc, "giving up after %u tries", attempt + 1);
 			goto out;
@@ -411,7 +463,9 @@ static int call_do(struct gitlab *gl, struct gl_call *c, enum http_method m,
 			 attempt, gl->max_retries, (long long)delay);
 		gl->stats.retries++;
 		gl->stats.last_delay_ms = delay;
-		gl->sleep_ms(gl->hook_arg, delay);
+		rc = gl_wait(gl, delay);
+		if (rc)
+			goto out;
 	}
 out:
 	free(url);
@@ -1572,12 +1626,16 @@ static int post_once(struct gitlab *gl, struct gl_call *c, const char *url,
 		if (!key)
 			return err_prefix(PB_ETEMP, "outcome unknown");
 		snprintf(first, sizeof(first), "%s", err_msg());
-		if ((int)attempt >= gl->max_retries)
+		if (stopping(gl) || (int)attempt >= gl->max_retries) {
+			if (stopping(gl))
+				gl->stop_failed = 1;
 			return err_set(PB_ETEMP,
 				       "outcome unknown, look for "
 				       "marker %s before retrying: "
-				       "%s",
-				       key, first);
+				       "%s%s",
+				       key, first,
+				       stopping(gl) ? " (stopping)" : "");
+		}
 		attempt++;
 		http_retry_delay(&delay, &gl->backoff, attempt, NULL, NULL, 0,
 				 gl_random(gl));
@@ -1585,7 +1643,12 @@ static int post_once(struct gitlab *gl, struct gl_call *c, const char *url,
 			 key, (long long)delay);
 		gl->stats.retries++;
 		gl->stats.last_delay_ms = delay;
-		gl->sleep_ms(gl->hook_arg, delay);
+		if (gl_wait(gl, delay))
+			return err_set(PB_ETEMP,
+				       "outcome unknown, look for "
+				       "marker %s before retrying: "
+				       "%s (stopping)",
+				       key, first);
 
 		gl->stats.marker_scans++;
 		marker_search_release(ms);
@@ -2224,6 +2287,8 @@ int forge_gitlab_new(struct forge **out, const struct forge_gitlab_opts *opts)
 	ho.ca_file = opts->ca_file;
 	ho.connect_timeout_ms = opts->connect_timeout_ms;
 	ho.timeout_ms = opts->timeout_ms;
+	ho.stop = opts->stop;
+	ho.stop_grace_ms = opts->stop_grace_ms;
 	rc = http_client_new(&gl->http, &ho);
 	if (rc < 0)
 		goto fail;
@@ -2241,7 +2306,8 @@ int forge_gitlab_new(struct forge **out, const struct forge_gitlab_opts *opts)
 			       opts->per_page :
 			       100;
 	gl->now_ms = opts->now_ms ? opts->now_ms : real_now_ms;
-	gl->sleep_ms = opts->sleep_ms ? opts->sleep_ms : real_sleep_ms;
+	gl->sleep_ms = opts->sleep_ms;
+	gl->stop = opts->stop;
 	gl->random = opts->random;
 	gl->hook_arg = opts->hook_arg;
 	gl->rng = ((uint64_t)real_now_ms(NULL) * 2654435761u) ^

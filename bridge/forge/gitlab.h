@@ -15,6 +15,14 @@
  * RateLimit-Reset (epoch), else exponential backoff with jitter; a wait
  * longer than retry_max_ms ends the call with PB_ETEMP.
  *
+ * Stopping (opts->stop, the daemon's signal flag): once it is set a
+ * request may still finish (within stop_grace_ms, http.h), but nothing is
+ * tried again: a wait before another try ends at once, a POST of unknown
+ * outcome is left for the caller's next attempt to find by its marker,
+ * and once a call gave up so, every later call fails at once without a
+ * request - all PB_ETEMP.  A forge that fails or hangs then holds a
+ * stopping daemon for seconds, not max_retries * timeout.
+ *
  * Ownership: forge_gitlab_new() copies every string in opts; the token
  * copy is wiped on forge_free().  The token is never logged.
  * Threads: one handle per thread.
@@ -24,6 +32,7 @@
 
 #include "forge/forge.h"
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,10 +50,13 @@ struct forge_gitlab_opts {
 	size_t body_max; /* response cap; 0: PB_HTTP_BODY_MAX_DEFAULT */
 	int marker_scan_pages; /* newest note pages searched; 0: 2 */
 	int per_page; /* page size for listings; 0: 100 */
+	const volatile sig_atomic_t *stop; /* NULL: never stops */
+	long stop_grace_ms; /* 0: PB_HTTP_STOP_GRACE_MS */
 
 	/* Test hooks (NULL: the real clock, nanosleep, a seeded PRNG). */
 	int64_t (*now_ms)(void *arg); /* epoch milliseconds */
-	void (*sleep_ms)(void *arg, int64_t ms); /* every retry wait */
+	/* every retry wait, whole (the stop flag is looked at after it) */
+	void (*sleep_ms)(void *arg, int64_t ms);
 	uint32_t (*random)(void *arg); /* jitter source */
 	void *hook_arg;
 };

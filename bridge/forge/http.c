@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 struct http_client {
 	CURL *curl;
@@ -20,7 +21,16 @@ struct http_client {
 	char *user_agent;
 	long connect_timeout_ms;
 	long timeout_ms;
+	const volatile sig_atomic_t *stop;
+	long stop_grace_ms;
 	char errbuf[CURL_ERROR_SIZE];
+};
+
+/* One transfer's view of the stop flag (the progress callback's arg). */
+struct watch {
+	const struct http_client *c;
+	struct http_response *out;
+	int64_t seen_ms; /* monotonic time the flag was first seen; 0: not */
 };
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
@@ -69,6 +79,9 @@ int http_client_new(struct http_client **out, const struct http_opts *opts)
 	c->connect_timeout_ms =
 		opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms : 10000;
 	c->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 60000;
+	c->stop = opts->stop;
+	c->stop_grace_ms = opts->stop_grace_ms > 0 ? opts->stop_grace_ms :
+						     PB_HTTP_STOP_GRACE_MS;
 	*out = c;
 	return 0;
 }
@@ -131,6 +144,7 @@ void http_response_reset(struct http_response *r)
 	r->status = 0;
 	r->maybe_sent = 0;
 	r->too_large = 0;
+	r->stopped = 0;
 }
 
 void http_response_release(struct http_response *r)
@@ -216,6 +230,41 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
+static int64_t monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * libcurl calls this at least once a second while a transfer runs, idle
+ * or not.  Non-zero abandons the transfer (CURLE_ABORTED_BY_CALLBACK).
+ * The grace counts from when this transfer first saw the flag, so a
+ * forge that answers still completes the request it was sent.
+ */
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
+		       curl_off_t ultotal, curl_off_t ulnow)
+{
+	struct watch *w = arg;
+	int64_t now;
+
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	if (!*w->c->stop)
+		return 0;
+	now = monotonic_ms();
+	if (!w->seen_ms)
+		w->seen_ms = now;
+	if (now - w->seen_ms < w->c->stop_grace_ms)
+		return 0;
+	w->out->stopped = 1;
+	return 1;
+}
+
 /* True for failures that happen before any byte of the request is sent. */
 static int fails_before_send(CURLcode rc)
 {
@@ -261,6 +310,12 @@ static int map_curl_error(struct http_client *c, struct http_response *out,
 		return err_set(PB_ELIMIT, "response body exceeds %zu bytes",
 			       out->body.max);
 	}
+	if (rc == CURLE_ABORTED_BY_CALLBACK && out->stopped)
+		return err_set(
+			PB_ETEMP,
+			"abandoned %s: stopping, and no answer in %ld ms",
+			out->maybe_sent ? "after sending" : "while connecting",
+			c->stop_grace_ms);
 	switch (rc) {
 	case CURLE_URL_MALFORMAT:
 	case CURLE_UNSUPPORTED_PROTOCOL:
@@ -303,6 +358,7 @@ int http_do(struct http_response *out, struct http_client *c,
 	    const struct http_request *req)
 {
 	struct curl_slist *headers = NULL;
+	struct watch w = { c, out, 0 };
 	char *h = NULL;
 	CURLcode rc;
 	CURL *k = c->curl;
@@ -340,6 +396,11 @@ int http_do(struct http_response *out, struct http_client *c,
 	curl_easy_setopt(k, CURLOPT_HEADERDATA, out);
 	if (req->fresh_connection)
 		curl_easy_setopt(k, CURLOPT_FRESH_CONNECT, 1L);
+	if (c->stop) {
+		curl_easy_setopt(k, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(k, CURLOPT_XFERINFODATA, &w);
+		curl_easy_setopt(k, CURLOPT_NOPROGRESS, 0L);
+	}
 
 	headers = add_header(headers, "Accept: application/json");
 	/* No "Expect: 100-continue" round trip before larger bodies. */

@@ -23,6 +23,12 @@
  * PB_ELIMIT when the body or headers exceed their caps.  PB_EINVAL for a
  * bad URL or header value.
  *
+ * Stopping: with opts->stop, a request still running stop_grace_ms after
+ * it saw the flag set is abandoned (PB_ETEMP, resp->stopped and
+ * maybe_sent as for any failure), so a daemon asked to stop is not held
+ * for [forge] timeout by a forge that hangs, while a forge that answers
+ * finishes what was started.
+ *
  * Threads: curl_global_init() runs once (pthread_once).  A client belongs
  * to one thread at a time; different clients may run in parallel.
  */
@@ -31,6 +37,7 @@
 
 #include "util/buf.h"
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +49,8 @@ struct http_opts {
 	const char *user_agent; /* NULL: "patchbridge/VERSION" */
 	long connect_timeout_ms; /* 0: 10 s */
 	long timeout_ms; /* total per request; 0: 60 s */
+	const volatile sig_atomic_t *stop; /* a signal handler's flag */
+	long stop_grace_ms; /* a request's time once stop is seen; 0: 5 s */
 };
 
 int http_client_new(struct http_client **out, const struct http_opts *opts);
@@ -75,6 +84,7 @@ struct http_response {
 	struct buf body; /* capped by the max given at init */
 	int maybe_sent; /* transport error after the request left */
 	int too_large; /* the body or headers hit their cap */
+	int stopped; /* abandoned: the stop flag was set (http_opts) */
 	/* Selected headers, NULL when absent (values trimmed). */
 	char *content_type;
 	char *link;

@@ -41,6 +41,10 @@
 #define PB_HTTP_URL_MAX 8192
 #define PB_NOTE_BODY_MAX 1000000 /* GitLab's own limit on a note body */
 #define PB_PAGES_MAX 1000 /* pages followed in one listing */
+/* Once a daemon is asked to stop: how long a forge request may still run,
+ * and the longest nap between looks at the stop flag in a retry wait. */
+#define PB_HTTP_STOP_GRACE_MS 5000
+#define PB_FORGE_WAIT_SLICE_MS 100
 
 /* Series. */
 #define PB_SERIES_MAX_DEFAULT 100

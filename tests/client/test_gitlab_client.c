@@ -17,6 +17,7 @@
 #include "util/err.h"
 #include "util/xalloc.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,9 +242,16 @@ struct hooks {
 	const char *on_sleep_body;
 };
 
+/* The daemon's stop flag, as a signal handler would set it. */
+static volatile sig_atomic_t stop_flag;
+static int stop_at_sleep; /* set stop_flag at the next wait */
+
 static void hook_sleep(void *arg, int64_t ms)
 {
 	struct hooks *h = arg;
+
+	if (stop_at_sleep)
+		stop_flag = 1;
 
 	if (h->nr < 64)
 		h->delays[h->nr] = ms;
@@ -1112,6 +1120,132 @@ static void test_quick_actions_only(void **state)
 	forge_free(f);
 }
 
+/* A client that watches stop_flag (the test hooks as client() sets). */
+static struct forge *stop_client(struct hooks *h, int max_retries,
+				 long grace_ms)
+{
+	struct forge_gitlab_opts o;
+	struct forge *f = NULL;
+
+	memset(h, 0, sizeof(*h));
+	memset(&o, 0, sizeof(o));
+	o.base_url = sim_url;
+	o.token = "user-token";
+	o.max_retries = max_retries;
+	o.retry_base_ms = 100;
+	o.retry_max_ms = 5000;
+	o.connect_timeout_ms = 2000;
+	o.timeout_ms = 30000;
+	o.stop = &stop_flag;
+	o.stop_grace_ms = grace_ms;
+	o.sleep_ms = hook_sleep;
+	o.random = hook_random;
+	o.hook_arg = h;
+	if (forge_gitlab_new(&f, &o) != 0)
+		fail_msg("forge_gitlab_new: %s", err_msg());
+	return f;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void test_stop_ends_retries(void **state)
+{
+	struct forge_mr mr;
+	struct forge *f;
+	struct hooks h;
+
+	stop_flag = 0;
+	stop_at_sleep = 0;
+	f = stop_client(&h, 5, 0);
+	/* Asked to stop, a forge that answers still answers. */
+	stop_flag = 1;
+	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), 0);
+	forge_mr_release(&mr);
+
+	/* The forge fails and the stop comes during the first wait: no
+	 * second try, PB_ETEMP with the forge's reason. */
+	stop_flag = 0;
+	stop_at_sleep = 1;
+	sim_fault("{\"kind\":\"error\",\"status\":503,\"count\":10,"
+		  "\"method\":\"GET\",\"path\":\"/merge_requests/1$\"}");
+	sim_clear_requests();
+	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), PB_ETEMP);
+	assert_non_null(strstr(err_msg(), "stopping"));
+	assert_non_null(strstr(err_msg(), "503"));
+	assert_int_equal(h.nr, 1);
+	assert_int_equal(sim_count_requests("GET", "/merge_requests/1", 0), 1);
+
+	/* Given up once while stopping: later calls send nothing. */
+	sim_clear_requests();
+	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), PB_ETEMP);
+	assert_non_null(strstr(err_msg(), "not sent"));
+	assert_int_equal(sim_count_requests("GET", "/merge_requests/1", 0), 0);
+
+	/* Not stopping any more: calls go out again. */
+	stop_flag = 0;
+	stop_at_sleep = 0;
+	sim_call(NULL, HTTP_DELETE, "/_sim/faults", NULL);
+	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), 0);
+	forge_mr_release(&mr);
+
+	/* A stop already set when the failure comes: no wait at all. */
+	sim_fault("{\"kind\":\"error\",\"status\":503,\"count\":1,"
+		  "\"method\":\"GET\",\"path\":\"/merge_requests/1$\"}");
+	stop_flag = 1;
+	h.nr = 0;
+	sim_clear_requests();
+	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), PB_ETEMP);
+	assert_int_equal(h.nr, 0);
+	assert_int_equal(sim_count_requests("GET", "/merge_requests/1", 0), 1);
+	stop_flag = 0;
+	forge_free(f);
+}
+
+static void test_stop_abandons_hanging_post(void **state)
+{
+	struct forge_gitlab_stats st;
+	struct forge_note note;
+	struct forge *f;
+	struct hooks h;
+	double t;
+
+	stop_flag = 0;
+	stop_at_sleep = 0;
+	f = stop_client(&h, 3, 300);
+	/* The forge commits the note, then does not answer for 20 s. */
+	sim_fault("{\"kind\":\"latency\",\"ms\":20000,\"count\":1,"
+		  "\"method\":\"POST\",\"path\":\"/notes$\"}");
+	stop_flag = 1;
+	t = now_s();
+	assert_int_equal(forge_create_note(&note, f, PROJECT, 1, "hanging",
+					   "hang.1"),
+			 PB_ETEMP);
+	/* Abandoned after the grace (libcurl looks about once a second),
+	 * not after the 30 s timeout: a generous bound, not a benchmark. */
+	assert_true(now_s() - t < 10);
+	assert_non_null(strstr(err_msg(), "abandoned after sending"));
+	assert_non_null(strstr(err_msg(), "look for marker hang.1"));
+	forge_gitlab_stats(&st, f);
+	assert_int_equal(st.marker_scans, 0);
+	assert_int_equal(h.nr, 0);
+
+	/* The next attempt (after a restart) finds it by its marker. */
+	stop_flag = 0;
+	assert_int_equal(sim_count_notes(1, "patchbridge:hang.1"), 1);
+	assert_int_equal(forge_find_note_by_marker(&note, NULL, f, PROJECT, 1,
+						   NULL, "hang.1"),
+			 0);
+	assert_non_null(strstr(note.body, "hanging"));
+	forge_note_release(&note);
+	forge_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1142,6 +1276,8 @@ int main(void)
 		cmocka_unit_test_setup(test_labels, reset),
 		cmocka_unit_test_setup(test_user_lookup, reset),
 		cmocka_unit_test_setup(test_quick_actions_only, reset),
+		cmocka_unit_test_setup(test_stop_ends_retries, reset),
+		cmocka_unit_test_setup(test_stop_abandons_hanging_post, reset),
 	};
 	struct http_opts ho;
 	int rc;
