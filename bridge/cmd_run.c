@@ -20,6 +20,11 @@
  * An MR whose handling failed temporarily (forge or git unreachable) is
  * tried again with backoff; the poll watermark is held before it
  * meanwhile, so a restart looks at it again.
+ *
+ * A forge that fails or hangs while the daemon stops does not hold it for
+ * its retries and timeouts: the forge client gives up within seconds
+ * (gitlab.h), and the reply being applied is applied at the next start
+ * (its actions journaled, none twice).
  */
 #include "cmd_daemon.h"
 #include "env.h"
@@ -68,8 +73,9 @@ const char cmd_run_help[] =
 	"                syslog, facility mail\n"
 	"\n"
 	"SIGTERM/SIGINT: stop after the mail being sent or the reply being\n"
-	"applied.  SIGHUP: reload the configuration (a broken one is refused\n"
-	"and the old one kept).\n";
+	"applied (a forge that fails or hangs meanwhile is given up on within\n"
+	"seconds; that reply is applied at the next start).  SIGHUP: reload\n"
+	"the configuration (a broken one is refused and the old one kept).\n";
 
 static volatile sig_atomic_t stop_flag, reload_flag;
 static struct workq *signal_queue; /* the handlers' way to wake the loop */

@@ -1190,6 +1190,22 @@ static int apply_row(struct inbound *ib, struct store_inbound *row,
 	 * what is permanent was finished inside work(). */
 	if (rc) {
 		snprintf(why, sizeof(why), "%s", err_msg());
+		if (stopping(ib)) {
+			/* The forge client gave up at once instead of
+			 * waiting (gitlab.h): not a fair try, so no dead
+			 * letter, and the next start tries it first.  An
+			 * action whose POST may have landed is in the
+			 * journal as failed: that try looks for its marker
+			 * before posting. */
+			log_notice("inbound: attempt %d cut short by the stop, "
+				   "tried again at the next start: %s",
+				   row->attempts, why);
+			rc = store_inbound_retry(ib->st, row->message_id,
+						 sched_now, why);
+			if (!rc)
+				ib->stats.retried++;
+			goto out;
+		}
 		if (row->attempts >= max) {
 			finish(&j, STORE_INBOUND_DEAD,
 			       "gave up after %d attempts: %s", row->attempts,

@@ -81,7 +81,9 @@ struct inbound_opts {
 	int retry_now;
 	/* The flag a signal handler sets to stop (may be NULL): no record
 	 * or row is claimed once it is set; the row being applied is
-	 * finished first. */
+	 * finished first - unless the forge fails it meanwhile (the client
+	 * then gives up at once, gitlab.h): such a row is not counted
+	 * against max_attempts' dead letter and is due again at once. */
 	const volatile sig_atomic_t *stop;
 };
 

@@ -23,7 +23,15 @@ them.  The daemon runs in the foreground with its log on a file.
       daemon exits 0 with "stopped (signal)" after the reply it is
       applying, without applying the whole batch first; a restart
       (`run --once`) applies the rest, and every action is on the forge
-      exactly once.
+      exactly once.  At the stop, a reply with its first action on the
+      forge has all of them there: the row in hand was finished.
+  test_sigterm_forge_503, test_sigterm_forge_hangs
+      The forge answers every new discussion 503 (with 5 retries 2 s
+      apart), or writes it and then does not answer for 30 s: SIGTERM
+      while a reply is being applied stops the daemon within a few
+      seconds, not after the retries and timeouts; the reply is filed to
+      be tried again.  Once the forge is back a restart applies every
+      reply, each action on the forge exactly once.
 """
 
 import os
@@ -189,6 +197,14 @@ class DaemonSignalTest(unittest.TestCase):
         for m in mids:
             for k in (0, 1):
                 self.assertLessEqual(sim.marker_count(mr, sim.key(m, k)), 1)
+            # The reply in hand at SIGTERM was finished before the exit
+            # (a restart would complete it too, which must not hide a
+            # stop in mid-row).
+            if sim.marker_count(mr, sim.key(m, 0)):
+                self.assertEqual(sim.marker_count(mr, sim.key(m, 1)), 1,
+                                 "<%s> stopped in mid-row:\n%s" %
+                                 (m, d.text()))
+                self.assertEqual(b.dump(m)[0][0], "applied", m)
 
         sim.sim("DELETE", "faults")
         p = subprocess.run([sim.PB, "-c", b.conf(), "run", "--once",
@@ -203,6 +219,74 @@ class DaemonSignalTest(unittest.TestCase):
             self.assertEqual(row[0], "applied", m)
             self.assertTrue(all(s == "done" for _, s in actions.values()))
         self.assertEqual(len(sim.user_notes(mr)), 2 * len(mids))
+
+    def sigterm_forge_down(self, fault, started):
+        """Three replies of two actions each; the forge fails with
+        fault; SIGTERM once started(d, mids) returns: a prompt exit, the
+        reply kept for the next start, which applies all exactly once."""
+        b = self.b
+        mids = [self.spool("Reply %d in an outage.\n\n%sInline %d.\n" %
+                           (k, sim.QUOTE_ADDED, k)) for k in range(3)]
+        sim.sim("POST", "faults", fault)
+        self.d = d = Daemon(b.conf(), os.path.join(b.dir, "daemon.log"))
+        started(d, mids)
+        rc, took = d.stop(timeout=180)
+        sys.stderr.write("stopped %.1fs after SIGTERM\n" % took)
+        self.assertEqual(rc, 0, d.text())
+        self.assertIn("stopped (signal)", d.text())
+        # Within a few seconds (a bound on behaviour, not a benchmark):
+        # not the retries' waits or [forge] timeout.
+        self.assertLess(took, 10, d.text())
+        self.assertIn("cut short by the stop", d.text())
+        mr = sim.mr_state()
+        for m in mids:
+            for k in (0, 1):
+                self.assertLessEqual(sim.marker_count(mr, sim.key(m, k)), 1)
+        self.assertIn(b.dump(mids[0])[0][0], ("failed", "received"))
+
+        sim.sim("DELETE", "faults")
+        p = subprocess.run([sim.PB, "-c", b.conf(), "run", "--once",
+                            "--foreground"], capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        mr = sim.mr_state()
+        for m in mids:
+            for k in (0, 1):
+                self.assertEqual(sim.marker_count(mr, sim.key(m, k)), 1,
+                                 (m, k))
+            row, actions = b.dump(m)
+            self.assertEqual(row[0], "applied", m)
+            self.assertTrue(all(s == "done" for _, s in actions.values()))
+        self.assertEqual(len(sim.user_notes(mr)), 2 * len(mids))
+
+    def test_sigterm_forge_503(self):
+        self.b.close()
+        self.b = sim.Bridge(forge_retries=5)
+        conf = self.b.conf()
+        with open(conf) as f:
+            text = f.read()
+        with open(conf, "w") as f:  # [forge]'s; [inbound] has 1s
+            f.write(text.replace("retry_base = 10ms", "retry_base = 2s"))
+        self.sigterm_forge_down({"kind": "error", "status": 503,
+                                 "count": 1000, "method": "POST",
+                                 "path": "/discussions$"},
+                                lambda d, mids: d.wait_log("HTTP 503", 60))
+
+    def test_sigterm_forge_hangs(self):
+        # The write lands, the answer does not come ([forge] timeout is
+        # 20 s here, a minute by default): SIGTERM once a note landed.
+        def landed(d, mids):
+            t = time.monotonic()
+            while time.monotonic() - t < 60:
+                mr = sim.mr_state()
+                if any(sim.marker_count(mr, sim.key(m, 0)) for m in mids):
+                    return
+                time.sleep(0.05)
+            self.fail("no note arrived:\n" + d.text())
+
+        self.sigterm_forge_down({"kind": "latency", "ms": 30000,
+                                 "method": "POST", "path": "/discussions$"},
+                                landed)
 
 
 if __name__ == "__main__":
