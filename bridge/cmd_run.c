@@ -19,7 +19,9 @@
  *
  * An MR whose handling failed temporarily (forge or git unreachable) is
  * tried again with backoff; the poll watermark is held before it
- * meanwhile, so a restart looks at it again.
+ * meanwhile, so a restart looks at it again.  So is the watermark held
+ * before every MR a poll queued until it was looked at (detect.h): a stop
+ * leaves the rest of the queue behind, and the next start lists it again.
  *
  * A forge that fails or hangs while the daemon stops does not hold it for
  * its retries and timeouts: the forge client gives up within seconds
@@ -305,6 +307,7 @@ static void process(struct daemon *d, const struct workq_item *it)
 	if (config_project_get(&proj, d->env.cfg, it->project) ||
 	    !config_project_bool(proj, CFG_PROJECT_ENABLED)) {
 		log_info("%s: not a bridged project; ignored", it->reason);
+		retry_done(d, it->project, it->iid); /* nothing to look at */
 		goto out;
 	}
 	rc = outbound_mr(&rep, d->env.ob, it->project, it->iid, 0);
@@ -391,6 +394,10 @@ static void cycle(struct daemon *d)
 	retries_due(d, t);
 	while (!stop_flag && !reload_flag && !workq_pop(&it, d->q))
 		process(d, &it);
+	/* What a stop leaves queued is held in detect: listed again at the
+	 * next start.  Worked off, the stored watermark may move on. */
+	if (!stop_flag && !reload_flag)
+		detect_checkpoint(d->detect);
 	if (!stop_flag && !reload_flag)
 		forge_comments(d);
 	if (!stop_flag)

@@ -25,6 +25,7 @@ struct watch {
 	const struct config_project *proj;
 	struct forge_mr_cursor cursor;
 	int loaded; /* the stored watermark was read */
+	int listed; /* listed since the last checkpoint */
 };
 
 struct detect {
@@ -148,7 +149,8 @@ static void set_cursor(struct detect *d, const char *prefix,
 		log_warn("poll: cannot record %s: %s", name, err_msg());
 }
 
-static void save(struct detect *d, struct watch *w)
+/* The watermark as far as it may go: before every MR still held. */
+static void save_watermark(struct detect *d, struct watch *w)
 {
 	const char *project = config_project_name(w->proj);
 	struct buf t = BUF_INIT(64);
@@ -161,7 +163,15 @@ static void save(struct detect *d, struct watch *w)
 			mark = d->holds[i].updated_ms - 1;
 	if (mark > 0 && !forge_time_format(&t, mark))
 		set_cursor(d, DETECT_CURSOR_PREFIX, project, t.data);
-	buf_reset(&t);
+	buf_release(&t);
+}
+
+static void save(struct detect *d, struct watch *w)
+{
+	const char *project = config_project_name(w->proj);
+	struct buf t = BUF_INIT(64);
+
+	save_watermark(d, w);
 	if (!forge_time_format(&t, (int64_t)time(NULL) * 1000))
 		set_cursor(d, DETECT_TIME_PREFIX, project, t.data);
 	set_cursor(d, DETECT_ERROR_PREFIX, project, "");
@@ -193,6 +203,10 @@ static int mr_found(const struct forge_mr *mr, void *arg)
 			 err_msg());
 		return rc;
 	}
+	/* Queued (now or before): held until looked at, so the watermark
+	 * this listing saves stays before it (detect.h). */
+	if (!rc || rc == PB_EEXISTS)
+		detect_hold(pw->d, project, mr->iid, mr->updated_ms);
 	if (!rc)
 		pw->queued++;
 	return 0;
@@ -229,6 +243,7 @@ int detect_poll(struct detect *d, struct workq *q, size_t *queued)
 				first = rc;
 		} else {
 			save(d, w);
+			w->listed = 1;
 			log_debug("poll: %zu merge request(s) to look at",
 				  pw.queued);
 		}
@@ -237,4 +252,18 @@ int detect_poll(struct detect *d, struct workq *q, size_t *queued)
 	}
 	log_ctx_pop(&saved);
 	return first;
+}
+
+void detect_checkpoint(struct detect *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nr; i++) {
+		struct watch *w = &d->watches[i];
+
+		/* Only what a listing of this detect moved. */
+		if (w->listed)
+			save_watermark(d, w);
+		w->listed = 0;
+	}
 }

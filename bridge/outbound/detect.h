@@ -10,9 +10,17 @@
  *
  * The watermark survives restarts in the state store, as the cursor
  * "poll:PROJECT" (ISO 8601).  It moves on only after a listing that
- * worked, and never past an MR the daemon still has to look at again:
- * detect_hold() keeps the stored watermark at or before that MR's
- * updated_at until detect_release(), so a restart lists it again.  For
+ * worked, and never past an MR the daemon still has to look at: every MR
+ * a listing queues is held (detect_hold() keeps the stored watermark
+ * before that MR's updated_at) until the daemon looked at it and called
+ * detect_release(), and so is an MR to look at again after a failure.
+ * A stop or crash with MRs still queued (or waiting for a retry) thus
+ * loses none: the next start lists them again, and outbound_mr() finds
+ * what it mailed already.  The queue itself is not kept: the forge is
+ * the record of what is to be looked at.  The watermark a listing saves
+ * is therefore held back behind the MRs it queued; detect_checkpoint()
+ * saves it again once they were looked at, so a restart does not list
+ * them anew.  For
  * `patchbridge status` the cursors "poll-time:PROJECT" (when the last
  * listing worked) and "poll-error:PROJECT" (why the last one failed, ""
  * after a success) are kept too.
@@ -53,5 +61,9 @@ int detect_poll(struct detect *d, struct workq *q, size_t *queued);
 void detect_hold(struct detect *d, const char *project, int64_t iid,
 		 int64_t updated_ms);
 void detect_release(struct detect *d, const char *project, int64_t iid);
+
+/* Store each listed project's watermark as far as the holds now allow
+ * (after the queue was worked off). */
+void detect_checkpoint(struct detect *d);
 
 #endif
