@@ -1305,8 +1305,11 @@ static int backfill_one(const char *name, const struct spool_record *hdr,
 	char *id;
 	int rc;
 
-	(void)err; /* a record without a header has nothing to archive */
-	if (!hdr || !hdr->project[0] || hdr->iid <= 0)
+	/* A corrupt record has nothing to archive; one that cannot be read
+	 * now stops the pass, so done/ is not pruned before it is kept. */
+	if (!hdr)
+		return err == PB_EINVAL ? 0 : err;
+	if (!hdr->project[0] || hdr->iid <= 0)
 		return 0;
 	spool_record_init(&rec);
 	rc = spool_load(&rec, b->ib->sp, b->area, name);
