@@ -568,6 +568,24 @@ static const char *quote(char *dst, size_t size, const char *s)
 }
 
 /* Name <-> enum through a table; -1 when unknown. */
+/* The name of an enum value from its table; "unknown" outside it. */
+static const char *name_of(const char *const *names, size_t nr, size_t v)
+{
+	return v < nr && names[v] ? names[v] : "unknown";
+}
+
+/* The body of every *_list_release(): each item, then the array. */
+#define LIST_RELEASE(list, release_item)                  \
+	do {                                              \
+		size_t i_;                                \
+                                                          \
+		for (i_ = 0; i_ < (list)->nr; i_++)       \
+			release_item(&(list)->items[i_]); \
+		free((list)->items);                      \
+		(list)->items = NULL;                     \
+		(list)->nr = (list)->alloc = 0;           \
+	} while (0)
+
 static int name_index(const char *const *names, size_t nr, const char *s)
 {
 	size_t i;
@@ -1277,20 +1295,13 @@ void store_mail_release(struct store_mail *m)
 
 const char *store_mail_kind_name(enum store_mail_kind kind)
 {
-	if ((size_t)kind >= ARRAY_SIZE(mail_kind_names))
-		return "unknown";
-	return mail_kind_names[kind];
+	return name_of(mail_kind_names, ARRAY_SIZE(mail_kind_names),
+		       (size_t)kind);
 }
 
 void store_mail_list_release(struct store_mail_list *list)
 {
-	size_t i;
-
-	for (i = 0; i < list->nr; i++)
-		store_mail_release(&list->items[i]);
-	free(list->items);
-	list->items = NULL;
-	list->nr = list->alloc = 0;
+	LIST_RELEASE(list, store_mail_release);
 }
 
 static int mail_check(const struct store_mail *m)
@@ -1771,9 +1782,8 @@ void store_inbound_release(struct store_inbound *in)
 
 const char *store_inbound_state_name(enum store_inbound_state state)
 {
-	if ((size_t)state >= ARRAY_SIZE(inbound_state_names))
-		return "unknown";
-	return inbound_state_names[state];
+	return name_of(inbound_state_names, ARRAY_SIZE(inbound_state_names),
+		       (size_t)state);
 }
 
 int store_inbound_state_from_name(enum store_inbound_state *out,
@@ -1792,13 +1802,7 @@ int store_inbound_state_from_name(enum store_inbound_state *out,
 
 void store_inbound_list_release(struct store_inbound_list *list)
 {
-	size_t i;
-
-	for (i = 0; i < list->nr; i++)
-		store_inbound_release(&list->items[i]);
-	free(list->items);
-	list->items = NULL;
-	list->nr = list->alloc = 0;
+	LIST_RELEASE(list, store_inbound_release);
 }
 
 static int inbound_from_row(struct store_inbound *in, struct query *q)
@@ -2035,15 +2039,14 @@ int store_inbound_get(struct store_inbound *out, struct store *st,
 	return inbound_one(out, &q, missing);
 }
 
+static void inbound_count_release(struct store_inbound_count *c)
+{
+	free((char *)c->project);
+}
+
 void store_inbound_count_list_release(struct store_inbound_count_list *list)
 {
-	size_t i;
-
-	for (i = 0; i < list->nr; i++)
-		free((char *)list->items[i].project);
-	free(list->items);
-	list->items = NULL;
-	list->nr = list->alloc = 0;
+	LIST_RELEASE(list, inbound_count_release);
 }
 
 int store_inbound_count(struct store_inbound_count_list *out, struct store *st)
@@ -2101,13 +2104,7 @@ void store_action_release(struct store_action *act)
 
 void store_action_list_release(struct store_action_list *list)
 {
-	size_t i;
-
-	for (i = 0; i < list->nr; i++)
-		store_action_release(&list->items[i]);
-	free(list->items);
-	list->items = NULL;
-	list->nr = list->alloc = 0;
+	LIST_RELEASE(list, store_action_release);
 }
 
 static int action_from_row(struct store_action *act, struct query *q)
@@ -2362,13 +2359,7 @@ int store_cursor_set(struct store *st, const char *name, const char *value)
 
 void store_revision_list_release(struct store_revision_list *list)
 {
-	size_t i;
-
-	for (i = 0; i < list->nr; i++)
-		store_revision_release(&list->items[i]);
-	free(list->items);
-	list->items = NULL;
-	list->nr = list->alloc = 0;
+	LIST_RELEASE(list, store_revision_release);
 }
 
 static int64_t list_limit(size_t limit)
@@ -2430,20 +2421,13 @@ void store_outmail_release(struct store_outmail *m)
 
 const char *store_outmail_state_name(enum store_outmail_state state)
 {
-	if ((size_t)state >= ARRAY_SIZE(outmail_state_names))
-		return "unknown";
-	return outmail_state_names[state];
+	return name_of(outmail_state_names, ARRAY_SIZE(outmail_state_names),
+		       (size_t)state);
 }
 
 void store_outmail_list_release(struct store_outmail_list *list)
 {
-	size_t i;
-
-	for (i = 0; i < list->nr; i++)
-		store_outmail_release(&list->items[i]);
-	free(list->items);
-	list->items = NULL;
-	list->nr = list->alloc = 0;
+	LIST_RELEASE(list, store_outmail_release);
 }
 
 static int outmail_from_row(struct store_outmail *m, struct query *q)
@@ -2741,20 +2725,13 @@ void store_archived_release(struct store_archived *a)
 
 const char *store_archive_origin_name(enum store_archive_origin origin)
 {
-	if ((size_t)origin >= ARRAY_SIZE(archive_origin_names))
-		return "unknown";
-	return archive_origin_names[origin];
+	return name_of(archive_origin_names, ARRAY_SIZE(archive_origin_names),
+		       (size_t)origin);
 }
 
 void store_archived_list_release(struct store_archived_list *list)
 {
-	size_t i;
-
-	for (i = 0; i < list->nr; i++)
-		store_archived_release(&list->items[i]);
-	free(list->items);
-	list->items = NULL;
-	list->nr = list->alloc = 0;
+	LIST_RELEASE(list, store_archived_release);
 }
 
 /* Columns: message_id, project, iid, origin, message, created. */
