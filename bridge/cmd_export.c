@@ -35,8 +35,8 @@
 #include <sysexits.h>
 
 const char cmd_export_synopsis[] = "[--mbox FILE] [--public-inbox DIR] MR";
-const char cmd_export_summary[] = "write a merge request's whole "
-				  "conversation as mbox or public-inbox";
+const char cmd_export_summary[] = "an MR's whole conversation as mbox or "
+				  "public-inbox";
 const char cmd_export_help[] =
 	"MR names the merge request as GROUP/PROJECT!IID.  Writes every mail\n"
 	"of its conversation: the series of every revision (cover letters and\n"
