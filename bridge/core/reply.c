@@ -30,30 +30,52 @@ static int is_digit(int c)
 	return c >= '0' && c <= '9';
 }
 
-/* Trim blanks (and no-break spaces) from both ends. */
+/* The length of a no-break space (U+00A0, U+202F) at p, or 0. */
+static size_t nbsp_at(const char *p, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)p;
+
+	if (n >= 2 && u[0] == 0xc2 && u[1] == 0xa0)
+		return 2;
+	if (n >= 3 && u[0] == 0xe2 && u[1] == 0x80 && u[2] == 0xaf)
+		return 3;
+	return 0;
+}
+
+/* The same, for one ending at p + n. */
+static size_t nbsp_before(const char *p, size_t n)
+{
+	if (n >= 2 && nbsp_at(p + n - 2, 2) == 2)
+		return 2;
+	if (n >= 3 && nbsp_at(p + n - 3, 3) == 3)
+		return 3;
+	return 0;
+}
+
+/* Trim blanks (and no-break spaces: French puts one before a colon)
+ * from both ends. */
 static void trim(const char **p, size_t *n)
 {
+	size_t k;
+
 	for (;;) {
 		if (*n && (**p == ' ' || **p == '\t')) {
 			(*p)++;
 			(*n)--;
-		} else if (*n >= 2 && (unsigned char)(*p)[0] == 0xc2 &&
-			   (unsigned char)(*p)[1] == 0xa0) {
-			*p += 2;
-			*n -= 2;
+		} else if ((k = nbsp_at(*p, *n))) {
+			*p += k;
+			*n -= k;
 		} else {
 			break;
 		}
 	}
 	for (;;) {
-		if (*n && ((*p)[*n - 1] == ' ' || (*p)[*n - 1] == '\t')) {
+		if (*n && ((*p)[*n - 1] == ' ' || (*p)[*n - 1] == '\t'))
 			(*n)--;
-		} else if (*n >= 2 && (unsigned char)(*p)[*n - 2] == 0xc2 &&
-			   (unsigned char)(*p)[*n - 1] == 0xa0) {
-			*n -= 2;
-		} else {
+		else if ((k = nbsp_before(*p, *n)))
+			*n -= k;
+		else
 			break;
-		}
 	}
 }
 
@@ -200,47 +222,179 @@ static int is_trim_marker(const char *p, size_t n)
 	}
 }
 
+/*
+ * Attribution lines: "On ... wrote:" and its relatives in other languages
+ * and mailers.  Bounded: a line longer than ATTRIB_LINE_MAX is none.
+ */
+#define ATTRIB_LINE_MAX 400
+
+static int has_digit(const char *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (is_digit((unsigned char)p[i]))
+			return 1;
+	return 0;
+}
+
+/* Strip the colon that ends a line (":" or the full-width "："), and the
+ * blanks around it; 0 when there is none. */
+static int strip_colon(const char **p, size_t *n)
+{
+	trim(p, n);
+	if (*n && (*p)[*n - 1] == ':')
+		(*n)--;
+	else if (*n >= 3 && !memcmp(*p + *n - 3, "\xef\xbc\x9a", 3))
+		*n -= 3;
+	else
+		return 0;
+	trim(p, n);
+	return 1;
+}
+
+/*
+ * Does a word start at p[i]?  A letter of a two-byte script (Latin,
+ * Cyrillic) before it continues the word; CJK, punctuation and spaces
+ * do not.
+ */
+static int word_starts(const char *p, size_t i)
+{
+	unsigned char c;
+	size_t k;
+
+	if (!i)
+		return 1;
+	c = (unsigned char)p[i - 1];
+	if (c < 0x80)
+		return !is_alpha(c) && !is_digit(c);
+	for (k = i - 1; k > 0 && (c & 0xc0) == 0x80 && i - k < 4; k--)
+		c = (unsigned char)p[k - 1];
+	return c < 0xc3 || c >= 0xe0;
+}
+
+/* The verbs that end an attribution, before its colon. */
+static const struct {
+	const char *verb;
+	int weak; /* also ends a sentence of one's own ("As I said:") */
+} attrib_verbs[] = {
+	{ "wrote", 0 },
+	{ "writes", 1 },
+	{ "said", 1 },
+	{ "a \xc3\xa9"
+	  "crit",
+	  0 }, /* a écrit */
+	{ "schrieb", 0 },
+	{ "escribi\xc3\xb3", 0 }, /* escribió */
+	{ "scrisse", 0 },
+	{ "ha scritto", 0 },
+	{ "escreveu", 0 },
+	{ "schreef", 0 },
+	{ "geschreven", 0 },
+	{ "kirjoitti", 0 },
+	{ "skrev", 0 },
+	{ "napisa\xc5\x82", 0 }, /* napisał */
+	{ "napisa\xc5\x82(a)", 0 },
+	{ "napsal", 0 }, /* Czech */
+	{ "napsal(a)", 0 },
+	{ "\xd0\xbf\xd0\xb8\xd1\x88\xd0\xb5\xd1\x82", 0 }, /* пишет */
+	{ "\xd0\xbf\xd0\xb8\xd1\x81\xd0\xb0\xd0\xbb", 0 }, /* писал */
+	{ "\xd0\xbd\xd0\xb0\xd0\xbf\xd0\xb8\xd1\x81\xd0\xb0\xd0\xbb",
+	  0 }, /* написал */
+	{ "\xd0\xbd\xd0\xb0\xd0\xbf\xd0\xb8\xd1\x81\xd0\xb0\xd0\xbb\xd0\xb0",
+	  0 }, /* написала */
+	{ "\xd0\xbd\xd0\xb0\xd0\xbf\xd0\xb8\xd1\x81\xd0\xb0\xd0\xbb(\xd0\xb0)",
+	  0 }, /* написал(а) */
+	{ "\xe5\x86\x99\xe9\x81\x93", 0 }, /* 写道 */
+	{ "\xe5\xaf\xab\xe9\x81\x93", 0 }, /* 寫道 */
+	{ "\xe3\x81\xae\xe3\x83\xa1\xe3\x83\x83\xe3\x82\xbb\xe3\x83\xbc"
+	  "\xe3\x82\xb8",
+	  0 }, /* のメッセージ */
+	{ "\xe6\x9b\xb8\xe3\x81\x8d\xe3\x81\xbe\xe3\x81\x97\xe3\x81\x9f",
+	  0 }, /* 書きました */
+};
+
+/* Attributions whose verb sits before the name: "Am 3.12.26 um 10:00
+ * schrieb Jane <j@example.org>:", "Op ... schreef Jane:". */
+static const struct {
+	const char *start, *verb;
+} attrib_infix[] = {
+	{ "Am ", " schrieb " },
+	{ "Op ", " schreef " },
+};
+
+/*
+ * The verb ending p[0..n) (its colon stripped by the caller): its index
+ * in attrib_verbs, or -1.  bare: the line is the verb and nothing else.
+ */
+static int attribution_verb(const char *p, size_t n, int *bare)
+{
+	size_t i, l;
+
+	for (i = 0; i < sizeof(attrib_verbs) / sizeof(attrib_verbs[0]); i++) {
+		const char *v = attrib_verbs[i].verb;
+
+		l = strlen(v);
+		if (!ends_icase(p, n, v))
+			continue;
+		/* "overwrote:" is no attribution; 写道 follows anything */
+		if ((unsigned char)v[0] < 0xe0 && !word_starts(p, n - l))
+			continue;
+		if (bare)
+			*bare = n == l;
+		return (int)i;
+	}
+	return -1;
+}
+
 /* "On ... wrote:", "... writes:", "Quoting X (date):" ... */
 static int attribution_end(const char *p, size_t n)
 {
-	static const char *const ends[] = {
-		"wrote:",
-		"wrote :",
-		"writes:",
-		"said:",
-		"a \xc3\xa9"
-		"crit :",
-		"a \xc3\xa9"
-		"crit:",
-		"schrieb:",
-		"escribi\xc3\xb3:",
-		"scrisse:",
-		"kirjoitti:",
-		"skrev:",
-		"napisa\xc5\x82:",
-		"napisa\xc5\x82(a):",
-		"\xe5\x86\x99\xe9\x81\x93\xef\xbc\x9a", /* 写道： */
-		"\xe5\x86\x99\xe9\x81\x93:", /* 写道: */
-		"\xe5\xaf\xab\xe9\x81\x93\xef\xbc\x9a", /* 寫道： */
-		"\xe5\xaf\xab\xe9\x81\x93:",
-		"wrote\xef\xbc\x9a",
-		NULL,
-	};
-	const char *const *e;
+	const char *q;
+	size_t m, i;
 
 	trim(&p, &n);
-	if (!n || n > 400)
+	if (!n || n > ATTRIB_LINE_MAX)
 		return 0;
-	for (e = ends; *e; e++)
-		if (ends_icase(p, n, *e))
+	q = p;
+	m = n;
+	if (strip_colon(&q, &m)) {
+		if (attribution_verb(q, m, NULL) >= 0)
 			return 1;
+		for (i = 0; i < sizeof(attrib_infix) / sizeof(attrib_infix[0]);
+		     i++)
+			if (starts_icase(p, n, attrib_infix[i].start) &&
+			    mem_find(p, n, attrib_infix[i].verb,
+				     strlen(attrib_infix[i].verb)))
+				return 1;
+	}
 	if (starts_icase(p, n, "Quoting ") &&
 	    (p[n - 1] == ':' || p[n - 1] == ')'))
 		return 1;
-	if (starts_icase(p, n, "Am ") && mem_find(p, n, " schrieb ", 9) &&
-	    p[n - 1] == ':')
-		return 1;
 	return 0;
+}
+
+/*
+ * An attribution that introduces the original message, so that what
+ * follows it without '>' is that original: a date or an address in it
+ * and a verb of writing ("As Jane <j@example.org> said:" opens a
+ * sentence of one's own).
+ */
+static int attribution_strong(const char *p, size_t n)
+{
+	int v;
+
+	trim(&p, &n);
+	if (starts_icase(p, n, "On "))
+		return 1;
+	if (!has_digit(p, n) && !memchr(p, '@', n))
+		return 0;
+	if (!strip_colon(&p, &n))
+		return 0;
+	v = attribution_verb(p, n, NULL);
+	if (v >= 0)
+		return !attrib_verbs[v].weak;
+	return starts_icase(p, n, "Am ") || starts_icase(p, n, "Op ");
 }
 
 static int ends_colon(const char *p, size_t n)
@@ -250,22 +404,35 @@ static int ends_colon(const char *p, size_t n)
 	       (n >= 3 && !memcmp(p + n - 3, "\xef\xbc\x9a", 3));
 }
 
-/* The first half of an attribution wrapped over two lines. */
+/*
+ * The first half of an attribution wrapped over two lines: cut after
+ * "<" or "(", or opened the way attributions open ("On", "Am", "Le",
+ * "在" ...) or cut after a comma, with a date or an address in it.
+ */
 static int attribution_head(const char *p, size_t n)
 {
 	static const char *const starts[] = {
-		"On ", "Am ", "Le ",	 "El ", "Il ",
-		"Em ", "Op ", "W dniu ", NULL,
+		"On ",	    "Am ",	    "Le ",	   "El ",  "Il ",
+		"Em ",	    "Op ",	    "Den ",	   "Dne ", "W dniu ",
+		"Quoting ", "\xe5\x9c\xa8", /* 在 */ NULL,
 	};
 	const char *const *s;
+	int dated;
 
 	trim(&p, &n);
-	if (!n || n > 300)
+	if (!n || n > ATTRIB_LINE_MAX)
 		return 0;
+	if (p[n - 1] == '<' || p[n - 1] == '(')
+		return 1;
+	dated = has_digit(p, n) || memchr(p, '@', n) || memchr(p, '<', n);
+	if (!dated)
+		return 0;
+	if (p[n - 1] == ',')
+		return 1;
 	for (s = starts; *s; s++)
 		if (starts_icase(p, n, *s))
 			return 1;
-	return p[n - 1] == '<' || p[n - 1] == ',';
+	return 0;
 }
 
 enum hdr {
@@ -292,6 +459,8 @@ static enum hdr header_field(const char *p, size_t n)
 		{ "Da", H_FROM },
 		{ "Van", H_FROM },
 		{ "Od", H_FROM },
+		{ "\xd0\x9e\xd1\x82", H_FROM }, /* От */
+		{ "\xe5\xb7\xae\xe5\x87\xba\xe4\xba\xba", H_FROM }, /* 差出人 */
 		{ "Sent", H_DATE },
 		{ "Date", H_DATE },
 		{ "\xe5\x8f\x91\xe9\x80\x81\xe6\x97\xb6\xe9\x97\xb4",
@@ -305,6 +474,15 @@ static enum hdr header_field(const char *p, size_t n)
 		{ "Envoy\xc3\xa9", H_DATE },
 		{ "Inviato", H_DATE },
 		{ "Enviado", H_DATE },
+		{ "Enviada em", H_DATE }, /* Portuguese Outlook */
+		{ "Data", H_DATE },
+		{ "Verzonden", H_DATE },
+		{ "\xd0\x9e\xd1\x82\xd0\xbf\xd1\x80\xd0\xb0\xd0\xb2\xd0\xbb"
+		  "\xd0\xb5\xd0\xbd\xd0\xbe",
+		  H_DATE }, /* Отправлено */
+		{ "\xd0\x94\xd0\xb0\xd1\x82\xd0\xb0", H_DATE }, /* Дата */
+		{ "\xe9\x80\x81\xe4\xbf\xa1\xe6\x97\xa5\xe6\x99\x82",
+		  H_DATE }, /* 送信日時 */
 		{ "To", H_TO },
 		{ "\xe6\x94\xb6\xe4\xbb\xb6\xe4\xba\xba", H_TO }, /* 收件人 */
 		{ "\xe6\x94\xb6\xe4\xbb\xb6\xe8\x80\x85", H_TO }, /* 收件者 */
@@ -312,10 +490,14 @@ static enum hdr header_field(const char *p, size_t n)
 		{ "\xc3\x80", H_TO },
 		{ "Para", H_TO },
 		{ "Aan", H_TO },
+		{ "\xd0\x9a\xd0\xbe\xd0\xbc\xd1\x83", H_TO }, /* Кому */
+		{ "\xe5\xae\x9b\xe5\x85\x88", H_TO }, /* 宛先 */
 		{ "Cc", H_CC },
 		{ "\xe6\x8a\x84\xe9\x80\x81", H_CC }, /* 抄送 */
 		{ "\xe5\x89\xaf\xe6\x9c\xac", H_CC }, /* 副本 */
 		{ "Kopie", H_CC },
+		{ "\xd0\x9a\xd0\xbe\xd0\xbf\xd0\xb8\xd1\x8f",
+		  H_CC }, /* Копия */
 		{ "Subject", H_SUBJECT },
 		{ "\xe4\xb8\xbb\xe9\xa2\x98", H_SUBJECT }, /* 主题 */
 		{ "\xe4\xb8\xbb\xe6\x97\xa8", H_SUBJECT },
@@ -325,21 +507,36 @@ static enum hdr header_field(const char *p, size_t n)
 		{ "Oggetto", H_SUBJECT },
 		{ "Asunto", H_SUBJECT },
 		{ "Onderwerp", H_SUBJECT },
+		{ "Assunto", H_SUBJECT },
+		{ "\xd0\xa2\xd0\xb5\xd0\xbc\xd0\xb0", H_SUBJECT }, /* Тема */
+		{ "\xe4\xbb\xb6\xe5\x90\x8d", H_SUBJECT }, /* 件名 */
 	};
 	size_t i, l;
 
 	trim(&p, &n);
+	/* "*From:* Jane": Outlook's bold names turned into text */
+	for (i = 0; i < 2 && n && *p == '*'; i++) {
+		p++;
+		n--;
+	}
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		l = strlen(names[i].name);
 		if (!starts_icase(p, n, names[i].name))
 			continue;
 		{
 			const char *q = p + l;
-			size_t m = n - l;
+			size_t m = n - l, k;
 
-			while (m && *q == ' ') {
-				q++;
-				m--;
+			/* "De : Jane", with a no-break space in French */
+			for (;;) {
+				if (m && (*q == ' ' || *q == '*'))
+					k = 1;
+				else
+					k = nbsp_at(q, m);
+				if (!k)
+					break;
+				q += k;
+				m -= k;
 			}
 			if ((m && *q == ':') ||
 			    (m >= 3 && !memcmp(q, "\xef\xbc\x9a", 3)))
@@ -363,6 +560,14 @@ static int original_separator(const char *p, size_t n)
 		"message d'origine",
 		"messaggio originale",
 		"mensaje original",
+		"message d\xe2\x80\x99origine", /* with U+2019 */
+		"mensagem original",
+		"oorspronkelijk bericht",
+		"\xd0\x98\xd1\x81\xd1\x85\xd0\xbe\xd0\xb4\xd0\xbd\xd0\xbe\xd0\xb5 "
+		"\xd1\x81\xd0\xbe\xd0\xbe\xd0\xb1\xd1\x89\xd0\xb5\xd0\xbd\xd0\xb8"
+		"\xd0\xb5", /* Исходное сообщение */
+		"\xe5\x85\x83\xe3\x81\xae\xe3\x83\xa1\xe3\x83\x83\xe3\x82\xbb"
+		"\xe3\x83\xbc\xe3\x82\xb8", /* 元のメッセージ */
 		NULL,
 	};
 	const char *const *w;
@@ -417,6 +622,84 @@ static int is_sig_marker(const char *p, size_t n)
 {
 	return (n == 3 && !memcmp(p, "-- ", 3)) ||
 	       (n == 2 && !memcmp(p, "--", 2));
+}
+
+/*
+ * The line a phone or a webmail adds under what one writes: "Sent from
+ * my iPhone", "Envoyé de mon iPhone", "Von meinem iPhone gesendet",
+ * "Get Outlook for Android", "发自我的iPhone", "iPhoneから送信".  Like
+ * the "-- " signature it is no comment.  A sentence ("Sent from my
+ * phone. NAK.") is not one: only a short run of words, maybe a link in
+ * <...> and a full stop at the end.
+ */
+static int is_mobile_sig(const char *p, size_t n)
+{
+	/* the device or the app between them: anything short */
+	static const struct {
+		const char *start, *end;
+	} sigs[] = {
+		{ "Sent from my ", "" },
+		{ "Sent with my ", "" },
+		{ "Sent via my ", "" },
+		{ "Sent from Mail for ", "" },
+		{ "Sent from Outlook", "" },
+		{ "Sent from Yahoo Mail", "" },
+		{ "Sent from Proton", "" },
+		{ "Sent from Samsung", "" },
+		{ "Get Outlook for ", "" },
+		{ "Envoy\xc3\xa9 de mon ", "" },
+		{ "Envoy\xc3\xa9 depuis mon ", "" },
+		{ "Envoy\xc3\xa9 \xc3\xa0 partir de ", "" },
+		{ "Von meinem ", "gesendet" },
+		{ "Gesendet von meinem ", "" },
+		{ "Gesendet mit ", "" },
+		{ "Enviado desde mi ", "" },
+		{ "Enviado do meu ", "" },
+		{ "Enviado de meu ", "" },
+		{ "Enviado de mi ", "" },
+		{ "Inviato da ", "" },
+		{ "Inviato dal mio ", "" },
+		{ "Verstuurd vanaf mijn ", "" },
+		{ "Verzonden vanaf mijn ", "" },
+		{ "Verzonden met ", "" },
+		{ "Wys\xc5\x82"
+		  "ane z ",
+		  "" }, /* Wysłane z */
+		{ "\xd0\x9e\xd1\x82\xd0\xbf\xd1\x80\xd0\xb0\xd0\xb2\xd0\xbb\xd0\xb5"
+		  "\xd0\xbd\xd0\xbe \xd1\x81 ",
+		  "" }, /* Отправлено с */
+		{ "\xe5\x8f\x91\xe8\x87\xaa", "" }, /* 发自 */
+		{ "",
+		  "\xe3\x81\x8b\xe3\x82\x89\xe9\x80\x81\xe4\xbf\xa1" }, /* から送信 */
+	};
+	size_t i, w;
+
+	trim(&p, &n);
+	if (n < 6 || n > 120)
+		return 0;
+	/* a link Outlook adds: "Get Outlook for iOS<https://aka.ms/...>" */
+	if (p[n - 1] == '>') {
+		const char *lt = memchr(p, '<', n);
+
+		if (!lt || lt == p)
+			return 0;
+		n = (size_t)(lt - p);
+		trim(&p, &n);
+	}
+	if (n && p[n - 1] == '.')
+		n--;
+	for (i = 0; i < n; i++)
+		if (strchr(".,;:!?<>()[]@", p[i]))
+			return 0;
+	w = count_words(p, n);
+	if (!w || w > 8)
+		return 0;
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (n >= strlen(sigs[i].start) + strlen(sigs[i].end) &&
+		    starts_icase(p, n, sigs[i].start) &&
+		    ends_icase(p, n, sigs[i].end))
+			return 1;
+	return 0;
 }
 
 static int is_disclaimer(const char *p, size_t n)
@@ -869,8 +1152,7 @@ static size_t header_block(const struct reply *r, size_t i)
  * Did the author write something of substance before line i?  The scan
  * is remembered (st->scan, st->first) so that a message full of
  * attribution lines stays linear; classify() moves lines away from
- * RL_OWN only at or after the line it is on, and the one before it
- * (a wrapped attribution), which own_forget() handles.
+ * RL_OWN only at or after the line it is on.
  */
 struct own_state {
 	size_t scan; /* lines [0, scan) were looked at */
@@ -888,14 +1170,6 @@ static int own_before(const struct reply *r, struct own_state *st, size_t i)
 		st->scan++;
 	}
 	return st->first >= 0 && (size_t)st->first < i;
-}
-
-static void own_forget(struct own_state *st, size_t line)
-{
-	if (st->first == (long)line) {
-		st->first = -1;
-		st->scan = line;
-	}
 }
 
 /*
@@ -1020,10 +1294,114 @@ static int list_footer_at(const struct reply *r, size_t i)
 	return 0;
 }
 
+/*
+ * The lines of an attribution starting at own line i: 1, 2 when it is
+ * wrapped over two lines ("On ..., Jane <" / "j@example.org> wrote:",
+ * "Am ... schrieb Jane" / "<j@example.org>:", "Le ... <j@example.org> a"
+ * / "écrit :", "03.12.2026 10:00, Jane <j@example.org>" / "пишет:"),
+ * or 0.  A line with a trailer or a NAK never opens one.
+ */
+static size_t attribution_at(const struct reply *r, size_t i)
+{
+	char joined[2 * ATTRIB_LINE_MAX + 1];
+	const char *p, *q, *v;
+	size_t n, m, k, vn;
+	int bare = 0;
+
+	if (attribution_end(r->lines[i].p, r->lines[i].len))
+		return 1;
+	if (i + 1 >= r->nr || r->lines[i + 1].kind != RL_OWN)
+		return 0;
+	p = r->lines[i].p;
+	n = r->lines[i].len;
+	q = r->lines[i + 1].p;
+	m = r->lines[i + 1].len;
+	trim(&p, &n);
+	trim(&q, &m);
+	if (!n || n > ATTRIB_LINE_MAX || !m || m > ATTRIB_LINE_MAX ||
+	    count_words(q, m) > 8)
+		return 0;
+	/* "Le ... <a@b> a" / "écrit :": glue the halves back together */
+	memcpy(joined, p, n);
+	k = n;
+	if (p[n - 1] != '<' && p[n - 1] != '(')
+		joined[k++] = ' ';
+	memcpy(joined + k, q, m);
+	k += m;
+	if (!attribution_end(joined, k))
+		return 0;
+	if (is_trailer(p, n) || reply_line_is_nak(p, n))
+		return 0;
+	if (attribution_head(p, n))
+		return 2;
+	/* the second half is no attribution alone ("a@b>:") or only the
+	 * verb ("wrote:", "пишет:"): the first needs a date or address */
+	v = q;
+	vn = m;
+	if (attribution_end(q, m)) {
+		if (!strip_colon(&v, &vn) ||
+		    attribution_verb(v, vn, &bare) < 0 || !bare)
+			return 0;
+	}
+	return has_digit(p, n) || memchr(p, '@', n) ? 2 : 0;
+}
+
+/* attribution_strong() for the attribution at lines [i, i + k). */
+static int attribution_strong_at(const struct reply *r, size_t i, size_t k)
+{
+	char joined[2 * ATTRIB_LINE_MAX + 1];
+	const char *p = r->lines[i].p, *q;
+	size_t n = r->lines[i].len, m;
+
+	trim(&p, &n);
+	if (k < 2 || n > ATTRIB_LINE_MAX)
+		return attribution_strong(p, n);
+	q = r->lines[i + 1].p;
+	m = r->lines[i + 1].len;
+	trim(&q, &m);
+	if (m > ATTRIB_LINE_MAX)
+		return 0;
+	memcpy(joined, p, n);
+	joined[n] = ' ';
+	memcpy(joined + n + 1, q, m);
+	return attribution_strong(joined, n + 1 + m);
+}
+
+/*
+ * An address and a colon right above the quote ("* Jane
+ * <j@example.org> [date]:"), maybe wrapped after its "<": the lines it
+ * takes, or 0.
+ */
+static size_t address_attribution_at(const struct reply *r, size_t i)
+{
+	const struct reply_line *l = &r->lines[i], *l2;
+	const char *p = l->p;
+	size_t n = l->len, nb;
+
+	if (l->len < ATTRIB_LINE_MAX && ends_colon(l->p, l->len) &&
+	    (mem_find(l->p, l->len, "@", 1) ||
+	     mem_find(l->p, l->len, " <", 2)) &&
+	    (nb = next_nonblank(r, i + 1)) < r->nr && r->lines[nb].depth &&
+	    !is_trailer(l->p, l->len))
+		return 1;
+	trim(&p, &n);
+	if (!n || n > ATTRIB_LINE_MAX || (p[n - 1] != '<' && p[n - 1] != '(') ||
+	    i + 1 >= r->nr || r->lines[i + 1].kind != RL_OWN)
+		return 0;
+	l2 = &r->lines[i + 1];
+	if (l2->len < ATTRIB_LINE_MAX && ends_colon(l2->p, l2->len) &&
+	    mem_find(l2->p, l2->len, "@", 1) &&
+	    count_words(l2->p, l2->len) <= 2 &&
+	    (nb = next_nonblank(r, i + 2)) < r->nr && r->lines[nb].depth &&
+	    !is_trailer(p, n))
+		return 2;
+	return 0;
+}
+
 static void classify(struct reply *r)
 {
 	struct own_state st = { 0, -1 };
-	size_t i, j, nb, end;
+	size_t i, j, k, nb, end;
 
 	for (i = 0; i < r->nr; i++) {
 		struct reply_line *l = &r->lines[i];
@@ -1068,6 +1446,12 @@ static void classify(struct reply *r)
 			l->kind = RL_TRIM;
 			continue;
 		}
+		/* "Sent from my iPhone": that line alone, as the author may
+		 * go on below it */
+		if (is_mobile_sig(l->p, l->len)) {
+			l->kind = RL_SIG;
+			continue;
+		}
 		/* a separator, maybe with a header block under it */
 		if (original_separator(l->p, l->len) ||
 		    (underscore_rule(l->p, l->len) &&
@@ -1097,43 +1481,26 @@ static void classify(struct reply *r)
 				i = end - 1;
 			continue;
 		}
-		if (attribution_end(l->p, l->len)) {
-			l->kind = RL_ATTRIB;
-			/* the first half of a wrapped attribution */
-			if (i > 0 && r->lines[i - 1].kind == RL_OWN &&
-			    attribution_head(r->lines[i - 1].p,
-					     r->lines[i - 1].len)) {
-				r->lines[i - 1].kind = RL_ATTRIB;
-				own_forget(&st, i - 1);
-			}
-			nb = next_nonblank(r, i + 1);
+		k = attribution_at(r, i);
+		if (k) {
+			set_kind(r, i, i + k, RL_ATTRIB, 0);
+			nb = next_nonblank(r, i + k);
 			if (nb < r->nr && !r->lines[nb].depth &&
-			    (starts_icase(l->p, l->len, "On ") ||
-			     mem_find(l->p, l->len, "\xe5\x86\x99\xe9\x81\x93",
-				      6) ||
-			     mem_find(l->p, l->len, "\xe5\xaf\xab\xe9\x81\x93",
-				      6)) &&
+			    attribution_strong_at(r, i, k) &&
 			    own_before(r, &st, i))
 				i = mark_original(r, &st, i, nb) - 1;
+			else
+				i += k - 1;
 			continue;
 		}
 		/* "* Jane <j@example.org> [2024-01-01 10:00]:" (mutt's
-		 * attribution format) and other home-made ones: an address
-		 * and a colon right above the quote */
-		if (l->len < 300 && ends_colon(l->p, l->len) &&
-		    (mem_find(l->p, l->len, "@", 1) ||
-		     mem_find(l->p, l->len, " <", 2)) &&
-		    (nb = next_nonblank(r, i + 1)) < r->nr &&
-		    r->lines[nb].depth && !is_trailer(l->p, l->len)) {
-			l->kind = RL_ATTRIB;
-			continue;
-		}
-		/* "On Mon, ... Name <" / "address> wrote:" split badly */
-		if (attribution_head(l->p, l->len) && i + 1 < r->nr &&
-		    r->lines[i + 1].kind == RL_OWN &&
-		    attribution_end(r->lines[i + 1].p, r->lines[i + 1].len) &&
-		    starts_icase(l->p, l->len, "On ")) {
-			l->kind = RL_ATTRIB;
+		 * attribution format), Gmail's in some languages ("3 дек.
+		 * 2026 г., Jane <j@example.org>:") and other home-made
+		 * ones: an address and a colon right above the quote */
+		k = address_attribution_at(r, i);
+		if (k) {
+			set_kind(r, i, i + k, RL_ATTRIB, 0);
+			i += k - 1;
 			continue;
 		}
 	}

@@ -3,19 +3,25 @@
  *
  * reply_parse() classifies every line of a reply's text (UTF-8, LF):
  *   quoted: ">", "> >", " > ", ">" without a space, "&gt;" left by webmail;
- *   attribution lines: "On ... wrote:" (also wrapped over two lines),
- *     "... writes:" (Gnus), "Quoting X (date):" (alot), "Am ... schrieb",
- *     "... 于 ... 写道：", "在 ... 写道："...;
- *   header blocks of a quoted original: "-----Original Message-----",
- *     "From: / Sent: / To: / Subject:", "发件人: / 发送时间:", QQMail's
+ *   attribution lines, also wrapped over two lines: "On ... wrote:",
+ *     "... writes:" (Gnus), "Quoting X (date):" (alot), "Am ... schrieb
+ *     X:", "Le ... a écrit :", "El ... escribió:", "Il giorno ... ha
+ *     scritto:", "Em ... escreveu:", "Op ... schreef X:", "... пишет:",
+ *     "... 于 ... 写道：", "在 ... 写道：", "... のメッセージ:", and an
+ *     address with a colon right above a quote (mutt, Gmail in Russian);
+ *   header blocks of a quoted original: "-----Original Message-----"
+ *     and its translations, "____" then "From: / Sent: / To: /
+ *     Subject:" (Von/Gesendet/An/Betreff, De/Envoyé/À/Objet ..., also
+ *     "*From:*"), "发件人: / 发送时间:", QQMail's
  *     "------------------ Original ------------------";
  *   an original pasted without ">" below such a block or attribution
- *     (Outlook, Coremail, QQMail): when the author wrote above it
- *     (top-posting) all the rest is the original; when the block opens
- *     the message, the original ends with the patch it carries;
+ *     with a date or an address (Outlook, Coremail, QQMail, Yahoo):
+ *     when the author wrote above it (top-posting) all the rest is the
+ *     original; when the block opens the message, the original ends
+ *     with the patch it carries;
  *   trim markers ("...", "[...]", "<snip>", "[skipped the patch]");
- *   the signature ("-- " and below), mailing list footers and legal
- *   disclaimers.
+ *   the signature ("-- " and below), a phone's "Sent from my iPhone"
+ *   line (that line alone), mailing list footers and legal disclaimers.
  * What is left is the author's own text, grouped into blocks: a block is
  * a run of own lines (blank lines do not end it) up to the next line
  * that is not the author's.

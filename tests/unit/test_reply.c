@@ -132,6 +132,218 @@ static void test_kinds(void **state)
 		  "obd");
 }
 
+/*
+ * Attributions, Outlook separators and header blocks, and mobile
+ * signatures as real mailers in several languages write them, and lines
+ * that only look like one.  "\xc2\xa0" is a no-break space (French puts
+ * one before a colon), "\xe2\x80\xaf" a narrow one.
+ */
+static const struct {
+	const char *text, *want;
+} forms[] = {
+	/* attributions on one line, then the quote and an own line */
+	{ "Am Di., 3. Dez. 2026 um 10:00 Uhr schrieb Jane <j@example.org>:\n"
+	  "> q\nown\n",
+	  "aqo" },
+	{ "Am 03.12.26 um 10:00 schrieb Jane:\n> q\n", "aq" },
+	{ "Le mar. 3 d\xc3\xa9"
+	  "c. 2026 \xc3\xa0 10:00, Jane <j@example.org> a \xc3\xa9"
+	  "crit :\n> q\n",
+	  "aq" },
+	{ "Le mar. 3 d\xc3\xa9"
+	  "c. 2026 \xc3\xa0 10:00, Jane <j@example.org> a \xc3\xa9"
+	  "crit\xc2\xa0:\n> q\n",
+	  "aq" },
+	{ "Le 03/12/2026 \xc3\xa0 10:00, Jane a \xc3\xa9"
+	  "crit\xe2\x80\xaf:\n> q\n",
+	  "aq" },
+	{ "El mar, 3 dic 2026 a las 10:00, Jane (<j@example.org>) "
+	  "escribi\xc3\xb3:\n> q\n",
+	  "aq" },
+	{ "Il giorno mar 3 dic 2026 alle ore 10:00 Jane <j@example.org> ha "
+	  "scritto:\n> q\n",
+	  "aq" },
+	{ "Em ter., 3 de dez. de 2026 \xc3\xa0s 10:00, Jane <j@example.org> "
+	  "escreveu:\n> q\n",
+	  "aq" },
+	{ "Op di 3 dec. 2026 om 10:00 schreef Jane <j@example.org>:\n> q\n",
+	  "aq" },
+	{ "Op 03-12-2026 om 10:00 schreef Jane:\n> q\n", "aq" },
+	{ "03.12.2026 10:00, Jane \xd0\xbf\xd0\xb8\xd1\x88\xd0\xb5\xd1\x82:\n"
+	  "> q\n",
+	  "aq" },
+	{ "Dne 3. 12. 2026 v 10:00 Jane <j@example.org> napsal(a):\n> q\n",
+	  "aq" },
+	/* Gmail in Russian: no verb, an address and a colon */
+	{ "\xd0\xb2\xd1\x82, 3 \xd0\xb4\xd0\xb5\xd0\xba. 2026 \xd0\xb3. \xd0\xb2 "
+	  "10:00, Jane <j@example.org>:\n> q\n",
+	  "aq" },
+	{ "\xe5\x9c\xa8 2026\xe5\xb9\xb4"
+	  "12\xe6\x9c\x88"
+	  "3\xe6\x97\xa5 10:00\xef\xbc\x8cJane <j@example.org> "
+	  "\xe5\x86\x99\xe9\x81\x93\xef\xbc\x9a\n> q\n",
+	  "aq" },
+	{ "2026\xe5\xb9\xb4"
+	  "12\xe6\x9c\x88"
+	  "3\xe6\x97\xa5(\xe7\x81\xab) 10:00 Jane <j@example.org> "
+	  "\xe3\x81\xae\xe3\x83\xa1\xe3\x83\x83\xe3\x82\xbb\xe3\x83\xbc"
+	  "\xe3\x82\xb8:\n> q\n",
+	  "aq" },
+	/* wrapped over two lines */
+	{ "Am Di., 3. Dez. 2026 um 10:00 Uhr schrieb Jane <\n"
+	  "j@example.org>:\n> q\nown\n",
+	  "aaqo" },
+	{ "Am Di., 3. Dez. 2026 um 10:00 Uhr schrieb Jane\n"
+	  "<j@example.org>:\n> q\n",
+	  "aaq" },
+	{ "Le mar. 3 d\xc3\xa9"
+	  "c. 2026 \xc3\xa0 10:00, Jane <j@example.org> a\n\xc3\xa9"
+	  "crit :\n> q\n",
+	  "aaq" },
+	{ "Le mar. 3 d\xc3\xa9"
+	  "c. 2026 \xc3\xa0 10:00, Jane <\nj@example.org> a \xc3\xa9"
+	  "crit :\n> q\n",
+	  "aaq" },
+	{ "El mar, 3 dic 2026 a las 10:00, Jane (<\nj@example.org>) "
+	  "escribi\xc3\xb3:\n> q\n",
+	  "aaq" },
+	{ "Il giorno mar 3 dic 2026 alle ore 10:00 Jane <j@example.org>\n"
+	  "ha scritto:\n> q\n",
+	  "aaq" },
+	{ "Em ter., 3 de dez. de 2026 \xc3\xa0s 10:00, Jane <\n"
+	  "j@example.org> escreveu:\n> q\n",
+	  "aaq" },
+	{ "Op di 3 dec. 2026 om 10:00 schreef Jane <\nj@example.org>:\n> q\n",
+	  "aaq" },
+	{ "03.12.2026 10:00, Jane <j@example.org>\n"
+	  "\xd0\xbf\xd0\xb8\xd1\x88\xd0\xb5\xd1\x82:\n> q\n",
+	  "aaq" },
+	{ "\xd0\xb2\xd1\x82, 3 \xd0\xb4\xd0\xb5\xd0\xba. 2026 \xd0\xb3. \xd0\xb2 "
+	  "10:00, Jane <\nj@example.org>:\n> q\n",
+	  "aaq" },
+	{ "\xe5\x9c\xa8 2026\xe5\xb9\xb4"
+	  "12\xe6\x9c\x88"
+	  "3\xe6\x97\xa5 10:00\xef\xbc\x8cJane <\nj@example.org> "
+	  "\xe5\x86\x99\xe9\x81\x93\xef\xbc\x9a\n> q\n",
+	  "aaq" },
+	{ "2026\xe5\xb9\xb4"
+	  "12\xe6\x9c\x88"
+	  "3\xe6\x97\xa5(\xe7\x81\xab) 10:00 Jane <\nj@example.org> "
+	  "\xe3\x81\xae\xe3\x83\xa1\xe3\x83\x83\xe3\x82\xbb\xe3\x83\xbc"
+	  "\xe3\x82\xb8:\n> q\n",
+	  "aaq" },
+	{ "On Tue, Dec 3, 2026 at 10:00 AM Jane <\nj@example.org> wrote:\n"
+	  "> q\nown\n",
+	  "aaqo" },
+	{ "On Tue, Dec 3, 2026 at 10:00 AM Jane\n<j@example.org> wrote:\n"
+	  "> q\n",
+	  "aaq" },
+	{ "On Tue, Dec 3, 2026 at 10:00 AM Jane <j@example.org>\nwrote:\n"
+	  "> q\n",
+	  "aaq" },
+	/* only look like one: a trailer or a NAK never opens a wrapped
+	 * attribution, a sentence is none, "overwrote" is no "wrote" */
+	{ "Acked-by: Rev <r@example.org>\nOn Tue, Dec 3, 2026 at 10:00 AM "
+	  "Jane <j@example.org> wrote:\n> q\n",
+	  "oaq" },
+	{ "NAK, this breaks v3,\nJane <j@example.org> wrote:\n> q\n", "oaq" },
+	{ "Le patch est bon.\nJane a \xc3\xa9"
+	  "crit :\n> q\n",
+	  "oaq" },
+	{ "Tested on 6.8 and it works.\nJane wrote:\n> q\n", "oaq" },
+	{ "That commit overwrote:\n> q\n", "oq" },
+	/* top-posting above an attribution and an original without '>':
+	 * the rest is the original, but not under "As Jane said:" */
+	{ "Looks good.\n\nIl giorno mar 3 dic 2026 alle ore 10:00 Jane "
+	  "<j@example.org> ha scritto:\n\nCommit text\n"
+	  "Acked-by: Q <q@example.org>\n",
+	  "obabgg" },
+	{ "Looks good.\n\nOp di 3 dec. 2026 om 10:00 schreef Jane <\n"
+	  "j@example.org>:\n\nCommit text\nNAK.\n",
+	  "obaabgg" },
+	{ "Looks good.\n\n03.12.2026 10:00, Jane "
+	  "\xd0\xbf\xd0\xb8\xd1\x88\xd0\xb5\xd1\x82:\nCommit text\n",
+	  "obag" },
+	{ "Looks good.\n\nAs Jane <j@example.org> said:\n\nthe lock is wrong\n",
+	  "obabo" },
+	/* Outlook: separators and header blocks, translated */
+	{ "Looks fine.\n\n-----Urspr\xc3\xbcngliche Nachricht-----\n"
+	  "Von: A <a@example.org>\nGesendet: Dienstag\nAn: list\n"
+	  "Betreff: [PATCH] x\n\nAcked-by: Q <q@example.org>\n",
+	  "obhhhhhbg" },
+	{ "Looks fine.\n\n-----Message d'origine-----\n"
+	  "De\xc2\xa0: A <a@example.org>\nEnvoy\xc3\xa9\xc2\xa0: mardi\n"
+	  "\xc3\x80\xc2\xa0: list\nObjet\xc2\xa0: [PATCH] x\n\nNAK.\n",
+	  "obhhhhhbg" },
+	{ "Looks fine.\n\n-----Message d\xe2\x80\x99origine-----\n"
+	  "De : A <a@example.org>\nEnvoy\xc3\xa9 : mardi\n\xc3\x80 : list\n"
+	  "Objet : [PATCH] x\n\nNAK.\n",
+	  "obhhhhhbg" },
+	{ "Looks fine.\n\n-----Mensaje original-----\nDe: A <a@example.org>\n"
+	  "Enviado: martes\nPara: list\nAsunto: [PATCH] x\n\nNAK.\n",
+	  "obhhhhhbg" },
+	{ "Looks fine.\n\n________________________________\n"
+	  "From: A <a@example.org>\nSent: Tuesday\nTo: list\n"
+	  "Subject: [PATCH] x\n\nNAK.\n",
+	  "obhhhhhbg" },
+	{ "Looks fine.\n\n________________________________\n"
+	  "Von: A <a@example.org>\nGesendet: Dienstag\nAn: list\n"
+	  "Betreff: [PATCH] x\n\nNAK.\n",
+	  "obhhhhhbg" },
+	{ "Looks fine.\n\n________________________________\n"
+	  "De : A <a@example.org>\nEnvoy\xc3\xa9 : mardi\n\xc3\x80 : list\n"
+	  "Objet : [PATCH] x\n\nNAK.\n",
+	  "obhhhhhbg" },
+	{ "Looks fine.\n\n________________________________\n"
+	  "De: A <a@example.org>\nEnviado: martes\nPara: list\n"
+	  "Asunto: [PATCH] x\n\nNAK.\n",
+	  "obhhhhhbg" },
+	{ "Looks fine.\n\n________________________________\n"
+	  "De: A <a@example.org>\nEnviada em: ter\xc3\xa7"
+	  "a-feira\nPara: list\nAssunto: [PATCH] x\n\nNAK.\n",
+	  "obhhhhhbg" },
+	{ "Looks fine.\n\n________________________________\n"
+	  "Van: A <a@example.org>\nVerzonden: dinsdag\nAan: list\n"
+	  "Onderwerp: [PATCH] x\n\nNAK.\n",
+	  "obhhhhhbg" },
+	/* the field names in bold, as text */
+	{ "Looks fine.\n\n________________________________\n"
+	  "*From:* A <a@example.org>\n*Sent:* Tuesday\n*To:* list\n"
+	  "*Subject:* [PATCH] x\n\nNAK.\n",
+	  "obhhhhhbg" },
+	{ "Looks fine.\n\n________________________________\n"
+	  "**From:** A <a@example.org>\n**Sent:** Tuesday\n\nNAK.\n",
+	  "obhhhbg" },
+	/* mobile signatures: that line alone */
+	{ "Acked-by: R <r@example.org>\n\nSent from my iPhone\n\n> q\n",
+	  "obsbq" },
+	{ "own\nEnvoy\xc3\xa9 de mon iPhone\n", "os" },
+	{ "own\nVon meinem iPhone gesendet\n", "os" },
+	{ "own\nGet Outlook for Android\n", "os" },
+	{ "own\nGet Outlook for iOS<https://aka.ms/o0ukef>\n", "os" },
+	{ "own\nEnviado desde mi iPhone\n", "os" },
+	{ "own\nSent from my Samsung Galaxy smartphone.\n", "os" },
+	{ "own\n\xe5\x8f\x91\xe8\x87\xaa\xe6\x88\x91\xe7\x9a\x84iPhone\n",
+	  "os" },
+	{ "own\niPhone\xe3\x81\x8b\xe3\x82\x89\xe9\x80\x81\xe4\xbf\xa1\n",
+	  "os" },
+	{ "Sent from my iPhone\n\n-----Original Message-----\n"
+	  "From: A <a@example.org>\nSent: Monday\nSubject: x\n\nNAK.\n",
+	  "sbhhhhbg" },
+	/* ... but not a sentence that opens the same way */
+	{ "Sent from my phone. NAK.\n", "o" },
+	{ "Von meinem Standpunkt aus ist das falsch\n", "o" },
+	{ "Sent from the wrong address, sorry\n", "o" },
+};
+
+static void test_forms(void **state)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(forms) / sizeof(forms[0]); i++)
+		kinds_are(forms[i].text, forms[i].want);
+}
+
 static void test_blocks_and_own_text(void **state)
 {
 	static const char text[] = "Hi Jane,\n"
@@ -283,6 +495,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nak_words),
 		cmocka_unit_test(test_kinds),
+		cmocka_unit_test(test_forms),
 		cmocka_unit_test(test_blocks_and_own_text),
 		cmocka_unit_test(test_anchor),
 		cmocka_unit_test(test_anchor_without_patch),

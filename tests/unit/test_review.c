@@ -85,6 +85,197 @@ static void test_trusted_auth(void **state)
 	review_free(r);
 }
 
+/*
+ * A reviewer's Acked-by above a quoted original, in the forms mailers
+ * write them: the original, with an approval, a Nacked-by and a NAK of
+ * someone else and the patch's own trailers, never counts, whether it
+ * is quoted with '>' or pasted below an attribution or an Outlook
+ * header block; and a phone's signature makes no comment of its own.
+ */
+static const struct {
+	const char *opener;
+	int quoted; /* the original quoted with '>' */
+} openers[] = {
+	{ "On Tue, Dec 3, 2026 at 10:00 AM Pat <\npat@example.org> wrote:\n",
+	  1 },
+	{ "On Tue, Dec 3, 2026 at 10:00 AM Pat <\npat@example.org> wrote:\n",
+	  0 },
+	{ "Am Di., 3. Dez. 2026 um 10:00 Uhr schrieb Pat <pat@example.org>:\n",
+	  1 },
+	{ "Am Di., 3. Dez. 2026 um 10:00 Uhr schrieb Pat <\n"
+	  "pat@example.org>:\n",
+	  0 },
+	{ "Le mar. 3 d\xc3\xa9"
+	  "c. 2026 \xc3\xa0 10:00, Pat <pat@example.org> a \xc3\xa9"
+	  "crit :\n",
+	  0 },
+	{ "Le mar. 3 d\xc3\xa9"
+	  "c. 2026 \xc3\xa0 10:00, Pat <pat@example.org> a\n\xc3\xa9"
+	  "crit\xc2\xa0:\n",
+	  1 },
+	{ "El mar, 3 dic 2026 a las 10:00, Pat (<pat@example.org>) "
+	  "escribi\xc3\xb3:\n",
+	  0 },
+	{ "Il giorno mar 3 dic 2026 alle ore 10:00 Pat <pat@example.org>\n"
+	  "ha scritto:\n",
+	  0 },
+	{ "Em ter., 3 de dez. de 2026 \xc3\xa0s 10:00, Pat <pat@example.org> "
+	  "escreveu:\n",
+	  0 },
+	{ "Op di 3 dec. 2026 om 10:00 schreef Pat <\npat@example.org>:\n", 0 },
+	{ "03.12.2026 10:00, Pat <pat@example.org>\n"
+	  "\xd0\xbf\xd0\xb8\xd1\x88\xd0\xb5\xd1\x82:\n",
+	  0 },
+	{ "\xd0\xb2\xd1\x82, 3 \xd0\xb4\xd0\xb5\xd0\xba. 2026 \xd0\xb3. \xd0\xb2 "
+	  "10:00, Pat <\npat@example.org>:\n",
+	  1 },
+	{ "\xe5\x9c\xa8 2026\xe5\xb9\xb4"
+	  "12\xe6\x9c\x88"
+	  "3\xe6\x97\xa5 10:00\xef\xbc\x8cPat <pat@example.org> "
+	  "\xe5\x86\x99\xe9\x81\x93\xef\xbc\x9a\n",
+	  0 },
+	{ "2026\xe5\xb9\xb4"
+	  "12\xe6\x9c\x88"
+	  "3\xe6\x97\xa5(\xe7\x81\xab) 10:00 Pat <\npat@example.org> "
+	  "\xe3\x81\xae\xe3\x83\xa1\xe3\x83\x83\xe3\x82\xbb\xe3\x83\xbc"
+	  "\xe3\x82\xb8:\n",
+	  0 },
+	{ "-----Original Message-----\nFrom: Pat <pat@example.org>\n"
+	  "Sent: Tuesday, December 3, 2026 10:00 AM\nTo: list@example.org\n"
+	  "Subject: [PATCH v2 1/2] foo: fix the bar\n",
+	  0 },
+	{ "-----Urspr\xc3\xbcngliche Nachricht-----\n"
+	  "Von: Pat <pat@example.org>\nGesendet: Dienstag, 3. Dezember 2026\n"
+	  "An: list@example.org\nBetreff: [PATCH v2 1/2] foo: fix the bar\n",
+	  0 },
+	{ "-----Message d'origine-----\nDe\xc2\xa0: Pat <pat@example.org>\n"
+	  "Envoy\xc3\xa9\xc2\xa0: mardi 3 d\xc3\xa9"
+	  "cembre 2026\n\xc3\x80\xc2\xa0: list@example.org\n"
+	  "Objet\xc2\xa0: [PATCH v2 1/2] foo: fix the bar\n",
+	  0 },
+	{ "-----Mensaje original-----\nDe: Pat <pat@example.org>\n"
+	  "Enviado: martes, 3 de diciembre de 2026\nPara: list@example.org\n"
+	  "Asunto: [PATCH v2 1/2] foo: fix the bar\n",
+	  0 },
+	{ "________________________________\nFrom: Pat <pat@example.org>\n"
+	  "Sent: Tuesday, December 3, 2026 10:00 AM\nTo: list@example.org\n"
+	  "Subject: [PATCH v2 1/2] foo: fix the bar\n",
+	  0 },
+	{ "________________________________\nVon: Pat <pat@example.org>\n"
+	  "Gesendet: Dienstag, 3. Dezember 2026\nAn: list@example.org\n"
+	  "Betreff: [PATCH v2 1/2] foo: fix the bar\n",
+	  0 },
+	{ "________________________________\nDe : Pat <pat@example.org>\n"
+	  "Envoy\xc3\xa9 : mardi 3 d\xc3\xa9"
+	  "cembre 2026\n\xc3\x80 : list@example.org\n"
+	  "Objet : [PATCH v2 1/2] foo: fix the bar\n",
+	  0 },
+	{ "________________________________\nDe: Pat <pat@example.org>\n"
+	  "Enviado: martes, 3 de diciembre de 2026\nPara: list@example.org\n"
+	  "Asunto: [PATCH v2 1/2] foo: fix the bar\n",
+	  0 },
+	{ "________________________________\n*From:* Pat <pat@example.org>\n"
+	  "*Sent:* Tuesday, December 3, 2026 10:00 AM\n"
+	  "*To:* list@example.org\n"
+	  "*Subject:* [PATCH v2 1/2] foo: fix the bar\n",
+	  0 },
+};
+
+static const char *const mobile_sigs[] = {
+	NULL,
+	"Sent from my iPhone",
+	"Envoy\xc3\xa9 de mon iPhone",
+	"Von meinem iPhone gesendet",
+	"Get Outlook for Android",
+};
+
+static const char original[] =
+	"Looks wrong to me.\n"
+	"\n"
+	"NAK.\n"
+	"\n"
+	"Nacked-by: Quinn <q@example.org>\n"
+	"Acked-by: Otto <o@example.org>\n"
+	"\n"
+	"-----Original Message-----\n"
+	"From: Pat <pat@example.org>\n"
+	"Subject: [PATCH v2 1/2] foo: fix the bar\n"
+	"\n"
+	"Fix the bar.\n"
+	"\n"
+	"Signed-off-by: Pat <pat@example.org>\n"
+	"Acked-by: Alice <alice@example.org>\n"
+	"---\n"
+	" foo.c | 2 +-\n"
+	" 1 file changed, 1 insertion(+), 1 deletion(-)\n"
+	"\n"
+	"diff --git a/foo.c b/foo.c\n"
+	"--- a/foo.c\n"
+	"+++ b/foo.c\n"
+	"@@ -10,3 +10,3 @@ int f(void)\n"
+	" {\n"
+	"-\treturn 0;\n"
+	"+\treturn 1;\n"
+	" }\n"
+	"--\n"
+	"2.45.0\n";
+
+static void quoted_once(const char *own, size_t opener, const char *sig,
+			const char *want_comment)
+{
+	struct buf raw = BUF_INIT(1 << 16);
+	struct review *r;
+	const char *p, *nl;
+
+	assert_int_equal(buf_adds(&raw,
+				  "From: Rev <rev@example.org>\n"
+				  "Subject: Re: [PATCH v2 1/2] foo: fix "
+				  "the bar\n"
+				  "In-Reply-To: <p@example.org>\n"
+				  "Content-Type: text/plain; charset=utf-8\n"
+				  "\n"),
+			 0);
+	assert_int_equal(buf_addf(&raw, "%sAcked-by: Rev <rev@example.org>\n\n",
+				  own),
+			 0);
+	if (sig)
+		assert_int_equal(buf_addf(&raw, "%s\n\n", sig), 0);
+	assert_int_equal(buf_adds(&raw, openers[opener].opener), 0);
+	if (!openers[opener].quoted)
+		assert_int_equal(buf_addf(&raw, "\n%s", original), 0);
+	for (p = original; openers[opener].quoted && *p; p = nl + 1) {
+		nl = strchr(p, '\n');
+		assert_int_equal(buf_addf(&raw, ">%s%.*s\n", nl > p ? " " : "",
+					  (int)(nl - p), p),
+				 0);
+	}
+	print_message("%s\n", raw.data);
+	assert_int_equal(review_parse(&r, raw.data, raw.len, NULL, NULL), 0);
+	assert_int_equal(r->kind, REVIEW_REPLY);
+	assert_int_equal(r->trailers.nr, 1);
+	assert_string_equal(r->trailers.v[0].type, "Acked-by");
+	assert_string_equal(r->trailers.v[0].email, "rev@example.org");
+	assert_false(r->nak);
+	assert_string_equal(r->comment, want_comment);
+	review_free(r);
+	buf_release(&raw);
+}
+
+static void test_quoted_never_counts(void **state)
+{
+	size_t i, j;
+
+	for (i = 0; i < sizeof(openers) / sizeof(openers[0]); i++)
+		for (j = 0; j < sizeof(mobile_sigs) / sizeof(mobile_sigs[0]);
+		     j++) {
+			quoted_once("", i, mobile_sigs[j], "");
+			quoted_once("The lock is taken twice.\n\n", i,
+				    mobile_sigs[j],
+				    "The lock is taken twice.\n\n"
+				    "Acked-by: Rev <rev@example.org>");
+		}
+}
+
 static int setup(void **state)
 {
 	return mail_init();
@@ -101,6 +292,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_golden),
 		cmocka_unit_test(test_trusted_auth),
+		cmocka_unit_test(test_quoted_never_counts),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
