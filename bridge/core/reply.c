@@ -347,6 +347,38 @@ static int attribution_verb(const char *p, size_t n, int *bare)
 	return -1;
 }
 
+/*
+ * Gmail's attribution in languages where it has no verb: a date with a
+ * year and a time, then the name and "<address>" right before the colon
+ * ("вт, 3 дек. 2026 г. в 10:00, Jane <j@example.org>:", "2026年12月3日(火)
+ * 10:00 Jane <j@example.org>:").  p[0..n) has its colon stripped.
+ */
+static int dated_address(const char *p, size_t n)
+{
+	const char *lt;
+	size_t i, run = 0;
+	int year = 0, time = 0;
+
+	if (n < 8 || p[n - 1] != '>')
+		return 0;
+	lt = NULL;
+	for (i = n - 1; i > 0 && !lt; i--)
+		if (p[i - 1] == '<')
+			lt = p + i;
+	if (!lt || !memchr(lt, '@', (size_t)(p + n - lt)))
+		return 0;
+	for (i = 0; p + i < lt; i++) {
+		run = is_digit((unsigned char)p[i]) ? run + 1 : 0;
+		if (run == 4)
+			year = 1;
+		if (p[i] == ':' && i > 0 && is_digit((unsigned char)p[i - 1]) &&
+		    p + i + 2 < lt && is_digit((unsigned char)p[i + 1]) &&
+		    is_digit((unsigned char)p[i + 2]))
+			time = 1;
+	}
+	return year && time;
+}
+
 /* "On ... wrote:", "... writes:", "Quoting X (date):" ... */
 static int attribution_end(const char *p, size_t n)
 {
@@ -359,7 +391,7 @@ static int attribution_end(const char *p, size_t n)
 	q = p;
 	m = n;
 	if (strip_colon(&q, &m)) {
-		if (attribution_verb(q, m, NULL) >= 0)
+		if (attribution_verb(q, m, NULL) >= 0 || dated_address(q, m))
 			return 1;
 		for (i = 0; i < sizeof(attrib_infix) / sizeof(attrib_infix[0]);
 		     i++)
@@ -394,7 +426,8 @@ static int attribution_strong(const char *p, size_t n)
 	v = attribution_verb(p, n, NULL);
 	if (v >= 0)
 		return !attrib_verbs[v].weak;
-	return starts_icase(p, n, "Am ") || starts_icase(p, n, "Op ");
+	return starts_icase(p, n, "Am ") || starts_icase(p, n, "Op ") ||
+	       dated_address(p, n);
 }
 
 static int ends_colon(const char *p, size_t n)

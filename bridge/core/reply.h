@@ -7,8 +7,9 @@
  *     "... writes:" (Gnus), "Quoting X (date):" (alot), "Am ... schrieb
  *     X:", "Le ... a écrit :", "El ... escribió:", "Il giorno ... ha
  *     scritto:", "Em ... escreveu:", "Op ... schreef X:", "... пишет:",
- *     "... 于 ... 写道：", "在 ... 写道：", "... のメッセージ:", and an
- *     address with a colon right above a quote (mutt, Gmail in Russian);
+ *     "... 于 ... 写道：", "在 ... 写道：", "... のメッセージ:"; an
+ *     address with a colon right above a quote (mutt) or after a date
+ *     and a time (Gmail in Russian or Japanese);
  *   header blocks of a quoted original: "-----Original Message-----"
  *     and its translations, "____" then "From: / Sent: / To: /
  *     Subject:" (Von/Gesendet/An/Betreff, De/Envoyé/À/Objet ..., also

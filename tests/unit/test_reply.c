@@ -264,6 +264,14 @@ static const struct {
 	{ "Looks good.\n\n03.12.2026 10:00, Jane "
 	  "\xd0\xbf\xd0\xb8\xd1\x88\xd0\xb5\xd1\x82:\nCommit text\n",
 	  "obag" },
+	{ "Looks good.\n\n\xd0\xb2\xd1\x82, 3 \xd0\xb4\xd0\xb5\xd0\xba. 2026 "
+	  "\xd0\xb3. \xd0\xb2 10:00, Jane <j@example.org>:\n\nCommit text\n",
+	  "obabg" },
+	{ "Looks good.\n\n2026\xe5\xb9\xb4"
+	  "12\xe6\x9c\x88"
+	  "3\xe6\x97\xa5(\xe7\x81\xab) 10:00 Jane <\nj@example.org>:\n\n"
+	  "Commit text\n",
+	  "obaabg" },
 	{ "Looks good.\n\nAs Jane <j@example.org> said:\n\nthe lock is wrong\n",
 	  "obabo" },
 	/* Outlook: separators and header blocks, translated */
