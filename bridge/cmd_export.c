@@ -25,6 +25,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -205,24 +206,36 @@ static int mbox_add(struct buf *out, const struct buf *text)
 	return rc;
 }
 
-/* Where the mails go: an mbox file or stdout, and/or a git epoch. */
+/*
+ * Where the mails go: an mbox file or stdout, and/or a public-inbox
+ * epoch.  Both are written aside and put in place only when complete: the
+ * mbox as a temporary file renamed over FILE, the epoch as
+ * DIR/git/0.git.tmp renamed to DIR/git/0.git, so a failed export leaves
+ * nothing that public-inbox-index or a reader could take for the whole
+ * conversation.
+ */
 struct sink {
 	const char *mbox;
 	struct file_atomic file;
 	int file_open;
 	struct gitrepo_epoch *epoch;
 	const char *inbox;
+	int inbox_made; /* DIR did not exist: remove it after a failure */
+	int epoch_begun; /* the temporary epoch may exist */
 	char epoch_path[PATH_MAX];
+	char epoch_tmp[PATH_MAX];
 };
 
-/* DIR must be absent or an empty directory. */
-/* DIR must be absent or an empty directory. */
-static int dir_usable(const char *dir)
+/* DIR must be absent (*absent = 1) or an empty directory. */
+static int dir_usable(const char *dir, int *absent)
 {
 	struct dirent *de;
 	DIR *d = opendir(dir);
 	int empty = 1;
 
+	*absent = 0;
+	if (!d && errno == ENOENT)
+		*absent = 1;
 	if (!d)
 		return errno == ENOENT ? 0 : -errno;
 	while ((de = readdir(d)))
@@ -248,7 +261,7 @@ static int sink_open(struct sink *k)
 	}
 	if (!k->inbox)
 		return 0;
-	rc = dir_usable(k->inbox);
+	rc = dir_usable(k->inbox, &k->inbox_made);
 	if (rc) {
 		fprintf(stderr, "patchbridge export: %s: %s\n", k->inbox,
 			rc == -ENOTEMPTY ? "exists and is not empty" :
@@ -257,14 +270,17 @@ static int sink_open(struct sink *k)
 	}
 	if ((size_t)snprintf(k->epoch_path, sizeof(k->epoch_path),
 			     "%s/git/0.git",
-			     k->inbox) >= sizeof(k->epoch_path)) {
+			     k->inbox) >= sizeof(k->epoch_path) ||
+	    (size_t)snprintf(k->epoch_tmp, sizeof(k->epoch_tmp), "%s.tmp",
+			     k->epoch_path) >= sizeof(k->epoch_tmp)) {
 		fprintf(stderr, "patchbridge export: %s: path too long\n",
 			k->inbox);
 		return PB_EINVAL;
 	}
-	rc = gitrepo_epoch_create(&k->epoch, k->epoch_path);
+	k->epoch_begun = 1;
+	rc = gitrepo_epoch_create(&k->epoch, k->epoch_tmp);
 	if (rc)
-		fprintf(stderr, "patchbridge export: %s: %s\n", k->epoch_path,
+		fprintf(stderr, "patchbridge export: %s: %s\n", k->epoch_tmp,
 			err_msg());
 	return rc;
 }
@@ -302,19 +318,66 @@ static int sink_add(struct sink *k, struct store *st, const struct xmail *x,
 				       x->subject);
 		if (rc)
 			fprintf(stderr, "patchbridge export: %s: %s\n",
-				k->epoch_path, err_msg());
+				k->epoch_tmp, err_msg());
 	}
 	return rc;
 }
 
-/* Finish the outputs: commit the mbox (or remove it after a failure). */
+static int rm_entry(const char *path, const struct stat *sb, int flag,
+		    struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* After a failure: remove the epoch being written and what we made. */
+static void inbox_discard(struct sink *k)
+{
+	char git[PATH_MAX + 8];
+
+	if (nftw(k->epoch_tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 &&
+	    errno != ENOENT)
+		fprintf(stderr, "patchbridge export: cannot remove %s: %s\n",
+			k->epoch_tmp, strerror(errno));
+	snprintf(git, sizeof(git), "%s/git", k->inbox);
+	rmdir(git); /* only if empty, as we made it */
+	if (k->inbox_made)
+		rmdir(k->inbox);
+}
+
+/* A complete epoch: DIR/git/0.git.tmp -> DIR/git/0.git, made durable. */
+static int inbox_commit(struct sink *k)
+{
+	char git[PATH_MAX + 8];
+
+	if (rename(k->epoch_tmp, k->epoch_path) < 0) {
+		fprintf(stderr, "patchbridge export: rename to %s: %s\n",
+			k->epoch_path, strerror(errno));
+		return PB_ERROR;
+	}
+	snprintf(git, sizeof(git), "%s/git", k->inbox);
+	if (dir_fsync(git)) {
+		fprintf(stderr, "patchbridge export: %s\n", err_msg());
+		return PB_ETEMP;
+	}
+	return 0;
+}
+
+/* Finish the outputs: put them in place, or remove them after a failure. */
 static int sink_close(struct sink *k, int ok)
 {
 	int rc = 0;
 
 	gitrepo_epoch_free(k->epoch);
 	k->epoch = NULL;
-	if (k->file_open && ok) {
+	if (k->epoch_begun && ok)
+		rc = inbox_commit(k);
+	if (k->epoch_begun && (!ok || rc))
+		inbox_discard(k);
+	k->epoch_begun = 0;
+	if (k->file_open && ok && !rc) {
 		rc = file_atomic_commit(&k->file);
 		if (rc)
 			fprintf(stderr, "patchbridge export: %s\n", err_msg());

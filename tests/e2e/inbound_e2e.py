@@ -679,6 +679,17 @@ def scenario_export(bed):
           not os.path.exists(mbox + ".used") and
           not [x for x in os.listdir(bed.work) if x.startswith(".tmp.")],
           "a refused export left a file: %s" % os.listdir(bed.work))
+    # A write that fails half way (standard output is /dev/full) leaves
+    # no public-inbox directory behind either.
+    broken = os.path.join(bed.work, "inbox-broken")
+    with open("/dev/full", "wb") as full:
+        r = subprocess.run([bed.exe("bridge", "patchbridge"), "-c", bed.cfg,
+                            "export", "--mbox", "-", "--public-inbox",
+                            broken, "group/project!1"], stdout=full,
+                           stderr=subprocess.PIPE, text=True, timeout=60)
+    check(r.returncode == 73 and not os.path.exists(broken),
+          "a failed export: exit %d, %s left: %s" %
+          (r.returncode, broken, r.stderr[-300:]))
 
     if not shutil.which("public-inbox-index"):
         raise Fail("public-inbox is not installed (scripts/install-deps.sh)")
