@@ -129,6 +129,25 @@ class DaemonSignalTest(unittest.TestCase):
         self.assertIn("spooled as", p.stdout)
         return mid
 
+    def restart_applies_once(self, mids):
+        """With the forge healthy again, one run applies the rest: each
+        reply's two actions exactly once, every row applied."""
+        b = self.b
+        sim.sim("DELETE", "faults")
+        p = subprocess.run([sim.PB, "-c", b.conf(), "run", "--once",
+                            "--foreground"], capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        mr = sim.mr_state()
+        for m in mids:
+            for k in (0, 1):
+                self.assertEqual(sim.marker_count(mr, sim.key(m, k)), 1,
+                                 (m, k))
+            row, actions = b.dump(m)
+            self.assertEqual(row[0], "applied", m)
+            self.assertTrue(all(s == "done" for _, s in actions.values()))
+        self.assertEqual(len(sim.user_notes(mr)), 2 * len(mids))
+
     def test_sighup_broken_then_good(self):
         b = self.b
         conf = b.conf()
@@ -206,19 +225,7 @@ class DaemonSignalTest(unittest.TestCase):
                                  (m, d.text()))
                 self.assertEqual(b.dump(m)[0][0], "applied", m)
 
-        sim.sim("DELETE", "faults")
-        p = subprocess.run([sim.PB, "-c", b.conf(), "run", "--once",
-                            "--foreground"], capture_output=True, text=True,
-                           timeout=120)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        mr = sim.mr_state()
-        for m in mids:
-            self.assertEqual(sim.marker_count(mr, sim.key(m, 0)), 1, m)
-            self.assertEqual(sim.marker_count(mr, sim.key(m, 1)), 1, m)
-            row, actions = b.dump(m)
-            self.assertEqual(row[0], "applied", m)
-            self.assertTrue(all(s == "done" for _, s in actions.values()))
-        self.assertEqual(len(sim.user_notes(mr)), 2 * len(mids))
+        self.restart_applies_once(mids)
 
     def sigterm_forge_down(self, fault, started):
         """Three replies of two actions each; the forge fails with
@@ -244,20 +251,7 @@ class DaemonSignalTest(unittest.TestCase):
                 self.assertLessEqual(sim.marker_count(mr, sim.key(m, k)), 1)
         self.assertIn(b.dump(mids[0])[0][0], ("failed", "received"))
 
-        sim.sim("DELETE", "faults")
-        p = subprocess.run([sim.PB, "-c", b.conf(), "run", "--once",
-                            "--foreground"], capture_output=True, text=True,
-                           timeout=120)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        mr = sim.mr_state()
-        for m in mids:
-            for k in (0, 1):
-                self.assertEqual(sim.marker_count(mr, sim.key(m, k)), 1,
-                                 (m, k))
-            row, actions = b.dump(m)
-            self.assertEqual(row[0], "applied", m)
-            self.assertTrue(all(s == "done" for _, s in actions.values()))
-        self.assertEqual(len(sim.user_notes(mr)), 2 * len(mids))
+        self.restart_applies_once(mids)
 
     def test_sigterm_forge_503(self):
         self.b.close()

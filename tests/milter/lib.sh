@@ -152,6 +152,57 @@ on_exit() {
 	exit "$rc"
 }
 
+# mt_setup PREFIX MILTER_BINARY WORKDIR: the set-up of the scripts that
+# drive the milter with miltertest (miltertest.sh, stop.sh): skips without
+# miltertest; MBIN; W, WORKDIR emptied and made absolute; SOCKDIR, a new
+# /tmp/PREFIX.XXXXXX (a socket path must fit in sun_path, 108 bytes,
+# wherever the build tree is) holding SOCK and PIDFILE; $W/pb.conf
+# listening on SOCK; MT_DIR and MT_SOCK exported for the Lua scripts;
+# mt_on_exit as the exit trap.  The script sets MLOG, MPID and LPID.
+mt_setup() {
+	command -v miltertest >/dev/null 2>&1 ||
+		skip "miltertest is not installed (apt-get install miltertest)"
+	MBIN=$(abs_path "$2")
+	W=$3
+	rm -rf "$W"
+	mkdir -p "$W/state" || fail "cannot create $W"
+	W=$(cd "$W" && pwd -P)
+	SOCKDIR=$(mktemp -d "/tmp/$1.XXXXXX") || fail "mktemp failed"
+	SOCK=$SOCKDIR/milter.sock
+	PIDFILE=$SOCKDIR/milter.pid
+	MLOG=""
+	MPID=""
+	LPID=""
+	export MT_DIR=$MLIB_DIR/lua MT_SOCK=unix:$SOCK
+	trap mt_on_exit EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	trap 'exit 129' HUP
+	write_conf "$W/pb.conf" "$W" 64k
+	sed -i "s|^socket = .*|socket = unix:$SOCK|" "$W/pb.conf"
+}
+
+# The exit trap of mt_setup: the miltertest client (SIGKILL) and the
+# milter (SIGTERM, SIGKILL after 30 s) stopped, SOCKDIR removed, and after
+# a failure the milter log's last lines shown.
+# shellcheck disable=SC2317  # invoked through trap
+mt_on_exit() {
+	local rc=$?
+	trap - EXIT INT TERM HUP
+	pid_alive "$LPID" && kill -KILL "$LPID" 2>/dev/null
+	if pid_alive "$MPID"; then
+		kill -TERM "$MPID" 2>/dev/null
+		wait_pid_gone "$MPID" 30 || kill -KILL "$MPID" 2>/dev/null
+	fi
+	rm -rf "$SOCKDIR"
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -n "$MLOG" ] &&
+		[ -f "$MLOG" ]; then
+		say "---- last lines of $MLOG ----"
+		tail -n 20 "$MLOG"
+	fi
+	exit "$rc"
+}
+
 # milter_dirs [nobody]: $T/pb.conf and the milter's directories below $T;
 # SOCK, its socket.  The socket directory is setgid postfix, so that the
 # socket (0660) gets group postfix.  With "nobody", the owners

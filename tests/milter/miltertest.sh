@@ -26,44 +26,8 @@ NAME=miltertest
 	echo "usage: $0 MILTER_BINARY WORKDIR" >&2
 	exit 2
 }
-command -v miltertest >/dev/null 2>&1 ||
-	skip "miltertest is not installed (apt-get install miltertest)"
-MBIN=$(abs_path "$1")
-W=$2
-rm -rf "$W"
-mkdir -p "$W/state" || fail "cannot create $W"
-W=$(cd "$W" && pwd -P)
-# A unix socket path must fit in sun_path (108 bytes), wherever the
-# build tree is.
-SOCKDIR=$(mktemp -d /tmp/pbmt.XXXXXX) || fail "mktemp failed"
-SOCK=$SOCKDIR/milter.sock
-PIDFILE=$SOCKDIR/milter.pid
+mt_setup pbmt "$1" "$2"
 MLOG=$W/milter.log
-MPID=""
-export MT_DIR=$MLIB_DIR/lua MT_SOCK=unix:$SOCK
-
-# shellcheck disable=SC2317  # invoked through trap
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM HUP
-	if pid_alive "$MPID"; then
-		kill -TERM "$MPID" 2>/dev/null
-		wait_pid_gone "$MPID" 15 || kill -KILL "$MPID" 2>/dev/null
-	fi
-	rm -rf "$SOCKDIR"
-	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -f "$MLOG" ]; then
-		say "---- last lines of $MLOG ----"
-		tail -n 20 "$MLOG"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
-
-write_conf "$W/pb.conf" "$W" 64k
-sed -i "s|^socket = .*|socket = unix:$SOCK|" "$W/pb.conf"
 
 # run_lua SCRIPT: run one miltertest script, fail with its output.
 run_lua() {

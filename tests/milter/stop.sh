@@ -28,49 +28,12 @@ NAME=stop
 	echo "usage: $0 MILTER_BINARY WORKDIR" >&2
 	exit 2
 }
-command -v miltertest >/dev/null 2>&1 ||
-	skip "miltertest is not installed (apt-get install miltertest)"
-MBIN=$(abs_path "$1")
-W=$2
-rm -rf "$W"
-mkdir -p "$W/state" || fail "cannot create $W"
-W=$(cd "$W" && pwd -P)
-SOCKDIR=$(mktemp -d /tmp/pbstop.XXXXXX) || fail "mktemp failed"
-SOCK=$SOCKDIR/milter.sock
-PIDFILE=$SOCKDIR/milter.pid
-MLOG=""
-MPID=""
-LPID=""
+mt_setup pbstop "$1" "$2"
 # The drain's grace for messages not sent yet is 2 s (glue.c); the whole
 # drain is 20 s (main.c).
 ENVELOPE_S=8
 DRAIN_S=20
-export MT_DIR=$MLIB_DIR/lua MT_SOCK=unix:$SOCK MT_MARK=$SOCKDIR/mark
-
-# shellcheck disable=SC2317  # invoked through trap
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM HUP
-	pid_alive "$LPID" && kill -KILL "$LPID" 2>/dev/null
-	if pid_alive "$MPID"; then
-		kill -TERM "$MPID" 2>/dev/null
-		wait_pid_gone "$MPID" 30 || kill -KILL "$MPID" 2>/dev/null
-	fi
-	rm -rf "$SOCKDIR"
-	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -n "$MLOG" ] &&
-		[ -f "$MLOG" ]; then
-		say "---- last lines of $MLOG ----"
-		tail -n 20 "$MLOG"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
-
-write_conf "$W/pb.conf" "$W" 64k
-sed -i "s|^socket = .*|socket = unix:$SOCK|" "$W/pb.conf"
+export MT_MARK=$SOCKDIR/mark
 
 # start LOG [CONF]: the milter in the foreground, its stderr on LOG.
 start() {
