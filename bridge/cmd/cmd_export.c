@@ -35,37 +35,6 @@
 #include <sys/stat.h>
 #include <sysexits.h>
 
-const char cmd_export_synopsis[] = "[--mbox FILE] [--public-inbox DIR] MR";
-const char cmd_export_summary[] = "an MR's whole conversation as mbox or "
-				  "public-inbox";
-const char cmd_export_help[] =
-	"MR names the merge request as GROUP/PROJECT!IID.  Writes every mail\n"
-	"of its conversation: the series of every revision (cover letters and\n"
-	"patches), every list reply the milter received about it, and every\n"
-	"forge comment, approval and merge notice the bridge mailed, exactly\n"
-	"as sent or received, oldest first by their Date headers.  Threading\n"
-	"is the mails' own (Message-ID, In-Reply-To, References).\n"
-	"\n"
-	"  --mbox FILE          an mboxrd file (\"-\": standard output), for\n"
-	"                       mutt, or `b4 am -m -` (the series with the\n"
-	"                       trailers the replies gave)\n"
-	"  --public-inbox DIR   a public-inbox v2 archive: DIR/git/0.git, one\n"
-	"                       commit per mail; DIR must not exist or be\n"
-	"                       empty.  Then, with Debian's public-inbox:\n"
-	"                         public-inbox-init -V2 NAME DIR URL ADDRESS\n"
-	"                         public-inbox-index DIR\n"
-	"\n"
-	"At least one of the two.  Mails come from the state database's\n"
-	"archive (schema 4 and later; the daemon adds the list mails still in\n"
-	"its spool from before); what is older is counted on stderr as\n"
-	"missing.  Reads the database only; safe next to a running daemon.\n"
-	"\n"
-	"Exit status: 0 when written, 66 (EX_NOINPUT) when nothing is\n"
-	"archived for the MR, 73 (EX_CANTCREAT) when the output cannot be\n"
-	"created (DIR not empty, FILE not writable), 64 (EX_USAGE), 78\n"
-	"(EX_CONFIG) for a broken configuration, 75 (EX_TEMPFAIL) when the\n"
-	"database is busy, 77 (EX_NOPERM) when it cannot be read.\n";
-
 /*
  * One archived mail.  The first pass keeps only what ordering and the
  * public-inbox commit need; the second loads each message again as it is

@@ -24,44 +24,6 @@
 #include <sysexits.h>
 #include <unistd.h>
 
-const char cmd_format_synopsis[] = "[OPTION...]";
-
-const char cmd_format_summary[] =
-	"a commit range as the series mbox the list would get";
-
-const char cmd_format_help[] =
-	"Prints the series of the commits base..head (merges left out) as an\n"
-	"mbox, rendered exactly as the daemon mails it: cover letter, one\n"
-	"mail per commit; git am and b4 am apply it.  Offline: no forge, no\n"
-	"SMTP, no state.  The same input gives the same bytes.\n"
-	"--repo, --base and --head are required.\n"
-	"\n"
-	"  --repo DIR            git repository (bare or work tree)\n"
-	"  --base REV            the target the series applies to\n"
-	"  --head REV            the last commit of the series\n"
-	"  --version N           revision number (default 1: \"[PATCH 1/3]\")\n"
-	"  --mr-json FILE        GitLab MR JSON (GET .../merge_requests/:iid)\n"
-	"                        for title, description, author, URL, project\n"
-	"  --range-diff A..B     the previous revision's range, for the cover\n"
-	"                        letter's \"Changes in vN\"\n"
-	"  --prev-version N      that revision's number (default: version - 1)\n"
-	"  --in-reply-to MSGID   make the first mail a reply to MSGID\n"
-	"  --to ADDR, --cc ADDR  recipients (repeatable; duplicates dropped)\n"
-	"  --project PATH        project path without --mr-json\n"
-	"  --iid N               MR number without --mr-json (default 1)\n"
-	"  --bridge-name NAME    From: \"Author via NAME\" (default patchbridge)\n"
-	"  --bridge-address ADDR the From address (default\n"
-	"                        patchbridge@patchbridge.invalid)\n"
-	"  --from-author         From: the commit author's own address\n"
-	"  --domain DOMAIN       Message-ID domain (default: the bridge's)\n"
-	"  --cover-letter        a cover letter even for a single patch\n"
-	"  --max-series N        cover letter only above N patches (100)\n"
-	"  --template FILE       cover letter template (default: built in)\n"
-	"  --date SECONDS        the revision date (default: head's commit\n"
-	"                        date); mail k is dated SECONDS + k\n"
-	"  -o, --output FILE     write to FILE (\"-\": standard output, the\n"
-	"                        default)\n";
-
 enum {
 	OPT_REPO = 256,
 	OPT_BASE,
@@ -433,10 +395,4 @@ int cmd_format(int argc, char **argv)
 	strlist_release(&a.to);
 	strlist_release(&a.cc);
 	return rc;
-}
-
-int cmd_format_run(const struct command *cmd, int argc, char **argv)
-{
-	(void)cmd;
-	return cmd_format(argc, argv);
 }

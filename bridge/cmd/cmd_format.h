@@ -13,10 +13,7 @@
 
 int cmd_format(int argc, char **argv);
 
-/* The same, in the shape of bridge/main.c's command table, and the texts
- * for its usage listing and "format --help". */
-struct command;
-int cmd_format_run(const struct command *cmd, int argc, char **argv);
+/* The texts for main.c's usage listing and "format --help" (help.c). */
 extern const char cmd_format_synopsis[];
 extern const char cmd_format_summary[];
 extern const char cmd_format_help[];

@@ -25,23 +25,6 @@
 #include <sysexits.h>
 #include <time.h>
 
-const char cmd_replay_synopsis[] = "[OPTION] FILE";
-const char cmd_replay_summary[] = "feed mail through the inbound pipeline "
-				  "as the milter would";
-const char cmd_replay_help[] =
-	"Classifies each FILE.eml against the thread map exactly as\n"
-	"patchbridge-milter does and spools the replies to bridged series;\n"
-	"the running daemon applies them to the forge (comments, diff\n"
-	"notes, approvals, NAKs).  Other mail is reported and skipped.  A\n"
-	"mail already applied is not applied again (its Message-ID is in\n"
-	"the journal).\n"
-	"\n"
-	"  --apply-now   then drain the spool and apply what is due now,\n"
-	"                unless another process (the daemon) is applying;\n"
-	"                without files, only that\n"
-	"  --retry-now   with --apply-now: also retry mail waiting for its\n"
-	"                retry after a forge outage, without waiting\n";
-
 static void usage_error(const char *what, const char *arg)
 {
 	fprintf(stderr,

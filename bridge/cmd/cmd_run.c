@@ -58,27 +58,6 @@
 #include <time.h>
 #include <unistd.h>
 
-const char cmd_run_synopsis[] = "[OPTION]";
-const char cmd_run_summary[] = "the daemon: poll, receive webhooks, mail "
-			       "new revisions";
-const char cmd_run_help[] =
-	"Polls every enabled project every [outbound] poll_interval, receives\n"
-	"GitLab merge request webhooks when [webhook] enabled, and mails each\n"
-	"new revision of an open merge request to the list.  Mail a crash or\n"
-	"the MTA left unsent goes out first.  One daemon per state database.\n"
-	"\n"
-	"  --once        one cycle (deliver what is due, poll, mail), then\n"
-	"                exit: 0 when nothing is left to retry, 75\n"
-	"                (EX_TEMPFAIL) when something is; no webhook receiver\n"
-	"  --foreground  stay in the foreground and log to stderr (for\n"
-	"                systemd Type=simple); otherwise detach and log to\n"
-	"                syslog, facility mail\n"
-	"\n"
-	"SIGTERM/SIGINT: stop after the mail being sent or the reply being\n"
-	"applied (a forge that fails or hangs meanwhile is given up on within\n"
-	"seconds; that reply is applied at the next start).  SIGHUP: reload\n"
-	"the configuration (a broken one is refused and the old one kept).\n";
-
 static volatile sig_atomic_t stop_flag, reload_flag;
 static struct workq *signal_queue; /* the handlers' way to wake the loop */
 

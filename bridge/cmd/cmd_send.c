@@ -16,32 +16,6 @@
 #include <string.h>
 #include <sysexits.h>
 
-const char cmd_send_synopsis[] = "[OPTION] MR";
-const char cmd_send_summary[] = "mail the current revision of a merge "
-				"request now";
-const char cmd_send_help[] =
-	"MR names the merge request as GROUP/PROJECT!IID.  Looks at it as\n"
-	"the daemon does and mails its current revision when that was not\n"
-	"mailed before; mails an earlier revision left half sent first.\n"
-	"Prints one line:\n"
-	"\n"
-	"  group/project!12: mailed v2 (4 mails)\n"
-	"  group/project!12: already mailed as v1\n"
-	"  group/project!12: not mailed: a draft (skip_drafts = yes)\n"
-	"  group/project!12: v2: the MTA failed for now: 2 mails sent now,\n"
-	"    2 waiting (next attempt 2026-12-03T10:01:00Z), 0 failed for good\n"
-	"\n"
-	"  --force   mail a draft too, and retry deferred mails now\n"
-	"  --retry   queue the MR's permanently failed mails again first\n"
-	"\n"
-	"Exit status: 0 when there is nothing left to do (mailed, already\n"
-	"mailed, or nothing to mail), 75 (EX_TEMPFAIL) when mails wait for a\n"
-	"retry or the forge, git or the state database failed temporarily,\n"
-	"69 (EX_UNAVAILABLE) when a mail was refused for good, 66\n"
-	"(EX_NOINPUT) for an unknown merge request, 64 (EX_USAGE) for a\n"
-	"project without a [project] section, 78 (EX_CONFIG) for a broken\n"
-	"configuration.\n";
-
 static int usage_error(const char *what)
 {
 	fprintf(stderr,

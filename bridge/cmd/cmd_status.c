@@ -22,30 +22,6 @@
 #include <string.h>
 #include <sysexits.h>
 
-const char cmd_status_synopsis[] = "";
-const char cmd_status_summary[] = "show polls, mailed revisions and mail "
-				  "waiting or failed";
-const char cmd_status_help[] =
-	"For every configured project: when it was last polled (and why the\n"
-	"last poll failed, if it did), the merge requests and revisions\n"
-	"mailed, and every mail still queued - deferred with its attempts,\n"
-	"next retry and the MTA's last answer, or failed for good with the\n"
-	"reason (`patchbridge send --retry PROJECT!IID` queues those again);\n"
-	"the spool's depth (records in new/ and cur/ for the project); its\n"
-	"inbound replies: how many were applied, ignored, are waiting,\n"
-	"retrying or dead, and the first 20 waiting, retrying after a\n"
-	"forge failure (attempts, next attempt, last error) or dead (the\n"
-	"reason; its spool record is in the spool's dead/), with how many\n"
-	"more there are.  Mail of projects no longer configured is listed\n"
-	"too.  Then the spool as a whole (each area's records, the records\n"
-	"in new/ and cur/ that cannot be read or are corrupt, and the dead\n"
-	"letters the daemon could not even read, with their reasons) and\n"
-	"the inbound totals, with the replies no configured project\n"
-	"claims.  `patchbridge why MESSAGE-ID` tells the whole story of one\n"
-	"mail.\n"
-	"Reads the state database (in one snapshot) and the spool only;\n"
-	"safe next to a running daemon.\n";
-
 /* Dead letters without a journal row listed at most; the rest counted. */
 #define STATUS_DEAD_SHOWN 20
 /* Open inbound replies listed at most per section; the rest counted. */

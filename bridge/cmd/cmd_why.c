@@ -32,31 +32,6 @@
 #include <string.h>
 #include <sysexits.h>
 
-const char cmd_why_synopsis[] = "[--json] MESSAGE-ID";
-const char cmd_why_summary[] = "tell what the bridge did with one mail";
-const char cmd_why_help[] =
-	"Tells, in plain words, what became of the mail with MESSAGE-ID\n"
-	"(with or without the <>): what it was classified as (a reply to\n"
-	"which PROJECT!IID, revision and patch), its state in the inbound\n"
-	"journal (waiting, applied, ignored and why, retrying after a forge\n"
-	"failure with its attempts and next attempt, or dead and why), each\n"
-	"action taken on the forge with a link to its note, which of its\n"
-	"trailers became approvals, and where its spool record is (new/,\n"
-	"cur/, done/ or dead/, with a dead letter's reason).  For a mail the\n"
-	"bridge sent itself (cover letter, patch, forge comment, receipt) it\n"
-	"says so, and whether it was sent, is queued or failed.\n"
-	"Reads the state database and the spool only; safe next to a\n"
-	"running daemon, and needs no forge token.\n"
-	"\n"
-	"  --json   the same facts as one JSON object (stable keys)\n"
-	"\n"
-	"Exit status: 0 when the bridge has a record of the mail, 66\n"
-	"(EX_NOINPUT) when it has none: the milter passes mail that is not\n"
-	"a reply to a bridged thread without spooling it, or the mail has\n"
-	"not arrived; 77 (EX_NOPERM) when it cannot tell, because the\n"
-	"journal has no row and a spool record that may be the mail's\n"
-	"cannot be read (run it as the daemon's user).\n";
-
 /* Cap on a dead letter's reason file as read back. */
 #define WHY_REASON_MAX (PB_ERRMSG_MAX + 256)
 /* A forge link: base URL, project path, iid and note id. */

@@ -8,76 +8,8 @@
 #include "outbound/submit.h"
 #include "state/store.h"
 #include "util/err.h"
-#include "util/log.h"
-#include "util/strlist.h"
 
-#include <stdio.h>
 #include <string.h>
-#include <sysexits.h>
-#include <time.h>
-
-void env_time(char *out, size_t size, int64_t t)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-
-	if (!t || !gmtime_r(&tt, &tm) ||
-	    !strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
-		snprintf(out, size, "-");
-}
-
-int env_exit_code(int rc)
-{
-	switch (rc) {
-	case 0:
-		return EX_OK;
-	case PB_ENOTFOUND:
-		return EX_NOINPUT;
-	case PB_EINVAL:
-	case PB_ELIMIT:
-		return EX_DATAERR;
-	case PB_EPERM:
-		return EX_NOPERM;
-	case PB_ETEMP:
-		return EX_TEMPFAIL;
-	default:
-		return EX_SOFTWARE;
-	}
-}
-
-int env_config_exit_code(int rc)
-{
-	switch (rc) {
-	case 0:
-		return EX_OK;
-	case PB_EINVAL:
-		return EX_CONFIG;
-	case PB_ENOTFOUND:
-	case PB_EPERM:
-		return EX_NOINPUT;
-	default:
-		return EX_IOERR;
-	}
-}
-
-int env_load_config(struct config **out, const char *path, int log)
-{
-	struct strlist errs = STRLIST_INIT;
-	size_t i;
-	int rc;
-
-	rc = config_load(out, &errs, path);
-	strlist_for_each (&errs, i) {
-		if (log)
-			log_error("%s", errs.items[i]);
-		else
-			fprintf(stderr, "%s%s\n",
-				rc == PB_EINVAL ? "" : "patchbridge: ",
-				errs.items[i]);
-	}
-	strlist_release(&errs);
-	return env_config_exit_code(rc);
-}
 
 static const char *opt(const char *s)
 {

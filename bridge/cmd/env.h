@@ -64,6 +64,17 @@ int env_load_config(struct config **out, const char *path, int log);
 int env_exit_code(int rc);
 int env_config_exit_code(int rc);
 
+/* The configuration file without -c: $PATCHBRIDGE_CONFIG, else the
+ * default path. */
+const char *env_config_path(void);
+
+/*
+ * The exit status of a program whose command returned rc, once standard
+ * output is flushed: a full disk or a closed pipe must not look like
+ * success (EX_IOERR, with a message).
+ */
+int env_finish(int rc);
+
 /* t (Unix seconds) as "2026-12-03T10:01:00Z" in UTC, or "-" for 0. */
 void env_time(char *out, size_t size, int64_t t);
 

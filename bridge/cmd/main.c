@@ -7,6 +7,26 @@
  * in commands[] and runs it.  A new verb is one more entry there, with its
  * own synopsis and help text; "patchbridge COMMAND --help" and the usage
  * listing come from the table.  Exit codes are those of <sysexits.h>.
+ *
+ * Programs.  This program is the front users run, and it links only what
+ * the offline commands need: parse (GMime), check-config, dump-config,
+ * list-params, help and version.  The commands that need git, the forge,
+ * SMTP or the state database run in programs under libexec, which it
+ * exec()s in its place (same pid, same arguments, the configuration path
+ * passed on with -c):
+ *
+ *	patchbridge-format   format (libgit2)
+ *	patchbridge-daemon   run, send, status, why, replay, export (libgit2,
+ *	                     libcurl and its TLS, SQLite, libmicrohttpd)
+ *
+ * A process that maps one library pays for loading and relocating it
+ * and its dependencies whether it calls it or not: linked into one
+ * program, those cost `patchbridge parse` about 55 shared objects and
+ * 2-3 times the time of the parse, for nothing.  Separate programs keep
+ * each command's start-up to what it uses, without dlopen() and its
+ * hand-written symbol tables.  They are found next to this program, at
+ * PB_LIBEXEC_REL from its directory (also in the build tree), else in
+ * PB_LIBEXECDIR.
  */
 #include "cmd/cmd_daemon.h"
 #include "cmd/cmd_export.h"
@@ -21,12 +41,26 @@
 #include "util/err.h"
 #include "util/log.h"
 #include "util/strlist.h"
+#include "util/xalloc.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
+#include <unistd.h>
+
+/* Where the programs under libexec are (set by the build). */
+#ifndef PB_LIBEXEC_REL
+#define PB_LIBEXEC_REL "../libexec/patchbridge"
+#endif
+#ifndef PB_LIBEXECDIR
+#define PB_LIBEXECDIR "/usr/local/libexec/patchbridge"
+#endif
+#define PROG_FORMAT "patchbridge-format"
+#define PROG_DAEMON "patchbridge-daemon"
 
 struct command {
 	const char *name; /* "check-config" */
@@ -35,8 +69,10 @@ struct command {
 	const char *summary; /* one line, for the usage listing */
 	const char *help; /* the rest of "COMMAND --help" */
 	int hidden; /* left out of the usage listing */
-	/* argv[0] is the command's name; returns an exit code. */
+	/* argv[0] is the command's name; returns an exit code.  NULL: the
+	 * command runs in program instead. */
 	int (*run)(const struct command *cmd, int argc, char **argv);
+	const char *program; /* under libexec; NULL: run here */
 };
 
 /* The configuration file: -c, else $PATCHBRIDGE_CONFIG, else the default. */
@@ -47,12 +83,6 @@ static int cmd_dump_config(const struct command *cmd, int argc, char **argv);
 static int cmd_help(const struct command *cmd, int argc, char **argv);
 static int cmd_version(const struct command *cmd, int argc, char **argv);
 static int cmd_list_params(const struct command *cmd, int argc, char **argv);
-static int cmd_send_entry(const struct command *cmd, int argc, char **argv);
-static int cmd_run_entry(const struct command *cmd, int argc, char **argv);
-static int cmd_status_entry(const struct command *cmd, int argc, char **argv);
-static int cmd_why_entry(const struct command *cmd, int argc, char **argv);
-static int cmd_replay_entry(const struct command *cmd, int argc, char **argv);
-static int cmd_export_entry(const struct command *cmd, int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "check-config", NULL, "[FILE]",
@@ -64,7 +94,7 @@ static const struct command commands[] = {
 	  "and exits 78 (EX_CONFIG); 66 (EX_NOINPUT) when FILE cannot be\n"
 	  "read.  Files named in the configuration (token_file, ...) are\n"
 	  "not opened: they may be readable by the daemon's user only.\n",
-	  0, cmd_check_config },
+	  0, cmd_check_config, NULL },
 	{ "dump-config", "--dump-config", "[-n]",
 	  "print the effective configuration",
 	  "Prints every parameter as \"[section] key = value\", with its\n"
@@ -73,33 +103,33 @@ static const struct command commands[] = {
 	  "included).\n"
 	  "\n"
 	  "  -n    only the parameters the file sets\n",
-	  0, cmd_dump_config },
+	  0, cmd_dump_config, NULL },
 	{ "export", NULL, cmd_export_synopsis, cmd_export_summary,
-	  cmd_export_help, 0, cmd_export_entry },
+	  cmd_export_help, 0, NULL, PROG_DAEMON },
 	{ "format", NULL, cmd_format_synopsis, cmd_format_summary,
-	  cmd_format_help, 0, cmd_format_run },
+	  cmd_format_help, 0, NULL, PROG_FORMAT },
 	{ "help", "--help", "[COMMAND]", "show this list, or a command's help",
-	  "", 0, cmd_help },
+	  "", 0, cmd_help, NULL },
 	{ "parse", NULL, cmd_parse_synopsis, cmd_parse_summary, cmd_parse_help,
-	  0, cmd_parse_run },
-	{ "version", "--version", "", "print the version", "", 0, cmd_version },
+	  0, cmd_parse_run, NULL },
+	{ "version", "--version", "", "print the version", "", 0, cmd_version, NULL },
 	{ "send", NULL, cmd_send_synopsis, cmd_send_summary, cmd_send_help, 0,
-	  cmd_send_entry },
+	  NULL, PROG_DAEMON },
 	{ "run", NULL, cmd_run_synopsis, cmd_run_summary, cmd_run_help, 0,
-	  cmd_run_entry },
+	  NULL, PROG_DAEMON },
 	{ "status", NULL, cmd_status_synopsis, cmd_status_summary,
-	  cmd_status_help, 0, cmd_status_entry },
+	  cmd_status_help, 0, NULL, PROG_DAEMON },
 	{ "why", NULL, cmd_why_synopsis, cmd_why_summary, cmd_why_help, 0,
-	  cmd_why_entry },
+	  NULL, PROG_DAEMON },
 	{ "replay", NULL, cmd_replay_synopsis, cmd_replay_summary,
-	  cmd_replay_help, 0, cmd_replay_entry },
+	  cmd_replay_help, 0, NULL, PROG_DAEMON },
 	/* For the documentation check (tests/cli/params_documented.sh). */
 	{ "list-params", "--list-params", "[--markdown | --man]",
 	  "list every parameter as section.key",
 	  "With --markdown, print the README's parameter tables instead;\n"
 	  "with --man, the PARAMETERS section of patchbridge.conf(5).\n",
-	  1, cmd_list_params },
-	{ NULL, NULL, NULL, NULL, NULL, 0, NULL },
+	  1, cmd_list_params, NULL },
+	{ NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL },
 };
 
 static void usage(FILE *f)
@@ -275,43 +305,6 @@ static int cmd_list_params(const struct command *cmd, int argc, char **argv)
 	return EX_OK;
 }
 
-/* The daemon's verbs need the configuration file's path. */
-static int cmd_send_entry(const struct command *cmd, int argc, char **argv)
-{
-	(void)cmd;
-	return cmd_send(config_path, argc, argv);
-}
-
-static int cmd_run_entry(const struct command *cmd, int argc, char **argv)
-{
-	(void)cmd;
-	return cmd_run(config_path, argc, argv);
-}
-
-static int cmd_status_entry(const struct command *cmd, int argc, char **argv)
-{
-	(void)cmd;
-	return cmd_status(config_path, argc, argv);
-}
-
-static int cmd_why_entry(const struct command *cmd, int argc, char **argv)
-{
-	(void)cmd;
-	return cmd_why(config_path, argc, argv);
-}
-
-static int cmd_replay_entry(const struct command *cmd, int argc, char **argv)
-{
-	(void)cmd;
-	return cmd_replay(config_path, argc, argv);
-}
-
-static int cmd_export_entry(const struct command *cmd, int argc, char **argv)
-{
-	(void)cmd;
-	return cmd_export(config_path, argc, argv);
-}
-
 static const struct command *command_find(const char *name)
 {
 	const struct command *c;
@@ -340,15 +333,78 @@ static int cmd_help(const struct command *cmd, int argc, char **argv)
 	return EX_OK;
 }
 
+/*
+ * The program under libexec named name: next to this one first
+ * (PB_LIBEXEC_REL from the directory of /proc/self/exe, which also works
+ * in the build tree and in a DESTDIR staging tree), else in the
+ * installed PB_LIBEXECDIR.  Returns a malloc'd path, or NULL.
+ */
+static char *program_path(const char *name)
+{
+	char self[PATH_MAX];
+	char *slash, *path;
+	ssize_t n;
+
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			path = xasprintf("%s/%s/%s", self, PB_LIBEXEC_REL, name);
+			if (!access(path, X_OK))
+				return path;
+			free(path);
+		}
+	}
+	path = xasprintf("%s/%s", PB_LIBEXECDIR, name);
+	if (!access(path, X_OK))
+		return path;
+	free(path);
+	return NULL;
+}
+
+/*
+ * Run a command in its program under libexec, in this process's place:
+ * "PROGRAM -c CONFIG COMMAND ARGS...".  Returns only on failure.
+ */
+static int run_program(const char *name, int argc, char **argv)
+{
+	char **args;
+	char *path = program_path(name);
+	int i;
+
+	if (!path) {
+		fprintf(stderr,
+			"patchbridge: %s: not found next to patchbridge (%s) "
+			"nor in %s; the installation is incomplete\n",
+			name, PB_LIBEXEC_REL, PB_LIBEXECDIR);
+		return EX_OSFILE;
+	}
+	args = xcalloc((size_t)argc + 4, sizeof(*args));
+	args[0] = path;
+	args[1] = xstrdup("-c");
+	args[2] = xstrdup(config_path);
+	for (i = 0; i < argc; i++)
+		args[3 + i] = argv[i];
+	fflush(NULL);
+	execv(path, args);
+	fprintf(stderr, "patchbridge: cannot run %s: %s\n", path,
+		strerror(errno));
+	free(args[1]);
+	free(args[2]);
+	free(args);
+	free(path);
+	return EX_OSERR;
+}
+
 int main(int argc, char **argv)
 {
 	const struct command *cmd;
 	int i, rc;
 
 	log_open("patchbridge", LOG_SINK_STDERR);
-	config_path = getenv(CONFIG_ENV);
-	if (!config_path || !config_path[0])
-		config_path = CONFIG_DEFAULT_PATH;
+	config_path = env_config_path();
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--config")) {
@@ -377,14 +433,10 @@ int main(int argc, char **argv)
 	    (!strcmp(argv[i + 1], "--help") || !strcmp(argv[i + 1], "-h"))) {
 		command_help(stdout, cmd);
 		rc = EX_OK;
+	} else if (cmd->program) {
+		rc = run_program(cmd->program, argc - i, argv + i);
 	} else {
 		rc = cmd->run(cmd, argc - i, argv + i);
 	}
-	/* A full disk or a closed pipe must not look like success. */
-	if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr,
-			"patchbridge: write error on standard output\n");
-		return rc ? rc : EX_IOERR;
-	}
-	return rc;
+	return env_finish(rc);
 }

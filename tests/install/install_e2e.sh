@@ -4,8 +4,8 @@
 #
 # usage: install_e2e.sh BUILD_DIR WORKDIR   (under tests/forgesim/run-with-sim.sh)
 #
-#  1. DESTDIR=STAGE cmake --install BUILD_DIR: the programs, the man pages,
-#     the example configuration
+#  1. DESTDIR=STAGE cmake --install BUILD_DIR: the programs (those under
+#     libexec/patchbridge too), the man pages, the example configuration
 #  2. the example is copied to STAGE/etc/patchbridge/patchbridge.conf and
 #     filled in (forge URL and token file, list, SMTP port of the private
 #     Postfix, state and spool under STAGE/var), nothing else changed but
@@ -63,6 +63,12 @@ EXAMPLE=$(find "$STAGE" -name patchbridge.conf.example | head -1)
 [ -x "$PB" ] || fail "no installed bin/patchbridge"
 [ -x "$MILTER" ] || fail "no installed sbin/patchbridge-milter"
 [ -f "$EXAMPLE" ] || fail "no installed patchbridge.conf.example"
+# The commands patchbridge runs in programs of their own (main.c,
+# "Programs"); the installed front must find these, not the build's.
+for prog in patchbridge-daemon patchbridge-format; do
+	f=$(find "$STAGE" -path "*/libexec/patchbridge/$prog" -type f | head -1)
+	[ -x "$f" ] || fail "no installed libexec/patchbridge/$prog"
+done
 for page in man8/patchbridge.8 man8/patchbridge-milter.8 man5/patchbridge.conf.5; do
 	f=$(find "$STAGE" -path "*/share/man/$page" | head -1)
 	[ -f "$f" ] || fail "no installed $page"
