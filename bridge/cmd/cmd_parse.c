@@ -1,6 +1,7 @@
 #include "cmd/cmd_parse.h"
 #include "mail/diff.h"
 #include "mail/mail.h"
+#include "mail/mbox.h"
 #include "mail/review.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -11,22 +12,43 @@
 #include <string.h>
 #include <sysexits.h>
 
-const char cmd_parse_synopsis[] = "[OPTION] FILE";
-const char cmd_parse_summary[] = "one mail as JSON: what the inbound side "
+const char cmd_parse_synopsis[] = "[OPTION] FILE... | --mbox FILE";
+const char cmd_parse_summary[] = "mail as JSON: what the inbound side "
 				 "understands";
 const char cmd_parse_help[] =
-	"Parses FILE (one mail) as the milter would (MIME, charsets, quotes,\n"
-	"trailers, NAK, inline comments) and prints one JSON object:\n"
-	"message_id, in_reply_to, from, subject, kind, target, trailers,\n"
-	"own_trailers, nak, inline, comment, auth.  The format is a stable\n"
-	"interface (see DESIGN.md).\n"
+	"Parses each mail as the milter would (MIME, charsets, quotes,\n"
+	"trailers, NAK, inline comments) and prints what it understood as\n"
+	"JSON: message_id, in_reply_to, from, subject, kind, target,\n"
+	"trailers, own_trailers, nak, inline, comment, auth.  The format is\n"
+	"a stable interface (see DESIGN.md).\n"
 	"\n"
-	"  --patch PARENT.eml   the patch mail the reply answers: inline\n"
+	"One FILE prints one indented object.  Several FILEs, or --mbox,\n"
+	"print JSON Lines: one compact object per mail and line, in order,\n"
+	"starting with \"file\" (and \"index\", the mail's number in the\n"
+	"mbox from 1); a mail that cannot be read or parsed gets a line\n"
+	"with \"error\" instead, and the others go on.  One process parses\n"
+	"them all, which is much faster than one process per mail.\n"
+	"\n"
+	"  --mbox FILE          every mail of an mbox (mboxrd, as export,\n"
+	"                       public-inbox and b4 write it; \"-\": standard\n"
+	"                       input)\n"
+	"  --jsonl              JSON Lines even for one FILE\n"
+	"  --patch PARENT.eml   the patch mail the replies answer: inline\n"
 	"                       comments are placed on its diff, so trimmed\n"
 	"                       quotes still land on the right line\n"
 	"\n"
 	"Offline there is no thread map and no trusted authserv-id: target\n"
-	"is null and auth.verified is false.\n";
+	"is null and auth.verified is false.  Exit status: 0, or 66\n"
+	"(EX_NOINPUT) when a file could not be read, 65 (EX_DATAERR) when a\n"
+	"mail did not parse (with JSON Lines, after every other mail).\n";
+
+/* What one run prints to, and the first failure's exit status. */
+struct parse_run {
+	const struct diff *parent;
+	int lines; /* JSON Lines */
+	int ex;
+	struct buf json;
+};
 
 static int usage_error(const char *what, const char *arg)
 {
@@ -46,73 +68,184 @@ static int read_mail(struct buf *out, const char *path)
 	return rc == PB_ELIMIT ? EX_DATAERR : EX_NOINPUT;
 }
 
+static void failed(struct parse_run *run, int ex)
+{
+	if (!run->ex)
+		run->ex = ex;
+}
+
+/* Print what one mail says, or its error line. */
+static void emit(struct parse_run *run, const char *file, size_t index,
+		 const char *raw, size_t len)
+{
+	struct review *r = NULL;
+	int rc;
+
+	buf_reset(&run->json);
+	if (review_parse(&r, raw, len, run->parent, NULL)) {
+		if (index)
+			fprintf(stderr, "patchbridge parse: %s: mail %zu: %s\n",
+				file, index, err_msg());
+		else
+			fprintf(stderr, "patchbridge parse: %s: %s\n", file,
+				err_msg());
+		failed(run, EX_DATAERR);
+		if (!run->lines)
+			return;
+		rc = review_error_line(&run->json, file, index, err_msg());
+	} else if (run->lines) {
+		rc = review_to_json_line(&run->json, r, file, index);
+	} else {
+		rc = review_to_json(&run->json, r);
+	}
+	review_free(r);
+	if (rc) {
+		fprintf(stderr, "patchbridge parse: %s: %s\n", file,
+			err_msg());
+		failed(run, EX_SOFTWARE);
+		return;
+	}
+	if (fwrite(run->json.data, 1, run->json.len, stdout) !=
+	    run->json.len)
+		failed(run, EX_IOERR);
+}
+
+static void unreadable(struct parse_run *run, const char *file, int ex)
+{
+	buf_reset(&run->json);
+	failed(run, ex);
+	if (run->lines && !review_error_line(&run->json, file, 0, err_msg()))
+		fwrite(run->json.data, 1, run->json.len, stdout);
+}
+
+static void parse_files(struct parse_run *run, char **files, int n)
+{
+	struct buf raw = BUF_INIT(PB_MAIL_MAX_DEFAULT);
+	int i, ex;
+
+	for (i = 0; i < n; i++) {
+		buf_reset(&raw);
+		ex = read_mail(&raw, files[i]);
+		if (ex)
+			unreadable(run, files[i], ex);
+		else
+			emit(run, files[i], 0, raw.data, raw.len);
+	}
+	buf_release(&raw);
+}
+
+static void parse_mbox(struct parse_run *run, const char *file)
+{
+	struct buf raw = BUF_INIT(PB_MAIL_MAX_DEFAULT);
+	struct mbox *mb = NULL;
+	int rc, oversize;
+
+	rc = mbox_open(&mb, file);
+	if (rc) {
+		fprintf(stderr, "patchbridge parse: %s\n", err_msg());
+		unreadable(run, file, EX_NOINPUT);
+		goto out;
+	}
+	while (!(rc = mbox_next(mb, &raw, &oversize))) {
+		if (!oversize) {
+			emit(run, file, mbox_index(mb), raw.data, raw.len);
+			continue;
+		}
+		err_set(PB_ELIMIT, "the mail is larger than %d bytes",
+			PB_MAIL_MAX_DEFAULT);
+		fprintf(stderr, "patchbridge parse: %s: mail %zu: %s\n", file,
+			mbox_index(mb), err_msg());
+		failed(run, EX_DATAERR);
+		buf_reset(&run->json);
+		if (!review_error_line(&run->json, file, mbox_index(mb),
+				       err_msg()))
+			fwrite(run->json.data, 1, run->json.len, stdout);
+	}
+	if (rc != PB_ENOTFOUND) {
+		fprintf(stderr, "patchbridge parse: %s\n", err_msg());
+		unreadable(run, file,
+			   rc == PB_EINVAL ? EX_DATAERR : EX_NOINPUT);
+	}
+out:
+	mbox_free(mb);
+	buf_release(&raw);
+}
+
 int cmd_parse(int argc, char **argv)
 {
-	const char *file = NULL, *patch = NULL;
-	struct buf raw = BUF_INIT(PB_MAIL_MAX_DEFAULT);
+	const char *patch = NULL, *mbox = NULL;
 	struct buf praw = BUF_INIT(PB_MAIL_MAX_DEFAULT);
-	struct buf json = BUF_INIT(REVIEW_JSON_MAX);
 	struct diff *parent = NULL;
-	struct review *r = NULL;
-	int i, rc, ex = EX_OK;
+	struct parse_run run;
+	char **files;
+	int i, nfiles = 0, rc, jsonl = 0;
 
+	/* The FILE arguments, in order, are collected in argv[1..]: a slot
+	 * is reused only after it was read. */
+	files = argv + 1;
 	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--patch")) {
-			if (i + 1 == argc)
-				return usage_error("a file name must follow ",
-						   argv[i]);
+		if ((!strcmp(argv[i], "--patch") ||
+		     !strcmp(argv[i], "--mbox")) &&
+		    i + 1 == argc) {
+			return usage_error("a file name must follow ",
+					   argv[i]);
+		} else if (!strcmp(argv[i], "--patch")) {
 			patch = argv[++i];
+		} else if (!strcmp(argv[i], "--mbox")) {
+			if (mbox)
+				return usage_error("more than one --mbox", "");
+			mbox = argv[++i];
 		} else if (!strncmp(argv[i], "--patch=", 8)) {
 			patch = argv[i] + 8;
+		} else if (!strncmp(argv[i], "--mbox=", 7)) {
+			if (mbox)
+				return usage_error("more than one --mbox", "");
+			mbox = argv[i] + 7;
+		} else if (!strcmp(argv[i], "--jsonl")) {
+			jsonl = 1;
+		} else if (!strcmp(argv[i], "--")) {
+			while (++i < argc)
+				files[nfiles++] = argv[i];
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			return usage_error("unknown option: ", argv[i]);
-		} else if (file) {
-			return usage_error("more than one mail: ", argv[i]);
 		} else {
-			file = argv[i];
+			files[nfiles++] = argv[i];
 		}
 	}
-	if (!file)
+	if (mbox && nfiles)
+		return usage_error("--mbox and FILE arguments do not go "
+				   "together: ",
+				   files[0]);
+	if (!mbox && !nfiles)
 		return usage_error("no mail given", "");
 
+	memset(&run, 0, sizeof(run));
+	buf_init(&run.json, REVIEW_JSON_MAX);
+	run.lines = jsonl || mbox || nfiles > 1;
 	mail_init();
-	ex = read_mail(&raw, file);
-	if (ex)
-		goto out;
 	if (patch) {
-		ex = read_mail(&praw, patch);
-		if (ex)
+		run.ex = read_mail(&praw, patch);
+		if (run.ex)
 			goto out;
 		rc = review_patch_diff(&parent, praw.data, praw.len);
 		if (rc) {
 			fprintf(stderr, "patchbridge parse: %s: %s\n", patch,
 				err_msg());
-			ex = EX_DATAERR;
+			run.ex = EX_DATAERR;
 			goto out;
 		}
+		run.parent = parent;
 	}
-	rc = review_parse(&r, raw.data, raw.len, parent, NULL);
-	if (rc) {
-		fprintf(stderr, "patchbridge parse: %s: %s\n", file, err_msg());
-		ex = EX_DATAERR;
-		goto out;
-	}
-	rc = review_to_json(&json, r);
-	if (rc) {
-		fprintf(stderr, "patchbridge parse: %s: %s\n", file, err_msg());
-		ex = EX_SOFTWARE;
-		goto out;
-	}
-	if (fwrite(json.data, 1, json.len, stdout) != json.len)
-		ex = EX_IOERR;
+	if (mbox)
+		parse_mbox(&run, mbox);
+	else
+		parse_files(&run, files, nfiles);
 out:
-	review_free(r);
 	diff_free(parent);
-	buf_release(&raw);
 	buf_release(&praw);
-	buf_release(&json);
+	buf_release(&run.json);
 	mail_shutdown();
-	return ex;
+	return run.ex;
 }
 
 int cmd_parse_run(const struct command *cmd, int argc, char **argv)

@@ -294,86 +294,135 @@ static void json_num(struct jsonw *w, int v)
 		jsonw_int(w, v);
 }
 
-int review_to_json(struct buf *out, const struct review *r)
+/* The members of the parse result, into an open object. */
+static void json_members(struct jsonw *w, const struct review *r)
 {
 	const struct mail *m = r->mail;
 	const struct subject *s = &r->subject;
-	struct jsonw w;
 	size_t i;
 
-	jsonw_init(&w, out, 2);
-	jsonw_obj_begin(&w);
-	jsonw_key(&w, "message_id");
-	jsonw_strz(&w, m->message_id);
-	jsonw_key(&w, "in_reply_to");
-	jsonw_strz(&w, m->in_reply_to);
+	jsonw_key(w, "message_id");
+	jsonw_strz(w, m->message_id);
+	jsonw_key(w, "in_reply_to");
+	jsonw_strz(w, m->in_reply_to);
 
-	jsonw_key(&w, "from");
-	jsonw_obj_begin(&w);
-	jsonw_key(&w, "name");
-	jsonw_strz(&w, m->from.name);
-	jsonw_key(&w, "email");
-	jsonw_strz(&w, m->from.email);
-	jsonw_obj_end(&w);
+	jsonw_key(w, "from");
+	jsonw_obj_begin(w);
+	jsonw_key(w, "name");
+	jsonw_strz(w, m->from.name);
+	jsonw_key(w, "email");
+	jsonw_strz(w, m->from.email);
+	jsonw_obj_end(w);
 
-	jsonw_key(&w, "subject");
-	jsonw_obj_begin(&w);
-	jsonw_key(&w, "prefix");
-	jsonw_strz(&w, s->prefix);
-	jsonw_key(&w, "version");
-	json_num(&w, s->version);
-	jsonw_key(&w, "index");
-	json_num(&w, s->index);
-	jsonw_key(&w, "total");
-	json_num(&w, s->total);
-	jsonw_key(&w, "reply");
-	jsonw_bool(&w, s->reply);
-	jsonw_key(&w, "title");
-	jsonw_strz(&w, s->title);
-	jsonw_obj_end(&w);
+	jsonw_key(w, "subject");
+	jsonw_obj_begin(w);
+	jsonw_key(w, "prefix");
+	jsonw_strz(w, s->prefix);
+	jsonw_key(w, "version");
+	json_num(w, s->version);
+	jsonw_key(w, "index");
+	json_num(w, s->index);
+	jsonw_key(w, "total");
+	json_num(w, s->total);
+	jsonw_key(w, "reply");
+	jsonw_bool(w, s->reply);
+	jsonw_key(w, "title");
+	jsonw_strz(w, s->title);
+	jsonw_obj_end(w);
 
-	jsonw_key(&w, "kind");
-	jsonw_strz(&w, review_kind_name(r->kind));
-	jsonw_key(&w, "target");
-	jsonw_null(&w); /* needs the thread map; offline there is none */
-	jsonw_key(&w, "trailers");
-	json_trailers(&w, &r->trailers);
-	jsonw_key(&w, "own_trailers");
-	json_trailers(&w, &r->own_trailers);
-	jsonw_key(&w, "nak");
-	jsonw_bool(&w, r->nak);
+	jsonw_key(w, "kind");
+	jsonw_strz(w, review_kind_name(r->kind));
+	jsonw_key(w, "target");
+	jsonw_null(w); /* needs the thread map; offline there is none */
+	jsonw_key(w, "trailers");
+	json_trailers(w, &r->trailers);
+	jsonw_key(w, "own_trailers");
+	json_trailers(w, &r->own_trailers);
+	jsonw_key(w, "nak");
+	jsonw_bool(w, r->nak);
 
-	jsonw_key(&w, "inline");
-	jsonw_arr_begin(&w);
+	jsonw_key(w, "inline");
+	jsonw_arr_begin(w);
 	for (i = 0; i < r->nr_inline; i++) {
 		const struct review_inline *x = &r->inl[i];
 
-		jsonw_obj_begin(&w);
-		jsonw_key(&w, "path");
-		jsonw_strz(&w, x->path);
-		jsonw_key(&w, "old_path");
-		jsonw_strz(&w, x->old_path);
-		jsonw_key(&w, "old_line");
-		json_num(&w, x->old_line ? x->old_line : -1);
-		jsonw_key(&w, "new_line");
-		json_num(&w, x->new_line ? x->new_line : -1);
-		jsonw_key(&w, "body");
-		jsonw_strz(&w, x->body);
-		jsonw_obj_end(&w);
+		jsonw_obj_begin(w);
+		jsonw_key(w, "path");
+		jsonw_strz(w, x->path);
+		jsonw_key(w, "old_path");
+		jsonw_strz(w, x->old_path);
+		jsonw_key(w, "old_line");
+		json_num(w, x->old_line ? x->old_line : -1);
+		jsonw_key(w, "new_line");
+		json_num(w, x->new_line ? x->new_line : -1);
+		jsonw_key(w, "body");
+		jsonw_strz(w, x->body);
+		jsonw_obj_end(w);
 	}
-	jsonw_arr_end(&w);
+	jsonw_arr_end(w);
 
-	jsonw_key(&w, "comment");
-	jsonw_strz(&w, r->comment);
-	jsonw_key(&w, "auth");
+	jsonw_key(w, "comment");
+	jsonw_strz(w, r->comment);
+	jsonw_key(w, "auth");
+	jsonw_obj_begin(w);
+	jsonw_key(w, "dkim");
+	jsonw_strz(w, authres_result_name(r->auth.dkim));
+	jsonw_key(w, "dmarc");
+	jsonw_strz(w, authres_result_name(r->auth.dmarc));
+	jsonw_key(w, "verified");
+	jsonw_bool(w, r->auth.verified);
+	jsonw_obj_end(w);
+}
+
+int review_to_json(struct buf *out, const struct review *r)
+{
+	struct jsonw w;
+
+	jsonw_init(&w, out, 2);
 	jsonw_obj_begin(&w);
-	jsonw_key(&w, "dkim");
-	jsonw_strz(&w, authres_result_name(r->auth.dkim));
-	jsonw_key(&w, "dmarc");
-	jsonw_strz(&w, authres_result_name(r->auth.dmarc));
-	jsonw_key(&w, "verified");
-	jsonw_bool(&w, r->auth.verified);
-	jsonw_obj_end(&w);
+	json_members(&w, r);
 	jsonw_obj_end(&w);
 	return jsonw_finish(&w);
+}
+
+/* "file" and, for a mail of an mbox, "index": the start of a line. */
+static void json_source(struct jsonw *w, const char *file, size_t index)
+{
+	jsonw_key(w, "file");
+	jsonw_strz(w, file);
+	if (index) {
+		jsonw_key(w, "index");
+		jsonw_int(w, (int64_t)index);
+	}
+}
+
+int review_to_json_line(struct buf *out, const struct review *r,
+			const char *file, size_t index)
+{
+	struct jsonw w;
+	int rc;
+
+	jsonw_init(&w, out, 0);
+	jsonw_obj_begin(&w);
+	json_source(&w, file, index);
+	json_members(&w, r);
+	jsonw_obj_end(&w);
+	rc = jsonw_finish(&w);
+	return rc ? rc : buf_addch(out, '\n');
+}
+
+int review_error_line(struct buf *out, const char *file, size_t index,
+		      const char *error)
+{
+	struct jsonw w;
+	int rc;
+
+	jsonw_init(&w, out, 0);
+	jsonw_obj_begin(&w);
+	json_source(&w, file, index);
+	jsonw_key(&w, "error");
+	jsonw_strz(&w, error);
+	jsonw_obj_end(&w);
+	rc = jsonw_finish(&w);
+	return rc ? rc : buf_addch(out, '\n');
 }

@@ -85,6 +85,19 @@ int review_patch_diff(struct diff **out, const char *raw, size_t len);
 /* Append the `patchbridge parse` JSON object (indented, one line end). */
 int review_to_json(struct buf *out, const struct review *r);
 
+/*
+ * The same object as one line of JSON Lines (compact, ending in LF), for
+ * `patchbridge parse FILE...` and `--mbox`: "file" first and, for the
+ * index-th mail of an mbox (from 1; 0: a file of its own), "index", then
+ * the members above.  review_error_line() is the line of a mail that
+ * could not be read or parsed: "file", "index", and "error" with the
+ * message.  Both append to out.
+ */
+int review_to_json_line(struct buf *out, const struct review *r,
+			const char *file, size_t index);
+int review_error_line(struct buf *out, const char *file, size_t index,
+		      const char *error);
+
 const char *review_kind_name(enum review_kind k);
 
 #endif
