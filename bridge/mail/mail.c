@@ -128,6 +128,88 @@ static int check_header(const char *raw, size_t len,
 	return 0;
 }
 
+/*
+ * The header fields GMime is given.  A list mail's header is mostly
+ * Received, DKIM-Signature, ARC-* and X-* fields, and GMime decodes every
+ * field it keeps (about half of a reply's parse went there); the model
+ * reads none of them.  So the top-level header is passed on without the
+ * fields not named here: the threading and sender fields and every field
+ * of RFC 5322 section 3.6 that may appear only once (so that GMime still
+ * flags two that conflict: MAIL_F_AMBIGUOUS), the MIME fields, and those
+ * kept in struct mail.  Dropping stops at the first line that is not a
+ * well-formed field (nor its continuation): from there on everything is
+ * GMime's to judge, so nothing it would read as body or flag as invalid
+ * is ever removed.
+ */
+static int name_is(const char *name, size_t len, const char *want)
+{
+	return strlen(want) == len && !strncasecmp(name, want, len);
+}
+
+/* The fields struct mail keeps (mail.h). */
+static int kept_header_n(const char *name, size_t len)
+{
+	return name_is(name, len, "Authentication-Results") ||
+	       (len >= 13 && !strncasecmp(name, "X-Patchbridge", 13)) ||
+	       name_is(name, len, "Auto-Submitted") ||
+	       name_is(name, len, "List-Id");
+}
+
+static int gmime_reads(const char *name, size_t len)
+{
+	static const char *const names[] = {
+		"Bcc",	      "Cc",	      "Date",	      "From",
+		"In-Reply-To", "Message-ID",  "MIME-Version", "References",
+		"Reply-To",    "Sender",      "Subject",      "To",
+	};
+	size_t i;
+
+	if (len >= 8 && !strncasecmp(name, "Content-", 8))
+		return 1;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (name_is(name, len, names[i]))
+			return 1;
+	return kept_header_n(name, len);
+}
+
+/* The length of the field name that starts line[0..n), 0 if none. */
+static size_t field_name(const char *line, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n && line[i] != ':'; i++)
+		if ((unsigned char)line[i] <= ' ' ||
+		    (unsigned char)line[i] >= 127)
+			return 0;
+	return i < n ? i : 0;
+}
+
+/* raw[0..len) without the top-level fields gmime_reads() does not name. */
+static void header_filter(struct buf *out, const char *raw, size_t len)
+{
+	const char *p = raw, *end = raw + len, *nl;
+	size_t n, name;
+	int keep = 1;
+
+	while (p < end) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		n = nl ? (size_t)(nl + 1 - p) : (size_t)(end - p);
+		if (*p == ' ' || *p == '\t') {
+			/* a continuation goes with its field */
+		} else if (n == 1 || (n == 2 && p[0] == '\r') ||
+			   !(name = field_name(p, n))) {
+			break; /* the body, or not a field: GMime's */
+		} else {
+			keep = gmime_reads(p, name);
+		}
+		if (keep && buf_add(out, p, n))
+			BUG("header_filter: the buffer holds the message");
+		p += n;
+	}
+	if (buf_add(out, p, (size_t)(end - p)))
+		BUG("header_filter: the buffer holds the message");
+}
+
 struct warn_state {
 	unsigned crit;
 	unsigned warnings;
@@ -180,10 +262,7 @@ static char *unfold(const char *v)
 
 static int kept_header(const char *name)
 {
-	return !strcasecmp(name, "Authentication-Results") ||
-	       !strncasecmp(name, "X-Patchbridge", 13) ||
-	       !strcasecmp(name, "Auto-Submitted") ||
-	       !strcasecmp(name, "List-Id");
+	return kept_header_n(name, strlen(name));
 }
 
 static char *bracket_id(const char *id)
@@ -658,6 +737,7 @@ int mail_parse(struct mail **out, const char *raw, size_t len,
 	GMimeMessage *msg = NULL;
 	const char *fallback[] = { "UTF-8", "windows-1252", NULL };
 	struct mail *m = NULL;
+	struct buf fed = BUF_INIT(0);
 	const char *s;
 	int rc;
 
@@ -688,7 +768,10 @@ int mail_parse(struct mail **out, const char *raw, size_t len,
 	g_mime_parser_options_set_address_compliance_mode(
 		opts, GMIME_RFC_COMPLIANCE_LOOSE);
 	g_mime_parser_options_set_fallback_charsets(opts, fallback);
-	stream = g_mime_stream_mem_new_with_buffer(raw, len);
+	/* the filtered copy is never longer than the message */
+	buf_init(&fed, len);
+	header_filter(&fed, raw, len);
+	stream = g_mime_stream_mem_new_with_buffer(fed.data, fed.len);
 	parser = g_mime_parser_new_with_stream(stream);
 	g_mime_parser_set_format(parser, GMIME_FORMAT_MESSAGE);
 	msg = g_mime_parser_construct_message(parser, opts);
@@ -725,5 +808,6 @@ out:
 		g_object_unref(stream);
 	if (opts)
 		g_mime_parser_options_free(opts);
+	buf_release(&fed);
 	return rc;
 }

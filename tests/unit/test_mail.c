@@ -203,6 +203,82 @@ static void test_date_parse(void **state)
 	assert_int_equal(mail_date_parse(&t, NULL), PB_EINVAL);
 }
 
+/*
+ * Fields the model does not read are not given to GMime (mail.c,
+ * header_filter()), which must change nothing it reads: conflicting
+ * single fields are still ambiguous, kept fields are kept, and nothing
+ * after the header or after a line that is not a field is dropped.
+ */
+static void test_header_filter(void **state)
+{
+	static const char conflicting_to[] =
+		"From: a@example.org\n"
+		"Received: from x by y\n"
+		"To: one@example.org\n"
+		"To: two@example.org\n"
+		"Subject: t\n\nbody\n";
+	static const char conflicting_sender[] =
+		"From: a@example.org\n"
+		"Sender: one@example.org\n"
+		"X-Mailer: m\n"
+		"Sender: two@example.org\n"
+		"Subject: t\n\nbody\n";
+	static const char kept[] =
+		"Received: from x\n"
+		"\tby y\n"
+		"Authentication-Results: lists.example.test; dkim=pass\n"
+		"X-Patchbridge-Origin: forge\n"
+		"DKIM-Signature: v=1; a=rsa-sha256;\n"
+		" b=abc\n"
+		"List-Id: <l.example.org>\n"
+		"From: \"A\" <a@example.org>\n"
+		"Subject: t\n"
+		"\n"
+		"Received: a body line, not a field\n"
+		"X-Body: kept\n";
+	static const char invalid[] =
+		"From: a@example.org\n"
+		"Subject: t\n"
+		"not a field\n"
+		"X-After: it\n"
+		"\n"
+		"body\n";
+	struct mail *m = NULL;
+
+	(void)state;
+	assert_int_equal(mail_parse(&m, conflicting_to,
+				    sizeof(conflicting_to) - 1, NULL),
+			 0);
+	assert_true(m->flags & MAIL_F_AMBIGUOUS);
+	mail_free(m);
+	assert_int_equal(mail_parse(&m, conflicting_sender,
+				    sizeof(conflicting_sender) - 1, NULL),
+			 0);
+	assert_true(m->flags & MAIL_F_AMBIGUOUS);
+	mail_free(m);
+
+	assert_int_equal(mail_parse(&m, kept, sizeof(kept) - 1, NULL), 0);
+	assert_false(m->flags & MAIL_F_AMBIGUOUS);
+	assert_string_equal(m->from.email, "a@example.org");
+	assert_string_equal(m->subject, "t");
+	assert_string_equal(mail_header_get(m, "Authentication-Results", 0),
+			    "lists.example.test; dkim=pass");
+	assert_string_equal(mail_header_get(m, "X-Patchbridge-Origin", 0),
+			    "forge");
+	assert_string_equal(mail_header_get(m, "List-Id", 0),
+			    "<l.example.org>");
+	assert_string_equal(m->text.data, "Received: a body line, not a "
+					  "field\nX-Body: kept\n");
+	mail_free(m);
+
+	/* whatever GMime makes of it, it makes the same as unfiltered */
+	assert_int_equal(mail_parse(&m, invalid, sizeof(invalid) - 1, NULL),
+			 0);
+	assert_true(m->flags & MAIL_F_AMBIGUOUS);
+	assert_non_null(strstr(m->text.data, "body"));
+	mail_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -211,6 +287,7 @@ int main(void)
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_mailtext),
 		cmocka_unit_test(test_date_parse),
+		cmocka_unit_test(test_header_filter),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
