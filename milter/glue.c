@@ -289,12 +289,18 @@ static sfsistat cb_eoh(SMFICTX *ctx)
 {
 	enum gate_phase was;
 	struct session *s = open_cb(ctx, 1, &was);
+	struct session_outcome out;
 
 	if (!s)
 		return close_cb(was, s, SMFIS_ACCEPT);
 	take_queue_id(ctx, s);
-	session_eoh(s);
-	return close_cb(was, s, SMFIS_CONTINUE);
+	if (!session_eoh(s))
+		return close_cb(was, s, SMFIS_CONTINUE);
+	/* decided from the header: its verdict is logged now, and Postfix
+	 * sends neither the body nor the end of message */
+	session_eom(&out, s);
+	session_end(s);
+	return close_cb(was, s, SMFIS_ACCEPT);
 }
 
 static sfsistat cb_body(SMFICTX *ctx, unsigned char *data, size_t len)

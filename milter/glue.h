@@ -14,8 +14,10 @@
  *
  * What Postfix is told (DESIGN.md rules 1 and 2): CONTINUE, with an
  * X-Patchbridge header for a bridged reply (SMFIF_ADDHDRS); TEMPFAIL only
- * when a relevant mail could not be spooled; ACCEPT when the milter
- * cannot even keep state for a connection.  Never REJECT.
+ * when a relevant mail could not be spooled; ACCEPT at the end of the
+ * header for mail decided there (no reply to a bridged series, the
+ * bridge's own, over the header limits: session_eoh()), and when the
+ * milter cannot even keep state for a connection.  Never REJECT.
  *
  * Stopping: glue_drain() waits for the messages in flight to be answered
  * (their spool records written) and then lets no callback do anything

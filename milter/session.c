@@ -176,27 +176,74 @@ void session_header(struct session *s, const char *name, const char *value)
 	add_text(s, "\n", 1);
 }
 
-void session_eoh(struct session *s)
+/*
+ * The thread map for classify_headers(), borrowed from the pool only if
+ * it is asked (a reply under our Message-ID scheme needs none).  No
+ * database yet (PB_ENOTFOUND) answers every lookup "no such row": the
+ * scheme alone decides, as at the end of message.
+ */
+struct lazy_map {
+	struct mconf *conf;
+	struct store *st;
+	struct threadmap tm;
+	int rc; /* of mconf_store_get() */
+	int opened;
+};
+
+static int lazy_mail_get(void *arg, struct threadmap_mail *out,
+			 const char *message_id)
+{
+	struct lazy_map *lm = arg;
+
+	if (!lm->opened) {
+		lm->opened = 1;
+		lm->rc = mconf_store_get(&lm->st, lm->conf);
+		if (!lm->rc)
+			store_threadmap(&lm->tm, lm->st);
+	}
+	if (lm->rc)
+		return lm->rc; /* logged by mconf */
+	return lm->tm.mail_get(lm->tm.arg, out, message_id);
+}
+
+static void classify_at_eoh(struct session *s, const struct classify_opts *opts)
+{
+	struct lazy_map lm;
+	struct threadmap tm;
+
+	memset(&lm, 0, sizeof(lm));
+	lm.conf = s->conf;
+	memset(&tm, 0, sizeof(tm));
+	tm.mail_get = lazy_mail_get; /* the only call classify_headers makes */
+	tm.arg = &lm;
+	classify_headers(&s->early, &s->in, &tm, opts);
+	mconf_store_put(s->conf, lm.st, s->early.map_failed);
+}
+
+int session_eoh(struct session *s)
 {
 	const struct mconf_view *v;
 	struct classify_opts opts;
 
-	if (!s->conf || s->in_body)
-		return;
+	if (!s->conf)
+		return 1;
+	if (s->in_body)
+		return s->skip != SESSION_KEEP;
 	s->in_body = 1;
 	s->size += 1;
 	if (s->skip != SESSION_KEEP)
-		return;
+		return 1;
 	v = mconf_view(s->conf);
 	opts.domain = v->domain;
 	opts.address = v->address;
-	classify_early(&s->early, &s->in, &opts);
+	classify_at_eoh(s, &opts);
 	if (s->early.verdict == CLASSIFY_LOOP)
 		mark(s, SESSION_SKIP_LOOP);
 	else if (s->early.verdict == CLASSIFY_PASS)
 		mark(s, SESSION_SKIP_UNTHREADED);
 	else
 		add_text(s, "\n", 1);
+	return s->skip != SESSION_KEEP;
 }
 
 void session_body(struct session *s, const void *data, size_t len)
@@ -204,7 +251,7 @@ void session_body(struct session *s, const void *data, size_t len)
 	if (!s->conf)
 		return;
 	if (!s->in_body)
-		session_eoh(s);
+		(void)session_eoh(s);
 	s->size += len;
 	if (s->skip == SESSION_KEEP)
 		add_text(s, data, len);
@@ -362,7 +409,7 @@ void session_eom(struct session_outcome *out, struct session *s)
 	if (!s->conf)
 		return;
 	if (!s->in_body)
-		session_eoh(s);
+		(void)session_eoh(s);
 	flush_cr(s);
 	v = mconf_view(s->conf);
 	switch (s->skip) {

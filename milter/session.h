@@ -10,7 +10,8 @@
  *	  session_begin(sender)              MAIL FROM: new message
  *	    session_set_queue_id(qid)        whenever {i} is known
  *	    session_header(name, value)  *N  each header field
- *	    session_eoh                      end of header: cheap verdict
+ *	    session_eoh                      end of header: a verdict from
+ *	                                     the headers and the thread map
  *	    session_body(chunk)          *N  body chunks
  *	    session_eom(&outcome)            classify, parse, spool
  *	  session_end                        after EOM, or abort
@@ -24,8 +25,12 @@
  * logged - list mail is never rejected because of the bridge (DESIGN.md
  * rules 1 and 8).  So is a message with more than PB_HEADER_COUNT_MAX
  * header fields or a field over PB_HEADER_VALUE_MAX bytes.  When the
- * headers already say the mail is irrelevant (classify_early()), the
- * body is not buffered at all and no store or MIME work is done.
+ * headers already say the mail is no reply to a bridged series
+ * (classify_headers(): the loop guard, no threading header, or none that
+ * the thread map or our Message-ID scheme knows), session_eoh() says the
+ * message is decided: its body is not buffered, no MIME work is done,
+ * and the milter lets it go at once (SMFIS_ACCEPT) - session_eom() then
+ * only logs its verdict.
  *
  * session_eom() for a relevant mail: classify (thread map, Message-ID
  * scheme, subject), review_parse() against the target patch's diff as
@@ -68,7 +73,7 @@
 enum session_skip {
 	SESSION_KEEP, /* buffering: may be relevant */
 	SESSION_SKIP_LOOP, /* the bridge's own mail */
-	SESSION_SKIP_UNTHREADED, /* nothing ties it to a series */
+	SESSION_SKIP_UNTHREADED, /* no reply to a bridged series */
 	SESSION_SKIP_OVERSIZE, /* over [milter] max_message_size */
 	SESSION_SKIP_HEADERS, /* too many or too long header fields */
 };
@@ -116,7 +121,9 @@ void session_free(struct session *s);
 int session_begin(struct session *s, const char *sender);
 void session_set_queue_id(struct session *s, const char *qid);
 void session_header(struct session *s, const char *name, const char *value);
-void session_eoh(struct session *s);
+/* 1 when the message is decided (a skip): the rest of it is not needed,
+ * only session_eom() for the verdict and its log line. */
+int session_eoh(struct session *s);
 void session_body(struct session *s, const void *data, size_t len);
 /* End of message: decide, spool, and say what to answer. */
 void session_eom(struct session_outcome *out, struct session *s);

@@ -628,6 +628,46 @@ out:
 	return candidates == 1;
 }
 
+void classify_headers(struct classify_result *res,
+		      const struct classify_input *in,
+		      const struct threadmap *tm,
+		      const struct classify_opts *opts)
+{
+	struct strlist ids = STRLIST_INIT;
+	struct threadmap_mail row;
+	struct msgid_parsed pid;
+	size_t i;
+	int rc;
+
+	threadmap_mail_init(&row);
+	diff_free(res->parent);
+	classify_result_init(res);
+	classify_early(res, in, opts);
+	/* the subject fallback may place a "Re: [PATCH k/M]" at the end */
+	if (res->verdict != CLASSIFY_CANDIDATE || in->patch_reply || !tm)
+		goto out;
+	lookup_order(&ids, in);
+	/* our scheme first: it needs no map */
+	for (i = 0; i < ids.nr; i++)
+		if (our_msgid(&pid, ids.items[i], opts) && !pid.project_cut)
+			goto out;
+	for (i = 0; i < ids.nr; i++) {
+		rc = tm->mail_get(tm->arg, &row, ids.items[i]);
+		if (rc == PB_ENOTFOUND)
+			continue;
+		if (rc) {
+			log_map_error(rc, "looking up", ids.items[i]);
+			res->map_failed = 1;
+		}
+		goto out; /* in the map, or the map failed: a candidate */
+	}
+	res->verdict = CLASSIFY_PASS;
+	res->reason = "not-bridged";
+out:
+	threadmap_mail_release(&row);
+	strlist_release(&ids);
+}
+
 int classify_eom(struct classify_result *res, const struct classify_input *in,
 		 const char *raw, size_t len, const struct threadmap *tm,
 		 const struct classify_opts *opts)

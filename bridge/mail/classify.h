@@ -5,9 +5,12 @@
  * at end of message, and `patchbridge replay`, which feeds mail through
  * the pipeline as the milter would.
  *
- * The milter asks twice.  classify_early() looks only at the headers the
- * session collected (classify_header()) and answers the cheap questions
- * without touching the thread map or the body:
+ * The milter asks twice.  At the end of the header, classify_headers():
+ * classify_early() below, then whether any id of the threading headers
+ * is in the thread map (so mail that is no reply to a bridged series is
+ * let go before its body comes).  classify_early() looks only at the
+ * headers the session collected (classify_header()) and answers the cheap
+ * questions without touching the thread map or the body:
  *
  *   loop guard (DESIGN.md rule 6): mail the bridge itself sent is never
  *   bridged back - its own Message-ID follows our scheme with our domain,
@@ -139,6 +142,24 @@ const char *classify_via_name(enum classify_via via);
 void classify_early(struct classify_result *res,
 		    const struct classify_input *in,
 		    const struct classify_opts *opts);
+
+/*
+ * Headers and the thread map, before the body: PASS ("not-bridged") when
+ * classify_eom() could only pass the mail too - no id of In-Reply-To or
+ * References follows our scheme or is in the map, and the subject is no
+ * "Re: [PATCH ... k/M]" (nor encoded), so the subject fallback cannot
+ * place it either; otherwise what classify_early() says.  The map is
+ * asked only when the scheme placed nothing; its PB_ENOTFOUND is "no
+ * such row" (a map provider with no database yet answers that too, and
+ * classify_eom() would then pass the mail as well).  tm NULL (the map
+ * is down) or a failing lookup (map_failed) leaves a CANDIDATE.  The
+ * milter asks this at the end of the header, to let every other mail go
+ * without reading its body.
+ */
+void classify_headers(struct classify_result *res,
+		      const struct classify_input *in,
+		      const struct threadmap *tm,
+		      const struct classify_opts *opts);
 
 /*
  * Place the mail: raw[0..len) is the whole message (read only by the

@@ -8,8 +8,13 @@
 # One milter is started (-f, pid file) and every script connects to it:
 #   relevant.lua   a reply to a bridged patch: CONTINUE + X-Patchbridge,
 #                  one spool record with the queue id sent as macro {i}
-#   irrelevant.lua CONTINUE, no header, no record
-#   loop.lua       the bridge's own mail, each marker: no header, no record
+#   irrelevant.lua unthreaded mail, and mail threaded under ids the bridge
+#                  never sent: ACCEPT at the end of the header (no body,
+#                  no EOM), no header, no record; a "Re: [PATCH k/M]"
+#                  subject is read to the end; a reply after them on the
+#                  same connection is bridged (one record)
+#   loop.lua       the bridge's own mail, each marker: ACCEPT at the end
+#                  of the header, no header, no record
 #   oversize.lua   over max_message_size: CONTINUE untouched, no record
 # Then signals (libmilter's own sigwait thread would stop on SIGHUP):
 #   a SIGHUP with a broken file keeps the running configuration;
@@ -67,16 +72,17 @@ grep -q '^4RELEVANT1: <mt-relevant@example.org>: reply ' "$MLOG" ||
 
 step "irrelevant mail: no header, no record"
 run_lua irrelevant.lua
-expect_records "$W/spool" 1 irrelevant
+# only the reply sent after the irrelevant mail
+expect_records "$W/spool" 2 irrelevant
 
 step "the bridge's own mail: no header, no record"
 run_lua loop.lua
-expect_records "$W/spool" 1 loop
+expect_records "$W/spool" 2 loop
 
 step "oversize reply: untouched, no record"
 run_lua oversize.lua
 # the reply after it on the same connection is spooled
-expect_records "$W/spool" 2 oversize
+expect_records "$W/spool" 3 oversize
 grep -q 'over \[milter\] max_message_size' "$MLOG" ||
 	fail "oversize not logged"
 
@@ -91,7 +97,7 @@ until grep -q 'keeping the running configuration' "$MLOG"; do
 	sleep 0.05
 done
 MT_QID=4RELOAD1 run_lua relevant.lua
-expect_records "$W/spool" 3 "after a refused reload"
+expect_records "$W/spool" 4 "after a refused reload"
 
 step "a burst of SIGHUPs with a new file: reloaded, still serving"
 sed "s|^dir = .*|dir = $W/spool2|" "$W/pb.conf.good" >"$W/pb.conf"
@@ -110,7 +116,7 @@ sleep 5.5
 pid_alive "$MPID" || fail "milter stopped by the SIGHUP burst"
 grep -q 'notice: stopp' "$MLOG" && fail "milter is stopping after SIGHUPs"
 expect_records "$W/spool2" 1 "after the reload"
-expect_records "$W/spool" 3 "old spool after the reload"
+expect_records "$W/spool" 4 "old spool after the reload"
 say "$(grep -c 'reload: configuration' "$MLOG") reloads logged, milter alive"
 
 step "spool unwritable: TEMPFAIL"

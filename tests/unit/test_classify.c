@@ -620,6 +620,126 @@ static void test_irrelevant(void **state)
 	store_free(st);
 }
 
+/* classify_headers() against the store: what the milter asks at the end
+ * of the header. */
+static enum classify_verdict at_eoh(struct classify_result *res,
+				    const char *headers,
+				    const struct threadmap *tm)
+{
+	struct classify_input in;
+	struct buf raw;
+
+	build(&in, &raw, headers, "");
+	classify_result_init(res);
+	classify_headers(res, &in, tm, &opts);
+	classify_input_release(&in);
+	buf_release(&raw);
+	return res->verdict;
+}
+
+/* A map provider that counts its lookups and may fail them. */
+struct counting_map {
+	struct threadmap inner;
+	int calls;
+	int fail; /* answer PB_ETEMP */
+};
+
+static int counting_get(void *arg, struct threadmap_mail *out,
+			const char *id)
+{
+	struct counting_map *cm = arg;
+
+	cm->calls++;
+	if (cm->fail)
+		return err_set(PB_ETEMP, "the map is busy");
+	return cm->inner.mail_get(cm->inner.arg, out, id);
+}
+
+static void test_headers_before_body(void **state)
+{
+	static const char *const pass[] = {
+		/* threaded under mail the bridge never sent */
+		"In-Reply-To: <x@example.org>\n"
+		"References: <w@example.org> <x@example.org>\n",
+		"References: <w@example.org>\n",
+		/* another domain's ids that look like ours */
+		"Subject: Re: lunch\n"
+		"In-Reply-To: <pb.v1.1-3.g.p.12.0123456789ab@elsewhere.org>\n",
+		NULL,
+	};
+	static const char *const candidate[] = {
+		/* in the map */
+		"In-Reply-To: <s12-2@lists.example.org>\n",
+		"In-Reply-To: <x@example.org>\n"
+		"References: <s12-0@lists.example.org> <x@example.org>\n",
+		/* the subject fallback may place it at the end */
+		"Subject: Re: [PATCH 2/3] list: grow on demand\n"
+		"In-Reply-To: <x@example.org>\n",
+		"Subject: =?UTF-8?Q?Re:_[PATCH_2/3]_list?=\n"
+		"In-Reply-To: <x@example.org>\n",
+		NULL,
+	};
+	struct store *st = open_ro();
+	struct counting_map cm;
+	struct threadmap tm;
+	struct classify_result res;
+	struct buf id, hdr = BUF_INIT(4096);
+	size_t i;
+
+	(void)state;
+	store_threadmap(&cm.inner, st);
+	cm.calls = 0;
+	cm.fail = 0;
+	tm = cm.inner;
+	tm.mail_get = counting_get;
+	tm.arg = &cm;
+	for (i = 0; pass[i]; i++) {
+		assert_int_equal(at_eoh(&res, pass[i], &tm), CLASSIFY_PASS);
+		assert_string_equal(res.reason, "not-bridged");
+		classify_result_release(&res);
+		/* the end of message would not bridge it either */
+		run(&res, pass[i], "> -old\n> +new\nMe too.\n", st);
+		assert_int_equal(res.verdict, CLASSIFY_PASS);
+		classify_result_release(&res);
+	}
+	for (i = 0; candidate[i]; i++) {
+		assert_int_equal(at_eoh(&res, candidate[i], &tm),
+				 CLASSIFY_CANDIDATE);
+		classify_result_release(&res);
+	}
+	/* unthreaded and the loop guard: as classify_early() */
+	assert_int_equal(at_eoh(&res, "Subject: [ANNOUNCE] 1.0\n", &tm),
+			 CLASSIFY_PASS);
+	assert_string_equal(res.reason, "unthreaded");
+	classify_result_release(&res);
+	assert_int_equal(at_eoh(&res,
+				"Auto-Submitted: auto-replied\n"
+				"In-Reply-To: <s12-2@lists.example.org>\n",
+				&tm),
+			 CLASSIFY_LOOP);
+	classify_result_release(&res);
+
+	/* our scheme decides without asking the map */
+	our_id(&id, "g/q", 2, 1, 4, DOMAIN);
+	buf_addf(&hdr, "In-Reply-To: <%s>\n", id.data);
+	cm.calls = 0;
+	assert_int_equal(at_eoh(&res, hdr.data, &tm), CLASSIFY_CANDIDATE);
+	assert_int_equal(cm.calls, 0);
+	classify_result_release(&res);
+
+	/* the map down, or failing: the end of message decides */
+	assert_int_equal(at_eoh(&res, pass[0], NULL), CLASSIFY_CANDIDATE);
+	classify_result_release(&res);
+	cm.fail = 1;
+	assert_int_equal(at_eoh(&res, pass[0], &tm), CLASSIFY_CANDIDATE);
+	assert_int_equal(res.map_failed, 1);
+	classify_result_release(&res);
+
+	buf_release(&id);
+	buf_release(&hdr);
+	store_free(st);
+}
+
 static void test_header_parsing(void **state)
 {
 	struct classify_input in;
@@ -662,6 +782,7 @@ int main(void)
 		cmocka_unit_test(test_loop_guards),
 		cmocka_unit_test(test_not_loops),
 		cmocka_unit_test(test_irrelevant),
+		cmocka_unit_test(test_headers_before_body),
 		cmocka_unit_test(test_header_parsing),
 	};
 

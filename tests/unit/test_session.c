@@ -262,7 +262,8 @@ static void test_irrelevant_not_buffered(void **state)
 	session_new(&s, 7);
 	assert_int_equal(session_begin(s, "<a@example.org>"), 0);
 	session_header(s, "Subject", "[ANNOUNCE] 1.0");
-	session_eoh(s);
+	/* decided at the end of the header: the milter accepts there */
+	assert_int_equal(session_eoh(s), 1);
 	assert_int_equal(s->skip, SESSION_SKIP_UNTHREADED);
 	session_body(s, "hello\n", 6);
 	assert_int_equal(s->raw.len, 0);
@@ -276,13 +277,33 @@ static void test_irrelevant_not_buffered(void **state)
 	assert_int_equal(session_begin(s, "<>"), 0);
 	session_header(s, "Message-ID", id.data); /* brackets lost */
 	session_header(s, "In-Reply-To", "<x@example.org>");
-	session_eoh(s);
+	assert_int_equal(session_eoh(s), 1);
 	session_body(s, "cover\n", 6);
 	assert_int_equal(s->raw.len, 0);
 	session_eom(&out, s);
 	assert_string_equal(out.verdict, "loop");
 	assert_string_equal(out.reason, "own-message-id");
 	assert_int_equal(spooled("d", NULL, 0), 0);
+
+	/* threaded under mail the bridge never sent (no thread map yet:
+	 * only our scheme could place it) */
+	assert_int_equal(session_begin(s, "<a@example.org>"), 0);
+	session_header(s, "Subject", "Re: lunch");
+	session_header(s, "In-Reply-To", "<lunch@example.org>");
+	assert_int_equal(session_eoh(s), 1);
+	assert_int_equal(s->raw.len, 0);
+	session_eom(&out, s);
+	assert_string_equal(out.verdict, "pass");
+	assert_string_equal(out.reason, "not-bridged");
+
+	/* a reply under our scheme is read to the end */
+	session_free(s);
+	s = begin_reply("<kept@example.org>");
+	assert_int_equal(session_eoh(s), 0);
+	session_body(s, "ok\n", 3);
+	session_eom(&out, s);
+	assert_string_equal(out.verdict, "bridged");
+	assert_int_equal(spooled("d", NULL, 0), 1);
 	buf_release(&id);
 	session_free(s);
 }

@@ -58,9 +58,14 @@ function send_headers(conn, headers)
 end
 
 -- End of header, the body (a list of strings sent as separate chunks)
--- and end of message.  Returns the reply to EOM.
+-- and end of message.  Returns the reply to EOM, or SMFIR_ACCEPT when the
+-- milter decided at the end of the header (then, as Postfix does, neither
+-- body nor EOM is sent).
 function send_body(conn, body)
 	if mt.eoh(conn) ~= nil then error("eoh") end
+	local r = mt.getreply(conn)
+	if r == SMFIR_ACCEPT then return r end
+	if r ~= SMFIR_CONTINUE then error("eoh: unexpected reply") end
 	for _, chunk in ipairs(body) do
 		if mt.bodystring(conn, chunk) ~= nil then error("body") end
 		if mt.getreply(conn) ~= SMFIR_CONTINUE then
