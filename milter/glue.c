@@ -246,31 +246,59 @@ static void take_queue_id(SMFICTX *ctx, struct session *s)
 	enter(s);
 }
 
-static sfsistat cb_connect(SMFICTX *ctx, char *host, _SOCK_ADDR *addr)
+/*
+ * What the milter asks of Postfix (libmilter calls this once per
+ * connection; notes §1.2).  Round trips cost both sides a context switch
+ * and a wake-up per header field, so:
+ *   - no connect, HELO, RCPT, DATA or unknown-command events (the session
+ *     is made at MAIL FROM);
+ *   - no reply to MAIL FROM, to each header field and to each body
+ *     chunk (SMFIP_NR_*): they only feed the session; what is wrong with
+ *     a message is answered at the end of the header or of the message
+ *     (libmilter answers CONTINUE itself to an MTA that cannot do
+ *     without, engine.c);
+ *   - the end of the header is answered, with SMFIS_ACCEPT for mail that
+ *     is decided there (session_eoh()): Postfix then sends neither its
+ *     body nor its end of message.
+ * The one action is adding the X-Patchbridge header.
+ */
+static sfsistat cb_negotiate(SMFICTX *ctx, unsigned long f0, unsigned long f1,
+			     unsigned long f2, unsigned long f3,
+			     unsigned long *pf0, unsigned long *pf1,
+			     unsigned long *pf2, unsigned long *pf3)
 {
-	struct session *s;
-	enum gate_phase was;
+	const unsigned long skip = SMFIP_NOCONNECT | SMFIP_NOHELO |
+				   SMFIP_NORCPT | SMFIP_NODATA |
+				   SMFIP_NOUNKNOWN;
+	const unsigned long noreply = SMFIP_NR_MAIL | SMFIP_NR_HDR |
+				      SMFIP_NR_BODY;
 
-	(void)host;
-	(void)addr;
-	s = open_cb(ctx, 1, &was);
-	return close_cb(was, s, s ? SMFIS_CONTINUE : SMFIS_ACCEPT);
+	(void)ctx;
+	(void)f2;
+	(void)f3;
+	*pf0 = f0 & SMFIF_ADDHDRS;
+	*pf1 = (f1 & skip) | noreply;
+	*pf2 = 0;
+	*pf3 = 0;
+	return SMFIS_CONTINUE;
 }
 
+/* MAIL FROM, header fields and body chunks get no reply (cb_negotiate):
+ * a session that cannot be made, or a message that cannot begin, is let
+ * go at the end of its header. */
 static sfsistat cb_envfrom(SMFICTX *ctx, char **argv)
 {
 	enum gate_phase was;
 	struct session *s = open_cb(ctx, 1, &was);
 
 	if (!s)
-		return close_cb(was, s, SMFIS_ACCEPT);
+		return close_cb(was, s, SMFIS_NOREPLY);
 	enter(s);
-	if (session_begin(s, argv && argv[0] ? argv[0] : "")) {
+	if (session_begin(s, argv && argv[0] ? argv[0] : ""))
 		log_error("%s: mail passed on without the bridge", err_msg());
-		return close_cb(was, s, SMFIS_ACCEPT);
-	}
-	take_queue_id(ctx, s);
-	return close_cb(was, s, SMFIS_CONTINUE);
+	else
+		take_queue_id(ctx, s);
+	return close_cb(was, s, SMFIS_NOREPLY);
 }
 
 static sfsistat cb_header(SMFICTX *ctx, char *name, char *value)
@@ -279,10 +307,10 @@ static sfsistat cb_header(SMFICTX *ctx, char *name, char *value)
 	struct session *s = open_cb(ctx, 1, &was);
 
 	if (!s)
-		return close_cb(was, s, SMFIS_ACCEPT);
+		return close_cb(was, s, SMFIS_NOREPLY);
 	enter(s);
 	session_header(s, name ? name : "", value ? value : "");
-	return close_cb(was, s, SMFIS_CONTINUE);
+	return close_cb(was, s, SMFIS_NOREPLY);
 }
 
 static sfsistat cb_eoh(SMFICTX *ctx)
@@ -309,10 +337,10 @@ static sfsistat cb_body(SMFICTX *ctx, unsigned char *data, size_t len)
 	struct session *s = open_cb(ctx, 1, &was);
 
 	if (!s)
-		return close_cb(was, s, SMFIS_ACCEPT);
+		return close_cb(was, s, SMFIS_NOREPLY);
 	enter(s);
 	session_body(s, data, len);
-	return close_cb(was, s, SMFIS_CONTINUE);
+	return close_cb(was, s, SMFIS_NOREPLY);
 }
 
 static sfsistat cb_eom(SMFICTX *ctx)
@@ -368,7 +396,6 @@ static struct smfiDesc desc = {
 	.xxfi_name = filter_name,
 	.xxfi_version = SMFI_VERSION,
 	.xxfi_flags = SMFIF_ADDHDRS,
-	.xxfi_connect = cb_connect,
 	.xxfi_envfrom = cb_envfrom,
 	.xxfi_header = cb_header,
 	.xxfi_eoh = cb_eoh,
@@ -376,6 +403,7 @@ static struct smfiDesc desc = {
 	.xxfi_eom = cb_eom,
 	.xxfi_abort = cb_abort,
 	.xxfi_close = cb_close,
+	.xxfi_negotiate = cb_negotiate,
 };
 
 int glue_open(const char *socket, int timeout_s, mode_t sock_umask)

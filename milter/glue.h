@@ -17,7 +17,9 @@
  * when a relevant mail could not be spooled; ACCEPT at the end of the
  * header for mail decided there (no reply to a bridged series, the
  * bridge's own, over the header limits: session_eoh()), and when the
- * milter cannot even keep state for a connection.  Never REJECT.
+ * milter cannot even keep state for a connection.  Never REJECT.  MAIL
+ * FROM, header fields and body chunks are not answered at all
+ * (SMFIP_NR_*, see cb_negotiate in glue.c).
  *
  * Stopping: glue_drain() waits for the messages in flight to be answered
  * (their spool records written) and then lets no callback do anything

@@ -5,6 +5,15 @@
 -- Pitfalls (notes §3.1): steps the filter opted out of must be skipped
 -- (mt.test_option), and macros are never sent on their own: the queue id
 -- "i" is sent explicitly with MAIL, where libmilter keeps it for EOM.
+-- The milter answers neither MAIL nor header fields nor body chunks
+-- (SMFIP_NR_MAIL, _HDR, _BODY): replies are read only where it answers.
+
+-- The reply to the step just sent, or CONTINUE when the milter asked
+-- for none (flag: its SMFIP_NR_* option).
+function reply(conn, flag)
+	if mt.test_option(conn, flag) then return SMFIR_CONTINUE end
+	return mt.getreply(conn)
+end
 
 sock = os.getenv("MT_SOCK")
 if sock == nil then error("MT_SOCK is not set") end
@@ -35,7 +44,7 @@ function mail_from(conn, qid)
 	if mt.mailfrom(conn, "<rev@example.org>") ~= nil then
 		error("mailfrom")
 	end
-	if mt.getreply(conn) ~= SMFIR_CONTINUE then
+	if reply(conn, SMFIP_NR_MAIL) ~= SMFIR_CONTINUE then
 		error("mailfrom: unexpected reply")
 	end
 	if not mt.test_option(conn, SMFIP_NORCPT) then
@@ -51,7 +60,7 @@ function send_headers(conn, headers)
 		if mt.header(conn, h[1], h[2]) ~= nil then
 			error("header " .. h[1])
 		end
-		if mt.getreply(conn) ~= SMFIR_CONTINUE then
+		if reply(conn, SMFIP_NR_HDR) ~= SMFIR_CONTINUE then
 			error("header " .. h[1] .. ": unexpected reply")
 		end
 	end
@@ -63,12 +72,12 @@ end
 -- body nor EOM is sent).
 function send_body(conn, body)
 	if mt.eoh(conn) ~= nil then error("eoh") end
-	local r = mt.getreply(conn)
+	local r = reply(conn, SMFIP_NR_EOH)
 	if r == SMFIR_ACCEPT then return r end
 	if r ~= SMFIR_CONTINUE then error("eoh: unexpected reply") end
 	for _, chunk in ipairs(body) do
 		if mt.bodystring(conn, chunk) ~= nil then error("body") end
-		if mt.getreply(conn) ~= SMFIR_CONTINUE then
+		if reply(conn, SMFIP_NR_BODY) ~= SMFIR_CONTINUE then
 			error("body: unexpected reply")
 		end
 	end

@@ -1,6 +1,16 @@
 -- A reply to a bridged patch: CONTINUE, and the X-Patchbridge header.
 dofile(os.getenv("MT_DIR") .. "/common.lua")
 local conn = open()
+-- the protocol options the milter asks for (glue.c, cb_negotiate): no
+-- connect or HELO event, no reply to MAIL, header fields and body
+local want = { { SMFIP_NOCONNECT, "NOCONNECT" }, { SMFIP_NOHELO, "NOHELO" },
+	{ SMFIP_NR_MAIL, "NR_MAIL" }, { SMFIP_NR_HDR, "NR_HDR" },
+	{ SMFIP_NR_BODY, "NR_BODY" } }
+for _, o in ipairs(want) do
+	if not mt.test_option(conn, o[1]) then
+		error("relevant: the milter did not ask for SMFIP_" .. o[2])
+	end
+end
 local qid = os.getenv("MT_QID") or "4RELEVANT1"
 if send(conn, qid, reply_headers("<mt-relevant@example.org>"),
 	reply_body) ~= SMFIR_CONTINUE then
