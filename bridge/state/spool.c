@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,19 @@ struct spool {
 	 * the next one to try. */
 	struct strlist batch;
 	size_t batch_next;
+	/* Writer: the records waiting in new/, as counted at waiting_ms
+	 * (CLOCK_MONOTONIC; 0: never) plus those put since (see
+	 * "Counting" in spool_put()); and the group commit of new/'s
+	 * fsync (see "The fsync of new/").  Under lock. */
+	pthread_mutex_t lock;
+	pthread_cond_t synced_cond;
+	size_t waiting;
+	int64_t waiting_ms;
+	uint64_t renamed; /* tickets handed out: renames into new/ */
+	uint64_t synced; /* every ticket up to this one is durable */
+	uint64_t failed; /* a ticket up to this one may not be */
+	int syncing; /* a writer is in fsync(new/) for the others */
+	int sync_errno; /* of the last failed fsync(new/) */
 };
 
 /* Makes names unique among the threads of a process (see spool.h). */
@@ -249,6 +263,8 @@ int spool_open(struct spool **out, const char *dir, unsigned flags)
 	    (flags & ~(unsigned)(SPOOL_WRITER | SPOOL_READER | SPOOL_INSPECT)))
 		return err_set(PB_EINVAL, "spool_open: bad arguments");
 	sp = xcalloc(1, sizeof(*sp));
+	pthread_mutex_init(&sp->lock, NULL);
+	pthread_cond_init(&sp->synced_cond, NULL);
 	sp->dir = xstrdup(dir);
 	sp->flags = flags;
 	sp->max_records = SPOOL_MAX_RECORDS_DEFAULT;
@@ -300,6 +316,8 @@ void spool_free(struct spool *sp)
 		if (sp->fd[i] >= 0)
 			close(sp->fd[i]);
 	strlist_release(&sp->batch);
+	pthread_cond_destroy(&sp->synced_cond);
+	pthread_mutex_destroy(&sp->lock);
 	free(sp->dir);
 	free(sp);
 }
@@ -799,14 +817,118 @@ static int rename_noreplace(int from_fd, const char *from, int to_fd,
 	return renameat(from_fd, from, to_fd, to);
 }
 
+/*
+ * Counting.  new/ must not hold more than max_records records, but
+ * reading the directory for every record costs a readdir of up to
+ * max_records names per mail.  So the writer counts new/ at most every
+ * SPOOL_RECOUNT_MS and adds the records it put since; a count at the
+ * limit is checked against the directory before a mail is refused (the
+ * daemon may have taken records since).  Records other processes put
+ * in between are seen at the next count, so new/ may go over the limit
+ * by what they write in that time (and by what concurrent writers put
+ * at once, as before).
+ */
+#define SPOOL_RECOUNT_MS 1000
+
+static int64_t mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* 0 when a record may go into new/ (and counts it), else PB_ELIMIT. */
+static int room_in_new(struct spool *sp)
+{
+	struct count_ctx c = { 0, 0, 1 };
+	int64_t now = mono_ms();
+	int rc = 0;
+
+	pthread_mutex_lock(&sp->lock);
+	if (!sp->waiting_ms || now - sp->waiting_ms >= SPOOL_RECOUNT_MS ||
+	    sp->waiting >= sp->max_records) {
+		c.stop = sp->max_records;
+		rc = each_entry(sp, SPOOL_NEW, count_one, &c);
+		if (rc)
+			goto out;
+		sp->waiting = c.n;
+		sp->waiting_ms = now;
+	}
+	if (sp->waiting >= sp->max_records) {
+		rc = err_set(PB_ELIMIT,
+			     "spool: %zu records wait in %s/new (max_records "
+			     "%zu): is the daemon running?",
+			     sp->waiting, sp->dir, sp->max_records);
+		log_warn("%s", err_msg());
+		goto out;
+	}
+	sp->waiting++;
+out:
+	pthread_mutex_unlock(&sp->lock);
+	return rc;
+}
+
+/*
+ * The fsync of new/.  A record's rename must be on disk before its mail
+ * is accepted, but one fsync of the directory makes every rename done
+ * before it durable.  So writers that renamed while another one was in
+ * fsync(new/) do not each start their own: each takes a ticket after
+ * its rename; a writer whose ticket is not yet covered either waits for
+ * the fsync in progress to end, or - none running - starts one that
+ * covers every ticket handed out so far.  No writer returns before an
+ * fsync that began after its rename succeeded: no mail is accepted
+ * before its record is durable.  A failed fsync fails every ticket it
+ * was to cover (and, to be safe, any older one still waiting): those
+ * writers return an error and their mails are tempfailed, as when each
+ * did its own fsync.  With one writer at a time this is one fsync per
+ * record; with N writing at once, fewer.
+ */
+static int sync_new(struct spool *sp)
+{
+	uint64_t ticket, upto;
+	int rc = 0, e;
+
+	pthread_mutex_lock(&sp->lock);
+	ticket = ++sp->renamed;
+	for (;;) {
+		if (ticket <= sp->failed) {
+			errno = sp->sync_errno;
+			rc = err_set_errno(spool_errno(errno),
+					   "spool: fsync %s/new", sp->dir);
+			break;
+		}
+		if (ticket <= sp->synced)
+			break;
+		if (sp->syncing) {
+			pthread_cond_wait(&sp->synced_cond, &sp->lock);
+			continue;
+		}
+		sp->syncing = 1;
+		upto = sp->renamed;
+		pthread_mutex_unlock(&sp->lock);
+		e = fsync(sp->fd[SPOOL_NEW]) < 0 ? errno : 0;
+		pthread_mutex_lock(&sp->lock);
+		sp->syncing = 0;
+		if (e) {
+			sp->failed = upto;
+			sp->sync_errno = e;
+		} else if (upto > sp->synced) {
+			sp->synced = upto;
+		}
+		pthread_cond_broadcast(&sp->synced_cond);
+	}
+	pthread_mutex_unlock(&sp->lock);
+	return rc;
+}
+
 int spool_put(char *name, size_t size, struct spool *sp,
 	      const struct spool_meta *meta, const void *msg, size_t len)
 {
 	struct buf hdr = BUF_INIT(SPOOL_HEADER_MAX);
-	struct count_ctx waiting = { 0, 0, 1 };
 	char nm[SPOOL_NAME_MAX + 1], shown[PB_LOG_QUOTE_MAX];
 	struct timespec ts;
-	int fd = -1, in_tmp = 0, rc;
+	int fd = -1, in_tmp = 0, counted = 0, in_new = 0, rc;
 
 	BUG_ON(!(sp->flags & SPOOL_WRITER));
 	if ((name && size < sizeof(nm)) || !meta || (!msg && len))
@@ -821,18 +943,10 @@ int spool_put(char *name, size_t size, struct spool *sp,
 			     len, sp->max_message);
 		goto out;
 	}
-	waiting.stop = sp->max_records;
-	rc = each_entry(sp, SPOOL_NEW, count_one, &waiting);
+	rc = room_in_new(sp);
 	if (rc)
 		goto out;
-	if (waiting.n >= sp->max_records) {
-		rc = err_set(PB_ELIMIT,
-			     "spool: %zu records wait in %s/new (max_records "
-			     "%zu): is the daemon running?",
-			     waiting.n, sp->dir, sp->max_records);
-		log_warn("%s", err_msg());
-		goto out;
-	}
+	counted = 1;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	make_name(nm, sizeof(nm), meta, &ts);
@@ -858,9 +972,14 @@ int spool_put(char *name, size_t size, struct spool *sp,
 	if ((rc = write_all(fd, hdr.data, hdr.len, shown)) ||
 	    (rc = write_all(fd, msg, len, shown)))
 		goto out;
-	/* The data must be on disk before the name makes it visible. */
-	if (fsync(fd) < 0) {
-		rc = err_set_errno(spool_errno(errno), "spool: fsync %s",
+	/*
+	 * The data must be on disk before the name makes it visible.
+	 * fdatasync() writes the data and what is needed to read it back
+	 * (the size, the blocks: POSIX "synchronized I/O data integrity"),
+	 * not the times an fsync() would add.
+	 */
+	if (fdatasync(fd) < 0) {
+		rc = err_set_errno(spool_errno(errno), "spool: fdatasync %s",
 				   shown);
 		goto out;
 	}
@@ -879,12 +998,11 @@ int spool_put(char *name, size_t size, struct spool *sp,
 		goto out;
 	}
 	in_tmp = 0;
+	in_new = 1;
 	/* And the rename must be on disk before the milter says 250. */
-	if (fsync(sp->fd[SPOOL_NEW]) < 0) {
-		rc = err_set_errno(spool_errno(errno), "spool: fsync %s/new",
-				   sp->dir);
+	rc = sync_new(sp);
+	if (rc)
 		goto out;
-	}
 	if (name)
 		snprintf(name, size, "%s", nm);
 out:
@@ -892,6 +1010,12 @@ out:
 		close(fd);
 	if (in_tmp)
 		unlinkat(sp->fd[SPOOL_TMP], nm, 0);
+	if (rc && counted && !in_new) {
+		pthread_mutex_lock(&sp->lock);
+		if (sp->waiting)
+			sp->waiting--;
+		pthread_mutex_unlock(&sp->lock);
+	}
 	buf_release(&hdr);
 	return rc;
 }

@@ -54,7 +54,10 @@
  * milter and daemon are upgraded together.
  *
  * Writing (spool_put, the milter at end of message): create tmp/NAME,
- * write, fsync the file, rename it to new/NAME, fsync new/.  After a crash
+ * write, fdatasync the file, rename it to new/NAME, fsync new/ - one
+ * fsync of new/ for every writer that renamed while another one's was
+ * running (a group commit: see "The fsync of new/" in spool.c), so a
+ * record costs one fdatasync and at most one fsync.  After a crash
  * (kill -9, power loss) new/ holds only complete records; tmp/ may hold
  * partial ones, which readers ignore and spool_recover() removes once they
  * are older than a stale age.  spool_put() returns 0 only after the fsync
@@ -110,8 +113,10 @@
  * size is PB_ELIMIT; when new/ already holds max_records records,
  * spool_put() logs it and returns PB_ELIMIT, so the milter tempfails
  * until the daemon catches up (Postfix keeps the mail queued at the
- * sender's side, nothing is lost).  The count is not locked, so
- * concurrent writers may overshoot it by their number.  The reader reads
+ * sender's side, nothing is lost).  A writer counts new/ at most once a
+ * second and adds what it put since, and counts again before it
+ * refuses; so new/ may go over the limit by what other processes and
+ * concurrent writers put meanwhile.  The reader reads
  * at most SPOOL_HEADER_MAX + PB_MAIL_MAX_MAX bytes of a record, whatever
  * the configured message size, so a change of that setting does not turn
  * waiting records into dead letters.
@@ -122,7 +127,8 @@
  * what it held first.
  *
  * Thread safety: spool_put() may be called from any number of threads on
- * one struct spool at once (it shares only an atomic sequence counter).
+ * one struct spool at once (they share the count of new/ and the fsync
+ * of new/, under the handle's lock).
  * The reader functions keep per-handle state (the claim batch): use one
  * struct spool per reader thread, or serialise them.  spool_set_limits()
  * is called before the handle is shared.

@@ -3,6 +3,9 @@
 # written and fsynced in tmp/, then renamed into new/, then new/ is
 # fsynced; only then may the milter answer Postfix.  Nothing is written
 # to the record after its fsync.
+# Then 8 threads at once, whose fsyncs of new/ are shared (spool.c, "The
+# fsync of new/"): each thread's answer (its write of the name) must come
+# after an fsync of new/ that began after its rename and succeeded.
 #
 # usage: spool_fsync_order.sh SPOOL_PUT_DRIVER
 # Exits 77 (skipped) when strace is missing or cannot trace here.
@@ -62,5 +65,68 @@ awk -v name="$name" '
 	}
 ' "$dir/trace" || {
 	cat "$dir/trace"
+	exit 1
+}
+
+# 8 writers at once
+if ! strace -f -y -s 256 -o "$dir/trace8" \
+	-e trace=write,fsync,fdatasync,rename,renameat,renameat2 \
+	"$driver" "$dir/group" 8 >"$dir/names"; then
+	echo "the driver failed with 8 threads"
+	cat "$dir/trace8"
+	exit 1
+fi
+[ "$(wc -l <"$dir/names")" -eq 8 ] || {
+	echo "FAIL: 8 records expected, got: $(cat "$dir/names")"
+	exit 1
+}
+awk '
+	function fail(msg) { print "FAIL: " msg; bad = 1; exit 1 }
+	function quoted(line,   a) {
+		a = line
+		sub(/^[^"]*"/, "", a)
+		sub(/".*$/, "", a)
+		sub(/\\n$/, "", a)
+		return a
+	}
+	{ pid = $1 }
+	/ rename(at2?)?\(/ && index($0, "/group/tmp>") {
+		nm = quoted($0)
+		if (/<unfinished/) pend_rename[pid] = nm
+		else if (/ = 0$/) renamed[nm] = NR
+		next
+	}
+	/<\.\.\. rename(at2?)? resumed>/ && (pid in pend_rename) {
+		if (/ = 0$/) renamed[pend_rename[pid]] = NR
+		delete pend_rename[pid]
+		next
+	}
+	/ fsync\(/ && index($0, "/group/new>") {
+		if (/<unfinished/) pend_sync[pid] = NR
+		else if (/ = 0$/) { n++; s_start[n] = NR; s_end[n] = NR }
+		next
+	}
+	/<\.\.\. fsync resumed>/ && (pid in pend_sync) {
+		if (/ = 0$/) { n++; s_start[n] = pend_sync[pid]; s_end[n] = NR }
+		delete pend_sync[pid]
+		next
+	}
+	/ write\(1</ { answered[quoted($0)] = NR }
+	END {
+		if (bad) exit 1
+		for (nm in answered) {
+			if (!(nm in renamed)) fail("no rename of " nm)
+			ok = 0
+			for (i = 1; i <= n; i++)
+				if (s_start[i] > renamed[nm] && s_end[i] < answered[nm])
+					ok = 1
+			if (!ok) fail(nm " answered before an fsync of new/ after its rename")
+			k++
+		}
+		if (k != 8) fail(k " answers traced, 8 expected")
+		printf "ok: 8 writers, each answered after an fsync of new/ begun after its rename (%d fsyncs of new/)\n", n
+	}
+' "$dir/trace8" || {
+	cat "$dir/trace8"
 	exit 1
 }
