@@ -190,20 +190,35 @@ struct lazy_map {
 	int opened;
 };
 
-static int lazy_mail_get(void *arg, struct threadmap_mail *out,
-			 const char *message_id)
+static int lazy_open(struct lazy_map *lm)
 {
-	struct lazy_map *lm = arg;
-
 	if (!lm->opened) {
 		lm->opened = 1;
 		lm->rc = mconf_store_get(&lm->st, lm->conf);
 		if (!lm->rc)
 			store_threadmap(&lm->tm, lm->st);
 	}
-	if (lm->rc)
-		return lm->rc; /* logged by mconf */
-	return lm->tm.mail_get(lm->tm.arg, out, message_id);
+	return lm->rc; /* logged by mconf */
+}
+
+static int lazy_mail_get(void *arg, struct threadmap_mail *out,
+			 const char *message_id)
+{
+	struct lazy_map *lm = arg;
+	int rc = lazy_open(lm);
+
+	return rc ? rc : lm->tm.mail_get(lm->tm.arg, out, message_id);
+}
+
+/* No database: no revision either. */
+static int lazy_revision_list(void *arg, struct threadmap_revision_list *out)
+{
+	struct lazy_map *lm = arg;
+	int rc = lazy_open(lm);
+
+	if (rc == PB_ENOTFOUND)
+		return 0;
+	return rc ? rc : lm->tm.revision_list(lm->tm.arg, out);
 }
 
 static void classify_at_eoh(struct session *s, const struct classify_opts *opts)
@@ -214,7 +229,9 @@ static void classify_at_eoh(struct session *s, const struct classify_opts *opts)
 	memset(&lm, 0, sizeof(lm));
 	lm.conf = s->conf;
 	memset(&tm, 0, sizeof(tm));
-	tm.mail_get = lazy_mail_get; /* the only call classify_headers makes */
+	/* the calls classify_headers() makes */
+	tm.mail_get = lazy_mail_get;
+	tm.revision_list = lazy_revision_list;
 	tm.arg = &lm;
 	classify_headers(&s->early, &s->in, &tm, opts);
 	mconf_store_put(s->conf, lm.st, s->early.map_failed);

@@ -199,6 +199,15 @@ void classify_header(struct classify_input *in, const char *name,
 		in->patch_reply =
 			(subj.reply && subj.has_tag && subj.index >= 1) ||
 			strstr(value, "=?") != NULL;
+		in->subj_version = 0;
+		in->subj_total = 0;
+		if (in->patch_reply && !strstr(value, "=?")) {
+			/* what subject_fallback() asks; -1: it cannot */
+			int ok = subj.version >= 1 && subj.total >= subj.index;
+
+			in->subj_version = ok ? subj.version : -1;
+			in->subj_total = ok ? subj.total : -1;
+		}
 		subject_release(&subj);
 	} else if (!strcasecmp(name, "From")) {
 		if (!in->from)
@@ -485,12 +494,16 @@ static size_t threaded_mrs(struct mr *mrs, size_t max,
  * Returns how many, or max + 1 when there are more than max.
  */
 static size_t open_mrs(struct mr *mrs, size_t max, const struct threadmap *tm,
-		       const struct subject *subj)
+		       int version, int total, int *failed)
 {
 	struct threadmap_revision_list list = { 0 };
 	size_t i, nr = 0;
+	int rc;
 
-	if (tm->revision_list(tm->arg, &list)) {
+	rc = tm->revision_list(tm->arg, &list);
+	if (rc) {
+		if (failed)
+			*failed = rc;
 		threadmap_revision_list_release(&list);
 		return 0;
 	}
@@ -502,15 +515,17 @@ static size_t open_mrs(struct mr *mrs, size_t max, const struct threadmap *tm,
 		if (next && next->iid == r->iid &&
 		    !strcmp(next->project, r->project))
 			continue; /* not the latest */
-		if (r->revision != subj->version ||
-		    (r->patches && r->patches != subj->total))
+		if (r->revision != version || (r->patches && r->patches != total))
 			continue;
 		if (nr == max) {
 			nr++;
 			break;
 		}
-		copy_str(mrs[nr].project, sizeof(mrs[nr].project), r->project);
-		mrs[nr].iid = r->iid;
+		if (mrs) {
+			copy_str(mrs[nr].project, sizeof(mrs[nr].project),
+				 r->project);
+			mrs[nr].iid = r->iid;
+		}
 		nr++;
 	}
 	threadmap_revision_list_release(&list);
@@ -562,7 +577,8 @@ static int subject_fallback(struct classify_result *res,
 		nmrs = threaded_mrs(mrs, CLASSIFY_MRS_MAX, ids, tm, opts);
 	} else {
 		mrs = xcalloc(CLASSIFY_OPEN_MRS_MAX, sizeof(*mrs));
-		nmrs = open_mrs(mrs, CLASSIFY_OPEN_MRS_MAX, tm, &subj);
+		nmrs = open_mrs(mrs, CLASSIFY_OPEN_MRS_MAX, tm, subj.version,
+				subj.total, NULL);
 		if (nmrs > CLASSIFY_OPEN_MRS_MAX) {
 			log_info("subject fallback: more than %d open series "
 				 "are v%d with %d patches; not guessing",
@@ -636,16 +652,16 @@ void classify_headers(struct classify_result *res,
 	struct strlist ids = STRLIST_INIT;
 	struct threadmap_mail row;
 	struct msgid_parsed pid;
-	size_t i;
+	size_t i, n;
 	int rc;
 
 	threadmap_mail_init(&row);
 	diff_free(res->parent);
 	classify_result_init(res);
 	classify_early(res, in, opts);
-	/* the subject fallback may place a "Re: [PATCH k/M]" at the end */
-	if (res->verdict != CLASSIFY_CANDIDATE || in->patch_reply || !tm)
-		goto out;
+	if (res->verdict != CLASSIFY_CANDIDATE || !tm ||
+	    (in->patch_reply && !in->subj_version))
+		goto out; /* an encoded subject: read at the end */
 	lookup_order(&ids, in);
 	/* our scheme first: it needs no map */
 	for (i = 0; i < ids.nr; i++)
@@ -660,6 +676,21 @@ void classify_headers(struct classify_result *res,
 			res->map_failed = 1;
 		}
 		goto out; /* in the map, or the map failed: a candidate */
+	}
+	/* the subject fallback looks among the open revisions vN of M */
+	if (in->patch_reply && in->subj_version > 0) {
+		rc = 0;
+		n = open_mrs(NULL, CLASSIFY_OPEN_MRS_MAX, tm, in->subj_version,
+			     in->subj_total, &rc);
+		if (rc) {
+			log_warn("thread map: listing the open revisions: %s "
+				 "(%s); going on without it",
+				 err_msg(), err_name(rc));
+			res->map_failed = 1;
+			goto out;
+		}
+		if (n > 0 && n <= CLASSIFY_OPEN_MRS_MAX)
+			goto out; /* the quote decides, at the end */
 	}
 	res->verdict = CLASSIFY_PASS;
 	res->reason = "not-bridged";

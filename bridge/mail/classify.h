@@ -83,6 +83,10 @@ struct classify_input {
 	char *from; /* addr-spec of From, lower case; NULL if none */
 	char *sender; /* envelope sender, lower case; NULL if none */
 	int patch_reply; /* Subject "Re: [PATCH ... k/M]", or encoded */
+	/* That subject's vN and M, when it is not RFC 2047 encoded (what
+	 * the subject fallback needs an open revision of); 0: unknown. */
+	int subj_version;
+	int subj_total;
 	int pb_header; /* an X-Patchbridge or X-Patchbridge-* field */
 	int auto_submitted; /* Auto-Submitted with a value other than no */
 };
@@ -146,9 +150,11 @@ void classify_early(struct classify_result *res,
 /*
  * Headers and the thread map, before the body: PASS ("not-bridged") when
  * classify_eom() could only pass the mail too - no id of In-Reply-To or
- * References follows our scheme or is in the map, and the subject is no
- * "Re: [PATCH ... k/M]" (nor encoded), so the subject fallback cannot
- * place it either; otherwise what classify_early() says.  The map is
+ * References follows our scheme or is in the map, and the subject
+ * fallback cannot place it either: the subject is no "Re: [PATCH ...
+ * k/M]", or no open MR's latest revision is that vN with M patches (or
+ * more than the fallback looks at are); an encoded subject is read only
+ * at the end of message.  Otherwise what classify_early() says.  The map is
  * asked only when the scheme placed nothing; its PB_ENOTFOUND is "no
  * such row" (a map provider with no database yet answers that too, and
  * classify_eom() would then pass the mail as well).  tm NULL (the map

@@ -10,9 +10,10 @@
 #                  one spool record with the queue id sent as macro {i}
 #   irrelevant.lua unthreaded mail, and mail threaded under ids the bridge
 #                  never sent: ACCEPT at the end of the header (no body,
-#                  no EOM), no header, no record; a "Re: [PATCH k/M]"
-#                  subject is read to the end; a reply after them on the
-#                  same connection is bridged (one record)
+#                  no EOM), no header, no record, also for a
+#                  "Re: [PATCH k/M]" no open revision could take; an
+#                  encoded subject is read to the end; a reply after them
+#                  on the same connection is bridged (one record)
 #   loop.lua       the bridge's own mail, each marker: ACCEPT at the end
 #                  of the header, no header, no record
 #   oversize.lua   over max_message_size: CONTINUE untouched, no record

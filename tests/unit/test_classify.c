@@ -655,6 +655,16 @@ static int counting_get(void *arg, struct threadmap_mail *out,
 	return cm->inner.mail_get(cm->inner.arg, out, id);
 }
 
+static int counting_list(void *arg, struct threadmap_revision_list *out)
+{
+	struct counting_map *cm = arg;
+
+	cm->calls++;
+	if (cm->fail)
+		return err_set(PB_ETEMP, "the map is busy");
+	return cm->inner.revision_list(cm->inner.arg, out);
+}
+
 static void test_headers_before_body(void **state)
 {
 	static const char *const pass[] = {
@@ -665,6 +675,13 @@ static void test_headers_before_body(void **state)
 		/* another domain's ids that look like ours */
 		"Subject: Re: lunch\n"
 		"In-Reply-To: <pb.v1.1-3.g.p.12.0123456789ab@elsewhere.org>\n",
+		/* a patch reply that no open revision could take: no MR at
+		 * v7, none of 9 patches, a counter the fallback refuses */
+		"Subject: Re: [PATCH v7 2/3] list: grow on demand\n"
+		"In-Reply-To: <x@example.org>\n",
+		"Subject: Re: [PATCH 2/9] list: grow on demand\n",
+		"Subject: Re: [PATCH 4/3] list: grow on demand\n"
+		"In-Reply-To: <x@example.org>\n",
 		NULL,
 	};
 	static const char *const candidate[] = {
@@ -690,8 +707,9 @@ static void test_headers_before_body(void **state)
 	store_threadmap(&cm.inner, st);
 	cm.calls = 0;
 	cm.fail = 0;
-	tm = cm.inner;
+	memset(&tm, 0, sizeof(tm));
 	tm.mail_get = counting_get;
+	tm.revision_list = counting_list;
 	tm.arg = &cm;
 	for (i = 0; pass[i]; i++) {
 		assert_int_equal(at_eoh(&res, pass[i], &tm), CLASSIFY_PASS);
@@ -732,6 +750,11 @@ static void test_headers_before_body(void **state)
 	classify_result_release(&res);
 	cm.fail = 1;
 	assert_int_equal(at_eoh(&res, pass[0], &tm), CLASSIFY_CANDIDATE);
+	assert_int_equal(res.map_failed, 1);
+	classify_result_release(&res);
+	/* the open revisions cannot be listed */
+	assert_int_equal(at_eoh(&res, "Subject: Re: [PATCH 2/9] x\n", &tm),
+			 CLASSIFY_CANDIDATE);
 	assert_int_equal(res.map_failed, 1);
 	classify_result_release(&res);
 

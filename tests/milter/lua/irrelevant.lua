@@ -18,14 +18,22 @@ if send(conn, "4IRRELEVANT2", {
 	}, { "Yes.\r\n" }) ~= SMFIR_ACCEPT then
 	error("irrelevant 2: expected ACCEPT at the end of the header")
 end
--- "Re: [PATCH k/M]" may still be placed by its quote: the body is read
+-- "Re: [PATCH k/M]" with no open revision vN of M to be placed on by
+-- its quote (there is no thread map at all here)
 if send(conn, "4IRRELEVANT3", {
 		{ "Subject", "Re: [PATCH v3 2/7] list: grow the array" },
 		{ "In-Reply-To", "<somewhere@example.org>" },
-	}, { "No quote here.\r\n" }) ~= SMFIR_CONTINUE then
-	error("irrelevant 3: expected CONTINUE at EOM")
+	}, { "No quote here.\r\n" }) ~= SMFIR_ACCEPT then
+	error("irrelevant 3: expected ACCEPT at the end of the header")
 end
-expect_no_header(conn, "irrelevant 3")
+-- an encoded subject is read at the end of message
+if send(conn, "4IRRELEVANT5", {
+		{ "Subject", "=?UTF-8?Q?Re:_[PATCH_v3_2/7]_list?=" },
+		{ "In-Reply-To", "<somewhere@example.org>" },
+	}, { "No quote here.\r\n" }) ~= SMFIR_CONTINUE then
+	error("irrelevant 5: expected CONTINUE at EOM")
+end
+expect_no_header(conn, "irrelevant 5")
 -- and a reply after them is bridged on the same connection
 if send(conn, "4IRRELEVANT4", reply_headers("<mt-after-irrelevant@example.org>"),
 	reply_body) ~= SMFIR_CONTINUE then
