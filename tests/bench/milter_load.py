@@ -18,8 +18,19 @@
         Lines: "revision PROJECT IID SHA TOTAL" and
         "mail MSGID PROJECT IID 1 PATCH TOTAL [DIFF_FILE]".
 
+    milter_load.py seed-plan --foreign CORPUS
+        The same MRs, diffs and thread-map rows, but under other
+        Message-IDs ("bridged.ID") and with 50 more patches each, so that
+        no corpus mail is a reply to a bridged series: neither by its
+        threading headers nor by the subject fallback (no open revision
+        has its "k/M").  The thread map is as big as for the replies.
+
     milter_load.py replies CORPUS
         Print the paths of the corpus replies, one a line, sorted.
+
+    milter_load.py list CORPUS
+        Print the paths of every corpus mail (cover letters, patches,
+        replies), one a line, sorted: list traffic.
 
     milter_load.py load --port P -n N -c C [--tag T] [--irrelevant PCT]
                         [--irrelevant-file F] FILE...
@@ -85,10 +96,13 @@ def fake_sha(*parts):
     return (s + "0" * 40)[:40] if len(s) < 40 else s[:40]
 
 
-def seed_plan(corpus):
+def seed_plan(corpus, foreign=False):
     truth = corpus_truth(corpus)
     lines = []
     seen = set()
+    # --foreign: ids nobody answers, counters no subject has
+    pfx = "bridged." if foreign else ""
+    more = 50 if foreign else 0
     # threads/NN-name/: one MR each.
     folders = sorted({k.split("/")[1] for k in truth
                       if k.startswith("threads/")})
@@ -99,7 +113,7 @@ def seed_plan(corpus):
                        if k.startswith("threads/%s/" % folder)
                        and truth[k]["kind"] in ("cover", "patch"))
         total = max([truth[k]["subject"].get("total") or 1 for k in mails]
-                    + [1])
+                    + [1]) + more
         lines.append("revision %s %d %s %d"
                      % (project, nn, fake_sha(0xbe, nn), total))
         for k in mails:
@@ -109,12 +123,12 @@ def seed_plan(corpus):
                 continue
             seen.add(mid)
             if truth[k]["kind"] == "cover":
-                lines.append("mail %s %s %d 1 0 %d" % (mid, project, nn,
-                                                       total))
+                lines.append("mail %s%s %s %d 1 0 %d" % (pfx, mid, project,
+                                                         nn, total))
             else:
                 idx = truth[k]["subject"].get("index") or 1
-                lines.append("mail %s %s %d 1 %d %d %s"
-                             % (mid, project, nn, idx, total, path))
+                lines.append("mail %s%s %s %d 1 %d %d %s"
+                             % (pfx, mid, project, nn, idx, total, path))
     # replies/NN-*.eml: one MR each, answering the Message-ID it names.
     for k in sorted(truth):
         v = truth[k]
@@ -123,7 +137,7 @@ def seed_plan(corpus):
         nn = int(os.path.basename(k).split("-", 1)[0])
         iid = 100 + nn
         subj = v.get("subject") or {}
-        total = subj.get("total") or 1
+        total = (subj.get("total") or 1) + more
         idx = subj.get("index")
         idx = idx if idx is not None else 1
         target = v.get("target")
@@ -138,15 +152,15 @@ def seed_plan(corpus):
         seen.add(mid)
         lines.append("revision bench/replies %d %s %d"
                      % (iid, fake_sha(0xbf, iid), max(total, idx)))
-        lines.append("mail %s bench/replies %d 1 %d %d%s"
-                     % (mid, iid, idx, max(total, idx), diff))
+        lines.append("mail %s%s bench/replies %d 1 %d %d%s"
+                     % (pfx, mid, iid, idx, max(total, idx), diff))
     print("\n".join(lines))
 
 
-def list_replies(corpus):
+def list_replies(corpus, every=False):
     truth = corpus_truth(corpus)
     for k in sorted(truth):
-        if truth[k]["kind"] == "reply":
+        if every or truth[k]["kind"] == "reply":
             print(os.path.join(corpus, k))
 
 
@@ -321,16 +335,20 @@ def load(argv):
 
 def main():
     if len(sys.argv) < 2:
-        die("usage: milter_load.py seed-plan|replies|load ...")
+        die("usage: milter_load.py seed-plan|replies|list|load ...")
     cmd, rest = sys.argv[1], sys.argv[2:]
     if cmd == "seed-plan" and len(rest) == 1:
         seed_plan(rest[0])
+    elif cmd == "seed-plan" and len(rest) == 2 and rest[0] == "--foreign":
+        seed_plan(rest[1], foreign=True)
     elif cmd == "replies" and len(rest) == 1:
         list_replies(rest[0])
+    elif cmd == "list" and len(rest) == 1:
+        list_replies(rest[0], every=True)
     elif cmd == "load":
         load(rest)
     else:
-        die("usage: milter_load.py seed-plan|replies|load ...")
+        die("usage: milter_load.py seed-plan|replies|list|load ...")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 #!/bin/bash
 # parse_bench.sh [--build DIR] [-r R] [--patchbridge BIN] [--driver BIN]
+#                 [--before BIN]
 #
 # Benchmark of the inbound parser: `patchbridge parse FILE` against
 # `git mailinfo -u msg patch < FILE` on the same messages - every .eml of
@@ -17,17 +18,26 @@
 #   - "loop overhead": the same loop running /bin/true per file (fork and
 #     exec as the shell does them), a floor under both per-process rows;
 #   - "start-up": the same loop running `patchbridge --version`: what the
-#     patchbridge process costs before it reads a byte (the program links
-#     libgit2, libcurl, GMime, SQLite ..., ~55 shared objects);
+#     patchbridge process costs before it reads a byte (the front loads
+#     GMime and what GMime needs, 20 shared objects; before the programs
+#     were split it loaded libgit2, libcurl, SQLite ... too, 55);
 #   - "in-process": tests/bench/parse_driver, which calls review_parse()
 #     and review_to_json() over all files held in memory - the parser's
 #     own cost without process start-up and file I/O.  It is built only
 #     with -DPB_BENCH=ON; without it the row says so.
+# And the fast path for many mails, one process for all of them, against
+# git mailinfo once per mail (the way to get the same from git):
+#   - `patchbridge parse FILE...` (JSON Lines);
+#   - `patchbridge parse --mbox FILE` on the same mails as one mboxrd
+#     file (made once, before the runs).
+# With --before BIN, `BIN parse FILE` per mail is timed in the same loop
+# as the others: an older build, for before/after figures.
 #
 #   --build DIR        build tree (default: build-ci, else build) where
 #                      bridge/patchbridge and tests/bench/parse_driver are
 #   --patchbridge BIN  the patchbridge binary (instead of --build)
 #   --driver BIN       the parse_driver binary (instead of --build)
+#   --before BIN       another patchbridge to time per mail as well
 #   -r R               repetitions of each loop, alternated (default 5);
 #                      the table shows medians.  The driver makes R timed
 #                      passes after one untimed warm-up pass.
@@ -48,12 +58,14 @@ die() {
 build=""
 pb=""
 driver=""
+before=""
 reps=5
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) build=${2?}; shift 2 ;;
 	--patchbridge) pb=${2?}; shift 2 ;;
 	--driver) driver=${2?}; shift 2 ;;
+	--before) before=${2?}; shift 2 ;;
 	-r) reps=${2?}; shift 2 ;;
 	-h | --help) sed -n '2,/^set -u/{/^set -u/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 	*) die "unknown option $1 (try --help)" ;;
@@ -72,6 +84,10 @@ fi
 [ -x "$pb" ] || die "$pb is not an executable"
 pb=$(realpath "$pb")
 [ -n "$driver" ] && [ -x "$driver" ] && driver=$(realpath "$driver") || driver=""
+if [ -n "$before" ]; then
+	[ -x "$before" ] || die "$before is not an executable"
+	before=$(realpath "$before")
+fi
 command -v git >/dev/null 2>&1 || die "git is not installed"
 
 out=$(mktemp -d "${TMPDIR:-/tmp}/pb-parse-bench.XXXXXX") || die "mktemp failed"
@@ -84,6 +100,13 @@ mapfile -t files <"$out/files"
 n=${#files[@]}
 [ "$n" -gt 0 ] || die "no .eml files under $corpus"
 bytes=$(cat "${files[@]}" | wc -c)
+# The same mails as one mboxrd file (">From " quoting, as export writes).
+for f in "${files[@]}"; do
+	echo "From mboxrd@z Thu Jan  1 00:00:00 1970"
+	sed 's/^\(>*From \)/>\1/' "$f"
+	[ -z "$(tail -c 1 "$f")" ] || echo
+	echo
+done >"$out/corpus.mbox"
 
 now() { date +%s.%N; }
 
@@ -109,6 +132,23 @@ loop_true() {
 	for f in "${files[@]}"; do
 		/bin/true <"$f" >"$out/true.out"
 	done
+}
+loop_before() {
+	local f
+	for f in "${files[@]}"; do
+		"$before" parse "$f" >"$out/before.json" 2>"$out/before.err" ||
+			die "$before parse $f failed: $(cat "$out/before.err")"
+	done
+}
+# The fast path: all mails in one process.
+batch_files() {
+	"$pb" parse "${files[@]}" >"$out/batch.jsonl" 2>"$out/batch.err" ||
+		die "patchbridge parse FILE... failed: $(head -c 300 "$out/batch.err")"
+}
+batch_mbox() {
+	"$pb" parse --mbox "$out/corpus.mbox" >"$out/mbox.jsonl" \
+		2>"$out/mbox.err" ||
+		die "patchbridge parse --mbox failed: $(head -c 300 "$out/mbox.err")"
 }
 loop_start() {
 	local f
@@ -141,6 +181,9 @@ loop_git
 : >"$out/git.times"
 : >"$out/true.times"
 : >"$out/start.times"
+: >"$out/before.times"
+: >"$out/files.times"
+: >"$out/mbox.times"
 i=0
 while [ $i -lt "$reps" ]; do
 	if [ $((i % 2)) -eq 0 ]; then
@@ -152,12 +195,21 @@ while [ $i -lt "$reps" ]; do
 	fi
 	timed true loop_true
 	timed start loop_start
+	[ -n "$before" ] && timed before loop_before
+	timed files batch_files
+	timed mbox batch_mbox
 	i=$((i + 1))
 done
 pb_t=$(median "$out/pb.times")
 git_t=$(median "$out/git.times")
 true_t=$(median "$out/true.times")
 start_t=$(median "$out/start.times")
+files_t=$(median "$out/files.times")
+mbox_t=$(median "$out/mbox.times")
+[ "$(wc -l <"$out/batch.jsonl")" -eq "$n" ] ||
+	die "patchbridge parse FILE... printed $(wc -l <"$out/batch.jsonl") lines for $n mails"
+[ "$(wc -l <"$out/mbox.jsonl")" -eq "$n" ] ||
+	die "patchbridge parse --mbox printed $(wc -l <"$out/mbox.jsonl") lines for $n mails"
 drv_t=""
 if [ -n "$driver" ]; then
 	"$driver" $((reps + 1)) "${files[@]}" >"$out/driver.out" 2>"$out/driver.err" ||
@@ -181,7 +233,16 @@ printf '%-50s %9s %9s %8s  %s\n' command "median s" "msgs/s" "MB/s" "vs git mail
 row "patchbridge parse FILE (1 process/mail)" "$pb_t" \
 	"$(echo "$git_t / $pb_t" | bc -l | xargs printf '%.2f')"
 row "git mailinfo -u msg patch <FILE (1 process/mail)" "$git_t" "1.00"
-row "loop overhead: /bin/true per mail" "$true_t" "(floor of both rows above)"
+if [ -n "$before" ]; then
+	before_t=$(median "$out/before.times")
+	row "before: $(basename "$before") parse FILE (1 process/mail)" "$before_t" \
+		"$(echo "$git_t / $before_t" | bc -l | xargs printf '%.2f')"
+fi
+row "patchbridge parse FILE... (1 process, JSON Lines)" "$files_t" \
+	"$(echo "$git_t / $files_t" | bc -l | xargs printf '%.1f')"
+row "patchbridge parse --mbox FILE (1 process)" "$mbox_t" \
+	"$(echo "$git_t / $mbox_t" | bc -l | xargs printf '%.1f')"
+row "loop overhead: /bin/true per mail" "$true_t" "(floor of the per-mail rows)"
 row "start-up: patchbridge --version per mail" "$start_t" "(start-up only)"
 if [ -n "$drv_t" ]; then
 	row "in-process: review_parse+JSON, all mails" "$drv_t" \
@@ -197,3 +258,16 @@ paste -d' ' "$out/git.times" "$out/pb.times" |
 printf 'ratio patchbridge parse / git mailinfo, throughput: %.2f of the medians, %.2f median of the %d per-run ratios (range %s)\n' \
 	"$(echo "$git_t / $pb_t" | bc -l)" "$(median "$out/ratio.times")" "$reps" \
 	"$(sort -n "$out/ratio.times" | sed -n '1p;$p' | xargs printf '%.2f ' | sed 's/ $//;s/ /-/')"
+if [ -n "$before" ]; then
+	paste -d' ' "$out/git.times" "$out/before.times" |
+		awk '{ printf "%.6f\n", $1 / $2 }' >"$out/bratio.times"
+	printf 'ratio before / git mailinfo, throughput: %.2f median of the %d per-run ratios (range %s)\n' \
+		"$(median "$out/bratio.times")" "$reps" \
+		"$(sort -n "$out/bratio.times" | sed -n '1p;$p' | xargs printf '%.2f ' | sed 's/ $//;s/ /-/')"
+fi
+paste -d' ' "$out/git.times" "$out/files.times" "$out/mbox.times" |
+	awk '{ printf "%.6f %.6f\n", $1 / $2, $1 / $3 }' >"$out/fast.times"
+printf 'ratio one process for all / git mailinfo per mail, throughput: FILE... %.1f, --mbox %.1f (medians of the %d per-run ratios)\n' \
+	"$(cut -d' ' -f1 "$out/fast.times" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')" \
+	"$(cut -d' ' -f2 "$out/fast.times" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')" \
+	"$reps"

@@ -75,7 +75,8 @@ wait_file() {
 
 # --- a private Postfix (tests/postfix/pfbed) in front of the milter --------
 
-# What a script started, for on_exit to stop: the load generator, the
+# What a script started, for on_exit to stop (DPID: a second milter of
+# the benchmark, when there is one): the load generator, the
 # milters, and the instance (STARTED, set by pfbed_start).
 LOAD_PID=""
 MPID=""
@@ -135,10 +136,10 @@ on_exit() {
 	trap - EXIT INT TERM HUP
 	pid_alive "$LOAD_PID" && kill -KILL "$LOAD_PID" 2>/dev/null
 	[ -n "$STARTED" ] && "$PFBED" stop "$INST" >/dev/null 2>&1
-	for p in $MPID $TPID; do
+	for p in $MPID $TPID ${DPID:-}; do
 		pid_alive "$p" && kill -TERM "$p" 2>/dev/null
 	done
-	for p in $MPID $TPID; do
+	for p in $MPID $TPID ${DPID:-}; do
 		pid_alive "$p" && ! wait_pid_gone "$p" 30 && kill -KILL "$p" 2>/dev/null
 	done
 	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ "$rc" -lt 128 ]; then
