@@ -6,6 +6,9 @@
  * their new revisions (outbound.h), and delivers queued mails whose retry
  * is due.  The webhook receiver, when enabled, runs in libmicrohttpd's
  * threads and only puts MRs on the queue, which wakes the main thread.
+ * A record the milter renames into the spool's new/ wakes it too
+ * ([spool] watch: inotify), for the inbound step alone; the spool is
+ * also looked at every INBOUND_SCAN_S seconds.
  *
  * Signals: SIGTERM and SIGINT stop the daemon after the mail being handed
  * to the MTA or the list reply being applied to the forge (what is left
@@ -40,6 +43,7 @@
 #include "outbound/forgemail.h"
 #include "outbound/outbound.h"
 #include "outbound/workq.h"
+#include "util/dirwatch.h"
 #include "util/err.h"
 #include "util/limits.h"
 #include "util/log.h"
@@ -95,6 +99,8 @@ struct daemon {
 	struct inbound *ib; /* NULL until it could be set up */
 	int64_t next_inbound; /* next spool scan or journal retry */
 	int inbound_waiting; /* replies wait for a retry */
+	struct dirwatch *spool_watch; /* the spool's new/, or NULL */
+	int spool_arrived; /* the watch fired since the last inbound step */
 };
 
 static int64_t now_s(void)
@@ -231,9 +237,13 @@ static void retries_free(struct daemon *d)
 /* --- inbound ------------------------------------------------------------ */
 
 /*
- * The milter does not wake the daemon: the spool is looked at every
- * INBOUND_SCAN_S seconds (a readdir of new/), and sooner when a reply's
- * retry is due.
+ * The spool: the milter renames each record into new/, which the daemon
+ * watches ([spool] watch, inotify: util/dirwatch.h), so a reply is
+ * journaled and applied as it comes.  The spool is also looked at every
+ * INBOUND_SCAN_S seconds whatever happens - the fallback, should the
+ * watch be off, fail or miss something - and sooner when a reply's retry
+ * is due.  An arrival runs the inbound step alone (inbound_cycle(d, 0)):
+ * the forge polls and comment mails keep their own pace.
  */
 #define INBOUND_SCAN_S 5
 
@@ -241,15 +251,47 @@ static void inbound_stop(struct daemon *d)
 {
 	inbound_free(d->ib);
 	d->ib = NULL;
+	dirwatch_free(d->spool_watch);
+	d->spool_watch = NULL;
 }
 
-/* Journal what the milter spooled and apply the replies that are due. */
-static void inbound_cycle(struct daemon *d)
+/* Watch new/ of the configured spool, unless [spool] watch = no. */
+static void watch_spool(struct daemon *d)
+{
+	char *dir;
+	int rc;
+
+	if (d->spool_watch)
+		return;
+	if (!config_bool(d->env.cfg, CFG_SPOOL_WATCH)) {
+		log_info("inbound: [spool] watch = no: looking at the spool "
+			 "every %d s",
+			 INBOUND_SCAN_S);
+		return;
+	}
+	dir = xasprintf("%s/new", config_str(d->env.cfg, CFG_SPOOL_DIR));
+	rc = dirwatch_open(&d->spool_watch, dir);
+	if (rc)
+		log_warn("inbound: cannot watch %s: %s; looking at it every "
+			 "%d s",
+			 dir, err_msg(), INBOUND_SCAN_S);
+	else
+		log_info("inbound: watching %s", dir);
+	free(dir);
+}
+
+/*
+ * Journal what the milter spooled and apply the replies that are due.
+ * rescan: this is the periodic look, which sets when the next one is.
+ */
+static void inbound_cycle(struct daemon *d, int rescan)
 {
 	struct inbound_opts o;
 	int64_t t = now_s(), due = 0;
 
-	d->next_inbound = t + INBOUND_SCAN_S;
+	if (rescan || !d->next_inbound)
+		d->next_inbound = t + INBOUND_SCAN_S;
+	d->spool_arrived = 0;
 	if (!d->ib) {
 		memset(&o, 0, sizeof(o));
 		o.cfg = d->env.cfg;
@@ -261,6 +303,8 @@ static void inbound_cycle(struct daemon *d)
 			log_warn("inbound: %s", err_msg());
 			return;
 		}
+		/* after inbound_new(), which makes the spool's directories */
+		watch_spool(d);
 	}
 	if (inbound_run_once(d->ib, t))
 		log_warn("inbound: %s", err_msg());
@@ -381,16 +425,22 @@ static void cycle(struct daemon *d)
 		forge_comments(d);
 	if (!stop_flag)
 		deliver_due(d);
-	if (!stop_flag && !reload_flag && now_s() >= d->next_inbound)
-		inbound_cycle(d);
+	if (!stop_flag && !reload_flag &&
+	    (now_s() >= d->next_inbound || d->spool_arrived))
+		inbound_cycle(d, now_s() >= d->next_inbound);
 }
 
-/* Sleep until the next poll, retry or delivery is due, or a wake-up. */
-static void wait_for_work(struct daemon *d)
+/*
+ * Sleep until the next poll, retry or delivery is due, or a wake-up.
+ * Returns 1 when only the spool's watch woke it (a record arrived), 0
+ * for anything else: a timer, the queue, a signal.
+ */
+static int wait_for_work(struct daemon *d)
 {
-	struct pollfd pfd;
+	struct pollfd pfd[2];
 	int64_t t = now_s(), until = d->next_poll;
 	size_t i;
+	nfds_t n = 1;
 	int ms;
 
 	if (d->next_due && d->next_due < until)
@@ -401,14 +451,30 @@ static void wait_for_work(struct daemon *d)
 		if (d->retries[i].due < until)
 			until = d->retries[i].due;
 	if (workq_len(d->q) || stop_flag || reload_flag)
-		return;
+		return 0;
 	ms = until <= t ?
 		     0 :
 		     (until - t > 3600 ? 3600000 : (int)(until - t) * 1000);
-	pfd.fd = workq_fd(d->q);
-	pfd.events = POLLIN;
-	if (poll(&pfd, 1, ms) > 0)
+	pfd[0].fd = workq_fd(d->q);
+	pfd[0].events = POLLIN;
+	pfd[0].revents = 0;
+	if (d->spool_watch) {
+		pfd[1].fd = dirwatch_fd(d->spool_watch);
+		pfd[1].events = POLLIN;
+		pfd[1].revents = 0;
+		n = 2;
+	}
+	if (poll(pfd, n, ms) <= 0)
+		return 0;
+	if (pfd[0].revents) {
 		workq_drain(d->q);
+		return 0;
+	}
+	if (n == 2 && pfd[1].revents && dirwatch_drain(d->spool_watch)) {
+		d->spool_arrived = 1;
+		return now_s() < until; /* a timer due as well: a full cycle */
+	}
+	return 0;
 }
 
 /* --- configuration ---------------------------------------------------- */
@@ -450,6 +516,7 @@ static void reload(struct daemon *d)
 	detect_new(&det, ne.cfg, ne.store, ne.forge);
 	detect_free(d->detect);
 	inbound_stop(d); /* it borrows the old env; the next cycle rebuilds */
+	d->next_inbound = 0;
 	env_close(&d->env);
 	d->env = ne;
 	d->wh = wh;
@@ -529,7 +596,7 @@ int cmd_run(const char *config_path, int argc, char **argv)
 {
 	struct daemon d;
 	struct config *cfg = NULL;
-	int i, rc, foreground = 0, lock_fd = -1, sent = 0;
+	int i, rc, foreground = 0, lock_fd = -1, sent = 0, arrived = 0;
 
 	memset(&d, 0, sizeof(d));
 	d.config_path = config_path;
@@ -619,10 +686,15 @@ int cmd_run(const char *config_path, int argc, char **argv)
 			reload_flag = 0;
 			reload(&d);
 		}
-		cycle(&d);
+		if (arrived) {
+			log_debug("inbound: a record arrived in the spool");
+			inbound_cycle(&d, 0);
+		}
+		else
+			cycle(&d);
 		if (d.once || stop_flag)
 			break;
-		wait_for_work(&d);
+		arrived = wait_for_work(&d);
 	}
 	rc = EX_OK;
 	if (d.once && (d.nr_retries || d.next_due || d.inbound_waiting))

@@ -200,6 +200,10 @@ static const struct config_param params[CFG__COUNT] = {
 		"spool", "keep_done", CONFIG_DURATION, "30d", 0, 3650 * DAY,
 		NULL, 0,
 		"How long applied records stay in done/ (0: for ever)" },
+	[CFG_SPOOL_WATCH] = {
+		"spool", "watch", CONFIG_BOOL, "yes", 0, 0, NULL, 0,
+		"The daemon watches new/ (inotify) and takes a record as it "
+		"comes; no: it looks every 5 seconds only" },
 
 	[CFG_LOG_LEVEL] = {
 		"log", "level", CONFIG_ENUM, "info", 0, 0, log_levels, 0,

@@ -109,6 +109,7 @@ enum config_id {
 	CFG_SPOOL_DIR,
 	CFG_SPOOL_MAX_RECORDS,
 	CFG_SPOOL_KEEP_DONE,
+	CFG_SPOOL_WATCH,
 	/* [log] */
 	CFG_LOG_LEVEL,
 	/* [webhook] */
