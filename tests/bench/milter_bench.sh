@@ -1,6 +1,6 @@
 #!/bin/bash
 # milter_bench.sh [--build DIR] [-n N] [-r R] [-c C] [--irrelevant PCT]
-#                 [--traffic replies|list] [--before BIN]
+#                 [--traffic replies|list] [--before BIN] [--pad BYTES]
 #                 [--work DIR] [--milter BIN --test-milter BIN --seed BIN]
 #
 # Benchmark of patchbridge-milter under Postfix, on reply traffic: one
@@ -48,6 +48,14 @@
 #   -c C         concurrent SMTP sessions (default 10)
 #   --traffic T  replies (default) or list, see above
 #   --before BIN configuration (d): an older patchbridge-milter
+#   --pad BYTES  send only the single-part mails, each grown to BYTES by
+#                quoted lines at the start of its text (memory: with
+#                -c 50 --pad 1048576, 50 sessions of 1 MiB replies);
+#                [milter] max_message_size is raised above BYTES
+#
+# The table also gives each milter's peak resident memory (VmHWM of
+# /proc/PID/status at the end, warm-up included) and its CPU time per
+# message.
 #   --work DIR   where the Postfix instance and logs go (default
 #                DIR/tests/bench/run/milter)
 #
@@ -82,6 +90,7 @@ R=5
 C=10
 IRR=0
 TRAFFIC=replies
+PAD=0
 DBIN=""
 DPID=""
 work=""
@@ -97,6 +106,7 @@ while [ $# -gt 0 ]; do
 	--irrelevant) IRR=${2?}; shift 2 ;;
 	--traffic) TRAFFIC=${2?}; shift 2 ;;
 	--before) DBIN=${2?}; shift 2 ;;
+	--pad) PAD=${2?}; shift 2 ;;
 	--work) work=${2?}; shift 2 ;;
 	-h | --help) sed -n '2,/^set -u/{/^set -u/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 	*) echo "$NAME: unknown option $1 (try --help)" >&2; exit 2 ;;
@@ -104,6 +114,7 @@ while [ $# -gt 0 ]; do
 done
 case "$N$R$C" in *[!0-9]*) fail "-n, -r and -c take numbers" ;; esac
 case $TRAFFIC in replies | list) ;; *) fail "--traffic replies or list" ;; esac
+case $PAD in *[!0-9]*) fail "--pad takes a number of bytes" ;; esac
 [ "$N" -ge 10 ] && [ "$R" -ge 1 ] && [ "$C" -ge 1 ] || fail "-n >= 10, -r >= 1, -c >= 1"
 if [ -z "$build" ] && [ -z "$MBIN" ]; then
 	for b in build-ci build; do
@@ -131,6 +142,10 @@ else
 fi || fail "cannot list the corpus mails"
 NREPLIES=$(wc -l <"$W/replies.list")
 milter_dirs nobody
+if [ "$PAD" -gt 0 ]; then
+	sed -i "s|^max_message_size = .*|max_message_size = $((PAD / 1048576 + 2))M|" \
+		"$T/pb.conf"
+fi
 install -d -o nobody -g postfix -m 2750 "$T/tm" || fail "install -d failed"
 foreign=()
 [ "$TRAFFIC" = list ] && foreign=(--foreign)
@@ -259,7 +274,7 @@ run() {
 	before=$(spool_count "$spool")
 	t0=$(cpu_ticks "$mpid")
 	"$PY" "$BENCH_DIR/milter_load.py" load --port "$port" -n "$n" -c "$C" \
-		--tag "$tag" --irrelevant "$IRR" \
+		--tag "$tag" --irrelevant "$IRR" --pad "$PAD" \
 		--irrelevant-file "$MLIB_DIR/data/irrelevant.eml" \
 		"${files[@]}" >"$W/load.out" 2>"$W/load.err" &
 	LOAD_PID=$!
@@ -294,6 +309,13 @@ for r in $(seq 1 "$R"); do
 	done
 done
 
+# peak_kib PID: the peak resident set of PID (VmHWM), KiB.
+peak_kib() {
+	[ -n "$1" ] && awk '/^VmHWM:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0
+}
+printf 'b %s\nc %s\nd %s\n' "$(peak_kib "$TPID")" "$(peak_kib "$MPID")" \
+	"$(peak_kib "$DPID")" >"$W/peaks"
+
 step "stop"
 pfbed_stop
 kill -TERM "$MPID" "$TPID" $DPID
@@ -305,9 +327,12 @@ no_sanitizer_report "$W/pb-milter.log"
 # The table.  A result line: CFG TAG sent= ok= tempfail= permfail= errors=
 # seconds= rate= p50_ms= p99_ms= cpu_s= records=
 "$PY" - "$W/results" "$N" "$R" "$C" "$IRR" "$NREPLIES" "$(nproc)" \
-	"$TRAFFIC" "$WANT_BRIDGED" "$DBIN" "$(getconf CLK_TCK)" <<'EOF'
+	"$TRAFFIC" "$WANT_BRIDGED" "$DBIN" "$(getconf CLK_TCK)" "$W/peaks" \
+	"$PAD" <<'EOF'
 import statistics, sys
-path, n, r, c, irr, nrep, cpus, traffic, want, dbin, hz = sys.argv[1:]
+(path, n, r, c, irr, nrep, cpus, traffic, want, dbin, hz, peaks,
+ pad) = sys.argv[1:]
+peak = dict(l.split() for l in open(peaks) if len(l.split()) == 2)
 runs = {}
 for line in open(path):
     f = line.split()
@@ -322,13 +347,14 @@ print()
 what = ("%s corpus replies to bridged series" % nrep if traffic == "replies"
         else "%s corpus mails, none a reply to a bridged series" % nrep)
 print("milter benchmark: Postfix acceptance, %s messages x %s runs, C=%s, "
-      "%s cycled, %s%% irrelevant" % (n, r, c, what, irr))
+      "%s cycled, %s%% irrelevant%s" % (n, r, c, what, irr,
+      ", single-part mails grown to %s bytes" % pad if pad != "0" else ""))
 if dbin:
     print("(d) is %s" % dbin)
 print("CPUs: %s, load average: %s" % (cpus, " ".join(open("/proc/loadavg").read().split()[:3])))
 hdr = ("configuration", "msg/s", "min-max", "vs (a)", "vs (b)", "p50 ms",
-       "p99 ms", "gen CPU", "milter ms")
-fmt = "%-40s %7s %11s %7s %7s %7s %7s %7s %9s"
+       "p99 ms", "gen CPU", "milter ms", "peak MiB")
+fmt = "%-40s %7s %11s %7s %7s %7s %7s %7s %9s %8s"
 print(fmt % hdr)
 tick = 1000.0 / int(hz)
 for k in cfgs:
@@ -343,7 +369,9 @@ for k in cfgs:
                  "%.2f" % (med[k] / med["a"]), "%.2f" % (med[k] / med["b"]),
                  "%.1f" % statistics.median(x["p50_ms"] for x in v),
                  "%.1f" % statistics.median(x["p99_ms"] for x in v),
-                 "%.0f%%" % (100 * cpu), mcpu))
+                 "%.0f%%" % (100 * cpu), mcpu,
+                 "%.1f" % (int(peak[k]) / 1024.0)
+                 if k != "a" and int(peak.get(k, "0")) else "-"))
 # Per round, each configuration against the others of the same round:
 # adjacent runs, so load that comes and goes on a shared VM cancels.
 rounds = {}
@@ -361,7 +389,8 @@ print("per-round ratios (median over %d rounds): %s"
 print("msg/s: median of the runs; p50/p99: median over the runs of each "
       "run's per-message latency (connect to 250 after DATA); gen CPU: the "
       "load generator's CPU time / wall time; milter ms: the milter "
-      "process's CPU time per message accepted, over all runs")
+      "process's CPU time per message accepted, over all runs; peak MiB: "
+      "the milter's peak resident memory (VmHWM)")
 refused = int(sum(x["tempfail"] + x["permfail"] + x["errors"]
                   for v in runs.values() for x in v))
 bad = refused > 0

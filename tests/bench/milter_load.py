@@ -33,7 +33,7 @@
         replies), one a line, sorted: list traffic.
 
     milter_load.py load --port P -n N -c C [--tag T] [--irrelevant PCT]
-                        [--irrelevant-file F] FILE...
+                        [--irrelevant-file F] [--pad BYTES] FILE...
         Send N messages over N SMTP sessions to 127.0.0.1:P, C at a time,
         cycling through FILE... (each copy with a Message-ID of its own,
         "<T.SEQ.ORIGINAL-ID>", so that no two messages are the same mail),
@@ -48,7 +48,9 @@
         is this generator's own CPU time, so its share of the 2 cores can
         be judged.  With --irrelevant PCT, PCT % of the messages (spread
         evenly) are copies of --irrelevant-file instead: list traffic the
-        milter passes untouched.
+        milter passes untouched.  With --pad BYTES, only the single-part
+        files are sent, each grown to BYTES by quoted lines put at the
+        start of its text (a reply quoting a big patch).
 
 Why not smtp-source: it sends one fixed message per process (-F), and the
 milter's work depends on the message (classification, MIME, quote and
@@ -189,6 +191,20 @@ class Message:
     def data(self, tag):
         return self.pre + tag + b"." + self.orig + self.post + b".\r\n"
 
+    def pad(self, size):
+        """Grow to about size bytes with quoted lines at the start of the
+        text; False for a multipart mail (its text is not at the start)."""
+        head, sep, body = self.post.partition(b"\r\n\r\n")
+        if re.search(rb"(?im)^content-type:[ \t]*multipart/", head) or \
+                re.search(rb"(?im)^content-transfer-encoding:[ \t]*"
+                          rb"(base64|quoted-printable)", head):
+            return False
+        line = b"> " + b"x" * 70 + b"\r\n"
+        have = len(self.pre) + len(self.orig) + len(self.post)
+        n = max(0, (size - have) // len(line))
+        self.post = head + sep + line * n + body
+        return True
+
 
 class Conn:
     def __init__(self, port, timeout):
@@ -265,9 +281,14 @@ def load(argv):
     ap.add_argument("--irrelevant", type=float, default=0.0)
     ap.add_argument("--irrelevant-file")
     ap.add_argument("--timeout", type=float, default=60.0)
+    ap.add_argument("--pad", type=int, default=0)
     ap.add_argument("files", nargs="+")
     a = ap.parse_args(argv)
     msgs = [Message(p) for p in a.files]
+    if a.pad:
+        msgs = [m for m in msgs if m.pad(a.pad)]
+        if not msgs:
+            die("--pad: no single-part mail among the files")
     other = Message(a.irrelevant_file) if a.irrelevant_file else None
     if a.irrelevant > 0 and not other:
         die("--irrelevant needs --irrelevant-file")
