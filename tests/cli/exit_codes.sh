@@ -42,8 +42,9 @@ has() {
 	grep -qE -- "$2" "$1" || fail "no /$2/ in: $(head -c 300 "$1")"
 }
 
-# A configuration the milter loads, and one it does not.
-mkdir -p "$tmp/state"
+# A configuration the milter loads, and one it does not.  (The spool
+# directory exists: the milter run as root never makes one.)
+mkdir -p "$tmp/state" "$tmp/spool"
 cat >"$tmp/good.conf" <<EOF
 [bridge]
 address = patchbridge@bridge.example.org
