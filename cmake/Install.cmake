@@ -51,7 +51,11 @@ install(FILES contrib/postfix/README.md contrib/postfix/main.cf.fragment
 set(PB_BINDIR ${CMAKE_INSTALL_FULL_BINDIR})
 set(PB_SBINDIR ${CMAKE_INSTALL_FULL_SBINDIR})
 set(PB_CONFIG_DIR ${PB_SYSCONFDIR}/patchbridge)
-foreach(f patchbridge.service patchbridge-milter.service)
+# sysusers.d and tmpfiles.d name the directories they are installed in.
+set(PB_SYSUSERS_DIR ${CMAKE_INSTALL_PREFIX}/lib/sysusers.d)
+set(PB_TMPFILES_DIR ${CMAKE_INSTALL_PREFIX}/lib/tmpfiles.d)
+foreach(f patchbridge.service patchbridge-milter.service
+          patchbridge.sysusers patchbridge.tmpfiles)
   configure_file(contrib/systemd/${f}.in contrib/systemd/${f} @ONLY)
 endforeach()
 install(FILES contrib/systemd/README.md
@@ -60,9 +64,9 @@ if(PB_INSTALL_SYSTEMD)
   install(FILES ${CMAKE_BINARY_DIR}/contrib/systemd/patchbridge.service
                 ${CMAKE_BINARY_DIR}/contrib/systemd/patchbridge-milter.service
           DESTINATION lib/systemd/system)
-  install(FILES contrib/systemd/patchbridge.sysusers
+  install(FILES ${CMAKE_BINARY_DIR}/contrib/systemd/patchbridge.sysusers
           DESTINATION lib/sysusers.d RENAME patchbridge.conf)
-  install(FILES contrib/systemd/patchbridge.tmpfiles
+  install(FILES ${CMAKE_BINARY_DIR}/contrib/systemd/patchbridge.tmpfiles
           DESTINATION lib/tmpfiles.d RENAME patchbridge.conf)
 endif()
 
