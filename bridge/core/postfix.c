@@ -325,32 +325,53 @@ void postfix_conf_free(struct postfix_conf *pf)
 	free(pf);
 }
 
-int postfix_read(struct postfix_conf **out, const char *config_dir)
+/*
+ * postconf [-c config_dir] args..., its output in o (reset first).  Its
+ * stderr is only kept for the message of a failure.
+ */
+static int ask(struct buf *o, const char *config_dir, const char *const *args)
 {
-	struct buf o = BUF_INIT(POSTFIX_OUTPUT_MAX);
 	struct buf e = BUF_INIT(POSTFIX_OUTPUT_MAX);
-	struct postfix_conf *pf = xcalloc(1, sizeof(*pf));
-	struct fields_arg fa = { pf, 0, 0 };
-	char *f[6] = { NULL };
 	const char *argv[16];
-	size_t i, keep;
 	int n = 1, rc;
 
-	*out = NULL;
 	if (config_dir) {
 		argv[n++] = "-c";
 		argv[n++] = config_dir;
 	}
-	keep = (size_t)n;
-	argv[n++] = "-x";
-	argv[n++] = "queue_directory";
-	argv[n++] = "config_directory";
-	argv[n++] = "mail_owner";
-	argv[n++] = "mail_version";
-	argv[n++] = "smtpd_milters";
-	argv[n++] = "non_smtpd_milters";
+	while (*args && n < 15)
+		argv[n++] = *args++;
 	argv[n] = NULL;
-	rc = run_postconf(&o, &e, argv);
+	buf_reset(o);
+	rc = run_postconf(o, &e, argv);
+	buf_release(&e);
+	return rc;
+}
+
+int postfix_read(struct postfix_conf **out, const char *config_dir)
+{
+	static const char *const main_args[] = {
+		"-x",
+		"queue_directory",
+		"config_directory",
+		"mail_owner",
+		"mail_version",
+		"smtpd_milters",
+		"non_smtpd_milters",
+		NULL,
+	};
+	static const char *const raw_args[] = { "non_smtpd_milters", NULL };
+	static const char *const f_args[] = { "-F", NULL };
+	static const char *const p_args[] = { "-Px", NULL };
+	struct buf o = BUF_INIT(POSTFIX_OUTPUT_MAX);
+	struct postfix_conf *pf = xcalloc(1, sizeof(*pf));
+	struct fields_arg fa = { pf, 0, 0 };
+	char *f[6] = { NULL };
+	size_t i, keep;
+	int rc;
+
+	*out = NULL;
+	rc = ask(&o, config_dir, main_args);
 	if (!rc)
 		rc = each_line(&o, take_main, f);
 	if (rc)
@@ -370,12 +391,8 @@ int postfix_read(struct postfix_conf **out, const char *config_dir)
 	fa.old_default = pf->version[0] >= '0' && pf->version[0] <= '2' &&
 			 pf->version[1] == '.';
 
-	n = (int)keep;
-	argv[n++] = "non_smtpd_milters";
-	argv[n] = NULL;
-	buf_reset(&o);
-	buf_reset(&e);
-	rc = run_postconf(&o, &e, argv);
+	/* As written: does it follow smtpd_milters? */
+	rc = ask(&o, config_dir, raw_args);
 	if (rc)
 		goto out;
 	buf_rtrim(&o);
@@ -384,17 +401,12 @@ int postfix_read(struct postfix_conf **out, const char *config_dir)
 		buf_eqs(&o, "non_smtpd_milters = ${smtpd_milters}") ||
 		buf_eqs(&o, "non_smtpd_milters = $(smtpd_milters)");
 
-	n = (int)keep;
-	argv[n++] = "-F";
-	argv[n] = NULL;
-	buf_reset(&o);
-	buf_reset(&e);
-	rc = run_postconf(&o, &e, argv);
+	/* master.cf: which services run smtpd and cleanup, chrooted? */
+	rc = ask(&o, config_dir, f_args);
 	if (!rc)
 		rc = each_line(&o, take_field, &fa);
 	if (rc)
 		goto out;
-	/* Only the services that talk to milters stay. */
 	for (i = 0; i < pf->nr; i++) {
 		struct postfix_service *s = &pf->services[i];
 		const char *c = s->command ? s->command : "";
@@ -407,16 +419,13 @@ int postfix_read(struct postfix_conf **out, const char *config_dir)
 			s->milters = xstrdup(f[5] ? f[5] : "");
 		}
 	}
-	n = (int)keep;
-	argv[n++] = "-Px";
-	argv[n] = NULL;
-	buf_reset(&o);
-	buf_reset(&e);
-	rc = run_postconf(&o, &e, argv);
+	/* Their -o overrides. */
+	rc = ask(&o, config_dir, p_args);
 	if (!rc)
 		rc = each_line(&o, take_override, &fa);
 	if (rc)
 		goto out;
+	/* Only the services that talk to milters stay. */
 	for (i = keep = 0; i < pf->nr; i++) {
 		if (pf->services[i].param) {
 			pf->services[keep++] = pf->services[i];
@@ -434,7 +443,6 @@ out:
 		free(f[i]);
 	postfix_conf_free(pf);
 	buf_release(&o);
-	buf_release(&e);
 	return rc;
 }
 

@@ -272,9 +272,12 @@ void preflight_files(struct preflight *pf, const struct config *cfg,
 
 /* --- the spool ------------------------------------------------------------ */
 
-/* The daemon's user: the state directory's owner, else the layout's. */
-static void daemon_user(char *out, size_t size, const struct config *cfg,
-			uid_t *uid)
+/*
+ * The daemon's user and group: the state directory's owner and group,
+ * else the layout's names (and *uid (uid_t)-1).
+ */
+static void daemon_user(char *user, char *group, size_t size,
+			const struct config *cfg, uid_t *uid)
 {
 	char dir[PATH_MAX];
 	const char *state = config_str(cfg, CFG_STATE_PATH);
@@ -282,7 +285,8 @@ static void daemon_user(char *out, size_t size, const struct config *cfg,
 	struct stat st;
 
 	*uid = (uid_t)-1;
-	snprintf(out, size, LAYOUT_DAEMON);
+	snprintf(user, size, LAYOUT_DAEMON);
+	snprintf(group, size, LAYOUT_DAEMON);
 	if (!slash || (size_t)(slash - state) >= sizeof(dir))
 		return;
 	memcpy(dir, state, (size_t)(slash - state));
@@ -290,19 +294,20 @@ static void daemon_user(char *out, size_t size, const struct config *cfg,
 	if (!dir[0] || stat(dir, &st) < 0)
 		return;
 	*uid = st.st_uid;
-	user_name(out, size, st.st_uid);
+	user_name(user, size, st.st_uid);
+	group_name(group, size, st.st_gid);
 }
 
 void preflight_spool(struct preflight *pf, const struct config *cfg,
 		     enum preflight_who who)
 {
 	const char *dir = config_str(cfg, CFG_SPOOL_DIR);
-	char d[128], u[64], g[64], me[512], du[64], sub[PATH_MAX];
+	char d[128], u[64], g[64], me[512], du[64], dg[64], sub[PATH_MAX];
 	struct stat st, ss;
 	uid_t duid;
 	size_t i;
 
-	daemon_user(du, sizeof(du), cfg, &duid);
+	daemon_user(du, dg, sizeof(du), cfg, &duid);
 	if (stat(dir, &st) < 0) {
 		if (errno == EACCES)
 			return;
@@ -310,7 +315,7 @@ void preflight_spool(struct preflight *pf, const struct config *cfg,
 			"[spool] dir: %s: %s: create it for the daemon's user "
 			"and the group it shares with the milter: install -d "
 			"-o %s -g %s -m 2770 %s",
-			dir, strerror(errno), du, LAYOUT_DAEMON, dir);
+			dir, strerror(errno), du, dg, dir);
 		return;
 	}
 	if (!S_ISDIR(st.st_mode)) {
@@ -326,7 +331,7 @@ void preflight_spool(struct preflight *pf, const struct config *cfg,
 		problem(pf, PB_EPERM,
 			"[spool] dir: %s belongs to %s, the state directory "
 			"to %s: the daemon's user owns both: chown %s:%s %s",
-			dir, u, du, du, g, dir);
+			dir, u, du, du, dg, dir);
 	if (geteuid() && st.st_uid != geteuid() && !in_groups(st.st_gid))
 		problem(pf, PB_EPERM,
 			"[spool] dir: %s is %s, and this process (%s) is "

@@ -1,6 +1,5 @@
 #!/bin/bash
-# The installed programs with the installed example configuration
-# (issue 6, must show 1).
+# The installed programs with the installed example configuration.
 #
 # usage: install_e2e.sh BUILD_DIR WORKDIR   (under tests/forgesim/run-with-sim.sh)
 #
@@ -80,14 +79,19 @@ PORT=$(echo "$out" | sed -n 's/.*PORT=\([0-9]*\).*/\1/p' | head -1)
 CONF=$(dirname "$EXAMPLE")/patchbridge.conf
 STATE=$STAGE/var/lib/patchbridge
 SPOOL=$STAGE/var/spool/patchbridge
-mkdir -p "$STATE" "$(dirname "$SPOOL")"
+# The spool exists before the milter's --check, run as root here (as
+# root the milter never makes one).
+mkdir -p "$STATE" "$SPOOL"
 printf 'bot-token\n' >"$W/token" && chmod 600 "$W/token"
 cp "$W/token" "$(dirname "$EXAMPLE")/gitlab-token"
 TOKEN=$(dirname "$EXAMPLE")/gitlab-token
+OWNERS=$(dirname "$EXAMPLE")/owners.yaml
+printf 'subsystems: []\n' >"$OWNERS"
 # set SECTION KEY VALUE, on the example as installed: only the values
 # below change, every other line stays the example's own.
 awk -v url="$PB_FORGESIM_URL" -v token="$TOKEN" -v port="$PORT" \
-    -v state="$STATE/state.db" -v spool="$SPOOL" -v sock="unix:$W/m.sock" '
+    -v state="$STATE/state.db" -v spool="$SPOOL" -v sock="unix:$W/m.sock" \
+    -v owners="$OWNERS" '
 	/^\[/ { sec = $0 }
 	function set(s, k, v) {
 		if (sec == "[" s "]" && $0 ~ "^" k " *=") { print k " = " v; return 1 }
@@ -101,6 +105,7 @@ awk -v url="$PB_FORGESIM_URL" -v token="$TOKEN" -v port="$PORT" \
 	set("milter", "socket", sock) { next }
 	set("state", "path", state) { next }
 	set("spool", "dir", spool) { next }
+	set("inbound", "owners_file", owners) { next }
 	{ print }
 	END { print ""; print "[project \"group/project\"]" }' "$EXAMPLE" >"$CONF" ||
 	fail "cannot write $CONF"
@@ -131,7 +136,7 @@ say "[5] uninstall"
 DESTDIR=$STAGE cmake --build "$BUILD" --target uninstall >"$W/uninstall.log" 2>&1 ||
 	fail "uninstall failed: $(tail -5 "$W/uninstall.log")"
 left=$(find "$STAGE" -type f ! -path "$STATE/*" ! -path "$SPOOL/*" \
-	! -path "$CONF" ! -path "$TOKEN" | sed "s|^$STAGE||")
+	! -path "$CONF" ! -path "$TOKEN" ! -path "$OWNERS" | sed "s|^$STAGE||")
 [ -z "$left" ] || fail "uninstall left: $left"
 [ -f "$STATE/state.db" ] || fail "uninstall removed the state"
 [ -f "$CONF" ] && [ -f "$TOKEN" ] || fail "uninstall removed patchbridge.conf or the token"

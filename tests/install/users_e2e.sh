@@ -1,6 +1,6 @@
 #!/bin/bash
-# The service layout of contrib/systemd/README.md without systemd (issue
-# 6, must show 2): each program as its own non-root user, the documented
+# The service layout of contrib/systemd/README.md without systemd: each
+# program as its own non-root user, the documented
 # directories, owners and modes.
 #
 # usage: users_e2e.sh PATCHBRIDGE MILTER WORKDIR   (under run-with-sim.sh)
