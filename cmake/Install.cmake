@@ -12,8 +12,9 @@
 # (CONFIG_DEFAULT_PATH): it does not follow a --prefix given to
 # cmake --install, only the one given at configure time.  State, spool
 # and socket directories belong to the service setup (sysusers.d,
-# tmpfiles.d, StateDirectory=, RuntimeDirectory=), not to the install, so
-# the "uninstall" target, which removes what install_manifest.txt lists,
+# tmpfiles.d, StateDirectory=), not to the install, so the "uninstall"
+# target, which removes what install_manifest.txt lists and the
+# directories the install made (install_dirs.txt) once they are empty,
 # leaves them alone.
 
 # /usr and /usr/local keep their configuration in /etc (FHS); any other
@@ -70,8 +71,24 @@ if(PB_INSTALL_SYSTEMD)
           DESTINATION lib/tmpfiles.d RENAME patchbridge.conf)
 endif()
 
+# The directories the install writes to; the first install rule
+# (InstallDirs.cmake.in, included from the top-level CMakeLists.txt)
+# notes which of them, and of their parents, it makes.
+set(PB_INSTALL_DIRS
+  ${CMAKE_INSTALL_BINDIR} ${CMAKE_INSTALL_SBINDIR}
+  ${CMAKE_INSTALL_MANDIR}/man5 ${CMAKE_INSTALL_MANDIR}/man8
+  ${CMAKE_INSTALL_DATADIR}/patchbridge/templates
+  ${CMAKE_INSTALL_DOCDIR}/postfix ${CMAKE_INSTALL_DOCDIR}/systemd
+  ${PB_SYSCONFDIR}/patchbridge)
+if(PB_INSTALL_SYSTEMD)
+  list(APPEND PB_INSTALL_DIRS lib/systemd/system lib/sysusers.d
+       lib/tmpfiles.d)
+endif()
+configure_file(cmake/InstallDirs.cmake.in install_dirs.cmake @ONLY)
+
 add_custom_target(uninstall
   COMMAND ${CMAKE_COMMAND}
           -DMANIFEST=${CMAKE_BINARY_DIR}/install_manifest.txt
+          -DDIRS=${CMAKE_BINARY_DIR}/install_dirs.txt
           -P ${PROJECT_SOURCE_DIR}/cmake/Uninstall.cmake
   COMMENT "Removing the files listed in install_manifest.txt")

@@ -12,8 +12,9 @@
 #  3. installed patchbridge check-config; send 'group/project!1' (the
 #     simulator's seeded MR): the series lands in the list archive
 #  4. installed patchbridge-milter --check with the same file
-#  5. the uninstall target removes every installed file and leaves the
-#     state, the spool, the real patchbridge.conf and the token
+#  5. the uninstall target removes every installed file and the
+#     directories the install made, and leaves the state, the spool, the
+#     real patchbridge.conf, owners.yaml and the token
 #
 # Exit 0 pass, 1 fail, 77 skipped (not root, Postfix missing).
 set -u
@@ -138,6 +139,11 @@ DESTDIR=$STAGE cmake --build "$BUILD" --target uninstall >"$W/uninstall.log" 2>&
 left=$(find "$STAGE" -type f ! -path "$STATE/*" ! -path "$SPOOL/*" \
 	! -path "$CONF" ! -path "$TOKEN" ! -path "$OWNERS" | sed "s|^$STAGE||")
 [ -z "$left" ] || fail "uninstall left: $left"
+# ... nor the directories the install made, once empty.
+left=$(find "$STAGE" -depth -type d -empty ! -path "$STATE*" ! -path "$SPOOL*" |
+	sed "s|^$STAGE||")
+[ -z "$left" ] || fail "uninstall left empty directories: $left"
+[ -d "$STAGE/usr" ] && fail "uninstall left $STAGE/usr: $(find "$STAGE/usr")"
 [ -f "$STATE/state.db" ] || fail "uninstall removed the state"
 [ -f "$CONF" ] && [ -f "$TOKEN" ] || fail "uninstall removed patchbridge.conf or the token"
 [ -d "$SPOOL/new" ] || fail "uninstall removed the spool"
