@@ -14,6 +14,31 @@ struct gitrepo {
 	git_repository *repo;
 };
 
+void gitrepo_libgit2_init(void)
+{
+	static const int levels[] = {
+		GIT_CONFIG_LEVEL_PROGRAMDATA,
+		GIT_CONFIG_LEVEL_SYSTEM,
+		GIT_CONFIG_LEVEL_XDG,
+		GIT_CONFIG_LEVEL_GLOBAL,
+	};
+	size_t i;
+
+	git_libgit2_init();
+	/*
+	 * No configuration outside the repository: not $HOME/.gitconfig,
+	 * not $XDG_CONFIG_HOME, not /etc/gitconfig.  The daemon's mirrors
+	 * are its own; a user's or the system's url.insteadOf, proxy or
+	 * safe.directory settings must not change what it fetches, and a
+	 * $HOME it may not read (HOME=/root kept by su or sudo) must not
+	 * make every fetch fail on "failed to stat '/root/.gitconfig'".
+	 * An empty path is an empty list of directories.  Set at every
+	 * init: the last shutdown resets libgit2's settings.
+	 */
+	for (i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
+		git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, levels[i], "");
+}
+
 /* Convert libgit2's error into ours, keeping libgit2's message. */
 static int git_fail(int code, const char *what)
 {
@@ -43,7 +68,7 @@ int gitrepo_open(struct gitrepo **out, const char *path)
 	int rc;
 
 	*out = NULL;
-	git_libgit2_init();
+	gitrepo_libgit2_init();
 	r = xcalloc(1, sizeof(*r));
 	rc = git_repository_open_ext(&r->repo, path,
 				     GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
@@ -1300,7 +1325,7 @@ int gitrepo_range_diff(struct gitrepo_rangediff **out,
 	if (!old_range->have_patches || !new_range->have_patches)
 		return err_set(PB_EINVAL, "range-diff needs both patch sets");
 	/* The interdiff uses libgit2 without a repository. */
-	git_libgit2_init();
+	gitrepo_libgit2_init();
 	pair_new = xcalloc(nn + 1, sizeof(*pair_new)); /* new -> old */
 	pair_old = xcalloc(no + 1, sizeof(*pair_old)); /* old -> new */
 	for (j = 0; j < nn; j++)
@@ -1449,7 +1474,7 @@ int gitrepo_epoch_create(struct gitrepo_epoch **out, const char *path)
 
 	*out = NULL;
 	ep = xcalloc(1, sizeof(*ep));
-	git_libgit2_init();
+	gitrepo_libgit2_init();
 	git_repository_init_options_init(&opts,
 					 GIT_REPOSITORY_INIT_OPTIONS_VERSION);
 	opts.flags = GIT_REPOSITORY_INIT_BARE | GIT_REPOSITORY_INIT_MKPATH |

@@ -23,7 +23,11 @@
  * gitrepo_rangediff own all their strings and buffers and outlive the
  * gitrepo they came from.  libgit2 types never appear in this header.
  * Thread safety: a gitrepo belongs to one thread; libgit2 is initialised
- * once per process by gitrepo_open() (reference counted).
+ * once per process by gitrepo_open() (reference counted), through
+ * gitrepo_libgit2_init(), which every user of libgit2 calls instead of
+ * git_libgit2_init(): it makes libgit2 read no configuration outside the
+ * repository (no ~/.gitconfig, no /etc/gitconfig), so the daemon does
+ * not depend on $HOME.
  * Errors: PB_ENOTFOUND for a missing repository or revision, PB_EINVAL for
  * a revision that is not a commit, PB_ELIMIT for a range or patch past
  * its cap, PB_ERROR for other libgit2 failures (message from libgit2).
@@ -51,6 +55,12 @@
 #define GITREPO_INTERDIFF_LINES 40
 
 struct gitrepo;
+
+/*
+ * git_libgit2_init(), then no global, XDG, system or ProgramData
+ * configuration search path.  Pair it with git_libgit2_shutdown().
+ */
+void gitrepo_libgit2_init(void);
 
 struct gitrepo_person {
 	char *name;

@@ -95,7 +95,7 @@ int mirror_open(struct mirror **out, const struct mirror_opts *opts)
 	rc = mirror_dir(dir, sizeof(dir), opts->root, opts->project);
 	if (rc)
 		return rc;
-	git_libgit2_init();
+	gitrepo_libgit2_init();
 	if (opts->ca_file && *opts->ca_file &&
 	    git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, opts->ca_file,
 			     NULL) < 0)
