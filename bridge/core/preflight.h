@@ -81,12 +81,15 @@ void preflight_spool(struct preflight *pf, const struct config *cfg,
 
 /*
  * The socket spec (the [milter] socket, or -p's): its directory exists,
- * the milter can create the socket there (PREFLIGHT_MILTER, with
- * sock_umask), Postfix's user can reach it, and every service of the
- * Postfix in postfix_dir (NULL: postconf's default) that runs milters
- * resolves one of them to this socket.  Postfix missing or not
- * configured for the milter is a warning; a milter entry meant for this
- * one that reaches another path (the chroot case) is a problem.
+ * the milter can create the socket there (PREFLIGHT_MILTER), and no
+ * service of the Postfix in postfix_dir (NULL: postconf's default, or
+ * $MAIL_CONFIG) that runs milters has an entry meant for this one (the
+ * same path, or one naming patchbridge) that it resolves to another path
+ * (the chroot case: a problem, with the corrected postconf line).  When
+ * Postfix does call the socket, its mail_owner must get through the
+ * directories to it and, for the milter, be able to write the socket as
+ * it will be made (sock_umask, the directory's setgid group).  Postfix
+ * missing, or no smtpd calling the milter yet, is a warning.
  */
 void preflight_socket(struct preflight *pf, const struct config *cfg,
 		      const char *spec, const char *postfix_dir,
