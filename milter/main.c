@@ -44,9 +44,9 @@
  * log level are read only at start.
  */
 #include "core/config.h"
-#include "core/mail.h"
 #include "core/preflight.h"
 #include "core/version.h"
+#include "mail/mail.h"
 #include "milter/glue.h"
 #include "milter/mconf.h"
 #include "milter/testmode.h"
