@@ -1162,6 +1162,8 @@ int cmd_why(const char *config_path, int argc, char **argv)
 	rc = gather_store(&w);
 	if (rc) {
 		fprintf(stderr, "patchbridge why: %s\n", err_msg());
+		env_perm_hint(rc, "patchbridge why",
+			      config_str(cfg, CFG_STATE_PATH));
 		ex = env_exit_code(rc);
 		goto out;
 	}

@@ -448,6 +448,58 @@ int preflight_explain(struct buf *out, const char *dir)
 	return rc;
 }
 
+int preflight_access_hint(struct buf *out, const char *path)
+{
+	char dir[PATH_MAX], d[128], me[512], u[64], g[64];
+	size_t len = strlen(path), i;
+	struct stat st;
+
+	if (len >= sizeof(dir) || path[0] != '/')
+		return 0;
+	memcpy(dir, path, len + 1);
+	for (i = 1; i <= len; i++) {
+		int last = dir[i] == '\0';
+
+		if (dir[i] != '/' && !last)
+			continue;
+		dir[i] = '\0';
+		if (stat(dir, &st) < 0)
+			return 0; /* missing: not a permission problem */
+		if (access(dir, last && !S_ISDIR(st.st_mode) ? R_OK : X_OK)) {
+			unsigned bit = S_ISDIR(st.st_mode) ? 1 : 4;
+			char self[64];
+
+			user_name(u, sizeof(u), st.st_uid);
+			group_name(g, sizeof(g), st.st_gid);
+			user_name(self, sizeof(self), geteuid());
+			buf_addf(out,
+				 "%s is %s, and this process (%s) may not %s "
+				 "it: ",
+				 dir, describe(d, sizeof(d), &st),
+				 who_am_i(me, sizeof(me)),
+				 S_ISDIR(st.st_mode) ? "enter" : "read");
+			if (((st.st_mode >> 3) & bit) && !in_groups(st.st_gid))
+				return buf_addf(
+					out,
+					"join its group %s (adduser %s "
+					"%s, then log in again), or "
+					"run it as %s (runuser -u %s -- "
+					"patchbridge ...)",
+					g, self, g, u, u);
+			return buf_addf(out,
+					"only its owner may; run it as %s "
+					"(runuser -u %s -- patchbridge ...), "
+					"or let the group in as the layout "
+					"does (state directory 2750, files "
+					"0640, spool 2770)",
+					u, u);
+		}
+		if (!last)
+			dir[i] = '/';
+	}
+	return 0;
+}
+
 /* --- the socket and Postfix ------------------------------------------------ */
 
 /* Can user pw (with its groups) do what bits (4 r, 2 w, 1 x) ask on st? */

@@ -108,4 +108,13 @@ int preflight_root(const struct config *cfg);
  */
 int preflight_explain(struct buf *out, const char *dir);
 
+/*
+ * Why this process cannot read path (for a PB_EPERM from opening it):
+ * the first directory on the way it cannot search, or the file it cannot
+ * read, with its owner, group and mode, who we are, and the group to
+ * join or the user to run as.  Appended to out; nothing when nothing on
+ * the way is closed to us.
+ */
+int preflight_access_hint(struct buf *out, const char *path);
+
 #endif

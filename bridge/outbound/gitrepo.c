@@ -1731,8 +1731,7 @@ int gitrepo_ref_set(struct gitrepo *repo, const char *name, const char *sha,
 
 	if (!sha || git_oid_fromstr(&oid, sha) < 0)
 		return err_set(PB_EINVAL, "set reference: bad commit id");
-	rc = git_reference_create(&ref, repo->repo, name, &oid, 1,
-				  log_message);
+	rc = git_reference_create(&ref, repo->repo, name, &oid, 1, log_message);
 	if (rc < 0)
 		return git_fail(rc, 0, "set reference");
 	git_reference_free(ref);

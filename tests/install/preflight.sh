@@ -26,6 +26,8 @@
 #     subdirectory made by root, and a spool the daemon does not own
 #  3. a missing owners.yaml (approval_policy = owners): both name it and
 #     the fix; then a broken one: its line and column
+#  4. patchbridge status run by a user outside the state directory's
+#     group: not only "Permission denied", but which group to join
 #
 # Exit 0 pass, 1 fail, 77 skipped (not root; postconf, setpriv or user
 # nobody missing).
@@ -239,4 +241,12 @@ check_pb 78
 said "[inbound] owners_file: $T/etc/missing-owners.yaml:3:"
 # The milter only looks whether it is there (it does not read owners).
 check_milter 0
+
+say "[4] status as a user outside the state's group"
+: >"$T/state/state.db"
+chmod 0750 "$T/state"
+chmod 0640 "$T/state/state.db"
+run 77 setpriv --reuid=nobody --regid=nogroup --clear-groups -- \
+	"$PB" -c "$T/etc/pb.conf" status
+said "patchbridge status: $T/state is root:root 0750, and this process (uid $(id -u nobody) (nobody), groups nogroup) may not enter it: join its group root (adduser nobody root, then log in again), or run it as root (runuser -u root -- patchbridge ...)"
 say "PASS"
