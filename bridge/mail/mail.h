@@ -50,6 +50,9 @@
 #define MAIL_F_ENTITIES 0x0200 /* HTML entities in text/plain decoded */
 #define MAIL_F_ENCRYPTED 0x0400 /* multipart/encrypted: no text */
 
+/* Parser warnings kept as text in struct mail's notes. */
+#define MAIL_NOTES_MAX 20
+
 struct mail_limits {
 	size_t max_size; /* whole message, bytes */
 	size_t max_headers; /* header fields of the top-level header */
@@ -86,6 +89,12 @@ struct mail {
 	unsigned flags; /* MAIL_F_* */
 	unsigned crit; /* GMIME_CRIT_* warnings seen */
 	unsigned warnings; /* other parser warnings seen */
+	/*
+	 * The first MAIL_NOTES_MAX of them in words, critical ones marked
+	 * "critical: " (what made MAIL_F_AMBIGUOUS), then our own: "2
+	 * Message-ID fields: the first counts".  Printable ASCII.
+	 */
+	struct strlist notes;
 };
 
 void mail_limits_default(struct mail_limits *lim);
