@@ -370,7 +370,16 @@ static int serve_forever(const char *path, const char *spec, int foreground,
 	mconf_unref(c);
 	rc = glue_open(spec, timeout_s, sock_umask);
 	if (rc) {
+		struct preflight pf;
+		size_t i;
+
 		log_error("%s", err_msg());
+		/* Why: the directory, its owner and mode, the fix. */
+		preflight_init(&pf);
+		preflight_socket_dir(&pf, spec);
+		strlist_for_each (&pf.problems, i)
+			log_error("%s", pf.problems.items[i]);
+		preflight_release(&pf);
 		return rc == PB_EINVAL ? EX_CONFIG : EX_UNAVAILABLE;
 	}
 	if (!foreground && daemon(0, 0) < 0) {

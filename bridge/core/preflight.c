@@ -643,9 +643,11 @@ static void check_sockdir(struct preflight *pf, const char *path,
 	else
 		problem(pf, PB_EPERM,
 			"[milter] socket: the milter (%s) cannot create its "
-			"socket in %s (%s): chown " LAYOUT_MILTER " %s",
+			"socket in %s (%s): the layout gives it the milter's "
+			"user with Postfix's group: chown " LAYOUT_MILTER
+			":postfix %s; chmod 2750 %s",
 			who_am_i(me, sizeof(me)), dir,
-			describe(d, sizeof(d), &st), dir);
+			describe(d, sizeof(d), &st), dir, dir);
 }
 
 /* Is a milter entry (that reaches elsewhere) meant to be this one? */
@@ -871,6 +873,15 @@ out:
 	postfix_conf_free(pc);
 	buf_release(&at);
 	buf_release(&queue);
+}
+
+void preflight_socket_dir(struct preflight *pf, const char *spec)
+{
+	struct buf ours = BUF_INIT(POSTFIX_PATH_MAX);
+
+	if (!postfix_resolve_own(&ours, spec))
+		check_sockdir(pf, ours.data, PREFLIGHT_MILTER);
+	buf_release(&ours);
 }
 
 void preflight_socket(struct preflight *pf, const struct config *cfg,

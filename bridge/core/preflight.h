@@ -96,6 +96,12 @@ void preflight_socket(struct preflight *pf, const struct config *cfg,
 		      enum preflight_who who, mode_t sock_umask);
 
 /*
+ * Only the first part of preflight_socket() for the milter: can it make
+ * the socket spec names?  For a failed bind, to say why.
+ */
+void preflight_socket_dir(struct preflight *pf, const char *spec);
+
+/*
  * The milter's rule for root (see above): 0, or PB_EPERM with a message
  * that names the spool's owner and mode and the command to run instead.
  */
