@@ -69,7 +69,7 @@ class WhyTest(unittest.TestCase):
                                                          "spool", area))
                       if not n.endswith(".reason"))
 
-    # must-show 5, story 1: an applied reply, its actions and their links
+    # Story 1: an applied reply, its actions and their links
     def test_applied_reply(self):
         b = self.b
         path, mid = b.reply(
@@ -146,7 +146,7 @@ class WhyTest(unittest.TestCase):
                                        "reason": None}])
         self.assertIsNone(j["sent"])
 
-    # must-show 5, story 2: an ignored mail, and why
+    # Story 2: an ignored mail, and why
     def test_ignored_mail(self):
         b = self.b
         path, mid = b.reply("> Only a quote, nothing of my own.\n")
@@ -166,7 +166,7 @@ class WhyTest(unittest.TestCase):
         self.assertEqual(j["actions"], [])
         self.assertEqual(sim.user_notes(sim.mr_state()), [])
 
-    # must-show 5, story 3: the forge refuses for good -> a dead letter
+    # Story 3: the forge refuses for good -> a dead letter
     def test_dead_letter_forge_refuses(self):
         b = self.b
         sim.sim("POST", "faults", {
