@@ -328,11 +328,15 @@ int inbound_ingest_spool(struct inbound *ib, int64_t now)
 			return rc;
 		rc = ingest_one(ib, name);
 		if (rc == PB_ETEMP) {
-			/* the store is busy: give it back for later */
+			char cause[PB_ERRMSG_MAX];
+
+			/* the store is busy: give it back for later (the
+			 * cause is kept: a failed release sets its own) */
+			snprintf(cause, sizeof(cause), "%s", err_msg());
 			if (spool_release(ib->sp, name))
 				log_warn("inbound: %s", err_msg());
 			return err_set(PB_ETEMP, "inbound: journaling %s: %s",
-				       name, err_msg());
+				       name, cause);
 		}
 		if (rc && rc != PB_ENOTFOUND)
 			return rc;
@@ -477,8 +481,7 @@ static int get_owners(struct owners **out, struct inbound *ib,
 	rc = owners_load(&o, path);
 	if (rc) {
 		log_error("inbound: %s", err_msg());
-		return err_set(PB_ETEMP, "owners_file does not load: %s",
-			       err_msg());
+		return err_prefix(PB_ETEMP, "owners_file does not load");
 	}
 	loaded_put(&ib->owners, &ib->nr_owners, &ib->alloc_owners, path, o);
 	*out = o;
@@ -502,8 +505,7 @@ static int get_usermap(struct usermap **out, struct inbound *ib,
 	rc = usermap_load(&m, path);
 	if (rc) {
 		log_error("inbound: %s", err_msg());
-		return err_set(PB_ETEMP, "user_map does not load: %s",
-			       err_msg());
+		return err_prefix(PB_ETEMP, "user_map does not load");
 	}
 	loaded_put(&ib->maps, &ib->nr_maps, &ib->alloc_maps, path, m);
 	*out = m;
