@@ -23,6 +23,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -98,12 +99,29 @@ static int stopping(const struct inbound *ib)
 static int take_lock(struct inbound *ib, const char *dir)
 {
 	char *path = xasprintf("%s/%s", dir, LOCK_NAME);
+	struct stat st;
 	int rc = 0;
 
-	ib->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0660);
+	/* The spool's top is writable by the milter's group: never follow
+	 * a link planted at the name, never lock a file someone else made
+	 * (and could hold locked). */
+	ib->lock_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY |
+					 O_CLOEXEC,
+			   0660);
 	if (ib->lock_fd < 0) {
 		rc = err_set_errno(errno == EACCES ? PB_EPERM : PB_ERROR,
-				   "inbound: %s", path);
+				   "inbound: %s%s", path,
+				   errno == ELOOP ? " is a symbolic link" : "");
+		goto out;
+	}
+	if (fstat(ib->lock_fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_uid != geteuid()) {
+		rc = err_set(PB_EPERM,
+			     "inbound: %s is not a file of this user (uid %lu); "
+			     "remove it",
+			     path, (unsigned long)geteuid());
+		close(ib->lock_fd);
+		ib->lock_fd = -1;
 		goto out;
 	}
 	if (flock(ib->lock_fd, LOCK_EX | LOCK_NB) < 0) {
