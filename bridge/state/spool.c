@@ -237,6 +237,29 @@ static int refuse_dir(const char *shown, const char *what,
 		       (unsigned long)top->st_gid, shown);
 }
 
+/*
+ * This user may not use shown as the role needs (need: R_OK, W_OK,
+ * X_OK): say who it is and what the layout expects, so that the fix is
+ * plain (a missing group membership, a directory made by root ...).
+ */
+static int access_refused(const char *shown, int need, const struct stat *top)
+{
+	char me[PERM_NAME_MAX], owner[PERM_NAME_MAX], group[PERM_NAME_MAX];
+
+	perm_user(me, sizeof(me), geteuid());
+	perm_user(owner, sizeof(owner), top->st_uid);
+	perm_group(group, sizeof(group), top->st_gid);
+	return err_set(PB_EPERM,
+		       "spool: %s: %s lacks %s%s%s access; expected the "
+		       "spool's owner %s, group %s (both programs' users in "
+		       "it), mode 2770, as `install -d -o %lu -g %lu -m 2770 "
+		       "%s` makes it",
+		       shown, me, need & R_OK ? "r" : "", need & W_OK ? "w" : "",
+		       need & X_OK ? "x" : "", owner, group,
+		       (unsigned long)top->st_uid, (unsigned long)top->st_gid,
+		       shown);
+}
+
 /* How st differs from the layout of top (NULL: it does not). */
 static const char *dir_differs(char *buf, size_t size, const struct stat *st,
 			       const struct stat *top)
@@ -304,12 +327,12 @@ static int open_area(struct spool *sp, int top, const struct stat *top_st,
 	if (!need)
 		return 0; /* a writer has no business in cur/, done/, dead/ */
 	rc = dir_openat_nofollow(&sp->fd[area], top, name, shown);
-	if (rc == PB_EPERM && !strstr(err_msg(), "symbolic link"))
-		return rc;
+	if (rc && errno == EACCES)
+		return access_refused(shown, need, top_st);
+	if (rc == PB_EPERM) /* made a link since the look above */
+		return refuse_dir(shown, "is a symbolic link", top_st);
 	if (rc)
-		return refuse_dir(shown, rc == PB_EPERM ? "is a symbolic link" :
-							  "is not a directory",
-				  top_st);
+		return rc;
 	/* What counts is the directory opened, not what the name showed. */
 	if (fstat(sp->fd[area], &st) < 0)
 		return err_set_errno(err_from_errno(errno), "spool: stat %s",
@@ -317,13 +340,12 @@ static int open_area(struct spool *sp, int top, const struct stat *top_st,
 	differs = dir_differs(why, sizeof(why), &st, top_st);
 	if (differs)
 		return refuse_dir(shown, differs, top_st);
-	if (faccessat(sp->fd[area], ".", need, AT_EACCESS) < 0)
-		return err_set_errno(err_from_errno(errno),
-				     "spool: %s: this user lacks %s%s%s access "
-				     "(see the spool's permission layout)",
-				     shown, need & R_OK ? "r" : "",
-				     need & W_OK ? "w" : "",
-				     need & X_OK ? "x" : "");
+	if (faccessat(sp->fd[area], ".", need, AT_EACCESS) < 0) {
+		if (errno == EACCES || errno == EPERM || errno == EROFS)
+			return access_refused(shown, need, top_st);
+		return err_set_errno(err_from_errno(errno), "spool: %s",
+				     shown);
+	}
 	return 0;
 }
 
@@ -379,12 +401,17 @@ int spool_open(struct spool **out, const char *dir, unsigned flags)
 
 	if (!inspect_only(flags))
 		rc = make_dir(&created, AT_FDCWD, dir, dir);
-	if (!rc)
+	if (!rc) {
 		rc = dir_open_nofollow(&top, dir);
-	if (rc) {
+		if (rc && errno == EACCES && stat(dir, &top_st) == 0)
+			rc = access_refused(dir, R_OK | X_OK, &top_st);
+		else if (rc)
+			rc = err_prefix(rc, "spool");
+	} else {
 		rc = err_prefix(rc, "spool");
-		goto out;
 	}
+	if (rc)
+		goto out;
 	rc = check_top(dir, top, &top_st, flags);
 	for (i = 0; !rc && i < SPOOL_AREA_COUNT; i++) {
 		char *shown = xasprintf("%s/%s", dir, area_names[i]);

@@ -941,7 +941,17 @@ static int other_side(void)
 {
 	struct spool *sp;
 
-	return spool_open(&sp, spdir, SPOOL_READER) == PB_EPERM ? 0 : 1;
+	if (spool_open(&sp, spdir, SPOOL_READER) != PB_EPERM)
+		return 1;
+	/* An operator outside the group is told what the layout wants. */
+	if (spool_open(&sp, spdir, SPOOL_INSPECT) != PB_EPERM)
+		return 2;
+	if (!strstr(err_msg(), "uid 64003") || !strstr(err_msg(), "lacks") ||
+	    !strstr(err_msg(), "gid 64999") || !strstr(err_msg(), "2770")) {
+		fprintf(stderr, "other: %s\n", err_msg());
+		return 3;
+	}
+	return 0;
 }
 
 /* Before the daemon: subdirectories are the spool owner's to make. */
