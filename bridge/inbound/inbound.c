@@ -105,8 +105,8 @@ static int take_lock(struct inbound *ib, const char *dir)
 	/* The spool's top is writable by the milter's group: never follow
 	 * a link planted at the name, never lock a file someone else made
 	 * (and could hold locked). */
-	ib->lock_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY |
-					 O_CLOEXEC,
+	ib->lock_fd = open(path,
+			   O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
 			   0660);
 	if (ib->lock_fd < 0) {
 		rc = err_set_errno(errno == EACCES ? PB_EPERM : PB_ERROR,
@@ -116,10 +116,11 @@ static int take_lock(struct inbound *ib, const char *dir)
 	}
 	if (fstat(ib->lock_fd, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    st.st_uid != geteuid()) {
-		rc = err_set(PB_EPERM,
-			     "inbound: %s is not a file of this user (uid %lu); "
-			     "remove it",
-			     path, (unsigned long)geteuid());
+		rc = err_set(
+			PB_EPERM,
+			"inbound: %s is not a file of this user (uid %lu); "
+			"remove it",
+			path, (unsigned long)geteuid());
 		close(ib->lock_fd);
 		ib->lock_fd = -1;
 		goto out;

@@ -254,10 +254,10 @@ static int access_refused(const char *shown, int need, const struct stat *top)
 		       "spool's owner %s, group %s (both programs' users in "
 		       "it), mode 2770, as `install -d -o %lu -g %lu -m 2770 "
 		       "%s` makes it",
-		       shown, me, need & R_OK ? "r" : "", need & W_OK ? "w" : "",
-		       need & X_OK ? "x" : "", owner, group,
-		       (unsigned long)top->st_uid, (unsigned long)top->st_gid,
-		       shown);
+		       shown, me, need & R_OK ? "r" : "",
+		       need & W_OK ? "w" : "", need & X_OK ? "x" : "", owner,
+		       group, (unsigned long)top->st_uid,
+		       (unsigned long)top->st_gid, shown);
 }
 
 /* How st differs from the layout of top (NULL: it does not). */
@@ -306,8 +306,8 @@ static int open_area(struct spool *sp, int top, const struct stat *top_st,
 		int mine = top_st->st_uid == geteuid();
 
 		if (errno != ENOENT)
-			return err_set_errno(err_from_errno(errno),
-					     "spool: %s", shown);
+			return err_set_errno(err_from_errno(errno), "spool: %s",
+					     shown);
 		if (!need && (!mine || inspect_only(sp->flags)))
 			return 0; /* not ours to use, nor to make */
 		if (inspect_only(sp->flags))
@@ -343,8 +343,7 @@ static int open_area(struct spool *sp, int top, const struct stat *top_st,
 	if (faccessat(sp->fd[area], ".", need, AT_EACCESS) < 0) {
 		if (errno == EACCES || errno == EPERM || errno == EROFS)
 			return access_refused(shown, need, top_st);
-		return err_set_errno(err_from_errno(errno), "spool: %s",
-				     shown);
+		return err_set_errno(err_from_errno(errno), "spool: %s", shown);
 	}
 	return 0;
 }
@@ -354,8 +353,7 @@ static int open_area(struct spool *sp, int top, const struct stat *top_st,
  * write, and for the daemon (SPOOL_READER) its own: whoever owns it may
  * rearrange what the daemon reads and removes.
  */
-static int check_top(const char *dir, int top, struct stat *st,
-		     unsigned flags)
+static int check_top(const char *dir, int top, struct stat *st, unsigned flags)
 {
 	char who[PERM_NAME_MAX], me[PERM_NAME_MAX];
 

@@ -114,8 +114,7 @@ char *path_dir(const char *path)
 	return xstrndup(path, (size_t)(slash - path));
 }
 
-int dir_openat_nofollow(int *out, int atfd, const char *name,
-			const char *shown)
+int dir_openat_nofollow(int *out, int atfd, const char *name, const char *shown)
 {
 	struct stat st;
 	int e;
@@ -261,11 +260,11 @@ int file_atomic_commit(struct file_atomic *f)
 	int rc = 0;
 
 	if (fsync(f->fd) < 0)
-		rc = err_set_errno(err_from_errno(errno), "fsync %s/%s",
-				   f->dir, f->tmp);
+		rc = err_set_errno(err_from_errno(errno), "fsync %s/%s", f->dir,
+				   f->tmp);
 	if (close(f->fd) < 0 && !rc)
-		rc = err_set_errno(err_from_errno(errno), "close %s/%s",
-				   f->dir, f->tmp);
+		rc = err_set_errno(err_from_errno(errno), "close %s/%s", f->dir,
+				   f->tmp);
 	f->fd = -1;
 	/* rename() replaces a link at the target's name; never follows it. */
 	if (!rc && renameat(f->dirfd, f->tmp, f->dirfd, f->name) < 0)
@@ -352,4 +351,3 @@ out:
 	free(p);
 	return rc;
 }
-

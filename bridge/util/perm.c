@@ -193,8 +193,7 @@ int perm_check_own_dir(const char *dir, const char *what,
 	struct stat st;
 
 	if (stat(dir, &st) < 0)
-		return err_set_errno(err_from_errno(errno), "%s %s", what,
-				     dir);
+		return err_set_errno(err_from_errno(errno), "%s %s", what, dir);
 	if (!S_ISDIR(st.st_mode))
 		return err_set(PB_ENOTFOUND, "%s %s is not a directory", what,
 			       dir);

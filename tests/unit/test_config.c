@@ -1030,8 +1030,7 @@ static void test_untrusted_files(void **state)
 
 	/* World-writable, then group-writable. */
 	assert_int_equal(chmod(path, 0666), 0);
-	expect_untrusted(path, "patchbridge.conf is writable by",
-			 "mode 0666");
+	expect_untrusted(path, "patchbridge.conf is writable by", "mode 0666");
 	assert_int_equal(chmod(path, 0664), 0);
 	expect_untrusted(path, "writable by its group", "chmod go-w");
 	assert_int_equal(chmod(path, 0640), 0);

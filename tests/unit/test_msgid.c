@@ -139,10 +139,20 @@ static void test_hostile_projects(void **state)
 		"a.b.c", "..", ".", "-", "_._", "group/sub.name/x.y-z_1",
 	};
 	static const char *const hostile[] = {
-		"a//b",	    "/lead",	  "trail/", "a b",
-		"x@y",	    "<>\"()",	  "caf\xc3\xa9/\xe2\x80\xae",
-		"tab\there", "new\r\nline", "=3D",	  "~",
-		"%41",	    "/",	  "//",
+		"a//b",
+		"/lead",
+		"trail/",
+		"a b",
+		"x@y",
+		"<>\"()",
+		"caf\xc3\xa9/\xe2\x80\xae",
+		"tab\there",
+		"new\r\nline",
+		"=3D",
+		"~",
+		"%41",
+		"/",
+		"//",
 	};
 	struct buf b = BUF_INIT(PB_MSGID_MAX);
 	struct msgid_parsed p;

@@ -27,13 +27,15 @@ static void test_truncates(void **state)
 
 static void test_line(void **state)
 {
-	char s[] = "ok J\xc3\xb6rg \n\r\x1b\x7f \xc2\x9b \xe2\x80\xa9 "
-		   "\xe2\x81\xa6 \xed\xa0\x80 \xc0\xaf \xf0\x9f\x98\x80 \xe2\x82";
+	char s[] =
+		"ok J\xc3\xb6rg \n\r\x1b\x7f \xc2\x9b \xe2\x80\xa9 "
+		"\xe2\x81\xa6 \xed\xa0\x80 \xc0\xaf \xf0\x9f\x98\x80 \xe2\x82";
 
 	(void)state;
 	/* C0, DEL, CSI (C1), U+2029, U+2066, a surrogate, an overlong "/",
 	 * a cut sequence; an emoji stays. */
-	assert_int_equal(printable_line(s, strlen(s)), 4 + 2 + 3 + 3 + 3 + 2 + 2);
+	assert_int_equal(printable_line(s, strlen(s)),
+			 4 + 2 + 3 + 3 + 3 + 2 + 2);
 	assert_string_equal(s, "ok J\xc3\xb6rg ???? ?? ??? ??? ??? ?? "
 			       "\xf0\x9f\x98\x80 ??");
 }
