@@ -312,10 +312,12 @@ void preflight_spool(struct preflight *pf, const struct config *cfg,
 		if (errno == EACCES)
 			return;
 		problem(pf, errno == ENOENT ? PB_ENOTFOUND : PB_ERROR,
-			"[spool] dir: %s: %s: create it for the daemon's user "
-			"and the group it shares with the milter: install -d "
-			"-o %s -g %s -m 2770 %s",
-			dir, strerror(errno), du, dg, dir);
+			"[spool] dir: %s: %s: create it and its areas for the "
+			"daemon's user and the group it shares with the "
+			"milter: install -d -o %s -g %s -m 2770 %s %s/tmp "
+			"%s/new %s/cur %s/done %s/dead",
+			dir, strerror(errno), du, dg, dir, dir, dir, dir, dir,
+			dir);
 		return;
 	}
 	if (!S_ISDIR(st.st_mode)) {
@@ -366,6 +368,12 @@ void preflight_spool(struct preflight *pf, const struct config *cfg,
 				"[spool] dir: %s is %s, made by a run as "
 				"root; the spool is %s's: chown %s:%s %s",
 				sub, d, u, u, g, sub);
+		else if (ss.st_uid != st.st_uid)
+			problem(pf, PB_EPERM,
+				"[spool] dir: %s is %s, not the spool's owner's "
+				"(the daemon refuses an area of another owner): "
+				"chown %s:%s %s",
+				sub, d, u, g, sub);
 		else if (ss.st_gid != st.st_gid)
 			problem(pf, PB_EPERM,
 				"[spool] dir: %s is %s, not of the spool's "
@@ -399,13 +407,16 @@ int preflight_root(const struct config *cfg)
 			       "running as root, and [spool] dir %s does not "
 			       "exist (%s): what root makes there would be "
 			       "root's, and the milter's user could not write "
-			       "it; create it for the daemon's user and the "
-			       "group it shares with the milter (install -d "
-			       "-o " LAYOUT_DAEMON " -g " LAYOUT_DAEMON
-			       " -m 2770 %s) and run the milter as its own "
-			       "user: runuser -u " LAYOUT_MILTER
+			       "it; create it and its areas for the daemon's "
+			       "user and the group it shares with the milter "
+			       "(install -d -o " LAYOUT_DAEMON
+			       " -g " LAYOUT_DAEMON
+			       " -m 2770 %s %s/tmp %s/new %s/cur %s/done "
+			       "%s/dead) and run the milter as its own user: "
+			       "runuser -u " LAYOUT_MILTER
 			       " -- patchbridge-milter ...",
-			       dir, strerror(errno), dir);
+			       dir, strerror(errno), dir, dir, dir, dir, dir,
+			       dir);
 	if (st.st_uid != 0)
 		return err_set(
 			PB_EPERM,

@@ -229,7 +229,9 @@ while IFS= read -r cmd; do
 	say "  $ ${cmd//$S/\$S}"
 	eval "$cmd" >>"$W/users-systemd.log" 2>&1 || fail "'$cmd' failed: $(tail -3 "$W/users-systemd.log")"
 done <"$W/users-systemd"
-for d in etc/patchbridge var/spool/patchbridge var/lib/patchbridge; do
+for d in etc/patchbridge var/spool/patchbridge var/spool/patchbridge/tmp \
+	var/spool/patchbridge/new var/spool/patchbridge/cur \
+	var/spool/patchbridge/done var/spool/patchbridge/dead var/lib/patchbridge; do
 	a=$(stat -c '%U:%G %a' "$S/$d")
 	b=$(stat -c '%U:%G %a' "$R/$d")
 	[ "$a" = "$b" ] || fail "/$d: $a by hand, $b by tmpfiles.d"

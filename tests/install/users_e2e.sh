@@ -9,8 +9,9 @@
 #     daemon, group pbtest-d) and pbtest-m (the milter, group pbtest-m,
 #     member of pbtest-d); removed at the end
 #  2. etc root:pbtest-d 0750, patchbridge.conf 0640, token pbtest-d 0600;
-#     state pbtest-d 2750, spool pbtest-d 2770; the socket directory made
-#     as tmpfiles.d makes it: pbtest-m:postfix 2750
+#     state pbtest-d 2750, spool and its five areas pbtest-d 2770 (as
+#     tmpfiles.d makes them); the socket directory as tmpfiles.d makes
+#     it: pbtest-m:postfix 2750
 #  3. the private Postfix is started first, with the milter as
 #     default_action=tempfail: a refused connection would be a 451
 #  4. the milter starts as pbtest-m (setpriv --init-groups), and a mail
@@ -98,6 +99,11 @@ say "[2] directories as documented"
 install -d -o root -g "$DU" -m 0750 "$T/etc"
 install -d -o "$DU" -g "$DU" -m 2750 "$T/state"
 install -d -o "$DU" -g "$DU" -m 2770 "$T/spool"
+# tmpfiles.d makes the spool's areas too: they are the daemon's, and the
+# milter, which may start first, makes none of them.
+for a in tmp new cur done dead; do
+	install -d -o "$DU" -g "$DU" -m 2770 "$T/spool/$a"
+done
 # tmpfiles.d: d /var/spool/postfix/patchbridge 2750 patchbridge-milter postfix
 install -d -o "$MU" -g postfix -m 2750 "$T/run"
 [ "$(stat -c '%U:%G %a' "$T/run")" = "$MU:postfix 2750" ] ||
