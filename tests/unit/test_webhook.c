@@ -1,9 +1,9 @@
 /*
  * forge/webhook: the receiver on 127.0.0.1, port 0, spoken to over raw
  * sockets (exact bytes, partial requests, idle clients), and the payload
- * parser on its own.  The documented example payloads come from
- * $PB_SHARED_DIR/gitlab/examples/webhooks (default: ../shared next to the
- * source tree); tests that need them are skipped without it.
+ * parser on its own.  GitLab's documented example payloads come from
+ * tests/data/gitlab/examples/webhooks ($PB_SRC_DIR); a test that cannot
+ * read one fails.
  */
 #include "cmocka_all.h"
 #include "forge/webhook.h"
@@ -90,24 +90,17 @@ static void sleep_ms(long ms)
 
 static char *example(const char *name)
 {
-	const char *shared = getenv("PB_SHARED_DIR");
 	const char *src = getenv("PB_SRC_DIR");
 	struct buf b = BUF_INIT(1024 * 1024);
 	char *path;
 	int rc;
 
-	if (shared && *shared)
-		path = xasprintf("%s/gitlab/examples/webhooks/%s", shared,
-				 name);
-	else
-		path = xasprintf("%s/../shared/gitlab/examples/webhooks/%s",
-				 src ? src : ".", name);
+	path = xasprintf("%s/tests/data/gitlab/examples/webhooks/%s",
+			 src ? src : ".", name);
 	rc = file_read(&b, path);
+	if (rc)
+		fail_msg("%s: %s (the test data is missing)", path, err_msg());
 	free(path);
-	if (rc) {
-		buf_release(&b);
-		return NULL;
-	}
 	return buf_detach(&b, NULL);
 }
 
@@ -122,20 +115,12 @@ static char *replace(const char *s, const char *from, const char *to)
 
 static char *mr_example(void)
 {
-	char *s = example("merge_request_hook.json");
-
-	if (!s)
-		skip();
-	return s;
+	return example("merge_request_hook.json");
 }
 
 static char *note_example(void)
 {
-	char *s = example("note_hook_merge_request.json");
-
-	if (!s)
-		skip();
-	return s;
+	return example("note_hook_merge_request.json");
 }
 
 /*

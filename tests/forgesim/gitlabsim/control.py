@@ -58,6 +58,7 @@ class Control:
           self.redeliver)
         r("POST", "/webhooks/wait", self.wait_webhooks)
         r("GET", "/requests", self.requests)
+        r("GET", "/openapi", self.openapi)
         r("DELETE", "/requests", self.clear_requests)
 
     def handle(self, request):
@@ -321,6 +322,14 @@ class Control:
 
     def requests(self, body):
         return Response.json(200, self.server.request_log())
+
+    def openapi(self, body):
+        """The OpenAPI conformance counts (404 when not checking)."""
+        checker = getattr(self.server, "conformance", None)
+        if checker is None:
+            raise SimError("not checking against the OpenAPI document "
+                           "(start with --openapi-report)", 404)
+        return Response.json(200, checker.snapshot())
 
     def clear_requests(self, body):
         self.server.clear_request_log()

@@ -1,7 +1,7 @@
 """JSON shapes of GitLab's REST entities (lib/api/entities/*.rb).
 
 Field names, JSON types and null-handling follow the documented examples in
-shared/gitlab/examples/; the test suite checks every example key is present
+tests/data/gitlab/examples/; the test suite checks every example key is present
 here with the same type.  Values GitLab computes from CI, milestones or time
 tracking, which the simulator does not model, are the neutral ones GitLab
 shows for a project without them (null, 0, false).

@@ -1,7 +1,7 @@
 """Webhook payloads and their asynchronous delivery.
 
 Payload shapes follow doc/user/project/integrations/webhook_events.md (see
-shared/gitlab/examples/webhooks/) and lib/gitlab/hook_data/*.  The mixed
+tests/data/gitlab/examples/webhooks/) and lib/gitlab/hook_data/*.  The mixed
 timestamp formats are deliberate: GitLab really sends ISO times in some
 fields and "2015-05-17 18:21:36 UTC" in others.
 
