@@ -237,6 +237,176 @@ LONG_BASE = "".join("row %d\n" % i for i in range(1, 41))
 LONG_HEAD = LONG_BASE.replace("row 2\n", "row 2\nrow 2b\n")
 
 
+# -- what real deployments have -------------------------------------------
+
+class ThrottledTouchTest(SimTestCase):
+    """A note touches its MR at most once a minute (ThrottledTouch)."""
+
+    def note(self, body, token="user-token"):
+        reply = SIM.api("POST", "/projects/1/merge_requests/1/notes", token,
+                        body={"body": body})
+        self.assertEqual(reply.status, 201, reply.body)
+        return reply.json
+
+    def test_second_note_within_the_minute_keeps_updated_at(self):
+        SIM.ctl("POST", "/time", {"advance_s": 120})
+        first = self.note("first")
+        after_first = self.mr()["updated_at"]
+        self.assertGreaterEqual(after_first, first["created_at"])
+        SIM.ctl("POST", "/time", {"advance_s": 10})
+        second = self.note("second")
+        self.assertGreater(second["created_at"], after_first)
+        self.assertEqual(self.mr()["updated_at"], after_first)
+        # A list bounded by the second note's time does not show the MR.
+        listed = SIM.api("GET", "/projects/1/merge_requests",
+                         query={"updated_after": second["created_at"]})
+        self.assertEqual(listed.json, [])
+        # Past the minute, the next note moves it again.
+        SIM.ctl("POST", "/time", {"advance_s": 61})
+        third = self.note("third")
+        self.assertGreaterEqual(self.mr()["updated_at"], third["created_at"])
+
+    def test_label_change_is_a_save_and_always_moves_updated_at(self):
+        SIM.ctl("POST", "/time", {"advance_s": 120})
+        self.note("first")
+        before = self.mr()["updated_at"]
+        SIM.ctl("POST", "/time", {"advance_s": 5})
+        SIM.api("PUT", "/projects/1/merge_requests/1",
+                body={"add_labels": ["x"]})
+        self.assertGreater(self.mr()["updated_at"], before)
+
+    def test_touch_interval_is_a_setting(self):
+        SIM.ctl("PUT", "/settings", {"touch_interval_s": 0})
+        SIM.ctl("POST", "/time", {"advance_s": 1})
+        self.note("first")
+        SIM.ctl("POST", "/time", {"advance_s": 1})
+        second = self.note("second")
+        self.assertGreaterEqual(self.mr()["updated_at"], second["created_at"])
+
+
+class ExternalUrlTest(SimTestCase):
+    """Link headers and web_url from the configured external URL."""
+
+    def setUp(self):
+        super().setUp()
+        SIM.ctl("PUT", "/settings",
+                {"external_url": "https://gitlab.example.org:8443"})
+
+    def test_link_header_names_the_external_host_and_route_params(self):
+        for i in range(3):
+            SIM.api("POST", "/projects/1/merge_requests/1/notes",
+                    body={"body": "n%d" % i})
+        reply = SIM.api("GET", "/projects/1/merge_requests/1/notes",
+                        query={"sort": "asc", "per_page": 2})
+        links = dict((rel, url) for url, rel in re.findall(
+            r'<([^>]+)>; rel="(\w+)"', reply.header("link")))
+        self.assertEqual(
+            links["next"], "http://gitlab.example.org:8443/api/v4/projects/"
+            "1/merge_requests/1/notes?id=1&noteable_id=1&page=2&per_page=2"
+            "&sort=asc")
+        self.assertEqual(reply.header("x-next-page"), "2")
+        mr = self.mr()
+        self.assertTrue(mr["web_url"].startswith(
+            "https://gitlab.example.org:8443/group/project/"))
+
+
+class InternalNoteTest(SimTestCase):
+    """Internal notes (GitLab 16.9+ on merge requests)."""
+
+    def test_internal_note_and_replies_are_internal_for_reporters_only(self):
+        reply = SIM.api("POST", "/projects/1/merge_requests/1/notes",
+                        "bob-token", body={"body": "secret",
+                                           "internal": True})
+        self.assertEqual(reply.status, 201, reply.body)
+        self.assertTrue(reply.json["internal"])
+        self.assertTrue(reply.json["confidential"])
+        disc = reply.json["noteable_iid"] and SIM.api(
+            "GET", "/projects/1/merge_requests/1/discussions",
+            "bob-token").json
+        thread = next(d for d in disc if d["notes"][0]["body"] == "secret")
+        # A reply inherits the thread's visibility, whatever it asks.
+        answer = SIM.api("POST", "/projects/1/merge_requests/1/discussions/"
+                         "%s/notes" % thread["id"], "user-token",
+                         body={"body": "answer"})
+        self.assertEqual(answer.status, 201, answer.body)
+        self.assertTrue(answer.json["internal"])
+        # A guest sees neither, and cannot reply.
+        guest = SIM.api("GET", "/projects/1/merge_requests/1/discussions",
+                        "guest-token").json
+        self.assertNotIn(thread["id"], [d["id"] for d in guest])
+        self.assertEqual(SIM.api(
+            "POST", "/projects/1/merge_requests/1/discussions/%s/notes"
+            % thread["id"], "guest-token", body={"body": "x"}).status, 404)
+
+    def test_guest_cannot_make_a_note_internal(self):
+        reply = SIM.api("POST", "/projects/1/merge_requests/1/notes",
+                        "guest-token", body={"body": "hi",
+                                             "internal": True})
+        self.assertEqual(reply.status, 201, reply.body)
+        self.assertFalse(reply.json["internal"])
+
+
+class AdminModeAndScopesTest(SimTestCase):
+    def test_token_self_shows_scopes(self):
+        reply = SIM.api("GET", "/personal_access_tokens/self",
+                        "admin-nosudo-token")
+        self.assertEqual(reply.status, 200, reply.body)
+        self.assertEqual(reply.json["scopes"], ["api"])
+        self.assertTrue(reply.json["active"])
+        me = SIM.api("GET", "/user", "admin-nosudo-token").json
+        self.assertTrue(me["is_admin"])
+        self.assertNotIn("is_admin",
+                         SIM.api("GET", "/user", "bob-token").json)
+
+    def test_admin_mode_needs_the_admin_mode_scope(self):
+        SIM.ctl("PUT", "/settings", {"admin_mode": True})
+        sudo = {"Sudo": "bob"}
+        self.assertBody(SIM.api("GET", "/user", "admin-token",
+                                headers=sudo), 403,
+                        example("errors/403_sudo_not_admin.json"))
+        self.assertNotIn("is_admin", SIM.api("GET", "/user",
+                                             "admin-token").json)
+        SIM.ctl("POST", "/tokens", {"user": "root", "token": "am-token",
+                                    "scopes": ["api", "sudo",
+                                               "admin_mode"]})
+        me = SIM.api("GET", "/user", "am-token", headers=sudo)
+        self.assertEqual(me.json["username"], "bob")
+        self.assertTrue(SIM.api("GET", "/user", "am-token").json[
+            "is_admin"])
+
+
+class SecondaryEmailTest(SimTestCase):
+    def setUp(self):
+        super().setUp()
+        SIM.ctl("POST", "/users/bob/emails",
+                {"email": "bob@home.example", "confirmed": True})
+        SIM.ctl("POST", "/users/bob/emails",
+                {"email": "bob@old.example", "confirmed": False})
+
+    def test_admin_search_matches_confirmed_secondary_emails(self):
+        found = SIM.api("GET", "/users", "admin-token",
+                        query={"search": "bob@home.example"}).json
+        self.assertEqual([u["username"] for u in found], ["bob"])
+        # The result shows only the primary email.
+        self.assertEqual(found[0]["email"], "bob@corp.example")
+        self.assertEqual(SIM.api("GET", "/users", "admin-token",
+                                 query={"search": "bob@old.example"}).json,
+                         [])
+        self.assertEqual(SIM.api("GET", "/users", "user-token",
+                                 query={"search": "bob@home.example"}).json,
+                         [])
+
+    def test_user_emails_for_admins_only(self):
+        emails = SIM.api("GET", "/users/3/emails", "admin-token")
+        self.assertEqual(emails.status, 200, emails.body)
+        self.assertEqual([(e["email"], e["confirmed_at"] is not None)
+                          for e in emails.json],
+                         [("bob@home.example", True),
+                          ("bob@old.example", False)])
+        self.assertEqual(SIM.api("GET", "/users/3/emails",
+                                 "user-token").status, 403)
+
+
 # -- diff positions -----------------------------------------------------------
 
 class DiffPositionTest(SimTestCase):
@@ -525,21 +695,31 @@ class ApprovalTest(SimTestCase):
                          "%s: %s" % (expected, self.mr()["sha"]))
         self.assertEqual(self.state_mr()["approvals"], [])
 
-    def test_repeated_approve_is_304(self):
+    def test_repeated_approve_is_401_and_the_approval_stands(self):
         sha = self.mr()["sha"]
         first = self.approve(sha=sha)
         self.assertEqual(first.status, 201, first.body)
         self.assertEqual([a["user"]["username"]
                           for a in first.json["approved_by"]], ["bob"])
-        again = self.approve(sha=sha)
-        self.assertEqual(again.status, 304)
-        self.assertEqual(again.body, b"")
+        # ApprovalService refuses a second approval: unauthorized!, no 304.
+        self.assertBody(self.approve(sha=sha), 401,
+                        {"message": "401 Unauthorized"})
+        state = SIM.api("GET", "/projects/1/merge_requests/1/approvals",
+                        "bob-token").json
+        self.assertTrue(state["user_has_approved"])
+        self.assertEqual([a["user"]["username"]
+                          for a in state["approved_by"]], ["bob"])
 
-    def test_unapprove_when_not_approved_is_304(self):
+    def test_unapprove_when_not_approved_is_404(self):
         reply = SIM.api("POST", "/projects/1/merge_requests/1/unapprove",
                         "bob-token")
-        self.assertEqual(reply.status, 304)
-        self.assertEqual(reply.body, b"")
+        self.assertBody(reply, 404, {"message": "404 Not Found"})
+        # Not the same body as Sudo's unknown user or a missing MR.
+        self.assertBody(SIM.api("POST", "/projects/1/merge_requests/1/"
+                                "unapprove", "admin-token",
+                                headers={"Sudo": "nobody"}), 404,
+                        {"message": "404 User with ID or username 'nobody' "
+                                    "Not Found"})
         self.assertEqual(self.approve().status, 201)
         reply = SIM.api("POST", "/projects/1/merge_requests/1/unapprove",
                         "bob-token")

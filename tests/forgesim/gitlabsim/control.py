@@ -36,6 +36,7 @@ class Control:
         r("GET", "/settings", self.get_settings)
         r("PUT", "/settings", self.put_settings)
         r("POST", "/users", self.create_user)
+        r("POST", "/users/:user/emails", self.add_email)
         r("POST", "/tokens", self.create_token)
         r("POST", "/projects", self.create_project)
         r("PUT", "/projects/:id/settings", self.project_settings)
@@ -122,7 +123,16 @@ class Control:
             body["username"], body.get("name"), body.get("email"),
             body.get("public_email", ""), body.get("admin", False),
             body.get("state", "active"), body.get("bot", False))
+        for extra in body.get("secondary_emails", ()):
+            self.forge.add_email(user, extra["email"],
+                                 extra.get("confirmed", True))
         return Response.json(201, _user_state(user))
+
+    def add_email(self, body, user):
+        """{"email", "confirmed"?: true}: a secondary email of user."""
+        record = self.forge.add_email(self.forge.user(user), body["email"],
+                                      body.get("confirmed", True))
+        return Response.json(201, ent.email(record))
 
     def create_token(self, body):
         token = self.forge.create_token(
@@ -296,7 +306,8 @@ class Control:
         hook = self.forge.add_hook(
             project, body["url"], body.get("token", ""),
             body.get("merge_requests_events", True),
-            body.get("note_events", True), body.get("push_events", False))
+            body.get("note_events", True), body.get("push_events", False),
+            body.get("confidential_note_events", False))
         out = ent.hook(self.forge, hook)
         out["uuid"] = hook.uuid
         return Response.json(201, out)
@@ -402,4 +413,6 @@ class Control:
 def _user_state(user):
     return {"id": user.id, "username": user.username, "name": user.name,
             "email": user.email, "public_email": user.public_email,
-            "admin": user.admin, "state": user.state}
+            "admin": user.admin, "state": user.state,
+            "secondary_emails": [ent.email(e)
+                                 for e in user.secondary_emails]}
