@@ -8,7 +8,7 @@
  * the daemon's one work queue, and polling still catches anything a lost
  * or refused delivery would have carried.
  *
- * Protocol (gitlab-api.md section 1.11):
+ * Protocol (doc/user/project/integrations/webhooks.md):
  *   - only POST to the configured path: other paths 404, other methods 405;
  *   - X-Gitlab-Token must equal the secret, compared in constant time (it
  *     is a shared secret echoed as-is, not an HMAC); wrong or missing: 401

@@ -45,6 +45,7 @@ class Control:
         r("POST", "/projects/:id/refresh", self.refresh)
         r("POST", "/projects/:id/merge_requests", self.create_mr)
         r("POST", "/projects/:id/merge_requests/:iid/push", self.push)
+        r("POST", "/projects/:id/merge_requests/:iid/clone", self.clone_mr)
         r("POST", "/projects/:id/merge_requests/:iid/rebase", self.rebase)
         r("POST", "/rate_limit", self.rate_limit)
         r("GET", "/faults", self.list_faults)
@@ -204,6 +205,19 @@ class Control:
         mr.squash = bool(body.get("squash", False))
         return Response.json(201, ent.mr_full(self.forge, project, mr,
                                               author))
+
+    def clone_mr(self, body, id, iid):
+        """{"count": N}: N closed copies of the MR (same version data, no
+        git work), for long lists.  Answers {"iids": [...]}."""
+        project = self.forge.project(id)
+        mr = self.forge.find_mr(project, int(iid))
+        if mr is None:
+            raise SimError("no merge request !%s" % iid, 404)
+        count = int(body.get("count", 1))
+        if not 0 < count <= 10000:
+            raise SimError("count must be in 1..10000")
+        made = self.forge.clone_mrs(project, mr, count)
+        return Response.json(201, {"iids": [m.iid for m in made]})
 
     def rebase(self, body, id, iid):
         """The MR's Rebase button: its commits re-applied on the target's

@@ -464,6 +464,36 @@ class Forge:
                       action="open", changes={})
         return mr
 
+    def clone_mrs(self, project, template, count):
+        """count closed copies of MR template, sharing its diff version's
+        data, for tests that need long lists (a control-API shortcut: no
+        git work, no head refs, no hooks).  Returns the new MRs."""
+        made = []
+        for _ in range(count):
+            now = self.now()
+            mr = MergeRequest(
+                id=self.next_id("mr"), iid=project.next_iid,
+                project_id=project.id, title="%s (%d)" % (
+                    template.title, project.next_iid),
+                description=template.description,
+                source_branch=template.source_branch,
+                target_branch=template.target_branch,
+                author_id=template.author_id, created_at=now,
+                updated_at=now, state="closed", closed_at=now,
+                closed_by=template.author_id)
+            v = template.latest
+            mr.versions.append(Version(
+                id=self.next_id("version"), mr_id=mr.id,
+                head_sha=v.head_sha, base_sha=v.base_sha,
+                start_sha=v.start_sha, created_at=now,
+                patch_id_sha=v.patch_id_sha, files=v.files,
+                commits=v.commits))
+            mr.prepared_at = now
+            project.next_iid += 1
+            project.mrs[mr.iid] = mr
+            made.append(mr)
+        return made
+
     def is_preparing(self, mr):
         return self.now() < mr.prepared_at
 

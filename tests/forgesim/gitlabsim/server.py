@@ -148,11 +148,14 @@ class SimServer:
             return response
         finally:
             self.log_request(entry)
-            self._conform(request, response)
+            injected = rule is not None and rule.kind in (
+                "error", "error_after_commit")
+            self._conform(request, None if injected else response)
 
     def _conform(self, request, response):
         """Check one /api/v4 exchange against the OpenAPI document (the
-        request even when no response was sent: a dropped connection)."""
+        request even when no response was sent: a dropped connection, or
+        an answer a fault injected in GitLab's place)."""
         if self.conformance is None or not (
                 request.path == API_PREFIX or
                 request.path.startswith(API_PREFIX + "/")):
