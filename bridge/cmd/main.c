@@ -10,6 +10,7 @@
  */
 #include "cmd/cmd_daemon.h"
 #include "cmd/cmd_export.h"
+#include "cmd/cmd_forgecheck.h"
 #include "cmd/cmd_format.h"
 #include "cmd/cmd_parse.h"
 #include "cmd/cmd_replay.h"
@@ -55,7 +56,7 @@ static int cmd_replay_entry(const struct command *cmd, int argc, char **argv);
 static int cmd_export_entry(const struct command *cmd, int argc, char **argv);
 
 static const struct command commands[] = {
-	{ "check-config", NULL, "[FILE]",
+	{ "check-config", NULL, "[--forge] [FILE]",
 	  "check the configuration and report every error",
 	  "Reads FILE (default: the configuration file) and checks every\n"
 	  "line: syntax, known sections and keys, types, bounds, and the\n"
@@ -63,7 +64,16 @@ static const struct command commands[] = {
 	  "prints every problem as \"FILE:LINE: [section] key: message\"\n"
 	  "and exits 78 (EX_CONFIG); 66 (EX_NOINPUT) when FILE cannot be\n"
 	  "read.  Files named in the configuration (token_file, ...) are\n"
-	  "not opened: they may be readable by the daemon's user only.\n",
+	  "not opened: they may be readable by the daemon's user only.\n"
+	  "\n"
+	  "  --forge  then, as the daemon's user, read the forge token and ask\n"
+	  "           GitLab what it may do: whose it is, its scopes, and\n"
+	  "           whether it can act as the reviewers (Sudo), which\n"
+	  "           approvals by mail need (an administrator's token with\n"
+	  "           the api and sudo scopes, and admin_mode under Admin\n"
+	  "           Mode; gitlab.com gives none).  Exits 78 when it cannot\n"
+	  "           do what the configuration asks, 69 when the forge\n"
+	  "           cannot be asked.\n",
 	  0, cmd_check_config },
 	{ "dump-config", "--dump-config", "[-n]",
 	  "print the effective configuration",
@@ -182,22 +192,32 @@ static int load(struct config **out, const char *path)
 static int cmd_check_config(const struct command *cmd, int argc, char **argv)
 {
 	struct config *cfg;
-	const char *path = config_path;
-	int rc;
+	const char *path = NULL;
+	int i, rc, forge = 0;
 
-	if (argc > 2)
-		return bad_usage(cmd, "too many arguments: %s", argv[2]);
-	if (argc == 2) {
-		if (argv[1][0] == '-')
-			return bad_usage(cmd, "unknown option: %s", argv[1]);
-		path = argv[1];
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--forge"))
+			forge = 1;
+		else if (argv[i][0] == '-')
+			return bad_usage(cmd, "unknown option: %s", argv[i]);
+		else if (path)
+			return bad_usage(cmd, "too many arguments: %s",
+					 argv[i]);
+		else
+			path = argv[i];
 	}
+	if (!path)
+		path = config_path;
 	rc = load(&cfg, path);
 	if (rc)
 		return rc;
 	printf("%s: ok\n", path);
+	if (forge) {
+		fflush(stdout);
+		rc = forgecheck_run(cfg);
+	}
 	config_free(cfg);
-	return EX_OK;
+	return rc;
 }
 
 static int cmd_dump_config(const struct command *cmd, int argc, char **argv)
