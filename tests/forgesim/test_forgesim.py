@@ -6,7 +6,7 @@ Run:  /usr/bin/python3 tests/forgesim/test_forgesim.py [-v] [TestClass...]
 One simulator process serves the whole module; every test starts from
 POST /_sim/reset (the default seed).  The simulator checks every request
 and response against GitLab's OpenAPI document (tests/data/gitlab/openapi/,
-gitlabsim/conformance.py; Debian's python3-yaml and python3-jsonschema),
+gitlabsim/conformance.py),
 and a test whose exchanges broke it fails.  A request a test sends wrong on
 purpose (to see GitLab's 400) says so in a header.  GitLab's documented
 payloads come from tests/data/gitlab/examples/; a missing one fails the

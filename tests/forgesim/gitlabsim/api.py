@@ -135,21 +135,28 @@ class Api:
         self.forge = forge
         self.router = Router()
         r = self.router.add
+        # Where GitLab defines each route (gitlab-org/gitlab):
+        # lib/api/version.rb
         r("GET", "/version", self.version)
+        # lib/api/users.rb (and lib/api/entities/user*.rb, email.rb)
         r("GET", "/user", self.current_user)
         r("GET", "/users", self.list_users)
         r("GET", "/users/:user_id", self.get_user)
         r("GET", "/users/:user_id/emails", self.list_user_emails)
-        r("GET", "/personal_access_tokens/self", self.token_self)
         r("GET", "/users/:user_id/impersonation_tokens", self.list_imp_tokens)
         r("POST", "/users/:user_id/impersonation_tokens",
           self.create_imp_token)
+        # lib/api/personal_access_tokens/self_information.rb
+        r("GET", "/personal_access_tokens/self", self.token_self)
+        # lib/api/projects.rb, labels.rb, project_hooks.rb, commits.rb
         r("GET", "/projects/:id", self.get_project)
         r("GET", "/projects/:id/labels", self.list_labels)
         r("POST", "/projects/:id/labels", self.create_label)
         r("GET", "/projects/:id/hooks", self.list_hooks)
         r("POST", "/projects/:id/hooks", self.create_hook)
         r("GET", "/projects/:id/repository/commits/:sha", self.get_commit)
+        # lib/api/merge_requests.rb (entities: lib/api/entities/
+        # merge_request*.rb, merge_request_diff*.rb)
         r("GET", "/projects/:id/merge_requests", self.list_mrs)
         r("POST", "/projects/:id/merge_requests", self.create_mr)
         r("GET", _MR, self.get_mr)
@@ -161,15 +168,19 @@ class Api:
         r("GET", _MR + "/versions", self.list_versions)
         r("GET", _MR + "/versions/:version_id", self.get_version)
         r("PUT", _MR + "/merge", self.merge)
+        # lib/api/merge_request_approvals.rb (approval_state: EE's
+        # ee/lib/ee/api/merge_request_approvals.rb)
         r("POST", _MR + "/approve", self.approve)
         r("POST", _MR + "/unapprove", self.unapprove)
         r("GET", _MR + "/approvals", self.get_approvals)
         r("GET", _MR + "/approval_state", self.get_approval_state)
+        # lib/api/notes.rb with lib/api/helpers/notes_helpers.rb
         r("GET", _NOTES + "/notes", self.list_notes)
         r("POST", _NOTES + "/notes", self.create_note)
         r("GET", _NOTES + "/notes/:note_id", self.get_note)
         r("PUT", _NOTES + "/notes/:note_id", self.update_note)
         r("DELETE", _NOTES + "/notes/:note_id", self.delete_note)
+        # lib/api/discussions.rb
         r("GET", _NOTES + "/discussions", self.list_discussions)
         r("POST", _NOTES + "/discussions", self.create_discussion)
         r("GET", _NOTES + "/discussions/:discussion_id",

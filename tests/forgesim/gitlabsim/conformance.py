@@ -23,9 +23,12 @@ document.  tests/data/gitlab/README.md lists them for readers.
 Counts go to a report (JSON, rewritten atomically after every request)
 that tests/tools/openapi_report.py sums up over the whole test suite.
 
-Needs Debian's python3-yaml and python3-jsonschema; Checker() raises
-ImportError without them (the simulator then refuses to start when a
-report was asked for: a check that cannot run must fail, not pass).
+Standard library only: the document is JSON, and the JSON Schema it uses
+(type, nullable, enum, format, properties, required, items, $ref, anyOf,
+oneOf, allOf) is checked by the small validator below, compiled once per
+schema - a general validator costs more per response than the simulator
+itself.  A keyword it does not know fails loudly (Unsupported), so a new
+document cannot make the check silently weaker.
 """
 
 import copy
@@ -35,12 +38,11 @@ import os
 import re
 import threading
 import urllib.parse
-import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 SPEC = os.path.join(REPO, "tests", "data", "gitlab", "openapi",
-                    "bridge-v4.yaml")
+                    "bridge-v4.json")
 
 # Violations kept in the report, with their request; the rest are counted.
 EXAMPLES_MAX = 50
@@ -253,23 +255,12 @@ class Checker:
     call from several threads."""
 
     def __init__(self, spec=SPEC, report=None):
-        import jsonschema  # Debian python3-jsonschema
-        import yaml        # Debian python3-yaml
-        self.jsonschema = jsonschema
         with open(spec) as f:
-            doc = yaml.load(f, Loader=getattr(yaml, "CSafeLoader",
-                                              yaml.SafeLoader))
+            doc = json.load(f)
         _validator_patches(doc)
         _apply_defects(doc)
-        self.root = {"components": {"schemas": {
-            n: _nullable(s) for n, s in
-            doc["components"]["schemas"].items()}}}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            self.resolver = jsonschema.RefResolver.from_schema(self.root)
-        self.formats = jsonschema.FormatChecker()
-        self.formats.checks("date-time")(
-            lambda v: not isinstance(v, str) or bool(_RFC3339.match(v)))
+        self.schemas = {n: _nullable(s) for n, s in
+                        doc["components"]["schemas"].items()}
         self.operations = []
         for path, item in doc["paths"].items():
             for method, op in item.items():
@@ -280,7 +271,8 @@ class Checker:
         self.report = report
         self.counts = {"requests": 0, "responses": 0, "violations": 0}
         self.examples = []
-        self._validators = {}
+        self._compiled = {}     # id(schema) -> (check, schema)
+        self._refs = {}         # component name -> check
 
     # -- lookups --------------------------------------------------------------
 
@@ -295,25 +287,35 @@ class Checker:
         return best
 
     def _validate(self, schema, value, where):
-        key = id(schema)
+        errors = []
+        self._check_of(schema)(value, where, errors)
+        return errors[:5]
+
+    # -- the validator ----------------------------------------------------
+
+    def _check_of(self, schema):
+        """The compiled check of a schema (kept alive with it, so its id
+        stays its own)."""
         with self.lock:
-            v = self._validators.get(key)
-            if v is None:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", DeprecationWarning)
-                    v = self.jsonschema.Draft4Validator(
-                        schema, resolver=self.resolver,
-                        format_checker=self.formats)
-                self._validators[key] = (v, schema)
-            else:
-                v = v[0]
-        out = []
-        for e in v.iter_errors(value):
-            out.append("%s%s: %s" % (where, "".join(
-                "[%s]" % p for p in e.absolute_path), e.message[:300]))
-            if len(out) >= 5:
-                break
-        return out
+            hit = self._compiled.get(id(schema))
+            if hit is None:
+                hit = (_compile(schema, self._ref), schema)
+                self._compiled[id(schema)] = hit
+        return hit[0]
+
+    def _ref(self, ref):
+        """A check that looks the component up on first use (schemas
+        refer to each other, and to themselves)."""
+        name = ref.rsplit("/", 1)[1]
+        if name not in self.schemas:
+            raise Unsupported("no schema %s" % ref)
+        cell = []
+
+        def check(value, where, errors):
+            if not cell:
+                cell.append(self._check_of(self.schemas[name]))
+            cell[0](value, where, errors)
+        return check
 
     # -- requests -------------------------------------------------------------
 
@@ -410,8 +412,7 @@ class Checker:
         """A component schema for "$ref" (form values are coerced by the
         properties' types)."""
         while isinstance(schema, dict) and "$ref" in schema:
-            schema = self.root["components"]["schemas"][
-                schema["$ref"].rsplit("/", 1)[1]]
+            schema = self.schemas[schema["$ref"].rsplit("/", 1)[1]]
         return schema
 
     # -- responses ------------------------------------------------------------
@@ -522,3 +523,167 @@ def _form(schema, text):
         else:
             out[name] = _coerce(sub, value)
     return out
+
+
+# -- a small JSON Schema validator ------------------------------------------
+
+class Unsupported(ValueError):
+    """A schema keyword this validator does not check."""
+
+
+# Keywords that say nothing to check (documentation and defaults).
+_IGNORED = {"description", "example", "examples", "default", "title",
+            "deprecated", "readOnly", "writeOnly", "externalDocs", "xml",
+            "discriminator", "x-gitlab-description"}
+
+_JSON_TYPES = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and
+    not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+    "null": lambda v: v is None,
+}
+
+
+def _is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+# word: (applies to, measure, within?, message)
+_BOUNDS = {
+    "maxLength": (lambda v: isinstance(v, str), len,
+                  lambda n, b: n <= b, "is longer than"),
+    "minLength": (lambda v: isinstance(v, str), len,
+                  lambda n, b: n >= b, "is shorter than"),
+    "maxItems": (lambda v: isinstance(v, list), len,
+                 lambda n, b: n <= b, "has more items than"),
+    "minItems": (lambda v: isinstance(v, list), len,
+                 lambda n, b: n >= b, "has fewer items than"),
+    "maximum": (_is_number, lambda v: v, lambda n, b: n <= b,
+                "is greater than the maximum"),
+    "minimum": (_is_number, lambda v: v, lambda n, b: n >= b,
+                "is less than the minimum"),
+}
+
+
+def _where(where, key):
+    return "%s[%s]" % (where, key)
+
+
+def _compile(schema, ref):
+    """schema -> check(value, where, errors), which appends one message
+    per problem found (worded as the jsonschema package words them)."""
+    if not isinstance(schema, dict):
+        raise Unsupported("a schema that is not an object: %r" % (schema,))
+    unknown = set(schema) - _IGNORED - set(_BOUNDS) - {
+        "type", "enum", "format", "properties", "required", "items",
+        "pattern", "uniqueItems",
+        "$ref", "anyOf", "oneOf", "allOf", "additionalProperties"}
+    if unknown:
+        raise Unsupported("schema keywords %s" % sorted(unknown))
+    checks = []
+    if "$ref" in schema:
+        checks.append(ref(schema["$ref"]))
+    if "type" in schema:
+        types = schema["type"] if isinstance(schema["type"], list) \
+            else [schema["type"]]
+        tests = [_JSON_TYPES[t] for t in types]
+        shown = ", ".join("'%s'" % t for t in types)
+
+        def check_type(v, where, errors):
+            if not any(t(v) for t in tests):
+                errors.append("%s: %r is not of type %s" % (
+                    where, _short(v), shown))
+                return False
+            return True
+    else:
+        check_type = None
+    if "enum" in schema:
+        allowed = schema["enum"]
+
+        def check_enum(v, where, errors):
+            if v not in allowed:
+                errors.append("%s: %r is not one of %r" % (where, _short(v),
+                                                         allowed))
+        checks.append(check_enum)
+    for word, (applies, measure, ok, text) in _BOUNDS.items():
+        if word in schema:
+            def check_bound(v, where, errors, bound=schema[word],
+                            applies=applies, measure=measure, ok=ok,
+                            text=text):
+                if applies(v) and not ok(measure(v), bound):
+                    errors.append("%s: %r %s %r" % (where, _short(v), text,
+                                                    bound))
+            checks.append(check_bound)
+    if "pattern" in schema:
+        pattern = re.compile(schema["pattern"])
+
+        def check_pattern(v, where, errors):
+            if isinstance(v, str) and not pattern.search(v):
+                errors.append("%s: %r does not match %r" % (
+                    where, _short(v), pattern.pattern))
+        checks.append(check_pattern)
+    if schema.get("format") == "date-time":
+        def check_time(v, where, errors):
+            if isinstance(v, str) and not _RFC3339.match(v):
+                errors.append("%s: %r is not a 'date-time'" % (where, v))
+        checks.append(check_time)
+    props = {k: _compile(v, ref)
+             for k, v in (schema.get("properties") or {}).items()}
+    required = list(schema.get("required") or [])
+    if props or required:
+        def check_object(v, where, errors):
+            if not isinstance(v, dict):
+                return
+            for k in required:
+                if k not in v:
+                    errors.append("%s: '%s' is a required property" %
+                                  (where, k))
+            for k, c in props.items():
+                if k in v:
+                    c(v[k], _where(where, k), errors)
+        checks.append(check_object)
+    if "items" in schema:
+        item = _compile(schema["items"], ref)
+
+        def check_items(v, where, errors):
+            if isinstance(v, list):
+                for i, x in enumerate(v):
+                    item(x, _where(where, i), errors)
+        checks.append(check_items)
+    for word in ("anyOf", "oneOf"):
+        if word in schema:
+            alts = [_compile(a, ref) for a in schema[word]]
+
+            def check_alts(v, where, errors, alts=alts, word=word):
+                fits = 0
+                for a in alts:
+                    mine = []
+                    a(v, where, mine)
+                    fits += not mine
+                if (word == "anyOf" and not fits) or \
+                        (word == "oneOf" and fits != 1):
+                    errors.append("%s: %r is not valid under %s" % (
+                        where, _short(v),
+                        "any of the given schemas" if word == "anyOf"
+                        else "exactly one of the given schemas"))
+            checks.append(check_alts)
+    for sub in schema.get("allOf") or ():
+        checks.append(_compile(sub, ref))
+
+    def check(v, where, errors):
+        if check_type is not None and not check_type(v, where, errors):
+            return
+        if v is None and check_type is not None:
+            return
+        for c in checks:
+            c(v, where, errors)
+    return check
+
+
+def _short(v):
+    text = json.dumps(v)
+    return v if len(text) <= 80 else text[:77] + "..."

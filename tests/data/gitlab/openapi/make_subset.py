@@ -1,18 +1,20 @@
 #!/usr/bin/python3
 """Cut the operations patchbridge and its GitLab simulator use out of
 GitLab's OpenAPI document (doc/api/openapi/openapi_v3.yaml), with every
-schema they reference, unchanged otherwise.
+schema they reference, unchanged otherwise, and write it as JSON (the
+same OpenAPI document; the simulator reads it with the standard library).
 
-    make_subset.py FULL.yaml bridge-v4.yaml
+    make_subset.py FULL.yaml bridge-v4.json
 
 The list below is the contract: an operation the bridge starts to call,
 or the simulator starts to serve, is added here and the subset cut again.
 """
 
+import json
 import re
 import sys
 
-import yaml
+import yaml  # Debian python3-yaml: only to read GitLab's YAML
 
 # (method, path) of every operation kept; "*" keeps every method.
 OPERATIONS = [
@@ -88,14 +90,14 @@ def main(src, out):
         },
     }
     with open(out, "w") as f:
-        yaml.dump(sub, f, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
-                  sort_keys=False, allow_unicode=True, width=100)
+        json.dump(sub, f, indent=1, ensure_ascii=False)
+        f.write("\n")
     ops = sum(1 for item in paths.values() for m in item if m in METHODS)
     print("%d paths, %d operations, %d schemas" % (len(paths), ops,
                                                     len(need)))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or not re.search(r"\.ya?ml$", sys.argv[2]):
-        sys.exit("usage: make_subset.py FULL.yaml OUT.yaml")
+    if len(sys.argv) != 3 or not re.search(r"\.json$", sys.argv[2]):
+        sys.exit("usage: make_subset.py FULL.yaml OUT.json")
     main(sys.argv[1], sys.argv[2])
