@@ -74,17 +74,23 @@ static void show_cursor(struct store *st, const char *prefix,
 /* Forge comments kept on the forge (internal): "COUNT IID:NOTE". */
 static void show_kept(struct store *st, const char *project)
 {
-	char name[STORE_CURSOR_NAME_MAX + 1], p[PB_LOG_QUOTE_MAX];
+	char name[STORE_CURSOR_NAME_MAX + 1];
 	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
-	const char *sp;
+	uint64_t count, iid, note;
+	struct scan sc;
 
 	snprintf(name, sizeof(name), "%s%s", FORGEMAIL_KEPT_PREFIX, project);
-	if (!store_cursor_get(&v, st, name) && v.len &&
-	    (sp = strchr(v.data, ' ')))
-		printf("  forge comments kept on the forge as internal: %.*s "
-		       "(the last: !%s)\n",
-		       (int)(sp - v.data), v.data,
-		       printable_copy(p, sizeof(p), sp + 1, strlen(sp + 1)));
+	if (store_cursor_get(&v, st, name) || !v.len)
+		goto out;
+	scan_init(&sc, v.data, v.len);
+	if (scan_u64(&sc, INT64_MAX, &count) && scan_char(&sc, ' ') &&
+	    scan_u64(&sc, INT64_MAX, &iid) && scan_char(&sc, ':') &&
+	    scan_u64(&sc, INT64_MAX, &note))
+		printf("  forge comments kept on the forge as internal: %llu "
+		       "(the last: !%llu note %llu)\n",
+		       (unsigned long long)count, (unsigned long long)iid,
+		       (unsigned long long)note);
+out:
 	buf_release(&v);
 }
 

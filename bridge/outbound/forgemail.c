@@ -1030,20 +1030,22 @@ static void pending_cursor_name(char *out, size_t size, const char *project)
 }
 
 /*
- * The cursor holds "IID:FIRST:NEXT:TRIES" entries separated by spaces.
- * A malformed entry is dropped (logged): its MR is then mailed when the
- * listing reports it again, as before pending entries existed.
+ * Cursors of entries of numbers: "N:N:...", separated by spaces, each of
+ * `fields` non-negative numbers, the first (an iid) not 0.  Loading hands
+ * each entry to take(); one that is malformed, or that take() refuses (a
+ * full list), is dropped with a log line and *changed set, so that the
+ * next save writes the cursor without it.
  */
-static int pending_load(struct pending_list *pl, struct store *st,
-			const char *project)
+#define TUPLE_FIELDS_MAX 4
+
+static int tuples_load(struct store *st, const char *cname, int fields,
+		       int (*take)(void *arg, const uint64_t *v), void *arg,
+		       int *changed)
 {
 	struct buf val = BUF_INIT(STORE_CURSOR_VALUE_MAX);
-	char cname[STORE_CURSOR_NAME_MAX];
 	struct scan sc;
 	int rc;
 
-	memset(pl, 0, sizeof(*pl));
-	pending_cursor_name(cname, sizeof(cname), project);
 	rc = store_cursor_get(&val, st, cname);
 	if (rc == PB_ENOTFOUND)
 		rc = 0;
@@ -1051,59 +1053,98 @@ static int pending_load(struct pending_list *pl, struct store *st,
 		goto out;
 	scan_init(&sc, val.data, val.len);
 	for (;;) {
-		struct pending *e;
-		uint64_t v[4];
+		uint64_t v[TUPLE_FIELDS_MAX];
 		int i, ok = 1;
 
 		scan_blanks(&sc);
 		if (scan_eof(&sc))
 			break;
-		for (i = 0; i < 4 && ok; i++)
+		for (i = 0; i < fields && ok; i++)
 			ok = (!i || scan_char(&sc, ':')) &&
 			     scan_u64(&sc, INT64_MAX, &v[i]);
 		if (ok && (!v[0] || (!scan_eof(&sc) && scan_peek(&sc) != ' ')))
 			ok = 0;
-		if (!ok || pl->nr == FORGEMAIL_PENDING_MAX) {
+		if (!ok || take(arg, v) < 0) {
 			log_warn("cursor %s: %s entry dropped", cname,
 				 ok ? "an extra" : "a malformed");
-			pl->changed = 1;
+			*changed = 1;
 			while (!scan_eof(&sc) && scan_peek(&sc) != ' ')
 				sc.p++;
-			continue;
 		}
-		e = &pl->items[pl->nr++];
-		e->iid = (int64_t)v[0];
-		e->first_ms = (int64_t)v[1];
-		e->next_ms = (int64_t)v[2];
-		e->tries = (int64_t)v[3];
 	}
 out:
 	buf_release(&val);
 	return rc;
 }
 
+/* Write nr entries of `fields` numbers each (v, entry by entry). */
+static int tuples_save(struct store *st, const char *cname, int fields,
+		       const int64_t *v, size_t nr)
+{
+	struct buf val = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	size_t i;
+	int k, rc = 0;
+
+	for (i = 0; i < nr && !rc; i++)
+		for (k = 0; k < fields && !rc; k++)
+			rc = buf_addf(&val, "%s%lld",
+				      k ? ":" : i ? " " : "",
+				      (long long)v[i * (size_t)fields +
+						   (size_t)k]);
+	if (!rc)
+		rc = store_cursor_set(st, cname, val.data);
+	buf_release(&val);
+	return rc;
+}
+
+/* The pending cursor holds "IID:FIRST:NEXT:TRIES" entries.  A malformed
+ * entry is dropped (logged): its MR is then mailed when the listing
+ * reports it again, as before pending entries existed. */
+static int pending_take(void *arg, const uint64_t *v)
+{
+	struct pending_list *pl = arg;
+	struct pending *e;
+
+	if (pl->nr == FORGEMAIL_PENDING_MAX)
+		return -1;
+	e = &pl->items[pl->nr++];
+	e->iid = (int64_t)v[0];
+	e->first_ms = (int64_t)v[1];
+	e->next_ms = (int64_t)v[2];
+	e->tries = (int64_t)v[3];
+	return 0;
+}
+
+static int pending_load(struct pending_list *pl, struct store *st,
+			const char *project)
+{
+	char cname[STORE_CURSOR_NAME_MAX];
+
+	memset(pl, 0, sizeof(*pl));
+	pending_cursor_name(cname, sizeof(cname), project);
+	return tuples_load(st, cname, 4, pending_take, pl, &pl->changed);
+}
+
 static int pending_save(struct pending_list *pl, struct store *st,
 			const char *project)
 {
-	struct buf val = BUF_INIT(STORE_CURSOR_VALUE_MAX);
 	char cname[STORE_CURSOR_NAME_MAX];
+	int64_t v[FORGEMAIL_PENDING_MAX * 4];
 	size_t i;
-	int rc = 0;
+	int rc;
 
 	if (!pl->changed)
 		return 0;
-	for (i = 0; i < pl->nr && !rc; i++)
-		rc = buf_addf(&val, "%s%lld:%lld:%lld:%lld", i ? " " : "",
-			      (long long)pl->items[i].iid,
-			      (long long)pl->items[i].first_ms,
-			      (long long)pl->items[i].next_ms,
-			      (long long)pl->items[i].tries);
+	for (i = 0; i < pl->nr; i++) {
+		v[i * 4] = pl->items[i].iid;
+		v[i * 4 + 1] = pl->items[i].first_ms;
+		v[i * 4 + 2] = pl->items[i].next_ms;
+		v[i * 4 + 3] = pl->items[i].tries;
+	}
 	pending_cursor_name(cname, sizeof(cname), project);
-	if (!rc)
-		rc = store_cursor_set(st, cname, val.data);
+	rc = tuples_save(st, cname, 4, v, pl->nr);
 	if (!rc)
 		pl->changed = 0;
-	buf_release(&val);
 	return rc;
 }
 
@@ -1199,68 +1240,48 @@ static void recent_cursor_name(char *out, size_t size, const char *project)
 	snprintf(out, size, "forgemail:recent:%s", project);
 }
 
-/* "IID:UNTIL_MS" entries separated by spaces; a malformed one is dropped
- * (its MR is read again when it next changes). */
+/* "IID:UNTIL_MS" entries; a malformed one is dropped (its MR is read
+ * again when it next changes). */
+static int recent_take(void *arg, const uint64_t *v)
+{
+	struct recent_list *rl = arg;
+
+	if (rl->nr == FORGEMAIL_RECENT_MAX)
+		return -1;
+	rl->items[rl->nr].iid = (int64_t)v[0];
+	rl->items[rl->nr].until_ms = (int64_t)v[1];
+	rl->nr++;
+	return 0;
+}
+
 static int recent_load(struct recent_list *rl, struct store *st,
 		       const char *project)
 {
-	struct buf val = BUF_INIT(STORE_CURSOR_VALUE_MAX);
 	char cname[STORE_CURSOR_NAME_MAX];
-	struct scan sc;
-	uint64_t iid, until;
-	int rc;
 
 	memset(rl, 0, sizeof(*rl));
 	recent_cursor_name(cname, sizeof(cname), project);
-	rc = store_cursor_get(&val, st, cname);
-	if (rc == PB_ENOTFOUND)
-		rc = 0;
-	if (rc)
-		goto out;
-	scan_init(&sc, val.data, val.len);
-	for (;;) {
-		scan_blanks(&sc);
-		if (scan_eof(&sc))
-			break;
-		if (scan_u64(&sc, INT64_MAX, &iid) && scan_char(&sc, ':') &&
-		    scan_u64(&sc, INT64_MAX, &until) && iid &&
-		    (scan_eof(&sc) || scan_peek(&sc) == ' ') &&
-		    rl->nr < FORGEMAIL_RECENT_MAX) {
-			rl->items[rl->nr].iid = (int64_t)iid;
-			rl->items[rl->nr].until_ms = (int64_t)until;
-			rl->nr++;
-			continue;
-		}
-		log_warn("cursor %s: an entry dropped", cname);
-		rl->changed = 1;
-		while (!scan_eof(&sc) && scan_peek(&sc) != ' ')
-			sc.p++;
-	}
-out:
-	buf_release(&val);
-	return rc;
+	return tuples_load(st, cname, 2, recent_take, rl, &rl->changed);
 }
 
 static int recent_save(struct recent_list *rl, struct store *st,
 		       const char *project)
 {
-	struct buf val = BUF_INIT(STORE_CURSOR_VALUE_MAX);
 	char cname[STORE_CURSOR_NAME_MAX];
+	int64_t v[FORGEMAIL_RECENT_MAX * 2];
 	size_t i;
-	int rc = 0;
+	int rc;
 
 	if (!rl->changed)
 		return 0;
-	for (i = 0; i < rl->nr && !rc; i++)
-		rc = buf_addf(&val, "%s%lld:%lld", i ? " " : "",
-			      (long long)rl->items[i].iid,
-			      (long long)rl->items[i].until_ms);
+	for (i = 0; i < rl->nr; i++) {
+		v[i * 2] = rl->items[i].iid;
+		v[i * 2 + 1] = rl->items[i].until_ms;
+	}
 	recent_cursor_name(cname, sizeof(cname), project);
-	if (!rc)
-		rc = store_cursor_set(st, cname, val.data);
+	rc = tuples_save(st, cname, 2, v, rl->nr);
 	if (!rc)
 		rl->changed = 0;
-	buf_release(&val);
 	return rc;
 }
 
