@@ -1233,6 +1233,7 @@ struct recent_list {
 	int changed;
 	int64_t seen[FORGEMAIL_RECENT_MAX]; /* read in this poll already */
 	size_t nr_seen;
+	unsigned dropped; /* entries given up in this poll (logged once) */
 };
 
 static void recent_cursor_name(char *out, size_t size, const char *project)
@@ -1313,16 +1314,25 @@ static void recent_note(struct recent_list *rl, int64_t iid, int64_t until)
 			first = i;
 	}
 	if (rl->nr == FORGEMAIL_RECENT_MAX) {
-		log_warn("!%lld: more than %d merge requests changed within "
-			 "[forge] touch_interval; no longer read again for "
-			 "comments",
-			 (long long)rl->items[first].iid, FORGEMAIL_RECENT_MAX);
+		rl->dropped++;
 		rl->items[first] = rl->items[--rl->nr];
 	}
 	rl->items[rl->nr].iid = iid;
 	rl->items[rl->nr].until_ms = until;
 	rl->nr++;
 	rl->changed = 1;
+}
+
+/* Has the MR a mailed revision (the only MRs whose comments are mailed)? */
+static int mailed(struct forgemail *fm, const char *project, int64_t iid)
+{
+	struct store_revision rev;
+	int found;
+
+	store_revision_init(&rev);
+	found = !store_revision_latest(&rev, fm->store, project, iid);
+	store_revision_release(&rev);
+	return found;
 }
 
 static int recent_seen(const struct recent_list *rl, int64_t iid)
@@ -1339,8 +1349,11 @@ static int recent_remember(struct forgemail *fm, const char *project,
 			   int64_t iid)
 {
 	struct recent_list rl;
-	int rc = recent_load(&rl, fm->store, project);
+	int rc;
 
+	if (!mailed(fm, project, iid))
+		return 0;
+	rc = recent_load(&rl, fm->store, project);
 	if (!rc) {
 		recent_note(&rl, iid, wall_ms() + recent_window_ms(fm->cfg));
 		rc = recent_save(&rl, fm->store, project);
@@ -1416,8 +1429,9 @@ static int on_mr(const struct forge_mr *mr, void *arg)
 		return 0;
 	rc = mr_once(p->fm, p->project, mr->iid, 0, p->queued);
 	if (!err_is_temporary(rc)) {
-		recent_note(p->recent, mr->iid,
-			    wall_ms() + recent_window_ms(p->fm->cfg));
+		if (mailed(p->fm, p->project, mr->iid))
+			recent_note(p->recent, mr->iid,
+				    wall_ms() + recent_window_ms(p->fm->cfg));
 		return 0;
 	}
 	if (pl->nr == FORGEMAIL_PENDING_MAX)
@@ -1479,6 +1493,12 @@ int forgemail_poll(struct forgemail *fm, size_t *queued)
 		if (!r)
 			recent_rescan(&rl, fm, project, &pl, queued);
 		log_ctx_set(project);
+		if (rl.dropped)
+			log_warn("%u merge request(s) changed within [forge] "
+				 "touch_interval past the %d read again for "
+				 "comments: a comment on them within GitLab's "
+				 "minute waits for their next change",
+				 rl.dropped, FORGEMAIL_RECENT_MAX);
 		/* The pending MRs first: the watermark moves past them. */
 		r2 = pending_save(&pl, fm->store, project);
 		if (!r)
