@@ -1,5 +1,6 @@
 #!/bin/sh
-# `patchbridge check-config --forge` against the GitLab simulator:
+# `patchbridge check-config --file-only --forge` against the GitLab simulator
+# (the file and the forge; the host checks have tests of their own):
 #   check_forge.sh PATCHBRIDGE     (under tests/forgesim/run-with-sim.sh)
 # A token that can act as the reviewers passes; one without admin rights,
 # one without the sudo scope, and an administrator's without admin_mode
@@ -42,7 +43,7 @@ check() {
 	printf '%s\n' "$token" >"$tmp/token"
 	chmod 600 "$tmp/token"
 	write_conf "$policy"
-	"$pb" check-config --forge "$tmp/c.conf" >"$tmp/out" 2>&1
+	"$pb" check-config --file-only --forge "$tmp/c.conf" >"$tmp/out" 2>&1
 	got=$?
 	[ "$got" = "$want" ] ||
 		fail "$token/$policy: exit $got, expected $want"
@@ -80,7 +81,7 @@ check am-token forge 0 'its scopes: api, sudo, admin_mode' 'forge: ok'
 # An unreachable forge: 69.
 printf 'admin-token\n' >"$tmp/token"
 sed "s|^url = .*|url = http://127.0.0.1:9|" "$tmp/c.conf" >"$tmp/d.conf"
-"$pb" check-config --forge "$tmp/d.conf" >"$tmp/out" 2>&1
+"$pb" check-config --file-only --forge "$tmp/d.conf" >"$tmp/out" 2>&1
 [ $? = 69 ] || fail "unreachable forge: not 69"
 
 exit $failed
