@@ -56,6 +56,19 @@ struct review_inline {
 
 struct review_options {
 	const char *trusted_authserv_id; /* NULL: trust no A-R field */
+	/* A list's DMARC wrap (mail.h MAIL_F_WRAPPED) verifies its inner
+	 * sender only with both: the authserv-id of the list's own
+	 * verifier, whose fields in the inner message are trusted, and the
+	 * list's posting address, the outer From that must be verified. */
+	const char *list_authserv_id; /* NULL: a wrap is never verified */
+	const char *list_address;
+};
+
+/* Where a mail's own diff is (JSON diff_source). */
+enum review_diff {
+	REVIEW_DIFF_NONE,
+	REVIEW_DIFF_BODY, /* the text the sender wrote */
+	REVIEW_DIFF_ATTACHMENT, /* a patch attachment (mail.h patch) */
 };
 
 struct review {
@@ -68,7 +81,10 @@ struct review {
 	struct review_inline *inl;
 	size_t nr_inline;
 	char *comment; /* "" when there is none */
+	enum review_diff diff;
 	struct authres_summary auth;
+	int wrap_trusted; /* a wrap's inner sender was judged by the list's
+			   * verifier (auth is then the inner sender's) */
 };
 
 /*
@@ -79,7 +95,8 @@ int review_parse(struct review **out, const char *raw, size_t len,
 		 const struct diff *parent, const struct review_options *opts);
 void review_free(struct review *r);
 
-/* The diff carried by a patch mail raw[0..len) (its text part). */
+/* The diff carried by a patch mail raw[0..len): its text part, or else
+ * its patch attachment. */
 int review_patch_diff(struct diff **out, const char *raw, size_t len);
 
 /* Append the `patchbridge parse` JSON object (indented, one line end). */

@@ -251,7 +251,7 @@ static void setup_ctx(struct fixture *fx)
 
 static void parse(struct fixture *fx, const char *mail)
 {
-	struct review_options ro = { "lists.example.test" };
+	struct review_options ro = { .trusted_authserv_id = "lists.example.test" };
 
 	memset(fx, 0, sizeof(*fx));
 	assert_int_equal(review_patch_diff(&fx->parent, patch_mail,

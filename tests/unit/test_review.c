@@ -66,7 +66,7 @@ static void test_trusted_auth(void **state)
 		"Authentication-Results: evil.example; dmarc=pass\n"
 		"\n"
 		"Acked-by: Ivan <ivan@example.net>\n";
-	struct review_options opts = { "mx.example.net" };
+	struct review_options opts = { .trusted_authserv_id = "mx.example.net" };
 	struct review *r;
 
 	assert_int_equal(review_parse(&r, raw, sizeof(raw) - 1, NULL, &opts),
