@@ -1,0 +1,1065 @@
+#include "mail/mail.h"
+#include "mail/hdrdecode.h"
+#include "mail/mailtext.h"
+#include "util/err.h"
+#include "util/limits.h"
+#include "util/scan.h"
+#include "util/utf8.h"
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <gmime/gmime.h>
+#include <iconv.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Output of a charset conversion may grow (GB18030 1.5x, cp1252 3x). */
+#define MAIL_TEXT_GROWTH 4
+
+static int mail_ready;
+
+void mail_limits_default(struct mail_limits *lim)
+{
+	lim->max_size = PB_MAIL_MAX_DEFAULT;
+	lim->max_headers = PB_HEADER_COUNT_MAX;
+	lim->max_header_len = PB_HEADER_VALUE_MAX;
+	lim->max_depth = PB_MIME_DEPTH_MAX;
+	lim->max_parts = PB_MIME_PARTS_MAX;
+	lim->max_text = PB_TEXT_PART_MAX;
+}
+
+int mail_init(void)
+{
+	if (!mail_ready) {
+		g_mime_init();
+		mail_ready = 1;
+	}
+	return 0;
+}
+
+void mail_shutdown(void)
+{
+	if (mail_ready) {
+		g_mime_shutdown();
+		mail_ready = 0;
+	}
+}
+
+void mail_free(struct mail *m)
+{
+	size_t i;
+
+	if (!m)
+		return;
+	free(m->message_id);
+	free(m->in_reply_to);
+	strlist_release(&m->references);
+	free(m->from.name);
+	free(m->from.email);
+	free(m->wrapper.name);
+	free(m->wrapper.email);
+	free(m->inner_message_id);
+	free(m->subject);
+	free(m->date);
+	for (i = 0; i < m->nr_headers; i++) {
+		free(m->headers[i].name);
+		free(m->headers[i].value);
+	}
+	free(m->headers);
+	for (i = 0; i < m->nr_inner_headers; i++) {
+		free(m->inner_headers[i].name);
+		free(m->inner_headers[i].value);
+	}
+	free(m->inner_headers);
+	buf_release(&m->text);
+	free(m->text_type);
+	free(m->charset);
+	buf_release(&m->patch);
+	free(m->patch_type);
+	free(m->patch_name);
+	free(m);
+}
+
+static const char *header_get(const struct mail_header *h, size_t nr,
+			      const char *name, size_t nth)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++)
+		if (!strcasecmp(h[i].name, name) && nth-- == 0)
+			return h[i].value;
+	return NULL;
+}
+
+const char *mail_header_get(const struct mail *m, const char *name, size_t nth)
+{
+	return header_get(m->headers, m->nr_headers, name, nth);
+}
+
+const char *mail_inner_header_get(const struct mail *m, const char *name,
+				  size_t nth)
+{
+	return header_get(m->inner_headers, m->nr_inner_headers, name, nth);
+}
+
+int mail_date_parse(int64_t *out, const char *date)
+{
+	GDateTime *dt;
+
+	*out = 0;
+	if (!date || !*date)
+		return PB_EINVAL;
+	dt = g_mime_utils_header_decode_date(date);
+	if (!dt)
+		return PB_EINVAL;
+	*out = (int64_t)g_date_time_to_unix(dt);
+	g_date_time_unref(dt);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+/*
+ * Check the top-level header against the count and length limits before
+ * GMime sees it: a header bomb is refused cheaply.
+ */
+static int check_header(const char *raw, size_t len,
+			const struct mail_limits *lim)
+{
+	struct scan s;
+	const char *line;
+	size_t n, fields = 0, cur = 0;
+
+	scan_init(&s, raw, len);
+	while (scan_line(&s, &line, &n)) {
+		if (n == 0)
+			break;
+		if (line[0] == ' ' || line[0] == '\t') {
+			cur += n + 1;
+		} else {
+			fields++;
+			cur = n + 1;
+		}
+		if (fields > lim->max_headers)
+			return err_set(PB_ELIMIT, "more than %zu header fields",
+				       lim->max_headers);
+		if (cur > lim->max_header_len)
+			return err_set(PB_ELIMIT,
+				       "a header field longer than %zu bytes",
+				       lim->max_header_len);
+	}
+	return 0;
+}
+
+struct warn_state {
+	unsigned crit;
+	unsigned warnings;
+};
+
+static void on_warning(gint64 offset, GMimeParserWarning code,
+		       const gchar *item, gpointer data)
+{
+	struct warn_state *ws = data;
+
+	(void)offset;
+	(void)item;
+	switch (code) {
+	case GMIME_CRIT_INVALID_HEADER_NAME:
+	case GMIME_CRIT_CONFLICTING_HEADER:
+	case GMIME_CRIT_CONFLICTING_PARAMETER:
+	case GMIME_CRIT_MULTIPART_WITHOUT_BOUNDARY:
+	case GMIME_CRIT_NESTING_OVERFLOW:
+	case GMIME_CRIT_PART_WITHOUT_HEADERS_OR_CONTENT:
+		ws->crit++;
+		break;
+	default:
+		ws->warnings++;
+		break;
+	}
+}
+
+/* "value\r\n\tmore" -> "value more"; leading and trailing blanks go. */
+static char *unfold(const char *v)
+{
+	size_t n = strlen(v), i, o = 0;
+	char *out = xmalloc(n + 1);
+
+	for (i = 0; i < n; i++) {
+		if (v[i] == '\r' || v[i] == '\n')
+			continue;
+		out[o++] = v[i] == '\t' ? ' ' : v[i];
+	}
+	out[o] = '\0';
+	{
+		const char *p = out;
+		size_t l = o;
+
+		mem_trim(&p, &l);
+		memmove(out, p, l);
+		out[l] = '\0';
+	}
+	return out;
+}
+
+static int kept_header(const char *name)
+{
+	return !strcasecmp(name, "Authentication-Results") ||
+	       !strncasecmp(name, "X-Patchbridge", 13) ||
+	       !strcasecmp(name, "Auto-Submitted") ||
+	       !strcasecmp(name, "List-Id");
+}
+
+static char *bracket_id(const char *id)
+{
+	return id && *id ? xasprintf("<%s>", id) : NULL;
+}
+
+static void keep_header(struct mail_header **v, size_t *nr, size_t *alloc,
+			const char *name, const char *raw)
+{
+	ALLOC_GROW(*v, *nr + 1, *alloc);
+	(*v)[*nr].name = xstrdup(name);
+	(*v)[*nr].value = unfold(raw);
+	(*nr)++;
+}
+
+/* The raw values (owned by GMime) of the fields decoded here. */
+struct fields {
+	const char *from;
+	const char *subject;
+	const char *reply_to;
+	const char *cc;
+	int list; /* List-Id or List-Post: the list delivered it */
+};
+
+/*
+ * Read one message's header: threading fields and Date into m when m
+ * has none yet (the outer message first), kept fields (for the inner
+ * message of a wrap: its Authentication-Results apart, in
+ * inner_headers), and the raw fields decoded later.
+ */
+static void read_headers(struct mail *m, struct fields *f, GMimeMessage *msg,
+			 GMimeParserOptions *opts, int inner)
+{
+	GMimeHeaderList *hl = g_mime_object_get_header_list(GMIME_OBJECT(msg));
+	int i, count = hl ? g_mime_header_list_get_count(hl) : 0;
+	int refs = 0;
+
+	memset(f, 0, sizeof(*f));
+	for (i = 0; i < count; i++) {
+		GMimeHeader *h = g_mime_header_list_get_header_at(hl, i);
+		const char *name = g_mime_header_get_name(h);
+		const char *raw = g_mime_header_get_raw_value(h);
+
+		if (!name || !raw)
+			continue;
+		if (!strcasecmp(name, "In-Reply-To") && !m->in_reply_to) {
+			GMimeReferences *r = g_mime_references_parse(opts, raw);
+
+			if (r && g_mime_references_length(r) > 0)
+				m->in_reply_to = bracket_id(
+					g_mime_references_get_message_id(r, 0));
+			if (r)
+				g_mime_references_free(r);
+		} else if (!strcasecmp(name, "References") && !refs &&
+			   !m->references.nr) {
+			GMimeReferences *r = g_mime_references_parse(opts, raw);
+			int k, n = r ? g_mime_references_length(r) : 0;
+
+			for (k = 0; k < n && k < PB_HEADER_COUNT_MAX; k++) {
+				const char *id =
+					g_mime_references_get_message_id(r, k);
+
+				if (id && *id)
+					strlist_push_owned(&m->references,
+							   bracket_id(id));
+			}
+			refs = 1;
+			if (r)
+				g_mime_references_free(r);
+		} else if (!strcasecmp(name, "Date") && !m->date) {
+			m->date = unfold(raw);
+		} else if (!strcasecmp(name, "From") && !f->from) {
+			f->from = raw;
+		} else if (!strcasecmp(name, "Subject") && !f->subject) {
+			f->subject = raw;
+		} else if (!strcasecmp(name, "Reply-To") && !f->reply_to) {
+			f->reply_to = raw;
+		} else if (!strcasecmp(name, "Cc") && !f->cc) {
+			f->cc = raw;
+		} else if (!strcasecmp(name, "List-Id") ||
+			   !strcasecmp(name, "List-Post")) {
+			f->list = 1;
+		}
+		if (!kept_header(name))
+			continue;
+		if (inner && !strcasecmp(name, "Authentication-Results"))
+			keep_header(&m->inner_headers, &m->nr_inner_headers,
+				    &m->inner_alloc, name, raw);
+		else if (!inner || strcasecmp(name, "List-Id"))
+			keep_header(&m->headers, &m->nr_headers,
+				    &m->headers_alloc, name, raw);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* charsets */
+
+static int is_utf8_name(const char *cs)
+{
+	return !strcasecmp(cs, "utf-8") || !strcasecmp(cs, "utf8") ||
+	       !strcasecmp(cs, "unicode-1-1-utf-8");
+}
+
+static int is_ascii_name(const char *cs)
+{
+	return !strcasecmp(cs, "us-ascii") || !strcasecmp(cs, "ascii") ||
+	       !strcasecmp(cs, "ansi_x3.4-1968");
+}
+
+static int is_latin1_name(const char *cs)
+{
+	return !strcasecmp(cs, "iso-8859-1") || !strcasecmp(cs, "latin1") ||
+	       !strcasecmp(cs, "iso_8859-1") || !strcasecmp(cs, "l1") ||
+	       !strcasecmp(cs, "iso8859-1");
+}
+
+/* The charset iconv should use: supersets for common mislabels. */
+static const char *iconv_name(const char *cs)
+{
+	if (!strcasecmp(cs, "gb2312") || !strcasecmp(cs, "gbk") ||
+	    !strcasecmp(cs, "x-gbk") || !strcasecmp(cs, "cp936") ||
+	    !strcasecmp(cs, "euc-cn") || !strcasecmp(cs, "gb_2312-80"))
+		return "GB18030";
+	if (is_latin1_name(cs) || is_ascii_name(cs))
+		return "WINDOWS-1252";
+	if (!strcasecmp(cs, "ks_c_5601-1987") || !strcasecmp(cs, "euc-kr"))
+		return "CP949";
+	if (!strcasecmp(cs, "big5"))
+		return "BIG5-HKSCS";
+	if (!strcasecmp(cs, "iso-8859-9"))
+		return "WINDOWS-1254";
+	return g_mime_charset_iconv_name(cs);
+}
+
+static int has_8bit(const char *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if ((unsigned char)p[i] >= 0x80)
+			return 1;
+	return 0;
+}
+
+/*
+ * Convert with iconv; undecodable bytes become U+FFFD.  Returns 0, a
+ * negative code, or 1 when iconv does not know the charset.  *bad counts
+ * the replaced sequences.
+ */
+static int iconv_convert(struct buf *out, const char *p, size_t len,
+			 const char *from, size_t *bad)
+{
+	iconv_t cd = g_mime_iconv_open("UTF-8", from);
+	char chunk[4096];
+	char *in = (char *)p;
+	size_t inleft = len;
+	int rc = 0;
+
+	*bad = 0;
+	if (cd == (iconv_t)-1)
+		return 1;
+	while (!rc) {
+		char *o = chunk;
+		size_t oleft = sizeof(chunk);
+		size_t r;
+		int e;
+
+		r = iconv(cd, inleft ? &in : NULL, inleft ? &inleft : NULL, &o,
+			  &oleft);
+		e = errno;
+		rc = buf_add(out, chunk, sizeof(chunk) - oleft);
+		if (rc)
+			break;
+		if (r != (size_t)-1) {
+			if (!inleft)
+				break; /* flushed the shift state too */
+			continue;
+		}
+		if (e == E2BIG)
+			continue;
+		/* EILSEQ (bad byte) or EINVAL (cut sequence at the end) */
+		(*bad)++;
+		rc = buf_add(out, "\xef\xbf\xbd", 3);
+		if (!inleft)
+			break;
+		in++;
+		inleft--;
+		if (e == EINVAL && !inleft)
+			break;
+	}
+	g_mime_iconv_close(cd);
+	return rc;
+}
+
+/* Count the bytes that do not decode as UTF-8. */
+static size_t utf8_errors(const char *p, size_t len)
+{
+	size_t i = 0, n, bad = 0;
+	uint32_t cp;
+
+	while (i < len) {
+		n = utf8_decode(&cp, p + i, len - i);
+		if (!n) {
+			bad++;
+			n = 1;
+		}
+		i += n;
+	}
+	return bad;
+}
+
+static int to_utf8(struct buf *out, const char *p, size_t len, const char *cs,
+		   unsigned *flags)
+{
+	struct buf tmp = BUF_INIT(out->max);
+	size_t bad = 0;
+	int rc = 0, utf8 = cs && is_utf8_name(cs);
+
+	if (!has_8bit(p, len))
+		return mailtext_clean(out, p, len);
+	if (cs && !utf8 && !is_ascii_name(cs)) {
+		if (is_latin1_name(cs) && utf8_valid(p, len)) {
+			/* labelled Latin-1, written in UTF-8 */
+			*flags |= MAIL_F_CHARSET_GUESS;
+			rc = mailtext_clean(out, p, len);
+			goto out;
+		}
+		rc = iconv_convert(&tmp, p, len, iconv_name(cs), &bad);
+		if (rc < 0)
+			goto out;
+		if (rc == 0) {
+			if (bad && utf8_valid(p, len)) {
+				*flags |= MAIL_F_CHARSET_GUESS;
+				rc = mailtext_clean(out, p, len);
+			} else {
+				rc = mailtext_clean(out, tmp.data, tmp.len);
+			}
+			goto out;
+		}
+		/* a charset iconv does not know: guess below */
+		*flags |= MAIL_F_CHARSET_GUESS;
+		buf_reset(&tmp);
+	}
+	/* UTF-8 when it decodes (a few bad bytes in declared UTF-8 are
+	 * repaired), else windows-1252, the usual unlabelled 8-bit text */
+	bad = utf8_errors(p, len);
+	if (bad == 0 || (utf8 && bad * 50 < len)) {
+		if (!utf8)
+			*flags |= MAIL_F_CHARSET_GUESS;
+		rc = mailtext_clean(out, p, len);
+		goto out;
+	}
+	*flags |= MAIL_F_CHARSET_GUESS;
+	rc = iconv_convert(&tmp, p, len, "WINDOWS-1252", &bad);
+	if (rc > 0) /* no iconv support at all: repair as UTF-8 */
+		rc = mailtext_clean(out, p, len);
+	else if (rc == 0)
+		rc = mailtext_clean(out, tmp.data, tmp.len);
+out:
+	buf_release(&tmp);
+	return rc < 0 ? rc : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* header fields */
+
+static int conv_header(struct buf *out, const char *p, size_t len,
+		       const char *charset, void *arg)
+{
+	unsigned flags = 0;
+
+	(void)arg;
+	return to_utf8(out, p, len, charset, &flags);
+}
+
+int mail_charset_to_utf8(struct buf *out, const char *p, size_t len,
+			 const char *charset)
+{
+	return conv_header(out, p, len, charset, NULL);
+}
+
+/* Subject: RFC 2047 decoded (hdrdecode.h), unfolded, trimmed. */
+static char *decode_text(const char *raw)
+{
+	struct buf b = BUF_INIT(PB_HEADER_VALUE_MAX * MAIL_TEXT_GROWTH);
+	const char *p;
+	size_t n;
+	char *out;
+
+	if (raw)
+		hdrdecode_text(&b, raw, strlen(raw), conv_header, NULL);
+	p = b.data;
+	n = b.len;
+	mem_trim(&p, &n);
+	out = xstrndup(p, n);
+	buf_release(&b);
+	return out;
+}
+
+static void decode_mailbox(struct mail_addr *out, const char *raw)
+{
+	struct hdrdecode_mailbox mb;
+
+	hdrdecode_mailbox(&mb, raw ? raw : "", raw ? strlen(raw) : 0,
+			  conv_header, NULL);
+	out->name = mb.name;
+	out->email = mb.email;
+}
+
+static const char *find_icase(const char *hay, size_t hn, const char *needle,
+			      size_t nn)
+{
+	size_t i;
+
+	for (i = 0; nn && i + nn <= hn; i++)
+		if (!strncasecmp(hay + i, needle, nn))
+			return hay + i;
+	return NULL;
+}
+
+/* Does the address list value hold the addr-spec email? */
+static int list_has(const char *value, const char *email)
+{
+	size_t n = strlen(email), vn;
+	const char *p, *hit;
+
+	if (!value || !n)
+		return 0;
+	vn = strlen(value);
+	for (p = value; (hit = find_icase(p, vn - (size_t)(p - value),
+					      email, n));
+	     p = hit + 1) {
+		int before = hit == value ? ' ' : (unsigned char)hit[-1];
+		int after = (unsigned char)hit[n];
+
+		if (!hdrdecode_atext(before) && before != '.' &&
+		    !hdrdecode_atext(after) && after != '.')
+			return 1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* choosing the text part */
+
+struct walk {
+	const struct mail_limits *lim;
+	int parts;
+	unsigned flags;
+};
+
+static int is_type(GMimeObject *obj, const char *type, const char *subtype)
+{
+	GMimeContentType *ct = g_mime_object_get_content_type(obj);
+
+	return ct && g_mime_content_type_is_type(ct, type, subtype);
+}
+
+/* A file name: Content-Disposition filename=, or Content-Type name=. */
+static const char *file_name(GMimeObject *obj)
+{
+	const char *fn = NULL;
+
+	if (GMIME_IS_PART(obj))
+		fn = g_mime_part_get_filename(GMIME_PART(obj));
+	return fn && *fn ? fn : NULL;
+}
+
+/*
+ * An attachment: Content-Disposition: attachment, or any part with a
+ * file name, even "inline" (RFC 2183 2.3: a file name says the part is
+ * a file the sender attached, not the text they wrote).
+ */
+static int is_attachment(GMimeObject *obj)
+{
+	GMimeContentDisposition *d = g_mime_object_get_content_disposition(obj);
+
+	return (d && g_mime_content_disposition_is_attachment(d)) ||
+	       file_name(obj) != NULL;
+}
+
+static int visit(struct walk *w, int depth)
+{
+	if (depth > w->lim->max_depth || ++w->parts > w->lim->max_parts) {
+		w->flags |= MAIL_F_LIMIT;
+		return 0;
+	}
+	return 1;
+}
+
+/* multipart/related: the root, named by start= or else the first part. */
+static GMimeObject *related_root(GMimeMultipart *mp)
+{
+	const char *start = g_mime_object_get_content_type_parameter(
+		GMIME_OBJECT(mp), "start");
+	int i, n = g_mime_multipart_get_count(mp);
+
+	if (start && *start) {
+		size_t sl = strlen(start);
+
+		if (start[0] == '<' && sl > 2) {
+			start++;
+			sl -= 2;
+		}
+		for (i = 0; i < n; i++) {
+			GMimeObject *o = g_mime_multipart_get_part(mp, i);
+			const char *cid = g_mime_object_get_content_id(o);
+
+			if (cid && strlen(cid) == sl && !memcmp(cid, start, sl))
+				return o;
+		}
+	}
+	return n > 0 ? g_mime_multipart_get_part(mp, 0) : NULL;
+}
+
+/*
+ * The body the sender wrote (see mail.h): the text part a reader shows
+ * first.  A part with a file name is an attachment and never the body;
+ * a message part is forwarded, not written.
+ */
+static GMimeObject *body_of(struct walk *w, GMimeObject *obj, int depth)
+{
+	GMimeMultipart *mp;
+	GMimeObject *got, *plain = NULL, *rich = NULL;
+	int i, n;
+
+	if (!obj || !visit(w, depth))
+		return NULL;
+	if (GMIME_IS_MULTIPART_ENCRYPTED(obj)) {
+		w->flags |= MAIL_F_ENCRYPTED;
+		return NULL;
+	}
+	if (GMIME_IS_MULTIPART_SIGNED(obj)) {
+		/* the signed content is the first part (RFC 1847) */
+		mp = GMIME_MULTIPART(obj);
+		if (g_mime_multipart_get_count(mp) < 1)
+			return NULL;
+		got = body_of(w, g_mime_multipart_get_part(mp, 0), depth + 1);
+		if (got)
+			w->flags |= MAIL_F_PGP_MIME;
+		return got;
+	}
+	if (GMIME_IS_MULTIPART(obj)) {
+		mp = GMIME_MULTIPART(obj);
+		n = g_mime_multipart_get_count(mp);
+		if (is_type(obj, "multipart", "related"))
+			return body_of(w, related_root(mp), depth + 1);
+		for (i = 0; i < n && !(w->flags & MAIL_F_LIMIT); i++) {
+			GMimeObject *c = g_mime_multipart_get_part(mp, i);
+
+			if (GMIME_IS_MESSAGE_PART(c) ||
+			    (GMIME_IS_PART(c) && is_attachment(c)))
+				continue;
+			got = body_of(w, c, depth + 1);
+			if (!got)
+				continue;
+			if (!is_type(obj, "multipart", "alternative"))
+				return got;
+			/* the text/plain alternative is what we read best;
+			 * else the last one, the richest (RFC 2046 5.1.4) */
+			if (is_type(got, "text", "plain")) {
+				if (!plain)
+					plain = got;
+			} else {
+				rich = got;
+			}
+		}
+		return plain ? plain : rich;
+	}
+	if (GMIME_IS_MESSAGE_PART(obj) || !GMIME_IS_PART(obj) ||
+	    is_attachment(obj))
+		return NULL;
+	if (is_type(obj, "text", "plain") || is_type(obj, "text", "html") ||
+	    is_type(obj, "text", "x-patch") || is_type(obj, "text", "x-diff"))
+		return obj;
+	return NULL;
+}
+
+static int ends_with_icase(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n > k && !strcasecmp(s + n - k, suffix);
+}
+
+/*
+ * A part that may carry a patch, as git am (every text part) and
+ * patchwork (text/x-patch, text/x-diff, text/plain) look for one:
+ * a patch or diff type, a .patch or .diff file name whatever the type
+ * (Outlook and webmail send application/octet-stream), or an attached
+ * text/plain file.
+ */
+static int patch_candidate(GMimeObject *obj)
+{
+	const char *fn = file_name(obj);
+
+	if (is_type(obj, "text", "x-patch") || is_type(obj, "text", "x-diff") ||
+	    is_type(obj, "text", "patch") || is_type(obj, "text", "diff") ||
+	    is_type(obj, "application", "x-patch") ||
+	    is_type(obj, "application", "x-diff"))
+		return 1;
+	if (fn && (ends_with_icase(fn, ".patch") ||
+		   ends_with_icase(fn, ".diff")))
+		return 1;
+	return fn && is_type(obj, "text", "plain");
+}
+
+/* Decode the part's transfer encoding into raw bytes, capped. */
+static int part_bytes(struct buf *out, GMimePart *part, size_t max,
+		      unsigned *flags)
+{
+	GMimeDataWrapper *dw = g_mime_part_get_content(part);
+	GMimeStream *mem;
+	GByteArray *ba;
+	size_t n;
+	int rc;
+
+	if (!dw)
+		return 0;
+	mem = g_mime_stream_mem_new();
+	if (g_mime_data_wrapper_write_to_stream(dw, mem) < 0) {
+		g_object_unref(mem);
+		return 0;
+	}
+	ba = g_mime_stream_mem_get_byte_array(GMIME_STREAM_MEM(mem));
+	n = ba ? ba->len : 0;
+	if (n > max) {
+		n = max;
+		*flags |= MAIL_F_TRUNCATED;
+	}
+	rc = n ? buf_add(out, (const char *)ba->data, n) : 0;
+	g_object_unref(mem);
+	return rc;
+}
+
+/* Run one text transform; on hitting the cap keep what fitted. */
+static void transform(struct mail *m, struct buf *tmp,
+		      int (*fn)(struct buf *, const char *, size_t))
+{
+	buf_reset(tmp);
+	if (fn(tmp, m->text.data, m->text.len) == PB_ELIMIT)
+		m->flags |= MAIL_F_TRUNCATED;
+	buf_reset(&m->text);
+	buf_addbuf(&m->text, tmp);
+}
+
+static int flowed_yes(struct buf *o, const char *p, size_t n)
+{
+	return mailtext_flowed(o, p, n, 1);
+}
+
+static int flowed_no(struct buf *o, const char *p, size_t n)
+{
+	return mailtext_flowed(o, p, n, 0);
+}
+
+/* Does the text carry a unified diff (git am's and patchwork's test)? */
+static int looks_like_diff(const char *p, size_t len)
+{
+	return (len >= 11 && !memcmp(p, "diff --git ", 11)) ||
+	       mem_find(p, len, "\ndiff --git ", 12) ||
+	       (((len >= 4 && !memcmp(p, "--- ", 4)) ||
+		 mem_find(p, len, "\n--- ", 5)) &&
+		mem_find(p, len, "\n+++ ", 5) && mem_find(p, len, "\n@@ -", 5));
+}
+
+/*
+ * The first patch attachment (patch_candidate()) in MIME order whose
+ * text is a diff: m->patch, with its type and file name.  The body
+ * part and forwarded messages are not looked at.
+ */
+static void find_patch(struct mail *m, struct walk *w, GMimeObject *obj,
+		       GMimeObject *body, int depth)
+{
+	struct buf raw;
+	const char *cs;
+	int i, n;
+
+	if (!obj || m->patch_type || !visit(w, depth))
+		return;
+	if (GMIME_IS_MULTIPART_ENCRYPTED(obj) || GMIME_IS_MESSAGE_PART(obj))
+		return;
+	if (GMIME_IS_MULTIPART(obj)) {
+		GMimeMultipart *mp = GMIME_MULTIPART(obj);
+
+		n = g_mime_multipart_get_count(mp);
+		for (i = 0; i < n && !m->patch_type; i++)
+			find_patch(m, w, g_mime_multipart_get_part(mp, i), body,
+				   depth + 1);
+		return;
+	}
+	if (obj == body || !GMIME_IS_PART(obj) || !patch_candidate(obj))
+		return;
+	buf_init(&raw, w->lim->max_text);
+	if (part_bytes(&raw, GMIME_PART(obj), w->lim->max_text, &w->flags) ||
+	    !looks_like_diff(raw.data, raw.len)) {
+		buf_release(&raw);
+		return;
+	}
+	cs = g_mime_object_get_content_type_parameter(obj, "charset");
+	if (to_utf8(&m->patch, raw.data, raw.len, cs && *cs ? cs : NULL,
+		    &w->flags) == PB_ELIMIT)
+		w->flags |= MAIL_F_TRUNCATED;
+	buf_release(&raw);
+	{
+		GMimeContentType *ct = g_mime_object_get_content_type(obj);
+		const char *fn = file_name(obj);
+
+		char *mt = ct ? g_mime_content_type_get_mime_type(ct) : NULL;
+
+		m->patch_type = xstrdup(mt ? mt : "application/octet-stream");
+		g_free(mt);
+		if (fn)
+			m->patch_name = decode_text(fn);
+	}
+}
+
+static int read_text(struct mail *m, GMimeObject *top,
+		     const struct mail_limits *lim)
+{
+	struct walk w = { lim, 0, 0 };
+	GMimeObject *part;
+	struct buf raw = BUF_INIT(lim->max_text);
+	struct buf tmp = BUF_INIT(lim->max_text * MAIL_TEXT_GROWTH);
+	const char *cs, *fmt, *delsp;
+	int html, rc = 0;
+
+	part = body_of(&w, top, 1);
+	m->flags |= w.flags;
+	w.parts = 0;
+	w.flags = 0;
+	find_patch(m, &w, top, part, 1);
+	m->flags |= w.flags & (MAIL_F_TRUNCATED | MAIL_F_LIMIT);
+	if (!part || !GMIME_IS_PART(part)) {
+		m->flags |= MAIL_F_NO_TEXT;
+		goto out;
+	}
+	html = g_mime_content_type_is_type(g_mime_object_get_content_type(part),
+					   "text", "html");
+	m->text_type = xstrdup(html ? "text/html" : "text/plain");
+	cs = g_mime_object_get_content_type_parameter(part, "charset");
+	if (cs && *cs)
+		m->charset = xstrdup(cs);
+	rc = part_bytes(&raw, GMIME_PART(part), lim->max_text, &m->flags);
+	if (rc)
+		goto out;
+	if (to_utf8(&m->text, raw.data, raw.len, m->charset, &m->flags) ==
+	    PB_ELIMIT)
+		m->flags |= MAIL_F_TRUNCATED;
+
+	if (html) {
+		m->flags |= MAIL_F_HTML;
+		transform(m, &tmp, mailtext_html);
+	} else {
+		fmt = g_mime_object_get_content_type_parameter(part, "format");
+		delsp = g_mime_object_get_content_type_parameter(part, "delsp");
+		if (fmt && !strcasecmp(fmt, "flowed")) {
+			m->flags |= MAIL_F_FLOWED;
+			transform(m, &tmp,
+				  delsp && !strcasecmp(delsp, "yes") ?
+					  flowed_yes :
+					  flowed_no);
+		}
+		if (mailtext_has_entities(m->text.data, m->text.len)) {
+			m->flags |= MAIL_F_ENTITIES;
+			transform(m, &tmp, mailtext_entities);
+		}
+	}
+	buf_reset(&tmp);
+	rc = mailtext_pgp_strip(&tmp, m->text.data, m->text.len);
+	if (rc != 0) {
+		if (rc == PB_ELIMIT)
+			m->flags |= MAIL_F_TRUNCATED;
+		m->flags |= MAIL_F_PGP_INLINE;
+		buf_reset(&m->text);
+		buf_addbuf(&m->text, &tmp);
+	}
+	rc = 0;
+	/* a part's last line end belongs to the boundary: put it back */
+	if (m->text.len && m->text.data[m->text.len - 1] != '\n' &&
+	    buf_addch(&m->text, '\n'))
+		m->flags |= MAIL_F_TRUNCATED;
+out:
+	buf_release(&raw);
+	buf_release(&tmp);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+
+/*
+ * A message a mailing list wrapped for DMARC (Mailman's "wrap_message",
+ * mailman/handlers/dmarc.py): the whole body is a message/rfc822 part,
+ * or a text/plain note and then one; the outer header is the list's
+ * (List-Id or List-Post) and names the inner message's sender in its
+ * Reply-To or Cc, where Mailman puts the original From.  A person who
+ * forwards a message as an attachment writes no such header.  Returns
+ * the inner message (owned by msg) and its sender, or NULL.
+ */
+static const char *raw_field(GMimeMessage *msg, const char *name)
+{
+	GMimeHeaderList *hl = g_mime_object_get_header_list(GMIME_OBJECT(msg));
+	GMimeHeader *h = hl ? g_mime_header_list_get_header(hl, name) : NULL;
+
+	return h ? g_mime_header_get_raw_value(h) : NULL;
+}
+
+static GMimeMessage *wrapped(GMimeMessage *msg,
+			     const struct fields *outer,
+			     struct mail_addr *sender)
+{
+	GMimeObject *top = g_mime_message_get_mime_part(msg), *part = NULL;
+	GMimeMessage *inner;
+	struct mail_addr a = { NULL, NULL };
+	struct mail_addr o = { NULL, NULL };
+	int ok;
+
+	if (!top || !outer->list)
+		return NULL;
+	if (GMIME_IS_MESSAGE_PART(top)) {
+		part = top;
+	} else if (is_type(top, "multipart", "mixed") &&
+		   g_mime_multipart_get_count(GMIME_MULTIPART(top)) == 2) {
+		GMimeObject *note =
+			g_mime_multipart_get_part(GMIME_MULTIPART(top), 0);
+		GMimeObject *msgp =
+			g_mime_multipart_get_part(GMIME_MULTIPART(top), 1);
+
+		if (GMIME_IS_PART(note) && is_type(note, "text", "plain") &&
+		    !file_name(note) && GMIME_IS_MESSAGE_PART(msgp))
+			part = msgp;
+	}
+	if (!part)
+		return NULL;
+	inner = g_mime_message_part_get_message(GMIME_MESSAGE_PART(part));
+	if (!inner)
+		return NULL;
+	decode_mailbox(&a, raw_field(inner, "From"));
+	decode_mailbox(&o, outer->from);
+	ok = a.email[0] && strcasecmp(a.email, o.email) &&
+	     (list_has(outer->reply_to, a.email) ||
+	      list_has(outer->cc, a.email));
+	free(o.name);
+	free(o.email);
+	if (!ok) {
+		free(a.name);
+		free(a.email);
+		return NULL;
+	}
+	*sender = a;
+	return inner;
+}
+
+int mail_parse(struct mail **out, const char *raw, size_t len,
+	       const struct mail_limits *lim_in)
+{
+	struct mail_limits lim;
+	struct warn_state ws = { 0, 0 };
+	GMimeParserOptions *opts = NULL;
+	GMimeStream *stream = NULL;
+	GMimeParser *parser = NULL;
+	GMimeMessage *msg = NULL;
+	const char *fallback[] = { "UTF-8", "windows-1252", NULL };
+	struct mail *m = NULL;
+	struct fields outer, fields;
+	struct mail_addr wrap_from = { NULL, NULL };
+	GMimeMessage *inner;
+	GMimeObject *top;
+	const char *s;
+	int rc;
+
+	*out = NULL;
+	if (lim_in)
+		lim = *lim_in;
+	else
+		mail_limits_default(&lim);
+	BUG_ON(!mail_ready);
+	if (len > lim.max_size)
+		return err_set(PB_ELIMIT, "message of %zu bytes exceeds %zu",
+			       len, lim.max_size);
+	/* an mbox "From " line is not a header */
+	if (len >= 5 && !memcmp(raw, "From ", 5)) {
+		const char *nl = memchr(raw, '\n', len);
+
+		len = nl ? len - (size_t)(nl + 1 - raw) : 0;
+		raw = nl ? nl + 1 : raw + len;
+	}
+	rc = check_header(raw, len, &lim);
+	if (rc)
+		return rc;
+
+	opts = g_mime_parser_options_new();
+	g_mime_parser_options_set_warning_callback(opts, on_warning, &ws);
+	g_mime_parser_options_set_rfc2047_compliance_mode(
+		opts, GMIME_RFC_COMPLIANCE_LOOSE);
+	g_mime_parser_options_set_address_compliance_mode(
+		opts, GMIME_RFC_COMPLIANCE_LOOSE);
+	g_mime_parser_options_set_fallback_charsets(opts, fallback);
+	stream = g_mime_stream_mem_new_with_buffer(raw, len);
+	parser = g_mime_parser_new_with_stream(stream);
+	g_mime_parser_set_format(parser, GMIME_FORMAT_MESSAGE);
+	msg = g_mime_parser_construct_message(parser, opts);
+	if (!msg) {
+		rc = err_set(PB_EINVAL, "not a mail message");
+		goto out;
+	}
+
+	m = xcalloc(1, sizeof(*m));
+	strlist_init(&m->references);
+	buf_init(&m->text, lim.max_text * MAIL_TEXT_GROWTH);
+	buf_init(&m->patch, lim.max_text * MAIL_TEXT_GROWTH);
+	s = g_mime_message_get_message_id(msg);
+	m->message_id = bracket_id(s);
+	read_headers(m, &outer, msg, opts, 0);
+	top = g_mime_message_get_mime_part(msg);
+	inner = wrapped(msg, &outer, &wrap_from);
+	if (inner) {
+		/* the list's DMARC wrap: the inner message is the reply */
+		m->flags |= MAIL_F_WRAPPED;
+		decode_mailbox(&m->wrapper, outer.from);
+		read_headers(m, &fields, inner, opts, 1);
+		m->from = wrap_from;
+		s = g_mime_message_get_message_id(inner);
+		m->inner_message_id = bracket_id(s);
+		m->subject = decode_text(fields.subject ? fields.subject :
+							  outer.subject);
+		top = g_mime_message_get_mime_part(inner);
+	} else {
+		decode_mailbox(&m->from, outer.from);
+		m->subject = decode_text(outer.subject);
+		m->wrapper.name = xstrdup("");
+		m->wrapper.email = xstrdup("");
+	}
+	rc = read_text(m, top, &lim);
+	if (rc)
+		goto out;
+	m->crit = ws.crit;
+	m->warnings = ws.warnings;
+	if (ws.crit)
+		m->flags |= MAIL_F_AMBIGUOUS;
+	*out = m;
+	m = NULL;
+out:
+	mail_free(m);
+	if (msg)
+		g_object_unref(msg);
+	if (parser)
+		g_object_unref(parser);
+	if (stream)
+		g_object_unref(stream);
+	if (opts)
+		g_mime_parser_options_free(opts);
+	return rc;
+}
