@@ -775,6 +775,23 @@ static int looks_like_diff(const char *p, size_t len)
 		mem_find(p, len, "\n+++ ", 5) && mem_find(p, len, "\n@@ -", 5));
 }
 
+/* The patch part's type (lower case) and decoded file name. */
+static void patch_part_names(struct mail *m, GMimeObject *obj)
+{
+	GMimeContentType *ct = g_mime_object_get_content_type(obj);
+	const char *fn = file_name(obj);
+	char *mt = ct ? g_mime_content_type_get_mime_type(ct) : NULL;
+	char *q;
+
+	m->patch_type = xstrdup(mt ? mt : "application/octet-stream");
+	g_free(mt);
+	for (q = m->patch_type; *q; q++)
+		if (*q >= 'A' && *q <= 'Z')
+			*q = (char)(*q - 'A' + 'a');
+	if (fn)
+		m->patch_name = decode_text(fn);
+}
+
 /*
  * The first patch attachment (patch_candidate()) in MIME order whose
  * text is a diff: m->patch, with its type and file name.  The body
@@ -813,17 +830,7 @@ static void find_patch(struct mail *m, struct walk *w, GMimeObject *obj,
 		    &w->flags) == PB_ELIMIT)
 		w->flags |= MAIL_F_TRUNCATED;
 	buf_release(&raw);
-	{
-		GMimeContentType *ct = g_mime_object_get_content_type(obj);
-		const char *fn = file_name(obj);
-
-		char *mt = ct ? g_mime_content_type_get_mime_type(ct) : NULL;
-
-		m->patch_type = xstrdup(mt ? mt : "application/octet-stream");
-		g_free(mt);
-		if (fn)
-			m->patch_name = decode_text(fn);
-	}
+	patch_part_names(m, obj);
 }
 
 static int read_text(struct mail *m, GMimeObject *top,

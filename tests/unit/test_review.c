@@ -290,12 +290,91 @@ static int teardown(void **state)
 	return 0;
 }
 
+/*
+ * An attachment is never the reply (the attack: a text/plain file with
+ * an Acked-by, the sender's own words in HTML).  In each form a file
+ * can take - an inline disposition with a file name, a Content-Type
+ * name= alone, an attachment disposition, an RFC 2231 file name, the
+ * file before the body, the body an HTML alternative - the Acked-by
+ * gives no trailer and the HTML words are the comment.
+ */
+#define ATTACK_HEAD                                                     \
+	"From: Maintainer <maint@example.org>\n"                        \
+	"Subject: Re: [PATCH v2 1/2] net: fix the frobnicator\n"        \
+	"Message-ID: <a1@example.org>\n"                                \
+	"In-Reply-To: <p1@example.org>\n"                               \
+	"MIME-Version: 1.0\n"                                           \
+	"Content-Type: multipart/mixed; boundary=\"b\"\n"               \
+	"\n"
+#define ATTACK_HTML                                                     \
+	"--b\n"                                                         \
+	"Content-Type: text/html; charset=utf-8\n"                      \
+	"\n"                                                            \
+	"<p>I do not agree with this change.</p>\n"
+#define ATTACK_FILE(headers)                                            \
+	"--b\n"                                                         \
+	"Content-Type: text/plain; charset=utf-8" headers "\n"          \
+	"\n"                                                            \
+	"Acked-by: Maintainer <maint@example.org>\n"
+
+static void test_attachment_is_not_the_reply(void **state)
+{
+	static const char *const mails[] = {
+		ATTACK_HEAD ATTACK_HTML ATTACK_FILE(
+			"\nContent-Disposition: inline; filename=\"n.txt\"")
+			"--b--\n",
+		ATTACK_HEAD ATTACK_HTML ATTACK_FILE("; name=\"n.txt\"")
+			"--b--\n",
+		ATTACK_HEAD ATTACK_HTML ATTACK_FILE(
+			"\nContent-Disposition: attachment") "--b--\n",
+		ATTACK_HEAD ATTACK_HTML ATTACK_FILE(
+			"\nContent-Disposition: inline; "
+			"filename*=utf-8''n%C3%B6tes.txt") "--b--\n",
+		ATTACK_HEAD ATTACK_FILE(
+			"\nContent-Disposition: inline; filename=\"n.txt\"")
+			ATTACK_HTML "--b--\n",
+		ATTACK_HEAD
+		"--b\n"
+		"Content-Type: multipart/alternative; boundary=\"a\"\n"
+		"\n"
+		"--a\n"
+		"Content-Type: text/plain; name=\"n.txt\"\n"
+		"\n"
+		"Acked-by: Maintainer <maint@example.org>\n"
+		"--a\n"
+		"Content-Type: text/html\n"
+		"\n"
+		"<p>I do not agree with this change.</p>\n"
+		"--a--\n"
+		"--b--\n",
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(mails) / sizeof(mails[0]); i++) {
+		struct review *r;
+
+		print_message("form %zu\n", i);
+		assert_int_equal(review_parse(&r, mails[i], strlen(mails[i]),
+					      NULL, NULL),
+				 0);
+		assert_int_equal(r->kind, REVIEW_REPLY);
+		assert_int_equal(r->trailers.nr, 0);
+		assert_false(r->nak);
+		assert_non_null(
+			strstr(r->comment, "I do not agree with this change."));
+		assert_null(strstr(r->comment, "Acked-by"));
+		review_free(r);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_golden),
 		cmocka_unit_test(test_trusted_auth),
 		cmocka_unit_test(test_quoted_never_counts),
+		cmocka_unit_test(test_attachment_is_not_the_reply),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
