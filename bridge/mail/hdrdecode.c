@@ -669,8 +669,14 @@ static void read_segment(struct found *f, struct lexer *lx, size_t s,
 		k = lt + 1;
 		for (i = lt + 1; i < gt; i++)
 			if (v[i].kind == T_COLON)
-				k = i + 1; /* obsolete route (RFC 5322 4.4) */
+				k = i + 1;
 		f->name_to = lt;
+		/* an obsolete route ("@a,@b:", RFC 5322 4.4) is all that
+		 * may come before a colon */
+		for (i = lt + 1; k > lt + 1 && i + 1 < k; i++)
+			if (v[i].kind != T_COMMA &&
+			    !(v[i].kind == T_WORD && v[i].p[0] == '@'))
+				return;
 		if (join_addr(&f->addr, v, k, gt)) {
 			strip_dot(&f->addr);
 			f->ok = hdrdecode_addr_ok(f->addr.data, f->addr.len);
