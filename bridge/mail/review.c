@@ -5,6 +5,7 @@
 #include "util/scan.h"
 #include "util/xalloc.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,12 +74,83 @@ static enum review_diff diff_where(const struct mail *m)
 	return REVIEW_DIFF_NONE;
 }
 
-static enum review_kind classify(const struct review *r)
+/* A line "Name (N):" of git shortlog; N, or 0. */
+static int shortlog_head(const char *line, size_t n)
+{
+	size_t i = n;
+	uint64_t v;
+
+	if (n < 5 || line[0] == ' ' || line[0] == '\t' || line[0] == '>' ||
+	    line[n - 1] != ':' || line[n - 2] != ')')
+		return 0;
+	for (i = n - 2; i > 0 && line[i - 1] >= '0' && line[i - 1] <= '9';)
+		i--;
+	if (i < 2 || line[i - 1] != '(' || line[i - 2] != ' ' ||
+	    !mem_to_u64(line + i, n - 2 - i, 9999, &v))
+		return 0;
+	return (int)v;
+}
+
+/*
+ * The shape of a cover letter (git format-patch --cover-letter, b4,
+ * git send-email --compose with the shortlog pasted): a shortlog head
+ * "Name (N):" followed by an indented title, and a diffstat summary
+ * " N files changed", in the author's own (unquoted) lines.  A pull
+ * request has both too, and is no cover letter.  Returns the number of
+ * patches the shortlog counts, or 0.
+ */
+static int cover_shape(const char *p, size_t len)
+{
+	struct scan sc;
+	const char *line;
+	size_t n;
+	int head = 0, shortlog = 0, stat = 0, total = 0;
+
+	if (mem_find(p, len, "The following changes since commit", 34) ||
+	    mem_find(p, len, "are available in the Git repository at", 38))
+		return 0;
+	scan_init(&sc, p, len);
+	while (scan_line(&sc, &line, &n)) {
+		if (head && n > 2 && (line[0] == ' ' || line[0] == '\t')) {
+			shortlog = 1;
+			total += head;
+		}
+		head = shortlog_head(line, n);
+		if (n > 14 && line[0] == ' ' &&
+		    (mem_find(line, n, " files changed", 14) ||
+		     mem_find(line, n, " file changed", 13)))
+			stat = 1;
+	}
+	return shortlog && stat ? total : 0;
+}
+
+/* The N of a numbered patch of the thread that answers this mail. */
+static int answered_by_series(const struct review *r,
+			      const struct review_options *o)
+{
+	const char *id = r->mail->message_id;
+	size_t i;
+
+	for (i = 0; o && id && i < o->nr_thread; i++) {
+		const struct review_thread_mail *t = &o->thread[i];
+
+		if (t->index < 1 || t->total < t->index)
+			continue;
+		if ((t->in_reply_to && !strcmp(t->in_reply_to, id)) ||
+		    (t->root && !strcmp(t->root, id)))
+			return t->total;
+	}
+	return 0;
+}
+
+static enum review_kind classify(const struct review *r,
+				 const struct review_options *o, int *total)
 {
 	const struct subject *s = &r->subject;
 	const struct mail *m = r->mail;
 	int diff = r->diff != REVIEW_DIFF_NONE;
 
+	*total = 0;
 	if (s->reply)
 		return REVIEW_REPLY;
 	/* a reply whose client kept the subject as it was: threaded, no
@@ -86,6 +158,15 @@ static enum review_kind classify(const struct review *r)
 	if (s->has_tag && m->in_reply_to && !diff &&
 	    has_quote(m->text.data, m->text.len))
 		return REVIEW_REPLY;
+	/* a cover letter without "0/N" (git send-email --compose, a tag
+	 * typed by hand): the patches answer it, or it reads like one */
+	if (!diff && !s->forward && !(s->index == 0 && s->total > 0)) {
+		*total = answered_by_series(r, o);
+		if (!*total)
+			*total = cover_shape(m->text.data, m->text.len);
+		if (*total)
+			return REVIEW_COVER;
+	}
 	if (s->has_tag && !s->forward)
 		return s->index == 0 && s->total > 0 ? REVIEW_COVER :
 						       REVIEW_PATCH;
@@ -274,7 +355,7 @@ int review_parse(struct review **out, const char *raw, size_t len,
 		 const struct diff *parent, const struct review_options *opts)
 {
 	struct review *r;
-	int rc;
+	int rc, total = 0;
 
 	*out = NULL;
 	r = xcalloc(1, sizeof(*r));
@@ -286,7 +367,12 @@ int review_parse(struct review **out, const char *raw, size_t len,
 		goto fail;
 	subject_parse(&r->subject, r->mail->subject, strlen(r->mail->subject));
 	r->diff = diff_where(r->mail);
-	r->kind = classify(r);
+	r->kind = classify(r, opts, &total);
+	if (r->kind == REVIEW_COVER && total) {
+		/* found by its thread or its shape: the series' numbers */
+		r->subject.index = 0;
+		r->subject.total = total;
+	}
 	auth_of(r, opts);
 	switch (r->kind) {
 	case REVIEW_REPLY:
@@ -340,6 +426,32 @@ int review_patch_diff(struct diff **out, const char *raw, size_t len)
 		rc = diff_parse(out, m->text.data, m->text.len);
 	mail_free(m);
 	return rc;
+}
+
+int review_thread_mail_read(struct review_thread_mail *out,
+			    struct strlist *ids, const char *raw, size_t len)
+{
+	struct mail *m;
+	struct subject subj;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	out->index = out->total = -1;
+	rc = mail_parse(&m, raw, len, NULL);
+	if (rc)
+		return rc;
+	subject_parse(&subj, m->subject, strlen(m->subject));
+	if (subj.has_tag) {
+		out->index = subj.index;
+		out->total = subj.total;
+	}
+	if (m->in_reply_to)
+		out->in_reply_to = strlist_push(ids, m->in_reply_to);
+	if (m->references.nr)
+		out->root = strlist_push(ids, m->references.items[0]);
+	subject_release(&subj);
+	mail_free(m);
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */

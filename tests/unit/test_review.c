@@ -5,6 +5,7 @@
  */
 #include "cmocka_all.h"
 #include "golden.h"
+#include "util/scan.h"
 #include "mail/diff.h"
 #include "mail/mail.h"
 #include "mail/review.h"
@@ -12,8 +13,43 @@
 #include <stdio.h>
 #include <string.h>
 
+struct thread {
+	struct review_thread_mail v[16];
+	size_t nr;
+};
+
+/* NAME.thread: other mails of the thread, one file name a line. */
+static void read_thread(struct thread *t, struct strlist *ids,
+			const char *list)
+{
+	struct buf names = BUF_INIT(4096), raw = BUF_INIT(1 << 24);
+	char file[1024];
+	struct scan sc;
+	const char *line;
+	size_t n;
+
+	golden_read(&names, golden_path("parse", list));
+	scan_init(&sc, names.data, names.len);
+	while (scan_line(&sc, &line, &n) && t->nr < 16) {
+		if (!n)
+			continue;
+		snprintf(file, sizeof(file), "%.*s", (int)n, line);
+		buf_reset(&raw);
+		golden_read(&raw, golden_path("parse", file));
+		assert_int_equal(review_thread_mail_read(&t->v[t->nr], ids,
+							 raw.data, raw.len),
+				 0);
+		t->nr++;
+	}
+	buf_release(&names);
+	buf_release(&raw);
+}
+
 static void run_one(const char *name, int *bad)
 {
+	struct thread thread = { .nr = 0 };
+	struct strlist ids = STRLIST_INIT;
+	struct review_options ro;
 	struct buf raw = BUF_INIT(1 << 24), praw = BUF_INIT(1 << 24);
 	struct buf parent = BUF_INIT(4096), json = BUF_INIT(1 << 24);
 	struct diff *d = NULL;
@@ -29,13 +65,20 @@ static void run_one(const char *name, int *bad)
 		golden_read(&praw, golden_path("parse", parent.data));
 		assert_int_equal(review_patch_diff(&d, praw.data, praw.len), 0);
 	}
-	assert_int_equal(review_parse(&r, raw.data, raw.len, d, NULL), 0);
+	snprintf(path, sizeof(path), "%.*s.thread", (int)n, name);
+	if (golden_exists(golden_path("parse", path)))
+		read_thread(&thread, &ids, path);
+	memset(&ro, 0, sizeof(ro));
+	ro.thread = thread.v;
+	ro.nr_thread = thread.nr;
+	assert_int_equal(review_parse(&r, raw.data, raw.len, d, &ro), 0);
 	assert_int_equal(review_to_json(&json, r), 0);
 	snprintf(path, sizeof(path), "%.*s.json", (int)n, name);
 	if (!golden_check(golden_path("parse", path), &json))
 		(*bad)++;
 	review_free(r);
 	diff_free(d);
+	strlist_release(&ids);
 	buf_release(&raw);
 	buf_release(&praw);
 	buf_release(&parent);
