@@ -129,13 +129,14 @@ int plan_footer(struct buf *out, const struct review *r,
 					     " (DKIM verified)" :
 					     " (DMARC verified)");
 	if (r->mail->flags & MAIL_F_WRAPPED)
-		return buf_adds(out, r->wrap_trusted ?
-					     " (not verified: the list found no "
-					     "DKIM/DMARC pass for the sender)" :
-					     " (not verified: the list wrapped "
-					     "the message for DMARC; its "
-					     "verification of the sender is "
-					     "not trusted)");
+		return buf_adds(out,
+				r->wrap_trusted ?
+					" (not verified: the list found no "
+					"DKIM/DMARC pass for the sender)" :
+					" (not verified: the list wrapped "
+					"the message for DMARC; its "
+					"verification of the sender is "
+					"not trusted)");
 	if (!id)
 		return buf_adds(out, " (not verified: no trusted "
 				     "authserv-id is configured)");

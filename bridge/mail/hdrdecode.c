@@ -134,7 +134,8 @@ static int ew_parse(struct ew *w, const char *p, const char *end)
 	/* the text ends at the first "?="; another word's "=?" inside it
 	 * means this one was never closed ("=?=" is padding, then the end) */
 	while (q + 1 < end && !(q[0] == '?' && q[1] == '=')) {
-		if ((q[0] == '=' && q[1] == '?' && q + 2 < end && q[2] != '=') ||
+		if ((q[0] == '=' && q[1] == '?' && q + 2 < end &&
+		     q[2] != '=') ||
 		    q - t > HDRDECODE_WORD_MAX)
 			return 0;
 		q++;
@@ -204,7 +205,8 @@ static int ew_bytes(struct buf *out, const struct ew *w)
 			bits += 6;
 			if (bits >= 8) {
 				bits -= 8;
-				rc = buf_addch(out, (int)((acc >> bits) & 0xff));
+				rc = buf_addch(out,
+					       (int)((acc >> bits) & 0xff));
 			}
 			acc &= 0xffff; /* only the low bits are ever read */
 		} else if (c == '_') {
@@ -212,9 +214,10 @@ static int ew_bytes(struct buf *out, const struct ew *w)
 		} else if (c == '=' && i + 2 < n &&
 			   hex_value((unsigned char)p[i + 1]) >= 0 &&
 			   hex_value((unsigned char)p[i + 2]) >= 0) {
-			rc = buf_addch(out,
-				       hex_value((unsigned char)p[i + 1]) * 16 +
-					       hex_value((unsigned char)p[i + 2]));
+			rc = buf_addch(
+				out,
+				hex_value((unsigned char)p[i + 1]) * 16 +
+					hex_value((unsigned char)p[i + 2]));
 			i += 2;
 		} else {
 			rc = buf_addch(out, c);
@@ -271,7 +274,8 @@ static int decode_unfolded(struct buf *out, const char *p, size_t len,
 		const char *ew_at = NULL;
 
 		for (k = q; k + 1 < end; k++) {
-			if (k[0] == '=' && k[1] == '?' && ew_parse(&w, k, end)) {
+			if (k[0] == '=' && k[1] == '?' &&
+			    ew_parse(&w, k, end)) {
 				ew_at = k;
 				break;
 			}
@@ -318,9 +322,10 @@ static int decode_unfolded(struct buf *out, const char *p, size_t len,
 					have_pend = 0;
 				}
 				if (!rc)
-					rc = add_literal(out, ew_at,
-							 (size_t)(w.end - ew_at),
-							 conv, arg);
+					rc = add_literal(
+						out, ew_at,
+						(size_t)(w.end - ew_at), conv,
+						arg);
 			} else if (r) {
 				rc = r;
 			} else {
@@ -387,7 +392,8 @@ int hdrdecode_addr_ok(const char *p, size_t len)
 		at = i + 1;
 	} else {
 		for (i = 0; i < len && p[i] != '@'; i++)
-			if (!hdrdecode_atext((unsigned char)p[i]) && p[i] != '.')
+			if (!hdrdecode_atext((unsigned char)p[i]) &&
+			    p[i] != '.')
 				return 0;
 		if (i == 0 || i >= len)
 			return 0;
@@ -531,11 +537,11 @@ static void lex(struct lexer *lx, const char *p, const char *end)
 		case ':':
 		case ';':
 			push(lx,
-			     c == '<'	? T_LT :
-			     c == '>'	? T_GT :
-			     c == ','	? T_COMMA :
-			     c == ':'	? T_COLON :
-					  T_SEMI,
+			     c == '<' ? T_LT :
+			     c == '>' ? T_GT :
+			     c == ',' ? T_COMMA :
+			     c == ':' ? T_COLON :
+					T_SEMI,
 			     p, 1, ws);
 			p++;
 			break;
@@ -573,8 +579,7 @@ static void add_unescaped(struct buf *b, const char *p, size_t len)
 }
 
 /* Decode raw phrase text into a one-line name, trimmed. */
-static char *make_name(const struct buf *raw, hdrdecode_conv_fn conv,
-		       void *arg)
+static char *make_name(const struct buf *raw, hdrdecode_conv_fn conv, void *arg)
 {
 	struct buf b = BUF_INIT(HDRDECODE_FIELD_MAX);
 	const char *p;
@@ -647,8 +652,7 @@ static int has_addr(const struct tok *t)
 }
 
 /* Read one segment (one mailbox) [s, e) of the token list. */
-static void read_segment(struct found *f, struct lexer *lx, size_t s,
-			 size_t e)
+static void read_segment(struct found *f, struct lexer *lx, size_t s, size_t e)
 {
 	const struct tok *v = lx->v;
 	size_t i, lt = e, gt, k;
@@ -733,8 +737,9 @@ static int segment_name(struct buf *raw, const struct lexer *lx,
 		if (i != f->skip && v[i].kind == T_WORD)
 			words++;
 	for (i = s; i < f->name_to; i++) {
-		if (i == f->skip || (f->skip != (size_t)-1 && i == f->skip + 1 &&
-				     v[f->skip].kind == T_QSTR))
+		if (i == f->skip ||
+		    (f->skip != (size_t)-1 && i == f->skip + 1 &&
+		     v[f->skip].kind == T_QSTR))
 			continue;
 		if (v[i].kind != T_WORD && v[i].kind != T_QSTR)
 			continue;

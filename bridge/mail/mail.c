@@ -538,8 +538,8 @@ static int list_has(const char *value, const char *email)
 	if (!value || !n)
 		return 0;
 	vn = strlen(value);
-	for (p = value; (hit = find_icase(p, vn - (size_t)(p - value),
-					      email, n));
+	for (p = value;
+	     (hit = find_icase(p, vn - (size_t)(p - value), email, n));
 	     p = hit + 1) {
 		int before = hit == value ? ' ' : (unsigned char)hit[-1];
 		int after = (unsigned char)hit[n];
@@ -710,8 +710,8 @@ static int patch_candidate(GMimeObject *obj)
 	    is_type(obj, "application", "x-patch") ||
 	    is_type(obj, "application", "x-diff"))
 		return 1;
-	if (fn && (ends_with_icase(fn, ".patch") ||
-		   ends_with_icase(fn, ".diff")))
+	if (fn &&
+	    (ends_with_icase(fn, ".patch") || ends_with_icase(fn, ".diff")))
 		return 1;
 	return fn && is_type(obj, "text", "plain");
 }
@@ -923,8 +923,7 @@ static const char *raw_field(GMimeMessage *msg, const char *name)
 	return h ? g_mime_header_get_raw_value(h) : NULL;
 }
 
-static GMimeMessage *wrapped(GMimeMessage *msg,
-			     const struct fields *outer,
+static GMimeMessage *wrapped(GMimeMessage *msg, const struct fields *outer,
 			     struct mail_addr *sender)
 {
 	GMimeObject *top = g_mime_message_get_mime_part(msg), *part = NULL;

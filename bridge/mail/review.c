@@ -54,8 +54,8 @@ static int has_line(const char *p, size_t len, const char *start, size_t n)
 static int has_diff(const char *p, size_t len)
 {
 	return has_line(p, len, "\ndiff --git ", 12) ||
-	       (has_line(p, len, "\n--- ", 5) && mem_find(p, len, "\n+++ ", 5) &&
-		mem_find(p, len, "\n@@ -", 5));
+	       (has_line(p, len, "\n--- ", 5) &&
+		mem_find(p, len, "\n+++ ", 5) && mem_find(p, len, "\n@@ -", 5));
 }
 
 /* Does the text quote, "> " at the start of a line? */
@@ -214,8 +214,7 @@ static size_t patch_file_message(const char *p, size_t len, size_t *start)
 	return commit_message_len(p + *start, len - *start);
 }
 
-typedef const char *(*header_get_fn)(const struct mail *, const char *,
-				     size_t);
+typedef const char *(*header_get_fn)(const struct mail *, const char *, size_t);
 
 static void evaluate(struct authres_summary *out, const struct mail *m,
 		     header_get_fn get, const char *trusted, const char *email)
@@ -428,8 +427,8 @@ int review_patch_diff(struct diff **out, const char *raw, size_t len)
 	return rc;
 }
 
-int review_thread_mail_read(struct review_thread_mail *out,
-			    struct strlist *ids, const char *raw, size_t len)
+int review_thread_mail_read(struct review_thread_mail *out, struct strlist *ids,
+			    const char *raw, size_t len)
 {
 	struct mail *m;
 	struct subject subj;

@@ -122,8 +122,8 @@ int review_patch_diff(struct diff **out, const char *raw, size_t len);
  * subject counter.  The strings are pushed to ids, which owns them.
  * Errors: those of mail_parse().
  */
-int review_thread_mail_read(struct review_thread_mail *out,
-			    struct strlist *ids, const char *raw, size_t len);
+int review_thread_mail_read(struct review_thread_mail *out, struct strlist *ids,
+			    const char *raw, size_t len);
 
 /* Append the `patchbridge parse` JSON object (indented, one line end). */
 int review_to_json(struct buf *out, const struct review *r);

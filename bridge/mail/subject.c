@@ -204,7 +204,8 @@ static int tag_word(struct tag_info *ti, const char *w, size_t n)
 				while (k < n && is_digit((unsigned char)w[k]))
 					k++;
 			}
-			if (k < n && w[k] != '-' && !is_alpha((unsigned char)w[k]))
+			if (k < n && w[k] != '-' &&
+			    !is_alpha((unsigned char)w[k]))
 				return 0;
 			/* "v4l2": a letter other than a keyword's */
 			if (k < n && is_alpha((unsigned char)w[k]) &&

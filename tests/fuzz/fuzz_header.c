@@ -24,8 +24,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int conv(struct buf *out, const char *p, size_t len,
-		const char *charset, void *arg)
+static int conv(struct buf *out, const char *p, size_t len, const char *charset,
+		void *arg)
 {
 	(void)arg;
 	return mail_charset_to_utf8(out, p, len, charset);

@@ -10,8 +10,8 @@
 
 #include <string.h>
 
-static int conv(struct buf *out, const char *p, size_t len,
-		const char *charset, void *arg)
+static int conv(struct buf *out, const char *p, size_t len, const char *charset,
+		void *arg)
 {
 	(void)arg;
 	return mail_charset_to_utf8(out, p, len, charset);
@@ -193,7 +193,8 @@ static void test_addr_ok(void **state)
 static void test_builtin_conv(void **state)
 {
 	struct buf b = BUF_INIT(256);
-	const char *in = "=?utf-8?q?ok=FF?= =?iso-8859-1?q?=E9?= =?koi8-r?q?=F0?=";
+	const char *in =
+		"=?utf-8?q?ok=FF?= =?iso-8859-1?q?=E9?= =?koi8-r?q?=F0?=";
 
 	(void)state;
 	assert_int_equal(hdrdecode_text(&b, in, strlen(in), NULL, NULL), 0);
@@ -211,8 +212,7 @@ static void test_bounds(void **state)
 	(void)state;
 	for (i = 0; i < 20000; i++)
 		buf_adds(&in, "=?utf-8?b?QUI=?= ");
-	assert_int_equal(hdrdecode_text(&out, in.data, in.len, NULL, NULL),
-			 0);
+	assert_int_equal(hdrdecode_text(&out, in.data, in.len, NULL, NULL), 0);
 	assert_true(out.len > 0 && out.len <= HDRDECODE_FIELD_MAX);
 	buf_reset(&in);
 	for (i = 0; i < 100000; i++)

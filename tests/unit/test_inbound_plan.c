@@ -251,7 +251,8 @@ static void setup_ctx(struct fixture *fx)
 
 static void parse(struct fixture *fx, const char *mail)
 {
-	struct review_options ro = { .trusted_authserv_id = "lists.example.test" };
+	struct review_options ro = { .trusted_authserv_id =
+					     "lists.example.test" };
 
 	memset(fx, 0, sizeof(*fx));
 	assert_int_equal(review_patch_diff(&fx->parent, patch_mail,
@@ -337,15 +338,14 @@ static void test_plan_order(void **state)
  * message is verified and comes from the list's address.
  */
 #define WRAP_OUTER(from, outer_ar)                                       \
-	"From: Bob via Dev <" from ">\n"                                  \
+	"From: Bob via Dev <" from ">\n"                                 \
 	"Reply-To: Bob <bob@corp.example>\n"                             \
 	"To: dev@lists.example.test\n"                                   \
 	"List-Id: <dev.lists.example.test>\n"                            \
 	"Subject: Re: [PATCH v1 1/2] hello: greet more loudly\n"         \
 	"Message-ID: <wrap1@lists.example.test>\n"                       \
 	"In-Reply-To: <p1@bridge.example>\n"                             \
-	"References: <c0@bridge.example> <p1@bridge.example>\n"          \
-	outer_ar                                                         \
+	"References: <c0@bridge.example> <p1@bridge.example>\n" outer_ar \
 	"MIME-Version: 1.0\n"                                            \
 	"Content-Type: message/rfc822\n"                                 \
 	"Content-Disposition: inline\n"                                  \
@@ -361,8 +361,8 @@ static void test_plan_order(void **state)
 	"\n"                                                             \
 	"Acked-by: Bob <bob@corp.example>\n"
 
-#define LIST_AR                                                          \
-	"Authentication-Results: lists.example.test; dkim=pass "         \
+#define LIST_AR                                                  \
+	"Authentication-Results: lists.example.test; dkim=pass " \
 	"header.d=lists.example.test\n"
 
 static int approves(const struct plan *p)
@@ -375,8 +375,7 @@ static int approves(const struct plan *p)
 	return 0;
 }
 
-static void plan_wrap(struct fixture *fx, const char *mail,
-		      const char *list_id)
+static void plan_wrap(struct fixture *fx, const char *mail, const char *list_id)
 {
 	struct review_options ro = {
 		.trusted_authserv_id = "lists.example.test",
@@ -401,9 +400,10 @@ static void test_plan_dmarc_wrap(void **state)
 {
 	static const char good[] =
 		WRAP_OUTER("dev@lists.example.test", LIST_AR);
-	static const char other_list[] =
-		WRAP_OUTER("dev@evil.example", "Authentication-Results: "
-		     "lists.example.test; dkim=pass header.d=evil.example\n");
+	static const char other_list[] = WRAP_OUTER(
+		"dev@evil.example",
+		"Authentication-Results: "
+		"lists.example.test; dkim=pass header.d=evil.example\n");
 	static const char outer_unverified[] =
 		WRAP_OUTER("dev@lists.example.test", "");
 	struct fixture fx;

@@ -19,8 +19,7 @@ struct thread {
 };
 
 /* NAME.thread: other mails of the thread, one file name a line. */
-static void read_thread(struct thread *t, struct strlist *ids,
-			const char *list)
+static void read_thread(struct thread *t, struct strlist *ids, const char *list)
 {
 	struct buf names = BUF_INIT(4096), raw = BUF_INIT(1 << 24);
 	char file[1024];
@@ -109,7 +108,8 @@ static void test_trusted_auth(void **state)
 		"Authentication-Results: evil.example; dmarc=pass\n"
 		"\n"
 		"Acked-by: Ivan <ivan@example.net>\n";
-	struct review_options opts = { .trusted_authserv_id = "mx.example.net" };
+	struct review_options opts = { .trusted_authserv_id =
+					       "mx.example.net" };
 	struct review *r;
 
 	assert_int_equal(review_parse(&r, raw, sizeof(raw) - 1, NULL, &opts),
@@ -341,33 +341,32 @@ static int teardown(void **state)
  * file before the body, the body an HTML alternative - the Acked-by
  * gives no trailer and the HTML words are the comment.
  */
-#define ATTACK_HEAD                                                     \
-	"From: Maintainer <maint@example.org>\n"                        \
-	"Subject: Re: [PATCH v2 1/2] net: fix the frobnicator\n"        \
-	"Message-ID: <a1@example.org>\n"                                \
-	"In-Reply-To: <p1@example.org>\n"                               \
-	"MIME-Version: 1.0\n"                                           \
-	"Content-Type: multipart/mixed; boundary=\"b\"\n"               \
+#define ATTACK_HEAD                                              \
+	"From: Maintainer <maint@example.org>\n"                 \
+	"Subject: Re: [PATCH v2 1/2] net: fix the frobnicator\n" \
+	"Message-ID: <a1@example.org>\n"                         \
+	"In-Reply-To: <p1@example.org>\n"                        \
+	"MIME-Version: 1.0\n"                                    \
+	"Content-Type: multipart/mixed; boundary=\"b\"\n"        \
 	"\n"
-#define ATTACK_HTML                                                     \
-	"--b\n"                                                         \
-	"Content-Type: text/html; charset=utf-8\n"                      \
-	"\n"                                                            \
+#define ATTACK_HTML                                \
+	"--b\n"                                    \
+	"Content-Type: text/html; charset=utf-8\n" \
+	"\n"                                       \
 	"<p>I do not agree with this change.</p>\n"
-#define ATTACK_FILE(headers)                                            \
-	"--b\n"                                                         \
-	"Content-Type: text/plain; charset=utf-8" headers "\n"          \
-	"\n"                                                            \
+#define ATTACK_FILE(headers)                                   \
+	"--b\n"                                                \
+	"Content-Type: text/plain; charset=utf-8" headers "\n" \
+	"\n"                                                   \
 	"Acked-by: Maintainer <maint@example.org>\n"
 
 static void test_attachment_is_not_the_reply(void **state)
 {
 	static const char *const mails[] = {
 		ATTACK_HEAD ATTACK_HTML ATTACK_FILE(
-			"\nContent-Disposition: inline; filename=\"n.txt\"")
-			"--b--\n",
-		ATTACK_HEAD ATTACK_HTML ATTACK_FILE("; name=\"n.txt\"")
-			"--b--\n",
+			"\nContent-Disposition: inline; filename=\"n.txt\"") "--b--\n",
+		ATTACK_HEAD ATTACK_HTML ATTACK_FILE(
+			"; name=\"n.txt\"") "--b--\n",
 		ATTACK_HEAD ATTACK_HTML ATTACK_FILE(
 			"\nContent-Disposition: attachment") "--b--\n",
 		ATTACK_HEAD ATTACK_HTML ATTACK_FILE(
