@@ -355,6 +355,23 @@ int hdrdecode_text(struct buf *out, const char *p, size_t len,
 	return rc;
 }
 
+char *hdrdecode_text_dup(const char *p, size_t len, hdrdecode_conv_fn conv,
+			 void *arg)
+{
+	struct buf b = BUF_INIT(HDRDECODE_FIELD_MAX * 4);
+	const char *q;
+	char *out;
+	size_t n;
+
+	hdrdecode_text(&b, p, len, conv, arg);
+	q = b.data;
+	n = b.len;
+	mem_trim(&q, &n);
+	out = xstrndup(q, n);
+	buf_release(&b);
+	return out;
+}
+
 /* ------------------------------------------------------------------ */
 /* addr-spec */
 
@@ -576,23 +593,6 @@ static void add_unescaped(struct buf *b, const char *p, size_t len)
 		if (buf_addch(b, (unsigned char)p[i]))
 			return;
 	}
-}
-
-/* Decode raw phrase text into a one-line name, trimmed. */
-static char *make_name(const struct buf *raw, hdrdecode_conv_fn conv, void *arg)
-{
-	struct buf b = BUF_INIT(HDRDECODE_FIELD_MAX);
-	const char *p;
-	char *name;
-	size_t n;
-
-	hdrdecode_text(&b, raw->data, raw->len, conv, arg);
-	p = b.data;
-	n = b.len;
-	mem_trim(&p, &n);
-	name = xstrndup(p, n);
-	buf_release(&b);
-	return name;
 }
 
 struct found {
@@ -841,7 +841,7 @@ int hdrdecode_mailbox(struct hdrdecode_mailbox *out, const char *p, size_t len,
 			lx.flags |= HDRDECODE_F_COMMENT_NAME;
 		break;
 	}
-	out->name = make_name(&raw, conv, arg);
+	out->name = hdrdecode_text_dup(raw.data, raw.len, conv, arg);
 	if (f.ok) {
 		out->email = xstrndup(f.addr.data, f.addr.len);
 	} else {

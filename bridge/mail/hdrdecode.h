@@ -72,6 +72,10 @@ typedef int (*hdrdecode_conv_fn)(struct buf *out, const char *p, size_t len,
 int hdrdecode_text(struct buf *out, const char *p, size_t len,
 		   hdrdecode_conv_fn conv, void *arg);
 
+/* The same, trimmed, as a new string (the caller frees it). */
+char *hdrdecode_text_dup(const char *p, size_t len, hdrdecode_conv_fn conv,
+			 void *arg);
+
 #define HDRDECODE_F_NO_ADDR 0x01 /* no usable addr-spec: email is "" */
 #define HDRDECODE_F_BARE 0x02 /* an address without angle brackets */
 #define HDRDECODE_F_COMMENT_NAME 0x04 /* the name came from a comment */

@@ -493,19 +493,8 @@ int mail_charset_to_utf8(struct buf *out, const char *p, size_t len,
 /* Subject: RFC 2047 decoded (hdrdecode.h), unfolded, trimmed. */
 static char *decode_text(const char *raw)
 {
-	struct buf b = BUF_INIT(PB_HEADER_VALUE_MAX * MAIL_TEXT_GROWTH);
-	const char *p;
-	size_t n;
-	char *out;
-
-	if (raw)
-		hdrdecode_text(&b, raw, strlen(raw), conv_header, NULL);
-	p = b.data;
-	n = b.len;
-	mem_trim(&p, &n);
-	out = xstrndup(p, n);
-	buf_release(&b);
-	return out;
+	return hdrdecode_text_dup(raw ? raw : "", raw ? strlen(raw) : 0,
+				  conv_header, NULL);
 }
 
 static void decode_mailbox(struct mail_addr *out, const char *raw)
