@@ -522,7 +522,12 @@ static void lex(struct lexer *lx, const char *p, const char *end)
 		}
 		switch (c) {
 		case '(':
-			e = comment_end(p, end);
+			/* after one unclosed comment, later parentheses are
+			 * text: the field's do not balance, and looking for
+			 * each one's end again would be quadratic */
+			e = lx->flags & HDRDECODE_F_UNCLOSED ?
+				    NULL :
+				    comment_end(p, end);
 			if (!e) {
 				/* never closed: the "(" is no comment */
 				lx->flags |= HDRDECODE_F_UNCLOSED;
