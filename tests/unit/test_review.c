@@ -410,7 +410,9 @@ static void test_attachment_is_not_the_reply(void **state)
 	}
 }
 
-int main(void)
+/* An argument names the tests to run (cmocka's filter): `test_review
+ * test_golden` is the parse_golden test. */
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_golden),
@@ -419,5 +421,7 @@ int main(void)
 		cmocka_unit_test(test_attachment_is_not_the_reply),
 	};
 
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
