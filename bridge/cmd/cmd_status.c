@@ -482,6 +482,8 @@ int cmd_status(const char *config_path, int argc, char **argv)
 		snapshot = 1;
 	if (rc) {
 		fprintf(stderr, "patchbridge status: %s\n", err_msg());
+		env_perm_hint(rc, "patchbridge status",
+			      config_str(cfg, CFG_STATE_PATH));
 		rc = env_exit_code(rc);
 		goto out;
 	}
@@ -524,9 +526,10 @@ int cmd_status(const char *config_path, int argc, char **argv)
 	if (!rc)
 		rc = show_queue(st, NULL, cfg, &failed);
 	/* The spool as a whole, and its dead letters without a reply row. */
-	if (!rc && spool_rc)
+	if (!rc && spool_rc) {
 		printf("spool %s: cannot be read: %s\n", dir, spool_err);
-	else if (!rc)
+		env_perm_hint(spool_rc, "patchbridge status", dir);
+	} else if (!rc)
 		rc = show_spool_totals(&d, dir);
 	/* The inbound side: totals, and replies no project claims. */
 	if (!rc)

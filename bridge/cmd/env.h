@@ -64,6 +64,13 @@ int env_load_config(struct config **out, const char *path, int log);
 int env_exit_code(int rc);
 int env_config_exit_code(int rc);
 
+/*
+ * After a PB_EPERM opening path, tell the operator on stderr what is
+ * closed to them and which group to join (core/preflight.h); prefix is
+ * "patchbridge status" and the like.  Nothing for other codes.
+ */
+void env_perm_hint(int rc, const char *prefix, const char *path);
+
 /* t (Unix seconds) as "2026-12-03T10:01:00Z" in UTC, or "-" for 0. */
 void env_time(char *out, size_t size, int64_t t);
 

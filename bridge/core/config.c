@@ -160,9 +160,10 @@ static const struct config_param params[CFG__COUNT] = {
 
 	[CFG_MILTER_SOCKET] = {
 		"milter", "socket", CONFIG_SOCKET,
-		"unix:/run/patchbridge-milter/milter.sock", 0, PATH_LEN_MAX,
-		NULL, 0,
-		"Where the milter listens for Postfix" },
+		"unix:/var/spool/postfix/patchbridge/milter.sock", 0,
+		PATH_LEN_MAX, NULL, 0,
+		"Where the milter listens for Postfix (in Postfix's queue "
+		"directory, which a chrooted smtpd sees)" },
 	[CFG_MILTER_MAX_MESSAGE_SIZE] = {
 		"milter", "max_message_size", CONFIG_SIZE, "10M",
 		PB_MAIL_MAX_MIN, PB_MAIL_MAX_MAX, NULL, 0,

@@ -1149,6 +1149,11 @@ static int work(struct inbound *ib, struct job *j)
 		rc = finish(j, STORE_INBOUND_IGNORED, "nothing to apply");
 		goto out;
 	}
+	/* What became of each trailer, for `patchbridge why`: worth a
+	 * line in the log when it cannot be kept, not a retry. */
+	if (plan.verdicts.nr &&
+	    store_verdicts_set(ib->st, row->message_id, &plan.verdicts))
+		log_warn("inbound: trailer verdicts not kept: %s", err_msg());
 	rc = apply_plan(&res, ib->forge, ib->st, &plan, &t);
 	if (rc)
 		goto out;

@@ -3,6 +3,7 @@
 #include "mail/mailtext.h"
 #include "util/err.h"
 #include "util/limits.h"
+#include "util/printable.h"
 #include "util/scan.h"
 #include "util/utf8.h"
 #include "util/xalloc.h"
@@ -55,6 +56,7 @@ void mail_free(struct mail *m)
 	free(m->message_id);
 	free(m->in_reply_to);
 	strlist_release(&m->references);
+	strlist_release(&m->notes);
 	free(m->from.name);
 	free(m->from.email);
 	free(m->wrapper.name);
@@ -155,15 +157,55 @@ static int check_header(const char *raw, size_t len,
 struct warn_state {
 	unsigned crit;
 	unsigned warnings;
+	struct strlist notes; /* each warning as text, MAIL_NOTES_MAX */
 };
 
-static void on_warning(gint64 offset, GMimeParserWarning code,
-		       const gchar *item, gpointer data)
+/* What GMime found, in words (gmime-parser-options.h). */
+static const char *warning_text(GMimeParserWarning code)
 {
-	struct warn_state *ws = data;
+	switch (code) {
+	case GMIME_WARN_DUPLICATED_HEADER:
+		return "a header field that may appear once appears again";
+	case GMIME_WARN_DUPLICATED_PARAMETER:
+		return "a header parameter repeated";
+	case GMIME_WARN_UNENCODED_8BIT_HEADER:
+		return "unencoded 8-bit text in a header field";
+	case GMIME_WARN_INVALID_CONTENT_TYPE:
+		return "an invalid Content-Type (read as "
+		       "application/octet-stream)";
+	case GMIME_WARN_INVALID_RFC2047_HEADER_VALUE:
+		return "an invalid RFC 2047 encoded word";
+	case GMIME_WARN_MALFORMED_MULTIPART:
+		return "a multipart without parts";
+	case GMIME_WARN_TRUNCATED_MESSAGE:
+		return "the message is cut short";
+	case GMIME_WARN_MALFORMED_MESSAGE:
+		return "a malformed message";
+	case GMIME_CRIT_INVALID_HEADER_NAME:
+		return "an invalid header field name (parts of the message "
+		       "may be skipped)";
+	case GMIME_CRIT_CONFLICTING_HEADER:
+		return "conflicting header fields";
+	case GMIME_CRIT_CONFLICTING_PARAMETER:
+		return "conflicting header parameters";
+	case GMIME_CRIT_MULTIPART_WITHOUT_BOUNDARY:
+		return "a multipart without a boundary";
+	case GMIME_WARN_INVALID_PARAMETER:
+		return "an invalid header parameter";
+	case GMIME_WARN_INVALID_ADDRESS_LIST:
+		return "an invalid address list";
+	case GMIME_CRIT_NESTING_OVERFLOW:
+		return "MIME parts nested too deep";
+	case GMIME_WARN_PART_WITHOUT_CONTENT:
+		return "a MIME part whose headers a boundary ends";
+	case GMIME_CRIT_PART_WITHOUT_HEADERS_OR_CONTENT:
+		return "a MIME part without headers or content";
+	}
+	return "an unknown parser warning";
+}
 
-	(void)offset;
-	(void)item;
+static int is_crit(GMimeParserWarning code)
+{
 	switch (code) {
 	case GMIME_CRIT_INVALID_HEADER_NAME:
 	case GMIME_CRIT_CONFLICTING_HEADER:
@@ -171,12 +213,31 @@ static void on_warning(gint64 offset, GMimeParserWarning code,
 	case GMIME_CRIT_MULTIPART_WITHOUT_BOUNDARY:
 	case GMIME_CRIT_NESTING_OVERFLOW:
 	case GMIME_CRIT_PART_WITHOUT_HEADERS_OR_CONTENT:
-		ws->crit++;
-		break;
+		return 1;
 	default:
-		ws->warnings++;
-		break;
+		return 0;
 	}
+}
+
+static void on_warning(gint64 offset, GMimeParserWarning code,
+		       const gchar *item, gpointer data)
+{
+	struct warn_state *ws = data;
+	char what[PB_LOG_QUOTE_MAX];
+
+	if (is_crit(code))
+		ws->crit++;
+	else
+		ws->warnings++;
+	if (ws->notes.nr >= MAIL_NOTES_MAX)
+		return;
+	/* item comes from the mail: printable, and short */
+	if (item && *item)
+		printable_copy(what, 64, item, strlen(item));
+	strlist_pushf(&ws->notes, "%s%s%s%s%s (at byte %lld)",
+		      is_crit(code) ? "critical: " : "", warning_text(code),
+		      item && *item ? ": \"" : "", item && *item ? what : "",
+		      item && *item ? "\"" : "", (long long)offset);
 }
 
 /* "value\r\n\tmore" -> "value more"; leading and trailing blanks go. */
@@ -244,7 +305,7 @@ static void read_headers(struct mail *m, struct fields *f, GMimeMessage *msg,
 {
 	GMimeHeaderList *hl = g_mime_object_get_header_list(GMIME_OBJECT(msg));
 	int i, count = hl ? g_mime_header_list_get_count(hl) : 0;
-	int refs = 0;
+	int refs = 0, msgids = 0;
 
 	memset(f, 0, sizeof(*f));
 	for (i = 0; i < count; i++) {
@@ -254,7 +315,21 @@ static void read_headers(struct mail *m, struct fields *f, GMimeMessage *msg,
 
 		if (!name || !raw)
 			continue;
-		if (!strcasecmp(name, "In-Reply-To") && !m->in_reply_to) {
+		if (!strcasecmp(name, "Message-ID") && !msgids++) {
+			/*
+			 * The first field counts, as the milter reads it
+			 * (classify.c) and so the journal keys the mail:
+			 * GMime's own message id is the last one.
+			 */
+			char *id = g_mime_utils_decode_message_id(raw);
+
+			if (inner)
+				m->inner_message_id = bracket_id(id);
+			else
+				m->message_id = bracket_id(id);
+			g_free(id);
+		} else if (!strcasecmp(name, "In-Reply-To") &&
+			   !m->in_reply_to) {
 			GMimeReferences *r = g_mime_references_parse(opts, raw);
 
 			if (r && g_mime_references_length(r) > 0)
@@ -301,6 +376,11 @@ static void read_headers(struct mail *m, struct fields *f, GMimeMessage *msg,
 			keep_header(&m->headers, &m->nr_headers,
 				    &m->headers_alloc, name, raw);
 	}
+	if (msgids > 1 && !inner)
+		strlist_pushf(&m->notes,
+			      "%d Message-ID fields: the first counts, as the "
+			      "milter reads it",
+			      msgids);
 }
 
 /* ------------------------------------------------------------------ */
@@ -961,7 +1041,7 @@ int mail_parse(struct mail **out, const char *raw, size_t len,
 	       const struct mail_limits *lim_in)
 {
 	struct mail_limits lim;
-	struct warn_state ws = { 0, 0 };
+	struct warn_state ws = { 0, 0, STRLIST_INIT };
 	GMimeParserOptions *opts = NULL;
 	GMimeStream *stream = NULL;
 	GMimeParser *parser = NULL;
@@ -972,7 +1052,7 @@ int mail_parse(struct mail **out, const char *raw, size_t len,
 	struct mail_addr wrap_from = { NULL, NULL };
 	GMimeMessage *inner;
 	GMimeObject *top;
-	const char *s;
+	size_t i;
 	int rc;
 
 	*out = NULL;
@@ -1013,10 +1093,9 @@ int mail_parse(struct mail **out, const char *raw, size_t len,
 
 	m = xcalloc(1, sizeof(*m));
 	strlist_init(&m->references);
+	strlist_init(&m->notes);
 	buf_init(&m->text, lim.max_text * MAIL_TEXT_GROWTH);
 	buf_init(&m->patch, lim.max_text * MAIL_TEXT_GROWTH);
-	s = g_mime_message_get_message_id(msg);
-	m->message_id = bracket_id(s);
 	read_headers(m, &outer, msg, opts, 0);
 	top = g_mime_message_get_mime_part(msg);
 	inner = wrapped(msg, &outer, &wrap_from);
@@ -1026,8 +1105,6 @@ int mail_parse(struct mail **out, const char *raw, size_t len,
 		decode_mailbox(&m->wrapper, outer.from);
 		read_headers(m, &fields, inner, opts, 1);
 		m->from = wrap_from;
-		s = g_mime_message_get_message_id(inner);
-		m->inner_message_id = bracket_id(s);
 		m->subject = decode_text(fields.subject ? fields.subject :
 							  outer.subject);
 		top = g_mime_message_get_mime_part(inner);
@@ -1042,12 +1119,15 @@ int mail_parse(struct mail **out, const char *raw, size_t len,
 		goto out;
 	m->crit = ws.crit;
 	m->warnings = ws.warnings;
+	for (i = 0; i < ws.notes.nr && m->notes.nr < MAIL_NOTES_MAX; i++)
+		strlist_push(&m->notes, ws.notes.items[i]);
 	if (ws.crit)
 		m->flags |= MAIL_F_AMBIGUOUS;
 	*out = m;
 	m = NULL;
 out:
 	mail_free(m);
+	strlist_release(&ws.notes);
 	if (msg)
 		g_object_unref(msg);
 	if (parser)

@@ -51,6 +51,9 @@
 #define MAIL_F_ENCRYPTED 0x0400 /* multipart/encrypted: no text */
 #define MAIL_F_WRAPPED 0x0800 /* a list's DMARC wrap: read the inner mail */
 
+/* Parser warnings kept as text in struct mail's notes. */
+#define MAIL_NOTES_MAX 20
+
 struct mail_limits {
 	size_t max_size; /* whole message, bytes */
 	size_t max_headers; /* header fields of the top-level header */
@@ -96,6 +99,12 @@ struct mail {
 	unsigned flags; /* MAIL_F_* */
 	unsigned crit; /* GMIME_CRIT_* warnings seen */
 	unsigned warnings; /* other parser warnings seen */
+	/*
+	 * The first MAIL_NOTES_MAX of them in words, critical ones marked
+	 * "critical: " (what made MAIL_F_AMBIGUOUS), then our own: "2
+	 * Message-ID fields: the first counts".  Printable ASCII.
+	 */
+	struct strlist notes;
 };
 
 void mail_limits_default(struct mail_limits *lim);

@@ -611,6 +611,14 @@ int review_to_json(struct buf *out, const struct review *r)
 	json_diff_source(&w, r);
 	jsonw_key(&w, "wrapped");
 	json_wrapped(&w, r);
+	/* What the parser warned of, when it did (mail.h, notes). */
+	if (m->notes.nr) {
+		jsonw_key(&w, "warnings");
+		jsonw_arr_begin(&w);
+		for (i = 0; i < m->notes.nr; i++)
+			jsonw_strz(&w, m->notes.items[i]);
+		jsonw_arr_end(&w);
+	}
 	jsonw_key(&w, "auth");
 	jsonw_obj_begin(&w);
 	jsonw_key(&w, "dkim");
