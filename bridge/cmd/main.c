@@ -10,6 +10,7 @@
  */
 #include "cmd/cmd_daemon.h"
 #include "cmd/cmd_export.h"
+#include "cmd/cmd_forgecheck.h"
 #include "cmd/cmd_format.h"
 #include "cmd/cmd_parse.h"
 #include "cmd/cmd_replay.h"
@@ -57,7 +58,8 @@ static int cmd_export_entry(const struct command *cmd, int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "check-config", NULL,
-	  "[--file-only | --no-postfix | --postfix-config DIR] [FILE]",
+	  "[--file-only | --no-postfix | --postfix-config DIR] "
+	  "[--forge] [FILE]",
 	  "check the configuration and report every error",
 	  "Reads FILE (default: the configuration file) and checks every\n"
 	  "line: syntax, known sections and keys, types, bounds, and the\n"
@@ -79,7 +81,18 @@ static const struct command commands[] = {
 	  "                         (the daemon's unit: Postfix's wiring is\n"
 	  "                         the milter's --check)\n"
 	  "  --postfix-config DIR   the Postfix to read (default: postconf's,\n"
-	  "                         or $MAIL_CONFIG)\n",
+	  "                         or $MAIL_CONFIG)\n"
+	  "  --forge                then, when all is well, read the forge\n"
+	  "                         token (as the daemon's user) and ask\n"
+	  "                         GitLab what it may do: whose it is, its\n"
+	  "                         scopes, and whether it can act as the\n"
+	  "                         reviewers (Sudo), which approvals by mail\n"
+	  "                         need (an administrator's token with the\n"
+	  "                         api and sudo scopes, and admin_mode under\n"
+	  "                         Admin Mode; gitlab.com gives none).  Exits\n"
+	  "                         78 when it cannot do what the\n"
+	  "                         configuration asks, 69 when the forge\n"
+	  "                         cannot be asked.\n",
 	  0, cmd_check_config },
 	{ "dump-config", "--dump-config", "[-n]",
 	  "print the effective configuration",
@@ -200,11 +213,13 @@ static int cmd_check_config(const struct command *cmd, int argc, char **argv)
 	struct preflight pf;
 	struct config *cfg;
 	const char *path = NULL, *postfix_dir = NULL;
-	int i, rc, file_only = 0, no_postfix = 0;
+	int i, rc, file_only = 0, no_postfix = 0, forge = 0;
 	size_t j;
 
 	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--file-only")) {
+		if (!strcmp(argv[i], "--forge")) {
+			forge = 1;
+		} else if (!strcmp(argv[i], "--file-only")) {
 			file_only = 1;
 		} else if (!strcmp(argv[i], "--no-postfix")) {
 			no_postfix = 1;
@@ -246,6 +261,10 @@ static int cmd_check_config(const struct command *cmd, int argc, char **argv)
 	}
 	if (!rc)
 		printf("%s: ok\n", path);
+	if (!rc && forge) {
+		fflush(stdout);
+		rc = forgecheck_run(cfg);
+	}
 	config_free(cfg);
 	return rc;
 }

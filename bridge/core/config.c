@@ -128,6 +128,12 @@ static const struct config_param params[CFG__COUNT] = {
 		"forge", "max_response_size", CONFIG_SIZE, "16M",
 		PB_HTTP_BODY_MAX_MIN, PB_HTTP_BODY_MAX_MAX, NULL, 0,
 		"Largest API response accepted" },
+	[CFG_FORGE_TOUCH_INTERVAL] = {
+		"forge", "touch_interval", CONFIG_DURATION, "1m", 0, 1 * HOUR,
+		NULL, 0,
+		"GitLab's ThrottledTouch interval: a comment this soon after "
+		"the last leaves updated_at as it was, so merge requests' "
+		"comments are read again this long after their last change" },
 
 	[CFG_SMTP_URL] = {
 		"smtp", "url", CONFIG_MAILER, "sendmail", 0, URL_LEN_MAX,

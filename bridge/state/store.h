@@ -456,6 +456,14 @@ int store_cursor_set(struct store *st, const char *name, const char *value);
 #define STORE_CURSOR_LIST_APPROVAL "list-approval:%s!%lld:%s"
 
 /*
+ * A problem with the forge only an operator can fix (the token cannot act
+ * as the reviewers, ...): "EPOCH-SECONDS TEXT", set by the inbound side
+ * when it meets one, emptied when an approval as a reviewer goes through
+ * again; `patchbridge status` shows it.
+ */
+#define STORE_CURSOR_FORGE_PROBLEM "forge:operator-problem"
+
+/*
  * Revisions of a project (all of them when project is NULL), by project,
  * MR and revision, at most limit (0: STORE_LIST_MAX); appended to out.
  */
