@@ -258,6 +258,7 @@ out:
 /* Parse the mail of w->rec, for its sender, trailers and authentication. */
 static void parse_mail(struct why *w)
 {
+	const struct config_project *proj;
 	struct review_options ro;
 	int rc;
 
@@ -266,6 +267,13 @@ static void parse_mail(struct why *w)
 		config_str(w->cfg, CFG_MILTER_TRUSTED_AUTHSERV_ID);
 	if (!ro.trusted_authserv_id[0])
 		ro.trusted_authserv_id = NULL;
+	if (w->have_rec && w->rec.project[0] &&
+	    !config_project_get(&proj, w->cfg, w->rec.project)) {
+		ro.list_authserv_id =
+			config_project_str(proj, CFG_INBOUND_LIST_AUTHSERV_ID);
+		ro.list_address =
+			config_project_str(proj, CFG_BRIDGE_LIST_ADDRESS);
+	}
 	if (mail_init()) {
 		snprintf(w->parse_err, sizeof(w->parse_err), "%s", err_msg());
 		return;

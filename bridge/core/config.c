@@ -301,6 +301,13 @@ static const struct config_param params[CFG__COUNT] = {
 	[CFG_INBOUND_REQUIRE_AUTH] = {
 		"inbound", "require_auth", CONFIG_BOOL, "yes", 0, 0, NULL, PP,
 		"Honour Acked-by etc. only from DKIM/DMARC-verified senders" },
+	[CFG_INBOUND_LIST_AUTHSERV_ID] = {
+		"inbound", "list_authserv_id", CONFIG_STRING, "", 0,
+		NAME_LEN_MAX, NULL, PP,
+		"authserv-id of the list server whose Authentication-Results "
+		"vouch for the sender of a post the list wrapped for DMARC "
+		"(From list_address, verified); empty: such a sender is never "
+		"verified" },
 	[CFG_INBOUND_USER_MAP] = {
 		"inbound", "user_map", CONFIG_PATH, "", 0, PATH_LEN_MAX, NULL,
 		PP,

@@ -1078,6 +1078,10 @@ static int work(struct inbound *ib, struct job *j)
 	if (rc)
 		goto out;
 
+	/* a post the list wrapped for DMARC: whose verification counts */
+	ro.list_authserv_id =
+		config_project_str(j->proj, CFG_INBOUND_LIST_AUTHSERV_ID);
+	ro.list_address = config_project_str(j->proj, CFG_BRIDGE_LIST_ADDRESS);
 	rc = review_parse(&j->review, j->rec.message.data, j->rec.message.len,
 			  j->parent, &ro);
 	if (rc == PB_ETEMP)

@@ -144,10 +144,22 @@ int plan_footer(struct buf *out, const struct review *r,
 	}
 	if (rc)
 		return rc;
+	if (r->auth.verified && r->wrap_trusted)
+		return buf_adds(out, " (verified by the list, which wrapped "
+				     "the message for DMARC)");
 	if (r->auth.verified)
 		return buf_adds(out, r->auth.dkim == AR_PASS ?
 					     " (DKIM verified)" :
 					     " (DMARC verified)");
+	if (r->mail->flags & MAIL_F_WRAPPED)
+		return buf_adds(out,
+				r->wrap_trusted ?
+					" (not verified: the list found no "
+					"DKIM/DMARC pass for the sender)" :
+					" (not verified: the list wrapped "
+					"the message for DMARC; its "
+					"verification of the sender is "
+					"not trusted)");
 	if (!id)
 		return buf_adds(out, " (not verified: no trusted "
 				     "authserv-id is configured)");

@@ -559,6 +559,16 @@ static void test_loop_guards(void **state)
 	expect_loop(hdr.data, NULL, "from-bridge");
 	expect_loop(threaded, "<patchbridge@bridge.example.org>",
 		    "from-bridge");
+	/* the From forms mail.c reads: the address first, a name glued */
+	buf_reset(&hdr);
+	buf_addf(&hdr, "From: patchbridge@bridge.example.org (The Bridge)\n%s",
+		 threaded);
+	expect_loop(hdr.data, NULL, "from-bridge");
+	buf_reset(&hdr);
+	buf_addf(&hdr,
+		 "From: =?utf-8?q?Bridge?=patchbridge@bridge.example.org\n%s",
+		 threaded);
+	expect_loop(hdr.data, NULL, "from-bridge");
 
 	buf_release(&id);
 	buf_release(&hdr);
