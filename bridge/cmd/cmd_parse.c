@@ -7,12 +7,20 @@
 #include "util/err.h"
 #include "util/fileio.h"
 #include "util/limits.h"
+#include "util/strlist.h"
+#include "util/xalloc.h"
 
+#include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sysexits.h>
 
-const char cmd_parse_synopsis[] = "[OPTION] FILE... | --mbox FILE";
+/* Mails read for --thread, at most. */
+#define PARSE_THREAD_MAX 1000
+
+const char cmd_parse_synopsis[] = "[OPTION...] FILE... | --mbox FILE";
 const char cmd_parse_summary[] = "mail as JSON: what the inbound side "
 				 "understands";
 const char cmd_parse_help[] =
@@ -36,6 +44,10 @@ const char cmd_parse_help[] =
 	"  --patch PARENT.eml   the patch mail the replies answer: inline\n"
 	"                       comments are placed on its diff, so trimmed\n"
 	"                       quotes still land on the right line\n"
+	"  --thread PATH        other mails of the thread (a file, or a\n"
+	"                       directory of *.eml; repeatable): numbered\n"
+	"                       patches that answer a mail make it the\n"
+	"                       cover letter even without 0/N in its subject\n"
 	"\n"
 	"Offline there is no thread map and no trusted authserv-id: target\n"
 	"is null and auth.verified is false.  Exit status: 0, or 66\n"
@@ -45,6 +57,7 @@ const char cmd_parse_help[] =
 /* What one run prints to, and the first failure's exit status. */
 struct parse_run {
 	const struct diff *parent;
+	struct review_options ro; /* the --thread mails */
 	int lines; /* JSON Lines */
 	int ex;
 	struct buf json;
@@ -68,6 +81,61 @@ static int read_mail(struct buf *out, const char *path)
 	return rc == PB_ELIMIT ? EX_DATAERR : EX_NOINPUT;
 }
 
+/* Where thread mails place themselves: their threading headers and the
+ * counter of their subjects (review.h struct review_thread_mail). */
+struct thread {
+	struct review_thread_mail *v;
+	size_t nr, alloc;
+	struct strlist ids; /* owns the strings v points into */
+};
+
+static void thread_add_file(struct thread *t, const char *path)
+{
+	struct buf raw = BUF_INIT(PB_MAIL_MAX_DEFAULT);
+
+	if (t->nr < PARSE_THREAD_MAX && !file_read(&raw, path)) {
+		ALLOC_GROW(t->v, t->nr + 1, t->alloc);
+		if (!review_thread_mail_read(&t->v[t->nr], &t->ids, raw.data,
+					     raw.len))
+			t->nr++;
+	}
+	buf_release(&raw);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A file, or the *.eml files of a directory (in name order). */
+static void thread_add(struct thread *t, const char *path)
+{
+	struct strlist names = STRLIST_INIT;
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	size_t i;
+
+	if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
+		thread_add_file(t, path);
+		return;
+	}
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((de = readdir(d)) && names.nr < PARSE_THREAD_MAX) {
+		size_t n = strlen(de->d_name);
+
+		if (n > 4 && !strcmp(de->d_name + n - 4, ".eml"))
+			strlist_pushf(&names, "%s/%s", path, de->d_name);
+	}
+	closedir(d);
+	qsort(names.items, names.nr, sizeof(*names.items), by_name);
+	for (i = 0; i < names.nr; i++)
+		thread_add_file(t, names.items[i]);
+	strlist_release(&names);
+}
+
 static void failed(struct parse_run *run, int ex)
 {
 	if (!run->ex)
@@ -82,7 +150,7 @@ static void emit(struct parse_run *run, const char *file, size_t index,
 	int rc;
 
 	buf_reset(&run->json);
-	if (review_parse(&r, raw, len, run->parent, NULL)) {
+	if (review_parse(&r, raw, len, run->parent, &run->ro)) {
 		if (index)
 			fprintf(stderr, "patchbridge parse: %s: mail %zu: %s\n",
 				file, index, err_msg());
@@ -177,29 +245,39 @@ int cmd_parse(int argc, char **argv)
 	struct buf praw = BUF_INIT(PB_MAIL_MAX_DEFAULT);
 	struct diff *parent = NULL;
 	struct parse_run run;
+	struct thread thread = { NULL, 0, 0, STRLIST_INIT };
+	struct strlist thread_paths = STRLIST_INIT;
 	char **files;
-	int i, nfiles = 0, rc, jsonl = 0;
+	size_t k;
+	int i, nfiles = 0, rc, jsonl = 0, ex = 0;
 
 	/* The FILE arguments, in order, are collected in argv[1..]: a slot
 	 * is reused only after it was read. */
 	files = argv + 1;
-	for (i = 1; i < argc; i++) {
+	for (i = 1; i < argc && !ex; i++) {
 		if ((!strcmp(argv[i], "--patch") ||
-		     !strcmp(argv[i], "--mbox")) &&
+		     !strcmp(argv[i], "--mbox") ||
+		     !strcmp(argv[i], "--thread")) &&
 		    i + 1 == argc) {
-			return usage_error("a file name must follow ",
-					   argv[i]);
+			ex = usage_error(argv[i][2] == 't' ?
+						 "a path must follow " :
+						 "a file name must follow ",
+					 argv[i]);
+		} else if (!strcmp(argv[i], "--thread")) {
+			strlist_push(&thread_paths, argv[++i]);
+		} else if (!strncmp(argv[i], "--thread=", 9)) {
+			strlist_push(&thread_paths, argv[i] + 9);
 		} else if (!strcmp(argv[i], "--patch")) {
 			patch = argv[++i];
 		} else if (!strcmp(argv[i], "--mbox")) {
 			if (mbox)
-				return usage_error("more than one --mbox", "");
+				ex = usage_error("more than one --mbox", "");
 			mbox = argv[++i];
 		} else if (!strncmp(argv[i], "--patch=", 8)) {
 			patch = argv[i] + 8;
 		} else if (!strncmp(argv[i], "--mbox=", 7)) {
 			if (mbox)
-				return usage_error("more than one --mbox", "");
+				ex = usage_error("more than one --mbox", "");
 			mbox = argv[i] + 7;
 		} else if (!strcmp(argv[i], "--jsonl")) {
 			jsonl = 1;
@@ -207,17 +285,21 @@ int cmd_parse(int argc, char **argv)
 			while (++i < argc)
 				files[nfiles++] = argv[i];
 		} else if (argv[i][0] == '-' && argv[i][1]) {
-			return usage_error("unknown option: ", argv[i]);
+			ex = usage_error("unknown option: ", argv[i]);
 		} else {
 			files[nfiles++] = argv[i];
 		}
 	}
-	if (mbox && nfiles)
-		return usage_error("--mbox and FILE arguments do not go "
-				   "together: ",
-				   files[0]);
-	if (!mbox && !nfiles)
-		return usage_error("no mail given", "");
+	if (!ex && mbox && nfiles)
+		ex = usage_error("--mbox and FILE arguments do not go "
+				 "together: ",
+				 files[0]);
+	if (!ex && !mbox && !nfiles)
+		ex = usage_error("no mail given", "");
+	if (ex) {
+		strlist_release(&thread_paths);
+		return ex;
+	}
 
 	memset(&run, 0, sizeof(run));
 	buf_init(&run.json, REVIEW_JSON_MAX);
@@ -236,11 +318,18 @@ int cmd_parse(int argc, char **argv)
 		}
 		run.parent = parent;
 	}
+	for (k = 0; k < thread_paths.nr; k++)
+		thread_add(&thread, thread_paths.items[k]);
+	run.ro.thread = thread.v;
+	run.ro.nr_thread = thread.nr;
 	if (mbox)
 		parse_mbox(&run, mbox);
 	else
 		parse_files(&run, files, nfiles);
 out:
+	free(thread.v);
+	strlist_release(&thread.ids);
+	strlist_release(&thread_paths);
 	diff_free(parent);
 	buf_release(&praw);
 	buf_release(&run.json);

@@ -7,7 +7,9 @@
 #include "cmd/env.h"
 
 #include "core/config.h"
+#include "core/preflight.h"
 #include "util/err.h"
+#include "util/limits.h"
 #include "util/log.h"
 #include "util/strlist.h"
 
@@ -24,6 +26,17 @@ void env_time(char *out, size_t size, int64_t t)
 	if (!t || !gmtime_r(&tt, &tm) ||
 	    !strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
 		snprintf(out, size, "-");
+}
+
+void env_perm_hint(int rc, const char *prefix, const char *path)
+{
+	struct buf hint = BUF_INIT(PB_LOGLINE_MAX);
+
+	if (rc != PB_EPERM)
+		return;
+	if (!preflight_access_hint(&hint, path) && hint.len)
+		fprintf(stderr, "%s: %s\n", prefix, hint.data);
+	buf_release(&hint);
 }
 
 int env_exit_code(int rc)

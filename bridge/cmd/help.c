@@ -120,8 +120,10 @@ const char cmd_status_help[] =
 	"in new/ and cur/ that cannot be read or are corrupt, and the dead\n"
 	"letters the daemon could not even read, with their reasons) and\n"
 	"the inbound totals, with the replies no configured project\n"
-	"claims.  `patchbridge why MESSAGE-ID` tells the whole story of one\n"
-	"mail.\n"
+	"claims.  Forge comments kept on the forge as internal are counted\n"
+	"per project, and a forge problem only an operator can fix (a token\n"
+	"that cannot act as the reviewers) is shown first.\n"
+	"`patchbridge why MESSAGE-ID` tells the whole story of one mail.\n"
 	"Reads the state database (in one snapshot) and the spool only;\n"
 	"safe next to a running daemon.\n";
 

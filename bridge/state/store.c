@@ -12,6 +12,7 @@
 #include "util/err.h"
 #include "util/fileio.h"
 #include "util/log.h"
+#include "util/perm.h"
 #include "util/printable.h"
 #include "util/xalloc.h"
 
@@ -153,6 +154,14 @@ static const char *const migrations[] = {
 	" created INTEGER NOT NULL);"
 	"CREATE INDEX archive_by_mr ON archive (project, iid, created);"
 	"PRAGMA user_version = 4;",
+
+	/* 5: what became of each trailer of an applied mail (for why). */
+	"CREATE TABLE trailer_verdicts ("
+	" message_id TEXT NOT NULL,"
+	" trailer_index INTEGER NOT NULL CHECK (trailer_index >= 0),"
+	" verdict TEXT NOT NULL,"
+	" PRIMARY KEY (message_id, trailer_index));"
+	"PRAGMA user_version = 5;",
 };
 
 #define SCHEMA_LATEST ((int)ARRAY_SIZE(migrations))
@@ -321,6 +330,9 @@ enum stmt_id {
 	S_ARCH_LIST,
 	S_ARCH_MISSING,
 	S_ARCH_PRUNE,
+	S_VERDICT_CLEAR,
+	S_VERDICT_PUT,
+	S_VERDICT_LIST,
 	S_NR
 };
 
@@ -425,6 +437,13 @@ static const char *const stmt_sql[S_NR] = {
 		       " AND state != 'done'",
 	[S_ACT_LIST] = "SELECT " ACT_COLS " FROM forge_actions"
 		       " WHERE message_id = ?1 ORDER BY action_index",
+	[S_VERDICT_CLEAR] =
+		"DELETE FROM trailer_verdicts WHERE message_id = ?1",
+	[S_VERDICT_PUT] = "INSERT INTO trailer_verdicts"
+			  " (message_id, trailer_index, verdict)"
+			  " VALUES (?1, ?2, ?3)",
+	[S_VERDICT_LIST] = "SELECT verdict FROM trailer_verdicts"
+			   " WHERE message_id = ?1 ORDER BY trailer_index",
 
 	[S_CURSOR_GET] = "SELECT value FROM cursors WHERE name = ?1",
 	[S_CURSOR_SET] = "INSERT INTO cursors (name, value, updated)"
@@ -1136,6 +1155,30 @@ static int open_ro(struct store *st)
 	return pragma(st, "PRAGMA foreign_keys = ON", NULL);
 }
 
+/*
+ * The writer's files (the database, its -wal and -shm, the locks and
+ * the git mirrors beside it) are created in the database's directory: a
+ * directory only the daemon's user may write, so nobody can plant a file
+ * or a link there first; and the database is not a link.
+ */
+static int check_state_dir(const char *path)
+{
+	char *dir = path_dir(path);
+	struct stat sb;
+	int rc;
+
+	rc = perm_check_own_dir(dir, "state directory", "2750");
+	free(dir);
+	if (rc)
+		return rc;
+	if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode))
+		return err_set(PB_EPERM,
+			       "state db %s is a symbolic link; name the real "
+			       "file in [state] path",
+			       path);
+	return 0;
+}
+
 int store_open(struct store **out, const char *path, unsigned flags,
 	       int busy_timeout_ms)
 {
@@ -1159,6 +1202,11 @@ int store_open(struct store **out, const char *path, unsigned flags,
 	/* NOMUTEX needs a library built for threads (multi-thread mode). */
 	if (!sqlite3_threadsafe())
 		return err_set(PB_ERROR, "SQLite was built without threads");
+	if (flags == STORE_RW) {
+		rc = check_state_dir(path);
+		if (rc)
+			return rc;
+	}
 	if (flags == STORE_RO && stat(path, &sb) != 0) {
 		if (errno == ENOENT)
 			return err_set(PB_ENOTFOUND,
@@ -2312,6 +2360,60 @@ int store_action_list(struct store_action_list *out, struct store *st,
 	}
 	q_end(&q);
 	return rc;
+}
+
+/* Trailer verdicts. */
+
+int store_verdicts_set(struct store *st, const char *message_id,
+		       const struct strlist *verdicts)
+{
+	struct query q;
+	size_t i;
+	int nested, rc;
+
+	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	if (rc)
+		return rc;
+	rc = unit_begin(st, &nested);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_VERDICT_CLEAR, "clear trailer verdicts");
+	if (!rc) {
+		q_text(&q, 1, message_id);
+		rc = q_exec(&q);
+		q_end(&q);
+	}
+	for (i = 0; !rc && i < verdicts->nr && i < STORE_VERDICTS_MAX; i++) {
+		rc = q_start(&q, st, S_VERDICT_PUT, "record a trailer verdict");
+		if (rc)
+			break;
+		q_text(&q, 1, message_id);
+		q_int(&q, 2, (int64_t)i);
+		q_error(&q, 3,
+			verdicts->items[i][0] ? verdicts->items[i] : "-");
+		rc = q_exec(&q);
+		q_end(&q);
+	}
+	return unit_end(st, nested, !rc, rc);
+}
+
+int store_verdicts_get(struct strlist *out, struct store *st,
+		       const char *message_id)
+{
+	struct query q;
+	int rc;
+
+	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_VERDICT_LIST, "list trailer verdicts");
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	while ((rc = q_step(&q)) == 1 && out->nr < STORE_VERDICTS_MAX)
+		strlist_push_owned(out, col_str(q.stmt, 0));
+	q_end(&q);
+	return rc > 0 ? 0 : rc;
 }
 
 /* Cursors. */

@@ -4,13 +4,16 @@
 # The `patchbridge` front and the programs it runs (bridge/cmd/main.c,
 # "Programs"): the offline commands must not load what they do not use.
 #   1. the front (parse, check-config, dump-config, help, version) loads
-#      no libcurl, TLS library, libgit2, SQLite, libmicrohttpd, json-c
-#      or libyaml, directly or through another library;
+#      no libcurl, TLS library, libgit2, SQLite, libmicrohttpd or json-c,
+#      directly or through another library (libyaml it does: check-config
+#      reads owners.yaml);
 #   2. patchbridge-format loads libgit2 but no libcurl, SQLite or
 #      libmicrohttpd;
 #   3. the front runs the other commands through them: `format` and
 #      `status` reach their program (an error of theirs comes back with
-#      its exit status), and "COMMAND --help" is the front's own;
+#      its exit status), `check-config --forge` asks the forge through
+#      patchbridge-daemon once the file is checked, and "COMMAND --help"
+#      is the front's own;
 #   4. a front without its programs says so and exits 72 (EX_OSFILE)
 #      (unless they are installed in LIBEXECDIR, where it looks last).
 set -u
@@ -39,7 +42,7 @@ loads() {
 }
 
 tls='libssl|libcrypto|libgnutls|libmbedtls|libmbedx509|libmbedcrypto|libnettle|libhogweed'
-bad=$(loads "$pb" | grep -E "^(libcurl|libgit2|libsqlite3|libmicrohttpd|libjson-c|libyaml|libssh2|$tls)[.-]")
+bad=$(loads "$pb" | grep -E "^(libcurl|libgit2|libsqlite3|libmicrohttpd|libjson-c|libssh2|$tls)[.-]")
 [ -z "$bad" ] || fail "patchbridge loads $(echo $bad)"
 loads "$pb" | grep -q '^libgmime-3' || fail "patchbridge does not load GMime: is this the front?"
 bad=$(loads "$format" | grep -E '^(libcurl|libsqlite3|libmicrohttpd)[.-]')
@@ -56,6 +59,28 @@ rc=$?
 rc=$?
 [ $rc -eq 66 ] || fail "status with a missing configuration: exit $rc, expected 66 ($(cat "$tmp/err"))"
 grep -q "missing.conf" "$tmp/err" || fail "status: the -c file was not passed on: $(cat "$tmp/err")"
+# --forge: the file is checked by the front, the forge by the daemon's
+# program (here: unreachable, 69)
+cat >"$tmp/forge.conf" <<EOF
+[bridge]
+address = patchbridge@bridge.example.org
+domain = bridge.example.org
+list_address = list@example.org
+[forge]
+url = http://127.0.0.1:9
+token_file = $tmp/token
+connect_timeout = 1s
+max_retries = 0
+[inbound]
+approval_policy = none
+[project "group/project"]
+EOF
+printf 'token\n' >"$tmp/token"
+chmod 600 "$tmp/token"
+"$pb" check-config --file-only --forge "$tmp/forge.conf" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+grep -q "forge.conf: ok" "$tmp/out" || fail "check-config --forge: the file check did not run: $(cat "$tmp/out" "$tmp/err")"
+[ $rc -eq 69 ] || fail "check-config --forge on an unreachable forge: exit $rc, expected 69 ($(cat "$tmp/err"))"
 for c in run send status why replay export format; do
 	"$pb" "$c" --help >"$tmp/out" 2>&1 || fail "$c --help: exit $?"
 	grep -q "^usage: patchbridge \[-c FILE\] $c" "$tmp/out" ||

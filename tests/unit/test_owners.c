@@ -1,17 +1,59 @@
 #include "cmocka_all.h"
 #include "core/owners.h"
+#include "util/buf.h"
 #include "util/err.h"
+#include "util/fileio.h"
 #include "util/strlist.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+/* A private directory for the fixtures' copies (made once). */
+static char copies[600];
+
+static const char *copies_dir(void)
+{
+	const char *base = getenv("PB_TEST_TMP");
+
+	if (!copies[0]) {
+		snprintf(copies, sizeof(copies), "%s/owners.XXXXXX",
+			 base ? base : "/tmp");
+		assert_non_null(mkdtemp(copies));
+	}
+	return copies;
+}
+
+/*
+ * tests/data/owners/FILE, copied to a directory this test made: an
+ * owners file is read only when nobody but root and this user could
+ * have written it (util/perm.h), and the checkout's modes are not the
+ * test's to choose.
+ */
 static void fixture(char *out, size_t size, const char *file)
 {
 	const char *src = getenv("PB_SRC_DIR");
+	struct buf b = BUF_INIT(1 << 20);
+	char path[1024];
 
-	snprintf(out, size, "%s/tests/data/owners/%s", src ? src : ".", file);
+	snprintf(path, sizeof(path), "%s/tests/data/owners/%s", src ? src : ".",
+		 file);
+	assert_int_equal(file_read(&b, path), 0);
+	snprintf(out, size, "%s/%s", copies_dir(), file);
+	assert_int_equal(file_write_atomic(out, b.data, b.len, 0644), 0);
+	buf_release(&b);
+}
+
+static void remove_copies(void)
+{
+	char cmd[700];
+
+	if (!copies[0])
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", copies);
+	if (system(cmd) != 0)
+		print_message("cannot remove %s\n", copies);
 }
 
 static struct owners *load_fixture(const char *file)
@@ -126,6 +168,88 @@ static void test_readme_example(void **state)
 		     "exnic-devel@lists.example.org");
 	assert_route(o, 0, "README", NULL, "");
 	owners_free(o);
+}
+
+/*
+ * The example in patchbridge.conf(5), OWNERS FILE, as an admin copies it
+ * (between the owners-example markers, roff's \- and \e undone): it
+ * loads, and does what the page says it does.
+ */
+static void test_man_page_example(void **state)
+{
+	const char *src = getenv("PB_SRC_DIR");
+	const char *e1000[] = { "drivers/net/e1000/main.c" };
+	const char *mk[] = { "Makefile" };
+	const char *wifi[] = { "drivers/net/wireless/x.c" };
+	char path[1024], line[512];
+	struct owners *o = NULL;
+	struct strlist cc = STRLIST_INIT;
+	char *text = calloc(1, 65536);
+	size_t len = 0;
+	int in = 0;
+	FILE *f;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/man/patchbridge.conf.5.in",
+		 src ? src : ".");
+	f = fopen(path, "r");
+	if (!f)
+		fail_msg("%s: cannot open", path);
+	while (fgets(line, sizeof(line), f)) {
+		const char *p;
+
+		if (strstr(line, "owners-example-begin")) {
+			in = 1;
+			continue;
+		}
+		if (strstr(line, "owners-example-end"))
+			break;
+		if (!in)
+			continue;
+		for (p = line; *p; p++) {
+			if (p[0] == '\\' && (p[1] == '-' || p[1] == 'e')) {
+				text[len++] = p[1] == '-' ? '-' : '\\';
+				p++;
+				continue;
+			}
+			text[len++] = *p;
+		}
+		assert_true(len < 60000);
+	}
+	fclose(f);
+	assert_true(in);
+	if (owners_load_mem(&o, text, len, "patchbridge.conf(5)"))
+		fail_msg("the man page's example: %s", err_msg());
+	assert_int_equal(owners_count(o), 2);
+	/* "Alice's Acked-by approves a patch to drivers/net/e1000/main.c
+	 * or to the top-level Makefile, Bob's only the former, and
+	 * Carol's never: she is copied with cc_owners." */
+	assert_int_equal(
+		owners_is_approver(NULL, o, e1000, 1, "alice@example.org"), 1);
+	assert_int_equal(
+		owners_is_approver(NULL, o, mk, 1, "alice@example.org"), 1);
+	assert_int_equal(
+		owners_is_approver(NULL, o, e1000, 1, "bob@example.org"), 1);
+	assert_int_equal(owners_is_approver(NULL, o, mk, 1, "bob@example.org"),
+			 0);
+	assert_int_equal(owners_is_approver(NULL, o, e1000, 1,
+					    "carol@contractor.example"),
+			 0);
+	assert_int_equal(owners_route(&cc, o, e1000, 1, 0), 0);
+	assert_true(
+		strlist_find(&cc,
+			     "Carol Contractor <carol@contractor.example>") >=
+		0);
+	assert_true(strlist_find(&cc, "netdev@lists.example.org") >= 0);
+	strlist_release(&cc);
+	assert_labels(o, "drivers/net/wireless/x.c", "core");
+	assert_int_equal(
+		owners_is_approver(NULL, o, wifi, 1, "bob@example.org"), 0);
+	assert_labels(o, "Documentation/networking/e1000.rst",
+		      "net-drivers,core");
+	assert_labels(o, "Documentation/networking/e1000.txt", "core");
+	owners_free(o);
+	free(text);
 }
 
 static void test_one_subsystem_only(void **state)
@@ -375,6 +499,23 @@ static void test_malformed_files(void **state)
 			"(while parsing a block mapping at 2:5)");
 	assert_bad_file("alias-bomb.yaml", PB_ELIMIT,
 			"9:21: more than 1000000 nodes with aliases expanded");
+}
+
+/* Whoever may write the owners file decides who approves. */
+static void test_untrusted_file(void **state)
+{
+	struct owners *o = NULL;
+	char path[1024];
+
+	(void)state;
+	fixture(path, sizeof(path), "readme.yaml");
+	assert_int_equal(chmod(path, 0666), 0);
+	assert_int_equal(owners_load(&o, path), PB_EINVAL);
+	assert_null(o);
+	assert_non_null(strstr(err_msg(), "readme.yaml is writable by"));
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(owners_load(&o, path), 0);
+	owners_free(o);
 }
 
 static void test_missing_file(void **state)
@@ -679,6 +820,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_readme_example),
+		cmocka_unit_test(test_man_page_example),
 		cmocka_unit_test(test_one_subsystem_only),
 		cmocka_unit_test(test_globs_regexes_excludes),
 		cmocka_unit_test(test_touched_and_order),
@@ -687,12 +829,15 @@ int main(void)
 		cmocka_unit_test(test_gluser),
 		cmocka_unit_test(test_malformed_files),
 		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_untrusted_file),
 		cmocka_unit_test(test_malformed_texts),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_tolerant),
 		cmocka_unit_test(test_failed_reload_keeps_old),
 		cmocka_unit_test(test_no_owners),
 	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	remove_copies();
+	return rc;
 }

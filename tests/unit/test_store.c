@@ -211,6 +211,43 @@ static void test_open_errors(void **state)
 	assert_null(st);
 }
 
+/*
+ * The daemon's state directory holds what it trusts most (the thread
+ * map, the journals, the mail archive): a directory others may write
+ * (even a sticky one: an attacker could create the database's -wal file
+ * first) or a database that is a link is refused.  The milter, which
+ * only reads, is not held to this.
+ */
+static void test_open_unsafe_dir(void **state)
+{
+	char sub[700], path[800], victim[800];
+	struct store *st = NULL;
+
+	(void)state;
+	snprintf(sub, sizeof(sub), "%s/shared", dir);
+	assert_int_equal(mkdir(sub, 0777), 0);
+	assert_int_equal(chmod(sub, 01777), 0);
+	snprintf(path, sizeof(path), "%s/state.db", sub);
+	assert_int_equal(store_open(&st, path, STORE_RW, 0), PB_EPERM);
+	assert_null(st);
+	assert_non_null(strstr(err_msg(), "state directory"));
+	assert_non_null(strstr(err_msg(), "writable by"));
+	assert_non_null(strstr(err_msg(), "2750"));
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(chmod(sub, 0770), 0);
+	assert_int_equal(store_open(&st, path, STORE_RW, 0), PB_EPERM);
+	assert_int_equal(chmod(sub, 02750), 0);
+
+	/* The database itself as a link. */
+	snprintf(victim, sizeof(victim), "%s/victim.db", dir);
+	store_free(open_rw(victim));
+	assert_int_equal(symlink(victim, path), 0);
+	assert_int_equal(store_open(&st, path, STORE_RW, 0), PB_EPERM);
+	assert_non_null(strstr(err_msg(), "symbolic link"));
+	assert_int_equal(unlink(path), 0);
+	store_free(open_rw(path));
+}
+
 static void test_refuse_newer_schema(void **state)
 {
 	const char *path = db_path("newer");
@@ -1143,6 +1180,43 @@ static char *schema_dump(const char *path)
 	return buf_detach(&b, NULL);
 }
 
+/* What became of each trailer: replaced as a whole, read back in order. */
+static void test_trailer_verdicts(void **state)
+{
+	const char *path = db_path("verdicts");
+	struct store *st = open_rw(path);
+	struct strlist v = STRLIST_INIT, got = STRLIST_INIT;
+	const char *mid = "reply-2@list";
+
+	(void)state;
+	assert_int_equal(store_verdicts_get(&got, st, mid), 0);
+	assert_int_equal(got.nr, 0);
+	strlist_push(&v, "an approval as bob");
+	strlist_push(&v, "not honoured as an approval: the sender is not "
+			 "verified");
+	strlist_push(&v, "");
+	assert_int_equal(store_verdicts_set(st, mid, &v), 0);
+	assert_int_equal(store_verdicts_get(&got, st, mid), 0);
+	assert_int_equal(got.nr, 3);
+	assert_string_equal(got.items[0], "an approval as bob");
+	assert_string_equal(got.items[2], "-");
+	strlist_release(&got);
+	/* A retry decides again: the old verdicts go. */
+	strlist_release(&v);
+	strlist_push(&v, "not an approval: listed in the comment");
+	assert_int_equal(store_verdicts_set(st, mid, &v), 0);
+	assert_int_equal(store_verdicts_get(&got, st, mid), 0);
+	assert_int_equal(got.nr, 1);
+	assert_string_equal(got.items[0],
+			    "not an approval: listed in the comment");
+	strlist_release(&got);
+	assert_int_equal(store_verdicts_get(&got, st, "other@list"), 0);
+	assert_int_equal(got.nr, 0);
+	assert_int_equal(store_verdicts_set(st, "", &v), PB_EINVAL);
+	strlist_release(&v);
+	store_free(st);
+}
+
 static void test_migrate_from_v1(void **state)
 {
 	const char *path = db_path("v1");
@@ -1540,6 +1614,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_migrate_reopen),
 		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_open_unsafe_dir),
 		cmocka_unit_test(test_refuse_newer_schema),
 		cmocka_unit_test(test_read_only_store),
 		cmocka_unit_test(test_mail_roundtrip),
@@ -1553,6 +1628,7 @@ int main(void)
 		cmocka_unit_test(test_inbound_count),
 		cmocka_unit_test(test_inbound_claim_exclusive),
 		cmocka_unit_test(test_forge_actions),
+		cmocka_unit_test(test_trailer_verdicts),
 		cmocka_unit_test(test_migrate_from_v1),
 		cmocka_unit_test(test_reader_before_migration),
 		cmocka_unit_test(test_concurrent_reader_writer),
