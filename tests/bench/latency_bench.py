@@ -200,8 +200,13 @@ def run(args):
                 lat = sorted((created[marker_key(mid)] - t250) * 1000
                              for mid, t250 in accepted.items()
                              if marker_key(mid) in created)
+                # notes per second from the first 250 to the last note
+                ends = [created[marker_key(m)] for m in accepted
+                        if marker_key(m) in created]
+                span = (max(ends) - min(accepted.values())) if ends else 0
+                drained = len(ends) / span if span > 0 else float("nan")
                 rows.append((mode, rate, n, len(accepted), achieved,
-                             len(lat), left, lat))
+                             len(lat), left, lat, drained))
                 say("%s %g/s: %d notes of %d, p50 %.0f ms, p99 %.0f ms, "
                     "max %.0f ms%s" %
                     (mode, rate, len(lat), len(accepted),
@@ -218,18 +223,23 @@ def run(args):
           "%g s per rate, %d senders" % (args.duration, args.senders))
     print("CPUs: %d, load average: %s" %
           (os.cpu_count(), " ".join(open("/proc/loadavg").read().split()[:3])))
-    fmt = "%-38s %6s %6s %8s %10s %7s %8s %8s %8s"
+    fmt = "%-38s %6s %6s %8s %10s %7s %8s %8s %8s %8s"
     print(fmt % ("daemon", "rate/s", "sent", "accepted", "achieved/s",
-                 "notes", "p50 ms", "p99 ms", "max ms"))
+                 "notes", "notes/s", "p50 ms", "p99 ms", "max ms"))
     names = {"poll": "spool looked at every 5 s (watch = no)",
              "watch": "spool watched (inotify)"}
-    for mode, rate, n, acc, achieved, got, left, lat in rows:
+    for mode, rate, n, acc, achieved, got, left, lat, drained in rows:
         print(fmt % (names[mode], "%g" % rate, n, acc, "%.1f" % achieved,
                      "%d%s" % (got, "*" if got < acc else ""),
+                     "%.1f" % drained,
                      "%.0f" % percentile(lat, 50),
                      "%.0f" % percentile(lat, 99),
                      "%.0f" % (lat[-1] if lat else float("nan"))))
-    if any(got < acc for _, _, _, acc, _, got, _, _ in rows):
+    print("achieved/s: the senders' rate of 250s; notes/s: notes on the "
+          "forge per second from the first 250 to the last note - below "
+          "the rate, the pipeline is saturated and the latency grows with "
+          "the duration")
+    if any(r[5] < r[3] for r in rows):
         print("* not every accepted reply's note was on the forge at the "
               "end of the %d s drain (the rate outran the pipeline)"
               % args.drain)
