@@ -261,6 +261,8 @@ static void parse_mail(struct why *w)
 		config_str(w->cfg, CFG_MILTER_TRUSTED_AUTHSERV_ID);
 	if (!ro.trusted_authserv_id[0])
 		ro.trusted_authserv_id = NULL;
+	ro.trusted_fields =
+		(size_t)config_int(w->cfg, CFG_MILTER_TRUSTED_AUTHRES_FIELDS);
 	if (mail_init()) {
 		snprintf(w->parse_err, sizeof(w->parse_err), "%s", err_msg());
 		return;

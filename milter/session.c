@@ -30,6 +30,7 @@ int session_new(struct session **out, unsigned long id)
 	classify_input_init(&s->in);
 	classify_result_init(&s->early);
 	buf_init(&s->raw, SESSION_IDLE_MAX);
+	authres_judge_init(&s->judge, NULL, 1);
 	set_log_id(s);
 	*out = s;
 	return 0;
@@ -52,6 +53,7 @@ void session_end(struct session *s)
 	s->sender = NULL;
 	classify_input_release(&s->in);
 	classify_result_release(&s->early);
+	authres_judge_release(&s->judge);
 	/* a big message's memory goes back now, not at the next one */
 	buf_release(&s->raw);
 	s->raw.max = SESSION_IDLE_MAX;
@@ -75,6 +77,8 @@ int session_begin(struct session *s, const char *sender)
 		return err_set(PB_ERROR, "no configuration loaded");
 	s->messages++;
 	s->max_message = mconf_view(s->conf)->max_message;
+	authres_judge_init(&s->judge, mconf_view(s->conf)->authserv_id,
+			   mconf_view(s->conf)->authres_fields);
 	s->raw.max = s->max_message;
 	/* "<a@b>" -> "a@b"; "<>" -> "" */
 	len = strlen(p);
@@ -101,6 +105,13 @@ void session_set_queue_id(struct session *s, const char *qid)
 	memcpy(s->queue_id, qid, len);
 	s->queue_id[len] = '\0';
 	set_log_id(s);
+}
+
+const size_t *session_forged(const struct session *s, size_t *nr)
+{
+	*nr = s->judge.nr_forged < PB_HEADER_COUNT_MAX ? s->judge.nr_forged :
+							 PB_HEADER_COUNT_MAX;
+	return s->judge.forged;
 }
 
 const char *session_log_id(const struct session *s)
@@ -160,6 +171,8 @@ void session_header(struct session *s, const char *name, const char *value)
 
 	if (!s->conf)
 		return;
+	/* every field, whatever becomes of the message */
+	authres_judge_field(&s->judge, name, nlen, value, vlen);
 	s->size += nlen + vlen + 3;
 	if (++s->nr_headers > PB_HEADER_COUNT_MAX ||
 	    vlen > PB_HEADER_VALUE_MAX) {
@@ -291,7 +304,7 @@ static void bridge(struct session_outcome *out, struct session *s,
 		   const struct classify_result *res)
 {
 	const struct mconf_view *v = mconf_view(s->conf);
-	struct review_options ropts = { v->authserv_id };
+	struct review_options ropts = { v->authserv_id, v->authres_fields };
 	struct review *r = NULL;
 	struct spool_meta meta;
 	struct buf hdr = BUF_INIT(SESSION_HEADER_MAX - 1);
@@ -364,6 +377,12 @@ void session_eom(struct session_outcome *out, struct session *s)
 		session_eoh(s);
 	flush_cr(s);
 	v = mconf_view(s->conf);
+	if (s->judge.nr_forged)
+		log_notice("<%s>: %zu Authentication-Results field%s claiming "
+			   "%s not added by its verifier: removed, not read",
+			   safe(mid, sizeof(mid), s->in.message_id),
+			   s->judge.nr_forged,
+			   s->judge.nr_forged == 1 ? "" : "s", v->authserv_id);
 	switch (s->skip) {
 	case SESSION_KEEP:
 		break;

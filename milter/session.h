@@ -27,6 +27,13 @@
  * headers already say the mail is irrelevant (classify_early()), the
  * body is not buffered at all and no store or MIME work is done.
  *
+ * Every header field also goes through the Authentication-Results rules
+ * of authres.h as it arrives: the fields the trusted verifiers added on
+ * top are the only ones that count, and every other field that mentions
+ * the trusted authserv-id is forged.  session_forged() lists those for
+ * the caller to delete at end of message (smfi_chgheader), for every
+ * mail, bridged or not, so no forged result reaches the list either.
+ *
  * session_eom() for a relevant mail: classify (thread map, Message-ID
  * scheme, subject), review_parse() against the target patch's diff as
  * mailed, then spool_put() - durable before the milter answers - and the
@@ -49,8 +56,9 @@
 #ifndef PB_MILTER_SESSION_H
 #define PB_MILTER_SESSION_H
 
-#include "core/spool.h"
+#include "core/authres.h"
 #include "core/classify.h"
+#include "core/spool.h"
 #include "milter/mconf.h"
 #include "util/buf.h"
 
@@ -91,6 +99,7 @@ struct session {
 	size_t nr_headers; /* header fields seen */
 	int in_body; /* end of header seen */
 	int pending_cr; /* the last body chunk ended in CR */
+	struct authres_judge judge; /* the A-R rules over the fields */
 	enum session_skip skip; /* set once, never cleared in a message */
 };
 
@@ -122,6 +131,13 @@ void session_body(struct session *s, const void *data, size_t len);
 void session_eom(struct session_outcome *out, struct session *s);
 /* After EOM or on abort: drop the message and its config reference. */
 void session_end(struct session *s);
+
+/*
+ * The forged Authentication-Results fields of the message, as 1-based
+ * indexes among the message's Authentication-Results fields in the order
+ * received (smfi_chgheader's index), ascending; *nr of them.
+ */
+const size_t *session_forged(const struct session *s, size_t *nr);
 
 /* The correlation id for log lines: the queue id once known. */
 const char *session_log_id(const struct session *s);

@@ -1,4 +1,5 @@
 #include "core/config.h"
+#include "core/authres.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fileio.h"
@@ -170,6 +171,11 @@ static const struct config_param params[CFG__COUNT] = {
 		"milter", "trusted_authserv_id", CONFIG_STRING, "", 0,
 		NAME_LEN_MAX, NULL, 0,
 		"Authentication-Results authserv-id to trust; empty: none" },
+	[CFG_MILTER_TRUSTED_AUTHRES_FIELDS] = {
+		"milter", "trusted_authres_fields", CONFIG_INT, "2", 1,
+		AUTHRES_TOP_MAX, NULL, 0,
+		"How many Authentication-Results fields the verifiers before "
+		"the milter add on top (OpenDKIM 1, OpenDMARC 1)" },
 	[CFG_MILTER_TIMEOUT] = {
 		"milter", "timeout", CONFIG_DURATION, "2h", 10 * SEC, 1 * DAY,
 		NULL, 0,

@@ -96,22 +96,22 @@ static size_t commit_message_len(const char *p, size_t len)
 	return len;
 }
 
-static void auth_of(struct review *r, const struct review_options *opts)
+/*
+ * What the trusted verifier found, by the rules of authres.h over the
+ * header as the milter received it (raw is what it spooled).
+ */
+static void auth_of(struct review *r, const char *raw, size_t len,
+		    const struct review_options *opts)
 {
-	const char *vals[64];
-	size_t lens[64], n = 0, i;
-	const char *v, *at;
+	struct authres_judge j;
+	const char *at = strrchr(r->mail->from.email, '@');
 
-	for (i = 0; n < 64 &&
-		    (v = mail_header_get(r->mail, "Authentication-Results", i));
-	     i++) {
-		vals[n] = v;
-		lens[n++] = strlen(v);
-	}
-	at = strrchr(r->mail->from.email, '@');
-	authres_evaluate(&r->auth, vals, lens, n,
-			 opts ? opts->trusted_authserv_id : NULL,
-			 at ? at + 1 : NULL);
+	authres_judge_init(&j, opts ? opts->trusted_authserv_id : NULL,
+			   opts && opts->trusted_fields ? opts->trusted_fields :
+							  AUTHRES_TOP_DEFAULT);
+	authres_judge_header(&j, raw, len);
+	authres_judge_summary(&r->auth, &j, at ? at + 1 : NULL);
+	authres_judge_release(&j);
 }
 
 static int add_inline(struct review *r, const struct diff *d, int line,
@@ -218,7 +218,7 @@ int review_parse(struct review **out, const char *raw, size_t len,
 		goto fail;
 	subject_parse(&r->subject, r->mail->subject, strlen(r->mail->subject));
 	r->kind = classify(r);
-	auth_of(r, opts);
+	auth_of(r, raw, len, opts);
 	switch (r->kind) {
 	case REVIEW_REPLY:
 		rc = parse_reply(r, parent);
@@ -372,6 +372,10 @@ int review_to_json(struct buf *out, const struct review *r)
 	jsonw_strz(&w, authres_result_name(r->auth.dmarc));
 	jsonw_key(&w, "verified");
 	jsonw_bool(&w, r->auth.verified);
+	jsonw_key(&w, "trusted_fields");
+	jsonw_int(&w, (int64_t)r->auth.trusted);
+	jsonw_key(&w, "forged_fields");
+	jsonw_int(&w, (int64_t)r->auth.forged);
 	jsonw_obj_end(&w);
 	jsonw_obj_end(&w);
 	return jsonw_finish(&w);

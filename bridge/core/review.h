@@ -56,6 +56,8 @@ struct review_inline {
 
 struct review_options {
 	const char *trusted_authserv_id; /* NULL: trust no A-R field */
+	/* [milter] trusted_authres_fields; 0: AUTHRES_TOP_DEFAULT */
+	size_t trusted_fields;
 };
 
 struct review {

@@ -1002,6 +1002,8 @@ static int work(struct inbound *ib, struct job *j)
 		config_str(cfg, CFG_MILTER_TRUSTED_AUTHSERV_ID);
 	if (!ro.trusted_authserv_id[0])
 		ro.trusted_authserv_id = NULL;
+	ro.trusted_fields =
+		(size_t)config_int(cfg, CFG_MILTER_TRUSTED_AUTHRES_FIELDS);
 
 	rc = load_record(ib, j);
 	if (rc == PB_ENOTFOUND || rc == PB_EINVAL) {

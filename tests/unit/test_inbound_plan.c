@@ -152,10 +152,10 @@ static const char patch_mail[] =
 	"In-Reply-To: <p1@bridge.example>\n"                     \
 	"References: <c0@bridge.example> <p1@bridge.example>\n"
 
-static const char reply_mail[] = REPLY_HEAD
+/* the verifier's field on top, as it inserts it */
+static const char reply_mail[] =
 	"Authentication-Results: lists.example.test; dkim=pass "
-	"header.d=corp.example header.i=@corp.example\n"
-	"\n"
+	"header.d=corp.example header.i=@corp.example\n" REPLY_HEAD "\n"
 	"General comment first.\n"
 	"/approve\n"
 	"\n"
@@ -251,7 +251,7 @@ static void setup_ctx(struct fixture *fx)
 
 static void parse(struct fixture *fx, const char *mail)
 {
-	struct review_options ro = { "lists.example.test" };
+	struct review_options ro = { "lists.example.test", 2 };
 
 	memset(fx, 0, sizeof(*fx));
 	assert_int_equal(review_patch_diff(&fx->parent, patch_mail,
