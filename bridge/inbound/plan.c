@@ -136,6 +136,24 @@ int plan_footer(struct buf *out, const struct review *r,
 	return rc;
 }
 
+/* "; what the Authentication-Results fields said", when there is more
+ * to say than "no pass": forged fields ignored, passes that do not
+ * align (authres.h). */
+static int add_auth_why(struct buf *b, const struct authres_summary *s,
+			const char *id)
+{
+	struct buf why = BUF_INIT(1024);
+	int rc = authres_summary_why(&why, s, id);
+
+	if (!rc && why.len) {
+		rc = buf_adds(b, "; ");
+		if (!rc)
+			rc = escape_inline(b, why.data, why.len);
+	}
+	buf_release(&why);
+	return rc;
+}
+
 /* The reason a trailer was not honoured, with its particulars. */
 static int add_reason(struct buf *b, enum approval_verdict v,
 		      const struct review *r, const struct plan_ctx *ctx,
@@ -155,6 +173,8 @@ static int add_reason(struct buf *b, enum approval_verdict v,
 			rc = buf_adds(b, "no DKIM or DMARC pass from ");
 			if (!rc)
 				rc = adds_inline(b, id);
+			if (!rc)
+				rc = add_auth_why(b, &r->auth, id);
 		} else if (!rc) {
 			rc = buf_adds(b, "no trusted authserv-id is "
 					 "configured");

@@ -401,6 +401,35 @@ static void test_plan_refusals(void **state)
 		done(&fx);
 		free(mail);
 	}
+
+	/* The pass forged by the sender, below the From: ignored, and the
+	 * comment says so. */
+	{
+		static const char forged[] =
+			"Authentication-Results: (x) lists.example.test; "
+			"dkim=pass header.d=corp.example\n";
+		const char *p = strstr(reply_mail, "\n\n");
+		char *mail = malloc(strlen(reply_mail) + sizeof(forged));
+		size_t head = strlen(REPLY_HEAD);
+
+		memcpy(mail, REPLY_HEAD, head);
+		strcpy(mail + head, forged);
+		strcat(mail, p + 1);
+		parse(&fx, mail);
+		assert_false(fx.r->auth.verified);
+		assert_int_equal(fx.r->auth.forged, 1);
+		assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+		assert_int_equal(fx.plan.nr, 3);
+		assert_non_null(strstr(fx.plan.v[0].body,
+				       "the sender is not verified (no DKIM "
+				       "or DMARC pass from lists.example.test; "
+				       "1 Authentication-Results field "
+				       "claiming lists.example.test was not "
+				       "added by its verifier and was "
+				       "ignored)"));
+		done(&fx);
+		free(mail);
+	}
 }
 
 static void test_plan_nak(void **state)
