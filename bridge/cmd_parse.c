@@ -1,7 +1,9 @@
 #include "cmd_parse.h"
+#include "core/config.h"
 #include "core/diff.h"
 #include "core/mail.h"
 #include "core/review.h"
+#include "core/spool.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fileio.h"
@@ -25,8 +27,14 @@ const char cmd_parse_help[] =
 	"                       comments are placed on its diff, so trimmed\n"
 	"                       quotes still land on the right line\n"
 	"\n"
-	"Offline there is no thread map and no trusted authserv-id: target\n"
-	"is null and auth.verified is false.\n";
+	"Authentication-Results fields are judged as the milter and the\n"
+	"daemon judge them, with the configuration's [milter]\n"
+	"trusted_authserv_id and trusted_authres_fields: read FILE as the mail\n"
+	"the milter received (its header as Postfix passes it), or give a\n"
+	"spool record, which holds exactly that.  The configuration is the\n"
+	"one -c or $PATCHBRIDGE_CONFIG names, else the default file when it\n"
+	"exists; without one no field is trusted.  Offline there is no\n"
+	"thread map: target is null.\n";
 
 static int usage_error(const char *what, const char *arg)
 {
@@ -36,19 +44,63 @@ static int usage_error(const char *what, const char *arg)
 	return EX_USAGE;
 }
 
+/* A spool record holds the mail as the milter received it. */
+#define SPOOL_MAGIC "PB-Spool: "
+
 static int read_mail(struct buf *out, const char *path)
 {
+	struct spool_record rec;
 	int rc = file_read(out, path);
 
+	if (!rc && out->len >= strlen(SPOOL_MAGIC) &&
+	    !memcmp(out->data, SPOOL_MAGIC, strlen(SPOOL_MAGIC))) {
+		spool_record_init(&rec);
+		rc = spool_parse(&rec, out->data, out->len);
+		if (!rc)
+			rc = buf_set(out, rec.message.data, rec.message.len);
+		spool_record_release(&rec);
+		if (rc == PB_EINVAL)
+			rc = PB_ELIMIT; /* a data error, as for a mail */
+	}
 	if (!rc)
 		return 0;
 	fprintf(stderr, "patchbridge parse: %s: %s\n", path, err_msg());
 	return rc == PB_ELIMIT ? EX_DATAERR : EX_NOINPUT;
 }
 
-int cmd_parse(int argc, char **argv)
+/* The milter's rules for Authentication-Results from the configuration. */
+static int load_options(struct review_options *ro, struct config **cfg,
+			const char *path)
+{
+	struct strlist errs = STRLIST_INIT;
+	size_t i;
+	int rc;
+
+	memset(ro, 0, sizeof(*ro));
+	if (!path)
+		return EX_OK;
+	rc = config_load(cfg, &errs, path);
+	strlist_for_each (&errs, i)
+		fprintf(stderr, "%s\n", errs.items[i]);
+	if (rc && !errs.nr)
+		fprintf(stderr, "patchbridge parse: %s: %s\n", path, err_msg());
+	strlist_release(&errs);
+	if (rc)
+		return rc == PB_ENOTFOUND ? EX_NOINPUT : EX_CONFIG;
+	ro->trusted_authserv_id =
+		config_str(*cfg, CFG_MILTER_TRUSTED_AUTHSERV_ID);
+	if (!ro->trusted_authserv_id[0])
+		ro->trusted_authserv_id = NULL;
+	ro->trusted_fields =
+		(size_t)config_int(*cfg, CFG_MILTER_TRUSTED_AUTHRES_FIELDS);
+	return EX_OK;
+}
+
+int cmd_parse(const char *config_path, int argc, char **argv)
 {
 	const char *file = NULL, *patch = NULL;
+	struct review_options ro;
+	struct config *cfg = NULL;
 	struct buf raw = BUF_INIT(PB_MAIL_MAX_DEFAULT);
 	struct buf praw = BUF_INIT(PB_MAIL_MAX_DEFAULT);
 	struct buf json = BUF_INIT(REVIEW_JSON_MAX);
@@ -74,6 +126,9 @@ int cmd_parse(int argc, char **argv)
 	}
 	if (!file)
 		return usage_error("no mail given", "");
+	ex = load_options(&ro, &cfg, config_path);
+	if (ex)
+		return ex;
 
 	mail_init();
 	ex = read_mail(&raw, file);
@@ -91,7 +146,7 @@ int cmd_parse(int argc, char **argv)
 			goto out;
 		}
 	}
-	rc = review_parse(&r, raw.data, raw.len, parent, NULL);
+	rc = review_parse(&r, raw.data, raw.len, parent, &ro);
 	if (rc) {
 		fprintf(stderr, "patchbridge parse: %s: %s\n", file, err_msg());
 		ex = EX_DATAERR;
@@ -112,11 +167,6 @@ out:
 	buf_release(&praw);
 	buf_release(&json);
 	mail_shutdown();
+	config_free(cfg);
 	return ex;
-}
-
-int cmd_parse_run(const struct command *cmd, int argc, char **argv)
-{
-	(void)cmd;
-	return cmd_parse(argc, argv);
 }
