@@ -44,10 +44,10 @@
  * generation is kept.  The socket, the umask, the I/O timeout and the
  * log level are read only at start.
  */
-#include "core/authres.h"
 #include "core/config.h"
-#include "core/mail.h"
 #include "core/version.h"
+#include "mail/authres.h"
+#include "mail/mail.h"
 #include "milter/glue.h"
 #include "milter/mconf.h"
 #include "milter/testmode.h"

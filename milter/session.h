@@ -56,10 +56,10 @@
 #ifndef PB_MILTER_SESSION_H
 #define PB_MILTER_SESSION_H
 
-#include "core/authres.h"
-#include "core/classify.h"
-#include "core/spool.h"
+#include "mail/authres.h"
+#include "mail/classify.h"
 #include "milter/mconf.h"
+#include "state/spool.h"
 #include "util/buf.h"
 
 #include <stddef.h>

@@ -1,5 +1,4 @@
 #include "core/config.h"
-#include "core/authres.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fileio.h"
@@ -173,7 +172,7 @@ static const struct config_param params[CFG__COUNT] = {
 		"Authentication-Results authserv-id to trust; empty: none" },
 	[CFG_MILTER_TRUSTED_AUTHRES_FIELDS] = {
 		"milter", "trusted_authres_fields", CONFIG_INT, "2", 1,
-		AUTHRES_TOP_MAX, NULL, 0,
+		PB_AUTHRES_FIELDS_MAX, NULL, 0,
 		"How many Authentication-Results fields the verifiers before "
 		"the milter add on top (OpenDKIM 1, OpenDMARC 1)" },
 	[CFG_MILTER_TIMEOUT] = {
@@ -877,7 +876,7 @@ static int text_check(const struct config_param *p, const char *v, size_t *len,
 	case CONFIG_MAILER:
 		if (*len == 8 && !memcmp(v, "sendmail", 8))
 			break;
-		/* fall through */
+		__attribute__((fallthrough));
 	case CONFIG_URL:
 		if (!valid_url(&reason, v, *len, p->values)) {
 			buf_addf(why, "\"%s\" is not a valid URL: %s%s", q,

@@ -32,6 +32,9 @@
 #define PB_TEXT_PART_MAX (1024 * 1024)
 #define PB_MSGID_MAX 998 /* RFC 5322 2.1.1 line length */
 #define PB_ADDR_MAX 320 /* RFC 3696 errata: 64 + 1 + 255 */
+/* [milter] trusted_authres_fields: the verifiers' fields on top. */
+#define PB_AUTHRES_FIELDS_MAX 8
+#define PB_AUTHRES_FIELDS_DEFAULT 2
 
 /* Forge HTTP. */
 #define PB_HTTP_BODY_MAX_DEFAULT (16 * 1024 * 1024)

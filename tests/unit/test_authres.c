@@ -1,6 +1,6 @@
 #include "cmocka_all.h"
-#include "core/authres.h"
 #include "golden.h"
+#include "mail/authres.h"
 #include "util/buf.h"
 #include "util/err.h"
 

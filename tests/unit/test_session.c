@@ -7,12 +7,12 @@
  * configuration it started with across a reload.
  */
 #include "cmocka_all.h"
-#include "core/mail.h"
 #include "core/msgid.h"
-#include "core/review.h"
-#include "core/spool.h"
+#include "mail/mail.h"
+#include "mail/review.h"
 #include "milter/mconf.h"
 #include "milter/session.h"
+#include "state/spool.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fileio.h"
