@@ -186,11 +186,15 @@ static void test_reply_spooled_with_header(void **state)
 	session_free(s);
 }
 
-static void test_oversize_passes_untouched(void **state)
+/* Over max_message_size: the first part is bridged, cut at a line end,
+ * and the record says how large the mail was. */
+static void test_oversize_keeps_head(void **state)
 {
 	struct session *s;
 	struct session_outcome out;
-	char chunk[8192];
+	struct spool_record rec;
+	struct buf data = BUF_INIT(1 << 20);
+	char chunk[8192], path[800];
 	int i;
 
 	(void)state;
@@ -199,18 +203,28 @@ static void test_oversize_passes_untouched(void **state)
 	chunk[sizeof(chunk) - 1] = '\n';
 	s = begin_reply("<big@example.org>");
 	session_eoh(s);
+	body(s, "Acked-by: Rev Iewer <rev@example.org>\n");
 	for (i = 0; i < 9; i++) /* 72 KiB > 64 KiB */
 		session_body(s, chunk, sizeof(chunk));
-	/* buffering stopped and the memory went back */
-	assert_int_equal(s->skip, SESSION_SKIP_OVERSIZE);
-	assert_int_equal(s->raw.len, 0);
-	assert_int_equal(s->size > 64 * 1024, 1);
+	/* buffering stopped at the cap, what came first is kept */
+	assert_true(s->cut);
+	assert_int_equal(s->raw.len, 64 * 1024);
+	assert_int_equal(s->size > 72 * 1024, 1);
 	session_eom(&out, s);
 	assert_int_equal(out.action, SESSION_ACCEPT);
-	assert_string_equal(out.verdict, "oversize");
-	assert_string_equal(out.header, "");
-	assert_int_equal(spooled("b", NULL, 0), 0);
+	assert_string_equal(out.verdict, "bridged");
+	assert_non_null(strstr(out.header, "trailers=Acked-by"));
+	assert_non_null(strstr(out.header, "; cut="));
 	session_end(s);
+	assert_int_equal(spooled("b", path, sizeof(path)), 1);
+	assert_int_equal(file_read(&data, path), 0);
+	spool_record_init(&rec);
+	assert_int_equal(spool_parse(&rec, data.data, data.len), 0);
+	assert_true(rec.message.len < 64 * 1024);
+	assert_int_equal(rec.message.data[rec.message.len - 1], '\n');
+	assert_true(rec.received > 72 * 1024);
+	spool_record_release(&rec);
+	buf_release(&data);
 
 	/* the next message starts afresh */
 	session_free(s);
@@ -219,7 +233,8 @@ static void test_oversize_passes_untouched(void **state)
 	session_body(s, "ok\n", 3);
 	session_eom(&out, s);
 	assert_string_equal(out.verdict, "bridged");
-	assert_int_equal(spooled("b", NULL, 0), 1);
+	assert_null(strstr(out.header, "cut="));
+	assert_int_equal(spooled("b", NULL, 0), 2);
 	session_free(s);
 }
 
@@ -450,7 +465,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reply_spooled_with_header),
-		cmocka_unit_test(test_oversize_passes_untouched),
+		cmocka_unit_test(test_oversize_keeps_head),
 		cmocka_unit_test(test_header_limits),
 		cmocka_unit_test(test_irrelevant_not_buffered),
 		cmocka_unit_test(test_spool_failure_tempfails),
