@@ -744,11 +744,13 @@ static int part_bytes(struct buf *out, GMimePart *part, size_t max,
 	}
 	ba = g_mime_stream_mem_get_byte_array(GMIME_STREAM_MEM(mem));
 	n = ba ? ba->len : 0;
-	if (n > max) {
-		n = max;
+	/* over the cap: its beginning and its end, where trailers stand */
+	rc = n ? mailtext_elide(out, (const char *)ba->data, n, max, SIZE_MAX) :
+		 0;
+	if (rc == 1) {
 		*flags |= MAIL_F_TRUNCATED;
+		rc = 0;
 	}
-	rc = n ? buf_add(out, (const char *)ba->data, n) : 0;
 	g_object_unref(mem);
 	return rc;
 }

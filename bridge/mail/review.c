@@ -1,5 +1,6 @@
-#include "mail/reply.h"
 #include "mail/review.h"
+#include "mail/mailtext.h"
+#include "mail/reply.h"
 #include "util/err.h"
 #include "util/jsonw.h"
 #include "util/scan.h"
@@ -134,18 +135,70 @@ static int add_inline(struct review *r, const struct diff *d, int line,
 	return 0;
 }
 
+/* More than the reply parser reads (REPLY_TEXT_MAX, REPLY_LINES_MAX)? */
+static int too_long(const char *p, size_t len)
+{
+	size_t lines = 0;
+	const char *end = p + len;
+
+	if (len > REPLY_TEXT_MAX)
+		return 1;
+	if (len && end[-1] != '\n')
+		lines++; /* a last line without its end */
+	while ((p = memchr(p, '\n', (size_t)(end - p))) && ++p)
+		if (++lines > REPLY_LINES_MAX)
+			return 1;
+	return 0;
+}
+
+/*
+ * The general comment gets one more block; full, it keeps what fitted
+ * and takes no more (the note could not hold more anyway).
+ */
+static void add_general(struct review *r, struct buf *comment, int *full,
+			const struct reply *rp, size_t block)
+{
+	size_t len = comment->len;
+	int rc;
+
+	if (*full)
+		return;
+	rc = comment->len ? buf_adds(comment, "\n\n") : 0;
+	if (!rc)
+		rc = reply_block_text(comment, rp, block, 0);
+	if (rc) {
+		if (comment->len == len + 2 || !comment->len)
+			buf_truncate(comment, len); /* no blank tail */
+		*full = 1;
+		r->truncated = 1;
+	}
+}
+
 static int parse_reply(struct review *r, const struct diff *parent)
 {
 	struct reply *rp = NULL;
 	struct diff *pseudo = NULL;
 	const struct diff *d;
+	struct buf text = BUF_INIT(REPLY_TEXT_MAX);
 	struct buf own = BUF_INIT(REPLY_TEXT_MAX);
 	struct buf body = BUF_INIT(REVIEW_COMMENT_MAX);
 	struct buf comment = BUF_INIT(REVIEW_COMMENT_MAX);
 	size_t i;
-	int rc;
+	int rc, full = 0;
 
-	rc = reply_parse(&rp, r->mail->text.data, r->mail->text.len);
+	/* too long to read whole: its beginning and its end, where the
+	 * sign-off and trailers stand */
+	if (too_long(r->mail->text.data, r->mail->text.len)) {
+		rc = mailtext_elide(&text, r->mail->text.data,
+				    r->mail->text.len, REPLY_TEXT_MAX,
+				    REPLY_LINES_MAX);
+		if (rc < 0)
+			goto out;
+		r->truncated = rc == 1;
+		rc = reply_parse(&rp, text.data, text.len);
+	} else {
+		rc = reply_parse(&rp, r->mail->text.data, r->mail->text.len);
+	}
 	if (rc)
 		goto out;
 	rc = reply_anchor(rp, parent, parent ? NULL : &pseudo);
@@ -181,19 +234,24 @@ static int parse_reply(struct review *r, const struct diff *parent)
 		if (!general) {
 			buf_reset(&body);
 			rc = reply_block_text(&body, rp, i, 1);
+			if (rc == PB_ELIMIT) { /* keep what fitted */
+				r->truncated = 1;
+				rc = 0;
+			}
 			if (!rc && body.len)
 				rc = add_inline(r, d, b->diff, &body);
-			continue;
+			if (rc != PB_ELIMIT)
+				continue;
+			/* more inline comments than notes: in the comment */
+			rc = 0;
 		}
-		if (comment.len)
-			rc = buf_adds(&comment, "\n\n");
-		if (!rc)
-			rc = reply_block_text(&comment, rp, i, 0);
+		add_general(r, &comment, &full, rp, i);
 	}
-	if (rc == PB_ELIMIT)
-		rc = 0; /* keep what fitted */
+	if (rp->truncated)
+		r->truncated = 1;
 	r->comment = buf_detach(&comment, NULL);
 out:
+	buf_release(&text);
 	buf_release(&own);
 	buf_release(&body);
 	buf_release(&comment);
@@ -216,6 +274,8 @@ int review_parse(struct review **out, const char *raw, size_t len,
 	rc = mail_parse(&r->mail, raw, len, NULL);
 	if (rc)
 		goto fail;
+	if (r->mail->flags & (MAIL_F_TRUNCATED | MAIL_F_LIMIT))
+		r->truncated = 1;
 	subject_parse(&r->subject, r->mail->subject, strlen(r->mail->subject));
 	r->kind = classify(r);
 	auth_of(r, raw, len, opts);
@@ -377,6 +437,8 @@ int review_to_json(struct buf *out, const struct review *r)
 	jsonw_key(&w, "forged_fields");
 	jsonw_int(&w, (int64_t)r->auth.forged);
 	jsonw_obj_end(&w);
+	jsonw_key(&w, "truncated");
+	jsonw_bool(&w, r->truncated);
 	jsonw_obj_end(&w);
 	return jsonw_finish(&w);
 }

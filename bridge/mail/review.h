@@ -29,6 +29,7 @@
 #include "mail/authres.h"
 #include "mail/diff.h"
 #include "mail/mail.h"
+#include "mail/reply.h"
 #include "mail/subject.h"
 #include "mail/trailers.h"
 #include "util/buf.h"
@@ -37,7 +38,8 @@
 
 #define REVIEW_INLINE_MAX 256
 #define REVIEW_COMMENT_MAX (1024 * 1024)
-#define REVIEW_JSON_MAX (8 * 1024 * 1024)
+/* The JSON of a review: its texts at most twice over, and the rest. */
+#define REVIEW_JSON_MAX (2 * REPLY_TEXT_MAX + 4 * 1024 * 1024)
 
 enum review_kind {
 	REVIEW_COVER,
@@ -71,6 +73,12 @@ struct review {
 	size_t nr_inline;
 	char *comment; /* "" when there is none */
 	struct authres_summary auth;
+	/* something of the mail was left out to fit a limit: the mail cut
+	 * (MAIL_F_TRUNCATED, MAIL_F_LIMIT), the middle of a text too long
+	 * to read, a comment over REVIEW_COMMENT_MAX; set also by a reader
+	 * that knows the mail was cut before it got here (a spool record's
+	 * Received-Size) */
+	int truncated;
 };
 
 /*

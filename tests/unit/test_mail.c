@@ -113,14 +113,28 @@ static void test_limits(void **state)
 	assert_null(strstr(m->text.data, "line 99"));
 	assert_int_equal(m->text.data[m->text.len - 1], '\n');
 	mail_free(m);
-	/* decoded text per part */
+	/* decoded text per part: its beginning and its end, at line ends */
 	mail_limits_default(&lim);
+	lim.max_text = 64;
+	buf_reset(&raw);
+	buf_adds(&raw, "Subject: t\n\n");
+	for (i = 0; i < 20; i++)
+		buf_addf(&raw, "line %02d\n", i);
+	assert_int_equal(mail_parse(&m, raw.data, raw.len, &lim), 0);
+	assert_true(m->flags & MAIL_F_TRUNCATED);
+	assert_true(m->text.len <= 64);
+	assert_memory_equal(m->text.data, "line 00\nline 01\n", 16);
+	assert_non_null(strstr(m->text.data, "\n[...]\n"));
+	assert_non_null(strstr(m->text.data, "\nline 19\n"));
+	assert_null(strstr(m->text.data, "line 10"));
+	mail_free(m);
+	/* one line longer than the cap: its beginning */
 	lim.max_text = 10;
 	buf_reset(&raw);
 	buf_adds(&raw, "Subject: t\n\n0123456789abcdef\n");
 	assert_int_equal(mail_parse(&m, raw.data, raw.len, &lim), 0);
 	assert_true(m->flags & MAIL_F_TRUNCATED);
-	assert_memory_equal(m->text.data, "0123456789\n", 11);
+	assert_memory_equal(m->text.data, "012[...]\n", 9);
 	mail_free(m);
 	buf_release(&raw);
 }
