@@ -303,6 +303,11 @@ static const struct config_param params[CFG__COUNT] = {
 		PP,
 		"File of \"email username\" lines mapping senders to forge "
 		"users" },
+	[CFG_INBOUND_ARCHIVE_URL] = {
+		"inbound", "archive_url", CONFIG_URL, "", 0, URL_LEN_MAX,
+		http_schemes, PP,
+		"The list archive, as URL/MESSAGE-ID/ finds a mail (public-"
+		"inbox); a comment cut to fit the forge links it there" },
 	[CFG_INBOUND_RETRY_BASE] = {
 		"inbound", "retry_base", CONFIG_DURATION, "30s", 1 * SEC,
 		1 * HOUR, NULL, 0,

@@ -1102,8 +1102,13 @@ static int work(struct inbound *ib, struct job *j)
 	if (rc)
 		goto out;
 
+	/* the milter kept only the beginning of a mail over its size */
+	if (j->rec.received > (int64_t)j->rec.message.len)
+		j->review->truncated = 1;
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.authserv_id = ro.trusted_authserv_id;
+	ctx.message_id = row->message_id;
+	ctx.archive_url = config_project_str(j->proj, CFG_INBOUND_ARCHIVE_URL);
 	ctx.require_auth =
 		config_project_bool(j->proj, CFG_INBOUND_REQUIRE_AUTH);
 	ctx.policy = config_project_enum(j->proj, CFG_INBOUND_APPROVAL_POLICY);

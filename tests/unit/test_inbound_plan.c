@@ -432,6 +432,87 @@ static void test_plan_refusals(void **state)
 	}
 }
 
+/*
+ * A reply larger than a forge note: the trailers' verdicts, the footer
+ * and a notice saying where the whole mail is always fit, the text is
+ * cut at a line end to fit GitLab's limit, and an inline comment larger
+ * than a note is cut the same way.  Nothing fails, nothing is lost
+ * without saying so.
+ */
+static void test_plan_large(void **state)
+{
+	struct buf mail = BUF_INIT(8 << 20);
+	const struct plan_action *a;
+	struct fixture fx;
+	size_t i;
+
+	(void)state;
+	/* reply_mail's header, then 3 MB of general comment */
+	buf_add(&mail, reply_mail,
+		(size_t)(strstr(reply_mail, "\n\n") - reply_mail) + 2);
+	for (i = 0; i < 60000; i++)
+		buf_addf(&mail,
+			 "Line %zu of a long comment, with *stars* "
+			 "& <tags>\n",
+			 i);
+	buf_adds(&mail, "\nAcked-by: Bob <bob@corp.example>\n");
+	parse(&fx, mail.data);
+	assert_true(fx.r->truncated); /* over REVIEW_COMMENT_MAX */
+	assert_int_equal(fx.r->trailers.nr, 1);
+	fx.ctx.message_id = "big/1@corp.example";
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	a = &fx.plan.v[0];
+	assert_int_equal(a->kind, PLAN_COMMENT);
+	assert_true(strlen(a->body) <= PLAN_BODY_MAX);
+	assert_true(strlen(a->body) > PLAN_BODY_MAX - 64 * 1024);
+	assert_non_null(strstr(a->body, "Line 0 of a long comment"));
+	assert_null(strstr(a->body, "Line 59999 "));
+	assert_non_null(strstr(a->body, "\\[...\\] truncated, the whole mail "
+					"is on the list as Message-ID "
+					"&lt;big/1@corp.example&gt;"));
+	assert_non_null(strstr(a->body, "* Acked-by: Bob"));
+	assert_non_null(strstr(a->body, "approval by GitLab user bob"));
+	assert_non_null(strstr(a->body, "(DKIM verified)"));
+	/* the approval itself */
+	assert_int_equal(fx.plan.v[fx.plan.nr - 1].kind, PLAN_APPROVE);
+	plan_release(&fx.plan);
+
+	/* with an archive: a link */
+	fx.ctx.archive_url = "https://lore.example.org/list";
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	assert_non_null(strstr(fx.plan.v[0].body,
+			       "truncated, the whole mail is at "
+			       "https://lore.example.org/list/"
+			       "big%2F1@corp.example/"));
+	done(&fx);
+
+	/* an inline comment larger than a note */
+	buf_reset(&mail);
+	buf_adds(&mail, reply_mail);
+	buf_truncate(&mail,
+		     (size_t)(strstr(mail.data, "Why shout?\n") - mail.data));
+	for (i = 0; i < 40000; i++)
+		buf_addf(&mail, "Why shout, line %zu? <&>\n", i);
+	buf_adds(&mail, "\n>  \treturn 0;\n\nFine.\n");
+	parse(&fx, mail.data);
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	for (i = 0; i < fx.plan.nr; i++) {
+		a = &fx.plan.v[i];
+		if (a->body)
+			assert_true(strlen(a->body) <= PLAN_BODY_MAX);
+		if (a->fallback)
+			assert_true(strlen(a->fallback) <= PLAN_BODY_MAX);
+	}
+	a = &fx.plan.v[1];
+	assert_int_equal(a->kind, PLAN_DIFF_NOTE);
+	assert_non_null(strstr(a->body, "Why shout, line 0?"));
+	assert_non_null(strstr(a->body, "truncated, the whole mail is on "
+					"the list"));
+	assert_non_null(strstr(a->fallback, "truncated, the whole mail is"));
+	done(&fx);
+	buf_release(&mail);
+}
+
 static void test_plan_nak(void **state)
 {
 	struct fixture fx;
@@ -780,6 +861,7 @@ int main(void)
 		cmocka_unit_test(test_types_and_sender),
 		cmocka_unit_test(test_plan_order),
 		cmocka_unit_test(test_plan_refusals),
+		cmocka_unit_test(test_plan_large),
 		cmocka_unit_test(test_plan_nak),
 		cmocka_unit_test(test_plan_fold_inline),
 		cmocka_unit_test(test_plan_thread_reply),
