@@ -1033,9 +1033,7 @@ static int work(struct inbound *ib, struct job *j)
 		}
 		if (rc)
 			goto out;
-		/* the row's strings are ours to replace */
-		free((char *)row->project);
-		row->project = xstrdup(tg.project);
+		row->project = strlist_push(&row->owned, tg.project);
 		row->iid = tg.iid;
 		row->revision = tg.revision;
 		row->patch = tg.patch;

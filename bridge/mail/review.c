@@ -195,9 +195,11 @@ static int parse_reply(struct review *r, const struct diff *parent)
 		if (rc < 0)
 			goto out;
 		r->truncated = rc == 1;
-		rc = reply_parse(&rp, text.data, text.len);
+		rc = reply_parse(&rp, text.data, text.len, r->mail->from.name,
+				 r->mail->from.email);
 	} else {
-		rc = reply_parse(&rp, r->mail->text.data, r->mail->text.len);
+		rc = reply_parse(&rp, r->mail->text.data, r->mail->text.len,
+				 r->mail->from.name, r->mail->from.email);
 	}
 	if (rc)
 		goto out;

@@ -881,6 +881,29 @@ static char *col_blob(sqlite3_stmt *s, int i, size_t *len)
 	return copy;
 }
 
+/*
+ * A column's text (or bytes) as a string the record owns: kept in
+ * owned, released with the record.  NULL for SQL NULL.
+ */
+static const char *col_own(struct strlist *owned, sqlite3_stmt *s, int i)
+{
+	char *t = col_str(s, i);
+
+	if (t)
+		strlist_push_owned(owned, t);
+	return t;
+}
+
+static const char *col_own_blob(struct strlist *owned, sqlite3_stmt *s, int i,
+				size_t *len)
+{
+	char *t = col_blob(s, i, len);
+
+	if (t)
+		strlist_push_owned(owned, t);
+	return t;
+}
+
 static int64_t col_int(sqlite3_stmt *s, int i)
 {
 	return sqlite3_column_int64(s, i);
@@ -1282,14 +1305,7 @@ void store_mail_init(struct store_mail *m)
 
 void store_mail_release(struct store_mail *m)
 {
-	free((char *)m->message_id);
-	free((char *)m->project);
-	free((char *)m->commit_sha);
-	free((char *)m->base_sha);
-	free((char *)m->start_sha);
-	free((char *)m->head_sha);
-	free((char *)m->diff);
-	free((char *)m->discussion_id);
+	strlist_release(&m->owned);
 	store_mail_init(m);
 }
 
@@ -1420,21 +1436,21 @@ static int mail_from_row(struct store_mail *m, struct query *q)
 	if (state < 0)
 		return state;
 	store_mail_release(m);
-	m->message_id = col_str(s, MC_MSGID);
-	m->project = col_str(s, MC_PROJECT);
+	m->message_id = col_own(&m->owned, s, MC_MSGID);
+	m->project = col_own(&m->owned, s, MC_PROJECT);
 	m->iid = col_int(s, MC_IID);
 	m->revision = (int)col_int(s, MC_REVISION);
 	m->patch = (int)col_int(s, MC_PATCH);
 	m->total = (int)col_int(s, MC_TOTAL);
 	m->kind = (enum store_mail_kind)kind;
-	m->commit_sha = col_str(s, MC_COMMIT);
-	m->base_sha = col_str(s, MC_BASE);
-	m->start_sha = col_str(s, MC_START);
-	m->head_sha = col_str(s, MC_HEAD);
+	m->commit_sha = col_own(&m->owned, s, MC_COMMIT);
+	m->base_sha = col_own(&m->owned, s, MC_BASE);
+	m->start_sha = col_own(&m->owned, s, MC_START);
+	m->head_sha = col_own(&m->owned, s, MC_HEAD);
 	m->version_id = col_int(s, MC_VERSION);
-	m->diff = col_str(s, MC_DIFF);
+	m->diff = col_own(&m->owned, s, MC_DIFF);
 	m->diff_len = m->diff ? (size_t)sqlite3_column_bytes(s, MC_DIFF) : 0;
-	m->discussion_id = col_str(s, MC_DISCUSSION);
+	m->discussion_id = col_own(&m->owned, s, MC_DISCUSSION);
 	m->note_id = col_int(s, MC_NOTE);
 	m->state = (enum store_mail_state)state;
 	m->created = col_int(s, MC_CREATED);
@@ -1575,12 +1591,7 @@ void store_revision_init(struct store_revision *rev)
 
 void store_revision_release(struct store_revision *rev)
 {
-	free((char *)rev->project);
-	free((char *)rev->head_sha);
-	free((char *)rev->base_sha);
-	free((char *)rev->start_sha);
-	free((char *)rev->patch_id);
-	free((char *)rev->cover_msgid);
+	strlist_release(&rev->owned);
 	store_revision_init(rev);
 }
 
@@ -1594,16 +1605,16 @@ static int revision_from_row(struct store_revision *rev, struct query *q)
 	if (state < 0)
 		return state;
 	store_revision_release(rev);
-	rev->project = col_str(s, RC_PROJECT);
+	rev->project = col_own(&rev->owned, s, RC_PROJECT);
 	rev->iid = col_int(s, RC_IID);
 	rev->revision = (int)col_int(s, RC_REVISION);
-	rev->head_sha = col_str(s, RC_HEAD);
-	rev->base_sha = col_str(s, RC_BASE);
-	rev->start_sha = col_str(s, RC_START);
+	rev->head_sha = col_own(&rev->owned, s, RC_HEAD);
+	rev->base_sha = col_own(&rev->owned, s, RC_BASE);
+	rev->start_sha = col_own(&rev->owned, s, RC_START);
 	rev->version_id = col_int(s, RC_VERSION);
-	rev->patch_id = col_str(s, RC_PATCH_ID);
+	rev->patch_id = col_own(&rev->owned, s, RC_PATCH_ID);
 	rev->patches = (int)col_int(s, RC_PATCHES);
-	rev->cover_msgid = col_str(s, RC_COVER);
+	rev->cover_msgid = col_own(&rev->owned, s, RC_COVER);
 	rev->state = (enum store_revision_state)state;
 	rev->created = col_int(s, RC_CREATED);
 	rev->sent = col_int(s, RC_SENT);
@@ -1772,11 +1783,7 @@ void store_inbound_init(struct store_inbound *in)
 
 void store_inbound_release(struct store_inbound *in)
 {
-	free((char *)in->message_id);
-	free((char *)in->spool_name);
-	free((char *)in->project);
-	free((char *)in->classification);
-	free((char *)in->last_error);
+	strlist_release(&in->owned);
 	store_inbound_init(in);
 }
 
@@ -1815,17 +1822,17 @@ static int inbound_from_row(struct store_inbound *in, struct query *q)
 	if (state < 0)
 		return state;
 	store_inbound_release(in);
-	in->message_id = col_str(s, IC_MSGID);
-	in->spool_name = col_str(s, IC_SPOOL);
-	in->project = col_str(s, IC_PROJECT);
+	in->message_id = col_own(&in->owned, s, IC_MSGID);
+	in->spool_name = col_own(&in->owned, s, IC_SPOOL);
+	in->project = col_own(&in->owned, s, IC_PROJECT);
 	in->iid = col_int(s, IC_IID);
 	in->revision = (int)col_int(s, IC_REVISION);
 	in->patch = (int)col_int(s, IC_PATCH);
-	in->classification = col_str(s, IC_CLASS);
+	in->classification = col_own(&in->owned, s, IC_CLASS);
 	in->state = (enum store_inbound_state)state;
 	in->attempts = (int)col_int(s, IC_ATTEMPTS);
 	in->next_attempt = col_int(s, IC_NEXT);
-	in->last_error = col_str(s, IC_ERROR);
+	in->last_error = col_own(&in->owned, s, IC_ERROR);
 	in->created = col_int(s, IC_CREATED);
 	in->updated = col_int(s, IC_UPDATED);
 	return 0;
@@ -2041,7 +2048,7 @@ int store_inbound_get(struct store_inbound *out, struct store *st,
 
 static void inbound_count_release(struct store_inbound_count *c)
 {
-	free((char *)c->project);
+	strlist_release(&c->owned);
 }
 
 void store_inbound_count_list_release(struct store_inbound_count_list *list)
@@ -2077,7 +2084,8 @@ int store_inbound_count(struct store_inbound_count_list *out, struct store *st)
 		}
 		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
 		c = &out->items[out->nr++];
-		c->project = col_str(q.stmt, 0);
+		memset(c, 0, sizeof(*c));
+		c->project = col_own(&c->owned, q.stmt, 0);
 		c->state = (enum store_inbound_state)state;
 		c->count = col_int(q.stmt, 2);
 	}
@@ -2094,11 +2102,7 @@ void store_action_init(struct store_action *act)
 
 void store_action_release(struct store_action *act)
 {
-	free((char *)act->message_id);
-	free((char *)act->kind);
-	free((char *)act->marker);
-	free((char *)act->discussion_id);
-	free((char *)act->last_error);
+	strlist_release(&act->owned);
 	store_action_init(act);
 }
 
@@ -2117,15 +2121,15 @@ static int action_from_row(struct store_action *act, struct query *q)
 	if (state < 0)
 		return state;
 	store_action_release(act);
-	act->message_id = col_str(s, AC_MSGID);
+	act->message_id = col_own(&act->owned, s, AC_MSGID);
 	act->index = (int)col_int(s, AC_INDEX);
-	act->kind = col_str(s, AC_KIND);
-	act->marker = col_str(s, AC_MARKER);
+	act->kind = col_own(&act->owned, s, AC_KIND);
+	act->marker = col_own(&act->owned, s, AC_MARKER);
 	act->state = (enum store_action_state)state;
 	act->note_id = col_int(s, AC_NOTE);
-	act->discussion_id = col_str(s, AC_DISCUSSION);
+	act->discussion_id = col_own(&act->owned, s, AC_DISCUSSION);
 	act->attempts = (int)col_int(s, AC_ATTEMPTS);
-	act->last_error = col_str(s, AC_ERROR);
+	act->last_error = col_own(&act->owned, s, AC_ERROR);
 	act->created = col_int(s, AC_CREATED);
 	act->updated = col_int(s, AC_UPDATED);
 	return 0;
@@ -2410,12 +2414,7 @@ void store_outmail_init(struct store_outmail *m)
 
 void store_outmail_release(struct store_outmail *m)
 {
-	free((char *)m->message_id);
-	free((char *)m->project);
-	free((char *)m->envelope_from);
-	free((char *)m->recipients);
-	free((char *)m->message);
-	free((char *)m->last_error);
+	strlist_release(&m->owned);
 	store_outmail_init(m);
 }
 
@@ -2440,18 +2439,18 @@ static int outmail_from_row(struct store_outmail *m, struct query *q)
 	if (state < 0)
 		return state;
 	store_outmail_release(m);
-	m->message_id = col_str(s, OC_MSGID);
-	m->project = col_str(s, OC_PROJECT);
+	m->message_id = col_own(&m->owned, s, OC_MSGID);
+	m->project = col_own(&m->owned, s, OC_PROJECT);
 	m->iid = col_int(s, OC_IID);
 	m->revision = (int)col_int(s, OC_REVISION);
 	m->patch = (int)col_int(s, OC_PATCH);
-	m->envelope_from = col_str(s, OC_FROM);
-	m->recipients = col_str(s, OC_RCPTS);
-	m->message = col_blob(s, OC_MESSAGE, &m->message_len);
+	m->envelope_from = col_own(&m->owned, s, OC_FROM);
+	m->recipients = col_own(&m->owned, s, OC_RCPTS);
+	m->message = col_own_blob(&m->owned, s, OC_MESSAGE, &m->message_len);
 	m->state = (enum store_outmail_state)state;
 	m->attempts = (int)col_int(s, OC_ATTEMPTS);
 	m->next_attempt = col_int(s, OC_NEXT);
-	m->last_error = col_str(s, OC_ERROR);
+	m->last_error = col_own(&m->owned, s, OC_ERROR);
 	m->created = col_int(s, OC_CREATED);
 	m->updated = col_int(s, OC_UPDATED);
 	return 0;
@@ -2717,9 +2716,7 @@ void store_archived_init(struct store_archived *a)
 
 void store_archived_release(struct store_archived *a)
 {
-	free((char *)a->message_id);
-	free((char *)a->project);
-	free((char *)a->message);
+	strlist_release(&a->owned);
 	store_archived_init(a);
 }
 
@@ -2745,11 +2742,11 @@ static int archived_from_row(struct store_archived *a, struct query *q)
 	if (origin < 0)
 		return origin;
 	store_archived_release(a);
-	a->message_id = col_str(s, 0);
-	a->project = col_str(s, 1);
+	a->message_id = col_own(&a->owned, s, 0);
+	a->project = col_own(&a->owned, s, 1);
 	a->iid = col_int(s, 2);
 	a->origin = (enum store_archive_origin)origin;
-	a->message = col_blob(s, 4, &a->message_len);
+	a->message = col_own_blob(&a->owned, s, 4, &a->message_len);
 	a->created = col_int(s, 5);
 	return 0;
 }
