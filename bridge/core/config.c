@@ -165,7 +165,8 @@ static const struct config_param params[CFG__COUNT] = {
 	[CFG_MILTER_MAX_MESSAGE_SIZE] = {
 		"milter", "max_message_size", CONFIG_SIZE, "10M",
 		PB_MAIL_MAX_MIN, PB_MAIL_MAX_MAX, NULL, 0,
-		"Larger mail is delivered but not bridged (and logged)" },
+		"Larger mail is bridged from its first bytes, said to be "
+		"cut" },
 	[CFG_MILTER_TRUSTED_AUTHSERV_ID] = {
 		"milter", "trusted_authserv_id", CONFIG_STRING, "", 0,
 		NAME_LEN_MAX, NULL, 0,
