@@ -16,10 +16,10 @@
 #
 # For each: `patchbridge -c CONF parse` and `patchbridge-milter --test`
 # (the callbacks' code from a file) under GNU time, and - as root with
-# Postfix - the milter behind a private Postfix (tests/postfix/pfbed):
-# its VmHWM after the mail went through, against its VmHWM after a small
-# reply (the peak is reset before each mail through /proc/PID/clear_refs;
-# the seconds there are Postfix's too, from DATA to its answer).  The
+# Postfix - the milter behind a private Postfix (tests/postfix/pfbed), a
+# fresh process for each mail: its VmHWM after the mail went through,
+# against a small reply's (the seconds there are Postfix's too, from the
+# connection to its answer).  The
 # table gives seconds and peak RSS in KiB, and RSS divided by the mail's
 # size.  Nothing is asserted: it fails only when a command
 # fails.  Registered with CTest (label bench, -DPB_BENCH=ON) as
@@ -144,19 +144,33 @@ for k in parts fields nested lines text; do
 	mrow[$k]=$(timed "$milter" -c "$conf" --test "$f")
 done
 
-# The milter behind Postfix, as root with Postfix: its VmHWM.
+# The milter behind Postfix, as root with Postfix: its VmHWM, in a fresh
+# milter for each mail (memory a process got back stays in its RSS).
 declare -A frow
 pfnote=""
-hwm() { awk '/^VmHWM:/ { print $2 }' "/proc/$MPID/status"; }
+start_milter() {
+	rm -f "$work/run/milter.pid"
+	"$milter" -f -c "$conf" -P "$work/run/milter.pid" 2>>"$work/milter.log" &
+	MPID=$!
+	for _ in $(seq 1 100); do
+		[ -f "$work/run/milter.pid" ] && return 0
+		sleep 0.1
+	done
+	echo "FAIL: the milter did not start: $(tail -3 "$work/milter.log")" >&2
+	exit 1
+}
+stop_milter() {
+	kill -TERM "$MPID"
+	for _ in $(seq 1 150); do
+		kill -0 "$MPID" 2>/dev/null || break
+		sleep 0.1
+	done
+	wait "$MPID" 2>/dev/null
+	MPID=""
+}
 if [ "$(id -u)" -eq 0 ] && command -v postfix >/dev/null 2>&1; then
 	install -d -g postfix -m 2750 "$work/run"
 	PFDIR=$work/pf
-	"$milter" -f -c "$conf" -P "$work/run/milter.pid" 2>"$work/milter.log" &
-	MPID=$!
-	for _ in $(seq 1 100); do
-		[ -f "$work/run/milter.pid" ] && break
-		sleep 0.1
-	done
 	port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	PFBED_MILTER_CONTENT_TIMEOUT=300s "$PFBED" start "$PFDIR" --port "$port" \
 		--milter "unix:$work/run/milter.sock" \
@@ -165,8 +179,7 @@ if [ "$(id -u)" -eq 0 ] && command -v postfix >/dev/null 2>&1; then
 		{ echo "FAIL: pfbed start: $(tail -3 "$work/pfbed.err")" >&2; exit 1; }
 	n=0
 	for k in small parts fields nested lines text; do
-		# the peak so far back to the current RSS (proc(5) clear_refs)
-		echo 5 >"/proc/$MPID/clear_refs"
+		start_milter
 		t0=$(date +%s.%N)
 		out=$("$PFBED" send "$PFDIR" "$work/mail/$k.eml" --timeout 600)
 		t1=$(date +%s.%N)
@@ -174,7 +187,8 @@ if [ "$(id -u)" -eq 0 ] && command -v postfix >/dev/null 2>&1; then
 		n=$((n + 1))
 		"$PFBED" wait-mail "$PFDIR" "$n" 120 >/dev/null ||
 			{ echo "FAIL: $k not delivered" >&2; exit 1; }
-		frow[$k]="$(printf '%.2f' "$(echo "$t1 - $t0" | bc)") $(hwm)"
+		frow[$k]="$(printf '%.2f' "$(echo "$t1 - $t0" | bc)") $(awk '/^VmHWM:/ { print $2 }' "/proc/$MPID/status")"
+		stop_milter
 	done
 else
 	pfnote="(not root or no Postfix: the Postfix column is empty)"
@@ -199,6 +213,6 @@ for k in parts fields nested lines text; do
 		"$ps / $pk / $(ratio "$pk" "$bytes")" \
 		"$ms / $mk / $(ratio "$mk" "$bytes")" "$fcol"
 done
-[ -n "${frow[small]:-}" ] && echo "milter VmHWM after a small reply: ${frow[small]#* } KiB"
+[ -n "${frow[small]:-}" ] && echo "milter behind Postfix, a small reply: VmHWM ${frow[small]#* } KiB"
 [ -n "$pfnote" ] && echo "$pfnote"
 exit 0
