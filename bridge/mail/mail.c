@@ -223,7 +223,8 @@ static int prescan_block_end(struct prescan *ps)
 		b = g_mime_content_type_is_type(ct, "multipart", "*") ?
 			    g_mime_content_type_get_parameter(ct, "boundary") :
 			    NULL;
-		if (b && *b) {
+		/* an empty one too: GMime then splits at every "--" line */
+		if (b) {
 			ps->bound_bytes += strlen(b) + 2;
 			if (ps->bound_bytes > PB_MIME_BOUNDARIES_MAX) {
 				g_object_unref(ct);

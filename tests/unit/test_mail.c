@@ -172,6 +172,7 @@ static void test_part_bombs(void **state)
 		{ "multipart/mixed; boundary*0=\"ab\"; boundary*1=\"cd\"",
 		  "abcd" },
 		{ "multipart/mixed;\n boundary=\"x\"", "x" },
+		{ "multipart/mixed; boundary=\"\"", "" },
 	};
 	struct buf raw = BUF_INIT(1 << 24);
 	struct mail *m = NULL;
