@@ -52,6 +52,7 @@ struct mconf_view {
 	const char *domain; /* [bridge] domain */
 	const char *address; /* [bridge] address */
 	const char *authserv_id; /* [milter] trusted_authserv_id or NULL */
+	size_t authres_fields; /* [milter] trusted_authres_fields */
 	const char *state_path; /* [state] path */
 };
 

@@ -109,6 +109,15 @@ int testmode_run(char **files, int nr, const char *sender, const char *queue_id)
 		log_ctx_set(session_log_id(s));
 		feed(s, raw.data, raw.len);
 		session_eom(&out, s);
+		{
+			size_t k, nf;
+			const size_t *idx = session_forged(s, &nf);
+
+			/* what glue.c deletes at end of message */
+			for (k = 0; out.action == SESSION_ACCEPT && k < nf; k++)
+				printf("%s: removes %s #%zu (forged)\n",
+				       files[i], AUTHRES_FIELD_NAME, idx[k]);
+		}
 		if (out.header[0])
 			printf("%s: %s: %s\n", files[i], SESSION_HEADER_NAME,
 			       out.header);

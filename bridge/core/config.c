@@ -173,11 +173,17 @@ static const struct config_param params[CFG__COUNT] = {
 	[CFG_MILTER_MAX_MESSAGE_SIZE] = {
 		"milter", "max_message_size", CONFIG_SIZE, "10M",
 		PB_MAIL_MAX_MIN, PB_MAIL_MAX_MAX, NULL, 0,
-		"Larger mail is delivered but not bridged (and logged)" },
+		"Larger mail is bridged from its first bytes, said to be "
+		"cut" },
 	[CFG_MILTER_TRUSTED_AUTHSERV_ID] = {
 		"milter", "trusted_authserv_id", CONFIG_STRING, "", 0,
 		NAME_LEN_MAX, NULL, 0,
 		"Authentication-Results authserv-id to trust; empty: none" },
+	[CFG_MILTER_TRUSTED_AUTHRES_FIELDS] = {
+		"milter", "trusted_authres_fields", CONFIG_INT, "2", 1,
+		PB_AUTHRES_FIELDS_MAX, NULL, 0,
+		"How many Authentication-Results fields the verifiers before "
+		"the milter add on top (OpenDKIM 1, OpenDMARC 1)" },
 	[CFG_MILTER_TIMEOUT] = {
 		"milter", "timeout", CONFIG_DURATION, "2h", 10 * SEC, 1 * DAY,
 		NULL, 0,
@@ -313,6 +319,11 @@ static const struct config_param params[CFG__COUNT] = {
 		PP,
 		"File of \"email username\" lines mapping senders to forge "
 		"users" },
+	[CFG_INBOUND_ARCHIVE_URL] = {
+		"inbound", "archive_url", CONFIG_URL, "", 0, URL_LEN_MAX,
+		http_schemes, PP,
+		"The list archive, as URL/MESSAGE-ID/ finds a mail (public-"
+		"inbox); a comment cut to fit the forge links it there" },
 	[CFG_INBOUND_RETRY_BASE] = {
 		"inbound", "retry_base", CONFIG_DURATION, "30s", 1 * SEC,
 		1 * HOUR, NULL, 0,

@@ -261,7 +261,7 @@ static int record(struct inbound *ib, const struct store_inbound *in,
 	return store_commit(ib->st);
 }
 
-static int ingest_one(struct inbound *ib, const char *name)
+static int ingest_one(struct inbound *ib, const char *name, int64_t now)
 {
 	struct spool_record rec;
 	struct store_inbound in, row;
@@ -295,6 +295,8 @@ static int ingest_one(struct inbound *ib, const char *name)
 	in.revision = rec.revision;
 	in.patch = rec.patch;
 	in.classification = rec.kind[0] ? rec.kind : "reply";
+	/* due in the pass that journals it, however long that took */
+	in.next_attempt = now > 0 ? now : 0;
 	rc = record(ib, &in, &rec);
 	if (!rc) {
 		ib->stats.ingested++;
@@ -336,7 +338,6 @@ int inbound_ingest_spool(struct inbound *ib, int64_t now)
 	char name[SPOOL_NAME_MAX + 1];
 	int rc;
 
-	(void)now;
 	for (;;) {
 		if (stopping(ib))
 			return 0;
@@ -345,7 +346,7 @@ int inbound_ingest_spool(struct inbound *ib, int64_t now)
 			return 0;
 		if (rc)
 			return rc;
-		rc = ingest_one(ib, name);
+		rc = ingest_one(ib, name, now);
 		if (rc == PB_ETEMP) {
 			char cause[PB_ERRMSG_MAX];
 
@@ -1023,6 +1024,8 @@ static int work(struct inbound *ib, struct job *j)
 		config_str(cfg, CFG_MILTER_TRUSTED_AUTHSERV_ID);
 	if (!ro.trusted_authserv_id[0])
 		ro.trusted_authserv_id = NULL;
+	ro.trusted_fields =
+		(size_t)config_int(cfg, CFG_MILTER_TRUSTED_AUTHRES_FIELDS);
 
 	rc = load_record(ib, j);
 	if (rc == PB_ENOTFOUND || rc == PB_EINVAL) {
@@ -1122,8 +1125,13 @@ static int work(struct inbound *ib, struct job *j)
 	if (rc)
 		goto out;
 
+	/* the milter kept only the beginning of a mail over its size */
+	if (j->rec.received > (int64_t)j->rec.message.len)
+		j->review->truncated = 1;
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.authserv_id = ro.trusted_authserv_id;
+	ctx.message_id = row->message_id;
+	ctx.archive_url = config_project_str(j->proj, CFG_INBOUND_ARCHIVE_URL);
 	ctx.require_auth =
 		config_project_bool(j->proj, CFG_INBOUND_REQUIRE_AUTH);
 	ctx.policy = config_project_enum(j->proj, CFG_INBOUND_APPROVAL_POLICY);

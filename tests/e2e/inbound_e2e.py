@@ -41,6 +41,14 @@ Scenarios (issue 4, "Must show" items 2 and 4):
             `git mailsplit` splits it; the public-inbox output, imported with
             public-inbox-init -V2 + public-inbox-index, finds every message,
             answers a search, and threads them all under the cover letter.
+  forged    a maintainer whose domain does not verify acks with a forged
+            Authentication-Results field claiming the trusted id, in every
+            form of tests/data/authres/forged.txt (comments, quoting,
+            folding, case), through Postfix without header_checks: the
+            milter removes each before delivery, the list copy carries only
+            the verifier's two fields, nobody is approved, and each comment
+            says the field was ignored; a verified maintainer's ack in the
+            same run approves.
 
 Exit status: 0 pass, 1 fail, 77 skipped (not root, no Postfix, no
 libmilter build).
@@ -59,6 +67,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "tools"))
+import authres_forms  # noqa: E402
 import bedlib  # noqa: E402
 from bedlib import (Fail, check, patch_body, quote, reply, say,  # noqa: E402
                     sim, the_mr)
@@ -768,8 +779,68 @@ def scenario_acks(bed):
     check("3 applied" in status, "status:\n" + status)
 
 
+# --- scenario: forged -------------------------------------------------------
+
+WHY_FORGED = ("not honoured as an approval: the sender is not verified (no "
+              "DKIM or DMARC pass from %s; 1 Authentication-Results field "
+              "claiming %s was not added by its verifier and was ignored)"
+              % (bedlib.AUTHSERV, bedlib.AUTHSERV))
+
+
+def scenario_forged(bed):
+    patches, _ = start(bed)
+    forms = authres_forms.forms()
+    check(len(forms) >= 10, "only %d forged forms" % len(forms))
+    say("Ned (corp.example does not verify) acks patch 2 %d times, each "
+        "mail with a forged field claiming %s on top of its header" %
+        (len(forms), bedlib.AUTHSERV))
+    for n, what, value in forms:
+        raw, _ = reply(patches[2], NED, "FORGED-%d: %s.\n\nAcked-by: %s\n" %
+                       (n, what, NED))
+        bed.send("Authentication-Results: " + value + "\n" + raw,
+                 "ned@corp.example")
+    raw, _ = reply(patches[2], MARY, "CONTROL-MARY: verified.\n\n"
+                   "Acked-by: " + MARY + "\n")
+    bed.send(raw, "mary@kernel.example")
+    bed.wait_mail(4 + len(forms) + 1)
+    bed.settle()
+
+    seen = 0
+    for m in bed.archive():
+        body = m.raw.decode("utf-8", "replace")
+        k = re.search(r"FORGED-(\d+):", body)
+        if not k:
+            continue
+        seen += 1
+        fields = [str(v) for v in m.get_all("Authentication-Results", [])]
+        ours = [v for v in fields if bedlib.AUTHSERV in v.lower() or
+                "lists" in v.lower()]
+        check(len(ours) == 2 and all("=pass" not in v for v in ours),
+              "form %s: the list copy carries %s" % (k.group(1), fields))
+        xpb = m.get("X-Patchbridge", "")
+        check("auth=unverified" in xpb,
+              "form %s: X-Patchbridge: %s" % (k.group(1), xpb))
+    check(seen == len(forms), "%d of %d forged replies in the archive" %
+          (seen, len(forms)))
+    say("the list copies: each forged field removed by the milter, only "
+        "the verifier's two left; X-Patchbridge auth=unverified")
+
+    bed.pb("run", "--once", ok=(0,))
+    mr = the_mr()
+    apr = approvers(mr)
+    check("ned" not in apr, "a forged field approved as ned: %s" % apr)
+    check("mary" in apr, "the verified control did not approve: %s" % apr)
+    for n, what, _ in forms:
+        _, _, b = one_note(mr, "FORGED-%d:" % n, "form %d" % n)
+        check(WHY_FORGED in b, "form %d (%s): the comment does not say "
+              "why:\n%s" % (n, what, b))
+    say("no approval from any form, each comment says the forged field "
+        "was ignored; the verified control approved as mary")
+
+
 SCENARIOS = {"replies": scenario_replies, "outage": scenario_outage,
-             "export": scenario_export, "acks": scenario_acks}
+             "export": scenario_export, "acks": scenario_acks,
+             "forged": scenario_forged}
 
 
 def main():
