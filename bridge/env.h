@@ -48,6 +48,14 @@ int env_open(struct env *e, struct config *cfg,
 void env_close(struct env *e);
 
 /*
+ * The GitLab client as [forge] describes it, the token read from
+ * token_file into token (the caller wipes it with secret_wipe() after
+ * forge_free()).  stop as for env_open() (may be NULL).
+ */
+int env_open_forge(struct forge **out, struct buf *token,
+		   const struct config *cfg, const volatile sig_atomic_t *stop);
+
+/*
  * Load the configuration file, printing every problem to stderr (as
  * check-config does) unless log is set, in which case they are logged.
  * Returns 0 or a sysexits.h code.

@@ -37,6 +37,15 @@ struct loaded {
 	void *obj;
 };
 
+/* The files named by one parameter: owners_file or user_map. */
+enum loaded_kind { LOADED_OWNERS, LOADED_USERMAP };
+
+struct loaded_set {
+	enum loaded_kind kind;
+	struct loaded *v;
+	size_t nr, alloc;
+};
+
 struct inbound {
 	const struct config *cfg;
 	struct store *st;
@@ -46,10 +55,8 @@ struct inbound {
 	int retry_now;
 	const volatile sig_atomic_t *stop;
 	struct inbound_stats stats;
-	struct loaded *owners;
-	size_t nr_owners, alloc_owners;
-	struct loaded *maps;
-	size_t nr_maps, alloc_maps;
+	struct loaded_set owners; /* struct owners */
+	struct loaded_set maps; /* struct usermap */
 	int64_t next_prune; /* when done/ is pruned next */
 	int backfilled; /* the archive holds the spool's older mails */
 };
@@ -122,6 +129,36 @@ out:
 	return rc;
 }
 
+static int load_file(void **out, enum loaded_kind kind, const char *path)
+{
+	struct owners *o = NULL;
+	struct usermap *m = NULL;
+	int rc;
+
+	if (kind == LOADED_OWNERS)
+		rc = owners_load(&o, path);
+	else
+		rc = usermap_load(&m, path);
+	*out = kind == LOADED_OWNERS ? (void *)o : (void *)m;
+	return rc;
+}
+
+static void loaded_release(struct loaded_set *set)
+{
+	size_t i;
+
+	for (i = 0; i < set->nr; i++) {
+		free(set->v[i].path);
+		if (set->kind == LOADED_OWNERS)
+			owners_free(set->v[i].obj);
+		else
+			usermap_free(set->v[i].obj);
+	}
+	free(set->v);
+	set->v = NULL;
+	set->nr = set->alloc = 0;
+}
+
 int inbound_new(struct inbound **out, const struct inbound_opts *opts)
 {
 	const char *dir = config_str(opts->cfg, CFG_SPOOL_DIR);
@@ -137,6 +174,8 @@ int inbound_new(struct inbound **out, const struct inbound_opts *opts)
 	ib->retry_now = opts->retry_now;
 	ib->stop = opts->stop;
 	ib->lock_fd = -1;
+	ib->owners.kind = LOADED_OWNERS;
+	ib->maps.kind = LOADED_USERMAP;
 	rc = spool_open(&ib->sp, dir, SPOOL_READER);
 	if (rc)
 		goto out;
@@ -166,20 +205,10 @@ out:
 
 void inbound_free(struct inbound *ib)
 {
-	size_t i;
-
 	if (!ib)
 		return;
-	for (i = 0; i < ib->nr_owners; i++) {
-		free(ib->owners[i].path);
-		owners_free(ib->owners[i].obj);
-	}
-	free(ib->owners);
-	for (i = 0; i < ib->nr_maps; i++) {
-		free(ib->maps[i].path);
-		usermap_free(ib->maps[i].obj);
-	}
-	free(ib->maps);
+	loaded_release(&ib->owners);
+	loaded_release(&ib->maps);
 	spool_free(ib->sp);
 	if (ib->lock_fd >= 0)
 		close(ib->lock_fd); /* releases the flock */
@@ -434,79 +463,38 @@ out:
 	return rc;
 }
 
-static void *loaded_get(struct loaded **v, size_t *nr, size_t *alloc,
-			const char *path, int *found)
+/*
+ * The object loaded from path (NULL for an empty path), loaded at its
+ * first use.  A file that does not load is a temporary failure: the mail
+ * waits until it is fixed.
+ */
+static int loaded_get(void **out, struct loaded_set *set, const char *path)
 {
+	void *obj = NULL;
 	size_t i;
+	int rc;
 
-	*found = 0;
-	for (i = 0; i < *nr; i++)
-		if (!strcmp((*v)[i].path, path)) {
-			*found = 1;
-			return (*v)[i].obj;
+	*out = NULL;
+	if (!path[0])
+		return 0;
+	for (i = 0; i < set->nr; i++)
+		if (!strcmp(set->v[i].path, path)) {
+			*out = set->v[i].obj;
+			return 0;
 		}
-	(void)alloc;
-	return NULL;
-}
-
-static void loaded_put(struct loaded **v, size_t *nr, size_t *alloc,
-		       const char *path, void *obj)
-{
-	ALLOC_GROW(*v, *nr + 1, *alloc);
-	(*v)[*nr].path = xstrdup(path);
-	(*v)[*nr].obj = obj;
-	(*nr)++;
-}
-
-/* owners.yaml of a project (NULL without one).  A file that does not
- * load is a temporary failure: the mail waits until it is fixed. */
-static int get_owners(struct owners **out, struct inbound *ib,
-		      const struct config_project *p)
-{
-	const char *path = config_project_str(p, CFG_INBOUND_OWNERS_FILE);
-	struct owners *o = NULL;
-	int found, rc;
-
-	*out = NULL;
-	if (!path[0])
-		return 0;
-	*out = loaded_get(&ib->owners, &ib->nr_owners, &ib->alloc_owners, path,
-			  &found);
-	if (found)
-		return 0;
-	rc = owners_load(&o, path);
+	rc = load_file(&obj, set->kind, path);
 	if (rc) {
 		log_error("inbound: %s", err_msg());
-		return err_set(PB_ETEMP, "owners_file does not load: %s",
+		return err_set(PB_ETEMP, "%s does not load: %s",
+			       set->kind == LOADED_OWNERS ? "owners_file" :
+							    "user_map",
 			       err_msg());
 	}
-	loaded_put(&ib->owners, &ib->nr_owners, &ib->alloc_owners, path, o);
-	*out = o;
-	return 0;
-}
-
-static int get_usermap(struct usermap **out, struct inbound *ib,
-		       const struct config_project *p)
-{
-	const char *path = config_project_str(p, CFG_INBOUND_USER_MAP);
-	struct usermap *m = NULL;
-	int found, rc;
-
-	*out = NULL;
-	if (!path[0])
-		return 0;
-	*out = loaded_get(&ib->maps, &ib->nr_maps, &ib->alloc_maps, path,
-			  &found);
-	if (found)
-		return 0;
-	rc = usermap_load(&m, path);
-	if (rc) {
-		log_error("inbound: %s", err_msg());
-		return err_set(PB_ETEMP, "user_map does not load: %s",
-			       err_msg());
-	}
-	loaded_put(&ib->maps, &ib->nr_maps, &ib->alloc_maps, path, m);
-	*out = m;
+	ALLOC_GROW(set->v, set->nr + 1, set->alloc);
+	set->v[set->nr].path = xstrdup(path);
+	set->v[set->nr].obj = obj;
+	set->nr++;
+	*out = obj;
 	return 0;
 }
 
@@ -992,6 +980,7 @@ static int work(struct inbound *ib, struct job *j)
 	struct plan_ctx ctx;
 	struct plan plan;
 	struct store_revision latest;
+	void *obj = NULL;
 	int rc, ours = 0, enabled;
 
 	plan_init(&plan);
@@ -1079,9 +1068,16 @@ static int work(struct inbound *ib, struct job *j)
 	}
 	rc = find_thread(ib, j);
 	if (!rc)
-		rc = get_owners(&j->mc.owners, ib, j->proj);
-	if (!rc)
-		rc = get_usermap(&j->mc.map, ib, j->proj);
+		rc = loaded_get(&obj, &ib->owners,
+				config_project_str(j->proj,
+						   CFG_INBOUND_OWNERS_FILE));
+	if (!rc) {
+		j->mc.owners = obj;
+		rc = loaded_get(&obj, &ib->maps,
+				config_project_str(j->proj,
+						   CFG_INBOUND_USER_MAP));
+		j->mc.map = obj;
+	}
 	if (rc)
 		goto out;
 

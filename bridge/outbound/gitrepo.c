@@ -14,8 +14,7 @@ struct gitrepo {
 	git_repository *repo;
 };
 
-/* Convert libgit2's error into ours, keeping libgit2's message. */
-static int git_fail(int code, const char *what)
+int gitrepo_fail(int code, int temporary, const char *what)
 {
 	const git_error *e = git_error_last();
 	int rc;
@@ -33,6 +32,8 @@ static int git_fail(int code, const char *what)
 		rc = PB_ERROR;
 		break;
 	}
+	if (temporary)
+		rc = PB_ETEMP;
 	return err_set(rc, "%s: %s", what,
 		       e && e->message ? e->message : "libgit2 error");
 }
@@ -50,7 +51,7 @@ int gitrepo_open(struct gitrepo **out, const char *path)
 	if (rc < 0) {
 		char p[PB_LOG_QUOTE_MAX];
 
-		rc = git_fail(rc, "open repository");
+		rc = gitrepo_fail(rc, 0, "open repository");
 		err_prefix(rc, "%s",
 			   printable_copy(p, sizeof(p), path, strlen(path)));
 		free(r);
@@ -78,13 +79,13 @@ static int resolve_oid(git_oid *out, struct gitrepo *repo, const char *rev)
 
 	rc = git_revparse_single(&obj, repo->repo, rev);
 	if (rc < 0) {
-		rc = git_fail(rc, "resolve revision");
+		rc = gitrepo_fail(rc, 0, "resolve revision");
 		goto out;
 	}
 	rc = git_object_peel(&peeled, obj, GIT_OBJECT_COMMIT);
 	if (rc < 0) {
-		rc = git_fail(rc == GIT_ENOTFOUND ? GIT_EINVALID : rc,
-			      "not a commit");
+		rc = gitrepo_fail(rc == GIT_ENOTFOUND ? GIT_EINVALID : rc, 0,
+				  "not a commit");
 		goto out;
 	}
 	git_oid_cpy(out, git_object_id(peeled));
@@ -617,7 +618,7 @@ static int blob_size(size_t *out, git_repository *repo, const git_oid *id)
 		rc = git_odb_read_header(&len, &type, odb, id);
 	git_odb_free(odb);
 	if (rc < 0)
-		return git_fail(rc, "blob size");
+		return gitrepo_fail(rc, 0, "blob size");
 	*out = len;
 	return 0;
 }
@@ -651,7 +652,7 @@ static int stat_add(struct stats *st, git_repository *repo,
 	} else if (patch) {
 		rc = git_patch_line_stats(NULL, &adds, &dels, patch);
 		if (rc < 0)
-			rc = git_fail(rc, "line stats");
+			rc = gitrepo_fail(rc, 0, "line stats");
 	}
 	if (rc)
 		goto out;
@@ -685,14 +686,14 @@ static int diff_trees(git_diff **out, git_repository *repo, git_tree *old,
 	dopts.id_abbrev = GITREPO_ABBREV;
 	rc = git_diff_tree_to_tree(out, repo, old, new, &dopts);
 	if (rc < 0)
-		return git_fail(rc, "diff");
+		return gitrepo_fail(rc, 0, "diff");
 	fopts.flags = GIT_DIFF_FIND_RENAMES;
 	fopts.rename_limit = 1000;
 	rc = git_diff_find_similar(*out, &fopts);
 	if (rc < 0) {
 		git_diff_free(*out);
 		*out = NULL;
-		return git_fail(rc, "rename detection");
+		return gitrepo_fail(rc, 0, "rename detection");
 	}
 	return 0;
 }
@@ -759,7 +760,7 @@ static int diff_render(struct buf *stat_out, struct buf *patch_out,
 		if (patch_out || !(d->flags & GIT_DIFF_FLAG_BINARY)) {
 			rc = git_patch_from_diff(&p, diff, order[i].idx);
 			if (rc < 0) {
-				rc = git_fail(rc, "patch");
+				rc = gitrepo_fail(rc, 0, "patch");
 				break;
 			}
 		}
@@ -767,7 +768,7 @@ static int diff_render(struct buf *stat_out, struct buf *patch_out,
 		if (!rc && patch_out && p) {
 			rc = git_patch_to_buf(&gb, p);
 			if (rc < 0)
-				rc = git_fail(rc, "patch text");
+				rc = gitrepo_fail(rc, 0, "patch text");
 			else
 				rc = buf_add(patch_out, gb.ptr, gb.size);
 			git_buf_dispose(&gb);
@@ -808,7 +809,7 @@ static int commit_patch(struct gitrepo_commit *c, git_repository *repo,
 			rc = git_commit_tree(&ptree, parent);
 	}
 	if (rc < 0) {
-		rc = git_fail(rc, "commit tree");
+		rc = gitrepo_fail(rc, 0, "commit tree");
 		goto out;
 	}
 	rc = diff_trees(&diff, repo, ptree, tree);
@@ -816,7 +817,7 @@ static int commit_patch(struct gitrepo_commit *c, git_repository *repo,
 		goto out;
 	rc = git_diff_patchid(&pid, diff, NULL);
 	if (rc < 0) {
-		rc = git_fail(rc, "patch-id");
+		rc = gitrepo_fail(rc, 0, "patch-id");
 		goto out;
 	}
 	git_oid_tostr(c->patch_id, sizeof(c->patch_id), &pid);
@@ -901,7 +902,7 @@ static int range_walk(git_oid **out, size_t *nr, struct gitrepo_range *r,
 	if (!rc)
 		rc = git_revwalk_hide(walk, base);
 	if (rc < 0) {
-		rc = git_fail(rc, "revision walk");
+		rc = gitrepo_fail(rc, 0, "revision walk");
 		goto out;
 	}
 	for (;;) {
@@ -913,7 +914,7 @@ static int range_walk(git_oid **out, size_t *nr, struct gitrepo_range *r,
 			break;
 		}
 		if (rc < 0) {
-			rc = git_fail(rc, "revision walk");
+			rc = gitrepo_fail(rc, 0, "revision walk");
 			goto out;
 		}
 		if (n + r->merges_skipped + r->empty_skipped >=
@@ -925,7 +926,7 @@ static int range_walk(git_oid **out, size_t *nr, struct gitrepo_range *r,
 		}
 		rc = git_commit_lookup(&c, repo, &oid);
 		if (rc < 0) {
-			rc = git_fail(rc, "commit");
+			rc = gitrepo_fail(rc, 0, "commit");
 			goto out;
 		}
 		/* git format-patch leaves out merges, and commits that
@@ -963,7 +964,7 @@ static int commit_load(struct gitrepo_commit *c, git_repository *repo,
 	git_oid_tostr(c->sha, sizeof(c->sha), oid);
 	rc = git_commit_lookup(&commit, repo, oid);
 	if (rc < 0)
-		return git_fail(rc, "commit");
+		return gitrepo_fail(rc, 0, "commit");
 	enc = git_commit_message_encoding(commit);
 	person_fill(&c->author, git_commit_author(commit), enc);
 	person_fill(&c->committer, git_commit_committer(commit), enc);
@@ -996,7 +997,7 @@ static int range_diffstat(struct gitrepo_range *r, git_repository *repo,
 	if (!rc)
 		rc = git_commit_tree(&tb, b);
 	if (rc < 0) {
-		rc = git_fail(rc, "range diffstat");
+		rc = gitrepo_fail(rc, 0, "range diffstat");
 		goto out;
 	}
 	rc = diff_trees(&diff, repo, ta, tb);
@@ -1034,7 +1035,7 @@ int gitrepo_range_load(struct gitrepo_range **out, struct gitrepo *repo,
 	git_oid_tostr(r->head, sizeof(r->head), &head_oid);
 	rc = git_commit_lookup(&hc, repo->repo, &head_oid);
 	if (rc < 0) {
-		rc = git_fail(rc, "head commit");
+		rc = gitrepo_fail(rc, 0, "head commit");
 		goto out;
 	}
 	person_fill(&r->head_committer, git_commit_committer(hc),
@@ -1045,7 +1046,7 @@ int gitrepo_range_load(struct gitrepo_range **out, struct gitrepo *repo,
 		have_mb = 1;
 		git_oid_tostr(r->merge_base, sizeof(r->merge_base), &mb);
 	} else if (rc != GIT_ENOTFOUND) {
-		rc = git_fail(rc, "merge base");
+		rc = gitrepo_fail(rc, 0, "merge base");
 		goto out;
 	}
 	rc = range_walk(&list, &n, r, repo->repo, &base_oid, &head_oid);
@@ -1234,12 +1235,12 @@ static int interdiff(char **out, const struct gitrepo_commit *a,
 	rc = git_patch_from_buffers(&patch, ta.data, ta.len, "old", tb.data,
 				    tb.len, "new", &opts);
 	if (rc < 0) {
-		rc = git_fail(rc, "interdiff");
+		rc = gitrepo_fail(rc, 0, "interdiff");
 		goto out;
 	}
 	rc = git_patch_to_buf(&gb, patch);
 	if (rc < 0) {
-		rc = git_fail(rc, "interdiff");
+		rc = gitrepo_fail(rc, 0, "interdiff");
 		goto out;
 	}
 	/* Keep the hunks, indented by four like git range-diff; drop the
@@ -1457,8 +1458,8 @@ int gitrepo_epoch_create(struct gitrepo_epoch **out, const char *path)
 	opts.initial_head = "master";
 	rc = git_repository_init_ext(&ep->repo, path, &opts);
 	if (rc) {
-		rc = git_fail(rc == GIT_EEXISTS ? GIT_EINVALID : rc,
-			      "create repository");
+		rc = gitrepo_fail(rc == GIT_EEXISTS ? GIT_EINVALID : rc, 0,
+				  "create repository");
 		git_libgit2_shutdown();
 		free(ep);
 		return rc;
@@ -1509,7 +1510,7 @@ int gitrepo_epoch_add(struct gitrepo_epoch *ep, const void *message, size_t len,
 	msg = xasprintf("%s\n", subject && *subject ? subject : "(no subject)");
 	rc = git_blob_create_from_buffer(&blob, ep->repo, message, len);
 	if (rc) {
-		rc = git_fail(rc, "write message");
+		rc = gitrepo_fail(rc, 0, "write message");
 		goto out;
 	}
 	rc = git_treebuilder_new(&tb, ep->repo, NULL);
@@ -1530,7 +1531,7 @@ int gitrepo_epoch_add(struct gitrepo_epoch *ep, const void *message, size_t len,
 					 sig, sig, NULL, msg, tree,
 					 parent ? 1 : 0, parent);
 	if (rc) {
-		rc = git_fail(rc, "commit message");
+		rc = gitrepo_fail(rc, 0, "commit message");
 		goto out;
 	}
 	git_oid_cpy(&ep->tip, &commit);

@@ -1,6 +1,6 @@
 /*
- * gitrepo - what the outbound side needs from git, and the only libgit2
- * user.
+ * gitrepo - what the outbound side needs from git: reading objects with
+ * libgit2 (mirror.c, the other libgit2 user, fetches them).
  *
  * Opens a repository (a bare mirror or a work tree), resolves revisions,
  * and loads a range base..head the way `git format-patch base..head`
@@ -37,6 +37,15 @@
 #include <stdint.h>
 
 #define GITREPO_HEXSZ 40
+
+/*
+ * libgit2's failure code (a negative GIT_E*) as ours, with libgit2's
+ * message after "what: ": PB_ENOTFOUND, PB_EINVAL (ambiguous or invalid),
+ * else PB_ERROR; PB_ETEMP whatever the code when temporary is set (a
+ * fetch is worth retrying).  For this module and mirror.c, the other
+ * libgit2 user.
+ */
+int gitrepo_fail(int code, int temporary, const char *what);
 /* Commits walked in one range: bounds memory whatever the MR holds. */
 #define GITREPO_WALK_MAX 20000
 /* One commit's rendered patch, and a range's whole diffstat. */

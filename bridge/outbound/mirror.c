@@ -29,18 +29,6 @@ struct mirror {
 	char *token; /* NULL: anonymous */
 };
 
-/* libgit2's failure as ours: a fetch is worth retrying, the rest not. */
-static int git_fail(int code, int temporary, const char *what)
-{
-	const git_error *e = git_error_last();
-	int rc = temporary ? PB_ETEMP : PB_ERROR;
-
-	if (code == GIT_ENOTFOUND && !temporary)
-		rc = PB_ENOTFOUND;
-	return err_set(rc, "%s: %s", what,
-		       e && e->message ? e->message : "libgit2 error");
-}
-
 int mirror_dir(char *out, size_t size, const char *root, const char *project)
 {
 	const char *p = project, *slash;
@@ -109,7 +97,7 @@ int mirror_open(struct mirror **out, const struct mirror_opts *opts)
 	if (stat(dir, &stb) == 0) {
 		rc = git_repository_open_bare(&m->repo, dir);
 		if (rc < 0) {
-			rc = git_fail(rc, 0, "mirror: open");
+			rc = gitrepo_fail(rc, 0, "mirror: open");
 			err_prefix(rc, "%s", p);
 			goto out;
 		}
@@ -119,7 +107,7 @@ int mirror_open(struct mirror **out, const struct mirror_opts *opts)
 			goto out;
 		rc = git_repository_init(&m->repo, dir, 1);
 		if (rc < 0) {
-			rc = git_fail(rc, 0, "mirror: create");
+			rc = gitrepo_fail(rc, 0, "mirror: create");
 			err_prefix(rc, "%s", p);
 			goto out;
 		}
@@ -214,7 +202,7 @@ static int fetch(struct mirror *m, const struct strlist *specs,
 	/* The _INIT macro leaves fields out (-Wmissing-field-initializers). */
 	rc = git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
 	if (rc < 0) {
-		rc = git_fail(rc, 0, "mirror: fetch options");
+		rc = gitrepo_fail(rc, 0, "mirror: fetch options");
 		goto out;
 	}
 	/*
@@ -231,7 +219,7 @@ static int fetch(struct mirror *m, const struct strlist *specs,
 		rc = git_remote_create_with_opts(&remote, m->url, &ro);
 	}
 	if (rc < 0) {
-		rc = git_fail(rc, 0, "mirror: remote");
+		rc = gitrepo_fail(rc, 0, "mirror: remote");
 		goto out;
 	}
 	fo.callbacks.credentials = cred_cb;
@@ -243,7 +231,7 @@ static int fetch(struct mirror *m, const struct strlist *specs,
 	arr.count = specs->nr;
 	rc = git_remote_fetch(remote, &arr, &fo, "patchbridge: fetch");
 	if (rc < 0)
-		rc = git_fail(rc, 1, "mirror: fetch");
+		rc = gitrepo_fail(rc, 1, "mirror: fetch");
 out:
 	git_remote_free(remote);
 	return rc;
@@ -364,7 +352,7 @@ int mirror_pin(struct mirror *m, int64_t iid, int revision, const char *sha)
 	rc = git_reference_create(&ref, m->repo, name, &oid, 1,
 				  "patchbridge: mailed");
 	if (rc < 0)
-		return git_fail(rc, 0, "mirror: pin");
+		return gitrepo_fail(rc, 0, "mirror: pin");
 	git_reference_free(ref);
 	return 0;
 }
