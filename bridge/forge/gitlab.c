@@ -1141,7 +1141,8 @@ static int gl_list_mrs(struct forge *f, const char *project,
 		rc = url_fail();
 		goto out;
 	}
-	/* Inclusive bound, so overlap and de-duplicate (notes §1.1). */
+	/* updated_after is "on or after" (GitLab doc/api/merge_requests.md,
+	 * "List project merge requests"): overlap and de-duplicate. */
 	if ((rc = url_param(&u, "state", q && q->state ? q->state : "all")) <
 		    0 ||
 	    (rc = url_param(&u, "order_by", "updated_at")) < 0 ||
@@ -1606,7 +1607,8 @@ out:
  * Posting exactly once.  A POST that failed in a way that leaves its
  * outcome unknown (timeout or reset after sending, a 5xx) is not sent
  * again blindly: after a pause we look for its marker, and post again only
- * when it is absent (notes §1.15).
+ * when it is absent: GitLab's REST API takes no idempotency key
+ * (docs/DESIGN.md rule 3).
  */
 typedef int (*gl_recover_fn)(struct marker_search *ms, void *arg);
 
@@ -1825,7 +1827,9 @@ static int gl_create_discussion(struct forge_discussion *out, struct forge *f,
 	member_str(&w, "body", text.data, text.len);
 	if (pos) {
 		/* Lines: added → new only, removed → old only, context →
-		 * both (notes §1.6); forge_position_set_line() builds them. */
+		 * both (GitLab doc/api/discussions.md, "Create a new thread
+		 * in the merge request diff"); forge_position_set_line()
+		 * builds them. */
 		jsonw_key(&w, "position");
 		jsonw_obj_begin(&w);
 		member_strz(&w, "position_type", "text");
@@ -2147,7 +2151,8 @@ static int gl_find_user_by_email(struct forge_user *out, struct forge *f,
 		goto out;
 	/*
 	 * search= matches names fuzzily and emails exactly (private ones
-	 * only for an admin, notes §1.9); compare the answers ourselves.
+	 * only for an admin: GitLab doc/api/users.md, "List users");
+	 * compare the answers ourselves.
 	 */
 	if (buf_adds(&u, gl->api) < 0 || buf_adds(&u, "/users") < 0) {
 		rc = url_fail();
