@@ -6,7 +6,7 @@ spool -> `patchbridge run` -> forgesim.
 usage: inbound_e2e.py SCENARIO --bin BUILD_DIR --work DIR
 
 Run under tests/forgesim/run-with-sim.sh, which exports PB_FORGESIM_URL.
-Scenarios (issue 4, "Must show" items 2 and 4):
+Scenarios:
 
   replies   a 3-commit MR mailed as a series; replies over SMTP to our
             Message-IDs; `run --once` applies them:
@@ -24,11 +24,16 @@ Scenarios (issue 4, "Must show" items 2 and 4):
             (e) a quoted Acked-by approves nobody; /approve and /merge in
                 a reply do not run.
   outage    the forge refuses connections for PB_OUTAGE_SECONDS (default
-            300) while `run --foreground` runs; replies sent meanwhile are
+            30) while `run --foreground` runs; replies sent meanwhile are
             accepted by the list and spooled, nothing is applied or
             dead-lettered during the outage, and after the forge returns
-            every reply's action exists exactly once.
-  export    (issue 5, must show 3) the series, list replies through the
+            every reply's action exists exactly once.  The retry bounds
+            are short ([inbound] retry_base = retry_max = 1s, one forge
+            try per attempt), so the outage spans many retry rounds -
+            each reply is tried at least OUTAGE_MIN_ROUNDS times - in
+            seconds: to the daemon it is as long an outage as hours are
+            with the default bounds (30 s doubling to 1 h).
+  export    the series, list replies through the
             milter, and a forge comment mailed back make one conversation;
             `patchbridge export --mbox --public-inbox` writes it; the mbox
             holds every mail of the list archive once, oldest first, and
@@ -166,7 +171,7 @@ class Bed(bedlib.Bed):
         return os.path.join(self.bin, *parts)
 
 
-def start(bed, inbound_extra="", seed=None):
+def start(bed, inbound_extra="", seed=None, forge_retries=2):
     """The milters, the list server; the MR mailed as a series."""
     sim("POST", "/_sim/reset", {"seed": seed or SEED})
     sockdir = bed.sockets()
@@ -174,7 +179,8 @@ def start(bed, inbound_extra="", seed=None):
     msock = os.path.join(sockdir, "patchbridge.sock")
     bed.env["PORT"] = str(bedlib.free_port())
     bedlib.write_config(bed, msock, OWNERS, inbound="nak_label = %s\n%s" %
-                        (NAK_LABEL, inbound_extra))
+                        (NAK_LABEL, inbound_extra),
+                        forge_retries=forge_retries)
     bed.pb("check-config")
     bed.start_verifier(bed.exe("tests", "postfix", "test_milter"), vsock)
     bed.start_milter(bed.exe("milter", "patchbridge-milter"), msock)
@@ -463,11 +469,15 @@ def applied_count(status):
     return int(m.group(1))
 
 
+# Attempts each reply must have had by the end of the outage.
+OUTAGE_MIN_ROUNDS = 10
+
+
 def scenario_outage(bed):
-    outage = int(os.environ.get("PB_OUTAGE_SECONDS", "300"))
-    check(0 < outage <= 300, "PB_OUTAGE_SECONDS must be in 1..300")
-    patches, made = start(bed, "retry_base = 5s\nretry_max = 30s\n"
-                          "max_attempts = 200\n")
+    outage = int(os.environ.get("PB_OUTAGE_SECONDS", "30"))
+    check(20 <= outage <= 300, "PB_OUTAGE_SECONDS must be in 20..300")
+    patches, made = start(bed, "retry_base = 1s\nretry_max = 1s\n"
+                          "max_attempts = 1000\n", forge_retries=0)
     head = made["head"] if "head" in made else made["shas"][-1]
     daemon = bed.spawn([bed.exe("bridge", "patchbridge"), "-c", bed.cfg,
                         "run", "--foreground"], "daemon.log")
@@ -518,6 +528,10 @@ def scenario_outage(bed):
     say("at the end of the outage: %s" % waiting)
     check(len(waiting) == len(mails), "status lists %d replies waiting, "
           "want %d:\n%s" % (len(waiting), len(mails), last))
+    rounds = min(int(n) for _, n in waiting)
+    check(rounds >= OUTAGE_MIN_ROUNDS, "a reply was tried %d times during "
+          "the outage, want %d retry rounds at least:\n%s" %
+          (rounds, OUTAGE_MIN_ROUNDS, last))
     check(not os.listdir(os.path.join(bed.work, "spool", "dead"))
           if os.path.isdir(os.path.join(bed.work, "spool", "dead"))
           else True, "a spool record went to dead/")
