@@ -44,8 +44,8 @@
  * log level are read only at start.
  */
 #include "core/config.h"
-#include "core/mail.h"
 #include "core/version.h"
+#include "mail/mail.h"
 #include "milter/glue.h"
 #include "milter/mconf.h"
 #include "milter/testmode.h"

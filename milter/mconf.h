@@ -30,8 +30,8 @@
 #define PB_MILTER_MCONF_H
 
 #include "core/config.h"
-#include "core/spool.h"
-#include "core/store.h"
+#include "state/spool.h"
+#include "state/store.h"
 #include "util/strlist.h"
 
 #include <stddef.h>

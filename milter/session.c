@@ -1,6 +1,6 @@
 #include "milter/session.h"
 
-#include "core/review.h"
+#include "mail/review.h"
 #include "util/err.h"
 #include "util/limits.h"
 #include "util/log.h"
@@ -358,6 +358,7 @@ void session_eom(struct session_outcome *out, struct session *s)
 	const struct mconf_view *v;
 	struct classify_opts opts;
 	struct classify_result res;
+	struct threadmap tm;
 	struct store *st = NULL;
 	char mid[PB_LOG_QUOTE_MAX];
 	int rc;
@@ -407,9 +408,12 @@ void session_eom(struct session_outcome *out, struct session *s)
 	rc = mconf_store_get(&st, s->conf);
 	if (rc)
 		st = NULL; /* logged; the Message-ID scheme still works */
+	if (st)
+		store_threadmap(&tm, st);
 	classify_result_init(&res);
-	classify_eom(&res, &s->in, s->raw.data, s->raw.len, st, &opts);
-	mconf_store_put(s->conf, st, res.store_failed);
+	classify_eom(&res, &s->in, s->raw.data, s->raw.len, st ? &tm : NULL,
+		     &opts);
+	mconf_store_put(s->conf, st, res.map_failed);
 	switch (res.verdict) {
 	case CLASSIFY_BRIDGE:
 		bridge(out, s, &res);

@@ -49,9 +49,9 @@
 #ifndef PB_MILTER_SESSION_H
 #define PB_MILTER_SESSION_H
 
-#include "core/spool.h"
-#include "core/classify.h"
+#include "mail/classify.h"
 #include "milter/mconf.h"
+#include "state/spool.h"
 #include "util/buf.h"
 
 #include <stddef.h>

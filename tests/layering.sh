@@ -1,47 +1,148 @@
 #!/bin/sh
-# Fail when a header reaches up the layer stack (STYLE.md, "Layout"):
-#   util < core < forge < outbound, inbound < main;  core < milter.
-# Third-party headers are already confined by PRIVATE linking; this checks
-# our own "layer/x.h" includes, which share one include root.
-top=${1:-.}
-rc=0
-check() { # dir allowed-layers...
-	dir=$1
-	shift
-	[ -d "$top/$dir" ] || return 0
-	allowed=$(printf '%s|' "$@")
-	allowed=${allowed%|}
-	bad=$(grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"[a-z]+/' \
-		"$top/$dir" --include='*.c' --include='*.h' |
-		grep -vE "#[[:space:]]*include[[:space:]]+\"($allowed)/")
-	if [ -n "$bad" ]; then
-		echo "layering: $dir may include only: $*"
-		echo "$bad"
-		rc=1
+# The layering of the code, checked at three levels (docs/DESIGN.md,
+# "Layout"):
+#
+#   1. folders: a module includes headers of its own layer and the layers
+#      below it only:
+#        util < core < mail, state < forge < outbound, inbound < cmd
+#        util < core < mail, state < milter
+#      (mail and state do not see each other: classification reads the
+#      thread map through core/threadmap.h);
+#   2. modules: each third-party library is included by exactly one
+#      module (one .c/.h pair), which converts its conventions to ours;
+#   3. links: with --milter BINARY, the milter program carries no symbol
+#      of the forge, outbound or inbound layers and imports no HTTP,
+#      JSON or git library.
+#
+#   layering.sh [TOP] [--milter BINARY]
+#   layering.sh --self-test      plant each kind of violation in a scratch
+#                                tree and fail unless every one is caught
+top=.
+milter=""
+while [ $# -gt 0 ]; do
+	case $1 in
+	--self-test) self_test=1; shift ;;
+	--milter) milter=${2:?--milter needs a binary}; shift 2 ;;
+	*) top=$1; shift ;;
+	esac
+done
+export LC_ALL=C
+
+check_tree() { # top [milter-binary]
+	t=$1
+	m=$2
+	rc=0
+	layer() { # dir allowed-layers...
+		dir=$1
+		shift
+		[ -d "$t/$dir" ] || return 0
+		allowed=$(printf '%s|' "$@")
+		allowed=${allowed%|}
+		bad=$(grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"[a-z]+/' \
+			"$t/$dir" --include='*.c' --include='*.h' |
+			grep -vE "#[[:space:]]*include[[:space:]]+\"($allowed)/")
+		if [ -n "$bad" ]; then
+			echo "layering: $dir may include only: $*"
+			echo "$bad"
+			rc=1
+		fi
+	}
+	layer bridge/util util
+	layer bridge/core util core
+	layer bridge/mail util core mail
+	layer bridge/state util core state
+	layer bridge/forge util core forge
+	layer bridge/outbound util core mail state forge outbound
+	layer bridge/inbound util core mail state forge inbound
+	layer bridge/cmd util core mail state forge outbound inbound cmd
+	layer milter util core mail state milter
+	# Each third-party library behind one module.
+	confine() { # include-pattern module-regex
+		bad=$(grep -rlE "#[[:space:]]*include[[:space:]]*<($1)" \
+			"$t/bridge" "$t/milter" 2>/dev/null |
+			sed "s#^$t/##" | grep -vE "^($2)\.[ch]\$")
+		if [ -n "$bad" ]; then
+			echo "layering: <$1...> may be included only by $2:"
+			echo "$bad"
+			rc=1
+		fi
+	}
+	confine 'curl/' 'bridge/forge/http|bridge/outbound/submit'
+	confine 'json-c/|json\.h' 'bridge/forge/json'
+	confine 'git2' 'bridge/outbound/gitrepo'
+	confine 'sqlite3\.h' 'bridge/state/store'
+	confine 'gmime/' 'bridge/mail/mail'
+	confine 'yaml\.h' 'bridge/core/owners'
+	confine 'microhttpd' 'bridge/forge/webhook'
+	confine 'libmilter/' 'milter/glue'
+	# What the milter program links.
+	if [ -n "$m" ]; then
+		own=$(nm --defined-only "$m" 2>/dev/null |
+			grep -E ' [TDBR] (forge|gitlab|http|json|webhook|outbound|inbound|mirror|gitrepo|series|submit|apply|plan|approval)_' |
+			head -5)
+		imp=$(nm -D --undefined-only "$m" 2>/dev/null |
+			grep -E ' (curl_|git_|json_object|json_tokener|MHD_)' | head -5)
+		if [ -n "$own$imp" ]; then
+			echo "layering: the milter links what it must not (forge, outbound, inbound, curl, libgit2, json-c, libmicrohttpd):"
+			[ -n "$own" ] && echo "$own"
+			[ -n "$imp" ] && echo "$imp"
+			rc=1
+		fi
 	fi
+	return $rc
 }
-check bridge/util util
-check bridge/core util core
-check bridge/forge util core forge
-check bridge/outbound util core forge outbound
-check bridge/inbound util core forge inbound
-check milter util core milter
-# Library confinement: only these modules may include these headers.
-confine() { # pattern allowed-file-regex
-	bad=$(grep -rlE "#[[:space:]]*include[[:space:]]*<($1)" "$top/bridge" \
-		"$top/milter" 2>/dev/null | grep -vE "$2")
-	if [ -n "$bad" ]; then
-		echo "layering: <$1...> may be included only by $2:"
-		echo "$bad"
-		rc=1
+
+if [ -n "${self_test:-}" ]; then
+	tmp=$(mktemp -d) || exit 1
+	trap 'rm -rf "$tmp"' EXIT
+	fails=0
+	plant() { # name file text
+		rm -rf "$tmp/t"
+		mkdir -p "$tmp/t/$(dirname "$2")"
+		printf '%s\n' "$3" >"$tmp/t/$2"
+		if check_tree "$tmp/t" "" >/dev/null; then
+			echo "layering self-test: NOT caught: $1"
+			fails=1
+		else
+			echo "layering self-test: caught: $1"
+		fi
+	}
+	plant "mail includes a state header" bridge/mail/x.c '#include "state/store.h"'
+	plant "state includes a mail header" bridge/state/x.c '#include "mail/mail.h"'
+	plant "core includes a mail header" bridge/core/x.c '#include "mail/mail.h"'
+	plant "forge includes a state header" bridge/forge/x.c '#include "state/store.h"'
+	plant "the milter includes a forge header" milter/x.c '#include "forge/forge.h"'
+	plant "a second libgit2 user" bridge/outbound/mirror.c '#include <git2.h>'
+	plant "a second SQLite user" bridge/state/spool.c '#include <sqlite3.h>'
+	plant "a second GMime user" bridge/mail/review.c '#include <gmime/gmime.h>'
+	# a milter binary that carries a forge symbol / imports libcurl
+	mkdir -p "$tmp/b"
+	printf 'int forge_open(void);\nint forge_open(void) { return 0; }\nint main(void) { return forge_open(); }\n' >"$tmp/b/f.c"
+	printf '#include <curl/curl.h>\nint main(void) { curl_global_init(0); return 0; }\n' >"$tmp/b/c.c"
+	for b in f c; do
+		if ! cc -o "$tmp/b/$b" "$tmp/b/$b.c" $([ $b = c ] && echo -lcurl) 2>/dev/null; then
+			echo "layering self-test: cannot build the $b probe (cc, libcurl)"
+			fails=1
+			continue
+		fi
+		rm -rf "$tmp/t" && mkdir -p "$tmp/t"
+		if check_tree "$tmp/t" "$tmp/b/$b" >/dev/null; then
+			echo "layering self-test: NOT caught: milter binary $b"
+			fails=1
+		else
+			echo "layering self-test: caught: the milter links the forge ($b)"
+		fi
+	done
+	# and the real tree passes
+	if ! check_tree "$top" "$milter"; then
+		echo "layering self-test: the real tree fails"
+		fails=1
 	fi
-}
-confine 'curl/' '(bridge/forge/http|bridge/outbound/submit)\.[ch]$'
-confine 'json-c/|json\.h' 'bridge/forge/json\.[ch]$'
-confine 'git2' 'bridge/outbound/'
-confine 'sqlite3\.h' 'bridge/core/store'
-confine 'gmime/' 'bridge/core/mail'
-confine 'yaml\.h' 'bridge/core/owners'
-confine 'microhttpd' 'bridge/forge/webhook\.[ch]$'
-[ $rc = 0 ] && echo "layering: ok"
-exit $rc
+	exit $fails
+fi
+
+if check_tree "$top" "$milter"; then
+	echo "layering: ok"
+	exit 0
+fi
+exit 1

@@ -871,7 +871,7 @@ static int text_check(const struct config_param *p, const char *v, size_t *len,
 	case CONFIG_MAILER:
 		if (*len == 8 && !memcmp(v, "sendmail", 8))
 			break;
-		/* fall through */
+		__attribute__((fallthrough));
 	case CONFIG_URL:
 		if (!valid_url(&reason, v, *len, p->values)) {
 			buf_addf(why, "\"%s\" is not a valid URL: %s%s", q,

@@ -354,7 +354,17 @@ struct owners {
 	struct strmap by_email; /* lowercased email -> person (with gluser
 				   when any entry gives one) */
 	struct strmap by_label; /* labels.name -> subsystem */
+	/* Every string of subs[] and people[]: the views point into these. */
+	struct strlist strings;
 };
+
+/* Keep s (from xmalloc, may be NULL) with the owners; returns it. */
+static const char *keep(struct owners *o, char *s)
+{
+	if (s)
+		strlist_push_owned(&o->strings, s);
+	return s;
+}
 
 static void globs_free(struct glob *g, size_t nr)
 {
@@ -369,11 +379,6 @@ static void subsystem_free(struct owners_subsystem *s)
 {
 	if (!s)
 		return;
-	free((char *)s->title);
-	free((char *)s->label);
-	free((char *)s->status);
-	free((char *)s->scm);
-	free((char *)s->mailing_list);
 	free((void *)s->maintainers);
 	free((void *)s->reviewers);
 	if (s->paths) {
@@ -383,16 +388,6 @@ static void subsystem_free(struct owners_subsystem *s)
 		free(s->paths);
 	}
 	free(s);
-}
-
-static void person_free(struct owners_person *p)
-{
-	if (!p)
-		return;
-	free((char *)p->name);
-	free((char *)p->email);
-	free((char *)p->gluser);
-	free(p);
 }
 
 void owners_free(struct owners *o)
@@ -405,7 +400,7 @@ void owners_free(struct owners *o)
 		subsystem_free(o->subs[i]);
 	free(o->subs);
 	for (i = 0; i < o->people_nr; i++)
-		person_free(o->people[i]);
+		free(o->people[i]);
 	free(o->people);
 	for (i = 0; i < o->regexes_nr; i++) {
 		regfree(o->regexes[i]);
@@ -414,6 +409,7 @@ void owners_free(struct owners *o)
 	free(o->regexes);
 	strmap_release(&o->by_email);
 	strmap_release(&o->by_label);
+	strlist_release(&o->strings);
 	free(o);
 }
 
@@ -713,9 +709,9 @@ static int load_person(const struct owners_person **out, struct loader *L,
 		return rc;
 	}
 	p = xcalloc(1, sizeof(*p));
-	p->name = name ? name : xstrdup("");
-	p->email = email;
-	p->gluser = gluser;
+	p->name = keep(L->o, name ? name : xstrdup(""));
+	p->email = keep(L->o, email);
+	p->gluser = keep(L->o, gluser);
 	p->restricted = restricted;
 	ALLOC_GROW(L->o->people, L->o->people_nr + 1, L->o->people_alloc);
 	L->o->people[L->o->people_nr++] = p;
@@ -1058,7 +1054,7 @@ static int load_labels(struct owners_subsystem *s, struct loader *L,
 		free(label);
 		return rc;
 	}
-	s->label = label;
+	s->label = keep(L->o, label);
 	return 0;
 }
 
@@ -1091,7 +1087,7 @@ static int load_subsystem_keys(struct owners_subsystem *s, struct loader *L,
 				rc = want_string(&str, L, v, "subsystem",
 						 OWNERS_NAME_MAX, REQUIRED);
 			if (!rc)
-				s->title = str;
+				s->title = keep(L->o, str);
 		} else if (key_is(k->node, "labels")) {
 			rc = check_key(L, k, &seen, S_LABELS);
 			if (!rc)
@@ -1102,7 +1098,7 @@ static int load_subsystem_keys(struct owners_subsystem *s, struct loader *L,
 				rc = want_string(&str, L, v, "status",
 						 OWNERS_TEXT_MAX, OPTIONAL);
 			if (!rc)
-				s->status = str;
+				s->status = keep(L->o, str);
 		} else if (key_is(k->node, "requiredApproval")) {
 			rc = check_key(L, k, &seen, S_REQUIRED);
 			if (!rc)
@@ -1130,14 +1126,14 @@ static int load_subsystem_keys(struct owners_subsystem *s, struct loader *L,
 				rc = want_string(&str, L, v, "scm",
 						 OWNERS_TEXT_MAX, OPTIONAL);
 			if (!rc)
-				s->scm = str;
+				s->scm = keep(L->o, str);
 		} else if (key_is(k->node, "mailingList")) {
 			rc = check_key(L, k, &seen, S_LIST);
 			if (!rc)
 				rc = want_addr(&str, L, v, "mailingList",
 					       OPTIONAL);
 			if (!rc)
-				s->mailing_list = str;
+				s->mailing_list = keep(L->o, str);
 		}
 	}
 	return rc;

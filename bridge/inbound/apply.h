@@ -1,7 +1,7 @@
 /*
  * apply - one mail's planned actions onto the forge, exactly once.
  *
- * Every forge write goes through the action journal (core/store.h,
+ * Every forge write goes through the action journal (state/store.h,
  * DESIGN.md rule 3):
  *
  *	store_action_begin()  the intent, before the request
@@ -39,9 +39,9 @@
 #ifndef PB_INBOUND_APPLY_H
 #define PB_INBOUND_APPLY_H
 
-#include "core/store.h"
 #include "forge/forge.h"
 #include "inbound/plan.h"
+#include "state/store.h"
 #include "util/strlist.h"
 
 #include <stdint.h>

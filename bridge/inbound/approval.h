@@ -31,8 +31,8 @@
 #define PB_INBOUND_APPROVAL_H
 
 #include "core/config.h"
-#include "core/mail.h"
-#include "core/trailers.h"
+#include "mail/mail.h"
+#include "mail/trailers.h"
 
 enum approval_verdict {
 	APPROVAL_GRANT,

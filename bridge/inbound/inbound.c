@@ -1,13 +1,13 @@
 #include "inbound/inbound.h"
 
 #include "core/owners.h"
-#include "core/review.h"
-#include "core/spool.h"
 #include "inbound/apply.h"
 #include "inbound/marker.h"
 #include "inbound/plan.h"
 #include "inbound/position.h"
 #include "inbound/usermap.h"
+#include "mail/review.h"
+#include "state/spool.h"
 #include "util/err.h"
 #include "util/limits.h"
 #include "util/log.h"
@@ -1019,9 +1019,7 @@ static int work(struct inbound *ib, struct job *j)
 		}
 		if (rc)
 			goto out;
-		/* the row's strings are ours to replace */
-		free((char *)row->project);
-		row->project = xstrdup(tg.project);
+		row->project = strlist_push(&row->owned, tg.project);
 		row->iid = tg.iid;
 		row->revision = tg.revision;
 		row->patch = tg.patch;

@@ -62,9 +62,9 @@
 #define PB_INBOUND_INBOUND_H
 
 #include "core/config.h"
-#include "core/mail.h"
-#include "core/store.h"
 #include "forge/forge.h"
+#include "mail/mail.h"
+#include "state/store.h"
 
 #include <signal.h>
 #include <stddef.h>

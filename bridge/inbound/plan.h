@@ -1,7 +1,7 @@
 /*
  * plan - the forge actions one inbound mail asks for, in a fixed order.
  *
- * plan_build() turns a parsed reply (core/review.h) into a list of
+ * plan_build() turns a parsed reply (mail/review.h) into a list of
  * actions, each with a fixed index within the mail.  The index names the
  * action in the forge action journal and in its marker key
  * (inbound/marker.h), so it depends only on the mail and the diff it
@@ -41,9 +41,9 @@
 #define PB_INBOUND_PLAN_H
 
 #include "core/config.h"
-#include "core/review.h"
 #include "forge/forge.h"
 #include "inbound/approval.h"
+#include "mail/review.h"
 #include "util/limits.h"
 
 #include <stddef.h>

@@ -23,8 +23,8 @@
 #ifndef PB_INBOUND_POSITION_H
 #define PB_INBOUND_POSITION_H
 
-#include "core/diff.h"
 #include "forge/forge.h"
+#include "mail/diff.h"
 
 #include <stddef.h>
 #include <stdint.h>

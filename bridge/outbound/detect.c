@@ -1,9 +1,9 @@
 #include "outbound/detect.h"
 
 #include "core/config.h"
-#include "core/store.h"
 #include "forge/forge.h"
 #include "outbound/workq.h"
+#include "state/store.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/limits.h"

@@ -1,7 +1,7 @@
 #include "outbound/forgetext.h"
 
-#include "core/diff.h"
 #include "forge/forge.h"
+#include "mail/diff.h"
 #include "util/err.h"
 
 #include <string.h>

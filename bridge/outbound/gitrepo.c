@@ -14,7 +14,12 @@ struct gitrepo {
 	git_repository *repo;
 };
 
-int gitrepo_fail(int code, int temporary, const char *what)
+/*
+ * Convert libgit2's error into ours, keeping libgit2's message: the one
+ * place that does.  A temporary failure (a fetch: the network, the
+ * server) is PB_ETEMP, worth retrying; otherwise by libgit2's code.
+ */
+static int git_fail(int code, int temporary, const char *what)
 {
 	const git_error *e = git_error_last();
 	int rc;
@@ -51,7 +56,7 @@ int gitrepo_open(struct gitrepo **out, const char *path)
 	if (rc < 0) {
 		char p[PB_LOG_QUOTE_MAX];
 
-		rc = gitrepo_fail(rc, 0, "open repository");
+		rc = git_fail(rc, 0, "open repository");
 		err_prefix(rc, "%s",
 			   printable_copy(p, sizeof(p), path, strlen(path)));
 		free(r);
@@ -79,13 +84,13 @@ static int resolve_oid(git_oid *out, struct gitrepo *repo, const char *rev)
 
 	rc = git_revparse_single(&obj, repo->repo, rev);
 	if (rc < 0) {
-		rc = gitrepo_fail(rc, 0, "resolve revision");
+		rc = git_fail(rc, 0, "resolve revision");
 		goto out;
 	}
 	rc = git_object_peel(&peeled, obj, GIT_OBJECT_COMMIT);
 	if (rc < 0) {
-		rc = gitrepo_fail(rc == GIT_ENOTFOUND ? GIT_EINVALID : rc, 0,
-				  "not a commit");
+		rc = git_fail(rc == GIT_ENOTFOUND ? GIT_EINVALID : rc, 0,
+			      "not a commit");
 		goto out;
 	}
 	git_oid_cpy(out, git_object_id(peeled));
@@ -618,7 +623,7 @@ static int blob_size(size_t *out, git_repository *repo, const git_oid *id)
 		rc = git_odb_read_header(&len, &type, odb, id);
 	git_odb_free(odb);
 	if (rc < 0)
-		return gitrepo_fail(rc, 0, "blob size");
+		return git_fail(rc, 0, "blob size");
 	*out = len;
 	return 0;
 }
@@ -652,7 +657,7 @@ static int stat_add(struct stats *st, git_repository *repo,
 	} else if (patch) {
 		rc = git_patch_line_stats(NULL, &adds, &dels, patch);
 		if (rc < 0)
-			rc = gitrepo_fail(rc, 0, "line stats");
+			rc = git_fail(rc, 0, "line stats");
 	}
 	if (rc)
 		goto out;
@@ -686,14 +691,14 @@ static int diff_trees(git_diff **out, git_repository *repo, git_tree *old,
 	dopts.id_abbrev = GITREPO_ABBREV;
 	rc = git_diff_tree_to_tree(out, repo, old, new, &dopts);
 	if (rc < 0)
-		return gitrepo_fail(rc, 0, "diff");
+		return git_fail(rc, 0, "diff");
 	fopts.flags = GIT_DIFF_FIND_RENAMES;
 	fopts.rename_limit = 1000;
 	rc = git_diff_find_similar(*out, &fopts);
 	if (rc < 0) {
 		git_diff_free(*out);
 		*out = NULL;
-		return gitrepo_fail(rc, 0, "rename detection");
+		return git_fail(rc, 0, "rename detection");
 	}
 	return 0;
 }
@@ -760,7 +765,7 @@ static int diff_render(struct buf *stat_out, struct buf *patch_out,
 		if (patch_out || !(d->flags & GIT_DIFF_FLAG_BINARY)) {
 			rc = git_patch_from_diff(&p, diff, order[i].idx);
 			if (rc < 0) {
-				rc = gitrepo_fail(rc, 0, "patch");
+				rc = git_fail(rc, 0, "patch");
 				break;
 			}
 		}
@@ -768,7 +773,7 @@ static int diff_render(struct buf *stat_out, struct buf *patch_out,
 		if (!rc && patch_out && p) {
 			rc = git_patch_to_buf(&gb, p);
 			if (rc < 0)
-				rc = gitrepo_fail(rc, 0, "patch text");
+				rc = git_fail(rc, 0, "patch text");
 			else
 				rc = buf_add(patch_out, gb.ptr, gb.size);
 			git_buf_dispose(&gb);
@@ -809,7 +814,7 @@ static int commit_patch(struct gitrepo_commit *c, git_repository *repo,
 			rc = git_commit_tree(&ptree, parent);
 	}
 	if (rc < 0) {
-		rc = gitrepo_fail(rc, 0, "commit tree");
+		rc = git_fail(rc, 0, "commit tree");
 		goto out;
 	}
 	rc = diff_trees(&diff, repo, ptree, tree);
@@ -817,7 +822,7 @@ static int commit_patch(struct gitrepo_commit *c, git_repository *repo,
 		goto out;
 	rc = git_diff_patchid(&pid, diff, NULL);
 	if (rc < 0) {
-		rc = gitrepo_fail(rc, 0, "patch-id");
+		rc = git_fail(rc, 0, "patch-id");
 		goto out;
 	}
 	git_oid_tostr(c->patch_id, sizeof(c->patch_id), &pid);
@@ -902,7 +907,7 @@ static int range_walk(git_oid **out, size_t *nr, struct gitrepo_range *r,
 	if (!rc)
 		rc = git_revwalk_hide(walk, base);
 	if (rc < 0) {
-		rc = gitrepo_fail(rc, 0, "revision walk");
+		rc = git_fail(rc, 0, "revision walk");
 		goto out;
 	}
 	for (;;) {
@@ -914,7 +919,7 @@ static int range_walk(git_oid **out, size_t *nr, struct gitrepo_range *r,
 			break;
 		}
 		if (rc < 0) {
-			rc = gitrepo_fail(rc, 0, "revision walk");
+			rc = git_fail(rc, 0, "revision walk");
 			goto out;
 		}
 		if (n + r->merges_skipped + r->empty_skipped >=
@@ -926,7 +931,7 @@ static int range_walk(git_oid **out, size_t *nr, struct gitrepo_range *r,
 		}
 		rc = git_commit_lookup(&c, repo, &oid);
 		if (rc < 0) {
-			rc = gitrepo_fail(rc, 0, "commit");
+			rc = git_fail(rc, 0, "commit");
 			goto out;
 		}
 		/* git format-patch leaves out merges, and commits that
@@ -964,7 +969,7 @@ static int commit_load(struct gitrepo_commit *c, git_repository *repo,
 	git_oid_tostr(c->sha, sizeof(c->sha), oid);
 	rc = git_commit_lookup(&commit, repo, oid);
 	if (rc < 0)
-		return gitrepo_fail(rc, 0, "commit");
+		return git_fail(rc, 0, "commit");
 	enc = git_commit_message_encoding(commit);
 	person_fill(&c->author, git_commit_author(commit), enc);
 	person_fill(&c->committer, git_commit_committer(commit), enc);
@@ -997,7 +1002,7 @@ static int range_diffstat(struct gitrepo_range *r, git_repository *repo,
 	if (!rc)
 		rc = git_commit_tree(&tb, b);
 	if (rc < 0) {
-		rc = gitrepo_fail(rc, 0, "range diffstat");
+		rc = git_fail(rc, 0, "range diffstat");
 		goto out;
 	}
 	rc = diff_trees(&diff, repo, ta, tb);
@@ -1035,7 +1040,7 @@ int gitrepo_range_load(struct gitrepo_range **out, struct gitrepo *repo,
 	git_oid_tostr(r->head, sizeof(r->head), &head_oid);
 	rc = git_commit_lookup(&hc, repo->repo, &head_oid);
 	if (rc < 0) {
-		rc = gitrepo_fail(rc, 0, "head commit");
+		rc = git_fail(rc, 0, "head commit");
 		goto out;
 	}
 	person_fill(&r->head_committer, git_commit_committer(hc),
@@ -1046,7 +1051,7 @@ int gitrepo_range_load(struct gitrepo_range **out, struct gitrepo *repo,
 		have_mb = 1;
 		git_oid_tostr(r->merge_base, sizeof(r->merge_base), &mb);
 	} else if (rc != GIT_ENOTFOUND) {
-		rc = gitrepo_fail(rc, 0, "merge base");
+		rc = git_fail(rc, 0, "merge base");
 		goto out;
 	}
 	rc = range_walk(&list, &n, r, repo->repo, &base_oid, &head_oid);
@@ -1235,12 +1240,12 @@ static int interdiff(char **out, const struct gitrepo_commit *a,
 	rc = git_patch_from_buffers(&patch, ta.data, ta.len, "old", tb.data,
 				    tb.len, "new", &opts);
 	if (rc < 0) {
-		rc = gitrepo_fail(rc, 0, "interdiff");
+		rc = git_fail(rc, 0, "interdiff");
 		goto out;
 	}
 	rc = git_patch_to_buf(&gb, patch);
 	if (rc < 0) {
-		rc = gitrepo_fail(rc, 0, "interdiff");
+		rc = git_fail(rc, 0, "interdiff");
 		goto out;
 	}
 	/* Keep the hunks, indented by four like git range-diff; drop the
@@ -1458,8 +1463,8 @@ int gitrepo_epoch_create(struct gitrepo_epoch **out, const char *path)
 	opts.initial_head = "master";
 	rc = git_repository_init_ext(&ep->repo, path, &opts);
 	if (rc) {
-		rc = gitrepo_fail(rc == GIT_EEXISTS ? GIT_EINVALID : rc, 0,
-				  "create repository");
+		rc = git_fail(rc == GIT_EEXISTS ? GIT_EINVALID : rc, 0,
+			      "create repository");
 		git_libgit2_shutdown();
 		free(ep);
 		return rc;
@@ -1510,7 +1515,7 @@ int gitrepo_epoch_add(struct gitrepo_epoch *ep, const void *message, size_t len,
 	msg = xasprintf("%s\n", subject && *subject ? subject : "(no subject)");
 	rc = git_blob_create_from_buffer(&blob, ep->repo, message, len);
 	if (rc) {
-		rc = gitrepo_fail(rc, 0, "write message");
+		rc = git_fail(rc, 0, "write message");
 		goto out;
 	}
 	rc = git_treebuilder_new(&tb, ep->repo, NULL);
@@ -1531,7 +1536,7 @@ int gitrepo_epoch_add(struct gitrepo_epoch *ep, const void *message, size_t len,
 					 sig, sig, NULL, msg, tree,
 					 parent ? 1 : 0, parent);
 	if (rc) {
-		rc = gitrepo_fail(rc, 0, "commit message");
+		rc = git_fail(rc, 0, "commit message");
 		goto out;
 	}
 	git_oid_cpy(&ep->tip, &commit);
@@ -1554,4 +1559,153 @@ void gitrepo_epoch_free(struct gitrepo_epoch *ep)
 	git_repository_free(ep->repo);
 	git_libgit2_shutdown();
 	free(ep);
+}
+
+/*
+ * The mirror's primitives (outbound/mirror.h holds the policy: which
+ * refs, which commits, where).
+ */
+
+int gitrepo_mirror_open(struct gitrepo **out, const char *path, int create)
+{
+	struct gitrepo *r;
+	char p[PB_LOG_QUOTE_MAX];
+	int rc;
+
+	*out = NULL;
+	git_libgit2_init();
+	r = xcalloc(1, sizeof(*r));
+	if (create)
+		rc = git_repository_init(&r->repo, path, 1);
+	else
+		rc = git_repository_open_bare(&r->repo, path);
+	if (rc < 0) {
+		rc = git_fail(rc == GIT_ENOTFOUND ? GIT_ERROR : rc, 0,
+			      create ? "create" : "open");
+		err_prefix(rc, "%s",
+			   printable_copy(p, sizeof(p), path, strlen(path)));
+		free(r);
+		git_libgit2_shutdown();
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+int gitrepo_set_ca_file(const char *ca_file)
+{
+	int rc;
+
+	git_libgit2_init();
+	rc = git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, ca_file, NULL);
+	if (rc < 0)
+		rc = git_fail(rc, 0, "ca_file");
+	git_libgit2_shutdown();
+	return rc;
+}
+
+int gitrepo_ref_name_valid(const char *name)
+{
+	int valid = 0;
+
+	if (git_reference_name_is_valid(&valid, name) < 0)
+		return 0;
+	return valid;
+}
+
+struct cred_state {
+	const char *token;
+	int tries;
+};
+
+static int cred_cb(git_credential **out, const char *url, const char *user,
+		   unsigned int allowed, void *payload)
+{
+	struct cred_state *cs = payload;
+
+	(void)url;
+	(void)user;
+	/* Offer the token once; a second call means it was refused. */
+	if (!cs->token || cs->tries++ ||
+	    !(allowed & GIT_CREDENTIAL_USERPASS_PLAINTEXT))
+		return GIT_EAUTH;
+	return git_credential_userpass_plaintext_new(out, "oauth2", cs->token);
+}
+
+int gitrepo_fetch(struct gitrepo *repo, const char *url, const char *token,
+		  const struct strlist *specs)
+{
+	git_fetch_options fo;
+	git_remote_create_options ro;
+	git_remote *remote = NULL;
+	git_strarray arr;
+	struct cred_state cs = { token && *token ? token : NULL, 0 };
+	int rc;
+
+	/* The _INIT macro leaves fields out (-Wmissing-field-initializers). */
+	rc = git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
+	if (rc < 0) {
+		rc = git_fail(rc, 0, "fetch options");
+		goto out;
+	}
+	/*
+	 * An anonymous remote that ignores url.*.insteadOf: the forge's URL
+	 * is the one configured, whatever a gitconfig on the host says.
+	 * (Skipping that lookup also avoids a leak in libgit2 1.5's pcre2
+	 * matching of config names.)
+	 */
+	rc = git_remote_create_options_init(&ro,
+					    GIT_REMOTE_CREATE_OPTIONS_VERSION);
+	if (rc >= 0) {
+		ro.repository = repo->repo;
+		ro.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF;
+		rc = git_remote_create_with_opts(&remote, url, &ro);
+	}
+	if (rc < 0) {
+		rc = git_fail(rc, 0, "remote");
+		goto out;
+	}
+	fo.callbacks.credentials = cred_cb;
+	fo.callbacks.payload = &cs;
+	fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
+	fo.prune = GIT_FETCH_NO_PRUNE;
+	fo.update_fetchhead = 0;
+	arr.strings = specs->items;
+	arr.count = specs->nr;
+	rc = git_remote_fetch(remote, &arr, &fo, "patchbridge: fetch");
+	if (rc < 0)
+		rc = git_fail(rc, 1, "fetch");
+out:
+	git_remote_free(remote);
+	return rc;
+}
+
+int gitrepo_has_commit(struct gitrepo *repo, const char *sha)
+{
+	git_commit *c = NULL;
+	git_oid oid;
+
+	if (!sha || git_oid_fromstr(&oid, sha) < 0)
+		return 0;
+	if (git_commit_lookup(&c, repo->repo, &oid) < 0)
+		return 0;
+	git_commit_free(c);
+	return 1;
+}
+
+int gitrepo_ref_set(struct gitrepo *repo, const char *name, const char *sha,
+		    const char *log_message)
+{
+	git_reference *ref = NULL;
+	git_oid oid;
+	int rc;
+
+	if (!sha || git_oid_fromstr(&oid, sha) < 0)
+		return err_set(PB_EINVAL, "set reference: bad commit id");
+	rc = git_reference_create(&ref, repo->repo, name, &oid, 1,
+				  log_message);
+	if (rc < 0)
+		return git_fail(rc, 0, "set reference");
+	git_reference_free(ref);
+	return 0;
 }

@@ -1,8 +1,9 @@
 /*
- * gitrepo - what the outbound side needs from git: reading objects with
- * libgit2 (mirror.c, the other libgit2 user, fetches them).
+ * gitrepo - what the outbound side needs from git, and the only libgit2
+ * user.
  *
- * Opens a repository (a bare mirror or a work tree), resolves revisions,
+ * Opens a repository (a bare mirror or a work tree), fetches into the
+ * daemon's mirror, resolves revisions,
  * and loads a range base..head the way `git format-patch base..head`
  * sees it: the commits reachable from head and not from base, oldest
  * first in topological order (date order where topology leaves a
@@ -32,20 +33,12 @@
 #define PB_OUTBOUND_GITREPO_H
 
 #include "util/buf.h"
+#include "util/strlist.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 #define GITREPO_HEXSZ 40
-
-/*
- * libgit2's failure code (a negative GIT_E*) as ours, with libgit2's
- * message after "what: ": PB_ENOTFOUND, PB_EINVAL (ambiguous or invalid),
- * else PB_ERROR; PB_ETEMP whatever the code when temporary is set (a
- * fetch is worth retrying).  For this module and mirror.c, the other
- * libgit2 user.
- */
-int gitrepo_fail(int code, int temporary, const char *what);
 /* Commits walked in one range: bounds memory whatever the MR holds. */
 #define GITREPO_WALK_MAX 20000
 /* One commit's rendered patch, and a range's whole diffstat. */
@@ -101,6 +94,28 @@ struct gitrepo_range {
 
 int gitrepo_open(struct gitrepo **out, const char *path);
 void gitrepo_free(struct gitrepo *repo);
+
+/*
+ * The primitives of the daemon's bare mirror (outbound/mirror.h decides
+ * what to fetch and which refs to keep).  gitrepo_mirror_open() opens
+ * the bare repository at path, or with create set makes it.
+ * gitrepo_fetch() fetches the refspecs from url over an anonymous remote
+ * (no tags, no pruning, url.*.insteadOf ignored), offering token once as
+ * HTTP basic auth "oauth2:TOKEN" when the server asks; its failures are
+ * PB_ETEMP.  gitrepo_has_commit() is 1 when the commit (full hex id) is
+ * in the repository.  gitrepo_ref_set() points the reference at a commit,
+ * overwriting it.  gitrepo_ref_name_valid() is git's check of a full
+ * reference name.  gitrepo_set_ca_file() sets the CA certificates of
+ * every later HTTPS fetch in the process.
+ */
+int gitrepo_mirror_open(struct gitrepo **out, const char *path, int create);
+int gitrepo_fetch(struct gitrepo *repo, const char *url, const char *token,
+		  const struct strlist *specs);
+int gitrepo_has_commit(struct gitrepo *repo, const char *sha);
+int gitrepo_ref_set(struct gitrepo *repo, const char *name, const char *sha,
+		    const char *log_message);
+int gitrepo_ref_name_valid(const char *name);
+int gitrepo_set_ca_file(const char *ca_file);
 
 /* Resolve rev (any git revision syntax) to a commit's full hex id. */
 int gitrepo_resolve(char out[GITREPO_HEXSZ + 1], struct gitrepo *repo,

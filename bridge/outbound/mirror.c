@@ -10,8 +10,6 @@
 #include "util/strlist.h"
 #include "util/xalloc.h"
 
-#include <git2.h>
-
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -23,7 +21,7 @@
 #define MIRROR_REF_MAX 1024
 
 struct mirror {
-	git_repository *repo;
+	struct gitrepo *repo;
 	char *path;
 	char *url;
 	char *token; /* NULL: anonymous */
@@ -83,32 +81,26 @@ int mirror_open(struct mirror **out, const struct mirror_opts *opts)
 	rc = mirror_dir(dir, sizeof(dir), opts->root, opts->project);
 	if (rc)
 		return rc;
-	git_libgit2_init();
-	if (opts->ca_file && *opts->ca_file &&
-	    git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, opts->ca_file,
-			     NULL) < 0)
-		log_warn("mirror: cannot use ca_file: %s",
-			 git_error_last() ? git_error_last()->message : "?");
+	if (opts->ca_file && *opts->ca_file && gitrepo_set_ca_file(opts->ca_file))
+		log_warn("mirror: cannot use ca_file: %s", err_msg());
 	m = xcalloc(1, sizeof(*m));
 	m->path = xstrdup(dir);
 	m->url = xstrdup(opts->url);
 	m->token = opts->token && *opts->token ? xstrdup(opts->token) : NULL;
 	printable_copy(p, sizeof(p), dir, strlen(dir));
 	if (stat(dir, &stb) == 0) {
-		rc = git_repository_open_bare(&m->repo, dir);
-		if (rc < 0) {
-			rc = gitrepo_fail(rc, 0, "mirror: open");
-			err_prefix(rc, "%s", p);
+		rc = gitrepo_mirror_open(&m->repo, dir, 0);
+		if (rc) {
+			err_prefix(rc, "mirror");
 			goto out;
 		}
 	} else {
 		rc = parent_create(dir);
 		if (rc)
 			goto out;
-		rc = git_repository_init(&m->repo, dir, 1);
-		if (rc < 0) {
-			rc = gitrepo_fail(rc, 0, "mirror: create");
-			err_prefix(rc, "%s", p);
+		rc = gitrepo_mirror_open(&m->repo, dir, 1);
+		if (rc) {
+			err_prefix(rc, "mirror");
 			goto out;
 		}
 		log_info("mirror: created %s", p);
@@ -127,8 +119,7 @@ void mirror_free(struct mirror *m)
 {
 	if (!m)
 		return;
-	git_repository_free(m->repo);
-	git_libgit2_shutdown();
+	gitrepo_free(m->repo);
 	free(m->path);
 	free(m->url);
 	if (m->token) {
@@ -146,35 +137,6 @@ const char *mirror_path(const struct mirror *m)
 	return m->path;
 }
 
-struct cred_state {
-	const struct mirror *m;
-	int tries;
-};
-
-static int cred_cb(git_credential **out, const char *url, const char *user,
-		   unsigned int allowed, void *payload)
-{
-	struct cred_state *cs = payload;
-
-	(void)url;
-	(void)user;
-	/* Offer the token once; a second call means it was refused. */
-	if (!cs->m->token || cs->tries++ ||
-	    !(allowed & GIT_CREDENTIAL_USERPASS_PLAINTEXT))
-		return GIT_EAUTH;
-	return git_credential_userpass_plaintext_new(out, "oauth2",
-						     cs->m->token);
-}
-
-static int valid_ref(const char *name)
-{
-	int valid = 0;
-
-	if (git_reference_name_is_valid(&valid, name) < 0)
-		return 0;
-	return valid;
-}
-
 /* A crashed fetch may leave "<ref>.lock" behind; we hold the lock. */
 static void unlock_stale(const struct mirror *m, const char *ref)
 {
@@ -188,66 +150,21 @@ static void unlock_stale(const struct mirror *m, const char *ref)
 static int fetch(struct mirror *m, const struct strlist *specs,
 		 const struct strlist *dsts)
 {
-	git_fetch_options fo;
-	git_remote_create_options ro;
-	git_remote *remote = NULL;
-	git_strarray arr;
-	struct cred_state cs = { m, 0 };
 	size_t i;
 	int rc;
 
 	strlist_for_each (dsts, i)
 		unlock_stale(m, dsts->items[i]);
 	unlock_stale(m, "packed-refs");
-	/* The _INIT macro leaves fields out (-Wmissing-field-initializers). */
-	rc = git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
-	if (rc < 0) {
-		rc = gitrepo_fail(rc, 0, "mirror: fetch options");
-		goto out;
-	}
-	/*
-	 * An anonymous remote that ignores url.*.insteadOf: the forge's URL
-	 * is the one configured, whatever a gitconfig on the host says.
-	 * (Skipping that lookup also avoids a leak in libgit2 1.5's pcre2
-	 * matching of config names.)
-	 */
-	rc = git_remote_create_options_init(&ro,
-					    GIT_REMOTE_CREATE_OPTIONS_VERSION);
-	if (rc >= 0) {
-		ro.repository = m->repo;
-		ro.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF;
-		rc = git_remote_create_with_opts(&remote, m->url, &ro);
-	}
-	if (rc < 0) {
-		rc = gitrepo_fail(rc, 0, "mirror: remote");
-		goto out;
-	}
-	fo.callbacks.credentials = cred_cb;
-	fo.callbacks.payload = &cs;
-	fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
-	fo.prune = GIT_FETCH_NO_PRUNE;
-	fo.update_fetchhead = 0;
-	arr.strings = specs->items;
-	arr.count = specs->nr;
-	rc = git_remote_fetch(remote, &arr, &fo, "patchbridge: fetch");
-	if (rc < 0)
-		rc = gitrepo_fail(rc, 1, "mirror: fetch");
-out:
-	git_remote_free(remote);
+	rc = gitrepo_fetch(m->repo, m->url, m->token, specs);
+	if (rc)
+		err_prefix(rc, "mirror");
 	return rc;
 }
 
 int mirror_has(struct mirror *m, const char *sha)
 {
-	git_commit *c = NULL;
-	git_oid oid;
-
-	if (!sha || git_oid_fromstr(&oid, sha) < 0)
-		return 0;
-	if (git_commit_lookup(&c, m->repo, &oid) < 0)
-		return 0;
-	git_commit_free(c);
-	return 1;
+	return gitrepo_has_commit(m->repo, sha);
 }
 
 static int hex_ok(const char *s)
@@ -277,7 +194,7 @@ int mirror_fetch_mr(struct mirror *m, int64_t iid, const char *target_branch,
 	if (target_branch && *target_branch) {
 		char *ref = xasprintf("refs/heads/%s", target_branch);
 
-		if (!valid_ref(ref)) {
+		if (!gitrepo_ref_name_valid(ref)) {
 			free(ref);
 			rc = err_set(PB_EINVAL,
 				     "mirror: bad target branch name %s",
@@ -339,20 +256,16 @@ out:
 
 int mirror_pin(struct mirror *m, int64_t iid, int revision, const char *sha)
 {
-	git_reference *ref = NULL;
 	char name[MIRROR_REF_MAX];
-	git_oid oid;
 	int rc;
 
-	if (iid <= 0 || revision <= 0 || !sha || git_oid_fromstr(&oid, sha) < 0)
+	if (iid <= 0 || revision <= 0 || !sha || !hex_ok(sha))
 		return err_set(PB_EINVAL, "mirror: bad pin");
 	snprintf(name, sizeof(name), "refs/patchbridge/mr/%lld/v%d",
 		 (long long)iid, revision);
 	unlock_stale(m, name);
-	rc = git_reference_create(&ref, m->repo, name, &oid, 1,
-				  "patchbridge: mailed");
-	if (rc < 0)
-		return gitrepo_fail(rc, 0, "mirror: pin");
-	git_reference_free(ref);
-	return 0;
+	rc = gitrepo_ref_set(m->repo, name, sha, "patchbridge: mailed");
+	if (rc)
+		err_prefix(rc, "mirror: pin");
+	return rc;
 }

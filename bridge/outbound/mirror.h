@@ -3,8 +3,8 @@
  *
  * One bare repository per project, under the mirror root (the directory
  * "mirrors" beside the state database, see outbound.h), at
- * ROOT/<group>/<name>.git.  For an MR it fetches over HTTP(S), with
- * libgit2:
+ * ROOT/<group>/<name>.git.  For an MR it fetches over HTTP(S), through
+ * gitrepo.h (the only libgit2 user):
  *
  *	+refs/merge-requests/IID/head:refs/patchbridge/mr/IID/head
  *	+refs/heads/TARGET:refs/patchbridge/target/TARGET
@@ -28,9 +28,9 @@
  * holds it), so stale "*.lock" files of the refs we update can only be
  * left by a crashed run and are removed before a fetch.
  *
- * libgit2 stays inside bridge/outbound/: gitrepo.h opens the same
- * directory for reading ranges.  Ownership: mirror_open() copies the
- * options; the token copy is wiped on mirror_free().  Threads: a mirror
+ * gitrepo_open() opens the same directory for reading ranges.
+ * Ownership: mirror_open() copies the options; the token copy is wiped
+ * on mirror_free().  Threads: a mirror
  * belongs to one thread.  Errors: PB_EINVAL for a bad project path, iid
  * or branch name, PB_ETEMP for a failed fetch (network, server), PB_ERROR
  * for local git failures, PB_ENOTFOUND when a needed commit is on neither

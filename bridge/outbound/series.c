@@ -1,10 +1,10 @@
 #include "outbound/series.h"
 
-#include "core/mailhdr.h"
 #include "core/msgid.h"
-#include "core/qp.h"
-#include "core/template.h"
 #include "core/version.h"
+#include "outbound/mailhdr.h"
+#include "outbound/qp.h"
+#include "outbound/template.h"
 #include "util/err.h"
 #include "util/limits.h"
 #include "util/scan.h"

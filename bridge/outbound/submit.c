@@ -1,5 +1,5 @@
-#include "outbound/submit.h"
 #include "core/config.h"
+#include "outbound/submit.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/limits.h"

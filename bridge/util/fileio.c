@@ -1,5 +1,5 @@
-#include "util/fileio.h"
 #include "util/err.h"
+#include "util/fileio.h"
 #include "util/xalloc.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
-#include "util/jsonw.h"
 #include "util/err.h"
+#include "util/jsonw.h"
 #include "util/utf8.h"
 
 #include <inttypes.h>

@@ -1,5 +1,5 @@
-#include "util/log.h"
 #include "util/limits.h"
+#include "util/log.h"
 #include "util/printable.h"
 
 #include <stdarg.h>

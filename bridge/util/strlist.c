@@ -1,5 +1,5 @@
-#include "util/strlist.h"
 #include "util/err.h"
+#include "util/strlist.h"
 #include "util/xalloc.h"
 
 #include <stdarg.h>

@@ -1,5 +1,5 @@
-#include "util/xalloc.h"
 #include "util/log.h"
+#include "util/xalloc.h"
 
 #include <stdarg.h>
 #include <stdint.h>

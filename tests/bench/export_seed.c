@@ -5,7 +5,7 @@
  * threaded under it, archived newest first so that the export must sort
  * them by their Date headers.
  */
-#include "core/store.h"
+#include "state/store.h"
 #include "util/buf.h"
 #include "util/err.h"
 

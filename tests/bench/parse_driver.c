@@ -16,8 +16,8 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include "core/mail.h"
-#include "core/review.h"
+#include "mail/mail.h"
+#include "mail/review.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fileio.h"

@@ -1,7 +1,7 @@
 /*
  * libFuzzer target for the MIME front and the whole inbound parse: any
- * bytes as a mail, through core/mail.c (GMime, charsets, flowed, HTML,
- * PGP) and core/review.c (reply extraction, trailers, the JSON), and
+ * bytes as a mail, through mail/mail.c (GMime, charsets, flowed, HTML,
+ * PGP) and mail/review.c (reply extraction, trailers, the JSON), and
  * the same bytes read as a patch mail's diff.
  *
  * Invariants: no crash, hang, over-read or leak; the reply text is
@@ -12,9 +12,9 @@
  *   fuzz_mail -max_len=65536 -timeout=10 -max_total_time=60 \
  *       corpus/ tests/data/corpus/replies tests/data/parse/mail
  */
-#include "core/diff.h"
-#include "core/mail.h"
-#include "core/review.h"
+#include "mail/diff.h"
+#include "mail/mail.h"
+#include "mail/review.h"
 #include "util/utf8.h"
 
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for core/reply.c and core/diff.c: any bytes as a
+ * libFuzzer target for mail/reply.c and mail/diff.c: any bytes as a
  * reply's text, anchored on a patch.  An input holding a line "@@@@"
  * is split there: the bytes before it are the patch (its diff parsed
  * with diff_parse()), the rest the reply; otherwise a fixed patch is
@@ -11,8 +11,8 @@
  *
  *   fuzz_reply -max_total_time=60 corpus/ SEEDS/
  */
-#include "core/diff.h"
-#include "core/reply.h"
+#include "mail/diff.h"
+#include "mail/reply.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /*
  * libFuzzer target for the small pure parsers of inbound mail:
- * core/trailers.c (a whole text, and every line alone), core/subject.c
- * and core/authres.c, all on any bytes.
+ * mail/trailers.c (a whole text, and every line alone), mail/subject.c
+ * and mail/authres.c, all on any bytes.
  *
  * They must never crash, hang, read past the input (ASan sees that: the
  * input is not NUL-terminated) or leak, and what they return must be
@@ -11,9 +11,9 @@
  *   fuzz_trailers -max_total_time=60 corpus/ SEEDS/
  * Seeds: texts of tests/data/corpus replies (see tests/fuzz/README.md).
  */
-#include "core/authres.h"
-#include "core/subject.h"
-#include "core/trailers.h"
+#include "mail/authres.h"
+#include "mail/subject.h"
+#include "mail/trailers.h"
 
 #include <stdint.h>
 #include <stdlib.h>

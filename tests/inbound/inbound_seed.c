@@ -12,7 +12,7 @@
  *		"row STATE ATTEMPTS LAST_ERROR" then "action INDEX KIND
  *		STATE NOTE_ID DISCUSSION_ID" lines
  */
-#include "core/store.h"
+#include "state/store.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fileio.h"

@@ -10,7 +10,7 @@
  *
  * Exit 0 on success, 1 with a message on stderr otherwise.
  */
-#include "core/store.h"
+#include "state/store.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fileio.h"

@@ -14,7 +14,7 @@
  * Exit 0 when both hold, 1 otherwise (each problem on stderr), 2 on bad
  * usage.
  */
-#include "core/spool.h"
+#include "state/spool.h"
 #include "util/err.h"
 
 #include <dirent.h>

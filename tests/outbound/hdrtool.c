@@ -5,7 +5,7 @@
  * string as display name, then a line ".".  headers_decode.py decodes the
  * result with Python's email package.
  */
-#include "core/mailhdr.h"
+#include "outbound/mailhdr.h"
 #include "util/buf.h"
 
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * spool_put_driver DIR: spool one record into DIR and print its name.
  * A tiny program for spool_fsync_order.sh to trace.
  */
-#include "core/spool.h"
+#include "state/spool.h"
 #include "util/err.h"
 
 #include <stdio.h>

@@ -1,5 +1,5 @@
 #include "cmocka_all.h"
-#include "core/authres.h"
+#include "mail/authres.h"
 #include "util/err.h"
 
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
- * Tests of the milter's classification (core/classify.c): the thread
+ * Tests of the milter's classification (mail/classify.c): the thread
  * map read from a real store (rows put by a STORE_RW connection, read
  * through STORE_RO as the milter does), the Message-ID scheme fallback,
  * the subject fallback for broken threading (one candidate moves the
@@ -7,10 +7,10 @@
  * that is not about a series at all.
  */
 #include "cmocka_all.h"
-#include "core/mail.h"
 #include "core/msgid.h"
-#include "core/store.h"
-#include "core/classify.h"
+#include "mail/classify.h"
+#include "mail/mail.h"
+#include "state/store.h"
 #include "util/buf.h"
 #include "util/err.h"
 
@@ -247,9 +247,14 @@ static void run(struct classify_result *res, const char *headers,
 	struct classify_input in;
 	struct buf raw;
 
+	struct threadmap tm;
+
 	build(&in, &raw, headers, body);
+	if (st)
+		store_threadmap(&tm, st);
 	classify_result_init(res);
-	assert_int_equal(classify_eom(res, &in, raw.data, raw.len, st, &opts),
+	assert_int_equal(classify_eom(res, &in, raw.data, raw.len,
+				      st ? &tm : NULL, &opts),
 			 0);
 	classify_input_release(&in);
 	buf_release(&raw);
@@ -280,7 +285,7 @@ static void test_thread_map_in_reply_to(void **state)
 	/* the diff as mailed comes along for inline positions */
 	assert_non_null(res.parent);
 	assert_true(res.parent->nr_lines > 0);
-	assert_int_equal(res.store_failed, 0);
+	assert_int_equal(res.map_failed, 0);
 	classify_result_release(&res);
 	store_free(st);
 }

@@ -1,7 +1,7 @@
 #include "cmocka_all.h"
-#include "core/diff.h"
 #include "core/msgid.h"
 #include "forge/forge.h"
+#include "mail/diff.h"
 #include "outbound/forgetext.h"
 #include "util/buf.h"
 #include "util/err.h"

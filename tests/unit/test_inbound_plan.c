@@ -3,9 +3,6 @@
  * indexes, bodies), marker keys and the user map.
  */
 #include "cmocka_all.h"
-#include "core/diff.h"
-#include "core/mail.h"
-#include "core/review.h"
 #include "inbound/apply.h"
 #include "inbound/approval.h"
 #include "inbound/escape.h"
@@ -14,6 +11,9 @@
 #include "inbound/plan.h"
 #include "inbound/position.h"
 #include "inbound/usermap.h"
+#include "mail/diff.h"
+#include "mail/mail.h"
+#include "mail/review.h"
 #include "util/err.h"
 #include "util/strlist.h"
 

@@ -3,9 +3,9 @@
  * (selected fields, flags, text) compared with NAME.txt.
  */
 #include "cmocka_all.h"
-#include "core/mail.h"
-#include "core/mailtext.h"
 #include "golden.h"
+#include "mail/mail.h"
+#include "mail/mailtext.h"
 #include "util/err.h"
 
 #include <stdio.h>

@@ -1,6 +1,6 @@
 #include "cmocka_all.h"
-#include "core/mailhdr.h"
-#include "core/qp.h"
+#include "outbound/mailhdr.h"
+#include "outbound/qp.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/strlist.h"

@@ -8,7 +8,7 @@
  * and the bridge's mails from before the archive are counted.
  */
 #include "cmocka_all.h"
-#include "core/store.h"
+#include "state/store.h"
 #include "util/err.h"
 
 #include <stdio.h>

@@ -1,6 +1,6 @@
 #include "cmocka_all.h"
-#include "core/diff.h"
-#include "core/reply.h"
+#include "mail/diff.h"
+#include "mail/reply.h"
 
 #include <string.h>
 

@@ -4,10 +4,10 @@
  * the `patchbridge parse` JSON compared with NAME.json.
  */
 #include "cmocka_all.h"
-#include "core/diff.h"
-#include "core/mail.h"
-#include "core/review.h"
 #include "golden.h"
+#include "mail/diff.h"
+#include "mail/mail.h"
+#include "mail/review.h"
 
 #include <stdio.h>
 #include <string.h>

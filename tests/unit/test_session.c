@@ -7,11 +7,11 @@
  * configuration it started with across a reload.
  */
 #include "cmocka_all.h"
-#include "core/mail.h"
 #include "core/msgid.h"
-#include "core/spool.h"
+#include "mail/mail.h"
 #include "milter/mconf.h"
 #include "milter/session.h"
+#include "state/spool.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fileio.h"

@@ -1,10 +1,10 @@
 /*
- * Tests for core/spool: the record format, the claim protocol across
+ * Tests for state/spool: the record format, the claim protocol across
  * processes, crash recovery, limits, permissions and the kill -9
  * invariant (new/ never shows a partial record).
  */
 #include "cmocka_all.h"
-#include "core/spool.h"
+#include "state/spool.h"
 #include "util/buf.h"
 #include "util/err.h"
 

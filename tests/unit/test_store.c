@@ -8,7 +8,7 @@
  * independent integrity check).
  */
 #include "cmocka_all.h"
-#include "core/store.h"
+#include "state/store.h"
 #include "util/buf.h"
 #include "util/err.h"
 

@@ -1,5 +1,5 @@
 #include "cmocka_all.h"
-#include "core/subject.h"
+#include "mail/subject.h"
 
 #include <string.h>
 

@@ -1,5 +1,5 @@
 #include "cmocka_all.h"
-#include "core/template.h"
+#include "outbound/template.h"
 #include "util/buf.h"
 #include "util/err.h"
 

@@ -1,5 +1,5 @@
 #include "cmocka_all.h"
-#include "core/trailers.h"
+#include "mail/trailers.h"
 
 #include <string.h>
 

@@ -1,0 +1,533 @@
+/*
+ * `patchbridge export GROUP/PROJECT!IID`: an MR's whole conversation -
+ * every revision's series, every list reply, every forge comment mailed
+ * to the list - as one mbox, or as a public-inbox v2 archive, in date
+ * order and threaded by the mails' own headers.
+ *
+ * The mails come from the state database's archive (store.h): the bytes
+ * the bridge sent and the bytes the list sent it, never re-rendered.  The
+ * database is opened read-only, so this runs next to the daemon.
+ */
+#include "cmd/cmd_export.h"
+#include "cmd/env.h"
+
+#include "core/config.h"
+#include "mail/mail.h"
+#include "outbound/gitrepo.h"
+#include "outbound/outbound.h"
+#include "state/store.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/fileio.h"
+#include "util/limits.h"
+#include "util/printable.h"
+#include "util/xalloc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+
+const char cmd_export_synopsis[] = "[--mbox FILE] [--public-inbox DIR] MR";
+const char cmd_export_summary[] = "an MR's whole conversation as mbox or "
+				  "public-inbox";
+const char cmd_export_help[] =
+	"MR names the merge request as GROUP/PROJECT!IID.  Writes every mail\n"
+	"of its conversation: the series of every revision (cover letters and\n"
+	"patches), every list reply the milter received about it, and every\n"
+	"forge comment, approval and merge notice the bridge mailed, exactly\n"
+	"as sent or received, oldest first by their Date headers.  Threading\n"
+	"is the mails' own (Message-ID, In-Reply-To, References).\n"
+	"\n"
+	"  --mbox FILE          an mboxrd file (\"-\": standard output), for\n"
+	"                       mutt, or `b4 am -m -` (the series with the\n"
+	"                       trailers the replies gave)\n"
+	"  --public-inbox DIR   a public-inbox v2 archive: DIR/git/0.git, one\n"
+	"                       commit per mail; DIR must not exist or be\n"
+	"                       empty.  Then, with Debian's public-inbox:\n"
+	"                         public-inbox-init -V2 NAME DIR URL ADDRESS\n"
+	"                         public-inbox-index DIR\n"
+	"\n"
+	"At least one of the two.  Mails come from the state database's\n"
+	"archive (schema 4 and later; the daemon adds the list mails still in\n"
+	"its spool from before); what is older is counted on stderr as\n"
+	"missing.  Reads the database only; safe next to a running daemon.\n"
+	"\n"
+	"Exit status: 0 when written, 66 (EX_NOINPUT) when nothing is\n"
+	"archived for the MR, 73 (EX_CANTCREAT) when the output cannot be\n"
+	"created (DIR not empty, FILE not writable), 64 (EX_USAGE), 78\n"
+	"(EX_CONFIG) for a broken configuration, 75 (EX_TEMPFAIL) when the\n"
+	"database is busy, 77 (EX_NOPERM) when it cannot be read.\n";
+
+/*
+ * One archived mail.  The first pass keeps only what ordering and the
+ * public-inbox commit need; the second loads each message again as it is
+ * written, so memory holds one message at a time, whatever the MR's size.
+ */
+struct xmail {
+	char *message_id;
+	int64_t date; /* from its Date header, else when archived */
+	struct gitrepo_person who;
+	char *subject;
+	size_t order; /* archiving order: ties on date keep it */
+};
+
+static int usage_error(const char *what)
+{
+	fprintf(stderr,
+		"patchbridge export: %s\n"
+		"usage: patchbridge export %s\n"
+		"Try \"patchbridge export --help\".\n",
+		what, cmd_export_synopsis);
+	return EX_USAGE;
+}
+
+/* Does raw[0..len) have a Message-ID header in its header block? */
+static int has_message_id(const char *raw, size_t len)
+{
+	const char *p = raw, *end = raw + len;
+
+	while (p < end && *p != '\n' &&
+	       !(*p == '\r' && p + 1 < end && p[1] == '\n')) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+		if ((size_t)(end - p) >= 11 &&
+		    !strncasecmp(p, "Message-ID:", 11))
+			return 1;
+		if (!nl)
+			break;
+		p = nl + 1;
+	}
+	return 0;
+}
+
+/*
+ * The text as written out: CRLF -> LF, ending in a newline, with a
+ * Message-ID header put first when the mail came without one (the
+ * archive's key is then the id the bridge gave it).
+ */
+static int normalise(struct buf *out, const struct store_archived *a)
+{
+	const char *p = a->message, *end = p + a->message_len;
+	int rc = 0;
+
+	buf_reset(out);
+	if (!has_message_id(p, a->message_len))
+		rc = buf_addf(out, "Message-ID: <%s>\n", a->message_id);
+	while (!rc && p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (n && p[n - 1] == '\r')
+			n--;
+		rc = buf_add(out, p, n);
+		if (!rc)
+			rc = buf_addch(out, '\n');
+		p = nl ? nl + 1 : end;
+	}
+	return rc;
+}
+
+/* First pass: the date, sender and subject of one archived mail. */
+static int describe(struct xmail *x, struct store *st, const char *message_id,
+		    size_t order)
+{
+	struct store_archived a;
+	struct mail *m = NULL;
+	int rc;
+
+	store_archived_init(&a);
+	x->order = order;
+	x->message_id = xstrdup(message_id);
+	rc = store_archive_get(&a, st, message_id);
+	if (rc)
+		return rc;
+	x->date = a.created;
+	if (!mail_parse(&m, a.message, a.message_len, NULL)) {
+		int64_t t;
+
+		if (!mail_date_parse(&t, m->date) && t > 0)
+			x->date = t;
+		x->who.name = xstrdup(m->from.name);
+		x->who.email = xstrdup(m->from.email);
+		x->subject = xstrdup(m->subject);
+		mail_free(m);
+	}
+	x->who.time = x->date;
+	store_archived_release(&a);
+	return 0;
+}
+
+static void xmail_release(struct xmail *x)
+{
+	free(x->message_id);
+	free(x->who.name);
+	free(x->who.email);
+	free(x->subject);
+}
+
+static int cmp_date(const void *a, const void *b)
+{
+	const struct xmail *x = a, *y = b;
+
+	if (x->date != y->date)
+		return x->date < y->date ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* mboxrd: "From " lines quoted with one more '>' (">From ", ">>From "). */
+static int mbox_add(struct buf *out, const struct buf *text)
+{
+	const char *p = text->data, *end = p + text->len;
+	int rc = buf_adds(out, "From mboxrd@z Thu Jan  1 00:00:00 1970\n");
+
+	while (!rc && p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
+		const char *q = p;
+
+		while (q < p + n && *q == '>')
+			q++;
+		if ((size_t)(p + n - q) >= 5 && !memcmp(q, "From ", 5))
+			rc = buf_addch(out, '>');
+		if (!rc)
+			rc = buf_add(out, p, n);
+		p += n;
+	}
+	if (!rc)
+		rc = buf_addch(out, '\n');
+	return rc;
+}
+
+/*
+ * Where the mails go: an mbox file or stdout, and/or a public-inbox
+ * epoch.  Both are written aside and put in place only when complete: the
+ * mbox as a temporary file renamed over FILE, the epoch as
+ * DIR/git/0.git.tmp renamed to DIR/git/0.git, so a failed export leaves
+ * nothing that public-inbox-index or a reader could take for the whole
+ * conversation.
+ */
+struct sink {
+	const char *mbox;
+	struct file_atomic file;
+	int file_open;
+	struct gitrepo_epoch *epoch;
+	const char *inbox;
+	int inbox_made; /* DIR did not exist: remove it after a failure */
+	int epoch_begun; /* the temporary epoch may exist */
+	char epoch_path[PATH_MAX];
+	char epoch_tmp[PATH_MAX];
+};
+
+/* DIR must be absent (*absent = 1) or an empty directory. */
+static int dir_usable(const char *dir, int *absent)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int empty = 1;
+
+	*absent = 0;
+	if (!d && errno == ENOENT)
+		*absent = 1;
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			empty = 0;
+			break;
+		}
+	closedir(d);
+	return empty ? 0 : -ENOTEMPTY;
+}
+
+static int sink_open(struct sink *k)
+{
+	int rc;
+
+	if (k->mbox && strcmp(k->mbox, "-")) {
+		rc = file_atomic_open(&k->file, k->mbox, 0644);
+		if (rc) {
+			fprintf(stderr, "patchbridge export: %s\n", err_msg());
+			return rc;
+		}
+		k->file_open = 1;
+	}
+	if (!k->inbox)
+		return 0;
+	rc = dir_usable(k->inbox, &k->inbox_made);
+	if (rc) {
+		fprintf(stderr, "patchbridge export: %s: %s\n", k->inbox,
+			rc == -ENOTEMPTY ? "exists and is not empty" :
+					   strerror(-rc));
+		return PB_EEXISTS;
+	}
+	if ((size_t)snprintf(k->epoch_path, sizeof(k->epoch_path),
+			     "%s/git/0.git",
+			     k->inbox) >= sizeof(k->epoch_path) ||
+	    (size_t)snprintf(k->epoch_tmp, sizeof(k->epoch_tmp), "%s.tmp",
+			     k->epoch_path) >= sizeof(k->epoch_tmp)) {
+		fprintf(stderr, "patchbridge export: %s: path too long\n",
+			k->inbox);
+		return PB_EINVAL;
+	}
+	k->epoch_begun = 1;
+	rc = gitrepo_epoch_create(&k->epoch, k->epoch_tmp);
+	if (rc)
+		fprintf(stderr, "patchbridge export: %s: %s\n", k->epoch_tmp,
+			err_msg());
+	return rc;
+}
+
+/* Second pass: one mail, loaded again, to every output. */
+static int sink_add(struct sink *k, struct store *st, const struct xmail *x,
+		    struct buf *text, struct buf *mbox)
+{
+	struct store_archived a;
+	int rc;
+
+	store_archived_init(&a);
+	rc = store_archive_get(&a, st, x->message_id);
+	if (rc) {
+		fprintf(stderr, "patchbridge export: %s\n", err_msg());
+		return rc;
+	}
+	text->max = a.message_len + a.message_len / 2 + PB_MSGID_MAX + 64;
+	rc = normalise(text, &a);
+	store_archived_release(&a);
+	if (!rc && k->mbox) {
+		buf_reset(mbox);
+		mbox->max = text->len * 2 + 64;
+		rc = mbox_add(mbox, text);
+		if (!rc && k->file_open)
+			rc = file_atomic_write(&k->file, mbox->data, mbox->len);
+		else if (!rc)
+			rc = fd_write_all(1, mbox->data, mbox->len);
+		if (rc)
+			fprintf(stderr, "patchbridge export: %s: %s\n", k->mbox,
+				err_msg());
+	}
+	if (!rc && k->epoch) {
+		rc = gitrepo_epoch_add(k->epoch, text->data, text->len, &x->who,
+				       x->subject);
+		if (rc)
+			fprintf(stderr, "patchbridge export: %s: %s\n",
+				k->epoch_tmp, err_msg());
+	}
+	return rc;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag,
+		    struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* After a failure: remove the epoch being written and what we made. */
+static void inbox_discard(struct sink *k)
+{
+	char git[PATH_MAX + 8];
+
+	if (nftw(k->epoch_tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 &&
+	    errno != ENOENT)
+		fprintf(stderr, "patchbridge export: cannot remove %s: %s\n",
+			k->epoch_tmp, strerror(errno));
+	snprintf(git, sizeof(git), "%s/git", k->inbox);
+	rmdir(git); /* only if empty, as we made it */
+	if (k->inbox_made)
+		rmdir(k->inbox);
+}
+
+/* A complete epoch: DIR/git/0.git.tmp -> DIR/git/0.git, made durable. */
+static int inbox_commit(struct sink *k)
+{
+	char git[PATH_MAX + 8];
+
+	if (rename(k->epoch_tmp, k->epoch_path) < 0) {
+		fprintf(stderr, "patchbridge export: rename to %s: %s\n",
+			k->epoch_path, strerror(errno));
+		return PB_ERROR;
+	}
+	snprintf(git, sizeof(git), "%s/git", k->inbox);
+	if (dir_fsync(git)) {
+		fprintf(stderr, "patchbridge export: %s\n", err_msg());
+		return PB_ETEMP;
+	}
+	return 0;
+}
+
+/* Finish the outputs: put them in place, or remove them after a failure. */
+static int sink_close(struct sink *k, int ok)
+{
+	int rc = 0;
+
+	gitrepo_epoch_free(k->epoch);
+	k->epoch = NULL;
+	if (k->epoch_begun && ok)
+		rc = inbox_commit(k);
+	if (k->epoch_begun && (!ok || rc))
+		inbox_discard(k);
+	k->epoch_begun = 0;
+	if (k->file_open && ok && !rc) {
+		rc = file_atomic_commit(&k->file);
+		if (rc)
+			fprintf(stderr, "patchbridge export: %s\n", err_msg());
+	} else if (k->file_open) {
+		file_atomic_abort(&k->file);
+	}
+	k->file_open = 0;
+	return rc;
+}
+
+int cmd_export(const char *config_path, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "mbox", required_argument, NULL, 'm' },
+		{ "public-inbox", required_argument, NULL, 'p' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *mbox = NULL, *inbox = NULL;
+	char project[STORE_PROJECT_MAX + 1];
+	struct store_archived_list l;
+	struct xmail *xs = NULL;
+	struct sink sink;
+	struct buf text = BUF_INIT(PB_MAIL_MAX_MAX);
+	struct buf mboxbuf = BUF_INIT(PB_MAIL_MAX_MAX);
+	struct config *cfg = NULL;
+	struct store *st = NULL;
+	size_t i, from_list = 0;
+	int64_t iid, missing = 0;
+	int c, rc, snapshot = 0, gmime = 0;
+
+	memset(&l, 0, sizeof(l));
+	memset(&sink, 0, sizeof(sink));
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'm':
+			mbox = optarg;
+			break;
+		case 'p':
+			inbox = optarg;
+			break;
+		default:
+			return usage_error("unknown option");
+		}
+	}
+	if (optind + 1 != argc)
+		return usage_error("expected exactly one merge request");
+	if (!mbox && !inbox)
+		return usage_error("say where: --mbox FILE or "
+				   "--public-inbox DIR");
+	if ((mbox && !*mbox) || (inbox && !*inbox))
+		return usage_error("empty output path");
+	if (outbound_parse_mr(project, sizeof(project), &iid, argv[optind]))
+		return usage_error("MR must be GROUP/PROJECT!IID");
+
+	rc = env_load_config(&cfg, config_path, 0);
+	if (rc)
+		return rc;
+	if (mail_init()) {
+		fprintf(stderr, "patchbridge export: cannot start GMime\n");
+		config_free(cfg);
+		return EX_SOFTWARE;
+	}
+	gmime = 1;
+	rc = store_open(&st, config_str(cfg, CFG_STATE_PATH), STORE_RO,
+			(int)config_duration_ms(cfg, CFG_STATE_BUSY_TIMEOUT));
+	if (rc == PB_ENOTFOUND) {
+		fprintf(stderr,
+			"patchbridge export: %s: no state database "
+			"yet\n",
+			config_str(cfg, CFG_STATE_PATH));
+		rc = EX_NOINPUT;
+		goto out;
+	}
+	if (!rc) {
+		rc = store_begin(st); /* one consistent snapshot */
+		snapshot = !rc;
+	}
+	if (!rc)
+		rc = store_archive_list(&l, st, project, iid, 0);
+	if (!rc)
+		rc = store_archive_missing(&missing, st, project, iid);
+	if (rc) {
+		fprintf(stderr, "patchbridge export: %s\n", err_msg());
+		rc = env_exit_code(rc);
+		goto out;
+	}
+	if (!l.nr && missing) {
+		fprintf(stderr,
+			"patchbridge export: %s!%lld: no archived mail; %lld "
+			"predate%s the archive\n",
+			project, (long long)iid, (long long)missing,
+			missing == 1 ? "s" : "");
+		rc = EX_NOINPUT;
+		goto out;
+	}
+	if (!l.nr) {
+		fprintf(stderr,
+			"patchbridge export: %s!%lld: no archived mail\n",
+			project, (long long)iid);
+		rc = EX_NOINPUT;
+		goto out;
+	}
+	xs = xcalloc(l.nr, sizeof(*xs));
+	for (i = 0; i < l.nr && !rc; i++) {
+		rc = describe(&xs[i], st, l.items[i].message_id, i);
+		if (!rc && l.items[i].origin == STORE_ARCHIVE_LIST)
+			from_list++;
+	}
+	if (rc) {
+		fprintf(stderr, "patchbridge export: %s\n", err_msg());
+		rc = env_exit_code(rc);
+		goto out;
+	}
+	qsort(xs, l.nr, sizeof(*xs), cmp_date);
+	if (missing)
+		fprintf(stderr,
+			"patchbridge export: %s!%lld: %lld mail%s from "
+			"before the archive existed %s missing\n",
+			project, (long long)iid, (long long)missing,
+			missing == 1 ? "" : "s", missing == 1 ? "is" : "are");
+	sink.mbox = mbox;
+	sink.inbox = inbox;
+	rc = sink_open(&sink);
+	for (i = 0; i < l.nr && !rc; i++)
+		rc = sink_add(&sink, st, &xs[i], &text, &mboxbuf);
+	if (sink_close(&sink, !rc) || rc) {
+		rc = EX_CANTCREAT;
+		goto out;
+	}
+	fprintf(mbox && !strcmp(mbox, "-") ? stderr : stdout,
+		"%s!%lld: %zu mails (%zu from the list, %zu from the "
+		"bridge)%s%s%s%s\n",
+		project, (long long)iid, l.nr, from_list, l.nr - from_list,
+		mbox ? "; mbox " : "", mbox ? mbox : "",
+		inbox ? "; public-inbox " : "", inbox ? inbox : "");
+	rc = EX_OK;
+out:
+	if (xs)
+		for (i = 0; i < l.nr; i++)
+			xmail_release(&xs[i]);
+	free(xs);
+	buf_release(&text);
+	buf_release(&mboxbuf);
+	store_archived_list_release(&l);
+	if (snapshot)
+		store_rollback(st); /* read only: nothing to keep */
+	store_free(st);
+	config_free(cfg);
+	if (gmime)
+		mail_shutdown();
+	return rc;
+}

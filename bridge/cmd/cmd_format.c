@@ -1,0 +1,442 @@
+#include "cmd/cmd_format.h"
+
+#include "cmd/env.h"
+
+#include "core/msgid.h"
+#include "outbound/gitrepo.h"
+#include "outbound/mailhdr.h"
+#include "outbound/mrjson.h"
+#include "outbound/series.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/fileio.h"
+#include "util/limits.h"
+#include "util/scan.h"
+#include "util/strlist.h"
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+const char cmd_format_synopsis[] = "[OPTION...]";
+
+const char cmd_format_summary[] =
+	"a commit range as the series mbox the list would get";
+
+const char cmd_format_help[] =
+	"Prints the series of the commits base..head (merges left out) as an\n"
+	"mbox, rendered exactly as the daemon mails it: cover letter, one\n"
+	"mail per commit; git am and b4 am apply it.  Offline: no forge, no\n"
+	"SMTP, no state.  The same input gives the same bytes.\n"
+	"--repo, --base and --head are required.\n"
+	"\n"
+	"  --repo DIR            git repository (bare or work tree)\n"
+	"  --base REV            the target the series applies to\n"
+	"  --head REV            the last commit of the series\n"
+	"  --version N           revision number (default 1: \"[PATCH 1/3]\")\n"
+	"  --mr-json FILE        GitLab MR JSON (GET .../merge_requests/:iid)\n"
+	"                        for title, description, author, URL, project\n"
+	"  --range-diff A..B     the previous revision's range, for the cover\n"
+	"                        letter's \"Changes in vN\"\n"
+	"  --prev-version N      that revision's number (default: version - 1)\n"
+	"  --in-reply-to MSGID   make the first mail a reply to MSGID\n"
+	"  --to ADDR, --cc ADDR  recipients (repeatable; duplicates dropped)\n"
+	"  --project PATH        project path without --mr-json\n"
+	"  --iid N               MR number without --mr-json (default 1)\n"
+	"  --bridge-name NAME    From: \"Author via NAME\" (default patchbridge)\n"
+	"  --bridge-address ADDR the From address (default\n"
+	"                        patchbridge@patchbridge.invalid)\n"
+	"  --from-author         From: the commit author's own address\n"
+	"  --domain DOMAIN       Message-ID domain (default: the bridge's)\n"
+	"  --cover-letter        a cover letter even for a single patch\n"
+	"  --max-series N        cover letter only above N patches (100)\n"
+	"  --template FILE       cover letter template (default: built in)\n"
+	"  --date SECONDS        the revision date (default: head's commit\n"
+	"                        date); mail k is dated SECONDS + k\n"
+	"  -o, --output FILE     write to FILE (\"-\": standard output, the\n"
+	"                        default)\n";
+
+enum {
+	OPT_REPO = 256,
+	OPT_BASE,
+	OPT_HEAD,
+	OPT_VERSION,
+	OPT_MR_JSON,
+	OPT_RANGE_DIFF,
+	OPT_PREV_VERSION,
+	OPT_IN_REPLY_TO,
+	OPT_TO,
+	OPT_CC,
+	OPT_PROJECT,
+	OPT_IID,
+	OPT_BRIDGE_NAME,
+	OPT_BRIDGE_ADDRESS,
+	OPT_FROM_AUTHOR,
+	OPT_DOMAIN,
+	OPT_COVER,
+	OPT_MAX_SERIES,
+	OPT_TEMPLATE,
+	OPT_DATE,
+};
+
+static const struct option long_opts[] = {
+	{ "repo", required_argument, NULL, OPT_REPO },
+	{ "base", required_argument, NULL, OPT_BASE },
+	{ "head", required_argument, NULL, OPT_HEAD },
+	{ "version", required_argument, NULL, OPT_VERSION },
+	{ "mr-json", required_argument, NULL, OPT_MR_JSON },
+	{ "range-diff", required_argument, NULL, OPT_RANGE_DIFF },
+	{ "prev-version", required_argument, NULL, OPT_PREV_VERSION },
+	{ "in-reply-to", required_argument, NULL, OPT_IN_REPLY_TO },
+	{ "to", required_argument, NULL, OPT_TO },
+	{ "cc", required_argument, NULL, OPT_CC },
+	{ "project", required_argument, NULL, OPT_PROJECT },
+	{ "iid", required_argument, NULL, OPT_IID },
+	{ "bridge-name", required_argument, NULL, OPT_BRIDGE_NAME },
+	{ "bridge-address", required_argument, NULL, OPT_BRIDGE_ADDRESS },
+	{ "from-author", no_argument, NULL, OPT_FROM_AUTHOR },
+	{ "domain", required_argument, NULL, OPT_DOMAIN },
+	{ "cover-letter", no_argument, NULL, OPT_COVER },
+	{ "max-series", required_argument, NULL, OPT_MAX_SERIES },
+	{ "template", required_argument, NULL, OPT_TEMPLATE },
+	{ "date", required_argument, NULL, OPT_DATE },
+	{ "output", required_argument, NULL, 'o' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct format_args {
+	const char *repo, *base, *head, *mr_json, *range_diff, *in_reply_to;
+	const char *project, *bridge_name, *bridge_address, *domain;
+	const char *template_path, *output;
+	uint64_t version, prev_version, iid, max_series;
+	int64_t date;
+	int have_date, from_author, cover;
+	struct strlist to, cc;
+};
+
+static int usage_error(const char *what)
+{
+	fprintf(stderr,
+		"patchbridge format: %s\n"
+		"usage: patchbridge format %s\n"
+		"Try \"patchbridge format --help\".\n",
+		what, cmd_format_synopsis);
+	return EX_USAGE;
+}
+
+static int parse_num(uint64_t *out, const char *s, uint64_t min, uint64_t max)
+{
+	return mem_to_u64(s, strlen(s), max, out) && *out >= min;
+}
+
+static int parse_args(struct format_args *a, int argc, char **argv)
+{
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "o:h", long_opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_REPO:
+			a->repo = optarg;
+			break;
+		case OPT_BASE:
+			a->base = optarg;
+			break;
+		case OPT_HEAD:
+			a->head = optarg;
+			break;
+		case OPT_VERSION:
+			if (!parse_num(&a->version, optarg, 1, MSGID_NUM_MAX))
+				return usage_error("--version: 1-9999");
+			break;
+		case OPT_PREV_VERSION:
+			if (!parse_num(&a->prev_version, optarg, 1,
+				       MSGID_NUM_MAX))
+				return usage_error("--prev-version: 1-9999");
+			break;
+		case OPT_MR_JSON:
+			a->mr_json = optarg;
+			break;
+		case OPT_RANGE_DIFF:
+			a->range_diff = optarg;
+			break;
+		case OPT_IN_REPLY_TO:
+			a->in_reply_to = optarg;
+			break;
+		case OPT_TO:
+			strlist_push(&a->to, optarg);
+			break;
+		case OPT_CC:
+			strlist_push(&a->cc, optarg);
+			break;
+		case OPT_PROJECT:
+			a->project = optarg;
+			break;
+		case OPT_IID:
+			if (!parse_num(&a->iid, optarg, 1, UINT32_MAX))
+				return usage_error("--iid: a positive number");
+			break;
+		case OPT_BRIDGE_NAME:
+			a->bridge_name = optarg;
+			break;
+		case OPT_BRIDGE_ADDRESS:
+			a->bridge_address = optarg;
+			break;
+		case OPT_FROM_AUTHOR:
+			a->from_author = 1;
+			break;
+		case OPT_DOMAIN:
+			a->domain = optarg;
+			break;
+		case OPT_COVER:
+			a->cover = 1;
+			break;
+		case OPT_MAX_SERIES:
+			if (!parse_num(&a->max_series, optarg, 1,
+				       MSGID_NUM_MAX))
+				return usage_error("--max-series: 1-9999");
+			break;
+		case OPT_TEMPLATE:
+			a->template_path = optarg;
+			break;
+		case OPT_DATE:
+			if (!mem_to_i64(optarg, strlen(optarg), 0,
+					(int64_t)1 << 40, &a->date))
+				return usage_error("--date: Unix seconds");
+			a->have_date = 1;
+			break;
+		case 'o':
+			a->output = optarg;
+			break;
+		case 'h':
+			printf("usage: patchbridge format %s\n\n%s\n\n%s",
+			       cmd_format_synopsis, cmd_format_summary,
+			       cmd_format_help);
+			return -1;
+		default:
+			return usage_error("unknown option");
+		}
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument");
+	if (!a->repo || !a->base || !a->head)
+		return usage_error("--repo, --base and --head are required");
+	return 0;
+}
+
+/* A project name from the repository directory: ".../linux.git" ->
+ * "linux". */
+static char *project_from_repo(const char *dir)
+{
+	char *real = realpath(dir, NULL), *res;
+	const char *repo = real ? real : dir;
+	const char *p = repo + strlen(repo), *end;
+
+	while (p > repo && p[-1] == '/')
+		p--;
+	end = p;
+	while (p > repo && p[-1] != '/')
+		p--;
+	if (end - p > 4 && !memcmp(end - 4, ".git", 4))
+		end -= 4;
+	if (end > p && !(end - p == 4 && !memcmp(p, ".git", 4)) &&
+	    !(end - p == 1 && *p == '.'))
+		res = xstrndup(p, (size_t)(end - p));
+	else
+		res = xstrdup("local");
+	free(real);
+	return res;
+}
+
+static int write_out(int fd, const struct series *s)
+{
+	struct buf b = BUF_INIT(SERIES_MAIL_MAX + 1024);
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < s->nr && !rc; i++) {
+		buf_reset(&b);
+		rc = series_mbox_append(&b, &s->mails[i]);
+		if (!rc)
+			rc = fd_write_all(fd, b.data, b.len);
+	}
+	buf_release(&b);
+	return rc;
+}
+
+static int run(struct format_args *a)
+{
+	struct gitrepo *repo = NULL;
+	struct gitrepo_range *range = NULL, *prev = NULL;
+	struct series *s = NULL;
+	struct series_opts o;
+	struct mrjson mr;
+	struct buf tmpl = BUF_INIT(PB_TEMPLATE_MAX);
+	char *project = NULL, *domain = NULL, *prev_base = NULL, *irt = NULL;
+	const char *dots;
+	int rc, fd = 1;
+
+	memset(&mr, 0, sizeof(mr));
+	series_opts_init(&o);
+	if (a->mr_json) {
+		rc = mrjson_read(&mr, a->mr_json);
+		if (rc)
+			goto out;
+	}
+	if (a->template_path) {
+		rc = file_read(&tmpl, a->template_path);
+		if (rc)
+			goto out;
+		o.cover_template = tmpl.data;
+		o.cover_template_len = tmpl.len;
+	}
+	rc = gitrepo_open(&repo, a->repo);
+	if (rc)
+		goto out;
+	rc = gitrepo_range_load(&range, repo, a->base, a->head,
+				a->max_series ? a->max_series :
+						PB_SERIES_MAX_DEFAULT);
+	if (rc)
+		goto out;
+	if (a->range_diff) {
+		dots = strstr(a->range_diff, "..");
+		if (!dots) {
+			rc = err_set(PB_EINVAL, "--range-diff: want A..B");
+			goto out;
+		}
+		prev_base =
+			xstrndup(a->range_diff, (size_t)(dots - a->range_diff));
+		rc = gitrepo_range_load(&prev, repo, prev_base, dots + 2,
+					PB_SERIES_MAX_DEFAULT);
+		if (rc)
+			goto out;
+	}
+
+	if (a->project)
+		project = xstrdup(a->project);
+	else if (mr.project)
+		project = xstrdup(mr.project);
+	else
+		project = project_from_repo(a->repo);
+	o.project = project;
+	o.iid = a->iid ? a->iid : mr.iid ? mr.iid : 1;
+	o.revision = a->version ? (unsigned)a->version : 1;
+	o.prev_revision = (unsigned)a->prev_version;
+	o.title = mr.title;
+	o.description = mr.description;
+	o.url = mr.web_url;
+	o.author_name = mr.author_name;
+	o.author_username = mr.author_username;
+	o.source_branch = mr.source_branch;
+	o.target_branch = mr.target_branch;
+	if (a->bridge_name)
+		o.bridge_name = a->bridge_name;
+	o.bridge_address = a->bridge_address ?
+				   a->bridge_address :
+				   "patchbridge@patchbridge.invalid";
+	if (a->domain) {
+		o.msgid_domain = a->domain;
+	} else {
+		const char *at = strrchr(o.bridge_address, '@');
+
+		domain = xstrdup(at ? at + 1 : "");
+		o.msgid_domain = domain;
+	}
+	o.from_mode = a->from_author ? SERIES_FROM_AUTHOR : SERIES_FROM_BRIDGE;
+	o.to = &a->to;
+	o.cc = &a->cc;
+	if (a->in_reply_to) {
+		const char *id = a->in_reply_to;
+		size_t len = strlen(id);
+
+		/* Accept "<id>" as well as "id". */
+		if (len >= 2 && id[0] == '<' && id[len - 1] == '>')
+			irt = xstrndup(id + 1, len - 2);
+		else
+			irt = xstrdup(id);
+		o.in_reply_to = irt;
+	}
+	o.cover_single = a->cover;
+	if (a->max_series)
+		o.max_series = a->max_series;
+	if (a->have_date) {
+		o.date = a->date;
+		o.date_tz = 0;
+	} else {
+		/* The head commit's committer date: fixed for a given head,
+		 * so formatting twice gives the same bytes. */
+		o.date = range->head_committer.time;
+		o.date_tz = range->head_committer.tz_minutes;
+	}
+	o.prev_range = prev;
+
+	rc = series_build(&s, range, &o);
+	if (rc)
+		goto out;
+	if (a->output && strcmp(a->output, "-")) {
+		fd = open(a->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+			  0644);
+		if (fd < 0) {
+			rc = err_set_errno(err_from_errno(errno), "open %s",
+					   a->output);
+			fd = 1;
+			goto out;
+		}
+	}
+	rc = write_out(fd, s);
+	if (fd != 1) {
+		if (close(fd) < 0 && !rc)
+			rc = err_set_errno(PB_ETEMP, "close %s", a->output);
+		fd = 1;
+	}
+out:
+	if (fd != 1)
+		close(fd);
+	free(irt);
+	series_free(s);
+	gitrepo_range_free(range);
+	gitrepo_range_free(prev);
+	gitrepo_free(repo);
+	mrjson_release(&mr);
+	buf_release(&tmpl);
+	free(project);
+	free(domain);
+	free(prev_base);
+	return rc;
+}
+
+int cmd_format(int argc, char **argv)
+{
+	struct format_args a;
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	strlist_init(&a.to);
+	strlist_init(&a.cc);
+	rc = parse_args(&a, argc, argv);
+	if (rc == 0) {
+		rc = run(&a);
+		if (rc)
+			fprintf(stderr, "patchbridge format: %s\n", err_msg());
+		rc = env_exit_code(rc);
+	} else if (rc < 0) {
+		rc = EX_OK; /* --help */
+	}
+	strlist_release(&a.to);
+	strlist_release(&a.cc);
+	return rc;
+}
+
+int cmd_format_run(const struct command *cmd, int argc, char **argv)
+{
+	(void)cmd;
+	return cmd_format(argc, argv);
+}

@@ -1,0 +1,669 @@
+/*
+ * `patchbridge run`: the daemon.
+ *
+ * One thread does the work: it polls the forge every poll_interval
+ * (detect.h), takes merge requests off the work queue (workq.h) and mails
+ * their new revisions (outbound.h), and delivers queued mails whose retry
+ * is due.  The webhook receiver, when enabled, runs in libmicrohttpd's
+ * threads and only puts MRs on the queue, which wakes the main thread.
+ *
+ * Signals: SIGTERM and SIGINT stop the daemon after the mail being handed
+ * to the MTA or the list reply being applied to the forge (what is left
+ * stays queued, or spooled, for the next start); SIGHUP
+ * reloads the configuration - a file that does not load, or an env that
+ * cannot be built from it (an unreadable token, a port in use), is
+ * refused with a log line and the old configuration stays in force.  The
+ * handlers only set a flag and wake the main loop (the queue's self-pipe).
+ * The flags are the only globals besides the config and the log sink:
+ * signal handlers can reach nothing else.
+ *
+ * An MR whose handling failed temporarily (forge or git unreachable) is
+ * tried again with backoff; the poll watermark is held before it
+ * meanwhile, so a restart looks at it again.  So is the watermark held
+ * before every MR a poll queued until it was looked at (detect.h): a stop
+ * leaves the rest of the queue behind, and the next start lists it again.
+ *
+ * A forge that fails or hangs while the daemon stops does not hold it for
+ * its retries and timeouts: the forge client gives up within seconds
+ * (gitlab.h), and the reply being applied is applied at the next start
+ * (its actions journaled, none twice).
+ */
+#include "cmd/cmd_daemon.h"
+#include "cmd/env.h"
+
+#include "core/config.h"
+#include "core/secret.h"
+#include "forge/webhook.h"
+#include "inbound/inbound.h"
+#include "mail/mail.h"
+#include "outbound/detect.h"
+#include "outbound/forgemail.h"
+#include "outbound/outbound.h"
+#include "outbound/workq.h"
+#include "util/err.h"
+#include "util/limits.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+#include <time.h>
+#include <unistd.h>
+
+const char cmd_run_synopsis[] = "[OPTION]";
+const char cmd_run_summary[] = "the daemon: poll, receive webhooks, mail "
+			       "new revisions";
+const char cmd_run_help[] =
+	"Polls every enabled project every [outbound] poll_interval, receives\n"
+	"GitLab merge request webhooks when [webhook] enabled, and mails each\n"
+	"new revision of an open merge request to the list.  Mail a crash or\n"
+	"the MTA left unsent goes out first.  One daemon per state database.\n"
+	"\n"
+	"  --once        one cycle (deliver what is due, poll, mail), then\n"
+	"                exit: 0 when nothing is left to retry, 75\n"
+	"                (EX_TEMPFAIL) when something is; no webhook receiver\n"
+	"  --foreground  stay in the foreground and log to stderr (for\n"
+	"                systemd Type=simple); otherwise detach and log to\n"
+	"                syslog, facility mail\n"
+	"\n"
+	"SIGTERM/SIGINT: stop after the mail being sent or the reply being\n"
+	"applied (a forge that fails or hangs meanwhile is given up on within\n"
+	"seconds; that reply is applied at the next start).  SIGHUP: reload\n"
+	"the configuration (a broken one is refused and the old one kept).\n";
+
+static volatile sig_atomic_t stop_flag, reload_flag;
+static struct workq *signal_queue; /* the handlers' way to wake the loop */
+
+static void on_signal(int sig)
+{
+	if (sig == SIGHUP)
+		reload_flag = 1;
+	else
+		stop_flag = 1;
+	if (signal_queue)
+		workq_wake(signal_queue);
+}
+
+/* An MR to look at again after a temporary failure. */
+struct retry {
+	char *project;
+	int64_t iid;
+	int64_t updated_ms;
+	int attempts;
+	int64_t due;
+};
+
+struct daemon {
+	const char *config_path;
+	int once;
+	struct env env;
+	struct detect *detect;
+	struct webhook *wh;
+	struct workq *q;
+	struct retry *retries;
+	size_t nr_retries, alloc_retries;
+	int64_t next_poll;
+	int64_t next_due; /* earliest deferred mail */
+	/* Inbound: spooled list replies onto the forge. */
+	struct inbound *ib; /* NULL until it could be set up */
+	int64_t next_inbound; /* next spool scan or journal retry */
+	int inbound_waiting; /* replies wait for a retry */
+};
+
+static int64_t now_s(void)
+{
+	return (int64_t)time(NULL);
+}
+
+static void apply_log_level(const struct config *cfg)
+{
+	int level = log_level_from_name(config_str(cfg, CFG_LOG_LEVEL));
+
+	if (level >= 0)
+		log_set_level(level);
+}
+
+/* --- the webhook ----------------------------------------------------- */
+
+/* Called from the receiver's threads: enqueue only. */
+static int on_event(const struct webhook_event *ev, void *arg)
+{
+	struct workq *q = arg;
+	char reason[WORKQ_REASON_MAX + 1];
+	int rc;
+
+	if (ev->kind != WEBHOOK_MR)
+		return 0;
+	if (!ev->code_changed && ev->action != WEBHOOK_ACTION_OPEN &&
+	    ev->action != WEBHOOK_ACTION_REOPEN)
+		return 0;
+	snprintf(reason, sizeof(reason), "webhook %s",
+		 ev->code_changed ? "push" : webhook_action_name(ev->action));
+	rc = workq_push(q, ev->project, ev->iid, 0, reason);
+	return rc == PB_EEXISTS ? 0 : rc;
+}
+
+static int webhook_start(struct webhook **out, const struct config *cfg,
+			 struct workq *q)
+{
+	struct buf secret = BUF_INIT(WEBHOOK_SECRET_MAX + 1);
+	struct webhook_opts o;
+	int rc;
+
+	*out = NULL;
+	if (!config_bool(cfg, CFG_WEBHOOK_ENABLED))
+		return 0;
+	rc = secret_read(&secret, config_str(cfg, CFG_WEBHOOK_SECRET_FILE),
+			 WEBHOOK_SECRET_MAX);
+	if (rc)
+		return err_prefix(rc, "[webhook] secret_file");
+	memset(&o, 0, sizeof(o));
+	o.listen = config_str(cfg, CFG_WEBHOOK_LISTEN);
+	o.secret = secret.data;
+	o.max_request_size = config_size(cfg, CFG_WEBHOOK_MAX_REQUEST_SIZE);
+	o.on_event = on_event;
+	o.arg = q;
+	rc = webhook_new(out, &o);
+	secret_wipe(&secret);
+	if (rc)
+		return err_prefix(rc, "[webhook]");
+	return 0;
+}
+
+/* --- retries ------------------------------------------------------------ */
+
+static struct retry *retry_find(struct daemon *d, const char *project,
+				int64_t iid)
+{
+	size_t i;
+
+	for (i = 0; i < d->nr_retries; i++)
+		if (d->retries[i].iid == iid &&
+		    !strcmp(d->retries[i].project, project))
+			return &d->retries[i];
+	return NULL;
+}
+
+static void retry_later(struct daemon *d, const struct workq_item *it,
+			int64_t due)
+{
+	struct retry *r = retry_find(d, it->project, it->iid);
+
+	if (!r) {
+		ALLOC_GROW(d->retries, d->nr_retries + 1, d->alloc_retries);
+		r = &d->retries[d->nr_retries++];
+		memset(r, 0, sizeof(*r));
+		r->project = xstrdup(it->project);
+		r->iid = it->iid;
+	}
+	if (it->updated_ms > r->updated_ms)
+		r->updated_ms = it->updated_ms;
+	r->attempts++;
+	r->due = due ? due : now_s() + outbound_backoff(r->attempts);
+	if (d->detect)
+		detect_hold(d->detect, r->project, r->iid, r->updated_ms);
+}
+
+static void retry_done(struct daemon *d, const char *project, int64_t iid)
+{
+	struct retry *r = retry_find(d, project, iid);
+
+	if (d->detect)
+		detect_release(d->detect, project, iid);
+	if (!r)
+		return;
+	free(r->project);
+	*r = d->retries[--d->nr_retries];
+}
+
+/* Due retries back on the queue (they keep their entry until done). */
+static void retries_due(struct daemon *d, int64_t t)
+{
+	size_t i;
+
+	for (i = 0; i < d->nr_retries; i++) {
+		struct retry *r = &d->retries[i];
+
+		if (r->due <= t)
+			workq_push(d->q, r->project, r->iid, r->updated_ms,
+				   "retry");
+	}
+}
+
+static void retries_free(struct daemon *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nr_retries; i++)
+		free(d->retries[i].project);
+	free(d->retries);
+	d->retries = NULL;
+	d->nr_retries = d->alloc_retries = 0;
+}
+
+/* --- inbound ------------------------------------------------------------ */
+
+/*
+ * The milter does not wake the daemon: the spool is looked at every
+ * INBOUND_SCAN_S seconds (a readdir of new/), and sooner when a reply's
+ * retry is due.
+ */
+#define INBOUND_SCAN_S 5
+
+static void inbound_stop(struct daemon *d)
+{
+	inbound_free(d->ib);
+	d->ib = NULL;
+}
+
+/* Journal what the milter spooled and apply the replies that are due. */
+static void inbound_cycle(struct daemon *d)
+{
+	struct inbound_opts o;
+	int64_t t = now_s(), due = 0;
+
+	d->next_inbound = t + INBOUND_SCAN_S;
+	if (!d->ib) {
+		memset(&o, 0, sizeof(o));
+		o.cfg = d->env.cfg;
+		o.store = d->env.store;
+		o.forge = d->env.forge;
+		o.stop = &stop_flag;
+		/* PB_ETEMP: a `replay --apply-now` applies meanwhile */
+		if (inbound_new(&d->ib, &o)) {
+			log_warn("inbound: %s", err_msg());
+			return;
+		}
+	}
+	if (inbound_run_once(d->ib, t))
+		log_warn("inbound: %s", err_msg());
+	if (!inbound_next_due(&due, d->ib) && due) {
+		d->inbound_waiting = 1;
+		if (due < d->next_inbound)
+			d->next_inbound = due;
+	} else {
+		d->inbound_waiting = 0;
+	}
+}
+
+/* --- work ------------------------------------------------------------------ */
+
+static void process(struct daemon *d, const struct workq_item *it)
+{
+	const struct config_project *proj;
+	struct outbound_report rep;
+	struct log_ctx_saved saved;
+	int rc;
+
+	log_ctx_pushf(&saved, "%s!%lld", it->project, (long long)it->iid);
+	if (config_project_get(&proj, d->env.cfg, it->project) ||
+	    !config_project_bool(proj, CFG_PROJECT_ENABLED)) {
+		log_info("%s: not a bridged project; ignored", it->reason);
+		retry_done(d, it->project, it->iid); /* nothing to look at */
+		goto out;
+	}
+	rc = outbound_mr(&rep, d->env.ob, it->project, it->iid, 0);
+	if (rc) {
+		if (err_is_temporary(rc) && !stop_flag) {
+			retry_later(d, it, 0);
+			log_warn("%s: %s; trying again later", it->reason,
+				 err_msg());
+		} else if (!stop_flag) {
+			retry_done(d, it->project, it->iid);
+			log_error("%s: %s", it->reason, err_msg());
+		}
+		goto out;
+	}
+	switch (rep.outcome) {
+	case OUTBOUND_NOTHING:
+		log_info("%s: nothing to mail: %s", it->reason, rep.reason);
+		break;
+	case OUTBOUND_ALREADY:
+		log_debug("%s: already mailed as v%d", it->reason,
+			  rep.revision);
+		break;
+	case OUTBOUND_MAILED:
+		log_notice("%s: mailed v%d (%d mails)", it->reason,
+			   rep.revision, rep.mails);
+		break;
+	case OUTBOUND_PENDING:
+		log_warn("%s: %s", it->reason, rep.reason);
+		break;
+	}
+	/* Held back by an earlier revision's deferred mail: look again
+	 * once that is due. */
+	if (rep.outcome == OUTBOUND_PENDING && !rep.revision)
+		retry_later(d, it,
+			    rep.next_attempt ? rep.next_attempt : now_s() + 60);
+	else
+		retry_done(d, it->project, it->iid);
+out:
+	log_ctx_pop(&saved);
+}
+
+static void deliver_due(struct daemon *d)
+{
+	int sent = 0;
+
+	if (outbound_deliver_due(d->env.ob, &d->next_due, &sent))
+		log_warn("delivery: %s", err_msg());
+	else if (sent)
+		log_info("delivery: %d queued mail(s) sent", sent);
+}
+
+/* Forge comments, approvals, merges: mailed as replies (forgemail.h);
+ * queued here, delivered by deliver_due() with the series mails. */
+static void forge_comments(struct daemon *d)
+{
+	struct forgemail *fm = NULL;
+	size_t queued = 0;
+
+	if (forgemail_new(&fm, d->env.cfg, d->env.store, d->env.forge))
+		return;
+	forgemail_set_outbound(fm, d->env.ob);
+	if (forgemail_poll(fm, &queued))
+		log_warn("forge comments: %s", err_msg());
+	if (queued)
+		log_info("forge comments: %zu mail(s) queued", queued);
+	forgemail_free(fm);
+}
+
+static void cycle(struct daemon *d)
+{
+	struct workq_item it;
+	size_t queued = 0;
+	int64_t t = now_s();
+
+	if (t >= d->next_poll) {
+		detect_poll(d->detect, d->q, &queued);
+		d->next_poll =
+			t + config_duration_ms(d->env.cfg,
+					       CFG_OUTBOUND_POLL_INTERVAL) /
+				    1000;
+		if (queued)
+			log_debug("poll: %zu merge request(s) queued", queued);
+	}
+	retries_due(d, t);
+	while (!stop_flag && !reload_flag && !workq_pop(&it, d->q))
+		process(d, &it);
+	/* What a stop leaves queued is held in detect: listed again at the
+	 * next start.  Worked off, the stored watermark may move on. */
+	if (!stop_flag && !reload_flag)
+		detect_checkpoint(d->detect);
+	if (!stop_flag && !reload_flag)
+		forge_comments(d);
+	if (!stop_flag)
+		deliver_due(d);
+	if (!stop_flag && !reload_flag && now_s() >= d->next_inbound)
+		inbound_cycle(d);
+}
+
+/* Sleep until the next poll, retry or delivery is due, or a wake-up. */
+static void wait_for_work(struct daemon *d)
+{
+	struct pollfd pfd;
+	int64_t t = now_s(), until = d->next_poll;
+	size_t i;
+	int ms;
+
+	if (d->next_due && d->next_due < until)
+		until = d->next_due;
+	if (d->next_inbound < until)
+		until = d->next_inbound;
+	for (i = 0; i < d->nr_retries; i++)
+		if (d->retries[i].due < until)
+			until = d->retries[i].due;
+	if (workq_len(d->q) || stop_flag || reload_flag)
+		return;
+	ms = until <= t ?
+		     0 :
+		     (until - t > 3600 ? 3600000 : (int)(until - t) * 1000);
+	pfd.fd = workq_fd(d->q);
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, ms) > 0)
+		workq_drain(d->q);
+}
+
+/* --- configuration ---------------------------------------------------- */
+
+static void reload(struct daemon *d)
+{
+	struct config *cfg = NULL;
+	struct env ne;
+	struct webhook *wh = NULL;
+	struct detect *det = NULL;
+	int rc;
+
+	log_notice("SIGHUP: reloading %s", d->config_path);
+	if (env_load_config(&cfg, d->config_path, 1)) {
+		log_error("reload refused: %s does not load; keeping the "
+			  "configuration in force",
+			  d->config_path);
+		return;
+	}
+	rc = env_open(&ne, cfg, &stop_flag);
+	if (rc) {
+		log_error("reload refused: %s; keeping the configuration in "
+			  "force",
+			  err_msg());
+		return;
+	}
+	/* The new receiver may want the old one's port: stop that first. */
+	webhook_free(d->wh);
+	d->wh = NULL;
+	if (!d->once && webhook_start(&wh, ne.cfg, d->q)) {
+		log_error("reload refused: %s; keeping the configuration in "
+			  "force",
+			  err_msg());
+		env_close(&ne);
+		if (!d->once && webhook_start(&d->wh, d->env.cfg, d->q))
+			log_error("webhook: cannot restart: %s", err_msg());
+		return;
+	}
+	detect_new(&det, ne.cfg, ne.store, ne.forge);
+	detect_free(d->detect);
+	inbound_stop(d); /* it borrows the old env; the next cycle rebuilds */
+	env_close(&d->env);
+	d->env = ne;
+	d->wh = wh;
+	d->detect = det;
+	/* The holds went with the old detect, so the retries go too: the
+	 * new one lists their MRs again from the held watermark. */
+	retries_free(d);
+	apply_log_level(d->env.cfg);
+	d->next_poll = 0;
+	log_notice("configuration reloaded");
+}
+
+/* --- the process -------------------------------------------------------- */
+
+static int take_run_lock(int *fd, const struct config *cfg)
+{
+	char *path = xasprintf("%s.run.lock", config_str(cfg, CFG_STATE_PATH));
+	int rc = 0;
+
+	*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (*fd < 0) {
+		rc = err_set_errno(PB_EPERM, "open %s", path);
+	} else if (flock(*fd, LOCK_EX | LOCK_NB) < 0) {
+		rc = errno == EWOULDBLOCK ?
+			     err_set(PB_ETEMP,
+				     "another patchbridge run uses %s",
+				     config_str(cfg, CFG_STATE_PATH)) :
+			     err_set_errno(PB_ERROR, "lock %s", path);
+		close(*fd);
+		*fd = -1;
+	}
+	free(path);
+	return rc;
+}
+
+static int detach(void)
+{
+	pid_t pid = fork();
+	int fd;
+
+	if (pid < 0)
+		return err_set_errno(PB_ERROR, "fork");
+	if (pid > 0)
+		_exit(EX_OK);
+	if (setsid() < 0)
+		return err_set_errno(PB_ERROR, "setsid");
+	if (chdir("/") < 0)
+		return err_set_errno(PB_ERROR, "chdir /");
+	fd = open("/dev/null", O_RDWR);
+	if (fd < 0)
+		return err_set_errno(PB_ERROR, "open /dev/null");
+	dup2(fd, 0);
+	dup2(fd, 1);
+	dup2(fd, 2);
+	if (fd > 2)
+		close(fd);
+	log_close();
+	log_open("patchbridge", LOG_SINK_SYSLOG);
+	return 0;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+}
+
+int cmd_run(const char *config_path, int argc, char **argv)
+{
+	struct daemon d;
+	struct config *cfg = NULL;
+	int i, rc, foreground = 0, lock_fd = -1, sent = 0;
+
+	memset(&d, 0, sizeof(d));
+	d.config_path = config_path;
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--once")) {
+			d.once = 1;
+		} else if (!strcmp(argv[i], "--foreground")) {
+			foreground = 1;
+		} else {
+			fprintf(stderr,
+				"patchbridge run: unknown argument: %s\n"
+				"usage: patchbridge run %s\n",
+				argv[i], cmd_run_synopsis);
+			return EX_USAGE;
+		}
+	}
+	rc = env_load_config(&cfg, config_path, 0);
+	if (rc)
+		return rc;
+	apply_log_level(cfg);
+	if (take_run_lock(&lock_fd, cfg)) {
+		fprintf(stderr, "patchbridge run: %s\n", err_msg());
+		config_free(cfg);
+		return EX_TEMPFAIL;
+	}
+	if (workq_new(&d.q, 0)) {
+		fprintf(stderr, "patchbridge run: %s\n", err_msg());
+		rc = EX_OSERR;
+		goto out_cfg;
+	}
+	signal_queue = d.q;
+	install_signals();
+	rc = env_open(&d.env, cfg, &stop_flag);
+	cfg = NULL;
+	if (rc) {
+		fprintf(stderr, "patchbridge run: %s\n", err_msg());
+		rc = rc == PB_EINVAL ? EX_CONFIG : env_exit_code(rc);
+		goto out_cfg;
+	}
+	/*
+	 * The receiver runs threads, and fork() keeps only the caller's:
+	 * when detaching, try it here (so a port in use is reported on the
+	 * terminal), stop it, and start it for good in the child.
+	 */
+	if (!d.once) {
+		rc = webhook_start(&d.wh, d.env.cfg, d.q);
+		if (rc) {
+			fprintf(stderr, "patchbridge run: %s\n", err_msg());
+			rc = rc == PB_EINVAL ? EX_CONFIG : EX_UNAVAILABLE;
+			goto out;
+		}
+		if (!foreground) {
+			webhook_free(d.wh);
+			d.wh = NULL;
+			if (detach()) {
+				fprintf(stderr, "patchbridge run: %s\n",
+					err_msg());
+				rc = EX_OSERR;
+				goto out;
+			}
+			if (webhook_start(&d.wh, d.env.cfg, d.q)) {
+				log_error("%s", err_msg());
+				rc = EX_UNAVAILABLE;
+				goto out;
+			}
+		}
+	}
+	detect_new(&d.detect, d.env.cfg, d.env.store, d.env.forge);
+	/* The inbound side parses mail (GMime). */
+	if (mail_init()) {
+		log_error("%s", err_msg());
+		rc = EX_SOFTWARE;
+		goto out;
+	}
+	log_notice("started%s", d.once ? " (one cycle)" : "");
+
+	/* A crash or the MTA left mails queued: they go out first. */
+	if (outbound_deliver_due(d.env.ob, &d.next_due, &sent))
+		log_warn("resume: %s", err_msg());
+	else if (sent)
+		log_notice("resume: %d queued mail(s) sent", sent);
+
+	for (;;) {
+		if (stop_flag)
+			break;
+		if (reload_flag) {
+			reload_flag = 0;
+			reload(&d);
+		}
+		cycle(&d);
+		if (d.once || stop_flag)
+			break;
+		wait_for_work(&d);
+	}
+	rc = EX_OK;
+	if (d.once && (d.nr_retries || d.next_due || d.inbound_waiting))
+		rc = EX_TEMPFAIL;
+	log_notice("stopped%s", stop_flag ? " (signal)" : "");
+out:
+	webhook_free(d.wh);
+	detect_free(d.detect);
+	inbound_stop(&d);
+	mail_shutdown();
+	env_close(&d.env);
+	retries_free(&d);
+out_cfg:
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal_queue = NULL;
+	workq_free(d.q);
+	config_free(cfg);
+	if (lock_fd >= 0)
+		close(lock_fd);
+	return rc;
+}

@@ -1,0 +1,187 @@
+#include "cmd/env.h"
+
+#include "core/config.h"
+#include "core/secret.h"
+#include "forge/forge.h"
+#include "forge/gitlab.h"
+#include "outbound/outbound.h"
+#include "outbound/submit.h"
+#include "state/store.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/strlist.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sysexits.h>
+#include <time.h>
+
+void env_time(char *out, size_t size, int64_t t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (!t || !gmtime_r(&tt, &tm) ||
+	    !strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(out, size, "-");
+}
+
+int env_exit_code(int rc)
+{
+	switch (rc) {
+	case 0:
+		return EX_OK;
+	case PB_ENOTFOUND:
+		return EX_NOINPUT;
+	case PB_EINVAL:
+	case PB_ELIMIT:
+		return EX_DATAERR;
+	case PB_EPERM:
+		return EX_NOPERM;
+	case PB_ETEMP:
+		return EX_TEMPFAIL;
+	default:
+		return EX_SOFTWARE;
+	}
+}
+
+int env_config_exit_code(int rc)
+{
+	switch (rc) {
+	case 0:
+		return EX_OK;
+	case PB_EINVAL:
+		return EX_CONFIG;
+	case PB_ENOTFOUND:
+	case PB_EPERM:
+		return EX_NOINPUT;
+	default:
+		return EX_IOERR;
+	}
+}
+
+int env_load_config(struct config **out, const char *path, int log)
+{
+	struct strlist errs = STRLIST_INIT;
+	size_t i;
+	int rc;
+
+	rc = config_load(out, &errs, path);
+	strlist_for_each (&errs, i) {
+		if (log)
+			log_error("%s", errs.items[i]);
+		else
+			fprintf(stderr, "%s%s\n",
+				rc == PB_EINVAL ? "" : "patchbridge: ",
+				errs.items[i]);
+	}
+	strlist_release(&errs);
+	return env_config_exit_code(rc);
+}
+
+static const char *opt(const char *s)
+{
+	return s && *s ? s : NULL;
+}
+
+int env_open_forge(struct forge **out, struct buf *token,
+		   const struct config *cfg, const volatile sig_atomic_t *stop)
+{
+	struct forge_gitlab_opts o;
+	int rc;
+
+	*out = NULL;
+	rc = secret_read(token, config_str(cfg, CFG_FORGE_TOKEN_FILE), 0);
+	if (rc)
+		return err_prefix(rc, "[forge] token_file");
+	memset(&o, 0, sizeof(o));
+	o.base_url = config_str(cfg, CFG_FORGE_URL);
+	o.token = token->data;
+	o.ca_file = opt(config_str(cfg, CFG_FORGE_CA_FILE));
+	o.connect_timeout_ms =
+		(long)config_duration_ms(cfg, CFG_FORGE_CONNECT_TIMEOUT);
+	o.timeout_ms = (long)config_duration_ms(cfg, CFG_FORGE_TIMEOUT);
+	o.max_retries = (int)config_int(cfg, CFG_FORGE_MAX_RETRIES);
+	o.retry_base_ms = config_duration_ms(cfg, CFG_FORGE_RETRY_BASE);
+	o.retry_max_ms = config_duration_ms(cfg, CFG_FORGE_RETRY_MAX);
+	o.body_max = config_size(cfg, CFG_FORGE_MAX_RESPONSE_SIZE);
+	/* A stop cuts retries and hanging requests short (gitlab.h). */
+	o.stop = stop;
+	return forge_gitlab_new(out, &o);
+}
+
+static int open_submit(struct env *e)
+{
+	const struct config *cfg = e->cfg;
+	struct buf password = BUF_INIT(SECRET_MAX + 1);
+	struct submit_opts o;
+	int rc = 0;
+
+	memset(&o, 0, sizeof(o));
+	o.url = config_str(cfg, CFG_SMTP_URL);
+	o.starttls = config_bool(cfg, CFG_SMTP_STARTTLS);
+	o.ca_file = opt(config_str(cfg, CFG_SMTP_CA_FILE));
+	o.sendmail_path = opt(config_str(cfg, CFG_SMTP_SENDMAIL_PATH));
+	o.timeout_ms = (long)config_duration_ms(cfg, CFG_SMTP_TIMEOUT);
+	o.envelope_from = config_str(cfg, CFG_BRIDGE_ADDRESS);
+	if (*config_str(cfg, CFG_SMTP_USERNAME)) {
+		rc = secret_read(&password,
+				 config_str(cfg, CFG_SMTP_PASSWORD_FILE), 0);
+		if (rc) {
+			err_prefix(rc, "[smtp] password_file");
+			goto out;
+		}
+		o.username = config_str(cfg, CFG_SMTP_USERNAME);
+		o.password = password.data;
+	}
+	rc = submit_new(&e->submit, &o);
+	if (rc)
+		err_prefix(rc, "[smtp]");
+out:
+	secret_wipe(&password);
+	return rc;
+}
+
+int env_open(struct env *e, struct config *cfg,
+	     const volatile sig_atomic_t *stop)
+{
+	struct outbound_opts oo;
+	int rc;
+
+	memset(e, 0, sizeof(*e));
+	buf_init(&e->token, SECRET_MAX + 1);
+	e->cfg = cfg;
+	rc = env_open_forge(&e->forge, &e->token, cfg, stop);
+	if (rc)
+		goto out;
+	rc = open_submit(e);
+	if (rc)
+		goto out;
+	rc = store_open(&e->store, config_str(cfg, CFG_STATE_PATH), STORE_RW,
+			(int)config_duration_ms(cfg, CFG_STATE_BUSY_TIMEOUT));
+	if (rc)
+		goto out;
+	memset(&oo, 0, sizeof(oo));
+	oo.cfg = cfg;
+	oo.store = e->store;
+	oo.forge = e->forge;
+	oo.submit = e->submit;
+	oo.token = e->token.data;
+	oo.stop = stop;
+	rc = outbound_new(&e->ob, &oo);
+out:
+	if (rc)
+		env_close(e);
+	return rc;
+}
+
+void env_close(struct env *e)
+{
+	outbound_free(e->ob);
+	store_free(e->store);
+	submit_free(e->submit);
+	forge_free(e->forge);
+	config_free(e->cfg);
+	secret_wipe(&e->token);
+	memset(e, 0, sizeof(*e));
+}

@@ -1,0 +1,390 @@
+/*
+ * patchbridge - the daemon and command-line program.
+ *
+ *	patchbridge [-c FILE] COMMAND [ARGS]
+ *
+ * Thin on purpose: it finds the configuration file, looks the command up
+ * in commands[] and runs it.  A new verb is one more entry there, with its
+ * own synopsis and help text; "patchbridge COMMAND --help" and the usage
+ * listing come from the table.  Exit codes are those of <sysexits.h>.
+ */
+#include "cmd/cmd_daemon.h"
+#include "cmd/cmd_export.h"
+#include "cmd/cmd_format.h"
+#include "cmd/cmd_parse.h"
+#include "cmd/cmd_replay.h"
+#include "cmd/cmd_why.h"
+#include "cmd/env.h"
+#include "core/config.h"
+#include "core/version.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/strlist.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+
+struct command {
+	const char *name; /* "check-config" */
+	const char *alias; /* "--dump-config" style spelling, or NULL */
+	const char *synopsis; /* arguments, for the usage listing */
+	const char *summary; /* one line, for the usage listing */
+	const char *help; /* the rest of "COMMAND --help" */
+	int hidden; /* left out of the usage listing */
+	/* argv[0] is the command's name; returns an exit code. */
+	int (*run)(const struct command *cmd, int argc, char **argv);
+};
+
+/* The configuration file: -c, else $PATCHBRIDGE_CONFIG, else the default. */
+static const char *config_path;
+
+static int cmd_check_config(const struct command *cmd, int argc, char **argv);
+static int cmd_dump_config(const struct command *cmd, int argc, char **argv);
+static int cmd_help(const struct command *cmd, int argc, char **argv);
+static int cmd_version(const struct command *cmd, int argc, char **argv);
+static int cmd_list_params(const struct command *cmd, int argc, char **argv);
+static int cmd_send_entry(const struct command *cmd, int argc, char **argv);
+static int cmd_run_entry(const struct command *cmd, int argc, char **argv);
+static int cmd_status_entry(const struct command *cmd, int argc, char **argv);
+static int cmd_why_entry(const struct command *cmd, int argc, char **argv);
+static int cmd_replay_entry(const struct command *cmd, int argc, char **argv);
+static int cmd_export_entry(const struct command *cmd, int argc, char **argv);
+
+static const struct command commands[] = {
+	{ "check-config", NULL, "[FILE]",
+	  "check the configuration and report every error",
+	  "Reads FILE (default: the configuration file) and checks every\n"
+	  "line: syntax, known sections and keys, types, bounds, and the\n"
+	  "rules between parameters.  Prints \"FILE: ok\" and exits 0, or\n"
+	  "prints every problem as \"FILE:LINE: [section] key: message\"\n"
+	  "and exits 78 (EX_CONFIG); 66 (EX_NOINPUT) when FILE cannot be\n"
+	  "read.  Files named in the configuration (token_file, ...) are\n"
+	  "not opened: they may be readable by the daemon's user only.\n",
+	  0, cmd_check_config },
+	{ "dump-config", "--dump-config", "[-n]",
+	  "print the effective configuration",
+	  "Prints every parameter as \"[section] key = value\", with its\n"
+	  "default when the file does not set it, then the parameters of\n"
+	  "each [project \"group/name\"] section (inherited values\n"
+	  "included).\n"
+	  "\n"
+	  "  -n    only the parameters the file sets\n",
+	  0, cmd_dump_config },
+	{ "export", NULL, cmd_export_synopsis, cmd_export_summary,
+	  cmd_export_help, 0, cmd_export_entry },
+	{ "format", NULL, cmd_format_synopsis, cmd_format_summary,
+	  cmd_format_help, 0, cmd_format_run },
+	{ "help", "--help", "[COMMAND]", "show this list, or a command's help",
+	  "", 0, cmd_help },
+	{ "parse", NULL, cmd_parse_synopsis, cmd_parse_summary, cmd_parse_help,
+	  0, cmd_parse_run },
+	{ "version", "--version", "", "print the version", "", 0, cmd_version },
+	{ "send", NULL, cmd_send_synopsis, cmd_send_summary, cmd_send_help, 0,
+	  cmd_send_entry },
+	{ "run", NULL, cmd_run_synopsis, cmd_run_summary, cmd_run_help, 0,
+	  cmd_run_entry },
+	{ "status", NULL, cmd_status_synopsis, cmd_status_summary,
+	  cmd_status_help, 0, cmd_status_entry },
+	{ "why", NULL, cmd_why_synopsis, cmd_why_summary, cmd_why_help, 0,
+	  cmd_why_entry },
+	{ "replay", NULL, cmd_replay_synopsis, cmd_replay_summary,
+	  cmd_replay_help, 0, cmd_replay_entry },
+	/* For the documentation check (tests/cli/params_documented.sh). */
+	{ "list-params", "--list-params", "[--markdown | --man]",
+	  "list every parameter as section.key",
+	  "With --markdown, print the README's parameter tables instead;\n"
+	  "with --man, the PARAMETERS section of patchbridge.conf(5).\n",
+	  1, cmd_list_params },
+	{ NULL, NULL, NULL, NULL, NULL, 0, NULL },
+};
+
+static void usage(FILE *f)
+{
+	const struct command *c;
+
+	fprintf(f,
+		"usage: patchbridge [-c FILE] COMMAND [ARGS]\n"
+		"\n"
+		"Options:\n"
+		"  -c, --config FILE     the configuration file (default: "
+		"$%s,\n"
+		"                        else %s)\n"
+		"\n"
+		"Commands:\n",
+		CONFIG_ENV, CONFIG_DEFAULT_PATH);
+	for (c = commands; c->name; c++) {
+		char left[64];
+
+		if (c->hidden)
+			continue;
+		snprintf(left, sizeof(left), "%s%s%s", c->name,
+			 c->synopsis[0] ? " " : "", c->synopsis);
+		/* A long synopsis gets a line of its own. */
+		if (strlen(left) >= 22)
+			fprintf(f, "  %s\n  %-22s%s\n", left, "", c->summary);
+		else
+			fprintf(f, "  %-22s%s\n", left, c->summary);
+	}
+	fprintf(f, "\nRun \"patchbridge COMMAND --help\" for a command's "
+		   "help.\n");
+}
+
+static void command_help(FILE *f, const struct command *c)
+{
+	fprintf(f, "usage: patchbridge [-c FILE] %s%s%s\n\n%s\n", c->name,
+		c->synopsis[0] ? " " : "", c->synopsis, c->summary);
+	if (c->alias)
+		fprintf(f, "Also spelt %s.\n", c->alias);
+	if (c->help[0])
+		fprintf(f, "\n%s", c->help);
+}
+
+static int bad_usage(const struct command *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Complain on stderr, show the usage there, return EX_USAGE. */
+static int bad_usage(const struct command *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "patchbridge: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	if (c)
+		command_help(stderr, c);
+	else
+		usage(stderr);
+	return EX_USAGE;
+}
+
+/* Load path, printing every error; returns 0 or an exit code. */
+static int load(struct config **out, const char *path)
+{
+	struct strlist errs = STRLIST_INIT;
+	size_t i;
+	int rc;
+
+	rc = config_load(out, &errs, path);
+	/* Problems in the file read "FILE:LINE: ...", like a compiler's. */
+	strlist_for_each (&errs, i)
+		fprintf(stderr, "%s%s\n",
+			rc == PB_EINVAL ? "" : "patchbridge: ", errs.items[i]);
+	strlist_release(&errs);
+	return env_config_exit_code(rc);
+}
+
+static int cmd_check_config(const struct command *cmd, int argc, char **argv)
+{
+	struct config *cfg;
+	const char *path = config_path;
+	int rc;
+
+	if (argc > 2)
+		return bad_usage(cmd, "too many arguments: %s", argv[2]);
+	if (argc == 2) {
+		if (argv[1][0] == '-')
+			return bad_usage(cmd, "unknown option: %s", argv[1]);
+		path = argv[1];
+	}
+	rc = load(&cfg, path);
+	if (rc)
+		return rc;
+	printf("%s: ok\n", path);
+	config_free(cfg);
+	return EX_OK;
+}
+
+static int cmd_dump_config(const struct command *cmd, int argc, char **argv)
+{
+	struct buf out = BUF_INIT(CONFIG_DUMP_MAX);
+	struct config *cfg = NULL;
+	unsigned flags = 0;
+	int i, rc;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-n"))
+			flags |= CONFIG_DUMP_SET_ONLY;
+		else
+			return bad_usage(cmd, "unknown argument: %s", argv[i]);
+	}
+	rc = load(&cfg, config_path);
+	if (rc)
+		goto out;
+	if (config_dump(&out, cfg, flags)) {
+		fprintf(stderr, "patchbridge: %s\n", err_msg());
+		rc = EX_SOFTWARE;
+		goto out;
+	}
+	fwrite(out.data, 1, out.len, stdout);
+out:
+	buf_release(&out);
+	config_free(cfg);
+	return rc;
+}
+
+static int cmd_version(const struct command *cmd, int argc, char **argv)
+{
+	if (argc > 1)
+		return bad_usage(cmd, "unknown argument: %s", argv[1]);
+	printf("patchbridge %s\n", pb_version());
+	return EX_OK;
+}
+
+static int cmd_list_params(const struct command *cmd, int argc, char **argv)
+{
+	struct buf out = BUF_INIT(1024 * 1024);
+	int (*doc)(struct buf * out) = NULL;
+	size_t i;
+
+	if (argc == 2 && !strcmp(argv[1], "--markdown"))
+		doc = config_doc_markdown;
+	else if (argc == 2 && !strcmp(argv[1], "--man"))
+		doc = config_doc_man;
+	else if (argc > 1)
+		return bad_usage(cmd, "unknown argument: %s", argv[1]);
+	if (doc) {
+		if (doc(&out)) {
+			fprintf(stderr, "patchbridge: %s\n", err_msg());
+			buf_release(&out);
+			return EX_SOFTWARE;
+		}
+		fwrite(out.data, 1, out.len, stdout);
+		buf_release(&out);
+		return EX_OK;
+	}
+	/* Global parameters, then what a [project] section may set. */
+	for (i = 0; i < CFG__COUNT; i++) {
+		const struct config_param *p = config_param(i);
+
+		if (strcmp(p->section, "project"))
+			printf("%s.%s\n", p->section, p->key);
+	}
+	for (i = 0; i < CFG__COUNT; i++) {
+		const struct config_param *p = config_param(i);
+
+		if (!strcmp(p->section, "project") ||
+		    (p->flags & CONFIG_PER_PROJECT))
+			printf("project.%s\n", p->key);
+	}
+	return EX_OK;
+}
+
+/* The daemon's verbs need the configuration file's path. */
+static int cmd_send_entry(const struct command *cmd, int argc, char **argv)
+{
+	(void)cmd;
+	return cmd_send(config_path, argc, argv);
+}
+
+static int cmd_run_entry(const struct command *cmd, int argc, char **argv)
+{
+	(void)cmd;
+	return cmd_run(config_path, argc, argv);
+}
+
+static int cmd_status_entry(const struct command *cmd, int argc, char **argv)
+{
+	(void)cmd;
+	return cmd_status(config_path, argc, argv);
+}
+
+static int cmd_why_entry(const struct command *cmd, int argc, char **argv)
+{
+	(void)cmd;
+	return cmd_why(config_path, argc, argv);
+}
+
+static int cmd_replay_entry(const struct command *cmd, int argc, char **argv)
+{
+	(void)cmd;
+	return cmd_replay(config_path, argc, argv);
+}
+
+static int cmd_export_entry(const struct command *cmd, int argc, char **argv)
+{
+	(void)cmd;
+	return cmd_export(config_path, argc, argv);
+}
+
+static const struct command *command_find(const char *name)
+{
+	const struct command *c;
+
+	for (c = commands; c->name; c++)
+		if (!strcmp(c->name, name) ||
+		    (c->alias && !strcmp(c->alias, name)))
+			return c;
+	return NULL;
+}
+
+static int cmd_help(const struct command *cmd, int argc, char **argv)
+{
+	const struct command *c;
+
+	if (argc > 2)
+		return bad_usage(cmd, "too many arguments: %s", argv[2]);
+	if (argc == 2) {
+		c = command_find(argv[1]);
+		if (!c)
+			return bad_usage(NULL, "unknown command: %s", argv[1]);
+		command_help(stdout, c);
+		return EX_OK;
+	}
+	usage(stdout);
+	return EX_OK;
+}
+
+int main(int argc, char **argv)
+{
+	const struct command *cmd;
+	int i, rc;
+
+	log_open("patchbridge", LOG_SINK_STDERR);
+	config_path = getenv(CONFIG_ENV);
+	if (!config_path || !config_path[0])
+		config_path = CONFIG_DEFAULT_PATH;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--config")) {
+			if (i + 1 == argc)
+				return bad_usage(NULL, "%s needs a file name",
+						 argv[i]);
+			config_path = argv[++i];
+		} else if (!strncmp(argv[i], "--config=", 9)) {
+			config_path = argv[i] + 9;
+		} else if (!strcmp(argv[i], "-h")) {
+			usage(stdout);
+			return EX_OK;
+		} else {
+			break;
+		}
+	}
+	if (i == argc)
+		return bad_usage(NULL, "no command given");
+	cmd = command_find(argv[i]);
+	if (!cmd)
+		return bad_usage(NULL,
+				 argv[i][0] == '-' ? "unknown option: %s" :
+						     "unknown command: %s",
+				 argv[i]);
+	if (argc - i >= 2 &&
+	    (!strcmp(argv[i + 1], "--help") || !strcmp(argv[i + 1], "-h"))) {
+		command_help(stdout, cmd);
+		rc = EX_OK;
+	} else {
+		rc = cmd->run(cmd, argc - i, argv + i);
+	}
+	/* A full disk or a closed pipe must not look like success. */
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr,
+			"patchbridge: write error on standard output\n");
+		return rc ? rc : EX_IOERR;
+	}
+	return rc;
+}

@@ -1,0 +1,112 @@
+/*
+ * mail - the inbound mail model, and the only module that uses GMime.
+ *
+ * mail_parse() turns one raw RFC 5322 message into a struct mail that
+ * holds no GMime type: the threading headers, the sender, the decoded
+ * subject, a few headers the bridge acts on, and the reply text.
+ *
+ * The reply text is the first text part a person reads: transfer
+ * encodings (QP, base64) undone; the declared charset converted to UTF-8
+ * (GB2312/GBK read as GB18030, Latin-1 as windows-1252; a missing,
+ * unknown or wrong charset tried as UTF-8, then windows-1252); format=
+ * flowed joined (RFC 3676); multipart/alternative read through its
+ * text/plain part, or its HTML converted when there is none;
+ * multipart/signed read through the signed part; inline PGP armor
+ * removed; attachments ignored.  Line ends are LF; the text is always
+ * well-formed UTF-8 without NUL bytes.
+ *
+ * Limits (struct mail_limits, defaults from util/limits.h) are checked
+ * before and around GMime: message size, header count and header length
+ * (PB_ELIMIT: the message is not parsed), MIME depth and part count (the
+ * walk stops there, MAIL_F_LIMIT), decoded text per part (cut,
+ * MAIL_F_TRUNCATED).  A GMIME_CRIT_* parser warning means other software
+ * may read the message differently: MAIL_F_AMBIGUOUS is set so approvals
+ * from it can be refused.
+ *
+ * Ownership: the caller owns the struct mail (mail_free()); every string
+ * in it is owned by it.  Threads: mail_init() once in main() before any
+ * thread starts (it calls g_mime_init()); afterwards mail_parse() may run
+ * in several threads, each on its own message.
+ * Errors: PB_ELIMIT (a hard limit), PB_EINVAL (not a message at all).
+ */
+#ifndef PB_MAIL_MAIL_H
+#define PB_MAIL_MAIL_H
+
+#include "util/buf.h"
+#include "util/strlist.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MAIL_F_AMBIGUOUS 0x0001 /* GMime raised a GMIME_CRIT_* warning */
+#define MAIL_F_TRUNCATED 0x0002 /* the text was cut at max_text */
+#define MAIL_F_HTML 0x0004 /* the text was converted from HTML */
+#define MAIL_F_FLOWED 0x0008 /* format=flowed was joined */
+#define MAIL_F_PGP_MIME 0x0010 /* read through multipart/signed */
+#define MAIL_F_PGP_INLINE 0x0020 /* inline PGP armor removed */
+#define MAIL_F_CHARSET_GUESS 0x0040 /* charset missing, unknown or wrong */
+#define MAIL_F_NO_TEXT 0x0080 /* no text part found */
+#define MAIL_F_LIMIT 0x0100 /* MIME depth or part count reached */
+#define MAIL_F_ENTITIES 0x0200 /* HTML entities in text/plain decoded */
+#define MAIL_F_ENCRYPTED 0x0400 /* multipart/encrypted: no text */
+
+struct mail_limits {
+	size_t max_size; /* whole message, bytes */
+	size_t max_headers; /* header fields of the top-level header */
+	size_t max_header_len; /* one field, folded lines included */
+	int max_depth; /* MIME nesting walked */
+	int max_parts; /* MIME parts visited */
+	size_t max_text; /* decoded text kept per part */
+};
+
+struct mail_addr {
+	char *name; /* display name, RFC 2047 decoded; "" when none */
+	char *email; /* addr-spec; "" when none */
+};
+
+struct mail_header {
+	char *name; /* as written */
+	char *value; /* unfolded, not decoded; printable() before logging */
+};
+
+struct mail {
+	char *message_id; /* "<id>", or NULL */
+	char *in_reply_to; /* first "<id>" of In-Reply-To, or NULL */
+	struct strlist references; /* "<id>" each, oldest first */
+	struct mail_addr from;
+	char *subject; /* decoded, unfolded; "" when absent */
+	char *date; /* as written, or NULL */
+	struct mail_header *headers; /* kept: Authentication-Results,
+				      * X-Patchbridge-*, Auto-Submitted,
+				      * List-Id, in message order */
+	size_t nr_headers;
+	struct buf text; /* the reply text, see above */
+	char *text_type; /* "text/plain", "text/html" or NULL */
+	char *charset; /* as declared, or NULL */
+	unsigned flags; /* MAIL_F_* */
+	unsigned crit; /* GMIME_CRIT_* warnings seen */
+	unsigned warnings; /* other parser warnings seen */
+};
+
+void mail_limits_default(struct mail_limits *lim);
+
+/* Call once from main() before threads start; 0 or PB_ERROR. */
+int mail_init(void);
+void mail_shutdown(void);
+
+/* Parse raw[0..len); lim NULL means the defaults. */
+int mail_parse(struct mail **out, const char *raw, size_t len,
+	       const struct mail_limits *lim);
+void mail_free(struct mail *m);
+
+/*
+ * An RFC 5322 date-time (as in struct mail's date; obsolete forms and
+ * common mistakes accepted, as GMime reads them) as Unix seconds.
+ * PB_EINVAL, *out = 0, when it cannot be read.  Sets no err_msg().
+ */
+int mail_date_parse(int64_t *out, const char *date);
+
+/* The nth (0-based) kept header called name (ASCII case-insensitive). */
+const char *mail_header_get(const struct mail *m, const char *name, size_t nth);
+
+#endif

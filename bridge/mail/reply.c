@@ -1,0 +1,1905 @@
+#include "mail/reply.h"
+#include "mail/trailers.h"
+#include "util/err.h"
+#include "util/scan.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* small text helpers */
+
+static int lower(int c)
+{
+	return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+static int is_alpha(int c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static int is_alnum(int c)
+{
+	return is_alpha(c) || (c >= '0' && c <= '9') || c >= 0x80;
+}
+
+static int is_digit(int c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* The length of a no-break space (U+00A0, U+202F) at p, or 0. */
+static size_t nbsp_at(const char *p, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)p;
+
+	if (n >= 2 && u[0] == 0xc2 && u[1] == 0xa0)
+		return 2;
+	if (n >= 3 && u[0] == 0xe2 && u[1] == 0x80 && u[2] == 0xaf)
+		return 3;
+	return 0;
+}
+
+/* The same, for one ending at p + n. */
+static size_t nbsp_before(const char *p, size_t n)
+{
+	if (n >= 2 && nbsp_at(p + n - 2, 2) == 2)
+		return 2;
+	if (n >= 3 && nbsp_at(p + n - 3, 3) == 3)
+		return 3;
+	return 0;
+}
+
+/* Trim blanks (and no-break spaces: French puts one before a colon)
+ * from both ends. */
+static void trim(const char **p, size_t *n)
+{
+	size_t k;
+
+	for (;;) {
+		if (*n && (**p == ' ' || **p == '\t')) {
+			(*p)++;
+			(*n)--;
+		} else if ((k = nbsp_at(*p, *n))) {
+			*p += k;
+			*n -= k;
+		} else {
+			break;
+		}
+	}
+	for (;;) {
+		if (*n && ((*p)[*n - 1] == ' ' || (*p)[*n - 1] == '\t'))
+			(*n)--;
+		else if ((k = nbsp_before(*p, *n)))
+			*n -= k;
+		else
+			break;
+	}
+}
+
+static int starts_icase(const char *p, size_t n, const char *lit)
+{
+	size_t l = strlen(lit), i;
+
+	if (n < l)
+		return 0;
+	for (i = 0; i < l; i++)
+		if (lower((unsigned char)p[i]) != lower((unsigned char)lit[i]))
+			return 0;
+	return 1;
+}
+
+static int ends_icase(const char *p, size_t n, const char *lit)
+{
+	size_t l = strlen(lit);
+
+	return n >= l && starts_icase(p + n - l, l, lit);
+}
+
+static int contains_icase(const char *p, size_t n, const char *lit)
+{
+	size_t l = strlen(lit), i;
+
+	for (i = 0; i + l <= n; i++)
+		if (starts_icase(p + i, n - i, lit))
+			return 1;
+	return 0;
+}
+
+static size_t count_words(const char *p, size_t n)
+{
+	size_t i, w = 0;
+	int in = 0;
+
+	for (i = 0; i < n; i++) {
+		if (p[i] == ' ' || p[i] == '\t') {
+			in = 0;
+		} else if (!in) {
+			in = 1;
+			w++;
+		}
+	}
+	return w;
+}
+
+/* ------------------------------------------------------------------ */
+/* line predicates */
+
+/* Quote markers: ">", "> >", " > ", ">>", "&gt;". */
+static int quote_depth(const char *p, size_t n, size_t *skip)
+{
+	size_t i = 0, j;
+	int depth = 0;
+
+	for (;;) {
+		j = i;
+		while (j < n && j - i < 4 && (p[j] == ' ' || p[j] == '\t'))
+			j++;
+		if (j < n && p[j] == '>') {
+			depth++;
+			i = j + 1;
+		} else if (n - j >= 4 && !memcmp(p + j, "&gt;", 4)) {
+			depth++;
+			i = j + 4;
+		} else {
+			break;
+		}
+		if (depth >= 64)
+			break;
+	}
+	if (depth && i < n && p[i] == ' ')
+		i++;
+	*skip = i;
+	return depth;
+}
+
+static int is_trim_marker(const char *p, size_t n)
+{
+	static const char *const words[] = {
+		"snip", "skip", "trim",	   "cut", "remov", "delet",
+		"elid", "drop", "rest of", "...", NULL,
+	};
+	const char *const *w;
+	size_t i;
+
+	trim(&p, &n);
+	if (!n)
+		return 0;
+	/* only dots, ellipses and brackets: "...", "[...]", "<...>" */
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)p[i];
+
+		if (c == '.' || c == '[' || c == ']' || c == '<' || c == '>' ||
+		    c == ' ' || c == '(' || c == ')')
+			continue;
+		if (c == 0xe2 && i + 2 < n && (unsigned char)p[i + 1] == 0x80 &&
+		    (unsigned char)p[i + 2] == 0xa6) {
+			i += 2; /* U+2026 */
+			continue;
+		}
+		break;
+	}
+	if (i == n &&
+	    (mem_find(p, n, "..", 2) || mem_find(p, n, "\xe2\x80\xa6", 3)))
+		return 1;
+	/* "[snip]", "<snip>", "[skipped the patch]", "[... rest ...]" */
+	if (n >= 3 && ((p[0] == '[' && p[n - 1] == ']') ||
+		       (p[0] == '<' && p[n - 1] == '>') ||
+		       (p[0] == '(' && p[n - 1] == ')'))) {
+		const char *q = p + 1;
+		size_t m = n - 2;
+
+		trim(&q, &m);
+		while (m && (*q == '.' || *q == ' '))
+			q++, m--;
+		for (w = words; *w; w++)
+			if (starts_icase(q, m, *w))
+				return 1;
+		return 0;
+	}
+	if (n <= 12 && (mem_find(p, n, "8<", 2) || mem_find(p, n, ">8", 2)))
+		return 1; /* scissors */
+	/* "snip", "...snip...", "--- snipped ---", "<snip/>" */
+	{
+		const char *q = p;
+		size_t m = n;
+
+		while (m && strchr(".-=~*<>[]()/ ", *q))
+			q++, m--;
+		while (m && strchr(".-=~*<>[]()/ ", q[m - 1]))
+			m--;
+		if (m == n)
+			return mem_eq_icase(p, n, "snip") ||
+			       mem_eq_icase(p, n, "snipped");
+		return mem_eq_icase(q, m, "snip") ||
+		       mem_eq_icase(q, m, "snipped") ||
+		       mem_eq_icase(q, m, "snip snip") ||
+		       mem_eq_icase(q, m, "cut") ||
+		       mem_eq_icase(q, m, "trimmed") ||
+		       mem_eq_icase(q, m, "skipped");
+	}
+}
+
+/*
+ * Attribution lines: "On ... wrote:" and its relatives in other languages
+ * and mailers.  Bounded: a line longer than ATTRIB_LINE_MAX is none.
+ */
+#define ATTRIB_LINE_MAX 400
+
+static int has_digit(const char *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (is_digit((unsigned char)p[i]))
+			return 1;
+	return 0;
+}
+
+/* Strip the colon that ends a line (":" or the full-width "："), and the
+ * blanks around it; 0 when there is none. */
+static int strip_colon(const char **p, size_t *n)
+{
+	trim(p, n);
+	if (*n && (*p)[*n - 1] == ':')
+		(*n)--;
+	else if (*n >= 3 && !memcmp(*p + *n - 3, "\xef\xbc\x9a", 3))
+		*n -= 3;
+	else
+		return 0;
+	trim(p, n);
+	return 1;
+}
+
+/*
+ * Does a word start at p[i]?  A letter of a two-byte script (Latin,
+ * Cyrillic) before it continues the word; CJK, punctuation and spaces
+ * do not.
+ */
+static int word_starts(const char *p, size_t i)
+{
+	unsigned char c;
+	size_t k;
+
+	if (!i)
+		return 1;
+	c = (unsigned char)p[i - 1];
+	if (c < 0x80)
+		return !is_alpha(c) && !is_digit(c);
+	for (k = i - 1; k > 0 && (c & 0xc0) == 0x80 && i - k < 4; k--)
+		c = (unsigned char)p[k - 1];
+	return c < 0xc3 || c >= 0xe0;
+}
+
+/* The verbs that end an attribution, before its colon. */
+static const struct {
+	const char *verb;
+	int weak; /* also ends a sentence of one's own ("As I said:") */
+} attrib_verbs[] = {
+	{ "wrote", 0 },
+	{ "writes", 1 },
+	{ "said", 1 },
+	{ "a \xc3\xa9"
+	  "crit",
+	  0 }, /* a écrit */
+	{ "schrieb", 0 },
+	{ "escribi\xc3\xb3", 0 }, /* escribió */
+	{ "scrisse", 0 },
+	{ "ha scritto", 0 },
+	{ "escreveu", 0 },
+	{ "schreef", 0 },
+	{ "geschreven", 0 },
+	{ "kirjoitti", 0 },
+	{ "skrev", 0 },
+	{ "napisa\xc5\x82", 0 }, /* napisał */
+	{ "napisa\xc5\x82(a)", 0 },
+	{ "napsal", 0 }, /* Czech */
+	{ "napsal(a)", 0 },
+	{ "\xd0\xbf\xd0\xb8\xd1\x88\xd0\xb5\xd1\x82", 0 }, /* пишет */
+	{ "\xd0\xbf\xd0\xb8\xd1\x81\xd0\xb0\xd0\xbb", 0 }, /* писал */
+	{ "\xd0\xbd\xd0\xb0\xd0\xbf\xd0\xb8\xd1\x81\xd0\xb0\xd0\xbb",
+	  0 }, /* написал */
+	{ "\xd0\xbd\xd0\xb0\xd0\xbf\xd0\xb8\xd1\x81\xd0\xb0\xd0\xbb\xd0\xb0",
+	  0 }, /* написала */
+	{ "\xd0\xbd\xd0\xb0\xd0\xbf\xd0\xb8\xd1\x81\xd0\xb0\xd0\xbb(\xd0\xb0)",
+	  0 }, /* написал(а) */
+	{ "\xe5\x86\x99\xe9\x81\x93", 0 }, /* 写道 */
+	{ "\xe5\xaf\xab\xe9\x81\x93", 0 }, /* 寫道 */
+	{ "\xe3\x81\xae\xe3\x83\xa1\xe3\x83\x83\xe3\x82\xbb\xe3\x83\xbc"
+	  "\xe3\x82\xb8",
+	  0 }, /* のメッセージ */
+	{ "\xe6\x9b\xb8\xe3\x81\x8d\xe3\x81\xbe\xe3\x81\x97\xe3\x81\x9f",
+	  0 }, /* 書きました */
+};
+
+/* Attributions whose verb sits before the name: "Am 3.12.26 um 10:00
+ * schrieb Jane <j@example.org>:", "Op ... schreef Jane:". */
+static const struct {
+	const char *start, *verb;
+} attrib_infix[] = {
+	{ "Am ", " schrieb " },
+	{ "Op ", " schreef " },
+};
+
+/*
+ * The verb ending p[0..n) (its colon stripped by the caller): its index
+ * in attrib_verbs, or -1.  bare: the line is the verb and nothing else.
+ */
+static int attribution_verb(const char *p, size_t n, int *bare)
+{
+	size_t i, l;
+
+	for (i = 0; i < sizeof(attrib_verbs) / sizeof(attrib_verbs[0]); i++) {
+		const char *v = attrib_verbs[i].verb;
+
+		l = strlen(v);
+		if (!ends_icase(p, n, v))
+			continue;
+		/* "overwrote:" is no attribution; 写道 follows anything */
+		if ((unsigned char)v[0] < 0xe0 && !word_starts(p, n - l))
+			continue;
+		if (bare)
+			*bare = n == l;
+		return (int)i;
+	}
+	return -1;
+}
+
+/*
+ * Gmail's attribution in languages where it has no verb: a date with a
+ * year and a time, then the name and "<address>" right before the colon
+ * ("вт, 3 дек. 2026 г. в 10:00, Jane <j@example.org>:", "2026年12月3日(火)
+ * 10:00 Jane <j@example.org>:").  p[0..n) has its colon stripped.
+ */
+static int dated_address(const char *p, size_t n)
+{
+	const char *lt;
+	size_t i, run = 0;
+	int year = 0, time = 0;
+
+	if (n < 8 || p[n - 1] != '>')
+		return 0;
+	lt = NULL;
+	for (i = n - 1; i > 0 && !lt; i--)
+		if (p[i - 1] == '<')
+			lt = p + i;
+	if (!lt || !memchr(lt, '@', (size_t)(p + n - lt)))
+		return 0;
+	for (i = 0; p + i < lt; i++) {
+		run = is_digit((unsigned char)p[i]) ? run + 1 : 0;
+		if (run == 4)
+			year = 1;
+		if (p[i] == ':' && i > 0 && is_digit((unsigned char)p[i - 1]) &&
+		    p + i + 2 < lt && is_digit((unsigned char)p[i + 1]) &&
+		    is_digit((unsigned char)p[i + 2]))
+			time = 1;
+	}
+	return year && time;
+}
+
+/* "On ... wrote:", "... writes:", "Quoting X (date):" ... */
+static int attribution_end(const char *p, size_t n)
+{
+	const char *q;
+	size_t m, i;
+
+	trim(&p, &n);
+	if (!n || n > ATTRIB_LINE_MAX)
+		return 0;
+	q = p;
+	m = n;
+	if (strip_colon(&q, &m)) {
+		if (attribution_verb(q, m, NULL) >= 0 || dated_address(q, m))
+			return 1;
+		for (i = 0; i < sizeof(attrib_infix) / sizeof(attrib_infix[0]);
+		     i++)
+			if (starts_icase(p, n, attrib_infix[i].start) &&
+			    mem_find(p, n, attrib_infix[i].verb,
+				     strlen(attrib_infix[i].verb)))
+				return 1;
+	}
+	if (starts_icase(p, n, "Quoting ") &&
+	    (p[n - 1] == ':' || p[n - 1] == ')'))
+		return 1;
+	return 0;
+}
+
+/*
+ * An attribution that introduces the original message, so that what
+ * follows it without '>' is that original: a date or an address in it
+ * and a verb of writing ("As Jane <j@example.org> said:" opens a
+ * sentence of one's own).
+ */
+static int attribution_strong(const char *p, size_t n)
+{
+	int v;
+
+	trim(&p, &n);
+	if (starts_icase(p, n, "On "))
+		return 1;
+	if (!has_digit(p, n) && !memchr(p, '@', n))
+		return 0;
+	if (!strip_colon(&p, &n))
+		return 0;
+	v = attribution_verb(p, n, NULL);
+	if (v >= 0)
+		return !attrib_verbs[v].weak;
+	return starts_icase(p, n, "Am ") || starts_icase(p, n, "Op ") ||
+	       dated_address(p, n);
+}
+
+static int ends_colon(const char *p, size_t n)
+{
+	trim(&p, &n);
+	return (n && p[n - 1] == ':') ||
+	       (n >= 3 && !memcmp(p + n - 3, "\xef\xbc\x9a", 3));
+}
+
+/*
+ * The first half of an attribution wrapped over two lines: cut after
+ * "<" or "(", or opened the way attributions open ("On", "Am", "Le",
+ * "在" ...) or cut after a comma, with a date or an address in it.
+ */
+static int attribution_head(const char *p, size_t n)
+{
+	static const char *const starts[] = {
+		"On ",	    "Am ",	    "Le ",	   "El ",  "Il ",
+		"Em ",	    "Op ",	    "Den ",	   "Dne ", "W dniu ",
+		"Quoting ", "\xe5\x9c\xa8", /* 在 */ NULL,
+	};
+	const char *const *s;
+	int dated;
+
+	trim(&p, &n);
+	if (!n || n > ATTRIB_LINE_MAX)
+		return 0;
+	if (p[n - 1] == '<' || p[n - 1] == '(')
+		return 1;
+	dated = has_digit(p, n) || memchr(p, '@', n) || memchr(p, '<', n);
+	if (!dated)
+		return 0;
+	if (p[n - 1] == ',')
+		return 1;
+	for (s = starts; *s; s++)
+		if (starts_icase(p, n, *s))
+			return 1;
+	return 0;
+}
+
+enum hdr {
+	H_NONE,
+	H_FROM,
+	H_DATE,
+	H_TO,
+	H_CC,
+	H_SUBJECT,
+};
+
+/* A header line of a quoted original, in the languages seen on lists. */
+static enum hdr header_field(const char *p, size_t n)
+{
+	static const struct {
+		const char *name;
+		enum hdr h;
+	} names[] = {
+		{ "From", H_FROM },
+		{ "\xe5\x8f\x91\xe4\xbb\xb6\xe4\xba\xba", H_FROM }, /* 发件人 */
+		{ "\xe5\xaf\x84\xe4\xbb\xb6\xe8\x80\x85", H_FROM }, /* 寄件者 */
+		{ "Von", H_FROM },
+		{ "De", H_FROM },
+		{ "Da", H_FROM },
+		{ "Van", H_FROM },
+		{ "Od", H_FROM },
+		{ "\xd0\x9e\xd1\x82", H_FROM }, /* От */
+		{ "\xe5\xb7\xae\xe5\x87\xba\xe4\xba\xba", H_FROM }, /* 差出人 */
+		{ "Sent", H_DATE },
+		{ "Date", H_DATE },
+		{ "\xe5\x8f\x91\xe9\x80\x81\xe6\x97\xb6\xe9\x97\xb4",
+		  H_DATE }, /* 发送时间 */
+		{ "\xe6\x97\xa5\xe6\x9c\x9f", H_DATE }, /* 日期 */
+		{ "\xe6\x97\xb6\xe9\x97\xb4", H_DATE }, /* 时间 */
+		{ "\xe5\x82\xb3\xe9\x80\x81\xe6\x99\x82\xe9\x96\x93",
+		  H_DATE }, /* 傳送時間 */
+		{ "Gesendet", H_DATE },
+		{ "Datum", H_DATE },
+		{ "Envoy\xc3\xa9", H_DATE },
+		{ "Inviato", H_DATE },
+		{ "Enviado", H_DATE },
+		{ "Enviada em", H_DATE }, /* Portuguese Outlook */
+		{ "Data", H_DATE },
+		{ "Verzonden", H_DATE },
+		{ "\xd0\x9e\xd1\x82\xd0\xbf\xd1\x80\xd0\xb0\xd0\xb2\xd0\xbb"
+		  "\xd0\xb5\xd0\xbd\xd0\xbe",
+		  H_DATE }, /* Отправлено */
+		{ "\xd0\x94\xd0\xb0\xd1\x82\xd0\xb0", H_DATE }, /* Дата */
+		{ "\xe9\x80\x81\xe4\xbf\xa1\xe6\x97\xa5\xe6\x99\x82",
+		  H_DATE }, /* 送信日時 */
+		{ "To", H_TO },
+		{ "\xe6\x94\xb6\xe4\xbb\xb6\xe4\xba\xba", H_TO }, /* 收件人 */
+		{ "\xe6\x94\xb6\xe4\xbb\xb6\xe8\x80\x85", H_TO }, /* 收件者 */
+		{ "An", H_TO },
+		{ "\xc3\x80", H_TO },
+		{ "Para", H_TO },
+		{ "Aan", H_TO },
+		{ "\xd0\x9a\xd0\xbe\xd0\xbc\xd1\x83", H_TO }, /* Кому */
+		{ "\xe5\xae\x9b\xe5\x85\x88", H_TO }, /* 宛先 */
+		{ "Cc", H_CC },
+		{ "\xe6\x8a\x84\xe9\x80\x81", H_CC }, /* 抄送 */
+		{ "\xe5\x89\xaf\xe6\x9c\xac", H_CC }, /* 副本 */
+		{ "Kopie", H_CC },
+		{ "\xd0\x9a\xd0\xbe\xd0\xbf\xd0\xb8\xd1\x8f",
+		  H_CC }, /* Копия */
+		{ "Subject", H_SUBJECT },
+		{ "\xe4\xb8\xbb\xe9\xa2\x98", H_SUBJECT }, /* 主题 */
+		{ "\xe4\xb8\xbb\xe6\x97\xa8", H_SUBJECT },
+		{ "\xe4\xb8\xbb\xe9\xa1\x8c", H_SUBJECT }, /* 主題 */
+		{ "Betreff", H_SUBJECT },
+		{ "Objet", H_SUBJECT },
+		{ "Oggetto", H_SUBJECT },
+		{ "Asunto", H_SUBJECT },
+		{ "Onderwerp", H_SUBJECT },
+		{ "Assunto", H_SUBJECT },
+		{ "\xd0\xa2\xd0\xb5\xd0\xbc\xd0\xb0", H_SUBJECT }, /* Тема */
+		{ "\xe4\xbb\xb6\xe5\x90\x8d", H_SUBJECT }, /* 件名 */
+	};
+	size_t i, l;
+
+	trim(&p, &n);
+	/* "*From:* Jane": Outlook's bold names turned into text */
+	for (i = 0; i < 2 && n && *p == '*'; i++) {
+		p++;
+		n--;
+	}
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		l = strlen(names[i].name);
+		if (!starts_icase(p, n, names[i].name))
+			continue;
+		{
+			const char *q = p + l;
+			size_t m = n - l, k;
+
+			/* "De : Jane", with a no-break space in French */
+			for (;;) {
+				if (m && (*q == ' ' || *q == '*'))
+					k = 1;
+				else
+					k = nbsp_at(q, m);
+				if (!k)
+					break;
+				q += k;
+				m -= k;
+			}
+			if ((m && *q == ':') ||
+			    (m >= 3 && !memcmp(q, "\xef\xbc\x9a", 3)))
+				return names[i].h;
+		}
+	}
+	return H_NONE;
+}
+
+/* "-----Original Message-----", "-----邮件原件-----" and the like. */
+static int original_separator(const char *p, size_t n)
+{
+	static const char *const words[] = {
+		"original message",
+		"original",
+		"forwarded message",
+		"\xe5\x8e\x9f\xe5\xa7\x8b\xe9\x82\xae\xe4\xbb\xb6", /* 原始邮件 */
+		"\xe9\x82\xae\xe4\xbb\xb6\xe5\x8e\x9f\xe4\xbb\xb6", /* 邮件原件 */
+		"\xe5\x8e\x9f\xe5\xa7\x8b\xe9\x83\xb5\xe4\xbb\xb6", /* 原始郵件 */
+		"urspr\xc3\xbcngliche nachricht",
+		"message d'origine",
+		"messaggio originale",
+		"mensaje original",
+		"message d\xe2\x80\x99origine", /* with U+2019 */
+		"mensagem original",
+		"oorspronkelijk bericht",
+		"\xd0\x98\xd1\x81\xd1\x85\xd0\xbe\xd0\xb4\xd0\xbd\xd0\xbe\xd0\xb5 "
+		"\xd1\x81\xd0\xbe\xd0\xbe\xd0\xb1\xd1\x89\xd0\xb5\xd0\xbd\xd0\xb8"
+		"\xd0\xb5", /* Исходное сообщение */
+		"\xe5\x85\x83\xe3\x81\xae\xe3\x83\xa1\xe3\x83\x83\xe3\x82\xbb"
+		"\xe3\x83\xbc\xe3\x82\xb8", /* 元のメッセージ */
+		NULL,
+	};
+	const char *const *w;
+	const char *q;
+	size_t m;
+
+	trim(&p, &n);
+	if (n < 8 || p[0] != '-' || p[n - 1] != '-')
+		return 0;
+	q = p;
+	m = n;
+	while (m && (*q == '-' || *q == ' ')) {
+		q++;
+		m--;
+	}
+	while (m && (q[m - 1] == '-' || q[m - 1] == ' '))
+		m--;
+	for (w = words; *w; w++)
+		if (m == strlen(*w) && starts_icase(q, m, *w))
+			return 1;
+	return 0;
+}
+
+static int underscore_rule(const char *p, size_t n)
+{
+	size_t i;
+
+	trim(&p, &n);
+	if (n < 10)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (p[i] != '_')
+			return 0;
+	return 1;
+}
+
+/* "-----------", "==========": a line drawn across */
+static int is_rule(const char *p, size_t n)
+{
+	size_t i;
+
+	trim(&p, &n);
+	if (n < 10)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!strchr("-_=*~", p[i]) || p[i] != p[0])
+			return 0;
+	return 1;
+}
+
+static int is_sig_marker(const char *p, size_t n)
+{
+	return (n == 3 && !memcmp(p, "-- ", 3)) ||
+	       (n == 2 && !memcmp(p, "--", 2));
+}
+
+/*
+ * The line a phone or a webmail adds under what one writes: "Sent from
+ * my iPhone", "Envoyé de mon iPhone", "Von meinem iPhone gesendet",
+ * "Get Outlook for Android", "发自我的iPhone", "iPhoneから送信".  Like
+ * the "-- " signature it is no comment.  A sentence ("Sent from my
+ * phone. NAK.") is not one: only a short run of words, maybe a link in
+ * <...> and a full stop at the end.
+ */
+static int is_mobile_sig(const char *p, size_t n)
+{
+	/* the device or the app between them: anything short */
+	static const struct {
+		const char *start, *end;
+	} sigs[] = {
+		{ "Sent from my ", "" },
+		{ "Sent with my ", "" },
+		{ "Sent via my ", "" },
+		{ "Sent from Mail for ", "" },
+		{ "Sent from Outlook", "" },
+		{ "Sent from Yahoo Mail", "" },
+		{ "Sent from Proton", "" },
+		{ "Sent from Samsung", "" },
+		{ "Get Outlook for ", "" },
+		{ "Envoy\xc3\xa9 de mon ", "" },
+		{ "Envoy\xc3\xa9 depuis mon ", "" },
+		{ "Envoy\xc3\xa9 \xc3\xa0 partir de ", "" },
+		{ "Von meinem ", "gesendet" },
+		{ "Gesendet von meinem ", "" },
+		{ "Gesendet mit ", "" },
+		{ "Enviado desde mi ", "" },
+		{ "Enviado do meu ", "" },
+		{ "Enviado de meu ", "" },
+		{ "Enviado de mi ", "" },
+		{ "Inviato da ", "" },
+		{ "Inviato dal mio ", "" },
+		{ "Verstuurd vanaf mijn ", "" },
+		{ "Verzonden vanaf mijn ", "" },
+		{ "Verzonden met ", "" },
+		{ "Wys\xc5\x82"
+		  "ane z ",
+		  "" }, /* Wysłane z */
+		{ "\xd0\x9e\xd1\x82\xd0\xbf\xd1\x80\xd0\xb0\xd0\xb2\xd0\xbb\xd0\xb5"
+		  "\xd0\xbd\xd0\xbe \xd1\x81 ",
+		  "" }, /* Отправлено с */
+		{ "\xe5\x8f\x91\xe8\x87\xaa", "" }, /* 发自 */
+		{ "",
+		  "\xe3\x81\x8b\xe3\x82\x89\xe9\x80\x81\xe4\xbf\xa1" }, /* から送信 */
+	};
+	size_t i, w;
+
+	trim(&p, &n);
+	if (n < 6 || n > 120)
+		return 0;
+	/* a link Outlook adds: "Get Outlook for iOS<https://aka.ms/...>" */
+	if (p[n - 1] == '>') {
+		const char *lt = memchr(p, '<', n);
+
+		if (!lt || lt == p)
+			return 0;
+		n = (size_t)(lt - p);
+		trim(&p, &n);
+	}
+	if (n && p[n - 1] == '.')
+		n--;
+	for (i = 0; i < n; i++)
+		if (strchr(".,;:!?<>()[]@", p[i]))
+			return 0;
+	w = count_words(p, n);
+	if (!w || w > 8)
+		return 0;
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (n >= strlen(sigs[i].start) + strlen(sigs[i].end) &&
+		    starts_icase(p, n, sigs[i].start) &&
+		    ends_icase(p, n, sigs[i].end))
+			return 1;
+	return 0;
+}
+
+static int is_disclaimer(const char *p, size_t n)
+{
+	if (contains_icase(p, n, "confidential") &&
+	    (contains_icase(p, n, "intended") ||
+	     contains_icase(p, n, "recipient") ||
+	     contains_icase(p, n, "privileged") ||
+	     contains_icase(p, n, "disclos")))
+		return 1;
+	if (contains_icase(p, n, "disclaimer:") ||
+	    contains_icase(p, n, "this e-mail and any attachment") ||
+	    contains_icase(p, n, "this email and any attachment") ||
+	    contains_icase(p, n, "this message and any attachment"))
+		return 1;
+	/* 本邮件 ... 保密 */
+	return mem_find(p, n, "\xe6\x9c\xac\xe9\x82\xae\xe4\xbb\xb6", 9) &&
+	       mem_find(p, n, "\xe4\xbf\x9d\xe5\xaf\x86", 6);
+}
+
+/* A diffstat summary: " 3 files changed, 12 insertions(+)". */
+static int diffstat_summary(const char *p, size_t n)
+{
+	trim(&p, &n);
+	if (!n || !is_digit((unsigned char)p[0]))
+		return 0;
+	return mem_find(p, n, " changed", 8) &&
+	       (mem_find(p, n, "file changed", 12) ||
+		mem_find(p, n, "files changed", 13));
+}
+
+/* ------------------------------------------------------------------ */
+/* greetings, sign-offs, names */
+
+static int phrase_then(const char *p, size_t n, const char *const *phr,
+		       size_t max_rest_words)
+{
+	const char *const *ph;
+	size_t l;
+
+	trim(&p, &n);
+	for (ph = phr; *ph; ph++) {
+		l = strlen(*ph);
+		if (!starts_icase(p, n, *ph))
+			continue;
+		if (n > l && is_alnum((unsigned char)p[l]))
+			continue;
+		{
+			const char *q = p + l;
+			size_t m = n - l;
+			int punct = 0;
+
+			while (m && strchr(" ,.!:;-~", *q)) {
+				punct |= *q != ' ';
+				q++;
+				m--;
+			}
+			if (!m)
+				return 1;
+			/* "Thanks, Phil": punctuation, then a short name */
+			if (punct && count_words(q, m) <= max_rest_words &&
+			    !memchr(q, '.', m) && !memchr(q, '?', m))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+static int is_greeting(const char *p, size_t n)
+{
+	static const char *const phr[] = {
+		"hi",
+		"hello",
+		"hey",
+		"dear",
+		"hallo",
+		"hi all",
+		"hello all",
+		"good morning",
+		"good afternoon",
+		"good evening",
+		"greetings",
+		"hi everyone",
+		"\xe4\xbd\xa0\xe5\xa5\xbd",
+		"\xe6\x82\xa8\xe5\xa5\xbd",
+		NULL,
+	};
+	const char *const *ph;
+
+	trim(&p, &n);
+	if (!n || n > 60)
+		return 0;
+	for (ph = phr; *ph; ph++) {
+		size_t l = strlen(*ph);
+
+		if (starts_icase(p, n, *ph) &&
+		    (n == l || !is_alnum((unsigned char)p[l])) &&
+		    count_words(p, n) <= 4 && !memchr(p, '?', n))
+			return 1;
+	}
+	return 0;
+}
+
+static int is_signoff(const char *p, size_t n)
+{
+	static const char *const phr[] = {
+		"thanks",
+		"thank you",
+		"thx",
+		"thanks a lot",
+		"thanks again",
+		"many thanks",
+		"thanks in advance",
+		"regards",
+		"best regards",
+		"kind regards",
+		"warm regards",
+		"with regards",
+		"best wishes",
+		"with best wishes",
+		"cheers",
+		"br",
+		"best",
+		"ciao",
+		"sincerely",
+		"yours",
+		"tia",
+		"greetings",
+		"all the best",
+		"take care",
+		"thanks and regards",
+		"gr\xc3\xbc\xc3\x9f"
+		"e", /* Grüße */
+		"viele gr\xc3\xbc\xc3\x9f"
+		"e",
+		"beste gr\xc3\xbc\xc3\x9f"
+		"e",
+		"gru\xc3\x9f",
+		"mfg",
+		"cordialement",
+		"merci",
+		"saludos",
+		"pozdrawiam",
+		"groeten",
+		"\xe8\xb0\xa2\xe8\xb0\xa2", /* 谢谢 */
+		"\xe6\x84\x9f\xe8\xb0\xa2", /* 感谢 */
+		NULL,
+	};
+
+	trim(&p, &n);
+	if (!n || n > 60)
+		return 0;
+	return phrase_then(p, n, phr, 3);
+}
+
+/* Words that answer a question: a one-word comment, not a name. */
+static int is_answer_word(const char *p, size_t n)
+{
+	static const char *const words[] = {
+		"yes",	 "no",	    "ok",     "okay", "right", "agreed",
+		"sure",	 "correct", "indeed", "nope", "yep",   "yup",
+		"ack",	 "nack",    "nak",    "true", "false", "done",
+		"fixed", "exactly", "lgtm",   "good", "fine",  "why",
+		"ditto", NULL,
+	};
+	const char *const *w;
+	size_t l;
+
+	trim(&p, &n);
+	while (n && strchr(".!?,", p[n - 1]))
+		n--;
+	for (w = words; *w; w++) {
+		l = strlen(*w);
+		if (n == l && starts_icase(p, n, *w))
+			return 1;
+	}
+	return 0;
+}
+
+/* "Petr", "- Marijn", "Honza", "Sun Shijie": a name under a sign-off. */
+static int is_name_line(const char *p, size_t n)
+{
+	size_t i;
+
+	trim(&p, &n);
+	while (n && (*p == '-' || *p == '~' || *p == ' ')) {
+		p++;
+		n--;
+	}
+	if (!n || n > 40 || count_words(p, n) > 3 || is_answer_word(p, n))
+		return 0;
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)p[i];
+
+		if (!(is_alpha(c) || c >= 0x80 || c == ' ' || c == '.' ||
+		      c == '-' || c == '\'' || c == ','))
+			return 0;
+	}
+	return !(n > 2 && p[n - 1] == '.' && p[n - 3] != ' ');
+}
+
+/* "For the series:", "Feel free to add:" before a trailer. */
+static int is_trailer_intro(const char *p, size_t n)
+{
+	trim(&p, &n);
+	if (!n)
+		return 0;
+	if ((p[n - 1] == ':' || p[n - 1] == ',') && count_words(p, n) <= 6)
+		return 1;
+	return 0;
+}
+
+static int is_trailer(const char *p, size_t n)
+{
+	struct trailer_list l;
+	int got;
+
+	trailer_list_init(&l);
+	got = trailers_parse_line(&l, p, n);
+	trailer_list_release(&l);
+	return got > 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* NAK */
+
+/* Word characters for NAK detection: "IGNORE_NAK" is one word. */
+static int nak_word_char(int c)
+{
+	return is_alnum(c) || c == '_' || c == '\'';
+}
+
+static int word_in(const char *w, size_t n, const char *const *list)
+{
+	for (; *list; list++)
+		if (strlen(*list) == n && starts_icase(w, n, *list))
+			return 1;
+	return 0;
+}
+
+struct word {
+	const char *p;
+	size_t n;
+	char before; /* the separator before it ('\0' at the start) */
+};
+
+/*
+ * A NAK is the reviewer's verdict: "NACK." on a line, "NAK for this",
+ * "Still a NACK", "self-NACK this series", "I NAK this".  The word is
+ * also an I2C/USB protocol term ("the device NAKs", "on NAK we retry",
+ * "ACK/NAK", I2C_M_IGNORE_NAK), so it counts only where a verdict sits:
+ * alone in its clause, opening a clause followed by "for", "from", "on",
+ * "this"..., or after "I", "my", "a" (verdict-style) and the like; and
+ * never negated ("not a NAK") or asked ("Why the NAK?").
+ */
+int reply_line_is_nak(const char *p, size_t n)
+{
+	static const char *const naks[] = {
+		"nak",	   "nack",   "nacked",	"nak'd",    "nak'ed",  "nakked",
+		"nacking", "naking", "nak'ing", "nack'ing", "nakking", NULL,
+	};
+	static const char *const negations[] = {
+		"not",	   "don't", "dont", "isn't",   "wasn't", "won't",
+		"without", "never", "nor",  "doesn't", "didn't", NULL,
+	};
+	static const char *const verdict_next[] = {
+		"for",	  "from", "on",	     "this", "that",  "it",
+		"here",	  "the",  "because", "as",   "since", "until",
+		"unless", "but",  "and",     "then", "again", "still",
+		"to",	  "now",  "in",	     "with", "till",  NULL,
+	};
+	static const char *const verdict_prev[] = {
+		"i",	  "i'm",      "im",	    "we",    "my",   "our",
+		"strong", "strongly", "hard",	    "firm",  "big",  "still",
+		"must",	  "will",     "have",	    "would", "i'd",  "i'll",
+		"we'll",  "definite", "definitely", "self",  "gets", "get",
+		"got",	  NULL,
+	};
+	static const char *const openers[] = {
+		"and",	     "so",    "but",	"hence",   "thus",
+		"therefore", "sorry", "then",	"also",	   "well",
+		"ok",	     "okay",  "anyway", "overall", NULL,
+	};
+	static const char *const to_nak_next[] = {
+		"this", "it", "that", "the", "these", "both", "all", NULL,
+	};
+	static const char *const a_nak_next[] = {
+		"from", "for",	 "on",	"here", "unless", "until", "because",
+		"as",	"since", "but", "and",	"again",  "now",   NULL,
+	};
+	struct word w[64];
+	size_t nw = 0, i, k;
+
+	/* words and the separators before them */
+	for (i = 0; i < n && nw < 64;) {
+		char before = '\0';
+
+		while (i < n && !nak_word_char((unsigned char)p[i])) {
+			if (p[i] != ' ' && p[i] != '\t')
+				before = p[i];
+			else if (!before)
+				before = ' ';
+			i++;
+		}
+		if (i >= n)
+			break;
+		w[nw].p = p + i;
+		w[nw].before = before;
+		while (i < n && nak_word_char((unsigned char)p[i]))
+			i++;
+		w[nw].n = (size_t)(p + i - w[nw].p);
+		nw++;
+	}
+	for (k = 0; k < nw; k++) {
+		const char *after, *end = p + n;
+		size_t j, clause;
+		int first, verdict = 0, negated = 0, stop;
+		char next_sep;
+
+		if (!word_in(w[k].p, w[k].n, naks))
+			continue;
+		after = w[k].p + w[k].n;
+		/* "ACK/NAK", "NAK/ACK", "Nacked-by:" (a trailer's business) */
+		if (w[k].before == '/' || (after < end && *after == '/'))
+			continue;
+		if (after < end && *after == '-' &&
+		    mem_find(after, (size_t)(end - after), "-by", 3) == after)
+			continue;
+		/* the separator after the word, blanks skipped */
+		while (after < end && (*after == ' ' || *after == '\t'))
+			after++;
+		next_sep = after < end ? *after : '\0';
+		if (next_sep == '?')
+			continue;
+		/* the rest of its sentence must not be a question */
+		{
+			const char *q = after;
+
+			while (q < end && !strchr(".!?", *q))
+				q++;
+			if (q < end && *q == '?')
+				continue;
+		}
+		/* where its clause starts */
+		for (clause = k; clause > 0; clause--)
+			if (w[clause].before &&
+			    strchr(".,;:!?(", w[clause].before))
+				break;
+		/* "so NAK", "and NAK for ...": openers do not count */
+		first = 1;
+		for (j = clause; j < k; j++)
+			if (!word_in(w[j].p, w[j].n, openers))
+				first = 0;
+		stop = !next_sep || strchr(".,;:!)-", next_sep) || k + 1 == nw;
+		/* a negation in its clause, or "no NAK" */
+		for (j = k > 3 ? k - 3 : 0; j < k; j++)
+			if (j >= clause && word_in(w[j].p, w[j].n, negations))
+				negated = 1;
+		if (k > 0 && w[k - 1].n == 2 &&
+		    starts_icase(w[k - 1].p, 2, "no") &&
+		    !(w[k].before && strchr(",;:", w[k].before)))
+			negated = 1;
+		if (negated)
+			continue;
+		if (first &&
+		    (stop || (k + 1 < nw &&
+			      (word_in(w[k + 1].p, w[k + 1].n, verdict_next) ||
+			       (w[k + 1].n >= 2 &&
+				lower((unsigned char)w[k + 1].p[0]) == 'v' &&
+				is_digit((unsigned char)w[k + 1].p[1]))))))
+			verdict = 1;
+		if (k > 0 && word_in(w[k - 1].p, w[k - 1].n, verdict_prev))
+			verdict = 1;
+		/* "I have to NAK this", "going to NACK the series" */
+		if (k > 0 && k + 1 < nw && w[k - 1].n == 2 &&
+		    starts_icase(w[k - 1].p, 2, "to") &&
+		    word_in(w[k + 1].p, w[k + 1].n, to_nak_next))
+			verdict = 1;
+		/* "Still a NACK", "gets a NAK from me", but not "sends a NAK
+		 * to the host" */
+		if (k > 0 && w[k - 1].n == 1 && lower(w[k - 1].p[0]) == 'a' &&
+		    (stop || (k + 1 < nw &&
+			      word_in(w[k + 1].p, w[k + 1].n, a_nak_next))))
+			verdict = 1;
+		if (verdict)
+			return 1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* classification */
+
+static void set_kind(struct reply *r, size_t from, size_t to, enum reply_kind k,
+		     int only_unquoted)
+{
+	size_t i;
+
+	for (i = from; i < to && i < r->nr; i++) {
+		if (only_unquoted && r->lines[i].depth)
+			continue;
+		r->lines[i].kind = k;
+	}
+}
+
+static size_t next_nonblank(const struct reply *r, size_t i)
+{
+	while (i < r->nr) {
+		const char *p = r->lines[i].p;
+		size_t n = r->lines[i].len;
+
+		trim(&p, &n);
+		if (n)
+			return i;
+		i++;
+	}
+	return r->nr;
+}
+
+/* The header block starting at i (a From: line): its end (exclusive),
+ * or i when it is not one. */
+static size_t header_block(const struct reply *r, size_t i)
+{
+	size_t j, last = i;
+	int others = 0;
+	enum hdr h;
+
+	if (header_field(r->lines[i].content, r->lines[i].clen) != H_FROM)
+		return i;
+	for (j = i + 1; j < r->nr && j < i + 16; j++) {
+		const char *p = r->lines[j].content;
+		size_t n = r->lines[j].clen;
+
+		if (r->lines[j].depth != r->lines[i].depth)
+			break;
+		trim(&p, &n);
+		if (!n)
+			break;
+		h = header_field(p, n);
+		if (h == H_FROM)
+			break;
+		if (h != H_NONE)
+			others++;
+		last = j; /* header or a folded continuation */
+	}
+	return others ? last + 1 : i;
+}
+
+/*
+ * Did the author write something of substance before line i?  The scan
+ * is remembered (st->scan, st->first) so that a message full of
+ * attribution lines stays linear; classify() moves lines away from
+ * RL_OWN only at or after the line it is on.
+ */
+struct own_state {
+	size_t scan; /* lines [0, scan) were looked at */
+	long first; /* the first own line of substance, or -1 */
+};
+
+static int own_before(const struct reply *r, struct own_state *st, size_t i)
+{
+	while (st->first < 0 && st->scan < i) {
+		const struct reply_line *l = &r->lines[st->scan];
+
+		if (l->kind == RL_OWN && !is_greeting(l->p, l->len) &&
+		    !is_signoff(l->p, l->len) && !is_trim_marker(l->p, l->len))
+			st->first = (long)st->scan;
+		st->scan++;
+	}
+	return st->first >= 0 && (size_t)st->first < i;
+}
+
+/*
+ * The last line of a patch pasted into [from, to), or -1: diffstat
+ * summary, hunk lines (by the counts of their "@@" headers), or the
+ * "-- " / version pair format-patch ends with.
+ */
+static long patch_end(const struct reply *r, size_t from, size_t to)
+{
+	long last = -1;
+	int old_left = 0, new_left = 0;
+	size_t i;
+
+	for (i = from; i < to; i++) {
+		const char *p = r->lines[i].content;
+		size_t n = r->lines[i].clen;
+		struct scan s;
+		uint64_t a, b, c, d;
+
+		if (old_left > 0 || new_left > 0) {
+			char k = n ? p[0] : ' ';
+
+			if (k == ' ' || k == '+' || k == '-' || k == '\\') {
+				if (k != '+' && k != '\\')
+					old_left--;
+				if (k != '-' && k != '\\')
+					new_left--;
+				last = (long)i;
+				continue;
+			}
+			old_left = new_left = 0;
+		}
+		if (diffstat_summary(p, n)) {
+			last = (long)i;
+			continue;
+		}
+		scan_init(&s, p, n);
+		if (scan_lit(&s, "@@ -") && scan_u64(&s, 10000000, &a)) {
+			b = 1;
+			d = 1;
+			if (scan_char(&s, ','))
+				scan_u64(&s, 10000000, &b);
+			if (scan_lit(&s, " +") && scan_u64(&s, 10000000, &c)) {
+				if (scan_char(&s, ','))
+					scan_u64(&s, 10000000, &d);
+				old_left = (int)b;
+				new_left = (int)d;
+				last = (long)i;
+			}
+			continue;
+		}
+		if (is_sig_marker(p, n) && i + 1 < to) {
+			const char *v = r->lines[i + 1].content;
+			size_t vn = r->lines[i + 1].clen;
+
+			trim(&v, &vn);
+			if (vn && is_digit((unsigned char)v[0]) && last >= 0) {
+				last = (long)i + 1;
+				i++;
+			}
+		}
+	}
+	return last;
+}
+
+/*
+ * An original follows line i without '>' (nb: its first line).  When
+ * the author wrote above it, the rest of the message is that original;
+ * when it opens the message, it ends with the patch it carries.
+ * Returns where classification continues.
+ */
+static size_t mark_original(struct reply *r, struct own_state *st, size_t brk,
+			    size_t nb)
+{
+	long end;
+
+	if (!own_before(r, st, brk)) {
+		end = patch_end(r, nb, r->nr);
+		if (end >= 0) {
+			set_kind(r, nb, (size_t)end + 1, RL_ORIG, 1);
+			return (size_t)end + 1;
+		}
+	}
+	set_kind(r, nb, r->nr, RL_ORIG, 1);
+	return r->nr;
+}
+
+static int list_footer_at(const struct reply *r, size_t i)
+{
+	size_t j, k;
+
+	if (underscore_rule(r->lines[i].p, r->lines[i].len)) {
+		for (j = i + 1, k = 0; j < r->nr && k < 3; j++) {
+			const char *p = r->lines[j].p;
+			size_t n = r->lines[j].len;
+
+			trim(&p, &n);
+			if (!n)
+				continue;
+			k++;
+			if (contains_icase(p, n, "mailing list") ||
+			    contains_icase(p, n, "listinfo") ||
+			    contains_icase(p, n, "https://lists.") ||
+			    contains_icase(p, n, "http://lists."))
+				return 1;
+		}
+		return 0;
+	}
+	/* "Intel-wired-lan mailing list" then its address */
+	{
+		const char *p = r->lines[i].p;
+		size_t n = r->lines[i].len;
+
+		trim(&p, &n);
+		if (ends_icase(p, n, " mailing list") &&
+		    count_words(p, n) <= 5 && i + 1 < r->nr &&
+		    (mem_find(r->lines[i + 1].p, r->lines[i + 1].len, "@", 1) ||
+		     mem_find(r->lines[i + 1].p, r->lines[i + 1].len, "http",
+			      4)))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * The lines of an attribution starting at own line i: 1, 2 when it is
+ * wrapped over two lines ("On ..., Jane <" / "j@example.org> wrote:",
+ * "Am ... schrieb Jane" / "<j@example.org>:", "Le ... <j@example.org> a"
+ * / "écrit :", "03.12.2026 10:00, Jane <j@example.org>" / "пишет:"),
+ * or 0.  A line with a trailer or a NAK never opens one.
+ */
+static size_t attribution_at(const struct reply *r, size_t i)
+{
+	char joined[2 * ATTRIB_LINE_MAX + 1];
+	const char *p, *q, *v;
+	size_t n, m, k, vn;
+	int bare = 0;
+
+	if (attribution_end(r->lines[i].p, r->lines[i].len))
+		return 1;
+	if (i + 1 >= r->nr || r->lines[i + 1].kind != RL_OWN)
+		return 0;
+	p = r->lines[i].p;
+	n = r->lines[i].len;
+	q = r->lines[i + 1].p;
+	m = r->lines[i + 1].len;
+	trim(&p, &n);
+	trim(&q, &m);
+	if (!n || n > ATTRIB_LINE_MAX || !m || m > ATTRIB_LINE_MAX ||
+	    count_words(q, m) > 8)
+		return 0;
+	/* "Le ... <a@b> a" / "écrit :": glue the halves back together */
+	memcpy(joined, p, n);
+	k = n;
+	if (p[n - 1] != '<' && p[n - 1] != '(')
+		joined[k++] = ' ';
+	memcpy(joined + k, q, m);
+	k += m;
+	if (!attribution_end(joined, k))
+		return 0;
+	if (is_trailer(p, n) || reply_line_is_nak(p, n))
+		return 0;
+	if (attribution_head(p, n))
+		return 2;
+	/* the second half is no attribution alone ("a@b>:") or only the
+	 * verb ("wrote:", "пишет:"): the first needs a date or address */
+	v = q;
+	vn = m;
+	if (attribution_end(q, m)) {
+		if (!strip_colon(&v, &vn) ||
+		    attribution_verb(v, vn, &bare) < 0 || !bare)
+			return 0;
+	}
+	return has_digit(p, n) || memchr(p, '@', n) ? 2 : 0;
+}
+
+/* attribution_strong() for the attribution at lines [i, i + k). */
+static int attribution_strong_at(const struct reply *r, size_t i, size_t k)
+{
+	char joined[2 * ATTRIB_LINE_MAX + 1];
+	const char *p = r->lines[i].p, *q;
+	size_t n = r->lines[i].len, m;
+
+	trim(&p, &n);
+	if (k < 2 || n > ATTRIB_LINE_MAX)
+		return attribution_strong(p, n);
+	q = r->lines[i + 1].p;
+	m = r->lines[i + 1].len;
+	trim(&q, &m);
+	if (m > ATTRIB_LINE_MAX)
+		return 0;
+	memcpy(joined, p, n);
+	joined[n] = ' ';
+	memcpy(joined + n + 1, q, m);
+	return attribution_strong(joined, n + 1 + m);
+}
+
+/*
+ * An address and a colon right above the quote ("* Jane
+ * <j@example.org> [date]:"), maybe wrapped after its "<": the lines it
+ * takes, or 0.
+ */
+static size_t address_attribution_at(const struct reply *r, size_t i)
+{
+	const struct reply_line *l = &r->lines[i], *l2;
+	const char *p = l->p;
+	size_t n = l->len, nb;
+
+	if (l->len < ATTRIB_LINE_MAX && ends_colon(l->p, l->len) &&
+	    (mem_find(l->p, l->len, "@", 1) ||
+	     mem_find(l->p, l->len, " <", 2)) &&
+	    (nb = next_nonblank(r, i + 1)) < r->nr && r->lines[nb].depth &&
+	    !is_trailer(l->p, l->len))
+		return 1;
+	trim(&p, &n);
+	if (!n || n > ATTRIB_LINE_MAX || (p[n - 1] != '<' && p[n - 1] != '(') ||
+	    i + 1 >= r->nr || r->lines[i + 1].kind != RL_OWN)
+		return 0;
+	l2 = &r->lines[i + 1];
+	if (l2->len < ATTRIB_LINE_MAX && ends_colon(l2->p, l2->len) &&
+	    mem_find(l2->p, l2->len, "@", 1) &&
+	    count_words(l2->p, l2->len) <= 2 &&
+	    (nb = next_nonblank(r, i + 2)) < r->nr && r->lines[nb].depth &&
+	    !is_trailer(p, n))
+		return 2;
+	return 0;
+}
+
+static void classify(struct reply *r)
+{
+	struct own_state st = { 0, -1 };
+	size_t i, j, k, nb, end;
+
+	for (i = 0; i < r->nr; i++) {
+		struct reply_line *l = &r->lines[i];
+		const char *p = l->p;
+		size_t n = l->len;
+
+		trim(&p, &n);
+		if (l->depth)
+			l->kind = RL_QUOTE;
+		else if (!n)
+			l->kind = RL_BLANK;
+		else
+			l->kind = RL_OWN;
+	}
+
+	for (i = 0; i < r->nr; i++) {
+		struct reply_line *l = &r->lines[i];
+
+		if (l->kind != RL_OWN)
+			continue;
+		if (is_sig_marker(l->p, l->len)) {
+			/* "--" without the space only before a short tail */
+			if (l->len == 2) {
+				size_t tail = 0;
+
+				for (j = i + 1; j < r->nr && j < i + 64 &&
+						!r->lines[j].depth && tail <= 8;
+				     j++)
+					if (r->lines[j].kind == RL_OWN)
+						tail++;
+				if (tail > 8)
+					continue;
+			}
+			set_kind(r, i, r->nr, RL_SIG, 1);
+			break;
+		}
+		if (list_footer_at(r, i)) {
+			set_kind(r, i, r->nr, RL_FOOTER, 1);
+			break;
+		}
+		if (is_trim_marker(l->p, l->len)) {
+			l->kind = RL_TRIM;
+			continue;
+		}
+		/* "Sent from my iPhone": that line alone, as the author may
+		 * go on below it */
+		if (is_mobile_sig(l->p, l->len)) {
+			l->kind = RL_SIG;
+			continue;
+		}
+		/* a separator, maybe with a header block under it */
+		if (original_separator(l->p, l->len) ||
+		    (underscore_rule(l->p, l->len) &&
+		     (nb = next_nonblank(r, i + 1)) < r->nr &&
+		     header_field(r->lines[nb].content, r->lines[nb].clen) ==
+			     H_FROM)) {
+			l->kind = RL_HEADER;
+			nb = next_nonblank(r, i + 1);
+			if (nb < r->nr && !r->lines[nb].depth &&
+			    (end = header_block(r, nb)) > nb) {
+				set_kind(r, nb, end, RL_HEADER, 0);
+				nb = next_nonblank(r, end);
+			}
+			if (nb < r->nr && !r->lines[nb].depth) {
+				i = mark_original(r, &st, i, nb) - 1;
+				continue;
+			}
+			continue;
+		}
+		end = header_block(r, i);
+		if (end > i) {
+			set_kind(r, i, end, RL_HEADER, 0);
+			nb = next_nonblank(r, end);
+			if (nb < r->nr && !r->lines[nb].depth)
+				i = mark_original(r, &st, i, nb) - 1;
+			else
+				i = end - 1;
+			continue;
+		}
+		k = attribution_at(r, i);
+		if (k) {
+			set_kind(r, i, i + k, RL_ATTRIB, 0);
+			nb = next_nonblank(r, i + k);
+			if (nb < r->nr && !r->lines[nb].depth &&
+			    attribution_strong_at(r, i, k) &&
+			    own_before(r, &st, i))
+				i = mark_original(r, &st, i, nb) - 1;
+			else
+				i += k - 1;
+			continue;
+		}
+		/* "* Jane <j@example.org> [2024-01-01 10:00]:" (mutt's
+		 * attribution format), Gmail's in some languages ("3 дек.
+		 * 2026 г., Jane <j@example.org>:") and other home-made
+		 * ones: an address and a colon right above the quote */
+		k = address_attribution_at(r, i);
+		if (k) {
+			set_kind(r, i, i + k, RL_ATTRIB, 0);
+			i += k - 1;
+			continue;
+		}
+	}
+
+	/* disclaimers: a paragraph of own text and what follows it */
+	for (i = 0; i < r->nr; i++) {
+		size_t a, b;
+		struct buf para = BUF_INIT(64 * 1024);
+
+		if (r->lines[i].kind != RL_OWN)
+			continue;
+		a = i;
+		for (b = i; b < r->nr && r->lines[b].kind == RL_OWN; b++) {
+			if (buf_add(&para, r->lines[b].p, r->lines[b].len) ||
+			    buf_addch(&para, ' '))
+				break;
+		}
+		if (is_disclaimer(para.data, para.len)) {
+			/* a company footer above it, opened by a rule */
+			for (j = a; j > 0 && a - j < 10; j--) {
+				const struct reply_line *pl = &r->lines[j - 1];
+
+				if (pl->kind != RL_OWN && pl->kind != RL_BLANK)
+					break;
+				if (pl->kind == RL_OWN &&
+				    is_rule(pl->p, pl->len)) {
+					a = j - 1;
+					break;
+				}
+			}
+			for (j = a; j < r->nr; j++)
+				if (r->lines[j].kind == RL_OWN ||
+				    r->lines[j].kind == RL_BLANK)
+					r->lines[j].kind = RL_DISCLAIMER;
+			buf_release(&para);
+			break;
+		}
+		buf_release(&para);
+		i = b;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* blocks */
+
+/* Is own line i of substance (not a greeting, sign-off, name, trailer,
+ * trailer intro)? */
+static int line_substance(const struct reply *r, size_t i, size_t first,
+			  size_t last)
+{
+	const struct reply_line *l = &r->lines[i];
+	size_t k;
+
+	if (l->kind != RL_OWN)
+		return 0;
+	if (is_greeting(l->p, l->len) || is_signoff(l->p, l->len) ||
+	    is_trailer(l->p, l->len))
+		return 0;
+	/* a name under a sign-off, or closing the block */
+	if (is_name_line(l->p, l->len)) {
+		for (k = i; k > first; k--)
+			if (r->lines[k - 1].kind == RL_OWN)
+				break;
+		if (k > first &&
+		    is_signoff(r->lines[k - 1].p, r->lines[k - 1].len))
+			return 0;
+		for (k = i + 1; k <= last; k++)
+			if (r->lines[k].kind == RL_OWN)
+				break;
+		if (k > last)
+			return 0;
+	}
+	/* "For the series:" / "Feel free to add:" followed by a trailer */
+	if (is_trailer_intro(l->p, l->len)) {
+		for (k = i + 1; k <= last; k++)
+			if (r->lines[k].kind == RL_OWN)
+				break;
+		if (k <= last && is_trailer(r->lines[k].p, r->lines[k].len))
+			return 0;
+	}
+	return 1;
+}
+
+static void find_blocks(struct reply *r)
+{
+	size_t i = 0, j, alloc = 0;
+
+	while (i < r->nr) {
+		struct reply_block *b;
+		size_t last;
+
+		if (r->lines[i].kind != RL_OWN) {
+			i++;
+			continue;
+		}
+		last = i;
+		for (j = i; j < r->nr; j++) {
+			if (r->lines[j].kind == RL_OWN)
+				last = j;
+			else if (r->lines[j].kind != RL_BLANK)
+				break;
+		}
+		ALLOC_GROW(r->blocks, r->nr_blocks + 1, alloc);
+		b = &r->blocks[r->nr_blocks++];
+		memset(b, 0, sizeof(*b));
+		b->first = i;
+		b->last = last;
+		b->anchor = -1;
+		b->diff = -1;
+		b->general = 1;
+		for (j = i; j <= last; j++)
+			if (line_substance(r, j, i, last))
+				b->substance = 1;
+		i = j > last ? j : last + 1;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+
+void reply_free(struct reply *r)
+{
+	if (!r)
+		return;
+	buf_release(&r->text);
+	free(r->lines);
+	free(r->blocks);
+	free(r);
+}
+
+int reply_parse(struct reply **out, const char *text, size_t len)
+{
+	struct reply *r;
+	struct scan s;
+	const char *line;
+	size_t n, alloc = 0, skip, i, j;
+	int rc;
+
+	*out = NULL;
+	r = xcalloc(1, sizeof(*r));
+	buf_init(&r->text, REPLY_TEXT_MAX);
+	rc = buf_add(&r->text, text, len);
+	if (rc)
+		goto fail;
+	scan_init(&s, r->text.data, r->text.len);
+	while (scan_line(&s, &line, &n)) {
+		struct reply_line *l;
+
+		if (r->nr >= REPLY_LINES_MAX) {
+			r->truncated = 1; /* the rest is not read */
+			break;
+		}
+		ALLOC_GROW(r->lines, r->nr + 1, alloc);
+		l = &r->lines[r->nr++];
+		memset(l, 0, sizeof(*l));
+		l->p = line;
+		l->len = n;
+		l->depth = quote_depth(line, n, &skip);
+		l->content = line + skip;
+		l->clen = n - skip;
+		l->diff = -1;
+	}
+	/*
+	 * ">+foo" quoting (no space after '>', as Outlook and iNotes do):
+	 * the space after '>' then belongs to the line, e.g. a diff context
+	 * line, and must stay.
+	 */
+	{
+		size_t tight = 0, spaced = 0;
+
+		for (i = 0; i < r->nr; i++) {
+			const struct reply_line *l = &r->lines[i];
+			const char *c = l->p + (l->len - l->clen);
+
+			if (!l->depth || c == l->p)
+				continue;
+			if (c[-1] == '>' && l->clen && strchr("+-", c[0]))
+				tight++;
+			else if (c[-1] == ' ' && l->clen > 0 &&
+				 strchr("+-", c[0]))
+				spaced++;
+		}
+		if (tight > spaced)
+			for (i = 0; i < r->nr; i++) {
+				struct reply_line *l = &r->lines[i];
+				const char *c = l->p + (l->len - l->clen);
+
+				if (l->depth && c > l->p && c[-1] == ' ') {
+					l->content--;
+					l->clen++;
+				}
+			}
+	}
+	classify(r);
+	find_blocks(r);
+	for (i = 0; i < r->nr_blocks && !r->nak; i++)
+		for (j = r->blocks[i].first; j <= r->blocks[i].last; j++)
+			if (r->lines[j].kind == RL_OWN &&
+			    reply_line_is_nak(r->lines[j].p, r->lines[j].len)) {
+				r->nak = 1;
+				break;
+			}
+	*out = r;
+	return 0;
+fail:
+	reply_free(r);
+	return rc;
+}
+
+int reply_own_text(struct buf *out, const struct reply *r)
+{
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < r->nr && !rc; i++) {
+		if (r->lines[i].kind == RL_OWN)
+			rc = buf_add(out, r->lines[i].p, r->lines[i].len);
+		if (!rc)
+			rc = buf_addch(out, '\n');
+	}
+	return rc;
+}
+
+int reply_block_text(struct buf *out, const struct reply *r, size_t bi,
+		     int drop_trailers)
+{
+	const struct reply_block *b = &r->blocks[bi];
+	size_t first = b->first, last = b->last, i;
+	int rc = 0, pending_blank = 0, wrote = 0;
+
+	/* greetings at the start */
+	while (first < last &&
+	       (r->lines[first].kind != RL_OWN ||
+		is_greeting(r->lines[first].p, r->lines[first].len)))
+		first++;
+	/* sign-offs and names at the end */
+	while (last > first) {
+		const struct reply_line *l = &r->lines[last];
+
+		if (l->kind != RL_OWN ||
+		    (!line_substance(r, last, b->first, b->last) &&
+		     !is_trailer(l->p, l->len)))
+			last--;
+		else
+			break;
+	}
+	for (i = first; i <= last && !rc; i++) {
+		const struct reply_line *l = &r->lines[i];
+
+		if (l->kind != RL_OWN) {
+			pending_blank = wrote;
+			continue;
+		}
+		if (drop_trailers && is_trailer(l->p, l->len))
+			continue;
+		if (pending_blank)
+			rc = buf_addch(out, '\n');
+		pending_blank = 0;
+		if (!rc)
+			rc = buf_add(out, l->p, l->len);
+		if (!rc)
+			rc = buf_addch(out, '\n');
+		wrote = 1;
+	}
+	buf_rtrim(out);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* anchoring */
+
+int reply_anchor(struct reply *r, const struct diff *d, struct diff **pseudo)
+{
+	struct diff_quote *q = NULL;
+	size_t *idx = NULL, nq = 0, i, b, last_text;
+	struct diff *own = NULL;
+	int *pos = NULL, rc = 0, use_pseudo = !d;
+
+	if (pseudo)
+		*pseudo = NULL;
+	q = xmalloc((r->nr ? r->nr : 1) * sizeof(*q));
+	idx = xmalloc((r->nr ? r->nr : 1) * sizeof(*idx));
+	for (i = 0; i < r->nr; i++) {
+		const struct reply_line *l = &r->lines[i];
+
+		if (l->kind != RL_QUOTE && l->kind != RL_ORIG)
+			continue;
+		q[nq].p = l->content;
+		q[nq].len = l->clen;
+		idx[nq++] = i;
+	}
+	if (!nq)
+		goto out;
+	if (use_pseudo) {
+		/*
+		 * The quote read as a diff, counting from its "@@" headers:
+		 * only lines at the depth of the last diff header, so the
+		 * comments of earlier reviewers quoted around it are skipped.
+		 */
+		struct buf t = BUF_INIT(REPLY_TEXT_MAX);
+		int depth = -1;
+
+		for (i = 0; i < nq && !rc; i++) {
+			const struct reply_line *l = &r->lines[idx[i]];
+
+			if ((l->clen > 4 && !memcmp(l->content, "@@ -", 4)) ||
+			    (l->clen > 11 &&
+			     !memcmp(l->content, "diff --git ", 11)))
+				depth = l->depth;
+			if (depth >= 0 && l->depth != depth)
+				continue;
+			rc = buf_add(&t, q[i].p, q[i].len);
+			if (!rc)
+				rc = buf_addch(&t, '\n');
+		}
+		if (!rc)
+			rc = diff_parse_flags(&own, t.data, t.len,
+					      DIFF_LENIENT);
+		buf_release(&t);
+		if (rc)
+			goto out;
+		d = own;
+	}
+	pos = xmalloc(nq * sizeof(*pos));
+	rc = diff_align(pos, d, q, nq);
+	if (rc == PB_ELIMIT)
+		rc = 0; /* a quote too long to place: every block general */
+	if (rc)
+		goto out;
+	for (i = 0; i < nq; i++)
+		r->lines[idx[i]].diff = pos[i];
+	last_text = d->nr_lines;
+	while (last_text > 0 && !d->lines[last_text - 1].key_len)
+		last_text--;
+	last_text = last_text ? last_text - 1 : 0;
+
+	for (b = 0; b < r->nr_blocks; b++) {
+		struct reply_block *blk = &r->blocks[b];
+		long k;
+
+		blk->anchor = -1;
+		blk->diff = -1;
+		blk->general = 1;
+		for (k = (long)blk->first - 1; k >= 0; k--) {
+			if (r->lines[k].diff >= 0) {
+				blk->anchor = k;
+				blk->diff = r->lines[k].diff;
+				break;
+			}
+		}
+		if (blk->diff < 0 || !blk->substance)
+			continue;
+		/* after the last line of a completely quoted patch (blank
+		 * context lines at its end do not show in a quote): general */
+		if ((size_t)blk->diff >= last_text &&
+		    (!use_pseudo ||
+		     d->hunks[d->lines[blk->diff].hunk].complete))
+			continue;
+		blk->general = 0;
+	}
+out:
+	if (pseudo && own)
+		*pseudo = own;
+	else
+		diff_free(own);
+	free(pos);
+	free(q);
+	free(idx);
+	return rc;
+}

@@ -1,0 +1,119 @@
+/*
+ * reply - split a reply into the author's own text and what it quotes.
+ *
+ * reply_parse() classifies every line of a reply's text (UTF-8, LF):
+ *   quoted: ">", "> >", " > ", ">" without a space, "&gt;" left by webmail;
+ *   attribution lines, also wrapped over two lines: "On ... wrote:",
+ *     "... writes:" (Gnus), "Quoting X (date):" (alot), "Am ... schrieb
+ *     X:", "Le ... a écrit :", "El ... escribió:", "Il giorno ... ha
+ *     scritto:", "Em ... escreveu:", "Op ... schreef X:", "... пишет:",
+ *     "... 于 ... 写道：", "在 ... 写道：", "... のメッセージ:"; an
+ *     address with a colon right above a quote (mutt) or after a date
+ *     and a time (Gmail in Russian or Japanese);
+ *   header blocks of a quoted original: "-----Original Message-----"
+ *     and its translations, "____" then "From: / Sent: / To: /
+ *     Subject:" (Von/Gesendet/An/Betreff, De/Envoyé/À/Objet ..., also
+ *     "*From:*"), "发件人: / 发送时间:", QQMail's
+ *     "------------------ Original ------------------";
+ *   an original pasted without ">" below such a block or attribution
+ *     with a date or an address (Outlook, Coremail, QQMail, Yahoo):
+ *     when the author wrote above it (top-posting) all the rest is the
+ *     original; when the block opens the message, the original ends
+ *     with the patch it carries;
+ *   trim markers ("...", "[...]", "<snip>", "[skipped the patch]");
+ *   the signature ("-- " and below), a phone's "Sent from my iPhone"
+ *   line (that line alone), mailing list footers and legal disclaimers.
+ * What is left is the author's own text, grouped into blocks: a block is
+ * a run of own lines (blank lines do not end it) up to the next line
+ * that is not the author's.
+ *
+ * reply_anchor() places the quoted lines on the diff that was mailed and
+ * anchors each block to the last quoted diff line before it (DESIGN.md,
+ * "Inline comments").  A block with no quoted diff line before it, or
+ * after the last line of a completely quoted patch, is general.
+ *
+ * Ownership: a struct reply owns a copy of the text; lines point into
+ * it.  Pure, bounded and thread-safe: lines past REPLY_LINES_MAX are
+ * not read (->truncated), a quote too long to align leaves every block
+ * general.
+ * Errors: PB_ELIMIT for text over REPLY_TEXT_MAX.
+ */
+#ifndef PB_MAIL_REPLY_H
+#define PB_MAIL_REPLY_H
+
+#include "mail/diff.h"
+#include "util/buf.h"
+
+#include <stddef.h>
+
+#define REPLY_TEXT_MAX (4 * 1024 * 1024)
+#define REPLY_LINES_MAX 100000
+
+enum reply_kind {
+	RL_OWN, /* the author's own text */
+	RL_BLANK, /* an empty line outside quotes */
+	RL_QUOTE, /* quoted with '>' */
+	RL_ATTRIB, /* "On ... wrote:" and its relatives */
+	RL_HEADER, /* header lines of a quoted original (From:/Sent:) */
+	RL_ORIG, /* an original pasted without '>' */
+	RL_TRIM, /* a trim marker */
+	RL_SIG, /* the signature */
+	RL_FOOTER, /* a mailing list footer */
+	RL_DISCLAIMER, /* a legal disclaimer */
+};
+
+struct reply_line {
+	const char *p; /* the line as written (into reply->text) */
+	size_t len;
+	const char *content; /* without the quote markers */
+	size_t clen;
+	int depth; /* quote depth, 0 outside quotes */
+	enum reply_kind kind;
+	int diff; /* the diff line it was aligned on, or -1 */
+};
+
+struct reply_block {
+	size_t first, last; /* lines, inclusive; first and last are own */
+	long anchor; /* the anchoring quoted line, or -1 */
+	int diff; /* its diff line, or -1 */
+	int substance; /* more than greetings, sign-offs, trailers */
+	int general; /* part of the general comment */
+};
+
+struct reply {
+	struct buf text;
+	struct reply_line *lines;
+	size_t nr;
+	struct reply_block *blocks;
+	size_t nr_blocks;
+	int nak; /* an explicit NAK/NACK in the author's own text */
+	int truncated; /* longer than REPLY_LINES_MAX: the rest unread */
+};
+
+int reply_parse(struct reply **out, const char *text, size_t len);
+void reply_free(struct reply *r);
+
+/*
+ * Anchor the blocks on d, the diff that was mailed.  With d NULL, the
+ * quote itself is read as a diff (best effort: counts from the quoted
+ * "@@" headers, wrong after trimmed hunks).  *pseudo (may be NULL)
+ * receives that diff, owned by the caller, so positions can be read.
+ */
+int reply_anchor(struct reply *r, const struct diff *d, struct diff **pseudo);
+
+/* The author's own text; every other line becomes an empty line. */
+int reply_own_text(struct buf *out, const struct reply *r);
+
+/*
+ * A block's text for posting: greetings at its start, sign-offs and the
+ * name under them at its end removed; trailer lines too when
+ * drop_trailers is set.
+ */
+int reply_block_text(struct buf *out, const struct reply *r, size_t block,
+		     int drop_trailers);
+
+/* True when a line of own text says NAK/NACK (not "snack", not
+ * "not a NAK", not "why the NAK?"). */
+int reply_line_is_nak(const char *p, size_t len);
+
+#endif

@@ -1,0 +1,83 @@
+#include "outbound/qp.h"
+
+#include <string.h>
+
+int qp_needed(const char *body, size_t len)
+{
+	size_t i, col = 0;
+
+	for (i = 0; i < len; i++) {
+		char c = body[i];
+
+		if (col == 0 && len - i >= 5 && !memcmp(body + i, "From ", 5))
+			return 1;
+		if (c == '\r' || c == '\0')
+			return 1;
+		if (c == '\n') {
+			col = 0;
+			continue;
+		}
+		if (++col > QP_8BIT_LINE_MAX)
+			return 1;
+	}
+	return 0;
+}
+
+static int qp_literal(unsigned char c)
+{
+	return (c >= 33 && c <= 126 && c != '=') || c == ' ' || c == '\t';
+}
+
+int qp_encode(struct buf *out, const char *in, size_t len)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t start = out->len, i, col = 0, n;
+	char tok[3];
+	int rc = 0;
+
+	for (i = 0; i < len && !rc; i++) {
+		unsigned char c = (unsigned char)in[i];
+		int at_eol = i + 1 == len || in[i + 1] == '\n';
+
+		if (c == '\n') {
+			rc = buf_addch(out, '\n');
+			col = 0;
+			continue;
+		}
+		/* Literal unless: not printable, '=', blank at the end of a
+		 * line (transports strip it), or the F of a "From " line. */
+		if (qp_literal(c) && !((c == ' ' || c == '\t') && at_eol) &&
+		    !(c == 'F' && col == 0 && len - i >= 5 &&
+		      !memcmp(in + i, "From ", 5))) {
+			tok[0] = (char)c;
+			n = 1;
+		} else {
+			tok[0] = '=';
+			tok[1] = hex[c >> 4];
+			tok[2] = hex[c & 15];
+			n = 3;
+		}
+		/* Soft line break "=" so no line passes 76; the last token
+		 * of a line may use the column the "=" would need. */
+		if (col + n > QP_LINE_MAX - 1 &&
+		    !(at_eol && col + n <= QP_LINE_MAX)) {
+			rc = buf_adds(out, "=\n");
+			col = 0;
+			if (rc)
+				break;
+			/* A new line starting with "From " again. */
+			if (n == 1 && c == 'F' && len - i >= 5 &&
+			    !memcmp(in + i, "From ", 5)) {
+				tok[0] = '=';
+				tok[1] = hex[c >> 4];
+				tok[2] = hex[c & 15];
+				n = 3;
+			}
+		}
+		rc = buf_add(out, tok, n);
+		col += n;
+	}
+	if (rc)
+		buf_truncate(out, start);
+	return rc;
+}

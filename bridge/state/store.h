@@ -1,0 +1,608 @@
+/*
+ * store - the state database: everything the daemon needs to resume.
+ *
+ * The one module that knows the storage engine (SQLite in WAL mode); no
+ * SQLite type or SQL text leaves store.c, so another backend (PostgreSQL,
+ * for several MX hosts sharing one bridge) can implement this header.
+ *
+ * Writers and readers: `patchbridge` is the single writer and opens the
+ * database STORE_RW; that runs the schema migrations inside one
+ * transaction, and refuses a database whose schema is newer than this code
+ * knows.  `patchbridge-milter` opens it STORE_RO while the daemon writes:
+ * WAL gives any number of concurrent readers plus one writer, and a reader
+ * sees only committed transactions.
+ *
+ * Permissions for a read-only reader (the milter's user): read access to
+ * the database file and to its "-wal" and "-shm" files, and search (x) on
+ * the directory.  Write access to the directory is not needed because a
+ * STORE_RW connection keeps the -wal and -shm files in place when it
+ * closes (SQLite's persistent-WAL mode).  The files get the database
+ * file's mode, so the usual setup is: a state directory owned by the
+ * daemon's user, group = the milter's group, mode 2750 (setgid, so new
+ * files take that group), and the daemon running with umask 027 (files
+ * 0640).  Read-only -shm access works (SQLite then rebuilds its WAL index
+ * privately for each read), it just costs a little more per transaction.
+ * Until the daemon has created and migrated the database, STORE_RO opens
+ * fail with PB_ENOTFOUND.
+ *
+ * Durability: synchronous=FULL, so after store_commit() (or any write
+ * function outside a transaction) returns 0 the change survives a crash or
+ * power loss.  A crash before that leaves no trace of the transaction.
+ *
+ * Thread safety: a struct store is one connection, opened with
+ * SQLITE_OPEN_NOMUTEX (SQLite's multi-thread mode): use it from one thread
+ * at a time, i.e. open one struct store per thread.  Separate stores in
+ * any threads or processes may share a database file.
+ *
+ * Ownership, one rule for every record: its string fields are borrowed
+ * (const) and never freed through the field.  A record passed to a
+ * put/start function points at the caller's strings; the store copies
+ * what it keeps.  A record filled by a get/find/list function points at
+ * strings kept in its own `owned` list, which the matching _release
+ * function frees (leaving the record re-initialised).  An out record must
+ * be initialised; what it held is released before it is filled.  To
+ * change a field of a filled record, point it at a string pushed to
+ * `owned` (strlist_push()) or at one that outlives the record.
+ *
+ * Errors: 0 or a negative code from util/err.h, with err_msg() set:
+ *   PB_ENOTFOUND  no such row (or no database yet, for STORE_RO)
+ *   PB_EEXISTS    the row exists already (insert-or-ignore semantics)
+ *   PB_EINVAL     a field is missing, too long or malformed
+ *   PB_ETEMP      the database is busy or locked, or the disk is full:
+ *                 retry later (a failed transaction is rolled back whole)
+ *   PB_EPERM      write on a read-only store, or file permissions
+ *   PB_ERROR      anything else (corruption, schema too new, ...)
+ * Timestamps are Unix seconds (int64_t).
+ */
+#ifndef PB_STATE_STORE_H
+#define PB_STATE_STORE_H
+
+#include "core/threadmap.h"
+#include "util/buf.h"
+#include "util/limits.h"
+#include "util/strlist.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Caps on what the store accepts; longer input is PB_EINVAL. */
+#define STORE_MSGID_MAX PB_MSGID_MAX
+#define STORE_PROJECT_MAX THREADMAP_PROJECT_MAX /* "group/sub/project" */
+#define STORE_SHA_MAX 64 /* hex object id: SHA-1 or SHA-256 */
+#define STORE_FORGE_ID_MAX 128 /* GitLab discussion ids are 40 hex */
+#define STORE_DIFF_MAX PB_MAIL_MAX_MAX /* a diff as mailed */
+#define STORE_CURSOR_NAME_MAX 1280 /* "notes:" + project + "!iid" */
+#define STORE_CURSOR_VALUE_MAX 1024
+#define STORE_SPOOL_NAME_MAX 255 /* a file name in the spool */
+#define STORE_TOKEN_MAX 64 /* kinds and classifications */
+#define STORE_MARKER_MAX (PB_MSGID_MAX + 128) /* holds a Message-ID */
+/* Longer error and reason texts are cut to this, not refused. */
+#define STORE_ERROR_MAX PB_ERRMSG_MAX
+/* What a list returns at most when the caller passes limit 0. */
+#define STORE_LIST_MAX 10000
+/* A busy timeout longer than this is PB_EINVAL. */
+#define STORE_BUSY_TIMEOUT_MAX (10 * 60 * 1000)
+#define STORE_BUSY_TIMEOUT_DEFAULT 5000 /* milliseconds */
+
+struct store;
+
+enum store_flags {
+	STORE_RO = 1 << 0, /* read only; the database must exist */
+	STORE_RW = 1 << 1, /* read/write; creates and migrates */
+};
+
+/*
+ * Open the database at path.  flags is exactly one of STORE_RO or
+ * STORE_RW; busy_timeout_ms is how long a statement waits for another
+ * connection's lock before failing with PB_ETEMP.
+ */
+int store_open(struct store **out, const char *path, unsigned flags,
+	       int busy_timeout_ms);
+/* Close; rolls back a transaction left open.  NULL is allowed. */
+void store_free(struct store *st);
+
+/* The schema version of the open database, and the newest one we know. */
+int store_schema_version(int *out, struct store *st);
+int store_schema_latest(void);
+
+/* Full consistency check of the file (slow); PB_ERROR when damaged. */
+int store_check(struct store *st);
+
+/*
+ * Group writes into one transaction.  On a STORE_RW store store_begin()
+ * takes the write lock at once (so no later statement can fail to
+ * upgrade); on STORE_RO it starts a consistent read snapshot.
+ * Transactions do not nest: a second store_begin() is a bug.  When
+ * store_commit() fails, the transaction has been rolled back.  The write
+ * functions below may be called inside or outside a transaction; outside,
+ * each is atomic on its own.
+ */
+int store_begin(struct store *st);
+int store_commit(struct store *st);
+int store_rollback(struct store *st);
+
+/*
+ * Thread map: every mail the bridge sent, keyed by Message-ID (without
+ * the angle brackets).
+ */
+enum store_mail_kind {
+	STORE_MAIL_COVER, /* [PATCH vN 0/M] */
+	STORE_MAIL_PATCH, /* [PATCH vN k/M] */
+	STORE_MAIL_FORGE_COMMENT, /* a forge note mirrored to the list */
+	STORE_MAIL_RECEIPT, /* the bridge's reply about an inbound mail */
+};
+
+enum store_mail_state {
+	STORE_MAIL_PENDING, /* recorded, not yet accepted by the MTA */
+	STORE_MAIL_SENT,
+};
+
+struct store_mail {
+	const char *message_id;
+	const char *project; /* "group/project" */
+	int64_t iid; /* MR iid, > 0 */
+	/* Revision as mailed (1 = v1), or 0 for none; a non-zero revision
+	 * must have been started with store_revision_start(). */
+	int revision;
+	int patch; /* k: 0 = cover letter */
+	int total; /* M */
+	enum store_mail_kind kind;
+	const char *commit_sha; /* the patch's commit; NULL for others */
+	/* The GitLab diff version the mail belongs to; NULL/0 if unknown. */
+	const char *base_sha;
+	const char *start_sha;
+	const char *head_sha;
+	int64_t version_id;
+	/* The diff as mailed (for inline-comment resolution); may be NULL. */
+	const char *diff;
+	size_t diff_len;
+	/* For forge-comment mails: the note and discussion mirrored. */
+	const char *discussion_id;
+	int64_t note_id; /* 0 = none */
+	enum store_mail_state state;
+	int64_t created;
+	int64_t sent; /* 0 while pending */
+	struct strlist owned; /* strings the store filled in (see above) */
+};
+
+#define STORE_MAIL_INIT \
+	{               \
+		0       \
+	}
+
+void store_mail_init(struct store_mail *m);
+void store_mail_release(struct store_mail *m);
+const char *store_mail_kind_name(enum store_mail_kind kind);
+
+struct store_mail_list {
+	struct store_mail *items;
+	size_t nr;
+	size_t alloc;
+};
+
+void store_mail_list_release(struct store_mail_list *list);
+
+/*
+ * Record a mail (insert or ignore): PB_EEXISTS, leaving the stored row
+ * unchanged, when the Message-ID is already there; so re-running a series
+ * never duplicates.  m->created is ignored (now is used); m->sent is used
+ * only for state SENT (0 = now).
+ */
+int store_mail_put(struct store *st, const struct store_mail *m);
+/* pending -> sent, at now.  PB_ENOTFOUND for an unknown Message-ID. */
+int store_mail_mark_sent(struct store *st, const char *message_id);
+int store_mail_get(struct store_mail *out, struct store *st,
+		   const char *message_id);
+/* The cover letter (patch 0) or patch k of a mailed revision. */
+int store_mail_find(struct store_mail *out, struct store *st,
+		    const char *project, int64_t iid, int revision, int patch);
+/* Every mail of a revision (appended to out): cover, patches 1..M, then
+ * other mails threaded under them, each group in sending order. */
+int store_mail_list_revision(struct store_mail_list *out, struct store *st,
+			     const char *project, int64_t iid, int revision);
+/* The newest mail mirroring a forge discussion / the mail of a note. */
+int store_mail_by_discussion(struct store_mail *out, struct store *st,
+			     const char *project, const char *discussion_id);
+int store_mail_by_note(struct store_mail *out, struct store *st,
+		       const char *project, int64_t note_id);
+
+/*
+ * Mailed revisions: one row per MR version the bridge mailed.
+ */
+enum store_revision_state {
+	STORE_REVISION_SENDING, /* started; some mails may be pending */
+	STORE_REVISION_SENT,
+};
+
+struct store_revision {
+	const char *project;
+	int64_t iid;
+	int revision; /* 1 = v1 */
+	const char *head_sha;
+	const char *base_sha;
+	const char *start_sha;
+	int64_t version_id; /* GitLab diff version id; 0 = unknown */
+	const char *patch_id; /* identifies the patches' content (rebases) */
+	int patches; /* number of patch mails (M) */
+	const char *cover_msgid;
+	enum store_revision_state state;
+	int64_t created;
+	int64_t sent; /* 0 while sending */
+	struct strlist owned; /* strings the store filled in (see above) */
+};
+
+void store_revision_init(struct store_revision *rev);
+void store_revision_release(struct store_revision *rev);
+
+/*
+ * Start mailing a revision: allocate the MR's next revision number
+ * atomically and record rev (its ->revision, ->state and times are
+ * ignored) as SENDING.  *revision gets the number.  A head SHA is mailed
+ * once per MR: when rev->head_sha was already started, nothing changes,
+ * *revision gets the existing number and the result is PB_EEXISTS.
+ */
+int store_revision_start(int *revision, struct store *st,
+			 const struct store_revision *rev);
+int store_revision_mark_sent(struct store *st, const char *project, int64_t iid,
+			     int revision);
+int store_revision_get(struct store_revision *out, struct store *st,
+		       const char *project, int64_t iid, int revision);
+/* The highest-numbered revision of an MR; PB_ENOTFOUND for none. */
+int store_revision_latest(struct store_revision *out, struct store *st,
+			  const char *project, int64_t iid);
+int store_revision_by_head(struct store_revision *out, struct store *st,
+			   const char *project, int64_t iid,
+			   const char *head_sha);
+
+/*
+ * Inbound journal: one row per mail the milter spooled, keyed by its
+ * Message-ID, so a copy delivered twice is recorded and applied once.
+ *
+ *   received --claim--> applying --finish--> applied | ignored | dead
+ *                          |   ^
+ *                    retry |   | claim, once next_attempt is due
+ *                          v   |
+ *                         failed
+ */
+enum store_inbound_state {
+	STORE_INBOUND_RECEIVED,
+	STORE_INBOUND_APPLYING,
+	STORE_INBOUND_APPLIED,
+	STORE_INBOUND_IGNORED,
+	STORE_INBOUND_FAILED, /* will be retried at next_attempt */
+	STORE_INBOUND_DEAD, /* given up; needs an operator */
+};
+
+struct store_inbound {
+	const char *message_id;
+	const char *spool_name; /* the spool record's file name */
+	/* The MR the mail is about; project NULL when none. */
+	const char *project;
+	int64_t iid;
+	int revision; /* 0 = unknown */
+	int patch; /* 0 = the cover letter */
+	const char *classification; /* a token: "reply", "cover" ... */
+	enum store_inbound_state state;
+	int attempts; /* times claimed */
+	int64_t next_attempt; /* due time; 0 on record means now */
+	const char *last_error; /* why it failed, was ignored or died */
+	int64_t created;
+	int64_t updated;
+	struct strlist owned; /* strings the store filled in (see above) */
+};
+
+void store_inbound_init(struct store_inbound *in);
+void store_inbound_release(struct store_inbound *in);
+const char *store_inbound_state_name(enum store_inbound_state state);
+/* "failed" -> STORE_INBOUND_FAILED (for the CLI); PB_EINVAL if unknown. */
+int store_inbound_state_from_name(enum store_inbound_state *out,
+				  const char *name);
+
+struct store_inbound_list {
+	struct store_inbound *items;
+	size_t nr;
+	size_t alloc;
+};
+
+void store_inbound_list_release(struct store_inbound_list *list);
+
+/*
+ * Record a spooled mail as RECEIVED (in->state, attempts, last_error and
+ * times are ignored).  PB_EEXISTS, changing nothing, when the Message-ID
+ * is already recorded.
+ */
+int store_inbound_record(struct store *st, const struct store_inbound *in);
+/*
+ * Claim the next due row (RECEIVED or FAILED with next_attempt <= now,
+ * oldest due first): atomically set it APPLYING, count the attempt and
+ * return it.  Two claimers never get the same row.  PB_ENOTFOUND when
+ * nothing is due.
+ */
+int store_inbound_claim(struct store_inbound *out, struct store *st,
+			int64_t now);
+/* APPLYING -> result (APPLIED, IGNORED or DEAD), with an optional
+ * reason.  PB_EINVAL if the row is not APPLYING. */
+int store_inbound_finish(struct store *st, const char *message_id,
+			 enum store_inbound_state result, const char *reason);
+/* APPLYING -> FAILED, to be claimed again at next_attempt. */
+int store_inbound_retry(struct store *st, const char *message_id,
+			int64_t next_attempt, const char *error);
+/*
+ * After a crash: every APPLYING row back to RECEIVED (*count of them).
+ * For the daemon's start, before any claimer runs; the forge action
+ * journal makes re-applying safe.
+ */
+int store_inbound_recover(int *count, struct store *st);
+/* Rows in a state, oldest first, at most limit (0: STORE_LIST_MAX). */
+int store_inbound_list(struct store_inbound_list *out, struct store *st,
+		       enum store_inbound_state state, size_t limit);
+int store_inbound_get(struct store_inbound *out, struct store *st,
+		      const char *message_id);
+
+/*
+ * How many journal rows each (project, state) pair has, counted by the
+ * database (exact however large the journal is): one item per pair that
+ * has rows, ordered by project (NULL first), appended to out.  The pairs
+ * are few (at most six per project the bridge ever served); more than
+ * STORE_LIST_MAX of them is PB_ELIMIT rather than a short answer.
+ */
+struct store_inbound_count {
+	const char *project; /* NULL: the mail is placed on no MR */
+	enum store_inbound_state state;
+	int64_t count; /* > 0 */
+	struct strlist owned; /* strings the store filled in (see above) */
+};
+
+struct store_inbound_count_list {
+	struct store_inbound_count *items;
+	size_t nr;
+	size_t alloc;
+};
+
+void store_inbound_count_list_release(struct store_inbound_count_list *list);
+int store_inbound_count(struct store_inbound_count_list *out, struct store *st);
+
+/*
+ * Forge action journal: exactly-once forge writes.  Each action of an
+ * inbound mail (source Message-ID, action index) is journaled as INTENT
+ * before its HTTP request and DONE, with the forge's ids, after it.
+ */
+enum store_action_state {
+	STORE_ACTION_INTENT, /* the request may or may not have landed */
+	STORE_ACTION_DONE,
+	STORE_ACTION_FAILED, /* the forge refused; may be begun again */
+};
+
+struct store_action {
+	const char *message_id;
+	int index; /* action index within the mail, from 0 */
+	const char *kind; /* a token: "comment", "diff-note", "approve" ... */
+	const char *marker; /* the hidden marker the note carries */
+	enum store_action_state state;
+	int64_t note_id; /* 0 = none */
+	const char *discussion_id;
+	int attempts; /* times begun */
+	const char *last_error;
+	int64_t created;
+	int64_t updated;
+	struct strlist owned; /* strings the store filled in (see above) */
+};
+
+void store_action_init(struct store_action *act);
+void store_action_release(struct store_action *act);
+
+struct store_action_list {
+	struct store_action *items;
+	size_t nr;
+	size_t alloc;
+};
+
+void store_action_list_release(struct store_action_list *list);
+
+/*
+ * Journal the intent to perform an action, before the request.  A new
+ * action is recorded INTENT and 0 returned: perform it.  An action seen
+ * before returns PB_EEXISTS with the stored row (kind and marker as first
+ * recorded) in out:
+ *   DONE     - it is on the forge already; out has its ids.  Skip it.
+ *   INTENT   - an earlier attempt (INTENT or FAILED) may have landed; the
+ *              row is INTENT again with the attempt counted.  Look for the
+ *              marker on the forge first, then complete or perform it.
+ */
+int store_action_begin(struct store_action *out, struct store *st,
+		       const char *message_id, int index, const char *kind,
+		       const char *marker);
+/* -> DONE with the forge's ids (note_id 0 / discussion_id NULL: none). */
+int store_action_complete(struct store *st, const char *message_id, int index,
+			  int64_t note_id, const char *discussion_id);
+/* INTENT -> FAILED.  PB_EEXISTS if the action is DONE already. */
+int store_action_fail(struct store *st, const char *message_id, int index,
+		      const char *error);
+/* The actions of one mail, by index (appended to out). */
+int store_action_list(struct store_action_list *out, struct store *st,
+		      const char *message_id);
+
+/*
+ * Cursors: named watermarks, e.g. "poll:group/project" -> an ISO 8601
+ * time, "notes:group/project!12" -> the last note id.  get replaces the
+ * contents of out (PB_ELIMIT past out->max).
+ */
+int store_cursor_get(struct buf *out, struct store *st, const char *name);
+int store_cursor_set(struct store *st, const char *name, const char *value);
+
+/*
+ * The cursor naming an approval the bridge makes on the forge for a list
+ * trailer (project, iid, forge username): set by the inbound side before
+ * it approves, read by the forge-to-list side, which must not mail that
+ * approval back to the list that already holds the trailer.
+ */
+#define STORE_CURSOR_LIST_APPROVAL "list-approval:%s!%lld:%s"
+
+/*
+ * Revisions of a project (all of them when project is NULL), by project,
+ * MR and revision, at most limit (0: STORE_LIST_MAX); appended to out.
+ */
+struct store_revision_list {
+	struct store_revision *items;
+	size_t nr;
+	size_t alloc;
+};
+
+void store_revision_list_release(struct store_revision_list *list);
+int store_revision_list(struct store_revision_list *out, struct store *st,
+			const char *project, size_t limit);
+
+/*
+ * The thread map as classification reads it (core/threadmap.h), over this
+ * store: *out is filled with functions that call store_mail_get(),
+ * store_mail_find(), store_revision_latest() and store_revision_list()
+ * and copy the rows.  st is borrowed and must outlive *out.
+ */
+void store_threadmap(struct threadmap *out, struct store *st);
+
+/*
+ * Outbound mail queue (schema 3): the exact bytes of a series mail and
+ * its envelope, kept from before the first delivery attempt until the MTA
+ * accepts it (the Postfix queue-file discipline).  A mail is put here in
+ * the same transaction as its thread-map row (store_mail_put(), state
+ * pending), so after a crash the daemon resends the stored bytes and
+ * never has to render a mail again: a resumed mail is byte-identical.
+ *
+ *   queued --temporary failure--> deferred --due again--> (attempt)
+ *      |                              |
+ *      +--------rejected--------------+--> failed (needs an operator)
+ *      +--accepted: row deleted, thread map sent, revision sent when it
+ *                   was the revision's last queued mail
+ */
+enum store_outmail_state {
+	STORE_OUTMAIL_QUEUED, /* not tried yet */
+	STORE_OUTMAIL_DEFERRED, /* failed temporarily; due at next_attempt */
+	STORE_OUTMAIL_FAILED, /* refused for good; kept for status */
+};
+
+struct store_outmail {
+	const char *message_id; /* the thread-map row it belongs to */
+	/* From the thread map (filled by get/list, ignored by put). */
+	const char *project;
+	int64_t iid;
+	int revision;
+	int patch;
+	const char *envelope_from;
+	const char *recipients; /* envelope recipients, one per line */
+	/* The message; get fills it, list leaves it NULL. */
+	const char *message;
+	size_t message_len;
+	enum store_outmail_state state;
+	int attempts; /* delivery attempts that failed */
+	int64_t next_attempt; /* due time (deferred); 0 = now */
+	const char *last_error; /* why the last attempt failed */
+	int64_t created;
+	int64_t updated;
+	struct strlist owned; /* strings the store filled in (see above) */
+};
+
+void store_outmail_init(struct store_outmail *m);
+void store_outmail_release(struct store_outmail *m);
+const char *store_outmail_state_name(enum store_outmail_state state);
+
+struct store_outmail_list {
+	struct store_outmail *items;
+	size_t nr;
+	size_t alloc;
+};
+
+void store_outmail_list_release(struct store_outmail_list *list);
+
+/*
+ * Queue a mail (m->state, attempts, times and the thread-map fields are
+ * ignored): the thread map must hold m->message_id already, PB_ENOTFOUND
+ * otherwise.  PB_EEXISTS, changing nothing, when it is queued already.
+ */
+int store_outmail_put(struct store *st, const struct store_outmail *m);
+/* One queued mail, with its message. */
+int store_outmail_get(struct store_outmail *out, struct store *st,
+		      const char *message_id);
+/*
+ * Queued mails without their messages, by project, MR, revision and
+ * patch: of one MR (iid > 0), of a project (iid 0), or all (project
+ * NULL); at most limit (0: STORE_LIST_MAX).  Appended to out.
+ */
+int store_outmail_list(struct store_outmail_list *out, struct store *st,
+		       const char *project, int64_t iid, size_t limit);
+/* A temporary failure: count it, keep the error, due at next_attempt. */
+int store_outmail_defer(struct store *st, const char *message_id,
+			int64_t next_attempt, const char *error);
+/* A permanent failure: count it, keep the error, never retried alone. */
+int store_outmail_fail(struct store *st, const char *message_id,
+		       const char *error);
+/* Every failed mail of an MR back to queued (an operator's retry);
+ * *count gets how many. */
+int store_outmail_requeue(int *count, struct store *st, const char *project,
+			  int64_t iid);
+/*
+ * The MTA accepted the mail: in one transaction, mark its thread-map row
+ * sent, drop it from the queue and, when no mail of its revision is left
+ * in the queue, mark the revision sent (*revision_done = 1, else 0).
+ * PB_ENOTFOUND when it is not queued.
+ */
+int store_outmail_sent(int *revision_done, struct store *st,
+		       const char *message_id);
+
+/*
+ * Mail archive (schema 4): the exact bytes of every mail of an MR's
+ * conversation, for `patchbridge export`.  Each mail the bridge sends is
+ * copied here by store_outmail_sent(), in the transaction that records it
+ * sent (origin BRIDGE: series, forge comments, receipts); each list mail
+ * the milter spooled about an MR is put here by the daemon when it
+ * journals the mail (origin LIST), as it was received.  Keyed by
+ * Message-ID: the first copy stays.  Mails sent before schema 4 are not
+ * archived; the daemon archives the list mails of that time from the
+ * spool once; store_archive_missing() counts what is still missing.
+ */
+enum store_archive_origin {
+	STORE_ARCHIVE_BRIDGE, /* sent by the bridge */
+	STORE_ARCHIVE_LIST, /* received from the list */
+};
+
+struct store_archived {
+	const char *message_id;
+	const char *project;
+	int64_t iid;
+	enum store_archive_origin origin;
+	/* The message; get fills it, list leaves it NULL. */
+	const char *message;
+	size_t message_len;
+	int64_t created; /* when archived; put: 0 = now */
+	struct strlist owned; /* strings the store filled in (see above) */
+};
+
+void store_archived_init(struct store_archived *a);
+void store_archived_release(struct store_archived *a);
+const char *store_archive_origin_name(enum store_archive_origin origin);
+
+struct store_archived_list {
+	struct store_archived *items;
+	size_t nr;
+	size_t alloc;
+};
+
+void store_archived_list_release(struct store_archived_list *list);
+
+/* Archive a mail; PB_EEXISTS, changing nothing, when it is there. */
+int store_archive_put(struct store *st, const struct store_archived *a);
+int store_archive_get(struct store_archived *out, struct store *st,
+		      const char *message_id);
+/* The archived mails of an MR without their messages, in archiving
+ * order, at most limit (0: all of them - an export must not cut the
+ * conversation); appended to out. */
+int store_archive_list(struct store_archived_list *out, struct store *st,
+		       const char *project, int64_t iid, size_t limit);
+/* Remove the mails archived before the time before ([state]
+ * archive_keep); *removed gets how many. */
+int store_archive_prune(int64_t *removed, struct store *st, int64_t before);
+/* How many mails of the MR the bridge sent or journaled from the list
+ * that are not archived (from before schema 4). */
+int store_archive_missing(int64_t *count, struct store *st, const char *project,
+			  int64_t iid);
+
+#endif
