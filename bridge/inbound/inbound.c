@@ -6,6 +6,7 @@
 #include "inbound/plan.h"
 #include "inbound/position.h"
 #include "inbound/usermap.h"
+#include "mail/digest.h"
 #include "mail/review.h"
 #include "state/spool.h"
 #include "util/err.h"
@@ -77,22 +78,14 @@ void inbound_message_id_span(const char **start, size_t *len, const char *id)
 
 char *inbound_message_id(const char *id, const char *raw, size_t len)
 {
-	static const char hex[] = "0123456789abcdef";
-	unsigned char d[32];
+	char h[DIGEST_HEX128_SIZE];
 	const char *p;
-	char h[33];
 	size_t n;
-	int i;
 
 	inbound_message_id_span(&p, &n, id);
 	if (n)
 		return xstrndup(p, n);
-	inbound_sha256(d, raw, len);
-	for (i = 0; i < 16; i++) {
-		h[2 * i] = hex[d[i] >> 4];
-		h[2 * i + 1] = hex[d[i] & 15];
-	}
-	h[32] = '\0';
+	digest_sha256_hex128(h, raw, len);
 	return xasprintf("nomsgid.%s@patchbridge.invalid", h);
 }
 
