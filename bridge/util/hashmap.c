@@ -12,17 +12,22 @@
 
 #define HASHMAP_MIN 16
 
-uint32_t hash_fnv1a(const void *p, size_t len)
+/* One FNV-1a loop for both widths: the arithmetic is done in 64 bits
+ * and kept to the width by mask (modulo 2^32 for the 32-bit hash). */
+static uint64_t fnv1a(const void *p, size_t len, uint64_t h, uint64_t prime,
+		      uint64_t mask)
 {
 	const unsigned char *s = p;
-	uint32_t h = FNV32_OFFSET;
 	size_t i;
 
-	for (i = 0; i < len; i++) {
-		h ^= s[i];
-		h *= FNV32_PRIME;
-	}
+	for (i = 0; i < len; i++)
+		h = ((h ^ s[i]) * prime) & mask;
 	return h;
+}
+
+uint32_t hash_fnv1a(const void *p, size_t len)
+{
+	return (uint32_t)fnv1a(p, len, FNV32_OFFSET, FNV32_PRIME, 0xffffffffu);
 }
 
 uint32_t hash_fnv1a_str(const char *s)
@@ -32,15 +37,7 @@ uint32_t hash_fnv1a_str(const char *s)
 
 uint64_t hash_fnv1a64(const void *p, size_t len)
 {
-	const unsigned char *s = p;
-	uint64_t h = FNV64_OFFSET;
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		h ^= s[i];
-		h *= FNV64_PRIME;
-	}
-	return h;
+	return fnv1a(p, len, FNV64_OFFSET, FNV64_PRIME, UINT64_MAX);
 }
 
 /* The smallest power of two, at least HASHMAP_MIN, with 2 * expect
