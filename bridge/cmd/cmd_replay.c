@@ -72,11 +72,12 @@ static void feed_headers(struct classify_input *in, const char *raw, size_t len)
 		colon = memchr(line, ':', ll);
 		if (!colon || colon == line)
 			continue;
+		/* A name or value over its cap: the field is dropped. */
+		have = !buf_set(&name, line, (size_t)(colon - line));
 		colon++;
 		while (colon < line + ll && (*colon == ' ' || *colon == '\t'))
 			colon++;
-		/* A name or value over its cap: the field is dropped. */
-		have = !buf_set(&name, line, (size_t)(colon - line)) &&
+		have = have &&
 		       !buf_set(&value, colon, (size_t)(line + ll - colon));
 	}
 	if (have && fields < PB_HEADER_COUNT_MAX)

@@ -264,7 +264,7 @@ static int record(struct inbound *ib, const struct store_inbound *in,
 	return store_commit(ib->st);
 }
 
-static int ingest_one(struct inbound *ib, const char *name)
+static int ingest_one(struct inbound *ib, const char *name, int64_t now)
 {
 	struct spool_record rec;
 	struct store_inbound in, row;
@@ -298,6 +298,9 @@ static int ingest_one(struct inbound *ib, const char *name)
 	in.revision = rec.revision;
 	in.patch = rec.patch;
 	in.classification = rec.kind[0] ? rec.kind : "reply";
+	/* Due in the pass that journals it, however long journaling the
+	 * whole spool takes: that pass applies with this clock. */
+	in.next_attempt = now > 0 ? now : 0;
 	rc = record(ib, &in, &rec);
 	if (!rc) {
 		ib->stats.ingested++;
@@ -339,7 +342,6 @@ int inbound_ingest_spool(struct inbound *ib, int64_t now)
 	char name[SPOOL_NAME_MAX + 1];
 	int rc;
 
-	(void)now;
 	for (;;) {
 		if (stopping(ib))
 			return 0;
@@ -348,7 +350,7 @@ int inbound_ingest_spool(struct inbound *ib, int64_t now)
 			return 0;
 		if (rc)
 			return rc;
-		rc = ingest_one(ib, name);
+		rc = ingest_one(ib, name, now);
 		if (rc == PB_ETEMP) {
 			/* the store is busy: give it back for later */
 			if (spool_release(ib->sp, name))
