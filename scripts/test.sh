@@ -13,8 +13,9 @@
 #   4. build the libFuzzer targets and run each for FUZZ_SECONDS (default
 #      30), seeded from tests/data (scripts/fuzz.sh).
 # .ci/run runs exactly this.  Build trees: build-ci/, build-asan/ and
-# build-fuzz/.  Each stage prints its time; the last line says whether
-# all passed.
+# build-fuzz/.  Each stage prints the wall time since the start and the
+# CPU time used so far (on a shared machine the second says more); the
+# last line says whether all passed.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -24,8 +25,12 @@ jobs=${PB_TEST_JOBS:-$((2 * cores))}
 "$top/scripts/install-deps.sh"
 
 t0=$(date +%s)
-stage() { # name: print the time since the start
-	echo "== $1 ($(($(date +%s) - t0)) s since the start)"
+cpu=$(mktemp)
+trap 'rm -f "$cpu"' EXIT
+stage() { # name: the wall time since the start, and the CPU time used
+	times >"$cpu" # the builtin, in this shell: its children's user, system
+	echo "== $1 ($(($(date +%s) - t0)) s since the start;" \
+		"CPU user, system: $(tail -n 1 "$cpu"))"
 }
 
 build() { # dir cmake-args...
