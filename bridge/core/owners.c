@@ -16,6 +16,7 @@
 #include "util/fileio.h"
 #include "util/hashmap.h"
 #include "util/limits.h"
+#include "util/perm.h"
 #include "util/printable.h"
 #include "util/strlist.h"
 #include "util/xalloc.h"
@@ -1250,7 +1251,8 @@ int owners_load(struct owners **out, const char *path)
 	struct buf b = BUF_INIT(OWNERS_FILE_MAX);
 	int rc;
 
-	rc = file_read(&b, path);
+	/* It decides who may approve: trusted like the configuration. */
+	rc = perm_read_trusted(&b, path);
 	if (rc == PB_ELIMIT)
 		rc = err_set(PB_ELIMIT, "%s: larger than %d bytes", path,
 			     OWNERS_FILE_MAX);

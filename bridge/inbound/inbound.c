@@ -24,6 +24,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -98,12 +99,30 @@ static int stopping(const struct inbound *ib)
 static int take_lock(struct inbound *ib, const char *dir)
 {
 	char *path = xasprintf("%s/%s", dir, LOCK_NAME);
+	struct stat st;
 	int rc = 0;
 
-	ib->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0660);
+	/* The spool's top is writable by the milter's group: never follow
+	 * a link planted at the name, never lock a file someone else made
+	 * (and could hold locked). */
+	ib->lock_fd = open(path,
+			   O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
+			   0660);
 	if (ib->lock_fd < 0) {
 		rc = err_set_errno(errno == EACCES ? PB_EPERM : PB_ERROR,
-				   "inbound: %s", path);
+				   "inbound: %s%s", path,
+				   errno == ELOOP ? " is a symbolic link" : "");
+		goto out;
+	}
+	if (fstat(ib->lock_fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_uid != geteuid()) {
+		rc = err_set(
+			PB_EPERM,
+			"inbound: %s is not a file of this user (uid %lu); "
+			"remove it",
+			path, (unsigned long)geteuid());
+		close(ib->lock_fd);
+		ib->lock_fd = -1;
 		goto out;
 	}
 	if (flock(ib->lock_fd, LOCK_EX | LOCK_NB) < 0) {
@@ -352,11 +371,15 @@ int inbound_ingest_spool(struct inbound *ib, int64_t now)
 			return rc;
 		rc = ingest_one(ib, name, now);
 		if (rc == PB_ETEMP) {
-			/* the store is busy: give it back for later */
+			char cause[PB_ERRMSG_MAX];
+
+			/* the store is busy: give it back for later (the
+			 * cause is kept: a failed release sets its own) */
+			snprintf(cause, sizeof(cause), "%s", err_msg());
 			if (spool_release(ib->sp, name))
 				log_warn("inbound: %s", err_msg());
 			return err_set(PB_ETEMP, "inbound: journaling %s: %s",
-				       name, err_msg());
+				       name, cause);
 		}
 		if (rc && rc != PB_ENOTFOUND)
 			return rc;
@@ -480,10 +503,9 @@ static int loaded_get(void **out, struct loaded_set *set, const char *path)
 	rc = load_file(&obj, set->kind, path);
 	if (rc) {
 		log_error("inbound: %s", err_msg());
-		return err_set(PB_ETEMP, "%s does not load: %s",
-			       set->kind == LOADED_OWNERS ? "owners_file" :
-							    "user_map",
-			       err_msg());
+		return err_prefix(PB_ETEMP, "%s does not load",
+				  set->kind == LOADED_OWNERS ? "owners_file" :
+							       "user_map");
 	}
 	ALLOC_GROW(set->v, set->nr + 1, set->alloc);
 	set->v[set->nr].path = xstrdup(path);

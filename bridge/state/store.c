@@ -12,6 +12,7 @@
 #include "util/err.h"
 #include "util/fileio.h"
 #include "util/log.h"
+#include "util/perm.h"
 #include "util/printable.h"
 #include "util/xalloc.h"
 
@@ -1136,6 +1137,30 @@ static int open_ro(struct store *st)
 	return pragma(st, "PRAGMA foreign_keys = ON", NULL);
 }
 
+/*
+ * The writer's files (the database, its -wal and -shm, the locks and
+ * the git mirrors beside it) are created in the database's directory: a
+ * directory only the daemon's user may write, so nobody can plant a file
+ * or a link there first; and the database is not a link.
+ */
+static int check_state_dir(const char *path)
+{
+	char *dir = path_dir(path);
+	struct stat sb;
+	int rc;
+
+	rc = perm_check_own_dir(dir, "state directory", "2750");
+	free(dir);
+	if (rc)
+		return rc;
+	if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode))
+		return err_set(PB_EPERM,
+			       "state db %s is a symbolic link; name the real "
+			       "file in [state] path",
+			       path);
+	return 0;
+}
+
 int store_open(struct store **out, const char *path, unsigned flags,
 	       int busy_timeout_ms)
 {
@@ -1159,6 +1184,11 @@ int store_open(struct store **out, const char *path, unsigned flags,
 	/* NOMUTEX needs a library built for threads (multi-thread mode). */
 	if (!sqlite3_threadsafe())
 		return err_set(PB_ERROR, "SQLite was built without threads");
+	if (flags == STORE_RW) {
+		rc = check_state_dir(path);
+		if (rc)
+			return rc;
+	}
 	if (flags == STORE_RO && stat(path, &sb) != 0) {
 		if (errno == ENOENT)
 			return err_set(PB_ENOTFOUND,

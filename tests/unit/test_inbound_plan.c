@@ -15,11 +15,13 @@
 #include "mail/mail.h"
 #include "mail/review.h"
 #include "util/err.h"
+#include "util/fileio.h"
 #include "util/strlist.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /*
  * The decision table: every combination of the facts.
@@ -764,6 +766,29 @@ static void test_usermap(void **state)
 			 PB_EINVAL);
 	assert_string_equal(err_msg(),
 			    "map:2: address mapped twice, to different users");
+
+	/* Whoever may write the file decides as whom approvals are made. */
+	{
+		const char *base = getenv("PB_TEST_TMP");
+		char dir[600], path[700], cmd[800];
+
+		snprintf(dir, sizeof(dir), "%s/usermap.XXXXXX",
+			 base ? base : "/tmp");
+		assert_non_null(mkdtemp(dir));
+		snprintf(path, sizeof(path), "%s/user-map", dir);
+		assert_int_equal(
+			file_write_atomic(path, text, strlen(text), 0666), 0);
+		assert_int_equal(chmod(path, 0666), 0);
+		assert_int_equal(usermap_load(&m, path), PB_EINVAL);
+		assert_non_null(strstr(err_msg(), "user-map is writable by"));
+		assert_int_equal(chmod(path, 0640), 0);
+		assert_int_equal(usermap_load(&m, path), 0);
+		assert_string_equal(usermap_lookup(m, "bob@corp.example"),
+				    "bob");
+		usermap_free(m);
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		assert_int_equal(system(cmd), 0);
+	}
 }
 
 static void test_scoped_removals(void **state)
