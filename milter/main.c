@@ -10,7 +10,7 @@
  * (glue.c) or the test mode (testmode.c).  Exit codes: <sysexits.h>.
  *
  * Signals.  libmilter starts its own thread that sigwait()s for SIGHUP,
- * SIGTERM and SIGINT and stops the milter on any of them (notes §1.1,
+ * SIGTERM and SIGINT and stops the milter on any of them (sendmail's
  * libmilter/signal.c); we want SIGHUP to reload and a stop to drain
  * first.  The main thread never blocks the three signals and catches
  * them with a handler that only writes to a self-pipe, while smfi_main()

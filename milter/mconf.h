@@ -10,7 +10,7 @@
  * freed when its last message lets go.
  *
  * The current generation is the one piece of mutable global state of the
- * milter (STYLE.md allows the loaded config): mconf_current() and
+ * milter (docs/STYLE.md allows the loaded config): mconf_current() and
  * mconf_install() read and swap it under a mutex.
  *
  * The store: SQLite connections may not be shared between threads at the

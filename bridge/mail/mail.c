@@ -1137,8 +1137,11 @@ static int read_text(struct mail *m, GMimeObject *top,
 	if (rc)
 		goto out;
 	if (to_utf8(&m->text, raw.data, raw.len, m->charset, &m->flags) ==
-	    PB_ELIMIT)
+	    PB_ELIMIT) {
+		/* Keep what fitted, flagged as cut. */
 		m->flags |= MAIL_F_TRUNCATED;
+		buf_clear_error(&m->text);
+	}
 
 	if (html) {
 		m->flags |= MAIL_F_HTML;

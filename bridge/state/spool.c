@@ -9,6 +9,7 @@
 #include "state/spool.h"
 #include "util/err.h"
 #include "util/fileio.h"
+#include "util/hashmap.h"
 #include "util/log.h"
 #include "util/perm.h"
 #include "util/printable.h"
@@ -903,30 +904,19 @@ int spool_parse(struct spool_record *out, const void *data, size_t len)
 
 /* ---- writing ---------------------------------------------------------- */
 
-/* 64-bit FNV-1a: names records that have no usable queue id. */
-static uint64_t fnv1a(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 static void make_name(char *name, size_t size, const struct spool_meta *m,
 		      const struct timespec *ts)
 {
 	const char *qid = m->queue_id ? m->queue_id : "";
+	const char *mid = m->message_id ? m->message_id : "";
 	int64_t usec = (int64_t)ts->tv_sec * 1000000 + ts->tv_nsec / 1000;
 	char id[SPOOL_NAME_ID_MAX + 1];
 
 	if (run_of(qid, strlen(qid), 1, SPOOL_NAME_ID_MAX, is_alnum))
 		snprintf(id, sizeof(id), "%s", qid);
-	else
+	else /* a record without a usable queue id: its Message-ID's hash */
 		snprintf(id, sizeof(id), "m%016" PRIx64,
-			 fnv1a(m->message_id ? m->message_id : ""));
+			 hash_fnv1a64(mid, strlen(mid)));
 	snprintf(name, size, "%016" PRId64 ".%s.%ld.%lu", usec > 0 ? usec : 0,
 		 id, (long)getpid(), atomic_fetch_add(&put_seq, 1));
 }

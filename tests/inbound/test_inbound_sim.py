@@ -933,7 +933,7 @@ def main():
     global PB, SEED
     if not URL:
         print("PB_FORGESIM_URL is not set (run through run-with-sim.sh)")
-        return 77
+        return 1
     PB, SEED = sys.argv[1], sys.argv[2]
     argv = [sys.argv[0]] + sys.argv[3:]
     prog = unittest.main(argv=argv, exit=False, verbosity=2)
