@@ -20,17 +20,29 @@
  * The message is buffered as the milter receives it: header fields as
  * "Name: value" lines, an empty line, the body; line ends are LF (SMTP's
  * CRLF and Postfix's LF in folded fields are made the same).  The buffer
- * is capped at [milter] max_message_size: past it the message is marked
- * oversize, buffering stops, and the message is accepted untouched and
- * logged - list mail is never rejected because of the bridge (DESIGN.md
- * rules 1 and 8).  So is a message with more than PB_HEADER_COUNT_MAX
- * header fields or a field over PB_HEADER_VALUE_MAX bytes.  When the
+ * is capped at [milter] max_message_size: past it buffering stops and
+ * the message is cut there - what was buffered, up to its last line end,
+ * is handled like a whole mail and spooled with the size Postfix offered
+ * (Received-Size), so the daemon says the comment is cut and where the
+ * whole mail is; nothing is lost for being large, and list mail is never
+ * rejected because of the bridge (DESIGN.md rules 1 and 8).  A message
+ * with more than PB_HEADER_COUNT_MAX header fields or a field over
+ * PB_HEADER_VALUE_MAX bytes is accepted untouched and logged.  When the
  * headers already say the mail is no reply to a bridged series
  * (classify_headers(): the loop guard, no threading header, or none that
- * the thread map or our Message-ID scheme knows), session_eoh() says the
- * message is decided: its body is not buffered, no MIME work is done,
- * and the milter lets it go at once (SMFIS_ACCEPT) - session_eom() then
- * only logs its verdict.
+ * the thread map or our Message-ID scheme knows), its body is not
+ * buffered and no MIME work is done; unless it carries a forged
+ * Authentication-Results field (below), which only the end of message
+ * may delete, session_eoh() says the message is decided and the milter
+ * lets it go at once (SMFIS_ACCEPT) - session_eom() then only logs its
+ * verdict.
+ *
+ * Every header field also goes through the Authentication-Results rules
+ * of authres.h as it arrives: the fields the trusted verifiers added on
+ * top are the only ones that count, and every other field that mentions
+ * the trusted authserv-id is forged.  session_forged() lists those for
+ * the caller to delete at end of message (smfi_chgheader), for every
+ * mail, bridged or not, so no forged result reaches the list either.
  *
  * session_eom() for a relevant mail: classify (thread map, Message-ID
  * scheme, subject), review_parse() against the target patch's diff as
@@ -54,6 +66,7 @@
 #ifndef PB_MILTER_SESSION_H
 #define PB_MILTER_SESSION_H
 
+#include "mail/authres.h"
 #include "mail/classify.h"
 #include "milter/mconf.h"
 #include "state/spool.h"
@@ -74,7 +87,6 @@ enum session_skip {
 	SESSION_KEEP, /* buffering: may be relevant */
 	SESSION_SKIP_LOOP, /* the bridge's own mail */
 	SESSION_SKIP_UNTHREADED, /* no reply to a bridged series */
-	SESSION_SKIP_OVERSIZE, /* over [milter] max_message_size */
 	SESSION_SKIP_HEADERS, /* too many or too long header fields */
 };
 
@@ -96,6 +108,8 @@ struct session {
 	size_t nr_headers; /* header fields seen */
 	int in_body; /* end of header seen */
 	int pending_cr; /* the last body chunk ended in CR */
+	int cut; /* raw reached max_message: the rest is not kept */
+	struct authres_judge judge; /* the A-R rules over the fields */
 	enum session_skip skip; /* set once, never cleared in a message */
 };
 
@@ -106,7 +120,7 @@ enum session_action {
 
 struct session_outcome {
 	enum session_action action;
-	/* "bridged", "pass", "loop", "oversize", "headers", "tempfail" */
+	/* "bridged", "pass", "loop", "headers", "tempfail" */
 	const char *verdict;
 	const char *reason; /* classify's reason token, or a detail */
 	char header[SESSION_HEADER_MAX]; /* X-Patchbridge value; "" none */
@@ -129,6 +143,13 @@ void session_body(struct session *s, const void *data, size_t len);
 void session_eom(struct session_outcome *out, struct session *s);
 /* After EOM or on abort: drop the message and its config reference. */
 void session_end(struct session *s);
+
+/*
+ * The forged Authentication-Results fields of the message, as 1-based
+ * indexes among the message's Authentication-Results fields in the order
+ * received (smfi_chgheader's index), ascending; *nr of them.
+ */
+const size_t *session_forged(const struct session *s, size_t *nr);
 
 /* The correlation id for log lines: the queue id once known. */
 const char *session_log_id(const struct session *s);

@@ -1,8 +1,10 @@
 #include "cmd/cmd_parse.h"
+#include "core/config.h"
 #include "mail/diff.h"
 #include "mail/mail.h"
 #include "mail/mbox.h"
 #include "mail/review.h"
+#include "state/spool.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fileio.h"
@@ -49,15 +51,22 @@ const char cmd_parse_help[] =
 	"                       patches that answer a mail make it the\n"
 	"                       cover letter even without 0/N in its subject\n"
 	"\n"
-	"Offline there is no thread map and no trusted authserv-id: target\n"
-	"is null and auth.verified is false.  Exit status: 0, or 66\n"
-	"(EX_NOINPUT) when a file could not be read, 65 (EX_DATAERR) when a\n"
-	"mail did not parse (with JSON Lines, after every other mail).\n";
+	"Authentication-Results fields are judged as the milter and the\n"
+	"daemon judge them, with the configuration's [milter]\n"
+	"trusted_authserv_id and trusted_authres_fields: read FILE as the mail\n"
+	"the milter received (its header as Postfix passes it), or give a\n"
+	"spool record, which holds exactly that.  The configuration is the\n"
+	"one -c or $PATCHBRIDGE_CONFIG names, else the default file when it\n"
+	"exists; without one no field is trusted.  Offline there is no\n"
+	"thread map: target is null.  Exit status: 0, or 66 (EX_NOINPUT)\n"
+	"when a file could not be read, 65 (EX_DATAERR) when a mail did not\n"
+	"parse (with JSON Lines, after every other mail), 78 (EX_CONFIG)\n"
+	"when the configuration does not load.\n";
 
 /* What one run prints to, and the first failure's exit status. */
 struct parse_run {
 	const struct diff *parent;
-	struct review_options ro; /* the --thread mails */
+	struct review_options ro; /* the --thread mails, the trust rules */
 	int lines; /* JSON Lines */
 	int ex;
 	struct buf json;
@@ -71,10 +80,24 @@ static int usage_error(const char *what, const char *arg)
 	return EX_USAGE;
 }
 
+/* A spool record holds the mail as the milter received it. */
+#define SPOOL_MAGIC "PB-Spool: "
+
 static int read_mail(struct buf *out, const char *path)
 {
+	struct spool_record rec;
 	int rc = file_read(out, path);
 
+	if (!rc && out->len >= strlen(SPOOL_MAGIC) &&
+	    !memcmp(out->data, SPOOL_MAGIC, strlen(SPOOL_MAGIC))) {
+		spool_record_init(&rec);
+		rc = spool_parse(&rec, out->data, out->len);
+		if (!rc)
+			rc = buf_set(out, rec.message.data, rec.message.len);
+		spool_record_release(&rec);
+		if (rc == PB_EINVAL)
+			rc = PB_ELIMIT; /* a data error, as for a mail */
+	}
 	if (!rc)
 		return 0;
 	fprintf(stderr, "patchbridge parse: %s: %s\n", path, err_msg());
@@ -239,9 +262,38 @@ out:
 	buf_release(&raw);
 }
 
-int cmd_parse(int argc, char **argv)
+/* The milter's rules for Authentication-Results from the configuration. */
+static int load_options(struct review_options *ro, struct config **cfg,
+			const char *path)
+{
+	struct strlist errs = STRLIST_INIT;
+	size_t i;
+	int rc;
+
+	memset(ro, 0, sizeof(*ro));
+	if (!path)
+		return EX_OK;
+	rc = config_load(cfg, &errs, path);
+	strlist_for_each (&errs, i)
+		fprintf(stderr, "%s\n", errs.items[i]);
+	if (rc && !errs.nr)
+		fprintf(stderr, "patchbridge parse: %s: %s\n", path, err_msg());
+	strlist_release(&errs);
+	if (rc)
+		return rc == PB_ENOTFOUND ? EX_NOINPUT : EX_CONFIG;
+	ro->trusted_authserv_id =
+		config_str(*cfg, CFG_MILTER_TRUSTED_AUTHSERV_ID);
+	if (!ro->trusted_authserv_id[0])
+		ro->trusted_authserv_id = NULL;
+	ro->trusted_fields =
+		(size_t)config_int(*cfg, CFG_MILTER_TRUSTED_AUTHRES_FIELDS);
+	return EX_OK;
+}
+
+int cmd_parse(const char *config_path, int argc, char **argv)
 {
 	const char *patch = NULL, *mbox = NULL;
+	struct config *cfg = NULL;
 	struct buf praw = BUF_INIT(PB_MAIL_MAX_DEFAULT);
 	struct diff *parent = NULL;
 	struct parse_run run;
@@ -296,12 +348,16 @@ int cmd_parse(int argc, char **argv)
 				 files[0]);
 	if (!ex && !mbox && !nfiles)
 		ex = usage_error("no mail given", "");
+	if (!ex) {
+		memset(&run, 0, sizeof(run));
+		ex = load_options(&run.ro, &cfg, config_path);
+	}
 	if (ex) {
 		strlist_release(&thread_paths);
+		config_free(cfg);
 		return ex;
 	}
 
-	memset(&run, 0, sizeof(run));
 	buf_init(&run.json, REVIEW_JSON_MAX);
 	run.lines = jsonl || mbox || nfiles > 1;
 	mail_init();
@@ -334,11 +390,6 @@ out:
 	buf_release(&praw);
 	buf_release(&run.json);
 	mail_shutdown();
+	config_free(cfg);
 	return run.ex;
-}
-
-int cmd_parse_run(const struct command *cmd, int argc, char **argv)
-{
-	(void)cmd;
-	return cmd_parse(argc, argv);
 }

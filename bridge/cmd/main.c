@@ -80,6 +80,8 @@ struct command {
 
 /* The configuration file: -c, else $PATCHBRIDGE_CONFIG, else the default. */
 static const char *config_path;
+/* -c or $PATCHBRIDGE_CONFIG named it. */
+static int config_named;
 
 static int cmd_check_config(const struct command *cmd, int argc, char **argv);
 static int run_program(const char *name, int argc, char **argv);
@@ -89,6 +91,7 @@ static int cmd_dump_config(const struct command *cmd, int argc, char **argv);
 static int cmd_help(const struct command *cmd, int argc, char **argv);
 static int cmd_version(const struct command *cmd, int argc, char **argv);
 static int cmd_list_params(const struct command *cmd, int argc, char **argv);
+static int cmd_parse_entry(const struct command *cmd, int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "check-config", NULL,
@@ -144,7 +147,7 @@ static const struct command commands[] = {
 	{ "help", "--help", "[COMMAND]", "show this list, or a command's help",
 	  "", 0, cmd_help, NULL },
 	{ "parse", NULL, cmd_parse_synopsis, cmd_parse_summary, cmd_parse_help,
-	  0, cmd_parse_run, NULL },
+	  0, cmd_parse_entry, NULL },
 	{ "version", "--version", "", "print the version", "", 0, cmd_version, NULL },
 	{ "send", NULL, cmd_send_synopsis, cmd_send_summary, cmd_send_help, 0,
 	  NULL, PROG_DAEMON },
@@ -380,6 +383,16 @@ static int cmd_list_params(const struct command *cmd, int argc, char **argv)
 	return EX_OK;
 }
 
+/* parse works offline: a configuration only when one is named or the
+ * default file is there to read. */
+static int cmd_parse_entry(const struct command *cmd, int argc, char **argv)
+{
+	(void)cmd;
+	return cmd_parse(
+		config_named || !access(config_path, R_OK) ? config_path : NULL,
+		argc, argv);
+}
+
 static const struct command *command_find(const char *name)
 {
 	const struct command *c;
@@ -480,6 +493,7 @@ int main(int argc, char **argv)
 
 	log_open("patchbridge", LOG_SINK_STDERR);
 	config_path = env_config_path();
+	config_named = getenv(CONFIG_ENV) && getenv(CONFIG_ENV)[0];
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--config")) {
@@ -487,8 +501,10 @@ int main(int argc, char **argv)
 				return bad_usage(NULL, "%s needs a file name",
 						 argv[i]);
 			config_path = argv[++i];
+			config_named = 1;
 		} else if (!strncmp(argv[i], "--config=", 9)) {
 			config_path = argv[i] + 9;
+			config_named = 1;
 		} else if (!strcmp(argv[i], "-h")) {
 			usage(stdout);
 			return EX_OK;

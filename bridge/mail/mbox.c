@@ -132,10 +132,15 @@ static void add(struct buf *msg, int *oversize, const char *p, size_t n)
 
 	if (*oversize)
 		return;
-	if (!buf_add(msg, p, n))
-		return;
 	room = msg->max - msg->len;
-	buf_add(msg, p, room);
+	if (n <= room) {
+		if (buf_add(msg, p, n))
+			BUG("mbox: %zu bytes do not fit in %zu", n, room);
+		return;
+	}
+	/* what fits, and no more: the buf's errors are sticky */
+	if (buf_add(msg, p, room))
+		BUG("mbox: %zu bytes do not fit in %zu", room, room);
 	*oversize = 1;
 }
 

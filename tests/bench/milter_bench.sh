@@ -169,7 +169,9 @@ else
 	step "preflight: the milter's --test mode bridges every reply"
 	WANT_BRIDGED=$NREPLIES
 fi
-"$MBIN" -c "$T/pb.conf" --sender "<reviewer@bench.example.org>" \
+# as the milter runs: it refuses root with a spool that is nobody's
+setpriv --reuid=nobody --regid=nogroup --clear-groups -- \
+	"$MBIN" -c "$T/pb.conf" --sender "<reviewer@bench.example.org>" \
 	--queue-id PREFLIGHT --test "${files[@]}" >"$W/preflight.out" \
 	2>"$W/preflight.log" || fail "--test failed: $(tail -n 3 "$W/preflight.log")"
 bridged=$(grep -c ': X-Patchbridge: reply ' "$W/preflight.out")
