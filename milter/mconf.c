@@ -1,6 +1,7 @@
 #include "milter/mconf.h"
 
 #include "core/preflight.h"
+#include "milter/diffcache.h"
 #include "util/err.h"
 #include "util/limits.h"
 #include "util/log.h"
@@ -17,6 +18,8 @@ struct mconf {
 	struct mconf_view view;
 	struct config *cfg; /* owned; view.cfg points here */
 	struct spool *spool; /* owned; view.spool points here */
+	struct diffcache *diffs; /* owned; view.diffs calls into it */
+	struct classify_diffs hooks; /* view.diffs points here */
 	int busy_timeout_ms; /* [state] busy_timeout */
 	pthread_mutex_t lock; /* guards the fields below */
 	struct store *idle[MCONF_STORES_MAX]; /* pooled connections */
@@ -76,6 +79,9 @@ int mconf_new(struct mconf **out, struct strlist *errs, const char *path)
 	c->view.state_path = config_str(c->cfg, CFG_STATE_PATH);
 	c->busy_timeout_ms =
 		(int)config_duration_ms(c->cfg, CFG_STATE_BUSY_TIMEOUT);
+	c->diffs = diffcache_new();
+	diffcache_hooks(&c->hooks, c->diffs);
+	c->view.diffs = &c->hooks;
 	*out = c;
 	return 0;
 fail:
@@ -98,6 +104,7 @@ void mconf_unref(struct mconf *c)
 	for (i = 0; i < c->nr_idle; i++)
 		store_free(c->idle[i]);
 	spool_free(c->spool);
+	diffcache_free(c->diffs);
 	config_free(c->cfg);
 	pthread_mutex_destroy(&c->lock);
 	free(c);

@@ -16,7 +16,9 @@
  * The store: SQLite connections may not be shared between threads at the
  * same time (store.h), and Debian's libmilter runs one session on several
  * threads in turn, so a message borrows a connection from the pool for
- * the duration of its end-of-message work and gives it back.  A missing
+ * the duration of its end-of-message work and gives it back.  A
+ * generation also keeps the parsed diffs of the patches replies answer
+ * (diffcache.h), so a reload starts that cache afresh.  A missing
  * database (the daemon has not created it yet) is PB_ENOTFOUND; failures
  * to open are logged once per generation until an open succeeds again.
  *
@@ -33,6 +35,7 @@
 #define PB_MILTER_MCONF_H
 
 #include "core/config.h"
+#include "mail/classify.h"
 #include "state/spool.h"
 #include "state/store.h"
 #include "util/strlist.h"
@@ -54,6 +57,9 @@ struct mconf_view {
 	const char *authserv_id; /* [milter] trusted_authserv_id or NULL */
 	size_t authres_fields; /* [milter] trusted_authres_fields */
 	const char *state_path; /* [state] path */
+	/* the parents' parsed diffs, kept for the generation's life
+	 * (diffcache.h); thread-safe */
+	const struct classify_diffs *diffs;
 };
 
 /*

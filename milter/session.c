@@ -284,6 +284,7 @@ int session_eoh(struct session *s)
 	v = mconf_view(s->conf);
 	opts.domain = v->domain;
 	opts.address = v->address;
+	opts.diffs = v->diffs;
 	classify_at_eoh(s, &opts);
 	if (s->early.verdict == CLASSIFY_LOOP)
 		mark(s, SESSION_SKIP_LOOP);
@@ -512,6 +513,7 @@ void session_eom(struct session_outcome *out, struct session *s)
 	}
 	opts.domain = v->domain;
 	opts.address = v->address;
+	opts.diffs = v->diffs;
 	rc = mconf_store_get(&st, s->conf);
 	if (rc)
 		st = NULL; /* logged; the Message-ID scheme still works */

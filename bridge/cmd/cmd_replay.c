@@ -131,6 +131,7 @@ static int replay_file(struct replay *rp, const char *path)
 		log_ctx_set(in.message_id);
 	opts.domain = config_str(rp->cfg, CFG_BRIDGE_DOMAIN);
 	opts.address = config_str(rp->cfg, CFG_BRIDGE_ADDRESS);
+	opts.diffs = NULL;
 	classify_early(&res, &in, &opts);
 	if (res.verdict == CLASSIFY_CANDIDATE) {
 		if (rp->st)

@@ -364,6 +364,24 @@ static int row_diff(struct diff **out, char **title,
 	return 0;
 }
 
+/* row_diff() for the parent, through the caller's cache when it has one. */
+static int parent_diff(struct diff **out, const struct threadmap_mail *m,
+		       const struct classify_opts *opts)
+{
+	const struct classify_diffs *c = opts->diffs;
+	int rc;
+
+	if (c && m->diff && m->diff_len) {
+		*out = c->get(c->arg, m->message_id, m->diff, m->diff_len);
+		if (*out)
+			return 0;
+	}
+	rc = row_diff(out, NULL, m);
+	if (!rc && c && *out)
+		c->put(c->arg, m->message_id, m->diff, m->diff_len, *out);
+	return rc;
+}
+
 /* Copy a string into a fixed array, cutting what does not fit. */
 static void copy_str(char *dst, size_t size, const char *src)
 {
@@ -791,7 +809,7 @@ int classify_eom(struct classify_result *res, const struct classify_input *in,
 			goto out;
 		}
 	}
-	rc = row_diff(&res->parent, NULL, &row);
+	rc = parent_diff(&res->parent, &row, opts);
 	if (rc && rc != PB_ENOTFOUND)
 		log_warn("thread map: the diff of %s!%lld v%d %d does not "
 			 "parse: %s",

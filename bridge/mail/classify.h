@@ -100,9 +100,26 @@ void classify_header(struct classify_input *in, const char *name,
 /* Note the envelope sender ("<a@b>" or "a@b"; "<>" is the null sender). */
 void classify_sender(struct classify_input *in, const char *sender);
 
+/*
+ * Parsed diffs of thread-map rows kept between mails (the milter keeps
+ * them per configuration generation): the rows of one series are
+ * answered again and again, and a row's text never changes, so its
+ * parse need not be redone.  get() returns a new reference to the diff
+ * parsed from text[0..len) of the row id, or NULL; put() keeps one of
+ * its own.  Both are called from any thread.
+ */
+struct classify_diffs {
+	struct diff *(*get)(void *arg, const char *id, const char *text,
+			    size_t len);
+	void (*put)(void *arg, const char *id, const char *text, size_t len,
+		    struct diff *d);
+	void *arg;
+};
+
 struct classify_opts {
 	const char *domain; /* [bridge] domain: right side of our ids */
 	const char *address; /* [bridge] address, or NULL */
+	const struct classify_diffs *diffs; /* or NULL: parse each time */
 };
 
 enum classify_verdict {

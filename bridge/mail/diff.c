@@ -4,6 +4,7 @@
 #include "util/scan.h"
 #include "util/xalloc.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,6 +266,7 @@ int diff_parse_flags(struct diff **out, const char *text, size_t len,
 
 	*out = NULL;
 	d = xcalloc(1, sizeof(*d));
+	atomic_init(&d->refs, 1);
 	buf_init(&d->text, DIFF_TEXT_MAX);
 	buf_init(&d->keys, DIFF_TEXT_MAX);
 	memset(&b, 0, sizeof(b));
@@ -350,11 +352,25 @@ out:
 	return rc;
 }
 
+struct diff *diff_ref(struct diff *d)
+{
+	atomic_fetch_add(&d->refs, 1);
+	return d;
+}
+
+size_t diff_size(const struct diff *d)
+{
+	return sizeof(*d) + d->text.alloc + d->keys.alloc +
+	       d->nr_files * sizeof(*d->files) +
+	       d->nr_hunks * sizeof(*d->hunks) +
+	       d->nr_lines * sizeof(*d->lines);
+}
+
 void diff_free(struct diff *d)
 {
 	size_t i;
 
-	if (!d)
+	if (!d || atomic_fetch_sub(&d->refs, 1) > 1)
 		return;
 	for (i = 0; i < d->nr_files; i++) {
 		free(d->files[i].old_path);

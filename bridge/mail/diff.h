@@ -19,6 +19,10 @@
  * them; a line two lines were merged into matches its first part.
  *
  * Ownership: a struct diff owns a copy of the text it was parsed from.
+ * It is counted: diff_parse() returns one reference, diff_ref() adds one
+ * and diff_free() drops one, freeing it with the last; a parsed diff is
+ * never changed, so threads may share it (the milter keeps parsed
+ * parents between mails: mail/classify.h).
  * Everything is pure, bounded (DIFF_LINES_MAX lines, DIFF_QUOTE_MAX
  * quoted lines) and thread-safe.
  * Bounds: past DIFF_LINES_MAX the rest of a diff is dropped (->truncated);
@@ -72,6 +76,7 @@ struct diff {
 	struct diff_line *lines;
 	size_t nr_lines;
 	int truncated; /* DIFF_LINES_MAX reached: the rest is missing */
+	_Atomic int refs; /* references: diff_free() drops one */
 };
 
 /* Parse text[0..len); 0, or PB_ELIMIT for text over DIFF_TEXT_MAX. */
@@ -86,7 +91,12 @@ int diff_parse(struct diff **out, const char *text, size_t len);
 #define DIFF_LENIENT 0x01
 int diff_parse_flags(struct diff **out, const char *text, size_t len,
 		     unsigned flags);
+/* Drop a reference (NULL allowed); the last one frees. */
 void diff_free(struct diff *d);
+/* Another reference to d; returns d. */
+struct diff *diff_ref(struct diff *d);
+/* The bytes a parsed diff holds, about (for a cache's bound). */
+size_t diff_size(const struct diff *d);
 
 /* The path a line is on: the new path, or the old one when deleted. */
 const char *diff_line_path(const struct diff *d, const struct diff_line *l);

@@ -10,6 +10,7 @@
 #include "core/msgid.h"
 #include "mail/classify.h"
 #include "mail/mail.h"
+#include "milter/diffcache.h"
 #include "state/store.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -209,7 +210,7 @@ static struct store *open_ro(void)
 	return st;
 }
 
-static const struct classify_opts opts = { DOMAIN, ADDRESS };
+static const struct classify_opts opts = { DOMAIN, ADDRESS, NULL };
 
 /* Headers "Name: value\n" (no folding) into in, then the body. */
 static void build(struct classify_input *in, struct buf *raw,
@@ -841,6 +842,93 @@ static void test_duplicate_message_id_one_rule(void **state)
 	mail_free(m);
 }
 
+/* classify_eom() through a cache: one parse per row, the same diff after. */
+static void test_parent_diff_cache(void **state)
+{
+	struct diffcache *dc = diffcache_new();
+	struct classify_diffs hooks;
+	struct classify_opts copts = opts;
+	struct classify_input in;
+	struct classify_result res[2];
+	struct threadmap tm;
+	struct store *st = open_ro();
+	struct buf raw;
+	size_t entries, bytes;
+	int i;
+
+	(void)state;
+	diffcache_hooks(&hooks, dc);
+	copts.diffs = &hooks;
+	store_threadmap(&tm, st);
+	for (i = 0; i < 2; i++) {
+		build(&in, &raw,
+		      "From: Rev Iewer <rev@example.org>\n"
+		      "Subject: Re: [PATCH 2/3] list: grow on demand\n"
+		      "Message-ID: <r1@example.org>\n"
+		      "In-Reply-To: <s12-2@lists.example.org>\n",
+		      reply_body2);
+		classify_result_init(&res[i]);
+		assert_int_equal(classify_eom(&res[i], &in, raw.data, raw.len,
+					      &tm, &copts),
+				 0);
+		classify_input_release(&in);
+		buf_release(&raw);
+		assert_int_equal(res[i].verdict, CLASSIFY_BRIDGE);
+		assert_non_null(res[i].parent);
+		diffcache_stats(dc, &entries, &bytes);
+		assert_int_equal(entries, 1);
+		assert_true(bytes > 0);
+	}
+	/* the second mail got the diff the first one parsed */
+	assert_ptr_equal(res[0].parent, res[1].parent);
+	assert_true(res[1].parent->nr_lines > 0);
+	/* each holds a reference of its own, the cache one more */
+	classify_result_release(&res[0]);
+	diffcache_free(dc);
+	assert_true(res[1].parent->nr_lines > 0);
+	classify_result_release(&res[1]);
+	store_free(st);
+}
+
+/* Keyed by id, checked by the text: other text is a miss; bounded. */
+static void test_diffcache_bounds(void **state)
+{
+	static const char text1[] = "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n";
+	static const char text2[] = "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+c\n";
+	struct diffcache *dc = diffcache_new();
+	struct diff *d, *got;
+	size_t entries, bytes;
+	char id[64];
+	int i;
+
+	(void)state;
+	assert_int_equal(diff_parse(&d, text1, strlen(text1)), 0);
+	diffcache_put(dc, "p1@x", text1, strlen(text1), d);
+	got = diffcache_get(dc, "p1@x", text1, strlen(text1));
+	assert_ptr_equal(got, d);
+	diff_free(got);
+	/* the row written again with other text: never the old diff */
+	assert_null(diffcache_get(dc, "p1@x", text2, strlen(text2)));
+	assert_null(diffcache_get(dc, "p1@x", text1, strlen(text1) - 1));
+	assert_null(diffcache_get(dc, "p2@x", text1, strlen(text1)));
+	/* more rows than it keeps: the oldest go, the newest stay */
+	for (i = 0; i < DIFFCACHE_ENTRIES_MAX + 10; i++) {
+		snprintf(id, sizeof(id), "n%d@x", i);
+		diffcache_put(dc, id, text1, strlen(text1), d);
+	}
+	diffcache_stats(dc, &entries, &bytes);
+	assert_int_equal(entries, DIFFCACHE_ENTRIES_MAX);
+	assert_null(diffcache_get(dc, "p1@x", text1, strlen(text1)));
+	assert_null(diffcache_get(dc, "n0@x", text1, strlen(text1)));
+	got = diffcache_get(dc, id, text1, strlen(text1));
+	assert_ptr_equal(got, d);
+	diff_free(got);
+	diffcache_free(dc);
+	/* the caller's own reference outlives the cache */
+	assert_true(d->nr_lines > 0);
+	diff_free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -856,6 +944,8 @@ int main(void)
 		cmocka_unit_test(test_headers_before_body),
 		cmocka_unit_test(test_header_parsing),
 		cmocka_unit_test(test_duplicate_message_id_one_rule),
+		cmocka_unit_test(test_parent_diff_cache),
+		cmocka_unit_test(test_diffcache_bounds),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
