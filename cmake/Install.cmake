@@ -1,6 +1,9 @@
 # Installation: cmake --install BUILD [--prefix P], or DESTDIR=stage.
 #
 #   bin/patchbridge, sbin/patchbridge-milter     (bridge/, milter/)
+#   libexec/patchbridge/patchbridge-format, patchbridge-daemon
+#                                                the programs bin/patchbridge
+#                                                runs (bridge/cmd/)
 #   share/man/man8/patchbridge.8, patchbridge-milter.8, man5/patchbridge.conf.5
 #   share/patchbridge/templates/                 copies of the built-in
 #                                                templates, for --template
@@ -76,6 +79,7 @@ endif()
 # notes which of them, and of their parents, it makes.
 set(PB_INSTALL_DIRS
   ${CMAKE_INSTALL_BINDIR} ${CMAKE_INSTALL_SBINDIR}
+  ${CMAKE_INSTALL_LIBEXECDIR}/patchbridge
   ${CMAKE_INSTALL_MANDIR}/man5 ${CMAKE_INSTALL_MANDIR}/man8
   ${CMAKE_INSTALL_DATADIR}/patchbridge/templates
   ${CMAKE_INSTALL_DOCDIR}/postfix ${CMAKE_INSTALL_DOCDIR}/systemd
