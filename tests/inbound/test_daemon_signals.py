@@ -175,7 +175,10 @@ class DaemonSignalTest(unittest.TestCase):
         d.wait_log("configuration reloaded", 20, at)
         self.assertTrue(d.alive())
         mid2 = self.spool("Applied from the new spool directory.\n")
-        self.assertTrue(os.listdir(os.path.join(spool2, "new")),
+        # the daemon watches new/ and may have claimed it (cur/, done/)
+        self.assertTrue(any(os.listdir(os.path.join(spool2, sub))
+                            for sub in ("new", "cur", "done")
+                            if os.path.isdir(os.path.join(spool2, sub))),
                         "the reply did not go to the new spool")
         wait_marker(d, mid2, 0, 30)
 
