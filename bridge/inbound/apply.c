@@ -1,5 +1,6 @@
 #include "inbound/apply.h"
 
+#include "core/metrics.h"
 #include "inbound/marker.h"
 #include "util/err.h"
 #include "util/limits.h"
@@ -298,10 +299,12 @@ static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 	int rc, rc2;
 
 	(void)arg;
-	if (!t->head_sha)
+	if (!t->head_sha) {
+		metrics_inc1(MET_APPROVALS_REFUSED, "head_unknown");
 		return approval_note(r, a,
 				     "the revision's head commit is "
 				     "not known to the bridge");
+	}
 	/* Before the approval: the forge's "approved" note must never be
 	 * mailed back to the list, which has the trailer already. */
 	rc = mark_list_approval(r, a->user);
@@ -319,6 +322,7 @@ static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 	if (!rc) {
 		log_info("approved as %s at %.12s%s", a->user, t->head_sha,
 			 res == FORGE_APPROVE_ALREADY ? " (already)" : "");
+		metrics_inc1(MET_APPROVALS_MADE, t->project);
 		return 0;
 	}
 	if (rc == PB_ETEMP)
@@ -331,6 +335,7 @@ static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 			 t->revision, t->head_sha);
 		log_notice("approval as %s: the MR moved on from %.12s",
 			   a->user, t->head_sha);
+		metrics_inc1(MET_APPROVALS_REFUSED, "moved_on");
 	} else if (rc == PB_EPERM || rc == PB_ENOTFOUND) {
 		char forge_msg[sizeof(why)];
 
@@ -340,6 +345,7 @@ static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 			 rc == PB_EPERM ? "not allowed to approve" :
 					  "no such user");
 		log_notice("approval as %s refused: %s", a->user, forge_msg);
+		metrics_inc1(MET_APPROVALS_REFUSED, "forge_refused");
 	} else {
 		err_set(rc, "%s", why);
 		return rc;

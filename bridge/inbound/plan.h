@@ -94,6 +94,9 @@ struct plan {
 	struct plan_action *v;
 	size_t nr;
 	size_t alloc;
+	/* Trailers of an approval type not honoured, by verdict (for the
+	 * metrics; counted once the reply is applied). */
+	unsigned refused[APPROVAL__COUNT];
 };
 
 /*
