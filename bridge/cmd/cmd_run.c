@@ -5,7 +5,9 @@
  * (detect.h), takes merge requests off the work queue (workq.h) and mails
  * their new revisions (outbound.h), and delivers queued mails whose retry
  * is due.  The webhook receiver, when enabled, runs in libmicrohttpd's
- * threads and only puts MRs on the queue, which wakes the main thread.
+ * threads and only puts MRs on the queue, which wakes the main thread: a
+ * push or an opened MR on the work queue, a comment (Note Hook) on the
+ * comments queue, whose MRs' comments are mailed at once.
  *
  * Signals: SIGTERM and SIGINT stop the daemon after the mail being handed
  * to the MTA or the list reply being applied to the forge (what is left
@@ -131,6 +133,9 @@ struct daemon {
 	struct webhook *wh;
 	struct monitor *mon; /* the status server; NULL when off */
 	struct workq *q;
+	/* MRs a Note Hook named: their comments are mailed in the next
+	 * cycle (the webhook's threads push, the main thread pops). */
+	struct workq *notes_q;
 	struct retry *retries;
 	size_t nr_retries, alloc_retries;
 	int64_t next_poll;
@@ -174,10 +179,24 @@ static void metrics_for(const struct config *cfg)
 /* Called from the receiver's threads: enqueue only. */
 static int on_event(const struct webhook_event *ev, void *arg)
 {
-	struct workq *q = arg;
+	struct daemon *d = arg;
+	struct workq *q = d->q;
 	char reason[WORKQ_REASON_MAX + 1];
 	int rc;
 
+	/* A comment: GitLab says this MR has a new note, which the listing
+	 * may not show (ThrottledTouch leaves updated_at as it was for a
+	 * minute).  Internal notes come as "Confidential Note Hook", which
+	 * the receiver ignores. */
+	if (ev->kind == WEBHOOK_NOTE) {
+		rc = workq_push(d->notes_q, ev->project, ev->iid, 0,
+				"webhook note");
+		if (rc == PB_EEXISTS)
+			rc = 0;
+		if (!rc)
+			workq_wake(q);
+		return rc;
+	}
 	if (ev->kind != WEBHOOK_MR)
 		return 0;
 	if (!ev->code_changed && ev->action != WEBHOOK_ACTION_OPEN &&
@@ -190,7 +209,7 @@ static int on_event(const struct webhook_event *ev, void *arg)
 }
 
 static int webhook_start(struct webhook **out, const struct config *cfg,
-			 struct workq *q)
+			 struct daemon *d)
 {
 	struct buf secret = BUF_INIT(WEBHOOK_SECRET_MAX + 1);
 	struct webhook_opts o;
@@ -208,7 +227,7 @@ static int webhook_start(struct webhook **out, const struct config *cfg,
 	o.secret = secret.data;
 	o.max_request_size = config_size(cfg, CFG_WEBHOOK_MAX_REQUEST_SIZE);
 	o.on_event = on_event;
-	o.arg = q;
+	o.arg = d;
 	rc = webhook_new(out, &o);
 	secret_wipe(&secret);
 	if (rc)
@@ -403,11 +422,26 @@ static void deliver_due(struct daemon *d)
 static void forge_comments(struct daemon *d)
 {
 	struct forgemail *fm = NULL;
+	struct workq_item it;
 	size_t queued = 0;
 
 	if (forgemail_new(&fm, d->env.cfg, d->env.store, d->env.forge))
 		return;
 	forgemail_set_outbound(fm, d->env.ob);
+	/* The MRs a Note Hook named first: their comments right away. */
+	while (!stop_flag && !workq_pop(&it, d->notes_q)) {
+		const struct config_project *proj;
+
+		if (config_project_get(&proj, d->env.cfg, it.project) ||
+		    !config_project_bool(proj, CFG_PROJECT_ENABLED) ||
+		    !config_project_bool(proj, CFG_OUTBOUND_FORGE_COMMENTS))
+			continue;
+		if (forgemail_mr(fm, it.project, it.iid, &queued))
+			log_warn("forge comments of %s!%lld (%s): %s; the next "
+				 "poll reads them",
+				 it.project, (long long)it.iid, it.reason,
+				 err_msg());
+	}
 	if (forgemail_poll(fm, &queued))
 		log_warn("forge comments: %s", err_msg());
 	if (queued)
@@ -467,7 +501,8 @@ static void wait_for_work(struct daemon *d)
 	for (i = 0; i < d->nr_retries; i++)
 		if (d->retries[i].due < until)
 			until = d->retries[i].due;
-	if (workq_len(d->q) || stop_flag || reload_flag || poll_flag)
+	if (workq_len(d->q) || workq_len(d->notes_q) || stop_flag ||
+	    reload_flag || poll_flag)
 		return;
 	ms = until <= t ?
 		     0 :
@@ -514,12 +549,12 @@ static void reload(struct daemon *d)
 	/* The new receiver may want the old one's port: stop that first. */
 	webhook_free(d->wh);
 	d->wh = NULL;
-	if (!d->once && webhook_start(&wh, ne.cfg, d->q)) {
+	if (!d->once && webhook_start(&wh, ne.cfg, d)) {
 		log_error("reload refused: %s; keeping the configuration in "
 			  "force",
 			  err_msg());
 		env_close(&ne);
-		if (!d->once && webhook_start(&d->wh, d->env.cfg, d->q))
+		if (!d->once && webhook_start(&d->wh, d->env.cfg, d))
 			log_error("webhook: cannot restart: %s", err_msg());
 		sdnotify_send("READY=1");
 		return;
@@ -533,7 +568,7 @@ static void reload(struct daemon *d)
 			  err_msg());
 		webhook_free(wh);
 		env_close(&ne);
-		if (webhook_start(&d->wh, d->env.cfg, d->q))
+		if (webhook_start(&d->wh, d->env.cfg, d))
 			log_error("webhook: cannot restart: %s", err_msg());
 		if (monitor_start(&d->mon, d->env.cfg))
 			log_error("[metrics]: cannot restart: %s", err_msg());
@@ -655,7 +690,7 @@ int cmd_run(const char *config_path, int argc, char **argv)
 		config_free(cfg);
 		return EX_TEMPFAIL;
 	}
-	if (workq_new(&d.q, 0)) {
+	if (workq_new(&d.q, 0) || workq_new(&d.notes_q, 0)) {
 		fprintf(stderr, "patchbridge run: %s\n", err_msg());
 		rc = EX_OSERR;
 		goto out_cfg;
@@ -675,7 +710,7 @@ int cmd_run(const char *config_path, int argc, char **argv)
 	 * terminal), stop it, and start it for good in the child.
 	 */
 	if (!d.once) {
-		rc = webhook_start(&d.wh, d.env.cfg, d.q);
+		rc = webhook_start(&d.wh, d.env.cfg, &d);
 		if (!rc)
 			rc = monitor_start(&d.mon, d.env.cfg);
 		if (rc) {
@@ -694,7 +729,7 @@ int cmd_run(const char *config_path, int argc, char **argv)
 				rc = EX_OSERR;
 				goto out;
 			}
-			if (webhook_start(&d.wh, d.env.cfg, d.q) ||
+			if (webhook_start(&d.wh, d.env.cfg, &d) ||
 			    monitor_start(&d.mon, d.env.cfg)) {
 				log_error("%s", err_msg());
 				rc = EX_UNAVAILABLE;
@@ -761,6 +796,7 @@ out_cfg:
 	signal(SIGUSR1, SIG_DFL);
 	signal_queue = NULL;
 	workq_free(d.q);
+	workq_free(d.notes_q);
 	config_free(cfg);
 	if (lock_fd >= 0)
 		close(lock_fd);

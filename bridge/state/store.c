@@ -154,6 +154,14 @@ static const char *const migrations[] = {
 	" created INTEGER NOT NULL);"
 	"CREATE INDEX archive_by_mr ON archive (project, iid, created);"
 	"PRAGMA user_version = 4;",
+
+	/* 5: what became of each trailer of an applied mail (for why). */
+	"CREATE TABLE trailer_verdicts ("
+	" message_id TEXT NOT NULL,"
+	" trailer_index INTEGER NOT NULL CHECK (trailer_index >= 0),"
+	" verdict TEXT NOT NULL,"
+	" PRIMARY KEY (message_id, trailer_index));"
+	"PRAGMA user_version = 5;",
 };
 
 #define SCHEMA_LATEST ((int)ARRAY_SIZE(migrations))
@@ -322,6 +330,9 @@ enum stmt_id {
 	S_ARCH_LIST,
 	S_ARCH_MISSING,
 	S_ARCH_PRUNE,
+	S_VERDICT_CLEAR,
+	S_VERDICT_PUT,
+	S_VERDICT_LIST,
 	S_NR
 };
 
@@ -426,6 +437,13 @@ static const char *const stmt_sql[S_NR] = {
 		       " AND state != 'done'",
 	[S_ACT_LIST] = "SELECT " ACT_COLS " FROM forge_actions"
 		       " WHERE message_id = ?1 ORDER BY action_index",
+	[S_VERDICT_CLEAR] =
+		"DELETE FROM trailer_verdicts WHERE message_id = ?1",
+	[S_VERDICT_PUT] = "INSERT INTO trailer_verdicts"
+			  " (message_id, trailer_index, verdict)"
+			  " VALUES (?1, ?2, ?3)",
+	[S_VERDICT_LIST] = "SELECT verdict FROM trailer_verdicts"
+			   " WHERE message_id = ?1 ORDER BY trailer_index",
 
 	[S_CURSOR_GET] = "SELECT value FROM cursors WHERE name = ?1",
 	[S_CURSOR_SET] = "INSERT INTO cursors (name, value, updated)"
@@ -2342,6 +2360,60 @@ int store_action_list(struct store_action_list *out, struct store *st,
 	}
 	q_end(&q);
 	return rc;
+}
+
+/* Trailer verdicts. */
+
+int store_verdicts_set(struct store *st, const char *message_id,
+		       const struct strlist *verdicts)
+{
+	struct query q;
+	size_t i;
+	int nested, rc;
+
+	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	if (rc)
+		return rc;
+	rc = unit_begin(st, &nested);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_VERDICT_CLEAR, "clear trailer verdicts");
+	if (!rc) {
+		q_text(&q, 1, message_id);
+		rc = q_exec(&q);
+		q_end(&q);
+	}
+	for (i = 0; !rc && i < verdicts->nr && i < STORE_VERDICTS_MAX; i++) {
+		rc = q_start(&q, st, S_VERDICT_PUT, "record a trailer verdict");
+		if (rc)
+			break;
+		q_text(&q, 1, message_id);
+		q_int(&q, 2, (int64_t)i);
+		q_error(&q, 3,
+			verdicts->items[i][0] ? verdicts->items[i] : "-");
+		rc = q_exec(&q);
+		q_end(&q);
+	}
+	return unit_end(st, nested, !rc, rc);
+}
+
+int store_verdicts_get(struct strlist *out, struct store *st,
+		       const char *message_id)
+{
+	struct query q;
+	int rc;
+
+	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_VERDICT_LIST, "list trailer verdicts");
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	while ((rc = q_step(&q)) == 1 && out->nr < STORE_VERDICTS_MAX)
+		strlist_push_owned(out, col_str(q.stmt, 0));
+	q_end(&q);
+	return rc > 0 ? 0 : rc;
 }
 
 /* Cursors. */
