@@ -91,7 +91,7 @@ const char cmd_run_help[] =
 	"                exit: 0 when nothing is left to retry, 75\n"
 	"                (EX_TEMPFAIL) when something is; no webhook receiver\n"
 	"  --foreground  stay in the foreground and log to stderr (for\n"
-	"                systemd Type=simple); otherwise detach and log to\n"
+	"                systemd, Type=notify); otherwise detach and log to\n"
 	"                syslog, facility mail\n"
 	"\n"
 	"SIGTERM/SIGINT: stop after the mail being sent or the reply being\n"
