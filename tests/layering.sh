@@ -72,6 +72,7 @@ check_tree() { # top [milter-binary]
 	confine 'git2' 'bridge/outbound/gitrepo'
 	confine 'sqlite3\.h' 'bridge/state/store'
 	confine 'gmime/' 'bridge/mail/mail'
+	confine 'glib\.h|glib/' 'bridge/mail/mail|bridge/mail/digest'
 	confine 'yaml\.h' 'bridge/core/owners'
 	confine 'microhttpd' 'bridge/forge/webhook'
 	confine 'libmilter/' 'milter/glue'

@@ -17,7 +17,7 @@ and !3 still queued.  A restart (`run --once`) must mail the rest of !1,
 `run --once` mails nothing.  (A watermark stored past the queue would
 make the restart list only !3, leaving !2 unmailed.)
 
-Exit status: 0 pass, 1 fail, 77 skipped (no simulator).
+Exit status: 0 pass, 1 fail (also outside the simulator).
 """
 
 import email
@@ -213,7 +213,7 @@ def main():
         return 2
     if not URL:
         print("PB_FORGESIM_URL is not set (run through run-with-sim.sh)")
-        return 77
+        return 1
     pb, work = sys.argv[1], os.path.abspath(sys.argv[2])
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
