@@ -22,7 +22,10 @@ metrics` (Debian's prometheus package) and python3-prometheus-client's.
       waits in cur/ for its retry, aged by its spool name (the clock
       cannot be moved), and the oldest record's age shows it.  Then the
       forge is back and the operator moves the dead letters away:
-      ready, the reply applied, the spool empty.  The four scrapes,
+      ready, the reply applied, the spool empty.  The daemon logs with
+      [log] format = json: every line is a JSON object, and the lines
+      about each reply carry its Message-ID as the correlation id.
+      The four scrapes,
       laid one after the other on promtool's clock, drive
       contrib/prometheus/alerts.yml (`promtool test rules`): the forge
       alert and the dead letters fire in the 401 phase, the stuck spool
@@ -160,6 +163,10 @@ class MonitorTest(unittest.TestCase):
     def setUp(self):
         self.b = sim.Bridge(max_attempts=30)
         self.port = free_port()
+        with open(self.b.conf()) as f:
+            conf = f.read()
+        with open(self.b.conf(), "w") as f:
+            f.write(conf.replace("[log]\n", "[log]\nformat = json\n", 1))
         with open(self.b.conf(), "a") as f:
             f.write("[metrics]\nenabled = yes\nlisten = 127.0.0.1:%d\n"
                     "[outbound]\npoll_interval = 1h\n"
@@ -298,7 +305,33 @@ class MonitorTest(unittest.TestCase):
             self.assertEqual(sim.marker_count(sim.mr_state(),
                                               sim.key(mid, 0)), 0)
 
+        self.json_log({mids[0]: "dead letter", mids[1]: "dead letter",
+                       waiting: "applied"})
         self.alerts_on([a, b, c, e])
+
+    def json_log(self, expect):
+        """Every line of the daemon's log is a JSON object of [log]
+        format = json; for each Message-ID of expect, a line with it as
+        the id has the word in its message."""
+        lines = self.d.text().splitlines()
+        self.assertGreater(len(lines), 10)
+        by_id = {}
+        for line in lines:
+            try:
+                o = json.loads(line)
+            except ValueError:
+                self.fail("not a JSON log line: %r" % line)
+            for k in ("time", "level", "program", "pid", "msg"):
+                self.assertIn(k, o, line)
+            self.assertEqual(o["program"], "patchbridge")
+            self.assertEqual(o["pid"], self.d.proc.pid)
+            if "id" in o:
+                by_id.setdefault(o["id"], []).append(o["msg"])
+        for mid, word in expect.items():
+            msgs = by_id.get(mid, [])
+            self.assertTrue(any(word in m for m in msgs),
+                            "no line with id %s says %r: %r" %
+                            (mid, word, msgs))
 
     def alerts_on(self, scrapes):
         """contrib/prometheus/alerts.yml on the scrapes, each held for
