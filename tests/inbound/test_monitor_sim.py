@@ -30,6 +30,11 @@ metrics` (Debian's prometheus package) and python3-prometheus-client's.
       contrib/prometheus/alerts.yml (`promtool test rules`): the forge
       alert and the dead letters fire in the 401 phase, the stuck spool
       in the 503 phase, and all clear after.
+  test_readyz_names_each_failure
+      /readyz with the MTA's port closed (smtp), then the spool's tmp/
+      not a directory (spool) and the state database not a file
+      (store): 503, each check's line with its reason, the gauge of
+      that check 0; each recovers once put back.
   test_watchdog_stops_while_the_forge_hangs
       With a socket of the test's as systemd's ($NOTIFY_SOCKET,
       WATCHDOG_USEC=1 s): READY=1, then WATCHDOG=1 at least every
@@ -121,6 +126,7 @@ class Daemon:
         wait_until("the status server", lambda: self.get("/healthz")[0]
                    == 200 or self.proc.poll() is not None)
         if self.proc.poll() is not None:
+            self.log.close()
             raise AssertionError("the daemon exited:\n" + self.text())
 
     def get(self, path, timeout=10):
@@ -408,6 +414,66 @@ class MonitorTest(unittest.TestCase):
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr +
                          "\n(the test: %s)" % json.dumps(tests, indent=1))
+
+    # --- each check's reason -------------------------------------------------
+
+    def test_readyz_names_each_failure(self):
+        closed = free_port()  # nothing listens there
+        with open(self.b.conf()) as f:
+            conf = f.read()
+        smtp = "url = sendmail\nsendmail_path = /bin/true\n"
+        self.assertIn(smtp, conf)
+        with open(self.b.conf(), "w") as f:
+            f.write(conf.replace(smtp, "url = smtp://127.0.0.1:%d\n"
+                                 "timeout = 2s\n" % closed))
+        d = self.start()
+
+        def not_ready(check, reason):
+            status, body = wait_until(
+                check + " not ready", lambda: (lambda r: r if r[0] == 503
+                                               and check + ": not ready"
+                                               in r[1] else None)(
+                                                   self.readyz()))
+            self.assertEqual(body.split("\n")[0], "not ready")
+            line = next(l for l in body.splitlines()
+                        if l.startswith(check + ": "))
+            self.assertRegex(line, reason)
+            self.assertEqual(total(self.scrape(), "patchbridge_ready",
+                                   check=check), 0)
+            return body
+
+        # the MTA: connection refused (smtp is probed when asked)
+        wait_until("the first poll", lambda: "forge: ok" in self.readyz()[1])
+        body = not_ready("smtp", r"^smtp: not ready: .*127\.0\.0\.1.*%d"
+                         % closed)
+        for check in ("store: ok", "spool: ok", "forge: ok"):
+            self.assertIn(check, body)
+
+        # the spool: tmp/ is not a directory
+        tmp = os.path.join(self.b.dir, "spool", "tmp")
+        os.rename(tmp, tmp + ".away")
+        with open(tmp, "w") as f:
+            f.write("not a directory\n")
+        try:
+            not_ready("spool", r"^spool: not ready: .*tmp")
+        finally:
+            os.unlink(tmp)
+            os.rename(tmp + ".away", tmp)
+        wait_until("spool ok", lambda: "spool: ok" in self.readyz()[1])
+
+        # the store: the state database is a directory
+        db = self.b.db()
+        os.rename(db, db + ".away")
+        os.mkdir(db)
+        try:
+            not_ready("store", r"^store: not ready: .*state\.db")
+        finally:
+            os.rmdir(db)
+            os.rename(db + ".away", db)
+        wait_until("store ok", lambda: "store: ok" in self.readyz()[1])
+        self.assertEqual(total(self.scrape(), "patchbridge_ready",
+                               check="store"), 1)
+        self.assertIsNone(d.proc.poll())
 
     # --- the watchdog --------------------------------------------------------
 
