@@ -34,19 +34,14 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "tests", "e2e"))
+sys.path.insert(0, os.path.join(TOP, "tests", "tools"))
 import bedlib  # noqa: E402
+import prom_scrape  # noqa: E402
 from bedlib import (LIST, Fail, check, patch_body, quote, reply,  # noqa: E402
                     sim, the_mr)
-
-try:
-    from prometheus_client.parser import text_string_to_metric_families
-except ImportError:  # reported by main()
-    text_string_to_metric_families = None
 
 T0 = time.time()
 STEP = [0]
@@ -190,23 +185,15 @@ METRICS_MOVED = [
 
 
 def parse_metrics(text):
-    """A scrape as {(name, ((label, value), ...)): value}, once it has
-    passed promtool check metrics and prometheus_client's parser."""
-    p = subprocess.run(["promtool", "check", "metrics"], input=text,
-                       capture_output=True, text=True, timeout=30)
-    check(p.returncode == 0 and not (p.stdout + p.stderr).strip(),
-          "promtool check metrics: %s%s" % (p.stdout, p.stderr))
-    out = {}
-    for fam in text_string_to_metric_families(text):
-        for smp in fam.samples:
-            out[(smp.name, tuple(sorted(smp.labels.items())))] = smp.value
-    return out
+    """prom_scrape.parse(), failing the demo."""
+    try:
+        return prom_scrape.parse(text)
+    except AssertionError as e:
+        raise Fail(str(e))
 
 
 def total(scrape, name, labels=None):
-    """The sum of name's samples whose labels include labels."""
-    return sum(v for (n, ls), v in scrape.items() if n == name and
-               all(dict(ls).get(k) == w for k, w in (labels or {}).items()))
+    return prom_scrape.total(scrape, name, **(labels or {}))
 
 
 class Daemon:
@@ -226,14 +213,7 @@ class Daemon:
         raise Fail("the daemon's /healthz does not answer")
 
     def get(self, path):
-        try:
-            with urllib.request.urlopen("http://127.0.0.1:%d%s" %
-                                        (self.port, path), timeout=10) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-        except OSError:
-            return 0, ""
+        return prom_scrape.get(self.port, path)
 
     def text(self):
         status, text = self.get("/metrics")
@@ -283,10 +263,9 @@ def main():
     if os.geteuid() != 0 or not shutil.which("postfix"):
         print("demo: needs root and Postfix (scripts/install-deps.sh)")
         return 77
-    if not shutil.which("promtool") or text_string_to_metric_families is None:
-        print("demo: needs promtool and python3-prometheus-client "
-              "(scripts/install-deps.sh: prometheus, "
-              "python3-prometheus-client)")
+    if prom_scrape.missing():
+        print("demo: needs %s (scripts/install-deps.sh)" %
+              prom_scrape.missing())
         return 77
     work = args.work or tempfile.mkdtemp(prefix="patchbridge-demo.")
     bindir = os.path.abspath(args.bin)
@@ -351,7 +330,11 @@ def story(bed, bindir):
     d = Daemon(bed, mport)
     say("patchbridge run --foreground: /metrics, /healthz and /readyz on "
         "127.0.0.1:%d" % mport)
-    ready = d.get("/readyz")
+    for _ in range(300):  # the first poll, the first probe of the MTA
+        ready = d.get("/readyz")
+        if ready[0] == 200:
+            break
+        time.sleep(0.1)
     check(ready[0] == 200, "/readyz: %d %s" % ready)
     before = d.settled({}, [])
     if have_milter:

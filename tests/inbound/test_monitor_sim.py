@@ -54,8 +54,6 @@ import sys
 import tempfile
 import time
 import unittest
-import urllib.error
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
@@ -63,11 +61,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(TOP, "tests", "tools"))
 import test_inbound_sim as sim  # noqa: E402  (the shared fixture)
 import notify_listen  # noqa: E402
-
-try:
-    from prometheus_client.parser import text_string_to_metric_families
-except ImportError:  # reported by main()
-    text_string_to_metric_families = None
+import prom_scrape  # noqa: E402
+from prom_scrape import parse, total  # noqa: E402
 
 ALERTS = os.path.join(TOP, "contrib", "prometheus", "alerts.yml")
 UNAUTHORIZED = {"kind": "error", "status": 401, "path": "^/api/v4/",
@@ -91,27 +86,6 @@ def wait_until(what, cond, timeout=30, step=0.1):
     raise AssertionError("timed out waiting for " + what)
 
 
-def parse(text):
-    """A scrape as {(name, ((label, value), ...)): value}, through
-    prometheus_client's parser, and through promtool check metrics."""
-    p = subprocess.run(["promtool", "check", "metrics"], input=text,
-                       capture_output=True, text=True, timeout=30)
-    if p.returncode != 0 or p.stdout.strip() or p.stderr.strip():
-        raise AssertionError("promtool check metrics: %d %s%s" %
-                             (p.returncode, p.stdout, p.stderr))
-    out = {}
-    for fam in text_string_to_metric_families(text):
-        for s in fam.samples:
-            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
-    return out
-
-
-def total(scrape, name, **labels):
-    """The sum of name's samples whose labels include labels."""
-    return sum(v for (n, ls), v in scrape.items() if n == name and
-               all(dict(ls).get(k) == w for k, w in labels.items()))
-
-
 class Daemon:
     """`patchbridge run --foreground` with [metrics] on port."""
 
@@ -130,15 +104,7 @@ class Daemon:
             raise AssertionError("the daemon exited:\n" + self.text())
 
     def get(self, path, timeout=10):
-        try:
-            with urllib.request.urlopen("http://127.0.0.1:%d%s" %
-                                        (self.port, path),
-                                        timeout=timeout) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-        except OSError:
-            return 0, ""
+        return prom_scrape.get(self.port, path, timeout)
 
     def scrape(self):
         status, text = self.get("/metrics")
@@ -530,13 +496,8 @@ def main():
     if not sim.URL:
         print("PB_FORGESIM_URL is not set (run through run-with-sim.sh)")
         return 77
-    for tool, package in (("promtool", "prometheus"),):
-        if not shutil.which(tool):
-            print("SKIP: %s is not installed (apt-get install %s)" %
-                  (tool, package))
-            return 77
-    if text_string_to_metric_families is None:
-        print("SKIP: python3-prometheus-client is not installed")
+    if prom_scrape.missing():
+        print("SKIP: %s is not installed" % prom_scrape.missing())
         return 77
     sim.PB, sim.SEED = sys.argv[1], sys.argv[2]
     argv = [sys.argv[0]] + sys.argv[3:]
