@@ -405,14 +405,14 @@ def show_metrics(d, before):
     say("curl http://127.0.0.1:%d/metrics: %d lines, %d series; "
         "promtool check metrics and prometheus_client's parser: ok" %
         (d.port, len(text.splitlines()), len(after)))
-    say("%-56s %6s %6s" % ("what the story moved", "before", "after"))
+    say("%-66s %6s %6s" % ("what the story moved", "before", "after"))
     wrong = []
     for name, labels, delta in METRICS_MOVED:
         b, a = total(before, name, labels), total(after, name, labels)
         sel = name + ("{%s}" % ",".join('%s="%s"' % kv for kv in
                                         sorted(labels.items()))
                       if labels else "")
-        say("%-56s %6g %6g%s" % (sel[:56], b, a, "" if a - b == delta
+        say("%-66s %6g %6g%s" % (sel[:66], b, a, "" if a - b == delta
                                  else "   (expected +%d)" % delta))
         if a - b != delta:
             wrong.append(sel)
