@@ -271,15 +271,12 @@ def main():
     bindir = os.path.abspath(args.bin)
     bed = bedlib.Bed(work, os.path.join(bindir, "bridge", "patchbridge"),
                      fresh=False)
+    rc = 1
     try:
         story(bed, bindir)
-        print("\nThe demo went as told (%.0f s)." % (time.time() - T0))
-        return 0
+        rc = 0
     except Fail as e:
         print("\nDEMO FAILED at step %d: %s" % (STEP[0], e))
-        print("Logs are in %s" % work)
-        args.keep = True
-        return 1
     finally:
         step("Stop everything")
         bed.stop()
@@ -287,8 +284,23 @@ def main():
                               text=True).stdout.split()
         say("milters, daemon and the list server stopped; "
             "%d processes left behind" % len(left))
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
+    # the ASan+UBSan build (scripts/test.sh): the daemon and the milter
+    # ran the whole story and stopped
+    for name in ("daemon.log", "milter.log"):
+        path = os.path.join(work, name)
+        text = open(path, errors="replace").read() \
+            if os.path.exists(path) else ""
+        if any(r in text for r in ("ERROR: AddressSanitizer",
+                                   "LeakSanitizer", "runtime error:")):
+            print("\nDEMO FAILED: a sanitizer report in %s" % name)
+            rc = 1
+    if rc == 0:
+        print("\nThe demo went as told (%.0f s)." % (time.time() - T0))
+    else:
+        print("Logs are in %s" % work)
+    if rc == 0 and not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return rc
 
 
 def story(bed, bindir):

@@ -151,8 +151,13 @@ class MonitorTest(unittest.TestCase):
     def tearDown(self):
         if self.d:
             self.d.close()
+            log = self.d.text()
             if os.environ.get("PB_TEST_VERBOSE") == "1":
-                sys.stderr.write("--- daemon log\n" + self.d.text())
+                sys.stderr.write("--- daemon log\n" + log)
+            # the ASan+UBSan build (scripts/test.sh)
+            for report in ("ERROR: AddressSanitizer", "LeakSanitizer",
+                           "runtime error:"):
+                self.assertNotIn(report, log)
         sim.sim("DELETE", "faults")
         self.b.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
