@@ -92,13 +92,15 @@ const char cmd_run_help[] =
 	"                exit: 0 when nothing is left to retry, 75\n"
 	"                (EX_TEMPFAIL) when something is; no webhook receiver\n"
 	"  --foreground  stay in the foreground and log to stderr (for\n"
-	"                systemd Type=simple); otherwise detach and log to\n"
+	"                systemd, Type=notify); otherwise detach and log to\n"
 	"                syslog, facility mail\n"
 	"\n"
 	"SIGTERM/SIGINT: stop after the mail being sent or the reply being\n"
 	"applied (a forge that fails or hangs meanwhile is given up on within\n"
 	"seconds; that reply is applied at the next start).  SIGHUP: reload\n"
-	"the configuration (a broken one is refused and the old one kept).\n";
+	"the configuration (a broken one is refused and the old one kept).\n"
+	"SIGUSR1: poll the forge and look at the spool now.  With [metrics]\n"
+	"enabled: /metrics, /healthz and /readyz on [metrics] listen.\n";
 
 /* patchbridge status */
 const char cmd_status_synopsis[] = "";
