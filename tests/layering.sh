@@ -70,7 +70,8 @@ check_tree() { # top [milter-binary]
 	confine 'curl/' 'bridge/forge/http|bridge/outbound/submit'
 	confine 'json-c/|json\.h' 'bridge/forge/json'
 	confine 'git2' 'bridge/outbound/gitrepo'
-	confine 'sqlite3\.h' 'bridge/state/store'
+	confine 'sqlite3\.h' 'bridge/state/db_sqlite'
+	confine 'libpq-fe\.h|libpq/|postgres' 'bridge/state/db_pg'
 	confine 'gmime/' 'bridge/mail/mail'
 	confine 'yaml\.h' 'bridge/core/owners'
 	confine 'microhttpd' 'bridge/forge/webhook'
@@ -113,7 +114,8 @@ if [ -n "${self_test:-}" ]; then
 	plant "forge includes a state header" bridge/forge/x.c '#include "state/store.h"'
 	plant "the milter includes a forge header" milter/x.c '#include "forge/forge.h"'
 	plant "a second libgit2 user" bridge/outbound/mirror.c '#include <git2.h>'
-	plant "a second SQLite user" bridge/state/spool.c '#include <sqlite3.h>'
+	plant "a second SQLite user" bridge/state/store.c '#include <sqlite3.h>'
+	plant "a second libpq user" bridge/state/store.c '#include <libpq-fe.h>'
 	plant "a second GMime user" bridge/mail/review.c '#include <gmime/gmime.h>'
 	# a milter binary that carries a forge symbol / imports libcurl
 	mkdir -p "$tmp/b"
