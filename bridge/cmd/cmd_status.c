@@ -11,6 +11,7 @@
 #include "outbound/detect.h"
 #include "state/spool.h"
 #include "state/store.h"
+#include "state/storeconf.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/limits.h"
@@ -467,12 +468,13 @@ int cmd_status(const char *config_path, int argc, char **argv)
 	rc = env_load_config(&cfg, config_path, 0);
 	if (rc)
 		return rc;
-	rc = store_open(&st, config_str(cfg, CFG_STATE_PATH), STORE_RO,
-			(int)config_duration_ms(cfg, CFG_STATE_BUSY_TIMEOUT));
+	rc = storeconf_open(&st, cfg, STORE_RO);
 	if (rc == PB_ENOTFOUND) {
+		char where[STORECONF_WHERE_MAX];
+
 		printf("no state database yet (%s): the daemon has not "
 		       "run\n",
-		       config_str(cfg, CFG_STATE_PATH));
+		       storeconf_where(where, sizeof(where), cfg));
 		rc = EX_OK;
 		goto out;
 	}

@@ -18,6 +18,7 @@
 #include "mail/trailers.h"
 #include "state/spool.h"
 #include "state/store.h"
+#include "state/storeconf.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fileio.h"
@@ -201,8 +202,7 @@ static int gather_store(struct why *w)
 	struct store *st = NULL;
 	int rc;
 
-	rc = store_open(&st, config_str(cfg, CFG_STATE_PATH), STORE_RO,
-			(int)config_duration_ms(cfg, CFG_STATE_BUSY_TIMEOUT));
+	rc = storeconf_open(&st, cfg, STORE_RO);
 	if (rc == PB_ENOTFOUND) {
 		w->no_store = 1;
 		return 0;

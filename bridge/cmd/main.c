@@ -17,6 +17,8 @@
 #include "cmd/env.h"
 #include "core/config.h"
 #include "core/version.h"
+#include "state/store.h"
+#include "state/storeconf.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -55,15 +57,22 @@ static int cmd_replay_entry(const struct command *cmd, int argc, char **argv);
 static int cmd_export_entry(const struct command *cmd, int argc, char **argv);
 
 static const struct command commands[] = {
-	{ "check-config", NULL, "[FILE]",
-	  "check the configuration and report every error",
+	{ "check-config", NULL, "[--no-database] [FILE]",
+	  "check the configuration and the state database",
 	  "Reads FILE (default: the configuration file) and checks every\n"
 	  "line: syntax, known sections and keys, types, bounds, and the\n"
-	  "rules between parameters.  Prints \"FILE: ok\" and exits 0, or\n"
-	  "prints every problem as \"FILE:LINE: [section] key: message\"\n"
-	  "and exits 78 (EX_CONFIG); 66 (EX_NOINPUT) when FILE cannot be\n"
-	  "read.  Files named in the configuration (token_file, ...) are\n"
-	  "not opened: they may be readable by the daemon's user only.\n",
+	  "rules between parameters.  Prints \"FILE: ok\", or prints every\n"
+	  "problem as \"FILE:LINE: [section] key: message\" and exits 78\n"
+	  "(EX_CONFIG); 66 (EX_NOINPUT) when FILE cannot be read.  Then,\n"
+	  "unless --no-database, it opens the state database read-only\n"
+	  "(with backend postgresql: connects, with [state]\n"
+	  "conninfo_file, so run it as the daemon's user) and prints a\n"
+	  "\"state: ...\" line with its schema version: current, none yet\n"
+	  "or older (the daemon creates or migrates it at start: exit 0).\n"
+	  "It exits 75 (EX_TEMPFAIL) when it cannot connect, 77\n"
+	  "(EX_NOPERM) when the login or the file's permissions are\n"
+	  "refused, 78 when the schema is newer than this patchbridge.\n"
+	  "token_file and the other secrets are not opened.\n",
 	  0, cmd_check_config },
 	{ "dump-config", "--dump-config", "[-n]",
 	  "print the effective configuration",
@@ -179,25 +188,75 @@ static int load(struct config **out, const char *path)
 	return env_config_exit_code(rc);
 }
 
+/*
+ * The state database of a valid configuration: reachable, and of a
+ * schema this patchbridge uses or migrates.
+ */
+static int check_database(const struct config *cfg)
+{
+	char where[STORECONF_WHERE_MAX];
+	char *name = NULL;
+	int rc, version = 0, latest = store_schema_latest();
+
+	storeconf_where(where, sizeof(where), cfg);
+	rc = storeconf_probe(&version, &name, cfg);
+	if (rc) {
+		fprintf(stderr, "patchbridge: state %s: %s\n", where,
+			err_msg());
+		return env_exit_code(rc);
+	}
+	if (!name) {
+		printf("state: %s: no database yet; patchbridge run creates "
+		       "it\n",
+		       where);
+	} else if (version == 0) {
+		printf("state: %s: no schema yet; patchbridge run creates "
+		       "it\n",
+		       name);
+	} else if (version < latest) {
+		printf("state: %s: schema version %d needs migration to %d; "
+		       "patchbridge run migrates it at start\n",
+		       name, version, latest);
+	} else if (version > latest) {
+		fprintf(stderr,
+			"patchbridge: state %s: schema version %d is newer "
+			"than this patchbridge knows (%d): run the newer "
+			"patchbridge\n",
+			name, version, latest);
+		free(name);
+		return EX_CONFIG;
+	} else {
+		printf("state: %s: schema version %d (current)\n", name,
+		       version);
+	}
+	free(name);
+	return EX_OK;
+}
+
 static int cmd_check_config(const struct command *cmd, int argc, char **argv)
 {
 	struct config *cfg;
 	const char *path = config_path;
-	int rc;
+	int i, rc, database = 1;
 
-	if (argc > 2)
-		return bad_usage(cmd, "too many arguments: %s", argv[2]);
-	if (argc == 2) {
-		if (argv[1][0] == '-')
-			return bad_usage(cmd, "unknown option: %s", argv[1]);
-		path = argv[1];
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--no-database"))
+			database = 0;
+		else if (argv[i][0] == '-')
+			return bad_usage(cmd, "unknown option: %s", argv[i]);
+		else if (path != config_path)
+			return bad_usage(cmd, "too many arguments: %s",
+					 argv[i]);
+		else
+			path = argv[i];
 	}
 	rc = load(&cfg, path);
 	if (rc)
 		return rc;
 	printf("%s: ok\n", path);
+	rc = database ? check_database(cfg) : EX_OK;
 	config_free(cfg);
-	return EX_OK;
+	return rc;
 }
 
 static int cmd_dump_config(const struct command *cmd, int argc, char **argv)

@@ -102,7 +102,11 @@ enum config_id {
 	CFG_MILTER_TRUSTED_AUTHSERV_ID,
 	CFG_MILTER_TIMEOUT,
 	/* [state] */
+	CFG_STATE_BACKEND,
 	CFG_STATE_PATH,
+	CFG_STATE_CONNINFO_FILE,
+	CFG_STATE_HOST,
+	CFG_STATE_LEASE,
 	CFG_STATE_BUSY_TIMEOUT,
 	CFG_STATE_ARCHIVE_KEEP,
 	/* [spool] */
@@ -193,6 +197,10 @@ enum config_threading {
 enum config_from_mode {
 	CONFIG_FROM_BRIDGE,
 	CONFIG_FROM_AUTHOR,
+};
+enum config_state_backend {
+	CONFIG_BACKEND_SQLITE,
+	CONFIG_BACKEND_POSTGRESQL,
 };
 enum config_approval_policy {
 	CONFIG_APPROVAL_OWNERS,
