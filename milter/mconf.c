@@ -20,6 +20,7 @@ struct mconf {
 	struct store *idle[MCONF_STORES_MAX]; /* pooled connections */
 	size_t nr_idle;
 	int missing_logged; /* "cannot open it" said once */
+	int shared_state; /* [state] backend = postgresql */
 };
 
 int mconf_new(struct mconf **out, struct strlist *errs, const char *path)
@@ -56,6 +57,8 @@ int mconf_new(struct mconf **out, struct strlist *errs, const char *path)
 	c->view.state_path = config_str(c->cfg, CFG_STATE_PATH);
 	c->busy_timeout_ms =
 		(int)config_duration_ms(c->cfg, CFG_STATE_BUSY_TIMEOUT);
+	c->shared_state = config_enum(c->cfg, CFG_STATE_BACKEND) ==
+			  CONFIG_BACKEND_POSTGRESQL;
 	*out = c;
 	return 0;
 fail:
@@ -93,6 +96,25 @@ int mconf_store_get(struct store **out, struct mconf *c)
 	int rc;
 
 	*out = NULL;
+	/*
+	 * Mail flow never waits for a database server (DESIGN.md rule 1):
+	 * on a shared PostgreSQL state the milter does not connect, and
+	 * places replies by their Message-IDs (the bridge's own scheme) and
+	 * leaves the rest to the daemon, which reads the thread map.
+	 */
+	if (c->shared_state) {
+		pthread_mutex_lock(&c->lock);
+		if (!c->missing_logged)
+			log_notice("thread map: [state] backend is postgresql; "
+				   "the milter places replies by their "
+				   "Message-IDs only and leaves the rest to "
+				   "the daemon");
+		c->missing_logged = 1;
+		pthread_mutex_unlock(&c->lock);
+		return err_set(PB_ENOTFOUND, "the thread map is in a shared "
+					     "database the milter does not "
+					     "connect to");
+	}
 	pthread_mutex_lock(&c->lock);
 	if (c->nr_idle)
 		*out = c->idle[--c->nr_idle];

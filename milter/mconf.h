@@ -67,7 +67,8 @@ const struct mconf_view *mconf_view(const struct mconf *c);
 
 /*
  * Borrow a read-only connection to the thread map: 0, PB_ENOTFOUND when
- * there is no database yet, or another code of store_open().
+ * there is no database yet or the state is on PostgreSQL (the milter
+ * never waits for a database server), or another code of store_open().
  */
 int mconf_store_get(struct store **out, struct mconf *c);
 /* Give it back; broken = a call on it failed, so close it instead. */

@@ -195,6 +195,13 @@ void inbound_get_stats(struct inbound_stats *out, const struct inbound *ib)
  * Ingest.
  */
 
+/* The row's spool record is in this host's spool (not another's). */
+static int spooled_here(const struct inbound *ib,
+			const struct store_inbound *row)
+{
+	return !row->spooled_by || !strcmp(row->spooled_by, store_host(ib->st));
+}
+
 static int spool_final(struct inbound *ib, const char *name,
 		       const struct store_inbound *row)
 {
@@ -247,6 +254,7 @@ static int ingest_one(struct inbound *ib, const char *name)
 	struct spool_record rec;
 	struct store_inbound in, row;
 	struct log_ctx_saved saved;
+	struct buf raw = BUF_INIT(STORE_SPOOL_RECORD_MAX);
 	char *id = NULL;
 	int rc;
 
@@ -276,6 +284,14 @@ static int ingest_one(struct inbound *ib, const char *name)
 	in.revision = rec.revision;
 	in.patch = rec.patch;
 	in.classification = rec.kind[0] ? rec.kind : "reply";
+	/* The record goes with the row, so any host can apply the mail. */
+	if (!spool_format(&raw, &rec)) {
+		in.spool_record = raw.data;
+		in.spool_record_len = raw.len;
+	} else {
+		log_warn("inbound: %s: %s; only this host can apply it", name,
+			 err_msg());
+	}
 	rc = record(ib, &in, &rec);
 	if (!rc) {
 		ib->stats.ingested++;
@@ -287,11 +303,14 @@ static int ingest_one(struct inbound *ib, const char *name)
 	rc = store_inbound_get(&row, ib->st, id);
 	if (rc)
 		goto out;
-	if (strcmp(row.spool_name, name)) {
-		/* Another copy of a mail we have: applied once. */
-		log_notice("inbound: %s is a copy of <%s> (%s); not applied "
-			   "again",
-			   name, id, row.spool_name);
+	if (strcmp(row.spool_name, name) || !spooled_here(ib, &row)) {
+		/* Another copy of a mail we have (from this host's spool or
+		 * another's): applied once. */
+		log_notice("inbound: %s is a copy of <%s> (%s%s%s); not "
+			   "applied again",
+			   name, id, row.spool_name,
+			   spooled_here(ib, &row) ? "" : " on ",
+			   spooled_here(ib, &row) ? "" : row.spooled_by);
 		ib->stats.duplicates++;
 		rc = spool_done(ib->sp, name);
 		goto out;
@@ -307,6 +326,7 @@ out:
 		log_error("inbound: spool record %s: %s", name, err_msg());
 	log_ctx_pop(&saved);
 	free(id);
+	buf_release(&raw);
 	store_inbound_release(&row);
 	spool_record_release(&rec);
 	return rc;
@@ -709,14 +729,32 @@ static int finish(struct job *j, enum store_inbound_state state,
 	return 0;
 }
 
-/* The raw mail: in cur/ normally, elsewhere after an interrupted run. */
+/*
+ * The raw mail: the copy the journal keeps (whichever host spooled it),
+ * else this host's spool record - in cur/ normally, elsewhere after an
+ * interrupted run.
+ */
 static int load_record(struct inbound *ib, struct job *j)
 {
 	static const enum spool_area areas[] = { SPOOL_CUR, SPOOL_NEW,
 						 SPOOL_DONE, SPOOL_DEAD };
-	size_t i;
-	int rc = PB_ENOTFOUND;
+	char *kept = NULL;
+	size_t i, len = 0;
+	int rc;
 
+	rc = store_inbound_spool_record(&kept, &len, ib->st,
+					j->row->message_id);
+	if (!rc) {
+		rc = spool_parse(&j->rec, kept, len);
+		free(kept);
+		return rc;
+	}
+	if (rc != PB_ENOTFOUND)
+		return rc;
+	if (!spooled_here(ib, j->row))
+		return err_set(PB_ETEMP,
+			       "spooled on host %s, which has the record",
+			       j->row->spooled_by);
 	for (i = 0; i < sizeof(areas) / sizeof(areas[0]); i++) {
 		rc = spool_load(&j->rec, ib->sp, areas[i], j->row->spool_name);
 		if (rc != PB_ENOTFOUND)
@@ -1160,12 +1198,15 @@ static int64_t backoff(const struct inbound *ib, int attempts)
 	return (d + 999) / 1000;
 }
 
-/* File the record of a finished row; a missing one is left to ingest. */
+/* File the record of a finished row; a missing one is left to ingest
+ * (another host's is filed by that host's ingest). */
 static void file_record(struct inbound *ib, const struct store_inbound *row,
 			enum store_inbound_state state, const char *reason)
 {
 	int rc;
 
+	if (!spooled_here(ib, row))
+		return;
 	if (state == STORE_INBOUND_DEAD)
 		rc = spool_dead(ib->sp, row->spool_name, reason);
 	else
@@ -1243,6 +1284,14 @@ static int apply_row(struct inbound *ib, struct store_inbound *row,
 	}
 	file_record(ib, row, j.state, j.reason);
 out:
+	if (rc == PB_EEXISTS) {
+		/* This host was too slow: its claim expired and another
+		 * host took the mail over (store.h).  Leave it to that
+		 * host; the forge action journal keeps the actions once. */
+		log_notice("inbound: taken over: %s", err_msg());
+		ib->stats.taken_over++;
+		rc = 0;
+	}
 	job_release(&j);
 	log_ctx_pop(&saved);
 	return rc;
