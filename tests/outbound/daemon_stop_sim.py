@@ -17,6 +17,9 @@ and !3 still queued.  A restart (`run --once`) must mail the rest of !1,
 `run --once` mails nothing.  (A watermark stored past the queue would
 make the restart list only !3, leaving !2 unmailed.)
 
+With PB_TEST_BACKEND=postgresql (and PB_TEST_PGBED, the directory of a
+tests/pg/pgbed server) the state is a fresh PostgreSQL database.
+
 Exit status: 0 pass, 1 fail, 77 skipped (no simulator).
 """
 
@@ -65,8 +68,7 @@ retry_max = 2s
 url = sendmail
 sendmail_path = %(dir)s/sendmail.sh
 [state]
-path = %(dir)s/state/state.db
-[log]
+%(state)s[log]
 level = debug
 [outbound]
 poll_interval = 1h
@@ -140,6 +142,24 @@ def check_mailed_once(msgs):
               "!%s: mails %s" % (mr, sorted(parts)))
 
 
+def state_lines(work):
+    """The [state] lines: a SQLite file, or a fresh PostgreSQL database."""
+    lines = "path = %s/state/state.db\n" % work
+    if os.environ.get("PB_TEST_BACKEND") != "postgresql":
+        return lines
+    pgbed = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                         "pg", "pgbed")
+    p = subprocess.run([pgbed, "createdb", os.environ["PB_TEST_PGBED"],
+                        "pb_outbound_stop_%d" % os.getpid()],
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0, "pgbed createdb: %s" % p.stderr)
+    path = os.path.join(work, "conninfo")
+    with open(path, "w") as f:
+        f.write(p.stdout)
+    os.chmod(path, 0o600)
+    return lines + "backend = postgresql\nconninfo_file = %s\n" % path
+
+
 def run(pb, conf, log, *argv):
     p = subprocess.run([pb, "-c", conf] + list(argv), capture_output=True,
                        text=True, timeout=180)
@@ -164,7 +184,8 @@ def scenario(pb, work, log):
     os.chmod(os.path.join(work, "token"), 0o600)
     conf = os.path.join(work, "patchbridge.conf")
     with open(conf, "w") as f:
-        f.write(CONFIG % {"url": URL, "dir": work, "list": LIST})
+        f.write(CONFIG % {"url": URL, "dir": work, "list": LIST,
+                          "state": state_lines(work)})
 
     sim("POST", "/_sim/reset", {})
     create_mr("second", "The second topic")  # !2, next to the seed's !1

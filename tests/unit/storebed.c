@@ -62,25 +62,42 @@ void storebed_init(const char *prog, const char *dir)
 		load_base();
 }
 
-static void pg_run(const char *conninfo, const char *sql)
+/* Run sql; a failure with SQLSTATE ok_state is no failure. */
+static void pg_run_ok(const char *conninfo, const char *sql,
+		      const char *ok_state)
 {
 	PGconn *c = PQconnectdb(conninfo);
 	PGresult *r;
+	const char *state;
 
 	if (PQstatus(c) != CONNECTION_OK)
 		fail_msg("connect: %s", PQerrorMessage(c));
 	PQclear(PQexec(c, "SET client_min_messages = warning"));
 	r = PQexec(c, sql);
+	state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
 	if (PQresultStatus(r) != PGRES_COMMAND_OK &&
-	    PQresultStatus(r) != PGRES_TUPLES_OK)
+	    PQresultStatus(r) != PGRES_TUPLES_OK &&
+	    !(ok_state && state && !strcmp(state, ok_state)))
 		fail_msg("%s: %s", sql, PQerrorMessage(c));
 	PQclear(r);
 	PQfinish(c);
 }
 
+static void pg_run(const char *conninfo, const char *sql)
+{
+	pg_run_ok(conninfo, sql, NULL);
+}
+
+/*
+ * On PostgreSQL a fresh "database" is a fresh schema of one database,
+ * pb_tests, named by the connection string's search_path: the store's
+ * tables go into the first schema of the path.  Creating a schema is
+ * instant, a database is not.
+ */
 const char *storebed_fresh(const char *name)
 {
-	char *out = ring[ring_next++ % RING], db[128], sql[400];
+	static int have_db;
+	char *out = ring[ring_next++ % RING], sch[128], sql[400];
 	size_t i;
 
 	if (!storebed_pg()) {
@@ -88,18 +105,41 @@ const char *storebed_fresh(const char *name)
 		return out;
 	}
 	load_base();
-	snprintf(db, sizeof(db), "pb_%s_%s", prog_name, name);
-	for (i = 0; db[i]; i++)
-		db[i] = isalnum((unsigned char)db[i]) ?
-				(char)tolower((unsigned char)db[i]) :
-				'_';
-	snprintf(out, sizeof(ring[0]), "%s dbname=postgres", base);
-	snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)",
-		 db);
+	if (!have_db) {
+		/* 42P04: another test program made it meanwhile */
+		snprintf(out, sizeof(ring[0]), "%s dbname=postgres", base);
+		pg_run_ok(out,
+			  "SELECT 1 FROM pg_database WHERE datname = 'pb_tests'",
+			  NULL);
+		pg_run_ok(out, "CREATE DATABASE pb_tests", "42P04");
+		have_db = 1;
+	}
+	snprintf(sch, sizeof(sch), "%s_%s", prog_name, name);
+	for (i = 0; sch[i]; i++)
+		sch[i] = isalnum((unsigned char)sch[i]) ?
+				 (char)tolower((unsigned char)sch[i]) :
+				 '_';
+	snprintf(out, sizeof(ring[0]), "%s dbname=pb_tests", base);
+	snprintf(sql, sizeof(sql),
+		 "DROP SCHEMA IF EXISTS %s CASCADE; CREATE SCHEMA %s", sch,
+		 sch);
 	pg_run(out, sql);
-	snprintf(sql, sizeof(sql), "CREATE DATABASE %s", db);
-	pg_run(out, sql);
-	snprintf(out, sizeof(ring[0]), "%s dbname=%s", base, db);
+	snprintf(out, sizeof(ring[0]),
+		 "%s dbname=pb_tests options='-c search_path=%s'", base, sch);
+	return out;
+}
+
+const char *storebed_missing(void)
+{
+	char *out = ring[ring_next++ % RING];
+
+	if (!storebed_pg()) {
+		snprintf(out, sizeof(ring[0]), "%s/missing/none.db",
+			 sqlite_dir);
+		return out;
+	}
+	load_base();
+	snprintf(out, sizeof(ring[0]), "%s dbname=pb_no_such_database", base);
 	return out;
 }
 

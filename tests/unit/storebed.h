@@ -5,9 +5,10 @@
  * SQLite (the default): a file NAME.db in the test's directory.
  * PostgreSQL (PB_TEST_BACKEND=postgresql): a fresh database on the
  * server tests/pg/pgbed started in $PB_TEST_PGBED (CTest's pgbed
- * fixture sets both); each name is a database of its own, dropped and
- * created again, prefixed with the program's name so that test programs
- * running in parallel do not meet.
+ * fixture sets both); each name is a schema of its own in the database
+ * pb_tests (the connection string's search_path), dropped and created
+ * again, prefixed with the program's name so that test programs running
+ * in parallel do not meet.
  *
  * The raw functions reach under the store, for what the store must
  * refuse or cannot do itself (a schema version from the future).
@@ -28,6 +29,9 @@ enum store_backend storebed_backend(void);
 /* A fresh, empty database called name: its target (the file, or the
  * connection string); valid until 8 more calls. */
 const char *storebed_fresh(const char *name);
+
+/* A database that does not exist and is not created. */
+const char *storebed_missing(void);
 
 /* store_open_opts() on target with this backend; host NULL: the host
  * name; lease 0: the default. */

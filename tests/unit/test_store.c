@@ -211,7 +211,7 @@ static void test_open_errors(void **state)
 		assert_non_null(strstr(err_msg(), "not initialised"));
 		assert_null(st);
 		/* A database that does not exist is an error to fix. */
-		snprintf(bad, sizeof(bad), "%s_missing", path);
+		snprintf(bad, sizeof(bad), "%s", storebed_missing());
 		assert_int_equal(storebed_open(&st, bad, STORE_RW, 0),
 				 PB_ERROR);
 		assert_non_null(strstr(err_msg(), "no such database"));
