@@ -255,9 +255,13 @@ static int deliver_one(struct outbound *ob, struct delivery *d,
 		goto out;
 	}
 	if (rc == PB_EEXISTS) {
+		/* Look again when the claim would expire: a host that died
+		 * holding it leaves the mail to this one then. */
 		log_info("%s", err_msg());
 		d->deferred++;
 		d->blocked = 1;
+		note_due(d, item->lease_until > now_s() ? item->lease_until :
+							  now_s() + 1);
 		rc = 0;
 		goto out;
 	}
