@@ -2310,11 +2310,13 @@ int store_inbound_claim(struct store_inbound *out, struct store *st,
 }
 
 /*
- * Who holds the claim of an applying row: 0 when it is st's own (or the
- * row has no owner - from before claims had one - or is not applying),
- * PB_EEXISTS, naming the host, when it is another host's.
+ * Who holds the claim of a row (stmt selects claimed_by and lease_until
+ * by Message-ID): 0 when nobody else does - no claim, this host's, or
+ * (live) one that expired; PB_EEXISTS naming the host when another host
+ * does; *found 0 when there is no such row.  what names the row.
  */
-static int inbound_holder(struct store *st, const char *message_id)
+static int claim_holder(int *found, struct store *st, enum stmt_id stmt,
+			const char *message_id, const char *what, int live)
 {
 	char qb[PB_LOG_QUOTE_MAX], hb[PB_LOG_QUOTE_MAX];
 	struct query q;
@@ -2322,27 +2324,43 @@ static int inbound_holder(struct store *st, const char *message_id)
 	int64_t until = 0;
 	int rc;
 
-	rc = q_start(&q, st, S_IN_HOLDER, "look up a claim");
+	*found = 0;
+	rc = q_start(&q, st, stmt, "look up a claim");
 	if (rc)
 		return rc;
 	q_text(&q, 1, message_id);
 	rc = q_step(&q);
 	if (rc == 1) {
+		*found = 1;
 		holder = col_str(&q, 0);
 		until = col_int(&q, 1);
 		rc = 0;
 	}
 	q_end(&q);
-	if (!rc && holder && strcmp(holder, st->host))
+	if (!rc && holder && strcmp(holder, st->host) &&
+	    (!live || until > now()))
 		rc = err_set(PB_EEXISTS,
-			     "state db: inbound mail <%s> is claimed by host "
-			     "%s (until %lld)",
-			     quote(qb, sizeof(qb), message_id),
+			     "state db: %s <%s> is claimed by host %s (until "
+			     "%lld)",
+			     what, quote(qb, sizeof(qb), message_id),
 			     quote(hb, sizeof(hb), holder), (long long)until);
 	free(holder);
 	return rc;
 }
 
+/*
+ * Who holds the claim of an applying row: 0 when it is st's own (or the
+ * row has no owner - from before schema 5 - or is not applying),
+ * PB_EEXISTS, naming the host, when it is another host's (expired or
+ * not: only a claim takes it over).
+ */
+static int inbound_holder(struct store *st, const char *message_id)
+{
+	int found;
+
+	return claim_holder(&found, st, S_IN_HOLDER, message_id,
+			    "inbound mail", 0);
+}
 int store_inbound_renew(struct store *st, const char *message_id)
 {
 	char qb[PB_LOG_QUOTE_MAX];
@@ -3149,36 +3167,13 @@ static int outmail_update(struct query *q, const char *message_id)
  */
 static int outmail_holder(struct store *st, const char *message_id)
 {
-	char qb[PB_LOG_QUOTE_MAX], hb[PB_LOG_QUOTE_MAX];
-	struct query q;
-	char *holder = NULL;
-	int64_t until = 0;
-	int rc, found = 0;
+	int found, rc;
 
-	rc = q_start(&q, st, S_OUT_HOLDER, "look up a claim");
-	if (rc)
-		return rc;
-	q_text(&q, 1, message_id);
-	rc = q_step(&q);
-	if (rc == 1) {
-		found = 1;
-		holder = col_str(&q, 0);
-		until = col_int(&q, 1);
-		rc = 0;
-	}
-	q_end(&q);
+	rc = claim_holder(&found, st, S_OUT_HOLDER, message_id, "mail", 1);
 	if (!rc && !found)
 		rc = outmail_missing(message_id);
-	else if (!rc && holder && until > now() && strcmp(holder, st->host))
-		rc = err_set(PB_EEXISTS,
-			     "state db: mail <%s> is claimed by host %s "
-			     "(until %lld)",
-			     quote(qb, sizeof(qb), message_id),
-			     quote(hb, sizeof(hb), holder), (long long)until);
-	free(holder);
 	return rc;
 }
-
 int store_outmail_claim(struct store *st, const char *message_id)
 {
 	struct query q;
