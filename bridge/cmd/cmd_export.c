@@ -21,6 +21,7 @@
 #include "util/err.h"
 #include "util/fileio.h"
 #include "util/limits.h"
+#include "util/perm.h"
 #include "util/printable.h"
 #include "util/xalloc.h"
 
@@ -263,11 +264,24 @@ static int sink_open(struct sink *k)
 	if (!k->inbox)
 		return 0;
 	rc = dir_usable(k->inbox, &k->inbox_made);
+	if (!rc && k->inbox_made && mkdir(k->inbox, 0755) < 0)
+		rc = -errno; /* EEXIST: someone made it since */
 	if (rc) {
 		fprintf(stderr, "patchbridge export: %s: %s\n", k->inbox,
 			rc == -ENOTEMPTY ? "exists and is not empty" :
 					   strerror(-rc));
+		if (rc == -EEXIST)
+			k->inbox_made = 0;
 		return PB_EEXISTS;
+	}
+	/* The archive is written below it (libgit2 follows links): only
+	 * this user may have put anything there. */
+	rc = perm_check_own_dir(k->inbox, "public-inbox directory", "0755");
+	if (rc) {
+		fprintf(stderr, "patchbridge export: %s\n", err_msg());
+		if (k->inbox_made)
+			rmdir(k->inbox);
+		return rc;
 	}
 	if ((size_t)snprintf(k->epoch_path, sizeof(k->epoch_path),
 			     "%s/git/0.git",

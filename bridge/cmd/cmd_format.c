@@ -282,7 +282,7 @@ static int run(struct format_args *a)
 	struct buf tmpl = BUF_INIT(PB_TEMPLATE_MAX);
 	char *project = NULL, *domain = NULL, *prev_base = NULL, *irt = NULL;
 	const char *dots;
-	int rc, fd = 1;
+	int rc;
 
 	memset(&mr, 0, sizeof(mr));
 	series_opts_init(&o);
@@ -382,24 +382,22 @@ static int run(struct format_args *a)
 	if (rc)
 		goto out;
 	if (a->output && strcmp(a->output, "-")) {
-		fd = open(a->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-			  0644);
-		if (fd < 0) {
-			rc = err_set_errno(err_from_errno(errno), "open %s",
-					   a->output);
-			fd = 1;
+		struct file_atomic f;
+
+		/* As export: never through a link planted in a shared
+		 * directory, and no half-written mbox. */
+		rc = file_atomic_open(&f, a->output, 0644);
+		if (rc)
 			goto out;
-		}
-	}
-	rc = write_out(fd, s);
-	if (fd != 1) {
-		if (close(fd) < 0 && !rc)
-			rc = err_set_errno(PB_ETEMP, "close %s", a->output);
-		fd = 1;
+		rc = write_out(f.fd, s);
+		if (rc)
+			file_atomic_abort(&f);
+		else
+			rc = file_atomic_commit(&f);
+	} else {
+		rc = write_out(1, s);
 	}
 out:
-	if (fd != 1)
-		close(fd);
 	free(irt);
 	series_free(s);
 	gitrepo_range_free(range);

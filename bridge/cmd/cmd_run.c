@@ -490,7 +490,8 @@ static int take_run_lock(int *fd, const struct config *cfg)
 	char *path = xasprintf("%s.run.lock", config_str(cfg, CFG_STATE_PATH));
 	int rc = 0;
 
-	*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	*fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
+		   0600);
 	if (*fd < 0) {
 		rc = err_set_errno(PB_EPERM, "open %s", path);
 	} else if (flock(*fd, LOCK_EX | LOCK_NB) < 0) {

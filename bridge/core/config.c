@@ -3,6 +3,7 @@
 #include "util/err.h"
 #include "util/fileio.h"
 #include "util/limits.h"
+#include "util/perm.h"
 #include "util/printable.h"
 #include "util/scan.h"
 #include "util/strlist.h"
@@ -1596,7 +1597,9 @@ int config_load(struct config **out, struct strlist *errs, const char *path)
 	int rc;
 
 	*out = NULL;
-	rc = file_read(&b, path);
+	/* Refused when others than root and this user may write it: the
+	 * file names the forge the token goes to (perm.h). */
+	rc = perm_read_trusted(&b, path);
 	if (rc == PB_ELIMIT)
 		rc = load(out, errs, path, NULL, 0);
 	else if (rc && errs)

@@ -151,11 +151,16 @@ static int decode_project(struct msgid_parsed *out, const char *p, size_t len)
 		} else if (c == '.') {
 			out->project[n++] = '/';
 		} else if (c == '=' && i + 2 < len) {
+			/* Only what a GitLab project path may hold comes
+			 * back: "." is the one character of such a path
+			 * that msgid_format() escapes.  Whatever else a
+			 * sender writes ("=0A" ...) is not our id, so no
+			 * control byte reaches a log line or a lookup. */
 			hi = hex_val((unsigned char)p[i + 1]);
 			lo = hex_val((unsigned char)p[i + 2]);
-			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+			if (hi * 16 + lo != '.')
 				return 0;
-			out->project[n++] = (char)(hi * 16 + lo);
+			out->project[n++] = '.';
 			i += 2;
 		} else {
 			return 0;

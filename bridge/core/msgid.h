@@ -14,7 +14,12 @@
  *	<project> the project path made atext: [A-Za-z0-9_-] stay, "/"
  *		 becomes "." (so "group/sub/proj" reads "group.sub.proj"),
  *		 every other byte, and a "/" that would leave an empty atom,
- *		 becomes "=XX"; cut to MSGID_PROJECT_ENC_MAX with a final "~"
+ *		 becomes "=XX"; cut to MSGID_PROJECT_ENC_MAX with a final "~".
+ *		 A GitLab project path holds only letters, digits, "_", "-",
+ *		 "." and "/" (GitLab's lib/gitlab/path_regex.rb), so its id
+ *		 needs no escape but "=2E"; msgid_parse() decodes that one
+ *		 and refuses every other "=XX" as not ours: a sender's
+ *		 "=0A" never becomes a newline in a project name
  *	<iid>	 the MR's project-local number
  *	<head12> the first 12 hex digits of the revision's head commit
  *

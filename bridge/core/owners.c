@@ -15,6 +15,7 @@
 #include "util/err.h"
 #include "util/fileio.h"
 #include "util/limits.h"
+#include "util/perm.h"
 #include "util/printable.h"
 #include "util/strlist.h"
 #include "util/xalloc.h"
@@ -434,7 +435,17 @@ struct owners {
 	struct strmap by_email; /* lowercased email -> person (with gluser
 				   when any entry gives one) */
 	struct strmap by_label; /* labels.name -> subsystem */
+	/* Every string of subs[] and people[]: the views point into these. */
+	struct strlist strings;
 };
+
+/* Keep s (from xmalloc, may be NULL) with the owners; returns it. */
+static const char *keep(struct owners *o, char *s)
+{
+	if (s)
+		strlist_push_owned(&o->strings, s);
+	return s;
+}
 
 static void globs_free(struct glob *g, size_t nr)
 {
@@ -449,11 +460,6 @@ static void subsystem_free(struct owners_subsystem *s)
 {
 	if (!s)
 		return;
-	free((char *)s->title);
-	free((char *)s->label);
-	free((char *)s->status);
-	free((char *)s->scm);
-	free((char *)s->mailing_list);
 	free((void *)s->maintainers);
 	free((void *)s->reviewers);
 	if (s->paths) {
@@ -463,16 +469,6 @@ static void subsystem_free(struct owners_subsystem *s)
 		free(s->paths);
 	}
 	free(s);
-}
-
-static void person_free(struct owners_person *p)
-{
-	if (!p)
-		return;
-	free((char *)p->name);
-	free((char *)p->email);
-	free((char *)p->gluser);
-	free(p);
 }
 
 void owners_free(struct owners *o)
@@ -485,7 +481,7 @@ void owners_free(struct owners *o)
 		subsystem_free(o->subs[i]);
 	free(o->subs);
 	for (i = 0; i < o->people_nr; i++)
-		person_free(o->people[i]);
+		free(o->people[i]);
 	free(o->people);
 	for (i = 0; i < o->regexes_nr; i++) {
 		regfree(o->regexes[i]);
@@ -494,6 +490,7 @@ void owners_free(struct owners *o)
 	free(o->regexes);
 	strmap_release(&o->by_email);
 	strmap_release(&o->by_label);
+	strlist_release(&o->strings);
 	free(o);
 }
 
@@ -793,9 +790,9 @@ static int load_person(const struct owners_person **out, struct loader *L,
 		return rc;
 	}
 	p = xcalloc(1, sizeof(*p));
-	p->name = name ? name : xstrdup("");
-	p->email = email;
-	p->gluser = gluser;
+	p->name = keep(L->o, name ? name : xstrdup(""));
+	p->email = keep(L->o, email);
+	p->gluser = keep(L->o, gluser);
 	p->restricted = restricted;
 	ALLOC_GROW(L->o->people, L->o->people_nr + 1, L->o->people_alloc);
 	L->o->people[L->o->people_nr++] = p;
@@ -1138,7 +1135,7 @@ static int load_labels(struct owners_subsystem *s, struct loader *L,
 		free(label);
 		return rc;
 	}
-	s->label = label;
+	s->label = keep(L->o, label);
 	return 0;
 }
 
@@ -1171,7 +1168,7 @@ static int load_subsystem_keys(struct owners_subsystem *s, struct loader *L,
 				rc = want_string(&str, L, v, "subsystem",
 						 OWNERS_NAME_MAX, REQUIRED);
 			if (!rc)
-				s->title = str;
+				s->title = keep(L->o, str);
 		} else if (key_is(k->node, "labels")) {
 			rc = check_key(L, k, &seen, S_LABELS);
 			if (!rc)
@@ -1182,7 +1179,7 @@ static int load_subsystem_keys(struct owners_subsystem *s, struct loader *L,
 				rc = want_string(&str, L, v, "status",
 						 OWNERS_TEXT_MAX, OPTIONAL);
 			if (!rc)
-				s->status = str;
+				s->status = keep(L->o, str);
 		} else if (key_is(k->node, "requiredApproval")) {
 			rc = check_key(L, k, &seen, S_REQUIRED);
 			if (!rc)
@@ -1210,14 +1207,14 @@ static int load_subsystem_keys(struct owners_subsystem *s, struct loader *L,
 				rc = want_string(&str, L, v, "scm",
 						 OWNERS_TEXT_MAX, OPTIONAL);
 			if (!rc)
-				s->scm = str;
+				s->scm = keep(L->o, str);
 		} else if (key_is(k->node, "mailingList")) {
 			rc = check_key(L, k, &seen, S_LIST);
 			if (!rc)
 				rc = want_addr(&str, L, v, "mailingList",
 					       OPTIONAL);
 			if (!rc)
-				s->mailing_list = str;
+				s->mailing_list = keep(L->o, str);
 		}
 	}
 	return rc;
@@ -1334,7 +1331,8 @@ int owners_load(struct owners **out, const char *path)
 	struct buf b = BUF_INIT(OWNERS_FILE_MAX);
 	int rc;
 
-	rc = file_read(&b, path);
+	/* It decides who may approve: trusted like the configuration. */
+	rc = perm_read_trusted(&b, path);
 	if (rc == PB_ELIMIT)
 		rc = err_set(PB_ELIMIT, "%s: larger than %d bytes", path,
 			     OWNERS_FILE_MAX);

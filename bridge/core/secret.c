@@ -3,6 +3,7 @@
 #include "util/err.h"
 #include "util/fileio.h"
 #include "util/limits.h"
+#include "util/perm.h"
 #include "util/printable.h"
 
 #include <errno.h>
@@ -53,6 +54,13 @@ int secret_read(struct buf *out, const char *path, size_t max)
 			     "secret file %s: mode %04o lets the group or "
 			     "others in; chmod 600 it",
 			     p, (unsigned)(stb.st_mode & 07777));
+		goto out;
+	}
+	/* Owned by root or this user, in directories nobody else may
+	 * write: a replaced token file would act as someone else. */
+	rc = perm_check_trusted(fd, path);
+	if (rc) {
+		rc = err_prefix(PB_EPERM, "secret file");
 		goto out;
 	}
 	rc = fd_read_all(&raw, fd);

@@ -12,7 +12,9 @@
  * (mode & 077) is refused with PB_EPERM.  The daemon's state directory is
  * shared with the milter's group (see store.h), and the milter must never
  * hold a credential that can act on the forge (DESIGN.md, "Programs"), so
- * a group-readable token is a configuration error, not a warning.
+ * a group-readable token is a configuration error, not a warning.  Like
+ * the configuration (util/perm.h), the file must be owned by root or
+ * this user, in directories nobody else may write; else PB_EPERM too.
  *
  * Ownership: the secret is appended to the caller's buf; the caller wipes
  * it with secret_wipe() before releasing the buf.  Errors: PB_ENOTFOUND,

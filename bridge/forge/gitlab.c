@@ -1661,10 +1661,10 @@ static int post_once(struct gitlab *gl, struct gl_call *c, const char *url,
 			return 0;
 		}
 		if (rc != 0)
-			return err_set(PB_ETEMP,
-				       "outcome unknown (%s); the "
-				       "marker search failed: %s",
-				       first, err_msg());
+			return err_prefix(PB_ETEMP,
+					  "outcome unknown (%s); the "
+					  "marker search failed",
+					  first);
 		log_info("forge: %s: marker %s absent; posting again", c->where,
 			 key);
 	}

@@ -1,6 +1,67 @@
 #include "inbound/approval.h"
 
+#include <string.h>
 #include <strings.h>
+
+static int lower(int c)
+{
+	return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+static int blank(int c)
+{
+	return c == ' ' || c == '\t' || c == '"';
+}
+
+/* a[0..an) and b[0..bn) are the same words: case and runs of blanks (and
+ * the quotes of a quoted display name) ignored. */
+static int same_name(const char *a, size_t an, const char *b, size_t bn)
+{
+	size_t i = 0, j = 0;
+
+	for (;;) {
+		while (i < an && blank((unsigned char)a[i]))
+			i++;
+		while (j < bn && blank((unsigned char)b[j]))
+			j++;
+		if (i == an || j == bn)
+			return i == an && j == bn;
+		while (i < an && j < bn && !blank((unsigned char)a[i]) &&
+		       !blank((unsigned char)b[j])) {
+			if (lower((unsigned char)a[i]) !=
+			    lower((unsigned char)b[j]))
+				return 0;
+			i++;
+			j++;
+		}
+		if ((i < an && !blank((unsigned char)a[i])) ||
+		    (j < bn && !blank((unsigned char)b[j])))
+			return 0;
+	}
+}
+
+/* Is name the display name, as written or as Outlook's "Last, First"? */
+static int is_display_name(const char *name, const char *display)
+{
+	size_t nl = strlen(name), dl = strlen(display);
+	const char *comma = memchr(display, ',', dl);
+	char swapped[512];
+	size_t fl, ll;
+
+	if (same_name(name, nl, display, dl))
+		return 1;
+	if (!comma ||
+	    memchr(comma + 1, ',', dl - (size_t)(comma - display) - 1))
+		return 0;
+	ll = (size_t)(comma - display);
+	fl = dl - ll - 1;
+	if (fl + 1 + ll >= sizeof(swapped))
+		return 0;
+	memcpy(swapped, comma + 1, fl);
+	swapped[fl] = ' ';
+	memcpy(swapped + fl + 1, display, ll);
+	return same_name(name, nl, swapped, fl + 1 + ll);
+}
 
 int approval_names_sender(const struct trailer *t, const struct mail_addr *from)
 {
@@ -8,9 +69,10 @@ int approval_names_sender(const struct trailer *t, const struct mail_addr *from)
 		return 0;
 	if (t->email && t->email[0])
 		return !strcasecmp(t->email, from->email);
-	/* A name alone counts only when it is the sender's own name. */
+	/* A name alone counts only when it is the sender's own name: the
+	 * From address then stands in for the one the trailer lacks. */
 	return t->name && t->name[0] && from->name && from->name[0] &&
-	       !strcasecmp(t->name, from->name);
+	       is_display_name(t->name, from->name);
 }
 
 enum approval_verdict approval_decide(const struct approval_facts *f)
@@ -21,6 +83,8 @@ enum approval_verdict approval_decide(const struct approval_facts *f)
 		return APPROVAL_NAK;
 	if (f->ambiguous)
 		return APPROVAL_AMBIGUOUS;
+	if (f->in_sentence)
+		return APPROVAL_IN_SENTENCE;
 	if (!f->names_sender)
 		return APPROVAL_NOT_SENDER;
 	if (f->require_auth && !f->verified)
@@ -46,6 +110,9 @@ const char *approval_verdict_text(enum approval_verdict v)
 	case APPROVAL_AMBIGUOUS:
 		return "the mail's MIME structure is ambiguous (parser "
 		       "warnings), so other software may read it differently";
+	case APPROVAL_IN_SENTENCE:
+		return "the tag sits inside a sentence; an approval is a "
+		       "trailer on a line of its own";
 	case APPROVAL_NOT_SENDER:
 		return "it names someone other than the sender, and only the "
 		       "sender may approve by mail";

@@ -13,9 +13,17 @@
  *   2a. the MIME parser raised no critical warning (MAIL_F_AMBIGUOUS:
  *      other software may read the message differently, so what we
  *      read as a trailer may not be what a human sees);
+ *   2b. the trailer is a line of its own (git interpret-trailers and b4
+ *      read no other): a tag inside a sentence ("Series is Acked-by:
+ *      ...", TRAILER_F_IN_SENTENCE) is shown, never honoured, since a
+ *      sentence can say the opposite ("You do not have my Acked-by");
  *   3. the trailer names the sender: its email equals the From address
  *      (ASCII case ignored), or it has no email and its name is the From
- *      display name.  Nobody approves on someone else's behalf;
+ *      display name (blanks collapsed, case ignored; Outlook's "Last,
+ *      First" read as "First Last"): then the From address stands in for
+ *      the missing one.  A trailer with no address and another name is
+ *      informal and never approves.  Nobody approves on someone else's
+ *      behalf;
  *   4. the sender is authenticated (an aligned DKIM or a DMARC pass from
  *      the trusted authserv-id), unless [inbound] require_auth = no;
  *   5. approval_policy is not "none";
@@ -39,6 +47,7 @@ enum approval_verdict {
 	APPROVAL_NOT_APPROVAL, /* a trailer type that never approves */
 	APPROVAL_NAK, /* the mail NAKs as well */
 	APPROVAL_AMBIGUOUS, /* the MIME structure reads two ways */
+	APPROVAL_IN_SENTENCE, /* the tag sits inside a sentence */
 	APPROVAL_NOT_SENDER, /* it names someone else (or nobody) */
 	APPROVAL_UNVERIFIED, /* sender not authenticated */
 	APPROVAL_DISABLED, /* approval_policy = none */
@@ -51,6 +60,7 @@ struct approval_facts {
 	int names_sender; /* approval_names_sender() */
 	int nak; /* the mail NAKs */
 	int ambiguous; /* MAIL_F_AMBIGUOUS */
+	int in_sentence; /* TRAILER_F_IN_SENTENCE */
 	int verified; /* review auth.verified */
 	int require_auth; /* [inbound] require_auth */
 	enum config_approval_policy policy;

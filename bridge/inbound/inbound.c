@@ -23,6 +23,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -98,12 +99,30 @@ static int stopping(const struct inbound *ib)
 static int take_lock(struct inbound *ib, const char *dir)
 {
 	char *path = xasprintf("%s/%s", dir, LOCK_NAME);
+	struct stat st;
 	int rc = 0;
 
-	ib->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0660);
+	/* The spool's top is writable by the milter's group: never follow
+	 * a link planted at the name, never lock a file someone else made
+	 * (and could hold locked). */
+	ib->lock_fd = open(path,
+			   O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
+			   0660);
 	if (ib->lock_fd < 0) {
 		rc = err_set_errno(errno == EACCES ? PB_EPERM : PB_ERROR,
-				   "inbound: %s", path);
+				   "inbound: %s%s", path,
+				   errno == ELOOP ? " is a symbolic link" : "");
+		goto out;
+	}
+	if (fstat(ib->lock_fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_uid != geteuid()) {
+		rc = err_set(
+			PB_EPERM,
+			"inbound: %s is not a file of this user (uid %lu); "
+			"remove it",
+			path, (unsigned long)geteuid());
+		close(ib->lock_fd);
+		ib->lock_fd = -1;
 		goto out;
 	}
 	if (flock(ib->lock_fd, LOCK_EX | LOCK_NB) < 0) {
@@ -348,11 +367,15 @@ int inbound_ingest_spool(struct inbound *ib, int64_t now)
 			return rc;
 		rc = ingest_one(ib, name);
 		if (rc == PB_ETEMP) {
-			/* the store is busy: give it back for later */
+			char cause[PB_ERRMSG_MAX];
+
+			/* the store is busy: give it back for later (the
+			 * cause is kept: a failed release sets its own) */
+			snprintf(cause, sizeof(cause), "%s", err_msg());
 			if (spool_release(ib->sp, name))
 				log_warn("inbound: %s", err_msg());
 			return err_set(PB_ETEMP, "inbound: journaling %s: %s",
-				       name, err_msg());
+				       name, cause);
 		}
 		if (rc && rc != PB_ENOTFOUND)
 			return rc;
@@ -497,8 +520,7 @@ static int get_owners(struct owners **out, struct inbound *ib,
 	rc = owners_load(&o, path);
 	if (rc) {
 		log_error("inbound: %s", err_msg());
-		return err_set(PB_ETEMP, "owners_file does not load: %s",
-			       err_msg());
+		return err_prefix(PB_ETEMP, "owners_file does not load");
 	}
 	loaded_put(&ib->owners, &ib->nr_owners, &ib->alloc_owners, path, o);
 	*out = o;
@@ -522,8 +544,7 @@ static int get_usermap(struct usermap **out, struct inbound *ib,
 	rc = usermap_load(&m, path);
 	if (rc) {
 		log_error("inbound: %s", err_msg());
-		return err_set(PB_ETEMP, "user_map does not load: %s",
-			       err_msg());
+		return err_prefix(PB_ETEMP, "user_map does not load");
 	}
 	loaded_put(&ib->maps, &ib->nr_maps, &ib->alloc_maps, path, m);
 	*out = m;
@@ -1068,9 +1089,7 @@ static int work(struct inbound *ib, struct job *j)
 		}
 		if (rc)
 			goto out;
-		/* the row's strings are ours to replace */
-		free((char *)row->project);
-		row->project = xstrdup(tg.project);
+		row->project = strlist_push(&row->owned, tg.project);
 		row->iid = tg.iid;
 		row->revision = tg.revision;
 		row->patch = tg.patch;

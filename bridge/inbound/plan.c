@@ -163,6 +163,16 @@ static int add_reason(struct buf *b, enum approval_verdict v,
 			rc = buf_addch(b, ')');
 		return rc;
 	case APPROVAL_NOT_SENDER:
+		if (!t->email || !t->email[0]) {
+			/* informal: "Reviewed by : Name", no address */
+			rc = buf_adds(b, "it gives no address, and ");
+			if (!rc)
+				rc = add_person(b, t->name, NULL);
+			if (!rc)
+				rc = buf_adds(b, " is not the sender's name "
+						 "in the From header");
+			return rc;
+		}
 		rc = buf_adds(b, "it names ");
 		if (!rc)
 			rc = add_person(b, t->name, t->email);
@@ -227,6 +237,7 @@ static int decide_all(struct decided *d, const struct review *r,
 		f.names_sender = approval_names_sender(t, &r->mail->from);
 		f.nak = r->nak;
 		f.ambiguous = !!(r->mail->flags & MAIL_F_AMBIGUOUS);
+		f.in_sentence = !!(t->flags & TRAILER_F_IN_SENTENCE);
 		f.verified = r->auth.verified;
 		f.require_auth = ctx->require_auth;
 		f.policy = ctx->policy;

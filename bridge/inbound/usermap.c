@@ -4,6 +4,7 @@
 #include "util/err.h"
 #include "util/fileio.h"
 #include "util/limits.h"
+#include "util/perm.h"
 #include "util/scan.h"
 #include "util/xalloc.h"
 
@@ -148,7 +149,9 @@ int usermap_load(struct usermap **out, const char *path)
 	int rc;
 
 	*out = NULL;
-	rc = file_read(&b, path);
+	/* It decides as whom an approval is made: trusted like the
+	 * configuration. */
+	rc = perm_read_trusted(&b, path);
 	if (rc) {
 		if (rc == PB_ELIMIT)
 			err_set(rc, "%s: larger than %d bytes", path,

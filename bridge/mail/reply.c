@@ -956,6 +956,37 @@ static int is_trailer(const char *p, size_t n)
 	return got > 0;
 }
 
+/*
+ * Is own line i a trailer line, or the second half of one wrapped by the
+ * mailer ("Reviewed-by: A Long Name" / "<a@b.c>")?  Trailer lines under
+ * a line that introduces an example ("please add a line like:") are
+ * prose: trailers_scan() does not take them either.
+ */
+static int is_trailer_at(const struct reply *r, size_t i)
+{
+	const struct reply_line *l = &r->lines[i];
+	size_t k, blanks = 0;
+
+	if (is_trailer(l->p, l->len)) {
+		for (k = i; k > 0 && i - k < 16;) {
+			const struct reply_line *pl = &r->lines[--k];
+
+			if (pl->kind == RL_BLANK && blanks++ < 3)
+				continue;
+			if (pl->kind != RL_OWN)
+				break;
+			if (trailers_example_intro(pl->p, pl->len))
+				return 0;
+			if (!is_trailer(pl->p, pl->len))
+				break;
+		}
+		return 1;
+	}
+	return i > 0 && r->lines[i - 1].kind == RL_OWN &&
+	       trailers_line_continues(r->lines[i - 1].p, r->lines[i - 1].len,
+				       l->p, l->len);
+}
+
 /* ------------------------------------------------------------------ */
 /* NAK */
 
@@ -979,20 +1010,51 @@ struct word {
 	char before; /* the separator before it ('\0' at the start) */
 };
 
+/* Does a word of list occur among w[from, to)? */
+static int any_word_in(const struct word *w, size_t from, size_t to,
+		       const char *const *list)
+{
+	size_t j;
+
+	for (j = from; j < to; j++)
+		if (word_in(w[j].p, w[j].n, list))
+			return 1;
+	return 0;
+}
+
+/* Does w start with one of the stems ("withdr" for withdraw, withdrew,
+ * withdrawing ...)? */
+static int word_stem_in(const struct word *w, const char *const *stems)
+{
+	for (; *stems; stems++)
+		if (w->n >= strlen(*stems) && starts_icase(w->p, w->n, *stems))
+			return 1;
+	return 0;
+}
+
 /*
  * A NAK is the reviewer's verdict: "NACK." on a line, "NAK for this",
  * "Still a NACK", "self-NACK this series", "I NAK this".  The word is
  * also an I2C/USB protocol term ("the device NAKs", "on NAK we retry",
  * "ACK/NAK", I2C_M_IGNORE_NAK), so it counts only where a verdict sits:
  * alone in its clause, opening a clause followed by "for", "from", "on",
- * "this"..., or after "I", "my", "a" (verdict-style) and the like; and
- * never negated ("not a NAK") or asked ("Why the NAK?").
+ * "this"..., or after "I", "my", "a" (verdict-style) and the like.  And
+ * only when it is said, not merely mentioned: never negated ("not a
+ * NAK"), asked ("Why the NAK?"), withdrawn ("I withdraw my NAK", "NAK
+ * retracted"), hypothetical ("I was going to NAK this", "I would NAK it
+ * if ..."), conditional ("If this breaks the ABI, NAK"), someone else's
+ * ("you may want to NAK this"), a report of an earlier one ("I NACKed
+ * v1") or quoted ("he said \"NAK\"").  When unsure it is no NAK: the
+ * words reach the forge as a comment, nothing is blocked.
  */
 int reply_line_is_nak(const char *p, size_t n)
 {
 	static const char *const naks[] = {
 		"nak",	   "nack",   "nacked",	"nak'd",    "nak'ed",  "nakked",
 		"nacking", "naking", "nak'ing", "nack'ing", "nakking", NULL,
+	};
+	static const char *const past[] = {
+		"nacked", "naked", "nak'd", "nak'ed", "nakked", NULL,
 	};
 	static const char *const negations[] = {
 		"not",	   "don't", "dont", "isn't",   "wasn't", "won't",
@@ -1005,11 +1067,45 @@ int reply_line_is_nak(const char *p, size_t n)
 		"to",	  "now",  "in",	     "with", "till",  NULL,
 	};
 	static const char *const verdict_prev[] = {
-		"i",	  "i'm",      "im",	    "we",    "my",   "our",
-		"strong", "strongly", "hard",	    "firm",  "big",  "still",
-		"must",	  "will",     "have",	    "would", "i'd",  "i'll",
-		"we'll",  "definite", "definitely", "self",  "gets", "get",
-		"got",	  NULL,
+		"i",	  "i'm",      "im",	  "we",		"my",	"our",
+		"strong", "strongly", "hard",	  "firm",	"big",	"still",
+		"i'll",	  "we'll",    "definite", "definitely", "self", "gets",
+		"get",	  "got",      NULL,
+	};
+	/* these say "NAK" for the one before them: "I will NAK" */
+	static const char *const modal_prev[] = {
+		"must", "will", "have", "do", NULL,
+	};
+	static const char *const own[] = {
+		"i",	 "i'm",	 "im",	  "we", "we're", "i've",
+		"we've", "i'll", "we'll", "my", "our",	 NULL,
+	};
+	static const char *const others[] = {
+		"you",	   "you'd",    "you'll", "he",	    "she",    "they",
+		"someone", "somebody", "anyone", "anybody", "people", "others",
+		"nobody",  "he'll",    "she'll", "they'll", "they'd", NULL,
+	};
+	/* a NAK that is not (yet, or any more) said */
+	static const char *const hypothetical[] = {
+		"would",      "i'd",	     "we'd",	"could",   "might",
+		"may",	      "should",	     "almost",	"nearly",  "tempted",
+		"considered", "considering", "thought", "wanted",  "was",
+		"were",	      "had",	     "if",	"whether", "perhaps",
+		"maybe",      NULL,
+	};
+	static const char *const retract_stems[] = {
+		"withdr",  "retract", "rescind",   "revok", "lift",
+		"drop",	   "remov",   "disregard", "ignor", "cancel",
+		"scratch", "undo",    NULL,
+	};
+	static const char *const retracted[] = {
+		"withdrawn", "retracted", "rescinded", "revoked",  "lifted",
+		"dropped",   "removed",	  "cancelled", "canceled", "void",
+		"gone",	     "anymore",	  "obsolete",  NULL,
+	};
+	static const char *const earlier[] = {
+		"earlier",  "previously", "before", "last",
+		"previous", "once",	  NULL,
 	};
 	static const char *const openers[] = {
 		"and",	     "so",    "but",	"hence",   "thus",
@@ -1048,11 +1144,14 @@ int reply_line_is_nak(const char *p, size_t n)
 	}
 	for (k = 0; k < nw; k++) {
 		const char *after, *end = p + n;
-		size_t j, clause;
+		size_t j, clause, clause_end, sentence, sentence_end;
 		int first, verdict = 0, negated = 0, stop;
 		char next_sep;
 
-		if (!word_in(w[k].p, w[k].n, naks))
+		/* "NAKed" (not "naked"): the capitals make it the verdict */
+		if (!word_in(w[k].p, w[k].n, naks) &&
+		    !(w[k].n == 5 && !memcmp(w[k].p, "NAK", 3) &&
+		      starts_icase(w[k].p + 3, 2, "ed")))
 			continue;
 		after = w[k].p + w[k].n;
 		/* "ACK/NAK", "NAK/ACK", "Nacked-by:" (a trailer's business) */
@@ -1060,6 +1159,10 @@ int reply_line_is_nak(const char *p, size_t n)
 			continue;
 		if (after < end && *after == '-' &&
 		    mem_find(after, (size_t)(end - after), "-by", 3) == after)
+			continue;
+		/* quoted: "he said \"NAK\"", `NAK` */
+		if (w[k].before == '"' || w[k].before == '`' ||
+		    (after < end && (*after == '"' || *after == '`')))
 			continue;
 		/* the separator after the word, blanks skipped */
 		while (after < end && (*after == ' ' || *after == '\t'))
@@ -1076,10 +1179,22 @@ int reply_line_is_nak(const char *p, size_t n)
 			if (q < end && *q == '?')
 				continue;
 		}
-		/* where its clause starts */
+		/* where its clause and its sentence start and end */
 		for (clause = k; clause > 0; clause--)
 			if (w[clause].before &&
 			    strchr(".,;:!?(", w[clause].before))
+				break;
+		for (sentence = k; sentence > 0; sentence--)
+			if (w[sentence].before &&
+			    strchr(".;!?", w[sentence].before))
+				break;
+		for (clause_end = k + 1; clause_end < nw; clause_end++)
+			if (w[clause_end].before &&
+			    strchr(".,;:!?()", w[clause_end].before))
+				break;
+		for (sentence_end = k + 1; sentence_end < nw; sentence_end++)
+			if (w[sentence_end].before &&
+			    strchr(".;!?", w[sentence_end].before))
 				break;
 		/* "so NAK", "and NAK for ...": openers do not count */
 		first = 1;
@@ -1097,6 +1212,49 @@ int reply_line_is_nak(const char *p, size_t n)
 			negated = 1;
 		if (negated)
 			continue;
+		/* conditional: "If this breaks the ABI, NAK.", "NAK if you
+		 * keep it" (but "NAK: it breaks the build if X=n" is one) */
+		for (j = sentence; j < sentence_end && j < k + 3; j++)
+			if (w[j].n == 2 && starts_icase(w[j].p, 2, "if") &&
+			    (j < k || j < clause_end))
+				negated = 1;
+		/* hypothetical or past: "I was going to NAK", "I would NAK" */
+		if (any_word_in(w, clause, k, hypothetical))
+			negated = 1;
+		/* withdrawn: "I withdraw my NAK", "NAK retracted", "my NAK
+		 * no longer stands" */
+		for (j = k > 4 ? k - 4 : 0; j < k; j++)
+			if (j >= clause && word_stem_in(&w[j], retract_stems))
+				negated = 1;
+		for (j = k + 1; j < clause_end && j < k + 4; j++) {
+			if (word_in(w[j].p, w[j].n, retracted))
+				negated = 1;
+			if (w[j].n == 6 && starts_icase(w[j].p, 6, "longer"))
+				negated = 1;
+		}
+		/* someone else's: "you may want to NAK this" */
+		{
+			int other = 0;
+
+			for (j = clause; j < k; j++) {
+				if (word_in(w[j].p, w[j].n, others))
+					other = 1;
+				else if (word_in(w[j].p, w[j].n, own))
+					other = 0;
+			}
+			negated |= other;
+		}
+		/* a report of an earlier one: "I NACKed v1 of this" */
+		if (word_in(w[k].p, w[k].n, past) && k + 1 < clause_end &&
+		    (word_in(w[k + 1].p, w[k + 1].n, earlier) ||
+		     (w[k + 1].n >= 2 &&
+		      lower((unsigned char)w[k + 1].p[0]) == 'v' &&
+		      is_digit((unsigned char)w[k + 1].p[1])) ||
+		     (k + 2 < clause_end &&
+		      word_in(w[k + 2].p, w[k + 2].n, earlier))))
+			negated = 1;
+		if (negated)
+			continue;
 		if (first &&
 		    (stop || (k + 1 < nw &&
 			      (word_in(w[k + 1].p, w[k + 1].n, verdict_next) ||
@@ -1106,10 +1264,15 @@ int reply_line_is_nak(const char *p, size_t n)
 			verdict = 1;
 		if (k > 0 && word_in(w[k - 1].p, w[k - 1].n, verdict_prev))
 			verdict = 1;
-		/* "I have to NAK this", "going to NACK the series" */
+		/* "I will NAK this", "we must NAK", not "Greg will NAK" */
+		if (k > 1 && word_in(w[k - 1].p, w[k - 1].n, modal_prev) &&
+		    word_in(w[k - 2].p, w[k - 2].n, own))
+			verdict = 1;
+		/* "I have to NAK this", "I'm going to NACK the series" */
 		if (k > 0 && k + 1 < nw && w[k - 1].n == 2 &&
 		    starts_icase(w[k - 1].p, 2, "to") &&
-		    word_in(w[k + 1].p, w[k + 1].n, to_nak_next))
+		    word_in(w[k + 1].p, w[k + 1].n, to_nak_next) &&
+		    any_word_in(w, clause, k, own))
 			verdict = 1;
 		/* "Still a NACK", "gets a NAK from me", but not "sends a NAK
 		 * to the host" */
@@ -1579,6 +1742,195 @@ static void classify(struct reply *r)
 /* ------------------------------------------------------------------ */
 /* blocks */
 
+/* Case-insensitive equality of p[0..n) and q[0..m), runs of blanks
+ * equal to one. */
+static int same_words(const char *p, size_t n, const char *q, size_t m)
+{
+	size_t i = 0, j = 0;
+
+	while (i < n && j < m) {
+		if ((p[i] == ' ' || p[i] == '\t') &&
+		    (q[j] == ' ' || q[j] == '\t')) {
+			while (i < n && (p[i] == ' ' || p[i] == '\t'))
+				i++;
+			while (j < m && (q[j] == ' ' || q[j] == '\t'))
+				j++;
+			continue;
+		}
+		if (lower((unsigned char)p[i]) != lower((unsigned char)q[j]))
+			return 0;
+		i++;
+		j++;
+	}
+	return i == n && j == m;
+}
+
+/*
+ * Is p[0..n) the name in the sender's address: its letters are the
+ * local part's ("Lu Fei" for lufei@), or one of its dotted words
+ * ("Jacob" for jacob.e.keller@)?
+ */
+static int address_name(const char *email, const char *p, size_t n)
+{
+	const char *at, *q;
+	size_t i, o = 0, wl;
+	char letters[64];
+
+	if (!email || !(at = strchr(email, '@')) || at == email)
+		return 0;
+	for (i = 0; i < n && o < sizeof(letters); i++)
+		if (p[i] != ' ')
+			letters[o++] = (char)lower((unsigned char)p[i]);
+	if (o < 2 || o >= sizeof(letters))
+		return 0;
+	if ((size_t)(at - email) == o) {
+		for (i = 0;
+		     i < o && lower((unsigned char)email[i]) == letters[i]; i++)
+			;
+		if (i == o)
+			return 1;
+	}
+	for (q = email; q < at;) {
+		for (wl = 0; q + wl < at && !strchr("._-+", q[wl]); wl++)
+			;
+		if (wl == o) {
+			for (i = 0;
+			     i < o && lower((unsigned char)q[i]) == letters[i];
+			     i++)
+				;
+			if (i == o)
+				return 1;
+		}
+		q += wl + (q + wl < at);
+	}
+	return 0;
+}
+
+/* The columns of blanks that open p[0..n) (tabs to the next eighth). */
+static size_t indent_columns(const char *p, size_t n)
+{
+	size_t i, col = 0;
+
+	for (i = 0; i < n && (p[i] == ' ' || p[i] == '\t'); i++)
+		col = p[i] == '\t' ? (col / 8 + 1) * 8 : col + 1;
+	return col;
+}
+
+/* One word (after a dash or a tilde) that starts with a capital. */
+static int capital_word(const char *p, size_t n)
+{
+	trim(&p, &n);
+	while (n && (*p == '-' || *p == '~' || *p == ' ')) {
+		p++;
+		n--;
+	}
+	return n && p[0] >= 'A' && p[0] <= 'Z' && !memchr(p, ' ', n);
+}
+
+/*
+ * The other forms of a name under one's text: right before the "-- "
+ * signature ("Honza" / "-- " / "Jan Kara <jack@suse.cz>"), or pushed to
+ * the right ("\t\t\t\t\t\t\t\tHonza") as the last line the author wrote.
+ */
+static int signature_name_at(const struct reply *r, size_t i)
+{
+	const struct reply_line *l = &r->lines[i];
+	const char *p = l->p;
+	size_t n = l->len, k;
+
+	for (k = i + 1; k < r->nr && r->lines[k].kind == RL_BLANK; k++)
+		;
+	/* one capitalised word: a name, not "Nice cleanup" */
+	if (k < r->nr && r->lines[k].kind == RL_SIG &&
+	    is_sig_marker(r->lines[k].p, r->lines[k].len) && capital_word(p, n))
+		return 1;
+	if (indent_columns(p, n) < 16)
+		return 0;
+	trim(&p, &n);
+	if (!n || !(p[0] >= 'A' && p[0] <= 'Z'))
+		return 0;
+	for (k = i + 1; k < r->nr; k++)
+		if (r->lines[k].kind == RL_OWN)
+			return 0;
+	return 1;
+}
+
+/*
+ * Is p[0..n) (a short own line, "- Steve", "Hugh", "Jane Doe") the
+ * sender's name: the whole From display name, one word of it (the first
+ * name, or the last name that some sign with), or "First Last" for
+ * Outlook's "Last, First"?  A list's DMARC rewrite ("Jane Doe via ltp")
+ * is read without its " via ..." tail.
+ */
+static int is_sender_name(const struct reply *r, const char *p, size_t n)
+{
+	const char *name = r->sender, *end, *via, *comma, *q;
+	size_t nl, wl;
+	int dashed = 0;
+
+	trim(&p, &n);
+	while (n && (*p == '-' || *p == '~' || *p == ' ')) {
+		dashed |= *p != ' ';
+		p++;
+		n--;
+	}
+	while (n && strchr(".,!", p[n - 1]))
+		n--;
+	if (!n)
+		return 0;
+	if (address_name(r->sender_email, p, n))
+		return 1;
+	if (!name || !name[0])
+		return 0;
+	nl = strlen(name);
+	via = mem_find(name, nl, " via ", 5);
+	if (via)
+		nl = (size_t)(via - name);
+	while (nl && strchr(" \"'", name[nl - 1]))
+		nl--;
+	while (nl && strchr(" \"'", *name)) {
+		name++;
+		nl--;
+	}
+	end = name + nl;
+	if (same_words(p, n, name, nl))
+		return 1;
+	/* "Zhang, Hawking" -> "Hawking Zhang" */
+	comma = memchr(name, ',', nl);
+	if (comma) {
+		char swapped[256];
+		const char *first = comma + 1;
+		size_t fl = (size_t)(end - first), ll = (size_t)(comma - name);
+
+		trim(&first, &fl);
+		if (fl + 1 + ll < sizeof(swapped)) {
+			memcpy(swapped, first, fl);
+			swapped[fl] = ' ';
+			memcpy(swapped + fl + 1, name, ll);
+			if (same_words(p, n, swapped, fl + 1 + ll))
+				return 1;
+		}
+	}
+	/* one word of it, two letters or more */
+	for (q = name; q < end;) {
+		while (q < end && strchr(" ,()\"'", *q))
+			q++;
+		for (wl = 0; q + wl < end && !strchr(" ,()\"'", q[wl]); wl++)
+			;
+		if (wl >= 2 && same_words(p, n, q, wl))
+			return 1;
+		/* "-- Steve" for Steven, "- Rob" for Robert: signed with a
+		 * dash, a short form of a word of the name */
+		if (dashed && wl >= 3 && n >= 3 && !memchr(p, ' ', n) &&
+		    lower((unsigned char)p[0]) == lower((unsigned char)q[0]) &&
+		    lower((unsigned char)p[1]) == lower((unsigned char)q[1]) &&
+		    lower((unsigned char)p[2]) == lower((unsigned char)q[2]))
+			return 1;
+		q += wl;
+	}
+	return 0;
+}
+
 /* Is own line i of substance (not a greeting, sign-off, name, trailer,
  * trailer intro)? */
 static int line_substance(const struct reply *r, size_t i, size_t first,
@@ -1590,20 +1942,29 @@ static int line_substance(const struct reply *r, size_t i, size_t first,
 	if (l->kind != RL_OWN)
 		return 0;
 	if (is_greeting(l->p, l->len) || is_signoff(l->p, l->len) ||
-	    is_trailer(l->p, l->len))
+	    is_trailer_at(r, i))
 		return 0;
-	/* a name under a sign-off, or closing the block */
+	/*
+	 * A signature by its form, never by its length: a name (or a name,
+	 * a title, a company) under a closing ("Thanks,"), or the sender's
+	 * own name or first name.  "Wrong comparison operator" under a
+	 * quote is a comment.
+	 */
 	if (is_name_line(l->p, l->len)) {
-		for (k = i; k > first; k--)
-			if (r->lines[k - 1].kind == RL_OWN)
+		size_t names = 0;
+
+		for (k = i; k > first && names < 3;) {
+			const struct reply_line *pl = &r->lines[--k];
+
+			if (pl->kind != RL_OWN)
+				continue;
+			if (is_signoff(pl->p, pl->len))
+				return 0;
+			if (!is_name_line(pl->p, pl->len))
 				break;
-		if (k > first &&
-		    is_signoff(r->lines[k - 1].p, r->lines[k - 1].len))
-			return 0;
-		for (k = i + 1; k <= last; k++)
-			if (r->lines[k].kind == RL_OWN)
-				break;
-		if (k > last)
+			names++;
+		}
+		if (is_sender_name(r, l->p, l->len) || signature_name_at(r, i))
 			return 0;
 	}
 	/* "For the series:" / "Feel free to add:" followed by a trailer */
@@ -1611,7 +1972,7 @@ static int line_substance(const struct reply *r, size_t i, size_t first,
 		for (k = i + 1; k <= last; k++)
 			if (r->lines[k].kind == RL_OWN)
 				break;
-		if (k <= last && is_trailer(r->lines[k].p, r->lines[k].len))
+		if (k <= last && is_trailer_at(r, k))
 			return 0;
 	}
 	return 1;
@@ -1658,12 +2019,59 @@ void reply_free(struct reply *r)
 	if (!r)
 		return;
 	buf_release(&r->text);
+	free(r->sender);
+	free(r->sender_email);
 	free(r->lines);
 	free(r->blocks);
 	free(r);
 }
 
-int reply_parse(struct reply **out, const char *text, size_t len)
+/*
+ * "Author Name (3):" and the commit subjects indented under it: the
+ * shortlog of a pull request (git request-pull) or a cover letter.  The
+ * subjects are titles of commits ("i2c: handle NAK from the target"),
+ * not what the sender says.
+ */
+static int shortlog_head(const char *p, size_t n)
+{
+	size_t i;
+
+	if (!n || n > 200 || p[0] == ' ' || p[0] == '\t' || n < 5 ||
+	    memcmp(p + n - 2, "):", 2))
+		return 0;
+	for (i = n - 2; i > 0 && is_digit((unsigned char)p[i - 1]); i--)
+		;
+	return i < n - 2 && i >= 2 && p[i - 1] == '(' && p[i - 2] == ' ';
+}
+
+static void mark_shortlog(const struct reply *r, unsigned char *in)
+{
+	size_t i;
+	int on = 0;
+
+	for (i = 0; i < r->nr; i++) {
+		const struct reply_line *l = &r->lines[i];
+
+		if (l->kind != RL_OWN && l->kind != RL_BLANK) {
+			on = 0;
+			continue;
+		}
+		if (shortlog_head(l->p, l->len)) {
+			on = 1;
+			in[i] = 1;
+			continue;
+		}
+		if (l->kind == RL_BLANK)
+			continue;
+		if (on && l->len && (l->p[0] == ' ' || l->p[0] == '\t'))
+			in[i] = 1;
+		else
+			on = 0;
+	}
+}
+
+int reply_parse(struct reply **out, const char *text, size_t len,
+		const char *sender, const char *sender_email)
 {
 	struct reply *r;
 	struct scan s;
@@ -1673,6 +2081,9 @@ int reply_parse(struct reply **out, const char *text, size_t len)
 
 	*out = NULL;
 	r = xcalloc(1, sizeof(*r));
+	r->sender = sender && sender[0] ? xstrdup(sender) : NULL;
+	r->sender_email =
+		sender_email && sender_email[0] ? xstrdup(sender_email) : NULL;
 	buf_init(&r->text, REPLY_TEXT_MAX);
 	rc = buf_add(&r->text, text, len);
 	if (rc)
@@ -1728,13 +2139,22 @@ int reply_parse(struct reply **out, const char *text, size_t len)
 	}
 	classify(r);
 	find_blocks(r);
-	for (i = 0; i < r->nr_blocks && !r->nak; i++)
-		for (j = r->blocks[i].first; j <= r->blocks[i].last; j++)
-			if (r->lines[j].kind == RL_OWN &&
-			    reply_line_is_nak(r->lines[j].p, r->lines[j].len)) {
-				r->nak = 1;
-				break;
-			}
+	{
+		unsigned char *in_shortlog = xcalloc(r->nr ? r->nr : 1, 1);
+
+		mark_shortlog(r, in_shortlog);
+		for (i = 0; i < r->nr_blocks && !r->nak; i++)
+			for (j = r->blocks[i].first; j <= r->blocks[i].last;
+			     j++)
+				if (r->lines[j].kind == RL_OWN &&
+				    !in_shortlog[j] &&
+				    reply_line_is_nak(r->lines[j].p,
+						      r->lines[j].len)) {
+					r->nak = 1;
+					break;
+				}
+		free(in_shortlog);
+	}
 	*out = r;
 	return 0;
 fail:
@@ -1774,7 +2194,7 @@ int reply_block_text(struct buf *out, const struct reply *r, size_t bi,
 
 		if (l->kind != RL_OWN ||
 		    (!line_substance(r, last, b->first, b->last) &&
-		     !is_trailer(l->p, l->len)))
+		     !is_trailer_at(r, last)))
 			last--;
 		else
 			break;
@@ -1786,7 +2206,7 @@ int reply_block_text(struct buf *out, const struct reply *r, size_t bi,
 			pending_blank = wrote;
 			continue;
 		}
-		if (drop_trailers && is_trailer(l->p, l->len))
+		if (drop_trailers && is_trailer_at(r, i))
 			continue;
 		if (pending_blank)
 			rc = buf_addch(out, '\n');

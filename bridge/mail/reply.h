@@ -23,6 +23,10 @@
  *   trim markers ("...", "[...]", "<snip>", "[skipped the patch]");
  *   the signature ("-- " and below), a phone's "Sent from my iPhone"
  *   line (that line alone), mailing list footers and legal disclaimers.
+ * A signature is known by its form, never by its length: a name (with a
+ * title or company under it) below a closing such as "Thanks,", or a
+ * line that is the sender's name or first name; a short comment such as
+ * "Wrong comparison operator" is the author's text.
  * What is left is the author's own text, grouped into blocks: a block is
  * a run of own lines (blank lines do not end it) up to the next line
  * that is not the author's.
@@ -88,9 +92,17 @@ struct reply {
 	size_t nr_blocks;
 	int nak; /* an explicit NAK/NACK in the author's own text */
 	int truncated; /* longer than REPLY_LINES_MAX: the rest unread */
+	char *sender; /* the From display name, or NULL (owned) */
+	char *sender_email; /* the From address, or NULL (owned) */
 };
 
-int reply_parse(struct reply **out, const char *text, size_t len);
+/*
+ * Parse text[0..len).  sender, sender_email: the From display name and
+ * address (each may be NULL or ""), so that a line holding the sender's
+ * name or first name is read as a signature wherever it stands.
+ */
+int reply_parse(struct reply **out, const char *text, size_t len,
+		const char *sender, const char *sender_email);
 void reply_free(struct reply *r);
 
 /*
@@ -113,7 +125,10 @@ int reply_block_text(struct buf *out, const struct reply *r, size_t block,
 		     int drop_trailers);
 
 /* True when a line of own text says NAK/NACK (not "snack", not
- * "not a NAK", not "why the NAK?"). */
+ * "not a NAK", not "why the NAK?", not "I withdraw my NAK", not "I was
+ * going to NAK this", not "you may want to NAK this", not a quoted
+ * "NAK").  The subjects of a shortlog ("Name (2):" and the commit titles
+ * indented under it) are never read for one. */
 int reply_line_is_nak(const char *p, size_t len);
 
 #endif

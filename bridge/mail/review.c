@@ -145,7 +145,8 @@ static int parse_reply(struct review *r, const struct diff *parent)
 	size_t i;
 	int rc;
 
-	rc = reply_parse(&rp, r->mail->text.data, r->mail->text.len);
+	rc = reply_parse(&rp, r->mail->text.data, r->mail->text.len,
+			 r->mail->from.name, r->mail->from.email);
 	if (rc)
 		goto out;
 	rc = reply_anchor(rp, parent, parent ? NULL : &pseudo);

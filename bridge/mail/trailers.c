@@ -117,6 +117,52 @@ static size_t edit_distance(const char *a, size_t n, const char *b, size_t m)
 	return d[n][m];
 }
 
+/* Is the lower-case word w[0..n) one of list (NULL-terminated)? */
+static int word_listed(const char *w, size_t n, const char *const *list)
+{
+	for (; *list; list++)
+		if (strlen(*list) == n && !memcmp(*list, w, n))
+			return 1;
+	return 0;
+}
+
+/*
+ * Words that undo the tag they are written into: "Not-Nacked-by",
+ * "Not-Acked-by", "Un-acked-by" say that the person does NOT give it.
+ */
+static int negating_word(const char *w, size_t n)
+{
+	static const char *const words[] = {
+		"not",	     "non",	"no",	    "un",	  "never",
+		"ex",	     "former",	"formerly", "previously", "withdrawn",
+		"retracted", "without", "un'",	    NULL,
+	};
+
+	return word_listed(w, n, words);
+}
+
+/* Does the lower-case word start with a negating prefix ("unacked",
+ * "nonacked", "not-acked")?  Such a word is never a typo of a type. */
+static int negated_spelling(const char *w, size_t n)
+{
+	return (n > 2 && !memcmp(w, "un", 2)) ||
+	       (n > 3 && !memcmp(w, "non", 3)) ||
+	       (n > 3 && !memcmp(w, "not", 3)) ||
+	       (n > 3 && !memcmp(w, "no-", 3));
+}
+
+/* A last word that is only a typo of a NAK word: not enough to read a
+ * prefixed tag as a NAK. */
+static int fuzzy_nak_only(const char *w, size_t n)
+{
+	static const char *const naks[] = {
+		"nacked", "naked",  "nak",    "nack",
+		"nak'd",  "nak'ed", "nakked", NULL,
+	};
+
+	return !word_listed(w, n, naks);
+}
+
 /* Map one lower-case word (e.g. "reviwed") to a canonical type. */
 static const char *word_type(const char *w, size_t n, int *fuzzy)
 {
@@ -135,7 +181,8 @@ static const char *word_type(const char *w, size_t n, int *fuzzy)
 			return aliases[i].canon;
 		}
 	}
-	if (n < 5)
+	/* "unacked" is one edit from "nacked" but says the opposite */
+	if (n < 5 || negated_spelling(w, n))
 		return NULL;
 	limit = n >= 8 ? 2 : 1;
 	for (i = 0; i < NR_KNOWN; i++) {
@@ -183,6 +230,30 @@ static size_t tag_types(const char *tag, size_t n, const char **types,
 		*irregular |= fuzzy;
 		types[0] = t;
 		return 1;
+	}
+	/*
+	 * The NAK family by its last word: "Hard-nacked-by", "Double-Nacked-
+	 * by", "Extra-hard-Nacked-by", "Release-Nacked-by".  A negating
+	 * word among the others ("Not-Nacked-by") makes it no tag at all.
+	 */
+	sep = strrchr(w, '-');
+	if (sep && sep > w && sep[1]) {
+		const char *last = sep + 1;
+		size_t ln = n - (size_t)(last - w);
+
+		t = word_type(last, ln, &fuzzy);
+		if (t && trailer_is_nak(t) && !fuzzy_nak_only(last, ln)) {
+			for (start = 0; start < n;) {
+				for (i = start; i < n && w[i] != '-'; i++)
+					;
+				if (negating_word(w + start, i - start))
+					return 0;
+				start = i + 1;
+			}
+			*irregular = 1;
+			types[0] = t;
+			return 1;
+		}
 	}
 	/* "reviewed-and-tested", "reported-and-tested" */
 	start = 0;
@@ -261,6 +332,13 @@ static size_t normalise(char *out, size_t cap, const char *p, size_t len)
 			   s[i + 2] == 0x80) {
 			out[o++] = ' '; /* ideographic space */
 			i += 3;
+		} else if (s[i] == '&' && i + 3 < len &&
+			   (!memcmp(s + i, "&lt;", 4) ||
+			    !memcmp(s + i, "&gt;", 4))) {
+			/* webmail's text of an HTML trailer (QQMail,
+			 * Coremail): "Name &lt;a@b.c&gt;" */
+			out[o++] = s[i + 1] == 'l' ? '<' : '>';
+			i += 4;
 		} else if (s[i] == '\t' || s[i] == '\0' || s[i] == '\r') {
 			out[o++] = ' ';
 			i++;
@@ -363,6 +441,82 @@ static int plausible_name(const char *p, size_t len)
 	return 1;
 }
 
+/* A character an address token runs over ("mailto:", brackets, quotes
+ * and separators end it). */
+static int addr_char(unsigned char c)
+{
+	return c > ' ' && !strchr("<>[]()\",;:", c);
+}
+
+static int eq_icase(const char *a, size_t an, const char *b, size_t bn)
+{
+	size_t i;
+
+	if (an != bn)
+		return 0;
+	for (i = 0; i < an; i++)
+		if (lower((unsigned char)a[i]) != lower((unsigned char)b[i]))
+			return 0;
+	return 1;
+}
+
+/*
+ * The one address in p[0..len).  Mailers write it more than once:
+ * HTML-to-text conversion (Outlook, Exchange) makes "a@b.c<mailto:a@b.c>"
+ * of a link, Outlook's header style "a@b.c [mailto:a@b.c]".  Every
+ * well-formed a@b token there must be the same address (ASCII case
+ * ignored); two different ones are ambiguous and give none.  Returns 1
+ * with the address set, 0 when there is none or they differ.
+ */
+static int one_address(const char **e, size_t *en, const char *p, size_t len)
+{
+	const char *end = p + len, *at, *q, *b, *a;
+	int found = 0;
+
+	for (q = p; q < end && (at = memchr(q, '@', (size_t)(end - q)));
+	     q = at + 1) {
+		b = at;
+		while (b > p && addr_char((unsigned char)b[-1]))
+			b--;
+		a = at + 1;
+		while (a < end && addr_char((unsigned char)*a))
+			a++;
+		/* a full stop ending a sentence is no part of the domain */
+		while (a > at + 1 && a[-1] == '.')
+			a--;
+		if (!valid_email(b, (size_t)(a - b)))
+			continue;
+		if (found && !eq_icase(*e, *en, b, (size_t)(a - b)))
+			return 0;
+		if (!found) {
+			*e = b;
+			*en = (size_t)(a - b);
+		}
+		found = 1;
+	}
+	return found;
+}
+
+/*
+ * The end of the bracketed group opening at lt: the '>' (or ']') that
+ * closes it, counting nested ones ("<a@b.c<mailto:a@b.c>>"); NULL when
+ * it is never closed.
+ */
+static const char *group_end(const char *lt, const char *end)
+{
+	char open = *lt, close = open == '<' ? '>' : ']';
+	const char *q;
+	int depth = 0;
+
+	for (q = lt; q < end; q++) {
+		if (*q == open)
+			depth++;
+		else if (*q == close && --depth == 0)
+			return q;
+	}
+	return NULL;
+}
+
 /*
  * Parse "Name <email>" and its broken relatives.  strict: inside a
  * sentence, only a well-formed <email> is accepted.
@@ -378,18 +532,19 @@ static int parse_value(struct value *v, const char *p, size_t len, int strict)
 		return 0;
 	end = p + len;
 	lt = memchr(p, '<', len);
-	if (!lt) {
+	at = memchr(p, '@', len);
+	/* "a@b.c<mailto:a@b.c>": the address comes before its brackets */
+	if (lt && at && at < lt)
+		lt = NULL;
+	if (!lt && at) {
 		const char *lb = memchr(p, '[', len);
 
-		/* "Name [email]" */
-		if (lb && memchr(lb, ']', (size_t)(end - lb)) &&
-		    memchr(lb, '@', (size_t)(end - lb)))
+		/* "Name [email]", Outlook's "Name [mailto:email]" */
+		if (lb && lb < at && memchr(lb, ']', (size_t)(end - lb)))
 			lt = lb;
 	}
 	if (lt) {
-		char close = *lt == '<' ? '>' : ']';
-
-		gt = memchr(lt, close, (size_t)(end - lt));
+		gt = group_end(lt, end);
 		q = lt + 1;
 		if (gt) {
 			n = (size_t)(gt - q);
@@ -401,15 +556,10 @@ static int parse_value(struct value *v, const char *p, size_t len, int strict)
 		v->name = p;
 		v->name_len = (size_t)(lt - p);
 		clean_name(&v->name, &v->name_len);
-		mem_trim(&q, &n);
-		if (n > 7 && mem_eq_icase(q, 7, "mailto:")) {
-			q += 7;
-			n -= 7;
-		}
-		if (gt && valid_email(q, n)) {
-			v->email = q;
-			v->email_len = n;
+		if (gt && one_address(&v->email, &v->email_len, q, n)) {
+			/* found */
 		} else {
+			v->email = NULL;
 			if (strict)
 				return 0;
 			v->broken = 1;
@@ -420,8 +570,8 @@ static int parse_value(struct value *v, const char *p, size_t len, int strict)
 	}
 	if (strict)
 		return 0;
-	/* a bare address somewhere: "user@host", "user@host (Name)" */
-	at = memchr(p, '@', len);
+	/* a bare address somewhere: "user@host", "user@host (Name)",
+	 * "user@host<mailto:user@host>", "user@host [mailto:user@host]" */
 	if (at) {
 		tok = at;
 		while (tok > p && tok[-1] != ' ')
@@ -430,24 +580,20 @@ static int parse_value(struct value *v, const char *p, size_t len, int strict)
 		while (q < end && *q != ' ')
 			q++;
 		n = (size_t)(q - tok);
-		{
-			const char *e = tok;
-			size_t en = n;
+		if (!one_address(&v->email, &v->email_len, tok, n))
+			return 0;
+		/* the same address again in brackets: no name */
+		while (q < end && *q == ' ')
+			q++;
+		if (q < end && (*q == '<' || *q == '[')) {
+			const char *ge = group_end(q, end), *e2;
+			size_t e2n;
 
-			while (en && strchr("(),;", e[en - 1]))
-				en--;
-			while (en && strchr("(", *e)) {
-				e++;
-				en--;
-			}
-			if (en > 7 && mem_eq_icase(e, 7, "mailto:")) {
-				e += 7;
-				en -= 7;
-			}
-			if (!valid_email(e, en))
-				return 0;
-			v->email = e;
-			v->email_len = en;
+			if (ge &&
+			    one_address(&e2, &e2n, q + 1,
+					(size_t)(ge - q - 1)) &&
+			    eq_icase(e2, e2n, v->email, v->email_len))
+				q = ge + 1;
 		}
 		/* the name is what is left, in parentheses or before */
 		if (tok > p) {
@@ -486,6 +632,88 @@ static int parse_value(struct value *v, const char *p, size_t len, int strict)
 	v->name_len = n;
 	v->broken = 1;
 	return 1;
+}
+
+/*
+ * The names and addresses of examples, not of people: "Your Name
+ * <you@example.com>", "Foo Bar <foo@bar.com>", "Random J Developer".
+ * Instructions quote them ("please add a line like ..."); nobody gives
+ * a trailer under such a name.
+ */
+static int placeholder(const struct value *v)
+{
+	static const char *const names[] = {
+		"your name",
+		"your real name",
+		"your full name",
+		"your name here",
+		"my name",
+		"name",
+		"full name",
+		"real name",
+		"first last",
+		"firstname lastname",
+		"first name last name",
+		"foo bar",
+		"foo",
+		"random j developer",
+		"random developer",
+		"joe developer",
+		"joe hacker",
+		"a u thor",
+		"author name",
+		"reviewer name",
+		"tester name",
+		"your-name",
+		"yourname",
+		NULL,
+	};
+	static const char *const locals[] = {
+		"you",	      "your",	    "yourname",	  "your.name",
+		"your_name",  "your-name",  "youremail",  "your.email",
+		"your-email", "your_email", "email",	  "name",
+		"user",	      "username",   "foo",	  "me",
+		"someone",    "somebody",   "first.last", "firstname.lastname",
+		"random",     NULL,
+	};
+	static const char *const domains[] = {
+		"example.com", "example.org", "example.net",
+		"email.com",   "domain.com",  "bar.com",
+		"foo.com",     "company.com", "developer.example.org",
+		"email.addr",  "host.com",    NULL,
+	};
+	char w[96];
+	const char *const *p;
+	size_t i, o = 0, at;
+	int local = 0;
+
+	/* the name, lower case, blanks collapsed */
+	for (i = 0; v->name && i < v->name_len && o + 1 < sizeof(w); i++) {
+		char c = (char)lower((unsigned char)v->name[i]);
+
+		if (c == ' ' && (!o || w[o - 1] == ' '))
+			continue;
+		w[o++] = c == '.' ? ' ' : c;
+	}
+	while (o && w[o - 1] == ' ')
+		o--;
+	w[o] = '\0';
+	for (p = names; o && *p; p++)
+		if (!strcmp(w, *p))
+			return 1;
+	if (!v->email || v->email_len >= sizeof(w))
+		return 0;
+	for (i = 0; i < v->email_len; i++)
+		w[i] = (char)lower((unsigned char)v->email[i]);
+	w[v->email_len] = '\0';
+	at = (size_t)(strchr(w, '@') - w);
+	for (p = locals; *p; p++)
+		if (strlen(*p) == at && !memcmp(w, *p, at))
+			local = 1;
+	for (p = domains; local && *p; p++)
+		if (!strcmp(w + at + 1, *p))
+			return 1;
+	return 0;
 }
 
 static int add(struct trailer_list *out, const char *type,
@@ -558,7 +786,8 @@ static int line_start_tag(struct trailer_list *out, const char *s, size_t n,
 	if (nr == 1 && (strlen(types[0]) != tl || memcmp(types[0], tag, tl)))
 		irregular = 1;
 	/* without a colon only "Tag Name <email>" is taken */
-	if (!parse_value(&v, val, (size_t)(end - val), !colon))
+	if (!parse_value(&v, val, (size_t)(end - val), !colon) ||
+	    placeholder(&v))
 		return 0;
 	if (!colon)
 		irregular = 1;
@@ -572,44 +801,57 @@ static int line_start_tag(struct trailer_list *out, const char *s, size_t n,
 	return added;
 }
 
-/* The word before position w in s, lower-cased into out. */
-static size_t word_before(char *out, size_t cap, const char *s, const char *w)
+/*
+ * Words that put a tag in a sentence in doubt: negation ("You do not have
+ * my Acked-by"), holding back ("I am withholding my Acked-by"), a
+ * condition or a time to come ("With that fixed, you can have my
+ * Acked-by", "Acked-by ... once v3 is out"), a contrast.  A trailer the
+ * sender gives is a line of its own; inside a sentence only a plain
+ * statement without any of these is read as one.
+ */
+static int doubting_word(const char *w, size_t n)
 {
-	const char *e = w, *b;
-	size_t n, i;
+	static const char *const words[] = {
+		"not",	    "no",	   "never",    "nor",	    "without",
+		"withhold", "withholding", "withheld", "hold",	    "holding",
+		"until",    "till",	   "unless",   "if",	    "once",
+		"when",	    "after",	   "before",   "wait",	    "waiting",
+		"with",	    "but",	   "however",  "though",    "although",
+		"would",    "could",	   "should",   "might",	    "may",
+		"cannot",   "yet",	   "later",    "soon",	    "pending",
+		"provided", "assuming",	   "except",   "otherwise", "nobody",
+		"none",	    "neither",	   "retract",  "withdraw",  "withdrawn",
+		"revoke",   "revoked",	   "drop",     "dropped",   "remove",
+		"removed",  "like",	   "example",  "e",	    "eg",
+		"need",	    "needs",	   NULL,
+	};
 
-	while (e > s && e[-1] == ' ')
-		e--;
-	b = e;
-	while (b > s && is_alpha(b[-1]))
-		b--;
-	n = (size_t)(e - b);
-	if (!n || n >= cap)
-		return 0;
-	for (i = 0; i < n; i++)
-		out[i] = (char)lower((unsigned char)b[i]);
-	out[n] = '\0';
-	return n;
+	if (n > 3 && w[n - 3] == 'n' && w[n - 2] == '\'' && w[n - 1] == 't')
+		return 1; /* don't, can't, won't, isn't, haven't */
+	return word_listed(w, n, words);
 }
 
 /*
- * "Series is Acked-by: Name <email>", "have my Reviewed-by: ...",
- * "LGTM, Reviewed-by: ...": a known tag inside a sentence, after a word
- * that makes it the author's own or opening a clause ("Please add
- * Acked-by: X <x@y>" asks for someone else's).
+ * "Series is Acked-by: Name <email>", "This patch is Acked-by: ...",
+ * "Feel free to add my Reviewed-by: ...", "LGTM, Reviewed-by: ...": a
+ * known tag inside a sentence.  Read only when
+ *  - the tag and a well-formed "Name <email>" end the line (nothing but
+ *    a full stop after it: "... until that is fixed" is a condition),
+ *  - the words before it in its sentence are a plain statement: "X is",
+ *    "X are", "my", or a short clause before a comma ("LGTM,"), with no
+ *    word of doubt (doubting_word()).
+ * Such a trailer is flagged TRAILER_F_IN_SENTENCE: the approval rules
+ * never take it as an approval (git interpret-trailers and b4 read a
+ * trailer only on a line of its own); it is shown, not honoured.
  */
 static int sentence_tag(struct trailer_list *out, const char *s, size_t n,
 			const char *raw, size_t raw_len)
 {
-	static const char *const owners[] = {
-		"is", "are", "be", "my", "it", "also", NULL,
-	};
-	const char *const *o;
-	const char *end = s + n, *hit, *w, *val, *stop;
-	char low[64], prev[16];
-	size_t wl, i;
+	const char *end = s + n, *hit, *w, *val, *stop, *q, *start;
+	char low[64], word[32];
+	size_t wl, i, words;
 	const char *type;
-	int fuzzy, rc, ok;
+	int fuzzy, rc, ok, clause;
 	struct value v;
 
 	for (hit = s; hit + 4 <= end; hit++) {
@@ -627,33 +869,63 @@ static int sentence_tag(struct trailer_list *out, const char *s, size_t n,
 		type = word_type(low, wl, &fuzzy);
 		if (!type || fuzzy)
 			continue;
-		ok = 0;
-		if (word_before(prev, sizeof(prev), s, w))
-			for (o = owners; *o; o++)
-				if (!strcmp(prev, *o))
-					ok = 1;
-		/* "LGTM, Reviewed-by: ...": the tag opens a clause */
-		{
-			const char *q = w;
-
-			while (q > s && q[-1] == ' ')
-				q--;
-			if (q > s && strchr(",;.:!-)", q[-1]))
-				ok = 1;
-		}
-		if (!ok)
-			continue;
+		/* the value ends at the closing '>', and so does the line */
 		val = hit + 4;
-		/* the value ends at the closing '>' */
 		stop = memchr(val, '>', (size_t)(end - val));
 		if (!stop)
 			continue;
-		if (!parse_value(&v, val, (size_t)(stop + 1 - val), 1))
+		for (q = stop + 1; q < end && strchr(" .!", *q); q++)
+			;
+		if (q < end)
+			continue;
+		/* the sentence it sits in: from the last full stop before */
+		start = w;
+		while (start > s && !(strchr(".!?", start[-1]) &&
+				      (start == w || start[0] == ' ')))
+			start--;
+		/* its words: none of doubt; the last one and the clause */
+		ok = 0;
+		clause = 0;
+		words = 0;
+		for (q = start; q < w;) {
+			while (q < w && !is_alpha((unsigned char)*q) &&
+			       *q != '\'') {
+				if (strchr(",;:-", *q) && words)
+					clause = 1;
+				q++;
+			}
+			if (q >= w)
+				break;
+			for (wl = 0; q < w && (is_alpha((unsigned char)*q) ||
+					       *q == '\'');
+			     q++)
+				if (wl + 1 < sizeof(word))
+					word[wl++] =
+						(char)lower((unsigned char)*q);
+			word[wl] = '\0';
+			if (doubting_word(word, wl))
+				goto next;
+			words++;
+			clause = 0;
+		}
+		if (words &&
+		    (!strcmp(word, "is") || !strcmp(word, "are") ||
+		     !strcmp(word, "my")) &&
+		    words <= 8)
+			ok = 1;
+		/* "LGTM, Reviewed-by: ...": the tag opens a short clause */
+		if (clause && words <= 4)
+			ok = 1;
+		if (!ok)
+			continue;
+		if (!parse_value(&v, val, (size_t)(stop + 1 - val), 1) ||
+		    placeholder(&v))
 			continue;
 		rc = add(out, type, &v,
 			 TRAILER_F_IRREGULAR | TRAILER_F_IN_SENTENCE, raw,
 			 raw_len);
 		return rc ? rc : 1;
+next:;
 	}
 	return 0;
 }
@@ -756,6 +1028,92 @@ static int starts_with_sob(const char *p, size_t len)
 	return len > 14 && mem_eq_icase(p, 14, "signed-off-by:");
 }
 
+/*
+ * A line that introduces an example rather than the sender's own
+ * trailers: "please add a line like:", "in the form:", "e.g.:".  The
+ * trailer lines right under it are the example.
+ */
+int trailers_example_intro(const char *p, size_t len)
+{
+	/* what introduces an example, not "I like this:" or "Looks good
+	 * to me:" */
+	static const char *const phrases[] = {
+		"e.g",		"for example",	  "for instance",
+		"such as",	"something like", "a line like",
+		"lines like",	"a tag like",	  "tags like",
+		"trailer like", "trailers like",  "in the form",
+		"of the form",	"example:",	  NULL,
+	};
+	const char *const *ph;
+	size_t i;
+
+	mem_trim(&p, &len);
+	if (!len || len > TRAILER_LINE_MAX)
+		return 0;
+	/* it introduces what follows: a colon, or "... like (this|so)" */
+	if (p[len - 1] != ':' &&
+	    !(len >= 4 && mem_eq_icase(p + len - 4, 4, "like")) &&
+	    !(len >= 9 && mem_eq_icase(p + len - 9, 9, "like this")) &&
+	    !(len >= 7 && mem_eq_icase(p + len - 7, 7, "like so")))
+		return 0;
+	for (ph = phrases; *ph; ph++) {
+		size_t l = strlen(*ph);
+
+		for (i = 0; i + l <= len; i++)
+			if (mem_eq_icase(p + i, l, *ph))
+				return 1;
+	}
+	return 0;
+}
+
+/* A line that is only an address ("<a@b.c>", "a@b.c",
+ * "<a@b.c<mailto:a@b.c>>"): the second half of a wrapped trailer. */
+static int address_only(const char *p, size_t len)
+{
+	struct value v;
+
+	mem_trim(&p, &len);
+	if (!len || len > TRAILER_LINE_MAX || !memchr(p, '@', len))
+		return 0;
+	return parse_value(&v, p, len, 0) && v.email && !v.name_len;
+}
+
+/* prev and line joined by one space into buf (bounded); 0 if too long. */
+static size_t join_lines(char *buf, size_t cap, const char *prev, size_t plen,
+			 const char *line, size_t len)
+{
+	mem_trim(&prev, &plen);
+	mem_trim(&line, &len);
+	if (plen + 1 + len >= cap)
+		return 0;
+	memcpy(buf, prev, plen);
+	buf[plen] = ' ';
+	memcpy(buf + plen + 1, line, len);
+	buf[plen + 1 + len] = '\0';
+	return plen + 1 + len;
+}
+
+int trailers_line_continues(const char *prev, size_t plen, const char *line,
+			    size_t len)
+{
+	char joined[TRAILER_LINE_MAX + 1];
+	struct trailer_list l;
+	size_t n;
+	int got, ok = 0;
+
+	if (!address_only(line, len) || memchr(prev, '@', plen))
+		return 0;
+	n = join_lines(joined, sizeof(joined), prev, plen, line, len);
+	if (!n)
+		return 0;
+	trailer_list_init(&l);
+	got = trailers_parse_line(&l, joined, n);
+	if (got > 0 && l.v[0].email)
+		ok = 1;
+	trailer_list_release(&l);
+	return ok;
+}
+
 int trailers_scan(struct trailer_list *out, const char *text, size_t len,
 		  unsigned flags)
 {
@@ -792,13 +1150,51 @@ int trailers_scan(struct trailer_list *out, const char *text, size_t len,
 				    tool_output_line(lines[j], lens[j]))
 					skip = 1;
 		}
+		/*
+		 * An example introduced on the line before the paragraph or
+		 * inside it ("please add a line like:") is not the sender's.
+		 */
+		if (!(flags & TRAILERS_OWN) && !skip) {
+			size_t k = para_start, seen = 0;
+
+			while (k > 0 && seen++ < 3) {
+				const char *q = lines[--k];
+				size_t ql = lens[k];
+
+				mem_trim(&q, &ql);
+				if (!ql)
+					continue;
+				if (trailers_example_intro(q, ql))
+					skip = 1;
+				break;
+			}
+		}
 		for (j = para_start; j < i && !skip; j++) {
+			char joined[TRAILER_LINE_MAX + 1];
+			size_t jn;
+
 			before = out->nr;
-			got = trailers_parse_line(out, lines[j], lens[j]);
+			/* "Reviewed-by: A Long Name" / "<a@b.c>": wrapped */
+			if (j + 1 < i &&
+			    trailers_line_continues(lines[j], lens[j],
+						    lines[j + 1],
+						    lens[j + 1]) &&
+			    (jn = join_lines(joined, sizeof(joined), lines[j],
+					     lens[j], lines[j + 1],
+					     lens[j + 1]))) {
+				got = trailers_parse_line(out, joined, jn);
+				j++;
+			} else {
+				got = trailers_parse_line(out, lines[j],
+							  lens[j]);
+			}
 			if (got < 0) {
 				rc = got;
 				break;
 			}
+			if (!got && !(flags & TRAILERS_OWN) &&
+			    trailers_example_intro(lines[j], lens[j]))
+				break; /* the rest of the paragraph */
 			if (!got)
 				continue;
 			if (flags & TRAILERS_OWN)

@@ -11,14 +11,27 @@
  *    with checkpatch output is pasted tool output: their trailers are
  *    not the author's and are skipped.
  *
- * Accepted forms: any case, indented, "Name <email>", "Name<email>",
- * "<email>", a bare email, a name alone, a broken address ("<user" or no
- * "@": email NULL), no-break spaces; misspelt tags within a small edit
+ * A trailer is a line of its own (after optional indentation), as git
+ * interpret-trailers and b4 read it.  Accepted forms: any case,
+ * indented, "Name <email>", "Name<email>", "<email>", a bare email, a
+ * name alone, a broken address ("<user" or no "@": email NULL), no-break
+ * spaces; the address as mailers repeat it ("a@b<mailto:a@b>",
+ * "[mailto:a@b]", "&lt;a@b&gt;": one address, or none when they
+ * differ); a trailer wrapped before its address ("Reviewed-by: Name" /
+ * "<a@b>", trailers_line_continues()).  Misspelt tags within a small edit
  * distance of a known type (Revieved-by, Reviwed-by, Ackedby, "Reviewed
- * by:"), combined tags (Reviewed-and-tested-by: one entry per type) and
- * subsystem-qualified ones (Acked-for-MFD-by) map to the canonical type
- * with TRAILER_F_IRREGULAR set.  Inside a sentence ("Series is
- * Acked-by: ...") a tag counts only when a well-formed <email> follows.
+ * by:"), combined tags (Reviewed-and-tested-by: one entry per type),
+ * subsystem-qualified ones (Acked-for-MFD-by) and the NAK family by its
+ * last word (NAKed-by, Hard-nacked-by) map to the canonical type with
+ * TRAILER_F_IRREGULAR set; a negating word (Not-Nacked-by, Un-acked-by)
+ * makes no tag.  Inside a sentence a tag is read only in a plain
+ * statement that the tag and a well-formed <email> end ("Series is
+ * Acked-by: ...", "LGTM, Reviewed-by: ...") and never under negation, a
+ * condition or a hold ("You do not have my Acked-by: ...", "... until
+ * v3"); such a trailer carries TRAILER_F_IN_SENTENCE and never approves.
+ * Not the sender's: trailers under a line introducing an example
+ * ("please add a line like:") and placeholder people ("Your Name
+ * <you@example.com>", "Random J Developer").
  *
  * Scope is "series" when the caller says so (a reply to a cover letter)
  * or when the line or the one before it says "for the series",
@@ -80,6 +93,20 @@ int trailers_scan(struct trailer_list *out, const char *text, size_t len,
  * with patch scope.  Returns how many were added, or PB_ELIMIT.
  */
 int trailers_parse_line(struct trailer_list *out, const char *line, size_t len);
+
+/*
+ * Does line (an address alone: "<a@b.c>", "a@b.c") complete the trailer
+ * on the line before it, one written without an address ("Reviewed-by:
+ * A Long Name" wrapped by the mailer)?
+ */
+int trailers_line_continues(const char *prev, size_t plen, const char *line,
+			    size_t len);
+
+/*
+ * Does the line introduce an example ("please add a line like:", "in
+ * the form:", "e.g.:")?  trailers_scan() skips the trailers under it.
+ */
+int trailers_example_intro(const char *p, size_t len);
 
 /*
  * The canonical type for a written tag (without the colon), e.g.

@@ -122,7 +122,9 @@ int outbound_new(struct outbound **out, const struct outbound_opts *opts)
 	else
 		ob->mirror_root = xstrdup(slash ? "/mirrors" : "mirrors");
 	ob->lock_path = xasprintf("%s.lock", state);
-	ob->lock_fd = open(ob->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	ob->lock_fd = open(ob->lock_path,
+			   O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
+			   0600);
 	if (ob->lock_fd < 0) {
 		int rc = err_set_errno(err_from_errno(errno), "open %s",
 				       ob->lock_path);

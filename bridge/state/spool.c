@@ -10,6 +10,7 @@
 #include "util/err.h"
 #include "util/fileio.h"
 #include "util/log.h"
+#include "util/perm.h"
 #include "util/printable.h"
 #include "util/scan.h"
 #include "util/strlist.h"
@@ -213,35 +214,174 @@ static int inspect_only(unsigned flags)
 	return flags == SPOOL_INSPECT;
 }
 
-/* Create (when missing), open and check the subdirectory area of top. */
-static int open_area(struct spool *sp, int top, enum spool_area area,
-		     const char *shown, int *created)
+/*
+ * The layout every spool directory must have (see spool.h): a real
+ * directory, with the spool's owner and group, that others may not
+ * write.  what says how shown differs; the message names what is
+ * expected, with the command that makes it so.
+ */
+static int refuse_dir(const char *shown, const char *what,
+		      const struct stat *top)
 {
+	char owner[PERM_NAME_MAX], group[PERM_NAME_MAX];
+
+	perm_user(owner, sizeof(owner), top->st_uid);
+	perm_group(group, sizeof(group), top->st_gid);
+	return err_set(PB_EPERM,
+		       "spool: %s %s; expected a real directory, not a "
+		       "symbolic link, owned by the spool's owner %s, group "
+		       "%s, mode 2770 (never writable by others), as "
+		       "`install -d -o %lu -g %lu -m 2770 %s` makes it; the "
+		       "spool is not used until then",
+		       shown, what, owner, group, (unsigned long)top->st_uid,
+		       (unsigned long)top->st_gid, shown);
+}
+
+/*
+ * This user may not use shown as the role needs (need: R_OK, W_OK,
+ * X_OK): say who it is and what the layout expects, so that the fix is
+ * plain (a missing group membership, a directory made by root ...).
+ */
+static int access_refused(const char *shown, int need, const struct stat *top)
+{
+	char me[PERM_NAME_MAX], owner[PERM_NAME_MAX], group[PERM_NAME_MAX];
+
+	perm_user(me, sizeof(me), geteuid());
+	perm_user(owner, sizeof(owner), top->st_uid);
+	perm_group(group, sizeof(group), top->st_gid);
+	return err_set(PB_EPERM,
+		       "spool: %s: %s lacks %s%s%s access; expected the "
+		       "spool's owner %s, group %s (both programs' users in "
+		       "it), mode 2770, as `install -d -o %lu -g %lu -m 2770 "
+		       "%s` makes it",
+		       shown, me, need & R_OK ? "r" : "",
+		       need & W_OK ? "w" : "", need & X_OK ? "x" : "", owner,
+		       group, (unsigned long)top->st_uid,
+		       (unsigned long)top->st_gid, shown);
+}
+
+/* How st differs from the layout of top (NULL: it does not). */
+static const char *dir_differs(char *buf, size_t size, const struct stat *st,
+			       const struct stat *top)
+{
+	char who[PERM_NAME_MAX];
+
+	if (!S_ISDIR(st->st_mode))
+		return "is not a directory";
+	if (st->st_uid != top->st_uid) {
+		snprintf(buf, size, "is owned by %s",
+			 perm_user(who, sizeof(who), st->st_uid));
+		return buf;
+	}
+	if (st->st_gid != top->st_gid) {
+		snprintf(buf, size, "has the group %s",
+			 perm_group(who, sizeof(who), st->st_gid));
+		return buf;
+	}
+	if (st->st_mode & S_IWOTH) {
+		snprintf(buf, size, "is writable by others (mode %04o)",
+			 (unsigned)(st->st_mode & 07777));
+		return buf;
+	}
+	return NULL;
+}
+
+/*
+ * Create (when missing and ours to create), open and check the
+ * subdirectory area of top, whose stat is top_st.  A link or anything
+ * but a directory of the spool's owner, group and mode is refused before
+ * any record in it is read, moved or removed.
+ */
+static int open_area(struct spool *sp, int top, const struct stat *top_st,
+		     enum spool_area area, const char *shown, int *created)
+{
+	const char *name = area_names[area];
 	int need = area_access(area, sp->flags), rc = 0;
+	char why[PERM_NAME_MAX + 64];
+	const char *differs;
+	struct stat st;
 
 	*created = 0;
-	if (!inspect_only(sp->flags))
-		rc = make_dir(created, top, area_names[area], shown);
-	if (rc || !need)
-		return rc; /* a writer has no business in cur/, done/, dead/ */
-	sp->fd[area] = openat(top, area_names[area],
-			      O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (sp->fd[area] < 0)
-		return err_set_errno(err_from_errno(errno), "spool: open %s",
+	if (fstatat(top, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		int mine = top_st->st_uid == geteuid();
+
+		if (errno != ENOENT)
+			return err_set_errno(err_from_errno(errno), "spool: %s",
+					     shown);
+		if (!need && (!mine || inspect_only(sp->flags)))
+			return 0; /* not ours to use, nor to make */
+		if (inspect_only(sp->flags))
+			return err_set(PB_ENOTFOUND, "spool: %s does not exist",
+				       shown);
+		/* Only the spool's owner makes its directories: one the
+		 * milter made would be the milter's, which the daemon
+		 * refuses (spool.h, "Permissions"). */
+		if (!mine)
+			return refuse_dir(shown, "is missing", top_st);
+		rc = make_dir(created, top, name, shown);
+		if (rc)
+			return rc;
+	} else if (S_ISLNK(st.st_mode)) {
+		return refuse_dir(shown, "is a symbolic link", top_st);
+	}
+	if (!need)
+		return 0; /* a writer has no business in cur/, done/, dead/ */
+	rc = dir_openat_nofollow(&sp->fd[area], top, name, shown);
+	if (rc && errno == EACCES)
+		return access_refused(shown, need, top_st);
+	if (rc == PB_EPERM) /* made a link since the look above */
+		return refuse_dir(shown, "is a symbolic link", top_st);
+	if (rc)
+		return rc;
+	/* What counts is the directory opened, not what the name showed. */
+	if (fstat(sp->fd[area], &st) < 0)
+		return err_set_errno(err_from_errno(errno), "spool: stat %s",
 				     shown);
-	if (faccessat(top, area_names[area], need, AT_EACCESS) < 0)
-		return err_set_errno(err_from_errno(errno),
-				     "spool: %s: this user lacks %s%s%s access "
-				     "(see the spool's permission layout)",
-				     shown, need & R_OK ? "r" : "",
-				     need & W_OK ? "w" : "",
-				     need & X_OK ? "x" : "");
+	differs = dir_differs(why, sizeof(why), &st, top_st);
+	if (differs)
+		return refuse_dir(shown, differs, top_st);
+	if (faccessat(sp->fd[area], ".", need, AT_EACCESS) < 0) {
+		if (errno == EACCES || errno == EPERM || errno == EROFS)
+			return access_refused(shown, need, top_st);
+		return err_set_errno(err_from_errno(errno), "spool: %s", shown);
+	}
+	return 0;
+}
+
+/*
+ * The spool directory itself: a real directory that others may not
+ * write, and for the daemon (SPOOL_READER) its own: whoever owns it may
+ * rearrange what the daemon reads and removes.
+ */
+static int check_top(const char *dir, int top, struct stat *st, unsigned flags)
+{
+	char who[PERM_NAME_MAX], me[PERM_NAME_MAX];
+
+	if (fstat(top, st) < 0)
+		return err_set_errno(err_from_errno(errno), "spool: stat %s",
+				     dir);
+	if ((flags & SPOOL_READER) && st->st_uid != geteuid())
+		return err_set(PB_EPERM,
+			       "spool: %s is owned by %s: the daemon, running "
+			       "as %s, must own its spool directory, mode "
+			       "2770 (never writable by others) "
+			       "(install -d -o %lu -m 2770 %s)",
+			       dir, perm_user(who, sizeof(who), st->st_uid),
+			       perm_user(me, sizeof(me), geteuid()),
+			       (unsigned long)geteuid(), dir);
+	if (st->st_mode & S_IWOTH)
+		return err_set(PB_EPERM,
+			       "spool: %s is writable by others (mode %04o): "
+			       "expected owner %s, mode 2770 (chmod o-w %s)",
+			       dir, (unsigned)(st->st_mode & 07777),
+			       perm_user(who, sizeof(who), st->st_uid), dir);
 	return 0;
 }
 
 int spool_open(struct spool **out, const char *dir, unsigned flags)
 {
 	struct spool *sp;
+	struct stat top_st;
 	int top = -1, rc = 0, created, any = 0, i;
 
 	*out = NULL;
@@ -259,18 +399,22 @@ int spool_open(struct spool **out, const char *dir, unsigned flags)
 
 	if (!inspect_only(flags))
 		rc = make_dir(&created, AT_FDCWD, dir, dir);
+	if (!rc) {
+		rc = dir_open_nofollow(&top, dir);
+		if (rc && errno == EACCES && stat(dir, &top_st) == 0)
+			rc = access_refused(dir, R_OK | X_OK, &top_st);
+		else if (rc)
+			rc = err_prefix(rc, "spool");
+	} else {
+		rc = err_prefix(rc, "spool");
+	}
 	if (rc)
 		goto out;
-	top = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (top < 0) {
-		rc = err_set_errno(err_from_errno(errno), "spool: open %s",
-				   dir);
-		goto out;
-	}
+	rc = check_top(dir, top, &top_st, flags);
 	for (i = 0; !rc && i < SPOOL_AREA_COUNT; i++) {
 		char *shown = xasprintf("%s/%s", dir, area_names[i]);
 
-		rc = open_area(sp, top, i, shown, &created);
+		rc = open_area(sp, top, &top_st, i, shown, &created);
 		any |= created;
 		free(shown);
 	}
@@ -1104,7 +1248,7 @@ int spool_release(struct spool *sp, const char *name)
 int spool_dead(struct spool *sp, const char *name, const char *reason)
 {
 	char text[PB_ERRMSG_MAX];
-	char *path = NULL, *body = NULL;
+	char *path = NULL, *body = NULL, *dead_dir = NULL;
 	struct stat st;
 	int rc;
 
@@ -1118,19 +1262,24 @@ int spool_dead(struct spool *sp, const char *name, const char *reason)
 	printable_copy(text, sizeof(text), reason, strlen(reason));
 	/* The reason first: a crash in between leaves the record in cur/,
 	 * to be retried, and a reason that the next attempt replaces. */
-	path = xasprintf("%s/dead/%s" REASON_SUFFIX, sp->dir, name);
+	path = xasprintf("%s" REASON_SUFFIX, name);
+	dead_dir = xasprintf("%s/dead", sp->dir);
 	body = xasprintf("Dead-Time: %jd\nReason: %s\n", (intmax_t)time(NULL),
 			 text);
-	rc = file_write_atomic(path, body, strlen(body), SPOOL_FILE_MODE);
+	/* dead/ is writable by the milter's group: a random temporary
+	 * name, O_EXCL | O_NOFOLLOW, relative to the descriptor. */
+	rc = file_write_atomicat(sp->fd[SPOOL_DEAD], dead_dir, path, body,
+				 strlen(body), SPOOL_FILE_MODE);
 	if (rc) {
 		rc = err_prefix(rc, "spool: reason for %s", name);
 		goto out;
 	}
 	rc = move(sp, SPOOL_CUR, SPOOL_DEAD, name);
 	if (rc && fstatat(sp->fd[SPOOL_DEAD], name, &st, AT_SYMLINK_NOFOLLOW))
-		unlinkat(sp->fd[SPOOL_DEAD], strrchr(path, '/') + 1, 0);
+		unlinkat(sp->fd[SPOOL_DEAD], path, 0);
 out:
 	free(body);
+	free(dead_dir);
 	free(path);
 	return rc;
 }

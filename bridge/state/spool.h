@@ -76,17 +76,36 @@
  * on the forge.  Claims are not fsynced (losing one after a crash just
  * means the record is still in new/); done, dead and release are.
  *
- * Permissions: the milter and the daemon run as different users.  Make
- * them share a group (e.g. "patchbridge") and give DIR and the five
- * subdirectories that group and mode 2770 (setgid: files and directories
+ * Permissions: the milter and the daemon run as different users.  The
+ * daemon's user owns DIR and the five subdirectories; they share a group
+ * (e.g. "patchbridge") and mode 2770 (setgid: files and directories
  * created inside take the directory's group, whichever user creates
  * them):
  *
  *	install -d -o patchbridge -g patchbridge -m 2770 /var/spool/patchbridge
+ *	(and the same for DIR/tmp, new, cur, done and dead)
  *
- * spool_open() creates DIR (when its parent exists) and any missing
- * subdirectory with mode 2770, whatever the umask; it leaves the modes of
- * existing directories alone.  Records are created with mode 0640, so the
+ * The milter's group may write every area, so nothing in them is taken
+ * on trust: before any record is read, moved or removed, spool_open()
+ * opens DIR and each area it needs with O_DIRECTORY | O_NOFOLLOW and
+ * checks the directory it opened: a real directory (not a symbolic
+ * link), with DIR's owner and group, not writable by others; DIR itself
+ * not writable by others and, for SPOOL_READER (the daemon), owned by
+ * the calling user.  Anything else is PB_EPERM with a message naming
+ * the expected owner, group and mode and the install -d command that
+ * makes it so: the daemon refuses to start rather than clean up a
+ * directory that a link sent elsewhere.  From then on every operation
+ * is relative to those descriptors, records are opened O_NOFOLLOW, and
+ * a dead letter's reason is written under a random temporary name
+ * (fileio.h), so links planted in an area are never followed.
+ *
+ * spool_open() creates DIR (when its parent exists) and, when the caller
+ * owns DIR, any missing subdirectory with mode 2770, whatever the umask;
+ * a subdirectory made by another user (the milter) would be that user's
+ * and refused by the daemon, so a caller that does not own DIR gets
+ * PB_EPERM for a missing area it needs (and leaves alone one it does not
+ * need).  It leaves the modes of existing directories alone.  Records
+ * are created with mode 0640, so the
  * daemon's user can read them through the group; moving them needs only
  * write access to the directories.  The writer needs write and search
  * access to tmp/ and new/ (and read access to new/ to count it); the

@@ -32,7 +32,9 @@
 #include "state/store.h"
 #include "state/db.h"
 #include "util/err.h"
+#include "util/fileio.h"
 #include "util/log.h"
+#include "util/perm.h"
 #include "util/printable.h"
 #include "util/xalloc.h"
 
@@ -1080,6 +1082,29 @@ static char *col_blob(struct query *q, int i, size_t *len)
 	return copy;
 }
 
+/*
+ * A column's text (or bytes) as a string the record owns: kept in
+ * owned, released with the record.  NULL for SQL NULL.
+ */
+static const char *col_own(struct strlist *owned, struct query *q, int i)
+{
+	char *t = col_str(q, i);
+
+	if (t)
+		strlist_push_owned(owned, t);
+	return t;
+}
+
+static const char *col_own_blob(struct strlist *owned, struct query *q, int i,
+				size_t *len)
+{
+	char *t = col_blob(q, i, len);
+
+	if (t)
+		strlist_push_owned(owned, t);
+	return t;
+}
+
 static int64_t col_int(struct query *q, int i)
 {
 	return db_column_int(q->st->db, q->stmt, i);
@@ -1370,6 +1395,30 @@ static char *default_host(void)
 	return xstrdup(h);
 }
 
+/*
+ * SQLite: the writer's files (the database, its -wal and -shm, the locks
+ * and the git mirrors beside it) are created in the database's
+ * directory: a directory only the daemon's user may write, so nobody can
+ * plant a file or a link there first; and the database is not a link.
+ */
+static int check_state_dir(const char *path)
+{
+	char *dir = path_dir(path);
+	struct stat sb;
+	int rc;
+
+	rc = perm_check_own_dir(dir, "state directory", "2750");
+	free(dir);
+	if (rc)
+		return rc;
+	if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode))
+		return err_set(PB_EPERM,
+			       "state db %s is a symbolic link; name the real "
+			       "file in [state] path",
+			       path);
+	return 0;
+}
+
 /* Connect (and nothing more): the checks of store_open_opts(). */
 static int open_conn(struct store **out, const struct store_opts *o)
 {
@@ -1400,6 +1449,11 @@ static int open_conn(struct store **out, const struct store_opts *o)
 	if (o->schema_version < 0 || o->schema_version > SCHEMA_LATEST)
 		return err_set(PB_EINVAL, "state db: no schema version %d",
 			       o->schema_version);
+	if (o->backend == STORE_BACKEND_SQLITE && o->flags == STORE_RW) {
+		rc = check_state_dir(o->target);
+		if (rc)
+			return rc;
+	}
 	if (o->backend == STORE_BACKEND_SQLITE && o->flags == STORE_RO &&
 	    stat(o->target, &sb) != 0) {
 		if (errno == ENOENT)
@@ -1628,15 +1682,7 @@ void store_mail_init(struct store_mail *m)
 
 void store_mail_release(struct store_mail *m)
 {
-	free((char *)m->message_id);
-	free((char *)m->project);
-	free((char *)m->commit_sha);
-	free((char *)m->base_sha);
-	free((char *)m->start_sha);
-	free((char *)m->head_sha);
-	free((char *)m->diff);
-	free((char *)m->discussion_id);
-	free((char *)m->sent_by);
+	strlist_release(&m->owned);
 	store_mail_init(m);
 }
 
@@ -1770,25 +1816,25 @@ static int mail_from_row(struct store_mail *m, struct query *q)
 	if (state < 0)
 		return state;
 	store_mail_release(m);
-	m->message_id = col_str(q, MC_MSGID);
-	m->project = col_str(q, MC_PROJECT);
+	m->message_id = col_own(&m->owned, q, MC_MSGID);
+	m->project = col_own(&m->owned, q, MC_PROJECT);
 	m->iid = col_int(q, MC_IID);
 	m->revision = (int)col_int(q, MC_REVISION);
 	m->patch = (int)col_int(q, MC_PATCH);
 	m->total = (int)col_int(q, MC_TOTAL);
 	m->kind = (enum store_mail_kind)kind;
-	m->commit_sha = col_str(q, MC_COMMIT);
-	m->base_sha = col_str(q, MC_BASE);
-	m->start_sha = col_str(q, MC_START);
-	m->head_sha = col_str(q, MC_HEAD);
+	m->commit_sha = col_own(&m->owned, q, MC_COMMIT);
+	m->base_sha = col_own(&m->owned, q, MC_BASE);
+	m->start_sha = col_own(&m->owned, q, MC_START);
+	m->head_sha = col_own(&m->owned, q, MC_HEAD);
 	m->version_id = col_int(q, MC_VERSION);
-	m->diff = col_blob(q, MC_DIFF, &m->diff_len);
-	m->discussion_id = col_str(q, MC_DISCUSSION);
+	m->diff = col_own_blob(&m->owned, q, MC_DIFF, &m->diff_len);
+	m->discussion_id = col_own(&m->owned, q, MC_DISCUSSION);
 	m->note_id = col_int(q, MC_NOTE);
 	m->state = (enum store_mail_state)state;
 	m->created = col_int(q, MC_CREATED);
 	m->sent = col_int(q, MC_SENT);
-	m->sent_by = col_str(q, MC_SENT_BY);
+	m->sent_by = col_own(&m->owned, q, MC_SENT_BY);
 	return 0;
 }
 
@@ -1925,12 +1971,7 @@ void store_revision_init(struct store_revision *rev)
 
 void store_revision_release(struct store_revision *rev)
 {
-	free((char *)rev->project);
-	free((char *)rev->head_sha);
-	free((char *)rev->base_sha);
-	free((char *)rev->start_sha);
-	free((char *)rev->patch_id);
-	free((char *)rev->cover_msgid);
+	strlist_release(&rev->owned);
 	store_revision_init(rev);
 }
 
@@ -1943,16 +1984,16 @@ static int revision_from_row(struct store_revision *rev, struct query *q)
 	if (state < 0)
 		return state;
 	store_revision_release(rev);
-	rev->project = col_str(q, RC_PROJECT);
+	rev->project = col_own(&rev->owned, q, RC_PROJECT);
 	rev->iid = col_int(q, RC_IID);
 	rev->revision = (int)col_int(q, RC_REVISION);
-	rev->head_sha = col_str(q, RC_HEAD);
-	rev->base_sha = col_str(q, RC_BASE);
-	rev->start_sha = col_str(q, RC_START);
+	rev->head_sha = col_own(&rev->owned, q, RC_HEAD);
+	rev->base_sha = col_own(&rev->owned, q, RC_BASE);
+	rev->start_sha = col_own(&rev->owned, q, RC_START);
 	rev->version_id = col_int(q, RC_VERSION);
-	rev->patch_id = col_str(q, RC_PATCH_ID);
+	rev->patch_id = col_own(&rev->owned, q, RC_PATCH_ID);
 	rev->patches = (int)col_int(q, RC_PATCHES);
-	rev->cover_msgid = col_str(q, RC_COVER);
+	rev->cover_msgid = col_own(&rev->owned, q, RC_COVER);
 	rev->state = (enum store_revision_state)state;
 	rev->created = col_int(q, RC_CREATED);
 	rev->sent = col_int(q, RC_SENT);
@@ -2152,13 +2193,7 @@ void store_inbound_init(struct store_inbound *in)
 
 void store_inbound_release(struct store_inbound *in)
 {
-	free((char *)in->message_id);
-	free((char *)in->spool_name);
-	free((char *)in->project);
-	free((char *)in->classification);
-	free((char *)in->last_error);
-	free((char *)in->spooled_by);
-	free((char *)in->claimed_by);
+	strlist_release(&in->owned);
 	store_inbound_init(in);
 }
 
@@ -2196,21 +2231,21 @@ static int inbound_from_row(struct store_inbound *in, struct query *q)
 	if (state < 0)
 		return state;
 	store_inbound_release(in);
-	in->message_id = col_str(q, IC_MSGID);
-	in->spool_name = col_str(q, IC_SPOOL);
-	in->project = col_str(q, IC_PROJECT);
+	in->message_id = col_own(&in->owned, q, IC_MSGID);
+	in->spool_name = col_own(&in->owned, q, IC_SPOOL);
+	in->project = col_own(&in->owned, q, IC_PROJECT);
 	in->iid = col_int(q, IC_IID);
 	in->revision = (int)col_int(q, IC_REVISION);
 	in->patch = (int)col_int(q, IC_PATCH);
-	in->classification = col_str(q, IC_CLASS);
+	in->classification = col_own(&in->owned, q, IC_CLASS);
 	in->state = (enum store_inbound_state)state;
 	in->attempts = (int)col_int(q, IC_ATTEMPTS);
 	in->next_attempt = col_int(q, IC_NEXT);
-	in->last_error = col_str(q, IC_ERROR);
+	in->last_error = col_own(&in->owned, q, IC_ERROR);
 	in->created = col_int(q, IC_CREATED);
 	in->updated = col_int(q, IC_UPDATED);
-	in->spooled_by = col_str(q, IC_SPOOLED_BY);
-	in->claimed_by = col_str(q, IC_CLAIMED_BY);
+	in->spooled_by = col_own(&in->owned, q, IC_SPOOLED_BY);
+	in->claimed_by = col_own(&in->owned, q, IC_CLAIMED_BY);
 	in->lease_until = col_int(q, IC_LEASE);
 	return 0;
 }
@@ -2550,7 +2585,7 @@ int store_inbound_get(struct store_inbound *out, struct store *st,
 
 static void inbound_count_release(struct store_inbound_count *c)
 {
-	free((char *)c->project);
+	strlist_release(&c->owned);
 }
 
 void store_inbound_count_list_release(struct store_inbound_count_list *list)
@@ -2586,7 +2621,8 @@ int store_inbound_count(struct store_inbound_count_list *out, struct store *st)
 		}
 		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
 		c = &out->items[out->nr++];
-		c->project = col_str(&q, 0);
+		memset(c, 0, sizeof(*c));
+		c->project = col_own(&c->owned, &q, 0);
 		c->state = (enum store_inbound_state)state;
 		c->count = col_int(&q, 2);
 	}
@@ -2603,12 +2639,7 @@ void store_action_init(struct store_action *act)
 
 void store_action_release(struct store_action *act)
 {
-	free((char *)act->message_id);
-	free((char *)act->kind);
-	free((char *)act->marker);
-	free((char *)act->discussion_id);
-	free((char *)act->last_error);
-	free((char *)act->host);
+	strlist_release(&act->owned);
 	store_action_init(act);
 }
 
@@ -2626,18 +2657,18 @@ static int action_from_row(struct store_action *act, struct query *q)
 	if (state < 0)
 		return state;
 	store_action_release(act);
-	act->message_id = col_str(q, AC_MSGID);
+	act->message_id = col_own(&act->owned, q, AC_MSGID);
 	act->index = (int)col_int(q, AC_INDEX);
-	act->kind = col_str(q, AC_KIND);
-	act->marker = col_str(q, AC_MARKER);
+	act->kind = col_own(&act->owned, q, AC_KIND);
+	act->marker = col_own(&act->owned, q, AC_MARKER);
 	act->state = (enum store_action_state)state;
 	act->note_id = col_int(q, AC_NOTE);
-	act->discussion_id = col_str(q, AC_DISCUSSION);
+	act->discussion_id = col_own(&act->owned, q, AC_DISCUSSION);
 	act->attempts = (int)col_int(q, AC_ATTEMPTS);
-	act->last_error = col_str(q, AC_ERROR);
+	act->last_error = col_own(&act->owned, q, AC_ERROR);
 	act->created = col_int(q, AC_CREATED);
 	act->updated = col_int(q, AC_UPDATED);
-	act->host = col_str(q, AC_HOST);
+	act->host = col_own(&act->owned, q, AC_HOST);
 	return 0;
 }
 
@@ -2981,13 +3012,7 @@ void store_outmail_init(struct store_outmail *m)
 
 void store_outmail_release(struct store_outmail *m)
 {
-	free((char *)m->message_id);
-	free((char *)m->project);
-	free((char *)m->envelope_from);
-	free((char *)m->recipients);
-	free((char *)m->message);
-	free((char *)m->last_error);
-	free((char *)m->claimed_by);
+	strlist_release(&m->owned);
 	store_outmail_init(m);
 }
 
@@ -3011,21 +3036,21 @@ static int outmail_from_row(struct store_outmail *m, struct query *q)
 	if (state < 0)
 		return state;
 	store_outmail_release(m);
-	m->message_id = col_str(q, OC_MSGID);
-	m->project = col_str(q, OC_PROJECT);
+	m->message_id = col_own(&m->owned, q, OC_MSGID);
+	m->project = col_own(&m->owned, q, OC_PROJECT);
 	m->iid = col_int(q, OC_IID);
 	m->revision = (int)col_int(q, OC_REVISION);
 	m->patch = (int)col_int(q, OC_PATCH);
-	m->envelope_from = col_str(q, OC_FROM);
-	m->recipients = col_str(q, OC_RCPTS);
-	m->message = col_blob(q, OC_MESSAGE, &m->message_len);
+	m->envelope_from = col_own(&m->owned, q, OC_FROM);
+	m->recipients = col_own(&m->owned, q, OC_RCPTS);
+	m->message = col_own_blob(&m->owned, q, OC_MESSAGE, &m->message_len);
 	m->state = (enum store_outmail_state)state;
 	m->attempts = (int)col_int(q, OC_ATTEMPTS);
 	m->next_attempt = col_int(q, OC_NEXT);
-	m->last_error = col_str(q, OC_ERROR);
+	m->last_error = col_own(&m->owned, q, OC_ERROR);
 	m->created = col_int(q, OC_CREATED);
 	m->updated = col_int(q, OC_UPDATED);
-	m->claimed_by = col_str(q, OC_CLAIMED_BY);
+	m->claimed_by = col_own(&m->owned, q, OC_CLAIMED_BY);
 	m->lease_until = col_int(q, OC_LEASE);
 	return 0;
 }
@@ -3359,9 +3384,7 @@ void store_archived_init(struct store_archived *a)
 
 void store_archived_release(struct store_archived *a)
 {
-	free((char *)a->message_id);
-	free((char *)a->project);
-	free((char *)a->message);
+	strlist_release(&a->owned);
 	store_archived_init(a);
 }
 
@@ -3386,11 +3409,11 @@ static int archived_from_row(struct store_archived *a, struct query *q)
 	if (origin < 0)
 		return origin;
 	store_archived_release(a);
-	a->message_id = col_str(q, 0);
-	a->project = col_str(q, 1);
+	a->message_id = col_own(&a->owned, q, 0);
+	a->project = col_own(&a->owned, q, 1);
 	a->iid = col_int(q, 2);
 	a->origin = (enum store_archive_origin)origin;
-	a->message = col_blob(q, 4, &a->message_len);
+	a->message = col_own_blob(&a->owned, q, 4, &a->message_len);
 	a->created = col_int(q, 5);
 	return 0;
 }

@@ -56,12 +56,15 @@
  * store per thread.  Separate stores in any threads or processes may
  * share a database.
  *
- * Ownership: records filled by the get/find/list functions own their
- * strings; free them with the matching _release function (which leaves
- * the record re-initialised).  An out record must be initialised; what it
- * held is released before it is filled.  Records passed to put/start
- * functions are only read and may point at the caller's strings (hence
- * the const fields); the store copies what it keeps.
+ * Ownership, one rule for every record: its string fields are borrowed
+ * (const) and never freed through the field.  A record passed to a
+ * put/start function points at the caller's strings; the store copies
+ * what it keeps.  A record filled by a get/find/list function points at
+ * strings kept in its own `owned` list, which the matching _release
+ * function frees (leaving the record re-initialised).  An out record must
+ * be initialised; what it held is released before it is filled.  To
+ * change a field of a filled record, point it at a string pushed to
+ * `owned` (strlist_push()) or at one that outlives the record.
  *
  * Errors: 0 or a negative code from util/err.h, with err_msg() set:
  *   PB_ENOTFOUND  no such row (or no database yet, for STORE_RO)
@@ -83,6 +86,7 @@
 #include "core/threadmap.h"
 #include "util/buf.h"
 #include "util/limits.h"
+#include "util/strlist.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -244,6 +248,7 @@ struct store_mail {
 	int64_t sent; /* 0 while pending */
 	/* The host that recorded it sent (read only; NULL before). */
 	const char *sent_by;
+	struct strlist owned; /* strings the store filled in (see above) */
 };
 
 #define STORE_MAIL_INIT \
@@ -310,6 +315,7 @@ struct store_revision {
 	enum store_revision_state state;
 	int64_t created;
 	int64_t sent; /* 0 while sending */
+	struct strlist owned; /* strings the store filled in (see above) */
 };
 
 void store_revision_init(struct store_revision *rev);
@@ -380,6 +386,7 @@ struct store_inbound {
 	 * NULL: not kept). */
 	const void *spool_record;
 	size_t spool_record_len;
+	struct strlist owned; /* strings the store filled in (see above) */
 };
 
 void store_inbound_init(struct store_inbound *in);
@@ -464,6 +471,7 @@ struct store_inbound_count {
 	const char *project; /* NULL: the mail is placed on no MR */
 	enum store_inbound_state state;
 	int64_t count; /* > 0 */
+	struct strlist owned; /* strings the store filled in (see above) */
 };
 
 struct store_inbound_count_list {
@@ -499,6 +507,7 @@ struct store_action {
 	int64_t created;
 	int64_t updated;
 	const char *host; /* the host that began it last */
+	struct strlist owned; /* strings the store filled in (see above) */
 };
 
 void store_action_init(struct store_action *act);
@@ -617,6 +626,7 @@ struct store_outmail {
 	/* The host that claimed it last, and until when (0: released). */
 	const char *claimed_by;
 	int64_t lease_until;
+	struct strlist owned; /* strings the store filled in (see above) */
 };
 
 void store_outmail_init(struct store_outmail *m);
@@ -703,6 +713,7 @@ struct store_archived {
 	const char *message;
 	size_t message_len;
 	int64_t created; /* when archived; put: 0 = now */
+	struct strlist owned; /* strings the store filled in (see above) */
 };
 
 void store_archived_init(struct store_archived *a);

@@ -10,16 +10,26 @@
 
 static _Thread_local char err_buf[PB_ERRMSG_MAX];
 
+/*
+ * Every setter formats into a buffer of its own and only then replaces
+ * err_buf, so a caller may pass err_msg() among the arguments
+ * (err_set(code, "journaling %s: %s", name, err_msg())): the cause it
+ * quotes is read whole before anything is written.  Formatting straight
+ * into err_buf would read the buffer while overwriting it, and print the
+ * new text, or what an earlier message (another mail's) left there,
+ * instead of the cause.
+ */
 static __attribute__((format(printf, 1, 0))) void
-err_vset(const char *fmt, va_list ap, const char *suffix)
+err_vset(const char *fmt, va_list ap, const char *tail)
 {
+	char msg[PB_ERRMSG_MAX];
 	size_t n;
 
-	vsnprintf(err_buf, sizeof(err_buf), fmt, ap);
-	if (suffix) {
-		n = strlen(err_buf);
-		snprintf(err_buf + n, sizeof(err_buf) - n, ": %s", suffix);
-	}
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	if (tail) /* the old message (err_prefix) or strerror() */
+		snprintf(msg + n, sizeof(msg) - n, ": %s", tail);
+	memcpy(err_buf, msg, sizeof(err_buf));
 }
 
 int err_set(int code, const char *fmt, ...)
@@ -35,10 +45,13 @@ int err_set(int code, const char *fmt, ...)
 int err_set_errno(int code, const char *fmt, ...)
 {
 	int saved = errno;
+	char why[256];
 	va_list ap;
 
+	/* strerror() may share a static buffer; copy it before formatting. */
+	snprintf(why, sizeof(why), "%s", strerror(saved));
 	va_start(ap, fmt);
-	err_vset(fmt, ap, strerror(saved));
+	err_vset(fmt, ap, why);
 	va_end(ap);
 	errno = saved;
 	return code;
@@ -47,15 +60,12 @@ int err_set_errno(int code, const char *fmt, ...)
 int err_prefix(int code, const char *fmt, ...)
 {
 	char old[PB_ERRMSG_MAX];
-	size_t n;
 	va_list ap;
 
 	memcpy(old, err_buf, sizeof(old));
 	va_start(ap, fmt);
-	vsnprintf(err_buf, sizeof(err_buf), fmt, ap);
+	err_vset(fmt, ap, old);
 	va_end(ap);
-	n = strlen(err_buf);
-	snprintf(err_buf + n, sizeof(err_buf) - n, ": %s", old);
 	return code;
 }
 

@@ -6,6 +6,9 @@
  * one-line message with err_set(); callers propagate the code unchanged
  * and may add context with err_prefix().  The message lives in thread-local
  * storage, so it is valid until the next err_set() on the same thread.
+ * err_msg() may be an argument of the setters themselves
+ * (err_set(code, "journaling %s: %s", name, err_msg())): each formats the
+ * whole new message before it replaces the old one.
  *
  * Bugs are not errors: a broken invariant calls BUG(), which logs and
  * aborts.  Untrusted input must never reach BUG().

@@ -3,11 +3,11 @@
 #include "util/xalloc.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -103,8 +103,7 @@ int dir_fsync(const char *dir)
 	return rc;
 }
 
-/* The directory part of path ("." when there is none); caller frees. */
-static char *dir_of(const char *path)
+char *path_dir(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 
@@ -115,28 +114,140 @@ static char *dir_of(const char *path)
 	return xstrndup(path, (size_t)(slash - path));
 }
 
-/* Distinguishes temporary files of concurrent writers in one process. */
-static atomic_ulong tmp_seq;
+int dir_openat_nofollow(int *out, int atfd, const char *name, const char *shown)
+{
+	struct stat st;
+	int e;
+
+	*out = openat(atfd, name,
+		      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (*out >= 0)
+		return 0;
+	e = errno;
+	/* Linux says ENOTDIR for a link with O_DIRECTORY, ELOOP without. */
+	if ((e == ENOTDIR || e == ELOOP) &&
+	    fstatat(atfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISLNK(st.st_mode))
+		return err_set(PB_EPERM,
+			       "%s is a symbolic link, not a directory", shown);
+	errno = e;
+	if (e == ENOTDIR)
+		return err_set(PB_ENOTFOUND, "%s is not a directory", shown);
+	return err_set_errno(err_from_errno(e), "open %s", shown);
+}
+
+int dir_open_nofollow(int *out, const char *dir)
+{
+	return dir_openat_nofollow(out, AT_FDCWD, dir, dir);
+}
+
+/* The longest part of a target's name kept in its temporary's name. */
+#define TMP_BASE_MAX 200
+/* Random characters in a temporary name, and tries before giving up. */
+#define TMP_RANDOM_LEN 12
+#define TMP_TRIES 100
+
+/*
+ * ".tmp.<name>.<12 random letters and digits>": unpredictable, so that
+ * nobody who may write the directory can plant a link or a file at the
+ * name in advance (mkstemp(3)); and opened O_EXCL | O_NOFOLLOW anyway.
+ */
+static int tmp_name(char *out, size_t size, const char *name)
+{
+	static const char set[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				  "abcdefghijklmnopqrstuvwxyz0123456789";
+	unsigned char rnd[TMP_RANDOM_LEN];
+	char tail[TMP_RANDOM_LEN + 1];
+	size_t i, got = 0;
+
+	while (got < sizeof(rnd)) {
+		ssize_t n = getrandom(rnd + got, sizeof(rnd) - got, 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return err_set_errno(PB_ETEMP, "getrandom");
+		}
+		got += (size_t)n;
+	}
+	for (i = 0; i < sizeof(rnd); i++)
+		tail[i] = set[rnd[i] % (sizeof(set) - 1)];
+	tail[sizeof(rnd)] = '\0';
+	snprintf(out, size, ".tmp.%.*s.%s", TMP_BASE_MAX, name, tail);
+	return 0;
+}
+
+static int atomic_create(struct file_atomic *f, mode_t mode)
+{
+	char tmp[TMP_BASE_MAX + TMP_RANDOM_LEN + 8];
+	int tries, rc;
+
+	for (tries = 0; tries < TMP_TRIES; tries++) {
+		rc = tmp_name(tmp, sizeof(tmp), f->name);
+		if (rc)
+			return rc;
+		f->fd = openat(f->dirfd, tmp,
+			       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+				       O_NOCTTY | O_CLOEXEC,
+			       mode);
+		if (f->fd >= 0) {
+			f->tmp = xstrdup(tmp);
+			return 0;
+		}
+		if (errno != EEXIST)
+			return err_set_errno(err_from_errno(errno),
+					     "create a temporary file in %s",
+					     f->dir);
+	}
+	return err_set(PB_ETEMP, "%s: no free temporary name in %d tries",
+		       f->dir, TMP_TRIES);
+}
+
+/* What open and openat share; dirfd is f's from now on. */
+static int atomic_start(struct file_atomic *f, int dirfd, int own_dirfd,
+			const char *dir, const char *name, mode_t mode)
+{
+	int rc;
+
+	f->dirfd = dirfd;
+	f->own_dirfd = own_dirfd;
+	f->dir = xstrdup(dir);
+	f->name = xstrdup(name);
+	f->path = xasprintf("%s/%s", dir, name);
+	if (!*name || strchr(name, '/') || !strcmp(name, ".") ||
+	    !strcmp(name, ".."))
+		rc = err_set(PB_EINVAL, "%s: not a file name", f->path);
+	else
+		rc = atomic_create(f, mode);
+	if (rc)
+		file_atomic_abort(f);
+	return rc;
+}
 
 int file_atomic_open(struct file_atomic *f, const char *path, mode_t mode)
 {
 	const char *base = strrchr(path, '/');
+	char *dir = path_dir(path);
+	int dirfd, rc;
 
 	memset(f, 0, sizeof(*f));
-	base = base ? base + 1 : path;
-	f->path = xstrdup(path);
-	f->dir = dir_of(path);
-	f->tmp = xasprintf("%s/.tmp.%s.%ld.%lu", f->dir, base, (long)getpid(),
-			   atomic_fetch_add(&tmp_seq, 1));
-	f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	if (f->fd < 0) {
-		int rc = err_set_errno(err_from_errno(errno), "create %s",
-				       f->tmp);
+	f->fd = -1;
+	f->dirfd = -1;
+	rc = dir_open_nofollow(&dirfd, dir);
+	if (!rc)
+		rc = atomic_start(f, dirfd, 1, dir, base ? base + 1 : path,
+				  mode);
+	free(dir);
+	return rc;
+}
 
-		file_atomic_abort(f);
-		return rc;
-	}
-	return 0;
+int file_atomic_openat(struct file_atomic *f, int dirfd, const char *dir,
+		       const char *name, mode_t mode)
+{
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+	f->dirfd = -1;
+	return atomic_start(f, dirfd, 0, dir, name, mode);
 }
 
 int file_atomic_write(struct file_atomic *f, const void *data, size_t len)
@@ -149,17 +260,22 @@ int file_atomic_commit(struct file_atomic *f)
 	int rc = 0;
 
 	if (fsync(f->fd) < 0)
-		rc = err_set_errno(err_from_errno(errno), "fsync %s", f->tmp);
+		rc = err_set_errno(err_from_errno(errno), "fsync %s/%s", f->dir,
+				   f->tmp);
 	if (close(f->fd) < 0 && !rc)
-		rc = err_set_errno(err_from_errno(errno), "close %s", f->tmp);
+		rc = err_set_errno(err_from_errno(errno), "close %s/%s", f->dir,
+				   f->tmp);
 	f->fd = -1;
-	if (!rc && rename(f->tmp, f->path) < 0)
+	/* rename() replaces a link at the target's name; never follows it. */
+	if (!rc && renameat(f->dirfd, f->tmp, f->dirfd, f->name) < 0)
 		rc = err_set_errno(err_from_errno(errno), "rename to %s",
 				   f->path);
 	if (!rc) {
 		free(f->tmp); /* renamed: nothing to remove */
 		f->tmp = NULL;
-		rc = dir_fsync(f->dir);
+		if (fsync(f->dirfd) < 0)
+			rc = err_set_errno(err_from_errno(errno), "fsync %s",
+					   f->dir);
 	}
 	file_atomic_abort(f);
 	return rc;
@@ -169,30 +285,47 @@ void file_atomic_abort(struct file_atomic *f)
 {
 	if (f->fd >= 0)
 		close(f->fd);
-	if (f->tmp)
-		unlink(f->tmp);
+	if (f->tmp && f->dirfd >= 0)
+		unlinkat(f->dirfd, f->tmp, 0);
+	if (f->own_dirfd && f->dirfd >= 0)
+		close(f->dirfd);
 	free(f->tmp);
 	free(f->dir);
+	free(f->name);
 	free(f->path);
 	memset(f, 0, sizeof(*f));
 	f->fd = -1;
+	f->dirfd = -1;
+}
+
+/* Write all of data to an open f, then commit it (or abort). */
+static int write_commit(struct file_atomic *f, const void *data, size_t len)
+{
+	int rc = file_atomic_write(f, data, len);
+
+	if (rc) {
+		file_atomic_abort(f);
+		return rc;
+	}
+	return file_atomic_commit(f);
 }
 
 int file_write_atomic(const char *path, const void *data, size_t len,
 		      mode_t mode)
 {
 	struct file_atomic f;
-	int rc;
+	int rc = file_atomic_open(&f, path, mode);
 
-	rc = file_atomic_open(&f, path, mode);
-	if (rc)
-		return rc;
-	rc = file_atomic_write(&f, data, len);
-	if (rc) {
-		file_atomic_abort(&f);
-		return rc;
-	}
-	return file_atomic_commit(&f);
+	return rc ? rc : write_commit(&f, data, len);
+}
+
+int file_write_atomicat(int dirfd, const char *dir, const char *name,
+			const void *data, size_t len, mode_t mode)
+{
+	struct file_atomic f;
+	int rc = file_atomic_openat(&f, dirfd, dir, name, mode);
+
+	return rc ? rc : write_commit(&f, data, len);
 }
 
 int dir_create(const char *path, mode_t mode)

@@ -8,6 +8,18 @@
  * discipline).  Temporary names start with ".tmp." so a scan can ignore
  * and later remove leftovers.
  *
+ * Directories others may write (the spool's dead/, which the milter's
+ * group writes; a shared directory an export goes to) must not be able to
+ * redirect a write: the temporary name is ".tmp.<name>.<12 random
+ * characters>" (mkstemp(3)), created O_CREAT | O_EXCL | O_NOFOLLOW, so a
+ * link or file planted there in advance is never opened; everything
+ * happens relative to a descriptor of the directory (openat, renameat,
+ * fsync), opened once with O_DIRECTORY | O_NOFOLLOW, so a directory
+ * swapped for a link meanwhile changes nothing; and rename() replaces a
+ * link at the target's own name instead of following it.  A path whose
+ * last directory is a symbolic link is refused (PB_EPERM); links higher
+ * up the path are the administrator's and are followed.
+ *
  * Errors: PB_ETEMP for I/O failures that may pass (ENOSPC, EIO …),
  * PB_ENOTFOUND for a missing file, PB_EPERM, PB_ELIMIT for a file larger
  * than the buffer's cap.  All set err_msg().
@@ -32,15 +44,39 @@ int file_write_atomic(const char *path, const void *data, size_t len,
  */
 struct file_atomic {
 	int fd;
-	char *path;
-	char *dir;
-	char *tmp;
+	int dirfd; /* the directory written into */
+	int own_dirfd; /* file_atomic_open() opened dirfd: close it */
+	char *dir; /* the directory, for messages */
+	char *name; /* the target's name in dirfd */
+	char *path; /* dir/name, for messages */
+	char *tmp; /* the temporary's name in dirfd */
 };
 
 int file_atomic_open(struct file_atomic *f, const char *path, mode_t mode);
+/*
+ * The same in the directory dirfd (borrowed: it stays open and the
+ * caller's), whose name dir is used in messages only; name is a plain
+ * file name, no "/".
+ */
+int file_atomic_openat(struct file_atomic *f, int dirfd, const char *dir,
+		       const char *name, mode_t mode);
 int file_atomic_write(struct file_atomic *f, const void *data, size_t len);
 int file_atomic_commit(struct file_atomic *f);
 void file_atomic_abort(struct file_atomic *f);
+
+/* file_write_atomic() into the directory dirfd (see file_atomic_openat). */
+int file_write_atomicat(int dirfd, const char *dir, const char *name,
+			const void *data, size_t len, mode_t mode);
+
+/*
+ * Open the directory dir for *at() calls: O_DIRECTORY | O_NOFOLLOW, so a
+ * symbolic link as its last component is refused with PB_EPERM.
+ */
+int dir_open_nofollow(int *out, const char *dir);
+/* The same for name in the directory atfd (or AT_FDCWD); shown is the
+ * name messages use. */
+int dir_openat_nofollow(int *out, int atfd, const char *name,
+			const char *shown);
 
 /* Read the whole file into out (appending); PB_ELIMIT past out->max. */
 int file_read(struct buf *out, const char *path);
@@ -56,6 +92,9 @@ int dir_fsync(const char *dir);
 
 /* Create a directory and its parents (like mkdir -p). */
 int dir_create(const char *path, mode_t mode);
+
+/* The directory part of path ("." when there is none); caller frees. */
+char *path_dir(const char *path);
 
 /* Map an errno value to our codes. */
 int err_from_errno(int e);

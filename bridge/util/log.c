@@ -110,6 +110,10 @@ void log_msg(int priority, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	/* Whatever the arguments held (a sender's Message-ID, a forge
+	 * answer, an error message quoting either), the line stays one
+	 * line: no caller has to remember printable_copy(). */
+	printable_line(line, strlen(line));
 
 	if (log_sink == LOG_SINK_SYSLOG) {
 		if (log_ctx[0])

@@ -9,8 +9,12 @@
  * scope, set with log_ctx_push() and put back with log_ctx_pop().  In
  * the foreground a line reads "IDENT: LEVEL: ID: TEXT" ("IDENT: LEVEL:
  * TEXT" without an id); syslog adds its own ident and gets "ID: TEXT".
- * Never log tokens or whole message bodies; pass untrusted text through
- * printable() first.
+ * Never log tokens or whole message bodies.  Every line is passed
+ * through printable_line() after formatting, so no argument (a sender's
+ * header, a forge answer, an error message quoting either) can end the
+ * line, forge another or hide in it: control bytes and broken UTF-8
+ * become '?' (Postfix's printable() rule).  printable_copy() is still
+ * the way to cut a long untrusted value to a quotable size.
  *
  * Thread safety: log_msg() may be called from any thread; log_open() and
  * log_set_level() are called once from main() before threads start.

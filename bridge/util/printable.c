@@ -1,4 +1,7 @@
 #include "util/printable.h"
+#include "util/utf8.h"
+
+#include <stdint.h>
 
 static int is_printable(unsigned char c)
 {
@@ -35,4 +38,43 @@ int printable_check(const char *s, size_t len)
 		if (!is_printable((unsigned char)s[i]))
 			return 0;
 	return 1;
+}
+
+/* Code points that end or reorder a line although they are not C0. */
+static int is_line_control(uint32_t cp)
+{
+	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 ||
+	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+size_t printable_line(char *s, size_t len)
+{
+	size_t i = 0, n, k, replaced = 0;
+	uint32_t cp;
+
+	while (i < len) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c < 0x80) {
+			if (!is_printable(c)) {
+				s[i] = '?';
+				replaced++;
+			}
+			i++;
+			continue;
+		}
+		n = utf8_decode(&cp, s + i, len - i);
+		if (n == 0) { /* not well-formed: this byte only */
+			s[i++] = '?';
+			replaced++;
+			continue;
+		}
+		if (is_line_control(cp)) {
+			for (k = 0; k < n; k++)
+				s[i + k] = '?';
+			replaced += n;
+		}
+		i += n;
+	}
+	return replaced;
 }

@@ -76,12 +76,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (diff_parse(&d, fixed_patch, sizeof(fixed_patch) - 1)) {
 		abort();
 	}
-	if (reply_parse(&r, p, size) == 0) {
+	/* with the sender's name, so the signature rules run too */
+	if (reply_parse(&r, p, size, "Jane Q. Doe, Jr",
+			"jane.q.doe@example.org") == 0) {
 		if (reply_anchor(r, d, NULL) == 0)
 			check(r, d);
 		reply_free(r);
 	}
-	if (!sep && reply_parse(&r, p, size) == 0) {
+	if (!sep && reply_parse(&r, p, size, NULL, NULL) == 0) {
 		if (reply_anchor(r, NULL, &pseudo) == 0)
 			check(r, pseudo);
 		diff_free(pseudo);

@@ -9,7 +9,8 @@
 #     daemon, group pbtest-d) and pbtest-m (the milter, group pbtest-m,
 #     member of pbtest-d); removed at the end
 #  2. etc root:pbtest-d 0750, patchbridge.conf 0640, token pbtest-d 0600;
-#     state pbtest-d 2750, spool pbtest-d 2770; the socket directory made
+#     state pbtest-d 2750, spool and its five areas pbtest-d 2770 (as
+#     tmpfiles.d makes them); the socket directory made
 #     as the milter unit does (RuntimeDirectory as pbtest-m:pbtest-m 2750,
 #     then chgrp postfix)
 #  3. the private Postfix is started first, with the milter as
@@ -99,6 +100,11 @@ say "[2] directories as documented"
 install -d -o root -g "$DU" -m 0750 "$T/etc"
 install -d -o "$DU" -g "$DU" -m 2750 "$T/state"
 install -d -o "$DU" -g "$DU" -m 2770 "$T/spool"
+# tmpfiles.d makes the spool's areas too: they are the daemon's, and the
+# milter, which may start first, makes none of them.
+for a in tmp new cur done dead; do
+	install -d -o "$DU" -g "$DU" -m 2770 "$T/spool/$a"
+done
 # RuntimeDirectory=patchbridge-milter, RuntimeDirectoryMode=2750 creates
 # it as User:Group; ExecStartPre=+/bin/chgrp postfix ...
 install -d -o "$MU" -g "$MU" -m 2750 "$T/run"

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Lines 1-9: what every valid file needs. */
@@ -963,15 +964,104 @@ static void test_files(void **state)
 		buf_release(&big);
 	}
 
-	/* The shipped example is valid. */
+	/* The shipped example is valid (copied to a directory of ours: a
+	 * checkout's modes are not the test's to choose). */
 	if (src) {
+		struct buf ex = BUF_INIT(PB_CONFIG_FILE_MAX);
+
 		snprintf(path, sizeof(path),
 			 "%s/contrib/patchbridge.conf.example", src);
+		assert_int_equal(file_read(&ex, path), 0);
+		snprintf(path, sizeof(path), "%s/config-example.%d.conf", tmp,
+			 (int)getpid());
+		assert_int_equal(file_write_atomic(path, ex.data, ex.len, 0644),
+				 0);
 		assert_int_equal(config_load(&cfg, &errs, path), 0);
 		assert_string_equal(config_file(cfg), path);
 		assert_true(config_project_count(cfg) >= 1);
 		config_free(cfg);
+		unlink(path);
+		buf_release(&ex);
 	}
+}
+
+/* Load path and expect it refused as untrusted, with parts of the
+ * message. */
+static void expect_untrusted(const char *path, const char *part1,
+			     const char *part2)
+{
+	struct strlist errs = STRLIST_INIT;
+	struct config *cfg = (struct config *)1;
+
+	assert_int_equal(config_load(&cfg, &errs, path), PB_EINVAL);
+	assert_null(cfg);
+	assert_int_equal(errs.nr, 1);
+	if (!strstr(errs.items[0], part1) || !strstr(errs.items[0], part2))
+		fail_msg("message: %s", errs.items[0]);
+	strlist_release(&errs);
+}
+
+/*
+ * Whoever may write the configuration may change "[forge] url" and get
+ * the admin token sent to a host of theirs.  A file, or a directory
+ * above it, that others than root and this user may write is refused,
+ * as OpenSSH's StrictModes does; a sticky directory (/tmp) is fine when
+ * what is in it is ours.
+ */
+static void test_untrusted_files(void **state)
+{
+	const char *tmp = getenv("PB_TEST_TMP");
+	static const char evil[] =
+		"[bridge]\naddress = bridge@example.org\ndomain = example.org\n"
+		"list_address = list@example.org\n[forge]\n"
+		"url = https://gitlab.attacker.example\n"
+		"token_file = /etc/patchbridge/token\n";
+	struct strlist errs = STRLIST_INIT;
+	char dir[700], sub[800], path[900], link[900];
+	struct config *cfg;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/config-perm.XXXXXX", tmp ? tmp : "/tmp");
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/patchbridge.conf", dir);
+	assert_int_equal(file_write_atomic(path, evil, strlen(evil), 0644), 0);
+	assert_int_equal(config_load(&cfg, &errs, path), 0);
+	config_free(cfg);
+
+	/* World-writable, then group-writable. */
+	assert_int_equal(chmod(path, 0666), 0);
+	expect_untrusted(path, "patchbridge.conf is writable by", "mode 0666");
+	assert_int_equal(chmod(path, 0664), 0);
+	expect_untrusted(path, "writable by its group", "chmod go-w");
+	assert_int_equal(chmod(path, 0640), 0);
+
+	/* A directory above it that others may write, sticky or not. */
+	assert_int_equal(chmod(dir, 0777), 0);
+	expect_untrusted(path, "the directory", "is writable by");
+	assert_int_equal(chmod(dir, 01777), 0);
+	assert_int_equal(config_load(&cfg, &errs, path), 0);
+	config_free(cfg);
+	assert_int_equal(chmod(dir, 0700), 0);
+
+	/* Through a link: the real file's directories count. */
+	snprintf(sub, sizeof(sub), "%s/open", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	assert_int_equal(chmod(sub, 0777), 0);
+	snprintf(link, sizeof(link), "%s/open/real.conf", dir);
+	assert_int_equal(file_write_atomic(link, evil, strlen(evil), 0644), 0);
+	snprintf(path, sizeof(path), "%s/linked.conf", dir);
+	assert_int_equal(symlink(link, path), 0);
+	expect_untrusted(path, "/open above it", "and others");
+
+	/* Another owner. */
+	if (geteuid() == 0) {
+		assert_int_equal(chown(link, 64001, 0), 0);
+		assert_int_equal(chmod(sub, 0755), 0);
+		expect_untrusted(path, "is owned by uid 64001",
+				 "must be owned by root");
+	}
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	assert_int_equal(system(path), 0);
 }
 
 static void test_doc_markdown(void **state)
@@ -1014,6 +1104,7 @@ int main(void)
 		cmocka_unit_test(test_projects),
 		cmocka_unit_test(test_dump),
 		cmocka_unit_test(test_files),
+		cmocka_unit_test(test_untrusted_files),
 		cmocka_unit_test(test_doc_markdown),
 	};
 

@@ -21,6 +21,40 @@ static void test_set_and_prefix(void **state)
 	assert_false(err_is_temporary(PB_EINVAL));
 }
 
+/*
+ * A message formatted from the current message (err_set(..., err_msg()))
+ * keeps the cause it quotes.  Writing into the buffer being read used to
+ * print the start of the new text, or what an earlier mail left there,
+ * instead of the cause.
+ */
+static void test_self_format(void **state)
+{
+	(void)state;
+	/* What the thread's previous mail left in the buffer. */
+	err_set(PB_EINVAL, "corrupt record: <other-mail@example.org> has a "
+			   "header that does not parse, and more text after");
+	err_set(PB_ETEMP, "disk full");
+	assert_int_equal(err_set(PB_ETEMP, "inbound: journaling %s: %s",
+				 "rec.1", err_msg()),
+			 PB_ETEMP);
+	assert_string_equal(err_msg(), "inbound: journaling rec.1: disk full");
+
+	/* The cause first, then the message itself, several times. */
+	err_set(PB_ETEMP, "disk full");
+	err_set(PB_ETEMP, "%s; %s; %s", err_msg(), err_msg(), err_msg());
+	assert_string_equal(err_msg(), "disk full; disk full; disk full");
+
+	errno = ENOSPC;
+	err_set(PB_ETEMP, "the cause");
+	err_set_errno(PB_ETEMP, "write %s", err_msg());
+	assert_string_equal(err_msg(),
+			    "write the cause: No space left on device");
+
+	err_set(PB_ETEMP, "the cause");
+	err_prefix(PB_ETEMP, "again: %s", err_msg());
+	assert_string_equal(err_msg(), "again: the cause: the cause");
+}
+
 static void *other_thread(void *arg)
 {
 	err_set(PB_ERROR, "from thread");
@@ -42,6 +76,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_set_and_prefix),
 		cmocka_unit_test(test_thread_local),
+		cmocka_unit_test(test_self_format),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

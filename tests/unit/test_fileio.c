@@ -123,12 +123,117 @@ static void test_atomic_pieces(void **state)
 	buf_release(&b);
 }
 
+/* Write text to path as a plain file (the "victim" of an attack). */
+static void put(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void assert_holds(const char *path, const char *text)
+{
+	struct buf b = BUF_INIT(4096);
+
+	assert_int_equal(file_read(&b, path), 0);
+	assert_string_equal(b.data, text);
+	buf_release(&b);
+}
+
+/*
+ * Someone who may write the target's directory (the milter's group in
+ * dead/, anyone in a shared directory an export goes to) plants symbolic
+ * links at the temporary names a writer would use, pointing at a file
+ * the writer may write: the daemon's state database.  The old names
+ * (".tmp.<base>.<pid>.<seq>", opened without O_EXCL or O_NOFOLLOW) were
+ * predictable, and the write went through the link.  Now the names are
+ * random and opened O_CREAT|O_EXCL|O_NOFOLLOW: the planted links are
+ * never followed, never renamed, never removed.
+ */
+static void test_planted_links(void **state)
+{
+	char sub[600], victim[700], path[700], link[900];
+	int seq, links = 0;
+	struct stat st;
+
+	(void)state;
+	snprintf(sub, sizeof(sub), "%s/planted", dir);
+	assert_int_equal(dir_create(sub, 0700), 0);
+	snprintf(victim, sizeof(victim), "%s/state.db", dir);
+	put(victim, "the state database");
+	snprintf(path, sizeof(path), "%s/rec.reason", sub);
+	for (seq = 0; seq < 256; seq++) {
+		snprintf(link, sizeof(link), "%s/.tmp.rec.reason.%ld.%d", sub,
+			 (long)getpid(), seq);
+		assert_int_equal(symlink(victim, link), 0);
+		links++;
+	}
+	assert_int_equal(file_write_atomic(path, "reason\n", 7, 0640), 0);
+	assert_int_equal(file_write_atomic(path, "again\n", 6, 0640), 0);
+	assert_holds(victim, "the state database");
+	assert_holds(path, "again\n");
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(count_entries(sub), links + 1);
+
+	/* A link at the target's own name is replaced, not followed. */
+	snprintf(path, sizeof(path), "%s/out.mbox", sub);
+	assert_int_equal(symlink(victim, path), 0);
+	assert_int_equal(file_write_atomic(path, "mbox", 4, 0644), 0);
+	assert_holds(victim, "the state database");
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+}
+
+/* The directory written into is not reached through a symbolic link. */
+static void test_linked_dir(void **state)
+{
+	char real[600], alias[600], path[700];
+	struct file_atomic f;
+
+	(void)state;
+	snprintf(real, sizeof(real), "%s/real", dir);
+	snprintf(alias, sizeof(alias), "%s/alias", dir);
+	assert_int_equal(dir_create(real, 0700), 0);
+	assert_int_equal(symlink(real, alias), 0);
+	snprintf(path, sizeof(path), "%s/file", alias);
+	assert_int_equal(file_atomic_open(&f, path, 0600), PB_EPERM);
+	assert_non_null(strstr(err_msg(), "symbolic link"));
+	assert_int_equal(count_entries(real), 0);
+}
+
+/* Two writers of one file never share a temporary name. */
+static void test_tmp_names(void **state)
+{
+	char sub[600], path[700];
+	struct file_atomic a, b;
+
+	(void)state;
+	snprintf(sub, sizeof(sub), "%s/names", dir);
+	assert_int_equal(dir_create(sub, 0700), 0);
+	snprintf(path, sizeof(path), "%s/x", sub);
+	assert_int_equal(file_atomic_open(&a, path, 0600), 0);
+	assert_int_equal(file_atomic_open(&b, path, 0600), 0);
+	assert_int_equal(count_entries(sub), 2);
+	assert_int_equal(file_atomic_write(&a, "a", 1), 0);
+	assert_int_equal(file_atomic_write(&b, "b", 1), 0);
+	assert_int_equal(file_atomic_commit(&b), 0);
+	assert_int_equal(file_atomic_commit(&a), 0);
+	assert_holds(path, "a");
+	assert_int_equal(count_entries(sub), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_write_then_read),
 		cmocka_unit_test(test_read_limits_and_errors),
 		cmocka_unit_test(test_atomic_pieces),
+		cmocka_unit_test(test_planted_links),
+		cmocka_unit_test(test_linked_dir),
+		cmocka_unit_test(test_tmp_names),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -15,11 +15,13 @@
 #include "mail/mail.h"
 #include "mail/review.h"
 #include "util/err.h"
+#include "util/fileio.h"
 #include "util/strlist.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /*
  * The decision table: every combination of the facts.
@@ -119,6 +121,21 @@ static void test_types_and_sender(void **state)
 	assert_false(approval_names_sender(&t, &from));
 	t.name = (char *)"bob maintainer";
 	assert_true(approval_names_sender(&t, &from));
+	t.name = (char *)"Bob  Maintainer";
+	assert_true(approval_names_sender(&t, &from));
+	t.name = (char *)"Bob";
+	assert_false(approval_names_sender(&t, &from));
+	/* Outlook's "Last, First" */
+	from.name = (char *)"Maintainer, Bob";
+	t.name = (char *)"Bob Maintainer";
+	assert_true(approval_names_sender(&t, &from));
+
+	/* a tag inside a sentence never approves */
+	f.type = "Acked-by";
+	f.in_sentence = 1;
+	assert_int_equal(approval_decide(&f), APPROVAL_IN_SENTENCE);
+	assert_non_null(strstr(approval_verdict_text(APPROVAL_IN_SENTENCE),
+			       "line of its own"));
 }
 
 /*
@@ -433,6 +450,126 @@ static void test_plan_nak(void **state)
 	done(&fx);
 }
 
+/* The plan for one verified reply from Bob with body `text`: how many
+ * approvals, whether it NAKs, and the comment's text (or ""). */
+static int plan_of(struct fixture *fx, const char *from, const char *text,
+		   int *nak, const char **comment)
+{
+	char mail[2048];
+	size_t i;
+	int approvals = 0;
+
+	snprintf(mail, sizeof(mail),
+		 "From: %s\n"
+		 "Subject: Re: [PATCH v1 1/2] hello: greet more loudly\n"
+		 "Message-ID: <r9@corp.example>\n"
+		 "In-Reply-To: <p1@bridge.example>\n"
+		 "Authentication-Results: lists.example.test; dkim=pass "
+		 "header.d=corp.example header.i=@corp.example\n"
+		 "\n%s",
+		 from, text);
+	parse(fx, mail);
+	assert_true(fx->r->auth.verified);
+	assert_int_equal(plan_build(&fx->plan, fx->r, &fx->ctx), 0);
+	*nak = 0;
+	*comment = "";
+	for (i = 0; i < fx->plan.nr; i++) {
+		const struct plan_action *a = &fx->plan.v[i];
+
+		approvals += a->kind == PLAN_APPROVE;
+		*nak |= a->kind == PLAN_NAK_LABEL;
+		if (a->kind == PLAN_COMMENT || a->kind == PLAN_NAK_DISCUSSION)
+			*comment = a->body;
+	}
+	return approvals;
+}
+
+/*
+ * What a reply says, as the approval rules read it: a tag in a sentence
+ * (negated or not) never approves, a negated NAK blocks nothing, an
+ * addressless trailer approves only under the sender's own name (the
+ * From address standing in), and each refusal is said in the comment.
+ */
+static void test_plan_what_a_reply_says(void **state)
+{
+	struct fixture fx;
+	const char *c;
+	int nak;
+
+	(void)state;
+	/* a line of its own: the approval */
+	assert_int_equal(plan_of(&fx, "Bob <bob@corp.example>",
+				 "Acked-by: Bob <bob@corp.example>\n", &nak,
+				 &c),
+			 1);
+	done(&fx);
+	/* negated in a sentence: no trailer, the words are the comment */
+	assert_int_equal(plan_of(&fx, "Bob <bob@corp.example>",
+				 "You do not have my Acked-by: Bob "
+				 "<bob@corp.example>\n",
+				 &nak, &c),
+			 0);
+	assert_int_equal(fx.r->trailers.nr, 0);
+	assert_non_null(strstr(c, "You do not have my Acked-by"));
+	done(&fx);
+	assert_int_equal(plan_of(&fx, "Bob <bob@corp.example>",
+				 "I am withholding my Acked-by: Bob "
+				 "<bob@corp.example> until that is fixed\n",
+				 &nak, &c),
+			 0);
+	assert_non_null(strstr(c, "withholding"));
+	done(&fx);
+	/* a plain statement in a sentence: shown, not honoured */
+	assert_int_equal(plan_of(&fx, "Bob <bob@corp.example>",
+				 "Series is Acked-by: Bob <bob@corp.example>\n",
+				 &nak, &c),
+			 0);
+	assert_int_equal(fx.r->trailers.nr, 1);
+	assert_non_null(strstr(c, "inside a sentence"));
+	done(&fx);
+	/* no address, the sender's name (Outlook's "Last, First" too) */
+	assert_int_equal(plan_of(&fx, "Bob <bob@corp.example>",
+				 "Reviewed by : Bob\n", &nak, &c),
+			 1);
+	done(&fx);
+	assert_int_equal(plan_of(&fx, "\"Maintainer, Bob\" <bob@corp.example>",
+				 "Reviewed-by: Bob Maintainer\n", &nak, &c),
+			 1);
+	done(&fx);
+	/* no address, another name: informal, never an approval */
+	assert_int_equal(plan_of(&fx, "Bob <bob@corp.example>",
+				 "Reviewed by : Carol\n", &nak, &c),
+			 0);
+	assert_non_null(strstr(c, "it gives no address"));
+	done(&fx);
+	/* Outlook's address form approves as the address it repeats */
+	assert_int_equal(plan_of(&fx, "Bob <bob@corp.example>",
+				 "Reviewed-by: Bob <bob@corp.example"
+				 "<mailto:bob@corp.example>>\n",
+				 &nak, &c),
+			 1);
+	done(&fx);
+	/* a withdrawn NAK blocks nothing; a prefixed Nacked-by does */
+	assert_int_equal(plan_of(&fx, "Bob <bob@corp.example>",
+				 "I withdraw my NAK, v2 fixed it.\n", &nak, &c),
+			 0);
+	assert_false(nak);
+	assert_non_null(strstr(c, "I withdraw my NAK"));
+	done(&fx);
+	assert_int_equal(plan_of(&fx, "Bob <bob@corp.example>",
+				 "Hard-nacked-by: Bob <bob@corp.example>\n",
+				 &nak, &c),
+			 0);
+	assert_true(nak);
+	done(&fx);
+	assert_int_equal(plan_of(&fx, "Bob <bob@corp.example>",
+				 "Not-Nacked-by: Bob <bob@corp.example>\n",
+				 &nak, &c),
+			 0);
+	assert_false(nak);
+	done(&fx);
+}
+
 /* A reply to a forge comment's mail: one reply in that discussion. */
 static void test_plan_fold_inline(void **state)
 {
@@ -634,6 +771,29 @@ static void test_usermap(void **state)
 			 PB_EINVAL);
 	assert_string_equal(err_msg(),
 			    "map:2: address mapped twice, to different users");
+
+	/* Whoever may write the file decides as whom approvals are made. */
+	{
+		const char *base = getenv("PB_TEST_TMP");
+		char dir[600], path[700], cmd[800];
+
+		snprintf(dir, sizeof(dir), "%s/usermap.XXXXXX",
+			 base ? base : "/tmp");
+		assert_non_null(mkdtemp(dir));
+		snprintf(path, sizeof(path), "%s/user-map", dir);
+		assert_int_equal(
+			file_write_atomic(path, text, strlen(text), 0666), 0);
+		assert_int_equal(chmod(path, 0666), 0);
+		assert_int_equal(usermap_load(&m, path), PB_EINVAL);
+		assert_non_null(strstr(err_msg(), "user-map is writable by"));
+		assert_int_equal(chmod(path, 0640), 0);
+		assert_int_equal(usermap_load(&m, path), 0);
+		assert_string_equal(usermap_lookup(m, "bob@corp.example"),
+				    "bob");
+		usermap_free(m);
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		assert_int_equal(system(cmd), 0);
+	}
 }
 
 static void test_scoped_removals(void **state)
@@ -752,6 +912,7 @@ int main(void)
 		cmocka_unit_test(test_plan_order),
 		cmocka_unit_test(test_plan_refusals),
 		cmocka_unit_test(test_plan_nak),
+		cmocka_unit_test(test_plan_what_a_reply_says),
 		cmocka_unit_test(test_plan_fold_inline),
 		cmocka_unit_test(test_plan_thread_reply),
 		cmocka_unit_test(test_marker_key),

@@ -86,6 +86,38 @@ static void test_id_printable_and_cut(void **state)
 	log_ctx_clear();
 }
 
+/*
+ * The log facility itself makes every argument printable, so a caller
+ * that logs hostile text raw (a project name decoded from a sender's
+ * Message-ID) cannot forge a line: control bytes, DEL, C1 controls,
+ * Unicode line separators, bidirectional overrides and broken UTF-8
+ * become '?', one per byte; well-formed UTF-8 text stays (Postfix's
+ * printable() with smtputf8).
+ */
+static void test_arguments_printable(void **state)
+{
+	(void)state;
+	log_ctx_set("q1");
+	CAPTURE(log_info("reply to %s!%d", "group/evil\ninfo: forged line",
+			 12));
+	assert_string_equal(captured,
+			    "pbtest: info: q1: reply to group/evil?info: "
+			    "forged line!12");
+	assert_null(strchr(captured, '\n'));
+	CAPTURE(log_warn("%s|%s|%s|%s", "cr\rhere", "esc\x1b[2J", "del\x7f",
+			 "tab\tbell\a"));
+	assert_string_equal(captured, "pbtest: warning: q1: cr?here|esc?[2J|"
+				      "del?|tab?bell?");
+	CAPTURE(log_error("%s %s %s %s %s", "J\xc3\xb6rg", "nel\xc2\x85",
+			  "ls\xe2\x80\xa8", "rlo\xe2\x80\xae", "bad\xff\xc3"));
+	assert_string_equal(captured, "pbtest: error: q1: J\xc3\xb6rg nel?? "
+				      "ls??? rlo??? bad??");
+	/* The caller's own format string too. */
+	CAPTURE(log_notice("two\nlines"));
+	assert_string_equal(captured, "pbtest: notice: q1: two?lines");
+	log_ctx_clear();
+}
+
 static void test_push_pop_nest(void **state)
 {
 	struct log_ctx_saved outer, inner;
@@ -154,6 +186,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_prefix, setup),
 		cmocka_unit_test_setup(test_id_printable_and_cut, setup),
+		cmocka_unit_test_setup(test_arguments_printable, setup),
 		cmocka_unit_test_setup(test_push_pop_nest, setup),
 		cmocka_unit_test_setup(test_per_thread, setup),
 		cmocka_unit_test_setup(test_level, setup),

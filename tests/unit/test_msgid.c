@@ -127,29 +127,82 @@ static void test_unique(void **state)
 	buf_release(&b);
 }
 
+/*
+ * Any project text formats to a valid Message-ID, but only a GitLab
+ * project path comes back from one: letters, digits, "_", "-", "." and
+ * the "/" between components (lib/gitlab/path_regex.rb, PATH_REGEX_STR).
+ * An id that decodes to anything else is not ours.
+ */
 static void test_hostile_projects(void **state)
 {
-	static const char *const projects[] = {
-		"a//b",	     "/lead",	    "trail/",
-		"..",	     ".",	    "a b",
-		"x@y",	     "<>\"()",	    "caf\xc3\xa9/\xe2\x80\xae",
-		"tab\there", "new\r\nline", "a.b.c",
-		"=3D",	     "~",	    "%41",
-		"/",	     "//",	    "-",
-		"_._",
+	static const char *const paths[] = {
+		"a.b.c", "..", ".", "-", "_._", "group/sub.name/x.y-z_1",
+	};
+	static const char *const hostile[] = {
+		"a//b",
+		"/lead",
+		"trail/",
+		"a b",
+		"x@y",
+		"<>\"()",
+		"caf\xc3\xa9/\xe2\x80\xae",
+		"tab\there",
+		"new\r\nline",
+		"=3D",
+		"~",
+		"%41",
+		"/",
+		"//",
 	};
 	struct buf b = BUF_INIT(PB_MSGID_MAX);
 	struct msgid_parsed p;
 	size_t i;
 
-	for (i = 0; i < sizeof(projects) / sizeof(projects[0]); i++) {
-		make(&b, projects[i], 9, 2, 1, 2, sha1);
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		make(&b, paths[i], 9, 2, 1, 2, sha1);
 		assert_true(valid_msgid(b.data));
 		assert_int_equal(msgid_parse(&p, b.data, b.len), 0);
-		assert_string_equal(p.project, projects[i]);
+		assert_string_equal(p.project, paths[i]);
 		assert_int_equal(p.project_cut, 0);
 	}
+	for (i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++) {
+		make(&b, hostile[i], 9, 2, 1, 2, sha1);
+		assert_true(valid_msgid(b.data));
+		assert_int_equal(msgid_parse(&p, b.data, b.len), PB_EINVAL);
+	}
 	buf_release(&b);
+}
+
+/*
+ * A sender's Message-ID (In-Reply-To, References) is decoded as ours
+ * only when its project is a GitLab path: "=0A" once became a newline
+ * in the project name, which was logged raw and forged a log line.
+ */
+static void test_parse_no_control_bytes(void **state)
+{
+	static const char *const ids[] = {
+		"<pb.v1.0-1.group.evil=0Ainfo=3A=20forged=20line.12."
+		"0123456789ab@bridge.example.org>",
+		"pb.v1.0-1.group.x=0D=0A.12.0123456789ab@bridge.example.org",
+		"pb.v1.0-1.group.x=1B=5B31m.12.0123456789ab@bridge.example.org",
+		"pb.v1.0-1.group.x=7F.12.0123456789ab@bridge.example.org",
+		"pb.v1.0-1.group.x=C2=85.12.0123456789ab@bridge.example.org",
+		"pb.v1.0-1.group.x=E2=80=A8.12.0123456789ab@bridge.example.org",
+		"pb.v1.0-1.group.x=20y.12.0123456789ab@bridge.example.org",
+		"pb.v1.0-1.group.x=2F.12.0123456789ab@bridge.example.org",
+		"pb.v1.0-1.group.x=2e.12.0123456789ab@bridge.example.org",
+	};
+	static const char dot[] = "pb.v1.0-1.group.my=2Eproj.12.0123456789ab"
+				  "@bridge.example.org";
+	struct msgid_parsed p;
+	size_t i;
+
+	for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		assert_int_equal(msgid_parse(&p, ids[i], strlen(ids[i])),
+				 PB_EINVAL);
+	/* The one escape a project path needs: "." inside a component. */
+	assert_int_equal(msgid_parse(&p, dot, strlen(dot)), 0);
+	assert_string_equal(p.project, "group/my.proj");
 }
 
 static void test_long_project_is_cut(void **state)
@@ -252,6 +305,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_unique),
 		cmocka_unit_test(test_hostile_projects),
+		cmocka_unit_test(test_parse_no_control_bytes),
 		cmocka_unit_test(test_long_project_is_cut),
 		cmocka_unit_test(test_format_rejects),
 		cmocka_unit_test(test_parse_rejects),

@@ -1,17 +1,59 @@
 #include "cmocka_all.h"
 #include "core/owners.h"
+#include "util/buf.h"
 #include "util/err.h"
+#include "util/fileio.h"
 #include "util/strlist.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+/* A private directory for the fixtures' copies (made once). */
+static char copies[600];
+
+static const char *copies_dir(void)
+{
+	const char *base = getenv("PB_TEST_TMP");
+
+	if (!copies[0]) {
+		snprintf(copies, sizeof(copies), "%s/owners.XXXXXX",
+			 base ? base : "/tmp");
+		assert_non_null(mkdtemp(copies));
+	}
+	return copies;
+}
+
+/*
+ * tests/data/owners/FILE, copied to a directory this test made: an
+ * owners file is read only when nobody but root and this user could
+ * have written it (util/perm.h), and the checkout's modes are not the
+ * test's to choose.
+ */
 static void fixture(char *out, size_t size, const char *file)
 {
 	const char *src = getenv("PB_SRC_DIR");
+	struct buf b = BUF_INIT(1 << 20);
+	char path[1024];
 
-	snprintf(out, size, "%s/tests/data/owners/%s", src ? src : ".", file);
+	snprintf(path, sizeof(path), "%s/tests/data/owners/%s", src ? src : ".",
+		 file);
+	assert_int_equal(file_read(&b, path), 0);
+	snprintf(out, size, "%s/%s", copies_dir(), file);
+	assert_int_equal(file_write_atomic(out, b.data, b.len, 0644), 0);
+	buf_release(&b);
+}
+
+static void remove_copies(void)
+{
+	char cmd[700];
+
+	if (!copies[0])
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", copies);
+	if (system(cmd) != 0)
+		print_message("cannot remove %s\n", copies);
 }
 
 static struct owners *load_fixture(const char *file)
@@ -377,6 +419,23 @@ static void test_malformed_files(void **state)
 			"9:21: more than 1000000 nodes with aliases expanded");
 }
 
+/* Whoever may write the owners file decides who approves. */
+static void test_untrusted_file(void **state)
+{
+	struct owners *o = NULL;
+	char path[1024];
+
+	(void)state;
+	fixture(path, sizeof(path), "readme.yaml");
+	assert_int_equal(chmod(path, 0666), 0);
+	assert_int_equal(owners_load(&o, path), PB_EINVAL);
+	assert_null(o);
+	assert_non_null(strstr(err_msg(), "readme.yaml is writable by"));
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(owners_load(&o, path), 0);
+	owners_free(o);
+}
+
 static void test_missing_file(void **state)
 {
 	struct owners *o = NULL;
@@ -687,12 +746,15 @@ int main(void)
 		cmocka_unit_test(test_gluser),
 		cmocka_unit_test(test_malformed_files),
 		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_untrusted_file),
 		cmocka_unit_test(test_malformed_texts),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_tolerant),
 		cmocka_unit_test(test_failed_reload_keeps_old),
 		cmocka_unit_test(test_no_owners),
 	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	remove_copies();
+	return rc;
 }

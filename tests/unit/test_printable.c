@@ -1,6 +1,8 @@
 #include "cmocka_all.h"
 #include "util/printable.h"
 
+#include <string.h>
+
 static void test_replaces_controls(void **state)
 {
 	char out[64];
@@ -23,11 +25,27 @@ static void test_truncates(void **state)
 	assert_string_equal(out, "");
 }
 
+static void test_line(void **state)
+{
+	char s[] =
+		"ok J\xc3\xb6rg \n\r\x1b\x7f \xc2\x9b \xe2\x80\xa9 "
+		"\xe2\x81\xa6 \xed\xa0\x80 \xc0\xaf \xf0\x9f\x98\x80 \xe2\x82";
+
+	(void)state;
+	/* C0, DEL, CSI (C1), U+2029, U+2066, a surrogate, an overlong "/",
+	 * a cut sequence; an emoji stays. */
+	assert_int_equal(printable_line(s, strlen(s)),
+			 4 + 2 + 3 + 3 + 3 + 2 + 2);
+	assert_string_equal(s, "ok J\xc3\xb6rg ???? ?? ??? ??? ??? ?? "
+			       "\xf0\x9f\x98\x80 ??");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_replaces_controls),
 		cmocka_unit_test(test_truncates),
+		cmocka_unit_test(test_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

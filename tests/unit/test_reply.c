@@ -2,6 +2,7 @@
 #include "mail/diff.h"
 #include "mail/reply.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static void test_nak_words(void **state)
@@ -26,6 +27,12 @@ static void test_nak_words(void **state)
 		"So no, NACK.",
 		"Not pretty, and NAK for the locking.",
 		"I'm NAK'ing this one.",
+		/* said, even with a condition for taking it back */
+		"NAK until the ABI question is settled.",
+		"NAK: this breaks the build if CONFIG_FOO=n",
+		"I will NAK this.",
+		"And still NAKed.",
+		"NAK unless you keep the old ioctl",
 		NULL,
 	};
 	static const char *const no[] = {
@@ -48,8 +55,38 @@ static void test_nak_words(void **state)
 		"",
 		NULL,
 	};
+	/*
+	 * Negated, withdrawn, hypothetical, conditional, someone else's,
+	 * reported or quoted: the word is there, the verdict is not.
+	 */
+	static const char *const not_said[] = {
+		"I withdraw my NAK.",
+		"I withdraw my NAK (for what it's worth), but can we find "
+		"something to",
+		"I was going to NAK this, but v2 fixed it.",
+		"I would NAK it if it broke the ABI, but it does not.",
+		"Consider my NAK withdrawn.",
+		"My earlier NAK no longer stands.",
+		"Dropping my NAK, v3 addresses it.",
+		"Please disregard my earlier NACK.",
+		"NAK retracted.",
+		"You may want to NAK this.",
+		"Greg will NAK this.",
+		"If this breaks userspace, NAK.",
+		"I almost NAKed this, but the test convinced me.",
+		"I NACKed v1 of this for the locking, v2 is fine.",
+		"He said \"NAK\" to the old version.",
+		"I'd have NAKed this had it touched the ABI.",
+		"I thought about a NAK, but the fix is needed.",
+		"They will probably NAK it on the list.",
+		NULL,
+	};
 	const char *const *p;
 
+	for (p = not_said; *p; p++) {
+		print_message("not said: %s\n", *p);
+		assert_false(reply_line_is_nak(*p, strlen(*p)));
+	}
 	for (p = yes; *p; p++) {
 		print_message("yes: %s\n", *p);
 		assert_true(reply_line_is_nak(*p, strlen(*p)));
@@ -70,7 +107,7 @@ static void kinds_are(const char *text, const char *want)
 	char got[256];
 	size_t i;
 
-	assert_int_equal(reply_parse(&r, text, strlen(text)), 0);
+	assert_int_equal(reply_parse(&r, text, strlen(text), NULL, NULL), 0);
 	for (i = 0; i < r->nr && i + 1 < sizeof(got); i++)
 		got[i] = letters[r->lines[i].kind];
 	got[i] = '\0';
@@ -366,7 +403,7 @@ static void test_blocks_and_own_text(void **state)
 	struct reply *r;
 	struct buf b = BUF_INIT(4096);
 
-	assert_int_equal(reply_parse(&r, text, strlen(text)), 0);
+	assert_int_equal(reply_parse(&r, text, strlen(text), NULL, NULL), 0);
 	assert_int_equal(r->nr_blocks, 3);
 	assert_false(r->blocks[0].substance); /* greeting */
 	assert_true(r->blocks[1].substance);
@@ -378,6 +415,147 @@ static void test_blocks_and_own_text(void **state)
 	assert_int_equal(reply_block_text(&b, r, 1, 1), 0);
 	assert_string_equal(b.data, "Why int?");
 	buf_release(&b);
+	reply_free(r);
+}
+
+/* The substance of each block of text, one letter each: y or n. */
+static void substance_is(const char *text, const char *sender,
+			 const char *email, const char *want)
+{
+	struct reply *r;
+	char got[64];
+	size_t i;
+
+	assert_int_equal(reply_parse(&r, text, strlen(text), sender, email), 0);
+	for (i = 0; i < r->nr_blocks && i + 1 < sizeof(got); i++)
+		got[i] = r->blocks[i].substance ? 'y' : 'n';
+	got[i] = '\0';
+	print_message("%s---\n%s\n", text, got);
+	assert_string_equal(got, want);
+	reply_free(r);
+}
+
+/*
+ * A signature is known by its form, never by its length: short inline
+ * comments ("Wrong comparison operator", "Same here") are the author's
+ * words wherever they stand; a name counts as a signature under a
+ * closing, right before "-- ", pushed to the right at the end, or when
+ * it is the sender's name, first name or the name in the address.
+ */
+static void test_short_comments_and_signatures(void **state)
+{
+	static const char *const comments[] = {
+		"Wrong comparison operator",
+		"Overflow not handled",
+		"Same here",
+		"Memory leak",
+		"Missing newline",
+		"Unused variable",
+		"Needs a comment",
+		"Not needed",
+		"Use kfree",
+		"Double space",
+		"Same as above",
+		"Jane, same here",
+	};
+	char text[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(comments) / sizeof(comments[0]); i++) {
+		/* after a quote, as the last line, as the only line */
+		snprintf(text, sizeof(text),
+			 "> +\tif (a < b)\n%s\n\n> +\treturn x;\n",
+			 comments[i]);
+		substance_is(text, "Jane Doe", "jane@example.org", "y");
+		snprintf(text, sizeof(text), "> +\tif (a < b)\n%s\n",
+			 comments[i]);
+		substance_is(text, "Jane Doe", "jane@example.org", "y");
+		substance_is(text, NULL, NULL, "y");
+	}
+	/* names: under a closing, with a title under it, the sender's */
+	substance_is("> x\nWrong comparison operator\n\nThanks,\nJane\n", NULL,
+		     NULL, "y");
+	substance_is("> x\nWrong\n\n> y\nThanks,\nJane Doe\nAcme Widgets\n",
+		     NULL, NULL, "yn");
+	substance_is("Acked-by: Chris Li <chrisl@kernel.example>\nChris\n",
+		     "Chris Li", "chrisl@kernel.example", "n");
+	substance_is("Acked-by: Steven Rostedt <rostedt@goodmis.example>\n\n"
+		     "- Steve\n",
+		     "Steven Rostedt", "rostedt@goodmis.example", "n");
+	substance_is("Reviewed-by: Hawking Zhang <h@amd.example>\n\n"
+		     "Hawking Zhang\n",
+		     "Zhang, Hawking", "Hawking.Zhang@amd.example", "n");
+	substance_is("Reviewed-by: Jane Doe <jane@example.org>\n\nJane\n",
+		     "Jane Doe via ltp", "ltp@lists.example", "n");
+	substance_is("Tested-by: Lu Fei <lufei@uniontech.example>\n\nLu Fei\n",
+		     "\xe8\xb7\xaf\xe6\x96\x90", "lufei@uniontech.example",
+		     "n");
+	substance_is("> x\nReviewed-by: Jan Kara <jack@suse.example>\n\n"
+		     "\t\t\t\t\t\t\t\tHonza\n\n> rest of the patch\n",
+		     "Jan Kara", "jack@suse.example", "n");
+	/* right before "-- " only a name: "Nice cleanup" is a comment */
+	substance_is("Acked-by: Jane Doe <jane@example.org>\n\nNice cleanup\n"
+		     "-- \nJane Doe\n",
+		     NULL, NULL, "y");
+	substance_is(
+		"Looks fine.\n\nHonza\n-- \nJan Kara <jack@suse.example>\n",
+		"Jan Kara", "jack@suse.example", "y");
+	/* the block text keeps the comment and drops the signature */
+	{
+		static const char t[] = "> +\tif (a < b)\n"
+					"Wrong comparison operator\n"
+					"\n"
+					"Thanks,\n"
+					"Jane\n";
+		struct reply *r;
+		struct buf b = BUF_INIT(4096);
+
+		assert_int_equal(reply_parse(&r, t, strlen(t), "Jane Doe",
+					     "jane@example.org"),
+				 0);
+		assert_int_equal(reply_block_text(&b, r, 0, 1), 0);
+		assert_string_equal(b.data, "Wrong comparison operator");
+		buf_release(&b);
+		reply_free(r);
+	}
+}
+
+/* The commit titles of a shortlog ("git request-pull", a cover letter)
+ * are not the sender's words: a protocol's NAK there is no verdict. */
+static void test_shortlog_nak(void **state)
+{
+	static const char pull[] =
+		"Hi Wolfram,\n"
+		"\n"
+		"The following changes since commit 0123456789ab:\n"
+		"\n"
+		"  Linux 6.9-rc1 (2026-03-24 14:00:00 -0700)\n"
+		"\n"
+		"are available in the Git repository at:\n"
+		"\n"
+		"  git://git.example.org/i2c.git tags/i2c-fixes\n"
+		"\n"
+		"----------------------------------------------------------------\n"
+		"Jane Doe (2):\n"
+		"      i2c: xiic: NAK the last byte of a read\n"
+		"      i2c: xiic: on NAK, stop the transfer\n"
+		"\n"
+		"Jim Smith (1):\n"
+		"      i2c: designware: NACK for a 10-bit address\n"
+		"\n"
+		" drivers/i2c/busses/i2c-xiic.c | 12 ++++++++----\n";
+	struct reply *r;
+
+	assert_int_equal(reply_parse(&r, pull, strlen(pull), NULL, NULL), 0);
+	assert_false(r->nak);
+	reply_free(r);
+	/* the same words said by the sender are one */
+	assert_int_equal(reply_parse(&r,
+				     "NAK the last byte, this breaks "
+				     "reads.\n",
+				     39, NULL, NULL),
+			 0);
+	assert_true(r->nak);
 	reply_free(r);
 }
 
@@ -424,7 +602,7 @@ static void test_anchor(void **state)
 
 	assert_int_equal(diff_parse(&d, patch, strlen(patch)), 0);
 	assert_int_equal(d->nr_lines, 11);
-	assert_int_equal(reply_parse(&r, text, strlen(text)), 0);
+	assert_int_equal(reply_parse(&r, text, strlen(text), NULL, NULL), 0);
 	assert_int_equal(reply_anchor(r, d, NULL), 0);
 	assert_int_equal(r->nr_blocks, 3);
 	l = &d->lines[r->blocks[0].diff];
@@ -453,7 +631,7 @@ static void test_anchor_without_patch(void **state)
 	struct reply *r;
 	const struct diff_line *l;
 
-	assert_int_equal(reply_parse(&r, text, strlen(text)), 0);
+	assert_int_equal(reply_parse(&r, text, strlen(text), NULL, NULL), 0);
 	assert_int_equal(reply_anchor(r, NULL, &pseudo), 0);
 	assert_non_null(pseudo);
 	assert_int_equal(r->nr_blocks, 1);
@@ -508,6 +686,8 @@ int main(void)
 		cmocka_unit_test(test_anchor),
 		cmocka_unit_test(test_anchor_without_patch),
 		cmocka_unit_test(test_diff_parse),
+		cmocka_unit_test(test_short_comments_and_signatures),
+		cmocka_unit_test(test_shortlog_nak),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

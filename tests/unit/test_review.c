@@ -290,7 +290,9 @@ static int teardown(void **state)
 	return 0;
 }
 
-int main(void)
+/* An argument names the tests to run (cmocka's filter): `test_review
+ * test_golden` is the parse_golden test. */
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_golden),
@@ -298,5 +300,7 @@ int main(void)
 		cmocka_unit_test(test_quoted_never_counts),
 	};
 
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <utime.h>
 
 static char dir[512]; /* per test, removed afterwards */
 static char spdir[600]; /* dir/spool */
@@ -940,7 +941,41 @@ static int other_side(void)
 {
 	struct spool *sp;
 
-	return spool_open(&sp, spdir, SPOOL_READER) == PB_EPERM ? 0 : 1;
+	if (spool_open(&sp, spdir, SPOOL_READER) != PB_EPERM)
+		return 1;
+	/* An operator outside the group is told what the layout wants. */
+	if (spool_open(&sp, spdir, SPOOL_INSPECT) != PB_EPERM)
+		return 2;
+	if (!strstr(err_msg(), "uid 64003") || !strstr(err_msg(), "lacks") ||
+	    !strstr(err_msg(), "gid 64999") || !strstr(err_msg(), "2770")) {
+		fprintf(stderr, "other: %s\n", err_msg());
+		return 3;
+	}
+	return 0;
+}
+
+/* Before the daemon: subdirectories are the spool owner's to make. */
+static int milter_before_daemon(void)
+{
+	struct spool *sp;
+
+	if (spool_open(&sp, spdir, SPOOL_WRITER) != PB_EPERM)
+		return 1;
+	if (!strstr(err_msg(), "/tmp is missing") ||
+	    !strstr(err_msg(), "uid 64002") || !strstr(err_msg(), "2770"))
+		return 2;
+	return 0;
+}
+
+static int daemon_open(void)
+{
+	struct spool *sp;
+
+	umask(077);
+	if (spool_open(&sp, spdir, SPOOL_READER))
+		return 1;
+	spool_free(sp);
+	return 0;
 }
 
 static void test_shared_group(void **state)
@@ -953,16 +988,21 @@ static void test_shared_group(void **state)
 		skip();
 	}
 	assert_int_equal(chmod(dir, 0755), 0);
-	/* What the admin does: install -d -g GROUP -m 2770 DIR. */
+	/* What the admin does: install -d -o DAEMON -g GROUP -m 2770 DIR. */
 	assert_int_equal(mkdir(spdir, 0700), 0);
-	assert_int_equal(chown(spdir, 0, SPOOL_GID), 0);
+	assert_int_equal(chown(spdir, DAEMON_UID, SPOOL_GID), 0);
 	assert_int_equal(chmod(spdir, 02770), 0);
-	/* The milter starts first and makes the subdirectories. */
-	assert_int_equal(as_user(MILTER_UID, SPOOL_GID, milter_side), 0);
+	/* The milter cannot make the subdirectories: they would be its. */
+	assert_int_equal(as_user(MILTER_UID, SPOOL_GID, milter_before_daemon),
+			 0);
+	/* The daemon makes them (as tmpfiles.d does at boot). */
+	assert_int_equal(as_user(DAEMON_UID, SPOOL_GID, daemon_open), 0);
 	snprintf(path, sizeof(path), "%s/cur", spdir);
 	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_uid, DAEMON_UID);
 	assert_int_equal(st.st_gid, SPOOL_GID);
 	assert_int_equal(st.st_mode & 07777, 02770);
+	assert_int_equal(as_user(MILTER_UID, SPOOL_GID, milter_side), 0);
 	assert_int_equal(entries("new", ""), 2);
 	assert_int_equal(as_user(DAEMON_UID, SPOOL_GID, daemon_side), 0);
 	assert_int_equal(entries("done", ""), 0); /* pruned */
@@ -1327,6 +1367,171 @@ static void test_walk_errors(void **state)
 	assert_int_equal(as_user(65534, 65534, inspect_unreadable), 0);
 }
 
+/* Plain text in dir/name, and what a path holds. */
+static void put_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void assert_text(const char *path, const char *text)
+{
+	char got[256] = "";
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	assert_non_null(f);
+	n = fread(got, 1, sizeof(got) - 1, f);
+	got[n] = '\0';
+	fclose(f);
+	assert_string_equal(got, text);
+}
+
+/*
+ * dead/ is writable by the milter's group.  The daemon wrote a dead
+ * letter's reason through a temporary of a predictable name
+ * (".tmp.NAME.reason.<pid>.<seq>", O_CREAT | O_TRUNC, following links):
+ * links planted at those names made it overwrite its own state
+ * database.  Links at every such name, and at the reason's own name,
+ * are now neither followed nor removed, and the reason is a file.
+ */
+static void test_dead_planted_links(void **state)
+{
+	struct spool *sp = open_rw();
+	struct buf reason = BUF_INIT(4096);
+	char name[SPOOL_NAME_MAX + 1], victim[700], link[1000];
+	struct stat st;
+	int seq;
+
+	(void)state;
+	snprintf(victim, sizeof(victim), "%s/state.db", dir);
+	put_text(victim, "SQLite format 3");
+	assert_int_equal(spool_put(NULL, 0, sp, &plain_meta, "x", 1), 0);
+	assert_int_equal(spool_claim_next(name, sizeof(name), sp), 0);
+	for (seq = 0; seq < 256; seq++) {
+		snprintf(link, sizeof(link), "%s/dead/.tmp.%s.reason.%ld.%d",
+			 spdir, name, (long)getpid(), seq);
+		assert_int_equal(symlink(victim, link), 0);
+	}
+	snprintf(link, sizeof(link), "%s/dead/%s.reason", spdir, name);
+	assert_int_equal(symlink(victim, link), 0);
+
+	assert_int_equal(spool_dead(sp, name, "the forge said 400"), 0);
+	assert_text(victim, "SQLite format 3");
+	assert_int_equal(lstat(link, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(spool_dead_reason(&reason, sp, name), 0);
+	assert_non_null(strstr(reason.data, "Reason: the forge said 400\n"));
+	/* The planted links are still there, the record and its reason. */
+	assert_int_equal(entries("dead", ".tmp."), 256);
+	assert_int_equal(entries("dead", ""), 256 + 2);
+	buf_release(&reason);
+	spool_free(sp);
+}
+
+/*
+ * A spool directory replaced by a symbolic link (the spool's top is
+ * writable by the milter's group): the daemon's start-up clean-up of
+ * stale temporary files then removed files elsewhere, a "gitlab-token"
+ * among them.  Every spool directory must now be a real directory with
+ * the spool's owner and no write access for others, or the spool does
+ * not open, with a message naming what is expected.
+ */
+static void test_symlinked_area(void **state)
+{
+	char etc[700], token[800], tmp[700], moved[700];
+	struct spool *sp = NULL;
+	struct utimbuf old;
+	int rc;
+
+	(void)state;
+	spool_free(open_rw());
+	snprintf(etc, sizeof(etc), "%s/etc", dir);
+	assert_int_equal(mkdir(etc, 0750), 0);
+	snprintf(token, sizeof(token), "%s/gitlab-token", etc);
+	put_text(token, "glpat-secret\n");
+	old.actime = old.modtime = time(NULL) - 2 * 3600;
+	assert_int_equal(utime(token, &old), 0);
+	snprintf(tmp, sizeof(tmp), "%s/tmp", spdir);
+	snprintf(moved, sizeof(moved), "%s/tmp.away", spdir);
+	assert_int_equal(rename(tmp, moved), 0);
+	assert_int_equal(symlink(etc, tmp), 0);
+
+	rc = spool_open(&sp, spdir, SPOOL_READER);
+	if (rc == 0) /* what the daemon did next */
+		spool_recover(NULL, NULL, sp, SPOOL_TMP_STALE_DEFAULT,
+			      time(NULL));
+	assert_text(token, "glpat-secret\n");
+	assert_int_equal(rc, PB_EPERM);
+	assert_null(sp);
+	assert_non_null(strstr(err_msg(), "/tmp is a symbolic link"));
+	assert_non_null(strstr(err_msg(), "mode 2770"));
+	/* Nor does the milter write through it. */
+	assert_int_equal(spool_open(&sp, spdir, SPOOL_WRITER), PB_EPERM);
+	assert_int_equal(spool_open(&sp, spdir, SPOOL_INSPECT), PB_EPERM);
+	assert_int_equal(unlink(tmp), 0);
+	assert_int_equal(rename(moved, tmp), 0);
+	spool_free(open_rw());
+
+	/* The spool directory itself as a link. */
+	snprintf(moved, sizeof(moved), "%s/spool.link", dir);
+	assert_int_equal(symlink(spdir, moved), 0);
+	assert_int_equal(spool_open(&sp, moved, SPOOL_READER), PB_EPERM);
+	assert_non_null(strstr(err_msg(), "symbolic link"));
+}
+
+/*
+ * The owner and mode of each spool directory, checked before anything
+ * is cleaned up: another owner than the spool's, another group, or
+ * write access for others is refused with the expected owner and mode.
+ */
+static void test_area_owner_mode(void **state)
+{
+	char path[700];
+	struct spool *sp = NULL;
+	struct stat st;
+
+	(void)state;
+	spool_free(open_rw());
+	assert_int_equal(stat(spdir, &st), 0);
+
+	snprintf(path, sizeof(path), "%s/dead", spdir);
+	assert_int_equal(chmod(path, 02777), 0);
+	assert_int_equal(spool_open(&sp, spdir, SPOOL_READER), PB_EPERM);
+	assert_non_null(strstr(err_msg(), "/dead"));
+	assert_non_null(strstr(err_msg(), "writable by others"));
+	assert_non_null(strstr(err_msg(), "mode 2770"));
+	assert_int_equal(chmod(path, 02770), 0);
+	assert_int_equal(chmod(spdir, 01777), 0);
+	assert_int_equal(spool_open(&sp, spdir, SPOOL_READER), PB_EPERM);
+	assert_int_equal(chmod(spdir, 02770), 0);
+
+	if (geteuid() != 0) {
+		print_message("not root: owners not changed, skipped\n");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/tmp", spdir);
+	assert_int_equal(chown(path, 64001, st.st_gid), 0);
+	assert_int_equal(spool_open(&sp, spdir, SPOOL_READER), PB_EPERM);
+	assert_non_null(strstr(err_msg(), "/tmp"));
+	assert_non_null(strstr(err_msg(), "uid 64001"));
+	assert_non_null(strstr(err_msg(), "expected"));
+	assert_int_equal(chown(path, st.st_uid, 64999), 0);
+	assert_int_equal(spool_open(&sp, spdir, SPOOL_READER), PB_EPERM);
+	assert_non_null(strstr(err_msg(), "gid 64999"));
+	assert_int_equal(chown(path, st.st_uid, st.st_gid), 0);
+	/* The daemon's spool is its own. */
+	assert_int_equal(chown(spdir, 64002, st.st_gid), 0);
+	assert_int_equal(spool_open(&sp, spdir, SPOOL_READER), PB_EPERM);
+	assert_non_null(strstr(err_msg(), "uid 64002"));
+	assert_int_equal(chown(spdir, st.st_uid, st.st_gid), 0);
+	sp = open_rw();
+	spool_free(sp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1353,6 +1558,12 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_kill9, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inspect, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dead_planted_links, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_symlinked_area, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_area_owner_mode, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_walk_errors, setup,
 						teardown),
 	};

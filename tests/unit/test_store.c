@@ -238,6 +238,45 @@ static void test_open_errors(void **state)
 	assert_null(st);
 }
 
+/*
+ * The daemon's state directory holds what it trusts most (the thread
+ * map, the journals, the mail archive): a directory others may write
+ * (even a sticky one: an attacker could create the database's -wal file
+ * first) or a database that is a link is refused.  The milter, which
+ * only reads, is not held to this.
+ */
+static void test_open_unsafe_dir(void **state)
+{
+	char sub[700], path[800], victim[800];
+	struct store *st = NULL;
+
+	(void)state;
+	if (storebed_pg())
+		skip(); /* SQLite's files */
+	snprintf(sub, sizeof(sub), "%s/shared", dir);
+	assert_int_equal(mkdir(sub, 0777), 0);
+	assert_int_equal(chmod(sub, 01777), 0);
+	snprintf(path, sizeof(path), "%s/state.db", sub);
+	assert_int_equal(store_open(&st, path, STORE_RW, 0), PB_EPERM);
+	assert_null(st);
+	assert_non_null(strstr(err_msg(), "state directory"));
+	assert_non_null(strstr(err_msg(), "writable by"));
+	assert_non_null(strstr(err_msg(), "2750"));
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(chmod(sub, 0770), 0);
+	assert_int_equal(store_open(&st, path, STORE_RW, 0), PB_EPERM);
+	assert_int_equal(chmod(sub, 02750), 0);
+
+	/* The database itself as a link. */
+	snprintf(victim, sizeof(victim), "%s/victim.db", dir);
+	store_free(open_rw(victim));
+	assert_int_equal(symlink(victim, path), 0);
+	assert_int_equal(store_open(&st, path, STORE_RW, 0), PB_EPERM);
+	assert_non_null(strstr(err_msg(), "symbolic link"));
+	assert_int_equal(unlink(path), 0);
+	store_free(open_rw(path));
+}
+
 static void test_refuse_newer_schema(void **state)
 {
 	const char *path = db_path("newer");
@@ -1669,6 +1708,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_migrate_reopen),
 		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_open_unsafe_dir),
 		cmocka_unit_test(test_refuse_newer_schema),
 		cmocka_unit_test(test_read_only_store),
 		cmocka_unit_test(test_mail_roundtrip),

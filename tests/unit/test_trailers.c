@@ -199,6 +199,286 @@ static void test_embedded_nul(void **state)
 	trailer_list_release(&l);
 }
 
+/* How many trailers text[] gives as a reply's own text. */
+static size_t scan_count(const char *text, struct trailer_list *l)
+{
+	trailer_list_init(l);
+	assert_int_equal(trailers_scan(l, text, strlen(text), 0), 0);
+	return l->nr;
+}
+
+/*
+ * A trailer is a line of its own, as git interpret-trailers and b4 read
+ * it.  A tag inside a sentence that negates it, holds it back, makes it
+ * wait for a condition or quotes it as an example is no trailer.
+ */
+static void test_negated_sentences(void **state)
+{
+	static const char *const no[] = {
+		"I am withholding my Acked-by: Rita Reviewer "
+		"<rita@example.org> until that is fixed",
+		"You do not have my Acked-by: Rita Reviewer <rita@example.org>",
+		"This is not ready, Acked-by: Rita Reviewer <rita@example.org> "
+		"will have to wait",
+		"I won't give my Reviewed-by: Rita Reviewer <rita@example.org>",
+		"Without a test I cannot add my Tested-by: Rita Reviewer "
+		"<rita@example.org>",
+		"With that fixed, you can have my Acked-by: Rita Reviewer "
+		"<rita@example.org>",
+		"If you split the patch, my Reviewed-by: Rita Reviewer "
+		"<rita@example.org>",
+		"Once v3 is out, Acked-by: Rita Reviewer <rita@example.org>",
+		"I'd rather hold my Acked-by: Rita Reviewer <rita@example.org> "
+		"for now",
+		"Nobody should read this as my Acked-by: Rita Reviewer "
+		"<rita@example.org>",
+		"Before I give my Acked-by: Rita Reviewer <rita@example.org>",
+		"Withdrawn: Acked-by: Rita Reviewer <rita@example.org>",
+		"My Acked-by: Rita Reviewer <rita@example.org> is withdrawn.",
+		"No Reviewed-by: Rita Reviewer <rita@example.org> from me yet.",
+		"Please add a line like Reviewed-by: Foo Bar <foo@bar.com>",
+		"please add a line like `Reviewed-by: Jim Smith "
+		"<jim@corp.example>`",
+		NULL,
+	};
+	/* plain statements are read, flagged as inside a sentence */
+	static const char *const yes[] = {
+		"Series is Acked-by: Rita Reviewer <rita@example.org>",
+		"This patch is Acked-by: Rita Reviewer <rita@example.org>",
+		"LGTM, Reviewed-by: Rita Reviewer <rita@example.org>",
+		"Feel free to add my Acked-by: Rita Reviewer "
+		"<rita@example.org>.",
+		NULL,
+	};
+	const char *const *p;
+	struct trailer_list l;
+
+	for (p = no; *p; p++) {
+		print_message("no: %s\n", *p);
+		trailer_list_init(&l);
+		assert_int_equal(trailers_parse_line(&l, *p, strlen(*p)), 0);
+		trailer_list_release(&l);
+		assert_int_equal(scan_count(*p, &l), 0);
+		trailer_list_release(&l);
+	}
+	for (p = yes; *p; p++) {
+		print_message("yes: %s\n", *p);
+		trailer_list_init(&l);
+		assert_int_equal(trailers_parse_line(&l, *p, strlen(*p)), 1);
+		assert_string_equal(l.v[0].email, "rita@example.org");
+		assert_true(l.v[0].flags & TRAILER_F_IN_SENTENCE);
+		trailer_list_release(&l);
+	}
+	/* the same tag on a line of its own is a trailer */
+	p = yes;
+	trailer_list_init(&l);
+	assert_int_equal(trailers_parse_line(&l,
+					     "Acked-by: Rita Reviewer "
+					     "<rita@example.org>",
+					     42),
+			 1);
+	assert_false(l.v[0].flags & TRAILER_F_IN_SENTENCE);
+	trailer_list_release(&l);
+}
+
+/*
+ * The NAK family by its suffix (lore: "Hard-nacked-by", "Double-Nacked-
+ * by", "Extra-hard-Nacked-by", "Release-Nacked-by"), never a tag that
+ * says the opposite ("Not-Nacked-by", "Not-Acked-by", "Un-acked-by").
+ */
+static void test_nak_family(void **state)
+{
+	static const char *const naks[] = {
+		"NAKed-by: Al Viro <viro@zeniv.example>",
+		"NACKed-by: Al Viro <viro@zeniv.example>",
+		"Naked-by: Douglas Anderson <dianders@chromium.example>",
+		"Strongly-Nacked-by: Al Viro <viro@zeniv.example>",
+		"Hard-nacked-by: Steven Rostedt <rostedt@goodmis.example>",
+		"Double-Nacked-by: Christoph Hellwig <hch@lst.example>",
+		"Extra-hard-Nacked-by: Christoph Hellwig <hch@lst.example>",
+		"Release-Nacked-by: Ian Jackson <iwj@xenproject.example>",
+		"Self-NAKed-by: Ian Jackson <iwj@xenproject.example>",
+		NULL,
+	};
+	static const char *const none[] = {
+		"Not-Nacked-by: Hugh Dickins <hughd@google.example>",
+		"Not-nacked-by: Hugh Dickins <hughd@google.example>",
+		"Not-Acked-By: Christoph Hellwig <hch@lst.example>",
+		"Not-Reviewed-by: Jeff Layton <jlayton@kernel.example>",
+		"Un-acked-by: Jeff Layton <jlayton@kernel.example>",
+		"Unacked-by: Jeff Layton <jlayton@kernel.example>",
+		"Non-nacked-by: Jeff Layton <jlayton@kernel.example>",
+		"Formerly-Nacked-by: Jeff Layton <jlayton@kernel.example>",
+		NULL,
+	};
+	const char *const *p;
+	struct trailer_list l;
+
+	for (p = naks; *p; p++) {
+		print_message("nak: %s\n", *p);
+		trailer_list_init(&l);
+		assert_int_equal(trailers_parse_line(&l, *p, strlen(*p)), 1);
+		assert_string_equal(l.v[0].type, "Nacked-by");
+		assert_true(trailer_is_nak(l.v[0].type));
+		trailer_list_release(&l);
+	}
+	for (p = none; *p; p++) {
+		print_message("none: %s\n", *p);
+		trailer_list_init(&l);
+		assert_int_equal(trailers_parse_line(&l, *p, strlen(*p)), 0);
+		trailer_list_release(&l);
+	}
+}
+
+/*
+ * Addresses in the forms mail clients make: Outlook's HTML-to-text
+ * "a@b<mailto:a@b>" (real: amd-gfx, intel-wired-lan), its "[mailto:]",
+ * entities left by webmail, two different addresses (none is taken), an
+ * informal tag without any.
+ */
+static void test_address_forms(void **state)
+{
+	static const struct want forms[] = {
+		{ "Reviewed-by: Hawking Zhang <Hawking.Zhang@amd.example"
+		  "<mailto:Hawking.Zhang@amd.example>>",
+		  "Reviewed-by", "Hawking Zhang", "Hawking.Zhang@amd.example",
+		  0 },
+		{ "Tested-by: Saritha Sanigani <sarithax.sanigani@intel.example"
+		  "<mailto:sarithax.sanigani@intel.example>> (A Contingent "
+		  "Worker at Intel)",
+		  "Tested-by", "Saritha Sanigani",
+		  "sarithax.sanigani@intel.example", 0 },
+		{ "Reviewed-by: Jane Doe <jane@example.org "
+		  "<mailto:JANE@example.org>>",
+		  "Reviewed-by", "Jane Doe", "jane@example.org", 0 },
+		{ "Reviewed-by: Jane Doe [mailto:jane@example.org]",
+		  "Reviewed-by", "Jane Doe", "jane@example.org", 0 },
+		{ "Reviewed-by: Jane Doe <mailto:jane@example.org>",
+		  "Reviewed-by", "Jane Doe", "jane@example.org", 0 },
+		{ "Reviewed-by: jane@example.org<mailto:jane@example.org>",
+		  "Reviewed-by", "", "jane@example.org", 0 },
+		{ "Acked-by: Jane Doe &lt;jane@example.org&gt;", "Acked-by",
+		  "Jane Doe", "jane@example.org", 0 },
+		/* two different addresses: which one is meant? none */
+		{ "Reviewed-by: Jane Doe <jane@example.org"
+		  "<mailto:mallory@evil.example>>",
+		  "Reviewed-by", "Jane Doe", NULL, 0 },
+		/* informal, no address at all */
+		{ "Reviewed by : Jane Doe", "Reviewed-by", "Jane Doe", NULL,
+		  1 },
+		{ "Reviewed by: Jane Doe", "Reviewed-by", "Jane Doe", NULL, 1 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		const struct want *w = &forms[i];
+		struct trailer_list l;
+
+		print_message("%s\n", w->line);
+		trailer_list_init(&l);
+		assert_int_equal(
+			trailers_parse_line(&l, w->line, strlen(w->line)), 1);
+		assert_string_equal(l.v[0].type, w->type);
+		assert_string_equal(l.v[0].name, w->name);
+		if (w->email) {
+			assert_string_equal(l.v[0].email, w->email);
+		} else {
+			assert_null(l.v[0].email);
+			assert_true(l.v[0].flags & TRAILER_F_NO_EMAIL);
+		}
+		trailer_list_release(&l);
+	}
+}
+
+/* A trailer the mailer wrapped before its address (Thunderbird without
+ * format=flowed, Gmail's 78 columns): the next line completes it. */
+static void test_wrapped(void **state)
+{
+	struct trailer_list l;
+
+	assert_int_equal(scan_count("Reviewed-by: AngeloGioacchino Del Regno\n"
+				    "<angelogioacchino.delregno@collabora."
+				    "example>\n",
+				    &l),
+			 1);
+	assert_string_equal(l.v[0].name, "AngeloGioacchino Del Regno");
+	assert_string_equal(l.v[0].email,
+			    "angelogioacchino.delregno@collabora.example");
+	trailer_list_release(&l);
+
+	assert_int_equal(scan_count("Tested-by: Jane Doe\n"
+				    "  jane@example.org<mailto:jane@example."
+				    "org>\n"
+				    "Acked-by: Jim Smith <jim@example.org>\n",
+				    &l),
+			 2);
+	assert_string_equal(l.v[0].email, "jane@example.org");
+	assert_string_equal(l.v[1].email, "jim@example.org");
+	trailer_list_release(&l);
+
+	/* a trailer that has its address takes no second one */
+	assert_int_equal(scan_count("Acked-by: Jim Smith <jim@example.org>\n"
+				    "<jane@example.org>\n",
+				    &l),
+			 1);
+	assert_string_equal(l.v[0].email, "jim@example.org");
+	trailer_list_release(&l);
+	assert_true(trailers_line_continues("Reviewed-by: Jane Doe", 21,
+					    "<jane@example.org>", 18));
+	assert_false(trailers_line_continues("Thanks, Jane", 12,
+					     "<jane@example.org>", 18));
+}
+
+/*
+ * Example trailers are not trailers given by the sender: under a line
+ * that introduces an example, or with the name and address of one.  The
+ * test robot's "kindly add following tag" and "Feel free to add:" give
+ * real ones.
+ */
+static void test_examples(void **state)
+{
+	static const char *const none[] = {
+		"Please add a line like:\n\n  Reviewed-by: Jim Smith "
+		"<jim@corp.example>\n",
+		"Reviewers add it in the form:\nReviewed-by: Jim Smith "
+		"<jim@corp.example>\nAcked-by: Jim Smith <jim@corp.example>\n",
+		"Something like this:\n\nAcked-by: Jim Smith <jim@corp.example>\n",
+		"Acked-by: Your Name <you@example.com>\n",
+		"Tested-by: Random J Developer <random@developer.example.org>\n",
+		"Reviewed-by: Foo Bar <foo@bar.com>\n",
+		"Reviewed-by: YOUR NAME <your@email.addr>\n",
+		NULL,
+	};
+	const char *const *p;
+	struct trailer_list l;
+
+	for (p = none; *p; p++) {
+		print_message("none: %s\n", *p);
+		assert_int_equal(scan_count(*p, &l), 0);
+		trailer_list_release(&l);
+	}
+	assert_int_equal(
+		scan_count("If you fix the issue, kindly add following "
+			   "tag as appropriate\n"
+			   "Reported-by: kernel test robot "
+			   "<lkp@intel.example>\n",
+			   &l),
+		1);
+	trailer_list_release(&l);
+	assert_int_equal(
+		scan_count("Feel free to add:\n"
+			   "Reviewed-by: Jim Smith <jim@corp.example>\n",
+			   &l),
+		1);
+	trailer_list_release(&l);
+	assert_int_equal(
+		scan_count("For example, the cast is not needed.\n\n"
+			   "Reviewed-by: Jim Smith <jim@corp.example>\n",
+			   &l),
+		1);
+	trailer_list_release(&l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -207,6 +487,11 @@ int main(void)
 		cmocka_unit_test(test_scan_scope_and_paragraphs),
 		cmocka_unit_test(test_canonical),
 		cmocka_unit_test(test_embedded_nul),
+		cmocka_unit_test(test_negated_sentences),
+		cmocka_unit_test(test_nak_family),
+		cmocka_unit_test(test_address_forms),
+		cmocka_unit_test(test_wrapped),
+		cmocka_unit_test(test_examples),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
