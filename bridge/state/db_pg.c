@@ -147,7 +147,8 @@ static int fail_res(struct pdb *c, PGresult *res)
 		code = PB_ETEMP;
 		one_line(line, sizeof(line), PQerrorMessage(c->conn));
 		if (!line[0])
-			snprintf(line, sizeof(line), "no answer from the server");
+			snprintf(line, sizeof(line),
+				 "no answer from the server");
 	}
 	if (c->in_tx)
 		c->tx_failed = 1;
@@ -238,8 +239,8 @@ static int ensure_connected(struct pdb *c)
 	if (PQstatus(c->conn) == CONNECTION_OK) {
 		/* Reads what the server sent while we were idle: a
 		 * terminated session's error and end of file. */
-		if (PQconsumeInput(c->conn) && PQstatus(c->conn) ==
-							CONNECTION_OK)
+		if (PQconsumeInput(c->conn) &&
+		    PQstatus(c->conn) == CONNECTION_OK)
 			return 0;
 	}
 	PQreset(c->conn);
@@ -504,8 +505,8 @@ static int64_t p_column_int(struct db_stmt *s, int i)
 	default:
 		break;
 	}
-	log_error("postgresql: column %d of %s is not an integer (type %u)",
-		  i, s->name, (unsigned)PQftype(s->res, i));
+	log_error("postgresql: column %d of %s is not an integer (type %u)", i,
+		  s->name, (unsigned)PQftype(s->res, i));
 	return 0;
 }
 
@@ -556,8 +557,8 @@ static int p_begin(struct db *db, enum db_tx kind)
 	c->tx_failed = 0;
 	/* One migrator at a time, over every host; held until the end. */
 	if (kind == DB_TX_MIGRATE)
-		rc = command(c, "SELECT pg_advisory_xact_lock(" MIGRATE_LOCK
-				")");
+		rc = command(c,
+			     "SELECT pg_advisory_xact_lock(" MIGRATE_LOCK ")");
 	return rc;
 }
 
@@ -677,8 +678,7 @@ static char *conn_name(PGconn *conn)
 		port = "";
 	sock = *host == '/';
 	return xasprintf("postgresql://%s%s%s%s%s/%s", sock ? "[" : "", host,
-			 sock ? "]" : "", *port ? ":" : "", port,
-			 db ? db : "");
+			 sock ? "]" : "", *port ? ":" : "", port, db ? db : "");
 }
 
 int db_pg_open(struct db **out, char **name, const char *conninfo,

@@ -11,7 +11,7 @@
 enum store_backend storeconf_backend(const struct config *cfg)
 {
 	return config_enum(cfg, CFG_STATE_BACKEND) ==
-				       CONFIG_BACKEND_POSTGRESQL ?
+			       CONFIG_BACKEND_POSTGRESQL ?
 		       STORE_BACKEND_POSTGRESQL :
 		       STORE_BACKEND_SQLITE;
 }
@@ -44,16 +44,14 @@ static int opts_from(struct store_opts *o, struct buf *conninfo,
 		o->target = config_str(cfg, CFG_STATE_PATH);
 		return 0;
 	}
-	rc = secret_read(conninfo, config_str(cfg, CFG_STATE_CONNINFO_FILE),
-			 0);
+	rc = secret_read(conninfo, config_str(cfg, CFG_STATE_CONNINFO_FILE), 0);
 	if (rc)
 		return err_prefix(rc, "[state] conninfo_file");
 	o->target = conninfo->data;
 	return 0;
 }
 
-int storeconf_open(struct store **out, const struct config *cfg,
-		   unsigned flags)
+int storeconf_open(struct store **out, const struct config *cfg, unsigned flags)
 {
 	struct buf conninfo = BUF_INIT(SECRET_MAX + 1);
 	struct store_opts o;

@@ -26,7 +26,7 @@ int main(int argc, char **argv)
 	}
 	memset(&o, 0, sizeof(o));
 	o.backend = !strcmp(argv[1], "postgresql") ? STORE_BACKEND_POSTGRESQL :
-						      STORE_BACKEND_SQLITE;
+						     STORE_BACKEND_SQLITE;
 	o.target = argv[2];
 	o.flags = STORE_RW;
 	o.busy_timeout_ms = 5000;

@@ -108,9 +108,10 @@ const char *storebed_fresh(const char *name)
 	if (!have_db) {
 		/* 42P04: another test program made it meanwhile */
 		snprintf(out, sizeof(ring[0]), "%s dbname=postgres", base);
-		pg_run_ok(out,
-			  "SELECT 1 FROM pg_database WHERE datname = 'pb_tests'",
-			  NULL);
+		pg_run_ok(
+			out,
+			"SELECT 1 FROM pg_database WHERE datname = 'pb_tests'",
+			NULL);
 		pg_run_ok(out, "CREATE DATABASE pb_tests", "42P04");
 		have_db = 1;
 	}
@@ -143,8 +144,8 @@ const char *storebed_missing(void)
 	return out;
 }
 
-int storebed_open_host(struct store **out, const char *target,
-		       unsigned flags, const char *host, int64_t lease)
+int storebed_open_host(struct store **out, const char *target, unsigned flags,
+		       const char *host, int64_t lease)
 {
 	struct store_opts o;
 

@@ -37,8 +37,8 @@ const char *storebed_missing(void);
  * name; lease 0: the default. */
 int storebed_open(struct store **out, const char *target, unsigned flags,
 		  int busy_ms);
-int storebed_open_host(struct store **out, const char *target,
-		       unsigned flags, const char *host, int64_t lease);
+int storebed_open_host(struct store **out, const char *target, unsigned flags,
+		       const char *host, int64_t lease);
 
 /* Run sql on the database itself (the SQLite or the PostgreSQL text). */
 void storebed_exec(const char *target, const char *sqlite_sql,

@@ -265,31 +265,33 @@ static void test_takeover_after_lease(void **state)
 	assert_int_equal(spool(a, "t1@x", 0), 0);
 	assert_int_equal(spool(b, "t1@x", 0), PB_EEXISTS);
 	/* mx1's own reply: not mx2's to take while it is fresh. */
-	assert_int_equal(store_inbound_claim(&row, b, time(NULL)), PB_ENOTFOUND);
+	assert_int_equal(store_inbound_claim(&row, b, time(NULL)),
+			 PB_ENOTFOUND);
 	assert_int_equal(store_inbound_claim(&row, a, time(NULL)), 0);
 	assert_string_equal(row.message_id, "t1@x");
 	assert_string_equal(row.claimed_by, "mx1");
 	assert_string_equal(row.spooled_by, "mx1");
 	assert_true(row.lease_until >= time(NULL) + LEASE - 1);
-	assert_int_equal(store_action_begin(&act, a, "t1@x", 0, "comment", "m0"),
-			 0);
+	assert_int_equal(
+		store_action_begin(&act, a, "t1@x", 0, "comment", "m0"), 0);
 	assert_string_equal(act.host, "mx1");
 	store_free(a); /* mx1 dies mid-action */
 
-	assert_int_equal(store_inbound_claim(&row, b, time(NULL)), PB_ENOTFOUND);
+	assert_int_equal(store_inbound_claim(&row, b, time(NULL)),
+			 PB_ENOTFOUND);
 	sleep_s(LEASE + 1);
 	assert_int_equal(store_inbound_claim(&row, b, time(NULL)), 0);
 	assert_string_equal(row.message_id, "t1@x");
 	assert_string_equal(row.claimed_by, "mx2");
 	assert_int_equal(row.attempts, 2);
 	/* The record travelled with the row: mx2 can apply it. */
-	assert_int_equal(store_inbound_spool_record(&kept, &len, b, "t1@x"),
-			 0);
+	assert_int_equal(store_inbound_spool_record(&kept, &len, b, "t1@x"), 0);
 	assert_int_equal(len, strlen("PB-Spool: 1\n"));
 	assert_string_equal(kept, "PB-Spool: 1\n");
 	free(kept);
 	/* The action mx1 began may have landed: look for its marker. */
-	assert_int_equal(store_action_begin(&act, b, "t1@x", 0, "comment", "m0"),
+	assert_int_equal(store_action_begin(&act, b, "t1@x", 0, "comment",
+					    "m0"),
 			 PB_EEXISTS);
 	assert_int_equal(act.state, STORE_ACTION_INTENT);
 	assert_string_equal(act.host, "mx2");
@@ -299,7 +301,8 @@ static void test_takeover_after_lease(void **state)
 	assert_int_equal(store_inbound_recover(&n, a), 0);
 	assert_int_equal(n, 0);
 	/* ... and a late write of the old attempt is refused. */
-	assert_int_equal(store_action_begin(&act, a, "t1@x", 1, "comment", "m1"),
+	assert_int_equal(store_action_begin(&act, a, "t1@x", 1, "comment",
+					    "m1"),
 			 PB_ETEMP);
 	assert_non_null(strstr(err_msg(), "mx2"));
 	assert_int_equal(store_inbound_finish(a, "t1@x", STORE_INBOUND_APPLIED,
@@ -331,8 +334,7 @@ static void test_takeover_after_lease(void **state)
 					     "forge down"),
 			 0);
 	/* A retried mail keeps its record for the next attempt. */
-	assert_int_equal(store_inbound_spool_record(&kept, &len, a, "t2@x"),
-			 0);
+	assert_int_equal(store_inbound_spool_record(&kept, &len, a, "t2@x"), 0);
 	free(kept);
 
 	store_inbound_release(&row);
@@ -510,8 +512,8 @@ static int starter_child(const char *target, const char *name, int gate)
 	if (read(gate, &c, 1) != 0)
 		return 1;
 	for (i = 0; i < STARTS; i++) {
-		snprintf(head, sizeof(head), "%s%04d", name[2] == '1' ? "a" : "b",
-			 i);
+		snprintf(head, sizeof(head), "%s%04d",
+			 name[2] == '1' ? "a" : "b", i);
 		rc = start_rev(st, head, &n);
 		if (rc) {
 			fprintf(stderr, "%s: %s\n", name, err_msg());
