@@ -323,17 +323,10 @@ static void p_reset(struct db_stmt *s)
 	memset(s->p, 0, sizeof(s->p));
 }
 
+/* The server's copy goes with the session: names are never reused. */
 static void p_finalize(struct db_stmt *s)
 {
-	char sql[48];
-
 	p_reset(s);
-	/* The session's copy goes with the session otherwise. */
-	if (s->prepared == s->c->generation && !s->c->in_tx &&
-	    PQstatus(s->c->conn) == CONNECTION_OK) {
-		snprintf(sql, sizeof(sql), "DEALLOCATE %s", s->name);
-		PQclear(PQexec(s->c->conn, sql));
-	}
 	free(s->sql);
 	free(s);
 }

@@ -244,17 +244,9 @@ static int s_begin(struct db *db, enum db_tx kind)
 /* fsync the directory holding path, so a new file's name is durable. */
 static int sync_dir_of(const char *path)
 {
-	const char *slash = strrchr(path, '/');
-	char *dir;
-	int rc;
+	char *dir = path_dir(path);
+	int rc = dir_fsync(dir);
 
-	if (!slash)
-		dir = xstrdup(".");
-	else if (slash == path)
-		dir = xstrdup("/");
-	else
-		dir = xstrndup(path, (size_t)(slash - path));
-	rc = dir_fsync(dir);
 	free(dir);
 	return rc;
 }
