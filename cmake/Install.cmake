@@ -12,8 +12,9 @@
 # (CONFIG_DEFAULT_PATH): it does not follow a --prefix given to
 # cmake --install, only the one given at configure time.  State, spool
 # and socket directories belong to the service setup (sysusers.d,
-# tmpfiles.d, StateDirectory=, RuntimeDirectory=), not to the install, so
-# the "uninstall" target, which removes what install_manifest.txt lists,
+# tmpfiles.d, StateDirectory=), not to the install, so the "uninstall"
+# target, which removes what install_manifest.txt lists and the
+# directories the install made (install_dirs.txt) once they are empty,
 # leaves them alone.
 
 # /usr and /usr/local keep their configuration in /etc (FHS); any other
@@ -51,7 +52,11 @@ install(FILES contrib/postfix/README.md contrib/postfix/main.cf.fragment
 set(PB_BINDIR ${CMAKE_INSTALL_FULL_BINDIR})
 set(PB_SBINDIR ${CMAKE_INSTALL_FULL_SBINDIR})
 set(PB_CONFIG_DIR ${PB_SYSCONFDIR}/patchbridge)
-foreach(f patchbridge.service patchbridge-milter.service)
+# sysusers.d and tmpfiles.d name the directories they are installed in.
+set(PB_SYSUSERS_DIR ${CMAKE_INSTALL_PREFIX}/lib/sysusers.d)
+set(PB_TMPFILES_DIR ${CMAKE_INSTALL_PREFIX}/lib/tmpfiles.d)
+foreach(f patchbridge.service patchbridge-milter.service
+          patchbridge.sysusers patchbridge.tmpfiles)
   configure_file(contrib/systemd/${f}.in contrib/systemd/${f} @ONLY)
 endforeach()
 install(FILES contrib/systemd/README.md
@@ -60,14 +65,30 @@ if(PB_INSTALL_SYSTEMD)
   install(FILES ${CMAKE_BINARY_DIR}/contrib/systemd/patchbridge.service
                 ${CMAKE_BINARY_DIR}/contrib/systemd/patchbridge-milter.service
           DESTINATION lib/systemd/system)
-  install(FILES contrib/systemd/patchbridge.sysusers
+  install(FILES ${CMAKE_BINARY_DIR}/contrib/systemd/patchbridge.sysusers
           DESTINATION lib/sysusers.d RENAME patchbridge.conf)
-  install(FILES contrib/systemd/patchbridge.tmpfiles
+  install(FILES ${CMAKE_BINARY_DIR}/contrib/systemd/patchbridge.tmpfiles
           DESTINATION lib/tmpfiles.d RENAME patchbridge.conf)
 endif()
+
+# The directories the install writes to; the first install rule
+# (InstallDirs.cmake.in, included from the top-level CMakeLists.txt)
+# notes which of them, and of their parents, it makes.
+set(PB_INSTALL_DIRS
+  ${CMAKE_INSTALL_BINDIR} ${CMAKE_INSTALL_SBINDIR}
+  ${CMAKE_INSTALL_MANDIR}/man5 ${CMAKE_INSTALL_MANDIR}/man8
+  ${CMAKE_INSTALL_DATADIR}/patchbridge/templates
+  ${CMAKE_INSTALL_DOCDIR}/postfix ${CMAKE_INSTALL_DOCDIR}/systemd
+  ${PB_SYSCONFDIR}/patchbridge)
+if(PB_INSTALL_SYSTEMD)
+  list(APPEND PB_INSTALL_DIRS lib/systemd/system lib/sysusers.d
+       lib/tmpfiles.d)
+endif()
+configure_file(cmake/InstallDirs.cmake.in install_dirs.cmake @ONLY)
 
 add_custom_target(uninstall
   COMMAND ${CMAKE_COMMAND}
           -DMANIFEST=${CMAKE_BINARY_DIR}/install_manifest.txt
+          -DDIRS=${CMAKE_BINARY_DIR}/install_dirs.txt
           -P ${PROJECT_SOURCE_DIR}/cmake/Uninstall.cmake
   COMMENT "Removing the files listed in install_manifest.txt")

@@ -1,8 +1,12 @@
-# [DESTDIR=stage] cmake -DMANIFEST=install_manifest.txt -P Uninstall.cmake
+# [DESTDIR=stage] cmake -DMANIFEST=install_manifest.txt \
+#                       [-DDIRS=install_dirs.txt] -P Uninstall.cmake
 # Removes exactly the files the last `cmake --install` wrote (the manifest
-# lists them without DESTDIR: give the same DESTDIR again), then the directories of ours that this left
-# empty (a path component named patchbridge*).  State, spool, socket and a
-# real patchbridge.conf were never installed, so they stay.
+# lists them without DESTDIR: give the same DESTDIR again), then the
+# directories that this leaves empty and that the install made (DIRS,
+# noted by its first rule, cmake/InstallDirs.cmake.in) or that are ours
+# (a path component named patchbridge*).  A directory that was there
+# before stays, empty or not.  State, spool, socket and a real
+# patchbridge.conf were never installed, so they stay.
 if(NOT EXISTS "${MANIFEST}")
   message(FATAL_ERROR "${MANIFEST} not found: nothing was installed "
                       "from this build directory")
@@ -24,6 +28,18 @@ foreach(f IN LISTS files)
     get_filename_component(d "${d}" DIRECTORY)
   endwhile()
 endforeach()
+if(DIRS AND EXISTS "${DIRS}")
+  file(STRINGS "${DIRS}" made)
+  list(POP_FRONT made for)
+  if(for STREQUAL "destdir=$ENV{DESTDIR}")
+    foreach(d IN LISTS made)
+      list(APPEND dirs "$ENV{DESTDIR}${d}")
+    endforeach()
+  else()
+    message(WARNING "${DIRS} was written by an install with another "
+                    "DESTDIR (${for}): its directories are left alone")
+  endif()
+endif()
 list(REMOVE_DUPLICATES dirs)
 # Deepest first.
 list(SORT dirs ORDER DESCENDING)
@@ -35,3 +51,6 @@ foreach(d IN LISTS dirs)
   endif()
 endforeach()
 file(REMOVE "${MANIFEST}")
+if(DIRS)
+  file(REMOVE "${DIRS}")
+endif()

@@ -44,6 +44,7 @@
  * log level are read only at start.
  */
 #include "core/config.h"
+#include "core/preflight.h"
 #include "core/version.h"
 #include "mail/mail.h"
 #include "milter/glue.h"
@@ -83,7 +84,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: " PROG " [-c FILE] [-f] [-p SOCKET] [-P PIDFILE] "
 		"[-m UMASK]\n"
-		"       " PROG " [-c FILE] --check\n"
+		"       " PROG " [-c FILE] [--postfix-config DIR] --check\n"
 		"       " PROG " [-c FILE] [--sender ADDR] [--queue-id ID] "
 		"--test FILE.eml...\n"
 		"\n"
@@ -110,7 +111,15 @@ static void usage(FILE *f)
 		"the group)\n"
 		"      --check         load the configuration, open the thread "
 		"map and the\n"
-		"                      spool as the milter would, then exit\n"
+		"                      spool as the milter would, check the "
+		"files it names,\n"
+		"                      the spool's owners and modes, the "
+		"socket's directory\n"
+		"                      and what Postfix connects to, then "
+		"exit\n"
+		"      --postfix-config DIR  the Postfix whose settings --check "
+		"reads (default:\n"
+		"                      postconf's, or $MAIL_CONFIG)\n"
 		"      --test FILE...  run the callbacks on mail files without "
 		"an MTA: classify,\n"
 		"                      parse, spool, print the header that "
@@ -183,18 +192,35 @@ static const char *socket_path(const char *spec)
 	return NULL;
 }
 
-static int run_check(const char *path, const char *sockspec)
+/* A preflight problem's exit code. */
+static int preflight_exit_code(int rc)
 {
+	switch (rc) {
+	case PB_ENOTFOUND:
+		return EX_NOINPUT;
+	case PB_EPERM:
+		return EX_NOPERM;
+	default:
+		return EX_CONFIG;
+	}
+}
+
+static int run_check(const char *path, const char *sockspec,
+		     const char *postfix_dir, mode_t sock_umask)
+{
+	struct preflight pf;
 	struct mconf *c;
 	struct store *st = NULL;
+	const struct config *cfg;
 	const char *spec;
-	int rc;
+	size_t i;
+	int rc, ex = EX_OK;
 
 	rc = load(&c, path);
 	if (rc)
 		return load_exit_code(rc);
-	spec = sockspec ? sockspec :
-			  config_str(mconf_view(c)->cfg, CFG_MILTER_SOCKET);
+	cfg = mconf_view(c)->cfg;
+	spec = sockspec ? sockspec : config_str(cfg, CFG_MILTER_SOCKET);
 	if (!socket_ok(spec)) {
 		/* the file's socket was checked when it loaded: -p's */
 		log_error("bad milter socket %s", spec);
@@ -210,9 +236,23 @@ static int run_check(const char *path, const char *sockspec)
 		return rc == PB_EPERM ? EX_NOPERM : EX_UNAVAILABLE;
 	}
 	mconf_store_put(c, st, 0);
+	/* What is around the configuration (preflight.h). */
+	preflight_init(&pf);
+	preflight_files(&pf, cfg, PREFLIGHT_MILTER);
+	preflight_spool(&pf, cfg, PREFLIGHT_MILTER);
+	preflight_socket(&pf, cfg, spec, postfix_dir, PREFLIGHT_MILTER,
+			 sock_umask);
+	strlist_for_each (&pf.warnings, i)
+		log_warn("%s", pf.warnings.items[i]);
+	strlist_for_each (&pf.problems, i)
+		log_error("%s", pf.problems.items[i]);
+	if (pf.problems.nr)
+		ex = preflight_exit_code(pf.code);
+	preflight_release(&pf);
 	mconf_unref(c);
-	printf("%s: ok\n", path);
-	return EX_OK;
+	if (!ex)
+		printf("%s: ok\n", path);
+	return ex;
 }
 
 static void on_signal(int sig)
@@ -330,7 +370,16 @@ static int serve_forever(const char *path, const char *spec, int foreground,
 	mconf_unref(c);
 	rc = glue_open(spec, timeout_s, sock_umask);
 	if (rc) {
+		struct preflight pf;
+		size_t i;
+
 		log_error("%s", err_msg());
+		/* Why: the directory, its owner and mode, the fix. */
+		preflight_init(&pf);
+		preflight_socket_dir(&pf, spec);
+		strlist_for_each (&pf.problems, i)
+			log_error("%s", pf.problems.items[i]);
+		preflight_release(&pf);
 		return rc == PB_EINVAL ? EX_CONFIG : EX_UNAVAILABLE;
 	}
 	if (!foreground && daemon(0, 0) < 0) {
@@ -410,7 +459,13 @@ static int serve_forever(const char *path, const char *spec, int foreground,
 
 int main(int argc, char **argv)
 {
-	enum { OPT_CHECK = 256, OPT_TEST, OPT_SENDER, OPT_QUEUE_ID };
+	enum {
+		OPT_CHECK = 256,
+		OPT_TEST,
+		OPT_SENDER,
+		OPT_QUEUE_ID,
+		OPT_POSTFIX_CONFIG,
+	};
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
@@ -421,12 +476,14 @@ int main(int argc, char **argv)
 		{ "test", no_argument, NULL, OPT_TEST },
 		{ "sender", required_argument, NULL, OPT_SENDER },
 		{ "queue-id", required_argument, NULL, OPT_QUEUE_ID },
+		{ "postfix-config", required_argument, NULL,
+		  OPT_POSTFIX_CONFIG },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = NULL, *sockspec = NULL, *pidfile = NULL;
-	const char *sender = NULL, *queue_id = NULL;
+	const char *sender = NULL, *queue_id = NULL, *postfix_dir = NULL;
 	char abspath[PATH_MAX], libv[32];
 	int foreground = 0, check = 0, test = 0, opt, rc, ex;
 	mode_t sock_umask = SOCK_UMASK_DEFAULT;
@@ -471,6 +528,9 @@ int main(int argc, char **argv)
 		case OPT_QUEUE_ID:
 			queue_id = optarg;
 			break;
+		case OPT_POSTFIX_CONFIG:
+			postfix_dir = optarg;
+			break;
 		case 'V':
 			glue_version(libv, sizeof(libv));
 			printf(PROG " %s (libmilter %s)\n", pb_version(), libv);
@@ -499,7 +559,7 @@ int main(int argc, char **argv)
 	log_open(PROG, foreground || check || test ? LOG_SINK_STDERR :
 						     LOG_SINK_SYSLOG);
 	if (check)
-		return run_check(path, sockspec);
+		return run_check(path, sockspec, postfix_dir, sock_umask);
 
 	/* GMime is set up once, before any thread starts (mail.h). */
 	if (mail_init()) {

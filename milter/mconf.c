@@ -1,5 +1,6 @@
 #include "milter/mconf.h"
 
+#include "core/preflight.h"
 #include "util/err.h"
 #include "util/limits.h"
 #include "util/log.h"
@@ -7,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,8 +38,24 @@ int mconf_new(struct mconf **out, struct strlist *errs, const char *path)
 	rc = config_load(&c->cfg, errs, path);
 	if (rc)
 		goto fail;
+	/* Never make state as the wrong user (preflight.h): before the
+	 * spool makes anything. */
+	rc = preflight_root(c->cfg);
+	if (rc)
+		goto fail;
 	rc = spool_open(&c->spool, config_str(c->cfg, CFG_SPOOL_DIR),
 			SPOOL_WRITER);
+	if (rc == PB_EPERM) {
+		/* Which owners and modes, and what the layout wants. */
+		struct buf why = BUF_INIT(PB_LOGLINE_MAX);
+		char first[PB_ERRMSG_MAX];
+
+		snprintf(first, sizeof(first), "%s", err_msg());
+		preflight_explain(&why, config_str(c->cfg, CFG_SPOOL_DIR));
+		log_error("%s", first);
+		err_set(PB_EPERM, "%s", why.data);
+		buf_release(&why);
+	}
 	if (rc)
 		goto fail;
 	c->view.cfg = c->cfg;

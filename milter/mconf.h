@@ -24,7 +24,10 @@
  * by the caller; mconf_install() takes that reference over.
  * Thread safety: everything here may be called from any thread.
  * Errors: mconf_new() returns the codes of config_load() (messages in
- * errs) and of spool_open() (PB_EPERM, PB_ETEMP ... with err_msg()).
+ * errs), PB_EPERM when preflight_root() refuses to run as root, and
+ * the codes of spool_open() (PB_EPERM, PB_ETEMP ... with err_msg(); for
+ * PB_EPERM the spool's message is logged and err_msg() says which
+ * owners and modes the directories have and the layout wants).
  */
 #ifndef PB_MILTER_MCONF_H
 #define PB_MILTER_MCONF_H

@@ -291,7 +291,7 @@ static void bridge(struct session_outcome *out, struct session *s,
 		   const struct classify_result *res)
 {
 	const struct mconf_view *v = mconf_view(s->conf);
-	struct review_options ropts = { v->authserv_id };
+	struct review_options ropts = { .trusted_authserv_id = v->authserv_id };
 	struct review *r = NULL;
 	struct spool_meta meta;
 	struct buf hdr = BUF_INIT(SESSION_HEADER_MAX - 1);

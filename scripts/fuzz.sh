@@ -13,7 +13,7 @@ echo "== fuzz: configure and build (clang)"
 cmake -S "$top" -B "$bdir" -DCMAKE_C_COMPILER=clang -DPB_WERROR=ON \
 	-DCMAKE_BUILD_TYPE=Debug >"$bdir.cmake.log" 2>&1 ||
 	{ cat "$bdir.cmake.log"; exit 1; }
-targets="fuzz_owners fuzz_mail fuzz_reply fuzz_trailers"
+targets="fuzz_owners fuzz_mail fuzz_reply fuzz_trailers fuzz_header"
 # shellcheck disable=SC2086
 cmake --build "$bdir" -j "$(nproc)" --target $targets
 
@@ -22,6 +22,7 @@ seeds_for() {
 	case $1 in
 	fuzz_owners) echo "$d/owners" ;;
 	fuzz_mail) echo "$d/corpus/replies $d/parse $d/parse/mail" ;;
+	fuzz_header) echo "$top/tests/fuzz/header-seeds" ;;
 	*) echo "$d/corpus/replies" ;;
 	esac
 }
@@ -32,8 +33,10 @@ for t in $targets; do
 	findings=$bdir/findings/$t
 	mkdir -p "$work" "$findings"
 	echo "== fuzz: $t for ${secs}s"
-	# shellcheck disable=SC2046
-	if ! "$bdir/tests/fuzz/$t" -max_total_time="$secs" -max_len=65536 \
+	dict=
+	[ -f "$top/tests/fuzz/$t.dict" ] && dict=-dict=$top/tests/fuzz/$t.dict
+	# shellcheck disable=SC2046,SC2086
+	if ! "$bdir/tests/fuzz/$t" $dict -max_total_time="$secs" -max_len=65536 \
 		-timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
 		-artifact_prefix="$findings/" "$work" $(seeds_for "$t") \
 		>"$bdir/$t.log" 2>&1; then

@@ -1,8 +1,10 @@
 #!/bin/sh
 # Install the Debian 12 packages that patchbridge's build, tests and demo
-# need.  Idempotent: packages already present are left alone, and the
-# package lists are refreshed at most once per run (only when something
-# is missing).  Must run as root.
+# need (what the programs need at run time is in README.md,
+# "Installing").  Idempotent: packages already present are left alone,
+# and the package lists are refreshed at most once per run (only when
+# something is missing).  An existing Postfix configuration is never
+# touched.  Must run as root.
 set -eu
 
 PKGS="
@@ -40,9 +42,19 @@ echo "install-deps: installing:$missing"
 export DEBIAN_FRONTEND=noninteractive
 # Debian's postfix package asks debconf questions; answer them so the
 # install never blocks, and never start the system instance (the tests
-# run their own private Postfix).
-echo "postfix postfix/main_mailer_type select No configuration" |
-	debconf-set-selections
+# run their own private Postfix).  Only on a machine without a Postfix
+# configuration: a list server's own main.cf (or its debconf answers,
+# which a later upgrade of postfix reads again) is not ours to change.
+# (PB_POSTFIX_MAIN_CF: another main.cf to look for, for
+# tests/cli/install_deps.sh.)
+case " $missing " in
+*" postfix "*)
+	if [ ! -e "${PB_POSTFIX_MAIN_CF:-/etc/postfix/main.cf}" ]; then
+		echo "postfix postfix/main_mailer_type select No configuration" |
+			debconf-set-selections
+	fi
+	;;
+esac
 apt-get update -qq
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing >/dev/null

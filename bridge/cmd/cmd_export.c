@@ -478,6 +478,8 @@ int cmd_export(const char *config_path, int argc, char **argv)
 		rc = store_archive_missing(&missing, st, project, iid);
 	if (rc) {
 		fprintf(stderr, "patchbridge export: %s\n", err_msg());
+		env_perm_hint(rc, "patchbridge export",
+			      config_str(cfg, CFG_STATE_PATH));
 		rc = env_exit_code(rc);
 		goto out;
 	}

@@ -6,10 +6,18 @@
 #include "util/err.h"
 #include "util/fileio.h"
 #include "util/limits.h"
+#include "util/strlist.h"
+#include "util/xalloc.h"
 
+#include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sysexits.h>
+
+/* Mails read for --thread, at most. */
+#define PARSE_THREAD_MAX 1000
 
 const char cmd_parse_synopsis[] = "[OPTION] FILE";
 const char cmd_parse_summary[] = "one mail as JSON: what the inbound side "
@@ -24,6 +32,10 @@ const char cmd_parse_help[] =
 	"  --patch PARENT.eml   the patch mail the reply answers: inline\n"
 	"                       comments are placed on its diff, so trimmed\n"
 	"                       quotes still land on the right line\n"
+	"  --thread PATH        other mails of the thread (a file, or a\n"
+	"                       directory of *.eml; repeatable): numbered\n"
+	"                       patches that answer FILE make it the cover\n"
+	"                       letter even without 0/N in its subject\n"
 	"\n"
 	"Offline there is no thread map and no trusted authserv-id: target\n"
 	"is null and auth.verified is false.\n";
@@ -46,6 +58,61 @@ static int read_mail(struct buf *out, const char *path)
 	return rc == PB_ELIMIT ? EX_DATAERR : EX_NOINPUT;
 }
 
+/* Where thread mails place themselves: their threading headers and the
+ * counter of their subjects (review.h struct review_thread_mail). */
+struct thread {
+	struct review_thread_mail *v;
+	size_t nr, alloc;
+	struct strlist ids; /* owns the strings v points into */
+};
+
+static void thread_add_file(struct thread *t, const char *path)
+{
+	struct buf raw = BUF_INIT(PB_MAIL_MAX_DEFAULT);
+
+	if (t->nr < PARSE_THREAD_MAX && !file_read(&raw, path)) {
+		ALLOC_GROW(t->v, t->nr + 1, t->alloc);
+		if (!review_thread_mail_read(&t->v[t->nr], &t->ids, raw.data,
+					     raw.len))
+			t->nr++;
+	}
+	buf_release(&raw);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A file, or the *.eml files of a directory (in name order). */
+static void thread_add(struct thread *t, const char *path)
+{
+	struct strlist names = STRLIST_INIT;
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	size_t i;
+
+	if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
+		thread_add_file(t, path);
+		return;
+	}
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((de = readdir(d)) && names.nr < PARSE_THREAD_MAX) {
+		size_t n = strlen(de->d_name);
+
+		if (n > 4 && !strcmp(de->d_name + n - 4, ".eml"))
+			strlist_pushf(&names, "%s/%s", path, de->d_name);
+	}
+	closedir(d);
+	qsort(names.items, names.nr, sizeof(*names.items), by_name);
+	for (i = 0; i < names.nr; i++)
+		thread_add_file(t, names.items[i]);
+	strlist_release(&names);
+}
+
 int cmd_parse(int argc, char **argv)
 {
 	const char *file = NULL, *patch = NULL;
@@ -54,26 +121,41 @@ int cmd_parse(int argc, char **argv)
 	struct buf json = BUF_INIT(REVIEW_JSON_MAX);
 	struct diff *parent = NULL;
 	struct review *r = NULL;
+	struct review_options ro;
+	struct thread thread = { NULL, 0, 0, STRLIST_INIT };
+	struct strlist thread_paths = STRLIST_INIT;
+	size_t k;
 	int i, rc, ex = EX_OK;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--patch")) {
+	for (i = 1; i < argc && !ex; i++) {
+		if (!strcmp(argv[i], "--thread")) {
 			if (i + 1 == argc)
-				return usage_error("a file name must follow ",
-						   argv[i]);
-			patch = argv[++i];
+				ex = usage_error("a path must follow ",
+						 argv[i]);
+			else
+				strlist_push(&thread_paths, argv[++i]);
+		} else if (!strncmp(argv[i], "--thread=", 9)) {
+			strlist_push(&thread_paths, argv[i] + 9);
+		} else if (!strcmp(argv[i], "--patch")) {
+			if (i + 1 == argc)
+				ex = usage_error("a file name must follow ",
+						 argv[i]);
+			else
+				patch = argv[++i];
 		} else if (!strncmp(argv[i], "--patch=", 8)) {
 			patch = argv[i] + 8;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
-			return usage_error("unknown option: ", argv[i]);
+			ex = usage_error("unknown option: ", argv[i]);
 		} else if (file) {
-			return usage_error("more than one mail: ", argv[i]);
+			ex = usage_error("more than one mail: ", argv[i]);
 		} else {
 			file = argv[i];
 		}
 	}
-	if (!file)
-		return usage_error("no mail given", "");
+	if (!ex && !file)
+		ex = usage_error("no mail given", "");
+	if (ex)
+		goto out;
 
 	mail_init();
 	ex = read_mail(&raw, file);
@@ -91,7 +173,12 @@ int cmd_parse(int argc, char **argv)
 			goto out;
 		}
 	}
-	rc = review_parse(&r, raw.data, raw.len, parent, NULL);
+	for (k = 0; k < thread_paths.nr; k++)
+		thread_add(&thread, thread_paths.items[k]);
+	memset(&ro, 0, sizeof(ro));
+	ro.thread = thread.v;
+	ro.nr_thread = thread.nr;
+	rc = review_parse(&r, raw.data, raw.len, parent, &ro);
 	if (rc) {
 		fprintf(stderr, "patchbridge parse: %s: %s\n", file, err_msg());
 		ex = EX_DATAERR;
@@ -108,6 +195,9 @@ int cmd_parse(int argc, char **argv)
 out:
 	review_free(r);
 	diff_free(parent);
+	free(thread.v);
+	strlist_release(&thread.ids);
+	strlist_release(&thread_paths);
 	buf_release(&raw);
 	buf_release(&praw);
 	buf_release(&json);

@@ -191,35 +191,6 @@ out:
 	return ex;
 }
 
-static const char *opt(const char *s)
-{
-	return s && *s ? s : NULL;
-}
-
-/* The forge client from [forge], as the daemon builds it (env.c). */
-static int open_forge(struct forge **out, struct buf *token,
-		      const struct config *cfg)
-{
-	struct forge_gitlab_opts o;
-	int rc;
-
-	rc = secret_read(token, config_str(cfg, CFG_FORGE_TOKEN_FILE), 0);
-	if (rc)
-		return err_prefix(rc, "[forge] token_file");
-	memset(&o, 0, sizeof(o));
-	o.base_url = config_str(cfg, CFG_FORGE_URL);
-	o.token = token->data;
-	o.ca_file = opt(config_str(cfg, CFG_FORGE_CA_FILE));
-	o.connect_timeout_ms =
-		(long)config_duration_ms(cfg, CFG_FORGE_CONNECT_TIMEOUT);
-	o.timeout_ms = (long)config_duration_ms(cfg, CFG_FORGE_TIMEOUT);
-	o.max_retries = (int)config_int(cfg, CFG_FORGE_MAX_RETRIES);
-	o.retry_base_ms = config_duration_ms(cfg, CFG_FORGE_RETRY_BASE);
-	o.retry_max_ms = config_duration_ms(cfg, CFG_FORGE_RETRY_MAX);
-	o.body_max = config_size(cfg, CFG_FORGE_MAX_RESPONSE_SIZE);
-	return forge_gitlab_new(out, &o);
-}
-
 /* Drain the spool and apply what is due; returns an exit status. */
 static int apply_now(struct replay *rp, int retry_now)
 {
@@ -230,7 +201,7 @@ static int apply_now(struct replay *rp, int retry_now)
 	struct inbound_stats s;
 	int rc, ex = EX_OK;
 
-	rc = open_forge(&forge, &token, rp->cfg);
+	rc = env_forge_open(&forge, &token, rp->cfg, NULL);
 	if (rc) {
 		fprintf(stderr, "patchbridge replay: %s\n", err_msg());
 		ex = env_exit_code(rc);

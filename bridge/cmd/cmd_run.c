@@ -5,7 +5,9 @@
  * (detect.h), takes merge requests off the work queue (workq.h) and mails
  * their new revisions (outbound.h), and delivers queued mails whose retry
  * is due.  The webhook receiver, when enabled, runs in libmicrohttpd's
- * threads and only puts MRs on the queue, which wakes the main thread.
+ * threads and only puts MRs on the queue, which wakes the main thread: a
+ * push or an opened MR on the work queue, a comment (Note Hook) on the
+ * comments queue, whose MRs' comments are mailed at once.
  *
  * Signals: SIGTERM and SIGINT stop the daemon after the mail being handed
  * to the MTA or the list reply being applied to the forge (what is left
@@ -108,6 +110,9 @@ struct daemon {
 	struct detect *detect;
 	struct webhook *wh;
 	struct workq *q;
+	/* MRs a Note Hook named: their comments are mailed in the next
+	 * cycle (the webhook's threads push, the main thread pops). */
+	struct workq *notes_q;
 	struct retry *retries;
 	size_t nr_retries, alloc_retries;
 	int64_t next_poll;
@@ -136,10 +141,24 @@ static void apply_log_level(const struct config *cfg)
 /* Called from the receiver's threads: enqueue only. */
 static int on_event(const struct webhook_event *ev, void *arg)
 {
-	struct workq *q = arg;
+	struct daemon *d = arg;
+	struct workq *q = d->q;
 	char reason[WORKQ_REASON_MAX + 1];
 	int rc;
 
+	/* A comment: GitLab says this MR has a new note, which the listing
+	 * may not show (ThrottledTouch leaves updated_at as it was for a
+	 * minute).  Internal notes come as "Confidential Note Hook", which
+	 * the receiver ignores. */
+	if (ev->kind == WEBHOOK_NOTE) {
+		rc = workq_push(d->notes_q, ev->project, ev->iid, 0,
+				"webhook note");
+		if (rc == PB_EEXISTS)
+			rc = 0;
+		if (!rc)
+			workq_wake(q);
+		return rc;
+	}
 	if (ev->kind != WEBHOOK_MR)
 		return 0;
 	if (!ev->code_changed && ev->action != WEBHOOK_ACTION_OPEN &&
@@ -152,7 +171,7 @@ static int on_event(const struct webhook_event *ev, void *arg)
 }
 
 static int webhook_start(struct webhook **out, const struct config *cfg,
-			 struct workq *q)
+			 struct daemon *d)
 {
 	struct buf secret = BUF_INIT(WEBHOOK_SECRET_MAX + 1);
 	struct webhook_opts o;
@@ -170,7 +189,7 @@ static int webhook_start(struct webhook **out, const struct config *cfg,
 	o.secret = secret.data;
 	o.max_request_size = config_size(cfg, CFG_WEBHOOK_MAX_REQUEST_SIZE);
 	o.on_event = on_event;
-	o.arg = q;
+	o.arg = d;
 	rc = webhook_new(out, &o);
 	secret_wipe(&secret);
 	if (rc)
@@ -364,11 +383,26 @@ static void deliver_due(struct daemon *d)
 static void forge_comments(struct daemon *d)
 {
 	struct forgemail *fm = NULL;
+	struct workq_item it;
 	size_t queued = 0;
 
 	if (forgemail_new(&fm, d->env.cfg, d->env.store, d->env.forge))
 		return;
 	forgemail_set_outbound(fm, d->env.ob);
+	/* The MRs a Note Hook named first: their comments right away. */
+	while (!stop_flag && !workq_pop(&it, d->notes_q)) {
+		const struct config_project *proj;
+
+		if (config_project_get(&proj, d->env.cfg, it.project) ||
+		    !config_project_bool(proj, CFG_PROJECT_ENABLED) ||
+		    !config_project_bool(proj, CFG_OUTBOUND_FORGE_COMMENTS))
+			continue;
+		if (forgemail_mr(fm, it.project, it.iid, &queued))
+			log_warn("forge comments of %s!%lld (%s): %s; the next "
+				 "poll reads them",
+				 it.project, (long long)it.iid, it.reason,
+				 err_msg());
+	}
 	if (forgemail_poll(fm, &queued))
 		log_warn("forge comments: %s", err_msg());
 	if (queued)
@@ -421,7 +455,8 @@ static void wait_for_work(struct daemon *d)
 	for (i = 0; i < d->nr_retries; i++)
 		if (d->retries[i].due < until)
 			until = d->retries[i].due;
-	if (workq_len(d->q) || stop_flag || reload_flag)
+	if (workq_len(d->q) || workq_len(d->notes_q) || stop_flag ||
+	    reload_flag)
 		return;
 	ms = until <= t ?
 		     0 :
@@ -459,12 +494,12 @@ static void reload(struct daemon *d)
 	/* The new receiver may want the old one's port: stop that first. */
 	webhook_free(d->wh);
 	d->wh = NULL;
-	if (!d->once && webhook_start(&wh, ne.cfg, d->q)) {
+	if (!d->once && webhook_start(&wh, ne.cfg, d)) {
 		log_error("reload refused: %s; keeping the configuration in "
 			  "force",
 			  err_msg());
 		env_close(&ne);
-		if (!d->once && webhook_start(&d->wh, d->env.cfg, d->q))
+		if (!d->once && webhook_start(&d->wh, d->env.cfg, d))
 			log_error("webhook: cannot restart: %s", err_msg());
 		return;
 	}
@@ -577,7 +612,7 @@ int cmd_run(const char *config_path, int argc, char **argv)
 		config_free(cfg);
 		return EX_TEMPFAIL;
 	}
-	if (workq_new(&d.q, 0)) {
+	if (workq_new(&d.q, 0) || workq_new(&d.notes_q, 0)) {
 		fprintf(stderr, "patchbridge run: %s\n", err_msg());
 		rc = EX_OSERR;
 		goto out_cfg;
@@ -597,7 +632,7 @@ int cmd_run(const char *config_path, int argc, char **argv)
 	 * terminal), stop it, and start it for good in the child.
 	 */
 	if (!d.once) {
-		rc = webhook_start(&d.wh, d.env.cfg, d.q);
+		rc = webhook_start(&d.wh, d.env.cfg, &d);
 		if (rc) {
 			fprintf(stderr, "patchbridge run: %s\n", err_msg());
 			rc = rc == PB_EINVAL ? EX_CONFIG : EX_UNAVAILABLE;
@@ -612,7 +647,7 @@ int cmd_run(const char *config_path, int argc, char **argv)
 				rc = EX_OSERR;
 				goto out;
 			}
-			if (webhook_start(&d.wh, d.env.cfg, d.q)) {
+			if (webhook_start(&d.wh, d.env.cfg, &d)) {
 				log_error("%s", err_msg());
 				rc = EX_UNAVAILABLE;
 				goto out;
@@ -663,6 +698,7 @@ out_cfg:
 	signal(SIGHUP, SIG_DFL);
 	signal_queue = NULL;
 	workq_free(d.q);
+	workq_free(d.notes_q);
 	config_free(cfg);
 	if (lock_fd >= 0)
 		close(lock_fd);

@@ -9,6 +9,7 @@
 #include "core/config.h"
 #include "inbound/inbound.h"
 #include "outbound/detect.h"
+#include "outbound/forgemail.h"
 #include "state/spool.h"
 #include "state/store.h"
 #include "state/storeconf.h"
@@ -16,6 +17,7 @@
 #include "util/err.h"
 #include "util/limits.h"
 #include "util/printable.h"
+#include "util/scan.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>
@@ -42,8 +44,10 @@ const char cmd_status_help[] =
 	"in new/ and cur/ that cannot be read or are corrupt, and the dead\n"
 	"letters the daemon could not even read, with their reasons) and\n"
 	"the inbound totals, with the replies no configured project\n"
-	"claims.  `patchbridge why MESSAGE-ID` tells the whole story of one\n"
-	"mail.\n"
+	"claims.  Forge comments kept on the forge as internal are counted\n"
+	"per project, and a forge problem only an operator can fix (a token\n"
+	"that cannot act as the reviewers) is shown first.\n"
+	"`patchbridge why MESSAGE-ID` tells the whole story of one mail.\n"
 	"Reads the state database (in one snapshot) and the spool only;\n"
 	"safe next to a running daemon.\n";
 
@@ -65,6 +69,53 @@ static void show_cursor(struct store *st, const char *prefix,
 		       printable_copy(p, sizeof(p), v.data, v.len));
 	else if (!strcmp(prefix, DETECT_TIME_PREFIX))
 		printf("  %s: never\n", label);
+	buf_release(&v);
+}
+
+/* Forge comments kept on the forge (internal): "COUNT IID:NOTE". */
+static void show_kept(struct store *st, const char *project)
+{
+	char name[STORE_CURSOR_NAME_MAX + 1];
+	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	uint64_t count, iid, note;
+	struct scan sc;
+
+	snprintf(name, sizeof(name), "%s%s", FORGEMAIL_KEPT_PREFIX, project);
+	if (store_cursor_get(&v, st, name) || !v.len)
+		goto out;
+	scan_init(&sc, v.data, v.len);
+	if (scan_u64(&sc, INT64_MAX, &count) && scan_char(&sc, ' ') &&
+	    scan_u64(&sc, INT64_MAX, &iid) && scan_char(&sc, ':') &&
+	    scan_u64(&sc, INT64_MAX, &note))
+		printf("  forge comments kept on the forge as internal: %llu "
+		       "(the last: !%llu note %llu)\n",
+		       (unsigned long long)count, (unsigned long long)iid,
+		       (unsigned long long)note);
+out:
+	buf_release(&v);
+}
+
+/* A forge problem only an operator can fix ("EPOCH TEXT"). */
+static void show_forge_problem(struct store *st)
+{
+	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	char t[64], text[STORE_CURSOR_VALUE_MAX];
+	uint64_t at = 0;
+	size_t n;
+
+	if (!store_cursor_get(&v, st, STORE_CURSOR_FORGE_PROBLEM) && v.len) {
+		n = strcspn(v.data, " ");
+		if (!mem_to_u64(v.data, n, INT64_MAX, &at))
+			at = 0;
+		env_time(t, sizeof(t), (int64_t)at);
+		printf("forge: needs the operator (since %s): %s; approvals by "
+		       "mail wait for it (patchbridge check-config --forge "
+		       "tells what the token may do)\n",
+		       t,
+		       printable_copy(text, sizeof(text),
+				      v.data + n + (v.data[n] ? 1 : 0),
+				      strlen(v.data + n + (v.data[n] ? 1 : 0))));
+	}
 	buf_release(&v);
 }
 
@@ -484,6 +535,8 @@ int cmd_status(const char *config_path, int argc, char **argv)
 		snapshot = 1;
 	if (rc) {
 		fprintf(stderr, "patchbridge status: %s\n", err_msg());
+		env_perm_hint(rc, "patchbridge status",
+			      config_str(cfg, CFG_STATE_PATH));
 		rc = env_exit_code(rc);
 		goto out;
 	}
@@ -502,6 +555,8 @@ int cmd_status(const char *config_path, int argc, char **argv)
 				 " (the milter and the daemon create it)" :
 				 "");
 	rc = rows_load(&rows, st);
+	if (!rc)
+		show_forge_problem(st);
 	for (i = 0; !rc && i < config_project_count(cfg); i++) {
 		const struct config_project *p = config_project_at(cfg, i);
 		const char *name = config_project_name(p);
@@ -522,13 +577,15 @@ int cmd_status(const char *config_path, int argc, char **argv)
 			       d.per[i][0] + d.per[i][1], d.per[i][0],
 			       d.per[i][1]);
 		show_project_inbound(&rows, name, cfg);
+		show_kept(st, name);
 	}
 	if (!rc)
 		rc = show_queue(st, NULL, cfg, &failed);
 	/* The spool as a whole, and its dead letters without a reply row. */
-	if (!rc && spool_rc)
+	if (!rc && spool_rc) {
 		printf("spool %s: cannot be read: %s\n", dir, spool_err);
-	else if (!rc)
+		env_perm_hint(spool_rc, "patchbridge status", dir);
+	} else if (!rc)
 		rc = show_spool_totals(&d, dir);
 	/* The inbound side: totals, and replies no project claims. */
 	if (!rc)

@@ -73,6 +73,7 @@ struct why {
 	struct store_inbound row;
 	int total; /* M of the revision the row names; 0: unknown */
 	struct store_action_list acts;
+	struct strlist verdicts; /* per trailer, as applied (schema 5) */
 	/* The thread map, for mail the bridge sent, and its queue row. */
 	int have_sent;
 	struct store_mail sent;
@@ -100,6 +101,7 @@ static void why_init(struct why *w, const struct config *cfg)
 	store_mail_init(&w->sent);
 	store_outmail_init(&w->queued);
 	strlist_init(&w->reasons);
+	strlist_init(&w->verdicts);
 	spool_record_init(&w->rec);
 }
 
@@ -111,6 +113,7 @@ static void why_release(struct why *w)
 	store_outmail_release(&w->queued);
 	spool_entry_list_release(&w->recs);
 	strlist_release(&w->reasons);
+	strlist_release(&w->verdicts);
 	spool_record_release(&w->rec);
 	review_free(w->review);
 }
@@ -218,6 +221,8 @@ static int gather_store(struct why *w)
 	w->have_row = !rc;
 	if (!rc || rc == PB_ENOTFOUND)
 		rc = store_action_list(&w->acts, st, w->id);
+	if (!rc && w->have_row)
+		rc = store_verdicts_get(&w->verdicts, st, w->id);
 	if (rc == PB_ENOTFOUND)
 		rc = 0;
 	if (!rc && w->have_row && w->row.project) {
@@ -253,6 +258,7 @@ out:
 /* Parse the mail of w->rec, for its sender, trailers and authentication. */
 static void parse_mail(struct why *w)
 {
+	const struct config_project *proj;
 	struct review_options ro;
 	int rc;
 
@@ -261,6 +267,13 @@ static void parse_mail(struct why *w)
 		config_str(w->cfg, CFG_MILTER_TRUSTED_AUTHSERV_ID);
 	if (!ro.trusted_authserv_id[0])
 		ro.trusted_authserv_id = NULL;
+	if (w->have_rec && w->rec.project[0] &&
+	    !config_project_get(&proj, w->cfg, w->rec.project)) {
+		ro.list_authserv_id =
+			config_project_str(proj, CFG_INBOUND_LIST_AUTHSERV_ID);
+		ro.list_address =
+			config_project_str(proj, CFG_BRIDGE_LIST_ADDRESS);
+	}
 	if (mail_init()) {
 		snprintf(w->parse_err, sizeof(w->parse_err), "%s", err_msg());
 		return;
@@ -641,14 +654,24 @@ static void tell_actions(const struct why *w)
 	}
 }
 
+/* What the journal says became of trailer i, or NULL (applied before
+ * verdicts were kept, or not applied yet). */
+static const char *verdict_of(const struct why *w, size_t i)
+{
+	if (i >= w->verdicts.nr || !strcmp(w->verdicts.items[i], "-"))
+		return NULL;
+	return w->verdicts.items[i];
+}
+
 static void tell_trailers(const struct why *w)
 {
 	const struct store_action *c = comment_action(w);
-	char t[PB_LOG_QUOTE_MAX];
+	const struct mail *m = w->review ? w->review->mail : NULL;
+	char t[PB_LOG_QUOTE_MAX], v[PB_ERRMSG_MAX];
 	size_t i;
 
 	if (!w->review || !w->review->trailers.nr)
-		return;
+		goto warnings;
 	printf("  trailers:\n");
 	for (i = 0; i < w->review->trailers.nr; i++) {
 		const struct trailer *tr = &w->review->trailers.v[i];
@@ -656,6 +679,7 @@ static void tell_trailers(const struct why *w)
 			find_action(w, PLAN_IDX_APPROVE(i));
 		const struct store_action *n =
 			find_action(w, PLAN_IDX_APPROVE_NOTE(i));
+		const char *said = verdict_of(w, i);
 
 		printf("    %s: ", pr(t, sizeof(t), tr->raw));
 		if (a)
@@ -663,6 +687,8 @@ static void tell_trailers(const struct why *w)
 			       action_state_name(a->state),
 			       n ? "; the forge refused it, a note says why" :
 				   "");
+		else if (said)
+			printf("%s\n", pr(v, sizeof(v), said));
 		else if (w->have_row && w->row.state == STORE_INBOUND_APPLIED &&
 			 c)
 			printf("not honoured as an approval; the comment "
@@ -673,6 +699,17 @@ static void tell_trailers(const struct why *w)
 	}
 	if (w->review->nak)
 		printf("  NAK: the mail NAKs the patch\n");
+warnings:
+	/* What the parser warned of: why a mail is "ambiguous". */
+	if (!m || !m->notes.nr)
+		return;
+	printf("  the parser warned%s:\n",
+	       m->flags & MAIL_F_AMBIGUOUS ?
+		       " (critical: its MIME structure is ambiguous, so no "
+		       "trailer of it becomes an approval)" :
+		       "");
+	for (i = 0; i < m->notes.nr; i++)
+		printf("    %s\n", pr(v, sizeof(v), m->notes.items[i]));
 }
 
 static void tell_spool(const struct why *w)
@@ -997,8 +1034,15 @@ static void json_mail(struct jsonw *j, const struct why *w)
 		jsonw_bool(j, a != NULL);
 		jsonw_key(j, "approval");
 		jsonw_strz(j, a ? action_state_name(a->state) : NULL);
+		jsonw_key(j, "verdict");
+		jsonw_strz(j, verdict_of(w, i));
 		jsonw_obj_end(j);
 	}
+	jsonw_arr_end(j);
+	jsonw_key(j, "warnings");
+	jsonw_arr_begin(j);
+	for (i = 0; rv && i < rv->mail->notes.nr; i++)
+		jsonw_strz(j, rv->mail->notes.items[i]);
 	jsonw_arr_end(j);
 }
 
@@ -1162,6 +1206,8 @@ int cmd_why(const char *config_path, int argc, char **argv)
 	rc = gather_store(&w);
 	if (rc) {
 		fprintf(stderr, "patchbridge why: %s\n", err_msg());
+		env_perm_hint(rc, "patchbridge why",
+			      config_str(cfg, CFG_STATE_PATH));
 		ex = env_exit_code(rc);
 		goto out;
 	}

@@ -1,6 +1,7 @@
 #include "cmd/env.h"
 
 #include "core/config.h"
+#include "core/preflight.h"
 #include "core/secret.h"
 #include "forge/forge.h"
 #include "forge/gitlab.h"
@@ -9,6 +10,7 @@
 #include "state/store.h"
 #include "state/storeconf.h"
 #include "util/err.h"
+#include "util/limits.h"
 #include "util/log.h"
 #include "util/strlist.h"
 
@@ -25,6 +27,17 @@ void env_time(char *out, size_t size, int64_t t)
 	if (!t || !gmtime_r(&tt, &tm) ||
 	    !strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
 		snprintf(out, size, "-");
+}
+
+void env_perm_hint(int rc, const char *prefix, const char *path)
+{
+	struct buf hint = BUF_INIT(PB_LOGLINE_MAX);
+
+	if (rc != PB_EPERM)
+		return;
+	if (!preflight_access_hint(&hint, path) && hint.len)
+		fprintf(stderr, "%s: %s\n", prefix, hint.data);
+	buf_release(&hint);
 }
 
 int env_exit_code(int rc)
@@ -85,18 +98,19 @@ static const char *opt(const char *s)
 	return s && *s ? s : NULL;
 }
 
-static int open_forge(struct env *e, const volatile sig_atomic_t *stop)
+int env_forge_open(struct forge **out, struct buf *token,
+		   const struct config *cfg, const volatile sig_atomic_t *stop)
 {
-	const struct config *cfg = e->cfg;
 	struct forge_gitlab_opts o;
 	int rc;
 
-	rc = secret_read(&e->token, config_str(cfg, CFG_FORGE_TOKEN_FILE), 0);
+	*out = NULL;
+	rc = secret_read(token, config_str(cfg, CFG_FORGE_TOKEN_FILE), 0);
 	if (rc)
 		return err_prefix(rc, "[forge] token_file");
 	memset(&o, 0, sizeof(o));
 	o.base_url = config_str(cfg, CFG_FORGE_URL);
-	o.token = e->token.data;
+	o.token = token->data;
 	o.ca_file = opt(config_str(cfg, CFG_FORGE_CA_FILE));
 	o.connect_timeout_ms =
 		(long)config_duration_ms(cfg, CFG_FORGE_CONNECT_TIMEOUT);
@@ -107,7 +121,7 @@ static int open_forge(struct env *e, const volatile sig_atomic_t *stop)
 	o.body_max = config_size(cfg, CFG_FORGE_MAX_RESPONSE_SIZE);
 	/* A stop cuts retries and hanging requests short (gitlab.h). */
 	o.stop = stop;
-	return forge_gitlab_new(&e->forge, &o);
+	return forge_gitlab_new(out, &o);
 }
 
 static int open_submit(struct env *e)
@@ -151,7 +165,7 @@ int env_open(struct env *e, struct config *cfg,
 	memset(e, 0, sizeof(*e));
 	buf_init(&e->token, SECRET_MAX + 1);
 	e->cfg = cfg;
-	rc = open_forge(e, stop);
+	rc = env_forge_open(&e->forge, &e->token, e->cfg, stop);
 	if (rc)
 		goto out;
 	rc = open_submit(e);

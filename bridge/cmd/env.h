@@ -55,6 +55,14 @@ void env_close(struct env *e);
 int env_load_config(struct config **out, const char *path, int log);
 
 /*
+ * The GitLab client from [forge], as the daemon uses it: the token read
+ * from token_file into token (the caller wipes it with secret_wipe()).
+ * stop: as for env_open() (may be NULL).
+ */
+int env_forge_open(struct forge **out, struct buf *token,
+		   const struct config *cfg, const volatile sig_atomic_t *stop);
+
+/*
  * The one mapping of our error codes to sysexits.h, for every command:
  * env_exit_code() for a failed operation (PB_ENOTFOUND 66, PB_EINVAL and
  * PB_ELIMIT 65, PB_EPERM 77, PB_ETEMP 75, else 70), and
@@ -63,6 +71,13 @@ int env_load_config(struct config **out, const char *path, int log);
  */
 int env_exit_code(int rc);
 int env_config_exit_code(int rc);
+
+/*
+ * After a PB_EPERM opening path, tell the operator on stderr what is
+ * closed to them and which group to join (core/preflight.h); prefix is
+ * "patchbridge status" and the like.  Nothing for other codes.
+ */
+void env_perm_hint(int rc, const char *prefix, const char *path);
 
 /* t (Unix seconds) as "2026-12-03T10:01:00Z" in UTC, or "-" for 0. */
 void env_time(char *out, size_t size, int64_t t);

@@ -10,12 +10,14 @@
  */
 #include "cmd/cmd_daemon.h"
 #include "cmd/cmd_export.h"
+#include "cmd/cmd_forgecheck.h"
 #include "cmd/cmd_format.h"
 #include "cmd/cmd_parse.h"
 #include "cmd/cmd_replay.h"
 #include "cmd/cmd_why.h"
 #include "cmd/env.h"
 #include "core/config.h"
+#include "core/preflight.h"
 #include "core/version.h"
 #include "state/store.h"
 #include "state/storeconf.h"
@@ -57,22 +59,50 @@ static int cmd_replay_entry(const struct command *cmd, int argc, char **argv);
 static int cmd_export_entry(const struct command *cmd, int argc, char **argv);
 
 static const struct command commands[] = {
-	{ "check-config", NULL, "[--no-database] [FILE]",
-	  "check the configuration and the state database",
+	{ "check-config", NULL,
+	  "[--file-only | --no-postfix | --postfix-config DIR] "
+	  "[--no-database] [--forge] [FILE]",
+	  "check the configuration and report every error",
 	  "Reads FILE (default: the configuration file) and checks every\n"
 	  "line: syntax, known sections and keys, types, bounds, and the\n"
-	  "rules between parameters.  Prints \"FILE: ok\", or prints every\n"
-	  "problem as \"FILE:LINE: [section] key: message\" and exits 78\n"
-	  "(EX_CONFIG); 66 (EX_NOINPUT) when FILE cannot be read.  Then,\n"
-	  "unless --no-database, it opens the state database read-only\n"
-	  "(with backend postgresql: connects, with [state]\n"
-	  "conninfo_file, so run it as the daemon's user) and prints a\n"
-	  "\"state: ...\" line with its schema version: current, none yet\n"
-	  "or older (the daemon creates or migrates it at start: exit 0).\n"
-	  "It exits 75 (EX_TEMPFAIL) when it cannot connect, 77\n"
+	  "rules between parameters.  Then what is around it: the files it\n"
+	  "names exist (token_file, owners_file and user_map, password and\n"
+	  "secret files when used; owners.yaml is loaded, secrets are never\n"
+	  "opened), the spool's owners and modes, the milter socket's\n"
+	  "directory, and whether Postfix will connect to the socket the\n"
+	  "milter listens on (its settings read with postconf).  Prints\n"
+	  "\"FILE: ok\" and exits 0, or prints every problem as\n"
+	  "\"FILE:LINE: [section] key: message\" (host problems without\n"
+	  "LINE, each naming its fix) and exits 78 (EX_CONFIG); 66\n"
+	  "(EX_NOINPUT) when FILE cannot be read.  Warnings (Postfix not\n"
+	  "configured for the milter yet) do not fail the check.  Then the\n"
+	  "state database, opened read-only (with backend postgresql:\n"
+	  "connected to with [state] conninfo_file): a \"state: ...\" line\n"
+	  "gives its schema version, current, none yet or older (the\n"
+	  "daemon creates or migrates it at start); it exits 75\n"
+	  "(EX_TEMPFAIL) when the database cannot be reached, 77\n"
 	  "(EX_NOPERM) when the login or the file's permissions are\n"
 	  "refused, 78 when the schema is newer than this patchbridge.\n"
-	  "token_file and the other secrets are not opened.\n",
+	  "Run it as the daemon's user.\n"
+	  "\n"
+	  "  --file-only            check the file alone, not the host\n"
+	  "  --no-postfix           not the milter's socket and Postfix\n"
+	  "                         (the daemon's unit: Postfix's wiring is\n"
+	  "                         the milter's --check)\n"
+	  "  --postfix-config DIR   the Postfix to read (default: postconf's,\n"
+	  "                         or $MAIL_CONFIG)\n"
+	  "  --no-database          not the state database\n"
+	  "  --forge                then, when all is well, read the forge\n"
+	  "                         token (as the daemon's user) and ask\n"
+	  "                         GitLab what it may do: whose it is, its\n"
+	  "                         scopes, and whether it can act as the\n"
+	  "                         reviewers (Sudo), which approvals by mail\n"
+	  "                         need (an administrator's token with the\n"
+	  "                         api and sudo scopes, and admin_mode under\n"
+	  "                         Admin Mode; gitlab.com gives none).  Exits\n"
+	  "                         78 when it cannot do what the\n"
+	  "                         configuration asks, 69 when the forge\n"
+	  "                         cannot be asked.\n",
 	  0, cmd_check_config },
 	{ "dump-config", "--dump-config", "[-n]",
 	  "print the effective configuration",
@@ -198,6 +228,7 @@ static int check_database(const struct config *cfg)
 	char *name = NULL;
 	int rc, version = 0, latest = store_schema_latest();
 
+	fflush(stdout);
 	storeconf_where(where, sizeof(where), cfg);
 	rc = storeconf_probe(&version, &name, cfg);
 	if (rc) {
@@ -235,26 +266,65 @@ static int check_database(const struct config *cfg)
 
 static int cmd_check_config(const struct command *cmd, int argc, char **argv)
 {
+	struct preflight pf;
 	struct config *cfg;
-	const char *path = config_path;
-	int i, rc, database = 1;
+	const char *path = NULL, *postfix_dir = NULL;
+	int i, rc, file_only = 0, no_postfix = 0, forge = 0, database = 1;
+	size_t j;
 
 	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--no-database"))
+		if (!strcmp(argv[i], "--forge")) {
+			forge = 1;
+		} else if (!strcmp(argv[i], "--no-database")) {
 			database = 0;
-		else if (argv[i][0] == '-')
+		} else if (!strcmp(argv[i], "--file-only")) {
+			file_only = 1;
+		} else if (!strcmp(argv[i], "--no-postfix")) {
+			no_postfix = 1;
+		} else if (!strcmp(argv[i], "--postfix-config")) {
+			if (i + 1 == argc)
+				return bad_usage(cmd, "%s needs a directory",
+						 argv[i]);
+			postfix_dir = argv[++i];
+		} else if (argv[i][0] == '-') {
 			return bad_usage(cmd, "unknown option: %s", argv[i]);
-		else if (path != config_path)
+		} else if (path) {
 			return bad_usage(cmd, "too many arguments: %s",
 					 argv[i]);
-		else
+		} else {
 			path = argv[i];
+		}
 	}
+	if (!path)
+		path = config_path;
 	rc = load(&cfg, path);
 	if (rc)
 		return rc;
-	printf("%s: ok\n", path);
-	rc = database ? check_database(cfg) : EX_OK;
+	if (!file_only) {
+		/* What is around the file (core/preflight.h). */
+		preflight_init(&pf);
+		preflight_files(&pf, cfg, PREFLIGHT_DAEMON);
+		preflight_spool(&pf, cfg, PREFLIGHT_DAEMON);
+		if (!no_postfix)
+			preflight_socket(&pf, cfg,
+					 config_str(cfg, CFG_MILTER_SOCKET),
+					 postfix_dir, PREFLIGHT_DAEMON, 0117);
+		strlist_for_each (&pf.warnings, j)
+			fprintf(stderr, "%s: warning: %s\n", path,
+				pf.warnings.items[j]);
+		strlist_for_each (&pf.problems, j)
+			fprintf(stderr, "%s: %s\n", path, pf.problems.items[j]);
+		rc = pf.problems.nr ? EX_CONFIG : EX_OK;
+		preflight_release(&pf);
+	}
+	if (!rc)
+		printf("%s: ok\n", path);
+	if (!rc && !file_only && database)
+		rc = check_database(cfg);
+	if (!rc && forge) {
+		fflush(stdout);
+		rc = forgecheck_run(cfg);
+	}
 	config_free(cfg);
 	return rc;
 }

@@ -129,6 +129,12 @@ static const struct config_param params[CFG__COUNT] = {
 		"forge", "max_response_size", CONFIG_SIZE, "16M",
 		PB_HTTP_BODY_MAX_MIN, PB_HTTP_BODY_MAX_MAX, NULL, 0,
 		"Largest API response accepted" },
+	[CFG_FORGE_TOUCH_INTERVAL] = {
+		"forge", "touch_interval", CONFIG_DURATION, "1m", 0, 1 * HOUR,
+		NULL, 0,
+		"GitLab's ThrottledTouch interval: a comment this soon after "
+		"the last leaves updated_at as it was, so merge requests' "
+		"comments are read again this long after their last change" },
 
 	[CFG_SMTP_URL] = {
 		"smtp", "url", CONFIG_MAILER, "sendmail", 0, URL_LEN_MAX,
@@ -161,9 +167,10 @@ static const struct config_param params[CFG__COUNT] = {
 
 	[CFG_MILTER_SOCKET] = {
 		"milter", "socket", CONFIG_SOCKET,
-		"unix:/run/patchbridge-milter/milter.sock", 0, PATH_LEN_MAX,
-		NULL, 0,
-		"Where the milter listens for Postfix" },
+		"unix:/var/spool/postfix/patchbridge/milter.sock", 0,
+		PATH_LEN_MAX, NULL, 0,
+		"Where the milter listens for Postfix (in Postfix's queue "
+		"directory, which a chrooted smtpd sees)" },
 	[CFG_MILTER_MAX_MESSAGE_SIZE] = {
 		"milter", "max_message_size", CONFIG_SIZE, "10M",
 		PB_MAIL_MAX_MIN, PB_MAIL_MAX_MAX, NULL, 0,
@@ -315,6 +322,13 @@ static const struct config_param params[CFG__COUNT] = {
 	[CFG_INBOUND_REQUIRE_AUTH] = {
 		"inbound", "require_auth", CONFIG_BOOL, "yes", 0, 0, NULL, PP,
 		"Honour Acked-by etc. only from DKIM/DMARC-verified senders" },
+	[CFG_INBOUND_LIST_AUTHSERV_ID] = {
+		"inbound", "list_authserv_id", CONFIG_STRING, "", 0,
+		NAME_LEN_MAX, NULL, PP,
+		"authserv-id of the list server whose Authentication-Results "
+		"vouch for the sender of a post the list wrapped for DMARC "
+		"(From list_address, verified); empty: such a sender is never "
+		"verified" },
 	[CFG_INBOUND_USER_MAP] = {
 		"inbound", "user_map", CONFIG_PATH, "", 0, PATH_LEN_MAX, NULL,
 		PP,

@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #define NOT_SUPPORTED(f, op) \
@@ -187,6 +188,69 @@ int forge_get_user(struct forge_user *out, struct forge *f, int64_t id)
 	if (!f->ops->get_user)
 		return NOT_SUPPORTED(f, "look up users");
 	return f->ops->get_user(out, f, id);
+}
+
+int forge_whoami(struct forge_whoami *out, struct forge *f)
+{
+	memset(out, 0, sizeof(*out));
+	out->admin = out->active = -1;
+	if (!f->ops->whoami)
+		return NOT_SUPPORTED(f, "say who the token is");
+	return f->ops->whoami(out, f);
+}
+
+void forge_whoami_release(struct forge_whoami *w)
+{
+	forge_user_release(&w->user);
+	strlist_release(&w->scopes);
+	free(w->expires_at);
+	free(w->token_name);
+	memset(w, 0, sizeof(*w));
+}
+
+enum forge_sudo_problem forge_sudo_problem(const struct forge *f)
+{
+	return f->ops->sudo_problem ? f->ops->sudo_problem(f) : FORGE_SUDO_OK;
+}
+
+const char *forge_sudo_problem_text(enum forge_sudo_problem p)
+{
+	switch (p) {
+	case FORGE_SUDO_NOT_ADMIN:
+		return "the forge token cannot act as other users: GitLab "
+		       "answered \"Must be admin to use sudo\"; approvals by "
+		       "mail need an administrator's token with the sudo "
+		       "scope (and the admin_mode scope where Admin Mode is "
+		       "on), which gitlab.com does not give";
+	case FORGE_SUDO_NO_SCOPE:
+		return "the forge token cannot act as other users: it is an "
+		       "administrator's but lacks the sudo scope; make a "
+		       "token with the api and sudo scopes";
+	case FORGE_SUDO_NO_USER:
+		return "no forge user of that name or id";
+	case FORGE_SUDO_OK:
+		break;
+	}
+	return "";
+}
+
+int forge_approvals_by(const struct forge_approvals *a, const char *user)
+{
+	int64_t id;
+	size_t i;
+
+	if (!user)
+		return 0;
+	for (i = 0; i < a->nr_approved_by; i++) {
+		const struct forge_user *u = &a->approved_by[i];
+
+		if (mem_to_i64(user, strlen(user), 1, INT64_MAX, &id) &&
+		    u->id == id)
+			return 1;
+		if (u->username && !strcasecmp(u->username, user))
+			return 1;
+	}
+	return 0;
 }
 
 int forge_position_set_line(struct forge_position *p, enum forge_line_kind k,

@@ -17,8 +17,11 @@
  * the implementation encodes them.  MRs are named by their iid.
  *
  * Acting for a user: forge_act_as() makes every following call run as
- * that user (GitLab: the Sudo header, which needs an admin token) until it
- * is called again with NULL.
+ * that user (GitLab: the Sudo header, which needs an administrator's token
+ * with the sudo scope, and admin_mode where Admin Mode is on) until it is
+ * called again with NULL.  When the forge refuses to let the token act as
+ * anyone, calls fail with PB_EPERM and forge_sudo_problem() says why: an
+ * operator's problem, not the user's.
  *
  * Idempotence: writes that are not idempotent (notes, discussions,
  * replies) take a marker key; the body then carries a hidden marker, and
@@ -178,6 +181,13 @@ struct forge_note {
 	char *created_at;
 	char *updated_at;
 	int system;
+	/*
+	 * Visible only to members (GitLab's internal notes, formerly
+	 * "confidential").  1 too when the forge did not say (an older
+	 * forge, a null or mistyped field): a note whose visibility is not
+	 * known is treated as internal.
+	 */
+	int internal;
 	int resolvable;
 	int resolved;
 	int has_position;
@@ -203,17 +213,48 @@ struct forge_discussion_list {
 
 struct forge_approvals {
 	int approved; /* the MR counts as approved */
+	/* The (acting) user approved: 1, 0, or -1 when the forge did not
+	 * say (then look for the user in approved_by). */
+	int user_has_approved;
 	int64_t approvals_required; /* -1 when the forge does not say */
 	int64_t approvals_left; /* -1 when the forge does not say */
 	struct forge_user *approved_by;
 	size_t nr_approved_by;
 };
 
-/* Outcome of approve/unapprove when the call returns 0. */
+/* Outcome of approve/unapprove. */
 enum forge_approve_result {
 	FORGE_APPROVE_DONE, /* state changed now */
-	FORGE_APPROVE_ALREADY, /* it was already so (GitLab's 304) */
+	FORGE_APPROVE_ALREADY, /* it was already so */
 	FORGE_APPROVE_SHA_MISMATCH, /* only with PB_EINVAL: MR moved on */
+	FORGE_APPROVE_REFUSED, /* only with PB_EPERM: the user may not */
+	/* only with PB_EPERM: the token may not act as the user at all
+	 * (forge_sudo_problem() says why); nothing about the user */
+	FORGE_APPROVE_NO_SUDO,
+	FORGE_APPROVE_NO_USER, /* only with PB_ENOTFOUND: no such user */
+};
+
+/* Why the forge refused to let the token act as another user. */
+enum forge_sudo_problem {
+	FORGE_SUDO_OK = 0,
+	FORGE_SUDO_NOT_ADMIN, /* not an administrator's token (or Admin Mode
+			       * is on and it lacks the admin_mode scope) */
+	FORGE_SUDO_NO_SCOPE, /* an administrator's token without sudo */
+	FORGE_SUDO_NO_USER, /* no user of that name or id */
+};
+
+/*
+ * What the token is and may do (GitLab: GET /user and GET
+ * /personal_access_tokens/self), for check-config.  -1: not known.
+ */
+struct forge_whoami {
+	struct forge_user user;
+	int admin; /* acts as an administrator (is_admin shown) */
+	int token_known; /* the token's own record could be read */
+	struct strlist scopes; /* "api", "sudo", "admin_mode", ... */
+	int active;
+	char *expires_at; /* NULL: never */
+	char *token_name;
 };
 
 /*
@@ -315,6 +356,8 @@ struct forge_ops {
 	int (*find_user_by_email)(struct forge_user *out, struct forge *f,
 				  const char *email);
 	int (*get_user)(struct forge_user *out, struct forge *f, int64_t id);
+	int (*whoami)(struct forge_whoami *out, struct forge *f);
+	enum forge_sudo_problem (*sudo_problem)(const struct forge *f);
 };
 
 struct forge {
@@ -410,13 +453,20 @@ int forge_find_note_by_marker(struct forge_note *out, char **out_discussion_id,
 
 /*
  * Approve the MR at head sha (required: it ties the approval to the
- * revision the reviewer saw).  0 with *out DONE or ALREADY; PB_EINVAL with
- * *out SHA_MISMATCH when the MR's head moved; PB_EPERM when the (acting)
- * user may not approve.
+ * revision the reviewer saw).  The forge's approval state is read before
+ * and, when the forge refuses, after the request, rather than trusting
+ * the status code (GitLab answers a second approval by the same user,
+ * e.g. a retry whose first try landed, with the same 401 as a refusal).
+ * 0 with *out DONE, or ALREADY when the (acting) user's approval stands;
+ * PB_EINVAL with SHA_MISMATCH when the MR's head moved; PB_EPERM with
+ * REFUSED when the user may not approve, or NO_SUDO when the token may
+ * not act as the user; PB_ENOTFOUND with NO_USER when there is no such
+ * user (else the MR is not there).
  */
 int forge_approve(enum forge_approve_result *out, struct forge *f,
 		  const char *project, int64_t iid, const char *sha);
-/* 0 with DONE, or ALREADY when there was no approval to withdraw. */
+/* 0 with DONE, or ALREADY when there was no approval to withdraw; the
+ * errors as for forge_approve(). */
 int forge_unapprove(enum forge_approve_result *out, struct forge *f,
 		    const char *project, int64_t iid);
 int forge_get_approvals(struct forge_approvals *out, struct forge *f,
@@ -438,6 +488,16 @@ int forge_find_user_by_email(struct forge_user *out, struct forge *f,
  * there is no such user. */
 int forge_get_user(struct forge_user *out, struct forge *f, int64_t id);
 
+/* Who the token is and what it may do (as itself, whoever it acts as). */
+int forge_whoami(struct forge_whoami *out, struct forge *f);
+void forge_whoami_release(struct forge_whoami *w);
+
+/* Why the last call acting as another user was refused as such
+ * (FORGE_SUDO_OK: it was not). */
+enum forge_sudo_problem forge_sudo_problem(const struct forge *f);
+/* One sentence an operator acts on; "" for FORGE_SUDO_OK. */
+const char *forge_sudo_problem_text(enum forge_sudo_problem p);
+
 /* Release functions: free what the struct owns, leave it zeroed. */
 void forge_user_release(struct forge_user *u);
 void forge_mr_release(struct forge_mr *mr);
@@ -451,6 +511,9 @@ void forge_note_list_release(struct forge_note_list *l);
 void forge_discussion_release(struct forge_discussion *d);
 void forge_discussion_list_release(struct forge_discussion_list *l);
 void forge_approvals_release(struct forge_approvals *a);
+/* The acting user (username or id, as given to forge_act_as(); NULL:
+ * the token's own user whose username is self) has approved, by a. */
+int forge_approvals_by(const struct forge_approvals *a, const char *user);
 
 /*
  * Markers.  A key is 1..PB_MARKER_KEY_MAX bytes of [A-Za-z0-9._:-]

@@ -45,6 +45,9 @@ struct gitlab {
 	int stop_failed; /* a call gave up because of the stop */
 	uint64_t rng; /* xorshift state when random is NULL */
 	int64_t self_id; /* the token's own user, 0 until asked */
+	/* Why the last call's Sudo was refused (FORGE_SUDO_OK: it was not). */
+	enum forge_sudo_problem sudo_problem;
+	int links_elsewhere_logged; /* the external-URL notice, once */
 	struct forge_gitlab_stats stats;
 };
 
@@ -301,6 +304,50 @@ static void call_release(struct gl_call *c)
 	c->root = NULL;
 }
 
+/*
+ * The forge refused the Sudo itself, not the request (lib/api/helpers.rb
+ * sudo!): 403 "Must be admin to use sudo" (not an administrator's token,
+ * or Admin Mode on and no admin_mode scope), 403 insufficient_scope for
+ * sudo, 404 "User with ID or username '...' Not Found".  These say
+ * nothing about the user the bridge acts for: the first two are the
+ * operator's to fix.
+ */
+static enum forge_sudo_problem sudo_refusal(const struct gitlab *gl,
+					    const struct gl_call *c)
+{
+	enum forge_sudo_problem p = FORGE_SUDO_OK;
+	const struct json_value *root, *m, *e, *s;
+	struct json_doc *doc = NULL;
+	const char *t;
+	size_t n;
+
+	if (!gl->sudo || (c->resp.status != 403 && c->resp.status != 404) ||
+	    json_parse(&doc, c->resp.body.data, c->resp.body.len,
+		       PB_JSON_DEPTH_MAX) < 0)
+		return FORGE_SUDO_OK;
+	root = json_doc_root(doc);
+	m = json_member(root, "message");
+	e = json_member(root, "error");
+	s = json_member(root, "scope");
+	if (json_kind_of(m) == JSON_STRING &&
+	    !json_value_strref(&t, &n, m, "message")) {
+		if (c->resp.status == 403 &&
+		    mem_find(t, n, "Must be admin to use sudo", 25))
+			p = FORGE_SUDO_NOT_ADMIN;
+		else if (c->resp.status == 404 &&
+			 mem_find(t, n, "404 User with ID or username", 28))
+			p = FORGE_SUDO_NO_USER;
+	}
+	if (c->resp.status == 403 && json_kind_of(e) == JSON_STRING &&
+	    !json_value_strref(&t, &n, e, "error") && n == 18 &&
+	    !memcmp(t, "insufficient_scope", 18) &&
+	    json_kind_of(s) == JSON_STRING &&
+	    !json_value_strref(&t, &n, s, "scope") && mem_find(t, n, "sudo", 4))
+		p = FORGE_SUDO_NO_SCOPE;
+	json_doc_free(doc);
+	return p;
+}
+
 static int status_error(struct gl_call *c)
 {
 	struct buf t = BUF_INIT(GL_ERRTEXT_MAX);
@@ -385,6 +432,7 @@ static int call_do(struct gitlab *gl, struct gl_call *c, enum http_method m,
 	c->root = NULL;
 	c->method = m;
 	c->uncertain = 0;
+	gl->sudo_problem = FORGE_SUDO_OK;
 	if (!stopping(gl)) {
 		gl->stop_failed = 0;
 	} else if (gl->stop_failed) {
@@ -421,6 +469,13 @@ static int call_do(struct gitlab *gl, struct gl_call *c, enum http_method m,
 				continue;
 			}
 			rc = status_error(c);
+			gl->sudo_problem = sudo_refusal(gl, c);
+			if (gl->sudo_problem != FORGE_SUDO_OK) {
+				rc = err_prefix(rc, "acting as %s: %s", gl->sudo,
+						forge_sudo_problem_text(
+							gl->sudo_problem));
+				goto out;
+			}
 			if (st != 429 && (st < 500 || st > 599))
 				goto out;
 			/* A 5xx may come after the write was committed. */
@@ -581,12 +636,105 @@ static int discussion_id_check(const char *id)
 }
 
 /*
- * Pagination: follow Link rel="next" as given (GitLab's advice), stop on
- * an empty X-Next-Page or a missing next link, never on X-Total (absent
- * past 10,000 rows).  The next link must stay on our origin.
+ * Pagination.  GitLab builds its Link header from the configured external
+ * URL (lib/gitlab/pagination/offset_header_builder.rb replaces the
+ * request's host and port with Gitlab.config.gitlab's), so a bridge that
+ * reaches GitLab under another name or port - behind a proxy, on an
+ * internal address - gets next-page links to another origin.  As
+ * python-gitlab's keep_base_url does, the next page is asked for on the
+ * configured URL: the current URL with page=X-Next-Page; a Link without
+ * X-Next-Page (keyset pagination) only when it is on our origin, or
+ * rewritten onto it from its /api/v4/ on.  Nothing is ever requested
+ * from another origin, so the token goes nowhere else.  The listing
+ * ends on an empty X-Next-Page or no next link, never on X-Total (absent
+ * past 10,000 rows).
  */
 typedef int (*gl_item_fn)(struct gl_call *c, const struct json_value *item,
 			  void *arg);
+
+/* url with its page parameter set to page (appended when it has none). */
+static int url_with_page(struct buf *out, const char *url, const char *page)
+{
+	const char *q = strchr(url, '?'), *p, *amp;
+	size_t n;
+
+	buf_reset(out);
+	if (!q)
+		return buf_addf(out, "%s?page=%s", url, page) < 0 ? url_fail() :
+								       0;
+	if (buf_add(out, url, (size_t)(q - url) + 1) < 0)
+		return url_fail();
+	for (p = q + 1; *p; p = amp ? amp + 1 : p + n) {
+		amp = strchr(p, '&');
+		n = amp ? (size_t)(amp - p) : strlen(p);
+		if (n >= 5 && !strncmp(p, "page=", 5))
+			continue;
+		if (n && (buf_add(out, p, n) < 0 || buf_addch(out, '&') < 0))
+			return url_fail();
+		if (!amp)
+			break;
+	}
+	if (buf_addf(out, "page=%s", page) < 0)
+		return url_fail();
+	return 0;
+}
+
+/*
+ * The URL of the next page in next, or "" for none.  X-Next-Page first,
+ * on the configured URL; else Link rel="next", kept on our origin.
+ */
+static int next_page_url(struct gitlab *gl, struct gl_call *c,
+			 const char *url, struct buf *next)
+{
+	const char *np = c->resp.next_page, *api;
+	size_t i;
+	int rc;
+
+	buf_reset(next);
+	if (np) {
+		if (!*np)
+			return 0;
+		for (i = 0; np[i]; i++)
+			if (np[i] < '0' || np[i] > '9' || i >= 9)
+				return err_set(PB_EINVAL,
+					       "%s: X-Next-Page is not a "
+					       "page number",
+					       c->where);
+		return url_with_page(next, url, np);
+	}
+	rc = c->resp.link ? http_link_find(next, c->resp.link, "next") :
+			    PB_ENOTFOUND;
+	if (rc == PB_ENOTFOUND) {
+		buf_reset(next);
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	if (http_same_origin(next->data, gl->api))
+		return 0;
+	/* keep_base_url: the same path on the configured URL. */
+	api = strstr(next->data, "/api/v4/");
+	if (!api || !strchr(api, '?'))
+		return err_set(PB_EINVAL,
+			       "%s: the next-page link leaves the forge's "
+			       "origin",
+			       c->where);
+	{
+		char *rest = xstrdup(api + 7);
+
+		buf_reset(next);
+		rc = buf_addf(next, "%s%s", gl->api, rest) < 0 ? url_fail() :
+								 0;
+		free(rest);
+	}
+	if (!rc && !gl->links_elsewhere_logged) {
+		gl->links_elsewhere_logged = 1;
+		log_notice("forge: next-page links name another origin than "
+			   "[forge] url (GitLab's external_url differs); "
+			   "following them on [forge] url");
+	}
+	return rc;
+}
 
 static int paginate(struct gitlab *gl, const char *first, int max_pages,
 		    gl_item_fn fn, void *arg, int *truncated)
@@ -620,27 +768,13 @@ static int paginate(struct gitlab *gl, const char *first, int max_pages,
 		pages++;
 		if (n == 0)
 			break;
-		if (c.resp.next_page && !*c.resp.next_page)
-			break;
-		buf_reset(&next);
-		rc = c.resp.link ? http_link_find(&next, c.resp.link, "next") :
-				   PB_ENOTFOUND;
-		if (rc == PB_ENOTFOUND) {
-			rc = 0;
-			break;
-		}
+		rc = next_page_url(gl, &c, url, &next);
 		if (rc < 0) {
 			rc = bad_data(&c);
 			goto out;
 		}
-		if (!http_same_origin(next.data, gl->api)) {
-			rc = err_set(PB_EINVAL,
-				     "%s: next-page link leaves "
-				     "the forge's origin",
-				     c.where);
-			bad_data(&c);
-			goto out;
-		}
+		if (!next.len)
+			break;
 		if (pages >= max_pages) {
 			*truncated = 1;
 			break;
@@ -904,6 +1038,31 @@ static int position_from_json(struct forge_position *p,
 	return 0;
 }
 
+/*
+ * Whether a note is internal: "internal" (GitLab 15.3+), else the older
+ * "confidential" (lib/api/entities/note.rb exposes both).  Neither, or a
+ * value that is not a boolean, reads as internal: a note whose
+ * visibility we cannot read must not leave the forge.
+ */
+static int note_internal(const struct json_value *v)
+{
+	static const char *const keys[] = { "internal", "confidential" };
+	const struct json_value *m;
+	size_t i;
+	int b;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (!json_has(v, keys[i]))
+			continue;
+		m = json_member(v, keys[i]);
+		if (json_kind_of(m) != JSON_BOOL ||
+		    json_get_bool(&b, v, keys[i]) < 0)
+			return 1;
+		return b;
+	}
+	return 1;
+}
+
 static int note_from_json(struct forge_note *n, const struct json_value *v)
 {
 	const struct json_value *o;
@@ -928,6 +1087,7 @@ static int note_from_json(struct forge_note *n, const struct json_value *v)
 			goto fail;
 		n->has_position = 1;
 	}
+	n->internal = note_internal(v);
 	return 0;
 fail:
 	forge_note_release(n);
@@ -970,6 +1130,11 @@ static int approvals_from_json(struct forge_approvals *a,
 	int has, rc;
 
 	memset(a, 0, sizeof(*a));
+	a->user_has_approved = -1;
+	if (json_kind_of(json_member(v, "user_has_approved")) == JSON_BOOL &&
+	    (rc = json_get_bool(&a->user_has_approved, v,
+				"user_has_approved")) < 0)
+		goto fail;
 	if ((rc = json_get_bool_opt(&a->approved, v, "approved")) < 0 ||
 	    (rc = json_get_int_opt(&a->approvals_required, &has, v,
 				   "approvals_required")) < 0)
@@ -1141,7 +1306,8 @@ static int gl_list_mrs(struct forge *f, const char *project,
 		rc = url_fail();
 		goto out;
 	}
-	/* Inclusive bound, so overlap and de-duplicate (notes §1.1). */
+	/* updated_after is inclusive (doc/api/merge_requests.md "List
+	 * project merge requests"): overlap and de-duplicate. */
 	if ((rc = url_param(&u, "state", q && q->state ? q->state : "all")) <
 		    0 ||
 	    (rc = url_param(&u, "order_by", "updated_at")) < 0 ||
@@ -1247,8 +1413,23 @@ static int gl_get_version(struct forge_version *out, struct forge *f,
 		rc = err_set(PB_EINVAL, "bad version id");
 		goto out;
 	}
-	if ((rc = url_mr(&u, gl, project, iid, suffix)) < 0 ||
-	    (rc = call_get_object(gl, &c, u.data)) < 0)
+	if ((rc = url_mr(&u, gl, project, iid, suffix)) < 0)
+		goto out;
+	rc = call_get_object(gl, &c, u.data);
+	/* GitLab sends every diff of a version at once (lib/api/entities/
+	 * merge_request_diff_full.rb: raw_diffs(limits: false)), so a huge
+	 * series can outgrow the response cap: say which cap. */
+	if (rc == PB_ELIMIT || c.resp.too_large) {
+		rc = err_set(PB_ELIMIT,
+			     "diff version %lld of %s!%lld is larger than "
+			     "[forge] max_response_size (%zu bytes): GitLab "
+			     "sends all of a version's diffs at once; raise "
+			     "max_response_size to mail it",
+			     (long long)version_id, project, (long long)iid,
+			     gl->body_max);
+		goto out;
+	}
+	if (rc < 0)
 		goto out;
 	rc = CONVERT(&c, version_from_json, out);
 out:
@@ -1606,7 +1787,7 @@ out:
  * Posting exactly once.  A POST that failed in a way that leaves its
  * outcome unknown (timeout or reset after sending, a 5xx) is not sent
  * again blindly: after a pause we look for its marker, and post again only
- * when it is absent (notes §1.15).
+ * when it is absent: GitLab's REST API takes no idempotency key.
  */
 typedef int (*gl_recover_fn)(struct marker_search *ms, void *arg);
 
@@ -1781,7 +1962,8 @@ static int position_check(const struct forge_position *p)
 	return 0;
 }
 
-/* The created note must be a DiffNote that kept its position (§1.6). */
+/* The created note must be a DiffNote that kept its position (doc/api/
+ * discussions.md warns that wrong SHAs give a plain note). */
 static int check_diff_note(const struct forge_discussion *d)
 {
 	const struct forge_note *n = d->nr_notes ? &d->notes[0] : NULL;
@@ -1825,7 +2007,9 @@ static int gl_create_discussion(struct forge_discussion *out, struct forge *f,
 	member_str(&w, "body", text.data, text.len);
 	if (pos) {
 		/* Lines: added → new only, removed → old only, context →
-		 * both (notes §1.6); forge_position_set_line() builds them. */
+		 * both (doc/api/discussions.md "Create a new thread in the
+		 * merge request diff"); forge_position_set_line() builds
+		 * them. */
 		jsonw_key(&w, "position");
 		jsonw_obj_begin(&w);
 		member_strz(&w, "position_type", "text");
@@ -1942,7 +2126,7 @@ static int gl_resolve_discussion(struct forge *f, const char *project,
 	member_bool(&w, "resolved", resolved);
 	if ((rc = body_finish(&w)) < 0)
 		goto out;
-	/* Setting a state: repeating it converges (§1.15). */
+	/* Setting a state: repeating it converges. */
 	rc = call_do(gl, &c, HTTP_PUT, u.data, &json, GL_SAFE);
 out:
 	call_release(&c);
@@ -1951,20 +2135,97 @@ out:
 	return rc;
 }
 
+/*
+ * Has the acting user approved?  user_has_approved is relative to the
+ * caller (lib/api/entities/merge_request_approvals.rb); approved_by names
+ * everyone, for a forge that leaves the former out.  0/1, or an error
+ * (with a Sudo refusal classified as by call_do).
+ */
+static int approved_now(int *out, struct gitlab *gl, const char *project,
+			int64_t iid)
+{
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct forge_approvals a;
+	struct gl_call c;
+	int rc;
+
+	*out = 0;
+	memset(&a, 0, sizeof(a));
+	call_init(&c, gl);
+	if ((rc = url_mr(&u, gl, project, iid, "/approvals")) < 0 ||
+	    (rc = call_get_object(gl, &c, u.data)) < 0 ||
+	    (rc = CONVERT(&c, approvals_from_json, &a)) < 0)
+		goto out;
+	if (a.user_has_approved >= 0) {
+		*out = a.user_has_approved;
+	} else if (gl->sudo) {
+		*out = forge_approvals_by(&a, gl->sudo);
+	} else {
+		int64_t id;
+
+		rc = self_id(&id, gl);
+		if (!rc) {
+			char num[32];
+
+			snprintf(num, sizeof(num), "%lld", (long long)id);
+			*out = forge_approvals_by(&a, num);
+		}
+	}
+out:
+	forge_approvals_release(&a);
+	call_release(&c);
+	buf_release(&u);
+	return rc;
+}
+
+/* The result for a Sudo refusal, or -1 when the error was not one. */
+static int sudo_result(const struct gitlab *gl)
+{
+	switch (gl->sudo_problem) {
+	case FORGE_SUDO_NOT_ADMIN:
+	case FORGE_SUDO_NO_SCOPE:
+		return FORGE_APPROVE_NO_SUDO;
+	case FORGE_SUDO_NO_USER:
+		return FORGE_APPROVE_NO_USER;
+	case FORGE_SUDO_OK:
+		break;
+	}
+	return -1;
+}
+
+/*
+ * Approve, judged by the approval state rather than the status code.
+ * GitLab has no 304 for a repeat: ApprovalService approves only when
+ * can_be_approved_by? (which needs !approved_by?, app/models/concerns/
+ * approvable_base.rb) and the endpoint answers `unauthorized! unless
+ * success` (lib/api/merge_request_approvals.rb), so a second approval by
+ * the same user - a per-patch Acked-by, a retry after a 5xx whose first
+ * try landed, a replay - gets the same 401 as a refusal.  The state is
+ * read before (an approval that stands is not asked for again) and after
+ * a 401 (it stands: ALREADY; it does not: REFUSED).
+ */
 static int gl_approve(enum forge_approve_result *out, struct forge *f,
 		      const char *project, int64_t iid, const char *sha)
 {
 	struct gitlab *gl = gl_of(f);
 	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	struct buf json = BUF_INIT(256);
+	char why[PB_ERRMSG_MAX];
 	struct jsonw w;
 	struct gl_call c;
-	int rc;
+	int rc, r, has = 0;
 
 	*out = FORGE_APPROVE_DONE;
 	call_init(&c, gl);
 	if (!sha || !*sha) {
 		rc = err_set(PB_EINVAL, "approve needs the head SHA");
+		goto out;
+	}
+	rc = approved_now(&has, gl, project, iid);
+	if (rc)
+		goto sudo;
+	if (has) {
+		*out = FORGE_APPROVE_ALREADY;
 		goto out;
 	}
 	if ((rc = url_mr(&u, gl, project, iid, "/approve")) < 0)
@@ -1973,12 +2234,37 @@ static int gl_approve(enum forge_approve_result *out, struct forge *f,
 	member_strz(&w, "sha", sha);
 	if ((rc = body_finish(&w)) < 0)
 		goto out;
-	/* A repeat answers 304, so retrying is safe (§1.15). */
+	/* A retry after a 5xx is safe: the state check below finds an
+	 * approval that landed. */
 	rc = call_do(gl, &c, HTTP_POST, u.data, &json, GL_SAFE);
-	if (rc == 0 && c.resp.status == 304)
-		*out = FORGE_APPROVE_ALREADY;
-	else if (rc < 0 && c.resp.status == 409)
+	if (rc == 0)
+		goto out;
+	if (c.resp.status == 409) {
 		*out = FORGE_APPROVE_SHA_MISMATCH;
+		goto out;
+	}
+	if (c.resp.status == 401 && gl->sudo_problem == FORGE_SUDO_OK) {
+		snprintf(why, sizeof(why), "%s", err_msg());
+		r = approved_now(&has, gl, project, iid);
+		if (r) {
+			rc = err_prefix(r, "after a 401 to approve (%s)", why);
+			goto out;
+		}
+		if (has) {
+			log_info("forge: %s: the approval stands already", why);
+			*out = FORGE_APPROVE_ALREADY;
+			rc = 0;
+			goto out;
+		}
+		*out = FORGE_APPROVE_REFUSED;
+		rc = err_set(PB_EPERM, "%s", why);
+		goto out;
+	}
+sudo:
+	if ((r = sudo_result(gl)) >= 0)
+		*out = (enum forge_approve_result)r;
+	else if (rc == PB_EPERM)
+		*out = FORGE_APPROVE_REFUSED;
 out:
 	call_release(&c);
 	buf_release(&u);
@@ -1986,21 +2272,55 @@ out:
 	return rc;
 }
 
+/*
+ * Withdraw an approval.  GitLab answers 404 {"message":"404 Not Found"}
+ * when there is none to withdraw (RemoveApprovalService returns nil, the
+ * endpoint not_found!s), not 304; Sudo's unknown user is a 404 too, told
+ * apart by its message, and a missing MR by the state check.
+ */
 static int gl_unapprove(enum forge_approve_result *out, struct forge *f,
 			const char *project, int64_t iid)
 {
 	struct gitlab *gl = gl_of(f);
 	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	char why[PB_ERRMSG_MAX];
 	struct gl_call c;
-	int rc;
+	int rc, r, has = 0;
 
 	*out = FORGE_APPROVE_DONE;
 	call_init(&c, gl);
+	rc = approved_now(&has, gl, project, iid);
+	if (rc)
+		goto sudo;
+	if (!has) {
+		*out = FORGE_APPROVE_ALREADY;
+		goto out;
+	}
 	if ((rc = url_mr(&u, gl, project, iid, "/unapprove")) < 0)
 		goto out;
 	rc = call_do(gl, &c, HTTP_POST, u.data, NULL, GL_SAFE);
-	if (rc == 0 && c.resp.status == 304)
+	if (rc != PB_ENOTFOUND || gl->sudo_problem != FORGE_SUDO_OK)
+		goto sudo;
+	/* Nothing to withdraw (a retry whose first try landed), or the MR
+	 * went away: the state says which. */
+	snprintf(why, sizeof(why), "%s", err_msg());
+	r = approved_now(&has, gl, project, iid);
+	if (r) {
+		rc = err_prefix(r, "after a 404 to unapprove (%s)", why);
+		goto out;
+	}
+	if (!has) {
 		*out = FORGE_APPROVE_ALREADY;
+		rc = 0;
+	} else {
+		rc = err_set(PB_ERROR, "%s, yet the approval stands", why);
+	}
+	goto out;
+sudo:
+	if ((r = sudo_result(gl)) >= 0)
+		*out = (enum forge_approve_result)r;
+	else if (rc == PB_EPERM)
+		*out = FORGE_APPROVE_REFUSED;
 out:
 	call_release(&c);
 	buf_release(&u);
@@ -2069,7 +2389,8 @@ static int gl_update_labels(struct forge *f, const char *project, int64_t iid,
 	if ((rc = labels_check(add)) < 0 || (rc = labels_check(remove)) < 0 ||
 	    (rc = url_mr(&u, gl, project, iid, NULL)) < 0)
 		goto out;
-	/* Arrays, not comma strings: validators reject those (§1.10). */
+	/* Arrays, as GitLab's OpenAPI document types them (GitLab takes
+	 * comma strings too, validators do not). */
 	body_begin(&w, &json);
 	write_labels(&w, "add_labels", add);
 	write_labels(&w, "remove_labels", remove);
@@ -2102,8 +2423,14 @@ struct user_walk {
 	const char *email;
 	struct forge_user found;
 	int nr_found;
+	/* Users shown without addresses (a non-admin's view): their public
+	 * email is read one by one. */
 	int64_t candidates[GL_USER_CANDIDATES_MAX];
 	int nr_candidates;
+	/* Users shown with another primary address (an admin's view): the
+	 * search may have matched a secondary one. */
+	int64_t secondary[GL_USER_CANDIDATES_MAX];
+	int nr_secondary;
 };
 
 static int user_item(struct gl_call *c, const struct json_value *item,
@@ -2126,8 +2453,70 @@ static int user_item(struct gl_call *c, const struct json_value *item,
 	if (!u.email && !u.public_email &&
 	    w->nr_candidates < GL_USER_CANDIDATES_MAX)
 		w->candidates[w->nr_candidates++] = u.id;
+	/* An admin sees the primary address only, though the search also
+	 * matches confirmed secondary ones (app/models/user.rb
+	 * search_by_email). */
+	else if (u.email && w->nr_secondary < GL_USER_CANDIDATES_MAX)
+		w->secondary[w->nr_secondary++] = u.id;
 	forge_user_release(&u);
 	return 0;
+}
+
+struct email_walk {
+	const char *email;
+	int found;
+};
+
+/* One of GET /users/:id/emails: {id, email, confirmed_at}. */
+static int email_item(struct gl_call *c, const struct json_value *item,
+		      void *arg)
+{
+	struct email_walk *w = arg;
+	char *email = NULL, *confirmed = NULL;
+	int rc;
+
+	if ((rc = json_expect(item, JSON_OBJECT, "email")) < 0 ||
+	    (rc = json_get_str(&email, item, "email")) < 0 ||
+	    (rc = json_get_str_opt(&confirmed, item, "confirmed_at")) < 0) {
+		free(email);
+		return bad_data(c);
+	}
+	/* An unconfirmed address proves nothing: anyone may add one. */
+	if (confirmed && *confirmed && email_eq(email, w->email))
+		w->found = 1;
+	free(email);
+	free(confirmed);
+	return 0;
+}
+
+/*
+ * Is email one of user id's confirmed secondary addresses?  GET
+ * /users/:id/emails is for administrators (lib/api/users.rb); a 403 means
+ * the token cannot tell, and is no match.
+ */
+static int secondary_match(int *out, struct gitlab *gl, int64_t id,
+			   const char *email)
+{
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct email_walk w = { email, 0 };
+	int truncated, rc;
+
+	*out = 0;
+	if (buf_addf(&u, "%s/users/%lld/emails", gl->api, (long long)id) < 0 ||
+	    url_param_int(&u, "per_page", gl->per_page) < 0) {
+		rc = url_fail();
+		goto out;
+	}
+	rc = paginate(gl, u.data, 0, email_item, &w, &truncated);
+	if (rc == PB_EPERM) {
+		log_info("forge: the token cannot read users' secondary "
+			 "emails (not an administrator's)");
+		rc = 0;
+	}
+	*out = w.found;
+out:
+	buf_release(&u);
+	return rc;
 }
 
 static int gl_find_user_by_email(struct forge_user *out, struct forge *f,
@@ -2146,8 +2535,9 @@ static int gl_find_user_by_email(struct forge_user *out, struct forge *f,
 	if ((rc = email_check(email)) < 0)
 		goto out;
 	/*
-	 * search= matches names fuzzily and emails exactly (private ones
-	 * only for an admin, notes §1.9); compare the answers ourselves.
+	 * search= matches names fuzzily and emails exactly: public ones,
+	 * and for an administrator private and confirmed secondary ones
+	 * (doc/api/users.md "List users"); compare the answers ourselves.
 	 */
 	if (buf_adds(&u, gl->api) < 0 || buf_adds(&u, "/users") < 0) {
 		rc = url_fail();
@@ -2159,6 +2549,25 @@ static int gl_find_user_by_email(struct forge_user *out, struct forge *f,
 	rc = paginate(gl, u.data, 1, user_item, &w, &truncated);
 	if (rc)
 		goto out;
+	for (i = 0; !w.nr_found && i < w.nr_secondary; i++) {
+		int match;
+
+		if ((rc = secondary_match(&match, gl, w.secondary[i], email)) <
+		    0)
+			goto out;
+		if (!match)
+			continue;
+		buf_reset(&u);
+		if (buf_addf(&u, "%s/users/%lld", gl->api,
+			     (long long)w.secondary[i]) < 0) {
+			rc = url_fail();
+			goto out;
+		}
+		if ((rc = call_get_object(gl, &c, u.data)) < 0 ||
+		    (rc = CONVERT(&c, user_from_json, &w.found)) < 0)
+			goto out;
+		w.nr_found = 1;
+	}
 	for (i = 0; !w.nr_found && i < w.nr_candidates; i++) {
 		buf_reset(&u);
 		if (buf_addf(&u, "%s/users/%lld", gl->api,
@@ -2220,6 +2629,71 @@ out:
 	return rc;
 }
 
+/*
+ * Who the token is: GET /user (is_admin is shown only when the token acts
+ * as an administrator, lib/api/users.rb: UserWithAdmin for
+ * can_admin_all_resources?) and GET /personal_access_tokens/self (its
+ * scopes; doc/api/personal_access_tokens.md).  Asked as ourselves, never
+ * through Sudo.
+ */
+static int gl_whoami(struct forge_whoami *out, struct forge *f)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct gl_call c;
+	char *sudo = gl->sudo;
+	int rc, b;
+
+	call_init(&c, gl);
+	gl->sudo = NULL;
+	if (buf_addf(&u, "%s/user", gl->api) < 0) {
+		rc = url_fail();
+		goto out;
+	}
+	if ((rc = call_get_object(gl, &c, u.data)) < 0 ||
+	    (rc = CONVERT(&c, user_from_json, &out->user)) < 0)
+		goto out;
+	out->admin = 0;
+	if (json_kind_of(json_member(c.root, "is_admin")) == JSON_BOOL &&
+	    !json_get_bool(&b, c.root, "is_admin"))
+		out->admin = b;
+	buf_reset(&u);
+	if (buf_addf(&u, "%s/personal_access_tokens/self", gl->api) < 0) {
+		rc = url_fail();
+		goto out;
+	}
+	rc = call_get_object(gl, &c, u.data);
+	if (rc == PB_ENOTFOUND || rc == PB_EPERM) {
+		/* An OAuth token, or a GitLab older than 15.5: not known. */
+		log_info("forge: the token's own record cannot be read: %s",
+			 err_msg());
+		rc = 0;
+		goto out;
+	}
+	if (rc < 0)
+		goto out;
+	if ((rc = strings_from_json(&out->scopes, c.root, "scopes")) < 0 ||
+	    (rc = json_get_str_opt(&out->token_name, c.root, "name")) < 0 ||
+	    (rc = json_get_str_opt(&out->expires_at, c.root, "expires_at")) <
+		    0 ||
+	    (rc = json_get_bool_opt(&b, c.root, "active")) < 0) {
+		rc = bad_data(&c);
+		goto out;
+	}
+	out->active = b;
+	out->token_known = 1;
+out:
+	gl->sudo = sudo;
+	call_release(&c);
+	buf_release(&u);
+	return rc;
+}
+
+static enum forge_sudo_problem gl_sudo_problem(const struct forge *f)
+{
+	return ((const struct gitlab *)f)->sudo_problem;
+}
+
 static const struct forge_ops gitlab_ops = {
 	.name = "gitlab",
 	.free = gl_free,
@@ -2241,6 +2715,8 @@ static const struct forge_ops gitlab_ops = {
 	.update_labels = gl_update_labels,
 	.find_user_by_email = gl_find_user_by_email,
 	.get_user = gl_get_user,
+	.whoami = gl_whoami,
+	.sudo_problem = gl_sudo_problem,
 };
 
 /* "https://host:port/prefix" → "https://host:port" */

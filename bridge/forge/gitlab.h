@@ -2,12 +2,16 @@
  * gitlab - the GitLab REST v4 implementation of struct forge.
  *
  * Speaks JSON over http.c, reads responses through json.c, and applies
- * the rules in notes/gitlab-api.md: pagination by Link rel="next" (never
- * by totals), PRIVATE-TOKEN and Sudo, error bodies whose "message" is a
- * string or an object (or "error"), diff-note positions, approve/unapprove
- * status codes, and idempotence by hidden markers (section 1.15).
+ * GitLab's rules (the GitLab source or doc page is named where each is
+ * applied): pagination by X-Next-Page on the configured URL, never to
+ * another origin and never by totals; PRIVATE-TOKEN and Sudo, with Sudo's
+ * own refusals told apart (forge_sudo_problem()); error bodies whose
+ * "message" is a string or an object (or "error"); diff-note positions;
+ * approvals judged by the approval state, not the status code (a second
+ * approval is a 401 like a refusal); internal notes, and notes whose
+ * visibility is not given, marked internal; idempotence by hidden markers.
  *
- * Retries (section 5): GETs and idempotent writes (approve, unapprove,
+ * Retries: GETs and idempotent writes (approve, unapprove,
  * labels, resolve) are retried on connection failures, 5xx and 429; notes,
  * discussions and replies are retried only when the request surely did
  * not arrive (refused connection, 429), and otherwise only after the

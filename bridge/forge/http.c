@@ -571,69 +571,69 @@ int http_link_find(struct buf *out, const char *link, const char *rel)
 }
 
 /*
- * Split a URL into its origin parts.  Only what http and https URLs need;
- * no userinfo (we never put credentials in URLs, and refuse those that do).
+ * The origin of a URL (RFC 6454: scheme, host, port), judged by curl_url()
+ * - the parser that makes the connection - so that no URL can name one
+ * host to us and another to libcurl.  Only http and https; a URL with
+ * userinfo has no origin here (we never put credentials in URLs, and
+ * refuse those that do).  The parts are lower-cased; the port is
+ * explicit (CURLU_DEFAULT_PORT).
  */
 struct origin {
-	const char *scheme, *host;
-	size_t scheme_len, host_len;
-	uint64_t port;
+	char *scheme, *host, *port;
 };
+
+static void origin_release(struct origin *o)
+{
+	curl_free(o->scheme);
+	curl_free(o->host);
+	curl_free(o->port);
+	memset(o, 0, sizeof(*o));
+}
 
 static int origin_parse(struct origin *o, const char *url)
 {
-	const char *port = NULL;
-	size_t port_len = 0;
-	struct scan s;
+	CURLU *u = curl_url();
+	char *user = NULL;
+	int rc = -1;
 
 	memset(o, 0, sizeof(*o));
-	scan_init(&s, url, strlen(url));
-	if (!scan_until(&s, ':', &o->scheme, &o->scheme_len) ||
-	    !scan_lit(&s, "://"))
+	if (!u)
 		return -1;
-	if (mem_eq_icase(o->scheme, o->scheme_len, "http") &&
-	    o->scheme_len == 4)
-		o->port = 80;
-	else if (mem_eq_icase(o->scheme, o->scheme_len, "https") &&
-		 o->scheme_len == 5)
-		o->port = 443;
-	else
-		return -1;
-	o->host = s.p;
-	if (scan_char(&s, '[')) {
-		/* An IPv6 literal: the port follows the ']'. */
-		while (!scan_eof(&s) && scan_peek(&s) != ']')
-			s.p++;
-		if (!scan_char(&s, ']'))
-			return -1;
+	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_SCHEME, &o->scheme, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &o->host, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PORT, &o->port, CURLU_DEFAULT_PORT) !=
+		    CURLUE_OK)
+		goto out;
+	if (curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK) {
+		curl_free(user);
+		goto out;
 	}
-	while (!scan_eof(&s) && !strchr(":/?#@", scan_peek(&s)))
-		s.p++;
-	o->host_len = (size_t)(s.p - o->host);
-	if (scan_peek(&s) == '@' || o->host_len == 0)
-		return -1;
-	if (scan_char(&s, ':')) {
-		port = s.p;
-		while (!scan_eof(&s) && !strchr("/?#", scan_peek(&s)))
-			s.p++;
-		port_len = (size_t)(s.p - port);
-		if (port_len && !mem_to_u64(port, port_len, 65535, &o->port))
-			return -1;
-	}
-	return 0;
+	if (strcasecmp(o->scheme, "http") && strcasecmp(o->scheme, "https"))
+		goto out;
+	rc = 0;
+out:
+	if (rc)
+		origin_release(o);
+	curl_url_cleanup(u);
+	return rc;
 }
 
 int http_same_origin(const char *a, const char *b)
 {
 	struct origin oa, ob;
+	int same = 0;
 
-	if (origin_parse(&oa, a) < 0 || origin_parse(&ob, b) < 0)
+	if (origin_parse(&oa, a) < 0)
 		return 0;
-	return oa.scheme_len == ob.scheme_len &&
-	       !strncasecmp(oa.scheme, ob.scheme, oa.scheme_len) &&
-	       oa.host_len == ob.host_len &&
-	       !strncasecmp(oa.host, ob.host, oa.host_len) &&
-	       oa.port == ob.port;
+	if (origin_parse(&ob, b) == 0) {
+		same = !strcasecmp(oa.scheme, ob.scheme) &&
+		       !strcasecmp(oa.host, ob.host) &&
+		       !strcmp(oa.port, ob.port);
+		origin_release(&ob);
+	}
+	origin_release(&oa);
+	return same;
 }
 
 int http_parse_uint(int64_t *out, const char *v)

@@ -84,6 +84,10 @@ struct wh_req {
 	char event[WEBHOOK_NAME_MAX + 1]; /* X-Gitlab-Event, printable */
 	char key[LRU_KEY_MAX]; /* "i:…"/"e:…", "" when none */
 	int answered; /* a response was queued */
+	/* An authenticated body over the cap: read and thrown away, then
+	 * answered 200 (see on_oversized()). */
+	int discarding;
+	uint64_t discarded;
 };
 
 /*
@@ -668,14 +672,23 @@ static enum MHD_Result on_headers(struct webhook *wh, struct wh_req *r,
 			return refuse(wh, r, conn, MHD_HTTP_BAD_REQUEST,
 				      "bad Content-Length\n",
 				      "bad Content-Length");
-		if (length > wh->max_request) {
+		if (length > WEBHOOK_DISCARD_MAX) {
 			char why[96];
 
 			snprintf(why, sizeof(why),
-				 "body of %llu bytes over the cap of %zu",
-				 (unsigned long long)length, wh->max_request);
+				 "body of %llu bytes, more than GitLab ever "
+				 "sends",
+				 (unsigned long long)length);
 			return refuse(wh, r, conn, MHD_HTTP_CONTENT_TOO_LARGE,
 				      "payload too large\n", why);
+		}
+		if (length > wh->max_request) {
+			event = header(conn, "X-Gitlab-Event");
+			printable_copy(r->event, sizeof(r->event),
+				       event ? event : "?",
+				       strlen(event ? event : "?"));
+			r->discarding = 1;
+			return MHD_YES;
 		}
 		if (buf_grow(&r->body, (size_t)length))
 			BUG("body cap checked above");
@@ -725,6 +738,30 @@ static void log_event(int prio, const struct wh_req *r,
 }
 
 /* The last call: the whole body is here. */
+/*
+ * A delivery over max_request_size from a peer that knows the secret:
+ * GitLab itself, with a big MR (a long description, many changes).  An
+ * error would count against the hook: GitLab treats every answer but a
+ * 2xx or 3xx as a failure (app/services/web_hook_service.rb
+ * response_category) and backs the hook off, then disables it, after a
+ * few in a row (app/services/web_hooks/log_execution_service.rb,
+ * app/models/concerns/web_hooks/auto_disabling.rb) - and every later
+ * delivery, small ones too, would be lost.  So the body is read and
+ * thrown away, the answer is 200, and the log says so: polling reads the
+ * MR in any case.
+ */
+static enum MHD_Result on_oversized(struct webhook *wh, struct wh_req *r,
+				    struct MHD_Connection *conn)
+{
+	log_warn("webhook: %s: %s of %llu bytes over [webhook] "
+		 "max_request_size (%zu): answered 200 and not read; the next "
+		 "poll picks up what it said",
+		 r->peer, r->event, (unsigned long long)r->discarded,
+		 wh->max_request);
+	count(wh, &wh->stats.oversized);
+	return answer(r, conn, MHD_HTTP_OK, "too large, ignored\n", 0);
+}
+
 static enum MHD_Result on_body(struct webhook *wh, struct wh_req *r,
 			       struct MHD_Connection *conn)
 {
@@ -808,23 +845,33 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	if (*upload_size) {
-		if (buf_add(&r->body, upload, *upload_size)) {
-			/*
-			 * Only a chunked body gets here (a Content-Length over
-			 * the cap was refused up front).  No answer can be
-			 * queued mid-body, so the connection is dropped.
-			 */
-			log_notice("webhook: %s: body over the cap of %zu "
-				   "bytes, connection closed",
-				   r->peer, wh->max_request);
+	if (*upload_size && r->discarding) {
+		r->discarded += *upload_size;
+		*upload_size = 0;
+		if (r->discarded > WEBHOOK_DISCARD_MAX) {
+			/* More than GitLab ever sends: not GitLab. */
+			log_notice("webhook: %s: body over %d bytes, "
+				   "connection closed",
+				   r->peer, WEBHOOK_DISCARD_MAX);
 			count(wh, &wh->stats.rejected);
 			r->answered = 1;
 			return MHD_NO;
 		}
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		if (buf_add(&r->body, upload, *upload_size)) {
+			/* A chunked body past the cap: the rest is thrown
+			 * away, as for a Content-Length over it. */
+			r->discarding = 1;
+			r->discarded = r->body.len + *upload_size;
+			buf_reset(&r->body);
+		}
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	if (r->discarding)
+		return on_oversized(wh, r, conn);
 	return on_body(wh, r, conn);
 }
 

@@ -8,17 +8,22 @@
  * the daemon's one work queue, and polling still catches anything a lost
  * or refused delivery would have carried.
  *
- * Protocol (gitlab-api.md section 1.11):
+ * Protocol (doc/user/project/integrations/webhooks.md):
  *   - only POST to the configured path: other paths 404, other methods 405;
  *   - X-Gitlab-Token must equal the secret, compared in constant time (it
  *     is a shared secret echoed as-is, not an HMAC); wrong or missing: 401
  *     and nothing else happens (the body is not read);
- *   - Content-Length over max_request_size: 413 and the connection is
- *     closed without reading the rest; a chunked body that outgrows the
- *     cap gets the connection closed without an answer;
+ *   - a body over max_request_size (Content-Length or chunked) is read
+ *     and thrown away and answered 200 with a log line: GitLab counts
+ *     every answer but 2xx/3xx against the hook and disables it after a
+ *     few (app/services/web_hook_service.rb response_category), so a 413
+ *     for one big MR would cost every later delivery; polling reads the
+ *     MR anyway.  Beyond WEBHOOK_DISCARD_MAX, more than GitLab ever sends,
+ *     it is 413 up front (Content-Length) or a closed connection;
  *   - Content-Type must be application/json (415);
- *   - X-Gitlab-Event other than "Merge Request Hook" or "Note Hook", and
- *     notes on anything but a merge request: 200 and ignored, because
+ *   - X-Gitlab-Event other than "Merge Request Hook" or "Note Hook"
+ *     ("Confidential Note Hook" too: internal notes stay on the forge),
+ *     and notes on anything but a merge request: 200 and ignored, because
  *     GitLab disables a hook after repeated 4xx/5xx answers;
  *   - malformed JSON, or a payload missing what we need: 400;
  *   - deliveries are de-duplicated by Idempotency-Key (GitLab 17.4+; the
@@ -74,6 +79,9 @@
 #define WEBHOOK_TIMEOUT_DEFAULT 10 /* seconds idle per connection */
 #define WEBHOOK_THREADS_DEFAULT 2
 #define WEBHOOK_DEDUPE_DEFAULT 4096 /* delivery keys remembered */
+/* GitLab sends no body larger (WebHookService::REQUEST_BODY_SIZE_LIMIT,
+ * app/services/web_hook_service.rb): what is thrown away unread. */
+#define WEBHOOK_DISCARD_MAX (25 * 1024 * 1024)
 
 /* Field caps; longer values make the payload invalid (400). */
 #define WEBHOOK_SECRET_MAX 1024
@@ -179,7 +187,8 @@ struct webhook_stats {
 	uint64_t duplicates; /* deliveries seen before, not handed on */
 	uint64_t ignored; /* uninteresting events answered 200 */
 	uint64_t unauthorized; /* 401s */
-	uint64_t rejected; /* other 4xx, and bodies over the cap */
+	uint64_t rejected; /* other 4xx, and bodies over 25 MiB */
+	uint64_t oversized; /* bodies over the cap, answered 200 unread */
 	uint64_t failed; /* on_event failed: 503 */
 	unsigned inflight; /* requests being received right now */
 };

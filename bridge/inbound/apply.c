@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void apply_result_init(struct apply_result *res)
 {
@@ -280,6 +281,36 @@ static int approval_note(struct run *r, const struct plan_action *a,
 	return rc;
 }
 
+/*
+ * The forge token cannot act as the reviewer at all (Sudo refused: not
+ * an administrator's token, no sudo scope, Admin Mode without admin_mode).
+ * That says nothing about the reviewer and only an operator can fix it:
+ * no note on the merge request; the log, the store (for `status`) and a
+ * temporary failure, so the mail's approvals land once the token can.
+ */
+static int operator_problem(struct run *r, const char *user, const char *why)
+{
+	char v[STORE_CURSOR_VALUE_MAX];
+
+	log_error("approval as %s waits: %s", user, why);
+	snprintf(v, sizeof(v), "%lld %s", (long long)time(NULL),
+		 forge_sudo_problem_text(forge_sudo_problem(r->f)));
+	if (store_cursor_set(r->st, STORE_CURSOR_FORGE_PROBLEM, v))
+		log_warn("recording the forge problem: %s", err_msg());
+	return err_set(PB_ETEMP, "%s (an operator's problem; retried)", why);
+}
+
+/* Acting as a reviewer worked: no operator problem stands. */
+static void operator_problem_gone(struct run *r)
+{
+	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+
+	if (!store_cursor_get(&v, r->st, STORE_CURSOR_FORGE_PROBLEM) &&
+	    v.len && store_cursor_set(r->st, STORE_CURSOR_FORGE_PROBLEM, ""))
+		log_warn("clearing the forge problem: %s", err_msg());
+	buf_release(&v);
+}
+
 static int mark_list_approval(struct run *r, const char *user)
 {
 	char *name = xasprintf(STORE_CURSOR_LIST_APPROVAL, r->t->project,
@@ -318,11 +349,15 @@ static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 	}
 	if (!rc) {
 		log_info("approved as %s at %.12s%s", a->user, t->head_sha,
-			 res == FORGE_APPROVE_ALREADY ? " (already)" : "");
+			 res == FORGE_APPROVE_ALREADY ? " (it stood already)" :
+							"");
+		operator_problem_gone(r);
 		return 0;
 	}
 	if (rc == PB_ETEMP)
 		return rc;
+	if (res == FORGE_APPROVE_NO_SUDO)
+		return operator_problem(r, a->user, why);
 	if (rc == PB_EINVAL && res == FORGE_APPROVE_SHA_MISMATCH) {
 		snprintf(why, sizeof(why),
 			 "it was given for v%d (head %.12s), which is no "
@@ -338,7 +373,9 @@ static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 		snprintf(why, sizeof(why),
 			 "GitLab did not accept it from user %s (%s).", a->user,
 			 rc == PB_EPERM ? "not allowed to approve" :
-					  "no such user");
+			 res == FORGE_APPROVE_NO_USER ?
+					  "GitLab has no user of that name" :
+					  "the merge request was not found");
 		log_notice("approval as %s refused: %s", a->user, forge_msg);
 	} else {
 		err_set(rc, "%s", why);
@@ -360,8 +397,11 @@ static int do_unapprove(struct run *r, const struct plan_action *a, void *arg)
 	rc = forge_unapprove(&res, r->f, r->t->project, r->t->iid);
 	snprintf(msg, sizeof(msg), "%s", err_msg());
 	rc2 = act_as(r, NULL);
+	if (rc && res == FORGE_APPROVE_NO_SUDO)
+		return operator_problem(r, a->user, msg);
 	if (rc == PB_EPERM || rc == PB_ENOTFOUND) {
-		/* nothing of theirs to withdraw */
+		/* nothing of theirs to withdraw: not allowed to approve, or
+		 * no such user */
 		log_info("unapprove as %s: %s", a->user, msg);
 		rc = 0;
 	}

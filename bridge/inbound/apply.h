@@ -12,9 +12,10 @@
  * attempt died or timed out between request and journal) may have landed:
  * for a note the marker is looked for first (forge_find_note_by_marker())
  * and the note recorded when it is there; approvals, unapprovals and label
- * changes are set operations and are simply made again (a repeated
- * approve is GitLab's 304).  The forge client itself looks for the marker
- * after a lost response within one attempt.
+ * changes are set operations and are simply made again (the forge client
+ * reads the approval state first, so an approval that stands is not
+ * asked for twice).  The forge client itself looks for the marker after
+ * a lost response within one attempt.
  *
  * Actions run in plan order.  Outcomes:
  *  - a diff note whose position GitLab refuses (400 line_code) becomes the
@@ -22,9 +23,15 @@
  *  - a reply in a diff thread (PLAN_DIFF_REPLY) whose thread is gone
  *    (404) becomes a diff note at its position, as PLAN_DIFF_NOTE; its
  *    marker is looked for in every discussion for that reason;
- *  - an approval that meets a moved MR (409) or a refusal (401, or no such
- *    user for Sudo) is final for that action; a note saying so (action
- *    PLAN_IDX_APPROVE_NOTE) is posted in the comment's thread;
+ *  - an approval that meets a moved MR (409) or a refusal (the user may
+ *    not approve, or Sudo knows no such user) is final for that action; a
+ *    note saying so (action PLAN_IDX_APPROVE_NOTE) is posted in the
+ *    comment's thread;
+ *  - a token that may not act as the reviewer at all (Sudo refused: not
+ *    an administrator's, no sudo scope, Admin Mode without admin_mode) is
+ *    an operator's problem: no note on the MR, a log line, the problem
+ *    recorded for `status` (STORE_CURSOR_FORGE_PROBLEM), and PB_ETEMP, so
+ *    the approval lands once the token can;
  *  - PB_ETEMP (the forge or the store is failing) stops the mail at once
  *    and is returned: the caller retries the whole mail later, and the
  *    journal makes that resume where it stopped;

@@ -1116,6 +1116,10 @@ static int work(struct inbound *ib, struct job *j)
 	if (rc)
 		goto out;
 
+	/* a post the list wrapped for DMARC: whose verification counts */
+	ro.list_authserv_id =
+		config_project_str(j->proj, CFG_INBOUND_LIST_AUTHSERV_ID);
+	ro.list_address = config_project_str(j->proj, CFG_BRIDGE_LIST_ADDRESS);
 	rc = review_parse(&j->review, j->rec.message.data, j->rec.message.len,
 			  j->parent, &ro);
 	if (rc == PB_ETEMP)
@@ -1183,6 +1187,11 @@ static int work(struct inbound *ib, struct job *j)
 		rc = finish(j, STORE_INBOUND_IGNORED, "nothing to apply");
 		goto out;
 	}
+	/* What became of each trailer, for `patchbridge why`: worth a
+	 * line in the log when it cannot be kept, not a retry. */
+	if (plan.verdicts.nr &&
+	    store_verdicts_set(ib->st, row->message_id, &plan.verdicts))
+		log_warn("inbound: trailer verdicts not kept: %s", err_msg());
 	rc = apply_plan(&res, ib->forge, ib->st, &plan, &t);
 	if (rc)
 		goto out;

@@ -30,6 +30,7 @@ void plan_release(struct plan *p)
 	for (i = 0; i < p->nr; i++)
 		action_release(&p->v[i]);
 	free(p->v);
+	strlist_release(&p->verdicts);
 	plan_init(p);
 }
 
@@ -73,26 +74,48 @@ static int adds_inline(struct buf *b, const char *s)
 	return escape_inline(b, s ? s : "", s ? strlen(s) : 0);
 }
 
-/* "Name <email>", escaped; either part may be missing. */
-static int add_person(struct buf *b, const char *name, const char *email)
+static int adds_plain(struct buf *b, const char *s)
+{
+	return buf_adds(b, s ? s : "");
+}
+
+/* How untrusted text is written: escaped for a note, or as it is (the
+ * verdicts kept for `why`, which makes them printable itself). */
+struct style {
+	int (*text)(struct buf *b, const char *s);
+	const char *lt, *gt;
+};
+
+static const struct style markdown = { adds_inline, "&lt;", "&gt;" };
+static const struct style plain = { adds_plain, "<", ">" };
+
+/* "Name <email>"; either part may be missing. */
+static int add_person_as(struct buf *b, const struct style *st,
+			 const char *name, const char *email)
 {
 	int rc = 0;
 
 	if (name && name[0]) {
-		rc = adds_inline(b, name);
+		rc = st->text(b, name);
 		if (!rc && email && email[0])
 			rc = buf_addch(b, ' ');
 	}
 	if (!rc && email && email[0]) {
-		rc = buf_adds(b, "&lt;");
+		rc = buf_adds(b, st->lt);
 		if (!rc)
-			rc = adds_inline(b, email);
+			rc = st->text(b, email);
 		if (!rc)
-			rc = buf_adds(b, "&gt;");
+			rc = buf_adds(b, st->gt);
 	}
 	if (!rc && (!name || !name[0]) && (!email || !email[0]))
 		rc = buf_adds(b, "an unnamed sender");
 	return rc;
+}
+
+/* The same, escaped. */
+static int add_person(struct buf *b, const char *name, const char *email)
+{
+	return add_person_as(b, &markdown, name, email);
 }
 
 int plan_footer(struct buf *out, const struct review *r,
@@ -121,10 +144,22 @@ int plan_footer(struct buf *out, const struct review *r,
 	}
 	if (rc)
 		return rc;
+	if (r->auth.verified && r->wrap_trusted)
+		return buf_adds(out, " (verified by the list, which wrapped "
+				     "the message for DMARC)");
 	if (r->auth.verified)
 		return buf_adds(out, r->auth.dkim == AR_PASS ?
 					     " (DKIM verified)" :
 					     " (DMARC verified)");
+	if (r->mail->flags & MAIL_F_WRAPPED)
+		return buf_adds(out,
+				r->wrap_trusted ?
+					" (not verified: the list found no "
+					"DKIM/DMARC pass for the sender)" :
+					" (not verified: the list wrapped "
+					"the message for DMARC; its "
+					"verification of the sender is "
+					"not trusted)");
 	if (!id)
 		return buf_adds(out, " (not verified: no trusted "
 				     "authserv-id is configured)");
@@ -137,24 +172,22 @@ int plan_footer(struct buf *out, const struct review *r,
 }
 
 /* The reason a trailer was not honoured, with its particulars. */
-static int add_reason(struct buf *b, enum approval_verdict v,
-		      const struct review *r, const struct plan_ctx *ctx,
-		      const struct trailer *t)
+static int add_reason(struct buf *b, const struct style *st,
+		      enum approval_verdict v, const struct review *r,
+		      const struct plan_ctx *ctx, const struct trailer *t)
 {
 	const char *id = ctx->authserv_id && ctx->authserv_id[0] ?
 				 ctx->authserv_id :
 				 NULL;
-	int rc = buf_adds(b, " \xe2\x80\x94 not honoured as an approval: ");
+	int rc = 0;
 
-	if (rc)
-		return rc;
 	switch (v) {
 	case APPROVAL_UNVERIFIED:
 		rc = buf_adds(b, "the sender is not verified (");
 		if (!rc && id) {
 			rc = buf_adds(b, "no DKIM or DMARC pass from ");
 			if (!rc)
-				rc = adds_inline(b, id);
+				rc = st->text(b, id);
 		} else if (!rc) {
 			rc = buf_adds(b, "no trusted authserv-id is "
 					 "configured");
@@ -175,7 +208,7 @@ static int add_reason(struct buf *b, enum approval_verdict v,
 		}
 		rc = buf_adds(b, "it names ");
 		if (!rc)
-			rc = add_person(b, t->name, t->email);
+			rc = add_person_as(b, st, t->name, t->email);
 		if (!rc)
 			rc = buf_adds(b, ", not the sender; only the sender "
 					 "may approve by mail");
@@ -183,10 +216,10 @@ static int add_reason(struct buf *b, enum approval_verdict v,
 	case APPROVAL_UNMAPPED:
 		rc = buf_adds(b, "no forge user is known for ");
 		if (!rc)
-			rc = adds_inline(b, r->mail->from.email);
+			rc = st->text(b, r->mail->from.email);
 		return rc;
 	case APPROVAL_NOT_OWNER:
-		rc = adds_inline(b, r->mail->from.email);
+		rc = st->text(b, r->mail->from.email);
 		if (!rc)
 			rc = buf_addf(b,
 				      " is not a maintainer or reviewer in "
@@ -295,12 +328,39 @@ static int add_trailers(struct buf *b, const struct review *r,
 				rc = adds_inline(b, d[i].user);
 		} else if (d[i].v != APPROVAL_NOT_APPROVAL &&
 			   d[i].v != APPROVAL_NAK) {
-			rc = add_reason(b, d[i].v, r, ctx, t);
+			rc = buf_adds(b, " \xe2\x80\x94 not honoured as an "
+					 "approval: ");
+			if (!rc)
+				rc = add_reason(b, &markdown, d[i].v, r, ctx,
+						t);
 		}
 		if (!rc)
 			rc = buf_addch(b, '\n');
 	}
 	return rc;
+}
+
+/* What became of each trailer, in plain words, for the journal. */
+static void add_verdicts(struct strlist *out, const struct review *r,
+			 const struct plan_ctx *ctx, const struct decided *d)
+{
+	size_t i;
+
+	for (i = 0; i < r->trailers.nr; i++) {
+		struct buf b = BUF_INIT(PB_ERRMSG_MAX);
+
+		if (d[i].v == APPROVAL_GRANT)
+			buf_addf(&b, "an approval as %s%s", d[i].user,
+				 d[i].first ? "" :
+					      " (made for an earlier trailer)");
+		else if (d[i].v == APPROVAL_NOT_APPROVAL)
+			buf_adds(&b, "not an approval: listed in the comment");
+		else if (!buf_adds(&b, "not honoured as an approval: "))
+			add_reason(&b, &plain, d[i].v, r, ctx,
+				   &r->trailers.v[i]);
+		strlist_push(out, b.data);
+		buf_release(&b);
+	}
 }
 
 /* The footer as a paragraph of its own after what b holds. */
@@ -476,6 +536,7 @@ int plan_build(struct plan *out, const struct review *r,
 		rc = plan_footer(&foot, r, ctx);
 	if (rc)
 		goto out;
+	add_verdicts(&out->verdicts, r, ctx, d);
 
 	/* 0, or 2001 for a NAK: the sender's words and the trailers. */
 	fold = ctx->fold_inline || (r->nak && is_blank(r->comment));

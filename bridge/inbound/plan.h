@@ -45,6 +45,7 @@
 #include "inbound/approval.h"
 #include "mail/review.h"
 #include "util/limits.h"
+#include "util/strlist.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -94,6 +95,14 @@ struct plan {
 	struct plan_action *v;
 	size_t nr;
 	size_t alloc;
+	/*
+	 * What became of each trailer of the review, in its order, in plain
+	 * words (not escaped: untrusted, make it printable before showing
+	 * it): "an approval as alice", "not an approval: listed in the
+	 * comment", or "not honoured as an approval: " and the reason the
+	 * comment gives.  Kept in the journal for `patchbridge why`.
+	 */
+	struct strlist verdicts;
 };
 
 /*

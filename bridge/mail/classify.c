@@ -1,6 +1,7 @@
 #include "mail/classify.h"
 
 #include "core/msgid.h"
+#include "mail/hdrdecode.h"
 #include "mail/mail.h"
 #include "mail/review.h"
 #include "mail/subject.h"
@@ -148,7 +149,7 @@ static int take_ref(const char *p, size_t len, void *arg)
 	return 0;
 }
 
-/* The addr-spec of an address header or envelope sender, lower case. */
+/* The addr-spec of an envelope sender ("<a@b>" or "a@b"), lower case. */
 static char *addr_of(const char *value)
 {
 	const char *p = value, *lt, *gt;
@@ -171,6 +172,19 @@ static char *addr_of(const char *value)
 	if (!len || len > PB_ADDR_MAX || !memchr(p, '@', len))
 		return NULL;
 	return lower_dup(p, len);
+}
+
+/* The From field's addr-spec, read as mail.c reads it, lower case. */
+static char *from_addr(const char *value)
+{
+	struct hdrdecode_mailbox mb;
+	char *out = NULL;
+
+	hdrdecode_mailbox(&mb, value, strlen(value), NULL, NULL);
+	if (mb.email[0])
+		out = lower_dup(mb.email, strlen(mb.email));
+	hdrdecode_mailbox_release(&mb);
+	return out;
 }
 
 void classify_header(struct classify_input *in, const char *name,
@@ -202,7 +216,7 @@ void classify_header(struct classify_input *in, const char *name,
 		subject_release(&subj);
 	} else if (!strcasecmp(name, "From")) {
 		if (!in->from)
-			in->from = addr_of(value);
+			in->from = from_addr(value);
 	} else if (!strcasecmp(name, "Auto-Submitted")) {
 		const char *p = value;
 		size_t len;

@@ -1,7 +1,9 @@
 #include "mail/mail.h"
+#include "mail/hdrdecode.h"
 #include "mail/mailtext.h"
 #include "util/err.h"
 #include "util/limits.h"
+#include "util/printable.h"
 #include "util/scan.h"
 #include "util/utf8.h"
 #include "util/xalloc.h"
@@ -54,8 +56,12 @@ void mail_free(struct mail *m)
 	free(m->message_id);
 	free(m->in_reply_to);
 	strlist_release(&m->references);
+	strlist_release(&m->notes);
 	free(m->from.name);
 	free(m->from.email);
+	free(m->wrapper.name);
+	free(m->wrapper.email);
+	free(m->inner_message_id);
 	free(m->subject);
 	free(m->date);
 	for (i = 0; i < m->nr_headers; i++) {
@@ -63,20 +69,40 @@ void mail_free(struct mail *m)
 		free(m->headers[i].value);
 	}
 	free(m->headers);
+	for (i = 0; i < m->nr_inner_headers; i++) {
+		free(m->inner_headers[i].name);
+		free(m->inner_headers[i].value);
+	}
+	free(m->inner_headers);
 	buf_release(&m->text);
 	free(m->text_type);
 	free(m->charset);
+	buf_release(&m->patch);
+	free(m->patch_type);
+	free(m->patch_name);
 	free(m);
+}
+
+static const char *header_get(const struct mail_header *h, size_t nr,
+			      const char *name, size_t nth)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++)
+		if (!strcasecmp(h[i].name, name) && nth-- == 0)
+			return h[i].value;
+	return NULL;
 }
 
 const char *mail_header_get(const struct mail *m, const char *name, size_t nth)
 {
-	size_t i;
+	return header_get(m->headers, m->nr_headers, name, nth);
+}
 
-	for (i = 0; i < m->nr_headers; i++)
-		if (!strcasecmp(m->headers[i].name, name) && nth-- == 0)
-			return m->headers[i].value;
-	return NULL;
+const char *mail_inner_header_get(const struct mail *m, const char *name,
+				  size_t nth)
+{
+	return header_get(m->inner_headers, m->nr_inner_headers, name, nth);
 }
 
 int mail_date_parse(int64_t *out, const char *date)
@@ -131,15 +157,55 @@ static int check_header(const char *raw, size_t len,
 struct warn_state {
 	unsigned crit;
 	unsigned warnings;
+	struct strlist notes; /* each warning as text, MAIL_NOTES_MAX */
 };
 
-static void on_warning(gint64 offset, GMimeParserWarning code,
-		       const gchar *item, gpointer data)
+/* What GMime found, in words (gmime-parser-options.h). */
+static const char *warning_text(GMimeParserWarning code)
 {
-	struct warn_state *ws = data;
+	switch (code) {
+	case GMIME_WARN_DUPLICATED_HEADER:
+		return "a header field that may appear once appears again";
+	case GMIME_WARN_DUPLICATED_PARAMETER:
+		return "a header parameter repeated";
+	case GMIME_WARN_UNENCODED_8BIT_HEADER:
+		return "unencoded 8-bit text in a header field";
+	case GMIME_WARN_INVALID_CONTENT_TYPE:
+		return "an invalid Content-Type (read as "
+		       "application/octet-stream)";
+	case GMIME_WARN_INVALID_RFC2047_HEADER_VALUE:
+		return "an invalid RFC 2047 encoded word";
+	case GMIME_WARN_MALFORMED_MULTIPART:
+		return "a multipart without parts";
+	case GMIME_WARN_TRUNCATED_MESSAGE:
+		return "the message is cut short";
+	case GMIME_WARN_MALFORMED_MESSAGE:
+		return "a malformed message";
+	case GMIME_CRIT_INVALID_HEADER_NAME:
+		return "an invalid header field name (parts of the message "
+		       "may be skipped)";
+	case GMIME_CRIT_CONFLICTING_HEADER:
+		return "conflicting header fields";
+	case GMIME_CRIT_CONFLICTING_PARAMETER:
+		return "conflicting header parameters";
+	case GMIME_CRIT_MULTIPART_WITHOUT_BOUNDARY:
+		return "a multipart without a boundary";
+	case GMIME_WARN_INVALID_PARAMETER:
+		return "an invalid header parameter";
+	case GMIME_WARN_INVALID_ADDRESS_LIST:
+		return "an invalid address list";
+	case GMIME_CRIT_NESTING_OVERFLOW:
+		return "MIME parts nested too deep";
+	case GMIME_WARN_PART_WITHOUT_CONTENT:
+		return "a MIME part whose headers a boundary ends";
+	case GMIME_CRIT_PART_WITHOUT_HEADERS_OR_CONTENT:
+		return "a MIME part without headers or content";
+	}
+	return "an unknown parser warning";
+}
 
-	(void)offset;
-	(void)item;
+static int is_crit(GMimeParserWarning code)
+{
 	switch (code) {
 	case GMIME_CRIT_INVALID_HEADER_NAME:
 	case GMIME_CRIT_CONFLICTING_HEADER:
@@ -147,12 +213,31 @@ static void on_warning(gint64 offset, GMimeParserWarning code,
 	case GMIME_CRIT_MULTIPART_WITHOUT_BOUNDARY:
 	case GMIME_CRIT_NESTING_OVERFLOW:
 	case GMIME_CRIT_PART_WITHOUT_HEADERS_OR_CONTENT:
-		ws->crit++;
-		break;
+		return 1;
 	default:
-		ws->warnings++;
-		break;
+		return 0;
 	}
+}
+
+static void on_warning(gint64 offset, GMimeParserWarning code,
+		       const gchar *item, gpointer data)
+{
+	struct warn_state *ws = data;
+	char what[PB_LOG_QUOTE_MAX];
+
+	if (is_crit(code))
+		ws->crit++;
+	else
+		ws->warnings++;
+	if (ws->notes.nr >= MAIL_NOTES_MAX)
+		return;
+	/* item comes from the mail: printable, and short */
+	if (item && *item)
+		printable_copy(what, 64, item, strlen(item));
+	strlist_pushf(&ws->notes, "%s%s%s%s%s (at byte %lld)",
+		      is_crit(code) ? "critical: " : "", warning_text(code),
+		      item && *item ? ": \"" : "", item && *item ? what : "",
+		      item && *item ? "\"" : "", (long long)offset);
 }
 
 /* "value\r\n\tmore" -> "value more"; leading and trailing blanks go. */
@@ -191,13 +276,38 @@ static char *bracket_id(const char *id)
 	return id && *id ? xasprintf("<%s>", id) : NULL;
 }
 
-static void read_headers(struct mail *m, GMimeMessage *msg,
-			 GMimeParserOptions *opts)
+static void keep_header(struct mail_header **v, size_t *nr, size_t *alloc,
+			const char *name, const char *raw)
+{
+	ALLOC_GROW(*v, *nr + 1, *alloc);
+	(*v)[*nr].name = xstrdup(name);
+	(*v)[*nr].value = unfold(raw);
+	(*nr)++;
+}
+
+/* The raw values (owned by GMime) of the fields decoded here. */
+struct fields {
+	const char *from;
+	const char *subject;
+	const char *reply_to;
+	const char *cc;
+	int list; /* List-Id or List-Post: the list delivered it */
+};
+
+/*
+ * Read one message's header: threading fields and Date into m when m
+ * has none yet (the outer message first), kept fields (for the inner
+ * message of a wrap: its Authentication-Results apart, in
+ * inner_headers), and the raw fields decoded later.
+ */
+static void read_headers(struct mail *m, struct fields *f, GMimeMessage *msg,
+			 GMimeParserOptions *opts, int inner)
 {
 	GMimeHeaderList *hl = g_mime_object_get_header_list(GMIME_OBJECT(msg));
 	int i, count = hl ? g_mime_header_list_get_count(hl) : 0;
-	size_t alloc = 0;
+	int refs = 0, msgids = 0;
 
+	memset(f, 0, sizeof(*f));
 	for (i = 0; i < count; i++) {
 		GMimeHeader *h = g_mime_header_list_get_header_at(hl, i);
 		const char *name = g_mime_header_get_name(h);
@@ -205,7 +315,21 @@ static void read_headers(struct mail *m, GMimeMessage *msg,
 
 		if (!name || !raw)
 			continue;
-		if (!strcasecmp(name, "In-Reply-To") && !m->in_reply_to) {
+		if (!strcasecmp(name, "Message-ID") && !msgids++) {
+			/*
+			 * The first field counts, as the milter reads it
+			 * (classify.c) and so the journal keys the mail:
+			 * GMime's own message id is the last one.
+			 */
+			char *id = g_mime_utils_decode_message_id(raw);
+
+			if (inner)
+				m->inner_message_id = bracket_id(id);
+			else
+				m->message_id = bracket_id(id);
+			g_free(id);
+		} else if (!strcasecmp(name, "In-Reply-To") &&
+			   !m->in_reply_to) {
 			GMimeReferences *r = g_mime_references_parse(opts, raw);
 
 			if (r && g_mime_references_length(r) > 0)
@@ -213,7 +337,7 @@ static void read_headers(struct mail *m, GMimeMessage *msg,
 					g_mime_references_get_message_id(r, 0));
 			if (r)
 				g_mime_references_free(r);
-		} else if (!strcasecmp(name, "References") &&
+		} else if (!strcasecmp(name, "References") && !refs &&
 			   !m->references.nr) {
 			GMimeReferences *r = g_mime_references_parse(opts, raw);
 			int k, n = r ? g_mime_references_length(r) : 0;
@@ -226,45 +350,37 @@ static void read_headers(struct mail *m, GMimeMessage *msg,
 					strlist_push_owned(&m->references,
 							   bracket_id(id));
 			}
+			refs = 1;
 			if (r)
 				g_mime_references_free(r);
 		} else if (!strcasecmp(name, "Date") && !m->date) {
 			m->date = unfold(raw);
+		} else if (!strcasecmp(name, "From") && !f->from) {
+			f->from = raw;
+		} else if (!strcasecmp(name, "Subject") && !f->subject) {
+			f->subject = raw;
+		} else if (!strcasecmp(name, "Reply-To") && !f->reply_to) {
+			f->reply_to = raw;
+		} else if (!strcasecmp(name, "Cc") && !f->cc) {
+			f->cc = raw;
+		} else if (!strcasecmp(name, "List-Id") ||
+			   !strcasecmp(name, "List-Post")) {
+			f->list = 1;
 		}
-		if (kept_header(name)) {
-			ALLOC_GROW(m->headers, m->nr_headers + 1, alloc);
-			m->headers[m->nr_headers].name = xstrdup(name);
-			m->headers[m->nr_headers].value = unfold(raw);
-			m->nr_headers++;
-		}
+		if (!kept_header(name))
+			continue;
+		if (inner && !strcasecmp(name, "Authentication-Results"))
+			keep_header(&m->inner_headers, &m->nr_inner_headers,
+				    &m->inner_alloc, name, raw);
+		else if (!inner || strcasecmp(name, "List-Id"))
+			keep_header(&m->headers, &m->nr_headers,
+				    &m->headers_alloc, name, raw);
 	}
-}
-
-static void read_from(struct mail *m, GMimeMessage *msg)
-{
-	InternetAddressList *l = g_mime_message_get_from(msg);
-	InternetAddress *ia = NULL;
-	int depth = 0;
-
-	while (l && internet_address_list_length(l) > 0 && depth++ < 4) {
-		ia = internet_address_list_get_address(l, 0);
-		if (!INTERNET_ADDRESS_IS_GROUP(ia))
-			break;
-		l = internet_address_group_get_members(
-			INTERNET_ADDRESS_GROUP(ia));
-		ia = NULL;
-	}
-	if (ia && INTERNET_ADDRESS_IS_MAILBOX(ia)) {
-		const char *name = internet_address_get_name(ia);
-		const char *addr = internet_address_mailbox_get_addr(
-			INTERNET_ADDRESS_MAILBOX(ia));
-
-		m->from.name = unfold(name ? name : "");
-		m->from.email = xstrdup(addr ? addr : "");
-	} else {
-		m->from.name = xstrdup("");
-		m->from.email = xstrdup("");
-	}
+	if (msgids > 1 && !inner)
+		strlist_pushf(&m->notes,
+			      "%d Message-ID fields: the first counts, as the "
+			      "milter reads it",
+			      msgids);
 }
 
 /* ------------------------------------------------------------------ */
@@ -437,13 +553,75 @@ out:
 }
 
 /* ------------------------------------------------------------------ */
-/* choosing the text part */
+/* header fields */
 
-enum want {
-	WANT_PLAIN,
-	WANT_HTML,
-	WANT_PATCH,
-};
+static int conv_header(struct buf *out, const char *p, size_t len,
+		       const char *charset, void *arg)
+{
+	unsigned flags = 0;
+
+	(void)arg;
+	return to_utf8(out, p, len, charset, &flags);
+}
+
+int mail_charset_to_utf8(struct buf *out, const char *p, size_t len,
+			 const char *charset)
+{
+	return conv_header(out, p, len, charset, NULL);
+}
+
+/* Subject: RFC 2047 decoded (hdrdecode.h), unfolded, trimmed. */
+static char *decode_text(const char *raw)
+{
+	return hdrdecode_text_dup(raw ? raw : "", raw ? strlen(raw) : 0,
+				  conv_header, NULL);
+}
+
+static void decode_mailbox(struct mail_addr *out, const char *raw)
+{
+	struct hdrdecode_mailbox mb;
+
+	hdrdecode_mailbox(&mb, raw ? raw : "", raw ? strlen(raw) : 0,
+			  conv_header, NULL);
+	out->name = mb.name;
+	out->email = mb.email;
+}
+
+static const char *find_icase(const char *hay, size_t hn, const char *needle,
+			      size_t nn)
+{
+	size_t i;
+
+	for (i = 0; nn && i + nn <= hn; i++)
+		if (!strncasecmp(hay + i, needle, nn))
+			return hay + i;
+	return NULL;
+}
+
+/* Does the address list value hold the addr-spec email? */
+static int list_has(const char *value, const char *email)
+{
+	size_t n = strlen(email), vn;
+	const char *p, *hit;
+
+	if (!value || !n)
+		return 0;
+	vn = strlen(value);
+	for (p = value;
+	     (hit = find_icase(p, vn - (size_t)(p - value), email, n));
+	     p = hit + 1) {
+		int before = hit == value ? ' ' : (unsigned char)hit[-1];
+		int after = (unsigned char)hit[n];
+
+		if (!hdrdecode_atext(before) && before != '.' &&
+		    !hdrdecode_atext(after) && after != '.')
+			return 1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* choosing the text part */
 
 struct walk {
 	const struct mail_limits *lim;
@@ -451,76 +629,160 @@ struct walk {
 	unsigned flags;
 };
 
+static int is_type(GMimeObject *obj, const char *type, const char *subtype)
+{
+	GMimeContentType *ct = g_mime_object_get_content_type(obj);
+
+	return ct && g_mime_content_type_is_type(ct, type, subtype);
+}
+
+/* A file name: Content-Disposition filename=, or Content-Type name=. */
+static const char *file_name(GMimeObject *obj)
+{
+	const char *fn = NULL;
+
+	if (GMIME_IS_PART(obj))
+		fn = g_mime_part_get_filename(GMIME_PART(obj));
+	return fn && *fn ? fn : NULL;
+}
+
+/*
+ * An attachment: Content-Disposition: attachment, or any part with a
+ * file name, even "inline" (RFC 2183 2.3: a file name says the part is
+ * a file the sender attached, not the text they wrote).
+ */
 static int is_attachment(GMimeObject *obj)
 {
 	GMimeContentDisposition *d = g_mime_object_get_content_disposition(obj);
 
-	return d && g_mime_content_disposition_is_attachment(d);
+	return (d && g_mime_content_disposition_is_attachment(d)) ||
+	       file_name(obj) != NULL;
 }
 
-static int leaf_matches(GMimeObject *obj, enum want want)
+static int visit(struct walk *w, int depth)
 {
-	GMimeContentType *ct = g_mime_object_get_content_type(obj);
-
-	if (!ct || is_attachment(obj))
-		return 0;
-	switch (want) {
-	case WANT_PLAIN:
-		return g_mime_content_type_is_type(ct, "text", "plain");
-	case WANT_HTML:
-		return g_mime_content_type_is_type(ct, "text", "html");
-	case WANT_PATCH:
-		return g_mime_content_type_is_type(ct, "text", "x-patch") ||
-		       g_mime_content_type_is_type(ct, "text", "x-diff");
-	}
-	return 0;
-}
-
-static GMimeObject *pick(struct walk *w, GMimeObject *obj, int depth,
-			 enum want want)
-{
-	int i, n;
-	GMimeObject *got;
-
-	if (!obj)
-		return NULL;
 	if (depth > w->lim->max_depth || ++w->parts > w->lim->max_parts) {
 		w->flags |= MAIL_F_LIMIT;
-		return NULL;
+		return 0;
 	}
+	return 1;
+}
+
+/* multipart/related: the root, named by start= or else the first part. */
+static GMimeObject *related_root(GMimeMultipart *mp)
+{
+	const char *start = g_mime_object_get_content_type_parameter(
+		GMIME_OBJECT(mp), "start");
+	int i, n = g_mime_multipart_get_count(mp);
+
+	if (start && *start) {
+		size_t sl = strlen(start);
+
+		if (start[0] == '<' && sl > 2) {
+			start++;
+			sl -= 2;
+		}
+		for (i = 0; i < n; i++) {
+			GMimeObject *o = g_mime_multipart_get_part(mp, i);
+			const char *cid = g_mime_object_get_content_id(o);
+
+			if (cid && strlen(cid) == sl && !memcmp(cid, start, sl))
+				return o;
+		}
+	}
+	return n > 0 ? g_mime_multipart_get_part(mp, 0) : NULL;
+}
+
+/*
+ * The body the sender wrote (see mail.h): the text part a reader shows
+ * first.  A part with a file name is an attachment and never the body;
+ * a message part is forwarded, not written.
+ */
+static GMimeObject *body_of(struct walk *w, GMimeObject *obj, int depth)
+{
+	GMimeMultipart *mp;
+	GMimeObject *got, *plain = NULL, *rich = NULL;
+	int i, n;
+
+	if (!obj || !visit(w, depth))
+		return NULL;
 	if (GMIME_IS_MULTIPART_ENCRYPTED(obj)) {
 		w->flags |= MAIL_F_ENCRYPTED;
 		return NULL;
 	}
 	if (GMIME_IS_MULTIPART_SIGNED(obj)) {
 		/* the signed content is the first part (RFC 1847) */
-		GMimeMultipart *mp = GMIME_MULTIPART(obj);
-
+		mp = GMIME_MULTIPART(obj);
 		if (g_mime_multipart_get_count(mp) < 1)
 			return NULL;
-		got = pick(w, g_mime_multipart_get_part(mp, 0), depth + 1,
-			   want);
+		got = body_of(w, g_mime_multipart_get_part(mp, 0), depth + 1);
 		if (got)
 			w->flags |= MAIL_F_PGP_MIME;
 		return got;
 	}
 	if (GMIME_IS_MULTIPART(obj)) {
-		GMimeMultipart *mp = GMIME_MULTIPART(obj);
-
+		mp = GMIME_MULTIPART(obj);
 		n = g_mime_multipart_get_count(mp);
-		for (i = 0; i < n; i++) {
-			got = pick(w, g_mime_multipart_get_part(mp, i),
-				   depth + 1, want);
-			if (got || (w->flags & MAIL_F_LIMIT))
+		if (is_type(obj, "multipart", "related"))
+			return body_of(w, related_root(mp), depth + 1);
+		for (i = 0; i < n && !(w->flags & MAIL_F_LIMIT); i++) {
+			GMimeObject *c = g_mime_multipart_get_part(mp, i);
+
+			if (GMIME_IS_MESSAGE_PART(c) ||
+			    (GMIME_IS_PART(c) && is_attachment(c)))
+				continue;
+			got = body_of(w, c, depth + 1);
+			if (!got)
+				continue;
+			if (!is_type(obj, "multipart", "alternative"))
 				return got;
+			/* the text/plain alternative is what we read best;
+			 * else the last one, the richest (RFC 2046 5.1.4) */
+			if (is_type(got, "text", "plain")) {
+				if (!plain)
+					plain = got;
+			} else {
+				rich = got;
+			}
 		}
-		return NULL;
+		return plain ? plain : rich;
 	}
-	if (GMIME_IS_MESSAGE_PART(obj))
-		return NULL; /* a forwarded message is not the reply */
-	if (GMIME_IS_PART(obj) && leaf_matches(obj, want))
+	if (GMIME_IS_MESSAGE_PART(obj) || !GMIME_IS_PART(obj) ||
+	    is_attachment(obj))
+		return NULL;
+	if (is_type(obj, "text", "plain") || is_type(obj, "text", "html") ||
+	    is_type(obj, "text", "x-patch") || is_type(obj, "text", "x-diff"))
 		return obj;
 	return NULL;
+}
+
+static int ends_with_icase(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n > k && !strcasecmp(s + n - k, suffix);
+}
+
+/*
+ * A part that may carry a patch, as git am (every text part) and
+ * patchwork (text/x-patch, text/x-diff, text/plain) look for one:
+ * a patch or diff type, a .patch or .diff file name whatever the type
+ * (Outlook and webmail send application/octet-stream), or an attached
+ * text/plain file.
+ */
+static int patch_candidate(GMimeObject *obj)
+{
+	const char *fn = file_name(obj);
+
+	if (is_type(obj, "text", "x-patch") || is_type(obj, "text", "x-diff") ||
+	    is_type(obj, "text", "patch") || is_type(obj, "text", "diff") ||
+	    is_type(obj, "application", "x-patch") ||
+	    is_type(obj, "application", "x-diff"))
+		return 1;
+	if (fn &&
+	    (ends_with_icase(fn, ".patch") || ends_with_icase(fn, ".diff")))
+		return 1;
+	return fn && is_type(obj, "text", "plain");
 }
 
 /* Decode the part's transfer encoding into raw bytes, capped. */
@@ -572,24 +834,90 @@ static int flowed_no(struct buf *o, const char *p, size_t n)
 	return mailtext_flowed(o, p, n, 0);
 }
 
-static int read_text(struct mail *m, GMimeMessage *msg,
+/* Does the text carry a unified diff (git am's and patchwork's test)? */
+static int looks_like_diff(const char *p, size_t len)
+{
+	return (len >= 11 && !memcmp(p, "diff --git ", 11)) ||
+	       mem_find(p, len, "\ndiff --git ", 12) ||
+	       (((len >= 4 && !memcmp(p, "--- ", 4)) ||
+		 mem_find(p, len, "\n--- ", 5)) &&
+		mem_find(p, len, "\n+++ ", 5) && mem_find(p, len, "\n@@ -", 5));
+}
+
+/* The patch part's type (lower case) and decoded file name. */
+static void patch_part_names(struct mail *m, GMimeObject *obj)
+{
+	GMimeContentType *ct = g_mime_object_get_content_type(obj);
+	const char *fn = file_name(obj);
+	char *mt = ct ? g_mime_content_type_get_mime_type(ct) : NULL;
+	char *q;
+
+	m->patch_type = xstrdup(mt ? mt : "application/octet-stream");
+	g_free(mt);
+	for (q = m->patch_type; *q; q++)
+		if (*q >= 'A' && *q <= 'Z')
+			*q = (char)(*q - 'A' + 'a');
+	if (fn)
+		m->patch_name = decode_text(fn);
+}
+
+/*
+ * The first patch attachment (patch_candidate()) in MIME order whose
+ * text is a diff: m->patch, with its type and file name.  The body
+ * part and forwarded messages are not looked at.
+ */
+static void find_patch(struct mail *m, struct walk *w, GMimeObject *obj,
+		       GMimeObject *body, int depth)
+{
+	struct buf raw;
+	const char *cs;
+	int i, n;
+
+	if (!obj || m->patch_type || !visit(w, depth))
+		return;
+	if (GMIME_IS_MULTIPART_ENCRYPTED(obj) || GMIME_IS_MESSAGE_PART(obj))
+		return;
+	if (GMIME_IS_MULTIPART(obj)) {
+		GMimeMultipart *mp = GMIME_MULTIPART(obj);
+
+		n = g_mime_multipart_get_count(mp);
+		for (i = 0; i < n && !m->patch_type; i++)
+			find_patch(m, w, g_mime_multipart_get_part(mp, i), body,
+				   depth + 1);
+		return;
+	}
+	if (obj == body || !GMIME_IS_PART(obj) || !patch_candidate(obj))
+		return;
+	buf_init(&raw, w->lim->max_text);
+	if (part_bytes(&raw, GMIME_PART(obj), w->lim->max_text, &w->flags) ||
+	    !looks_like_diff(raw.data, raw.len)) {
+		buf_release(&raw);
+		return;
+	}
+	cs = g_mime_object_get_content_type_parameter(obj, "charset");
+	if (to_utf8(&m->patch, raw.data, raw.len, cs && *cs ? cs : NULL,
+		    &w->flags) == PB_ELIMIT)
+		w->flags |= MAIL_F_TRUNCATED;
+	buf_release(&raw);
+	patch_part_names(m, obj);
+}
+
+static int read_text(struct mail *m, GMimeObject *top,
 		     const struct mail_limits *lim)
 {
 	struct walk w = { lim, 0, 0 };
-	GMimeObject *top = g_mime_message_get_mime_part(msg);
-	GMimeObject *part = NULL;
+	GMimeObject *part;
 	struct buf raw = BUF_INIT(lim->max_text);
 	struct buf tmp = BUF_INIT(lim->max_text * MAIL_TEXT_GROWTH);
 	const char *cs, *fmt, *delsp;
 	int html, rc = 0;
-	enum want want;
 
-	for (want = WANT_PLAIN; want <= WANT_PATCH && !part; want++) {
-		w.parts = 0;
-		w.flags &= ~MAIL_F_LIMIT;
-		part = pick(&w, top, 1, want);
-	}
+	part = body_of(&w, top, 1);
 	m->flags |= w.flags;
+	w.parts = 0;
+	w.flags = 0;
+	find_patch(m, &w, top, part, 1);
+	m->flags |= w.flags & (MAIL_F_TRUNCATED | MAIL_F_LIMIT);
 	if (!part || !GMIME_IS_PART(part)) {
 		m->flags |= MAIL_F_NO_TEXT;
 		goto out;
@@ -647,18 +975,84 @@ out:
 
 /* ------------------------------------------------------------------ */
 
+/*
+ * A message a mailing list wrapped for DMARC (Mailman's "wrap_message",
+ * mailman/handlers/dmarc.py): the whole body is a message/rfc822 part,
+ * or a text/plain note and then one; the outer header is the list's
+ * (List-Id or List-Post) and names the inner message's sender in its
+ * Reply-To or Cc, where Mailman puts the original From.  A person who
+ * forwards a message as an attachment writes no such header.  Returns
+ * the inner message (owned by msg) and its sender, or NULL.
+ */
+static const char *raw_field(GMimeMessage *msg, const char *name)
+{
+	GMimeHeaderList *hl = g_mime_object_get_header_list(GMIME_OBJECT(msg));
+	GMimeHeader *h = hl ? g_mime_header_list_get_header(hl, name) : NULL;
+
+	return h ? g_mime_header_get_raw_value(h) : NULL;
+}
+
+static GMimeMessage *wrapped(GMimeMessage *msg, const struct fields *outer,
+			     struct mail_addr *sender)
+{
+	GMimeObject *top = g_mime_message_get_mime_part(msg), *part = NULL;
+	GMimeMessage *inner;
+	struct mail_addr a = { NULL, NULL };
+	struct mail_addr o = { NULL, NULL };
+	int ok;
+
+	if (!top || !outer->list)
+		return NULL;
+	if (GMIME_IS_MESSAGE_PART(top)) {
+		part = top;
+	} else if (is_type(top, "multipart", "mixed") &&
+		   g_mime_multipart_get_count(GMIME_MULTIPART(top)) == 2) {
+		GMimeObject *note =
+			g_mime_multipart_get_part(GMIME_MULTIPART(top), 0);
+		GMimeObject *msgp =
+			g_mime_multipart_get_part(GMIME_MULTIPART(top), 1);
+
+		if (GMIME_IS_PART(note) && is_type(note, "text", "plain") &&
+		    !file_name(note) && GMIME_IS_MESSAGE_PART(msgp))
+			part = msgp;
+	}
+	if (!part)
+		return NULL;
+	inner = g_mime_message_part_get_message(GMIME_MESSAGE_PART(part));
+	if (!inner)
+		return NULL;
+	decode_mailbox(&a, raw_field(inner, "From"));
+	decode_mailbox(&o, outer->from);
+	ok = a.email[0] && strcasecmp(a.email, o.email) &&
+	     (list_has(outer->reply_to, a.email) ||
+	      list_has(outer->cc, a.email));
+	free(o.name);
+	free(o.email);
+	if (!ok) {
+		free(a.name);
+		free(a.email);
+		return NULL;
+	}
+	*sender = a;
+	return inner;
+}
+
 int mail_parse(struct mail **out, const char *raw, size_t len,
 	       const struct mail_limits *lim_in)
 {
 	struct mail_limits lim;
-	struct warn_state ws = { 0, 0 };
+	struct warn_state ws = { 0, 0, STRLIST_INIT };
 	GMimeParserOptions *opts = NULL;
 	GMimeStream *stream = NULL;
 	GMimeParser *parser = NULL;
 	GMimeMessage *msg = NULL;
 	const char *fallback[] = { "UTF-8", "windows-1252", NULL };
 	struct mail *m = NULL;
-	const char *s;
+	struct fields outer, fields;
+	struct mail_addr wrap_from = { NULL, NULL };
+	GMimeMessage *inner;
+	GMimeObject *top;
+	size_t i;
 	int rc;
 
 	*out = NULL;
@@ -699,24 +1093,41 @@ int mail_parse(struct mail **out, const char *raw, size_t len,
 
 	m = xcalloc(1, sizeof(*m));
 	strlist_init(&m->references);
+	strlist_init(&m->notes);
 	buf_init(&m->text, lim.max_text * MAIL_TEXT_GROWTH);
-	s = g_mime_message_get_message_id(msg);
-	m->message_id = bracket_id(s);
-	read_headers(m, msg, opts);
-	read_from(m, msg);
-	s = g_mime_message_get_subject(msg);
-	m->subject = unfold(s ? s : "");
-	rc = read_text(m, msg, &lim);
+	buf_init(&m->patch, lim.max_text * MAIL_TEXT_GROWTH);
+	read_headers(m, &outer, msg, opts, 0);
+	top = g_mime_message_get_mime_part(msg);
+	inner = wrapped(msg, &outer, &wrap_from);
+	if (inner) {
+		/* the list's DMARC wrap: the inner message is the reply */
+		m->flags |= MAIL_F_WRAPPED;
+		decode_mailbox(&m->wrapper, outer.from);
+		read_headers(m, &fields, inner, opts, 1);
+		m->from = wrap_from;
+		m->subject = decode_text(fields.subject ? fields.subject :
+							  outer.subject);
+		top = g_mime_message_get_mime_part(inner);
+	} else {
+		decode_mailbox(&m->from, outer.from);
+		m->subject = decode_text(outer.subject);
+		m->wrapper.name = xstrdup("");
+		m->wrapper.email = xstrdup("");
+	}
+	rc = read_text(m, top, &lim);
 	if (rc)
 		goto out;
 	m->crit = ws.crit;
 	m->warnings = ws.warnings;
+	for (i = 0; i < ws.notes.nr && m->notes.nr < MAIL_NOTES_MAX; i++)
+		strlist_push(&m->notes, ws.notes.items[i]);
 	if (ws.crit)
 		m->flags |= MAIL_F_AMBIGUOUS;
 	*out = m;
 	m = NULL;
 out:
 	mail_free(m);
+	strlist_release(&ws.notes);
 	if (msg)
 		g_object_unref(msg);
 	if (parser)

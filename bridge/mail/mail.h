@@ -49,6 +49,10 @@
 #define MAIL_F_LIMIT 0x0100 /* MIME depth or part count reached */
 #define MAIL_F_ENTITIES 0x0200 /* HTML entities in text/plain decoded */
 #define MAIL_F_ENCRYPTED 0x0400 /* multipart/encrypted: no text */
+#define MAIL_F_WRAPPED 0x0800 /* a list's DMARC wrap: read the inner mail */
+
+/* Parser warnings kept as text in struct mail's notes. */
+#define MAIL_NOTES_MAX 20
 
 struct mail_limits {
 	size_t max_size; /* whole message, bytes */
@@ -79,13 +83,28 @@ struct mail {
 	struct mail_header *headers; /* kept: Authentication-Results,
 				      * X-Patchbridge-*, Auto-Submitted,
 				      * List-Id, in message order */
-	size_t nr_headers;
+	size_t nr_headers, headers_alloc;
+	struct mail_header *inner_headers; /* a wrap's inner message's
+					    * Authentication-Results */
+	size_t nr_inner_headers, inner_alloc;
+	struct mail_addr wrapper; /* a wrap's outer From (the list), else
+				   * "" and "" */
+	char *inner_message_id; /* a wrap's inner Message-ID, or NULL */
 	struct buf text; /* the reply text, see above */
 	char *text_type; /* "text/plain", "text/html" or NULL */
 	char *charset; /* as declared, or NULL */
+	struct buf patch; /* a patch attachment's diff (UTF-8), or empty */
+	char *patch_type; /* its Content-Type, or NULL when none */
+	char *patch_name; /* its file name, decoded, or NULL */
 	unsigned flags; /* MAIL_F_* */
 	unsigned crit; /* GMIME_CRIT_* warnings seen */
 	unsigned warnings; /* other parser warnings seen */
+	/*
+	 * The first MAIL_NOTES_MAX of them in words, critical ones marked
+	 * "critical: " (what made MAIL_F_AMBIGUOUS), then our own: "2
+	 * Message-ID fields: the first counts".  Printable ASCII.
+	 */
+	struct strlist notes;
 };
 
 void mail_limits_default(struct mail_limits *lim);
@@ -108,5 +127,16 @@ int mail_date_parse(int64_t *out, const char *date);
 
 /* The nth (0-based) kept header called name (ASCII case-insensitive). */
 const char *mail_header_get(const struct mail *m, const char *name, size_t nth);
+/* The same among a wrap's inner message's kept fields. */
+const char *mail_inner_header_get(const struct mail *m, const char *name,
+				  size_t nth);
+
+/*
+ * Append p[0..len) in charset (NULL: unlabelled) as well-formed UTF-8,
+ * the way the text part is converted (supersets for common mislabels,
+ * UTF-8 then windows-1252 when unknown).  0 or PB_ELIMIT.
+ */
+int mail_charset_to_utf8(struct buf *out, const char *p, size_t len,
+			 const char *charset);
 
 #endif

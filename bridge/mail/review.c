@@ -5,6 +5,7 @@
 #include "util/scan.h"
 #include "util/xalloc.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,10 +45,16 @@ void review_free(struct review *r)
 }
 
 /* Does the text carry a unified diff? */
+static int has_line(const char *p, size_t len, const char *start, size_t n)
+{
+	return (len >= n - 1 && !memcmp(p, start + 1, n - 1)) ||
+	       mem_find(p, len, start, n);
+}
+
 static int has_diff(const char *p, size_t len)
 {
-	return mem_find(p, len, "\ndiff --git ", 12) ||
-	       (mem_find(p, len, "\n--- ", 5) &&
+	return has_line(p, len, "\ndiff --git ", 12) ||
+	       (has_line(p, len, "\n--- ", 5) &&
 		mem_find(p, len, "\n+++ ", 5) && mem_find(p, len, "\n@@ -", 5));
 }
 
@@ -57,25 +64,115 @@ static int has_quote(const char *p, size_t len)
 	return (len >= 2 && p[0] == '>') || mem_find(p, len, "\n>", 2);
 }
 
-static enum review_kind classify(const struct review *r)
+/* Where the mail's own diff is: its text, a patch attachment, or none. */
+static enum review_diff diff_where(const struct mail *m)
+{
+	if (has_diff(m->text.data, m->text.len))
+		return REVIEW_DIFF_BODY;
+	if (m->patch_type && has_diff(m->patch.data, m->patch.len))
+		return REVIEW_DIFF_ATTACHMENT;
+	return REVIEW_DIFF_NONE;
+}
+
+/* A line "Name (N):" of git shortlog; N, or 0. */
+static int shortlog_head(const char *line, size_t n)
+{
+	size_t i = n;
+	uint64_t v;
+
+	if (n < 5 || line[0] == ' ' || line[0] == '\t' || line[0] == '>' ||
+	    line[n - 1] != ':' || line[n - 2] != ')')
+		return 0;
+	for (i = n - 2; i > 0 && line[i - 1] >= '0' && line[i - 1] <= '9';)
+		i--;
+	if (i < 2 || line[i - 1] != '(' || line[i - 2] != ' ' ||
+	    !mem_to_u64(line + i, n - 2 - i, 9999, &v))
+		return 0;
+	return (int)v;
+}
+
+/*
+ * The shape of a cover letter (git format-patch --cover-letter, b4,
+ * git send-email --compose with the shortlog pasted): a shortlog head
+ * "Name (N):" followed by an indented title, and a diffstat summary
+ * " N files changed", in the author's own (unquoted) lines.  A pull
+ * request has both too, and is no cover letter.  Returns the number of
+ * patches the shortlog counts, or 0.
+ */
+static int cover_shape(const char *p, size_t len)
+{
+	struct scan sc;
+	const char *line;
+	size_t n;
+	int head = 0, shortlog = 0, stat = 0, total = 0;
+
+	if (mem_find(p, len, "The following changes since commit", 34) ||
+	    mem_find(p, len, "are available in the Git repository at", 38))
+		return 0;
+	scan_init(&sc, p, len);
+	while (scan_line(&sc, &line, &n)) {
+		if (head && n > 2 && (line[0] == ' ' || line[0] == '\t')) {
+			shortlog = 1;
+			total += head;
+		}
+		head = shortlog_head(line, n);
+		if (n > 14 && line[0] == ' ' &&
+		    (mem_find(line, n, " files changed", 14) ||
+		     mem_find(line, n, " file changed", 13)))
+			stat = 1;
+	}
+	return shortlog && stat ? total : 0;
+}
+
+/* The N of a numbered patch of the thread that answers this mail. */
+static int answered_by_series(const struct review *r,
+			      const struct review_options *o)
+{
+	const char *id = r->mail->message_id;
+	size_t i;
+
+	for (i = 0; o && id && i < o->nr_thread; i++) {
+		const struct review_thread_mail *t = &o->thread[i];
+
+		if (t->index < 1 || t->total < t->index)
+			continue;
+		if ((t->in_reply_to && !strcmp(t->in_reply_to, id)) ||
+		    (t->root && !strcmp(t->root, id)))
+			return t->total;
+	}
+	return 0;
+}
+
+static enum review_kind classify(const struct review *r,
+				 const struct review_options *o, int *total)
 {
 	const struct subject *s = &r->subject;
 	const struct mail *m = r->mail;
+	int diff = r->diff != REVIEW_DIFF_NONE;
 
+	*total = 0;
 	if (s->reply)
 		return REVIEW_REPLY;
 	/* a reply whose client kept the subject as it was: threaded, no
 	 * diff of its own, quoting */
-	if (s->has_tag && m->in_reply_to &&
-	    !has_diff(m->text.data, m->text.len) &&
+	if (s->has_tag && m->in_reply_to && !diff &&
 	    has_quote(m->text.data, m->text.len))
 		return REVIEW_REPLY;
+	/* a cover letter without "0/N" (git send-email --compose, a tag
+	 * typed by hand): the patches answer it, or it reads like one */
+	if (!diff && !s->forward && !(s->index == 0 && s->total > 0)) {
+		*total = answered_by_series(r, o);
+		if (!*total)
+			*total = cover_shape(m->text.data, m->text.len);
+		if (*total)
+			return REVIEW_COVER;
+	}
 	if (s->has_tag && !s->forward)
 		return s->index == 0 && s->total > 0 ? REVIEW_COVER :
 						       REVIEW_PATCH;
 	if (m->in_reply_to || m->references.nr)
 		return REVIEW_REPLY;
-	if (has_diff(m->text.data, m->text.len))
+	if (diff)
 		return REVIEW_PATCH;
 	return REVIEW_OTHER;
 }
@@ -96,22 +193,73 @@ static size_t commit_message_len(const char *p, size_t len)
 	return len;
 }
 
-static void auth_of(struct review *r, const struct review_options *opts)
+/*
+ * The commit message of a patch file (git format-patch's output: an
+ * mbox "From " line and a mail header, then the message above "---"):
+ * where its header ends, and how long the message is.
+ */
+static size_t patch_file_message(const char *p, size_t len, size_t *start)
+{
+	struct scan s;
+	const char *line;
+	size_t n;
+
+	*start = 0;
+	scan_init(&s, p, len);
+	if (len >= 5 && !memcmp(p, "From ", 5)) {
+		while (scan_line(&s, &line, &n) && n)
+			;
+		*start = (size_t)(s.p - p);
+	}
+	return commit_message_len(p + *start, len - *start);
+}
+
+typedef const char *(*header_get_fn)(const struct mail *, const char *, size_t);
+
+static void evaluate(struct authres_summary *out, const struct mail *m,
+		     header_get_fn get, const char *trusted, const char *email)
 {
 	const char *vals[64];
 	size_t lens[64], n = 0, i;
 	const char *v, *at;
 
-	for (i = 0; n < 64 &&
-		    (v = mail_header_get(r->mail, "Authentication-Results", i));
-	     i++) {
+	for (i = 0; n < 64 && (v = get(m, "Authentication-Results", i)); i++) {
 		vals[n] = v;
 		lens[n++] = strlen(v);
 	}
-	at = strrchr(r->mail->from.email, '@');
-	authres_evaluate(&r->auth, vals, lens, n,
-			 opts ? opts->trusted_authserv_id : NULL,
-			 at ? at + 1 : NULL);
+	at = strrchr(email, '@');
+	authres_evaluate(out, vals, lens, n, trusted, at ? at + 1 : NULL);
+}
+
+/*
+ * A list's DMARC wrap: the verifier saw the list's message, not the
+ * sender's.  The inner sender is verified only when the operator trusts
+ * the list's own verification of the original (list_authserv_id), the
+ * outer message verifiably comes from the project's list address, and
+ * the list's verifier passed the inner From's domain.
+ */
+static void auth_of(struct review *r, const struct review_options *opts)
+{
+	const struct mail *m = r->mail;
+	const char *trusted = opts ? opts->trusted_authserv_id : NULL;
+	const char *list_id = opts ? opts->list_authserv_id : NULL;
+	const char *list = opts ? opts->list_address : NULL;
+	struct authres_summary outer;
+
+	if (!(m->flags & MAIL_F_WRAPPED)) {
+		evaluate(&r->auth, m, mail_header_get, trusted, m->from.email);
+		return;
+	}
+	evaluate(&outer, m, mail_header_get, trusted, m->wrapper.email);
+	if (list_id && *list_id && list && *list && outer.verified &&
+	    !strcasecmp(m->wrapper.email, list)) {
+		evaluate(&r->auth, m, mail_inner_header_get, list_id,
+			 m->from.email);
+		r->wrap_trusted = 1;
+		return;
+	}
+	r->auth = outer;
+	r->auth.verified = 0;
 }
 
 static int add_inline(struct review *r, const struct diff *d, int line,
@@ -207,7 +355,7 @@ int review_parse(struct review **out, const char *raw, size_t len,
 		 const struct diff *parent, const struct review_options *opts)
 {
 	struct review *r;
-	int rc;
+	int rc, total = 0;
 
 	*out = NULL;
 	r = xcalloc(1, sizeof(*r));
@@ -218,7 +366,13 @@ int review_parse(struct review **out, const char *raw, size_t len,
 	if (rc)
 		goto fail;
 	subject_parse(&r->subject, r->mail->subject, strlen(r->mail->subject));
-	r->kind = classify(r);
+	r->diff = diff_where(r->mail);
+	r->kind = classify(r, opts, &total);
+	if (r->kind == REVIEW_COVER && total) {
+		/* found by its thread or its shape: the series' numbers */
+		r->subject.index = 0;
+		r->subject.total = total;
+	}
 	auth_of(r, opts);
 	switch (r->kind) {
 	case REVIEW_REPLY:
@@ -231,6 +385,16 @@ int review_parse(struct review **out, const char *raw, size_t len,
 				   commit_message_len(r->mail->text.data,
 						      r->mail->text.len),
 				   TRAILERS_OWN);
+		if (!rc && r->diff == REVIEW_DIFF_ATTACHMENT) {
+			/* a format-patch file carries its own message */
+			size_t start, n;
+
+			n = patch_file_message(r->mail->patch.data,
+					       r->mail->patch.len, &start);
+			rc = trailers_scan(&r->own_trailers,
+					   r->mail->patch.data + start, n,
+					   TRAILERS_OWN);
+		}
 		if (rc && rc != PB_ELIMIT)
 			goto fail;
 		break;
@@ -256,9 +420,38 @@ int review_patch_diff(struct diff **out, const char *raw, size_t len)
 	rc = mail_parse(&m, raw, len, NULL);
 	if (rc)
 		return rc;
-	rc = diff_parse(out, m->text.data, m->text.len);
+	if (diff_where(m) == REVIEW_DIFF_ATTACHMENT)
+		rc = diff_parse(out, m->patch.data, m->patch.len);
+	else
+		rc = diff_parse(out, m->text.data, m->text.len);
 	mail_free(m);
 	return rc;
+}
+
+int review_thread_mail_read(struct review_thread_mail *out, struct strlist *ids,
+			    const char *raw, size_t len)
+{
+	struct mail *m;
+	struct subject subj;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	out->index = out->total = -1;
+	rc = mail_parse(&m, raw, len, NULL);
+	if (rc)
+		return rc;
+	subject_parse(&subj, m->subject, strlen(m->subject));
+	if (subj.has_tag) {
+		out->index = subj.index;
+		out->total = subj.total;
+	}
+	if (m->in_reply_to)
+		out->in_reply_to = strlist_push(ids, m->in_reply_to);
+	if (m->references.nr)
+		out->root = strlist_push(ids, m->references.items[0]);
+	subject_release(&subj);
+	mail_free(m);
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -284,6 +477,55 @@ static void json_trailers(struct jsonw *w, const struct trailer_list *l)
 		jsonw_obj_end(w);
 	}
 	jsonw_arr_end(w);
+}
+
+static void json_diff_source(struct jsonw *w, const struct review *r)
+{
+	const struct mail *m = r->mail;
+
+	if (r->diff == REVIEW_DIFF_NONE) {
+		jsonw_null(w);
+		return;
+	}
+	jsonw_obj_begin(w);
+	jsonw_key(w, "part");
+	if (r->diff == REVIEW_DIFF_BODY) {
+		jsonw_strz(w, "body");
+		jsonw_key(w, "type");
+		jsonw_strz(w, m->text_type);
+		jsonw_key(w, "filename");
+		jsonw_null(w);
+	} else {
+		jsonw_strz(w, "attachment");
+		jsonw_key(w, "type");
+		jsonw_strz(w, m->patch_type);
+		jsonw_key(w, "filename");
+		jsonw_strz(w, m->patch_name);
+	}
+	jsonw_obj_end(w);
+}
+
+static void json_wrapped(struct jsonw *w, const struct review *r)
+{
+	const struct mail *m = r->mail;
+
+	if (!(m->flags & MAIL_F_WRAPPED)) {
+		jsonw_null(w);
+		return;
+	}
+	jsonw_obj_begin(w);
+	jsonw_key(w, "list");
+	jsonw_obj_begin(w);
+	jsonw_key(w, "name");
+	jsonw_strz(w, m->wrapper.name);
+	jsonw_key(w, "email");
+	jsonw_strz(w, m->wrapper.email[0] ? m->wrapper.email : NULL);
+	jsonw_obj_end(w);
+	jsonw_key(w, "message_id");
+	jsonw_strz(w, m->inner_message_id);
+	jsonw_key(w, "trusted");
+	jsonw_bool(w, r->wrap_trusted);
+	jsonw_obj_end(w);
 }
 
 static void json_num(struct jsonw *w, int v)
@@ -313,7 +555,7 @@ int review_to_json(struct buf *out, const struct review *r)
 	jsonw_key(&w, "name");
 	jsonw_strz(&w, m->from.name);
 	jsonw_key(&w, "email");
-	jsonw_strz(&w, m->from.email);
+	jsonw_strz(&w, m->from.email[0] ? m->from.email : NULL);
 	jsonw_obj_end(&w);
 
 	jsonw_key(&w, "subject");
@@ -365,6 +607,18 @@ int review_to_json(struct buf *out, const struct review *r)
 
 	jsonw_key(&w, "comment");
 	jsonw_strz(&w, r->comment);
+	jsonw_key(&w, "diff_source");
+	json_diff_source(&w, r);
+	jsonw_key(&w, "wrapped");
+	json_wrapped(&w, r);
+	/* What the parser warned of, when it did (mail.h, notes). */
+	if (m->notes.nr) {
+		jsonw_key(&w, "warnings");
+		jsonw_arr_begin(&w);
+		for (i = 0; i < m->notes.nr; i++)
+			jsonw_strz(&w, m->notes.items[i]);
+		jsonw_arr_end(&w);
+	}
 	jsonw_key(&w, "auth");
 	jsonw_obj_begin(&w);
 	jsonw_key(&w, "dkim");

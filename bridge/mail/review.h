@@ -10,7 +10,11 @@
  *
  * kind: a subject with a reply marker, or a mail threaded under another
  * without a patch tag, is a reply; an untagged-reply patch tag with
- * index 0 is a cover letter, any other a patch.
+ * index 0 is a cover letter, any other a patch.  A mail without a diff
+ * that is no reply is a cover letter too when its subject has no 0/N
+ * but numbered patches of the thread answer it (review_options), or its
+ * text has a cover letter's shape (git format-patch's shortlog and
+ * diffstat, not a pull request).
  * For a reply: trailers come from the author's own text only (scope
  * "series" for a reply to a cover letter or when the author says so);
  * nak is a Nacked-by trailer or an explicit NAK in own text; inline holds
@@ -32,6 +36,7 @@
 #include "mail/subject.h"
 #include "mail/trailers.h"
 #include "util/buf.h"
+#include "util/strlist.h"
 
 #include <stddef.h>
 
@@ -56,6 +61,31 @@ struct review_inline {
 
 struct review_options {
 	const char *trusted_authserv_id; /* NULL: trust no A-R field */
+	/* A list's DMARC wrap (mail.h MAIL_F_WRAPPED) verifies its inner
+	 * sender only with both: the authserv-id of the list's own
+	 * verifier, whose fields in the inner message are trusted, and the
+	 * list's posting address, the outer From that must be verified. */
+	const char *list_authserv_id; /* NULL: a wrap is never verified */
+	const char *list_address;
+	/* Other mails of the thread, as their headers place them: a
+	 * numbered patch (k/N, k >= 1) that answers this mail (its
+	 * In-Reply-To, or the first of its References, is this mail's
+	 * Message-ID) makes this mail the series' cover letter. */
+	const struct review_thread_mail *thread;
+	size_t nr_thread;
+};
+
+struct review_thread_mail {
+	const char *in_reply_to; /* "<id>" or NULL */
+	const char *root; /* the first References entry, or NULL */
+	int index, total; /* the subject's counter; -1 without one */
+};
+
+/* Where a mail's own diff is (JSON diff_source). */
+enum review_diff {
+	REVIEW_DIFF_NONE,
+	REVIEW_DIFF_BODY, /* the text the sender wrote */
+	REVIEW_DIFF_ATTACHMENT, /* a patch attachment (mail.h patch) */
 };
 
 struct review {
@@ -68,7 +98,10 @@ struct review {
 	struct review_inline *inl;
 	size_t nr_inline;
 	char *comment; /* "" when there is none */
+	enum review_diff diff;
 	struct authres_summary auth;
+	int wrap_trusted; /* a wrap's inner sender was judged by the list's
+			   * verifier (auth is then the inner sender's) */
 };
 
 /*
@@ -79,8 +112,18 @@ int review_parse(struct review **out, const char *raw, size_t len,
 		 const struct diff *parent, const struct review_options *opts);
 void review_free(struct review *r);
 
-/* The diff carried by a patch mail raw[0..len) (its text part). */
+/* The diff carried by a patch mail raw[0..len): its text part, or else
+ * its patch attachment. */
 int review_patch_diff(struct diff **out, const char *raw, size_t len);
+
+/*
+ * Where the mail raw[0..len) places itself in a thread, for
+ * review_options.thread: its In-Reply-To, first References entry and
+ * subject counter.  The strings are pushed to ids, which owns them.
+ * Errors: those of mail_parse().
+ */
+int review_thread_mail_read(struct review_thread_mail *out, struct strlist *ids,
+			    const char *raw, size_t len);
 
 /* Append the `patchbridge parse` JSON object (indented, one line end). */
 int review_to_json(struct buf *out, const struct review *r);

@@ -123,94 +123,203 @@ struct tag_info {
 	int version;
 	int index, total;
 	int rfc, resend;
+	int has_patch, has_counter;
+	int all_known; /* every word of the bracket is a tag word */
 };
 
-static int word_is(const char *w, size_t n, const char *lit)
+static int is_sep(int c)
 {
-	return mem_eq_icase(w, n, lit);
+	return is_space(c) || c == ',' || c == ';';
 }
 
-/* "v3", "V3": the version number, or -1. */
-static int version_word(const char *w, size_t n)
+/* Digits at *pos (at most SUBJECT_NUM_MAX): the number, or -1. */
+static int number_at(const char *w, size_t n, size_t *pos)
 {
+	size_t k = *pos;
 	uint64_t v;
 
-	if (n < 2 || (w[0] != 'v' && w[0] != 'V'))
+	while (k < n && is_digit((unsigned char)w[k]))
+		k++;
+	if (k == *pos || !mem_to_u64(w + *pos, k - *pos, SUBJECT_NUM_MAX, &v))
 		return -1;
-	/* "v3.1" counts as 3: take the leading digits */
-	{
-		size_t k = 1;
-
-		while (k < n && is_digit((unsigned char)w[k]))
-			k++;
-		if (k == 1 || (k < n && w[k] != '.'))
-			return -1;
-		if (!mem_to_u64(w + 1, k - 1, SUBJECT_NUM_MAX, &v))
-			return -1;
-	}
+	*pos = k;
 	return (int)v;
 }
 
-static int counter_word(const char *w, size_t n, int *index, int *total)
+/* A tag keyword at w[pos] not followed by a letter; its length or 0. */
+static size_t keyword_at(const char *w, size_t n, size_t pos, const char *kw)
 {
-	const char *slash = memchr(w, '/', n);
-	uint64_t a, b;
+	size_t k = strlen(kw);
 
-	if (!slash)
+	size_t e = pos + k;
+
+	if (n - pos < k || !mem_eq_icase(w + pos, k, kw))
 		return 0;
-	if (!mem_to_u64(w, (size_t)(slash - w), SUBJECT_NUM_MAX, &a) ||
-	    !mem_to_u64(slash + 1, n - (size_t)(slash - w) - 1, SUBJECT_NUM_MAX,
-			&b))
+	/* "PATCHES" is not "PATCH"; "PATCHv2" is */
+	if (e < n && is_alpha((unsigned char)w[e]) &&
+	    !((w[e] == 'v' || w[e] == 'V') && e + 1 < n &&
+	      is_digit((unsigned char)w[e + 1])))
 		return 0;
-	*index = (int)a;
-	*total = (int)b;
+	return k;
+}
+
+/*
+ * One word of a tag, read piece by piece so that the glued forms mail
+ * tools and people write are read too: "PATCHv2", "PATCH-v2", "RFCv3",
+ * "PATCH1/8", "v2PATCH1/4".  Returns 0 when a piece is not a tag piece
+ * ("net-next", "v4l2", "5.10"): the word is then a subsystem or branch
+ * name and counts for nothing.
+ */
+static int tag_word(struct tag_info *ti, const char *w, size_t n)
+{
+	struct tag_info t = *ti;
+	size_t pos = 0, k;
+	int v, pieces = 0;
+
+	while (pos < n) {
+		int c = (unsigned char)w[pos];
+
+		if (c == '-' && pieces) {
+			pos++;
+			continue;
+		}
+		if ((k = keyword_at(w, n, pos, "PATCHSET")) ||
+		    (k = keyword_at(w, n, pos, "PATCHES")) ||
+		    (k = keyword_at(w, n, pos, "PATCH"))) {
+			t.has_patch = 1;
+		} else if ((k = keyword_at(w, n, pos, "RFC"))) {
+			t.has_patch = 1;
+			t.rfc = 1;
+		} else if ((k = keyword_at(w, n, pos, "RESEND"))) {
+			t.resend = 1;
+		} else if ((c == 'v' || c == 'V') && pos + 1 < n &&
+			   is_digit((unsigned char)w[pos + 1])) {
+			/* vN, "v3.1" counting as 3 */
+			k = pos + 1;
+			v = number_at(w, n, &k);
+			if (v < 0)
+				return 0;
+			if (k < n && w[k] == '.') {
+				k++;
+				while (k < n && is_digit((unsigned char)w[k]))
+					k++;
+			}
+			if (k < n && w[k] != '-' &&
+			    !is_alpha((unsigned char)w[k]))
+				return 0;
+			/* "v4l2": a letter other than a keyword's */
+			if (k < n && is_alpha((unsigned char)w[k]) &&
+			    !keyword_at(w, n, k, "PATCH") &&
+			    !keyword_at(w, n, k, "RFC"))
+				return 0;
+			if (t.version < 0)
+				t.version = v;
+			k -= pos;
+		} else if (is_digit(c)) {
+			int a, b;
+
+			k = pos;
+			a = number_at(w, n, &k);
+			if (a < 0 || k >= n || w[k] != '/')
+				return 0;
+			k++;
+			b = number_at(w, n, &k);
+			if (b < 0 || k < n)
+				return 0;
+			if (!t.has_counter) {
+				t.has_counter = 1;
+				t.index = a;
+				t.total = b;
+			}
+			k -= pos;
+		} else {
+			return 0;
+		}
+		pos += k;
+		pieces++;
+	}
+	*ti = t;
+	return pieces > 0;
+}
+
+static int all_digits(const char *w, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!is_digit((unsigned char)w[i]))
+			return 0;
+	return n > 0;
+}
+
+/* The next word of p[0..len) from *pos, split at blanks and commas. */
+static int next_word(const char *p, size_t len, size_t *pos, const char **w,
+		     size_t *n)
+{
+	size_t i = *pos;
+
+	while (i < len && is_sep((unsigned char)p[i]))
+		i++;
+	if (i >= len)
+		return 0;
+	*w = p + i;
+	while (i < len && !is_sep((unsigned char)p[i]))
+		i++;
+	*n = (size_t)(p + i - *w);
+	*pos = i;
 	return 1;
+}
+
+/*
+ * Read the words of one bracket into ti (which may hold what an earlier
+ * bracket of the same tag said).  Besides git's "vN" and "N/M", the
+ * counter may be Mercurial patchbomb's "N of M", and words may be
+ * separated by commas ("[PATCH,1/2]", "[PATCH, net-next, v6, 2/2]").
+ */
+static void read_bracket(struct tag_info *ti, const char *p, size_t len)
+{
+	size_t pos = 0, save;
+	const char *w, *w2, *w3;
+	size_t n, n2, n3;
+
+	ti->all_known = 1;
+	while (next_word(p, len, &pos, &w, &n)) {
+		save = pos;
+		if (all_digits(w, n) && next_word(p, len, &pos, &w2, &n2) &&
+		    mem_eq_icase(w2, n2, "of") &&
+		    next_word(p, len, &pos, &w3, &n3) && all_digits(w3, n3)) {
+			int a, b;
+			size_t k = 0, k2 = 0;
+
+			a = number_at(w, n, &k);
+			b = number_at(w3, n3, &k2);
+			if (a >= 0 && b >= 0 && !ti->has_counter) {
+				ti->has_counter = 1;
+				ti->index = a;
+				ti->total = b;
+			}
+			if (a < 0 || b < 0)
+				ti->all_known = 0;
+			continue;
+		}
+		pos = save;
+		if (!tag_word(ti, w, n))
+			ti->all_known = 0;
+	}
 }
 
 static void classify_tag(struct tag_info *ti, const char *p, size_t len)
 {
-	struct scan s;
-	const char *w;
-	size_t n;
-	int has_patch = 0, has_counter = 0, v;
-
 	memset(ti, 0, sizeof(*ti));
 	ti->version = -1;
-	scan_init(&s, p, len);
-	for (;;) {
-		skip_space(&s);
-		if (scan_eof(&s))
-			break;
-		w = s.p;
-		while (!scan_eof(&s) && !is_space(scan_peek(&s)))
-			s.p++;
-		n = (size_t)(s.p - w);
-		if (word_is(w, n, "PATCH") || word_is(w, n, "RFC")) {
-			has_patch = 1;
-			if (word_is(w, n, "RFC"))
-				ti->rfc = 1;
-		} else if (n > 5 && mem_eq_icase(w, 5, "PATCH") &&
-			   (v = version_word(w + 5 + (w[5] == '-'),
-					     n - 5 - (w[5] == '-'))) >= 0) {
-			has_patch = 1; /* PATCHv2, PATCH-v2 */
-			ti->version = v;
-		} else if (n > 3 && mem_eq_icase(w, 3, "RFC") &&
-			   (v = version_word(w + 3, n - 3)) >= 0) {
-			has_patch = 1;
-			ti->rfc = 1;
-			ti->version = v;
-		} else if (word_is(w, n, "RESEND")) {
-			ti->resend = 1;
-		} else if ((v = version_word(w, n)) >= 0) {
-			if (ti->version < 0)
-				ti->version = v;
-		} else if (!has_counter &&
-			   counter_word(w, n, &ti->index, &ti->total)) {
-			has_counter = 1;
-		}
-	}
-	ti->is_tag = has_patch || has_counter;
-	if (!has_counter) {
+	read_bracket(ti, p, len);
+	ti->is_tag = ti->has_patch || ti->has_counter;
+}
+
+/* What a tag without a counter or a version number means: 1/1, v1. */
+static void tag_defaults(struct tag_info *ti)
+{
+	if (!ti->has_counter) {
 		ti->index = 1;
 		ti->total = 1;
 	}
@@ -250,12 +359,50 @@ static int find_close(const char *p, const char *end, const char **close)
 	return 1;
 }
 
-static void take_tag(struct subject *out, const struct tag_info *ti,
+/* Brackets after the tag that hold only tag words: "[PATCH] [RFC,1/2]". */
+#define SUBJECT_EXTRA_BRACKETS 3
+
+static void take_tag(struct subject *out, struct tag_info *ti,
 		     const char *inner, size_t inner_len, const char *rest,
 		     const char *end)
 {
+	char *prefix = collapse(inner, inner_len);
+	int extra;
+
+	for (extra = 0; extra < SUBJECT_EXTRA_BRACKETS; extra++) {
+		const char *q = rest, *close;
+		struct tag_info more = *ti;
+		char *part, *joined;
+
+		while (q < end && is_space((unsigned char)*q))
+			q++;
+		if (q >= end || *q != '[' || !find_close(q + 1, end, &close))
+			break;
+		read_bracket(&more, q + 1, (size_t)(close - q - 1));
+		if (!more.all_known || close == q + 1)
+			break;
+		*ti = more;
+		part = collapse(q + 1, (size_t)(close - q - 1));
+		joined = xasprintf("%s %s", prefix, part);
+		free(prefix);
+		free(part);
+		prefix = joined;
+		rest = close + 1;
+	}
+	tag_defaults(ti);
+	/* "[Patch]: Fix ...": the colon belongs to the tag, not the title */
+	{
+		const char *q = rest;
+
+		while (q < end && is_space((unsigned char)*q))
+			q++;
+		if (q < end && *q == ':')
+			rest = q + 1;
+		else if (end - q >= 3 && !memcmp(q, "\xef\xbc\x9a", 3))
+			rest = q + 3;
+	}
 	out->has_tag = 1;
-	out->prefix = collapse(inner, inner_len);
+	out->prefix = prefix;
 	out->version = ti->version;
 	out->index = ti->index;
 	out->total = ti->total;

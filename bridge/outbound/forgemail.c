@@ -65,6 +65,8 @@ struct mrctx {
 struct fnote {
 	const struct forge_note *n;
 	const char *discussion_id;
+	/* Internal, or in an internal thread (or its visibility unknown). */
+	int internal;
 };
 
 /* What one mail is made of. */
@@ -454,6 +456,38 @@ out:
 	return rc;
 }
 
+/*
+ * A note that stays on the forge: log it and count it for `status`
+ * (cursor FORGEMAIL_KEPT_PREFIX P = "COUNT IID:NOTE").
+ */
+static int keep_back(struct mrctx *c, const struct forge_note *n)
+{
+	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	char name[STORE_CURSOR_NAME_MAX], val[96];
+	uint64_t count = 0;
+	size_t len;
+	int rc;
+
+	log_notice("note %lld kept on the forge: internal (or its visibility "
+		   "not given)",
+		   (long long)n->id);
+	snprintf(name, sizeof(name), "%s%s", FORGEMAIL_KEPT_PREFIX,
+		 c->project);
+	rc = store_cursor_get(&v, c->fm->store, name);
+	if (rc && rc != PB_ENOTFOUND)
+		goto out;
+	len = strcspn(v.data, " ");
+	if (rc || !mem_to_u64(v.data, len, INT64_MAX, &count))
+		count = 0;
+	snprintf(val, sizeof(val), "%llu %lld:%lld",
+		 (unsigned long long)count + 1, (long long)c->iid,
+		 (long long)n->id);
+	rc = store_cursor_set(c->fm->store, name, val);
+out:
+	buf_release(&v);
+	return rc;
+}
+
 static int handle_note(struct mrctx *c, const struct fnote *fn,
 		       const char *cursor_value)
 {
@@ -486,6 +520,13 @@ static int handle_note(struct mrctx *c, const struct fnote *fn,
 		log_debug("note %lld not mailed: %s", (long long)n->id,
 			  forgetext_skip_name(why));
 		rc = 1;
+		goto out;
+	}
+	/* Internal notes never leave the forge (and the cursor moves on). */
+	if (fn->internal) {
+		rc = keep_back(c, n);
+		if (!rc)
+			rc = 1;
 		goto out;
 	}
 	rc = find_cover(&cover, c, c->latest.revision);
@@ -908,6 +949,10 @@ static int mr_once(struct forgemail *fm, const char *project, int64_t iid,
 			 * into a thread), and so does a forge reply. */
 			notes[nr].n = n;
 			notes[nr].discussion_id = dl.items[i].id;
+			/* A reply in an internal thread is internal, whatever
+			 * it says of itself. */
+			notes[nr].internal =
+				n->internal || dl.items[i].notes[0].internal;
 			nr++;
 		}
 	if (nr)
@@ -947,10 +992,21 @@ out:
 	return rc;
 }
 
+static int recent_remember(struct forgemail *fm, const char *project,
+			   int64_t iid);
+
 int forgemail_mr(struct forgemail *fm, const char *project, int64_t iid,
 		 size_t *queued)
 {
-	return mr_once(fm, project, iid, 0, queued);
+	int rc = mr_once(fm, project, iid, 0, queued);
+
+	if (!err_is_temporary(rc)) {
+		int r = recent_remember(fm, project, iid);
+
+		if (!rc)
+			rc = r;
+	}
+	return rc;
 }
 
 /* --- MRs waiting after a temporary failure -------------------------------- */
@@ -974,20 +1030,22 @@ static void pending_cursor_name(char *out, size_t size, const char *project)
 }
 
 /*
- * The cursor holds "IID:FIRST:NEXT:TRIES" entries separated by spaces.
- * A malformed entry is dropped (logged): its MR is then mailed when the
- * listing reports it again, as before pending entries existed.
+ * Cursors of entries of numbers: "N:N:...", separated by spaces, each of
+ * `fields` non-negative numbers, the first (an iid) not 0.  Loading hands
+ * each entry to take(); one that is malformed, or that take() refuses (a
+ * full list), is dropped with a log line and *changed set, so that the
+ * next save writes the cursor without it.
  */
-static int pending_load(struct pending_list *pl, struct store *st,
-			const char *project)
+#define TUPLE_FIELDS_MAX 4
+
+static int tuples_load(struct store *st, const char *cname, int fields,
+		       int (*take)(void *arg, const uint64_t *v), void *arg,
+		       int *changed)
 {
 	struct buf val = BUF_INIT(STORE_CURSOR_VALUE_MAX);
-	char cname[STORE_CURSOR_NAME_MAX];
 	struct scan sc;
 	int rc;
 
-	memset(pl, 0, sizeof(*pl));
-	pending_cursor_name(cname, sizeof(cname), project);
 	rc = store_cursor_get(&val, st, cname);
 	if (rc == PB_ENOTFOUND)
 		rc = 0;
@@ -995,59 +1053,98 @@ static int pending_load(struct pending_list *pl, struct store *st,
 		goto out;
 	scan_init(&sc, val.data, val.len);
 	for (;;) {
-		struct pending *e;
-		uint64_t v[4];
+		uint64_t v[TUPLE_FIELDS_MAX];
 		int i, ok = 1;
 
 		scan_blanks(&sc);
 		if (scan_eof(&sc))
 			break;
-		for (i = 0; i < 4 && ok; i++)
+		for (i = 0; i < fields && ok; i++)
 			ok = (!i || scan_char(&sc, ':')) &&
 			     scan_u64(&sc, INT64_MAX, &v[i]);
 		if (ok && (!v[0] || (!scan_eof(&sc) && scan_peek(&sc) != ' ')))
 			ok = 0;
-		if (!ok || pl->nr == FORGEMAIL_PENDING_MAX) {
+		if (!ok || take(arg, v) < 0) {
 			log_warn("cursor %s: %s entry dropped", cname,
 				 ok ? "an extra" : "a malformed");
-			pl->changed = 1;
+			*changed = 1;
 			while (!scan_eof(&sc) && scan_peek(&sc) != ' ')
 				sc.p++;
-			continue;
 		}
-		e = &pl->items[pl->nr++];
-		e->iid = (int64_t)v[0];
-		e->first_ms = (int64_t)v[1];
-		e->next_ms = (int64_t)v[2];
-		e->tries = (int64_t)v[3];
 	}
 out:
 	buf_release(&val);
 	return rc;
 }
 
+/* Write nr entries of `fields` numbers each (v, entry by entry). */
+static int tuples_save(struct store *st, const char *cname, int fields,
+		       const int64_t *v, size_t nr)
+{
+	struct buf val = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	size_t i;
+	int k, rc = 0;
+
+	for (i = 0; i < nr && !rc; i++)
+		for (k = 0; k < fields && !rc; k++)
+			rc = buf_addf(&val, "%s%lld",
+				      k ? ":" : i ? " " : "",
+				      (long long)v[i * (size_t)fields +
+						   (size_t)k]);
+	if (!rc)
+		rc = store_cursor_set(st, cname, val.data);
+	buf_release(&val);
+	return rc;
+}
+
+/* The pending cursor holds "IID:FIRST:NEXT:TRIES" entries.  A malformed
+ * entry is dropped (logged): its MR is then mailed when the listing
+ * reports it again, as before pending entries existed. */
+static int pending_take(void *arg, const uint64_t *v)
+{
+	struct pending_list *pl = arg;
+	struct pending *e;
+
+	if (pl->nr == FORGEMAIL_PENDING_MAX)
+		return -1;
+	e = &pl->items[pl->nr++];
+	e->iid = (int64_t)v[0];
+	e->first_ms = (int64_t)v[1];
+	e->next_ms = (int64_t)v[2];
+	e->tries = (int64_t)v[3];
+	return 0;
+}
+
+static int pending_load(struct pending_list *pl, struct store *st,
+			const char *project)
+{
+	char cname[STORE_CURSOR_NAME_MAX];
+
+	memset(pl, 0, sizeof(*pl));
+	pending_cursor_name(cname, sizeof(cname), project);
+	return tuples_load(st, cname, 4, pending_take, pl, &pl->changed);
+}
+
 static int pending_save(struct pending_list *pl, struct store *st,
 			const char *project)
 {
-	struct buf val = BUF_INIT(STORE_CURSOR_VALUE_MAX);
 	char cname[STORE_CURSOR_NAME_MAX];
+	int64_t v[FORGEMAIL_PENDING_MAX * 4];
 	size_t i;
-	int rc = 0;
+	int rc;
 
 	if (!pl->changed)
 		return 0;
-	for (i = 0; i < pl->nr && !rc; i++)
-		rc = buf_addf(&val, "%s%lld:%lld:%lld:%lld", i ? " " : "",
-			      (long long)pl->items[i].iid,
-			      (long long)pl->items[i].first_ms,
-			      (long long)pl->items[i].next_ms,
-			      (long long)pl->items[i].tries);
+	for (i = 0; i < pl->nr; i++) {
+		v[i * 4] = pl->items[i].iid;
+		v[i * 4 + 1] = pl->items[i].first_ms;
+		v[i * 4 + 2] = pl->items[i].next_ms;
+		v[i * 4 + 3] = pl->items[i].tries;
+	}
 	pending_cursor_name(cname, sizeof(cname), project);
-	if (!rc)
-		rc = store_cursor_set(st, cname, val.data);
+	rc = tuples_save(st, cname, 4, v, pl->nr);
 	if (!rc)
 		pl->changed = 0;
-	buf_release(&val);
 	return rc;
 }
 
@@ -1123,6 +1220,187 @@ static void pending_retry(struct pending_list *pl, struct forgemail *fm,
 	}
 }
 
+/* --- MRs read again for comments that did not move updated_at ----------- */
+
+struct recent {
+	int64_t iid;
+	int64_t until_ms; /* wall clock; read once more after it */
+};
+
+struct recent_list {
+	struct recent items[FORGEMAIL_RECENT_MAX];
+	size_t nr;
+	int changed;
+	int64_t seen[FORGEMAIL_RECENT_MAX]; /* read in this poll already */
+	size_t nr_seen;
+	unsigned dropped; /* entries given up in this poll (logged once) */
+};
+
+static void recent_cursor_name(char *out, size_t size, const char *project)
+{
+	snprintf(out, size, "forgemail:recent:%s", project);
+}
+
+/* "IID:UNTIL_MS" entries; a malformed one is dropped (its MR is read
+ * again when it next changes). */
+static int recent_take(void *arg, const uint64_t *v)
+{
+	struct recent_list *rl = arg;
+
+	if (rl->nr == FORGEMAIL_RECENT_MAX)
+		return -1;
+	rl->items[rl->nr].iid = (int64_t)v[0];
+	rl->items[rl->nr].until_ms = (int64_t)v[1];
+	rl->nr++;
+	return 0;
+}
+
+static int recent_load(struct recent_list *rl, struct store *st,
+		       const char *project)
+{
+	char cname[STORE_CURSOR_NAME_MAX];
+
+	memset(rl, 0, sizeof(*rl));
+	recent_cursor_name(cname, sizeof(cname), project);
+	return tuples_load(st, cname, 2, recent_take, rl, &rl->changed);
+}
+
+static int recent_save(struct recent_list *rl, struct store *st,
+		       const char *project)
+{
+	char cname[STORE_CURSOR_NAME_MAX];
+	int64_t v[FORGEMAIL_RECENT_MAX * 2];
+	size_t i;
+	int rc;
+
+	if (!rl->changed)
+		return 0;
+	for (i = 0; i < rl->nr; i++) {
+		v[i * 2] = rl->items[i].iid;
+		v[i * 2 + 1] = rl->items[i].until_ms;
+	}
+	recent_cursor_name(cname, sizeof(cname), project);
+	rc = tuples_save(st, cname, 2, v, rl->nr);
+	if (!rc)
+		rl->changed = 0;
+	return rc;
+}
+
+/* How long after a change an MR is read again: GitLab's touch interval,
+ * and the poll overlap for the clocks' skew. */
+static int64_t recent_window_ms(const struct config *cfg)
+{
+	return config_duration_ms(cfg, CFG_FORGE_TOUCH_INTERVAL) +
+	       config_duration_ms(cfg, CFG_OUTBOUND_POLL_OVERLAP);
+}
+
+/* iid changed (or was read) now: read it again until now + window.  A
+ * full list gives up the entry that ends first (logged). */
+static void recent_note(struct recent_list *rl, int64_t iid, int64_t until)
+{
+	size_t i, first = 0;
+
+	if (rl->nr_seen < FORGEMAIL_RECENT_MAX)
+		rl->seen[rl->nr_seen++] = iid;
+	for (i = 0; i < rl->nr; i++) {
+		if (rl->items[i].iid == iid) {
+			if (until > rl->items[i].until_ms) {
+				rl->items[i].until_ms = until;
+				rl->changed = 1;
+			}
+			return;
+		}
+		if (rl->items[i].until_ms < rl->items[first].until_ms)
+			first = i;
+	}
+	if (rl->nr == FORGEMAIL_RECENT_MAX) {
+		rl->dropped++;
+		rl->items[first] = rl->items[--rl->nr];
+	}
+	rl->items[rl->nr].iid = iid;
+	rl->items[rl->nr].until_ms = until;
+	rl->nr++;
+	rl->changed = 1;
+}
+
+/* Has the MR a mailed revision (the only MRs whose comments are mailed)? */
+static int mailed(struct forgemail *fm, const char *project, int64_t iid)
+{
+	struct store_revision rev;
+	int found;
+
+	store_revision_init(&rev);
+	found = !store_revision_latest(&rev, fm->store, project, iid);
+	store_revision_release(&rev);
+	return found;
+}
+
+static int recent_seen(const struct recent_list *rl, int64_t iid)
+{
+	size_t i;
+
+	for (i = 0; i < rl->nr_seen; i++)
+		if (rl->seen[i] == iid)
+			return 1;
+	return 0;
+}
+
+static int recent_remember(struct forgemail *fm, const char *project,
+			   int64_t iid)
+{
+	struct recent_list rl;
+	int rc;
+
+	if (!mailed(fm, project, iid))
+		return 0;
+	rc = recent_load(&rl, fm->store, project);
+	if (!rc) {
+		recent_note(&rl, iid, wall_ms() + recent_window_ms(fm->cfg));
+		rc = recent_save(&rl, fm->store, project);
+	}
+	return rc;
+}
+
+/*
+ * Read again the recent MRs this poll did not list: a comment within the
+ * touch interval of the last change left updated_at - and so the listing
+ * - as it was.  An entry past its time is read once more, then dropped.
+ */
+static void recent_rescan(struct recent_list *rl, struct forgemail *fm,
+			  const char *project, struct pending_list *pl,
+			  size_t *queued)
+{
+	int64_t now = wall_ms();
+	size_t i = 0;
+	int rc;
+
+	while (i < rl->nr) {
+		struct recent *e = &rl->items[i];
+
+		if (recent_seen(rl, e->iid) || pending_find(pl, e->iid)) {
+			i++;
+			continue;
+		}
+		rc = mr_once(fm, project, e->iid, 0, queued);
+		if (err_is_temporary(rc)) {
+			log_warn("%s!%lld: %s (read again for comments at the "
+				 "next poll)",
+				 project, (long long)e->iid, err_msg());
+			i++;
+			continue;
+		}
+		if (rc)
+			log_error("%s!%lld: %s", project, (long long)e->iid,
+				  err_msg());
+		if (e->until_ms <= now) {
+			*e = rl->items[--rl->nr];
+			rl->changed = 1;
+			continue;
+		}
+		i++;
+	}
+}
+
 /* --- every project ---------------------------------------------------------- */
 
 struct pollctx {
@@ -1130,6 +1408,7 @@ struct pollctx {
 	const char *project;
 	size_t *queued;
 	struct pending_list *pending;
+	struct recent_list *recent;
 };
 
 /*
@@ -1149,8 +1428,12 @@ static int on_mr(const struct forge_mr *mr, void *arg)
 	if (pending_find(pl, mr->iid))
 		return 0;
 	rc = mr_once(p->fm, p->project, mr->iid, 0, p->queued);
-	if (!err_is_temporary(rc))
+	if (!err_is_temporary(rc)) {
+		if (mailed(p->fm, p->project, mr->iid))
+			recent_note(p->recent, mr->iid,
+				    wall_ms() + recent_window_ms(p->fm->cfg));
 		return 0;
+	}
 	if (pl->nr == FORGEMAIL_PENDING_MAX)
 		return rc; /* the listing stops here, as for a forge outage */
 	now = wall_ms();
@@ -1180,7 +1463,8 @@ int forgemail_poll(struct forgemail *fm, size_t *queued)
 		struct forge_mr_cursor cur;
 		struct forge_mr_query q;
 		struct pending_list pl;
-		struct pollctx pc = { fm, project, queued, &pl };
+		struct recent_list rl;
+		struct pollctx pc = { fm, project, queued, &pl, &rl };
 		struct buf val = BUF_INIT(STORE_CURSOR_VALUE_MAX);
 		char cname[STORE_CURSOR_NAME_MAX], num[32];
 		uint64_t ms = 0;
@@ -1193,6 +1477,8 @@ int forgemail_poll(struct forgemail *fm, size_t *queued)
 		snprintf(cname, sizeof(cname), "forgemail:poll:%s", project);
 		forge_mr_cursor_init(&cur);
 		r = pending_load(&pl, fm->store, project);
+		if (!r)
+			r = recent_load(&rl, fm->store, project);
 		if (r)
 			goto next;
 		pending_retry(&pl, fm, project, queued);
@@ -1204,8 +1490,20 @@ int forgemail_poll(struct forgemail *fm, size_t *queued)
 		q.overlap_ms =
 			config_duration_ms(fm->cfg, CFG_OUTBOUND_POLL_OVERLAP);
 		r = forge_list_mrs(fm->forge, project, &cur, &q, on_mr, &pc);
+		if (!r)
+			recent_rescan(&rl, fm, project, &pl, queued);
+		log_ctx_set(project);
+		if (rl.dropped)
+			log_warn("%u merge request(s) changed within [forge] "
+				 "touch_interval past the %d read again for "
+				 "comments: a comment on them within GitLab's "
+				 "minute waits for their next change",
+				 rl.dropped, FORGEMAIL_RECENT_MAX);
 		/* The pending MRs first: the watermark moves past them. */
 		r2 = pending_save(&pl, fm->store, project);
+		if (!r)
+			r = r2;
+		r2 = recent_save(&rl, fm->store, project);
 		if (!r)
 			r = r2;
 		if (!r && cur.watermark_ms > 0) {

@@ -26,6 +26,12 @@
  *    git mirror, see forgemail_set_outbound(), else the new tip), and
  *    the merge commit when there is one; closed: a short notice.
  *
+ * Kept on the forge: an internal note (GitLab's internal notes, formerly
+ * confidential), every note of a thread whose first note is internal, and
+ * a note whose visibility the forge does not give (forge.h) are never
+ * mailed; each is logged and counted in cursor FORGEMAIL_KEPT_PREFIX P
+ * ("COUNT IID:NOTE" of the last one), which `status` shows.
+ *
  * Loop guards: system notes other than approvals, notes carrying our
  * hidden marker and notes of [forge] bot_username are not mailed
  * (forgetext_skip()).  Every mail carries X-Patchbridge-Origin: forge
@@ -47,7 +53,15 @@
  * records none (a system note's discussion takes no replies).
  *
  * Which MRs: per project, the MRs updated since the watermark (cursor
- * "forgemail:poll:P", milliseconds), with [outbound] poll_overlap.  An
+ * "forgemail:poll:P", milliseconds), with [outbound] poll_overlap.  A
+ * comment does not always move updated_at: GitLab touches the MR through
+ * ThrottledTouch, at most once a minute ([forge] touch_interval), so a
+ * second comment within the minute leaves the MR out of the listing.  So
+ * every MR the listing (or a note webhook, forgemail_mr()) brought is
+ * read again at each poll until touch_interval + poll_overlap have
+ * passed since, and once more after (cursor "forgemail:recent:P",
+ * "IID:UNTIL_MS" entries, at most FORGEMAIL_RECENT_MAX; the notes cursor
+ * keeps each comment to one mail).  An
  * MR whose mail fails for a reason that may pass (the forge, the store,
  * the git mirror's fetch for the applied mail) does not hold back the
  * others: it waits in cursor "forgemail:pending:P" ("IID:FIRST_MS:
@@ -84,10 +98,16 @@ void forgemail_free(struct forgemail *fm);
  */
 void forgemail_set_outbound(struct forgemail *fm, struct outbound *ob);
 
+/* Cursor of the notes kept on the forge, + project: "COUNT IID:NOTE". */
+#define FORGEMAIL_KEPT_PREFIX "forgemail:kept:"
+/* Merge requests re-read for comments, per project (see above). */
+#define FORGEMAIL_RECENT_MAX 64
+
 /* Poll every enabled project; *queued counts the mails queued. */
 int forgemail_poll(struct forgemail *fm, size_t *queued);
 
-/* Mail what is new on one MR (which must have a mailed revision). */
+/* Mail what is new on one MR (which must have a mailed revision), and
+ * read it again for a while (a note webhook: GitLab said it has one). */
 int forgemail_mr(struct forgemail *fm, const char *project, int64_t iid,
 		 size_t *queued);
 

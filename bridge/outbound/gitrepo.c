@@ -15,6 +15,35 @@ struct gitrepo {
 };
 
 /*
+ * git_libgit2_init(), then no configuration search path: every libgit2
+ * use here starts with it.
+ */
+static void lib_init(void)
+{
+	static const int levels[] = {
+		GIT_CONFIG_LEVEL_PROGRAMDATA,
+		GIT_CONFIG_LEVEL_SYSTEM,
+		GIT_CONFIG_LEVEL_XDG,
+		GIT_CONFIG_LEVEL_GLOBAL,
+	};
+	size_t i;
+
+	git_libgit2_init();
+	/*
+	 * No configuration outside the repository: not $HOME/.gitconfig,
+	 * not $XDG_CONFIG_HOME, not /etc/gitconfig.  The daemon's mirrors
+	 * are its own; a user's or the system's url.insteadOf, proxy or
+	 * safe.directory settings must not change what it fetches, and a
+	 * $HOME it may not read (HOME=/root kept by su or sudo) must not
+	 * make every fetch fail on "failed to stat '/root/.gitconfig'".
+	 * An empty path is an empty list of directories.  Set at every
+	 * init: the last shutdown resets libgit2's settings.
+	 */
+	for (i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
+		git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, levels[i], "");
+}
+
+/*
  * Convert libgit2's error into ours, keeping libgit2's message: the one
  * place that does.  A temporary failure (a fetch: the network, the
  * server) is PB_ETEMP, worth retrying; otherwise by libgit2's code.
@@ -49,7 +78,7 @@ int gitrepo_open(struct gitrepo **out, const char *path)
 	int rc;
 
 	*out = NULL;
-	git_libgit2_init();
+	lib_init();
 	r = xcalloc(1, sizeof(*r));
 	rc = git_repository_open_ext(&r->repo, path,
 				     GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
@@ -1306,7 +1335,7 @@ int gitrepo_range_diff(struct gitrepo_rangediff **out,
 	if (!old_range->have_patches || !new_range->have_patches)
 		return err_set(PB_EINVAL, "range-diff needs both patch sets");
 	/* The interdiff uses libgit2 without a repository. */
-	git_libgit2_init();
+	lib_init();
 	pair_new = xcalloc(nn + 1, sizeof(*pair_new)); /* new -> old */
 	pair_old = xcalloc(no + 1, sizeof(*pair_old)); /* old -> new */
 	for (j = 0; j < nn; j++)
@@ -1455,7 +1484,7 @@ int gitrepo_epoch_create(struct gitrepo_epoch **out, const char *path)
 
 	*out = NULL;
 	ep = xcalloc(1, sizeof(*ep));
-	git_libgit2_init();
+	lib_init();
 	git_repository_init_options_init(&opts,
 					 GIT_REPOSITORY_INIT_OPTIONS_VERSION);
 	opts.flags = GIT_REPOSITORY_INIT_BARE | GIT_REPOSITORY_INIT_MKPATH |
@@ -1573,7 +1602,7 @@ int gitrepo_mirror_open(struct gitrepo **out, const char *path, int create)
 	int rc;
 
 	*out = NULL;
-	git_libgit2_init();
+	lib_init();
 	r = xcalloc(1, sizeof(*r));
 	if (create)
 		rc = git_repository_init(&r->repo, path, 1);
@@ -1596,7 +1625,7 @@ int gitrepo_set_ca_file(const char *ca_file)
 {
 	int rc;
 
-	git_libgit2_init();
+	lib_init();
 	rc = git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, ca_file, NULL);
 	if (rc < 0)
 		rc = git_fail(rc, 0, "ca_file");
@@ -1702,8 +1731,7 @@ int gitrepo_ref_set(struct gitrepo *repo, const char *name, const char *sha,
 
 	if (!sha || git_oid_fromstr(&oid, sha) < 0)
 		return err_set(PB_EINVAL, "set reference: bad commit id");
-	rc = git_reference_create(&ref, repo->repo, name, &oid, 1,
-				  log_message);
+	rc = git_reference_create(&ref, repo->repo, name, &oid, 1, log_message);
 	if (rc < 0)
 		return git_fail(rc, 0, "set reference");
 	git_reference_free(ref);

@@ -24,7 +24,9 @@
  * gitrepo_rangediff own all their strings and buffers and outlive the
  * gitrepo they came from.  libgit2 types never appear in this header.
  * Thread safety: a gitrepo belongs to one thread; libgit2 is initialised
- * once per process by gitrepo_open() (reference counted).
+ * once per process by gitrepo_open() (reference counted), set up
+ * to read no configuration outside the repository (no ~/.gitconfig, no
+ * /etc/gitconfig), so the daemon does not depend on $HOME.
  * Errors: PB_ENOTFOUND for a missing repository or revision, PB_EINVAL for
  * a revision that is not a commit, PB_ELIMIT for a range or patch past
  * its cap, PB_ERROR for other libgit2 failures (message from libgit2).

@@ -174,7 +174,15 @@ static const char *const sqlite_migrations[] = {
 	"CREATE INDEX archive_by_mr ON archive (project, iid, created);"
 	"PRAGMA user_version = 4;",
 
-	/* 5: several hosts - who spooled, claimed and sent what; claims
+	/* 5: what became of each trailer of an applied mail (for why). */
+	"CREATE TABLE trailer_verdicts ("
+	" message_id TEXT NOT NULL,"
+	" trailer_index INTEGER NOT NULL CHECK (trailer_index >= 0),"
+	" verdict TEXT NOT NULL,"
+	" PRIMARY KEY (message_id, trailer_index));"
+	"PRAGMA user_version = 5;",
+
+	/* 6: several hosts - who spooled, claimed and sent what; claims
 	 * with an expiry; the spool record, so any host can apply it. */
 	"ALTER TABLE inbound ADD COLUMN spooled_by TEXT;"
 	"ALTER TABLE inbound ADD COLUMN claimed_by TEXT;"
@@ -188,7 +196,7 @@ static const char *const sqlite_migrations[] = {
 	"ALTER TABLE outmail ADD COLUMN lease_until INTEGER NOT NULL"
 	" DEFAULT 0;"
 	"ALTER TABLE thread_map ADD COLUMN sent_by TEXT;"
-	"PRAGMA user_version = 5;",
+	"PRAGMA user_version = 6;",
 };
 
 /*
@@ -322,6 +330,14 @@ static const char *const pg_migrations[] = {
 	"UPDATE schema_version SET version = 4;",
 
 	/* 5 */
+	"CREATE TABLE trailer_verdicts ("
+	" message_id BYTEA NOT NULL,"
+	" trailer_index BIGINT NOT NULL CHECK (trailer_index >= 0),"
+	" verdict BYTEA NOT NULL,"
+	" PRIMARY KEY (message_id, trailer_index));"
+	"UPDATE schema_version SET version = 5;",
+
+	/* 6 */
 	"ALTER TABLE inbound ADD COLUMN spooled_by BYTEA;"
 	"ALTER TABLE inbound ADD COLUMN claimed_by BYTEA;"
 	"ALTER TABLE inbound ADD COLUMN lease_until BIGINT NOT NULL"
@@ -337,7 +353,7 @@ static const char *const pg_migrations[] = {
 	"ALTER TABLE outmail ADD COLUMN lease_until BIGINT NOT NULL"
 	" DEFAULT 0;"
 	"ALTER TABLE thread_map ADD COLUMN sent_by BYTEA;"
-	"UPDATE schema_version SET version = 5;",
+	"UPDATE schema_version SET version = 6;",
 };
 
 #define SCHEMA_LATEST ((int)ARRAY_SIZE(sqlite_migrations))
@@ -512,6 +528,9 @@ enum stmt_id {
 	S_ARCH_LIST,
 	S_ARCH_MISSING,
 	S_ARCH_PRUNE,
+	S_VERDICT_CLEAR,
+	S_VERDICT_PUT,
+	S_VERDICT_LIST,
 	S_NR
 };
 
@@ -657,6 +676,13 @@ static const char *const stmt_sql[S_NR] = {
 		       " AND state != 'done'",
 	[S_ACT_LIST] = "SELECT " ACT_COLS " FROM forge_actions"
 		       " WHERE message_id = ?1 ORDER BY action_index",
+	[S_VERDICT_CLEAR] =
+		"DELETE FROM trailer_verdicts WHERE message_id = ?1",
+	[S_VERDICT_PUT] = "INSERT INTO trailer_verdicts"
+			  " (message_id, trailer_index, verdict)"
+			  " VALUES (?1, ?2, ?3)",
+	[S_VERDICT_LIST] = "SELECT verdict FROM trailer_verdicts"
+			   " WHERE message_id = ?1 ORDER BY trailer_index",
 
 	[S_CURSOR_GET] = "SELECT value FROM cursors WHERE name = ?1",
 	[S_CURSOR_SET] = "INSERT INTO cursors (name, value, updated)"
@@ -1622,7 +1648,7 @@ static const char pg_check[] =
 	"SELECT COUNT(*) FROM revisions; SELECT COUNT(*) FROM thread_map;"
 	"SELECT COUNT(*) FROM cursors; SELECT COUNT(*) FROM inbound;"
 	"SELECT COUNT(*) FROM forge_actions; SELECT COUNT(*) FROM outmail;"
-	"SELECT COUNT(*) FROM archive;";
+	"SELECT COUNT(*) FROM archive; SELECT COUNT(*) FROM trailer_verdicts;";
 
 int store_check(struct store *st)
 {
@@ -2385,7 +2411,7 @@ static int claim_holder(int *found, struct store *st, enum stmt_id stmt,
 
 /*
  * Who holds the claim of an applying row: 0 when it is st's own (or the
- * row has no owner - from before schema 5 - or is not applying),
+ * row has no owner - from before schema 6 - or is not applying),
  * PB_EEXISTS, naming the host, when it is another host's (expired or
  * not: only a claim takes it over).
  */
@@ -2907,6 +2933,74 @@ int store_action_list(struct store_action_list *out, struct store *st,
 	}
 	q_end(&q);
 	return rc;
+}
+
+/* Trailer verdicts. */
+
+struct verdicts_set {
+	const char *message_id;
+	const struct strlist *verdicts;
+};
+
+static int verdicts_set_unit(struct store *st, void *arg)
+{
+	struct verdicts_set *v = arg;
+	struct query q;
+	size_t i;
+	int rc;
+
+	rc = q_start(&q, st, S_VERDICT_CLEAR, "clear trailer verdicts");
+	if (!rc) {
+		q_text(&q, 1, v->message_id);
+		rc = q_exec(&q);
+		q_end(&q);
+	}
+	for (i = 0; !rc && i < v->verdicts->nr && i < STORE_VERDICTS_MAX;
+	     i++) {
+		rc = q_start(&q, st, S_VERDICT_PUT, "record a trailer verdict");
+		if (rc)
+			break;
+		q_text(&q, 1, v->message_id);
+		q_int(&q, 2, (int64_t)i);
+		q_error(&q, 3,
+			v->verdicts->items[i][0] ? v->verdicts->items[i] : "-");
+		rc = q_exec(&q);
+		q_end(&q);
+	}
+	return rc;
+}
+
+int store_verdicts_set(struct store *st, const char *message_id,
+		       const struct strlist *verdicts)
+{
+	struct verdicts_set v;
+	int rc;
+
+	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	if (rc)
+		return rc;
+	v.message_id = message_id;
+	v.verdicts = verdicts;
+	return unit_run(st, verdicts_set_unit, &v);
+}
+
+int store_verdicts_get(struct strlist *out, struct store *st,
+		       const char *message_id)
+{
+	struct query q;
+	int rc;
+
+	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_VERDICT_LIST, "list trailer verdicts");
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	while ((rc = q_step(&q)) == 1 && out->nr < STORE_VERDICTS_MAX)
+		strlist_push_owned(out, col_str(&q, 0));
+	q_end(&q);
+	return rc > 0 ? 0 : rc;
 }
 
 /* Cursors. */

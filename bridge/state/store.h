@@ -104,6 +104,8 @@
 #define STORE_MARKER_MAX (PB_MSGID_MAX + 128) /* holds a Message-ID */
 /* Longer error and reason texts are cut to this, not refused. */
 #define STORE_ERROR_MAX PB_ERRMSG_MAX
+/* Trailer verdicts kept per mail (trailers past it are not recorded). */
+#define STORE_VERDICTS_MAX 500
 /* What a list returns at most when the caller passes limit 0. */
 #define STORE_LIST_MAX 10000
 /* A busy timeout longer than this is PB_EINVAL. */
@@ -442,7 +444,7 @@ int store_inbound_retry(struct store *st, const char *message_id,
 			int64_t next_attempt, const char *error);
 /*
  * After a crash: every APPLYING row this host claimed (or that has no
- * owner, from before schema 5) back to RECEIVED (*count of them).  For
+ * owner, from before schema 6) back to RECEIVED (*count of them).  For
  * the daemon's start, before its claimer runs (one applier per host:
  * the spool's lock); other hosts' claims are taken over when they
  * expire (store_inbound_claim()).  The forge action journal makes
@@ -451,7 +453,7 @@ int store_inbound_retry(struct store *st, const char *message_id,
 int store_inbound_recover(int *count, struct store *st);
 /* The spool record kept with a journal row (a copy, NUL-terminated, in
  * *out; free it).  PB_ENOTFOUND when none is kept: no such row, a row
- * from before schema 5, or a finished mail. */
+ * from before schema 6, or a finished mail. */
 int store_inbound_spool_record(char **out, size_t *len, struct store *st,
 			       const char *message_id);
 /* Rows in a state, oldest first, at most limit (0: STORE_LIST_MAX). */
@@ -548,6 +550,21 @@ int store_action_list(struct store_action_list *out, struct store *st,
 		      const char *message_id);
 
 /*
+ * What became of each trailer of an inbound mail, as the apply step
+ * decided it (inbound/plan.h, plan's verdicts): one text per trailer in
+ * the mail's order ("an approval as alice", "not an approval", or the
+ * reason it was not honoured), for `patchbridge why`.  Set replaces the
+ * mail's earlier verdicts (a retry decides again), at most
+ * STORE_VERDICTS_MAX, each cut to STORE_ERROR_MAX; an empty text is
+ * stored as "-".  Get appends them to out, nothing for a mail applied
+ * before they were kept (schema 5).
+ */
+int store_verdicts_set(struct store *st, const char *message_id,
+		       const struct strlist *verdicts);
+int store_verdicts_get(struct strlist *out, struct store *st,
+		       const char *message_id);
+
+/*
  * Cursors: named watermarks, e.g. "poll:group/project" -> an ISO 8601
  * time, "notes:group/project!12" -> the last note id.  get replaces the
  * contents of out (PB_ELIMIT past out->max).
@@ -562,6 +579,14 @@ int store_cursor_set(struct store *st, const char *name, const char *value);
  * approval back to the list that already holds the trailer.
  */
 #define STORE_CURSOR_LIST_APPROVAL "list-approval:%s!%lld:%s"
+
+/*
+ * A problem with the forge only an operator can fix (the token cannot act
+ * as the reviewers, ...): "EPOCH-SECONDS TEXT", set by the inbound side
+ * when it meets one, emptied when an approval as a reviewer goes through
+ * again; `patchbridge status` shows it.
+ */
+#define STORE_CURSOR_FORGE_PROBLEM "forge:operator-problem"
 
 /*
  * Revisions of a project (all of them when project is NULL), by project,

@@ -1,9 +1,10 @@
 #!/bin/sh
 # The patchbridge program's configuration commands, run for real:
 #   check_config.sh PATCHBRIDGE SOURCE_DIR
-# check-config names every error with FILE:LINE and exits 78, accepts the
-# shipped example; --dump-config, -c, $PATCHBRIDGE_CONFIG, --version, and
-# the exit codes of usage errors.
+# check-config names every error with FILE:LINE and exits 78; it accepts
+# the shipped example as a file (--file-only), and as a whole only once
+# the files it names exist; --dump-config, -c, $PATCHBRIDGE_CONFIG,
+# --version, and the exit codes of usage errors.
 set -u
 pb=$1
 src=$2
@@ -82,14 +83,42 @@ has "$tmp/err" "$tmp/bad.conf:10: [forge] colour: unknown key"
 run 78 -c "$tmp/bad.conf" --dump-config
 [ -s "$tmp/out" ] && fail "--dump-config printed a bad configuration"
 
-# The shipped example is valid.
+# The shipped example is a valid file ...
 example=$src/contrib/patchbridge.conf.example
-run 0 check-config "$example"
+run 0 check-config --file-only "$example"
 has "$tmp/out" "$example: ok"
-run_env "$example" 0 check-config
+run_env "$example" 0 check-config --file-only
 has "$tmp/out" "$example: ok"
 # -c wins over the environment.
-run_env "$tmp/bad.conf" 0 --config "$example" check-config
+run_env "$tmp/bad.conf" 0 --config "$example" check-config --file-only
+# ... that passes the whole check only when the files it names exist:
+# no Postfix here (an empty configuration directory: a warning), the
+# example's paths moved below $tmp.
+mkdir -p "$tmp/nopostfix"
+sed -e "s|/etc/patchbridge|$tmp/etc|g" -e "s|/var/|$tmp/var/|g" \
+	"$example" >"$tmp/example.conf"
+run 78 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
+has "$tmp/err" "$tmp/example.conf: [forge] token_file: $tmp/etc/gitlab-token: No such file or directory: create it for the daemon's user alone and write the token into it: install -o patchbridge -g patchbridge -m 0600 /dev/null $tmp/etc/gitlab-token"
+grep -q "^$tmp/example.conf: \[inbound\] owners_file: $tmp/etc/owners.yaml: No such file or directory: write it (.*patchbridge.conf(5), OWNERS FILE), or set approval_policy = forge or none" "$tmp/err" ||
+	fail "check-config does not name the missing owners file: $(cat "$tmp/err")"
+grep -q "\[spool\] dir: $tmp/var/spool/patchbridge: No such file or directory: create it .*install -d -o patchbridge -g patchbridge -m 2770" "$tmp/err" ||
+	fail "check-config does not name the missing spool: $(cat "$tmp/err")"
+grep -q "warning: \[milter\] socket: Postfix's settings were not checked" "$tmp/err" ||
+	fail "no warning about the missing Postfix: $(cat "$tmp/err")"
+# The example bridges no project: the sample ones' files are not needed.
+grep -q "kernel-net" "$tmp/err" && fail "a disabled sample project was checked"
+mkdir -p "$tmp/etc" "$tmp/var/spool/patchbridge" "$tmp/var/lib/patchbridge" \
+	"$tmp/var/spool/postfix/patchbridge"
+printf 'token\n' >"$tmp/etc/gitlab-token"
+printf 'subsystems: []\n' >"$tmp/etc/owners.yaml"
+run 0 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
+has "$tmp/out" "$tmp/example.conf: ok"
+# An owners.yaml that does not load is named with its line and column.
+printf 'subsystems:\n  - subsystem: x\n    maintainers: 3\n' >"$tmp/etc/owners.yaml"
+run 78 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
+grep -q "^$tmp/example.conf: \[inbound\] owners_file: .*owners.yaml:[0-9]*:[0-9]*: " "$tmp/err" ||
+	fail "a broken owners.yaml is not named: $(cat "$tmp/err")"
+run 64 check-config --frobnicate "$example"
 
 # --dump-config: every effective value, defaults included.
 run 0 -c "$example" --dump-config
@@ -106,7 +135,7 @@ n=$("$pb" --list-params | wc -l)
 # -n: only what the file sets; dump-config is the same command.
 run 0 -c "$example" dump-config -n
 has "$tmp/out" "[project \"kernel/net\"] threading = deep"
-has "$tmp/out" "[project \"tools/patchbridge\"]"
+has "$tmp/out" "[project \"tools/patchbridge\"] enabled = no"
 grep -q '^\[forge\] ca_file' "$tmp/out" && fail "dump-config -n shows unset ca_file"
 run 64 -c "$example" dump-config -x
 

@@ -16,19 +16,24 @@ pgbed=$src/tests/pg/pgbed
 tmp=$(mktemp -d "${PB_TEST_TMP:-/tmp}/cli_check_config_db.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 failed=0
-latest=5
+latest=$("$schema" latest) || exit 1
 
 fail() {
 	echo "FAIL: $*"
 	failed=1
 }
 
-# run STATUS CONFIG: check-config CONFIG must exit STATUS.
+# What the configurations name around them, so that only the database
+# is in question (no Postfix here: a warning).
+mkdir -p "$tmp/nopostfix" "$tmp/spool" "$tmp/sock"
+(umask 077 && printf 'token\n' >"$tmp/token")
+
+# run STATUS [OPTION] CONFIG: check-config must exit STATUS.
 run() {
 	want=$1
 	shift
-	env -u PATCHBRIDGE_CONFIG "$pb" check-config "$@" >"$tmp/out" \
-		2>"$tmp/err"
+	env -u PATCHBRIDGE_CONFIG "$pb" check-config \
+		--postfix-config "$tmp/nopostfix" "$@" >"$tmp/out" 2>"$tmp/err"
 	got=$?
 	if [ "$got" != "$want" ]; then
 		fail "check-config $*: exit $got, expected $want"
@@ -54,7 +59,11 @@ domain = example.org
 list_address = list@example.org
 [forge]
 url = https://gitlab.example.org
-token_file = /etc/patchbridge/token
+token_file = $tmp/token
+[milter]
+socket = unix:$tmp/sock/milter.sock
+[spool]
+dir = $tmp/spool
 [inbound]
 approval_policy = none
 [state]

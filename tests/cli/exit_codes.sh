@@ -1,8 +1,8 @@
 #!/bin/bash
 # exit_codes.sh PATCHBRIDGE MILTER
 #
-# --version of both programs, and the sysexits.h codes they exit with
-# (issue 6): 0, 64 EX_USAGE for bad options and arguments, 66 EX_NOINPUT
+# --version of both programs, and the sysexits.h codes they exit with:
+# 0, 64 EX_USAGE for bad options and arguments, 66 EX_NOINPUT
 # for a missing file, 78 EX_CONFIG for a configuration that does not load.
 # The milter is only run with --check, --test or a bad configuration: it
 # never listens here.  tests/cli/check_config.sh has more of patchbridge's
@@ -42,8 +42,9 @@ has() {
 	grep -qE -- "$2" "$1" || fail "no /$2/ in: $(head -c 300 "$1")"
 }
 
-# A configuration the milter loads, and one it does not.
-mkdir -p "$tmp/state"
+# A configuration the milter loads, and one it does not.  (The spool
+# directory exists: the milter run as root never makes one.)
+mkdir -p "$tmp/state" "$tmp/spool"
 cat >"$tmp/good.conf" <<EOF
 [bridge]
 address = patchbridge@bridge.example.org

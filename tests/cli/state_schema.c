@@ -4,8 +4,10 @@
  *
  *	state_schema sqlite PATH VERSION
  *	state_schema postgresql CONNINFO VERSION
+ *	state_schema latest
  *
- * migrates a new (or older) database up to VERSION and no further.
+ * migrates a new (or older) database up to VERSION (0: the latest) and
+ * no further; "latest" prints the newest version this code knows.
  */
 #include "state/store.h"
 #include "util/err.h"
@@ -19,6 +21,10 @@ int main(int argc, char **argv)
 	struct store_opts o;
 	struct store *st = NULL;
 
+	if (argc == 2 && !strcmp(argv[1], "latest")) {
+		printf("%d\n", store_schema_latest());
+		return 0;
+	}
 	if (argc != 4) {
 		fprintf(stderr, "usage: state_schema sqlite|postgresql TARGET "
 				"VERSION\n");

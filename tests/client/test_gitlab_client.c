@@ -17,12 +17,18 @@
 #include "util/err.h"
 #include "util/xalloc.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PROJECT "group/project"
 #define SIM_BODY_MAX (8 * 1024 * 1024)
@@ -373,7 +379,9 @@ static void test_list_mrs_paginates_and_dedups(void **state)
 	assert_int_equal(seen.nr, 0);
 	assert_int_equal(cur.watermark_ms, wm);
 
-	/* A comment bumps MR !3: only it comes again. */
+	/* A comment bumps MR !3 (past ThrottledTouch's minute since its
+	 * creation): only it comes again. */
+	sim_post("/_sim/time", "{\"advance_s\":61}");
 	assert_int_equal(forge_create_note(&note, f, PROJECT, 3, "bump", NULL),
 			 0);
 	forge_note_release(&note);
@@ -424,6 +432,169 @@ static void test_notes_paginate(void **state)
 	assert_int_equal(forge_list_notes(&list, f, PROJECT, 1, &q), 0);
 	assert_int_equal(list.nr, 2);
 	forge_note_list_release(&list);
+	forge_free(f);
+}
+
+/*
+ * The other origin: a listening socket on 127.0.0.1 that nobody should
+ * ever connect to.  A connection completes in the kernel without
+ * accept(), so one made shows up in the accept queue afterwards.
+ */
+static int trap_listen(unsigned *port)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 16), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+static int trap_connections(int fd)
+{
+	int n = 0, c;
+
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	while ((c = accept(fd, NULL, NULL)) >= 0) {
+		close(c);
+		n++;
+	}
+	assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+	return n;
+}
+
+/*
+ * GitLab builds Link from its external_url: a bridge that reaches it on
+ * another name or port (behind a proxy) gets next-page links to another
+ * origin.  A 250-MR list and a 3-page note list are read whole on the
+ * configured URL, and nothing goes to the other origin.
+ */
+static void test_external_url_elsewhere(void **state)
+{
+	struct forge_note_query nq = { "asc", "created_at", 20, 0 };
+	struct forge_mr_query q = { NULL, 0, 0 };
+	struct forge_mr_cursor cur;
+	struct mr_seen seen = { { 0 }, 0 };
+	struct forge_note_list notes;
+	struct forge_note note;
+	struct forge *f;
+	struct hooks h;
+	unsigned port;
+	char body[32];
+	size_t i, user = 0;
+	int trap;
+
+	trap = trap_listen(&port);
+	sim_call(NULL, HTTP_PUT, "/_sim/settings",
+		 "{\"external_url\":\"http://127.0.0.1:%u\"}", port);
+	sim_post("/_sim/projects/1/merge_requests/1/clone",
+		 "{\"count\":249}");
+	f = simple_client("user-token", &h);
+	for (i = 0; i < 45; i++) {
+		snprintf(body, sizeof(body), "note %zu", i);
+		assert_int_equal(
+			forge_create_note(&note, f, PROJECT, 1, body, NULL), 0);
+		forge_note_release(&note);
+	}
+
+	sim_clear_requests();
+	forge_mr_cursor_init(&cur);
+	assert_int_equal(
+		forge_list_mrs(f, PROJECT, &cur, &q, collect_mr, &seen), 0);
+	assert_int_equal(seen.nr, 250);
+	assert_int_equal(sim_count_requests("GET", "/merge_requests", 200), 3);
+	forge_mr_cursor_release(&cur);
+
+	assert_int_equal(forge_list_notes(&notes, f, PROJECT, 1, &nq), 0);
+	assert_int_equal(sim_count_requests("GET", "/merge_requests/1/notes",
+					    200),
+			 3);
+	for (i = 0; i < notes.nr; i++) {
+		if (notes.items[i].system)
+			continue;
+		snprintf(body, sizeof(body), "note %zu", user++);
+		assert_string_equal(notes.items[i].body, body);
+	}
+	assert_int_equal(user, 45);
+	forge_note_list_release(&notes);
+
+	/* Not one connection to the other origin: the token stayed. */
+	assert_int_equal(trap_connections(trap), 0);
+	close(trap);
+	forge_free(f);
+}
+
+/* A note's visibility: internal, the older confidential, or - when the
+ * forge does not say - internal (fail closed). */
+static void test_note_visibility(void **state)
+{
+	struct forge_note_list notes;
+	struct forge *f;
+	struct hooks h;
+
+	sim_fault("{\"kind\":\"error\",\"status\":200,\"method\":\"GET\","
+		  "\"path\":\"/merge_requests/1/notes$\","
+		  "\"content_type\":\"application/json\",\"body\":"
+		  "\"[{\\\"id\\\":1,\\\"body\\\":\\\"a\\\",\\\"author\\\":"
+		  "{\\\"id\\\":2,\\\"username\\\":\\\"alice\\\"},"
+		  "\\\"internal\\\":false,\\\"confidential\\\":false},"
+		  "{\\\"id\\\":2,\\\"body\\\":\\\"b\\\",\\\"author\\\":"
+		  "{\\\"id\\\":2,\\\"username\\\":\\\"alice\\\"},"
+		  "\\\"confidential\\\":true},"
+		  "{\\\"id\\\":3,\\\"body\\\":\\\"c\\\",\\\"author\\\":"
+		  "{\\\"id\\\":2,\\\"username\\\":\\\"alice\\\"}},"
+		  "{\\\"id\\\":4,\\\"body\\\":\\\"d\\\",\\\"author\\\":"
+		  "{\\\"id\\\":2,\\\"username\\\":\\\"alice\\\"},"
+		  "\\\"internal\\\":null,\\\"confidential\\\":false},"
+		  "{\\\"id\\\":5,\\\"body\\\":\\\"e\\\",\\\"author\\\":"
+		  "{\\\"id\\\":2,\\\"username\\\":\\\"alice\\\"},"
+		  "\\\"internal\\\":true}]\"}");
+	f = simple_client("user-token", &h);
+	assert_int_equal(forge_list_notes(&notes, f, PROJECT, 1, NULL), 0);
+	assert_int_equal(notes.nr, 5);
+	assert_int_equal(notes.items[0].internal, 0);
+	assert_int_equal(notes.items[1].internal, 1);
+	assert_int_equal(notes.items[2].internal, 1); /* not said */
+	assert_int_equal(notes.items[3].internal, 1); /* null */
+	assert_int_equal(notes.items[4].internal, 1);
+	forge_note_list_release(&notes);
+	forge_free(f);
+}
+
+/* GitLab sends a version's diffs all at once (limits: false): one past
+ * the response cap fails with a message naming the cap. */
+static void test_huge_version(void **state)
+{
+	struct client_opts co = { "user-token", 0, 0, 64 * 1024, 0 };
+	struct forge_version_list vl;
+	struct forge_version v;
+	struct forge *f;
+	struct hooks h;
+	struct buf big = BUF_INIT(1024 * 1024);
+	int i;
+
+	for (i = 0; i < 4000; i++)
+		buf_addf(&big, "line %d of a generated table\\n", i);
+	sim_call(NULL, HTTP_POST, "/_sim/projects/1/merge_requests/1/push",
+		 "{\"commits\":[{\"message\":\"big\",\"files\":"
+		 "{\"big.txt\":\"%s\"}}]}",
+		 big.data);
+	buf_release(&big);
+	memset(&h, 0, sizeof(h));
+	f = client(&co, &h);
+	assert_int_equal(forge_list_versions(&vl, f, PROJECT, 1), 0);
+	assert_int_equal(forge_get_version(&v, f, PROJECT, 1, vl.items[0].id),
+			 PB_ELIMIT);
+	assert_non_null(strstr(err_msg(), "max_response_size"));
+	assert_non_null(strstr(err_msg(), "65536"));
+	forge_version_list_release(&vl);
 	forge_free(f);
 }
 
@@ -970,18 +1141,23 @@ static void test_approvals(void **state)
 
 	assert_int_equal(forge_approve(&res, bob, PROJECT, 1, mr.sha), 0);
 	assert_int_equal(res, FORGE_APPROVE_DONE);
-	/* Again: GitLab's 304, success with the flag. */
+	/* Again: the state says it stands; no second POST (GitLab would
+	 * answer it 401, like a refusal). */
+	sim_clear_requests();
 	assert_int_equal(forge_approve(&res, bob, PROJECT, 1, mr.sha), 0);
 	assert_int_equal(res, FORGE_APPROVE_ALREADY);
+	assert_int_equal(sim_count_requests("POST", "/approve", 0), 0);
 
 	assert_int_equal(forge_get_approvals(&ap, bob, PROJECT, 1), 0);
 	assert_int_equal(ap.nr_approved_by, 1);
 	assert_string_equal(ap.approved_by[0].username, "bob");
 	forge_approvals_release(&ap);
 
-	/* The author may not approve: 401 → PB_EPERM. */
+	/* The author may not approve: 401, and no approval of hers stands:
+	 * refused. */
 	assert_int_equal(forge_approve(&res, alice, PROJECT, 1, mr.sha),
 			 PB_EPERM);
+	assert_int_equal(res, FORGE_APPROVE_REFUSED);
 
 	assert_int_equal(forge_unapprove(&res, bob, PROJECT, 1), 0);
 	assert_int_equal(res, FORGE_APPROVE_DONE);
@@ -995,6 +1171,47 @@ static void test_approvals(void **state)
 	forge_free(alice);
 }
 
+/*
+ * The approval lands, the answer is lost to a 502, the retry gets
+ * GitLab's 401 for a second approval: the state check says it stands.
+ * The same for an unapprove whose retry gets the 404 of "nothing to
+ * withdraw".
+ */
+static void test_approve_retry_after_5xx(void **state)
+{
+	enum forge_approve_result res;
+	struct forge_approvals ap;
+	struct client_opts co = { "bob-token", 3, 0, 0, 0 };
+	struct forge_mr mr;
+	struct forge *bob;
+	struct hooks h;
+
+	memset(&h, 0, sizeof(h));
+	bob = client(&co, &h);
+	assert_int_equal(forge_get_mr(&mr, bob, PROJECT, 1), 0);
+	sim_fault("{\"kind\":\"error_after_commit\",\"status\":502,"
+		  "\"path\":\"/approve$\"}");
+	sim_clear_requests();
+	assert_int_equal(forge_approve(&res, bob, PROJECT, 1, mr.sha), 0);
+	assert_int_equal(res, FORGE_APPROVE_ALREADY);
+	assert_int_equal(sim_count_requests("POST", "/approve", 502), 1);
+	assert_int_equal(sim_count_requests("POST", "/approve", 401), 1);
+	assert_int_equal(forge_get_approvals(&ap, bob, PROJECT, 1), 0);
+	assert_int_equal(ap.nr_approved_by, 1);
+	forge_approvals_release(&ap);
+
+	sim_fault("{\"kind\":\"error_after_commit\",\"status\":502,"
+		  "\"path\":\"/unapprove$\"}");
+	assert_int_equal(forge_unapprove(&res, bob, PROJECT, 1), 0);
+	assert_int_equal(res, FORGE_APPROVE_ALREADY);
+	assert_int_equal(sim_count_requests("POST", "/unapprove", 404), 1);
+	assert_int_equal(forge_get_approvals(&ap, bob, PROJECT, 1), 0);
+	assert_int_equal(ap.nr_approved_by, 0);
+	forge_approvals_release(&ap);
+	forge_mr_release(&mr);
+	forge_free(bob);
+}
+
 static void test_sudo(void **state)
 {
 	enum forge_approve_result res;
@@ -1003,11 +1220,18 @@ static void test_sudo(void **state)
 	struct forge *f;
 	struct hooks h;
 
-	/* A regular token cannot Sudo: 403 → PB_EPERM. */
+	/* A regular token cannot Sudo: 403 → PB_EPERM, the operator's
+	 * problem, nothing about bob. */
 	f = simple_client("user-token", &h);
 	assert_int_equal(forge_act_as(f, "bob"), 0);
 	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), PB_EPERM);
 	assert_non_null(strstr(err_msg(), "Must be admin to use sudo"));
+	assert_int_equal(forge_sudo_problem(f), FORGE_SUDO_NOT_ADMIN);
+	assert_int_equal(forge_approve(&res, f, PROJECT, 1,
+				       "0123456789012345678901234567890123456789"),
+			 PB_EPERM);
+	assert_int_equal(res, FORGE_APPROVE_NO_SUDO);
+	assert_non_null(strstr(err_msg(), "administrator's token"));
 	forge_free(f);
 
 	/* An admin token without the sudo scope. */
@@ -1015,7 +1239,19 @@ static void test_sudo(void **state)
 	assert_int_equal(forge_act_as(f, "bob"), 0);
 	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), PB_EPERM);
 	assert_non_null(strstr(err_msg(), "insufficient_scope"));
+	assert_int_equal(forge_sudo_problem(f), FORGE_SUDO_NO_SCOPE);
+	assert_int_equal(forge_unapprove(&res, f, PROJECT, 1), PB_EPERM);
+	assert_int_equal(res, FORGE_APPROVE_NO_SUDO);
 	forge_free(f);
+
+	/* Admin Mode: an administrator's token needs admin_mode too. */
+	sim_call(NULL, HTTP_PUT, "/_sim/settings", "{\"admin_mode\":true}");
+	f = simple_client("admin-token", &h);
+	assert_int_equal(forge_act_as(f, "bob"), 0);
+	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), PB_EPERM);
+	assert_int_equal(forge_sudo_problem(f), FORGE_SUDO_NOT_ADMIN);
+	forge_free(f);
+	sim_call(NULL, HTTP_PUT, "/_sim/settings", "{\"admin_mode\":false}");
 
 	/* Admin with sudo approves as bob; an unknown user is not found. */
 	f = simple_client("admin-token", &h);
@@ -1029,7 +1265,37 @@ static void test_sudo(void **state)
 	assert_int_equal(forge_act_as(f, "nobody"), 0);
 	assert_int_equal(forge_approve(&res, f, PROJECT, 1, mr.sha),
 			 PB_ENOTFOUND);
+	assert_int_equal(res, FORGE_APPROVE_NO_USER);
+	/* Sudo's unknown user is not unapprove's "nothing to withdraw". */
+	assert_int_equal(forge_unapprove(&res, f, PROJECT, 1), PB_ENOTFOUND);
+	assert_int_equal(res, FORGE_APPROVE_NO_USER);
 	forge_mr_release(&mr);
+	forge_free(f);
+}
+
+static void test_whoami(void **state)
+{
+	struct forge_whoami w;
+	struct forge *f;
+	struct hooks h;
+
+	f = simple_client("admin-token", &h);
+	assert_int_equal(forge_act_as(f, "bob"), 0); /* not through Sudo */
+	assert_int_equal(forge_whoami(&w, f), 0);
+	assert_string_equal(w.user.username, "root");
+	assert_int_equal(w.admin, 1);
+	assert_int_equal(w.token_known, 1);
+	assert_true(strlist_find(&w.scopes, "sudo") >= 0);
+	assert_int_equal(w.active, 1);
+	forge_whoami_release(&w);
+	forge_free(f);
+
+	f = simple_client("bob-token", &h);
+	assert_int_equal(forge_whoami(&w, f), 0);
+	assert_string_equal(w.user.username, "bob");
+	assert_int_equal(w.admin, 0);
+	assert_true(strlist_find(&w.scopes, "sudo") < 0);
+	forge_whoami_release(&w);
 	forge_free(f);
 }
 
@@ -1095,6 +1361,22 @@ static void test_user_lookup(void **state)
 	assert_string_equal(u.username, "alice");
 	assert_int_equal(u.id, 2);
 	forge_user_release(&u);
+
+	/* An admin's search matches confirmed secondary addresses too, and
+	 * shows only the primary one: the bridge reads /users/:id/emails.
+	 * An unconfirmed address never matches. */
+	sim_post("/_sim/users/bob/emails",
+		 "{\"email\":\"bob@home.example\",\"confirmed\":true}");
+	sim_post("/_sim/users/bob/emails",
+		 "{\"email\":\"bob@old.example\",\"confirmed\":false}");
+	assert_int_equal(
+		forge_find_user_by_email(&u, admin, "Bob@Home.example"), 0);
+	assert_string_equal(u.username, "bob");
+	forge_user_release(&u);
+	assert_int_equal(forge_find_user_by_email(&u, admin, "bob@old.example"),
+			 PB_ENOTFOUND);
+	assert_int_equal(forge_find_user_by_email(&u, user, "bob@home.example"),
+			 PB_ENOTFOUND);
 
 	/* Partial addresses never match. */
 	assert_int_equal(forge_find_user_by_email(&u, admin, "example.com"),
@@ -1252,6 +1534,9 @@ int main(void)
 		cmocka_unit_test_setup(test_list_mrs_paginates_and_dedups,
 				       reset),
 		cmocka_unit_test_setup(test_notes_paginate, reset),
+		cmocka_unit_test_setup(test_external_url_elsewhere, reset),
+		cmocka_unit_test_setup(test_note_visibility, reset),
+		cmocka_unit_test_setup(test_huge_version, reset),
 		cmocka_unit_test_setup(test_get_mr_and_versions, reset),
 		cmocka_unit_test_setup(test_retry_on_5xx, reset),
 		cmocka_unit_test_setup(test_429_retry_after, reset),
@@ -1272,7 +1557,9 @@ int main(void)
 		cmocka_unit_test_setup(test_discussions_reply_resolve, reset),
 		cmocka_unit_test_setup(test_marker_matches_author, reset),
 		cmocka_unit_test_setup(test_approvals, reset),
+		cmocka_unit_test_setup(test_approve_retry_after_5xx, reset),
 		cmocka_unit_test_setup(test_sudo, reset),
+		cmocka_unit_test_setup(test_whoami, reset),
 		cmocka_unit_test_setup(test_labels, reset),
 		cmocka_unit_test_setup(test_user_lookup, reset),
 		cmocka_unit_test_setup(test_quick_actions_only, reset),

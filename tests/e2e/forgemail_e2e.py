@@ -2,7 +2,8 @@
 """End-to-end test of forge -> list comments: forgesim -> patchbridge run
 -> private Postfix (pfbed) -> list archive.  Reuses outbound_e2e's bed.
 
-usage: forgemail_e2e.py comments|merges --patchbridge BIN --work DIR
+usage: forgemail_e2e.py comments|merges|internal|quick|stuck
+                        --patchbridge BIN --work DIR
 
   comments  an MR mailed as a 3-patch series; rob's diff note on patch 1
             -> "Re: [PATCH 1/3]" In-Reply-To that patch, quoting the hunk
@@ -21,6 +22,14 @@ usage: forgemail_e2e.py comments|merges --patchbridge BIN --work DIR
             patch's rebased commit (paired by patch-id through the git
             mirror) beside the mailed one; a fast-forward squash; a
             semi-linear merge commit after a rebase.
+  internal  an internal note, and a reply in an internal thread, on the
+            forge: the list gets neither, a public comment made meanwhile
+            is mailed, and `status` says two were kept back as internal.
+  quick     two forge comments 10 s apart on one MR (GitLab's
+            ThrottledTouch leaves updated_at as it was for the second;
+            the simulated clock moves, nobody waits): both reach the list,
+            once each, by polling; then the same with a note webhook and
+            `run --foreground`, which mails each at once.
   stuck     every git fetch fails: a rebased MR's applied mail waits
             (pending cursor) while a later MR's comment is mailed; with
             its first failure an hour back, the mail names the tip and
@@ -34,6 +43,7 @@ import html
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import sys
 import time
@@ -519,7 +529,135 @@ def scenario_stuck(bed):
               "patch %d: %s" % (k, lines.get(k)))
 
 
+def mailed_once(bed, text_, total):
+    """The list has total mails, one forge mail holding text_."""
+    bed.wait_mail(total)
+    bed.settle()
+    got = [m for m in forge_mails(bed) if text_ in text(m)]
+    check(len(got) == 1, "%r mailed %d times" % (text_, len(got)))
+    check(len(bed.archive()) == total,
+          "want %d mails, got %d" % (total, len(bed.archive())))
+    return got[0]
+
+
+def scenario_internal(bed):
+    bed.start_postfix()
+    bed.config()
+    ob.create_mr("topic", "Teach x and y to count")
+    bed.run("run", "--once")
+    bed.wait_mail(4)
+    bed.settle()
+
+    say("bob: an internal note; rob replies in its thread")
+    note = api("POST", "/projects/1/merge_requests/1/notes", "bob-token",
+               {"body": "INTERNAL: the CVE is not public yet",
+                "internal": True})
+    check(note["internal"], "the note is not internal: %s" % note)
+    disc = [d for d in the_mr()["discussions"]
+            if d["notes"][0]["id"] == note["id"]][0]
+    answer = api("POST", "/projects/1/merge_requests/1/discussions/%s/notes"
+                 % disc["id"], "rob-token",
+                 {"body": "INTERNAL: agreed, embargo until Friday"})
+    check(answer["internal"], "the reply is not internal: %s" % answer)
+    say("rob: a public comment")
+    api("POST", "/projects/1/merge_requests/1/notes", "rob-token",
+        {"body": "Public: looks fine to me."})
+    bed.run("run", "--once")
+    mailed_once(bed, "Public: looks fine to me.", 5)
+    bed.run("run", "--once")
+    time.sleep(1)
+    bed.settle()
+    for m in bed.archive():
+        check("INTERNAL" not in m.raw.decode("utf-8", "replace"),
+              "an internal note reached the list: %s" % m["Subject"])
+    check(len(bed.archive()) == 5, "a re-run mailed again")
+    status = bed.run("status")
+    check("forge comments kept on the forge as internal: 2" in status,
+          "status does not say they were kept back:\n" + status)
+    check("kept on the forge: internal" in bed.log_text(),
+          "no log line for a kept note")
+
+
+def note_at(token, body, advance_s):
+    """A comment after moving the simulated clock on advance_s."""
+    sim("POST", "/_sim/time", {"advance_s": advance_s})
+    return api("POST", "/projects/1/merge_requests/1/notes", token,
+               {"body": body})
+
+
+def scenario_quick(bed):
+    bed.start_postfix()
+    port = bedlib.free_port()
+    secret = bed.write("webhook.secret", "s3cret-token\n", 0o600)
+    # No overlap: the listing starts at the newest updated_at seen, as a
+    # busy project's watermark soon does after a minute or two.
+    bed.config(outbound="poll_overlap = 0s")
+    ob.create_mr("topic", "Teach x and y to count")
+    ob.create_mr("other", "Count in y too", commits=[ob.V1[0]])
+    bed.run("run", "--once")
+    bed.wait_mail(5)
+    bed.settle()
+
+    say("polling: comment 1, then comment 2 10 s later")
+    first = note_at("rob-token", "Quick one.", 120)
+    moved = api("GET", "/projects/1/merge_requests/1", "rob-token")
+    check(moved["updated_at"] >= first["created_at"],
+          "comment 1 did not touch the MR")
+    bed.run("run", "--once")
+    mailed_once(bed, "Quick one.", 6)
+    say("!2 changes, and a poll moves the watermark past !1")
+    sim("POST", "/_sim/time", {"advance_s": 5})
+    api("PUT", "/projects/1/merge_requests/2", "bob-token",
+        {"add_labels": ["busy"]})
+    bed.run("run", "--once")
+    second = note_at("rob-token", "Quick two.", 5)
+    after = api("GET", "/projects/1/merge_requests/1", "rob-token")
+    check(after["updated_at"] == moved["updated_at"] and
+          second["created_at"] > after["updated_at"],
+          "the throttle did not hold updated_at: %s / %s" %
+          (after["updated_at"], second["created_at"]))
+    bed.run("run", "--once")
+    mailed_once(bed, "Quick two.", 7)
+    bed.run("run", "--once")
+    time.sleep(1)
+    bed.settle()
+    check(len(bed.archive()) == 7, "a re-run mailed again")
+
+    say("a note webhook and the daemon: comments 3 and 4, 10 s apart")
+    extra = ("[webhook]\nenabled = yes\nlisten = 127.0.0.1:%d\n"
+             "secret_file = %s\n" % (port, secret))
+    bed.config(extra=extra, outbound="poll_overlap = 0s")
+    d = bed.daemon()
+    ob.wait_listen(port, d, bed)
+    url = "http://127.0.0.1:%d/hooks/gitlab" % port
+    sim("POST", "/_sim/webhooks", {"project": 1, "url": url,
+                                   "token": "s3cret-token",
+                                   "merge_requests_events": False,
+                                   "note_events": True})
+    note_at("rob-token", "Quick three.", 120)
+    got = ob.deliveries(url)
+    check(got and got[-1]["event"] == "Note Hook" and
+          got[-1]["response_status"] == 200,
+          "the note hook: %s" % [(x["event"], x["response_status"])
+                                 for x in got])
+    mailed_once(bed, "Quick three.", 8)
+    note_at("rob-token", "Quick four.", 9)
+    got = ob.deliveries(url)
+    check(len(got) == 2 and got[-1]["response_status"] == 200,
+          "the second note hook: %s" % [x["response_status"] for x in got])
+    mailed_once(bed, "Quick four.", 9)
+    d.send_signal(signal.SIGTERM)
+    check(d.wait(timeout=30) == 0, "the daemon did not stop cleanly")
+    bed.run("run", "--once")
+    time.sleep(1)
+    bed.settle()
+    check(len(bed.archive()) == 9, "a comment was mailed twice")
+    check(bed.log_text().count("Note Hook") >= 2,
+          "the receiver did not log the note hooks")
+
+
 SCENARIOS = {"comments": scenario_comments, "merges": scenario_merges,
+             "internal": scenario_internal, "quick": scenario_quick,
              "stuck": scenario_stuck}
 
 

@@ -23,6 +23,12 @@ Scenarios (issue 4, "Must show" items 2 and 4):
                 withdrawn;
             (e) a quoted Acked-by approves nobody; /approve and /merge in
                 a reply do not run.
+  acks      (issue 11) the same verified maintainer acks the cover letter
+            and two patches; the forge commits the first approval but
+            answers 5xx to it (and to the client's retries), so the daemon
+            retries the mail later: GitLab answers a second approval by
+            the same user with 401, yet there is one approval and no
+            comment claiming a refusal.
   outage    the forge refuses connections for PB_OUTAGE_SECONDS (default
             300) while `run --foreground` runs; replies sent meanwhile are
             accepted by the list and spooled, nothing is applied or
@@ -714,8 +720,56 @@ def scenario_export(bed):
         "letter, search finds Mary's reply" % len(indexed))
 
 
+# --- scenario: acks --------------------------------------------------------
+
+def scenario_acks(bed):
+    patches, _ = start(bed, "retry_base = 1s\nretry_max = 2s\n")
+    say("mary acks the cover letter and patches 1 and 2")
+    for k in (0, 1, 2):
+        raw, _ = reply(patches[k], MARY, "ACKS-%d: fine by me.\n\n"
+                       "Acked-by: %s\n" % (k, MARY))
+        bed.send(raw, "mary@kernel.example")
+    bed.wait_mail(7)
+    bed.settle()
+    say("the forge commits the first approval, then answers 502 to it and "
+        "to the client's two retries")
+    sim("POST", "/_sim/faults", {"kind": "error_after_commit",
+                                 "status": 502, "path": "/approve$",
+                                 "count": 3})
+    out = bed.pb_run(["run", "--once"])
+    check(out.returncode == 75, "run --once: %d, expected 75 (a reply "
+          "waits for its retry)" % out.returncode)
+    mr = the_mr()
+    check(approvers(mr) == ["mary"], "approvals after the 5xx: %s" %
+          approvers(mr))
+    say("the daemon retries the reply that met the 5xx")
+    for _ in range(20):
+        time.sleep(0.5)
+        out = bed.pb_run(["run", "--once"])
+        if out.returncode == 0:
+            break
+    check(out.returncode == 0, "the retry did not finish: %d" %
+          out.returncode)
+    mr = the_mr()
+    check(approvers(mr) == ["mary"], "want one approval by mary, got %s" %
+          approvers(mr))
+    for k in (0, 1, 2):
+        one_note(mr, "ACKS-%d" % k, "the comment of ack %d" % k)
+    for _, n, b in user_notes(mr):
+        check("was not recorded" not in b and "did not accept" not in b,
+              "a comment claims a refusal:\n" + b)
+    log = sim("GET", "/_sim/requests")
+    posts = [r for r in log if r["method"] == "POST" and
+             r["path"].endswith("/approve")]
+    say("POST .../approve: %s" % [(r["status"], r["fault"]) for r in posts])
+    check(len(posts) == 3, "approve was POSTed %d times, not 3 (the state "
+          "said it stood afterwards)" % len(posts))
+    status = bed.pb("status")
+    check("3 applied" in status, "status:\n" + status)
+
+
 SCENARIOS = {"replies": scenario_replies, "outage": scenario_outage,
-             "export": scenario_export}
+             "export": scenario_export, "acks": scenario_acks}
 
 
 def main():

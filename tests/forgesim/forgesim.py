@@ -39,11 +39,31 @@ def main(argv=None):
                        help="start empty")
     parser.add_argument("--verbose", action="store_true",
                         help="log every request to stderr")
+    parser.add_argument("--openapi-report", metavar="FILE",
+                        help="check every API request and response against "
+                        "GitLab's OpenAPI document and keep the counts in "
+                        "FILE (default: $PB_OPENAPI_REPORT_DIR/"
+                        "forgesim-PID.json when that is set)")
     args = parser.parse_args(argv)
 
     os.makedirs(args.state_dir, exist_ok=True)
     forge = Forge(args.state_dir)
-    server = SimServer(forge, port=args.port, verbose=args.verbose)
+    report = args.openapi_report
+    if not report and os.environ.get("PB_OPENAPI_REPORT_DIR"):
+        report = os.path.join(os.environ["PB_OPENAPI_REPORT_DIR"],
+                              "forgesim-%d.json" % os.getpid())
+    checker = None
+    if report:
+        # A check that was asked for and cannot run fails the start.
+        try:
+            from gitlabsim.conformance import Checker
+            checker = Checker(report=report)
+        except (OSError, ValueError) as e:
+            sys.stderr.write("forgesim: cannot check against the OpenAPI "
+                             "document: %s\n" % e)
+            return 2
+    server = SimServer(forge, port=args.port, verbose=args.verbose,
+                       conformance=checker)
     if not args.no_seed:
         try:
             doc = seed.load(args.seed or seed.DEFAULT_SEED)

@@ -432,6 +432,33 @@ class InboundTest(unittest.TestCase):
         row, actions = b.dump(mid)
         self.assertEqual(actions[1000], ("approve", "done"))
 
+    def test_token_without_sudo_is_the_operators_problem(self):
+        """GitLab refuses the Sudo itself: nothing on the MR says the
+        reviewer may not approve; status says what the operator must do,
+        and the approval lands once the token can."""
+        b = self.b
+        with open(os.path.join(b.dir, "token"), "w") as f:
+            f.write("admin-nosudo-token\n")
+        path, mid = b.reply("Fine.\n\nAcked-by: Bob Maintainer "
+                            "<bob@corp.example>\n", ar=DKIM_PASS)
+        b.replay("--apply-now", path, check=False)
+        mr = mr_state()
+        self.assertEqual(mr["approvals"], [])
+        for _, n in user_notes(mr):
+            self.assertNotIn("was not recorded", n["body"])
+            self.assertNotIn("did not accept", n["body"])
+        out = run([PB, "-c", b.conf(), "status"])
+        self.assertIn("forge: needs the operator", out)
+        self.assertIn("lacks the sudo scope", out)
+        self.assertIn("failed group/project!1 v1 patch 1", out)
+        with open(os.path.join(b.dir, "token"), "w") as f:
+            f.write(ADMIN + "\n")
+        b.replay("--apply-now", "--retry-now")
+        mr = mr_state()
+        self.assertEqual([a["user"] for a in mr["approvals"]], ["bob"])
+        out = run([PB, "-c", b.conf(), "status"])
+        self.assertNotIn("forge: needs the operator", out)
+
     def test_series_ack_on_cover_letter(self):
         b = self.b
         path, mid = b.reply("For the whole series:\n\nReviewed-by: Bob "

@@ -69,7 +69,7 @@ class WhyTest(unittest.TestCase):
                                                          "spool", area))
                       if not n.endswith(".reason"))
 
-    # must-show 5, story 1: an applied reply, its actions and their links
+    # Story 1: an applied reply, its actions and their links
     def test_applied_reply(self):
         b = self.b
         path, mid = b.reply(
@@ -100,9 +100,12 @@ class WhyTest(unittest.TestCase):
                       out)
         self.assertIn("    Acked-by: Bob Maintainer <bob@corp.example>: "
                       "honoured: an approval (#1000 done)\n", out)
+        # The reason, as the comment gives it, not "the comment says why".
         self.assertIn("    Reviewed-by: Alice Developer "
-                      "<alice@example.com>: not honoured as an approval; "
-                      "the comment (#0) says why\n", out)
+                      "<alice@example.com>: not honoured as an approval: "
+                      "it names Alice Developer <alice@example.com>, not "
+                      "the sender; only the sender may approve by mail\n",
+                      out)
         done = self.spool_names("done")
         self.assertEqual(len(done), 1)
         self.assertIn("  spool: done/%s: filed after it was applied or "
@@ -131,13 +134,19 @@ class WhyTest(unittest.TestCase):
                           for t in j["trailers"]],
                          [("Acked-by", True, "done"),
                           ("Reviewed-by", False, None)])
+        self.assertEqual([t["verdict"] for t in j["trailers"]],
+                         ["an approval as bob",
+                          "not honoured as an approval: it names Alice "
+                          "Developer <alice@example.com>, not the sender; "
+                          "only the sender may approve by mail"])
+        self.assertEqual(j["warnings"], [])
         self.assertTrue(j["from"]["verified"])
         self.assertEqual(j["spool"], [{"area": "done", "name": done[0],
                                        "journaled": True, "error": None,
                                        "reason": None}])
         self.assertIsNone(j["sent"])
 
-    # must-show 5, story 2: an ignored mail, and why
+    # Story 2: an ignored mail, and why
     def test_ignored_mail(self):
         b = self.b
         path, mid = b.reply("> Only a quote, nothing of my own.\n")
@@ -157,7 +166,7 @@ class WhyTest(unittest.TestCase):
         self.assertEqual(j["actions"], [])
         self.assertEqual(sim.user_notes(sim.mr_state()), [])
 
-    # must-show 5, story 3: the forge refuses for good -> a dead letter
+    # Story 3: the forge refuses for good -> a dead letter
     def test_dead_letter_forge_refuses(self):
         b = self.b
         sim.sim("POST", "faults", {
@@ -376,6 +385,34 @@ class WhyTest(unittest.TestCase):
 
     # ids the journal keys as inbound_message_id() does: every leading
     # '<' and trailing '>' off, blanks and 8-bit bytes inside kept
+    def test_ambiguous_mime(self):
+        """A mail GMime reads two ways: why says which warnings made it
+        ambiguous, and that this is why the Acked-by did not count."""
+        path, mid = self.b.reply("Fine by me.\n\n"
+                                 "Acked-by: Bob Maintainer <bob@corp.example>\n",
+                                 ar=sim.DKIM_PASS)
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace("Content-Type: text/plain; charset=utf-8",
+                                 "Content-Type: text/plain; charset=utf-8\n"
+                                 "Content-Type: text/plain; charset=us-ascii", 1))
+        self.b.replay(path)
+        self.daemon()
+        out = self.why(mid)
+        self.assertIn("  applied to the forge: ", out)
+        self.assertIn("    Acked-by: Bob Maintainer <bob@corp.example>: not "
+                      "honoured as an approval: the mail's MIME structure "
+                      "is ambiguous", out)
+        self.assertIn("  the parser warned (critical: its MIME structure is "
+                      "ambiguous, so no trailer of it becomes an "
+                      "approval):\n", out)
+        self.assertRegex(out, r'\n    critical: conflicting header fields: '
+                              r'"Content-Type" \(at byte \d+\)\n')
+        j = self.why_json(mid)
+        self.assertTrue(any(w.startswith("critical: conflicting header")
+                            for w in j["warnings"]), j["warnings"])
+
     def test_odd_message_ids(self):
         b = self.b
         path, mid = b.reply("Doubled brackets.\n", ar=sim.DKIM_PASS)

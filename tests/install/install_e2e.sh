@@ -1,6 +1,5 @@
 #!/bin/bash
-# The installed programs with the installed example configuration
-# (issue 6, must show 1).
+# The installed programs with the installed example configuration.
 #
 # usage: install_e2e.sh BUILD_DIR WORKDIR   (under tests/forgesim/run-with-sim.sh)
 #
@@ -13,8 +12,9 @@
 #  3. installed patchbridge check-config; send 'group/project!1' (the
 #     simulator's seeded MR): the series lands in the list archive
 #  4. installed patchbridge-milter --check with the same file
-#  5. the uninstall target removes every installed file and leaves the
-#     state, the spool, the real patchbridge.conf and the token
+#  5. the uninstall target removes every installed file and the
+#     directories the install made, and leaves the state, the spool, the
+#     real patchbridge.conf, owners.yaml and the token
 #
 # Exit 0 pass, 1 fail, 77 skipped (not root, Postfix missing).
 set -u
@@ -80,14 +80,19 @@ PORT=$(echo "$out" | sed -n 's/.*PORT=\([0-9]*\).*/\1/p' | head -1)
 CONF=$(dirname "$EXAMPLE")/patchbridge.conf
 STATE=$STAGE/var/lib/patchbridge
 SPOOL=$STAGE/var/spool/patchbridge
-mkdir -p "$STATE" "$(dirname "$SPOOL")"
+# The spool exists before the milter's --check, run as root here (as
+# root the milter never makes one).
+mkdir -p "$STATE" "$SPOOL"
 printf 'bot-token\n' >"$W/token" && chmod 600 "$W/token"
 cp "$W/token" "$(dirname "$EXAMPLE")/gitlab-token"
 TOKEN=$(dirname "$EXAMPLE")/gitlab-token
+OWNERS=$(dirname "$EXAMPLE")/owners.yaml
+printf 'subsystems: []\n' >"$OWNERS"
 # set SECTION KEY VALUE, on the example as installed: only the values
 # below change, every other line stays the example's own.
 awk -v url="$PB_FORGESIM_URL" -v token="$TOKEN" -v port="$PORT" \
-    -v state="$STATE/state.db" -v spool="$SPOOL" -v sock="unix:$W/m.sock" '
+    -v state="$STATE/state.db" -v spool="$SPOOL" -v sock="unix:$W/m.sock" \
+    -v owners="$OWNERS" '
 	/^\[/ { sec = $0 }
 	function set(s, k, v) {
 		if (sec == "[" s "]" && $0 ~ "^" k " *=") { print k " = " v; return 1 }
@@ -101,6 +106,7 @@ awk -v url="$PB_FORGESIM_URL" -v token="$TOKEN" -v port="$PORT" \
 	set("milter", "socket", sock) { next }
 	set("state", "path", state) { next }
 	set("spool", "dir", spool) { next }
+	set("inbound", "owners_file", owners) { next }
 	{ print }
 	END { print ""; print "[project \"group/project\"]" }' "$EXAMPLE" >"$CONF" ||
 	fail "cannot write $CONF"
@@ -131,8 +137,13 @@ say "[5] uninstall"
 DESTDIR=$STAGE cmake --build "$BUILD" --target uninstall >"$W/uninstall.log" 2>&1 ||
 	fail "uninstall failed: $(tail -5 "$W/uninstall.log")"
 left=$(find "$STAGE" -type f ! -path "$STATE/*" ! -path "$SPOOL/*" \
-	! -path "$CONF" ! -path "$TOKEN" | sed "s|^$STAGE||")
+	! -path "$CONF" ! -path "$TOKEN" ! -path "$OWNERS" | sed "s|^$STAGE||")
 [ -z "$left" ] || fail "uninstall left: $left"
+# ... nor the directories the install made, once empty.
+left=$(find "$STAGE" -depth -type d -empty ! -path "$STATE*" ! -path "$SPOOL*" |
+	sed "s|^$STAGE||")
+[ -z "$left" ] || fail "uninstall left empty directories: $left"
+[ -d "$STAGE/usr" ] && fail "uninstall left $STAGE/usr: $(find "$STAGE/usr")"
 [ -f "$STATE/state.db" ] || fail "uninstall removed the state"
 [ -f "$CONF" ] && [ -f "$TOKEN" ] || fail "uninstall removed patchbridge.conf or the token"
 [ -d "$SPOOL/new" ] || fail "uninstall removed the spool"

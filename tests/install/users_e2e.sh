@@ -1,6 +1,6 @@
 #!/bin/bash
-# The service layout of contrib/systemd/README.md without systemd (issue
-# 6, must show 2): each program as its own non-root user, the documented
+# The service layout of contrib/systemd/README.md without systemd: each
+# program as its own non-root user, the documented
 # directories, owners and modes.
 #
 # usage: users_e2e.sh PATCHBRIDGE MILTER WORKDIR   (under run-with-sim.sh)
@@ -10,9 +10,8 @@
 #     member of pbtest-d); removed at the end
 #  2. etc root:pbtest-d 0750, patchbridge.conf 0640, token pbtest-d 0600;
 #     state pbtest-d 2750, spool and its five areas pbtest-d 2770 (as
-#     tmpfiles.d makes them); the socket directory made
-#     as the milter unit does (RuntimeDirectory as pbtest-m:pbtest-m 2750,
-#     then chgrp postfix)
+#     tmpfiles.d makes them); the socket directory as tmpfiles.d makes
+#     it: pbtest-m:postfix 2750
 #  3. the private Postfix is started first, with the milter as
 #     default_action=tempfail: a refused connection would be a 451
 #  4. the milter starts as pbtest-m (setpriv --init-groups), and a mail
@@ -105,10 +104,8 @@ install -d -o "$DU" -g "$DU" -m 2770 "$T/spool"
 for a in tmp new cur done dead; do
 	install -d -o "$DU" -g "$DU" -m 2770 "$T/spool/$a"
 done
-# RuntimeDirectory=patchbridge-milter, RuntimeDirectoryMode=2750 creates
-# it as User:Group; ExecStartPre=+/bin/chgrp postfix ...
-install -d -o "$MU" -g "$MU" -m 2750 "$T/run"
-chgrp postfix "$T/run"
+# tmpfiles.d: d /var/spool/postfix/patchbridge 2750 patchbridge-milter postfix
+install -d -o "$MU" -g postfix -m 2750 "$T/run"
 [ "$(stat -c '%U:%G %a' "$T/run")" = "$MU:postfix 2750" ] ||
 	fail "socket directory is $(stat -c '%U:%G %a' "$T/run")"
 printf 'bot-token\n' >"$T/etc/token"

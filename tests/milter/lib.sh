@@ -280,8 +280,10 @@ queue_drained() {
 }
 
 # write_conf FILE DIR [MAX_SIZE] [AUTHSERV]: a milter configuration whose
-# state, spool and socket live under DIR.
+# state, spool and socket live under DIR.  The spool directory is made
+# here: the milter run as root never makes one (core/preflight.h).
 write_conf() {
+	mkdir -p "$2/spool" || fail "cannot create $2/spool"
 	cat >"$1" <<EOF
 [bridge]
 address = patchbridge@$DOMAIN

@@ -94,6 +94,7 @@ MT_QID=4RELOAD1 run_lua relevant.lua
 expect_records "$W/spool" 3 "after a refused reload"
 
 step "a burst of SIGHUPs with a new file: reloaded, still serving"
+mkdir -p "$W/spool2" || fail "cannot create $W/spool2"
 sed "s|^dir = .*|dir = $W/spool2|" "$W/pb.conf.good" >"$W/pb.conf"
 for i in $(seq 1 50); do
 	kill -HUP "$MPID" || fail "milter gone after $i SIGHUPs"

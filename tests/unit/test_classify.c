@@ -559,6 +559,16 @@ static void test_loop_guards(void **state)
 	expect_loop(hdr.data, NULL, "from-bridge");
 	expect_loop(threaded, "<patchbridge@bridge.example.org>",
 		    "from-bridge");
+	/* the From forms mail.c reads: the address first, a name glued */
+	buf_reset(&hdr);
+	buf_addf(&hdr, "From: patchbridge@bridge.example.org (The Bridge)\n%s",
+		 threaded);
+	expect_loop(hdr.data, NULL, "from-bridge");
+	buf_reset(&hdr);
+	buf_addf(&hdr,
+		 "From: =?utf-8?q?Bridge?=patchbridge@bridge.example.org\n%s",
+		 threaded);
+	expect_loop(hdr.data, NULL, "from-bridge");
 
 	buf_release(&id);
 	buf_release(&hdr);
@@ -650,6 +660,44 @@ static void test_header_parsing(void **state)
 	classify_input_release(&in);
 }
 
+/*
+ * Two Message-ID fields: the milter (header by header) and the parser
+ * (patchbridge parse, the daemon) take the same one, the first, so the
+ * id the journal keys is the one `parse` shows; the parser says so.
+ */
+static void test_duplicate_message_id_one_rule(void **state)
+{
+	static const char raw[] = "From: Bob <bob@corp.example>\n"
+				  "Subject: Re: [PATCH 1/2] x\n"
+				  "Message-ID: <first@corp.example>\n"
+				  "Message-ID: <second@corp.example>\n"
+				  "In-Reply-To: <p@bridge.example.org>\n"
+				  "\n"
+				  "Looks good.\n";
+	struct classify_input in;
+	struct mail *m = NULL;
+	size_t i;
+	int found = 0;
+
+	(void)state;
+	classify_input_init(&in);
+	classify_header(&in, "Message-ID", "<first@corp.example>");
+	classify_header(&in, "Message-ID", "<second@corp.example>");
+	assert_string_equal(in.message_id, "first@corp.example");
+	classify_input_release(&in);
+
+	assert_int_equal(mail_parse(&m, raw, sizeof(raw) - 1, NULL), 0);
+	assert_string_equal(m->message_id, "<first@corp.example>");
+	for (i = 0; i < m->notes.nr; i++)
+		found |= !strcmp(m->notes.items[i],
+				 "2 Message-ID fields: the first counts, as "
+				 "the milter reads it");
+	assert_true(found);
+	/* GMime calls two different ids conflicting: no approvals */
+	assert_true(m->flags & MAIL_F_AMBIGUOUS);
+	mail_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -663,6 +711,7 @@ int main(void)
 		cmocka_unit_test(test_not_loops),
 		cmocka_unit_test(test_irrelevant),
 		cmocka_unit_test(test_header_parsing),
+		cmocka_unit_test(test_duplicate_message_id_one_rule),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

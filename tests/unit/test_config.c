@@ -864,7 +864,7 @@ static void test_dump(void **state)
 	assert_non_null(strstr(out.data, "[forge] ca_file =\n"));
 	assert_non_null(strstr(out.data, "[forge] max_response_size = 16M\n"));
 	assert_non_null(strstr(out.data, "[milter] socket = "
-					 "unix:/run/patchbridge-milter/"
+					 "unix:/var/spool/postfix/patchbridge/"
 					 "milter.sock\n"));
 	assert_non_null(strstr(out.data, "[outbound] poll_interval = 2m\n"));
 	assert_non_null(

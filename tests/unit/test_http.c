@@ -111,6 +111,18 @@ static void test_same_origin(void **state)
 	assert_false(http_same_origin("https://h/a", "/relative"));
 	assert_false(http_same_origin("ftp://h/a", "ftp://h/a"));
 	assert_false(http_same_origin("https://h:99999/", "https://h:99999/"));
+	/* Judged by curl_url(), the parser that connects: what a hand
+	 * parser might read as host h is another host to libcurl. */
+	assert_false(http_same_origin("http://h/a", "http://h:80@evil/a"));
+	assert_false(http_same_origin("http://h/a", "http://evil#@h/a"));
+	assert_false(http_same_origin("http://h/a", "http://evil?@h/a"));
+	assert_true(http_same_origin("HTTPS://H/a", "https://h:443/b"));
+	assert_true(http_same_origin("http://gitlab.internal:8080/api/v4",
+				     "http://gitlab.internal:8080/api/v4/"
+				     "projects?page=2"));
+	assert_false(http_same_origin("http://gitlab.internal:8080/api/v4",
+				      "https://gitlab.example.org/api/v4/"
+				      "projects?page=2"));
 }
 
 static void test_parse_numbers(void **state)

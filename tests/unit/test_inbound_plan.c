@@ -268,7 +268,8 @@ static void setup_ctx(struct fixture *fx)
 
 static void parse(struct fixture *fx, const char *mail)
 {
-	struct review_options ro = { "lists.example.test" };
+	struct review_options ro = { .trusted_authserv_id =
+					     "lists.example.test" };
 
 	memset(fx, 0, sizeof(*fx));
 	assert_int_equal(review_patch_diff(&fx->parent, patch_mail,
@@ -344,6 +345,120 @@ static void test_plan_order(void **state)
 		}
 		plan_release(&again);
 	}
+	done(&fx);
+}
+
+/*
+ * A post the list wrapped for DMARC (Mailman's wrap_message): the
+ * inner sender's Acked-by is honoured only when the configuration
+ * trusts the list's own verification of the original, the outer
+ * message is verified and comes from the list's address.
+ */
+#define WRAP_OUTER(from, outer_ar)                                       \
+	"From: Bob via Dev <" from ">\n"                                 \
+	"Reply-To: Bob <bob@corp.example>\n"                             \
+	"To: dev@lists.example.test\n"                                   \
+	"List-Id: <dev.lists.example.test>\n"                            \
+	"Subject: Re: [PATCH v1 1/2] hello: greet more loudly\n"         \
+	"Message-ID: <wrap1@lists.example.test>\n"                       \
+	"In-Reply-To: <p1@bridge.example>\n"                             \
+	"References: <c0@bridge.example> <p1@bridge.example>\n" outer_ar \
+	"MIME-Version: 1.0\n"                                            \
+	"Content-Type: message/rfc822\n"                                 \
+	"Content-Disposition: inline\n"                                  \
+	"\n"                                                             \
+	"Authentication-Results: mx.lists.example.test; dkim=pass "      \
+	"header.d=corp.example\n"                                        \
+	"From: Bob <bob@corp.example>\n"                                 \
+	"Subject: Re: [PATCH v1 1/2] hello: greet more loudly\n"         \
+	"Message-ID: <r9@corp.example>\n"                                \
+	"In-Reply-To: <p1@bridge.example>\n"                             \
+	"\n"                                                             \
+	"Looks right.\n"                                                 \
+	"\n"                                                             \
+	"Acked-by: Bob <bob@corp.example>\n"
+
+#define LIST_AR                                                  \
+	"Authentication-Results: lists.example.test; dkim=pass " \
+	"header.d=lists.example.test\n"
+
+static int approves(const struct plan *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr; i++)
+		if (p->v[i].kind == PLAN_APPROVE)
+			return 1;
+	return 0;
+}
+
+static void plan_wrap(struct fixture *fx, const char *mail, const char *list_id)
+{
+	struct review_options ro = {
+		.trusted_authserv_id = "lists.example.test",
+		.list_authserv_id = list_id,
+		.list_address = "dev@lists.example.test",
+	};
+
+	memset(fx, 0, sizeof(*fx));
+	assert_int_equal(review_patch_diff(&fx->parent, patch_mail,
+					   strlen(patch_mail)),
+			 0);
+	assert_int_equal(
+		review_parse(&fx->r, mail, strlen(mail), fx->parent, &ro), 0);
+	setup_ctx(fx);
+	assert_true(fx->r->mail->flags & MAIL_F_WRAPPED);
+	assert_string_equal(fx->r->mail->from.email, "bob@corp.example");
+	assert_int_equal(fx->r->trailers.nr, 1);
+	assert_int_equal(plan_build(&fx->plan, fx->r, &fx->ctx), 0);
+}
+
+static void test_plan_dmarc_wrap(void **state)
+{
+	static const char good[] =
+		WRAP_OUTER("dev@lists.example.test", LIST_AR);
+	static const char other_list[] = WRAP_OUTER(
+		"dev@evil.example",
+		"Authentication-Results: "
+		"lists.example.test; dkim=pass header.d=evil.example\n");
+	static const char outer_unverified[] =
+		WRAP_OUTER("dev@lists.example.test", "");
+	struct fixture fx;
+
+	(void)state;
+	/* not trusted (the default): the inner sender is unverified */
+	plan_wrap(&fx, good, NULL);
+	assert_false(fx.r->auth.verified);
+	assert_false(approves(&fx.plan));
+	assert_non_null(strstr(fx.plan.v[0].body,
+			       "its verification of the sender is not "
+			       "trusted"));
+	done(&fx);
+
+	/* trusted: the list's verifier passed the inner From's domain */
+	plan_wrap(&fx, good, "mx.lists.example.test");
+	assert_true(fx.r->auth.verified);
+	assert_true(fx.r->wrap_trusted);
+	assert_true(approves(&fx.plan));
+	assert_non_null(strstr(fx.plan.v[0].body, "verified by the list"));
+	done(&fx);
+
+	/* trusted, but the wrap is not the list's: anyone can wrap */
+	plan_wrap(&fx, other_list, "mx.lists.example.test");
+	assert_false(fx.r->auth.verified);
+	assert_false(approves(&fx.plan));
+	done(&fx);
+
+	/* trusted, but nothing says the list sent it */
+	plan_wrap(&fx, outer_unverified, "mx.lists.example.test");
+	assert_false(fx.r->auth.verified);
+	assert_false(approves(&fx.plan));
+	done(&fx);
+
+	/* trusted, but another verifier's field in the inner message */
+	plan_wrap(&fx, good, "other.example");
+	assert_false(fx.r->auth.verified);
+	assert_false(approves(&fx.plan));
 	done(&fx);
 }
 
@@ -911,6 +1026,7 @@ int main(void)
 		cmocka_unit_test(test_types_and_sender),
 		cmocka_unit_test(test_plan_order),
 		cmocka_unit_test(test_plan_refusals),
+		cmocka_unit_test(test_plan_dmarc_wrap),
 		cmocka_unit_test(test_plan_nak),
 		cmocka_unit_test(test_plan_what_a_reply_says),
 		cmocka_unit_test(test_plan_fold_inline),

@@ -170,6 +170,88 @@ static void test_readme_example(void **state)
 	owners_free(o);
 }
 
+/*
+ * The example in patchbridge.conf(5), OWNERS FILE, as an admin copies it
+ * (between the owners-example markers, roff's \- and \e undone): it
+ * loads, and does what the page says it does.
+ */
+static void test_man_page_example(void **state)
+{
+	const char *src = getenv("PB_SRC_DIR");
+	const char *e1000[] = { "drivers/net/e1000/main.c" };
+	const char *mk[] = { "Makefile" };
+	const char *wifi[] = { "drivers/net/wireless/x.c" };
+	char path[1024], line[512];
+	struct owners *o = NULL;
+	struct strlist cc = STRLIST_INIT;
+	char *text = calloc(1, 65536);
+	size_t len = 0;
+	int in = 0;
+	FILE *f;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/man/patchbridge.conf.5.in",
+		 src ? src : ".");
+	f = fopen(path, "r");
+	if (!f)
+		fail_msg("%s: cannot open", path);
+	while (fgets(line, sizeof(line), f)) {
+		const char *p;
+
+		if (strstr(line, "owners-example-begin")) {
+			in = 1;
+			continue;
+		}
+		if (strstr(line, "owners-example-end"))
+			break;
+		if (!in)
+			continue;
+		for (p = line; *p; p++) {
+			if (p[0] == '\\' && (p[1] == '-' || p[1] == 'e')) {
+				text[len++] = p[1] == '-' ? '-' : '\\';
+				p++;
+				continue;
+			}
+			text[len++] = *p;
+		}
+		assert_true(len < 60000);
+	}
+	fclose(f);
+	assert_true(in);
+	if (owners_load_mem(&o, text, len, "patchbridge.conf(5)"))
+		fail_msg("the man page's example: %s", err_msg());
+	assert_int_equal(owners_count(o), 2);
+	/* "Alice's Acked-by approves a patch to drivers/net/e1000/main.c
+	 * or to the top-level Makefile, Bob's only the former, and
+	 * Carol's never: she is copied with cc_owners." */
+	assert_int_equal(
+		owners_is_approver(NULL, o, e1000, 1, "alice@example.org"), 1);
+	assert_int_equal(
+		owners_is_approver(NULL, o, mk, 1, "alice@example.org"), 1);
+	assert_int_equal(
+		owners_is_approver(NULL, o, e1000, 1, "bob@example.org"), 1);
+	assert_int_equal(owners_is_approver(NULL, o, mk, 1, "bob@example.org"),
+			 0);
+	assert_int_equal(owners_is_approver(NULL, o, e1000, 1,
+					    "carol@contractor.example"),
+			 0);
+	assert_int_equal(owners_route(&cc, o, e1000, 1, 0), 0);
+	assert_true(
+		strlist_find(&cc,
+			     "Carol Contractor <carol@contractor.example>") >=
+		0);
+	assert_true(strlist_find(&cc, "netdev@lists.example.org") >= 0);
+	strlist_release(&cc);
+	assert_labels(o, "drivers/net/wireless/x.c", "core");
+	assert_int_equal(
+		owners_is_approver(NULL, o, wifi, 1, "bob@example.org"), 0);
+	assert_labels(o, "Documentation/networking/e1000.rst",
+		      "net-drivers,core");
+	assert_labels(o, "Documentation/networking/e1000.txt", "core");
+	owners_free(o);
+	free(text);
+}
+
 static void test_one_subsystem_only(void **state)
 {
 	struct owners *o = load_fixture("kernel.yaml");
@@ -738,6 +820,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_readme_example),
+		cmocka_unit_test(test_man_page_example),
 		cmocka_unit_test(test_one_subsystem_only),
 		cmocka_unit_test(test_globs_regexes_excludes),
 		cmocka_unit_test(test_touched_and_order),

@@ -5,6 +5,7 @@
  */
 #include "cmocka_all.h"
 #include "golden.h"
+#include "util/scan.h"
 #include "mail/diff.h"
 #include "mail/mail.h"
 #include "mail/review.h"
@@ -12,8 +13,42 @@
 #include <stdio.h>
 #include <string.h>
 
+struct thread {
+	struct review_thread_mail v[16];
+	size_t nr;
+};
+
+/* NAME.thread: other mails of the thread, one file name a line. */
+static void read_thread(struct thread *t, struct strlist *ids, const char *list)
+{
+	struct buf names = BUF_INIT(4096), raw = BUF_INIT(1 << 24);
+	char file[1024];
+	struct scan sc;
+	const char *line;
+	size_t n;
+
+	golden_read(&names, golden_path("parse", list));
+	scan_init(&sc, names.data, names.len);
+	while (scan_line(&sc, &line, &n) && t->nr < 16) {
+		if (!n)
+			continue;
+		snprintf(file, sizeof(file), "%.*s", (int)n, line);
+		buf_reset(&raw);
+		golden_read(&raw, golden_path("parse", file));
+		assert_int_equal(review_thread_mail_read(&t->v[t->nr], ids,
+							 raw.data, raw.len),
+				 0);
+		t->nr++;
+	}
+	buf_release(&names);
+	buf_release(&raw);
+}
+
 static void run_one(const char *name, int *bad)
 {
+	struct thread thread = { .nr = 0 };
+	struct strlist ids = STRLIST_INIT;
+	struct review_options ro;
 	struct buf raw = BUF_INIT(1 << 24), praw = BUF_INIT(1 << 24);
 	struct buf parent = BUF_INIT(4096), json = BUF_INIT(1 << 24);
 	struct diff *d = NULL;
@@ -29,13 +64,20 @@ static void run_one(const char *name, int *bad)
 		golden_read(&praw, golden_path("parse", parent.data));
 		assert_int_equal(review_patch_diff(&d, praw.data, praw.len), 0);
 	}
-	assert_int_equal(review_parse(&r, raw.data, raw.len, d, NULL), 0);
+	snprintf(path, sizeof(path), "%.*s.thread", (int)n, name);
+	if (golden_exists(golden_path("parse", path)))
+		read_thread(&thread, &ids, path);
+	memset(&ro, 0, sizeof(ro));
+	ro.thread = thread.v;
+	ro.nr_thread = thread.nr;
+	assert_int_equal(review_parse(&r, raw.data, raw.len, d, &ro), 0);
 	assert_int_equal(review_to_json(&json, r), 0);
 	snprintf(path, sizeof(path), "%.*s.json", (int)n, name);
 	if (!golden_check(golden_path("parse", path), &json))
 		(*bad)++;
 	review_free(r);
 	diff_free(d);
+	strlist_release(&ids);
 	buf_release(&raw);
 	buf_release(&praw);
 	buf_release(&parent);
@@ -66,7 +108,8 @@ static void test_trusted_auth(void **state)
 		"Authentication-Results: evil.example; dmarc=pass\n"
 		"\n"
 		"Acked-by: Ivan <ivan@example.net>\n";
-	struct review_options opts = { "mx.example.net" };
+	struct review_options opts = { .trusted_authserv_id =
+					       "mx.example.net" };
 	struct review *r;
 
 	assert_int_equal(review_parse(&r, raw, sizeof(raw) - 1, NULL, &opts),
@@ -290,6 +333,83 @@ static int teardown(void **state)
 	return 0;
 }
 
+/*
+ * An attachment is never the reply (the attack: a text/plain file with
+ * an Acked-by, the sender's own words in HTML).  In each form a file
+ * can take - an inline disposition with a file name, a Content-Type
+ * name= alone, an attachment disposition, an RFC 2231 file name, the
+ * file before the body, the body an HTML alternative - the Acked-by
+ * gives no trailer and the HTML words are the comment.
+ */
+#define ATTACK_HEAD                                              \
+	"From: Maintainer <maint@example.org>\n"                 \
+	"Subject: Re: [PATCH v2 1/2] net: fix the frobnicator\n" \
+	"Message-ID: <a1@example.org>\n"                         \
+	"In-Reply-To: <p1@example.org>\n"                        \
+	"MIME-Version: 1.0\n"                                    \
+	"Content-Type: multipart/mixed; boundary=\"b\"\n"        \
+	"\n"
+#define ATTACK_HTML                                \
+	"--b\n"                                    \
+	"Content-Type: text/html; charset=utf-8\n" \
+	"\n"                                       \
+	"<p>I do not agree with this change.</p>\n"
+#define ATTACK_FILE(headers)                                   \
+	"--b\n"                                                \
+	"Content-Type: text/plain; charset=utf-8" headers "\n" \
+	"\n"                                                   \
+	"Acked-by: Maintainer <maint@example.org>\n"
+
+static void test_attachment_is_not_the_reply(void **state)
+{
+	static const char *const mails[] = {
+		ATTACK_HEAD ATTACK_HTML ATTACK_FILE(
+			"\nContent-Disposition: inline; filename=\"n.txt\"") "--b--\n",
+		ATTACK_HEAD ATTACK_HTML ATTACK_FILE(
+			"; name=\"n.txt\"") "--b--\n",
+		ATTACK_HEAD ATTACK_HTML ATTACK_FILE(
+			"\nContent-Disposition: attachment") "--b--\n",
+		ATTACK_HEAD ATTACK_HTML ATTACK_FILE(
+			"\nContent-Disposition: inline; "
+			"filename*=utf-8''n%C3%B6tes.txt") "--b--\n",
+		ATTACK_HEAD ATTACK_FILE(
+			"\nContent-Disposition: inline; filename=\"n.txt\"")
+			ATTACK_HTML "--b--\n",
+		ATTACK_HEAD
+		"--b\n"
+		"Content-Type: multipart/alternative; boundary=\"a\"\n"
+		"\n"
+		"--a\n"
+		"Content-Type: text/plain; name=\"n.txt\"\n"
+		"\n"
+		"Acked-by: Maintainer <maint@example.org>\n"
+		"--a\n"
+		"Content-Type: text/html\n"
+		"\n"
+		"<p>I do not agree with this change.</p>\n"
+		"--a--\n"
+		"--b--\n",
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(mails) / sizeof(mails[0]); i++) {
+		struct review *r;
+
+		print_message("form %zu\n", i);
+		assert_int_equal(review_parse(&r, mails[i], strlen(mails[i]),
+					      NULL, NULL),
+				 0);
+		assert_int_equal(r->kind, REVIEW_REPLY);
+		assert_int_equal(r->trailers.nr, 0);
+		assert_false(r->nak);
+		assert_non_null(
+			strstr(r->comment, "I do not agree with this change."));
+		assert_null(strstr(r->comment, "Acked-by"));
+		review_free(r);
+	}
+}
+
 /* An argument names the tests to run (cmocka's filter): `test_review
  * test_golden` is the parse_golden test. */
 int main(int argc, char **argv)
@@ -298,6 +418,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_golden),
 		cmocka_unit_test(test_trusted_auth),
 		cmocka_unit_test(test_quoted_never_counts),
+		cmocka_unit_test(test_attachment_is_not_the_reply),
 	};
 
 	if (argc > 1)

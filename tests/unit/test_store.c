@@ -1230,6 +1230,42 @@ static char *schema_dump(const char *path)
 	" revision, patch, classification, state, attempts, next_attempt,"  \
 	" created, updated) VALUES ('old-in@x', '1.q.2.3', 'g/p', 1, 1, 1," \
 	" 'reply', 'applying', 1, 0, 10, 10);"
+/* What became of each trailer: replaced as a whole, read back in order. */
+static void test_trailer_verdicts(void **state)
+{
+	const char *path = db_path("verdicts");
+	struct store *st = open_rw(path);
+	struct strlist v = STRLIST_INIT, got = STRLIST_INIT;
+	const char *mid = "reply-2@list";
+
+	(void)state;
+	assert_int_equal(store_verdicts_get(&got, st, mid), 0);
+	assert_int_equal(got.nr, 0);
+	strlist_push(&v, "an approval as bob");
+	strlist_push(&v, "not honoured as an approval: the sender is not "
+			 "verified");
+	strlist_push(&v, "");
+	assert_int_equal(store_verdicts_set(st, mid, &v), 0);
+	assert_int_equal(store_verdicts_get(&got, st, mid), 0);
+	assert_int_equal(got.nr, 3);
+	assert_string_equal(got.items[0], "an approval as bob");
+	assert_string_equal(got.items[2], "-");
+	strlist_release(&got);
+	/* A retry decides again: the old verdicts go. */
+	strlist_release(&v);
+	strlist_push(&v, "not an approval: listed in the comment");
+	assert_int_equal(store_verdicts_set(st, mid, &v), 0);
+	assert_int_equal(store_verdicts_get(&got, st, mid), 0);
+	assert_int_equal(got.nr, 1);
+	assert_string_equal(got.items[0],
+			    "not an approval: listed in the comment");
+	strlist_release(&got);
+	assert_int_equal(store_verdicts_get(&got, st, "other@list"), 0);
+	assert_int_equal(got.nr, 0);
+	assert_int_equal(store_verdicts_set(st, "", &v), PB_EINVAL);
+	strlist_release(&v);
+	store_free(st);
+}
 
 static void test_migrate_from_v1(void **state)
 {
@@ -1722,6 +1758,7 @@ int main(void)
 		cmocka_unit_test(test_inbound_count),
 		cmocka_unit_test(test_inbound_claim_exclusive),
 		cmocka_unit_test(test_forge_actions),
+		cmocka_unit_test(test_trailer_verdicts),
 		cmocka_unit_test(test_migrate_from_v1),
 		cmocka_unit_test(test_migrate_steps),
 		cmocka_unit_test(test_reader_before_migration),

@@ -1,6 +1,9 @@
 #include "cmocka_all.h"
+#include "golden.h"
 #include "mail/subject.h"
+#include "util/scan.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 struct want {
@@ -46,6 +49,26 @@ static const struct want cases[] = {
 	{ "[unclosed bracket", "", -1, -1, -1, 0, "[unclosed bracket" },
 	{ "[PATCH 99999999999/3] big", "PATCH 99999999999/3", 1, 1, 1, 0,
 	  "big" },
+	/* numbering outside git's exact form, one rule each */
+	{ "[PATCH 0 of 2] x", "PATCH 0 of 2", 1, 0, 2, 0, "x" },
+	{ "[PATCH 1 of 2 V2] x", "PATCH 1 of 2 V2", 2, 1, 2, 0, "x" },
+	{ "[PATCH1/8] x", "PATCH1/8", 1, 1, 8, 0, "x" },
+	{ "[v2PATCH1/4] x", "v2PATCH1/4", 2, 1, 4, 0, "x" },
+	{ "[PATCH-v3 2/2] x", "PATCH-v3 2/2", 3, 2, 2, 0, "x" },
+	{ "[PATCH,1/2] x", "PATCH,1/2", 1, 1, 2, 0, "x" },
+	{ "[PATCH] [RFC,1/2] x", "PATCH RFC,1/2", 1, 1, 2, 0, "x" },
+	{ "[RFC] [1/2] x", "RFC 1/2", 1, 1, 2, 0, "x" },
+	{ "[PATCH] [RFC] [v2] [1/2] x", "PATCH RFC v2 1/2", 2, 1, 2, 0, "x" },
+	{ "[Patch]: Fix x", "Patch", 1, 1, 1, 0, "Fix x" },
+	{ "Re: [PATCH 2/2]: x", "PATCH 2/2", 1, 2, 2, 1, "x" },
+	/* not tag words: a second bracket stays in the title */
+	{ "[PATCH] [media] x", "PATCH", 1, 1, 1, 0, "[media] x" },
+	{ "[PATCH v4l2-next 5.10 1/2] x", "PATCH v4l2-next 5.10 1/2", 1, 1, 2,
+	  0, "x" },
+	{ "[PATCHES] x", "PATCHES", 1, 1, 1, 0, "x" },
+	{ "[PATCHSET v2 0/4] x", "PATCHSET v2 0/4", 2, 0, 4, 0, "x" },
+	{ "[GIT PULL] x", "", -1, -1, -1, 0, "x" },
+	{ "[PATCH 1 of] x", "PATCH 1 of", 1, 1, 1, 0, "x" },
 };
 
 static void test_table(void **state)
@@ -66,6 +89,67 @@ static void test_table(void **state)
 		assert_string_equal(s.title, w->title);
 		subject_release(&s);
 	}
+}
+
+/* Undo the \\n and \\t of tests/data/parse/subjects.txt. */
+static char *unescape(const char *p, size_t n)
+{
+	char *out = malloc(n + 1);
+	size_t i, o = 0;
+
+	assert_non_null(out);
+	for (i = 0; i < n; i++) {
+		if (p[i] == '\\' && i + 1 < n &&
+		    (p[i + 1] == 'n' || p[i + 1] == 't')) {
+			out[o++] = p[++i] == 'n' ? '\n' : '\t';
+			continue;
+		}
+		out[o++] = p[i];
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* Real subjects (tests/data/parse/subjects.txt names each mail). */
+static void test_real(void **state)
+{
+	struct buf data = BUF_INIT(1 << 20);
+	struct scan sc;
+	const char *line;
+	size_t n, nr = 0;
+
+	(void)state;
+	golden_read(&data, golden_path("parse", "subjects.txt"));
+	scan_init(&sc, data.data, data.len);
+	while (scan_line(&sc, &line, &n)) {
+		char *f[7];
+		const char *p = line, *end = line + n, *bar;
+		struct subject s;
+		int k;
+
+		if (!n || line[0] == '#')
+			continue;
+		for (k = 0; k < 7; k++) {
+			bar = k < 6 ? mem_find(p, (size_t)(end - p), " | ", 3) :
+				      end;
+			assert_non_null(bar);
+			f[k] = unescape(p, (size_t)(bar - p));
+			p = bar + 3;
+		}
+		print_message("%s (%s)\n", f[0], f[6]);
+		subject_parse(&s, f[0], strlen(f[0]));
+		assert_string_equal(s.prefix, f[1]);
+		assert_int_equal(s.version, atoi(f[2]));
+		assert_int_equal(s.index, atoi(f[3]));
+		assert_int_equal(s.total, atoi(f[4]));
+		assert_string_equal(s.title, f[5]);
+		subject_release(&s);
+		for (k = 0; k < 7; k++)
+			free(f[k]);
+		nr++;
+	}
+	assert_true(nr >= 20);
+	buf_release(&data);
 }
 
 static void test_flags(void **state)
@@ -101,6 +185,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_real),
 		cmocka_unit_test(test_flags),
 		cmocka_unit_test(test_not_terminated),
 	};

@@ -44,6 +44,7 @@ class Context:
         self.params = Params(values)
         self.token = None
         self.user = None
+        self.route_args = {}
 
     # -- authentication (lib/api/helpers.rb find_current_user!, sudo!) -------
 
@@ -74,10 +75,20 @@ class Context:
         elif "api" not in scopes:
             raise errors.insufficient_scope("api")
 
+    @property
+    def admin(self):
+        """current_user.can_admin_all_resources?: with Admin Mode on,
+        only through a token with the admin_mode scope."""
+        return self.forge.can_admin_all(self.user, self.token)
+
     def _sudo(self, ident):
+        # lib/api/helpers.rb sudo!: can_admin_all_resources? first (so an
+        # administrator's token without admin_mode under Admin Mode gets
+        # "Must be admin to use sudo" too), then the sudo scope, then the
+        # user.
         if self.user is None:
             raise errors.unauthorized()
-        if not self.user.admin:
+        if not self.admin:
             raise errors.forbidden("Must be admin to use sudo")
         if "sudo" not in self.token.scopes:
             raise errors.insufficient_scope("sudo")
@@ -108,7 +119,8 @@ class Context:
     def page(self, items, render):
         """One page of `items` rendered, with GitLab's pagination headers."""
         chunk, headers = paginate(self.request, items, self.params,
-                                  self.forge.settings.pagination_totals_limit)
+                                  self.forge.settings.pagination_totals_limit,
+                                  self.forge.external_url(), self.route_args)
         return Response.json(200, [render(x) for x in chunk], headers)
 
 
@@ -123,19 +135,28 @@ class Api:
         self.forge = forge
         self.router = Router()
         r = self.router.add
+        # Where GitLab defines each route (gitlab-org/gitlab):
+        # lib/api/version.rb
         r("GET", "/version", self.version)
+        # lib/api/users.rb (and lib/api/entities/user*.rb, email.rb)
         r("GET", "/user", self.current_user)
         r("GET", "/users", self.list_users)
         r("GET", "/users/:user_id", self.get_user)
+        r("GET", "/users/:user_id/emails", self.list_user_emails)
         r("GET", "/users/:user_id/impersonation_tokens", self.list_imp_tokens)
         r("POST", "/users/:user_id/impersonation_tokens",
           self.create_imp_token)
+        # lib/api/personal_access_tokens/self_information.rb
+        r("GET", "/personal_access_tokens/self", self.token_self)
+        # lib/api/projects.rb, labels.rb, project_hooks.rb, commits.rb
         r("GET", "/projects/:id", self.get_project)
         r("GET", "/projects/:id/labels", self.list_labels)
         r("POST", "/projects/:id/labels", self.create_label)
         r("GET", "/projects/:id/hooks", self.list_hooks)
         r("POST", "/projects/:id/hooks", self.create_hook)
         r("GET", "/projects/:id/repository/commits/:sha", self.get_commit)
+        # lib/api/merge_requests.rb (entities: lib/api/entities/
+        # merge_request*.rb, merge_request_diff*.rb)
         r("GET", "/projects/:id/merge_requests", self.list_mrs)
         r("POST", "/projects/:id/merge_requests", self.create_mr)
         r("GET", _MR, self.get_mr)
@@ -147,15 +168,19 @@ class Api:
         r("GET", _MR + "/versions", self.list_versions)
         r("GET", _MR + "/versions/:version_id", self.get_version)
         r("PUT", _MR + "/merge", self.merge)
+        # lib/api/merge_request_approvals.rb (approval_state: EE's
+        # ee/lib/ee/api/merge_request_approvals.rb)
         r("POST", _MR + "/approve", self.approve)
         r("POST", _MR + "/unapprove", self.unapprove)
         r("GET", _MR + "/approvals", self.get_approvals)
         r("GET", _MR + "/approval_state", self.get_approval_state)
+        # lib/api/notes.rb with lib/api/helpers/notes_helpers.rb
         r("GET", _NOTES + "/notes", self.list_notes)
         r("POST", _NOTES + "/notes", self.create_note)
         r("GET", _NOTES + "/notes/:note_id", self.get_note)
         r("PUT", _NOTES + "/notes/:note_id", self.update_note)
         r("DELETE", _NOTES + "/notes/:note_id", self.delete_note)
+        # lib/api/discussions.rb
         r("GET", _NOTES + "/discussions", self.list_discussions)
         r("POST", _NOTES + "/discussions", self.create_discussion)
         r("GET", _NOTES + "/discussions/:discussion_id",
@@ -183,6 +208,7 @@ class Api:
             handler, args = self.router.resolve(method, path)
             with self.forge.lock:
                 ctx = Context(self.forge, request)
+                ctx.route_args = args
                 # Notes and discussions authenticate every call; the rest
                 # only writes (authenticate_non_get!) or /user.
                 needs_user = method != "GET" or "/notes" in path or \
@@ -204,7 +230,25 @@ class Api:
             "enterprise": self.forge.settings.edition == "ee"})
 
     def current_user(self, ctx):
-        return Response.json(200, ent.current_user(self.forge, ctx.user))
+        # lib/api/users.rb get "user": UserWithAdmin (is_admin ...) only
+        # for can_admin_all_resources?, else UserPublic.
+        return Response.json(200, ent.current_user(self.forge, ctx.user,
+                                                   ctx.admin))
+
+    def token_self(self, ctx):
+        """GET /personal_access_tokens/self (lib/api/
+        personal_access_tokens/self_information.rb; doc/api/
+        personal_access_tokens.md): the token that makes the request."""
+        if ctx.token is None:
+            raise errors.unauthorized()
+        return Response.json(200, ent.token(self.forge, ctx.token))
+
+    def list_user_emails(self, ctx, user_id):
+        """GET /users/:id/emails: administrators only (lib/api/users.rb
+        authenticated_as_admin!), every secondary email with its
+        confirmed_at (lib/api/entities/email.rb)."""
+        user = self._admin_target(ctx, user_id)
+        return ctx.page(list(user.secondary_emails), ent.email)
 
     def list_users(self, ctx):
         p = ctx.params
@@ -214,7 +258,7 @@ class Api:
         active = p.boolean("active")
         blocked = p.boolean("blocked")
         p.check()
-        admin = ctx.user is not None and ctx.user.admin
+        admin = ctx.admin
         users = sorted(self.forge.users.values(), key=lambda u: u.id)
         if username is not None:
             users = [u for u in users
@@ -236,13 +280,13 @@ class Api:
         user = self.forge.users.get(uid)
         if user is None:
             raise errors.not_found("User")
-        if ctx.user is not None and ctx.user.admin:
+        if ctx.admin:
             return Response.json(200, ent.user_admin(self.forge, user))
         return Response.json(200, ent.user_public(self.forge, user))
 
     def _admin_target(self, ctx, user_id):
         uid = _iid(Params({"user_id": user_id}), "user_id")
-        if ctx.user is None or not ctx.user.admin:
+        if ctx.user is None or not ctx.admin:
             raise errors.forbidden()
         user = self.forge.users.get(uid)
         if user is None:
@@ -306,6 +350,7 @@ class Api:
         token = p.string("token", default="")
         mr_events = p.boolean("merge_requests_events", default=False)
         note_events = p.boolean("note_events", default=False)
+        confidential = p.boolean("confidential_note_events", default=False)
         push_events = p.boolean("push_events", default=True)
         p.check()
         project = ctx.project(id)
@@ -314,7 +359,7 @@ class Api:
         if not _loopback_url(url):
             raise errors.message(422, "Invalid url given")
         hook = self.forge.add_hook(project, url, token, mr_events,
-                                   note_events, push_events)
+                                   note_events, push_events, confidential)
         return Response.json(201, ent.hook(self.forge, hook))
 
     def get_commit(self, ctx, id, sha):
@@ -541,8 +586,11 @@ class Api:
         p.check()
         project, mr = self._approvable(ctx, id, iid)
         _check_sha(sha, mr)
-        if self.forge.approved_by(mr, ctx.user):
-            raise errors.not_modified()
+        # ApprovalService#execute returns nil unless can_be_approved_by?
+        # (app/models/concerns/approvable_base.rb: the user may approve
+        # and has not yet), and the endpoint answers `unauthorized! unless
+        # success` (lib/api/merge_request_approvals.rb): a second approval
+        # by the same user is a 401, like a refused one.  There is no 304.
         if not self.forge.approve(project, mr, ctx.user):
             raise errors.unauthorized()
         return Response.json(201, ent.approvals(self.forge, project, mr,
@@ -550,9 +598,12 @@ class Api:
 
     def unapprove(self, ctx, id, iid):
         project, mr = self._approvable(ctx, id, iid)
-        if not self.forge.approved_by(mr, ctx.user):
-            raise errors.not_modified()
-        self.forge.unapprove(project, mr, ctx.user)
+        # RemoveApprovalService returns nil without an approval to remove
+        # and the endpoint answers `not_found! unless success`
+        # (lib/api/merge_request_approvals.rb): {"message":"404 Not
+        # Found"}, not a 304.
+        if not self.forge.unapprove(project, mr, ctx.user):
+            raise errors.not_found()
         return Response.json(201, ent.approvals(self.forge, project, mr,
                                                 ctx.user))
 
@@ -667,7 +718,10 @@ class Api:
 
     def _discussion(self, ctx, mr, discussion_id, resource="Discussion"):
         discussion = self.forge.find_discussion(mr, discussion_id)
-        if discussion is None:
+        project = self.forge.projects[mr.project_id]
+        # An internal thread does not exist for who may not read it.
+        if discussion is None or not self.forge.can_read_note(
+                project, discussion.notes[0], ctx.user):
             raise errors.not_found(resource)
         return discussion
 
@@ -675,7 +729,12 @@ class Api:
         ctx.params.pagination()
         ctx.params.check()
         project, mr = self._noteable(ctx, id, noteable_id)
-        return ctx.page(list(mr.discussions), lambda d: ent.discussion(
+        # Only discussions with a note the user may read (lib/api/
+        # discussions.rb readable_discussion_notes): an internal thread is
+        # not there for a Guest.
+        readable = [d for d in mr.discussions if any(
+            self.forge.can_read_note(project, n, ctx.user) for n in d.notes)]
+        return ctx.page(readable, lambda d: ent.discussion(
             self.forge, project, mr, d, ctx.user))
 
     def get_discussion(self, ctx, id, noteable_id, discussion_id):
@@ -825,13 +884,20 @@ def _position_params(p):
 
 
 def _search_users(users, search, admin):
-    """User.search: fuzzy name/username, exact email (public unless admin)."""
+    """User.search: fuzzy name/username, exact email (public unless admin).
+
+    An administrator's search also matches confirmed secondary emails
+    (app/models/user.rb search_by_email: Email ... where confirmed_at is
+    not null), while the results show only the primary `email`.
+    """
     needle = search.lower()
     found = []
     for u in users:
         emails = {u.public_email.lower()} if u.public_email else set()
         if admin:
             emails.add(u.email.lower())
+            emails.update(e["email"].lower() for e in u.secondary_emails
+                          if e["confirmed_at"] is not None)
         if needle in u.name.lower() or needle in u.username.lower() or \
                 needle in emails:
             found.append(u)

@@ -36,6 +36,7 @@ class Control:
         r("GET", "/settings", self.get_settings)
         r("PUT", "/settings", self.put_settings)
         r("POST", "/users", self.create_user)
+        r("POST", "/users/:user/emails", self.add_email)
         r("POST", "/tokens", self.create_token)
         r("POST", "/projects", self.create_project)
         r("PUT", "/projects/:id/settings", self.project_settings)
@@ -44,6 +45,7 @@ class Control:
         r("POST", "/projects/:id/refresh", self.refresh)
         r("POST", "/projects/:id/merge_requests", self.create_mr)
         r("POST", "/projects/:id/merge_requests/:iid/push", self.push)
+        r("POST", "/projects/:id/merge_requests/:iid/clone", self.clone_mr)
         r("POST", "/projects/:id/merge_requests/:iid/rebase", self.rebase)
         r("POST", "/rate_limit", self.rate_limit)
         r("GET", "/faults", self.list_faults)
@@ -58,6 +60,7 @@ class Control:
           self.redeliver)
         r("POST", "/webhooks/wait", self.wait_webhooks)
         r("GET", "/requests", self.requests)
+        r("GET", "/openapi", self.openapi)
         r("DELETE", "/requests", self.clear_requests)
 
     def handle(self, request):
@@ -121,7 +124,16 @@ class Control:
             body["username"], body.get("name"), body.get("email"),
             body.get("public_email", ""), body.get("admin", False),
             body.get("state", "active"), body.get("bot", False))
+        for extra in body.get("secondary_emails", ()):
+            self.forge.add_email(user, extra["email"],
+                                 extra.get("confirmed", True))
         return Response.json(201, _user_state(user))
+
+    def add_email(self, body, user):
+        """{"email", "confirmed"?: true}: a secondary email of user."""
+        record = self.forge.add_email(self.forge.user(user), body["email"],
+                                      body.get("confirmed", True))
+        return Response.json(201, ent.email(record))
 
     def create_token(self, body):
         token = self.forge.create_token(
@@ -193,6 +205,19 @@ class Control:
         mr.squash = bool(body.get("squash", False))
         return Response.json(201, ent.mr_full(self.forge, project, mr,
                                               author))
+
+    def clone_mr(self, body, id, iid):
+        """{"count": N}: N closed copies of the MR (same version data, no
+        git work), for long lists.  Answers {"iids": [...]}."""
+        project = self.forge.project(id)
+        mr = self.forge.find_mr(project, int(iid))
+        if mr is None:
+            raise SimError("no merge request !%s" % iid, 404)
+        count = int(body.get("count", 1))
+        if not 0 < count <= 10000:
+            raise SimError("count must be in 1..10000")
+        made = self.forge.clone_mrs(project, mr, count)
+        return Response.json(201, {"iids": [m.iid for m in made]})
 
     def rebase(self, body, id, iid):
         """The MR's Rebase button: its commits re-applied on the target's
@@ -295,7 +320,8 @@ class Control:
         hook = self.forge.add_hook(
             project, body["url"], body.get("token", ""),
             body.get("merge_requests_events", True),
-            body.get("note_events", True), body.get("push_events", False))
+            body.get("note_events", True), body.get("push_events", False),
+            body.get("confidential_note_events", False))
         out = ent.hook(self.forge, hook)
         out["uuid"] = hook.uuid
         return Response.json(201, out)
@@ -321,6 +347,14 @@ class Control:
 
     def requests(self, body):
         return Response.json(200, self.server.request_log())
+
+    def openapi(self, body):
+        """The OpenAPI conformance counts (404 when not checking)."""
+        checker = getattr(self.server, "conformance", None)
+        if checker is None:
+            raise SimError("not checking against the OpenAPI document "
+                           "(start with --openapi-report)", 404)
+        return Response.json(200, checker.snapshot())
 
     def clear_requests(self, body):
         self.server.clear_request_log()
@@ -393,4 +427,6 @@ class Control:
 def _user_state(user):
     return {"id": user.id, "username": user.username, "name": user.name,
             "email": user.email, "public_email": user.public_email,
-            "admin": user.admin, "state": user.state}
+            "admin": user.admin, "state": user.state,
+            "secondary_emails": [ent.email(e)
+                                 for e in user.secondary_emails]}

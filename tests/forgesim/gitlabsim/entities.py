@@ -1,7 +1,7 @@
 """JSON shapes of GitLab's REST entities (lib/api/entities/*.rb).
 
 Field names, JSON types and null-handling follow the documented examples in
-shared/gitlab/examples/; the test suite checks every example key is present
+tests/data/gitlab/examples/; the test suite checks every example key is present
 here with the same type.  Values GitLab computes from CI, milestones or time
 tracking, which the simulator does not model, are the neutral ones GitLab
 shows for a project without them (null, 0, false).
@@ -12,7 +12,7 @@ from .model import DEVELOPER
 
 
 def _web(forge, path):
-    return "%s/%s" % (forge.base_url, path)
+    return "%s/%s" % (forge.external_url(), path)
 
 
 def avatar_url(forge, user):
@@ -66,10 +66,11 @@ def user_admin(forge, user):
     return out
 
 
-def current_user(forge, user):
-    """GET /user: UserPublic for yourself (your own email included)."""
+def current_user(forge, user, admin=None):
+    """GET /user: UserPublic for yourself (your own email included);
+    UserWithAdmin (is_admin ...) when acting as an administrator."""
     out = user_admin(forge, user)
-    if not user.admin:
+    if not (user.admin if admin is None else admin):
         for key in ("is_admin", "note", "namespace_id", "created_by",
                     "email_reset_offered_at", "current_sign_in_ip",
                     "last_sign_in_ip", "skype"):
@@ -145,6 +146,12 @@ def hook(forge, hook_):
         "tag_push_events": False, "enable_ssl_verification": True,
         "alert_status": "executable", "disabled_until": None,
     }
+
+
+def email(record):
+    """Entities::Email (lib/api/entities/email.rb)."""
+    return {"id": record["id"], "email": record["email"],
+            "confirmed_at": iso(record["confirmed_at"])}
 
 
 def token(forge, token_, with_secret=False):

@@ -78,10 +78,6 @@ def insufficient_scope(scope):
         "scope": scope})
 
 
-def not_modified():
-    return ApiError(304, None)
-
-
 def route_not_found():
     return grape("404 Not Found", 404)
 

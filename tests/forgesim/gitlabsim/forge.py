@@ -60,6 +60,18 @@ class SimSettings:
         # simulated clock.
         "prepare_delay_ms": 0,
         "hook_timeout_s": 3.0,
+        # ThrottledTouch::TOUCH_INTERVAL (app/models/concerns/
+        # throttled_touch.rb): a note touches its MR only when updated_at
+        # is older than this; shorten it in tests, or move the clock.
+        "touch_interval_s": 60.0,
+        # Admin Mode (doc/administration/settings/sign_in_restrictions.md
+        # "Admin Mode"): an administrator's token acts as one only with
+        # the admin_mode scope.
+        "admin_mode": False,
+        # Gitlab.config.gitlab.url, the external URL: web_url, the Link
+        # headers' host and port, X-Gitlab-Instance.  "": the URL the
+        # simulator listens on.
+        "external_url": "",
     }
 
     def __init__(self):
@@ -77,7 +89,12 @@ class SimSettings:
                 raise SimError("unknown setting %r" % key)
             if key == "edition" and value not in ("ce", "ee"):
                 raise SimError("edition must be 'ce' or 'ee'")
+            if key == "external_url" and value and \
+                    not re.fullmatch(r"https?://[^/?#]+(/[^?#]*)?", value):
+                raise SimError("external_url must be http(s)://host[:port]")
             self.values[key] = type(self.DEFAULTS[key])(value)
+            if key == "external_url":
+                self.values[key] = self.values[key].rstrip("/")
 
 
 def scope_of(label_name):
@@ -119,6 +136,11 @@ class Forge:
     def now(self):
         return self.clock.now()
 
+    def external_url(self):
+        """Gitlab.config.gitlab.url: what GitLab puts in web_url and the
+        Link header (settings external_url, else where we listen)."""
+        return self.settings.external_url or self.base_url
+
     # -- users and tokens --------------------------------------------------
 
     def create_user(self, username, name=None, email=None, public_email="",
@@ -135,6 +157,23 @@ class Forge:
                     state=state, created_at=self.now(), bot=bool(bot))
         self.users[user.id] = user
         return user
+
+    def add_email(self, user, email, confirmed=True):
+        """A secondary email (POST /users/:id/emails; confirmed_at stays
+        null until the user follows the confirmation mail, app/models/
+        email.rb)."""
+        if not email or "@" not in email:
+            raise SimError("invalid email %r" % email)
+        wanted = email.lower()
+        for other in self.users.values():
+            if other.email.lower() == wanted or any(
+                    e["email"].lower() == wanted
+                    for e in other.secondary_emails):
+                raise SimError("email %r is taken" % email, 409)
+        record = {"id": self.next_id("email"), "email": email,
+                  "confirmed_at": self.now() if confirmed else None}
+        user.secondary_emails.append(record)
+        return record
 
     def find_user(self, ident):
         """By id (int or digits) or by username, case-insensitively."""
@@ -161,7 +200,8 @@ class Forge:
         if token in self.tokens:
             raise SimError("token %r exists" % token, 409)
         unknown = set(scopes) - {"api", "read_api", "sudo", "read_user",
-                                 "read_repository", "write_repository"}
+                                 "read_repository", "write_repository",
+                                 "admin_mode"}
         if unknown:
             raise SimError("unknown scopes %s" % sorted(unknown))
         record = Token(id=self.next_id("token"), token=token,
@@ -255,6 +295,16 @@ class Forge:
 
     # -- permissions (app/policies, simplified to roles) ---------------------
 
+    def can_admin_all(self, user, token):
+        """User#can_admin_all_resources? for an API request: an admin, and
+        with Admin Mode on, only through a token with the admin_mode scope
+        (lib/gitlab/auth/current_user_mode.rb; gitlab-org/gitlab!107925)."""
+        if user is None or not user.admin:
+            return False
+        if not self.settings.admin_mode:
+            return True
+        return token is not None and "admin_mode" in token.scopes
+
     def access_level(self, project, user):
         if user is None:
             return 0
@@ -288,8 +338,15 @@ class Forge:
             self.access_level(project, user) >= MAINTAINER
 
     def can_read_note(self, project, note, user):
+        """Internal notes: Reporter and up (app/policies/note_policy.rb
+        :read_internal_note)."""
         return not note.internal or \
             self.access_level(project, user) >= REPORTER
+
+    def can_mark_internal(self, project, user):
+        """:mark_note_as_internal (app/policies/issuable_policy.rb):
+        Reporter and up."""
+        return self.access_level(project, user) >= REPORTER
 
     # -- labels ---------------------------------------------------------------
 
@@ -407,6 +464,36 @@ class Forge:
                       action="open", changes={})
         return mr
 
+    def clone_mrs(self, project, template, count):
+        """count closed copies of MR template, sharing its diff version's
+        data, for tests that need long lists (a control-API shortcut: no
+        git work, no head refs, no hooks).  Returns the new MRs."""
+        made = []
+        for _ in range(count):
+            now = self.now()
+            mr = MergeRequest(
+                id=self.next_id("mr"), iid=project.next_iid,
+                project_id=project.id, title="%s (%d)" % (
+                    template.title, project.next_iid),
+                description=template.description,
+                source_branch=template.source_branch,
+                target_branch=template.target_branch,
+                author_id=template.author_id, created_at=now,
+                updated_at=now, state="closed", closed_at=now,
+                closed_by=template.author_id)
+            v = template.latest
+            mr.versions.append(Version(
+                id=self.next_id("version"), mr_id=mr.id,
+                head_sha=v.head_sha, base_sha=v.base_sha,
+                start_sha=v.start_sha, created_at=now,
+                patch_id_sha=v.patch_id_sha, files=v.files,
+                commits=v.commits))
+            mr.prepared_at = now
+            project.next_iid += 1
+            project.mrs[mr.iid] = mr
+            made.append(mr)
+        return made
+
     def is_preparing(self, mr):
         return self.now() < mr.prepared_at
 
@@ -496,8 +583,30 @@ class Forge:
         return created
 
     def _touch(self, project, mr):
+        """The MR itself was saved (title, labels, state, a push):
+        updated_at moves."""
         mr.updated_at = self.now()
         project.last_activity_at = mr.updated_at
+
+    def _touch_noteable(self, project, mr):
+        """A note was saved on the MR (a comment, an edit, a resolved
+        thread, the system note of an approval): Note's after_save
+        :touch_noteable (app/models/note.rb) touches the MR, which
+        includes ThrottledTouch (app/models/merge_request.rb,
+        app/models/concerns/throttled_touch.rb): updated_at moves only
+        when it is older than TOUCH_INTERVAL, a minute.  A second comment
+        within the minute leaves updated_at where it was."""
+        now = self.now()
+        project.last_activity_at = now
+        interval = datetime.timedelta(
+            seconds=self.settings.touch_interval_s)
+        if now - mr.updated_at > interval:
+            mr.updated_at = now
+
+    def _deleted_note(self, project, mr):
+        """Notes::DestroyService destroys the note (app/services/notes/
+        destroy_service.rb); no save, so no touch of the MR."""
+        project.last_activity_at = self.now()
 
     # -- merge request state --------------------------------------------------
 
@@ -545,7 +654,7 @@ class Forge:
             return False
         mr.approvals.append(Approval(user_id=user.id, created_at=self.now()))
         self._system_note(project, mr, user, "approved this merge request")
-        self._touch(project, mr)
+        self._touch_noteable(project, mr)
         action = "approved" if self.approvals_left(project, mr) == 0 \
             else "approval"
         self.on_event("merge_request", project=project, mr=mr, actor=user,
@@ -558,7 +667,7 @@ class Forge:
         was_approved = self.approvals_left(project, mr) == 0
         mr.approvals = [a for a in mr.approvals if a.user_id != user.id]
         self._system_note(project, mr, user, "unapproved this merge request")
-        self._touch(project, mr)
+        self._touch_noteable(project, mr)
         action = "unapproved" if was_approved and \
             self.approvals_left(project, mr) > 0 else "unapproval"
         self.on_event("merge_request", project=project, mr=mr, actor=user,
@@ -921,6 +1030,14 @@ class Forge:
                 raise errors.bad_request(", ".join(failures))
             return None, None, changes, messages
         text = remaining if had_commands else body
+        # Notes::BuildService#new_note: a reply is internal when its
+        # thread is (whatever was asked); a new note only when asked by
+        # someone who may mark notes internal (Reporter and up,
+        # :mark_note_as_internal); anyone else's comes out public.
+        if reply_to is not None:
+            internal = reply_to.notes[0].internal
+        elif internal and not self.can_mark_internal(project, user):
+            internal = False
         if reply_to is not None:
             discussion = reply_to
             # Replying to an individual note turns it into a thread.
@@ -936,6 +1053,7 @@ class Forge:
             _, note = self._new_note(mr, user, text,
                                      "DiffNote" if diff else
                                      "DiscussionNote",
+                                     internal=internal,
                                      discussion=discussion)
             if diff:
                 position = (dict(first.position), first.line_code,
@@ -948,7 +1066,7 @@ class Forge:
             note.position, note.line_code, note.version_id = position
             note.commit_id = note.position["head_sha"]
         note.commands_changes = changes
-        self._touch(project, mr)
+        self._touch_noteable(project, mr)
         self.on_event("note", project=project, mr=mr, actor=user, note=note,
                       action="create")
         return discussion, note, changes, messages
@@ -1023,7 +1141,7 @@ class Forge:
         self._validate_body(body)
         note.body = body
         note.updated_at = self.now()
-        self._touch(project, mr)
+        self._touch_noteable(project, mr)
         self.on_event("note", project=project, mr=mr, actor=user, note=note,
                       action="update")
 
@@ -1031,7 +1149,7 @@ class Forge:
         discussion.notes.remove(note)
         if not discussion.notes:
             mr.discussions.remove(discussion)
-        self._touch(project, mr)
+        self._deleted_note(project, mr)
 
     def set_resolved(self, project, mr, notes, user, resolved):
         now = self.now()
@@ -1042,17 +1160,19 @@ class Forge:
                 note.resolved_by, note.resolved_at = user.id, now
             elif not resolved:
                 note.resolved_by = note.resolved_at = None
-        self._touch(project, mr)
+        self._touch_noteable(project, mr)
 
     # -- hooks ----------------------------------------------------------------
 
     def add_hook(self, project, url, token="", merge_requests_events=True,
-                 note_events=True, push_events=False):
+                 note_events=True, push_events=False,
+                 confidential_note_events=False):
         hook = Hook(id=self.next_id("hook"), project_id=project.id, url=url,
                     token=token or "", uuid=str(uuid.uuid4()),
                     merge_requests_events=bool(merge_requests_events),
                     note_events=bool(note_events),
-                    push_events=bool(push_events), created_at=self.now())
+                    push_events=bool(push_events), created_at=self.now(),
+                    confidential_note_events=bool(confidential_note_events))
         project.hooks.append(hook)
         return hook
 

@@ -25,7 +25,7 @@ def is_draft_title(title):
 
 ID_BASES = {"user": 0, "project": 0, "mr": 100, "version": 500,
             "note": 1000, "label": 10, "hook": 0, "token": 0,
-            "delivery": 0}
+            "delivery": 0, "email": 0}
 
 
 @dataclasses.dataclass
@@ -39,6 +39,9 @@ class User:
     state: str
     created_at: typing.Any
     bot: bool = False
+    # Secondary emails (app/models/email.rb): [{"id", "email",
+    # "confirmed_at"}]; the primary one is `email`.
+    secondary_emails: list = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -98,6 +101,9 @@ class Hook:
     note_events: bool
     push_events: bool
     created_at: typing.Any
+    # Internal notes go to these hooks only, as "Confidential Note Hook"
+    # (app/services/notes/post_process_service.rb execute_note_hooks).
+    confidential_note_events: bool = False
 
 
 @dataclasses.dataclass

@@ -29,6 +29,7 @@ from .web import Request, Response
 from .webhooks import Dispatcher
 
 MAX_BODY = 256 * 1024 * 1024
+ON_PURPOSE_HEADER = "X-Forgesim-Invalid-On-Purpose"
 REQUEST_LOG_SIZE = 2000
 
 
@@ -38,9 +39,13 @@ class _HTTPServer(ThreadingHTTPServer):
 
 
 class SimServer:
-    def __init__(self, forge, host="127.0.0.1", port=0, verbose=False):
+    def __init__(self, forge, host="127.0.0.1", port=0, verbose=False,
+                 conformance=None):
         self.forge = forge
         self.verbose = verbose
+        # A conformance.Checker: every API exchange checked against
+        # GitLab's OpenAPI document (None: not checked).
+        self.conformance = conformance
         self.faults = FaultInjector()
         self.rate_limits = RateLimits()
         self.dispatcher = Dispatcher(forge)
@@ -125,6 +130,7 @@ class SimServer:
         latency, rule = self.faults.plan(request.method, request.path)
         if rule is not None:
             entry["fault"] = rule.kind
+        response = None
         try:
             if rule is not None and rule.kind == "drop":
                 return None
@@ -142,6 +148,37 @@ class SimServer:
             return response
         finally:
             self.log_request(entry)
+            injected = rule is not None and rule.kind in (
+                "error", "error_after_commit")
+            self._conform(request, None if injected else response)
+
+    def _conform(self, request, response):
+        """Check one /api/v4 exchange against the OpenAPI document (the
+        request even when no response was sent: a dropped connection, or
+        an answer a fault injected in GitLab's place)."""
+        if self.conformance is None or not (
+                request.path == API_PREFIX or
+                request.path.startswith(API_PREFIX + "/")):
+            return
+        target = request.path + ("?" + request.query_string
+                                 if request.query_string else "")
+        req = self.conformance.check_request(
+            request.method, request.path, request.query_string,
+            request.header("Content-Type"), request.body)
+        # The simulator's own tests send some requests wrong on purpose
+        # (to see GitLab's 400 or 404); they say so in this header.  Their
+        # request is not counted as a violation; the response still is.
+        if request.header(ON_PURPOSE_HEADER):
+            req = []
+        resp = None
+        if response is not None:
+            resp = self.conformance.check_response(
+                request.method, request.path, response.status,
+                response.headers.get("Content-Type"), response.body)
+        self.conformance.record(request.method, target, req, resp)
+        if self.verbose and (req or resp):
+            for p in req + (resp or []):
+                sys.stderr.write("forgesim: OpenAPI: %s\n" % p)
 
     def _serve(self, request, entry):
         if request.path == API_PREFIX or \

@@ -1,7 +1,7 @@
 """Webhook payloads and their asynchronous delivery.
 
 Payload shapes follow doc/user/project/integrations/webhook_events.md (see
-shared/gitlab/examples/webhooks/) and lib/gitlab/hook_data/*.  The mixed
+tests/data/gitlab/examples/webhooks/) and lib/gitlab/hook_data/*.  The mixed
 timestamp formats are deliberate: GitLab really sends ISO times in some
 fields and "2015-05-17 18:21:36 UTC" in others.
 
@@ -42,7 +42,7 @@ def _short_user(forge, user):
 
 
 def _hook_project(forge, project):
-    web = "%s/%s" % (forge.base_url, project.full_path)
+    web = "%s/%s" % (forge.external_url(), project.full_path)
     return {
         "id": project.id, "name": project.path,
         "description": project.description, "web_url": web,
@@ -60,7 +60,7 @@ def _hook_project(forge, project):
 
 
 def _repository(forge, project):
-    web = "%s/%s" % (forge.base_url, project.full_path)
+    web = "%s/%s" % (forge.external_url(), project.full_path)
     return {"name": project.path, "url": web + ".git",
             "description": project.description, "homepage": web}
 
@@ -73,7 +73,7 @@ def _last_commit(forge, project, mr):
         "id": c["id"], "message": c["message"],
         "title": c["message"].split("\n", 1)[0],
         "timestamp": c["committed_date"],
-        "url": "%s/%s/-/commit/%s" % (forge.base_url, project.full_path,
+        "url": "%s/%s/-/commit/%s" % (forge.external_url(), project.full_path,
                                       c["id"]),
         "author": {"name": c["author_name"], "email": c["author_email"]},
     }
@@ -86,7 +86,7 @@ def _labels(forge, project, label_ids):
 
 def _mr_attributes(forge, project, mr, timestamp):
     """MergeRequest#hook_attrs; `timestamp` formats created/updated_at."""
-    web = "%s/%s" % (forge.base_url, project.full_path)
+    web = "%s/%s" % (forge.external_url(), project.full_path)
     return {
         "id": mr.id, "iid": mr.iid, "target_branch": mr.target_branch,
         "source_branch": mr.source_branch, "source_project_id": project.id,
@@ -150,7 +150,7 @@ def merge_request_payload(forge, project, mr, actor, action, changes,
 
 
 def note_payload(forge, project, mr, actor, note, action):
-    web = "%s/%s" % (forge.base_url, project.full_path)
+    web = "%s/%s" % (forge.external_url(), project.full_path)
     mr_attrs = _mr_attributes(forge, project, mr, utc_words)
     for key in ("action", "source", "target"):
         mr_attrs.pop(key, None)
@@ -178,7 +178,7 @@ def note_payload(forge, project, mr, actor, note, action):
             "original_position": note.position, "change_position": None,
             "resolved_at": iso(note.resolved_at),
             "resolved_by_id": note.resolved_by,
-            "internal": note.internal,
+            "confidential": note.internal, "internal": note.internal,
             "url": "%s/-/merge_requests/%d#note_%d" % (web, mr.iid,
                                                        note.id),
         },
@@ -209,6 +209,13 @@ class Dispatcher:
         """Forge.on_event: called under the forge lock."""
         wanted = "merge_requests_events" if kind == "merge_request" \
             else "note_events"
+        # An internal note goes to the hooks with confidential_note_events
+        # only, as "Confidential Note Hook" (app/services/notes/
+        # post_process_service.rb: hooks_scope :confidential_note_hooks;
+        # WebHookService.hook_to_event titleizes the scope).
+        confidential = kind == "note" and details["note"].internal
+        if confidential:
+            wanted = "confidential_note_events"
         hooks = [h for h in project.hooks if getattr(h, wanted)]
         if not hooks:
             return
@@ -221,7 +228,7 @@ class Dispatcher:
                 return
             payload = note_payload(self.forge, project, mr, actor,
                                    details["note"], details["action"])
-            event = "Note Hook"
+            event = "Confidential Note Hook" if confidential else "Note Hook"
         body = json.dumps(payload).encode("utf-8")
         event_uuid = str(uuid.uuid4())
         for hook in hooks:
@@ -295,7 +302,7 @@ class Dispatcher:
             "X-Gitlab-Event": job["event"],
             "X-Gitlab-Event-UUID": job["event_uuid"],
             "X-Gitlab-Webhook-UUID": job["webhook_uuid"],
-            "X-Gitlab-Instance": self.forge.base_url,
+            "X-Gitlab-Instance": self.forge.external_url(),
             "Idempotency-Key": job["idempotency_key"],
         }
         if job["token"]:

@@ -1,0 +1,164 @@
+#include "cmd/cmd_forgecheck.h"
+
+#include "cmd/env.h"
+#include "core/config.h"
+#include "core/secret.h"
+#include "forge/forge.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/printable.h"
+#include "util/strlist.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sysexits.h>
+
+/* Does any enabled project turn list trailers into approvals? */
+static int approvals_wanted(const struct config *cfg)
+{
+	size_t i, n = config_project_count(cfg);
+
+	for (i = 0; i < n; i++) {
+		const struct config_project *p = config_project_at(cfg, i);
+
+		if (config_project_bool(p, CFG_PROJECT_ENABLED) &&
+		    config_project_enum(p, CFG_INBOUND_APPROVAL_POLICY) !=
+			    CONFIG_APPROVAL_NONE)
+			return 1;
+	}
+	return 0;
+}
+
+static void scopes_text(char *out, size_t size, const struct strlist *l)
+{
+	size_t i, used = 0;
+
+	out[0] = '\0';
+	for (i = 0; i < l->nr && used < size; i++)
+		used += (size_t)snprintf(out + used, size - used, "%s%s",
+					 i ? ", " : "", l->items[i]);
+	if (!l->nr)
+		snprintf(out, size, "none");
+}
+
+/*
+ * Try what approvals need: acting as a user through Sudo.  As the
+ * token's own user, so nobody else is touched: GitLab checks the token
+ * the same way whoever it acts as (lib/api/helpers.rb sudo!).  Returns
+ * the problem found (FORGE_SUDO_OK: it works), or -1 when the forge
+ * could not be asked.
+ */
+static int sudo_probe(struct forge *f, const struct forge_whoami *w)
+{
+	struct forge_user u;
+	char id[32];
+	int rc;
+
+	snprintf(id, sizeof(id), "%lld", (long long)w->user.id);
+	if (forge_act_as(f, id))
+		return -1;
+	rc = forge_get_user(&u, f, w->user.id);
+	forge_user_release(&u);
+	forge_act_as(f, NULL);
+	if (!rc)
+		return FORGE_SUDO_OK;
+	if (forge_sudo_problem(f) != FORGE_SUDO_OK)
+		return forge_sudo_problem(f);
+	return -1;
+}
+
+int forgecheck_run(const struct config *cfg)
+{
+	struct buf token = BUF_INIT(SECRET_MAX + 1);
+	struct forge_whoami w;
+	struct forge *f = NULL;
+	const char *url = config_str(cfg, CFG_FORGE_URL);
+	char name[256], scopes[512];
+	int rc, sudo, problems = 0, want = approvals_wanted(cfg);
+
+	memset(&w, 0, sizeof(w));
+	rc = env_forge_open(&f, &token, cfg, NULL);
+	if (rc) {
+		printf("forge %s: %s\n", url, err_msg());
+		rc = rc == PB_EPERM ? EX_NOPERM : env_exit_code(rc);
+		goto out;
+	}
+	rc = forge_whoami(&w, f);
+	if (rc) {
+		printf("forge %s: cannot tell who the token is: %s\n", url,
+		       err_msg());
+		rc = rc == PB_EPERM ? EX_CONFIG : EX_UNAVAILABLE;
+		goto out;
+	}
+	printable_copy(name, sizeof(name), w.user.username,
+		       strlen(w.user.username));
+	printf("forge %s: the token is user \"%s\" (id %lld)%s\n", url, name,
+	       (long long)w.user.id,
+	       w.admin > 0 ? ", acting as an administrator" : "");
+	if (w.token_known) {
+		scopes_text(scopes, sizeof(scopes), &w.scopes);
+		printf("forge: its scopes: %s%s%s\n", scopes,
+		       w.expires_at ? "; expires " : "",
+		       w.expires_at ? w.expires_at : "");
+		if (w.active == 0) {
+			printf("forge: problem: the token is revoked or "
+			       "expired: make a new one and put it in [forge] "
+			       "token_file\n");
+			problems++;
+		}
+		if (strlist_find(&w.scopes, "api") < 0) {
+			printf("forge: problem: the token lacks the api scope: "
+			       "the bridge cannot post comments or labels; "
+			       "make a token with the api scope\n");
+			problems++;
+		}
+	} else {
+		printf("forge: its scopes cannot be read (GET "
+		       "/personal_access_tokens/self: GitLab before 15.5, or "
+		       "not a personal access token)\n");
+	}
+
+	sudo = sudo_probe(f, &w);
+	if (sudo == FORGE_SUDO_OK) {
+		printf("forge: it can act as other users (Sudo): approvals by "
+		       "mail are made as the reviewer\n");
+	} else {
+		const char *what =
+			sudo == FORGE_SUDO_NO_SCOPE ?
+				"it is an administrator's token without the "
+				"sudo scope: make one with the api and sudo "
+				"scopes" :
+			sudo == FORGE_SUDO_NOT_ADMIN ?
+				"GitLab says \"Must be admin to use sudo\": "
+				"the user is not an administrator, or Admin "
+				"Mode is on and the token lacks the admin_mode "
+				"scope; use an administrator's token with the "
+				"api and sudo (and admin_mode) scopes - "
+				"gitlab.com gives none" :
+				"the forge did not answer the Sudo test";
+
+		printf("forge: %s: it cannot act as other users (Sudo): %s\n",
+		       want ? "problem" : "note", what);
+		if (want) {
+			printf("forge: without it no Acked-by, Reviewed-by or "
+			       "Tested-by from the list becomes an approval; "
+			       "or set approval_policy = none to have them "
+			       "only listed\n");
+			problems++;
+		}
+	}
+	if (w.admin <= 0)
+		printf("forge: note: a reviewer's address is matched to a "
+		       "forge user only by public email (or user_map, "
+		       "owners.yaml): private and secondary emails need an "
+		       "administrator's token\n");
+	rc = problems ? EX_CONFIG : EX_OK;
+	printf("forge: %s\n", problems ? "the token cannot do what the "
+					 "configuration asks" :
+					 "ok");
+out:
+	forge_whoami_release(&w);
+	forge_free(f);
+	secret_wipe(&token);
+	return rc;
+}
