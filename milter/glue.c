@@ -190,6 +190,7 @@ static char filter_name[] = "patchbridge-milter";
 static char macro_i[] = "i";
 static char macro_i_braced[] = "{i}";
 static char header_name[] = SESSION_HEADER_NAME;
+static char authres_name[] = AUTHRES_FIELD_NAME;
 
 /* The session of a connection, made on first use if connect was missed. */
 static struct session *get(SMFICTX *ctx)
@@ -309,6 +310,25 @@ static sfsistat cb_body(SMFICTX *ctx, unsigned char *data, size_t len)
 	return close_cb(was, s, SMFIS_CONTINUE);
 }
 
+/*
+ * Delete the forged Authentication-Results fields (authres.h), from the
+ * last to the first: Postfix counts the fields of a name as they stand
+ * (cleanup_milter.c, cleanup_del_header()), so an earlier deletion would
+ * shift the later indexes.
+ */
+static void remove_forged(SMFICTX *ctx, const struct session *s)
+{
+	const size_t *idx;
+	size_t nr;
+
+	idx = session_forged(s, &nr);
+	while (nr--)
+		if (smfi_chgheader(ctx, authres_name, (int)idx[nr], NULL) !=
+		    MI_SUCCESS)
+			log_warn("could not remove the forged %s field #%zu",
+				 AUTHRES_FIELD_NAME, idx[nr]);
+}
+
 static sfsistat cb_eom(SMFICTX *ctx)
 {
 	enum gate_phase was;
@@ -324,10 +344,13 @@ static sfsistat cb_eom(SMFICTX *ctx)
 		/* Postfix's own "451 4.7.1 try again later": the reason is
 		 * in our log, not for the sender */
 		rc = SMFIS_TEMPFAIL;
-	} else if (out.header[0] &&
-		   smfi_addheader(ctx, header_name, out.header) != MI_SUCCESS) {
-		/* spooled already: the header is only a courtesy */
-		log_warn("could not add the %s header", SESSION_HEADER_NAME);
+	} else {
+		remove_forged(ctx, s);
+		if (out.header[0] &&
+		    smfi_addheader(ctx, header_name, out.header) != MI_SUCCESS)
+			/* spooled already: the header is only a courtesy */
+			log_warn("could not add the %s header",
+				 SESSION_HEADER_NAME);
 	}
 	session_end(s);
 	return close_cb(was, s, rc);
@@ -361,7 +384,7 @@ static sfsistat cb_close(SMFICTX *ctx)
 static struct smfiDesc desc = {
 	.xxfi_name = filter_name,
 	.xxfi_version = SMFI_VERSION,
-	.xxfi_flags = SMFIF_ADDHDRS,
+	.xxfi_flags = SMFIF_ADDHDRS | SMFIF_CHGHDRS,
 	.xxfi_connect = cb_connect,
 	.xxfi_envfrom = cb_envfrom,
 	.xxfi_header = cb_header,

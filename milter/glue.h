@@ -7,12 +7,13 @@
  * libmilter types.
  *
  * Per-connection state lives only behind smfi_setpriv(): Debian's
- * libmilter is built with its worker pool, so successive callbacks of one
- * SMTP session may run on different threads (notes §1.1).  Each callback
+ * libmilter is built with its worker pool (_FFR_WORKERS_POOL, sendmail's
+ * libmilter/worker.c), so successive callbacks of one SMTP session may
+ * run on different threads.  Each callback
  * sets the thread's log correlation id from the session and clears it
  * before returning.
  *
- * What Postfix is told (DESIGN.md rules 1 and 2): CONTINUE, with an
+ * What Postfix is told (docs/DESIGN.md rules 1 and 2): CONTINUE, with an
  * X-Patchbridge header for a bridged reply (SMFIF_ADDHDRS); TEMPFAIL only
  * when a relevant mail could not be spooled; ACCEPT when the milter
  * cannot even keep state for a connection.  Never REJECT.

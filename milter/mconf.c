@@ -72,6 +72,8 @@ int mconf_new(struct mconf **out, struct strlist *errs, const char *path)
 	c->view.address = config_str(c->cfg, CFG_BRIDGE_ADDRESS);
 	ar = config_str(c->cfg, CFG_MILTER_TRUSTED_AUTHSERV_ID);
 	c->view.authserv_id = ar[0] ? ar : NULL;
+	c->view.authres_fields =
+		(size_t)config_int(c->cfg, CFG_MILTER_TRUSTED_AUTHRES_FIELDS);
 	c->view.state_path = config_str(c->cfg, CFG_STATE_PATH);
 	c->busy_timeout_ms =
 		(int)config_duration_ms(c->cfg, CFG_STATE_BUSY_TIMEOUT);

@@ -10,7 +10,7 @@
  * freed when its last message lets go.
  *
  * The current generation is the one piece of mutable global state of the
- * milter (STYLE.md allows the loaded config): mconf_current() and
+ * milter (docs/STYLE.md allows the loaded config): mconf_current() and
  * mconf_install() read and swap it under a mutex.
  *
  * The store: SQLite connections may not be shared between threads at the
@@ -52,6 +52,7 @@ struct mconf_view {
 	const char *domain; /* [bridge] domain */
 	const char *address; /* [bridge] address */
 	const char *authserv_id; /* [milter] trusted_authserv_id or NULL */
+	size_t authres_fields; /* [milter] trusted_authres_fields */
 	const char *state_path; /* [state] path */
 };
 

@@ -30,6 +30,7 @@ int session_new(struct session **out, unsigned long id)
 	classify_input_init(&s->in);
 	classify_result_init(&s->early);
 	buf_init(&s->raw, SESSION_IDLE_MAX);
+	authres_judge_init(&s->judge, NULL, 1);
 	set_log_id(s);
 	*out = s;
 	return 0;
@@ -52,6 +53,7 @@ void session_end(struct session *s)
 	s->sender = NULL;
 	classify_input_release(&s->in);
 	classify_result_release(&s->early);
+	authres_judge_release(&s->judge);
 	/* a big message's memory goes back now, not at the next one */
 	buf_release(&s->raw);
 	s->raw.max = SESSION_IDLE_MAX;
@@ -60,6 +62,7 @@ void session_end(struct session *s)
 	s->nr_headers = 0;
 	s->in_body = 0;
 	s->pending_cr = 0;
+	s->cut = 0;
 	s->skip = SESSION_KEEP;
 	set_log_id(s);
 }
@@ -75,6 +78,8 @@ int session_begin(struct session *s, const char *sender)
 		return err_set(PB_ERROR, "no configuration loaded");
 	s->messages++;
 	s->max_message = mconf_view(s->conf)->max_message;
+	authres_judge_init(&s->judge, mconf_view(s->conf)->authserv_id,
+			   mconf_view(s->conf)->authres_fields);
 	s->raw.max = s->max_message;
 	/* "<a@b>" -> "a@b"; "<>" -> "" */
 	len = strlen(p);
@@ -103,6 +108,13 @@ void session_set_queue_id(struct session *s, const char *qid)
 	set_log_id(s);
 }
 
+const size_t *session_forged(const struct session *s, size_t *nr)
+{
+	*nr = s->judge.nr_forged < PB_HEADER_COUNT_MAX ? s->judge.nr_forged :
+							 PB_HEADER_COUNT_MAX;
+	return s->judge.forged;
+}
+
 const char *session_log_id(const struct session *s)
 {
 	return s->log_id;
@@ -117,40 +129,48 @@ static void mark(struct session *s, enum session_skip why)
 	s->raw.max = SESSION_IDLE_MAX;
 }
 
+/* Append what fits of p[0..len); past the cap the message is cut. */
+static void add_capped(struct session *s, const char *p, size_t len)
+{
+	size_t room = s->raw.max - s->raw.len;
+
+	if (len > room) {
+		buf_add(&s->raw, p, room);
+		s->cut = 1;
+		return;
+	}
+	buf_add(&s->raw, p, len);
+}
+
 /* Append bytes, dropping a CR before LF (and tracking one split across
- * calls); past the cap the message becomes oversize. */
+ * calls); past the cap the message is cut. */
 static void add_text(struct session *s, const char *p, size_t len)
 {
 	const char *cr;
 
-	while (len && s->skip == SESSION_KEEP) {
+	while (len && s->skip == SESSION_KEEP && !s->cut) {
 		if (s->pending_cr) {
 			s->pending_cr = 0;
-			if (*p != '\n' && buf_addch(&s->raw, '\r'))
-				goto full;
+			if (*p != '\n')
+				add_capped(s, "\r", 1);
+			continue;
 		}
 		cr = memchr(p, '\r', len);
 		if (!cr) {
-			if (buf_add(&s->raw, p, len))
-				goto full;
+			add_capped(s, p, len);
 			return;
 		}
-		if (buf_add(&s->raw, p, (size_t)(cr - p)))
-			goto full;
+		add_capped(s, p, (size_t)(cr - p));
 		len -= (size_t)(cr - p) + 1;
 		p = cr + 1;
 		s->pending_cr = 1;
 	}
-	return;
-full:
-	mark(s, SESSION_SKIP_OVERSIZE);
 }
 
 static void flush_cr(struct session *s)
 {
-	if (s->pending_cr && s->skip == SESSION_KEEP &&
-	    buf_addch(&s->raw, '\r'))
-		mark(s, SESSION_SKIP_OVERSIZE);
+	if (s->pending_cr && s->skip == SESSION_KEEP && !s->cut)
+		add_capped(s, "\r", 1);
 	s->pending_cr = 0;
 }
 
@@ -160,6 +180,8 @@ void session_header(struct session *s, const char *name, const char *value)
 
 	if (!s->conf)
 		return;
+	/* every field, whatever becomes of the message */
+	authres_judge_field(&s->judge, name, nlen, value, vlen);
 	s->size += nlen + vlen + 3;
 	if (++s->nr_headers > PB_HEADER_COUNT_MAX ||
 	    vlen > PB_HEADER_VALUE_MAX) {
@@ -291,7 +313,8 @@ static void bridge(struct session_outcome *out, struct session *s,
 		   const struct classify_result *res)
 {
 	const struct mconf_view *v = mconf_view(s->conf);
-	struct review_options ropts = { .trusted_authserv_id = v->authserv_id };
+	struct review_options ropts = { .trusted_authserv_id = v->authserv_id,
+					.trusted_fields = v->authres_fields };
 	struct review *r = NULL;
 	struct spool_meta meta;
 	struct buf hdr = BUF_INIT(SESSION_HEADER_MAX - 1);
@@ -316,6 +339,7 @@ static void bridge(struct session_outcome *out, struct session *s,
 	meta.iid = res->iid;
 	meta.revision = res->revision > 0 ? res->revision : 0;
 	meta.patch = res->patch > 0 ? res->patch : 0;
+	meta.received = s->cut ? s->size : s->raw.len;
 	rc = spool_put(out->spool_name, sizeof(out->spool_name), v->spool,
 		       &meta, s->raw.data, s->raw.len);
 	if (rc) {
@@ -336,7 +360,14 @@ static void bridge(struct session_outcome *out, struct session *s,
 		format_review(&hdr, r);
 	else
 		buf_adds(&hdr, "; parse=failed");
-	buf_adds(&hdr, "; queued");
+	if (s->cut)
+		buf_addf(&hdr, "; cut=%zu/%zu", s->raw.len, s->size);
+	/* Every part is bounded (SESSION_PROJECT_SHOWN_MAX, eight trailer
+	 * types of 40 bytes) well under the cap: a cut would be a bug, said
+	 * in the log rather than hidden. */
+	if (buf_adds(&hdr, "; queued"))
+		log_warn("<%s>: X-Patchbridge header cut: %s",
+			 safe(mid, sizeof(mid), s->in.message_id), err_msg());
 	snprintf(out->header, sizeof(out->header), "%s", hdr.data);
 	out->verdict = "bridged";
 	out->reason = res->reason;
@@ -365,17 +396,15 @@ void session_eom(struct session_outcome *out, struct session *s)
 		session_eoh(s);
 	flush_cr(s);
 	v = mconf_view(s->conf);
+	if (s->judge.nr_forged)
+		log_notice("<%s>: %zu Authentication-Results field%s claiming "
+			   "%s not added by its verifier: removed, not read",
+			   safe(mid, sizeof(mid), s->in.message_id),
+			   s->judge.nr_forged,
+			   s->judge.nr_forged == 1 ? "" : "s", v->authserv_id);
 	switch (s->skip) {
 	case SESSION_KEEP:
 		break;
-	case SESSION_SKIP_OVERSIZE:
-		out->verdict = "oversize";
-		out->reason = "max_message_size";
-		log_notice("<%s>: %zu bytes is over [milter] max_message_size "
-			   "(%zu): passed on untouched, not bridged",
-			   safe(mid, sizeof(mid), s->in.message_id), s->size,
-			   s->max_message);
-		return;
 	case SESSION_SKIP_HEADERS:
 		out->verdict = "headers";
 		out->reason = "header_limits";
@@ -398,6 +427,16 @@ void session_eom(struct session_outcome *out, struct session *s)
 		return;
 	}
 
+	if (s->cut) {
+		/* what fits is bridged: up to its last line end */
+		const char *nl = memrchr(s->raw.data, '\n', s->raw.len);
+
+		buf_truncate(&s->raw, nl ? (size_t)(nl + 1 - s->raw.data) : 0);
+		log_notice("<%s>: %zu bytes is over [milter] max_message_size "
+			   "(%zu): the first %zu are bridged",
+			   safe(mid, sizeof(mid), s->in.message_id), s->size,
+			   s->max_message, s->raw.len);
+	}
 	opts.domain = v->domain;
 	opts.address = v->address;
 	rc = mconf_store_get(&st, s->conf);

@@ -19,13 +19,23 @@
  * The message is buffered as the milter receives it: header fields as
  * "Name: value" lines, an empty line, the body; line ends are LF (SMTP's
  * CRLF and Postfix's LF in folded fields are made the same).  The buffer
- * is capped at [milter] max_message_size: past it the message is marked
- * oversize, buffering stops, and the message is accepted untouched and
- * logged - list mail is never rejected because of the bridge (DESIGN.md
- * rules 1 and 8).  So is a message with more than PB_HEADER_COUNT_MAX
- * header fields or a field over PB_HEADER_VALUE_MAX bytes.  When the
+ * is capped at [milter] max_message_size: past it buffering stops and
+ * the message is cut there - what was buffered, up to its last line end,
+ * is handled like a whole mail and spooled with the size Postfix offered
+ * (Received-Size), so the daemon says the comment is cut and where the
+ * whole mail is; nothing is lost for being large, and list mail is never
+ * rejected because of the bridge (DESIGN.md rules 1 and 8).  A message
+ * with more than PB_HEADER_COUNT_MAX header fields or a field over
+ * PB_HEADER_VALUE_MAX bytes is accepted untouched and logged.  When the
  * headers already say the mail is irrelevant (classify_early()), the
  * body is not buffered at all and no store or MIME work is done.
+ *
+ * Every header field also goes through the Authentication-Results rules
+ * of authres.h as it arrives: the fields the trusted verifiers added on
+ * top are the only ones that count, and every other field that mentions
+ * the trusted authserv-id is forged.  session_forged() lists those for
+ * the caller to delete at end of message (smfi_chgheader), for every
+ * mail, bridged or not, so no forged result reaches the list either.
  *
  * session_eom() for a relevant mail: classify (thread map, Message-ID
  * scheme, subject), review_parse() against the target patch's diff as
@@ -49,6 +59,7 @@
 #ifndef PB_MILTER_SESSION_H
 #define PB_MILTER_SESSION_H
 
+#include "mail/authres.h"
 #include "mail/classify.h"
 #include "milter/mconf.h"
 #include "state/spool.h"
@@ -69,7 +80,6 @@ enum session_skip {
 	SESSION_KEEP, /* buffering: may be relevant */
 	SESSION_SKIP_LOOP, /* the bridge's own mail */
 	SESSION_SKIP_UNTHREADED, /* nothing ties it to a series */
-	SESSION_SKIP_OVERSIZE, /* over [milter] max_message_size */
 	SESSION_SKIP_HEADERS, /* too many or too long header fields */
 };
 
@@ -91,6 +101,8 @@ struct session {
 	size_t nr_headers; /* header fields seen */
 	int in_body; /* end of header seen */
 	int pending_cr; /* the last body chunk ended in CR */
+	int cut; /* raw reached max_message: the rest is not kept */
+	struct authres_judge judge; /* the A-R rules over the fields */
 	enum session_skip skip; /* set once, never cleared in a message */
 };
 
@@ -101,7 +113,7 @@ enum session_action {
 
 struct session_outcome {
 	enum session_action action;
-	/* "bridged", "pass", "loop", "oversize", "headers", "tempfail" */
+	/* "bridged", "pass", "loop", "headers", "tempfail" */
 	const char *verdict;
 	const char *reason; /* classify's reason token, or a detail */
 	char header[SESSION_HEADER_MAX]; /* X-Patchbridge value; "" none */
@@ -122,6 +134,13 @@ void session_body(struct session *s, const void *data, size_t len);
 void session_eom(struct session_outcome *out, struct session *s);
 /* After EOM or on abort: drop the message and its config reference. */
 void session_end(struct session *s);
+
+/*
+ * The forged Authentication-Results fields of the message, as 1-based
+ * indexes among the message's Authentication-Results fields in the order
+ * received (smfi_chgheader's index), ascending; *nr of them.
+ */
+const size_t *session_forged(const struct session *s, size_t *nr);
 
 /* The correlation id for log lines: the queue id once known. */
 const char *session_log_id(const struct session *s);

@@ -6,6 +6,7 @@
 #include "util/fileio.h"
 #include "util/limits.h"
 #include "util/log.h"
+#include "util/printable.h"
 #include "util/scan.h"
 
 #include <stdio.h>
@@ -18,6 +19,13 @@
 /* Hand one finished header field to the session. */
 static void flush_field(struct session *s, struct buf *name, struct buf *value)
 {
+	char q[64];
+
+	/* Postfix too cuts a field past header_size_limit; say so. */
+	if (buf_error(name) || buf_error(value))
+		log_warn("test mode: header field %s cut at %zu bytes",
+			 printable_copy(q, sizeof(q), name->data, name->len),
+			 name->len + value->len);
 	if (name->len)
 		session_header(s, name->data, value->data);
 	buf_reset(name);
@@ -109,6 +117,15 @@ int testmode_run(char **files, int nr, const char *sender, const char *queue_id)
 		log_ctx_set(session_log_id(s));
 		feed(s, raw.data, raw.len);
 		session_eom(&out, s);
+		{
+			size_t k, nf;
+			const size_t *idx = session_forged(s, &nf);
+
+			/* what glue.c deletes at end of message */
+			for (k = 0; out.action == SESSION_ACCEPT && k < nf; k++)
+				printf("%s: removes %s #%zu (forged)\n",
+				       files[i], AUTHRES_FIELD_NAME, idx[k]);
+		}
 		if (out.header[0])
 			printf("%s: %s: %s\n", files[i], SESSION_HEADER_NAME,
 			       out.header);

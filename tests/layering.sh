@@ -73,6 +73,7 @@ check_tree() { # top [milter-binary]
 	confine 'sqlite3\.h' 'bridge/state/db_sqlite'
 	confine 'libpq-fe\.h|libpq/|postgres' 'bridge/state/db_pg'
 	confine 'gmime/' 'bridge/mail/mail'
+	confine 'glib\.h|glib/' 'bridge/mail/mail|bridge/mail/digest'
 	confine 'yaml\.h' 'bridge/core/owners'
 	confine 'microhttpd' 'bridge/forge/webhook'
 	confine 'libmilter/' 'milter/glue'

@@ -1,7 +1,9 @@
 #include "cmd/cmd_parse.h"
+#include "core/config.h"
 #include "mail/diff.h"
 #include "mail/mail.h"
 #include "mail/review.h"
+#include "state/spool.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fileio.h"
@@ -37,8 +39,14 @@ const char cmd_parse_help[] =
 	"                       patches that answer FILE make it the cover\n"
 	"                       letter even without 0/N in its subject\n"
 	"\n"
-	"Offline there is no thread map and no trusted authserv-id: target\n"
-	"is null and auth.verified is false.\n";
+	"Authentication-Results fields are judged as the milter and the\n"
+	"daemon judge them, with the configuration's [milter]\n"
+	"trusted_authserv_id and trusted_authres_fields: read FILE as the mail\n"
+	"the milter received (its header as Postfix passes it), or give a\n"
+	"spool record, which holds exactly that.  The configuration is the\n"
+	"one -c or $PATCHBRIDGE_CONFIG names, else the default file when it\n"
+	"exists; without one no field is trusted.  Offline there is no\n"
+	"thread map: target is null.\n";
 
 static int usage_error(const char *what, const char *arg)
 {
@@ -48,10 +56,24 @@ static int usage_error(const char *what, const char *arg)
 	return EX_USAGE;
 }
 
+/* A spool record holds the mail as the milter received it. */
+#define SPOOL_MAGIC "PB-Spool: "
+
 static int read_mail(struct buf *out, const char *path)
 {
+	struct spool_record rec;
 	int rc = file_read(out, path);
 
+	if (!rc && out->len >= strlen(SPOOL_MAGIC) &&
+	    !memcmp(out->data, SPOOL_MAGIC, strlen(SPOOL_MAGIC))) {
+		spool_record_init(&rec);
+		rc = spool_parse(&rec, out->data, out->len);
+		if (!rc)
+			rc = buf_set(out, rec.message.data, rec.message.len);
+		spool_record_release(&rec);
+		if (rc == PB_EINVAL)
+			rc = PB_ELIMIT; /* a data error, as for a mail */
+	}
 	if (!rc)
 		return 0;
 	fprintf(stderr, "patchbridge parse: %s: %s\n", path, err_msg());
@@ -113,15 +135,45 @@ static void thread_add(struct thread *t, const char *path)
 	strlist_release(&names);
 }
 
-int cmd_parse(int argc, char **argv)
+
+/* The milter's rules for Authentication-Results from the configuration. */
+static int load_options(struct review_options *ro, struct config **cfg,
+			const char *path)
+{
+	struct strlist errs = STRLIST_INIT;
+	size_t i;
+	int rc;
+
+	memset(ro, 0, sizeof(*ro));
+	if (!path)
+		return EX_OK;
+	rc = config_load(cfg, &errs, path);
+	strlist_for_each (&errs, i)
+		fprintf(stderr, "%s\n", errs.items[i]);
+	if (rc && !errs.nr)
+		fprintf(stderr, "patchbridge parse: %s: %s\n", path, err_msg());
+	strlist_release(&errs);
+	if (rc)
+		return rc == PB_ENOTFOUND ? EX_NOINPUT : EX_CONFIG;
+	ro->trusted_authserv_id =
+		config_str(*cfg, CFG_MILTER_TRUSTED_AUTHSERV_ID);
+	if (!ro->trusted_authserv_id[0])
+		ro->trusted_authserv_id = NULL;
+	ro->trusted_fields =
+		(size_t)config_int(*cfg, CFG_MILTER_TRUSTED_AUTHRES_FIELDS);
+	return EX_OK;
+}
+
+int cmd_parse(const char *config_path, int argc, char **argv)
 {
 	const char *file = NULL, *patch = NULL;
+	struct review_options ro;
+	struct config *cfg = NULL;
 	struct buf raw = BUF_INIT(PB_MAIL_MAX_DEFAULT);
 	struct buf praw = BUF_INIT(PB_MAIL_MAX_DEFAULT);
 	struct buf json = BUF_INIT(REVIEW_JSON_MAX);
 	struct diff *parent = NULL;
 	struct review *r = NULL;
-	struct review_options ro;
 	struct thread thread = { NULL, 0, 0, STRLIST_INIT };
 	struct strlist thread_paths = STRLIST_INIT;
 	size_t k;
@@ -154,6 +206,8 @@ int cmd_parse(int argc, char **argv)
 	}
 	if (!ex && !file)
 		ex = usage_error("no mail given", "");
+	if (!ex)
+		ex = load_options(&ro, &cfg, config_path);
 	if (ex)
 		goto out;
 
@@ -175,7 +229,6 @@ int cmd_parse(int argc, char **argv)
 	}
 	for (k = 0; k < thread_paths.nr; k++)
 		thread_add(&thread, thread_paths.items[k]);
-	memset(&ro, 0, sizeof(ro));
 	ro.thread = thread.v;
 	ro.nr_thread = thread.nr;
 	rc = review_parse(&r, raw.data, raw.len, parent, &ro);
@@ -202,11 +255,6 @@ out:
 	buf_release(&praw);
 	buf_release(&json);
 	mail_shutdown();
+	config_free(cfg);
 	return ex;
-}
-
-int cmd_parse_run(const struct command *cmd, int argc, char **argv)
-{
-	(void)cmd;
-	return cmd_parse(argc, argv);
 }

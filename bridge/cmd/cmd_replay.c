@@ -4,7 +4,6 @@
 #include "core/config.h"
 #include "core/secret.h"
 #include "forge/forge.h"
-#include "forge/gitlab.h"
 #include "inbound/inbound.h"
 #include "mail/classify.h"
 #include "mail/mail.h"
@@ -74,11 +73,13 @@ static void feed_headers(struct classify_input *in, const char *raw, size_t len)
 		colon = memchr(line, ':', ll);
 		if (!colon || colon == line)
 			continue;
-		buf_set(&name, line, (size_t)(colon - line));
+		/* A name or value over its cap: the field is dropped. */
+		have = !buf_set(&name, line, (size_t)(colon - line));
 		colon++;
 		while (colon < line + ll && (*colon == ' ' || *colon == '\t'))
 			colon++;
-		have = !buf_set(&value, colon, (size_t)(line + ll - colon));
+		have = have &&
+		       !buf_set(&value, colon, (size_t)(line + ll - colon));
 	}
 	if (have && fields < PB_HEADER_COUNT_MAX)
 		classify_header(in, name.data, value.data);

@@ -267,6 +267,8 @@ static void parse_mail(struct why *w)
 		config_str(w->cfg, CFG_MILTER_TRUSTED_AUTHSERV_ID);
 	if (!ro.trusted_authserv_id[0])
 		ro.trusted_authserv_id = NULL;
+	ro.trusted_fields =
+		(size_t)config_int(w->cfg, CFG_MILTER_TRUSTED_AUTHRES_FIELDS);
 	if (w->have_rec && w->rec.project[0] &&
 	    !config_project_get(&proj, w->cfg, w->rec.project)) {
 		ro.list_authserv_id =

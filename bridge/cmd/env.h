@@ -55,9 +55,10 @@ void env_close(struct env *e);
 int env_load_config(struct config **out, const char *path, int log);
 
 /*
- * The GitLab client from [forge], as the daemon uses it: the token read
- * from token_file into token (the caller wipes it with secret_wipe()).
- * stop: as for env_open() (may be NULL).
+ * The GitLab client from [forge], as every command uses it: the token
+ * read from token_file into token (the caller wipes it with
+ * secret_wipe() after forge_free()).  stop: as for env_open() (may be
+ * NULL).
  */
 int env_forge_open(struct forge **out, struct buf *token,
 		   const struct config *cfg, const volatile sig_atomic_t *stop);

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
+#include <unistd.h>
 
 struct command {
 	const char *name; /* "check-config" */
@@ -45,6 +46,8 @@ struct command {
 
 /* The configuration file: -c, else $PATCHBRIDGE_CONFIG, else the default. */
 static const char *config_path;
+/* -c or $PATCHBRIDGE_CONFIG named it. */
+static int config_named;
 
 static int cmd_check_config(const struct command *cmd, int argc, char **argv);
 static int cmd_dump_config(const struct command *cmd, int argc, char **argv);
@@ -57,6 +60,7 @@ static int cmd_status_entry(const struct command *cmd, int argc, char **argv);
 static int cmd_why_entry(const struct command *cmd, int argc, char **argv);
 static int cmd_replay_entry(const struct command *cmd, int argc, char **argv);
 static int cmd_export_entry(const struct command *cmd, int argc, char **argv);
+static int cmd_parse_entry(const struct command *cmd, int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "check-config", NULL,
@@ -120,7 +124,7 @@ static const struct command commands[] = {
 	{ "help", "--help", "[COMMAND]", "show this list, or a command's help",
 	  "", 0, cmd_help },
 	{ "parse", NULL, cmd_parse_synopsis, cmd_parse_summary, cmd_parse_help,
-	  0, cmd_parse_run },
+	  0, cmd_parse_entry },
 	{ "version", "--version", "", "print the version", "", 0, cmd_version },
 	{ "send", NULL, cmd_send_synopsis, cmd_send_summary, cmd_send_help, 0,
 	  cmd_send_entry },
@@ -441,6 +445,16 @@ static int cmd_export_entry(const struct command *cmd, int argc, char **argv)
 	return cmd_export(config_path, argc, argv);
 }
 
+/* parse works offline: a configuration only when one is named or the
+ * default file is there to read. */
+static int cmd_parse_entry(const struct command *cmd, int argc, char **argv)
+{
+	(void)cmd;
+	return cmd_parse(
+		config_named || !access(config_path, R_OK) ? config_path : NULL,
+		argc, argv);
+}
+
 static const struct command *command_find(const char *name)
 {
 	const struct command *c;
@@ -476,7 +490,8 @@ int main(int argc, char **argv)
 
 	log_open("patchbridge", LOG_SINK_STDERR);
 	config_path = getenv(CONFIG_ENV);
-	if (!config_path || !config_path[0])
+	config_named = config_path && config_path[0];
+	if (!config_named)
 		config_path = CONFIG_DEFAULT_PATH;
 
 	for (i = 1; i < argc; i++) {
@@ -485,8 +500,10 @@ int main(int argc, char **argv)
 				return bad_usage(NULL, "%s needs a file name",
 						 argv[i]);
 			config_path = argv[++i];
+			config_named = 1;
 		} else if (!strncmp(argv[i], "--config=", 9)) {
 			config_path = argv[i] + 9;
+			config_named = 1;
 		} else if (!strcmp(argv[i], "-h")) {
 			usage(stdout);
 			return EX_OK;

@@ -174,11 +174,17 @@ static const struct config_param params[CFG__COUNT] = {
 	[CFG_MILTER_MAX_MESSAGE_SIZE] = {
 		"milter", "max_message_size", CONFIG_SIZE, "10M",
 		PB_MAIL_MAX_MIN, PB_MAIL_MAX_MAX, NULL, 0,
-		"Larger mail is delivered but not bridged (and logged)" },
+		"Larger mail is bridged from its first bytes, said to be "
+		"cut" },
 	[CFG_MILTER_TRUSTED_AUTHSERV_ID] = {
 		"milter", "trusted_authserv_id", CONFIG_STRING, "", 0,
 		NAME_LEN_MAX, NULL, 0,
 		"Authentication-Results authserv-id to trust; empty: none" },
+	[CFG_MILTER_TRUSTED_AUTHRES_FIELDS] = {
+		"milter", "trusted_authres_fields", CONFIG_INT, "2", 1,
+		PB_AUTHRES_FIELDS_MAX, NULL, 0,
+		"How many Authentication-Results fields the verifiers before "
+		"the milter add on top (OpenDKIM 1, OpenDMARC 1)" },
 	[CFG_MILTER_TIMEOUT] = {
 		"milter", "timeout", CONFIG_DURATION, "2h", 10 * SEC, 1 * DAY,
 		NULL, 0,
@@ -334,6 +340,11 @@ static const struct config_param params[CFG__COUNT] = {
 		PP,
 		"File of \"email username\" lines mapping senders to forge "
 		"users" },
+	[CFG_INBOUND_ARCHIVE_URL] = {
+		"inbound", "archive_url", CONFIG_URL, "", 0, URL_LEN_MAX,
+		http_schemes, PP,
+		"The list archive, as URL/MESSAGE-ID/ finds a mail (public-"
+		"inbox); a comment cut to fit the forge links it there" },
 	[CFG_INBOUND_RETRY_BASE] = {
 		"inbound", "retry_base", CONFIG_DURATION, "30s", 1 * SEC,
 		1 * HOUR, NULL, 0,
@@ -1016,6 +1027,8 @@ static int value_parse(struct config_value *out, const struct config_param *p,
 		if (number_parse(&n, p, v, len, q, why))
 			return -1;
 		fmt_number(&text, p->type, n);
+		if (buf_error(&text))
+			BUG("a number does not fit in %zu bytes", text.max);
 		out->text = buf_detach(&text, NULL);
 		break;
 	default:
@@ -1058,9 +1071,14 @@ static void perr(struct parser *ps, unsigned line, const char *fmt, ...)
 	else
 		buf_addf(&b, "%s: ", ps->name);
 	va_start(ap, fmt);
-	buf_vaddf(&b, fmt, ap);
+	(void)buf_vaddf(&b, fmt, ap);
 	va_end(ap);
-	strlist_push_owned(ps->errs, buf_detach(&b, NULL));
+	/* A message too long for the buffer says that it was cut. */
+	if (buf_error(&b))
+		strlist_pushf(ps->errs, "%s [...]", b.data);
+	else
+		strlist_push_owned(ps->errs, buf_detach(&b, NULL));
+	buf_release(&b);
 }
 
 static void project_free(struct config_project *p)
@@ -1204,6 +1222,8 @@ static void section_header(struct parser *ps, struct scan *s)
 	if (scan_char(s, '"')) {
 		has_sub = 1;
 		msg = unquote(&sub, s);
+		if (!msg && buf_error(&sub))
+			msg = "name too long";
 		if (msg) {
 			perr(ps, ps->line, "malformed section header: %s", msg);
 			goto out;
@@ -1317,6 +1337,8 @@ static void assignment(struct parser *ps, struct scan *s)
 	scan_blanks(s);
 	if (scan_char(s, '"')) {
 		msg = unquote(&val, s);
+		if (!msg && buf_error(&val))
+			msg = "value too long";
 		if (!msg && !at_line_end(s))
 			msg = "unexpected text after the closing quote";
 		if (msg) {
@@ -1336,7 +1358,11 @@ static void assignment(struct parser *ps, struct scan *s)
 			}
 		}
 		mem_trim(&v, &vlen);
-		buf_add(&val, v, vlen);
+		if (buf_add(&val, v, vlen)) {
+			perr(ps, ps->line, "%s %s: value too long",
+			     ps->label.data, kq);
+			goto out;
+		}
 	}
 
 	id = param_lookup(ps, key, klen);
@@ -1363,7 +1389,8 @@ static void assignment(struct parser *ps, struct scan *s)
 	if (value_parse(&nv, &params[id], val.data, val.len, &why)) {
 		/* Remembered, for duplicates and to spare follow-up errors. */
 		slot->bad = 1;
-		perr(ps, ps->line, "%s %s: %s", ps->label.data, kq, why.data);
+		perr(ps, ps->line, "%s %s: %s%s", ps->label.data, kq, why.data,
+		     buf_error(&why) ? " [...]" : "");
 		goto out;
 	}
 	slot->text = nv.text;
@@ -1797,7 +1824,10 @@ int config_dump(struct buf *out, const struct config *cfg, unsigned flags)
 			continue;
 		buf_reset(&label);
 		fmt_label(&label, params[i].section, NULL);
-		rc = dump_line(out, label.data, (enum config_id)i, &cfg->v[i]);
+		rc = buf_error(&label);
+		if (!rc)
+			rc = dump_line(out, label.data, (enum config_id)i,
+				       &cfg->v[i]);
 		if (rc)
 			goto out;
 	}
@@ -1806,6 +1836,9 @@ int config_dump(struct buf *out, const struct config *cfg, unsigned flags)
 
 		buf_reset(&label);
 		fmt_label(&label, "project", p->name);
+		rc = buf_error(&label);
+		if (rc)
+			goto out;
 		for (i = 0, n = 0; i < CFG__COUNT; i++) {
 			if (!(params[i].flags & CONFIG_PER_PROJECT) &&
 			    !is_project_only((enum config_id)i))
@@ -1947,10 +1980,11 @@ static void man_text(struct buf *out, const char *s)
 /* One parameter: ".TP", then "key (type, default; bounds)" and the
  * description, every line starting with \& so a value cannot become a
  * request. */
-static void man_param(struct buf *out, enum config_id id, int in_project)
+static int man_param(struct buf *out, enum config_id id, int in_project)
 {
 	const struct config_param *p = &params[id];
 	struct buf cell = BUF_INIT(4096);
+	int rc;
 
 	buf_adds(out, ".TP\n\\&\\fB");
 	man_text(out, p->key);
@@ -1965,16 +1999,21 @@ static void man_param(struct buf *out, enum config_id id, int in_project)
 		buf_addf(&cell, "default `%s`", p->def);
 	buf_adds(&cell, "; ");
 	doc_bounds(&cell, p);
-	man_text(out, cell.data);
-	buf_adds(out, ")\n\\&");
-	man_text(out, p->desc);
-	buf_addch(out, '\n');
+	rc = buf_error(&cell);
+	if (!rc) {
+		man_text(out, cell.data);
+		buf_adds(out, ")\n\\&");
+		man_text(out, p->desc);
+		rc = buf_addch(out, '\n');
+	}
 	buf_release(&cell);
+	return rc;
 }
 
 int config_doc_man(struct buf *out)
 {
 	size_t s, i;
+	int rc = 0;
 
 	for (s = 0; s < SECTIONS_NR; s++) {
 		if (s == SECTION_PROJECT)
@@ -1991,10 +2030,13 @@ int config_doc_man(struct buf *out)
 			if (s == SECTION_PROJECT &&
 			    (is_project_only((enum config_id)i) ||
 			     (p->flags & CONFIG_PER_PROJECT)))
-				man_param(out, (enum config_id)i, 1);
+				rc = man_param(out, (enum config_id)i, 1);
 			else if (s != SECTION_PROJECT &&
 				 !strcmp(p->section, sections[s].name))
-				man_param(out, (enum config_id)i, 0);
+				rc = man_param(out, (enum config_id)i, 0);
+			if (rc)
+				return err_set(PB_ELIMIT,
+					       "documentation too long");
 		}
 	}
 	/* A full buffer shows as a failed last append. */

@@ -14,6 +14,7 @@
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fileio.h"
+#include "util/hashmap.h"
 #include "util/limits.h"
 #include "util/perm.h"
 #include "util/printable.h"
@@ -29,87 +30,6 @@
 #include <string.h>
 #include <strings.h>
 #include <yaml.h>
-
-/* ---- a string-keyed hash map (keys copied, values borrowed) ---- */
-
-struct strmap_slot {
-	char *key; /* NULL: empty slot */
-	void *val;
-};
-
-struct strmap {
-	struct strmap_slot *slots;
-	size_t nr;
-	size_t cap; /* 0 or a power of two */
-};
-
-static uint64_t str_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-static struct strmap_slot *strmap_slot(const struct strmap *m, const char *key)
-{
-	size_t i = (size_t)str_hash(key) & (m->cap - 1);
-
-	while (m->slots[i].key && strcmp(m->slots[i].key, key))
-		i = (i + 1) & (m->cap - 1);
-	return &m->slots[i];
-}
-
-static void *strmap_get(const struct strmap *m, const char *key)
-{
-	struct strmap_slot *slot;
-
-	if (!m->cap)
-		return NULL;
-	slot = strmap_slot(m, key);
-	return slot->key ? slot->val : NULL;
-}
-
-static void strmap_grow(struct strmap *m)
-{
-	struct strmap old = *m;
-	size_t i;
-
-	m->cap = old.cap ? old.cap * 2 : 16;
-	m->slots = xcalloc(m->cap, sizeof(*m->slots));
-	for (i = 0; i < old.cap; i++)
-		if (old.slots[i].key)
-			*strmap_slot(m, old.slots[i].key) = old.slots[i];
-	free(old.slots);
-}
-
-/* Insert, or replace the value of an existing key. */
-static void strmap_put(struct strmap *m, const char *key, void *val)
-{
-	struct strmap_slot *slot;
-
-	if ((m->nr + 1) * 2 > m->cap)
-		strmap_grow(m);
-	slot = strmap_slot(m, key);
-	if (!slot->key) {
-		slot->key = xstrdup(key);
-		m->nr++;
-	}
-	slot->val = val;
-}
-
-static void strmap_release(struct strmap *m)
-{
-	size_t i;
-
-	for (i = 0; i < m->cap; i++)
-		free(m->slots[i].key);
-	free(m->slots);
-	memset(m, 0, sizeof(*m));
-}
 
 static char *lower_dup(const char *s)
 {

@@ -1306,8 +1306,8 @@ static int gl_list_mrs(struct forge *f, const char *project,
 		rc = url_fail();
 		goto out;
 	}
-	/* updated_after is inclusive (doc/api/merge_requests.md "List
-	 * project merge requests"): overlap and de-duplicate. */
+	/* updated_after is "on or after" (GitLab doc/api/merge_requests.md,
+	 * "List project merge requests"): overlap and de-duplicate. */
 	if ((rc = url_param(&u, "state", q && q->state ? q->state : "all")) <
 		    0 ||
 	    (rc = url_param(&u, "order_by", "updated_at")) < 0 ||
@@ -1787,7 +1787,8 @@ out:
  * Posting exactly once.  A POST that failed in a way that leaves its
  * outcome unknown (timeout or reset after sending, a 5xx) is not sent
  * again blindly: after a pause we look for its marker, and post again only
- * when it is absent: GitLab's REST API takes no idempotency key.
+ * when it is absent: GitLab's REST API takes no idempotency key
+ * (docs/DESIGN.md rule 3).
  */
 typedef int (*gl_recover_fn)(struct marker_search *ms, void *arg);
 
@@ -2007,9 +2008,9 @@ static int gl_create_discussion(struct forge_discussion *out, struct forge *f,
 	member_str(&w, "body", text.data, text.len);
 	if (pos) {
 		/* Lines: added → new only, removed → old only, context →
-		 * both (doc/api/discussions.md "Create a new thread in the
-		 * merge request diff"); forge_position_set_line() builds
-		 * them. */
+		 * both (GitLab doc/api/discussions.md, "Create a new thread
+		 * in the merge request diff"); forge_position_set_line()
+		 * builds them. */
 		jsonw_key(&w, "position");
 		jsonw_obj_begin(&w);
 		member_strz(&w, "position_type", "text");
@@ -2537,7 +2538,8 @@ static int gl_find_user_by_email(struct forge_user *out, struct forge *f,
 	/*
 	 * search= matches names fuzzily and emails exactly: public ones,
 	 * and for an administrator private and confirmed secondary ones
-	 * (doc/api/users.md "List users"); compare the answers ourselves.
+	 * (GitLab doc/api/users.md, "List users"); compare the answers
+	 * ourselves.
 	 */
 	if (buf_adds(&u, gl->api) < 0 || buf_adds(&u, "/users") < 0) {
 		rc = url_fail();

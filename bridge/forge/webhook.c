@@ -4,6 +4,7 @@
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fileio.h"
+#include "util/hashmap.h"
 #include "util/limits.h"
 #include "util/log.h"
 #include "util/printable.h"
@@ -34,24 +35,23 @@
 
 /*
  * Delivery keys seen recently: a fixed table of entries on a recency list
- * (newest first) and in hash chains.  Only requests that carried the
- * right token reach it, so a plain FNV-1a hash is enough.
+ * (newest first) and in a hash map sized for all of them.  Only requests
+ * that carried the right token reach it, so a plain FNV-1a hash is
+ * enough.
  */
 #define LRU_NIL UINT32_MAX
 /* "i:" (Idempotency-Key) or "e:" (event UUID), the key, NUL */
 #define LRU_KEY_MAX (WEBHOOK_KEY_MAX + 3)
 
 struct lru_entry {
+	struct hashmap_entry ent;
 	char key[LRU_KEY_MAX];
-	uint32_t hash;
 	uint32_t newer, older; /* recency list */
-	uint32_t next; /* hash chain */
 };
 
 struct lru {
 	struct lru_entry *e;
-	uint32_t *bucket;
-	uint32_t mask; /* bucket count - 1 */
+	struct hashmap map;
 	uint32_t cap, used;
 	uint32_t newest, oldest;
 };
@@ -137,27 +137,11 @@ int webhook_secret_equal(const char *a, const char *b)
  * The de-duplication table.
  */
 
-static uint32_t fnv1a(const char *s)
-{
-	uint32_t h = 2166136261u;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 16777619u;
-	}
-	return h;
-}
-
 static void lru_init(struct lru *l, size_t cap)
 {
-	uint32_t n = 1;
-
-	while (n < 2 * cap)
-		n <<= 1;
 	l->e = xcalloc(cap, sizeof(*l->e));
-	l->bucket = xmalloc(n * sizeof(*l->bucket));
-	memset(l->bucket, 0xff, n * sizeof(*l->bucket));
-	l->mask = n - 1;
+	/* sized for every entry: it never grows while serving */
+	hashmap_init(&l->map, cap);
 	l->cap = (uint32_t)cap;
 	l->used = 0;
 	l->newest = l->oldest = LRU_NIL;
@@ -166,7 +150,7 @@ static void lru_init(struct lru *l, size_t cap)
 static void lru_release(struct lru *l)
 {
 	free(l->e);
-	free(l->bucket);
+	hashmap_release(&l->map);
 	memset(l, 0, sizeof(*l));
 }
 
@@ -199,11 +183,15 @@ static void lru_push_newest(struct lru *l, uint32_t i)
 
 static uint32_t lru_find(struct lru *l, const char *key)
 {
-	uint32_t h = fnv1a(key), i;
+	struct hashmap_entry *h;
 
-	for (i = l->bucket[h & l->mask]; i != LRU_NIL; i = l->e[i].next)
-		if (l->e[i].hash == h && !strcmp(l->e[i].key, key))
-			return i;
+	for (h = hashmap_first(&l->map, hash_fnv1a_str(key)); h;
+	     h = hashmap_next(h)) {
+		struct lru_entry *e = CONTAINER_OF(h, struct lru_entry, ent);
+
+		if (!strcmp(e->key, key))
+			return (uint32_t)(e - l->e);
+	}
 	return LRU_NIL;
 }
 
@@ -216,24 +204,19 @@ static void lru_touch(struct lru *l, uint32_t i)
 static void lru_add(struct lru *l, const char *key)
 {
 	struct lru_entry *e;
-	uint32_t i, *p;
+	uint32_t i;
 
 	if (l->used < l->cap) {
 		i = l->used++;
 	} else {
-		/* Evict the oldest: off the recency list and its chain. */
+		/* Evict the oldest: off the recency list and the map. */
 		i = l->oldest;
 		lru_unlink(l, i);
-		p = &l->bucket[l->e[i].hash & l->mask];
-		while (*p != i)
-			p = &l->e[*p].next;
-		*p = l->e[i].next;
+		hashmap_remove(&l->map, &l->e[i].ent);
 	}
 	e = &l->e[i];
 	snprintf(e->key, sizeof(e->key), "%s", key);
-	e->hash = fnv1a(key);
-	e->next = l->bucket[e->hash & l->mask];
-	l->bucket[e->hash & l->mask] = i;
+	hashmap_add(&l->map, &e->ent, hash_fnv1a_str(e->key));
 	lru_push_newest(l, i);
 }
 

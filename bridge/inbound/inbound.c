@@ -6,6 +6,7 @@
 #include "inbound/plan.h"
 #include "inbound/position.h"
 #include "inbound/usermap.h"
+#include "mail/digest.h"
 #include "mail/review.h"
 #include "state/spool.h"
 #include "util/err.h"
@@ -38,6 +39,15 @@ struct loaded {
 	void *obj;
 };
 
+/* The files named by one parameter: owners_file or user_map. */
+enum loaded_kind { LOADED_OWNERS, LOADED_USERMAP };
+
+struct loaded_set {
+	enum loaded_kind kind;
+	struct loaded *v;
+	size_t nr, alloc;
+};
+
 struct inbound {
 	const struct config *cfg;
 	struct store *st;
@@ -47,10 +57,8 @@ struct inbound {
 	int retry_now;
 	const volatile sig_atomic_t *stop;
 	struct inbound_stats stats;
-	struct loaded *owners;
-	size_t nr_owners, alloc_owners;
-	struct loaded *maps;
-	size_t nr_maps, alloc_maps;
+	struct loaded_set owners; /* struct owners */
+	struct loaded_set maps; /* struct usermap */
 	int64_t next_prune; /* when done/ is pruned next */
 	int backfilled; /* the archive holds the spool's older mails */
 };
@@ -71,22 +79,14 @@ void inbound_message_id_span(const char **start, size_t *len, const char *id)
 
 char *inbound_message_id(const char *id, const char *raw, size_t len)
 {
-	static const char hex[] = "0123456789abcdef";
-	unsigned char d[32];
+	char h[DIGEST_HEX128_SIZE];
 	const char *p;
-	char h[33];
 	size_t n;
-	int i;
 
 	inbound_message_id_span(&p, &n, id);
 	if (n)
 		return xstrndup(p, n);
-	inbound_sha256(d, raw, len);
-	for (i = 0; i < 16; i++) {
-		h[2 * i] = hex[d[i] >> 4];
-		h[2 * i + 1] = hex[d[i] & 15];
-	}
-	h[32] = '\0';
+	digest_sha256_hex128(h, raw, len);
 	return xasprintf("nomsgid.%s@patchbridge.invalid", h);
 }
 
@@ -141,6 +141,36 @@ out:
 	return rc;
 }
 
+static int load_file(void **out, enum loaded_kind kind, const char *path)
+{
+	struct owners *o = NULL;
+	struct usermap *m = NULL;
+	int rc;
+
+	if (kind == LOADED_OWNERS)
+		rc = owners_load(&o, path);
+	else
+		rc = usermap_load(&m, path);
+	*out = kind == LOADED_OWNERS ? (void *)o : (void *)m;
+	return rc;
+}
+
+static void loaded_release(struct loaded_set *set)
+{
+	size_t i;
+
+	for (i = 0; i < set->nr; i++) {
+		free(set->v[i].path);
+		if (set->kind == LOADED_OWNERS)
+			owners_free(set->v[i].obj);
+		else
+			usermap_free(set->v[i].obj);
+	}
+	free(set->v);
+	set->v = NULL;
+	set->nr = set->alloc = 0;
+}
+
 int inbound_new(struct inbound **out, const struct inbound_opts *opts)
 {
 	const char *dir = config_str(opts->cfg, CFG_SPOOL_DIR);
@@ -156,6 +186,8 @@ int inbound_new(struct inbound **out, const struct inbound_opts *opts)
 	ib->retry_now = opts->retry_now;
 	ib->stop = opts->stop;
 	ib->lock_fd = -1;
+	ib->owners.kind = LOADED_OWNERS;
+	ib->maps.kind = LOADED_USERMAP;
 	rc = spool_open(&ib->sp, dir, SPOOL_READER);
 	if (rc)
 		goto out;
@@ -185,20 +217,10 @@ out:
 
 void inbound_free(struct inbound *ib)
 {
-	size_t i;
-
 	if (!ib)
 		return;
-	for (i = 0; i < ib->nr_owners; i++) {
-		free(ib->owners[i].path);
-		owners_free(ib->owners[i].obj);
-	}
-	free(ib->owners);
-	for (i = 0; i < ib->nr_maps; i++) {
-		free(ib->maps[i].path);
-		usermap_free(ib->maps[i].obj);
-	}
-	free(ib->maps);
+	loaded_release(&ib->owners);
+	loaded_release(&ib->maps);
 	spool_free(ib->sp);
 	if (ib->lock_fd >= 0)
 		close(ib->lock_fd); /* releases the flock */
@@ -268,7 +290,7 @@ static int record(struct inbound *ib, const struct store_inbound *in,
 	return store_commit(ib->st);
 }
 
-static int ingest_one(struct inbound *ib, const char *name)
+static int ingest_one(struct inbound *ib, const char *name, int64_t now)
 {
 	struct spool_record rec;
 	struct store_inbound in, row;
@@ -311,6 +333,9 @@ static int ingest_one(struct inbound *ib, const char *name)
 		log_warn("inbound: %s: %s; only this host can apply it", name,
 			 err_msg());
 	}
+	/* Due in the pass that journals it, however long journaling the
+	 * whole spool takes: that pass applies with this clock. */
+	in.next_attempt = now > 0 ? now : 0;
 	rc = record(ib, &in, &rec);
 	if (!rc) {
 		ib->stats.ingested++;
@@ -356,7 +381,6 @@ int inbound_ingest_spool(struct inbound *ib, int64_t now)
 	char name[SPOOL_NAME_MAX + 1];
 	int rc;
 
-	(void)now;
 	for (;;) {
 		if (stopping(ib))
 			return 0;
@@ -365,7 +389,7 @@ int inbound_ingest_spool(struct inbound *ib, int64_t now)
 			return 0;
 		if (rc)
 			return rc;
-		rc = ingest_one(ib, name);
+		rc = ingest_one(ib, name, now);
 		if (rc == PB_ETEMP) {
 			char cause[PB_ERRMSG_MAX];
 
@@ -477,77 +501,37 @@ out:
 	return rc;
 }
 
-static void *loaded_get(struct loaded **v, size_t *nr, size_t *alloc,
-			const char *path, int *found)
+/*
+ * The object loaded from path (NULL for an empty path), loaded at its
+ * first use.  A file that does not load is a temporary failure: the mail
+ * waits until it is fixed.
+ */
+static int loaded_get(void **out, struct loaded_set *set, const char *path)
 {
+	void *obj = NULL;
 	size_t i;
+	int rc;
 
-	*found = 0;
-	for (i = 0; i < *nr; i++)
-		if (!strcmp((*v)[i].path, path)) {
-			*found = 1;
-			return (*v)[i].obj;
+	*out = NULL;
+	if (!path[0])
+		return 0;
+	for (i = 0; i < set->nr; i++)
+		if (!strcmp(set->v[i].path, path)) {
+			*out = set->v[i].obj;
+			return 0;
 		}
-	(void)alloc;
-	return NULL;
-}
-
-static void loaded_put(struct loaded **v, size_t *nr, size_t *alloc,
-		       const char *path, void *obj)
-{
-	ALLOC_GROW(*v, *nr + 1, *alloc);
-	(*v)[*nr].path = xstrdup(path);
-	(*v)[*nr].obj = obj;
-	(*nr)++;
-}
-
-/* owners.yaml of a project (NULL without one).  A file that does not
- * load is a temporary failure: the mail waits until it is fixed. */
-static int get_owners(struct owners **out, struct inbound *ib,
-		      const struct config_project *p)
-{
-	const char *path = config_project_str(p, CFG_INBOUND_OWNERS_FILE);
-	struct owners *o = NULL;
-	int found, rc;
-
-	*out = NULL;
-	if (!path[0])
-		return 0;
-	*out = loaded_get(&ib->owners, &ib->nr_owners, &ib->alloc_owners, path,
-			  &found);
-	if (found)
-		return 0;
-	rc = owners_load(&o, path);
+	rc = load_file(&obj, set->kind, path);
 	if (rc) {
 		log_error("inbound: %s", err_msg());
-		return err_prefix(PB_ETEMP, "owners_file does not load");
+		return err_prefix(PB_ETEMP, "%s does not load",
+				  set->kind == LOADED_OWNERS ? "owners_file" :
+							       "user_map");
 	}
-	loaded_put(&ib->owners, &ib->nr_owners, &ib->alloc_owners, path, o);
-	*out = o;
-	return 0;
-}
-
-static int get_usermap(struct usermap **out, struct inbound *ib,
-		       const struct config_project *p)
-{
-	const char *path = config_project_str(p, CFG_INBOUND_USER_MAP);
-	struct usermap *m = NULL;
-	int found, rc;
-
-	*out = NULL;
-	if (!path[0])
-		return 0;
-	*out = loaded_get(&ib->maps, &ib->nr_maps, &ib->alloc_maps, path,
-			  &found);
-	if (found)
-		return 0;
-	rc = usermap_load(&m, path);
-	if (rc) {
-		log_error("inbound: %s", err_msg());
-		return err_prefix(PB_ETEMP, "user_map does not load");
-	}
-	loaded_put(&ib->maps, &ib->nr_maps, &ib->alloc_maps, path, m);
-	*out = m;
+	ALLOC_GROW(set->v, set->nr + 1, set->alloc);
+	set->v[set->nr].path = xstrdup(path);
+	set->v[set->nr].obj = obj;
+	set->nr++;
+	*out = obj;
 	return 0;
 }
 
@@ -1051,6 +1035,7 @@ static int work(struct inbound *ib, struct job *j)
 	struct plan_ctx ctx;
 	struct plan plan;
 	struct store_revision latest;
+	void *obj = NULL;
 	int rc, ours = 0, enabled;
 
 	plan_init(&plan);
@@ -1061,6 +1046,8 @@ static int work(struct inbound *ib, struct job *j)
 		config_str(cfg, CFG_MILTER_TRUSTED_AUTHSERV_ID);
 	if (!ro.trusted_authserv_id[0])
 		ro.trusted_authserv_id = NULL;
+	ro.trusted_fields =
+		(size_t)config_int(cfg, CFG_MILTER_TRUSTED_AUTHRES_FIELDS);
 
 	rc = load_record(ib, j);
 	if (rc == PB_ENOTFOUND || rc == PB_EINVAL) {
@@ -1140,9 +1127,16 @@ static int work(struct inbound *ib, struct job *j)
 	}
 	rc = find_thread(ib, j);
 	if (!rc)
-		rc = get_owners(&j->mc.owners, ib, j->proj);
-	if (!rc)
-		rc = get_usermap(&j->mc.map, ib, j->proj);
+		rc = loaded_get(&obj, &ib->owners,
+				config_project_str(j->proj,
+						   CFG_INBOUND_OWNERS_FILE));
+	if (!rc) {
+		j->mc.owners = obj;
+		rc = loaded_get(&obj, &ib->maps,
+				config_project_str(j->proj,
+						   CFG_INBOUND_USER_MAP));
+		j->mc.map = obj;
+	}
 	if (rc)
 		goto out;
 
@@ -1160,8 +1154,13 @@ static int work(struct inbound *ib, struct job *j)
 	if (rc)
 		goto out;
 
+	/* the milter kept only the beginning of a mail over its size */
+	if (j->rec.received > (int64_t)j->rec.message.len)
+		j->review->truncated = 1;
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.authserv_id = ro.trusted_authserv_id;
+	ctx.message_id = row->message_id;
+	ctx.archive_url = config_project_str(j->proj, CFG_INBOUND_ARCHIVE_URL);
 	ctx.require_auth =
 		config_project_bool(j->proj, CFG_INBOUND_REQUIRE_AUTH);
 	ctx.policy = config_project_enum(j->proj, CFG_INBOUND_APPROVAL_POLICY);

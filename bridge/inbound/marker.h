@@ -3,7 +3,7 @@
  *
  * Every forge write for an inbound mail is action (Message-ID, index)
  * (DESIGN.md rule 3).  Its marker key is "pb1-" + the first 32 hex digits
- * of SHA-256 over the Message-ID (without <>) + "." + the index, e.g.
+ * of SHA-256 (mail/digest.h) over the Message-ID (without <>) + "." + the index, e.g.
  * "pb1-9f86d081884c7d659a2feaa0c55ad015.1001": within the key alphabet of
  * forge_marker_key_check(), the same for every attempt, and distinct for
  * distinct mails - a cryptographic hash, because Message-IDs are chosen
@@ -23,8 +23,5 @@
 
 void inbound_marker_key(char out[INBOUND_MARKER_KEY_SIZE],
 			const char *message_id, int index);
-
-/* SHA-256 (FIPS 180-4) of p[0..len) into digest. */
-void inbound_sha256(unsigned char digest[32], const void *p, size_t len);
 
 #endif

@@ -171,6 +171,24 @@ int plan_footer(struct buf *out, const struct review *r,
 	return rc;
 }
 
+/* "; what the Authentication-Results fields said", when there is more
+ * to say than "no pass": forged fields ignored, passes that do not
+ * align (authres.h). */
+static int add_auth_why(struct buf *b, const struct style *st,
+			const struct authres_summary *s, const char *id)
+{
+	struct buf why = BUF_INIT(1024);
+	int rc = authres_summary_why(&why, s, id);
+
+	if (!rc && why.len) {
+		rc = buf_adds(b, "; ");
+		if (!rc)
+			rc = st->text(b, why.data);
+	}
+	buf_release(&why);
+	return rc;
+}
+
 /* The reason a trailer was not honoured, with its particulars. */
 static int add_reason(struct buf *b, const struct style *st,
 		      enum approval_verdict v, const struct review *r,
@@ -188,6 +206,8 @@ static int add_reason(struct buf *b, const struct style *st,
 			rc = buf_adds(b, "no DKIM or DMARC pass from ");
 			if (!rc)
 				rc = st->text(b, id);
+			if (!rc)
+				rc = add_auth_why(b, st, &r->auth, id);
 		} else if (!rc) {
 			rc = buf_adds(b, "no trusted authserv-id is "
 					 "configured");
@@ -377,6 +397,112 @@ static int add_footer(struct buf *b, const struct buf *foot)
 	return rc;
 }
 
+/* Percent-encode a Message-ID for a URL path segment, as public-inbox
+ * links them ('/' and what is not a pchar encoded). */
+static int add_url_id(struct buf *b, const char *id)
+{
+	int rc = 0;
+
+	for (; *id && !rc; id++) {
+		int c = (unsigned char)*id;
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || strchr("-._~!$&'()*+,;=:@", c))
+			rc = buf_addch(b, c);
+		else
+			rc = buf_addf(b, "%%%02X", c);
+	}
+	return rc;
+}
+
+/* "\[...\] truncated, the whole mail is at LINK" as a paragraph. */
+static int add_cut_notice(struct buf *b, const struct plan_ctx *ctx)
+{
+	const char *id = ctx->message_id ? ctx->message_id : "";
+	struct buf url = BUF_INIT(PB_HTTP_URL_MAX);
+	int rc;
+
+	rc = buf_adds(b, "\\[...\\] truncated, the whole mail is ");
+	if (!rc && ctx->archive_url && ctx->archive_url[0] && id[0]) {
+		rc = buf_adds(&url, ctx->archive_url);
+		if (!rc)
+			rc = buf_addch(&url, '/');
+		if (!rc)
+			rc = add_url_id(&url, id);
+		if (!rc)
+			rc = buf_addch(&url, '/');
+		if (!rc)
+			rc = buf_adds(b, "at ");
+		if (!rc)
+			rc = escape_inline(b, url.data, url.len);
+	} else if (!rc && id[0]) {
+		rc = buf_adds(b, "on the list as Message-ID &lt;");
+		if (!rc)
+			rc = adds_inline(b, id);
+		if (!rc)
+			rc = buf_adds(b, "&gt;");
+	} else if (!rc) {
+		rc = buf_adds(b, "on the list");
+	}
+	if (!rc)
+		rc = buf_addch(b, '\n');
+	buf_release(&url);
+	return rc;
+}
+
+/* The end of the longest prefix of text[0..n) that ends a line, or n cut
+ * back to a UTF-8 character when there is none. */
+static size_t prefix_end(const char *text, size_t n)
+{
+	size_t i = n;
+
+	while (i > 0 && text[i - 1] != '\n')
+		i--;
+	if (i)
+		return i;
+	while (n > 0 && ((unsigned char)text[n] & 0xc0) == 0x80)
+		n--;
+	return n;
+}
+
+/*
+ * Append text[0..len), escaped, as far as it fits in room bytes: whole
+ * lines from the start (the longest prefix, found by halving), *cut set
+ * when some of it was left out.  Errors other than not fitting are
+ * returned.
+ */
+static int add_fitting(struct buf *b, const char *text, size_t len, size_t room,
+		       int *cut)
+{
+	struct buf t = BUF_INIT(room);
+	size_t lo = 0, hi = len, mid;
+	int rc = escape_markdown(&t, text, len);
+
+	if (rc == PB_ELIMIT) {
+		*cut = 1;
+		while (lo < hi) {
+			mid = lo + (hi - lo + 1) / 2;
+			buf_reset(&t);
+			if (escape_markdown(&t, text, prefix_end(text, mid)))
+				hi = mid - 1;
+			else
+				lo = mid;
+		}
+		buf_reset(&t);
+		rc = escape_markdown(&t, text, prefix_end(text, lo));
+	}
+	if (!rc)
+		rc = buf_addbuf(b, &t);
+	buf_release(&t);
+	return rc;
+}
+
+/* Room left in a body of PLAN_BODY_MAX next to parts of used bytes. */
+static size_t room_for(size_t used)
+{
+	return used < PLAN_BODY_MAX ? PLAN_BODY_MAX - used : 0;
+}
+
 static int is_blank(const char *s)
 {
 	for (; s && *s; s++)
@@ -384,6 +510,9 @@ static int is_blank(const char *s)
 			return 0;
 	return 1;
 }
+
+/* Bytes of a diff line quoted in a plain discussion. */
+#define PLAN_QUOTE_MAX 1024
 
 /* The text of the diff line an inline comment sits on, or NULL. */
 static const struct diff_line *find_line(const struct diff *d,
@@ -421,9 +550,20 @@ static int add_where(struct buf *b, const struct review_inline *x,
 	if (!rc)
 		rc = buf_adds(b, ":\n\n");
 	if (!rc && l) {
+		/* a line too long to quote whole: its beginning */
+		size_t n = l->len;
+
+		if (n > PLAN_QUOTE_MAX) {
+			n = PLAN_QUOTE_MAX;
+			while (n > 0 &&
+			       ((unsigned char)l->text[n] & 0xc0) == 0x80)
+				n--;
+		}
 		rc = buf_addch(&q, l->kind);
 		if (!rc)
-			rc = buf_add(&q, l->text, l->len);
+			rc = buf_add(&q, l->text, n);
+		if (!rc && n < l->len)
+			rc = buf_adds(&q, " [...]");
 		if (!rc)
 			rc = escape_code_block(b, q.data, q.len, "diff");
 		if (!rc)
@@ -466,20 +606,32 @@ static int inline_action(struct plan *p, const struct review *r, size_t i,
 	struct buf body = BUF_INIT(PLAN_BODY_MAX);
 	struct buf fb = BUF_INIT(PLAN_BODY_MAX);
 	struct buf foot = BUF_INIT(PLAN_BODY_MAX);
+	struct buf where = BUF_INIT(PLAN_BODY_MAX / 2);
+	struct buf cutn = BUF_INIT(PLAN_BODY_MAX / 2);
 	enum forge_line_kind kind = FORGE_LINE_CONTEXT;
 	int64_t old_line = 0, new_line = 0;
 	struct plan_action *a;
-	int rc, placed;
+	int rc, placed, cut = 0;
 
 	rc = plan_footer(&foot, r, ctx);
 	if (!rc)
-		rc = escape_markdown(&body, x->body, strlen(x->body));
+		rc = add_cut_notice(&cutn, ctx);
+	if (!rc)
+		rc = add_where(&where, x, ctx);
+	/* the comment fits next to the footer and the notice, and to where
+	 * it is in the fallback */
+	if (!rc)
+		rc = add_fitting(&body, x->body, strlen(x->body),
+				 room_for(where.len + foot.len + cutn.len + 8),
+				 &cut);
+	if (!rc && cut)
+		rc = buf_addbuf(&body, &cutn);
+	if (!rc)
+		rc = buf_addbuf(&fb, &where);
+	if (!rc)
+		rc = buf_addbuf(&fb, &body);
 	if (!rc)
 		rc = add_footer(&body, &foot);
-	if (!rc)
-		rc = add_where(&fb, x, ctx);
-	if (!rc)
-		rc = escape_markdown(&fb, x->body, strlen(x->body));
 	if (!rc)
 		rc = add_footer(&fb, &foot);
 	if (rc)
@@ -515,6 +667,8 @@ out:
 	buf_release(&body);
 	buf_release(&fb);
 	buf_release(&foot);
+	buf_release(&where);
+	buf_release(&cutn);
 	return rc;
 }
 
@@ -523,11 +677,13 @@ int plan_build(struct plan *out, const struct review *r,
 {
 	struct buf body = BUF_INIT(PLAN_BODY_MAX);
 	struct buf foot = BUF_INIT(PLAN_BODY_MAX);
+	struct buf tl = BUF_INIT(PLAN_BODY_MAX / 2);
+	struct buf cutn = BUF_INIT(PLAN_BODY_MAX / 2);
 	struct decided *d = NULL;
 	struct plan_action *a;
 	const char *nak_user = NULL;
-	size_t i;
-	int rc, fold;
+	size_t i, fixed;
+	int rc, fold, cut = 0;
 
 	plan_init(out);
 	d = xcalloc(r->trailers.nr + 1, sizeof(*d));
@@ -538,32 +694,56 @@ int plan_build(struct plan *out, const struct review *r,
 		goto out;
 	add_verdicts(&out->verdicts, r, ctx, d);
 
-	/* 0, or 2001 for a NAK: the sender's words and the trailers. */
+	/* 0, or 2001 for a NAK: the sender's words and the trailers.  What
+	 * became of the trailers, the NAK and the footer always fit; the
+	 * sender's words get the room that is left. */
 	fold = ctx->fold_inline || (r->nak && is_blank(r->comment));
 	if (r->nak || !is_blank(r->comment) || r->trailers.nr ||
-	    (ctx->fold_inline && r->nr_inline)) {
-		if (r->nak)
+	    (ctx->fold_inline && r->nr_inline) || r->truncated) {
+		if (r->trailers.nr)
+			rc = add_trailers(&tl, r, ctx, d);
+		if (!rc)
+			rc = add_cut_notice(&cutn, ctx);
+		if (!rc && r->nak)
 			rc = buf_adds(&body, is_blank(r->comment) ? "NAK.\n" :
 								    "NAK:\n\n");
+		fixed = tl.len + foot.len + cutn.len + 8;
 		if (!rc && !is_blank(r->comment))
-			rc = escape_markdown(&body, r->comment,
-					     strlen(r->comment));
+			rc = add_fitting(&body, r->comment, strlen(r->comment),
+					 room_for(body.len + fixed), &cut);
 		/* A NAK said only inline, or a reply to a forge comment:
 		 * the body quotes each line and what was said under it. */
-		for (i = 0; fold && i < r->nr_inline && !rc; i++) {
+		for (i = 0; fold && i < r->nr_inline && !rc && !cut; i++) {
+			size_t at = body.len;
+
 			if (body.len)
 				rc = buf_addch(&body, '\n');
 			if (!rc)
 				rc = add_where(&body, &r->inl[i], ctx);
+			if (!rc && body.len + fixed > PLAN_BODY_MAX)
+				rc = PB_ELIMIT;
 			if (!rc)
-				rc = escape_markdown(&body, r->inl[i].body,
-						     strlen(r->inl[i].body));
+				rc = add_fitting(&body, r->inl[i].body,
+						 strlen(r->inl[i].body),
+						 room_for(body.len + fixed),
+						 &cut);
+			if (rc == PB_ELIMIT) { /* not even where it is */
+				buf_truncate(&body, at);
+				cut = 1;
+				rc = 0;
+			}
 		}
-		if (!rc && r->trailers.nr) {
+		if (!rc && (cut || r->truncated)) {
 			if (body.len)
 				rc = buf_addch(&body, '\n');
 			if (!rc)
-				rc = add_trailers(&body, r, ctx, d);
+				rc = buf_addbuf(&body, &cutn);
+		}
+		if (!rc && tl.len) {
+			if (body.len)
+				rc = buf_addch(&body, '\n');
+			if (!rc)
+				rc = buf_addbuf(&body, &tl);
 		}
 		if (!rc)
 			rc = add_footer(&body, &foot);
@@ -620,5 +800,7 @@ out:
 	free(d);
 	buf_release(&body);
 	buf_release(&foot);
+	buf_release(&tl);
+	buf_release(&cutn);
 	return rc;
 }

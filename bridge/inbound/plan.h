@@ -26,7 +26,13 @@
  *
  * Bodies are escaped (inbound/escape.h) and end with the footer naming
  * the sender and whether the sender was verified; the hidden marker is
- * added by the forge client (forge_body_with_marker()).  A NAK mail's
+ * added by the forge client (forge_body_with_marker()).  Each fits
+ * PLAN_BODY_MAX, below GitLab's note limit: what the sender wrote is cut
+ * to fit (whole lines, from the end) after everything else - the NAK,
+ * what became of each trailer, the footer - and a note that was cut, or
+ * whose mail was cut before (review->truncated), says so: "[...]
+ * truncated, the whole mail is at" the archive link (archive_url + "/" +
+ * Message-ID + "/") or its Message-ID.  A NAK mail's
  * comment is its NAK discussion (2001), not a comment of its own.
  *
  * The caller supplies what needs the outside world through callbacks:
@@ -58,7 +64,13 @@
 #define PLAN_IDX_NAK_DISCUSSION 2001
 #define PLAN_IDX_NAK_UNAPPROVE 2002
 
-/* Bodies are capped below GitLab's own note limit. */
+/*
+ * Bodies are capped below GitLab's own note limit: a note of more than
+ * 1,000,000 characters is refused (lib/gitlab/database.rb,
+ * MAX_TEXT_SIZE_LIMIT = 1_000_000; app/models/note.rb validates :note,
+ * length: { maximum: MAX_TEXT_SIZE_LIMIT }); a byte is never less than a
+ * character, and the marker needs the rest.
+ */
 #define PLAN_BODY_MAX (PB_NOTE_BODY_MAX - 1024)
 
 enum plan_kind {
@@ -121,6 +133,8 @@ struct plan_thread {
 
 struct plan_ctx {
 	const char *authserv_id; /* the trusted one; "" or NULL: none */
+	const char *message_id; /* the mail's, without <>; may be NULL */
+	const char *archive_url; /* [inbound] archive_url; "" or NULL: none */
 	int require_auth;
 	enum config_approval_policy policy;
 	int revision; /* vN the mail answers; 0 unknown */

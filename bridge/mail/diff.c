@@ -1,5 +1,6 @@
 #include "mail/diff.h"
 #include "util/err.h"
+#include "util/hashmap.h"
 #include "util/scan.h"
 #include "util/xalloc.h"
 
@@ -10,18 +11,10 @@
 /* ------------------------------------------------------------------ */
 /* keys: the text with all whitespace removed, and its FNV-1a hash */
 
-#define FNV_OFFSET 2166136261ul
-#define FNV_PRIME 16777619ul
-
 static int is_ws(int c)
 {
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' ||
 	       c == '\v';
-}
-
-static unsigned long fnv_step(unsigned long h, unsigned char c)
-{
-	return ((h ^ c) * FNV_PRIME) & 0xffffffffu;
 }
 
 /* A no-break space (U+00A0): mail clients put it for leading blanks. */
@@ -45,16 +38,6 @@ static size_t make_key(char *out, const char *p, size_t len)
 			out[o++] = p[i];
 	}
 	return o;
-}
-
-static unsigned long hash_key(const char *k, size_t n)
-{
-	unsigned long h = FNV_OFFSET;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		h = fnv_step(h, (unsigned char)k[i]);
-	return h;
 }
 
 /* ------------------------------------------------------------------ */
@@ -357,7 +340,7 @@ int diff_parse_flags(struct diff **out, const char *text, size_t len,
 	for (i = 0; i < d->nr_lines; i++) {
 		d->lines[i].key = d->keys.data + b.key_off[i];
 		d->lines[i].hash =
-			hash_key(d->lines[i].key, d->lines[i].key_len);
+			hash_fnv1a(d->lines[i].key, d->lines[i].key_len);
 	}
 	*out = d;
 	d = NULL;
@@ -440,44 +423,46 @@ struct qkey {
 	int skip; /* headers, blank lines: never matched */
 };
 
-struct index {
-	long *head; /* bucket -> first line */
-	long *next; /* line -> next line in its bucket */
-	size_t mask;
+/* One line in an index. */
+struct ix_entry {
+	struct hashmap_entry ent;
+	long line;
 };
 
+struct index {
+	struct hashmap map;
+	struct ix_entry *v; /* one per line */
+};
+
+static long ix_line(const struct hashmap_entry *e)
+{
+	return CONTAINER_OF(e, struct ix_entry, ent)->line;
+}
+
 /* Index the diff's lines by the hash of their key's first plen bytes
- * (plen 0: the whole key). */
+ * (plen 0: the whole key).  Lines of one hash come back in order. */
 static void index_build(struct index *ix, const struct diff *d, size_t plen)
 {
-	size_t n = 16, i;
+	size_t i;
 
-	while (n < d->nr_lines * 2)
-		n <<= 1;
-	ix->mask = n - 1;
-	ix->head = xmalloc(n * sizeof(*ix->head));
-	for (i = 0; i < n; i++)
-		ix->head[i] = -1;
-	ix->next = xmalloc(d->nr_lines * sizeof(*ix->next));
+	hashmap_init(&ix->map, d->nr_lines);
+	ix->v = xcalloc(d->nr_lines ? d->nr_lines : 1, sizeof(*ix->v));
+	/* newest first: add the last line first */
 	for (i = d->nr_lines; i-- > 0;) {
 		const struct diff_line *l = &d->lines[i];
-		unsigned long h;
-		size_t b;
 
-		ix->next[i] = -1;
 		if (plen && l->key_len <= plen)
 			continue;
-		h = plen ? hash_key(l->key, plen) : l->hash;
-		b = h & ix->mask;
-		ix->next[i] = ix->head[b];
-		ix->head[b] = (long)i;
+		ix->v[i].line = (long)i;
+		hashmap_add(&ix->map, &ix->v[i].ent,
+			    plen ? hash_fnv1a(l->key, plen) : l->hash);
 	}
 }
 
 static void index_free(struct index *ix)
 {
-	free(ix->head);
-	free(ix->next);
+	hashmap_release(&ix->map);
+	free(ix->v);
 }
 
 static float key_weight(size_t klen)
@@ -572,14 +557,17 @@ static int line_matches(const struct diff *d, int p, const struct qkey *q,
 static size_t lookup(const struct diff *d, const struct index *ix,
 		     const char *k, size_t kl, char kind, long *out, size_t max)
 {
-	unsigned long h = hash_key(k, kl);
+	uint32_t h = hash_fnv1a(k, kl);
+	const struct hashmap_entry *e;
 	size_t n = 0;
 	long i;
 
-	for (i = ix->head[h & ix->mask]; i >= 0; i = ix->next[i]) {
-		const struct diff_line *l = &d->lines[i];
+	for (e = hashmap_first(&ix->map, h); e; e = hashmap_next(e)) {
+		const struct diff_line *l;
 
-		if (l->hash != h || l->key_len != kl || memcmp(l->key, k, kl) ||
+		i = ix_line(e);
+		l = &d->lines[i];
+		if (l->key_len != kl || memcmp(l->key, k, kl) ||
 		    l->kind != (kind ? kind : ' '))
 			continue;
 		if (n < max)
@@ -595,19 +583,20 @@ static void lookup_head(struct row *r, const struct diff *d,
 			const struct index *px, const char *k, size_t kl,
 			char kind)
 {
-	unsigned long h;
+	const struct hashmap_entry *e;
 	size_t found = 0, visited = 0;
 	long i;
 
 	if (kl < ALIGN_HEAD_MIN)
 		return;
-	h = hash_key(k, ALIGN_HEAD_MIN);
 	/* lines sharing a long head are many in generated code: bound it */
-	for (i = px->head[h & px->mask];
-	     i >= 0 && found <= ALIGN_COMMON && visited++ < 16 * ALIGN_COMMON;
-	     i = px->next[i]) {
-		const struct diff_line *l = &d->lines[i];
+	for (e = hashmap_first(&px->map, hash_fnv1a(k, ALIGN_HEAD_MIN));
+	     e && found <= ALIGN_COMMON && visited++ < 16 * ALIGN_COMMON;
+	     e = hashmap_next(e)) {
+		const struct diff_line *l;
 
+		i = ix_line(e);
+		l = &d->lines[i];
 		if (l->key_len <= kl || memcmp(l->key, k, kl) ||
 		    l->kind != (kind ? kind : ' '))
 			continue;

@@ -30,6 +30,7 @@
 #include "util/buf.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define DIFF_LINES_MAX 200000
 #define DIFF_QUOTE_MAX 20000
@@ -58,7 +59,7 @@ struct diff_line {
 	size_t len;
 	const char *key; /* the text without whitespace, into diff->keys */
 	size_t key_len;
-	unsigned long hash; /* FNV-1a of the key */
+	uint32_t hash; /* FNV-1a of the key (util/hashmap.h) */
 };
 
 struct diff {

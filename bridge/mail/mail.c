@@ -154,6 +154,209 @@ static int check_header(const char *raw, size_t len,
 	return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/*
+ * The pre-scan: how much of a message GMime may see.
+ *
+ * GMime builds the whole MIME tree before anything can look at it: an
+ * object for every boundary line, a header for every header line, so a
+ * few megabytes of "--b\n\n" became millions of parts and gigabytes.  So
+ * before GMime runs, one pass over the lines counts what it would build
+ * and the message is cut at the start of the line where that passes the
+ * limits; GMime then parses only the part before the cut.
+ *
+ * The count must never be lower than what GMime builds, or the cut would
+ * not bound it.  GMime (gmime-parser.c) starts a part at a line that
+ * begins with "--" and a boundary of any multipart it is in, and reads a
+ * header block after each such line and at the start of a message/rfc822
+ * (or a part of a multipart/digest without Content-Type), up to an empty
+ * line; a boundary comes from the Content-Type of a header block.  The
+ * pre-scan is coarser in every step, so it counts at least as much:
+ *
+ *  - every boundary ever declared stays in force (GMime pops them), and
+ *    any line starting with "--" and one of them counts as a part, in a
+ *    header block too, with whatever follows;
+ *  - the boundaries come from every Content-Type field of every header
+ *    block (GMime takes the last), read with GMime's own parser;
+ *  - after every header block whose Content-Type names message/rfc822,
+ *    /rfc2822, /global or /news (or that has none, once a
+ *    multipart/digest was seen) another header block is read, encoded or
+ *    not.
+ *
+ * Units counted: header blocks and boundary lines (max_parts); header
+ * fields in part headers (max_headers in one block, PB_MIME_FIELDS_MAX
+ * in all); boundary bytes (PB_MIME_BOUNDARIES_MAX); a field longer than
+ * max_header_len.  Nesting is bounded by the units: each level needs one.
+ */
+struct prescan {
+	const struct mail_limits *lim;
+	GMimeParserOptions *opts;
+	struct strlist bounds; /* "--" + boundary, never popped */
+	size_t bound_bytes;
+	size_t units, fields, block_fields;
+	int digest; /* a multipart/digest was declared */
+	int top; /* in the message's own header (check_header() counts) */
+	int in_header;
+	struct buf ctype; /* Content-Type values of this block, by NUL */
+	int in_ctype; /* the current field is a Content-Type */
+	size_t field_len;
+};
+
+static int is_boundary_line(const struct prescan *ps, const char *line,
+			    size_t n)
+{
+	size_t i, bl;
+
+	if (n < 2 || line[0] != '-' || line[1] != '-')
+		return 0;
+	for (i = 0; i < ps->bounds.nr; i++) {
+		bl = strlen(ps->bounds.items[i]);
+		if (n >= bl && !memcmp(line, ps->bounds.items[i], bl))
+			return 1;
+	}
+	return 0;
+}
+
+static int is_message_type(GMimeContentType *ct)
+{
+	return g_mime_content_type_is_type(ct, "message", "rfc822") ||
+	       g_mime_content_type_is_type(ct, "message", "rfc2822") ||
+	       g_mime_content_type_is_type(ct, "message", "global") ||
+	       g_mime_content_type_is_type(ct, "message", "news");
+}
+
+/*
+ * The end of a header block: take its boundaries; 1 when a message's
+ * header block follows, 0 when content does, -1 when the boundaries
+ * pass their limit.
+ */
+static int prescan_block_end(struct prescan *ps)
+{
+	const char *v = ps->ctype.data, *end = v + ps->ctype.len;
+	int nested = 0, any = 0;
+
+	for (; v < end; v += strlen(v) + 1) {
+		GMimeContentType *ct = g_mime_content_type_parse(ps->opts, v);
+		const char *b;
+
+		any = 1;
+		if (!ct)
+			continue;
+		if (g_mime_content_type_is_type(ct, "multipart", "digest"))
+			ps->digest = 1;
+		if (is_message_type(ct))
+			nested = 1;
+		b = g_mime_content_type_is_type(ct, "multipart", "*") ?
+			    g_mime_content_type_get_parameter(ct, "boundary") :
+			    NULL;
+		/* an empty one too: GMime then splits at every "--" line */
+		if (b) {
+			ps->bound_bytes += strlen(b) + 2;
+			if (ps->bound_bytes > PB_MIME_BOUNDARIES_MAX) {
+				g_object_unref(ct);
+				return -1;
+			}
+			strlist_push_owned(&ps->bounds, xasprintf("--%s", b));
+		}
+		g_object_unref(ct);
+	}
+	buf_reset(&ps->ctype);
+	return nested || (!any && ps->digest);
+}
+
+/* A new header block starts: a unit; 0, or -1 past max_parts. */
+static int prescan_block(struct prescan *ps)
+{
+	ps->in_header = 1;
+	ps->in_ctype = 0;
+	ps->block_fields = 0;
+	buf_reset(&ps->ctype);
+	return ++ps->units > (size_t)ps->lim->max_parts ? -1 : 0;
+}
+
+/* One line of a header block; -1 when it passes a limit. */
+static int prescan_header_line(struct prescan *ps, const char *line, size_t n)
+{
+	const char *colon;
+	size_t nlen;
+
+	if (line[0] == ' ' || line[0] == '\t') {
+		ps->field_len += n + 1;
+		if (!ps->top && ps->field_len > ps->lim->max_header_len)
+			return -1;
+		if (ps->in_ctype && (buf_addch(&ps->ctype, '\n') ||
+				     buf_add(&ps->ctype, line, n)))
+			return -1;
+		return 0;
+	}
+	if (ps->in_ctype && buf_addch(&ps->ctype, '\0'))
+		return -1;
+	ps->in_ctype = 0;
+	ps->field_len = n + 1;
+	if (!ps->top && (++ps->block_fields > ps->lim->max_headers ||
+			 ++ps->fields > PB_MIME_FIELDS_MAX ||
+			 ps->field_len > ps->lim->max_header_len))
+		return -1;
+	colon = memchr(line, ':', n);
+	if (!colon)
+		return 0;
+	nlen = (size_t)(colon - line);
+	while (nlen && (line[nlen - 1] == ' ' || line[nlen - 1] == '\t'))
+		nlen--;
+	if (mem_eq_icase(line, nlen, "Content-Type")) {
+		ps->in_ctype = 1;
+		colon++;
+		if (buf_add(&ps->ctype, colon, n - (size_t)(colon - line)))
+			return -1;
+	}
+	return 0;
+}
+
+/* How many bytes of raw[0..len) GMime may parse (len: all of it). */
+static size_t prescan(const char *raw, size_t len,
+		      const struct mail_limits *lim, GMimeParserOptions *opts)
+{
+	struct prescan ps;
+	struct scan s;
+	const char *line, *start;
+	size_t n, cut = len;
+	int rc = 0;
+
+	memset(&ps, 0, sizeof(ps));
+	ps.lim = lim;
+	ps.opts = opts;
+	strlist_init(&ps.bounds);
+	buf_init(&ps.ctype, lim->max_header_len * 4);
+	scan_init(&s, raw, len);
+	prescan_block(&ps); /* the message's own header */
+	ps.top = 1;
+	while (!rc) {
+		start = s.p;
+		if (!scan_line(&s, &line, &n))
+			break;
+		if (is_boundary_line(&ps, line, n)) {
+			rc = prescan_block(&ps);
+		} else if (!ps.in_header) {
+			continue;
+		} else if (n) {
+			rc = prescan_header_line(&ps, line, n);
+		} else if (ps.in_ctype && buf_addch(&ps.ctype, '\0')) {
+			rc = -1;
+		} else {
+			ps.in_header = 0;
+			ps.top = 0;
+			rc = prescan_block_end(&ps);
+			if (rc > 0)
+				rc = prescan_block(&ps);
+		}
+		if (rc < 0)
+			cut = (size_t)(start - raw);
+	}
+	strlist_release(&ps.bounds);
+	buf_release(&ps.ctype);
+	return cut;
+}
+
 struct warn_state {
 	unsigned crit;
 	unsigned warnings;
@@ -804,11 +1007,13 @@ static int part_bytes(struct buf *out, GMimePart *part, size_t max,
 	}
 	ba = g_mime_stream_mem_get_byte_array(GMIME_STREAM_MEM(mem));
 	n = ba ? ba->len : 0;
-	if (n > max) {
-		n = max;
+	/* over the cap: its beginning and its end, where trailers stand */
+	rc = n ? mailtext_elide(out, (const char *)ba->data, n, max, SIZE_MAX) :
+		 0;
+	if (rc == 1) {
 		*flags |= MAIL_F_TRUNCATED;
+		rc = 0;
 	}
-	rc = n ? buf_add(out, (const char *)ba->data, n) : 0;
 	g_object_unref(mem);
 	return rc;
 }
@@ -932,8 +1137,11 @@ static int read_text(struct mail *m, GMimeObject *top,
 	if (rc)
 		goto out;
 	if (to_utf8(&m->text, raw.data, raw.len, m->charset, &m->flags) ==
-	    PB_ELIMIT)
+	    PB_ELIMIT) {
+		/* Keep what fitted, flagged as cut. */
 		m->flags |= MAIL_F_TRUNCATED;
+		buf_clear_error(&m->text);
+	}
 
 	if (html) {
 		m->flags |= MAIL_F_HTML;
@@ -1042,7 +1250,7 @@ int mail_parse(struct mail **out, const char *raw, size_t len,
 {
 	struct mail_limits lim;
 	struct warn_state ws = { 0, 0, STRLIST_INIT };
-	GMimeParserOptions *opts = NULL;
+	GMimeParserOptions *opts = NULL, *scan_opts;
 	GMimeStream *stream = NULL;
 	GMimeParser *parser = NULL;
 	GMimeMessage *msg = NULL;
@@ -1053,6 +1261,8 @@ int mail_parse(struct mail **out, const char *raw, size_t len,
 	GMimeMessage *inner;
 	GMimeObject *top;
 	size_t i;
+	unsigned flags = 0;
+	size_t cut;
 	int rc;
 
 	*out = NULL;
@@ -1061,9 +1271,13 @@ int mail_parse(struct mail **out, const char *raw, size_t len,
 	else
 		mail_limits_default(&lim);
 	BUG_ON(!mail_ready);
-	if (len > lim.max_size)
-		return err_set(PB_ELIMIT, "message of %zu bytes exceeds %zu",
-			       len, lim.max_size);
+	if (len > lim.max_size) {
+		/* keep what fits, up to a line end */
+		const char *nl = memrchr(raw, '\n', lim.max_size);
+
+		len = nl ? (size_t)(nl + 1 - raw) : lim.max_size;
+		flags |= MAIL_F_TRUNCATED;
+	}
 	/* an mbox "From " line is not a header */
 	if (len >= 5 && !memcmp(raw, "From ", 5)) {
 		const char *nl = memchr(raw, '\n', len);
@@ -1082,6 +1296,15 @@ int mail_parse(struct mail **out, const char *raw, size_t len,
 	g_mime_parser_options_set_address_compliance_mode(
 		opts, GMIME_RFC_COMPLIANCE_LOOSE);
 	g_mime_parser_options_set_fallback_charsets(opts, fallback);
+	/* the pre-scan's reading warns nothing: GMime's own will */
+	scan_opts = g_mime_parser_options_clone(opts);
+	g_mime_parser_options_set_warning_callback(scan_opts, NULL, NULL);
+	cut = prescan(raw, len, &lim, scan_opts);
+	g_mime_parser_options_free(scan_opts);
+	if (cut < len) {
+		flags |= MAIL_F_LIMIT;
+		len = cut;
+	}
 	stream = g_mime_stream_mem_new_with_buffer(raw, len);
 	parser = g_mime_parser_new_with_stream(stream);
 	g_mime_parser_set_format(parser, GMIME_FORMAT_MESSAGE);
@@ -1092,6 +1315,7 @@ int mail_parse(struct mail **out, const char *raw, size_t len,
 	}
 
 	m = xcalloc(1, sizeof(*m));
+	m->flags = flags;
 	strlist_init(&m->references);
 	strlist_init(&m->notes);
 	buf_init(&m->text, lim.max_text * MAIL_TEXT_GROWTH);

@@ -513,3 +513,62 @@ int mailtext_pgp_strip(struct buf *out, const char *p, size_t len)
 	}
 	return rc ? rc : 1;
 }
+
+/* at moved back to the start of its line (or to after the line's end
+ * with forward set), so no line is cut. */
+static size_t line_edge(const char *p, size_t len, size_t at, int forward)
+{
+	const char *nl;
+
+	if (at == 0 || at >= len || p[at - 1] == '\n')
+		return at;
+	if (!forward) {
+		while (at > 0 && p[at - 1] != '\n')
+			at--;
+		return at;
+	}
+	nl = memchr(p + at, '\n', len - at);
+	return nl ? (size_t)(nl + 1 - p) : len;
+}
+
+int mailtext_elide(struct buf *out, const char *p, size_t len, size_t max_bytes,
+		   size_t max_lines)
+{
+	size_t lines = 0, head, tail, i, n, tail_bytes, tail_lines;
+	int rc;
+
+	for (i = 0; i < len; i++)
+		lines += p[i] == '\n';
+	if (len && p[len - 1] != '\n')
+		lines++;
+	if (len <= max_bytes && lines <= max_lines)
+		return buf_add(out, p, len);
+	tail_bytes = max_bytes / 8;
+	tail_lines = max_lines / 8;
+	/* the head: the rest of the budgets, up to a line end */
+	head = max_bytes - tail_bytes;
+	head = head > sizeof(MAILTEXT_ELIDED) ? head - sizeof(MAILTEXT_ELIDED) :
+						0;
+	for (i = 0, n = 0; i < head && i < len; i++)
+		if (p[i] == '\n' && ++n + 1 >= max_lines - tail_lines) {
+			head = i + 1;
+			break;
+		}
+	/* a first line longer than the budget is cut, not dropped */
+	if (line_edge(p, len, head < len ? head : len, 0))
+		head = line_edge(p, len, head < len ? head : len, 0);
+	/* the tail: its budgets' worth of the end, from a line start */
+	tail = len > tail_bytes ? len - tail_bytes : 0;
+	for (i = len, n = 0; i > tail; i--)
+		if (p[i - 1] == '\n' && i < len && ++n >= tail_lines) {
+			tail = i;
+			break;
+		}
+	tail = line_edge(p, len, tail > head ? tail : head, 1);
+	rc = buf_add(out, p, head);
+	if (!rc)
+		rc = buf_adds(out, MAILTEXT_ELIDED "\n");
+	if (!rc)
+		rc = buf_add(out, p + tail, len - tail);
+	return rc ? rc : 1;
+}

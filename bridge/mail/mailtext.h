@@ -48,4 +48,19 @@ int mailtext_clean(struct buf *out, const char *p, size_t len);
 /* True when text/plain shows HTML entities a webmail forgot to decode. */
 int mailtext_has_entities(const char *p, size_t len);
 
+/* The line that stands for what mailtext_elide() left out: a trim
+ * marker, which the reply parser reads as such (reply.h). */
+#define MAILTEXT_ELIDED "[...]"
+
+/*
+ * Append p[0..len), or, when it is longer than max_bytes or has more than
+ * max_lines lines, its beginning and its end, cut at line ends, with the
+ * line MAILTEXT_ELIDED between them: the end gets an eighth of each
+ * budget, as that is where sign-offs and trailers stand.  Returns 1 when
+ * something was left out, 0 when all of it is there, or PB_ELIMIT from
+ * out.
+ */
+int mailtext_elide(struct buf *out, const char *p, size_t len, size_t max_bytes,
+		   size_t max_lines);
+
 #endif

@@ -47,11 +47,12 @@
 
 #include "mail/diff.h"
 #include "util/buf.h"
+#include "util/limits.h"
 
 #include <stddef.h>
 
-#define REPLY_TEXT_MAX (4 * 1024 * 1024)
-#define REPLY_LINES_MAX 100000
+#define REPLY_TEXT_MAX PB_TEXT_PART_MAX
+#define REPLY_LINES_MAX 400000
 
 enum reply_kind {
 	RL_OWN, /* the author's own text */

@@ -1,5 +1,6 @@
-#include "mail/reply.h"
 #include "mail/review.h"
+#include "mail/mailtext.h"
+#include "mail/reply.h"
 #include "util/err.h"
 #include "util/jsonw.h"
 #include "util/scan.h"
@@ -214,21 +215,50 @@ static size_t patch_file_message(const char *p, size_t len, size_t *start)
 	return commit_message_len(p + *start, len - *start);
 }
 
-typedef const char *(*header_get_fn)(const struct mail *, const char *, size_t);
-
-static void evaluate(struct authres_summary *out, const struct mail *m,
-		     header_get_fn get, const char *trusted, const char *email)
+/* The domain of an address, or NULL. */
+static const char *domain_of(const char *email)
 {
-	const char *vals[64];
-	size_t lens[64], n = 0, i;
-	const char *v, *at;
+	const char *at = email ? strrchr(email, '@') : NULL;
 
-	for (i = 0; n < 64 && (v = get(m, "Authentication-Results", i)); i++) {
-		vals[n] = v;
-		lens[n++] = strlen(v);
-	}
-	at = strrchr(email, '@');
-	authres_evaluate(out, vals, lens, n, trusted, at ? at + 1 : NULL);
+	return at ? at + 1 : NULL;
+}
+
+/*
+ * What the trusted verifier found, by the rules of authres.h over the
+ * header as the milter received it (raw is what it spooled), about the
+ * sender at email.
+ */
+static void judge_outer(struct authres_summary *out, const char *raw,
+			size_t len, const char *id, size_t top,
+			const char *email)
+{
+	struct authres_judge j;
+
+	authres_judge_init(&j, id, top);
+	authres_judge_header(&j, raw, len);
+	authres_judge_summary(out, &j, domain_of(email));
+	authres_judge_release(&j);
+}
+
+/*
+ * The same over a wrap's inner message, of which the mail keeps the
+ * Authentication-Results fields in order: the list host's verifier put
+ * its own on top of the original, and its MTA removed copies claiming
+ * its id before the list wrapped it (the same defence as ours).
+ */
+static void judge_inner(struct authres_summary *out, const struct mail *m,
+			const char *id, size_t top)
+{
+	struct authres_judge j;
+	const char *v;
+	size_t i;
+
+	authres_judge_init(&j, id, top);
+	for (i = 0; (v = mail_inner_header_get(m, AUTHRES_FIELD_NAME, i)); i++)
+		authres_judge_field(&j, AUTHRES_FIELD_NAME,
+				    strlen(AUTHRES_FIELD_NAME), v, strlen(v));
+	authres_judge_summary(out, &j, domain_of(m->from.email));
+	authres_judge_release(&j);
 }
 
 /*
@@ -238,23 +268,25 @@ static void evaluate(struct authres_summary *out, const struct mail *m,
  * outer message verifiably comes from the project's list address, and
  * the list's verifier passed the inner From's domain.
  */
-static void auth_of(struct review *r, const struct review_options *opts)
+static void auth_of(struct review *r, const char *raw, size_t len,
+		    const struct review_options *opts)
 {
 	const struct mail *m = r->mail;
 	const char *trusted = opts ? opts->trusted_authserv_id : NULL;
 	const char *list_id = opts ? opts->list_authserv_id : NULL;
 	const char *list = opts ? opts->list_address : NULL;
+	size_t top = opts && opts->trusted_fields ? opts->trusted_fields :
+						    AUTHRES_TOP_DEFAULT;
 	struct authres_summary outer;
 
 	if (!(m->flags & MAIL_F_WRAPPED)) {
-		evaluate(&r->auth, m, mail_header_get, trusted, m->from.email);
+		judge_outer(&r->auth, raw, len, trusted, top, m->from.email);
 		return;
 	}
-	evaluate(&outer, m, mail_header_get, trusted, m->wrapper.email);
+	judge_outer(&outer, raw, len, trusted, top, m->wrapper.email);
 	if (list_id && *list_id && list && *list && outer.verified &&
 	    !strcasecmp(m->wrapper.email, list)) {
-		evaluate(&r->auth, m, mail_inner_header_get, list_id,
-			 m->from.email);
+		judge_inner(&r->auth, m, list_id, top);
 		r->wrap_trusted = 1;
 		return;
 	}
@@ -282,19 +314,72 @@ static int add_inline(struct review *r, const struct diff *d, int line,
 	return 0;
 }
 
+/* More than the reply parser reads (REPLY_TEXT_MAX, REPLY_LINES_MAX)? */
+static int too_long(const char *p, size_t len)
+{
+	size_t lines = 0;
+	const char *end = p + len;
+
+	if (len > REPLY_TEXT_MAX)
+		return 1;
+	if (len && end[-1] != '\n')
+		lines++; /* a last line without its end */
+	while ((p = memchr(p, '\n', (size_t)(end - p))) && ++p)
+		if (++lines > REPLY_LINES_MAX)
+			return 1;
+	return 0;
+}
+
+/*
+ * The general comment gets one more block; full, it keeps what fitted
+ * and takes no more (the note could not hold more anyway).
+ */
+static void add_general(struct review *r, struct buf *comment, int *full,
+			const struct reply *rp, size_t block)
+{
+	size_t len = comment->len;
+	int rc;
+
+	if (*full)
+		return;
+	rc = comment->len ? buf_adds(comment, "\n\n") : 0;
+	if (!rc)
+		rc = reply_block_text(comment, rp, block, 0);
+	if (rc) {
+		if (comment->len == len + 2 || !comment->len)
+			buf_truncate(comment, len); /* no blank tail */
+		*full = 1;
+		r->truncated = 1;
+	}
+}
+
 static int parse_reply(struct review *r, const struct diff *parent)
 {
 	struct reply *rp = NULL;
 	struct diff *pseudo = NULL;
 	const struct diff *d;
+	struct buf text = BUF_INIT(REPLY_TEXT_MAX);
 	struct buf own = BUF_INIT(REPLY_TEXT_MAX);
 	struct buf body = BUF_INIT(REVIEW_COMMENT_MAX);
 	struct buf comment = BUF_INIT(REVIEW_COMMENT_MAX);
 	size_t i;
-	int rc;
+	int rc, full = 0;
 
-	rc = reply_parse(&rp, r->mail->text.data, r->mail->text.len,
-			 r->mail->from.name, r->mail->from.email);
+	/* too long to read whole: its beginning and its end, where the
+	 * sign-off and trailers stand */
+	if (too_long(r->mail->text.data, r->mail->text.len)) {
+		rc = mailtext_elide(&text, r->mail->text.data,
+				    r->mail->text.len, REPLY_TEXT_MAX,
+				    REPLY_LINES_MAX);
+		if (rc < 0)
+			goto out;
+		r->truncated = rc == 1;
+		rc = reply_parse(&rp, text.data, text.len, r->mail->from.name,
+				 r->mail->from.email);
+	} else {
+		rc = reply_parse(&rp, r->mail->text.data, r->mail->text.len,
+				 r->mail->from.name, r->mail->from.email);
+	}
 	if (rc)
 		goto out;
 	rc = reply_anchor(rp, parent, parent ? NULL : &pseudo);
@@ -330,19 +415,24 @@ static int parse_reply(struct review *r, const struct diff *parent)
 		if (!general) {
 			buf_reset(&body);
 			rc = reply_block_text(&body, rp, i, 1);
+			if (rc == PB_ELIMIT) { /* keep what fitted */
+				r->truncated = 1;
+				rc = 0;
+			}
 			if (!rc && body.len)
 				rc = add_inline(r, d, b->diff, &body);
-			continue;
+			if (rc != PB_ELIMIT)
+				continue;
+			/* more inline comments than notes: in the comment */
+			rc = 0;
 		}
-		if (comment.len)
-			rc = buf_adds(&comment, "\n\n");
-		if (!rc)
-			rc = reply_block_text(&comment, rp, i, 0);
+		add_general(r, &comment, &full, rp, i);
 	}
-	if (rc == PB_ELIMIT)
-		rc = 0; /* keep what fitted */
+	if (rp->truncated)
+		r->truncated = 1;
 	r->comment = buf_detach(&comment, NULL);
 out:
+	buf_release(&text);
 	buf_release(&own);
 	buf_release(&body);
 	buf_release(&comment);
@@ -365,6 +455,8 @@ int review_parse(struct review **out, const char *raw, size_t len,
 	rc = mail_parse(&r->mail, raw, len, NULL);
 	if (rc)
 		goto fail;
+	if (r->mail->flags & (MAIL_F_TRUNCATED | MAIL_F_LIMIT))
+		r->truncated = 1;
 	subject_parse(&r->subject, r->mail->subject, strlen(r->mail->subject));
 	r->diff = diff_where(r->mail);
 	r->kind = classify(r, opts, &total);
@@ -373,7 +465,7 @@ int review_parse(struct review **out, const char *raw, size_t len,
 		r->subject.index = 0;
 		r->subject.total = total;
 	}
-	auth_of(r, opts);
+	auth_of(r, raw, len, opts);
 	switch (r->kind) {
 	case REVIEW_REPLY:
 		rc = parse_reply(r, parent);
@@ -627,7 +719,13 @@ int review_to_json(struct buf *out, const struct review *r)
 	jsonw_strz(&w, authres_result_name(r->auth.dmarc));
 	jsonw_key(&w, "verified");
 	jsonw_bool(&w, r->auth.verified);
+	jsonw_key(&w, "trusted_fields");
+	jsonw_int(&w, (int64_t)r->auth.trusted);
+	jsonw_key(&w, "forged_fields");
+	jsonw_int(&w, (int64_t)r->auth.forged);
 	jsonw_obj_end(&w);
+	jsonw_key(&w, "truncated");
+	jsonw_bool(&w, r->truncated);
 	jsonw_obj_end(&w);
 	return jsonw_finish(&w);
 }

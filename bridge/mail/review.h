@@ -33,6 +33,7 @@
 #include "mail/authres.h"
 #include "mail/diff.h"
 #include "mail/mail.h"
+#include "mail/reply.h"
 #include "mail/subject.h"
 #include "mail/trailers.h"
 #include "util/buf.h"
@@ -42,7 +43,8 @@
 
 #define REVIEW_INLINE_MAX 256
 #define REVIEW_COMMENT_MAX (1024 * 1024)
-#define REVIEW_JSON_MAX (8 * 1024 * 1024)
+/* The JSON of a review: its texts at most twice over, and the rest. */
+#define REVIEW_JSON_MAX (2 * REPLY_TEXT_MAX + 4 * 1024 * 1024)
 
 enum review_kind {
 	REVIEW_COVER,
@@ -61,6 +63,8 @@ struct review_inline {
 
 struct review_options {
 	const char *trusted_authserv_id; /* NULL: trust no A-R field */
+	/* [milter] trusted_authres_fields; 0: AUTHRES_TOP_DEFAULT */
+	size_t trusted_fields;
 	/* A list's DMARC wrap (mail.h MAIL_F_WRAPPED) verifies its inner
 	 * sender only with both: the authserv-id of the list's own
 	 * verifier, whose fields in the inner message are trusted, and the
@@ -102,6 +106,12 @@ struct review {
 	struct authres_summary auth;
 	int wrap_trusted; /* a wrap's inner sender was judged by the list's
 			   * verifier (auth is then the inner sender's) */
+	/* something of the mail was left out to fit a limit: the mail cut
+	 * (MAIL_F_TRUNCATED, MAIL_F_LIMIT), the middle of a text too long
+	 * to read, a comment over REVIEW_COMMENT_MAX; set also by a reader
+	 * that knows the mail was cut before it got here (a spool record's
+	 * Received-Size) */
+	int truncated;
 };
 
 /*

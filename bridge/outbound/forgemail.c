@@ -166,7 +166,9 @@ static int add_subject(struct buf *hdr, struct mrctx *c,
 		title = patch_title(c, &row);
 	if (!title)
 		title = c->mr.title ? c->mr.title : "";
-	rc = mailhdr_add_text(hdr, "Subject", pfx.data, title);
+	rc = buf_error(&pfx);
+	if (!rc)
+		rc = mailhdr_add_text(hdr, "Subject", pfx.data, title);
 	store_mail_release(&row);
 	buf_release(&pfx);
 	return rc;
@@ -206,8 +208,9 @@ static int render(struct buf *text, struct mrctx *c, const struct outmsg *m,
 		buf_reset(&mb);
 		if (m->root && strcmp(m->root, m->parent->message_id))
 			buf_addf(&mb, "<%s> ", m->root);
-		buf_addf(&mb, "<%s>", m->parent->message_id);
-		rc = mailhdr_add_raw(&hdr, "References", mb.data);
+		rc = buf_addf(&mb, "<%s>", m->parent->message_id);
+		if (!rc)
+			rc = mailhdr_add_raw(&hdr, "References", mb.data);
 	}
 	if (!rc)
 		rc = buf_addf(&hdr, "X-Mailer: patchbridge %s\n", pb_version());
@@ -276,8 +279,10 @@ static int queue(struct mrctx *c, const struct outmsg *m)
 	sm.note_id = m->note_id;
 	sm.discussion_id = m->discussion_id;
 	sm.state = STORE_MAIL_PENDING;
-	buf_addf(&rcpt, "%s\n",
-		 config_project_str(c->proj, CFG_BRIDGE_LIST_ADDRESS));
+	rc = buf_addf(&rcpt, "%s\n",
+		      config_project_str(c->proj, CFG_BRIDGE_LIST_ADDRESS));
+	if (rc)
+		goto out;
 	store_outmail_init(&om);
 	om.message_id = id.data;
 	om.envelope_from = config_str(fm->cfg, CFG_BRIDGE_ADDRESS);
@@ -848,6 +853,7 @@ static int applied_body(struct buf *b, struct mrctx *c)
 			 mr->sha);
 	if (mr->web_url)
 		buf_addf(b, "\n-- \nOn the forge: %s\n", mr->web_url);
+	rc = buf_error(b);
 out:
 	applied_release(&a);
 	return rc;

@@ -72,6 +72,17 @@ static int git_fail(int code, int temporary, const char *what)
 		       e && e->message ? e->message : "libgit2 error");
 }
 
+/* A repository that did not open: rc (ours) with its path, undone. */
+static int open_failed(struct gitrepo *r, int rc, const char *path)
+{
+	char p[PB_LOG_QUOTE_MAX];
+
+	err_prefix(rc, "%s", printable_copy(p, sizeof(p), path, strlen(path)));
+	free(r);
+	git_libgit2_shutdown();
+	return rc;
+}
+
 int gitrepo_open(struct gitrepo **out, const char *path)
 {
 	struct gitrepo *r;
@@ -82,16 +93,8 @@ int gitrepo_open(struct gitrepo **out, const char *path)
 	r = xcalloc(1, sizeof(*r));
 	rc = git_repository_open_ext(&r->repo, path,
 				     GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
-	if (rc < 0) {
-		char p[PB_LOG_QUOTE_MAX];
-
-		rc = git_fail(rc, 0, "open repository");
-		err_prefix(rc, "%s",
-			   printable_copy(p, sizeof(p), path, strlen(path)));
-		free(r);
-		git_libgit2_shutdown();
-		return rc;
-	}
+	if (rc < 0)
+		return open_failed(r, git_fail(rc, 0, "open repository"), path);
 	*out = r;
 	return 0;
 }
@@ -1598,7 +1601,6 @@ void gitrepo_epoch_free(struct gitrepo_epoch *ep)
 int gitrepo_mirror_open(struct gitrepo **out, const char *path, int create)
 {
 	struct gitrepo *r;
-	char p[PB_LOG_QUOTE_MAX];
 	int rc;
 
 	*out = NULL;
@@ -1611,11 +1613,7 @@ int gitrepo_mirror_open(struct gitrepo **out, const char *path, int create)
 	if (rc < 0) {
 		rc = git_fail(rc == GIT_ENOTFOUND ? GIT_ERROR : rc, 0,
 			      create ? "create" : "open");
-		err_prefix(rc, "%s",
-			   printable_copy(p, sizeof(p), path, strlen(path)));
-		free(r);
-		git_libgit2_shutdown();
-		return rc;
+		return open_failed(r, rc, path);
 	}
 	*out = r;
 	return 0;

@@ -243,7 +243,8 @@ static int deliver_one(struct outbound *ob, struct delivery *d,
 	struct store_outmail m;
 	struct submit_result res;
 	struct strlist rcpts = STRLIST_INIT;
-	struct buf why = BUF_INIT(PB_ERRMSG_MAX);
+	/* Room for the status, a message and "(gave up after N attempts)". */
+	struct buf why = BUF_INIT(PB_ERRMSG_MAX + 64);
 	int rc, srv, done = 0;
 	size_t i;
 	int64_t t, due;
@@ -470,7 +471,8 @@ static void cc_add_mailbox(struct cc_list *cc, const char *item)
 	} else {
 		buf_add(&name, p, n);
 	}
-	cc_add(cc, name.data, addr);
+	/* A display name too long to keep whole: the address alone. */
+	cc_add(cc, buf_error(&name) ? "" : name.data, addr);
 	free(addr);
 	buf_release(&name);
 }
@@ -986,6 +988,9 @@ static int record_mail(struct outbound *ob, struct job *j, int revision,
 	buf_addf(&rcpts, "%s\n", list);
 	strlist_for_each (&j->cc[i].addrs, k)
 		buf_addf(&rcpts, "%s\n", j->cc[i].addrs.items[k]);
+	rc = buf_error(&rcpts);
+	if (rc)
+		goto out;
 	store_outmail_init(&om);
 	om.message_id = m->msgid;
 	om.envelope_from = config_str(ob->cfg, CFG_BRIDGE_ADDRESS);

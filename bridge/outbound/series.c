@@ -93,6 +93,12 @@ static int parse_mailbox(char **name, char **addr, const char *item)
 				i++;
 			buf_addch(&n, p[i]);
 		}
+		if (buf_error(&n)) {
+			free(*addr);
+			*addr = NULL;
+			buf_release(&n);
+			return err_set(PB_EINVAL, "recipient: name too long");
+		}
 		*name = buf_detach(&n, NULL);
 	} else {
 		*name = xstrndup(p, nlen);

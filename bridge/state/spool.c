@@ -9,6 +9,7 @@
 #include "state/spool.h"
 #include "util/err.h"
 #include "util/fileio.h"
+#include "util/hashmap.h"
 #include "util/log.h"
 #include "util/perm.h"
 #include "util/printable.h"
@@ -67,6 +68,7 @@ enum hdr_key {
 	HDR_REVISION,
 	HDR_PATCH,
 	HDR_SIZE,
+	HDR_RECEIVED, /* version 2 on */
 	HDR__COUNT
 };
 
@@ -76,7 +78,7 @@ static const char *const hdr_keys[HDR__COUNT] = {
 	[HDR_SENDER] = "Sender",     [HDR_KIND] = "Kind",
 	[HDR_PROJECT] = "Project",   [HDR_MR] = "MR",
 	[HDR_REVISION] = "Revision", [HDR_PATCH] = "Patch",
-	[HDR_SIZE] = "Size",
+	[HDR_SIZE] = "Size",	     [HDR_RECEIVED] = "Received-Size",
 };
 
 const char *spool_area_name(enum spool_area area)
@@ -664,6 +666,9 @@ static int format_header(struct buf *b, const struct spool_meta *m, int64_t now,
 	    (rc = hdr_add_num(b, HDR_REVISION, m->revision)) ||
 	    (rc = hdr_add_num(b, HDR_PATCH, m->patch)) ||
 	    (rc = hdr_add_num(b, HDR_SIZE, (int64_t)len)) ||
+	    (rc = hdr_add_num(b, HDR_RECEIVED,
+			      (int64_t)(m->received > len ? m->received :
+							    len))) ||
 	    (rc = buf_addch(b, '\n')))
 		return err_set(rc, "spool: header longer than %d bytes",
 			       SPOOL_HEADER_MAX);
@@ -757,9 +762,10 @@ static int parse_header(struct spool_record *rec, size_t *hdr_len, size_t *size,
 			const char *data, size_t len)
 {
 	static const int64_t num_max[HDR__COUNT] = {
-		[HDR_VERSION] = 1000000,  [HDR_TIME] = INT64_MAX / 2,
-		[HDR_MR] = INT64_MAX / 2, [HDR_REVISION] = INT32_MAX,
-		[HDR_PATCH] = INT32_MAX,  [HDR_SIZE] = PB_MAIL_MAX_MAX,
+		[HDR_VERSION] = 1000000,	[HDR_TIME] = INT64_MAX / 2,
+		[HDR_MR] = INT64_MAX / 2,	[HDR_REVISION] = INT32_MAX,
+		[HDR_PATCH] = INT32_MAX,	[HDR_SIZE] = PB_MAIL_MAX_MAX,
+		[HDR_RECEIVED] = INT64_MAX / 2,
 	};
 	static const size_t str_max[HDR__COUNT] = {
 		[HDR_QUEUE_ID] = SPOOL_QUEUE_ID_MAX,
@@ -783,6 +789,11 @@ static int parse_header(struct spool_record *rec, size_t *hdr_len, size_t *size,
 	for (k = 0; k < HDR__COUNT; k++) {
 		const char *line, *val;
 		size_t line_len, key_len = strlen(hdr_keys[k]), val_len;
+
+		if (k == HDR_RECEIVED && num[HDR_VERSION] == 1) {
+			num[k] = num[HDR_SIZE]; /* written whole */
+			continue;
+		}
 
 		if (!scan_until(&s, '\n', &line, &line_len)) {
 			if (len > SPOOL_HEADER_MAX)
@@ -809,10 +820,11 @@ static int parse_header(struct spool_record *rec, size_t *hdr_len, size_t *size,
 		rc = parse_num(&num[k], val, val_len, num_max[k], k + 1);
 		if (rc)
 			return rc;
-		if (k == HDR_VERSION && num[k] != SPOOL_FORMAT_VERSION)
+		if (k == HDR_VERSION && num[k] != SPOOL_FORMAT_VERSION &&
+		    num[k] != 1)
 			return err_set(PB_EINVAL,
 				       "record format version %" PRId64
-				       " (this program reads %d)",
+				       " (this program reads 1 and %d)",
 				       num[k], SPOOL_FORMAT_VERSION);
 	}
 	if (!scan_char(&s, '\n'))
@@ -824,7 +836,12 @@ static int parse_header(struct spool_record *rec, size_t *hdr_len, size_t *size,
 	if (*rec->project ? num[HDR_MR] <= 0 : num[HDR_MR] != 0)
 		return err_set(PB_EINVAL, "MR %" PRId64 " %s a project",
 			       num[HDR_MR], *rec->project ? "with" : "without");
+	if (num[HDR_RECEIVED] < num[HDR_SIZE])
+		return err_set(PB_EINVAL,
+			       "Received-Size %" PRId64 " below Size %" PRId64,
+			       num[HDR_RECEIVED], num[HDR_SIZE]);
 	rec->version = (int)num[HDR_VERSION];
+	rec->received = num[HDR_RECEIVED];
 	rec->time = num[HDR_TIME];
 	rec->iid = num[HDR_MR];
 	rec->revision = (int)num[HDR_REVISION];
@@ -899,6 +916,7 @@ int spool_format(struct buf *out, const struct spool_record *rec)
 	m.iid = rec->iid;
 	m.revision = rec->revision;
 	m.patch = rec->patch;
+	m.received = rec->received > 0 ? (size_t)rec->received : 0;
 	buf_reset(out);
 	rc = check_meta(&m);
 	if (!rc)
@@ -911,30 +929,19 @@ int spool_format(struct buf *out, const struct spool_record *rec)
 
 /* ---- writing ---------------------------------------------------------- */
 
-/* 64-bit FNV-1a: names records that have no usable queue id. */
-static uint64_t fnv1a(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 static void make_name(char *name, size_t size, const struct spool_meta *m,
 		      const struct timespec *ts)
 {
 	const char *qid = m->queue_id ? m->queue_id : "";
+	const char *mid = m->message_id ? m->message_id : "";
 	int64_t usec = (int64_t)ts->tv_sec * 1000000 + ts->tv_nsec / 1000;
 	char id[SPOOL_NAME_ID_MAX + 1];
 
 	if (run_of(qid, strlen(qid), 1, SPOOL_NAME_ID_MAX, is_alnum))
 		snprintf(id, sizeof(id), "%s", qid);
-	else
+	else /* a record without a usable queue id: its Message-ID's hash */
 		snprintf(id, sizeof(id), "m%016" PRIx64,
-			 fnv1a(m->message_id ? m->message_id : ""));
+			 hash_fnv1a64(mid, strlen(mid)));
 	snprintf(name, size, "%016" PRId64 ".%s.%ld.%lu", usec > 0 ? usec : 0,
 		 id, (long)getpid(), atomic_fetch_add(&put_seq, 1));
 }

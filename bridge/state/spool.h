@@ -26,7 +26,7 @@
  * that are not of this form (spool_recover() logs them).  Only local
  * filesystems are supported (renames must be atomic, no NFS).
  *
- * Record format (version 1): a header block of "Key: value" lines in this
+ * Record format (version 2): a header block of "Key: value" lines in this
  * fixed order, an empty line, and the raw message exactly as received
  * (any bytes, NULs included), so the daemon can parse it again with newer
  * code and `patchbridge why` can show it:
@@ -42,6 +42,9 @@
  *	Revision: 3                         0 = unknown
  *	Patch: 2                            0 = the cover letter
  *	Size: 5123                          bytes of raw message that follow
+ *	Received-Size: 5123                 bytes of the mail as offered: more
+ *	                                    than Size when the milter kept
+ *	                                    only the first Size bytes
  *
  * Lines end in LF.  Values hold printable ASCII (space included); every
  * other byte and "%" itself are written as "%XX" (upper-case hex), so a
@@ -50,8 +53,10 @@
  * keys must come exactly in this order, values must be well-formed and
  * within the caps below, and exactly Size bytes must follow the empty
  * line, so a truncated or corrupt record is recognised, never half used.
- * A record with another format version is refused like a corrupt one:
- * milter and daemon are upgraded together.
+ * Version 1 records (written before Received-Size, which they lack) are
+ * read as whole mails, so records waiting across an upgrade stay
+ * readable; any other version is refused like a corrupt record: milter
+ * and daemon are upgraded together.
  *
  * Writing (spool_put, the milter at end of message): create tmp/NAME,
  * write, fsync the file, rename it to new/NAME, fsync new/.  After a crash
@@ -166,7 +171,7 @@
 #include <stdint.h>
 
 /* The record format this code writes and reads. */
-#define SPOOL_FORMAT_VERSION 1
+#define SPOOL_FORMAT_VERSION 2
 
 /* Caps on header values, after decoding; longer input is PB_EINVAL. */
 #define SPOOL_QUEUE_ID_MAX 64
@@ -221,6 +226,7 @@ struct spool_meta {
 	int64_t iid; /* > 0 with a project, else 0 */
 	int revision; /* >= 0; 0 = unknown */
 	int patch; /* >= 0; 0 = the cover letter */
+	size_t received; /* the mail's size as offered; 0: the bytes given */
 };
 
 /*
@@ -239,6 +245,7 @@ struct spool_record {
 	int64_t iid;
 	int revision;
 	int patch;
+	int64_t received; /* Received-Size: > message.len when cut */
 	struct buf message; /* the raw mail, exactly as spooled */
 };
 

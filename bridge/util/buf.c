@@ -14,6 +14,7 @@ void buf_init(struct buf *b, size_t max)
 	b->len = 0;
 	b->alloc = 0;
 	b->max = max;
+	b->err = 0;
 }
 
 void buf_release(struct buf *b)
@@ -27,15 +28,36 @@ void buf_reset(struct buf *b)
 {
 	b->len = 0;
 	b->data[0] = '\0';
+	b->err = 0;
+}
+
+static int failed(const struct buf *b)
+{
+	if (b->err != PB_ELIMIT)
+		return err_set(b->err, "text could not be formatted");
+	return err_set(b->err, "buffer limit of %zu bytes reached", b->max);
+}
+
+int buf_error(const struct buf *b)
+{
+	return b->err ? failed(b) : 0;
+}
+
+void buf_clear_error(struct buf *b)
+{
+	b->err = 0;
 }
 
 int buf_grow(struct buf *b, size_t extra)
 {
 	size_t need, n;
 
-	if (extra > b->max - b->len)
-		return err_set(PB_ELIMIT, "buffer limit of %zu bytes reached",
-			       b->max);
+	if (b->err)
+		return failed(b);
+	if (extra > b->max - b->len) {
+		b->err = PB_ELIMIT;
+		return failed(b);
+	}
 	need = b->len + extra + 1;
 	if (need <= b->alloc)
 		return 0;
@@ -92,8 +114,10 @@ int buf_vaddf(struct buf *b, const char *fmt, va_list ap)
 	va_copy(cp, ap);
 	n = vsnprintf(NULL, 0, fmt, cp);
 	va_end(cp);
-	if (n < 0)
-		return err_set(PB_EINVAL, "bad format string");
+	if (n < 0) {
+		b->err = PB_EINVAL;
+		return failed(b);
+	}
 	rc = buf_grow(b, (size_t)n);
 	if (rc)
 		return rc;

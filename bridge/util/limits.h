@@ -29,9 +29,17 @@
 #define PB_HEADER_VALUE_MAX (64 * 1024)
 #define PB_MIME_DEPTH_MAX 8
 #define PB_MIME_PARTS_MAX 100
-#define PB_TEXT_PART_MAX (1024 * 1024)
+/* Header fields of all MIME part headers together, and the bytes of
+ * all the boundaries they declare (mail.c's pre-scan). */
+#define PB_MIME_FIELDS_MAX 2000
+#define PB_MIME_BOUNDARIES_MAX (64 * 1024)
+/* Decoded text of the part read as the reply: a whole large reply. */
+#define PB_TEXT_PART_MAX (8 * 1024 * 1024)
 #define PB_MSGID_MAX 998 /* RFC 5322 2.1.1 line length */
 #define PB_ADDR_MAX 320 /* RFC 3696 errata: 64 + 1 + 255 */
+/* [milter] trusted_authres_fields: the verifiers' fields on top. */
+#define PB_AUTHRES_FIELDS_MAX 8
+#define PB_AUTHRES_FIELDS_DEFAULT 2
 
 /* Forge HTTP. */
 #define PB_HTTP_BODY_MAX_DEFAULT (16 * 1024 * 1024)

@@ -261,11 +261,13 @@ class Bed:
         return text
 
 
-def write_config(bed, msock, owners, outbound="", inbound=""):
+def write_config(bed, msock, owners, outbound="", inbound="",
+                 forge_retries=2):
     """bed's configuration for the simulator's group/project as the
     bridge's account (token bridge-token), mailing through the list
     server on bed.env["PORT"], its milter on msock, owners the text of
-    owners.yaml; outbound and inbound: more lines for those sections."""
+    owners.yaml; outbound and inbound: more lines for those sections;
+    forge_retries: [forge] max_retries."""
     owners = bed.write("owners.yaml", owners)
     token = bed.write("gitlab-token", "bridge-token\n", 0o600)
     os.makedirs(os.path.join(bed.work, "state"), exist_ok=True)
@@ -280,7 +282,7 @@ list_address = {list}
 url = {url}
 token_file = {token}
 bot_username = patchbridge
-max_retries = 2
+max_retries = {retries}
 retry_max = 2s
 [smtp]
 url = smtp://127.0.0.1:{port}
@@ -304,7 +306,7 @@ approval_policy = owners
 """.format(list=LIST, url=os.environ["PB_FORGESIM_URL"], token=token,
            port=bed.env["PORT"], sock=msock, authserv=AUTHSERV,
            work=bed.work, owners=owners, outbound=outbound,
-           inbound=inbound))
+           inbound=inbound, retries=forge_retries))
 
 
 def run_scenario(bed, scenario):

@@ -6,7 +6,7 @@ spool -> `patchbridge run` -> forgesim.
 usage: inbound_e2e.py SCENARIO --bin BUILD_DIR --work DIR
 
 Run under tests/forgesim/run-with-sim.sh, which exports PB_FORGESIM_URL.
-Scenarios (issue 4, "Must show" items 2 and 4):
+Scenarios:
 
   replies   a 3-commit MR mailed as a series; replies over SMTP to our
             Message-IDs; `run --once` applies them:
@@ -29,18 +29,32 @@ Scenarios (issue 4, "Must show" items 2 and 4):
             retries the mail later: GitLab answers a second approval by
             the same user with 401, yet there is one approval and no
             comment claiming a refusal.
-  outage    the forge refuses connections for PB_OUTAGE_SECONDS (default
-            300) while `run --foreground` runs; replies sent meanwhile are
-            accepted by the list and spooled, nothing is applied or
-            dead-lettered during the outage, and after the forge returns
-            every reply's action exists exactly once.
-  export    (issue 5, must show 3) the series, list replies through the
+  outage    the forge is down while `run --foreground` runs: it refuses
+            connections for PB_OUTAGE_SECONDS (default 20), then answers
+            503; replies sent meanwhile are accepted by the list and
+            spooled, nothing is applied or dead-lettered during the
+            outage, and after the forge returns every reply's action
+            exists exactly once.  The retry bounds are short ([inbound]
+            retry_base = retry_max = 1s, one forge try per attempt) and
+            the forge comes back only once every reply went through
+            OUTAGE_MIN_ROUNDS retry rounds: to the daemon that is as long
+            an outage as hours are with the default bounds (30 s
+            doubling to 1 h), in seconds, on a fast or a loaded machine.
+  export    the series, list replies through the
             milter, and a forge comment mailed back make one conversation;
             `patchbridge export --mbox --public-inbox` writes it; the mbox
             holds every mail of the list archive once, oldest first, and
             `git mailsplit` splits it; the public-inbox output, imported with
             public-inbox-init -V2 + public-inbox-index, finds every message,
             answers a search, and threads them all under the cover letter.
+  forged    a maintainer whose domain does not verify acks with a forged
+            Authentication-Results field claiming the trusted id, in every
+            form of tests/data/authres/forged.txt (comments, quoting,
+            folding, case), through Postfix without header_checks: the
+            milter removes each before delivery, the list copy carries only
+            the verifier's two fields, nobody is approved, and each comment
+            says the field was ignored; a verified maintainer's ack in the
+            same run approves.
 
 Exit status: 0 pass, 1 fail, 77 skipped (not root, no Postfix, no
 libmilter build).
@@ -59,6 +73,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "tools"))
+import authres_forms  # noqa: E402
 import bedlib  # noqa: E402
 from bedlib import (Fail, check, patch_body, quote, reply, say,  # noqa: E402
                     sim, the_mr)
@@ -172,7 +189,7 @@ class Bed(bedlib.Bed):
         return os.path.join(self.bin, *parts)
 
 
-def start(bed, inbound_extra="", seed=None):
+def start(bed, inbound_extra="", seed=None, forge_retries=2):
     """The milters, the list server; the MR mailed as a series."""
     sim("POST", "/_sim/reset", {"seed": seed or SEED})
     sockdir = bed.sockets()
@@ -180,7 +197,8 @@ def start(bed, inbound_extra="", seed=None):
     msock = os.path.join(sockdir, "patchbridge.sock")
     bed.env["PORT"] = str(bedlib.free_port())
     bedlib.write_config(bed, msock, OWNERS, inbound="nak_label = %s\n%s" %
-                        (NAK_LABEL, inbound_extra))
+                        (NAK_LABEL, inbound_extra),
+                        forge_retries=forge_retries)
     bed.pb("check-config")
     bed.start_verifier(bed.exe("tests", "postfix", "test_milter"), vsock)
     bed.start_milter(bed.exe("milter", "patchbridge-milter"), msock)
@@ -469,19 +487,39 @@ def applied_count(status):
     return int(m.group(1))
 
 
+# Attempts each reply must have had before the forge comes back.
+OUTAGE_MIN_ROUNDS = 10
+
+
+def outage_status(bed, daemon):
+    """status during the outage: nothing applied, nothing dead."""
+    last = bed.pb("status")
+    check(applied_count(last) == 0, "applied during the outage:\n" + last)
+    check(not DEAD.search(last), "dead letter during the outage:\n" + last)
+    check(daemon.poll() is None, "the daemon exited %s" % daemon.poll())
+    return last
+
+
 def scenario_outage(bed):
-    outage = int(os.environ.get("PB_OUTAGE_SECONDS", "300"))
-    check(0 < outage <= 300, "PB_OUTAGE_SECONDS must be in 1..300")
-    patches, made = start(bed, "retry_base = 5s\nretry_max = 30s\n"
-                          "max_attempts = 200\n")
+    refuse = int(os.environ.get("PB_OUTAGE_SECONDS", "20"))
+    check(5 <= refuse <= 300, "PB_OUTAGE_SECONDS must be in 5..300")
+    patches, made = start(bed, "retry_base = 1s\nretry_max = 1s\n"
+                          "max_attempts = 1000\n", forge_retries=0)
     head = made["head"] if "head" in made else made["shas"][-1]
     daemon = bed.spawn([bed.exe("bridge", "patchbridge"), "-c", bed.cfg,
                         "run", "--foreground"], "daemon.log")
     time.sleep(2)
     check(daemon.poll() is None, "the daemon exited %s" % daemon.poll())
 
-    say("the forge refuses connections for %d s" % outage)
-    sim("POST", "/_sim/faults/refuse", {"seconds": outage})
+    # The outage: the API answers 503 (GitLab's front end with its
+    # backends down) until the end of the scenario, and for the first
+    # `refuse` seconds nothing even listens (the host down).  The 503s
+    # come first, so no request slips through when the refusal ends.
+    sim("POST", "/_sim/faults", {"kind": "error", "status": 503,
+                                 "path": "^/api/v4/", "count": 1000000})
+    say("the forge is down: connections refused for %d s, then 503" %
+        refuse)
+    sim("POST", "/_sim/faults/refuse", {"seconds": refuse})
     t_down = time.monotonic()
     check(not sim_up(), "the forge still answers")
 
@@ -499,39 +537,33 @@ def scenario_outage(bed):
         bed.send(raw, sender)
     bed.wait_mail(4 + len(mails))
     bed.settle()
-    took = time.monotonic() - t_down
     say("%d replies accepted by the list during the outage (%.1f s)" %
-        (len(mails), took))
-    check(took < outage - 2, "the list was slow to accept mail (%.1f s)"
-          % took)
+        (len(mails), time.monotonic() - t_down))
     spooled = [m for m in bed.archive() if m["Subject"].startswith("Re:")]
     check(all(m.get("X-Patchbridge") for m in spooled),
           "a reply has no X-Patchbridge header")
 
-    # During the outage: nothing applied, nothing dead, retries counted.
-    last = ""
-    while time.monotonic() - t_down < outage - 3:
-        last = bed.pb("status")
-        check(applied_count(last) == 0, "applied during the outage:\n" +
-              last)
-        check(not DEAD.search(last), "dead letter during the outage:\n" +
-              last)
-        check(daemon.poll() is None, "the daemon exited %s" %
-              daemon.poll())
-        time.sleep(min(10, max(0.5, outage - 3 -
-                                  (time.monotonic() - t_down))))
-    waiting = re.findall(r"^\s+<[^>]*> (\w+).*?(\d+) attempt", last, re.M)
-    say("at the end of the outage: %s" % waiting)
-    check(len(waiting) == len(mails), "status lists %d replies waiting, "
-          "want %d:\n%s" % (len(waiting), len(mails), last))
+    # Until every reply went through OUTAGE_MIN_ROUNDS retry rounds, and
+    # the refusal is over: nothing applied, nothing dead.
+    while True:
+        last = outage_status(bed, daemon)
+        waiting = re.findall(r"^\s+<[^>]*> (\w+).*?(\d+) attempt", last,
+                             re.M)
+        rounds = min([int(n) for _, n in waiting] or [0])
+        if len(waiting) == len(mails) and rounds >= OUTAGE_MIN_ROUNDS \
+                and sim_up():
+            break
+        check(time.monotonic() - t_down < refuse + 240,
+              "after %.0f s, the replies went through %d retry rounds, "
+              "want %d:\n%s" % (time.monotonic() - t_down, rounds,
+                                 OUTAGE_MIN_ROUNDS, last))
+        time.sleep(1)
+    say("after %.0f s down: %s" % (time.monotonic() - t_down, waiting))
     check(not os.listdir(os.path.join(bed.work, "spool", "dead"))
           if os.path.isdir(os.path.join(bed.work, "spool", "dead"))
           else True, "a spool record went to dead/")
 
-    while not sim_up():
-        check(time.monotonic() - t_down < outage + 30,
-              "the forge did not come back")
-        time.sleep(0.5)
+    sim("DELETE", "/_sim/faults")
     t_up = time.monotonic()
     say("the forge is back after %.0f s" % (t_up - t_down))
 
@@ -768,8 +800,68 @@ def scenario_acks(bed):
     check("3 applied" in status, "status:\n" + status)
 
 
+# --- scenario: forged -------------------------------------------------------
+
+WHY_FORGED = ("not honoured as an approval: the sender is not verified (no "
+              "DKIM or DMARC pass from %s; 1 Authentication-Results field "
+              "claiming %s was not added by its verifier and was ignored)"
+              % (bedlib.AUTHSERV, bedlib.AUTHSERV))
+
+
+def scenario_forged(bed):
+    patches, _ = start(bed)
+    forms = authres_forms.forms()
+    check(len(forms) >= 10, "only %d forged forms" % len(forms))
+    say("Ned (corp.example does not verify) acks patch 2 %d times, each "
+        "mail with a forged field claiming %s on top of its header" %
+        (len(forms), bedlib.AUTHSERV))
+    for n, what, value in forms:
+        raw, _ = reply(patches[2], NED, "FORGED-%d: %s.\n\nAcked-by: %s\n" %
+                       (n, what, NED))
+        bed.send("Authentication-Results: " + value + "\n" + raw,
+                 "ned@corp.example")
+    raw, _ = reply(patches[2], MARY, "CONTROL-MARY: verified.\n\n"
+                   "Acked-by: " + MARY + "\n")
+    bed.send(raw, "mary@kernel.example")
+    bed.wait_mail(4 + len(forms) + 1)
+    bed.settle()
+
+    seen = 0
+    for m in bed.archive():
+        body = m.raw.decode("utf-8", "replace")
+        k = re.search(r"FORGED-(\d+):", body)
+        if not k:
+            continue
+        seen += 1
+        fields = [str(v) for v in m.get_all("Authentication-Results", [])]
+        ours = [v for v in fields if bedlib.AUTHSERV in v.lower() or
+                "lists" in v.lower()]
+        check(len(ours) == 2 and all("=pass" not in v for v in ours),
+              "form %s: the list copy carries %s" % (k.group(1), fields))
+        xpb = m.get("X-Patchbridge", "")
+        check("auth=unverified" in xpb,
+              "form %s: X-Patchbridge: %s" % (k.group(1), xpb))
+    check(seen == len(forms), "%d of %d forged replies in the archive" %
+          (seen, len(forms)))
+    say("the list copies: each forged field removed by the milter, only "
+        "the verifier's two left; X-Patchbridge auth=unverified")
+
+    bed.pb("run", "--once", ok=(0,))
+    mr = the_mr()
+    apr = approvers(mr)
+    check("ned" not in apr, "a forged field approved as ned: %s" % apr)
+    check("mary" in apr, "the verified control did not approve: %s" % apr)
+    for n, what, _ in forms:
+        _, _, b = one_note(mr, "FORGED-%d:" % n, "form %d" % n)
+        check(WHY_FORGED in b, "form %d (%s): the comment does not say "
+              "why:\n%s" % (n, what, b))
+    say("no approval from any form, each comment says the forged field "
+        "was ignored; the verified control approved as mary")
+
+
 SCENARIOS = {"replies": scenario_replies, "outage": scenario_outage,
-             "export": scenario_export, "acks": scenario_acks}
+             "export": scenario_export, "acks": scenario_acks,
+             "forged": scenario_forged}
 
 
 def main():

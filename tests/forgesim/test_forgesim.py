@@ -1939,5 +1939,24 @@ class OpenApiConformanceTest(SimTestCase):
         self.assertEqual(problems, [])
 
 
+def load_tests(loader, tests, pattern):
+    """With PB_FORGESIM_SHARD=K/N, only test classes K, K+N, K+2N ... (by
+    name), so that CTest runs the suite as N tests side by side; every
+    class is in exactly one shard."""
+    shard = os.environ.get("PB_FORGESIM_SHARD")
+    if not shard:
+        return tests
+    k, n = (int(x) for x in shard.split("/"))
+    classes = [c for c in globals().values()
+               if isinstance(c, type) and issubclass(c, unittest.TestCase)
+               and loader.getTestCaseNames(c)]
+    classes.sort(key=lambda c: c.__name__)
+    suite = unittest.TestSuite()
+    for i, c in enumerate(classes):
+        if i % n == k - 1:
+            suite.addTests(loader.loadTestsFromTestCase(c))
+    return suite
+
+
 if __name__ == "__main__":
     unittest.main()

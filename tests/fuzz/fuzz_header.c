@@ -10,7 +10,7 @@
  * hdrdecode_addr_ok() and holds no encoded word; a subject always has a
  * prefix and a title, and a tag non-negative numbers.
  *
- *   fuzz_header -dict=tests/fuzz/fuzz_header.dict -max_total_time=60 \
+ *   fuzz_header -dict=tests/fuzz/dict/header.dict -max_total_time=60 \
  *       corpus/ tests/fuzz/header-seeds
  */
 #include "mail/hdrdecode.h"

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -81,6 +82,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (authres_parse(&ar, p, size) == 0 && ar.nr > AUTHRES_METHODS_MAX)
 		abort();
+	/* the input as a header: every field claiming the id is either
+	 * trusted or matched by the header_checks rule */
+	{
+		struct authres_judge j;
+		struct authres_summary sum;
+
+		authres_judge_init(&j, "lists.example.test", 2);
+		authres_judge_header(&j, p, size);
+		authres_judge_summary(&sum, &j, "example.org");
+		if (sum.trusted > 2 || j.nr_forged > j.ar)
+			abort();
+		authres_judge_release(&j);
+		if (authres_parse(&ar, p, size) == 0 &&
+		    !strcasecmp(ar.authserv_id, "lists.example.test") &&
+		    !authres_mentions(p, size, "lists.example.test"))
+			abort();
+	}
 	free(p);
 	return 0;
 }

@@ -799,6 +799,74 @@ class InboundTest(unittest.TestCase):
                                    2: ("diff-note", "done")})
 
     # the daemon drains what the milter (here: replay) spooled
+    # A ~7 MB reply: a comment, an inline comment, megabytes of a pasted
+    # log, an Acked-by at the end.  It is applied, not a dead letter: the
+    # approval and the diff note are there, and the comment, cut to fit a
+    # GitLab note, says where the whole mail is.
+    def test_large_reply_applied(self):
+        b = self.b
+        log = "".join("log line %06d: the quick brown fox jumps over the "
+                      "lazy dog\n" % i for i in range(110000))
+        path, mid = b.reply(
+            "INLINE-LARGE: the flush is needed, the log:\n\n" + log +
+            "\n" + QUOTE_ADDED + "\nINLINE-LARGE-2: keep it.\n\n"
+            "Acked-by: Bob Maintainer <bob@corp.example>\n", ar=DKIM_PASS)
+        self.assertGreater(os.path.getsize(path), 6 * 1024 * 1024)
+        p = b.replay("--apply-now", path)
+        self.assertIn("applied 1", p.stdout, p.stdout + p.stderr)
+        row, actions = b.dump(mid)
+        self.assertEqual(row[0], "applied")
+        mr = mr_state()
+        self.assertEqual([a["user"] for a in mr["approvals"]], ["bob"])
+        notes = user_notes(mr)
+        comment = [n["body"] for _, n in notes
+                   if "INLINE-LARGE:" in n["body"]]
+        self.assertEqual(len(comment), 1)
+        body = comment[0]
+        self.assertLessEqual(len(body), 1000000)
+        self.assertIn("log line 000000", body)
+        self.assertIn("truncated, the whole mail is on the list as "
+                      "Message-ID &lt;%s&gt;" % mid, body)
+        self.assertIn("approval by GitLab user bob", body)
+        diff = [n for _, n in notes if n["type"] == "DiffNote"]
+        self.assertEqual(len(diff), 1)
+        self.assertIn("INLINE-LARGE-2", diff[0]["body"])
+
+    # A mail over the milter's max_message_size: the milter spools its
+    # first part with the size it had (Received-Size), the daemon applies
+    # it, and the comment says it was cut and where the whole mail is.
+    def test_milter_cut_reply_applied(self):
+        b = self.b
+        milter = os.path.join(os.path.dirname(os.path.dirname(
+            os.path.abspath(PB))), "milter", "patchbridge-milter")
+        self.assertTrue(os.access(milter, os.X_OK), milter)
+        conf = os.path.join(b.dir, "milter.conf")
+        with open(b.conf()) as f:
+            text = f.read()
+        with open(conf, "w") as f:
+            f.write(text.replace("[milter]\n",
+                                 "[milter]\nmax_message_size = 64k\n"))
+        # run as root, the milter never makes its spool: it is made for
+        # it, as an installation does
+        os.makedirs(os.path.join(b.dir, "spool"), mode=0o770, exist_ok=True)
+        path, mid = b.reply("Acked-by: Bob Maintainer <bob@corp.example>\n"
+                            "\nCUT-TOP: fine by me; the rest is a log.\n\n" +
+                            "".join("line %d of a log\n" % i
+                                    for i in range(20000)), ar=DKIM_PASS)
+        p = subprocess.run([milter, "-c", conf, "--test", path],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("; cut=", p.stdout)
+        run([PB, "-c", b.conf(), "run", "--once", "--foreground"])
+        row, _ = b.dump(mid)
+        self.assertEqual(row[0], "applied")
+        mr = mr_state()
+        self.assertEqual([a["user"] for a in mr["approvals"]], ["bob"])
+        body = [n["body"] for _, n in user_notes(mr)
+                if "CUT-TOP" in n["body"]][0]
+        self.assertIn("truncated, the whole mail is on the list as "
+                      "Message-ID &lt;%s&gt;" % mid, body)
+
     def test_daemon_applies_spool(self):
         b = self.b
         path, mid = b.reply("For the daemon.\n", ar=DKIM_PASS)
@@ -888,7 +956,7 @@ def main():
     global PB, SEED
     if not URL:
         print("PB_FORGESIM_URL is not set (run through run-with-sim.sh)")
-        return 77
+        return 1
     PB, SEED = sys.argv[1], sys.argv[2]
     argv = [sys.argv[0]] + sys.argv[3:]
     prog = unittest.main(argv=argv, exit=False, verbosity=2)

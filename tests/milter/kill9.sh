@@ -1,6 +1,6 @@
 #!/bin/bash
 # kill -9 of the milter under load: anything Postfix answered 250 for is
-# in the spool (notes §3.4; DESIGN.md rule 2).
+# in the spool (docs/DESIGN.md rule 2).
 #
 # usage: kill9.sh MILTER_BINARY WORKDIR
 #

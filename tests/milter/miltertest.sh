@@ -10,7 +10,7 @@
 #                  one spool record with the queue id sent as macro {i}
 #   irrelevant.lua CONTINUE, no header, no record
 #   loop.lua       the bridge's own mail, each marker: no header, no record
-#   oversize.lua   over max_message_size: CONTINUE untouched, no record
+#   oversize.lua   over max_message_size: CONTINUE, what fits bridged
 # Then signals (libmilter's own sigwait thread would stop on SIGHUP):
 #   a SIGHUP with a broken file keeps the running configuration;
 #   a burst of SIGHUPs with a new file (another spool directory) reloads
@@ -73,12 +73,15 @@ step "the bridge's own mail: no header, no record"
 run_lua loop.lua
 expect_records "$W/spool" 1 loop
 
-step "oversize reply: untouched, no record"
+step "oversize reply: what fits is bridged, cut at a line end"
 run_lua oversize.lua
-# the reply after it on the same connection is spooled
-expect_records "$W/spool" 2 oversize
-grep -q 'over \[milter\] max_message_size' "$MLOG" ||
-	fail "oversize not logged"
+# it and the reply after it on the same connection are spooled
+expect_records "$W/spool" 3 oversize
+grep -q 'over \[milter\] max_message_size.*the first [0-9]* are bridged' \
+	"$MLOG" || fail "oversize not logged"
+grep -l '^Message-Id: mt-oversize@example.org$' "$W"/spool/new/* |
+	xargs grep -q '^Received-Size: [0-9]*$' ||
+	fail "the cut record has no Received-Size"
 
 step "SIGHUP with a broken file keeps the running configuration"
 cp "$W/pb.conf" "$W/pb.conf.good"
@@ -91,7 +94,7 @@ until grep -q 'keeping the running configuration' "$MLOG"; do
 	sleep 0.05
 done
 MT_QID=4RELOAD1 run_lua relevant.lua
-expect_records "$W/spool" 3 "after a refused reload"
+expect_records "$W/spool" 4 "after a refused reload"
 
 step "a burst of SIGHUPs with a new file: reloaded, still serving"
 mkdir -p "$W/spool2" || fail "cannot create $W/spool2"
@@ -111,7 +114,7 @@ sleep 5.5
 pid_alive "$MPID" || fail "milter stopped by the SIGHUP burst"
 grep -q 'notice: stopp' "$MLOG" && fail "milter is stopping after SIGHUPs"
 expect_records "$W/spool2" 1 "after the reload"
-expect_records "$W/spool" 3 "old spool after the reload"
+expect_records "$W/spool" 4 "old spool after the reload"
 say "$(grep -c 'reload: configuration' "$MLOG") reloads logged, milter alive"
 
 step "spool unwritable: TEMPFAIL"

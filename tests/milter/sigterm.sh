@@ -1,7 +1,6 @@
 #!/bin/bash
 # SIGTERM of the milter under load: it drains and stops cleanly, and a
-# reader finds only complete records (issue 6, must show 3; DESIGN.md
-# rule 2).
+# reader finds only complete records (docs/DESIGN.md rule 2).
 #
 # usage: sigterm.sh MILTER_BINARY SPOOL_CHECK WORKDIR
 #

@@ -14,16 +14,21 @@
  *                    [-d eom_delay_ms] [-t io_timeout_s] [-v]
  *                    [-A authserv-id -D domain [-D domain]...]
  *
- * With -A it also stands in for a DKIM/DMARC verifier such as OpenDKIM
- * and OpenDMARC placed before patchbridge-milter in smtpd_milters: for a
- * message whose From: domain is one of the -D domains it inserts, at the
- * top of the header,
+ * With -A it also stands in for a DKIM/DMARC verifier pair, OpenDKIM
+ * then OpenDMARC, placed before patchbridge-milter in smtpd_milters.  Like
+ * them it inserts its fields with smfi_insheader(ctx, 1, ...), right
+ * under Postfix's own Received: (opendkim.c dkimf_add_ar_fields,
+ * opendmarc.c mlfi_eom), OpenDKIM's first and OpenDMARC's on top of it.
+ * For a message whose From: domain is one of the -D domains:
  *
+ *     Authentication-Results: <authserv-id>; dmarc=pass (p=none
+ *             dis=none) header.from=<domain>
  *     Authentication-Results: <authserv-id>; dkim=pass header.d=<domain>
- *             header.i=@<domain>; dmarc=pass header.from=<domain>
+ *             header.i=@<domain>
  *
- * and for any other message a dkim=none/dmarc=none result.  Tests use it to
- * play "this sender's signature verified" without real keys and DNS.
+ * and for any other message dkim=none and dmarc=none (as OpenDKIM with
+ * AlwaysAddARHeader).  Tests use it to play "this sender's signature
+ * verified" without real keys and DNS.
  *
  * The socket is created with the given umask (default 0111, i.e. mode
  * 0666) so that Postfix's smtpd and cleanup (user postfix) can connect from
@@ -144,25 +149,29 @@ static void from_domain(char *dst, size_t dstsz, const char *from)
 static sfsistat add_auth_results(SMFICTX *ctx, struct conn_state *st)
 {
 	static char hname[] = "Authentication-Results";
-	char dom[256], value[1024];
+	char dom[256], dkim[1024], dmarc[1024];
 	size_t i;
-	int pass = 0, n;
+	int pass = 0, n, m;
 
 	from_domain(dom, sizeof(dom), st->from);
 	for (i = 0; i < ar_ndomains; i++)
 		if (dom[0] && strcmp(dom, ar_domains[i]) == 0)
 			pass = 1;
 	if (pass)
-		n = snprintf(value, sizeof(value),
-			     "%s; dkim=pass header.d=%s header.i=@%s; "
-			     "dmarc=pass header.from=%s",
-			     ar_id, dom, dom, dom);
+		n = snprintf(dkim, sizeof(dkim),
+			     "%s; dkim=pass header.d=%s header.i=@%s", ar_id,
+			     dom, dom);
 	else
-		n = snprintf(value, sizeof(value), "%s; dkim=none; dmarc=none",
-			     ar_id);
-	if (n < 0 || (size_t)n >= sizeof(value))
+		n = snprintf(dkim, sizeof(dkim), "%s; dkim=none", ar_id);
+	m = snprintf(dmarc, sizeof(dmarc),
+		     "%s; dmarc=%s (p=none dis=none) header.from=%s", ar_id,
+		     pass ? "pass" : "none", dom[0] ? dom : "unknown");
+	if (n < 0 || (size_t)n >= sizeof(dkim) || m < 0 ||
+	    (size_t)m >= sizeof(dmarc))
 		return SMFIS_TEMPFAIL;
-	if (smfi_insheader(ctx, 0, hname, value) != MI_SUCCESS)
+	/* OpenDKIM's, then OpenDMARC's on top of it */
+	if (smfi_insheader(ctx, 1, hname, dkim) != MI_SUCCESS ||
+	    smfi_insheader(ctx, 1, hname, dmarc) != MI_SUCCESS)
 		return SMFIS_TEMPFAIL;
 	return SMFIS_CONTINUE;
 }

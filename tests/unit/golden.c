@@ -42,6 +42,9 @@ void golden_list(struct strlist *out, const char *dir, const char *suffix)
 			strlist_push(out, de->d_name);
 	}
 	closedir(d);
+	/* A test without its data fails: it must not pass on nothing. */
+	if (!out->nr)
+		fail_msg("no *%s files in %s", suffix, path);
 	strlist_sort(out);
 }
 

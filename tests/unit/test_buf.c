@@ -37,11 +37,74 @@ static void test_cap_is_enforced(void **state)
 	struct buf b = BUF_INIT(8);
 
 	assert_int_equal(buf_adds(&b, "12345678"), 0);
+	assert_int_equal(buf_error(&b), 0);
 	assert_int_equal(buf_addch(&b, 'x'), PB_ELIMIT);
-	/* A failed append leaves the buffer as it was. */
+	/* A failed append adds nothing. */
 	assert_string_equal(b.data, "12345678");
 	assert_int_equal(buf_addf(&b, "%s", "y"), PB_ELIMIT);
 	assert_int_equal(b.len, 8);
+	assert_int_equal(buf_error(&b), PB_ELIMIT);
+	assert_non_null(strstr(err_msg(), "limit of 8 bytes"));
+	buf_release(&b);
+	assert_int_equal(buf_error(&b), 0);
+}
+
+/* After the first failure nothing more is added, even what would fit:
+ * the text is never cut in the middle. */
+static void test_failure_is_sticky(void **state)
+{
+	struct buf b = BUF_INIT(8);
+
+	assert_int_equal(buf_adds(&b, "abc"), 0);
+	assert_int_equal(buf_adds(&b, "too long"), PB_ELIMIT);
+	assert_int_equal(buf_adds(&b, "de"), PB_ELIMIT);
+	assert_int_equal(buf_addch(&b, 'f'), PB_ELIMIT);
+	assert_int_equal(buf_add(&b, "g", 1), PB_ELIMIT);
+	assert_int_equal(buf_grow(&b, 1), PB_ELIMIT);
+	assert_string_equal(b.data, "abc");
+	/* Rolling back keeps the mark ... */
+	buf_truncate(&b, 1);
+	assert_int_equal(buf_addch(&b, 'x'), PB_ELIMIT);
+	assert_string_equal(b.data, "a");
+	/* ... the caller that keeps what fitted clears it ... */
+	buf_clear_error(&b);
+	assert_int_equal(buf_error(&b), 0);
+	assert_int_equal(buf_addch(&b, 'x'), 0);
+	assert_string_equal(b.data, "ax");
+	/* ... and a fresh start forgets it. */
+	assert_int_equal(buf_adds(&b, "123456789"), PB_ELIMIT);
+	buf_reset(&b);
+	assert_int_equal(buf_adds(&b, "12"), 0);
+	assert_int_equal(buf_adds(&b, "123456789"), PB_ELIMIT);
+	assert_int_equal(buf_sets(&b, "new"), 0);
+	assert_string_equal(b.data, "new");
+	assert_int_equal(buf_adds(&b, "123456789"), PB_ELIMIT);
+	free(buf_detach(&b, NULL));
+	assert_int_equal(buf_adds(&b, "ok"), 0);
+	assert_int_equal(buf_error(&b), 0);
+	buf_release(&b);
+}
+
+/* The one check at the end: pieces appended without looking. */
+static void write_pieces(struct buf *b, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		(void)buf_addf(b, "piece %d;", i);
+}
+
+static void test_one_check_at_the_end(void **state)
+{
+	struct buf b = BUF_INIT(30);
+
+	write_pieces(&b, 3);
+	assert_int_equal(buf_error(&b), 0);
+	assert_string_equal(b.data, "piece 0;piece 1;piece 2;");
+	buf_reset(&b);
+	write_pieces(&b, 10);
+	assert_int_equal(buf_error(&b), PB_ELIMIT);
+	assert_string_equal(b.data, "piece 0;piece 1;piece 2;");
 	buf_release(&b);
 }
 
@@ -93,6 +156,8 @@ int main(void)
 		cmocka_unit_test(test_empty_is_terminated),
 		cmocka_unit_test(test_add_and_format),
 		cmocka_unit_test(test_cap_is_enforced),
+		cmocka_unit_test(test_failure_is_sticky),
+		cmocka_unit_test(test_one_check_at_the_end),
 		cmocka_unit_test(test_embedded_nul),
 		cmocka_unit_test(test_growth_many),
 		cmocka_unit_test(test_detach_and_rtrim),

@@ -169,10 +169,10 @@ static const char patch_mail[] =
 	"In-Reply-To: <p1@bridge.example>\n"                     \
 	"References: <c0@bridge.example> <p1@bridge.example>\n"
 
-static const char reply_mail[] = REPLY_HEAD
+/* the verifier's field on top, as it inserts it */
+static const char reply_mail[] =
 	"Authentication-Results: lists.example.test; dkim=pass "
-	"header.d=corp.example header.i=@corp.example\n"
-	"\n"
+	"header.d=corp.example header.i=@corp.example\n" REPLY_HEAD "\n"
 	"General comment first.\n"
 	"/approve\n"
 	"\n"
@@ -268,8 +268,8 @@ static void setup_ctx(struct fixture *fx)
 
 static void parse(struct fixture *fx, const char *mail)
 {
-	struct review_options ro = { .trusted_authserv_id =
-					     "lists.example.test" };
+	struct review_options ro = { .trusted_authserv_id = "lists.example.test",
+				     .trusted_fields = 2 };
 
 	memset(fx, 0, sizeof(*fx));
 	assert_int_equal(review_patch_diff(&fx->parent, patch_mail,
@@ -354,15 +354,16 @@ static void test_plan_order(void **state)
  * trusts the list's own verification of the original, the outer
  * message is verified and comes from the list's address.
  */
+/* The verifier's field on top, where it puts it (authres.h). */
 #define WRAP_OUTER(from, outer_ar)                                       \
-	"From: Bob via Dev <" from ">\n"                                 \
+	outer_ar "From: Bob via Dev <" from ">\n"                        \
 	"Reply-To: Bob <bob@corp.example>\n"                             \
 	"To: dev@lists.example.test\n"                                   \
 	"List-Id: <dev.lists.example.test>\n"                            \
 	"Subject: Re: [PATCH v1 1/2] hello: greet more loudly\n"         \
 	"Message-ID: <wrap1@lists.example.test>\n"                       \
 	"In-Reply-To: <p1@bridge.example>\n"                             \
-	"References: <c0@bridge.example> <p1@bridge.example>\n" outer_ar \
+	"References: <c0@bridge.example> <p1@bridge.example>\n"          \
 	"MIME-Version: 1.0\n"                                            \
 	"Content-Type: message/rfc822\n"                                 \
 	"Content-Disposition: inline\n"                                  \
@@ -533,6 +534,116 @@ static void test_plan_refusals(void **state)
 		done(&fx);
 		free(mail);
 	}
+
+	/* The pass forged by the sender, below the From: ignored, and the
+	 * comment says so. */
+	{
+		static const char forged[] =
+			"Authentication-Results: (x) lists.example.test; "
+			"dkim=pass header.d=corp.example\n";
+		const char *p = strstr(reply_mail, "\n\n");
+		char *mail = malloc(strlen(reply_mail) + sizeof(forged));
+		size_t head = strlen(REPLY_HEAD);
+
+		memcpy(mail, REPLY_HEAD, head);
+		strcpy(mail + head, forged);
+		strcat(mail, p + 1);
+		parse(&fx, mail);
+		assert_false(fx.r->auth.verified);
+		assert_int_equal(fx.r->auth.forged, 1);
+		assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+		assert_int_equal(fx.plan.nr, 3);
+		assert_non_null(strstr(fx.plan.v[0].body,
+				       "the sender is not verified (no DKIM "
+				       "or DMARC pass from lists.example.test; "
+				       "1 Authentication-Results field "
+				       "claiming lists.example.test was not "
+				       "added by its verifier and was "
+				       "ignored)"));
+		done(&fx);
+		free(mail);
+	}
+}
+
+/*
+ * A reply larger than a forge note: the trailers' verdicts, the footer
+ * and a notice saying where the whole mail is always fit, the text is
+ * cut at a line end to fit GitLab's limit, and an inline comment larger
+ * than a note is cut the same way.  Nothing fails, nothing is lost
+ * without saying so.
+ */
+static void test_plan_large(void **state)
+{
+	struct buf mail = BUF_INIT(8 << 20);
+	const struct plan_action *a;
+	struct fixture fx;
+	size_t i;
+
+	(void)state;
+	/* reply_mail's header, then 3 MB of general comment */
+	buf_add(&mail, reply_mail,
+		(size_t)(strstr(reply_mail, "\n\n") - reply_mail) + 2);
+	for (i = 0; i < 60000; i++)
+		buf_addf(&mail,
+			 "Line %zu of a long comment, with *stars* "
+			 "& <tags>\n",
+			 i);
+	buf_adds(&mail, "\nAcked-by: Bob <bob@corp.example>\n");
+	parse(&fx, mail.data);
+	assert_true(fx.r->truncated); /* over REVIEW_COMMENT_MAX */
+	assert_int_equal(fx.r->trailers.nr, 1);
+	fx.ctx.message_id = "big/1@corp.example";
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	a = &fx.plan.v[0];
+	assert_int_equal(a->kind, PLAN_COMMENT);
+	assert_true(strlen(a->body) <= PLAN_BODY_MAX);
+	assert_true(strlen(a->body) > PLAN_BODY_MAX - 64 * 1024);
+	assert_non_null(strstr(a->body, "Line 0 of a long comment"));
+	assert_null(strstr(a->body, "Line 59999 "));
+	assert_non_null(strstr(a->body, "\\[...\\] truncated, the whole mail "
+					"is on the list as Message-ID "
+					"&lt;big/1@corp.example&gt;"));
+	assert_non_null(strstr(a->body, "* Acked-by: Bob"));
+	assert_non_null(strstr(a->body, "approval by GitLab user bob"));
+	assert_non_null(strstr(a->body, "(DKIM verified)"));
+	/* the approval itself */
+	assert_int_equal(fx.plan.v[fx.plan.nr - 1].kind, PLAN_APPROVE);
+	plan_release(&fx.plan);
+
+	/* with an archive: a link */
+	fx.ctx.archive_url = "https://lore.example.org/list";
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	assert_non_null(strstr(fx.plan.v[0].body,
+			       "truncated, the whole mail is at "
+			       "https://lore.example.org/list/"
+			       "big%2F1@corp.example/"));
+	done(&fx);
+
+	/* an inline comment larger than a note */
+	buf_reset(&mail);
+	buf_adds(&mail, reply_mail);
+	buf_truncate(&mail,
+		     (size_t)(strstr(mail.data, "Why shout?\n") - mail.data));
+	for (i = 0; i < 40000; i++)
+		buf_addf(&mail, "Why shout, line %zu? <&>\n", i);
+	buf_adds(&mail, "\n>  \treturn 0;\n\nFine.\n");
+	parse(&fx, mail.data);
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	for (i = 0; i < fx.plan.nr; i++) {
+		a = &fx.plan.v[i];
+		if (a->body)
+			assert_true(strlen(a->body) <= PLAN_BODY_MAX);
+		if (a->fallback)
+			assert_true(strlen(a->fallback) <= PLAN_BODY_MAX);
+	}
+	a = &fx.plan.v[1];
+	assert_int_equal(a->kind, PLAN_DIFF_NOTE);
+	assert_non_null(strstr(a->body, "Why shout, line 0?"));
+	assert_non_null(strstr(a->body, "truncated, the whole mail is on "
+					"the list"));
+	assert_non_null(strstr(a->fallback, "truncated, the whole mail is"));
+	done(&fx);
+	buf_release(&mail);
 }
 
 static void test_plan_nak(void **state)
@@ -574,13 +685,14 @@ static int plan_of(struct fixture *fx, const char *from, const char *text,
 	size_t i;
 	int approvals = 0;
 
+	/* the verifier's field on top, as it inserts it */
 	snprintf(mail, sizeof(mail),
+		 "Authentication-Results: lists.example.test; dkim=pass "
+		 "header.d=corp.example header.i=@corp.example\n"
 		 "From: %s\n"
 		 "Subject: Re: [PATCH v1 1/2] hello: greet more loudly\n"
 		 "Message-ID: <r9@corp.example>\n"
 		 "In-Reply-To: <p1@bridge.example>\n"
-		 "Authentication-Results: lists.example.test; dkim=pass "
-		 "header.d=corp.example header.i=@corp.example\n"
 		 "\n%s",
 		 from, text);
 	parse(fx, mail);
@@ -834,16 +946,11 @@ static void test_plan_thread_reply(void **state)
 static void test_marker_key(void **state)
 {
 	char k1[INBOUND_MARKER_KEY_SIZE], k2[INBOUND_MARKER_KEY_SIZE];
-	unsigned char d[32];
 
 	(void)state;
-	inbound_sha256(d, "abc", 3);
-	assert_int_equal(d[0], 0xba);
-	assert_int_equal(d[31], 0xad);
-	inbound_sha256(d, "", 0);
-	assert_int_equal(d[0], 0xe3);
-	assert_int_equal(d[31], 0x55);
 	inbound_marker_key(k1, "r1@corp.example", 1001);
+	/* The key notes already on the forge carry: it must never change. */
+	assert_string_equal(k1, "pb1-cb06f795f8ef2376b1be543a0b658c32.1001");
 	inbound_marker_key(k2, "r1@corp.example", 1001);
 	assert_string_equal(k1, k2);
 	assert_int_equal(forge_marker_key_check(k1), 0);
@@ -1027,6 +1134,7 @@ int main(void)
 		cmocka_unit_test(test_plan_order),
 		cmocka_unit_test(test_plan_refusals),
 		cmocka_unit_test(test_plan_dmarc_wrap),
+		cmocka_unit_test(test_plan_large),
 		cmocka_unit_test(test_plan_nak),
 		cmocka_unit_test(test_plan_what_a_reply_says),
 		cmocka_unit_test(test_plan_fold_inline),

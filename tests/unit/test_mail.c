@@ -7,6 +7,7 @@
 #include "mail/mail.h"
 #include "mail/mailtext.h"
 #include "util/err.h"
+#include "util/limits.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -100,17 +101,139 @@ static void test_limits(void **state)
 		buf_adds(&raw, "\n y");
 	buf_adds(&raw, "\n\nbody\n");
 	assert_int_equal(mail_parse(&m, raw.data, raw.len, &lim), PB_ELIMIT);
-	/* the whole message */
+	/* the whole message: what fits is kept, up to a line end */
+	buf_reset(&raw);
+	buf_adds(&raw, "Subject: big\n\n");
+	for (i = 0; i < 100; i++)
+		buf_addf(&raw, "line %d\n", i);
 	lim.max_size = 100;
-	assert_int_equal(mail_parse(&m, raw.data, raw.len, &lim), PB_ELIMIT);
-	/* decoded text per part */
+	assert_int_equal(mail_parse(&m, raw.data, raw.len, &lim), 0);
+	assert_true(m->flags & MAIL_F_TRUNCATED);
+	assert_non_null(strstr(m->text.data, "line 0\n"));
+	assert_null(strstr(m->text.data, "line 99"));
+	assert_int_equal(m->text.data[m->text.len - 1], '\n');
+	mail_free(m);
+	/* decoded text per part: its beginning and its end, at line ends */
 	mail_limits_default(&lim);
+	lim.max_text = 64;
+	buf_reset(&raw);
+	buf_adds(&raw, "Subject: t\n\n");
+	for (i = 0; i < 20; i++)
+		buf_addf(&raw, "line %02d\n", i);
+	assert_int_equal(mail_parse(&m, raw.data, raw.len, &lim), 0);
+	assert_true(m->flags & MAIL_F_TRUNCATED);
+	assert_true(m->text.len <= 64);
+	assert_memory_equal(m->text.data, "line 00\nline 01\n", 16);
+	assert_non_null(strstr(m->text.data, "\n[...]\n"));
+	assert_non_null(strstr(m->text.data, "\nline 19\n"));
+	assert_null(strstr(m->text.data, "line 10"));
+	mail_free(m);
+	/* one line longer than the cap: its beginning */
 	lim.max_text = 10;
 	buf_reset(&raw);
 	buf_adds(&raw, "Subject: t\n\n0123456789abcdef\n");
 	assert_int_equal(mail_parse(&m, raw.data, raw.len, &lim), 0);
 	assert_true(m->flags & MAIL_F_TRUNCATED);
-	assert_memory_equal(m->text.data, "0123456789\n", 11);
+	assert_memory_equal(m->text.data, "012[...]\n", 9);
+	mail_free(m);
+	buf_release(&raw);
+}
+
+/* A message of n empty parts after a text part, boundary declared by
+ * ctype (a Content-Type value). */
+static void bomb(struct buf *raw, const char *ctype, const char *sep, int n)
+{
+	int i;
+
+	buf_reset(raw);
+	buf_addf(raw,
+		 "Subject: bomb\nMIME-Version: 1.0\nContent-Type: %s\n\n"
+		 "--%s\nContent-Type: text/plain\n\nmy reply\n",
+		 ctype, sep);
+	for (i = 0; i < n; i++)
+		buf_addf(raw, "--%s\n\n", sep);
+	buf_addf(raw, "--%s--\n", sep);
+}
+
+/*
+ * MIME part bombs are cut before GMime builds them (mail.c's pre-scan):
+ * the text before the cut is read, the mail says MAIL_F_LIMIT.  The
+ * boundary is found as GMime reads it (quoted, RFC 2231 continuations),
+ * lines after the boundary count too, and so do chains of message/rfc822
+ * headers and header blocks with many fields.
+ */
+static void test_part_bombs(void **state)
+{
+	static const struct {
+		const char *ctype, *sep;
+	} kinds[] = {
+		{ "multipart/mixed; boundary=b", "b" },
+		{ "multipart/mixed; boundary=\"b b\"", "b b" },
+		{ "multipart/mixed; boundary*0=\"ab\"; boundary*1=\"cd\"",
+		  "abcd" },
+		{ "multipart/mixed;\n boundary=\"x\"", "x" },
+		{ "multipart/mixed; boundary=\"\"", "" },
+	};
+	struct buf raw = BUF_INIT(1 << 24);
+	struct mail *m = NULL;
+	size_t k;
+	int i;
+
+	for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		bomb(&raw, kinds[k].ctype, kinds[k].sep, 200000);
+		assert_int_equal(mail_parse(&m, raw.data, raw.len, NULL), 0);
+		if (!(m->flags & MAIL_F_LIMIT))
+			fail_msg("%s: not cut", kinds[k].ctype);
+		assert_string_equal(m->text.data, "my reply\n");
+		mail_free(m);
+		/* a few parts are no bomb */
+		bomb(&raw, kinds[k].ctype, kinds[k].sep, 3);
+		assert_int_equal(mail_parse(&m, raw.data, raw.len, NULL), 0);
+		assert_false(m->flags & MAIL_F_LIMIT);
+		mail_free(m);
+	}
+	/* boundary lines with something after them */
+	buf_reset(&raw);
+	buf_adds(&raw, "Content-Type: multipart/mixed; boundary=b\n\n"
+		       "--b\n\nmine\n");
+	for (i = 0; i < 100000; i++)
+		buf_adds(&raw, "--b \t\n");
+	assert_int_equal(mail_parse(&m, raw.data, raw.len, NULL), 0);
+	assert_true(m->flags & MAIL_F_LIMIT);
+	mail_free(m);
+	/* nested messages without a boundary line */
+	buf_reset(&raw);
+	buf_adds(&raw, "Subject: nest\n");
+	for (i = 0; i < 100000; i++)
+		buf_adds(&raw, "Content-Type: message/rfc822\n\n");
+	buf_adds(&raw, "\nend\n");
+	assert_int_equal(mail_parse(&m, raw.data, raw.len, NULL), 0);
+	assert_true(m->flags & MAIL_F_LIMIT);
+	mail_free(m);
+	/* part headers: many fields in one part, or in all of them */
+	buf_reset(&raw);
+	buf_adds(&raw, "Content-Type: multipart/mixed; boundary=b\n\n"
+		       "--b\nContent-Type: text/plain\n\nmine\n--b\n");
+	for (i = 0; i < 100000; i++)
+		buf_addf(&raw, "X-F%d: v\n", i);
+	buf_adds(&raw, "\nx\n--b--\n");
+	assert_int_equal(mail_parse(&m, raw.data, raw.len, NULL), 0);
+	assert_true(m->flags & MAIL_F_LIMIT);
+	assert_string_equal(m->text.data, "mine\n");
+	mail_free(m);
+	buf_reset(&raw);
+	buf_adds(&raw, "Content-Type: multipart/mixed; boundary=b\n\n");
+	for (i = 0; i < PB_MIME_PARTS_MAX / 2; i++) {
+		int f;
+
+		buf_adds(&raw, "--b\n");
+		for (f = 0; f < 100; f++)
+			buf_addf(&raw, "X-F%d: v\n", f);
+		buf_adds(&raw, "\nx\n");
+	}
+	buf_adds(&raw, "--b--\n");
+	assert_int_equal(mail_parse(&m, raw.data, raw.len, NULL), 0);
+	assert_true(m->flags & MAIL_F_LIMIT);
 	mail_free(m);
 	buf_release(&raw);
 }
@@ -208,6 +331,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_golden),
 		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_part_bombs),
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_mailtext),
 		cmocka_unit_test(test_date_parse),

@@ -100,16 +100,25 @@ static void test_golden(void **state)
 
 static void test_trusted_auth(void **state)
 {
+	/* the verifier's field on top, a client's below */
 	static const char raw[] =
+		"Authentication-Results: mx.example.net; dkim=pass "
+		"header.d=example.net\n"
+		"From: Ivan <ivan@example.net>\n"
+		"Subject: Re: [PATCH 1/2] x\n"
+		"Authentication-Results: evil.example; dmarc=pass\n"
+		"\n"
+		"Acked-by: Ivan <ivan@example.net>\n";
+	/* the same field below the From: the client wrote it */
+	static const char below[] =
 		"From: Ivan <ivan@example.net>\n"
 		"Subject: Re: [PATCH 1/2] x\n"
 		"Authentication-Results: mx.example.net; dkim=pass "
 		"header.d=example.net\n"
-		"Authentication-Results: evil.example; dmarc=pass\n"
 		"\n"
 		"Acked-by: Ivan <ivan@example.net>\n";
-	struct review_options opts = { .trusted_authserv_id =
-					       "mx.example.net" };
+	struct review_options opts = { .trusted_authserv_id = "mx.example.net",
+				       .trusted_fields = 2 };
 	struct review *r;
 
 	assert_int_equal(review_parse(&r, raw, sizeof(raw) - 1, NULL, &opts),
@@ -119,6 +128,12 @@ static void test_trusted_auth(void **state)
 	assert_int_equal(r->auth.dmarc, AR_NONE);
 	assert_int_equal(r->kind, REVIEW_REPLY);
 	assert_int_equal(r->trailers.nr, 1);
+	review_free(r);
+
+	assert_int_equal(
+		review_parse(&r, below, sizeof(below) - 1, NULL, &opts), 0);
+	assert_false(r->auth.verified);
+	assert_int_equal(r->auth.forged, 1);
 	review_free(r);
 
 	opts.trusted_authserv_id = "other.example";

@@ -9,6 +9,7 @@
 #include "cmocka_all.h"
 #include "core/msgid.h"
 #include "mail/mail.h"
+#include "mail/review.h"
 #include "milter/mconf.h"
 #include "milter/session.h"
 #include "state/spool.h"
@@ -30,6 +31,9 @@
 
 static char dir[512];
 
+/* Lines for [milter] that the next make_conf() adds. */
+static const char *milter_extra = "";
+
 /* DIR/NAME.conf with its own spool DIR/NAME-spool, loaded. */
 static struct mconf *make_conf(const char *name, const char *max_size)
 {
@@ -42,10 +46,11 @@ static struct mconf *make_conf(const char *name, const char *max_size)
 		 "domain = " DOMAIN "\n"
 		 "[forge]\nurl = https://gitlab.example.org\n"
 		 "token_file = %s/token\n"
-		 "[milter]\nmax_message_size = %s\n"
+		 "[milter]\nmax_message_size = %s\n%s"
 		 "[state]\npath = %s/state.db\n"
 		 "[spool]\ndir = %s/%s-spool\n",
-		 dir, max_size ? max_size : "64k", dir, dir, name);
+		 dir, max_size ? max_size : "64k", milter_extra, dir, dir,
+		 name);
 	/* The milter run as root never makes the spool directory. */
 	snprintf(path, sizeof(path), "%s/%s-spool", dir, name);
 	assert_true(mkdir(path, 0770) == 0 || errno == EEXIST);
@@ -185,11 +190,15 @@ static void test_reply_spooled_with_header(void **state)
 	session_free(s);
 }
 
-static void test_oversize_passes_untouched(void **state)
+/* Over max_message_size: the first part is bridged, cut at a line end,
+ * and the record says how large the mail was. */
+static void test_oversize_keeps_head(void **state)
 {
 	struct session *s;
 	struct session_outcome out;
-	char chunk[8192];
+	struct spool_record rec;
+	struct buf data = BUF_INIT(1 << 20);
+	char chunk[8192], path[800];
 	int i;
 
 	(void)state;
@@ -198,18 +207,28 @@ static void test_oversize_passes_untouched(void **state)
 	chunk[sizeof(chunk) - 1] = '\n';
 	s = begin_reply("<big@example.org>");
 	session_eoh(s);
+	body(s, "Acked-by: Rev Iewer <rev@example.org>\n");
 	for (i = 0; i < 9; i++) /* 72 KiB > 64 KiB */
 		session_body(s, chunk, sizeof(chunk));
-	/* buffering stopped and the memory went back */
-	assert_int_equal(s->skip, SESSION_SKIP_OVERSIZE);
-	assert_int_equal(s->raw.len, 0);
-	assert_int_equal(s->size > 64 * 1024, 1);
+	/* buffering stopped at the cap, what came first is kept */
+	assert_true(s->cut);
+	assert_int_equal(s->raw.len, 64 * 1024);
+	assert_int_equal(s->size > 72 * 1024, 1);
 	session_eom(&out, s);
 	assert_int_equal(out.action, SESSION_ACCEPT);
-	assert_string_equal(out.verdict, "oversize");
-	assert_string_equal(out.header, "");
-	assert_int_equal(spooled("b", NULL, 0), 0);
+	assert_string_equal(out.verdict, "bridged");
+	assert_non_null(strstr(out.header, "trailers=Acked-by"));
+	assert_non_null(strstr(out.header, "; cut="));
 	session_end(s);
+	assert_int_equal(spooled("b", path, sizeof(path)), 1);
+	assert_int_equal(file_read(&data, path), 0);
+	spool_record_init(&rec);
+	assert_int_equal(spool_parse(&rec, data.data, data.len), 0);
+	assert_true(rec.message.len < 64 * 1024);
+	assert_int_equal(rec.message.data[rec.message.len - 1], '\n');
+	assert_true(rec.received > 72 * 1024);
+	spool_record_release(&rec);
+	buf_release(&data);
 
 	/* the next message starts afresh */
 	session_free(s);
@@ -218,7 +237,8 @@ static void test_oversize_passes_untouched(void **state)
 	session_body(s, "ok\n", 3);
 	session_eom(&out, s);
 	assert_string_equal(out.verdict, "bridged");
-	assert_int_equal(spooled("b", NULL, 0), 1);
+	assert_null(strstr(out.header, "cut="));
+	assert_int_equal(spooled("b", NULL, 0), 2);
 	session_free(s);
 }
 
@@ -339,6 +359,97 @@ static void test_reload_keeps_message_generation(void **state)
 	session_free(s);
 }
 
+/*
+ * The verifier's two fields on top count; a forged field claiming the
+ * trusted id below them (a comment before the id) is listed for removal
+ * and not read, in bridged and in unthreaded mail alike.  The spool
+ * record keeps the header as received, and the daemon's reading of it
+ * (review_parse with the same rules) agrees.
+ */
+static void test_forged_authres(void **state)
+{
+	static const char verifier_dmarc[] =
+		"lists.example.test; dmarc=none header.from=example.org";
+	static const char verifier_dkim[] = "lists.example.test; dkim=none";
+	static const char forged[] = "(x) lists.example.test;\n\tdmarc=pass "
+				     "header.from=example.org";
+	struct review_options ro = { .trusted_authserv_id = "lists.example.test",
+				     .trusted_fields = 2 };
+	struct session *s;
+	struct session_outcome out;
+	struct spool_record rec;
+	struct review *r;
+	struct buf data = BUF_INIT(1 << 20);
+	const size_t *idx;
+	size_t nr;
+	char path[800];
+
+	(void)state;
+	milter_extra = "trusted_authserv_id = lists.example.test\n";
+	mconf_install(make_conf("ar", NULL));
+	milter_extra = "";
+
+	session_new(&s, 1);
+	assert_int_equal(session_begin(s, "<rev@example.org>"), 0);
+	session_header(s, "Authentication-Results", verifier_dmarc);
+	session_header(s, "Authentication-Results", verifier_dkim);
+	session_header(s, "Authentication-Results",
+		       "other.example; dkim=pass header.d=example.org");
+	session_header(s, "Authentication-Results", forged);
+	session_header(s, "From", "Rev Iewer <rev@example.org>");
+	session_header(s, "Subject", "Re: [PATCH v3 2/7] list: grow");
+	session_header(s, "Message-ID", "<forged@example.org>");
+	{
+		struct buf id, irt = BUF_INIT(1100);
+
+		our_id(&id, 2);
+		buf_addf(&irt, "<%s>", id.data);
+		session_header(s, "In-Reply-To", irt.data);
+		buf_release(&id);
+		buf_release(&irt);
+	}
+	session_eoh(s);
+	body(s, "Acked-by: Rev Iewer <rev@example.org>\n");
+	session_eom(&out, s);
+	assert_string_equal(out.verdict, "bridged");
+	assert_non_null(strstr(out.header, "auth=unverified"));
+	idx = session_forged(s, &nr);
+	assert_int_equal(nr, 1);
+	assert_int_equal(idx[0], 4);
+	session_end(s);
+
+	assert_int_equal(spooled("ar", path, sizeof(path)), 1);
+	assert_int_equal(file_read(&data, path), 0);
+	spool_record_init(&rec);
+	assert_int_equal(spool_parse(&rec, data.data, data.len), 0);
+	assert_non_null(strstr(rec.message.data, "(x) lists.example.test;\n"
+						 "\tdmarc=pass"));
+	assert_int_equal(review_parse(&r, rec.message.data, rec.message.len,
+				      NULL, &ro),
+			 0);
+	assert_false(r->auth.verified);
+	assert_int_equal(r->auth.trusted, 2);
+	assert_int_equal(r->auth.forged, 1);
+	review_free(r);
+	spool_record_release(&rec);
+	buf_release(&data);
+
+	/* unthreaded mail: not buffered, the forged field still goes */
+	assert_int_equal(session_begin(s, "<x@example.org>"), 0);
+	session_header(s, "Authentication-Results", verifier_dmarc);
+	session_header(s, "Authentication-Results", verifier_dkim);
+	session_header(s, "Authentication-Results", forged);
+	session_header(s, "Subject", "an announcement");
+	session_eoh(s);
+	body(s, "hello\n");
+	session_eom(&out, s);
+	assert_string_equal(out.header, "");
+	idx = session_forged(s, &nr);
+	assert_int_equal(nr, 1);
+	assert_int_equal(idx[0], 3);
+	session_free(s);
+}
+
 static void test_no_config(void **state)
 {
 	struct session *s;
@@ -359,11 +470,12 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reply_spooled_with_header),
-		cmocka_unit_test(test_oversize_passes_untouched),
+		cmocka_unit_test(test_oversize_keeps_head),
 		cmocka_unit_test(test_header_limits),
 		cmocka_unit_test(test_irrelevant_not_buffered),
 		cmocka_unit_test(test_spool_failure_tempfails),
 		cmocka_unit_test(test_reload_keeps_message_generation),
+		cmocka_unit_test(test_forged_authres),
 		cmocka_unit_test(test_no_config),
 	};
 

@@ -283,7 +283,7 @@ static void test_hostile_fields(void **state)
 		}
 		assert_true(c >= 0x20 && c < 0x7f);
 	}
-	assert_int_equal(lines, 12);
+	assert_int_equal(lines, 13); /* 12 fields and the empty line */
 	assert_int_equal(file.len - i - 1, sizeof(msg) - 1);
 	buf_release(&file);
 
@@ -367,12 +367,66 @@ static void valid_record(struct buf *out)
 	assert_int_equal(buf_add(out, rec, sizeof(rec) - 1), 0);
 }
 
+/*
+ * Version 2 records carry Received-Size: a record of the first Size bytes
+ * of a larger mail says how large it was; version 1 records stay readable
+ * as whole mails.
+ */
+static void test_received_size(void **state)
+{
+	struct buf b = BUF_INIT(1 << 20);
+	struct spool_record rec;
+	char *at;
+
+	spool_record_init(&rec);
+	valid_record(&b);
+	assert_int_equal(spool_parse(&rec, b.data, b.len), 0);
+	assert_int_equal(rec.version, 1);
+	assert_int_equal(rec.received, 5);
+	b.data[10] = '2';
+	at = strstr(b.data, "Size: 5\n");
+	assert_non_null(at);
+	{
+		struct buf t = BUF_INIT(1 << 20);
+
+		buf_add(&t, b.data, (size_t)(at - b.data) + 8);
+		buf_adds(&t, "Received-Size: 7340032\n");
+		buf_adds(&t, at + 8);
+		assert_int_equal(spool_parse(&rec, t.data, t.len), 0);
+		assert_int_equal(rec.version, 2);
+		assert_int_equal(rec.received, 7340032);
+		/* the copy kept in the state database says it too */
+		{
+			struct buf f = BUF_INIT(1 << 20);
+			struct spool_record again;
+
+			spool_record_init(&again);
+			assert_int_equal(spool_format(&f, &rec), 0);
+			assert_int_equal(spool_parse(&again, f.data, f.len), 0);
+			assert_int_equal(again.received, 7340032);
+			assert_int_equal(again.message.len, 5);
+			spool_record_release(&again);
+			buf_release(&f);
+		}
+		/* never below Size */
+		buf_reset(&t);
+		buf_add(&t, b.data, (size_t)(at - b.data) + 8);
+		buf_adds(&t, "Received-Size: 4\n");
+		buf_adds(&t, at + 8);
+		assert_int_equal(spool_parse(&rec, t.data, t.len), PB_EINVAL);
+		buf_release(&t);
+	}
+	spool_record_release(&rec);
+	buf_release(&b);
+}
+
 static void test_parse_strict(void **state)
 {
 	static const struct {
 		const char *from, *to; /* replace the first from by to */
 	} cases[] = {
-		{ "PB-Spool: 1", "PB-Spool: 2" },
+		{ "PB-Spool: 1", "PB-Spool: 3" },
+		{ "PB-Spool: 1", "PB-Spool: 2" }, /* 2 needs Received-Size */
 		{ "PB-Spool: 1", "PB-Spool: 01" },
 		{ "PB-Spool: 1", "X-Spool: 1" },
 		{ "Size: 5", "Size: 6" },
@@ -1542,6 +1596,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_hostile_fields, setup,
 						teardown),
 		cmocka_unit_test(test_parse_strict),
+		cmocka_unit_test(test_received_size),
 		cmocka_unit_test_setup_teardown(test_corrupt_goes_dead, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_claim_exclusive, setup,

@@ -2,9 +2,11 @@
 -- The milter runs already (miltertest.sh starts it once, so the ~5 s
 -- libmilter stop is paid once); MT_SOCK names its socket.
 --
--- Pitfalls (notes §3.1): steps the filter opted out of must be skipped
--- (mt.test_option), and macros are never sent on their own: the queue id
--- "i" is sent explicitly with MAIL, where libmilter keeps it for EOM.
+-- Pitfalls (miltertest(8); OpenDKIM's miltertest/miltertest.c): steps the
+-- filter opted out of must be skipped (mt.test_option), else miltertest
+-- stops with exit 1 and says nothing at verbosity 0; and macros are never
+-- sent on their own: the queue id "i" is sent explicitly with MAIL, where
+-- libmilter keeps it for EOM.
 
 sock = os.getenv("MT_SOCK")
 if sock == nil then error("MT_SOCK is not set") end
