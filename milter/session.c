@@ -386,6 +386,7 @@ void session_eom(struct session_outcome *out, struct session *s)
 	struct classify_result res;
 	struct threadmap tm;
 	struct store *st = NULL;
+	enum mconf_map which;
 	char mid[PB_LOG_QUOTE_MAX];
 	int rc;
 
@@ -439,15 +440,28 @@ void session_eom(struct session_outcome *out, struct session *s)
 	}
 	opts.domain = v->domain;
 	opts.address = v->address;
-	rc = mconf_store_get(&st, s->conf);
+	classify_result_init(&res);
+	rc = mconf_store_get(&st, &which, s->conf);
 	if (rc)
 		st = NULL; /* logged; the Message-ID scheme still works */
 	if (st)
 		store_threadmap(&tm, st);
-	classify_result_init(&res);
 	classify_eom(&res, &s->in, s->raw.data, s->raw.len, st ? &tm : NULL,
 		     &opts);
-	mconf_store_put(s->conf, st, res.map_failed);
+	mconf_store_put(s->conf, st, which, res.map_failed);
+	if (st && which == MCONF_SHARED && res.map_failed) {
+		/* the database failed or was slow: this host's copy */
+		classify_result_release(&res);
+		classify_result_init(&res);
+		rc = mconf_store_get(&st, &which, s->conf);
+		if (rc)
+			st = NULL;
+		if (st)
+			store_threadmap(&tm, st);
+		classify_eom(&res, &s->in, s->raw.data, s->raw.len,
+			     st ? &tm : NULL, &opts);
+		mconf_store_put(s->conf, st, which, res.map_failed);
+	}
 	switch (res.verdict) {
 	case CLASSIFY_BRIDGE:
 		bridge(out, s, &res);

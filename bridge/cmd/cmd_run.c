@@ -42,6 +42,8 @@
 #include "outbound/forgemail.h"
 #include "outbound/outbound.h"
 #include "outbound/workq.h"
+#include "state/store.h"
+#include "state/storeconf.h"
 #include "util/err.h"
 #include "util/limits.h"
 #include "util/log.h"
@@ -121,6 +123,11 @@ struct daemon {
 	struct inbound *ib; /* NULL until it could be set up */
 	int64_t next_inbound; /* next spool scan or journal retry */
 	int inbound_waiting; /* replies wait for a retry */
+	/* A shared state: this host's copy of the thread map, for the
+	 * milter (NULL until it could be opened). */
+	struct store *copy;
+	int64_t copy_since; /* the newest mail copied */
+	int64_t next_copy;
 };
 
 static int64_t now_s(void)
@@ -313,6 +320,63 @@ static void inbound_cycle(struct daemon *d)
 	}
 }
 
+/* --- this host's copy of the thread map ----------------------------------- */
+
+/*
+ * On a shared state the milter reads this host's copy of the thread map
+ * when PostgreSQL does not answer in time (milter/mconf.h): a SQLite
+ * file at [state] path, brought up to date every THREADMAP_COPY_S
+ * seconds.  Each round copies the mails created since the newest one
+ * copied, less THREADMAP_COPY_SLACK_S: a row another host committed
+ * late, or stamped with a clock a little behind, is still copied.
+ */
+#define THREADMAP_COPY_S 5
+#define THREADMAP_COPY_SLACK_S 120
+
+static void threadmap_copy(struct daemon *d)
+{
+	const struct config *cfg = d->env.cfg;
+	int64_t since, t = now_s();
+	size_t copied = 0;
+	int rc;
+
+	if (storeconf_backend(cfg) != STORE_BACKEND_POSTGRESQL ||
+	    t < d->next_copy)
+		return;
+	d->next_copy = t + THREADMAP_COPY_S;
+	if (!d->copy) {
+		rc = store_open(
+			&d->copy, config_str(cfg, CFG_STATE_PATH), STORE_RW,
+			(int)config_duration_ms(cfg, CFG_STATE_BUSY_TIMEOUT));
+		if (rc) {
+			log_warn("thread map copy: %s", err_msg());
+			return;
+		}
+		d->copy_since = 0;
+	}
+	since = d->copy_since > THREADMAP_COPY_SLACK_S ?
+			d->copy_since - THREADMAP_COPY_SLACK_S :
+			0;
+	rc = store_threadmap_mirror(d->copy, d->env.store, &since, &copied);
+	if (rc) {
+		log_warn("thread map copy %s: %s", store_name(d->copy),
+			 err_msg());
+		return;
+	}
+	if (since > d->copy_since)
+		d->copy_since = since;
+	log_debug("thread map copy %s: %zu row(s) brought up to date",
+		  store_name(d->copy), copied);
+}
+
+static void threadmap_copy_close(struct daemon *d)
+{
+	store_free(d->copy);
+	d->copy = NULL;
+	d->copy_since = 0;
+	d->next_copy = 0;
+}
+
 /* --- work ------------------------------------------------------------------ */
 
 static void process(struct daemon *d, const struct workq_item *it)
@@ -438,6 +502,8 @@ static void cycle(struct daemon *d)
 		deliver_due(d);
 	if (!stop_flag && !reload_flag && now_s() >= d->next_inbound)
 		inbound_cycle(d);
+	if (!stop_flag && !reload_flag)
+		threadmap_copy(d);
 }
 
 /* Sleep until the next poll, retry or delivery is due, or a wake-up. */
@@ -506,6 +572,7 @@ static void reload(struct daemon *d)
 	detect_new(&det, ne.cfg, ne.store, ne.forge);
 	detect_free(d->detect);
 	inbound_stop(d); /* it borrows the old env; the next cycle rebuilds */
+	threadmap_copy_close(d); /* [state] may have changed */
 	env_close(&d->env);
 	d->env = ne;
 	d->wh = wh;
@@ -689,6 +756,7 @@ out:
 	webhook_free(d.wh);
 	detect_free(d.detect);
 	inbound_stop(&d);
+	threadmap_copy_close(&d);
 	mail_shutdown();
 	env_close(&d.env);
 	retries_free(&d);

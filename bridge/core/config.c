@@ -189,6 +189,17 @@ static const struct config_param params[CFG__COUNT] = {
 		"milter", "timeout", CONFIG_DURATION, "2h", 10 * SEC, 1 * DAY,
 		NULL, 0,
 		"Idle time after which the milter drops a Postfix connection" },
+	[CFG_MILTER_CONNINFO_FILE] = {
+		"milter", "conninfo_file", CONFIG_PATH, "", 0, PATH_LEN_MAX,
+		NULL, 0,
+		"File with a PostgreSQL connection string (a role that may "
+		"read the thread map) for the milter (backend postgresql); "
+		"empty: it reads this host's copy only" },
+	[CFG_MILTER_DB_TIMEOUT] = {
+		"milter", "db_timeout", CONFIG_DURATION, "1s", 100, 10 * SEC,
+		NULL, 0,
+		"Longest wait for PostgreSQL per read; then the milter reads "
+		"this host's copy of the thread map for 30 seconds" },
 
 	[CFG_STATE_BACKEND] = {
 		"state", "backend", CONFIG_ENUM, "sqlite", 0, 0,
@@ -198,8 +209,9 @@ static const struct config_param params[CFG__COUNT] = {
 	[CFG_STATE_PATH] = {
 		"state", "path", CONFIG_PATH, "/var/lib/patchbridge/state.db",
 		0, PATH_LEN_MAX, NULL, 0,
-		"The SQLite state database (backend sqlite); its directory "
-		"also holds the git mirrors" },
+		"The SQLite state database (backend sqlite), or this host's "
+		"copy of the thread map for the milter (backend postgresql); "
+		"its directory also holds the git mirrors" },
 	[CFG_STATE_CONNINFO_FILE] = {
 		"state", "conninfo_file", CONFIG_PATH, "", 0, PATH_LEN_MAX,
 		NULL, 0,

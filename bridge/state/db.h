@@ -124,13 +124,16 @@ struct db {
  * for another connection's lock.  PostgreSQL: target is a libpq
  * connection string (a secret: never logged); busy_ms becomes the
  * lock_timeout, and a READ_ONLY connection defaults its transactions to
- * read only.  *name gets a printable name for messages that carries no
- * secret (the path, or "postgresql://HOST:PORT/DB"); free it.
+ * read only; reply_ms > 0 bounds every wait for the server, connecting
+ * included (a call out of time fails with PB_ETEMP and the connection
+ * is given up), 0 leaves libpq's blocking waits.  *name gets a printable
+ * name for messages that carries no secret (the path, or
+ * "postgresql://HOST:PORT/DB"); free it.
  */
 int db_sqlite_open(struct db **out, char **name, const char *path,
 		   enum db_mode mode, int busy_ms);
 int db_pg_open(struct db **out, char **name, const char *conninfo,
-	       enum db_mode mode, int busy_ms);
+	       enum db_mode mode, int busy_ms, int reply_ms);
 
 static inline void db_close(struct db *db)
 {

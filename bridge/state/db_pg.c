@@ -25,6 +25,15 @@
  * is passed to libpq as it is.  libpq reports no SQLSTATE for a failed
  * connection: an authentication failure and a missing database are told
  * apart from other failures by the server's (English) message.
+ *
+ * A bounded wait (reply_ms > 0, the milter's): connecting and every
+ * statement run on libpq's non-blocking calls under poll(), so a server
+ * that is down, unreachable or hung (stopped, swapping, an overloaded
+ * network) costs at most reply_ms per call.  A call that runs out of
+ * time fails with PB_ETEMP and leaves the connection unusable: every
+ * later call fails at once until the store is closed (the caller opens
+ * a new one).  Without it, libpq's blocking calls wait as long as the
+ * server and the connection string let them.
  */
 #include "state/db.h"
 #include "util/err.h"
@@ -33,9 +42,12 @@
 
 #include <libpq-fe.h>
 
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Type OIDs (pg_type.dat; fixed since PostgreSQL 7). */
 #define OID_BOOL 16
@@ -53,6 +65,8 @@ struct pdb {
 	PGconn *conn;
 	enum db_mode mode;
 	int busy_ms;
+	int reply_ms; /* > 0: the longest wait for the server, per call */
+	int timed_out; /* a call ran out of reply_ms: the session is lost */
 	unsigned generation; /* bumped by each (re)connection */
 	unsigned next_id; /* statement names */
 	int in_tx; /* BEGIN sent, no end yet */
@@ -128,6 +142,135 @@ static int code_from_sqlstate(const char *state, int *retryable)
 	return PB_ERROR;
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Wait until the connection's socket is ready for events or the deadline
+ * passes: 1 ready, 0 out of time, -1 no socket.
+ */
+static int wait_socket(PGconn *conn, short events, int64_t deadline)
+{
+	struct pollfd pfd;
+	int64_t left;
+	int n;
+
+	for (;;) {
+		pfd.fd = PQsocket(conn);
+		if (pfd.fd < 0)
+			return -1;
+		pfd.events = events;
+		left = deadline - now_ms();
+		if (left <= 0)
+			return 0;
+		n = poll(&pfd, 1, left > 60000 ? 60000 : (int)left);
+		if (n > 0)
+			return 1;
+		if (n < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
+/*
+ * Drive a non-blocking connection attempt (PQconnectStartParams() or
+ * PQresetStart()) to its end within c->reply_ms: 0 when connected, 1
+ * when out of time (the connection is left broken), -1 on failure.
+ */
+static int connect_bounded(struct pdb *c,
+			   PostgresPollingStatusType (*step)(PGconn *))
+{
+	int64_t deadline = now_ms() + c->reply_ms;
+	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+	int ready;
+
+	if (PQstatus(c->conn) == CONNECTION_BAD)
+		return -1;
+	for (;;) {
+		if (st == PGRES_POLLING_OK)
+			return 0;
+		if (st == PGRES_POLLING_FAILED)
+			return -1;
+		ready = wait_socket(
+			c->conn, st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
+			deadline);
+		if (ready == 0)
+			return 1;
+		if (ready < 0)
+			return -1;
+		st = step(c->conn);
+	}
+}
+
+/*
+ * The answer to what was just sent (PQsend*()), within c->reply_ms: the
+ * last result as PQexec() would return it, or NULL (c->timed_out set
+ * when the time ran out).
+ */
+static PGresult *result_bounded(struct pdb *c, int sent)
+{
+	int64_t deadline = now_ms() + c->reply_ms;
+	PGresult *last = NULL, *r;
+	int ready;
+
+	if (!sent)
+		return NULL;
+	for (;;) {
+		while (PQisBusy(c->conn)) {
+			ready = wait_socket(c->conn, POLLIN, deadline);
+			if (ready == 0) {
+				c->timed_out = 1;
+				PQclear(last);
+				return NULL;
+			}
+			if (ready < 0 || !PQconsumeInput(c->conn)) {
+				PQclear(last);
+				return NULL;
+			}
+		}
+		r = PQgetResult(c->conn);
+		if (!r)
+			return last;
+		/* keep the first failure, as PQexec() does */
+		if (last && PQresultStatus(last) == PGRES_FATAL_ERROR) {
+			PQclear(r);
+			continue;
+		}
+		PQclear(last);
+		last = r;
+	}
+}
+
+static PGresult *run_exec(struct pdb *c, const char *sql)
+{
+	if (!c->reply_ms)
+		return PQexec(c->conn, sql);
+	return result_bounded(c, PQsendQuery(c->conn, sql));
+}
+
+static PGresult *run_prepare(struct pdb *c, const char *name, const char *sql,
+			     int n, const Oid *types)
+{
+	if (!c->reply_ms)
+		return PQprepare(c->conn, name, sql, n, types);
+	return result_bounded(c, PQsendPrepare(c->conn, name, sql, n, types));
+}
+
+static PGresult *run_prepared(struct pdb *c, const char *name, int n,
+			      const char *const *values, const int *lengths,
+			      const int *formats)
+{
+	if (!c->reply_ms)
+		return PQexecPrepared(c->conn, name, n, values, lengths,
+				      formats, 1);
+	return result_bounded(c, PQsendQueryPrepared(c->conn, name, n, values,
+						     lengths, formats, 1));
+}
+
 /* The failure in res (NULL: the connection's) as our code. */
 static int fail_res(struct pdb *c, PGresult *res)
 {
@@ -135,6 +278,14 @@ static int fail_res(struct pdb *c, PGresult *res)
 	const char *state = NULL;
 	int code;
 
+	if (!res && c->timed_out) {
+		c->retryable = 0;
+		if (c->in_tx)
+			c->tx_failed = 1;
+		return err_set(PB_ETEMP,
+			       "no answer from the server within %d ms",
+			       c->reply_ms);
+	}
 	if (res && PQresultStatus(res) == PGRES_FATAL_ERROR)
 		state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 	if (state) {
@@ -160,7 +311,7 @@ static int fail_res(struct pdb *c, PGresult *res)
 /* Run a command without parameters or rows. */
 static int command(struct pdb *c, const char *sql)
 {
-	PGresult *res = PQexec(c->conn, sql);
+	PGresult *res = run_exec(c, sql);
 	int rc = 0;
 
 	if (!res || (PQresultStatus(res) != PGRES_COMMAND_OK &&
@@ -234,6 +385,13 @@ static int connect_failed(struct pdb *c)
  */
 static int ensure_connected(struct pdb *c)
 {
+	int rc;
+
+	if (c->timed_out)
+		return err_set(PB_ETEMP,
+			       "the server gave no answer within %d "
+			       "ms before: connection given up",
+			       c->reply_ms);
 	if (c->in_tx)
 		return 0;
 	if (PQstatus(c->conn) == CONNECTION_OK) {
@@ -243,7 +401,20 @@ static int ensure_connected(struct pdb *c)
 		    PQstatus(c->conn) == CONNECTION_OK)
 			return 0;
 	}
-	PQreset(c->conn);
+	if (!c->reply_ms) {
+		PQreset(c->conn);
+	} else if (!PQresetStart(c->conn)) {
+		return connect_failed(c);
+	} else {
+		rc = connect_bounded(c, PQresetPoll);
+		if (rc > 0) {
+			c->timed_out = 1;
+			return err_set(PB_ETEMP,
+				       "cannot connect: no answer "
+				       "within %d ms",
+				       c->reply_ms);
+		}
+	}
 	if (PQstatus(c->conn) != CONNECTION_OK)
 		return connect_failed(c);
 	log_notice("postgresql: connected again to %s:%s", PQhost(c->conn),
@@ -396,7 +567,7 @@ static int prepare_now(struct db_stmt *s)
 			BUG("parameter %d of %s is not bound", i + 1, s->name);
 		s->types[i] = s->p[i].type;
 	}
-	res = PQprepare(s->c->conn, s->name, s->sql, s->nparams, s->types);
+	res = run_prepare(s->c, s->name, s->sql, s->nparams, s->types);
 	if (!res || PQresultStatus(res) != PGRES_COMMAND_OK)
 		rc = fail_res(s->c, res);
 	else
@@ -436,8 +607,8 @@ static int p_step(struct db_stmt *s)
 		lengths[i] = s->p[i].length;
 		formats[i] = 1;
 	}
-	s->res = PQexecPrepared(s->c->conn, s->name, s->nparams, values,
-				lengths, formats, 1);
+	s->res = run_prepared(s->c, s->name, s->nparams, values, lengths,
+			      formats);
 	st = s->res ? PQresultStatus(s->res) : PGRES_FATAL_ERROR;
 	if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
 		rc = fail_res(s->c, s->res);
@@ -675,7 +846,7 @@ static char *conn_name(PGconn *conn)
 }
 
 int db_pg_open(struct db **out, char **name, const char *conninfo,
-	       enum db_mode mode, int busy_ms)
+	       enum db_mode mode, int busy_ms, int reply_ms)
 {
 	/* Ours first: what the connection string says overrides them. */
 	const char *const keys[] = { "connect_timeout", "application_name",
@@ -691,14 +862,22 @@ int db_pg_open(struct db **out, char **name, const char *conninfo,
 	c->db.dialect = DB_POSTGRESQL;
 	c->mode = mode;
 	c->busy_ms = busy_ms;
-	c->conn = PQconnectdbParams(keys, vals, 1);
+	c->reply_ms = reply_ms > 0 ? reply_ms : 0;
+	if (c->reply_ms)
+		c->conn = PQconnectStartParams(keys, vals, 1);
+	else
+		c->conn = PQconnectdbParams(keys, vals, 1);
 	if (!c->conn) {
 		free(c);
 		*name = xstrdup("postgresql");
 		return err_set(PB_ERROR, "libpq: out of memory");
 	}
+	rc = c->reply_ms ? connect_bounded(c, PQconnectPoll) : 0;
 	*name = conn_name(c->conn);
-	if (PQstatus(c->conn) != CONNECTION_OK)
+	if (rc > 0)
+		rc = err_set(PB_ETEMP, "cannot connect: no answer within %d ms",
+			     c->reply_ms);
+	else if (PQstatus(c->conn) != CONNECTION_OK)
 		rc = connect_failed(c);
 	else
 		rc = session_setup(c);

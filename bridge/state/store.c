@@ -485,6 +485,11 @@ enum stmt_id {
 	S_MAIL_LIST_REVISION,
 	S_MAIL_BY_DISCUSSION,
 	S_MAIL_BY_NOTE,
+	S_MAIL_SINCE,
+	S_MIRROR_MAIL,
+	S_MIRROR_MAIL_STATE,
+	S_MIRROR_REV,
+	S_MIRROR_REV_STATE,
 	S_REV_START,
 	S_REV_MARK_SENT,
 	S_REV_GET,
@@ -597,6 +602,25 @@ static const char *const stmt_sql[S_NR] = {
 	[S_MAIL_BY_DISCUSSION] = "SELECT " MAIL_COLS " FROM thread_map"
 				 " WHERE project = ?1 AND discussion_id = ?2"
 				 " ORDER BY created DESC, rowid DESC LIMIT 1",
+	/* The thread map from a time on, in pages (store_threadmap_mirror). */
+	[S_MAIL_SINCE] = "SELECT " MAIL_COLS " FROM thread_map"
+			 " WHERE (created, message_id) > (?1, ?2)"
+			 " ORDER BY created, message_id LIMIT ?3",
+	[S_MIRROR_MAIL] = "INSERT INTO thread_map (" MAIL_COLS ")"
+			  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
+			  " ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
+			  " ON CONFLICT DO NOTHING",
+	[S_MIRROR_MAIL_STATE] = "UPDATE thread_map SET state = ?2,"
+				" sent = ?3, sent_by = ?4"
+				" WHERE message_id = ?1",
+	[S_MIRROR_REV] = "INSERT INTO revisions (" REV_COLS ")"
+			 " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
+			 " ?11, ?12, ?13)"
+			 " ON CONFLICT DO NOTHING",
+	[S_MIRROR_REV_STATE] = "UPDATE revisions SET patches = ?4,"
+			       " cover_msgid = ?5, state = ?6, sent = ?7"
+			       " WHERE project = ?1 AND iid = ?2"
+			       " AND revision = ?3",
 	[S_MAIL_BY_NOTE] = "SELECT " MAIL_COLS " FROM thread_map"
 			   " WHERE project = ?1 AND note_id = ?2"
 			   " ORDER BY created, rowid LIMIT 1",
@@ -1507,7 +1531,7 @@ static int open_conn(struct store **out, const struct store_opts *o)
 		rc = db_pg_open(&st->db, &name, o->target,
 				o->flags == STORE_RO ? DB_READ_ONLY :
 						       DB_READ_WRITE,
-				o->busy_timeout_ms);
+				o->busy_timeout_ms, o->reply_timeout_ms);
 		break;
 	default:
 		rc = err_set(PB_EINVAL, "state db: unknown backend %d",
@@ -1944,6 +1968,188 @@ int store_mail_list_revision(struct store_mail_list *out, struct store *st,
 		out->nr++;
 	}
 	q_end(&q);
+	return rc;
+}
+
+/* ---- the thread map's copy on another store ---------------------------- */
+
+/* One page of the thread map after (created, message_id), in order. */
+static int mail_page(struct store_mail_list *out, struct store *st,
+		     int64_t created, const char *after, int64_t limit)
+{
+	struct query q;
+	int rc;
+
+	rc = q_start(&q, st, S_MAIL_SINCE, "list the thread map");
+	if (rc)
+		return rc;
+	q_int(&q, 1, created);
+	q_text(&q, 2, after);
+	q_int(&q, 3, limit);
+	while ((rc = q_step(&q)) == 1) {
+		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
+		store_mail_init(&out->items[out->nr]);
+		rc = mail_from_row(&out->items[out->nr], &q);
+		if (rc)
+			break;
+		out->nr++;
+	}
+	q_end(&q);
+	return rc;
+}
+
+/* The row as it is, then its changing columns (state, sent, sent by). */
+static int mirror_revision(struct store *dst, const struct store_revision *r)
+{
+	struct query q;
+	int rc;
+
+	rc = q_start(&q, dst, S_MIRROR_REV, "copy a revision");
+	if (rc)
+		return rc;
+	q_text(&q, 1 + RC_PROJECT, r->project);
+	q_int(&q, 1 + RC_IID, r->iid);
+	q_int(&q, 1 + RC_REVISION, r->revision);
+	q_text(&q, 1 + RC_HEAD, r->head_sha);
+	q_opt(&q, 1 + RC_BASE, r->base_sha);
+	q_opt(&q, 1 + RC_START, r->start_sha);
+	q_int_or_null(&q, 1 + RC_VERSION, r->version_id);
+	q_opt(&q, 1 + RC_PATCH_ID, r->patch_id);
+	q_int(&q, 1 + RC_PATCHES, r->patches);
+	q_opt(&q, 1 + RC_COVER, r->cover_msgid);
+	q_text(&q, 1 + RC_STATE, revision_state_names[r->state]);
+	q_int(&q, 1 + RC_CREATED, r->created);
+	q_int_or_null(&q, 1 + RC_SENT, r->sent);
+	rc = q_exec(&q);
+	q_end(&q);
+	if (rc)
+		return rc;
+	rc = q_start(&q, dst, S_MIRROR_REV_STATE, "copy a revision's state");
+	if (rc)
+		return rc;
+	q_text(&q, 1, r->project);
+	q_int(&q, 2, r->iid);
+	q_int(&q, 3, r->revision);
+	q_int(&q, 4, r->patches);
+	q_opt(&q, 5, r->cover_msgid);
+	q_text(&q, 6, revision_state_names[r->state]);
+	q_int_or_null(&q, 7, r->sent);
+	rc = q_exec(&q);
+	q_end(&q);
+	return rc;
+}
+
+static int mirror_mail(struct store *dst, const struct store_mail *m)
+{
+	struct query q;
+	int rc;
+
+	rc = q_start(&q, dst, S_MIRROR_MAIL, "copy a mail");
+	if (rc)
+		return rc;
+	q_text(&q, 1 + MC_MSGID, m->message_id);
+	q_text(&q, 1 + MC_PROJECT, m->project);
+	q_int(&q, 1 + MC_IID, m->iid);
+	q_int_or_null(&q, 1 + MC_REVISION, m->revision);
+	q_int(&q, 1 + MC_PATCH, m->patch);
+	q_int(&q, 1 + MC_TOTAL, m->total);
+	q_text(&q, 1 + MC_KIND, mail_kind_names[m->kind]);
+	q_opt(&q, 1 + MC_COMMIT, m->commit_sha);
+	q_opt(&q, 1 + MC_BASE, m->base_sha);
+	q_opt(&q, 1 + MC_START, m->start_sha);
+	q_opt(&q, 1 + MC_HEAD, m->head_sha);
+	q_int_or_null(&q, 1 + MC_VERSION, m->version_id);
+	q_textn(&q, 1 + MC_DIFF, m->diff, m->diff_len);
+	q_opt(&q, 1 + MC_DISCUSSION, m->discussion_id);
+	q_int_or_null(&q, 1 + MC_NOTE, m->note_id);
+	q_text(&q, 1 + MC_STATE, mail_state_names[m->state]);
+	q_int(&q, 1 + MC_CREATED, m->created);
+	q_int_or_null(&q, 1 + MC_SENT, m->sent);
+	q_opt(&q, 1 + MC_SENT_BY, m->sent_by);
+	rc = q_exec(&q);
+	q_end(&q);
+	if (rc)
+		return rc;
+	rc = q_start(&q, dst, S_MIRROR_MAIL_STATE, "copy a mail's state");
+	if (rc)
+		return rc;
+	q_text(&q, 1, m->message_id);
+	q_text(&q, 2, mail_state_names[m->state]);
+	q_int_or_null(&q, 3, m->sent);
+	q_opt(&q, 4, m->sent_by);
+	rc = q_exec(&q);
+	q_end(&q);
+	return rc;
+}
+
+/* One page into dst, in one transaction, with the revisions it names. */
+static int mirror_page(struct store *dst, struct store *src,
+		       const struct store_mail_list *page)
+{
+	struct store_revision rev;
+	size_t i;
+	int rc;
+
+	store_revision_init(&rev);
+	rc = store_begin(dst);
+	if (rc)
+		return rc;
+	for (i = 0; !rc && i < page->nr; i++) {
+		const struct store_mail *m = &page->items[i];
+
+		if (m->revision > 0 &&
+		    (!rev.project || strcmp(rev.project, m->project) ||
+		     rev.iid != m->iid || rev.revision != m->revision)) {
+			rc = store_revision_get(&rev, src, m->project, m->iid,
+						m->revision);
+			if (!rc)
+				rc = mirror_revision(dst, &rev);
+		}
+		if (!rc)
+			rc = mirror_mail(dst, m);
+	}
+	store_revision_release(&rev);
+	if (rc) {
+		store_rollback(dst);
+		return rc;
+	}
+	return store_commit(dst);
+}
+
+int store_threadmap_mirror(struct store *dst, struct store *src, int64_t *since,
+			   size_t *copied)
+{
+	struct store_mail_list page = { 0 };
+	int64_t created = *since > 0 ? *since : 0, newest = *since;
+	char *after = xstrdup("");
+	size_t n = 0;
+	int rc;
+
+	if (dst->flags != STORE_RW)
+		BUG("store_threadmap_mirror into a read-only store");
+	for (;;) {
+		store_mail_list_release(&page);
+		rc = mail_page(&page, src, created, after, STORE_MIRROR_PAGE);
+		if (rc || !page.nr)
+			break;
+		rc = mirror_page(dst, src, &page);
+		if (rc)
+			break;
+		n += page.nr;
+		created = page.items[page.nr - 1].created;
+		free(after);
+		after = xstrdup(page.items[page.nr - 1].message_id);
+		if (created > newest)
+			newest = created;
+		if (page.nr < STORE_MIRROR_PAGE)
+			break;
+	}
+	store_mail_list_release(&page);
+	free(after);
+	if (copied)
+		*copied = n;
+	if (!rc)
+		*since = newest;
 	return rc;
 }
 

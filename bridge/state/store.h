@@ -141,6 +141,12 @@ struct store_opts {
 	/* How long a statement waits for another connection's lock before
 	 * failing with PB_ETEMP (PostgreSQL: lock_timeout). */
 	int busy_timeout_ms;
+	/* PostgreSQL: the longest wait for the server's answer, connecting
+	 * and each statement (a store that ran out of it fails every later
+	 * call with PB_ETEMP: close it); 0: wait as libpq does.  For
+	 * callers that must never wait long (the milter).  SQLite: unused
+	 * (busy_timeout_ms bounds its waits). */
+	int reply_timeout_ms;
 	/* This host's name, recorded with what it journals, claims and
 	 * sends; NULL: gethostname(). */
 	const char *host;
@@ -269,6 +275,22 @@ struct store_mail_list {
 };
 
 void store_mail_list_release(struct store_mail_list *list);
+
+/*
+ * Copy the thread map (its mails and the revisions they belong to) from
+ * src into dst, a store opened STORE_RW: every mail created at or after
+ * *since (0: all), in pages of STORE_MIRROR_PAGE, each page one
+ * transaction of dst; rows dst has are brought up to date (state, sent,
+ * sent by).  Then *since is the newest creation time copied; *copied
+ * (may be NULL) how many rows were.  For a host's local copy of a shared
+ * thread map, which the milter reads when the database does not answer
+ * in time: call it again with *since moved back by how long a writer's
+ * transaction may stay open (the lease), so rows committed late are
+ * copied too.  A failure leaves the pages already copied.
+ */
+#define STORE_MIRROR_PAGE 500
+int store_threadmap_mirror(struct store *dst, struct store *src, int64_t *since,
+			   size_t *copied);
 
 /*
  * Record a mail (insert or ignore): PB_EEXISTS, leaving the stored row

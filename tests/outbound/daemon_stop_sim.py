@@ -24,6 +24,7 @@ Exit status: 0 pass, 1 fail (also outside the simulator).
 """
 
 import email
+import sqlite3
 import email.policy
 import json
 import os
@@ -226,6 +227,25 @@ def scenario(pb, work, log):
     check(p.returncode == 0, "run --once again exited %d" % p.returncode)
     check(len(mails(out)) == n, "a second run --once mailed again")
     print("%d mails, every revision once" % n)
+    if os.environ.get("PB_TEST_BACKEND") == "postgresql":
+        check_copy(work, mails(out))
+
+
+def check_copy(work, msgs):
+    """On PostgreSQL: this host's copy of the thread map (the SQLite file
+    at [state] path, for the milter) holds every mail the daemon sent."""
+    path = os.path.join(work, "state", "state.db")
+    check(os.path.exists(path), "no copy of the thread map at %s" % path)
+    db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
+    try:
+        have = {bytes(r[0]).decode() if isinstance(r[0], bytes) else r[0]
+                for r in db.execute("SELECT message_id FROM thread_map")}
+    finally:
+        db.close()
+    want = {m["Message-ID"].strip().strip("<>") for m in msgs}
+    check(want <= have, "mails missing from the copy: %s" %
+          sorted(want - have))
+    print("this host's copy of the thread map holds all %d" % len(want))
 
 
 def main():

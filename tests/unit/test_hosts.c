@@ -13,9 +13,11 @@
  *  - an outbound mail is handed to the MTA by one host at a time, and
  *    taken over when its claim expires;
  *  - conflicting writers: the loser gets PB_ETEMP and nothing half
- *    done, and the store's own units run again after a conflict.
+ *    done, and the store's own units run again after a conflict;
+ *  - a host's copy of the shared thread map, for its milter.
  */
 #include "cmocka_all.h"
+#include "core/threadmap.h"
 #include "state/store.h"
 #include "storebed.h"
 #include "util/err.h"
@@ -558,6 +560,114 @@ static void test_units_retried(void **state)
 	store_free(st);
 }
 
+/* Start revision rev of g/p!iid and record its patch 1 (sent or not). */
+static void mail_one(struct store *st, int64_t iid, const char *head,
+		     const char *msgid, int sent)
+{
+	struct store_revision rev;
+	struct store_mail m;
+	int n = 0;
+
+	memset(&rev, 0, sizeof(rev));
+	rev.project = "g/p";
+	rev.iid = iid;
+	rev.head_sha = head;
+	rev.base_sha = BASE;
+	rev.patch_id = head;
+	rev.patches = 1;
+	rev.cover_msgid = "";
+	if (store_revision_start(&n, st, &rev))
+		fail_msg("revision: %s", err_msg());
+	store_mail_init(&m);
+	m.message_id = msgid;
+	m.project = "g/p";
+	m.iid = iid;
+	m.revision = n;
+	m.patch = 1;
+	m.total = 1;
+	m.kind = STORE_MAIL_PATCH;
+	m.commit_sha = head;
+	m.diff = "diff --git a/x b/x\n";
+	m.diff_len = strlen(m.diff);
+	m.state = sent ? STORE_MAIL_SENT : STORE_MAIL_PENDING;
+	if (store_mail_put(st, &m))
+		fail_msg("mail: %s", err_msg());
+}
+
+/*
+ * A host's copy of the thread map (a SQLite file, for its milter): the
+ * shared map's mails and their revisions, whole; a second round copies
+ * what is new and brings a row's state up to date; read through the
+ * thread map interface as the milter reads it.
+ */
+static void test_threadmap_copy(void **state)
+{
+	const char *target = storebed_fresh("copy");
+	char path[600];
+	struct store *st = host(target, "mx1", 0), *copy = NULL;
+	struct store_mail m;
+	struct threadmap tm;
+	struct threadmap_mail row;
+	struct threadmap_revision rev;
+	int64_t since = 0;
+	size_t n = 0;
+	int i;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/copy.db", dir);
+	/* more than a page, most with one creation time */
+	assert_int_equal(store_begin(st), 0);
+	for (i = 1; i <= STORE_MIRROR_PAGE + 20; i++) {
+		char head[41], id[64];
+
+		snprintf(head, sizeof(head), "%040d", i);
+		snprintf(id, sizeof(id), "pb.%d@x", i);
+		mail_one(st, i, head, id, 1);
+	}
+	assert_int_equal(store_commit(st), 0);
+	assert_int_equal(store_open(&copy, path, STORE_RW, BUSY_MS), 0);
+	assert_int_equal(store_threadmap_mirror(copy, st, &since, &n), 0);
+	assert_int_equal(n, STORE_MIRROR_PAGE + 20);
+	assert_true(since > 0);
+
+	/* a new mail, pending; then it is sent: the next rounds see both */
+	mail_one(st, 10000, "f000000000000000000000000000000000000000",
+		 "pb.new@x", 0);
+	assert_int_equal(store_threadmap_mirror(copy, st, &since, &n), 0);
+	assert_true(n >= 1);
+	store_mail_init(&m);
+	assert_int_equal(store_mail_get(&m, copy, "pb.new@x"), 0);
+	assert_int_equal(m.state, STORE_MAIL_PENDING);
+	assert_int_equal(store_mail_mark_sent(st, "pb.new@x"), 0);
+	since -= 60;
+	assert_int_equal(store_threadmap_mirror(copy, st, &since, &n), 0);
+	assert_int_equal(store_mail_get(&m, copy, "pb.new@x"), 0);
+	assert_int_equal(m.state, STORE_MAIL_SENT);
+	assert_string_equal(m.sent_by, "mx1");
+	store_mail_release(&m);
+	store_free(copy);
+
+	/* the milter's read: read-only, through core/threadmap.h */
+	assert_int_equal(store_open(&copy, path, STORE_RO, BUSY_MS), 0);
+	store_threadmap(&tm, copy);
+	threadmap_mail_init(&row);
+	assert_int_equal(tm.mail_get(tm.arg, &row, "pb.3@x"), 0);
+	assert_string_equal(row.project, "g/p");
+	assert_int_equal(row.iid, 3);
+	assert_int_equal(row.revision, 1);
+	assert_int_equal(row.patch, 1);
+	assert_int_equal(row.diff_len, strlen("diff --git a/x b/x\n"));
+	assert_int_equal(tm.mail_find(tm.arg, &row, "g/p", 10000, 1, 1), 0);
+	assert_string_equal(row.message_id, "pb.new@x");
+	threadmap_mail_release(&row);
+	threadmap_revision_init(&rev);
+	assert_int_equal(tm.revision_latest(tm.arg, &rev, "g/p", 10000), 0);
+	assert_int_equal(rev.revision, 1);
+	threadmap_revision_release(&rev);
+	store_free(copy);
+	store_free(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -566,6 +676,7 @@ int main(void)
 		cmocka_unit_test(test_outmail_claims),
 		cmocka_unit_test(test_conflicting_transactions),
 		cmocka_unit_test(test_units_retried),
+		cmocka_unit_test(test_threadmap_copy),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
