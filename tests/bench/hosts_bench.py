@@ -121,7 +121,8 @@ class Setup:
                 with open(h.cfg, encoding="utf-8") as f:
                     conf = f.read()
                 h.write("patchbridge.conf", hostbed.with_state(
-                    conf, hostbed.state_lines(h, self.pg, "90s")))
+                    conf, hostbed.state_lines(h, self.pg, "90s"),
+                    hostbed.milter_lines(h)))
             h.pb("check-config")
             h.start_verifier(self.exe("tests", "postfix", "test_milter"),
                              vsock)

@@ -5,8 +5,9 @@ multi-host tests (multihost_e2e.py, fault_e2e.py) and the benchmark
 Each host is what a real MX host of the list runs: its own private
 Postfix (tests/postfix/pfbed, its own loopback port, queue and list
 archive), its own DKIM/DMARC stand-in and patchbridge-milter with its own
-spool, and its own `patchbridge run` with its own configuration ([state]
-host names it).  One PostgreSQL server (tests/pg/pgbed), started by the
+spool (reading the thread map from the shared PostgreSQL, else from this
+host's copy), and its own `patchbridge run` with its own configuration
+([state] host names it).  One PostgreSQL server (tests/pg/pgbed), started by the
 test on loopback, holds the state of both; the daemons reach it over TCP
 with a password, as hosts on a network would.  The GitLab simulator is
 the forge.
@@ -161,11 +162,25 @@ def state_lines(host, pg, lease):
             "lease = %s\n" % (conninfo, host.name, lease))
 
 
-def with_state(conf, lines):
+def milter_lines(host):
+    """The [milter] lines of host: its milter reads the thread map from
+    the shared PostgreSQL (within db_timeout), else from this host's
+    copy, which the daemon keeps."""
+    return "conninfo_file = %s\n" % os.path.join(host.work, "conninfo")
+
+
+def with_state(conf, lines, milter=""):
     """conf (a patchbridge.conf's text) with lines at the top of its
-    [state] section."""
+    [state] section, and milter at the top of its [milter] section
+    (one is added when there is none)."""
     check("\n[state]\n" in conf, "the configuration has no [state]")
-    return conf.replace("\n[state]\n", "\n[state]\n" + lines, 1)
+    conf = conf.replace("\n[state]\n", "\n[state]\n" + lines, 1)
+    if milter and "\n[milter]\n" in conf:
+        conf = conf.replace("\n[milter]\n", "\n[milter]\n" + milter, 1)
+    elif milter:
+        conf = conf.replace("\n[state]\n", "\n[milter]\n" + milter +
+                            "[state]\n", 1)
+    return conf
 
 
 # --- two hosts as one ------------------------------------------------------------
@@ -247,7 +262,8 @@ class PairMixin:
                     os.makedirs(os.path.join(h.work, d), exist_ok=True)
             t = self.localize(h, text)
             if name == "patchbridge.conf":
-                t = with_state(t, state_lines(h, self.pg, self.lease))
+                t = with_state(t, state_lines(h, self.pg, self.lease),
+                               milter_lines(h))
             h.write(name, t, mode)
         return super().write(name, text, mode)
 
