@@ -84,11 +84,7 @@ class FaultPair(hostbed.pair_class(inbound_e2e.Bed)):
     def write(self, name, text, mode=0o644):
         if name == "patchbridge.conf":
             # Every wait below the lease: a forge request, a submission.
-            text = text.replace("[forge]\n", "[forge]\ntimeout = 3s\n"
-                                "connect_timeout = 2s\n", 1)
-            text = re.sub(r"(\[smtp\]\n(?:.*\n)*?)timeout = 20s",
-                          r"\1timeout = 3s", text, count=1)
-            text = text.replace("poll_interval = 1h", "poll_interval = 5s")
+            text = hostbed.short_timeouts(text, LEASE - 1)
         return super().write(name, text, mode)
 
 

@@ -22,6 +22,7 @@ what both hosts delivered.
 """
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -371,6 +372,18 @@ def count_mail(host):
         if os.path.isdir(d):
             n += len(os.listdir(d))
     return n
+
+
+def short_timeouts(conf, seconds):
+    """conf (patchbridge.conf's text as bedlib.write_config() writes it)
+    with [forge] and [smtp] timeouts of seconds and the shortest poll
+    interval: what a short lease needs (check-config wants the lease
+    longer than both timeouts)."""
+    conf = conf.replace("[forge]\n", "[forge]\ntimeout = %ds\n"
+                        "connect_timeout = %ds\n" % (seconds, seconds), 1)
+    conf = re.sub(r"(\[smtp\]\n(?:.*\n)*?)timeout = 20s",
+                  r"\g<1>timeout = %ds" % seconds, conf, count=1)
+    return conf.replace("poll_interval = 1h", "poll_interval = 5s")
 
 
 def pair_class(base):
