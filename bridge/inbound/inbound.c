@@ -376,6 +376,70 @@ out:
 	return rc;
 }
 
+/* Names and Message-IDs of the records in cur/ (spool_each_header()). */
+struct cur_records {
+	struct strlist names;
+	struct strlist ids;
+};
+
+static int note_cur(const char *name, const struct spool_record *hdr, int err,
+		    void *arg)
+{
+	struct cur_records *c = arg;
+
+	if (!err && hdr && hdr->message_id) {
+		strlist_push(&c->names, name);
+		strlist_push(&c->ids, hdr->message_id);
+	}
+	return 0;
+}
+
+/*
+ * On a shared state, the records in this host's cur/ whose journal rows
+ * another host finished: it took the mail over (store.h) and cannot
+ * reach this spool, so this host files them at its next pass.  (A row
+ * this host finishes has its record filed there and then.)
+ */
+static int file_taken_over(struct inbound *ib)
+{
+	struct cur_records c = { STRLIST_INIT, STRLIST_INIT };
+	struct store_inbound row;
+	size_t i;
+	int rc;
+
+	if (store_backend(ib->st) != STORE_BACKEND_POSTGRESQL)
+		return 0;
+	store_inbound_init(&row);
+	rc = spool_each_header(ib->sp, SPOOL_CUR, note_cur, &c);
+	for (i = 0; !rc && i < c.names.nr && !stopping(ib); i++) {
+		rc = store_inbound_get(&row, ib->st, c.ids.items[i]);
+		if (rc == PB_ENOTFOUND) {
+			rc = 0;
+			continue;
+		}
+		if (rc || !spooled_here(ib, &row) ||
+		    strcmp(row.spool_name, c.names.items[i]) ||
+		    (row.state != STORE_INBOUND_APPLIED &&
+		     row.state != STORE_INBOUND_IGNORED &&
+		     row.state != STORE_INBOUND_DEAD))
+			continue;
+		rc = spool_final(ib, c.names.items[i], &row);
+		if (!rc)
+			log_info("inbound: <%s> was %s by %s; %s filed",
+				 row.message_id,
+				 store_inbound_state_name(row.state),
+				 row.claimed_by ? row.claimed_by :
+						  "another host",
+				 c.names.items[i]);
+		else if (rc == PB_ENOTFOUND) /* moved meanwhile */
+			rc = 0;
+	}
+	store_inbound_release(&row);
+	strlist_release(&c.names);
+	strlist_release(&c.ids);
+	return rc;
+}
+
 int inbound_ingest_spool(struct inbound *ib, int64_t now)
 {
 	char name[SPOOL_NAME_MAX + 1];
@@ -386,7 +450,7 @@ int inbound_ingest_spool(struct inbound *ib, int64_t now)
 			return 0;
 		rc = spool_claim_next(name, sizeof(name), ib->sp);
 		if (rc == PB_ENOTFOUND)
-			return 0;
+			return file_taken_over(ib);
 		if (rc)
 			return rc;
 		rc = ingest_one(ib, name, now);

@@ -26,6 +26,12 @@ Scenarios:
                  row, applied; the other copy filed as a duplicate (at
                  once, or at its host's next pass when the two hosts
                  journaled it in the same instant).
+  takeover       host A's daemon journals a reply while the forge is down
+                 and its attempt fails; then A hangs (SIGSTOP); once the
+                 reply has waited a lease, host B applies it from the
+                 journal's copy of the spool record; when A goes on, its
+                 daemon's next pass files its own record (done/), which B
+                 cannot reach, and posts nothing.
 
 Exit status: 0 pass, 1 fail, 77 skipped (not root, no Postfix, no
 PostgreSQL server, no libmilter build).
@@ -34,6 +40,7 @@ PostgreSQL server, no libmilter build).
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -171,6 +178,72 @@ def scenario_same_reply(bed):
     say("round 2 ok: one discussion, the other copy a duplicate")
 
 
+class TakeoverPair(hostbed.pair_class(inbound_e2e.Bed)):
+    lease = "3s"
+
+    def write(self, name, text, mode=0o644):
+        if name == "patchbridge.conf":
+            text = hostbed.short_timeouts(text, 2)
+        return super().write(name, text, mode)
+
+
+def scenario_takeover(bed):
+    patches, _ = inbound_e2e.start(bed, "retry_base = 1s\nretry_max = "
+                                   "1s\n", forge_retries=0)
+    a, b = bed.hosts
+    say("host A's daemon journals a reply while the forge is down; its "
+        "attempt fails")
+    raw, mid = bedlib.reply(patches[2], ROB, "TAKEOVER-TEXT: taken over "
+                            "by the other host.\n")
+    a.send(raw, "rob@review.example")
+    bed.wait_mail(5)
+    bed.settle()
+    sim("POST", "/_sim/faults", {"kind": "error", "status": 503,
+                                 "path": "^/api/v4/", "count": 1000000})
+    daemon = a.daemon()
+    t = time.monotonic()
+    while not (journal(bed, mid) and journal(bed, mid)[0][0] == "failed"):
+        check(time.monotonic() - t < 30, "A did not journal the reply: %s"
+              % journal(bed, mid))
+        time.sleep(0.2)
+    say("A hangs (SIGSTOP); the forge is back")
+    os.killpg(daemon.pid, signal.SIGSTOP)
+    sim("DELETE", "/_sim/faults")
+    check(len(os.listdir(os.path.join(a.work, "spool", "cur"))) == 1,
+          "A's record is not in cur/")
+    time.sleep(1 + 3 + 1.5)  # the retry's due time, the lease, a second
+    t = time.monotonic()
+    while True:
+        out = b.pb_run(["run", "--once"])
+        check(out.returncode in (0, 75), "B's run --once: %d" %
+              out.returncode)
+        if journal(bed, mid)[0][0] == "applied":
+            break
+        check(time.monotonic() - t < 20, "B did not take the reply over: "
+              "%s" % journal(bed, mid))
+        time.sleep(1)
+    rows = check_once(bed, mid, ["TAKEOVER-TEXT"], "taken over")
+    rows = journal(bed, mid)
+    check(rows[0][2] == b.name, "applied by %s, not B" % rows[0][2])
+    say("A goes on (SIGCONT): its next pass files the record B applied")
+    os.killpg(daemon.pid, signal.SIGCONT)
+    t = time.monotonic()
+    while os.listdir(os.path.join(a.work, "spool", "cur")):
+        check(daemon.poll() is None, "A's daemon exited")
+        check(time.monotonic() - t < 20, "A's record is still in cur/ "
+              "after 20 s")
+        time.sleep(0.5)
+    check(len(os.listdir(os.path.join(a.work, "spool", "done"))) == 1,
+          "A's record is not in done/")
+    check(re.search(r"<%s> was applied by %s; \S+ filed" %
+                    (re.escape(mid), re.escape(b.name)), a.log_text_all()),
+          "A did not say it filed the record")
+    time.sleep(6)  # one more pass of A: nothing posted again
+    check_once(bed, mid, ["TAKEOVER-TEXT"], "after A's passes")
+    daemon.terminate()
+    check(daemon.wait(timeout=30) == 0, "A's daemon did not stop cleanly")
+
+
 def log_text_all(host):
     text = ""
     for name in ("patchbridge.log", "daemon.log"):
@@ -209,6 +282,9 @@ def main():
         sim("POST", "/_sim/reset", {"seed": outbound_e2e.SEED})
         bed = hostbed.pair_class(outbound_e2e.Bed)(work, "outbound-" + name)
         run = outbound_e2e.SCENARIOS[name]
+    elif args.scenario == "takeover":
+        bed = TakeoverPair(args, "takeover")
+        run = scenario_takeover
     elif args.scenario == "same-reply":
         bed = hostbed.pair_class(inbound_e2e.Bed)(work, "same-reply")
         run = scenario_same_reply
