@@ -92,6 +92,10 @@ def marker_count(mr, key):
                if ("<!-- patchbridge:%s -->" % key) in n["body"])
 
 
+# This host's name in a shared state ([state] host), as `why` names it.
+PG_HOST = "mx-b.example.org"
+
+
 class Bridge:
     """A state directory, a configuration and a seeded thread map."""
 
@@ -167,7 +171,7 @@ class Bridge:
             f.write(self.target + "\n")
         os.chmod(path, 0o600)
         return ("backend = postgresql\nconninfo_file = %s\n"
-                "path = %s/state.db\n" % (path, self.dir))
+                "path = %s/state.db\nhost = %s\n" % (path, self.dir, PG_HOST))
 
     def conf(self):
         return os.path.join(self.dir, "patchbridge.conf")
