@@ -8,7 +8,7 @@
 #   3. build with AddressSanitizer + UndefinedBehaviorSanitizer (-Werror)
 #      and run every test under them: the quick tier again, then the
 #      simulator, client, milter, Postfix, install and end-to-end tests,
-#      PB_TEST_JOBS at a time (default twice the cores: they mostly wait
+#      PB_TEST_JOBS at a time (default three times the cores: they mostly wait
 #      on their peers and timers);
 #      then print how many requests and responses the simulator checked
 #      against GitLab's OpenAPI document;
@@ -22,7 +22,7 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 cores=$(nproc 2>/dev/null || echo 2)
-jobs=${PB_TEST_JOBS:-$((2 * cores))}
+jobs=${PB_TEST_JOBS:-$((3 * cores))}
 
 "$top/scripts/install-deps.sh"
 

@@ -127,7 +127,7 @@ struct daemon {
 	 * milter (NULL until it could be opened). */
 	struct store *copy;
 	int64_t copy_since; /* the newest mail copied */
-	int64_t next_copy;
+	int64_t next_copy, next_recopy;
 };
 
 static int64_t now_s(void)
@@ -327,10 +327,13 @@ static void inbound_cycle(struct daemon *d)
  * when PostgreSQL does not answer in time (milter/mconf.h): a SQLite
  * file at [state] path, brought up to date every THREADMAP_COPY_S
  * seconds.  Each round copies the mails created since the newest one
- * copied, less THREADMAP_COPY_SLACK_S: a row another host committed
- * late, or stamped with a clock a little behind, is still copied.
+ * copied (that second included); every THREADMAP_RECOPY_S it goes back
+ * THREADMAP_COPY_SLACK_S further, so that a row another host committed
+ * late, or stamped with a clock a little behind, is copied too, and a
+ * row's later change of state (pending to sent) reaches the copy.
  */
 #define THREADMAP_COPY_S 5
+#define THREADMAP_RECOPY_S 60
 #define THREADMAP_COPY_SLACK_S 120
 
 static void threadmap_copy(struct daemon *d)
@@ -354,9 +357,13 @@ static void threadmap_copy(struct daemon *d)
 		}
 		d->copy_since = 0;
 	}
-	since = d->copy_since > THREADMAP_COPY_SLACK_S ?
-			d->copy_since - THREADMAP_COPY_SLACK_S :
-			0;
+	since = d->copy_since;
+	if (t >= d->next_recopy) {
+		d->next_recopy = t + THREADMAP_RECOPY_S;
+		since = since > THREADMAP_COPY_SLACK_S ?
+				since - THREADMAP_COPY_SLACK_S :
+				0;
+	}
 	rc = store_threadmap_mirror(d->copy, d->env.store, &since, &copied);
 	if (rc) {
 		log_warn("thread map copy %s: %s", store_name(d->copy),
@@ -375,6 +382,7 @@ static void threadmap_copy_close(struct daemon *d)
 	d->copy = NULL;
 	d->copy_since = 0;
 	d->next_copy = 0;
+	d->next_recopy = 0;
 }
 
 /* --- work ------------------------------------------------------------------ */

@@ -1537,6 +1537,15 @@ static void check_combinations(struct parser *ps)
 	    missing(&v[CFG_STATE_CONNINFO_FILE]))
 		perr_param(ps, v[CFG_STATE_BACKEND].line, CFG_STATE_BACKEND,
 			   "postgresql needs conninfo_file");
+	/* A milter connection string on one SQLite host would be ignored:
+	 * say so rather than let it look used. */
+	if (!v[CFG_STATE_BACKEND].bad &&
+	    v[CFG_STATE_BACKEND].num != CONFIG_BACKEND_POSTGRESQL &&
+	    !missing(&v[CFG_MILTER_CONNINFO_FILE]) &&
+	    !v[CFG_MILTER_CONNINFO_FILE].bad)
+		perr_param(ps, v[CFG_MILTER_CONNINFO_FILE].line,
+			   CFG_MILTER_CONNINFO_FILE,
+			   "needs [state] backend = postgresql");
 	if (!v[CFG_STATE_BACKEND].bad &&
 	    v[CFG_STATE_BACKEND].num == CONFIG_BACKEND_POSTGRESQL) {
 		check_lease(ps, CFG_FORGE_TIMEOUT);

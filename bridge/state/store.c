@@ -486,6 +486,7 @@ enum stmt_id {
 	S_MAIL_BY_DISCUSSION,
 	S_MAIL_BY_NOTE,
 	S_MAIL_SINCE,
+	S_HOSTS,
 	S_MIRROR_MAIL,
 	S_MIRROR_MAIL_STATE,
 	S_MIRROR_REV,
@@ -602,6 +603,29 @@ static const char *const stmt_sql[S_NR] = {
 	[S_MAIL_BY_DISCUSSION] = "SELECT " MAIL_COLS " FROM thread_map"
 				 " WHERE project = ?1 AND discussion_id = ?2"
 				 " ORDER BY created DESC, rowid DESC LIMIT 1",
+	/* Each host's part (store_hosts): what it journaled, applied,
+	 * holds and sent, and when it last did any of it. */
+	[S_HOSTS] = "SELECT host, CAST(SUM(journaled) AS BIGINT),"
+		    " CAST(SUM(applied) AS BIGINT),"
+		    " CAST(SUM(applying) AS BIGINT),"
+		    " CAST(SUM(sending) AS BIGINT), CAST(SUM(sent) AS BIGINT),"
+		    " CAST(MAX(lease) AS BIGINT), CAST(MAX(at) AS BIGINT)"
+		    " FROM (SELECT spooled_by AS host, 1 AS journaled,"
+		    "  0 AS applied, 0 AS applying, 0 AS sending, 0 AS sent,"
+		    "  0 AS lease, created AS at FROM inbound"
+		    "  WHERE spooled_by IS NOT NULL"
+		    " UNION ALL SELECT claimed_by, 0,"
+		    "  CASE WHEN state = 'applied' THEN 1 ELSE 0 END,"
+		    "  CASE WHEN state = 'applying' THEN 1 ELSE 0 END, 0, 0,"
+		    "  CASE WHEN state = 'applying' THEN lease_until ELSE 0"
+		    "  END, updated FROM inbound WHERE claimed_by IS NOT NULL"
+		    " UNION ALL SELECT claimed_by, 0, 0, 0,"
+		    "  CASE WHEN lease_until > 0 THEN 1 ELSE 0 END, 0,"
+		    "  lease_until, updated FROM outmail"
+		    "  WHERE claimed_by IS NOT NULL"
+		    " UNION ALL SELECT sent_by, 0, 0, 0, 0, 1, 0, sent"
+		    "  FROM thread_map WHERE sent_by IS NOT NULL) h"
+		    " GROUP BY host ORDER BY host LIMIT ?1",
 	/* The thread map from a time on, in pages (store_threadmap_mirror). */
 	[S_MAIL_SINCE] = "SELECT " MAIL_COLS " FROM thread_map"
 			 " WHERE (created, message_id) > (?1, ?2)"
@@ -2857,6 +2881,50 @@ int store_inbound_count(struct store_inbound_count_list *out, struct store *st)
 		c->project = col_own(&c->owned, &q, 0);
 		c->state = (enum store_inbound_state)state;
 		c->count = col_int(&q, 2);
+	}
+	q_end(&q);
+	return rc;
+}
+
+static void host_release(struct store_host *h)
+{
+	strlist_release(&h->owned);
+}
+
+void store_host_list_release(struct store_host_list *list)
+{
+	LIST_RELEASE(list, host_release);
+}
+
+int store_hosts(struct store_host_list *out, struct store *st)
+{
+	struct store_host *h;
+	struct query q;
+	size_t seen = 0;
+	int rc;
+
+	rc = q_start(&q, st, S_HOSTS, "list the hosts");
+	if (rc)
+		return rc;
+	q_int(&q, 1, (int64_t)STORE_LIST_MAX + 1);
+	while ((rc = q_step(&q)) == 1) {
+		if (++seen > STORE_LIST_MAX) {
+			rc = err_set(PB_ELIMIT,
+				     "state db: more than %d hosts",
+				     STORE_LIST_MAX);
+			break;
+		}
+		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
+		h = &out->items[out->nr++];
+		memset(h, 0, sizeof(*h));
+		h->host = col_own(&h->owned, &q, 0);
+		h->journaled = col_int(&q, 1);
+		h->applied = col_int(&q, 2);
+		h->applying = col_int(&q, 3);
+		h->sending = col_int(&q, 4);
+		h->sent = col_int(&q, 5);
+		h->lease_until = col_int(&q, 6);
+		h->last_active = col_int(&q, 7);
 	}
 	q_end(&q);
 	return rc;

@@ -508,6 +508,32 @@ void store_inbound_count_list_release(struct store_inbound_count_list *list);
 int store_inbound_count(struct store_inbound_count_list *out, struct store *st);
 
 /*
+ * Every host's part in the state, as the rows record it ([state] host;
+ * one host on SQLite): the mails it journaled (spooled there), applied
+ * (its claim finished them) and is applying now, the mails it holds a
+ * claim on to hand to its MTA and those it handed over, its claims' last
+ * expiry, and the last time it did any of this.  By host name, appended
+ * to out; more than STORE_LIST_MAX hosts is PB_ELIMIT.
+ */
+struct store_host {
+	const char *host;
+	int64_t journaled, applied, applying;
+	int64_t sending, sent;
+	int64_t lease_until; /* the latest claim's expiry; 0: none held */
+	int64_t last_active;
+	struct strlist owned;
+};
+
+struct store_host_list {
+	struct store_host *items;
+	size_t nr;
+	size_t alloc;
+};
+
+void store_host_list_release(struct store_host_list *list);
+int store_hosts(struct store_host_list *out, struct store *st);
+
+/*
  * Forge action journal: exactly-once forge writes.  Each action of an
  * inbound mail (source Message-ID, action index) is journaled as INTENT
  * before its HTTP request and DONE, with the forge's ids, after it.

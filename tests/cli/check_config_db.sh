@@ -147,6 +147,11 @@ has "$tmp/err" "chmod 600"
 config none "backend = postgresql"
 run 78 "$tmp/none.conf"
 has "$tmp/err" "[state] backend: postgresql needs conninfo_file"
+# A milter connection string on SQLite would be ignored: refused.
+config mconn "path = $tmp/state.db"
+sed -i "/^\[milter\]\$/a conninfo_file = $tmp/pg.conninfo" "$tmp/mconn.conf"
+run 78 "$tmp/mconn.conf"
+has "$tmp/err" "[milter] conninfo_file: needs [state] backend = postgresql"
 
 [ $failed = 0 ] && echo "cli_check_config_db: ok"
 exit $failed

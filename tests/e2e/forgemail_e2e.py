@@ -218,7 +218,7 @@ def scenario_comments(bed):
 
 
 def list_replies(bed, disc, d, g):
-    """Must show 1, last clause: a list reply to a forge comment's mail
+    """A list reply to a forge comment's mail
     becomes a reply in that same forge discussion, and is not mailed
     back."""
     say("dave replies on the list to the diff note's and the general "

@@ -23,7 +23,7 @@ Scenarios:
                 withdrawn;
             (e) a quoted Acked-by approves nobody; /approve and /merge in
                 a reply do not run.
-  acks      (issue 11) the same verified maintainer acks the cover letter
+  acks      the same verified maintainer acks the cover letter
             and two patches; the forge commits the first approval but
             answers 5xx to it (and to the client's retries), so the daemon
             retries the mail later: GitLab answers a second approval by

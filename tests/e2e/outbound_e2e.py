@@ -5,7 +5,7 @@ private Postfix (pfbed) -> list archive.
 usage: outbound_e2e.py SCENARIO --patchbridge BIN --work DIR
 
 Run under tests/forgesim/run-with-sim.sh, which exports PB_FORGESIM_URL.
-Scenarios (issue 3, "Must show"):
+Scenarios:
 
   series    a 3-commit MR -> `send` -> [PATCH 0/3]..[PATCH 3/3] in the
             archive, threaded, Cc per owners.yaml / author / reviewers;

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Signals to the daemon (`patchbridge run --foreground`) while it applies
-spooled replies to the GitLab simulator (issue 6, must show 3).
+spooled replies to the GitLab simulator.
 
 Run through tests/forgesim/run-with-sim.sh (PB_FORGESIM_URL):
 

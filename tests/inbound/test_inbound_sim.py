@@ -92,6 +92,10 @@ def marker_count(mr, key):
                if ("<!-- patchbridge:%s -->" % key) in n["body"])
 
 
+# This host's name in a shared state ([state] host), as `why` names it.
+PG_HOST = "mx-b.example.org"
+
+
 class Bridge:
     """A state directory, a configuration and a seeded thread map."""
 
@@ -167,7 +171,7 @@ class Bridge:
             f.write(self.target + "\n")
         os.chmod(path, 0o600)
         return ("backend = postgresql\nconninfo_file = %s\n"
-                "path = %s/state.db\n" % (path, self.dir))
+                "path = %s/state.db\nhost = %s\n" % (path, self.dir, PG_HOST))
 
     def conf(self):
         return os.path.join(self.dir, "patchbridge.conf")
@@ -959,8 +963,31 @@ def main():
         return 1
     PB, SEED = sys.argv[1], sys.argv[2]
     argv = [sys.argv[0]] + sys.argv[3:]
-    prog = unittest.main(argv=argv, exit=False, verbosity=2)
-    return 0 if prog.result.wasSuccessful() else 1
+    shard = os.environ.get("PB_TEST_SHARD")
+    if not shard or len(argv) > 1:
+        prog = unittest.main(argv=argv, exit=False, verbosity=2)
+        return 0 if prog.result.wasSuccessful() else 1
+    # PB_TEST_SHARD=K/N: only the tests K, K+N, K+2N ... (by name), so
+    # that CTest runs the script as N tests side by side, each with its
+    # own simulator; every test is in exactly one shard.
+    k, n = (int(x) for x in shard.split("/"))
+    loader = unittest.TestLoader()
+    every = []
+
+    def flatten(suite):
+        for t in suite:
+            if isinstance(t, unittest.TestSuite):
+                flatten(t)
+            else:
+                every.append(t)
+    flatten(loader.loadTestsFromModule(sys.modules["__main__"]))
+    every.sort(key=lambda t: t.id())
+    mine = unittest.TestSuite(t for i, t in enumerate(every)
+                              if i % n == k - 1)
+    print("shard %d/%d: %d of %d tests" % (k, n, mine.countTestCases(),
+                                           len(every)))
+    result = unittest.TextTestRunner(verbosity=2).run(mine)
+    return 0 if result.wasSuccessful() else 1
 
 
 if __name__ == "__main__":

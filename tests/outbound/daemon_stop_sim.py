@@ -158,7 +158,8 @@ def state_lines(work):
     with open(path, "w") as f:
         f.write(p.stdout)
     os.chmod(path, 0o600)
-    return lines + "backend = postgresql\nconninfo_file = %s\n" % path
+    return lines + ("backend = postgresql\nconninfo_file = %s\nhost = %s\n"
+                    % (path, HOST))
 
 
 def run(pb, conf, log, *argv):
@@ -229,6 +230,31 @@ def scenario(pb, work, log):
     print("%d mails, every revision once" % n)
     if os.environ.get("PB_TEST_BACKEND") == "postgresql":
         check_copy(work, mails(out))
+        check_hosts(pb, conf, log, mails(out))
+
+
+HOST = "mx-a.example.org"
+
+
+def check_hosts(pb, conf, log, msgs):
+    """On PostgreSQL: `status` shows each host's part, `why` which host
+    handed a mail to its MTA."""
+    p = run(pb, conf, log, "status")
+    check(p.returncode == 0, "status exited %d" % p.returncode)
+    want = ("  %s (this host): 0 journaled, 0 applied, %d mails handed to "
+            "its MTA;" % (HOST, len(msgs)))
+    check("hosts (this one is %s):\n" % HOST in p.stdout and
+          want in p.stdout, "status does not show the host's part: %s"
+          % p.stdout)
+    mid = msgs[0]["Message-ID"].strip().strip("<>")
+    p = run(pb, conf, log, "why", mid)
+    check(p.returncode == 0, "why exited %d" % p.returncode)
+    check("handed over by %s" % HOST in p.stdout,
+          "why does not name the host: %s" % p.stdout)
+    p = run(pb, conf, log, "why", "--json", mid)
+    check(json.loads(p.stdout)["sent"]["sent_by"] == HOST,
+          "why --json: no sent_by: %s" % p.stdout)
+    print("status and why name the host")
 
 
 def check_copy(work, msgs):

@@ -240,6 +240,27 @@ static void test_same_reply_two_hosts(void **state)
 		assert_string_equal(in.claimed_by, in.spooled_by);
 	}
 	store_inbound_release(&in);
+	/* What `status` shows of each host: its part adds up. */
+	{
+		struct store_host_list hl = { 0 };
+		int64_t journaled = 0, applied = 0;
+
+		assert_int_equal(store_hosts(&hl, st), 0);
+		assert_true(hl.nr >= 1 && hl.nr <= 2);
+		for (i = 0; i < (int)hl.nr; i++) {
+			assert_true(!strcmp(hl.items[i].host, "mx1") ||
+				    !strcmp(hl.items[i].host, "mx2"));
+			assert_int_equal(hl.items[i].journaled,
+					 hl.items[i].applied);
+			assert_int_equal(hl.items[i].applying, 0);
+			assert_true(hl.items[i].last_active > 0);
+			journaled += hl.items[i].journaled;
+			applied += hl.items[i].applied;
+		}
+		assert_int_equal(journaled, REPLIES);
+		assert_int_equal(applied, REPLIES);
+		store_host_list_release(&hl);
+	}
 	store_free(st);
 }
 
