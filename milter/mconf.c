@@ -11,8 +11,8 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <string.h>
+#include <time.h>
 
 struct mconf {
 	atomic_int refs;
@@ -25,7 +25,8 @@ struct mconf {
 	size_t nr_idle;
 	int missing_logged; /* "cannot open it" said once */
 	int shared_state; /* [state] backend = postgresql */
-	/* The shared database ([milter] conninfo_file; NULL: not read). */
+	/* The shared database's connection string ([milter] conninfo_file;
+	 * empty: the milter reads the copy only). */
 	struct buf conninfo;
 	int db_timeout_ms; /* [milter] db_timeout */
 	struct store *shared_idle[MCONF_STORES_MAX];

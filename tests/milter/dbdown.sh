@@ -7,7 +7,9 @@
 # A private PostgreSQL (tests/pg/pgbed) of this test's own, so stopping
 # it disturbs no other test.  Its thread map holds the corpus parent
 # patch as group/project!12 v3 3/3 (milter_seed, through the store).  The
-# milter reads it with [milter] db_timeout = 500ms; its host's copy of
+# milter reads it as a role that may only read schema_version,
+# thread_map and revisions (the README's grant), with [milter] db_timeout
+# = 500ms; its host's copy of
 # the thread map (the SQLite file at [state] path, which the daemon keeps
 # with store_threadmap_mirror(), here milter_seed copy-to) is made in
 # step 2.  patchbridge-milter --test runs the real callbacks: classify,
@@ -65,7 +67,7 @@ write_conf "$W/pb.conf" "$W"
 # The same without the milter's connection string: the copy only.
 sed "/^\[state\]\$/a backend = postgresql\nconninfo_file = $W/conninfo" \
 	"$W/pb.conf" >"$W/pb-copy.conf" || fail "sed"
-sed "/^\[milter\]\$/a conninfo_file = $W/conninfo\ndb_timeout = 500ms" \
+sed "/^\[milter\]\$/a conninfo_file = $W/milter-conninfo\ndb_timeout = 500ms" \
 	"$W/pb-copy.conf" >"$W/pb.conf" || fail "sed"
 grep -q '^backend = postgresql' "$W/pb-copy.conf" || fail "no backend line"
 grep -q '^db_timeout = 500ms' "$W/pb.conf" || fail "no db_timeout line"
@@ -73,6 +75,14 @@ chmod 600 "$W/pb.conf" "$W/pb-copy.conf"
 
 step "the thread map in PostgreSQL: the corpus parent as group/project!12 v3 3/3"
 seed_store "$SEED" "postgresql:$W/conninfo"
+# The milter's role may read the thread map and nothing else (README).
+"$PGBED" psql "$W/pg" postgres -c "CREATE ROLE pbmilter LOGIN;
+	GRANT USAGE ON SCHEMA public TO pbmilter;
+	GRANT SELECT ON schema_version, thread_map, revisions TO pbmilter;" ||
+	fail "cannot create the milter's role"
+sed 's/user=[^ ]*/user=pbmilter/' "$W/conninfo" >"$W/milter-conninfo"
+chmod 600 "$W/milter-conninfo"
+grep -q 'user=pbmilter' "$W/milter-conninfo" || fail "no milter conninfo"
 [ ! -e "$W/state/state.db" ] || fail "a copy exists before step 2"
 
 cp "$CORPUS/replies/01-nf-mutt-nack-inline.eml" "$DATA/reply-msgid.eml" \
