@@ -106,11 +106,13 @@ static struct {
 	unsigned long envelopes; /* messages in GATE_ENVELOPE */
 	unsigned long messages; /* messages in GATE_CONTENT */
 	int64_t last_leave; /* when a callback last left, mono_ms() */
+	int64_t busy_since; /* when busy last went from 0 to 1 */
 	int closed;
 } gate = {
 	PTHREAD_MUTEX_INITIALIZER,
 	PTHREAD_COND_INITIALIZER, /* replaced by gate_init() */
 	PTHREAD_COND_INITIALIZER,
+	0,
 	0,
 	0,
 	0,
@@ -152,7 +154,8 @@ static void gate_enter(void)
 	pthread_mutex_lock(&gate.lock);
 	while (gate.closed)
 		pthread_cond_wait(&gate.never, &gate.lock);
-	gate.busy++;
+	if (!gate.busy++)
+		gate.busy_since = mono_ms();
 	pthread_mutex_unlock(&gate.lock);
 }
 
@@ -181,6 +184,19 @@ static void gate_leave(enum gate_phase was, const struct session *s)
 	if (!gate.busy && !gate.messages)
 		pthread_cond_broadcast(&gate.idle);
 	pthread_mutex_unlock(&gate.lock);
+}
+
+int glue_stalled(int64_t limit_ms)
+{
+	int64_t since;
+	int stalled;
+
+	pthread_mutex_lock(&gate.lock);
+	since = gate.last_leave > gate.busy_since ? gate.last_leave :
+						    gate.busy_since;
+	stalled = gate.busy && !gate.closed && mono_ms() - since > limit_ms;
+	pthread_mutex_unlock(&gate.lock);
+	return stalled;
 }
 
 /* Connections numbered for the logs until a queue id is known. */

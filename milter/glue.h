@@ -32,6 +32,7 @@
 #ifndef PB_MILTER_GLUE_H
 #define PB_MILTER_GLUE_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 /*
@@ -69,6 +70,14 @@ struct glue_drained {
  * Call it once, then exit.
  */
 void glue_drain(struct glue_drained *out, int timeout_s);
+
+/*
+ * True when callbacks are running and none has finished for limit_ms:
+ * the milter is stuck (a deadlock, a stalled disk), and main.c stops
+ * answering systemd's watchdog so the service is restarted.  An idle
+ * milter, or one whose callbacks keep finishing, is not stalled.
+ */
+int glue_stalled(int64_t limit_ms);
 
 /* libmilter's version, "8.17.1" style, into buf. */
 void glue_version(char *buf, size_t size);

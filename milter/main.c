@@ -38,6 +38,18 @@
  * like the others.)
  * tests/milter/sigterm.sh checks this under load.
  *
+ * Metrics: with [metrics] enabled the main thread writes the milter's
+ * counters (core/metrics.h) every [metrics] milter_interval to
+ * METRICS_MILTER_FILE in the spool directory, atomically, for the
+ * daemon to serve on its /metrics: the milter opens no port of its own.
+ *
+ * systemd (Type=notify, util/sdnotify.h): READY=1 once the socket
+ * accepts connections, RELOADING=1 and READY=1 around a reload,
+ * STOPPING=1 at a stop; with WatchdogSec= the main thread sends
+ * WATCHDOG=1 from its loop, but not while callbacks run and none has
+ * finished for half the watchdog interval (glue_stalled()): a milter
+ * stuck in a callback is then restarted by systemd.
+ *
  * Reload: a new generation (mconf.h) is loaded from the same file and
  * installed; messages in flight finish with the one they started with.
  * A file with errors is refused with one log line per error and the old
@@ -45,6 +57,7 @@
  * log level are read only at start.
  */
 #include "core/config.h"
+#include "core/metrics.h"
 #include "core/preflight.h"
 #include "core/version.h"
 #include "mail/authres.h"
@@ -56,7 +69,9 @@
 #include "util/err.h"
 #include "util/fileio.h"
 #include "util/log.h"
+#include "util/sdnotify.h"
 #include "util/strlist.h"
+#include "util/xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -70,6 +85,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sysexits.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PROG "patchbridge-milter"
@@ -368,16 +384,20 @@ static void reload(const char *path)
 {
 	struct mconf *c;
 
+	sdnotify_send("RELOADING=1");
 	if (load(&c, path)) {
 		log_error("reload: %s has errors; keeping the running "
 			  "configuration",
 			  path);
+		sdnotify_send("READY=1");
 		return;
 	}
 	mconf_install(c);
 	log_notice("reload: configuration %s loaded (socket, umask, "
-		   "timeout and log level changes need a restart)",
+		   "timeout and log level and format changes need a "
+		   "restart)",
 		   path);
+	sdnotify_send("READY=1");
 }
 
 /*
@@ -406,6 +426,53 @@ static unsigned long stop(int sig, const char *sock_path)
 	return d.busy;
 }
 
+/*
+ * Every [metrics] milter_interval (when enabled): the counters to the
+ * spool directory's METRICS_MILTER_FILE, for the daemon.  *next is when
+ * the next write is due (monotonic seconds); a failure is logged once
+ * until a write works again.
+ */
+static void write_stats(int64_t now, int64_t *next, int *failing)
+{
+	struct mconf *c = mconf_current();
+	const struct config *cfg;
+	struct buf out = BUF_INIT(METRICS_MILTER_FILE_MAX);
+	char *path = NULL;
+	int rc;
+
+	if (!c)
+		return;
+	cfg = mconf_view(c)->cfg;
+	if (!config_bool(cfg, CFG_METRICS_ENABLED) || now < *next)
+		goto out;
+	*next = now +
+		config_duration_ms(cfg, CFG_METRICS_MILTER_INTERVAL) / 1000;
+	path = xasprintf("%s/%s", config_str(cfg, CFG_SPOOL_DIR),
+			 METRICS_MILTER_FILE);
+	rc = metrics_render(&out, METRIC_MILTER);
+	if (!rc)
+		rc = file_write_atomic(path, out.data, out.len, 0640);
+	if (rc && !*failing)
+		log_warn("metrics: cannot write %s: %s (the daemon's "
+			 "/metrics lacks the milter's counters meanwhile)",
+			 path, err_msg());
+	else if (!rc && *failing)
+		log_notice("metrics: %s written again", path);
+	*failing = rc != 0;
+out:
+	free(path);
+	buf_release(&out);
+	mconf_unref(c);
+}
+
+static int64_t mono_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec;
+}
+
 static int write_pidfile(const char *path)
 {
 	char line[32];
@@ -420,6 +487,8 @@ static int serve_forever(const char *path, const char *spec, int foreground,
 	struct mconf *c = mconf_current();
 	const struct mconf_view *v = mconf_view(c);
 	int timeout_s, serve_rc = 0, stopped = 0, done = 0;
+	int stats_failing = 0;
+	int64_t watchdog_ms = 0, next_stats = 0;
 	unsigned long busy = 0;
 	const char *sock_path = socket_path(spec);
 	sigset_t block, old;
@@ -447,6 +516,10 @@ static int serve_forever(const char *path, const char *spec, int foreground,
 		log_error("cannot go to the background: %s", strerror(errno));
 		return EX_OSERR;
 	}
+	/* After the fork: the notifications come from this process. */
+	if (sdnotify_init())
+		log_warn("systemd notification: %s", err_msg());
+	watchdog_ms = sdnotify_watchdog_usec() / 1000;
 	if (setup_signals()) {
 		log_error("%s", err_msg());
 		return EX_OSERR;
@@ -467,19 +540,31 @@ static int serve_forever(const char *path, const char *spec, int foreground,
 	if (pidfile && write_pidfile(pidfile))
 		log_warn("pid file %s: %s", pidfile, err_msg());
 	log_notice("listening on %s (patchbridge %s)", spec, pb_version());
+	sdnotify_send("READY=1");
 
 	while (!done) {
 		struct pollfd pfd = { wake_fd[0], POLLIN, 0 };
 		char sigs[64];
 		ssize_t n, i;
+		int wait_ms = 1000;
 
-		if (poll(&pfd, 1, 1000) < 0 && errno != EINTR)
+		/* progress: every callback that started has finished, or
+		 * some finish */
+		if (watchdog_ms) {
+			if (!glue_stalled(watchdog_ms / 2))
+				sdnotify_watchdog();
+			if (wait_ms > watchdog_ms / 4)
+				wait_ms = (int)(watchdog_ms / 4);
+		}
+		write_stats(mono_s(), &next_stats, &stats_failing);
+		if (poll(&pfd, 1, wait_ms) < 0 && errno != EINTR)
 			break;
 		n = read(wake_fd[0], sigs, sizeof(sigs));
 		for (i = 0; i < n && !done; i++) {
 			if (sigs[i] == SIGHUP) {
 				reload(path);
 			} else if (sigs[i] == SIGTERM || sigs[i] == SIGINT) {
+				sdnotify_send("STOPPING=1");
 				busy = stop(sigs[i], sock_path);
 				stopped = done = 1;
 			} else if (sigs[i] == 0) {
@@ -644,6 +729,11 @@ int main(int argc, char **argv)
 	rc = log_level_from_name(config_str(mconf_view(c)->cfg, CFG_LOG_LEVEL));
 	if (rc >= 0)
 		log_set_level(rc);
+	rc = log_format_from_name(
+		config_str(mconf_view(c)->cfg, CFG_LOG_FORMAT));
+	if (rc >= 0)
+		log_set_format((enum log_format)rc);
+	metrics_start(METRIC_MILTER, pb_version());
 	mconf_install(c);
 	if (test) {
 		ex = testmode_run(argv + optind, argc - optind, sender,

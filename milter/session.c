@@ -1,5 +1,6 @@
 #include "milter/session.h"
 
+#include "core/metrics.h"
 #include "mail/review.h"
 #include "util/err.h"
 #include "util/limits.h"
@@ -301,6 +302,27 @@ static void outcome_init(struct session_outcome *out)
 	out->action = SESSION_ACCEPT;
 	out->verdict = "pass";
 	out->reason = "";
+	out->kind = "";
+}
+
+/* The end of one message in the metrics (core/metrics.c, the milter's). */
+static void count(const struct session_outcome *out, size_t bytes)
+{
+	metrics_inc0(MET_MILTER_MAILS_SEEN);
+	if (out->kind[0])
+		metrics_inc1(MET_MILTER_MAILS_CLASSIFIED, out->kind);
+	if (out->action == SESSION_TEMPFAIL) {
+		metrics_inc0(MET_MILTER_TEMPFAILS);
+	} else if (out->spool_name[0]) {
+		metrics_inc0(MET_MILTER_MAILS_SPOOLED);
+		metrics_add0(MET_MILTER_SPOOLED_BYTES, (double)bytes);
+	} else {
+		metrics_inc1(
+			MET_MILTER_MAILS_IGNORED,
+			!strcmp(out->verdict, "oversize") ? "oversize" :
+			!strcmp(out->verdict, "headers")  ? "header-limits" :
+							    out->reason);
+	}
 }
 
 static const char *safe(char *dst, size_t size, const char *s)
@@ -335,6 +357,7 @@ static void bridge(struct session_outcome *out, struct session *s,
 			      s->sender :
 			      NULL;
 	meta.kind = r ? review_kind_name(r->kind) : "reply";
+	out->kind = meta.kind;
 	meta.project = res->project;
 	meta.iid = res->iid;
 	meta.revision = res->revision > 0 ? res->revision : 0;
@@ -379,7 +402,7 @@ out:
 	review_free(r);
 }
 
-void session_eom(struct session_outcome *out, struct session *s)
+static void eom(struct session_outcome *out, struct session *s)
 {
 	const struct mconf_view *v;
 	struct classify_opts opts;
@@ -416,12 +439,14 @@ void session_eom(struct session_outcome *out, struct session *s)
 		return;
 	case SESSION_SKIP_LOOP:
 		out->verdict = "loop";
+		out->kind = "own";
 		out->reason = s->early.reason;
 		log_info("<%s>: the bridge's own mail (%s), not bridged back",
 			 safe(mid, sizeof(mid), s->in.message_id),
 			 s->early.reason);
 		return;
 	case SESSION_SKIP_UNTHREADED:
+		out->kind = "unrelated";
 		out->reason = s->early.reason;
 		log_debug("<%s>: %s", safe(mid, sizeof(mid), s->in.message_id),
 			  s->early.reason);
@@ -468,14 +493,25 @@ void session_eom(struct session_outcome *out, struct session *s)
 		break;
 	case CLASSIFY_LOOP:
 		out->verdict = "loop";
+		out->kind = "own";
 		out->reason = res.reason;
 		break;
 	case CLASSIFY_PASS:
 	case CLASSIFY_CANDIDATE:
+		out->kind = "unrelated";
 		out->reason = res.reason;
 		log_debug("<%s>: %s", safe(mid, sizeof(mid), s->in.message_id),
 			  res.reason);
 		break;
 	}
 	classify_result_release(&res);
+}
+
+void session_eom(struct session_outcome *out, struct session *s)
+{
+	int had_conf = s->conf != NULL;
+
+	eom(out, s);
+	if (had_conf)
+		count(out, s->raw.len);
 }

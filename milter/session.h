@@ -116,6 +116,10 @@ struct session_outcome {
 	/* "bridged", "pass", "loop", "headers", "tempfail" */
 	const char *verdict;
 	const char *reason; /* classify's reason token, or a detail */
+	/* what the mail was taken for: "cover", "patch", "reply", "other"
+	 * (about a bridged MR), "own", "unrelated"; "" when not classified
+	 * (oversize, header limits) */
+	const char *kind;
 	char header[SESSION_HEADER_MAX]; /* X-Patchbridge value; "" none */
 	char spool_name[SPOOL_NAME_MAX + 1]; /* "" when not spooled */
 };

@@ -12,7 +12,14 @@ starts itself, on loopback, and stops before it exits:
   * tests/postfix/test_milter in front of patchbridge-milter, standing in
     for OpenDKIM/OpenDMARC: it says which senders' signatures verified;
   * patchbridge-milter, reading replies as they reach the list;
-  * patchbridge, mailing revisions and applying the replies to the forge.
+  * `patchbridge run --foreground`, the daemon, mailing revisions and
+    applying the replies to the forge, woken by SIGUSR1 where a step
+    waits for it (its poll interval is an hour), and serving /metrics.
+
+The daemon's /metrics is scraped before and after the story: every
+scrape must pass `promtool check metrics` and python3-prometheus-client's
+parser, and the counters must have moved by exactly what the story did
+(METRICS_MOVED).
 
 Each step prints what happens in plain words.  Exit status 0 when the
 story went as told, 1 when a step did not.
@@ -21,6 +28,7 @@ story went as told, 1 when a step did not.
 import argparse
 import html
 import os
+import signal
 import shutil
 import subprocess
 import sys
@@ -29,7 +37,9 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "tests", "e2e"))
+sys.path.insert(0, os.path.join(TOP, "tests", "tools"))
 import bedlib  # noqa: E402
+import prom_scrape  # noqa: E402
 from bedlib import (LIST, Fail, check, patch_body, quote, reply,  # noqa: E402
                     sim, the_mr)
 
@@ -139,6 +149,110 @@ V2_FIX = commit("counter: refuse a negative step",
                  "\t\treturn -1;\n\treturn n + step;\n}\n"})
 
 
+# --- the daemon and its /metrics ---------------------------------------------
+
+P = "group/project"
+# What the story moves, exactly: (metric, labels, delta).  The v1 series
+# is mailed by `patchbridge send`, not by the daemon; the daemon mails v2
+# (a cover letter and 3 patches) and Rob's forge comment.  The milter
+# sees those 9 mails of the bridge's and the 3 replies.
+METRICS_MOVED = [
+    ("patchbridge_milter_mails_seen_total", {}, 12),
+    ("patchbridge_milter_mails_spooled_total", {}, 3),
+    ("patchbridge_milter_mails_classified_total", {"kind": "reply"}, 3),
+    ("patchbridge_milter_mails_classified_total", {"kind": "own"}, 9),
+    # the patches by their Message-ID, the forge comment by its header
+    ("patchbridge_milter_mails_ignored_total",
+     {"reason": "own-message-id"}, 8),
+    ("patchbridge_milter_mails_ignored_total",
+     {"reason": "x-patchbridge-header"}, 1),
+    ("patchbridge_milter_mails_ignored_total", {}, 9),
+    ("patchbridge_milter_tempfails_total", {}, 0),
+    ("patchbridge_replies_received_total", {"result": "journaled"}, 3),
+    ("patchbridge_replies_received_total", {"result": "duplicate"}, 0),
+    ("patchbridge_replies_applied_total", {"project": P}, 3),
+    ("patchbridge_replies_dead_total", {}, 0),
+    ("patchbridge_approvals_made_total", {"project": P}, 2),
+    ("patchbridge_approvals_refused_total", {"reason": "unverified"}, 1),
+    ("patchbridge_approvals_refused_total", {}, 1),
+    ("patchbridge_naks_total", {}, 0),
+    ("patchbridge_series_sent_total", {"project": P}, 1),
+    ("patchbridge_mails_sent_total", {"project": P}, 5),
+    ("patchbridge_smtp_failures_total", {}, 0),
+    ("patchbridge_polls_total", {"project": P, "result": "auth"}, 0),
+    ("patchbridge_polls_total", {"project": P, "result": "unreachable"}, 0),
+]
+
+
+def parse_metrics(text):
+    """prom_scrape.parse(), failing the demo."""
+    try:
+        return prom_scrape.parse(text)
+    except AssertionError as e:
+        raise Fail(str(e))
+
+
+def total(scrape, name, labels=None):
+    return prom_scrape.total(scrape, name, **(labels or {}))
+
+
+class Daemon:
+    """`patchbridge run --foreground` on bed's configuration, with
+    [metrics] on port."""
+
+    def __init__(self, bed, port):
+        self.bed, self.port = bed, port
+        self.proc = bed.spawn([bed.patchbridge, "-c", bed.cfg, "run",
+                               "--foreground"], "daemon.log")
+        for _ in range(300):
+            if self.get("/healthz")[0] == 200:
+                return
+            check(self.proc.poll() is None, "the daemon exited: " +
+                  bed.log_tail(2000))
+            time.sleep(0.1)
+        raise Fail("the daemon's /healthz does not answer")
+
+    def get(self, path):
+        return prom_scrape.get(self.port, path)
+
+    def text(self):
+        status, text = self.get("/metrics")
+        check(status == 200, "/metrics answered %d" % status)
+        return text
+
+    def scrape(self):
+        return parse_metrics(self.text())
+
+    def cycle(self):
+        """What `run --once` did: SIGUSR1, then wait for a whole round
+        that began after it (a round in progress when the signal came
+        ends first; a second signal wakes a daemon that went back to
+        sleep after the first)."""
+        c0 = total(self.scrape(), "patchbridge_loop_cycles_total")
+        for k in (1, 2):
+            self.proc.send_signal(signal.SIGUSR1)
+            for _ in range(1200):
+                if total(self.scrape(),
+                         "patchbridge_loop_cycles_total") >= c0 + k:
+                    break
+                check(self.proc.poll() is None, "the daemon exited")
+                time.sleep(0.05)
+            else:
+                raise Fail("the daemon did not finish a round")
+
+    def settled(self, before, moved, timeout=30):
+        """The scrape once every counter of moved has moved by its
+        delta from before (the milter's file lags by up to its
+        interval), or the last one."""
+        for _ in range(int(timeout / 0.2)):
+            now = self.scrape()
+            if all(total(now, n, ls) - total(before, n, ls) == d
+                   for n, ls, d in moved):
+                return now
+            time.sleep(0.2)
+        return now
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True, help="the build directory")
@@ -149,19 +263,20 @@ def main():
     if os.geteuid() != 0 or not shutil.which("postfix"):
         print("demo: needs root and Postfix (scripts/install-deps.sh)")
         return 77
+    if prom_scrape.missing():
+        print("demo: needs %s (scripts/install-deps.sh)" %
+              prom_scrape.missing())
+        return 77
     work = args.work or tempfile.mkdtemp(prefix="patchbridge-demo.")
     bindir = os.path.abspath(args.bin)
     bed = bedlib.Bed(work, os.path.join(bindir, "bridge", "patchbridge"),
                      fresh=False)
+    rc = 1
     try:
         story(bed, bindir)
-        print("\nThe demo went as told (%.0f s)." % (time.time() - T0))
-        return 0
+        rc = 0
     except Fail as e:
         print("\nDEMO FAILED at step %d: %s" % (STEP[0], e))
-        print("Logs are in %s" % work)
-        args.keep = True
-        return 1
     finally:
         step("Stop everything")
         bed.stop()
@@ -169,8 +284,23 @@ def main():
                               text=True).stdout.split()
         say("milters, daemon and the list server stopped; "
             "%d processes left behind" % len(left))
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
+    # the ASan+UBSan build (scripts/test.sh): the daemon and the milter
+    # ran the whole story and stopped
+    for name in ("daemon.log", "milter.log"):
+        path = os.path.join(work, name)
+        text = open(path, errors="replace").read() \
+            if os.path.exists(path) else ""
+        if any(r in text for r in ("ERROR: AddressSanitizer",
+                                   "LeakSanitizer", "runtime error:")):
+            print("\nDEMO FAILED: a sanitizer report in %s" % name)
+            rc = 1
+    if rc == 0:
+        print("\nThe demo went as told (%.0f s)." % (time.time() - T0))
+    else:
+        print("Logs are in %s" % work)
+    if rc == 0 and not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return rc
 
 
 def story(bed, bindir):
@@ -189,6 +319,10 @@ def story(bed, bindir):
     bed.env["PORT"] = str(bedlib.free_port())
     bedlib.write_config(bed, msock, OWNERS, outbound="cc_owners = yes\n"
                         "cc_author = yes\ncc_reviewers = yes\n")
+    mport = bedlib.free_port()
+    with open(bed.cfg, "a") as f:
+        f.write("[metrics]\nenabled = yes\nlisten = 127.0.0.1:%d\n"
+                "milter_interval = 1s\n" % mport)
     bed.pb("check-config")
     say("patchbridge check-config: ok")
     bed.start_verifier(verifier_bin, vsock)
@@ -205,6 +339,24 @@ def story(bed, bindir):
         os.environ["PB_FORGESIM_URL"])
     say("list server: Postfix on 127.0.0.1:%s, list %s, archive %s" %
         (bed.env["PORT"], LIST, bed.env["ARCHIVE"]))
+    d = Daemon(bed, mport)
+    say("patchbridge run --foreground: /metrics, /healthz and /readyz on "
+        "127.0.0.1:%d" % mport)
+    for _ in range(300):  # the first poll, the first probe of the MTA
+        ready = d.get("/readyz")
+        if ready[0] == 200:
+            break
+        time.sleep(0.1)
+    check(ready[0] == 200, "/readyz: %d %s" % ready)
+    before = d.settled({}, [])
+    if have_milter:
+        for _ in range(100):
+            if total(before, "patchbridge_milter_up") == 1:
+                break
+            time.sleep(0.1)
+            before = d.scrape()
+        check(total(before, "patchbridge_milter_up") == 1,
+              "the milter's counters do not reach /metrics")
 
     step("Alice opens a merge request with 3 commits on the forge")
     made = sim("POST", "/_sim/projects/1/commits",
@@ -254,6 +406,43 @@ def story(bed, bindir):
         say("(the inbound half of the story needs patchbridge-milter)")
         return
 
+    the_story_in_replies(bed, d, cover, patch1, patch2, made)
+    show_metrics(d, before)
+
+
+def show_metrics(d, before):
+    step("The operator's Prometheus scrapes /metrics")
+    after = d.settled(before, METRICS_MOVED)
+    text = d.text()
+    say("curl http://127.0.0.1:%d/metrics: %d lines, %d series; "
+        "promtool check metrics and prometheus_client's parser: ok" %
+        (d.port, len(text.splitlines()), len(after)))
+    say("%-66s %6s %6s" % ("what the story moved", "before", "after"))
+    wrong = []
+    for name, labels, delta in METRICS_MOVED:
+        b, a = total(before, name, labels), total(after, name, labels)
+        sel = name + ("{%s}" % ",".join('%s="%s"' % kv for kv in
+                                        sorted(labels.items()))
+                      if labels else "")
+        say("%-66s %6g %6g%s" % (sel[:66], b, a, "" if a - b == delta
+                                 else "   (expected +%d)" % delta))
+        if a - b != delta:
+            wrong.append(sel)
+    ready = d.get("/readyz")
+    say("/readyz: %d %s" % (ready[0], ready[1].strip().replace("\n", "; ")))
+    check(not wrong, "the counters did not move as the story did: " +
+          ", ".join(wrong))
+    check(ready[0] == 200, "/readyz is not ready after the story")
+    check(total(after, "patchbridge_spool_records", {"area": "dead"}) == 0,
+          "dead letters after the story")
+    check(total(after, "patchbridge_forge_requests_total") >
+          total(before, "patchbridge_forge_requests_total"),
+          "no forge request counted")
+
+
+def the_story_in_replies(bed, d, cover, patch1, patch2, made):
+    """The replies on the list, revision 2, a forge comment mailed, the
+    public-inbox export."""
     step("Mary (DKIM verified, maintainer of src/) acks the series")
     bed.send(reply(cover, "Mary Maintainer <mary@kernel.example>",
                    quote(patch_body(cover)[:400]) +
@@ -287,7 +476,7 @@ def story(bed, bindir):
                 (m["Subject"][:40], m.get("X-Patchbridge", "-")))
 
     step("patchbridge applies the spooled replies to the forge")
-    bed.pb("run", "--once", ok=(0, 75))
+    d.cycle()
     show_forge(sim("GET", "/_sim/state"))
 
     step("An operator asks: what did the bridge do with Mallory's mail?")
@@ -305,7 +494,7 @@ def story(bed, bindir):
         {"start": made["shas"][0], "commits": [V2_FIX, V1[2]],
          "user": "alice"})
     say("patchbridge notices the new version on its next poll")
-    bed.pb("run", "--once", ok=(0, 75))
+    d.cycle()
     bed.wait_mail(11)
     bed.settle()
     v2 = [m for m in bed.archive() if "PATCH v2" in m["Subject"] and
@@ -337,7 +526,7 @@ def story(bed, bindir):
     say("Rob's diff note on src/counter.c:7 (discussion %s...)" %
         disc["id"][:8])
     before = len(bed.archive())
-    bed.pb("run", "--once", ok=(0, 75))
+    d.cycle()
     bed.wait_mail(before + 1)
     bed.settle()
     mail = next(m for m in bed.archive()
@@ -356,7 +545,7 @@ def story(bed, bindir):
     check(not mail.get("X-Patchbridge", "").startswith("reply"),
           "the milter took the bridge's own mail for a reply")
     notes = sum(len(d["notes"]) for d in the_mr()["discussions"])
-    bed.pb("run", "--once", ok=(0, 75))
+    d.cycle()
     check(sum(len(d["notes"]) for d in the_mr()["discussions"]) == notes,
           "the bridge's mail came back to the forge")
     say("the mail did not come back to the forge (%d notes before and "

@@ -16,6 +16,7 @@ libmicrohttpd-dev
 clang libclang-rt-14-dev clang-format
 postfix swaks miltertest
 python3 python3-yaml python3-jsonschema
+prometheus python3-prometheus-client
 b4 public-inbox
 man-db groff-base
 "
@@ -55,7 +56,27 @@ case " $missing " in
 	fi
 	;;
 esac
+# promtool, with which the tests evaluate contrib/prometheus/, comes only
+# in Debian's prometheus package, with the Prometheus server.  A machine
+# that did not have that server gets it neither started by the install
+# (policy-rc.d: Debian's invoke-rc.d policy, 101 = not now) nor enabled
+# for the next boot: it is not ours to run.
+policy=""
+case " $missing " in
+*" prometheus "*)
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		policy=/usr/sbin/policy-rc.d
+		trap 'rm -f "$policy"' EXIT
+		printf '#!/bin/sh\nexit 101\n' >"$policy"
+		chmod 755 "$policy"
+	fi
+	;;
+esac
 apt-get update -qq
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing >/dev/null
+if [ -n "$policy" ]; then
+	rm -f "$policy"
+	systemctl disable --quiet prometheus.service 2>/dev/null || :
+fi
 echo "install-deps: done"

@@ -29,12 +29,29 @@
  * its retries and timeouts: the forge client gives up within seconds
  * (gitlab.h), and the reply being applied is applied at the next start
  * (its actions journaled, none twice).
+ *
+ * SIGUSR1 polls the forge and looks at the spool at once (after the
+ * round in progress), as `postqueue -f` flushes Postfix's queue.
+ *
+ * Monitoring: with [metrics] enabled the status server (monitor.h)
+ * serves /metrics, /healthz and /readyz from its own threads; the loop
+ * only counts (core/metrics.h) and reports each poll's outcome
+ * (core/health.h).  Under systemd (Type=notify, util/sdnotify.h) the
+ * loop sends READY=1 once it runs, RELOADING=1/READY=1 around a reload,
+ * STOPPING=1, and with WatchdogSec= a WATCHDOG=1 whenever it made
+ * progress: a round finished, a wait woke up, a forge request or a
+ * submission came back (gitlab.c, outbound.c).  A loop stuck in a call
+ * that does not return sends none, and systemd restarts the daemon.
  */
 #include "cmd/cmd_daemon.h"
 #include "cmd/env.h"
 
+#include "cmd/monitor.h"
 #include "core/config.h"
+#include "core/health.h"
+#include "core/metrics.h"
 #include "core/secret.h"
+#include "core/version.h"
 #include "forge/webhook.h"
 #include "inbound/inbound.h"
 #include "mail/mail.h"
@@ -47,6 +64,7 @@
 #include "util/err.h"
 #include "util/limits.h"
 #include "util/log.h"
+#include "util/sdnotify.h"
 #include "util/xalloc.h"
 
 #include <errno.h>
@@ -75,21 +93,25 @@ const char cmd_run_help[] =
 	"                exit: 0 when nothing is left to retry, 75\n"
 	"                (EX_TEMPFAIL) when something is; no webhook receiver\n"
 	"  --foreground  stay in the foreground and log to stderr (for\n"
-	"                systemd Type=simple); otherwise detach and log to\n"
+	"                systemd, Type=notify); otherwise detach and log to\n"
 	"                syslog, facility mail\n"
 	"\n"
 	"SIGTERM/SIGINT: stop after the mail being sent or the reply being\n"
 	"applied (a forge that fails or hangs meanwhile is given up on within\n"
 	"seconds; that reply is applied at the next start).  SIGHUP: reload\n"
-	"the configuration (a broken one is refused and the old one kept).\n";
+	"the configuration (a broken one is refused and the old one kept).\n"
+	"SIGUSR1: poll the forge and look at the spool now.  With [metrics]\n"
+	"enabled: /metrics, /healthz and /readyz on [metrics] listen.\n";
 
-static volatile sig_atomic_t stop_flag, reload_flag;
+static volatile sig_atomic_t stop_flag, reload_flag, poll_flag;
 static struct workq *signal_queue; /* the handlers' way to wake the loop */
 
 static void on_signal(int sig)
 {
 	if (sig == SIGHUP)
 		reload_flag = 1;
+	else if (sig == SIGUSR1)
+		poll_flag = 1;
 	else
 		stop_flag = 1;
 	if (signal_queue)
@@ -111,6 +133,7 @@ struct daemon {
 	struct env env;
 	struct detect *detect;
 	struct webhook *wh;
+	struct monitor *mon; /* the status server; NULL when off */
 	struct workq *q;
 	/* MRs a Note Hook named: their comments are mailed in the next
 	 * cycle (the webhook's threads push, the main thread pops). */
@@ -138,9 +161,24 @@ static int64_t now_s(void)
 static void apply_log_level(const struct config *cfg)
 {
 	int level = log_level_from_name(config_str(cfg, CFG_LOG_LEVEL));
+	int format = log_format_from_name(config_str(cfg, CFG_LOG_FORMAT));
 
 	if (level >= 0)
 		log_set_level(level);
+	if (format >= 0)
+		log_set_format((enum log_format)format);
+}
+
+/* The per-project series at 0 for every project of cfg; the facts of
+ * /readyz from scratch (another forge, another MTA). */
+static void metrics_for(const struct config *cfg)
+{
+	size_t i;
+
+	for (i = 0; i < config_project_count(cfg); i++)
+		metrics_add_project(
+			config_project_name(config_project_at(cfg, i)));
+	health_reset();
 }
 
 /* --- the webhook ----------------------------------------------------- */
@@ -437,6 +475,7 @@ static void process(struct daemon *d, const struct workq_item *it)
 	else
 		retry_done(d, it->project, it->iid);
 out:
+	sdnotify_watchdog();
 	log_ctx_pop(&saved);
 }
 
@@ -489,7 +528,12 @@ static void cycle(struct daemon *d)
 	int64_t t = now_s();
 
 	if (t >= d->next_poll) {
-		detect_poll(d->detect, d->q, &queued);
+		if (detect_poll(d->detect, d->q, &queued))
+			health_report(HEALTH_FORGE, 0,
+				      "the last poll failed: %s", err_msg());
+		else
+			health_report(HEALTH_FORGE, 1,
+				      "the last poll listed every project");
 		d->next_poll =
 			t + config_duration_ms(d->env.cfg,
 					       CFG_OUTBOUND_POLL_INTERVAL) /
@@ -512,6 +556,8 @@ static void cycle(struct daemon *d)
 		inbound_cycle(d);
 	if (!stop_flag && !reload_flag)
 		threadmap_copy(d);
+	metrics_inc0(MET_LOOP_CYCLES);
+	sdnotify_watchdog();
 }
 
 /* Sleep until the next poll, retry or delivery is due, or a wake-up. */
@@ -530,15 +576,20 @@ static void wait_for_work(struct daemon *d)
 		if (d->retries[i].due < until)
 			until = d->retries[i].due;
 	if (workq_len(d->q) || workq_len(d->notes_q) || stop_flag ||
-	    reload_flag)
+	    reload_flag || poll_flag)
 		return;
 	ms = until <= t ?
 		     0 :
 		     (until - t > 3600 ? 3600000 : (int)(until - t) * 1000);
+	/* Waiting is no hang: wake up to tell the watchdog so. */
+	if (sdnotify_watchdog_usec() &&
+	    ms > sdnotify_watchdog_usec() / 1000 / 4)
+		ms = (int)(sdnotify_watchdog_usec() / 1000 / 4);
 	pfd.fd = workq_fd(d->q);
 	pfd.events = POLLIN;
 	if (poll(&pfd, 1, ms) > 0)
 		workq_drain(d->q);
+	sdnotify_watchdog();
 }
 
 /* --- configuration ---------------------------------------------------- */
@@ -548,14 +599,17 @@ static void reload(struct daemon *d)
 	struct config *cfg = NULL;
 	struct env ne;
 	struct webhook *wh = NULL;
+	struct monitor *mon = NULL;
 	struct detect *det = NULL;
 	int rc;
 
 	log_notice("SIGHUP: reloading %s", d->config_path);
+	sdnotify_send("RELOADING=1");
 	if (env_load_config(&cfg, d->config_path, 1)) {
 		log_error("reload refused: %s does not load; keeping the "
 			  "configuration in force",
 			  d->config_path);
+		sdnotify_send("READY=1");
 		return;
 	}
 	rc = env_open(&ne, cfg, &stop_flag);
@@ -563,6 +617,7 @@ static void reload(struct daemon *d)
 		log_error("reload refused: %s; keeping the configuration in "
 			  "force",
 			  err_msg());
+		sdnotify_send("READY=1");
 		return;
 	}
 	/* The new receiver may want the old one's port: stop that first. */
@@ -575,6 +630,23 @@ static void reload(struct daemon *d)
 		env_close(&ne);
 		if (!d->once && webhook_start(&d->wh, d->env.cfg, d))
 			log_error("webhook: cannot restart: %s", err_msg());
+		sdnotify_send("READY=1");
+		return;
+	}
+	/* The same for the status server, which borrows the old config. */
+	monitor_free(d->mon);
+	d->mon = NULL;
+	if (!d->once && monitor_start(&mon, ne.cfg)) {
+		log_error("reload refused: %s; keeping the configuration in "
+			  "force",
+			  err_msg());
+		webhook_free(wh);
+		env_close(&ne);
+		if (webhook_start(&d->wh, d->env.cfg, d))
+			log_error("webhook: cannot restart: %s", err_msg());
+		if (monitor_start(&d->mon, d->env.cfg))
+			log_error("[metrics]: cannot restart: %s", err_msg());
+		sdnotify_send("READY=1");
 		return;
 	}
 	detect_new(&det, ne.cfg, ne.store, ne.forge);
@@ -584,13 +656,16 @@ static void reload(struct daemon *d)
 	env_close(&d->env);
 	d->env = ne;
 	d->wh = wh;
+	d->mon = mon;
 	d->detect = det;
 	/* The holds went with the old detect, so the retries go too: the
 	 * new one lists their MRs again from the held watermark. */
 	retries_free(d);
 	apply_log_level(d->env.cfg);
+	metrics_for(d->env.cfg);
 	d->next_poll = 0;
 	log_notice("configuration reloaded");
+	sdnotify_send("READY=1");
 }
 
 /* --- the process -------------------------------------------------------- */
@@ -653,6 +728,7 @@ static void install_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, NULL);
 }
@@ -682,6 +758,8 @@ int cmd_run(const char *config_path, int argc, char **argv)
 	if (rc)
 		return rc;
 	apply_log_level(cfg);
+	metrics_start(METRIC_DAEMON, pb_version());
+	metrics_for(cfg);
 	if (take_run_lock(&lock_fd, cfg)) {
 		fprintf(stderr, "patchbridge run: %s\n", err_msg());
 		config_free(cfg);
@@ -708,6 +786,8 @@ int cmd_run(const char *config_path, int argc, char **argv)
 	 */
 	if (!d.once) {
 		rc = webhook_start(&d.wh, d.env.cfg, &d);
+		if (!rc)
+			rc = monitor_start(&d.mon, d.env.cfg);
 		if (rc) {
 			fprintf(stderr, "patchbridge run: %s\n", err_msg());
 			rc = rc == PB_EINVAL ? EX_CONFIG : EX_UNAVAILABLE;
@@ -716,19 +796,25 @@ int cmd_run(const char *config_path, int argc, char **argv)
 		if (!foreground) {
 			webhook_free(d.wh);
 			d.wh = NULL;
+			monitor_free(d.mon);
+			d.mon = NULL;
 			if (detach()) {
 				fprintf(stderr, "patchbridge run: %s\n",
 					err_msg());
 				rc = EX_OSERR;
 				goto out;
 			}
-			if (webhook_start(&d.wh, d.env.cfg, &d)) {
+			if (webhook_start(&d.wh, d.env.cfg, &d) ||
+			    monitor_start(&d.mon, d.env.cfg)) {
 				log_error("%s", err_msg());
 				rc = EX_UNAVAILABLE;
 				goto out;
 			}
 		}
 	}
+	/* After the fork: the notifications come from this process. */
+	if (sdnotify_init())
+		log_warn("systemd notification: %s", err_msg());
 	detect_new(&d.detect, d.env.cfg, d.env.store, d.env.forge);
 	/* The inbound side parses mail (GMime). */
 	if (mail_init()) {
@@ -737,6 +823,8 @@ int cmd_run(const char *config_path, int argc, char **argv)
 		goto out;
 	}
 	log_notice("started%s", d.once ? " (one cycle)" : "");
+	if (!d.once)
+		sdnotify_send("READY=1");
 
 	/* A crash or the MTA left mails queued: they go out first. */
 	if (outbound_deliver_due(d.env.ob, &d.next_due, &sent))
@@ -751,6 +839,13 @@ int cmd_run(const char *config_path, int argc, char **argv)
 			reload_flag = 0;
 			reload(&d);
 		}
+		if (poll_flag) {
+			poll_flag = 0;
+			d.next_poll = 0;
+			d.next_inbound = 0;
+			log_info(
+				"SIGUSR1: polling and looking at the spool now");
+		}
 		cycle(&d);
 		if (d.once || stop_flag)
 			break;
@@ -761,6 +856,8 @@ int cmd_run(const char *config_path, int argc, char **argv)
 		rc = EX_TEMPFAIL;
 	log_notice("stopped%s", stop_flag ? " (signal)" : "");
 out:
+	sdnotify_send("STOPPING=1");
+	monitor_free(d.mon);
 	webhook_free(d.wh);
 	detect_free(d.detect);
 	inbound_stop(&d);
@@ -772,6 +869,7 @@ out_cfg:
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
+	signal(SIGUSR1, SIG_DFL);
 	signal_queue = NULL;
 	workq_free(d.q);
 	workq_free(d.notes_q);

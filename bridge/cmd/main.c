@@ -17,6 +17,7 @@
 #include "cmd/cmd_why.h"
 #include "cmd/env.h"
 #include "core/config.h"
+#include "core/metrics.h"
 #include "core/preflight.h"
 #include "core/version.h"
 #include "state/store.h"
@@ -54,6 +55,7 @@ static int cmd_dump_config(const struct command *cmd, int argc, char **argv);
 static int cmd_help(const struct command *cmd, int argc, char **argv);
 static int cmd_version(const struct command *cmd, int argc, char **argv);
 static int cmd_list_params(const struct command *cmd, int argc, char **argv);
+static int cmd_list_metrics(const struct command *cmd, int argc, char **argv);
 static int cmd_send_entry(const struct command *cmd, int argc, char **argv);
 static int cmd_run_entry(const struct command *cmd, int argc, char **argv);
 static int cmd_status_entry(const struct command *cmd, int argc, char **argv);
@@ -142,6 +144,12 @@ static const struct command commands[] = {
 	  "With --markdown, print the README's parameter tables instead;\n"
 	  "with --man, the PARAMETERS section of patchbridge.conf(5).\n",
 	  1, cmd_list_params },
+	/* For the documentation check (tests/cli/metrics_documented.sh). */
+	{ "list-metrics", "--list-metrics", "[--markdown | --man]",
+	  "list every metric by name",
+	  "With --markdown, print the README's metric table instead; with\n"
+	  "--man, the METRICS paragraphs of patchbridge.conf(5).\n",
+	  1, cmd_list_metrics },
 	{ NULL, NULL, NULL, NULL, NULL, 0, NULL },
 };
 
@@ -369,28 +377,32 @@ static int cmd_version(const struct command *cmd, int argc, char **argv)
 	return EX_OK;
 }
 
-static int cmd_list_params(const struct command *cmd, int argc, char **argv)
+/* The documentation doc() writes, on standard output. */
+static int print_doc(int (*doc)(struct buf *out))
 {
 	struct buf out = BUF_INIT(1024 * 1024);
-	int (*doc)(struct buf * out) = NULL;
+	int rc = EX_OK;
+
+	if (doc(&out)) {
+		fprintf(stderr, "patchbridge: %s\n", err_msg());
+		rc = EX_SOFTWARE;
+	} else {
+		fwrite(out.data, 1, out.len, stdout);
+	}
+	buf_release(&out);
+	return rc;
+}
+
+static int cmd_list_params(const struct command *cmd, int argc, char **argv)
+{
 	size_t i;
 
 	if (argc == 2 && !strcmp(argv[1], "--markdown"))
-		doc = config_doc_markdown;
-	else if (argc == 2 && !strcmp(argv[1], "--man"))
-		doc = config_doc_man;
-	else if (argc > 1)
+		return print_doc(config_doc_markdown);
+	if (argc == 2 && !strcmp(argv[1], "--man"))
+		return print_doc(config_doc_man);
+	if (argc > 1)
 		return bad_usage(cmd, "unknown argument: %s", argv[1]);
-	if (doc) {
-		if (doc(&out)) {
-			fprintf(stderr, "patchbridge: %s\n", err_msg());
-			buf_release(&out);
-			return EX_SOFTWARE;
-		}
-		fwrite(out.data, 1, out.len, stdout);
-		buf_release(&out);
-		return EX_OK;
-	}
 	/* Global parameters, then what a [project] section may set. */
 	for (i = 0; i < CFG__COUNT; i++) {
 		const struct config_param *p = config_param(i);
@@ -405,6 +417,21 @@ static int cmd_list_params(const struct command *cmd, int argc, char **argv)
 		    (p->flags & CONFIG_PER_PROJECT))
 			printf("project.%s\n", p->key);
 	}
+	return EX_OK;
+}
+
+static int cmd_list_metrics(const struct command *cmd, int argc, char **argv)
+{
+	size_t i;
+
+	if (argc == 2 && !strcmp(argv[1], "--markdown"))
+		return print_doc(metrics_doc_markdown);
+	if (argc == 2 && !strcmp(argv[1], "--man"))
+		return print_doc(metrics_doc_man);
+	if (argc > 1)
+		return bad_usage(cmd, "unknown argument: %s", argv[1]);
+	for (i = 0; i < MET__COUNT; i++)
+		printf("%s\n", metrics_def((enum metric_id)i)->name);
 	return EX_OK;
 }
 

@@ -35,6 +35,8 @@ static const char *const http_schemes[] = { "https", "http", NULL };
 static const char *const smtp_schemes[] = { "smtp", "smtps", NULL };
 static const char *const log_levels[] = { "debug",   "info", "notice",
 					  "warning", "err",  NULL };
+/* Order matches enum log_format (util/log.h). */
+static const char *const log_formats[] = { "text", "json", NULL };
 /* Orders match enum config_threading, _from_mode, _approval_policy. */
 static const char *const threading_values[] = { "shallow", "deep", "none",
 						NULL };
@@ -59,6 +61,8 @@ static const struct {
 		 "daemon)." },
 	{ "webhook", "The optional webhook receiver (the daemon polls in any "
 		     "case)." },
+	{ "metrics", "Prometheus metrics and health checks of the daemon, "
+		     "and the milter's counters for it." },
 	{ "outbound", "Forge to list: how merge requests become patch "
 		      "series." },
 	{ "inbound", "List to forge: how replies become comments, approvals "
@@ -251,6 +255,10 @@ static const struct config_param params[CFG__COUNT] = {
 	[CFG_LOG_LEVEL] = {
 		"log", "level", CONFIG_ENUM, "info", 0, 0, log_levels, 0,
 		"Least important messages logged" },
+	[CFG_LOG_FORMAT] = {
+		"log", "format", CONFIG_ENUM, "text", 0, 0, log_formats, 0,
+		"One line of text per event, or one JSON object (same "
+		"correlation ids)" },
 
 	[CFG_WEBHOOK_ENABLED] = {
 		"webhook", "enabled", CONFIG_BOOL, "no", 0, 0, NULL, 0,
@@ -267,6 +275,20 @@ static const struct config_param params[CFG__COUNT] = {
 		"webhook", "max_request_size", CONFIG_SIZE, "1M", 4 * KIB,
 		64 * MIB, NULL, 0,
 		"Largest webhook request accepted" },
+
+	[CFG_METRICS_ENABLED] = {
+		"metrics", "enabled", CONFIG_BOOL, "no", 0, 0, NULL, 0,
+		"Serve /metrics, /healthz and /readyz, and have the milter "
+		"write its counters for the daemon" },
+	[CFG_METRICS_LISTEN] = {
+		"metrics", "listen", CONFIG_HOSTPORT, "127.0.0.1:9818", 0,
+		NAME_LEN_MAX, NULL, 0,
+		"Address and port of the metrics and health server" },
+	[CFG_METRICS_MILTER_INTERVAL] = {
+		"metrics", "milter_interval", CONFIG_DURATION, "15s", 1 * SEC,
+		10 * MIN, NULL, 0,
+		"How often the milter writes its counters to the spool "
+		"directory" },
 
 	[CFG_OUTBOUND_POLL_INTERVAL] = {
 		"outbound", "poll_interval", CONFIG_DURATION, "1m", 5 * SEC,
@@ -1551,6 +1573,23 @@ static void check_combinations(struct parser *ps)
 		check_lease(ps, CFG_FORGE_TIMEOUT);
 		check_lease(ps, CFG_SMTP_TIMEOUT);
 	}
+	if (v[CFG_WEBHOOK_ENABLED].num && v[CFG_METRICS_ENABLED].num &&
+	    !v[CFG_WEBHOOK_LISTEN].bad && !v[CFG_METRICS_LISTEN].bad) {
+		const char *wl = v[CFG_WEBHOOK_LISTEN].text ?
+					 v[CFG_WEBHOOK_LISTEN].text :
+					 params[CFG_WEBHOOK_LISTEN].def;
+		const char *ml = v[CFG_METRICS_LISTEN].text ?
+					 v[CFG_METRICS_LISTEN].text :
+					 params[CFG_METRICS_LISTEN].def;
+		size_t wlen = strlen(wl);
+
+		/* port 0 picks a free port for each */
+		if (!strcmp(wl, ml) &&
+		    !(wlen >= 2 && !strcmp(wl + wlen - 2, ":0")))
+			perr_param(ps, v[CFG_METRICS_LISTEN].line,
+				   CFG_METRICS_LISTEN,
+				   "is [webhook] listen too");
+	}
 
 	for (i = 0; i < cfg->projects_nr; i++) {
 		const struct config_project *p = cfg->projects[i];
@@ -1975,12 +2014,8 @@ int config_doc_markdown(struct buf *out)
 	return 0;
 }
 
-/*
- * Text for roff: a backslash becomes \e, a '-' \- (so that man(1) does
- * not hyphenate option-like words or turn them into Unicode hyphens), and
- * `word` bold, as the Markdown cells mark literal values.
- */
-static void man_text(struct buf *out, const char *s)
+/* (config.h) */
+void config_man_text(struct buf *out, const char *s)
 {
 	int bold = 0;
 
@@ -2008,7 +2043,7 @@ static int man_param(struct buf *out, enum config_id id, int in_project)
 	int rc;
 
 	buf_adds(out, ".TP\n\\&\\fB");
-	man_text(out, p->key);
+	config_man_text(out, p->key);
 	buf_addf(out, "\\fR (%s; ", config_type_name(p->type));
 	if (in_project && !is_project_only(id))
 		buf_addf(&cell, "default `[%s] %s`", p->section, p->key);
@@ -2022,9 +2057,9 @@ static int man_param(struct buf *out, enum config_id id, int in_project)
 	doc_bounds(&cell, p);
 	rc = buf_error(&cell);
 	if (!rc) {
-		man_text(out, cell.data);
+		config_man_text(out, cell.data);
 		buf_adds(out, ")\n\\&");
-		man_text(out, p->desc);
+		config_man_text(out, p->desc);
 		rc = buf_addch(out, '\n');
 	}
 	buf_release(&cell);
@@ -2043,7 +2078,7 @@ int config_doc_man(struct buf *out)
 		else
 			buf_addf(out, ".SS \"[%s]\"\n", sections[s].name);
 		buf_adds(out, "\\&");
-		man_text(out, sections[s].desc);
+		config_man_text(out, sections[s].desc);
 		buf_addch(out, '\n');
 		for (i = 0; i < CFG__COUNT; i++) {
 			const struct config_param *p = &params[i];

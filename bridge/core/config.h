@@ -119,11 +119,16 @@ enum config_id {
 	CFG_SPOOL_KEEP_DONE,
 	/* [log] */
 	CFG_LOG_LEVEL,
+	CFG_LOG_FORMAT,
 	/* [webhook] */
 	CFG_WEBHOOK_ENABLED,
 	CFG_WEBHOOK_LISTEN,
 	CFG_WEBHOOK_SECRET_FILE,
 	CFG_WEBHOOK_MAX_REQUEST_SIZE,
+	/* [metrics] */
+	CFG_METRICS_ENABLED,
+	CFG_METRICS_LISTEN,
+	CFG_METRICS_MILTER_INTERVAL,
 	/* [outbound] */
 	CFG_OUTBOUND_POLL_INTERVAL,
 	CFG_OUTBOUND_POLL_OVERLAP,
@@ -297,5 +302,12 @@ int config_doc_markdown(struct buf *out);
  * subsection and one ".TP" paragraph per parameter, in man(7) macros.
  */
 int config_doc_man(struct buf *out);
+/*
+ * Append s as roff text: a backslash becomes \e, a '-' \- (so that
+ * man(1) does not hyphenate option-like words or turn them into Unicode
+ * hyphens), and `word` bold, as the Markdown cells mark literal values.
+ * (metrics.c documents the metrics with it too.)
+ */
+void config_man_text(struct buf *out, const char *s);
 
 #endif

@@ -1,5 +1,6 @@
 #include "forge/gitlab.h"
 
+#include "core/metrics.h"
 #include "forge/http.h"
 #include "forge/json.h"
 #include "util/err.h"
@@ -8,6 +9,7 @@
 #include "util/log.h"
 #include "util/printable.h"
 #include "util/scan.h"
+#include "util/sdnotify.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>
@@ -276,6 +278,95 @@ static void where_of(char *dst, size_t size, const struct gitlab *gl,
 	printable_copy(dst, size, url, strcspn(url, "?"));
 }
 
+/* The path's n-th segment ("projects", "42", ...) as (p, len); 0 when
+ * there is none. */
+static int segment(const char *path, size_t n, const char **p, size_t *len)
+{
+	const char *s = path, *end = path + strcspn(path, "?#");
+
+	for (;;) {
+		while (s < end && *s == '/')
+			s++;
+		if (s >= end)
+			return 0;
+		*p = s;
+		*len = strcspn(s, "/?#");
+		if (!n--)
+			return 1;
+		s += *len;
+	}
+}
+
+static int seg_is(const char *p, size_t len, const char *word)
+{
+	return len == strlen(word) && !memcmp(p, word, len);
+}
+
+/* The first of words (NULL-ended) equal to the segment, else "other". */
+static const char *seg_word(const char *p, size_t len, const char *const *words)
+{
+	for (; *words; words++)
+		if (seg_is(p, len, *words))
+			return *words;
+	return "other";
+}
+
+const char *gitlab_endpoint_class(const char *path)
+{
+	static const char *const top[] = { "version", "user", "users", NULL };
+	static const char *const project[] = { "labels", "repository", "hooks",
+					       NULL };
+	static const char *const mr[] = {
+		"versions",  "commits",	       "changes", "diffs",
+		"notes",     "discussions",    "approve", "unapprove",
+		"approvals", "approval_state", "merge",	  NULL
+	};
+	const char *p;
+	size_t len;
+
+	if (!segment(path, 0, &p, &len))
+		return "other";
+	if (!seg_is(p, len, "projects"))
+		return seg_word(p, len, top);
+	if (!segment(path, 1, &p, &len))
+		return "other";
+	if (!segment(path, 2, &p, &len))
+		return "project";
+	if (!seg_is(p, len, "merge_requests"))
+		return seg_word(p, len, project);
+	if (!segment(path, 3, &p, &len))
+		return "merge_requests";
+	if (!segment(path, 4, &p, &len))
+		return "merge_request";
+	/* raw_diffs is a diffs listing too */
+	if (seg_is(p, len, "raw_diffs"))
+		return "diffs";
+	return seg_word(p, len, mr);
+}
+
+/* One request's count and time, by endpoint class and status; and a
+ * sign of life for the watchdog. */
+static void count_request(const struct gitlab *gl, enum http_method m,
+			  const char *url, long status, int64_t ms)
+{
+	const char *path = url, *cls;
+	size_t alen = strlen(gl->api);
+	char code[16];
+
+	if (!strncmp(url, gl->api, alen))
+		path = url + alen;
+	cls = gitlab_endpoint_class(path);
+	if (status >= 100 && status <= 599)
+		snprintf(code, sizeof(code), "%ld", status);
+	else
+		snprintf(code, sizeof(code), "error");
+	metrics_inc3(MET_FORGE_REQUESTS, cls, http_method_name(m), code);
+	metrics_observe1(MET_FORGE_DURATION, (double)ms / 1000.0, cls);
+	/* An exchange came back (whatever it said): the daemon's loop,
+	 * whose thread this is, makes progress (util/sdnotify.h). */
+	sdnotify_watchdog();
+}
+
 enum gl_kind {
 	GL_SAFE, /* GET or idempotent write: retry freely */
 	GL_ONCE, /* not idempotent: retry only what surely did not arrive */
@@ -424,7 +515,7 @@ static int call_do(struct gitlab *gl, struct gl_call *c, enum http_method m,
 	char *url = xstrdup(url0);
 	unsigned attempt = 0;
 	int hops = 0, rc;
-	int64_t delay;
+	int64_t delay, t0;
 	long st;
 
 	json_doc_free(c->doc);
@@ -455,7 +546,10 @@ static int call_do(struct gitlab *gl, struct gl_call *c, enum http_method m,
 		req.fresh_connection = kind == GL_ONCE;
 		where_of(c->where, sizeof(c->where), gl, url);
 		gl->stats.requests++;
+		t0 = monotonic_ms();
 		rc = http_do(&c->resp, gl->http, &req);
+		count_request(gl, m, url, rc ? 0 : c->resp.status,
+			      monotonic_ms() - t0);
 		if (rc && c->resp.stopped)
 			gl->stop_failed = 1;
 		st = c->resp.status;

@@ -88,6 +88,14 @@ void forge_gitlab_stats(struct forge_gitlab_stats *out, const struct forge *f);
  * else the body's printable start. */
 void gitlab_error_text(struct buf *out, const char *body, size_t len);
 
+/*
+ * The class of an API path below /api/v4 (the query, if any, ignored),
+ * for metrics: "merge_request", "notes", "discussions", "approve", ...
+ * (one of the fixed words of the label endpoint, core/metrics.c), never
+ * anything taken from the path itself; "other" for what is not known.
+ */
+const char *gitlab_endpoint_class(const char *path);
+
 /* Map an HTTP status to our code (404 → PB_ENOTFOUND, 401/403 → PB_EPERM,
  * 400/409/422 → PB_EINVAL, 429/5xx → PB_ETEMP, others PB_ERROR). */
 int gitlab_status_code(long status);

@@ -474,6 +474,7 @@ out:
  * The server.
  */
 
+/* cls: the server's name for the log ("webhook", "status server"). */
 __attribute__((format(printf, 2, 0))) static void
 mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -484,7 +485,7 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 	n = strlen(line);
 	while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
 		n--;
-	log_notice("webhook: libmicrohttpd: %s",
+	log_notice("%s: libmicrohttpd: %s", (const char *)cls,
 		   printable_copy(clean, sizeof(clean), line, n));
 }
 
@@ -1018,11 +1019,35 @@ static int check_opts(const struct webhook_opts *o)
 	return 0;
 }
 
+/*
+ * The server on listen_fd: internal threads, each an epoll loop over its
+ * share of the connections (so a slow client holds no thread); ITC so
+ * the daemon can be quiesced for a clean stop.  done may be NULL; name
+ * is the server's in the log.  NULL when libmicrohttpd will not start.
+ */
+static struct MHD_Daemon *
+mhd_start(int listen_fd, unsigned conns, unsigned threads, unsigned timeout_s,
+	  MHD_AccessHandlerCallback handler, void *cls,
+	  MHD_RequestCompletedCallback done, const char *name)
+{
+	if (conns < threads)
+		threads = conns;
+	return MHD_start_daemon(
+		MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG,
+		0, NULL, NULL, handler, cls, MHD_OPTION_EXTERNAL_LOGGER,
+		(MHD_LogCallback)mhd_log, (void *)name,
+		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
+		MHD_OPTION_THREAD_POOL_SIZE, threads,
+		MHD_OPTION_CONNECTION_LIMIT, conns,
+		MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)WH_CONN_MEMORY,
+		MHD_OPTION_NOTIFY_COMPLETED, done, cls, MHD_OPTION_END);
+}
+
 int webhook_new(struct webhook **out, const struct webhook_opts *opts)
 {
 	struct webhook *wh;
 	pthread_condattr_t ca;
-	unsigned conns, threads;
 	int rc;
 
 	*out = NULL;
@@ -1053,27 +1078,12 @@ int webhook_new(struct webhook **out, const struct webhook_opts *opts)
 	if (rc)
 		goto out;
 
-	conns = opts->max_connections ? opts->max_connections :
-					WEBHOOK_CONNECTIONS_DEFAULT;
-	threads = opts->threads ? opts->threads : WEBHOOK_THREADS_DEFAULT;
-	if (conns < threads)
-		threads = conns;
-	/*
-	 * Internal threads, each an epoll loop over its share of the
-	 * connections (so a slow client holds no thread); ITC so the
-	 * daemon can be quiesced for a clean stop.
-	 */
-	wh->daemon = MHD_start_daemon(
-		MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG,
-		0, NULL, NULL, on_request, wh, MHD_OPTION_EXTERNAL_LOGGER,
-		(MHD_LogCallback)mhd_log, (void *)wh, MHD_OPTION_LISTEN_SOCKET,
-		(MHD_socket)wh->listen_fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
-		MHD_OPTION_CONNECTION_LIMIT, conns,
-		MHD_OPTION_CONNECTION_TIMEOUT, wh->timeout_s,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)WH_CONN_MEMORY,
-		MHD_OPTION_NOTIFY_COMPLETED,
-		(MHD_RequestCompletedCallback)on_completed, (void *)wh,
-		MHD_OPTION_END);
+	wh->daemon = mhd_start(
+		wh->listen_fd,
+		opts->max_connections ? opts->max_connections :
+					WEBHOOK_CONNECTIONS_DEFAULT,
+		opts->threads ? opts->threads : WEBHOOK_THREADS_DEFAULT,
+		wh->timeout_s, on_request, wh, on_completed, "webhook");
 	if (!wh->daemon) {
 		rc = err_set(PB_ERROR,
 			     "webhook: libmicrohttpd did not start "
@@ -1138,4 +1148,135 @@ void webhook_stats(struct webhook_stats *out, struct webhook *wh)
 	pthread_mutex_lock(&wh->lock);
 	*out = wh->stats;
 	pthread_mutex_unlock(&wh->lock);
+}
+
+/*
+ * The status server.
+ */
+
+struct statusd {
+	struct MHD_Daemon *daemon;
+	int listen_fd; /* ours until MHD starts with it */
+	unsigned port;
+	void (*on_get)(struct statusd_reply *r, const char *path, void *arg);
+	void *arg;
+};
+
+static enum MHD_Result sd_queue(struct MHD_Connection *conn, unsigned status,
+				const char *type, const char *data, size_t len,
+				int head)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	/* HEAD: the headers of the GET, Content-Length included. */
+	resp = MHD_create_response_from_buffer(head ? 0 : len, (void *)data,
+					       MHD_RESPMEM_MUST_COPY);
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
+				"no-store");
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
+					"GET, HEAD");
+	ret = MHD_queue_response(conn, status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static enum MHD_Result sd_request(void *cls, struct MHD_Connection *conn,
+				  const char *url, const char *method,
+				  const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	static int seen; /* a marker: the request's first call is done */
+	struct statusd *sd = cls;
+	struct statusd_reply r;
+	char path[256];
+	int head = !strcmp(method, MHD_HTTP_METHOD_HEAD);
+	enum MHD_Result ret;
+
+	(void)version;
+	(void)upload;
+	if (*con_cls) {
+		/* a body nobody asked for: dropped, the answer is queued */
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	*con_cls = &seen;
+	if (!head && strcmp(method, MHD_HTTP_METHOD_GET)) {
+		static const char text[] = "method not allowed\n";
+
+		return sd_queue(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+				"text/plain; charset=utf-8", text,
+				sizeof(text) - 1, 0);
+	}
+	printable_copy(path, sizeof(path), url, strcspn(url, "?"));
+	r.status = MHD_HTTP_NOT_FOUND;
+	r.content_type = "text/plain; charset=utf-8";
+	buf_init(&r.body, STATUSD_BODY_MAX);
+	sd->on_get(&r, path, sd->arg);
+	if (r.status == MHD_HTTP_NOT_FOUND && !r.body.len)
+		buf_adds(&r.body, "not found\n");
+	ret = sd_queue(conn, r.status, r.content_type, r.body.data, r.body.len,
+		       head);
+	buf_release(&r.body);
+	return ret;
+}
+
+int statusd_new(struct statusd **out, const struct statusd_opts *opts)
+{
+	struct statusd *sd;
+	int rc;
+
+	*out = NULL;
+	if (!opts->on_get || !opts->listen)
+		return err_set(PB_EINVAL, "status server: no handler or "
+					  "address");
+	sd = xcalloc(1, sizeof(*sd));
+	sd->listen_fd = -1;
+	sd->on_get = opts->on_get;
+	sd->arg = opts->arg;
+	rc = listen_on(&sd->listen_fd, &sd->port, opts->listen);
+	if (rc)
+		goto out;
+	sd->daemon = mhd_start(
+		sd->listen_fd,
+		opts->max_connections ? opts->max_connections :
+					STATUSD_CONNECTIONS_DEFAULT,
+		opts->threads ? opts->threads : STATUSD_THREADS_DEFAULT,
+		opts->timeout_s ? opts->timeout_s : WEBHOOK_TIMEOUT_DEFAULT,
+		sd_request, sd, NULL, "status server");
+	if (!sd->daemon) {
+		rc = err_set(PB_ERROR,
+			     "status server: libmicrohttpd did not start on %s",
+			     opts->listen);
+		goto out;
+	}
+	sd->listen_fd = -1; /* MHD's now */
+	log_info("status server: listening on %s (port %u): /metrics, "
+		 "/healthz, /readyz",
+		 opts->listen, sd->port);
+	*out = sd;
+	sd = NULL;
+out:
+	statusd_free(sd);
+	return rc;
+}
+
+void statusd_free(struct statusd *sd)
+{
+	if (!sd)
+		return;
+	if (sd->daemon)
+		MHD_stop_daemon(sd->daemon);
+	if (sd->listen_fd >= 0)
+		close(sd->listen_fd);
+	free(sd);
+}
+
+unsigned statusd_port(const struct statusd *sd)
+{
+	return sd->port;
 }

@@ -1,5 +1,5 @@
 /*
- * webhook - the GitLab webhook receiver.
+ * webhook - the GitLab webhook receiver, and the daemon's status server.
  *
  * A small HTTP server (libmicrohttpd, the only user of it) that accepts
  * GitLab's Merge Request Hook and Note Hook deliveries on one path, checks
@@ -65,9 +65,20 @@
  * naming which), PB_ETEMP or PB_EPERM when the address cannot be bound,
  * PB_ERROR when libmicrohttpd will not start.  webhook_parse() returns
  * PB_EINVAL with a message naming the field.
+ *
+ * The status server (statusd_*, at the end) is the other HTTP listener
+ * of the daemon, on its own address ([metrics] listen), so that
+ * libmicrohttpd stays behind this one module: it answers GET and HEAD
+ * with what a callback puts in a struct statusd_reply (/metrics,
+ * /healthz, /readyz: cmd_run.c), never reads a request body, and
+ * refuses every other method (405).  The same defences as the receiver:
+ * a connection limit, an idle timeout, the header memory cap; no TLS, so
+ * keep it on loopback or behind a proxy.
  */
 #ifndef PB_FORGE_WEBHOOK_H
 #define PB_FORGE_WEBHOOK_H
+
+#include "util/buf.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -209,6 +220,43 @@ int webhook_parse(struct webhook_event *out, const char *event_header,
 
 /* "open", "merge", … for an action; "other" for WEBHOOK_ACTION_OTHER. */
 const char *webhook_action_name(enum webhook_action a);
+
+/*
+ * The status server.
+ */
+
+/* What a GET gets: status (404 unless the callback says otherwise), a
+ * static content type and the body (capped at STATUSD_BODY_MAX). */
+#define STATUSD_BODY_MAX (8 * 1024 * 1024)
+#define STATUSD_CONNECTIONS_DEFAULT 16
+#define STATUSD_THREADS_DEFAULT 2
+
+struct statusd_reply {
+	unsigned status;
+	const char *content_type;
+	struct buf body;
+};
+
+struct statusd_opts {
+	const char *listen; /* "host:port" as for the receiver; required */
+	unsigned max_connections; /* 0: STATUSD_CONNECTIONS_DEFAULT */
+	unsigned timeout_s; /* 0: WEBHOOK_TIMEOUT_DEFAULT */
+	unsigned threads; /* 0: STATUSD_THREADS_DEFAULT */
+	/*
+	 * Called from the server's threads (possibly in parallel) with the
+	 * request's path (printable, without the query) and whether it is a
+	 * HEAD request (the body is then not sent).
+	 */
+	void (*on_get)(struct statusd_reply *r, const char *path, void *arg);
+	void *arg;
+};
+
+struct statusd;
+
+int statusd_new(struct statusd **out, const struct statusd_opts *opts);
+/* Stop serving; requests in flight finish first.  NULL is allowed. */
+void statusd_free(struct statusd *sd);
+unsigned statusd_port(const struct statusd *sd);
 
 /* True when a and b (C strings) are equal, in time that depends only on
  * WEBHOOK_SECRET_MAX, not on where or whether they differ, nor on their

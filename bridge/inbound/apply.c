@@ -1,5 +1,6 @@
 #include "inbound/apply.h"
 
+#include "core/metrics.h"
 #include "inbound/marker.h"
 #include "util/err.h"
 #include "util/limits.h"
@@ -329,10 +330,12 @@ static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 	int rc, rc2;
 
 	(void)arg;
-	if (!t->head_sha)
+	if (!t->head_sha) {
+		metrics_inc1(MET_APPROVALS_REFUSED, "head_unknown");
 		return approval_note(r, a,
 				     "the revision's head commit is "
 				     "not known to the bridge");
+	}
 	/* Before the approval: the forge's "approved" note must never be
 	 * mailed back to the list, which has the trailer already. */
 	rc = mark_list_approval(r, a->user);
@@ -352,6 +355,7 @@ static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 			 res == FORGE_APPROVE_ALREADY ? " (it stood already)" :
 							"");
 		operator_problem_gone(r);
+		metrics_inc1(MET_APPROVALS_MADE, t->project);
 		return 0;
 	}
 	if (rc == PB_ETEMP)
@@ -366,6 +370,7 @@ static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 			 t->revision, t->head_sha);
 		log_notice("approval as %s: the MR moved on from %.12s",
 			   a->user, t->head_sha);
+		metrics_inc1(MET_APPROVALS_REFUSED, "moved_on");
 	} else if (rc == PB_EPERM || rc == PB_ENOTFOUND) {
 		char forge_msg[sizeof(why)];
 
@@ -377,6 +382,7 @@ static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 					  "GitLab has no user of that name" :
 					  "the merge request was not found");
 		log_notice("approval as %s refused: %s", a->user, forge_msg);
+		metrics_inc1(MET_APPROVALS_REFUSED, "forge_refused");
 	} else {
 		err_set(rc, "%s", why);
 		return rc;

@@ -98,6 +98,35 @@ enum approval_verdict approval_decide(const struct approval_facts *f)
 	return APPROVAL_GRANT;
 }
 
+const char *approval_verdict_token(enum approval_verdict v)
+{
+	switch (v) {
+	case APPROVAL_GRANT:
+		return "grant";
+	case APPROVAL_NOT_APPROVAL:
+		return "not_approval";
+	case APPROVAL_NAK:
+		return "nak";
+	case APPROVAL_AMBIGUOUS:
+		return "ambiguous";
+	case APPROVAL_IN_SENTENCE:
+		return "in_sentence";
+	case APPROVAL_NOT_SENDER:
+		return "not_sender";
+	case APPROVAL_UNVERIFIED:
+		return "unverified";
+	case APPROVAL_DISABLED:
+		return "disabled";
+	case APPROVAL_UNMAPPED:
+		return "unmapped";
+	case APPROVAL_NOT_OWNER:
+		return "not_owner";
+	case APPROVAL__COUNT:
+		break;
+	}
+	return "unknown";
+}
+
 const char *approval_verdict_text(enum approval_verdict v)
 {
 	switch (v) {
@@ -125,6 +154,8 @@ const char *approval_verdict_text(enum approval_verdict v)
 	case APPROVAL_NOT_OWNER:
 		return "the address is not a maintainer or reviewer in "
 		       "owners.yaml of the files this touches";
+	case APPROVAL__COUNT:
+		break;
 	}
 	return "unknown";
 }

@@ -53,6 +53,7 @@ enum approval_verdict {
 	APPROVAL_DISABLED, /* approval_policy = none */
 	APPROVAL_UNMAPPED, /* no forge user for the address */
 	APPROVAL_NOT_OWNER, /* not an approver in owners.yaml */
+	APPROVAL__COUNT
 };
 
 struct approval_facts {
@@ -76,5 +77,9 @@ int approval_names_sender(const struct trailer *t,
 
 /* A short English reason for a refusal ("" for APPROVAL_GRANT). */
 const char *approval_verdict_text(enum approval_verdict v);
+
+/* The verdict as one word, a metric label: "grant", "nak", "unverified",
+ * ... (core/metrics.c lists the refusals). */
+const char *approval_verdict_token(enum approval_verdict v);
 
 #endif

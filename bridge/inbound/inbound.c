@@ -1,6 +1,8 @@
 #include "inbound/inbound.h"
 
+#include "core/metrics.h"
 #include "core/owners.h"
+#include "inbound/approval.h"
 #include "inbound/apply.h"
 #include "inbound/marker.h"
 #include "inbound/plan.h"
@@ -310,6 +312,7 @@ static int ingest_one(struct inbound *ib, const char *name, int64_t now)
 		/* spool_read() moved it to dead/ with the reason */
 		log_warn("inbound: spool record %s: %s", name, err_msg());
 		ib->stats.corrupt++;
+		metrics_inc1(MET_REPLIES_DEAD, "corrupt");
 		rc = 0;
 		goto out;
 	}
@@ -339,6 +342,7 @@ static int ingest_one(struct inbound *ib, const char *name, int64_t now)
 	rc = record(ib, &in, &rec);
 	if (!rc) {
 		ib->stats.ingested++;
+		metrics_inc1(MET_REPLIES_RECEIVED, "journaled");
 		log_info("inbound: <%s> journaled from %s", id, name);
 		goto out;
 	}
@@ -356,6 +360,7 @@ static int ingest_one(struct inbound *ib, const char *name, int64_t now)
 			   spooled_here(ib, &row) ? "" : " on ",
 			   spooled_here(ib, &row) ? "" : row.spooled_by);
 		ib->stats.duplicates++;
+		metrics_inc1(MET_REPLIES_RECEIVED, "duplicate");
 		rc = spool_done(ib->sp, name);
 		goto out;
 	}
@@ -748,6 +753,10 @@ struct job {
 	/* the outcome */
 	enum store_inbound_state state;
 	char reason[PB_ERRMSG_MAX];
+	const char *token; /* the reason as a metric label */
+	/* applied: trailers not honoured as approvals, by verdict; a NAK */
+	unsigned refused[APPROVAL__COUNT];
+	int nak;
 };
 
 static void job_init(struct job *j, struct store_inbound *row)
@@ -783,15 +792,21 @@ static void job_release(struct job *j)
 }
 
 static int finish(struct job *j, enum store_inbound_state state,
-		  const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+		  const char *token, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
-/* Record the final outcome (the record is filed by the caller). */
+/*
+ * Record the final outcome (the record is filed by the caller); token is
+ * the reason's word for the metrics (core/metrics.c: replies ignored or
+ * dead, by reason).
+ */
 static int finish(struct job *j, enum store_inbound_state state,
-		  const char *fmt, ...)
+		  const char *token, const char *fmt, ...)
 {
 	va_list ap;
 
 	j->state = state;
+	j->token = token;
 	va_start(ap, fmt);
 	vsnprintf(j->reason, sizeof(j->reason), fmt, ap);
 	va_end(ap);
@@ -1085,6 +1100,28 @@ static int is_ours(struct inbound *ib, const struct store_inbound *row)
 	return found;
 }
 
+/* Keep what the plan refused and whether it NAKs, for count_applied(). */
+static void count_plan(struct job *j, const struct plan *p)
+{
+	memcpy(j->refused, p->refused, sizeof(j->refused));
+	j->nak = j->review && j->review->nak;
+}
+
+/* The metrics of a reply applied: once, when its row is finished. */
+static void count_applied(const struct job *j, const char *project)
+{
+	size_t v;
+
+	metrics_inc1(MET_REPLIES_APPLIED, project);
+	for (v = 0; v < APPROVAL__COUNT; v++)
+		if (j->refused[v])
+			metrics_add1(MET_APPROVALS_REFUSED, j->refused[v],
+				     approval_verdict_token(
+					     (enum approval_verdict)v));
+	if (j->nak)
+		metrics_inc1(MET_NAKS, project);
+}
+
 /*
  * Work out and apply one mail.  Returns 0 with j->state set, PB_ETEMP to
  * retry the mail, or another error from the store.
@@ -1115,8 +1152,8 @@ static int work(struct inbound *ib, struct job *j)
 
 	rc = load_record(ib, j);
 	if (rc == PB_ENOTFOUND || rc == PB_EINVAL) {
-		rc = finish(j, STORE_INBOUND_DEAD, "spool record %s: %s",
-			    row->spool_name, err_msg());
+		rc = finish(j, STORE_INBOUND_DEAD, "unreadable",
+			    "spool record %s: %s", row->spool_name, err_msg());
 		goto out;
 	}
 	if (rc)
@@ -1134,7 +1171,8 @@ static int work(struct inbound *ib, struct job *j)
 		review_free(r);
 		if (rc == PB_ENOTFOUND || rc == PB_EINVAL || rc == PB_ELIMIT ||
 		    ours) {
-			rc = finish(j, STORE_INBOUND_IGNORED, "%s",
+			rc = finish(j, STORE_INBOUND_IGNORED,
+				    ours ? "own_mail" : "not_placed", "%s",
 				    ours ? "the bridge's own mail" : err_msg());
 			goto out;
 		}
@@ -1146,14 +1184,14 @@ static int work(struct inbound *ib, struct job *j)
 		row->patch = tg.patch;
 	}
 	if (config_project_get(&j->proj, cfg, row->project)) {
-		rc = finish(j, STORE_INBOUND_IGNORED,
+		rc = finish(j, STORE_INBOUND_IGNORED, "not_bridged",
 			    "project %s is not bridged", row->project);
 		goto out;
 	}
 	enabled = config_project_bool(j->proj, CFG_PROJECT_ENABLED);
 	if (!enabled) {
-		rc = finish(j, STORE_INBOUND_IGNORED, "project %s is disabled",
-			    row->project);
+		rc = finish(j, STORE_INBOUND_IGNORED, "disabled",
+			    "project %s is disabled", row->project);
 		goto out;
 	}
 	if (row->revision <= 0) {
@@ -1176,17 +1214,19 @@ static int work(struct inbound *ib, struct job *j)
 	if (rc == PB_ETEMP)
 		goto out;
 	if (rc) {
-		rc = finish(j, STORE_INBOUND_DEAD,
+		rc = finish(j, STORE_INBOUND_DEAD, "unparsable",
 			    "the mail does not parse: %s", err_msg());
 		goto out;
 	}
 	if (j->review->kind != REVIEW_REPLY) {
-		rc = finish(j, STORE_INBOUND_IGNORED, "not a reply (%s)",
+		rc = finish(j, STORE_INBOUND_IGNORED, "not_a_reply",
+			    "not a reply (%s)",
 			    review_kind_name(j->review->kind));
 		goto out;
 	}
 	if (has_bridge_header(j->review->mail) || is_ours(ib, row)) {
-		rc = finish(j, STORE_INBOUND_IGNORED, "the bridge's own mail");
+		rc = finish(j, STORE_INBOUND_IGNORED, "own_mail",
+			    "the bridge's own mail");
 		goto out;
 	}
 	rc = find_thread(ib, j);
@@ -1243,11 +1283,13 @@ static int work(struct inbound *ib, struct job *j)
 	if (rc == PB_ETEMP)
 		goto out;
 	if (rc) {
-		rc = finish(j, STORE_INBOUND_DEAD, "planning: %s", err_msg());
+		rc = finish(j, STORE_INBOUND_DEAD, "planning", "planning: %s",
+			    err_msg());
 		goto out;
 	}
 	if (!plan.nr) {
-		rc = finish(j, STORE_INBOUND_IGNORED, "nothing to apply");
+		rc = finish(j, STORE_INBOUND_IGNORED, "nothing_to_apply",
+			    "nothing to apply");
 		goto out;
 	}
 	/* What became of each trailer, for `patchbridge why`: worth a
@@ -1263,11 +1305,14 @@ static int work(struct inbound *ib, struct job *j)
 		 row->project, (long long)row->iid, row->revision, row->patch,
 		 res.done, res.skipped, res.failed.nr);
 	if (res.failed.nr)
-		rc = finish(j, STORE_INBOUND_DEAD, "%zu action(s) failed: %s",
-			    res.failed.nr, res.failed.items[0]);
-	else
-		rc = finish(j, STORE_INBOUND_APPLIED, "%u action(s)",
+		rc = finish(j, STORE_INBOUND_DEAD, "forge_refused",
+			    "%zu action(s) failed: %s", res.failed.nr,
+			    res.failed.items[0]);
+	else {
+		count_plan(j, &plan);
+		rc = finish(j, STORE_INBOUND_APPLIED, "applied", "%u action(s)",
 			    res.done + res.skipped);
+	}
 out:
 	store_revision_release(&latest);
 	plan_release(&plan);
@@ -1339,7 +1384,7 @@ static int apply_row(struct inbound *ib, struct store_inbound *row,
 			goto out;
 		}
 		if (row->attempts >= max) {
-			finish(&j, STORE_INBOUND_DEAD,
+			finish(&j, STORE_INBOUND_DEAD, "gave_up",
 			       "gave up after %d attempts: %s", row->attempts,
 			       why);
 		} else {
@@ -1351,8 +1396,10 @@ static int apply_row(struct inbound *ib, struct store_inbound *row,
 				   why);
 			rc = store_inbound_retry(ib->st, row->message_id, next,
 						 why);
-			if (!rc)
+			if (!rc) {
 				ib->stats.retried++;
+				metrics_inc1(MET_REPLIES_RETRIED, row->project);
+			}
 			goto out;
 		}
 	}
@@ -1362,14 +1409,17 @@ static int apply_row(struct inbound *ib, struct store_inbound *row,
 	switch (j.state) {
 	case STORE_INBOUND_APPLIED:
 		ib->stats.applied++;
+		count_applied(&j, row->project);
 		log_info("inbound: applied (%s)", j.reason);
 		break;
 	case STORE_INBOUND_IGNORED:
 		ib->stats.ignored++;
+		metrics_inc1(MET_REPLIES_IGNORED, j.token);
 		log_info("inbound: ignored: %s", j.reason);
 		break;
 	default:
 		ib->stats.dead++;
+		metrics_inc1(MET_REPLIES_DEAD, j.token);
 		log_error("inbound: dead letter: %s", j.reason);
 		break;
 	}

@@ -688,6 +688,9 @@ int plan_build(struct plan *out, const struct review *r,
 	plan_init(out);
 	d = xcalloc(r->trailers.nr + 1, sizeof(*d));
 	rc = decide_all(d, r, ctx);
+	for (i = 0; !rc && i < r->trailers.nr; i++)
+		if (d[i].v != APPROVAL_GRANT && d[i].v != APPROVAL_NOT_APPROVAL)
+			out->refused[d[i].v]++;
 	if (!rc)
 		rc = plan_footer(&foot, r, ctx);
 	if (rc)

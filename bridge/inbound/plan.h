@@ -115,6 +115,9 @@ struct plan {
 	 * comment gives.  Kept in the journal for `patchbridge why`.
 	 */
 	struct strlist verdicts;
+	/* Trailers of an approval type not honoured, by verdict (for the
+	 * metrics; counted once the reply is applied). */
+	unsigned refused[APPROVAL__COUNT];
 };
 
 /*

@@ -1,6 +1,7 @@
 #include "outbound/detect.h"
 
 #include "core/config.h"
+#include "core/metrics.h"
 #include "forge/forge.h"
 #include "outbound/workq.h"
 #include "state/store.h"
@@ -239,9 +240,17 @@ int detect_poll(struct detect *d, struct workq *q, size_t *queued)
 		if (rc) {
 			log_warn("poll failed: %s", err_msg());
 			set_cursor(d, DETECT_ERROR_PREFIX, project, err_msg());
+			metrics_inc2(MET_POLLS, project,
+				     rc == PB_EPERM	? "auth" :
+				     rc == PB_ENOTFOUND ? "not_found" :
+				     rc == PB_ETEMP	? "unreachable" :
+							  "error");
 			if (!first)
 				first = rc;
 		} else {
+			metrics_inc2(MET_POLLS, project, "ok");
+			metrics_set1(MET_POLL_LAST_SUCCESS, (double)time(NULL),
+				     project);
 			save(d, w);
 			w->listed = 1;
 			log_debug("poll: %zu merge request(s) to look at",

@@ -3,6 +3,7 @@
 #include "util/err.h"
 #include "util/limits.h"
 #include "util/printable.h"
+#include "util/sdnotify.h"
 #include "util/xalloc.h"
 
 #include <git2.h>
@@ -1645,6 +1646,15 @@ struct cred_state {
 	int tries;
 };
 
+/* Objects arrive: a long fetch is progress, not a hang (sdnotify.h). */
+static int fetch_progress(const git_indexer_progress *stats, void *payload)
+{
+	(void)stats;
+	(void)payload;
+	sdnotify_watchdog();
+	return 0;
+}
+
 static int cred_cb(git_credential **out, const char *url, const char *user,
 		   unsigned int allowed, void *payload)
 {
@@ -1693,6 +1703,7 @@ int gitrepo_fetch(struct gitrepo *repo, const char *url, const char *token,
 		goto out;
 	}
 	fo.callbacks.credentials = cred_cb;
+	fo.callbacks.transfer_progress = fetch_progress;
 	fo.callbacks.payload = &cs;
 	fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
 	fo.prune = GIT_FETCH_NO_PRUNE;

@@ -1,6 +1,8 @@
 #include "outbound/outbound.h"
 
 #include "core/config.h"
+#include "core/health.h"
+#include "core/metrics.h"
 #include "core/owners.h"
 #include "forge/forge.h"
 #include "mail/diff.h"
@@ -17,6 +19,7 @@
 #include "util/log.h"
 #include "util/printable.h"
 #include "util/scan.h"
+#include "util/sdnotify.h"
 #include "util/strlist.h"
 #include "util/xalloc.h"
 
@@ -276,6 +279,7 @@ static int deliver_one(struct outbound *ob, struct delivery *d,
 	split_lines(&rcpts, m.recipients);
 	srv = submit_send(&res, ob->submit, m.envelope_from, &rcpts, m.message,
 			  m.message_len);
+	sdnotify_watchdog(); /* the MTA answered or gave up: progress */
 	if (!srv) {
 		rc = store_outmail_sent(&done, ob->store, m.message_id);
 		if (rc) {
@@ -287,6 +291,10 @@ static int deliver_one(struct outbound *ob, struct delivery *d,
 			goto out;
 		}
 		d->sent++;
+		health_report(HEALTH_SMTP, 1, "the MTA accepted the last mail");
+		metrics_inc1(MET_MAILS_SENT, m.project);
+		if (done)
+			metrics_inc1(MET_SERIES_SENT, m.project);
 		log_debug("accepted: mail %d (%s) <%s>%s%s", m.patch,
 			  m.patch ? "patch" : "cover", m.message_id,
 			  res.queue_id[0] ? ", queue id " : "", res.queue_id);
@@ -297,6 +305,16 @@ static int deliver_one(struct outbound *ob, struct delivery *d,
 		goto out;
 	}
 	delivery_error(&why, &res);
+	/* An SMTP answer (4xx, 5xx) or a refusal says the MTA is there; a
+	 * lost connection or sendmail failing locally, not. */
+	health_report(HEALTH_SMTP,
+		      res.status == SUBMIT_REJECTED ||
+			      (res.code >= 400 && res.code <= 599),
+		      "the last submission: %s", why.data);
+	metrics_inc1(MET_SMTP_FAILURES,
+		     res.status == SUBMIT_REJECTED ? "rejected" :
+		     res.status == SUBMIT_UNKNOWN  ? "unknown" :
+						     "tempfail");
 	t = now_s();
 	if (res.status == SUBMIT_REJECTED ||
 	    t - m.created > OUTBOUND_RETRY_LIFETIME) {

@@ -470,6 +470,28 @@ static void wipe_free(char *s)
 	}
 }
 
+/* What any SMTP connection of ours has: the protocols, the URL, TLS. */
+static int smtp_connection(CURL *k, const char *url, int starttls,
+			   const char *ca_file, char *errbuf)
+{
+	curl_easy_setopt(k, CURLOPT_NOSIGNAL, 1L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+	curl_easy_setopt(k, CURLOPT_PROTOCOLS_STR, "smtp,smtps");
+#else
+	curl_easy_setopt(k, CURLOPT_PROTOCOLS,
+			 (long)(CURLPROTO_SMTP | CURLPROTO_SMTPS));
+#endif
+	curl_easy_setopt(k, CURLOPT_ERRORBUFFER, errbuf);
+	if (curl_easy_setopt(k, CURLOPT_URL, url) != CURLE_OK)
+		return -1;
+	curl_easy_setopt(k, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+	if (starttls)
+		curl_easy_setopt(k, CURLOPT_USE_SSL, (long)CURLUSESSL_ALL);
+	if (ca_file)
+		curl_easy_setopt(k, CURLOPT_CAINFO, ca_file);
+	return 0;
+}
+
 static int smtp_setup(struct submit *s)
 {
 	CURL *k;
@@ -482,21 +504,8 @@ static int smtp_setup(struct submit *s)
 	if (!k)
 		return err_set(PB_ERROR, "curl_easy_init failed");
 	/* Nothing here varies between messages. */
-	curl_easy_setopt(k, CURLOPT_NOSIGNAL, 1L);
-#if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(k, CURLOPT_PROTOCOLS_STR, "smtp,smtps");
-#else
-	curl_easy_setopt(k, CURLOPT_PROTOCOLS,
-			 (long)(CURLPROTO_SMTP | CURLPROTO_SMTPS));
-#endif
-	curl_easy_setopt(k, CURLOPT_ERRORBUFFER, s->errbuf);
-	if (curl_easy_setopt(k, CURLOPT_URL, s->url) != CURLE_OK)
+	if (smtp_connection(k, s->url, s->starttls, s->ca_file, s->errbuf))
 		return err_set(PB_EINVAL, "bad SMTP URL");
-	curl_easy_setopt(k, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
-	if (s->starttls)
-		curl_easy_setopt(k, CURLOPT_USE_SSL, (long)CURLUSESSL_ALL);
-	if (s->ca_file)
-		curl_easy_setopt(k, CURLOPT_CAINFO, s->ca_file);
 	if (s->username) {
 		curl_easy_setopt(k, CURLOPT_USERNAME, s->username);
 		curl_easy_setopt(k, CURLOPT_PASSWORD, s->password);
@@ -586,6 +595,55 @@ out:
 		return rc;
 	}
 	*out = s;
+	return 0;
+}
+
+int submit_probe(const struct submit_opts *opts, long timeout_ms)
+{
+	struct strlist args = STRLIST_INIT;
+	char errbuf[CURL_ERROR_SIZE] = "";
+	CURL *k;
+	CURLcode cc;
+	long code = 0;
+	int rc;
+
+	if (!opts->url || !strcmp(opts->url, "sendmail")) {
+		rc = submit_split_args(&args, opts->sendmail_path ?
+						      opts->sendmail_path :
+						      SUBMIT_DEFAULT_SENDMAIL);
+		if (!rc && access(args.items[0], X_OK) < 0)
+			rc = err_set_errno(PB_ETEMP, "%s", args.items[0]);
+		strlist_release(&args);
+		return rc ? PB_ETEMP : 0;
+	}
+	pthread_once(&global_once, global_init);
+	if (global_rc != CURLE_OK)
+		return err_set(PB_ETEMP, "curl_global_init: %s",
+			       curl_easy_strerror(global_rc));
+	k = curl_easy_init();
+	if (!k)
+		return err_set(PB_ETEMP, "curl_easy_init failed");
+	if (smtp_connection(k, opts->url, opts->starttls, opts->ca_file,
+			    errbuf)) {
+		curl_easy_cleanup(k);
+		return err_set(PB_ETEMP, "bad SMTP URL");
+	}
+	curl_easy_setopt(k, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(k, CURLOPT_SERVER_RESPONSE_TIMEOUT,
+			 (timeout_ms + 999) / 1000);
+	/* Without MAIL FROM or an upload libcurl sends this command, after
+	 * the greeting and EHLO (RFC 5321 4.1.1.9: NOOP, always 250). */
+	curl_easy_setopt(k, CURLOPT_CUSTOMREQUEST, "NOOP");
+	curl_easy_setopt(k, CURLOPT_NOBODY, 1L);
+	cc = curl_easy_perform(k);
+	curl_easy_getinfo(k, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(k);
+	if (cc != CURLE_OK)
+		return err_set(PB_ETEMP, "%s: %s", opts->url,
+			       errbuf[0] ? errbuf : curl_easy_strerror(cc));
+	if (code != 250)
+		return err_set(PB_ETEMP, "%s: NOOP answered %ld", opts->url,
+			       code);
 	return 0;
 }
 

@@ -172,6 +172,15 @@ int submit_send(struct submit_result *res, struct submit *s,
 		const char *msg, size_t len);
 
 /*
+ * Is the MTA there?  For readiness checks (/readyz), from any thread: an
+ * SMTP server must greet, take EHLO (and STARTTLS when required) and
+ * answer NOOP with 250 within timeout_ms, through a connection of its
+ * own (no AUTH: NOOP needs none); for sendmail the program must be
+ * executable.  0, or PB_ETEMP with err_msg() saying what failed.
+ */
+int submit_probe(const struct submit_opts *opts, long timeout_ms);
+
+/*
  * Pure helpers (no I/O; unit-tested).
  */
 

@@ -548,6 +548,70 @@ int spool_count(size_t *out, struct spool *sp, enum spool_area area)
 	return rc;
 }
 
+struct stat_ctx {
+	size_t n;
+	char oldest[SPOOL_NAME_MAX + 1]; /* the smallest name: the oldest */
+};
+
+static int stat_one(const char *name, void *arg)
+{
+	struct stat_ctx *c = arg;
+
+	if (!spool_name_valid(name))
+		return 0;
+	c->n++;
+	if (!c->oldest[0] || strcmp(name, c->oldest) < 0)
+		snprintf(c->oldest, sizeof(c->oldest), "%s", name);
+	return 0;
+}
+
+int spool_area_stat(size_t *count, int64_t *oldest, struct spool *sp,
+		    enum spool_area area)
+{
+	struct stat_ctx c;
+	uint64_t usec;
+	int rc;
+
+	*count = 0;
+	*oldest = 0;
+	memset(&c, 0, sizeof(c));
+	BUG_ON(area == SPOOL_TMP);
+	rc = each_entry(sp, area, stat_one, &c);
+	if (rc)
+		return rc;
+	*count = c.n;
+	/* a valid name starts with 16 digits of microseconds */
+	if (c.oldest[0] && mem_to_u64(c.oldest, 16, UINT64_MAX, &usec))
+		*oldest = (int64_t)(usec / 1000000);
+	return 0;
+}
+
+int spool_probe(struct spool *sp)
+{
+	char block[512];
+	int fd, rc;
+
+	rc = check_area(sp, SPOOL_TMP);
+	if (rc)
+		return rc;
+	fd = openat(sp->fd[SPOOL_TMP], ".", O_TMPFILE | O_WRONLY | O_CLOEXEC,
+		    0600);
+	if (fd < 0) {
+		/* a file system without O_TMPFILE: spool_open() checked the
+		 * write permission, which is what can be known */
+		if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)
+			return 0;
+		return err_set_errno(spool_errno(errno), "spool: %s/tmp",
+				     sp->dir);
+	}
+	memset(block, 0, sizeof(block));
+	rc = fd_write_all(fd, block, sizeof(block));
+	if (rc)
+		rc = err_prefix(rc, "spool: %s/tmp", sp->dir);
+	close(fd);
+	return rc;
+}
+
 static int is_reason_name(const char *name)
 {
 	size_t len = strlen(name), slen = strlen(REASON_SUFFIX);

@@ -325,6 +325,23 @@ int spool_prune_done(size_t *removed, struct spool *sp, int64_t retention,
 /* How many records an area holds (for `patchbridge status`). */
 int spool_count(size_t *out, struct spool *sp, enum spool_area area);
 
+/*
+ * In one walk of area (not SPOOL_TMP): how many records it holds and the
+ * spool time of the oldest, in Unix seconds from its name (0 when the
+ * area is empty).  For the daemon's metrics.
+ */
+int spool_area_stat(size_t *count, int64_t *oldest, struct spool *sp,
+		    enum spool_area area);
+
+/*
+ * Can records be written?  On a SPOOL_READER or SPOOL_WRITER handle
+ * (whose spool_open() checked the permissions): a file made in tmp/
+ * without a name (O_TMPFILE, so nothing is left behind and no reader
+ * sees it) takes a block of data.  0, or the error (PB_ETEMP for a full
+ * or read-only file system) with err_msg() naming the directory.
+ */
+int spool_probe(struct spool *sp);
+
 /* One record found by spool_find(). */
 struct spool_entry {
 	enum spool_area area;

@@ -6,11 +6,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Set once in main() before threads start; read-only afterwards. */
 static enum log_sink log_sink = LOG_SINK_STDERR;
 static const char *log_ident = "patchbridge";
 static int log_level = LOG_INFO;
+static enum log_format log_format = LOG_FORMAT_TEXT;
 
 static _Thread_local char log_ctx[PB_LOG_CTX_MAX];
 
@@ -56,6 +58,105 @@ int log_level_from_name(const char *name)
 		if (level_names[i] && !strcmp(level_names[i], name))
 			return (int)i;
 	return -1;
+}
+
+void log_set_format(enum log_format format)
+{
+	log_format = format;
+}
+
+int log_format_from_name(const char *name)
+{
+	if (!strcmp(name, "text"))
+		return LOG_FORMAT_TEXT;
+	if (!strcmp(name, "json"))
+		return LOG_FORMAT_JSON;
+	return -1;
+}
+
+/* Append s to out[*pos..cap) as the inside of a JSON string (RFC 8259
+ * section 7); what does not fit is cut at a character boundary. */
+static void json_add(char *out, size_t *pos, size_t cap, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s;
+	char esc[7];
+	size_t n, i, cont;
+
+	for (; *p; p++) {
+		if (*p == '"' || *p == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)*p;
+			n = 2;
+		} else if (*p < 0x20 || *p == 0x7f) {
+			memcpy(esc, "\\u00", 4);
+			esc[4] = hex[*p >> 4];
+			esc[5] = hex[*p & 15];
+			n = 6;
+		} else {
+			/* a whole UTF-8 sequence (printable_line() left
+			 * only well-formed ones), or stop before it */
+			for (cont = 0; (p[cont + 1] & 0xc0) == 0x80 &&
+				       cont < 3 && *p >= 0xc0;
+			     cont++)
+				;
+			if (*pos + cont + 1 >= cap)
+				return;
+			for (i = 0; i <= cont; i++)
+				out[(*pos)++] = (char)p[i];
+			p += cont;
+			continue;
+		}
+		if (*pos + n >= cap)
+			return;
+		memcpy(out + *pos, esc, n);
+		*pos += n;
+	}
+}
+
+/* Append raw text; cut when it does not fit. */
+static void raw_add(char *out, size_t *pos, size_t cap, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (*pos + n >= cap)
+		return;
+	memcpy(out + *pos, s, n);
+	*pos += n;
+}
+
+/*
+ * One log line as a JSON object into out (cap bytes, terminated).  The
+ * free text goes in last and is cut first: the object stays whole.
+ */
+static void json_line(char *out, size_t cap, int priority, const char *line)
+{
+	struct timespec ts;
+	struct tm tm;
+	char head[160];
+	size_t pos = 0;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	snprintf(head, sizeof(head),
+		 "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\","
+		 "\"level\":\"%s\",\"program\":\"",
+		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		 tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000,
+		 level_names[priority & 7]);
+	raw_add(out, &pos, cap, head);
+	json_add(out, &pos, cap / 4, log_ident);
+	snprintf(head, sizeof(head), "\",\"pid\":%ld", (long)getpid());
+	raw_add(out, &pos, cap, head);
+	if (log_ctx[0]) {
+		raw_add(out, &pos, cap, ",\"id\":\"");
+		json_add(out, &pos, cap / 2, log_ctx);
+		raw_add(out, &pos, cap, "\"");
+	}
+	raw_add(out, &pos, cap, ",\"msg\":\"");
+	json_add(out, &pos, cap - 3, line);
+	raw_add(out, &pos, cap, "\"}");
+	out[pos] = '\0';
 }
 
 void log_ctx_set(const char *ctx)
@@ -115,6 +216,16 @@ void log_msg(int priority, const char *fmt, ...)
 	 * line: no caller has to remember printable_copy(). */
 	printable_line(line, strlen(line));
 
+	if (log_format == LOG_FORMAT_JSON) {
+		char obj[2 * PB_LOGLINE_MAX + 2 * PB_LOG_CTX_MAX + 256];
+
+		json_line(obj, sizeof(obj), priority, line);
+		if (log_sink == LOG_SINK_SYSLOG)
+			syslog(priority, "%s", obj);
+		else
+			fprintf(stderr, "%s\n", obj);
+		return;
+	}
 	if (log_sink == LOG_SINK_SYSLOG) {
 		if (log_ctx[0])
 			syslog(priority, "%s: %s", log_ctx, line);

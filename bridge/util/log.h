@@ -16,8 +16,18 @@
  * become '?' (Postfix's printable() rule).  printable_copy() is still
  * the way to cut a long untrusted value to a quotable size.
  *
- * Thread safety: log_msg() may be called from any thread; log_open() and
- * log_set_level() are called once from main() before threads start.
+ * With log_set_format(LOG_FORMAT_JSON) ([log] format = json) each line
+ * is instead one JSON object, for shops that ship logs to Loki or
+ * Elasticsearch: {"time":"2026-12-03T10:00:05.123Z","level":"info",
+ * "program":"patchbridge","pid":812,"id":"<correlation id>","msg":"..."}
+ * ("id" only when one is set), to the same sink (syslog gets the object
+ * as its message).  The text is made printable first, exactly as in the
+ * text format, then escaped as RFC 8259 section 7 asks, so an object is
+ * always one line of valid JSON whatever the arguments held.
+ *
+ * Thread safety: log_msg() may be called from any thread; log_open(),
+ * log_set_level() and log_set_format() are called once from main()
+ * before threads start.
  */
 #ifndef PB_UTIL_LOG_H
 #define PB_UTIL_LOG_H
@@ -31,6 +41,11 @@ enum log_sink {
 	LOG_SINK_SYSLOG,
 };
 
+enum log_format {
+	LOG_FORMAT_TEXT,
+	LOG_FORMAT_JSON,
+};
+
 void log_open(const char *ident, enum log_sink sink);
 void log_close(void);
 
@@ -40,6 +55,11 @@ int log_get_level(void);
 
 /* Parse "debug", "info", "notice", "warning", "err"; -1 when unknown. */
 int log_level_from_name(const char *name);
+
+/* The line format (set once, like the level); "text" or "json" parsed
+ * by log_format_from_name(), -1 when unknown. */
+void log_set_format(enum log_format format);
+int log_format_from_name(const char *name);
 
 void log_msg(int priority, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -16,10 +16,12 @@
 #     not exist fail too
 #  3. the COMMANDS section of patchbridge(8) names exactly the commands
 #     `PATCHBRIDGE help` lists
+#  4. every metric `PATCHBRIDGE list-metrics` prints has a paragraph in
+#     the METRICS section of patchbridge.conf(5), and no other does
 #
-# --self-test shows that 2 and 3 can fail: a conf page with one parameter
-# paragraph deleted, and a patchbridge(8) with one command deleted, must
-# each fail, naming what is missing.
+# --self-test shows that 2, 3 and 4 can fail: a conf page with one
+# parameter or metric paragraph deleted, and a patchbridge(8) with one
+# command deleted, must each fail, naming what is missing.
 set -u
 
 # params PAGE: print section.key for every parameter paragraph.
@@ -43,6 +45,40 @@ params() {
 			print section "." s
 		}
 	}' "$1" | sort -u
+}
+
+# metrics PAGE: the metric names of the METRICS section's paragraphs.
+metrics() {
+	awk '
+	/^\.SH/ { inside = ($0 ~ /^\.SH "?METRICS"?$/); next }
+	!inside { next }
+	/^\.TP/ { tag = 1; next }
+	tag {
+		tag = 0
+		if (match($0, /^(\\&)?\\fB[a-z0-9_]+\\f[RP]/)) {
+			s = substr($0, RSTART, RLENGTH)
+			sub(/^(\\&)?\\fB/, "", s)
+			sub(/\\f[RP]$/, "", s)
+			print s
+		}
+	}' "$1" | sort -u
+}
+
+# check_metrics PATCHBRIDGE CONFPAGE
+check_metrics() {
+	"$1" list-metrics | sort -u >"$tmp/met_want" || {
+		echo "$1 list-metrics failed"
+		return 2
+	}
+	metrics "$2" >"$tmp/met_have"
+	[ -s "$tmp/met_want" ] || { echo "no metrics listed"; return 1; }
+	if ! cmp -s "$tmp/met_want" "$tmp/met_have"; then
+		echo "$2: METRICS differ from \`patchbridge list-metrics\`" \
+			"(< list, > page):"
+		diff "$tmp/met_want" "$tmp/met_have" | grep '^[<>]'
+		return 1
+	fi
+	return 0
 }
 
 # commands PAGE: the command names of the COMMANDS section.
@@ -153,6 +189,19 @@ if [ $selftest -eq 1 ]; then
 		echo "self-test: missing parameter detected: $(echo "$out" | tr '\n' ' ')"
 	fi
 	render "$tmp/broken.5" >/dev/null || { echo "self-test: broken page does not render"; fail=1; }
+	# Delete the paragraph of patchbridge_naks_total.
+	awk '/^\.TP/ { getline tag; if (tag ~ /fBpatchbridge_naks_total\\f/) { getline; next }
+	                print; print tag; next } { print }' \
+		"$mandir/patchbridge.conf.5" >"$tmp/nometric.5"
+	if out=$(check_metrics "$pb" "$tmp/nometric.5"); then
+		echo "self-test: a page without patchbridge_naks_total passed"
+		fail=1
+	elif ! echo "$out" | grep -qx '< patchbridge_naks_total'; then
+		echo "self-test: the failure does not name the metric: $out"
+		fail=1
+	else
+		echo "self-test: missing metric detected"
+	fi
 	# Delete the "status" command from patchbridge(8).
 	awk '/^\.TP/ { getline tag; if (tag ~ /^\\fBstatus\\fR/) { skip = 1; next }
 	               skip = 0; print; print tag; next }
@@ -180,6 +229,11 @@ for page in patchbridge.8 patchbridge-milter.8 patchbridge.conf.5; do
 done
 if check_params "$pb" "$mandir/patchbridge.conf.5"; then
 	echo "patchbridge.conf.5: all $(wc -l <"$tmp/want") parameters documented"
+else
+	rc=1
+fi
+if check_metrics "$pb" "$mandir/patchbridge.conf.5"; then
+	echo "patchbridge.conf.5: all $(wc -l <"$tmp/met_want") metrics documented"
 else
 	rc=1
 fi

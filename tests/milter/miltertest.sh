@@ -15,7 +15,10 @@
 #   a SIGHUP with a broken file keeps the running configuration;
 #   a burst of SIGHUPs with a new file (another spool directory) reloads
 #   it and the milter keeps serving;
-#   tempfail.lua   spool2/tmp removed under the milter: TEMPFAIL
+#   tempfail.lua   spool2/tmp removed under the milter: TEMPFAIL, and
+#                  counted in milter.prom ([metrics] enabled, written
+#                  every second), what the daemon serves and
+#                  contrib/prometheus's PatchbridgeMilterTempfails reads
 #   SIGTERM stops it within ~5 s, exit 0, socket and pid file removed.
 #
 # Exit 0 = pass, 1 = fail, 77 = skipped (miltertest missing).
@@ -28,6 +31,7 @@ NAME=miltertest
 }
 mt_setup pbmt "$1" "$2"
 MLOG=$W/milter.log
+printf '[metrics]\nenabled = yes\nmilter_interval = 1s\n' >>"$W/pb.conf"
 
 # run_lua SCRIPT: run one miltertest script, fail with its output.
 run_lua() {
@@ -125,6 +129,14 @@ run_lua tempfail.lua
 expect_records "$W/spool2" 1 tempfail
 grep -q 'cannot spool the reply <mt-tempfail@example.org>' "$MLOG" ||
 	fail "the spool failure is not logged"
+for i in $(seq 1 50); do
+	grep -qx 'patchbridge_milter_tempfails_total 1' "$W/spool2/milter.prom" \
+		2>/dev/null && break
+	sleep 0.1
+done
+grep -qx 'patchbridge_milter_tempfails_total 1' "$W/spool2/milter.prom" ||
+	fail "milter.prom does not count the tempfail: $(cat "$W/spool2/milter.prom")"
+say "milter.prom: $(grep -x 'patchbridge_milter_tempfails_total.*' "$W/spool2/milter.prom")"
 
 step "SIGTERM stops it cleanly"
 t=$(date +%s%N)

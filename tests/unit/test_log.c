@@ -4,6 +4,7 @@
  * (push/pop), the id per thread, and the level filter.  Lines are
  * captured by pointing stderr at a temporary file around each call.
  */
+#include "capture.h"
 #include "cmocka_all.h"
 #include "util/limits.h"
 #include "util/log.h"
@@ -17,25 +18,15 @@
 /* What one log_msg() call wrote to stderr, without the final newline. */
 static char captured[PB_LOGLINE_MAX + PB_LOG_CTX_MAX + 64];
 
-#define CAPTURE(call)                                              \
-	do {                                                       \
-		FILE *f_ = tmpfile();                              \
-		int saved_ = dup(2);                               \
-		size_t n_;                                         \
-                                                                   \
-		assert_non_null(f_);                               \
-		fflush(stderr);                                    \
-		dup2(fileno(f_), 2);                               \
-		call;                                              \
-		fflush(stderr);                                    \
-		dup2(saved_, 2);                                   \
-		close(saved_);                                     \
-		rewind(f_);                                        \
-		n_ = fread(captured, 1, sizeof(captured) - 1, f_); \
-		captured[n_] = '\0';                               \
-		if (n_ && captured[n_ - 1] == '\n')                \
-			captured[n_ - 1] = '\0';                   \
-		fclose(f_);                                        \
+/* ... and without the final newline. */
+#define CAPTURE(call)                                   \
+	do {                                            \
+		size_t len_;                            \
+                                                        \
+		CAPTURE_STDERR(captured, call);         \
+		len_ = strlen(captured);                \
+		if (len_ && captured[len_ - 1] == '\n') \
+			captured[len_ - 1] = '\0';      \
 	} while (0)
 
 static int setup(void **state)

@@ -1,0 +1,514 @@
+#!/usr/bin/python3
+"""The daemon's monitoring against the GitLab simulator: /metrics,
+/healthz, /readyz, the alert rules of contrib/prometheus on its real
+output, and systemd's watchdog.
+
+Run through tests/forgesim/run-with-sim.sh (PB_FORGESIM_URL):
+
+    test_monitor_sim.py PATCHBRIDGE INBOUND_SEED [TEST...]
+
+The state is test_inbound_sim.py's (whose Bridge fixture this shares):
+MR !1 of group/project as mailed, replies spooled with `patchbridge
+replay` exactly as the milter spools them; `patchbridge run
+--foreground` with [metrics] enabled on a free loopback port.  Every
+scrape is checked with Prometheus' own parsers: `promtool check
+metrics` (Debian's prometheus package) and python3-prometheus-client's.
+
+  test_forge_401_and_the_spool
+      The forge answers 401 to everything (GitLab's body): /readyz turns
+      503 naming the forge and the 401, the replies spooled meanwhile
+      become dead letters (the forge refuses them for good), and the
+      counters say so.  Then the forge fails writes with 503: a reply
+      waits in cur/ for its retry, aged by its spool name (the clock
+      cannot be moved), and the oldest record's age shows it.  Then the
+      forge is back and the operator moves the dead letters away:
+      ready, the reply applied, the spool empty.  The daemon logs with
+      [log] format = json: every line is a JSON object, and the lines
+      about each reply carry its Message-ID as the correlation id.
+      The four scrapes,
+      laid one after the other on promtool's clock, drive
+      contrib/prometheus/alerts.yml (`promtool test rules`): the forge
+      alert and the dead letters fire in the 401 phase, the stuck spool
+      in the 503 phase, and all clear after.
+  test_readyz_names_each_failure
+      /readyz with the MTA's port closed (smtp), then the spool's tmp/
+      not a directory (spool) and the state database not a file
+      (store): 503, each check's line with its reason, the gauge of
+      that check 0; each recovers once put back.
+  test_watchdog_stops_while_the_forge_hangs
+      With a socket of the test's as systemd's ($NOTIFY_SOCKET,
+      WATCHDOG_USEC=1 s): READY=1, then WATCHDOG=1 at least every
+      quarter second; a poll whose forge request hangs for 5 s stops the
+      pings for that long - systemd would kill and restart the daemon -
+      while /healthz and /metrics still answer; the pings come again
+      once the forge answers; SIGTERM sends STOPPING=1.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(TOP, "tests", "tools"))
+import test_inbound_sim as sim  # noqa: E402  (the shared fixture)
+import notify_listen  # noqa: E402
+import prom_scrape  # noqa: E402
+from prom_scrape import parse, total  # noqa: E402
+
+ALERTS = os.path.join(TOP, "contrib", "prometheus", "alerts.yml")
+UNAUTHORIZED = {"kind": "error", "status": 401, "path": "^/api/v4/",
+                "count": None, "content_type": "application/json",
+                "body": '{"message":"401 Unauthorized"}'}
+
+
+def free_port():
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
+
+
+def wait_until(what, cond, timeout=30, step=0.1):
+    t = time.monotonic()
+    while time.monotonic() - t < timeout:
+        got = cond()
+        if got:
+            return got
+        time.sleep(step)
+    raise AssertionError("timed out waiting for " + what)
+
+
+class Daemon:
+    """`patchbridge run --foreground` with [metrics] on port."""
+
+    def __init__(self, conf, logpath, port, env=None):
+        self.port = port
+        self.logpath = logpath
+        self.log = open(logpath, "w")
+        self.proc = subprocess.Popen(
+            [sim.PB, "-c", conf, "run", "--foreground"],
+            stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
+            env=dict(os.environ, **(env or {})))
+        wait_until("the status server", lambda: self.get("/healthz")[0]
+                   == 200 or self.proc.poll() is not None)
+        if self.proc.poll() is not None:
+            self.log.close()
+            raise AssertionError("the daemon exited:\n" + self.text())
+
+    def get(self, path, timeout=10):
+        return prom_scrape.get(self.port, path, timeout)
+
+    def scrape(self):
+        status, text = self.get("/metrics")
+        if status != 200:
+            raise AssertionError("/metrics: %d %s" % (status, text))
+        return text
+
+    def text(self):
+        with open(self.logpath) as f:
+            return f.read()
+
+    def kick(self):
+        """SIGUSR1: poll and look at the spool now."""
+        self.proc.send_signal(signal.SIGUSR1)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+class MonitorTest(unittest.TestCase):
+    def setUp(self):
+        self.b = sim.Bridge(max_attempts=30)
+        self.port = free_port()
+        with open(self.b.conf()) as f:
+            conf = f.read()
+        with open(self.b.conf(), "w") as f:
+            f.write(conf.replace("[log]\n", "[log]\nformat = json\n", 1))
+        with open(self.b.conf(), "a") as f:
+            f.write("[metrics]\nenabled = yes\nlisten = 127.0.0.1:%d\n"
+                    "[outbound]\npoll_interval = 1h\n"
+                    # an MTA that is there: a program that takes the mail
+                    "[smtp]\nurl = sendmail\nsendmail_path = /bin/true\n"
+                    % self.port)
+        self.d = None
+        self.tmp = tempfile.mkdtemp(prefix="pb-monitor.")
+
+    def tearDown(self):
+        if self.d:
+            self.d.close()
+            log = self.d.text()
+            if os.environ.get("PB_TEST_VERBOSE") == "1":
+                sys.stderr.write("--- daemon log\n" + log)
+            # the ASan+UBSan build (scripts/test.sh)
+            for report in ("ERROR: AddressSanitizer", "LeakSanitizer",
+                           "runtime error:"):
+                self.assertNotIn(report, log)
+        sim.sim("DELETE", "faults")
+        self.b.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def start(self, env=None):
+        self.d = Daemon(self.b.conf(), os.path.join(self.b.dir, "log"),
+                        self.port, env)
+        return self.d
+
+    def spool(self, body):
+        path, mid = self.b.reply(body, ar=sim.DKIM_PASS)
+        p = self.b.replay(path)
+        self.assertIn("spooled as", p.stdout)
+        return mid
+
+    def readyz(self):
+        return self.d.get("/readyz")
+
+    def scrape(self):
+        return parse(self.d.scrape())
+
+    # --- the 401 outage, the spool, the alerts ----------------------------
+
+    def test_forge_401_and_the_spool(self):
+        d = self.start()
+        spool = os.path.join(self.b.dir, "spool")
+        status, body = wait_until("ready", lambda: self.readyz()
+                                  if self.readyz()[0] == 200 else None)
+        self.assertEqual(body.split("\n")[0], "ready")
+        for check in ("store: ok", "spool: ok", "forge: ok", "smtp: ok"):
+            self.assertIn(check, body)
+        a = self.scrape()
+        # every metric the code has is in the output, with its HELP
+        names = sim.run([sim.PB, "list-metrics"]).split()
+        text = d.scrape()
+        for n in names:
+            self.assertIn("# HELP %s " % n, text)
+        self.assertEqual(total(a, "patchbridge_ready"), 4)
+        self.assertEqual(total(a, "patchbridge_polls_total", result="ok"),
+                         1)
+        self.assertEqual(total(a, "patchbridge_build_info"), 1)
+
+        # 1. GitLab refuses the token
+        sim.sim("POST", "faults", UNAUTHORIZED)
+        mids = [self.spool("LGTM, but a nit.\n"),
+                self.spool("Another comment.\n")]
+        d.kick()
+        status, body = wait_until(
+            "not ready", lambda: self.readyz()
+            if self.readyz()[0] == 503 else None)
+        self.assertEqual(body.split("\n")[0], "not ready")
+        self.assertRegex(body, r"forge: not ready: the last poll failed: "
+                         r"GET /projects/group%2Fproject/merge_requests: "
+                         r"HTTP 401: 401 Unauthorized")
+        self.assertIn("spool: ok", body)
+        b = wait_until("two dead letters", lambda: (
+            lambda s: s if total(s, "patchbridge_spool_records",
+                                 area="dead") == 2 else None)(
+                                     self.scrape()))
+        self.assertEqual(total(b, "patchbridge_ready", check="forge"), 0)
+        self.assertEqual(total(b, "patchbridge_polls_total",
+                               result="auth"), 1)
+        self.assertGreaterEqual(total(b, "patchbridge_forge_requests_"
+                                      "total", code="401"), 3)
+        self.assertEqual(total(b, "patchbridge_replies_received_total",
+                               result="journaled") -
+                         total(a, "patchbridge_replies_received_total",
+                               result="journaled"), 2)
+        self.assertEqual(total(b, "patchbridge_replies_dead_total") -
+                         total(a, "patchbridge_replies_dead_total"), 2)
+        self.assertEqual(total(b, "patchbridge_replies_applied_total"), 0)
+        self.assertEqual(total(b, "patchbridge_spool_oldest_record_age_"
+                               "seconds"), 0)
+
+        # 2. the token works again, but the forge fails writes: a reply
+        # waits for its retry.  It is aged by its name while the daemon
+        # is stopped (SIGSTOP), so it cannot be claimed half renamed.
+        sim.sim("DELETE", "faults")
+        sim.sim("POST", "faults", {"kind": "error", "status": 503,
+                                   "method": "write", "count": None})
+        d.proc.send_signal(signal.SIGSTOP)
+        try:
+            waiting = self.spool("This one waits.\n")
+            new = os.path.join(spool, "new")
+            [name] = os.listdir(new)
+            old = "%016d%s" % ((time.time() - 1200) * 1e6, name[16:])
+            os.rename(os.path.join(new, name), os.path.join(new, old))
+        finally:
+            d.proc.send_signal(signal.SIGCONT)
+        d.kick()
+        c = wait_until("a reply waiting in cur/", lambda: (
+            lambda s: s if total(s, "patchbridge_spool_records", area="cur")
+            == 1 and total(s, "patchbridge_replies_retried_total") >= 1
+            else None)(self.scrape()))
+        self.assertGreaterEqual(total(c, "patchbridge_spool_oldest_record_"
+                                      "age_seconds"), 1200)
+        self.assertEqual(total(c, "patchbridge_ready", check="forge"), 1)
+        self.assertEqual(self.readyz()[0], 200)
+
+        # 3. the forge is back; the operator has dealt with the dead
+        # letters and moves them away
+        sim.sim("DELETE", "faults")
+        dead = os.path.join(spool, "dead")
+        os.makedirs(os.path.join(self.tmp, "handled"))
+        for n in os.listdir(dead):
+            shutil.move(os.path.join(dead, n),
+                        os.path.join(self.tmp, "handled", n))
+        d.kick()
+        e = wait_until("the reply applied", lambda: (
+            lambda s: s if total(s, "patchbridge_replies_applied_total")
+            == 1 and total(s, "patchbridge_spool_records", area="cur") == 0
+            else None)(self.scrape()), timeout=30)
+        self.assertEqual(total(e, "patchbridge_spool_oldest_record_age_"
+                               "seconds"), 0)
+        self.assertEqual(total(e, "patchbridge_spool_records", area="dead"),
+                         0)
+        self.assertEqual(total(e, "patchbridge_ready"), 4)
+        self.assertEqual(self.readyz()[0], 200)
+        self.assertEqual(sim.marker_count(sim.mr_state(),
+                                          sim.key(waiting, 0)), 1)
+        for mid in mids:
+            self.assertEqual(sim.marker_count(sim.mr_state(),
+                                              sim.key(mid, 0)), 0)
+
+        self.json_log({mids[0]: "dead letter", mids[1]: "dead letter",
+                       waiting: "applied"})
+        self.alerts_on([a, b, c, e])
+
+    def json_log(self, expect):
+        """Every line of the daemon's log is a JSON object of [log]
+        format = json; for each Message-ID of expect, a line with it as
+        the id has the word in its message."""
+        lines = self.d.text().splitlines()
+        self.assertGreater(len(lines), 10)
+        by_id = {}
+        for line in lines:
+            try:
+                o = json.loads(line)
+            except ValueError:
+                self.fail("not a JSON log line: %r" % line)
+            for k in ("time", "level", "program", "pid", "msg"):
+                self.assertIn(k, o, line)
+            self.assertEqual(o["program"], "patchbridge")
+            self.assertEqual(o["pid"], self.d.proc.pid)
+            if "id" in o:
+                by_id.setdefault(o["id"], []).append(o["msg"])
+        for mid, word in expect.items():
+            msgs = by_id.get(mid, [])
+            self.assertTrue(any(word in m for m in msgs),
+                            "no line with id %s says %r: %r" %
+                            (mid, word, msgs))
+
+    def alerts_on(self, scrapes):
+        """contrib/prometheus/alerts.yml on the scrapes, each held for
+        20 minutes of promtool's clock (the first for 10): what must fire
+        in each phase fires, and nothing else."""
+        import yaml
+        with open(ALERTS) as f:
+            rules = {r["alert"]: r for g in yaml.safe_load(f)["groups"]
+                     for r in g["rules"]}
+        families = ("patchbridge_spool_oldest_record_age_seconds",
+                    "patchbridge_spool_records",
+                    "patchbridge_forge_requests_total",
+                    "patchbridge_milter_tempfails_total",
+                    "patchbridge_milter_up", "patchbridge_ready")
+        keys = sorted({k for s in scrapes for k in s if k[0] in families})
+        runs = (9, 19, 19, 19)  # samples after the first of each phase
+        series = []
+        for name, labels in keys:
+            lab = dict(labels, instance="pb", job="patchbridge")
+            # promtool's expanding notation: "VxN" is N+1 samples, but
+            # "_xN" (absent) is N
+            values = " ".join(
+                "%rx%d" % (s[(name, labels)], n) if (name, labels) in s
+                else "_x%d" % (n + 1) for s, n in zip(scrapes, runs))
+            series.append({"series": name + "{" + ",".join(
+                '%s="%s"' % kv for kv in sorted(lab.items())) + "}",
+                "values": values})
+
+        def alert(name, **labels):
+            r = rules[name]
+            return {"exp_labels": dict(r["labels"], instance="pb",
+                                       job="patchbridge", **labels),
+                    "exp_annotations": r["annotations"]}
+
+        silent = alert("PatchbridgeMilterSilent")  # no milter here
+        expect = {
+            # the 401 phase (minutes 10 to 29)
+            # (the 401s stopped at minute 10: gone from the window)
+            25: {"PatchbridgeForgeAuth": [],
+                 "PatchbridgeDeadLetters": [alert("PatchbridgeDeadLetters",
+                                                  area="dead")],
+                 "PatchbridgeNotReady": [alert("PatchbridgeNotReady",
+                                               check="forge")],
+                 "PatchbridgeSpoolStuck": []},
+            15: {"PatchbridgeForgeAuth": [alert("PatchbridgeForgeAuth")],
+                 "PatchbridgeMilterSilent": [silent]},
+            # the 503 phase (30 to 49): a record waits
+            45: {"PatchbridgeSpoolStuck": [alert("PatchbridgeSpoolStuck")],
+                 "PatchbridgeDeadLetters": [alert("PatchbridgeDeadLetters",
+                                                  area="dead")],
+                 "PatchbridgeForgeAuth": [],
+                 "PatchbridgeNotReady": []},
+            # recovered (50 to 69)
+            65: {"PatchbridgeSpoolStuck": [], "PatchbridgeDeadLetters": [],
+                 "PatchbridgeForgeAuth": [], "PatchbridgeNotReady": [],
+                 "PatchbridgeMilterTempfails": [],
+                 "PatchbridgeMilterSilent": [silent]},
+            # healthy before (0 to 9)
+            9: {name: [] for name in rules
+                if name not in ("PatchbridgeMilterSilent",
+                                "PatchbridgeNoPoll")},
+        }
+        tests = [{"eval_time": "%dm" % t, "alertname": name,
+                  "exp_alerts": exp}
+                 for t, byname in sorted(expect.items())
+                 for name, exp in sorted(byname.items())]
+        doc = {"rule_files": [ALERTS], "evaluation_interval": "1m",
+               "tests": [{"interval": "1m", "input_series": series,
+                          "alert_rule_test": tests}]}
+        path = os.path.join(self.tmp, "from-scrapes.test.yml")
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=1)  # YAML is a superset of JSON
+        p = subprocess.run(["promtool", "test", "rules", path],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr +
+                         "\n(the test: %s)" % json.dumps(tests, indent=1))
+
+    # --- each check's reason -------------------------------------------------
+
+    def test_readyz_names_each_failure(self):
+        closed = free_port()  # nothing listens there
+        with open(self.b.conf()) as f:
+            conf = f.read()
+        smtp = "url = sendmail\nsendmail_path = /bin/true\n"
+        self.assertIn(smtp, conf)
+        with open(self.b.conf(), "w") as f:
+            f.write(conf.replace(smtp, "url = smtp://127.0.0.1:%d\n"
+                                 "timeout = 2s\n" % closed))
+        d = self.start()
+
+        def not_ready(check, reason):
+            status, body = wait_until(
+                check + " not ready", lambda: (lambda r: r if r[0] == 503
+                                               and check + ": not ready"
+                                               in r[1] else None)(
+                                                   self.readyz()))
+            self.assertEqual(body.split("\n")[0], "not ready")
+            line = next(l for l in body.splitlines()
+                        if l.startswith(check + ": "))
+            self.assertRegex(line, reason)
+            self.assertEqual(total(self.scrape(), "patchbridge_ready",
+                                   check=check), 0)
+            return body
+
+        # the MTA: connection refused (smtp is probed when asked)
+        wait_until("the first poll", lambda: "forge: ok" in self.readyz()[1])
+        body = not_ready("smtp", r"^smtp: not ready: .*127\.0\.0\.1.*%d"
+                         % closed)
+        for check in ("store: ok", "spool: ok", "forge: ok"):
+            self.assertIn(check, body)
+
+        # the spool: tmp/ is not a directory
+        tmp = os.path.join(self.b.dir, "spool", "tmp")
+        os.rename(tmp, tmp + ".away")
+        with open(tmp, "w") as f:
+            f.write("not a directory\n")
+        try:
+            not_ready("spool", r"^spool: not ready: .*tmp")
+        finally:
+            os.unlink(tmp)
+            os.rename(tmp + ".away", tmp)
+        wait_until("spool ok", lambda: "spool: ok" in self.readyz()[1])
+
+        # the store: the state database is a directory
+        db = self.b.db()
+        os.rename(db, db + ".away")
+        os.mkdir(db)
+        try:
+            not_ready("store", r"^store: not ready: .*state\.db")
+        finally:
+            os.rmdir(db)
+            os.rename(db + ".away", db)
+        wait_until("store ok", lambda: "store: ok" in self.readyz()[1])
+        self.assertEqual(total(self.scrape(), "patchbridge_ready",
+                               check="store"), 1)
+        self.assertIsNone(d.proc.poll())
+
+    # --- the watchdog --------------------------------------------------------
+
+    def test_watchdog_stops_while_the_forge_hangs(self):
+        sock = os.path.join(self.tmp, "notify")
+        lis = notify_listen.Listener(sock)
+        try:
+            self.watchdog(lis, sock)
+        finally:
+            lis.close()
+
+    def watchdog(self, lis, sock):
+        d = self.start({"NOTIFY_SOCKET": sock, "WATCHDOG_USEC": "1000000"})
+        self.assertTrue(lis.wait_for("READY=1", 10), lis.messages())
+        wait_until("ready", lambda: self.readyz()[0] == 200)
+        t = time.monotonic()
+        time.sleep(1.5)
+        self.assertGreaterEqual(len(lis.pings(t)), 4, lis.messages())
+
+        # the next listing answers after 5 s
+        sim.sim("POST", "faults", {"kind": "latency", "ms": 5000,
+                                   "path": "/merge_requests$", "count": 1})
+        d.kick()
+        wait_until("the poll in the forge", lambda: sim.sim(
+            "GET", "faults")[0]["hits"] == 1, timeout=10, step=0.05)
+        hang = time.monotonic()
+        time.sleep(3)
+        # the status server answers meanwhile, the loop does not ping
+        self.assertEqual(d.get("/healthz"), (200, "ok\n"))
+        self.assertIn("patchbridge_ready", d.scrape())
+        last = max([0.0] + lis.pings())
+        gap = time.monotonic() - last
+        self.assertGreaterEqual(gap, 2.5, "pinged %.1f s ago, while the "
+                                "forge hangs" % gap)
+        self.assertGreaterEqual(time.monotonic() - hang, 2.9)
+        # the forge answers: progress, pings again
+        wait_until("a ping after the forge answered",
+                   lambda: lis.pings(hang + 4.5), timeout=10)
+        t = time.monotonic()
+        time.sleep(1)
+        self.assertGreaterEqual(len(lis.pings(t)), 2)
+        pings = lis.pings()
+        gaps = [b - a for a, b in zip(pings, pings[1:])]
+        self.assertGreater(max(gaps), 1.0, "no gap over the watchdog "
+                           "interval: systemd would not have acted")
+        self.assertEqual(self.readyz()[0], 200)
+
+        d.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(d.proc.wait(30), 0)
+        self.assertTrue(lis.wait_for("STOPPING=1", 5), lis.messages())
+
+
+def main():
+    if not sim.URL:
+        print("PB_FORGESIM_URL is not set (run through run-with-sim.sh)")
+        return 77
+    if prom_scrape.missing():
+        print("SKIP: %s is not installed" % prom_scrape.missing())
+        return 77
+    sim.PB, sim.SEED = sys.argv[1], sys.argv[2]
+    argv = [sys.argv[0]] + sys.argv[3:]
+    prog = unittest.main(argv=argv, exit=False, verbosity=2)
+    return 0 if prog.result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
