@@ -35,7 +35,8 @@ and patches) is sent, and each Message-ID is in the list archives (both
 hosts' together) exactly once - but for a mail the MTA accepted in the
 instant its daemon was killed or the database went away, before the
 daemon could record it (its log ends with the acceptance, or says it
-could not record it): that one is sent again, so it is there twice, and
+could not record it, or the MTA queued it under an id the daemon never
+saw because it died waiting for the 250): that one is sent again, so it is there twice, and
 the test says so (docs/SCALING.md); no reply is dead; the spools are
 empty.
 
@@ -226,6 +227,28 @@ def cut_short(bed):
     return cut
 
 
+def unseen_copies(bed):
+    """The Message-IDs of archived copies that the MTA queued under an id
+    no daemon logged: the daemon was killed after it had sent the whole
+    mail, before the MTA's 250 reached it (the MTA's end of data - here
+    the DKIM stand-in's EOM_DELAY - is that window)."""
+    logged = set()
+    for h in bed.hosts:
+        with open(os.path.join(h.work, "daemon.log"), encoding="utf-8",
+                  errors="replace") as f:
+            logged.update(re.findall(r"result=accepted queue_id=(\w+)",
+                                     f.read()))
+    unseen = set()
+    for m in bed.archive():
+        if m.get("X-Patchbridge-Origin") is None and \
+                not (m["Message-ID"] or "").startswith("<pb."):
+            continue
+        qid = re.search(r"with E?SMTP id (\w+)", str(m.get("Received")))
+        if qid and qid.group(1) not in logged:
+            unseen.add(m["Message-ID"].strip().strip("<>"))
+    return unseen
+
+
 def converge(bed, stream, timeout=120):
     """Wait until every accepted reply is applied and every mail sent;
     the forge's MR then."""
@@ -338,7 +361,7 @@ def scenario(bed, kills, rng):
         m["Message-ID"].strip().strip("<>") for m in bed.archive()
         if m["Message-ID"])
     revisions = sorted({int(r[2]) for r in sent if r[2]})
-    cut = cut_short(bed)
+    cut = cut_short(bed) | unseen_copies(bed)
     wrong = [(mid, kind, rev, archived[mid]) for mid, kind, rev in sent
              if archived[mid] != 1 and not (archived[mid] == 2 and
                                             mid in cut)]
@@ -348,7 +371,7 @@ def scenario(bed, kills, rng):
     if again:
         say("sent twice, each accepted by the MTA in the instant its "
             "daemon was killed or the database went away, before the "
-            "daemon could record it: %s" % again)
+            "daemon could record it (or see the MTA's 250): %s" % again)
     check(len(revisions) >= 2, "only revisions %s were mailed" % revisions)
     heads = bed.pg.query("SELECT encode(head_sha, 'escape') FROM revisions "
                          "ORDER BY revision DESC LIMIT 1")
