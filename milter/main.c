@@ -237,6 +237,7 @@ static int run_check(const char *path, const char *sockspec,
 	struct preflight pf;
 	struct mconf *c;
 	struct store *st = NULL;
+	enum mconf_map which;
 	const struct config *cfg;
 	const char *spec;
 	size_t i;
@@ -253,7 +254,7 @@ static int run_check(const char *path, const char *sockspec,
 		mconf_unref(c);
 		return sockspec ? EX_USAGE : EX_CONFIG;
 	}
-	rc = mconf_store_get(&st, c);
+	rc = mconf_store_get(&st, &which, c);
 	if (rc == PB_ENOTFOUND) {
 		/* logged: replies are placed by Message-ID only */
 		rc = 0;
@@ -261,7 +262,9 @@ static int run_check(const char *path, const char *sockspec,
 		mconf_unref(c);
 		return rc == PB_EPERM ? EX_NOPERM : EX_UNAVAILABLE;
 	}
-	mconf_store_put(c, st, 0);
+	if (st)
+		log_info("thread map: %s", store_name(st));
+	mconf_store_put(c, st, which, 0);
 	/* What is around the configuration (preflight.h). */
 	preflight_init(&pf);
 	preflight_files(&pf, cfg, PREFLIGHT_MILTER);

@@ -1,6 +1,7 @@
 #include "milter/mconf.h"
 
 #include "core/preflight.h"
+#include "core/secret.h"
 #include "milter/diffcache.h"
 #include "util/err.h"
 #include "util/limits.h"
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct mconf {
 	atomic_int refs;
@@ -25,7 +27,24 @@ struct mconf {
 	struct store *idle[MCONF_STORES_MAX]; /* pooled connections */
 	size_t nr_idle;
 	int missing_logged; /* "cannot open it" said once */
+	int shared_state; /* [state] backend = postgresql */
+	/* The shared database's connection string ([milter] conninfo_file;
+	 * empty: the milter reads the copy only). */
+	struct buf conninfo;
+	int db_timeout_ms; /* [milter] db_timeout */
+	struct store *shared_idle[MCONF_STORES_MAX];
+	size_t nr_shared_idle;
+	int64_t shared_resume; /* monotonic ms: read it again from then */
+	int shared_down_logged;
 };
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 int mconf_new(struct mconf **out, struct strlist *errs, const char *path)
 {
@@ -36,6 +55,7 @@ int mconf_new(struct mconf **out, struct strlist *errs, const char *path)
 	*out = NULL;
 	c = xcalloc(1, sizeof(*c));
 	atomic_init(&c->refs, 1);
+	c->conninfo = (struct buf)BUF_INIT(SECRET_MAX + 1);
 	pthread_mutex_init(&c->lock, NULL);
 	rc = config_load(&c->cfg, errs, path);
 	if (rc)
@@ -82,6 +102,20 @@ int mconf_new(struct mconf **out, struct strlist *errs, const char *path)
 	c->diffs = diffcache_new();
 	diffcache_hooks(&c->hooks, c->diffs);
 	c->view.diffs = &c->hooks;
+	c->shared_state = config_enum(c->cfg, CFG_STATE_BACKEND) ==
+			  CONFIG_BACKEND_POSTGRESQL;
+	c->db_timeout_ms =
+		(int)config_duration_ms(c->cfg, CFG_MILTER_DB_TIMEOUT);
+	if (c->shared_state &&
+	    config_str(c->cfg, CFG_MILTER_CONNINFO_FILE)[0]) {
+		rc = secret_read(&c->conninfo,
+				 config_str(c->cfg, CFG_MILTER_CONNINFO_FILE),
+				 0);
+		if (rc) {
+			err_prefix(rc, "[milter] conninfo_file");
+			goto fail;
+		}
+	}
 	*out = c;
 	return 0;
 fail:
@@ -103,6 +137,9 @@ void mconf_unref(struct mconf *c)
 		return;
 	for (i = 0; i < c->nr_idle; i++)
 		store_free(c->idle[i]);
+	for (i = 0; i < c->nr_shared_idle; i++)
+		store_free(c->shared_idle[i]);
+	secret_wipe(&c->conninfo);
 	spool_free(c->spool);
 	diffcache_free(c->diffs);
 	config_free(c->cfg);
@@ -115,11 +152,55 @@ const struct mconf_view *mconf_view(const struct mconf *c)
 	return &c->view;
 }
 
-int mconf_store_get(struct store **out, struct mconf *c)
+/*
+ * The shared database, unless it failed within the last
+ * MCONF_DB_RESUME_MS: 0 with a store, PB_ENOTFOUND when it is not to be
+ * read now, or the failure to open it (which starts that pause).
+ */
+static int shared_get(struct store **out, struct mconf *c)
+{
+	struct store_opts o;
+	int rc;
+
+	if (!c->conninfo.len)
+		return PB_ENOTFOUND;
+	pthread_mutex_lock(&c->lock);
+	if (mono_ms() < c->shared_resume) {
+		pthread_mutex_unlock(&c->lock);
+		return PB_ENOTFOUND;
+	}
+	if (c->nr_shared_idle)
+		*out = c->shared_idle[--c->nr_shared_idle];
+	pthread_mutex_unlock(&c->lock);
+	if (*out)
+		return 0;
+	memset(&o, 0, sizeof(o));
+	o.backend = STORE_BACKEND_POSTGRESQL;
+	o.target = c->conninfo.data;
+	o.flags = STORE_RO;
+	o.busy_timeout_ms = c->db_timeout_ms;
+	o.reply_timeout_ms = c->db_timeout_ms;
+	rc = store_open_opts(out, &o);
+	if (rc)
+		mconf_store_put(c, NULL, MCONF_SHARED, 1);
+	return rc;
+}
+
+int mconf_store_get(struct store **out, enum mconf_map *which, struct mconf *c)
 {
 	int rc;
 
 	*out = NULL;
+	*which = MCONF_SHARED;
+	if (c->shared_state && !shared_get(out, c))
+		return 0;
+	/*
+	 * Mail flow never waits for a database server (DESIGN.md rule 1):
+	 * on a shared PostgreSQL state the milter reads this host's copy of
+	 * the thread map (at [state] path, kept by the daemon) whenever the
+	 * database is not configured for it or did not answer in time.
+	 */
+	*which = MCONF_LOCAL;
 	pthread_mutex_lock(&c->lock);
 	if (c->nr_idle)
 		*out = c->idle[--c->nr_idle];
@@ -132,9 +213,10 @@ int mconf_store_get(struct store **out, struct mconf *c)
 	if (rc) {
 		/* PB_ENOTFOUND: the daemon has not created it yet */
 		if (!c->missing_logged)
-			log_warn("thread map %s: %s (%s); until it opens, "
+			log_warn("thread map %s%s: %s (%s); until it opens, "
 				 "replies are placed by their Message-IDs "
 				 "only",
+				 c->shared_state ? "copy " : "",
 				 c->view.state_path, err_msg(), err_name(rc));
 		c->missing_logged = 1;
 	} else {
@@ -144,13 +226,29 @@ int mconf_store_get(struct store **out, struct mconf *c)
 	return rc;
 }
 
-void mconf_store_put(struct mconf *c, struct store *st, int broken)
+void mconf_store_put(struct mconf *c, struct store *st, enum mconf_map which,
+		     int broken)
 {
-	if (!st)
-		return;
+	struct store **idle = which == MCONF_SHARED ? c->shared_idle : c->idle;
+	size_t *nr = which == MCONF_SHARED ? &c->nr_shared_idle : &c->nr_idle;
+
 	pthread_mutex_lock(&c->lock);
-	if (!broken && c->nr_idle < MCONF_STORES_MAX) {
-		c->idle[c->nr_idle++] = st;
+	if (which == MCONF_SHARED && broken) {
+		/* Pause the database; its connections are all suspect. */
+		if (!c->shared_down_logged)
+			log_warn("thread map: PostgreSQL: %s; for %d s the "
+				 "milter reads this host's copy %s",
+				 err_msg(), MCONF_DB_RESUME_MS / 1000,
+				 c->view.state_path);
+		c->shared_down_logged = 1;
+		c->shared_resume = mono_ms() + MCONF_DB_RESUME_MS;
+	} else if (which == MCONF_SHARED && st) {
+		if (c->shared_down_logged)
+			log_notice("thread map: PostgreSQL answers again");
+		c->shared_down_logged = 0;
+	}
+	if (st && !broken && *nr < MCONF_STORES_MAX) {
+		idle[(*nr)++] = st;
 		st = NULL;
 	}
 	pthread_mutex_unlock(&c->lock);

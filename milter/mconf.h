@@ -22,6 +22,17 @@
  * database (the daemon has not created it yet) is PB_ENOTFOUND; failures
  * to open are logged once per generation until an open succeeds again.
  *
+ * A shared state (backend postgresql): the thread map is read from
+ * PostgreSQL when [milter] conninfo_file names a connection string, each
+ * connection and statement bounded by [milter] db_timeout (1 s by
+ * default, far inside Postfix's milter_command_timeout of 30 s and
+ * milter_content_timeout of 300 s).  When the database fails or does not
+ * answer in time, the milter reads this host's copy of the thread map
+ * (a SQLite file at [state] path that the daemon keeps up to date) for
+ * MCONF_DB_RESUME_MS before it tries the database again, so a database
+ * that is down costs one message at most db_timeout per pause, and the
+ * others nothing.  Without conninfo_file it reads the copy only.
+ *
  * Ownership: mconf_new() returns a generation with one reference, owned
  * by the caller; mconf_install() takes that reference over.
  * Thread safety: everything here may be called from any thread.
@@ -75,13 +86,25 @@ void mconf_unref(struct mconf *c);
 
 const struct mconf_view *mconf_view(const struct mconf *c);
 
+/* How long the milter reads the local copy after the database failed. */
+#define MCONF_DB_RESUME_MS 30000
+
+/* Where a borrowed thread map is. */
+enum mconf_map {
+	MCONF_LOCAL, /* the SQLite state, or this host's copy of it */
+	MCONF_SHARED, /* the shared PostgreSQL state */
+};
+
 /*
- * Borrow a read-only connection to the thread map: 0, PB_ENOTFOUND when
- * there is no database yet, or another code of store_open().
+ * Borrow a read-only connection to the thread map (see above; *which
+ * says which one): 0, PB_ENOTFOUND when there is no database yet, or
+ * another code of store_open().
  */
-int mconf_store_get(struct store **out, struct mconf *c);
-/* Give it back; broken = a call on it failed, so close it instead. */
-void mconf_store_put(struct mconf *c, struct store *st, int broken);
+int mconf_store_get(struct store **out, enum mconf_map *which, struct mconf *c);
+/* Give it back; broken = a call on it failed, so close it instead (and,
+ * for the shared database, read the local copy for a while). */
+void mconf_store_put(struct mconf *c, struct store *st, enum mconf_map which,
+		     int broken);
 
 /* A new reference to the current generation, or NULL before the first. */
 struct mconf *mconf_current(void);

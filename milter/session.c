@@ -209,6 +209,7 @@ struct lazy_map {
 	struct mconf *conf;
 	struct store *st;
 	struct threadmap tm;
+	enum mconf_map which; /* the database it came from */
 	int rc; /* of mconf_store_get() */
 	int opened;
 };
@@ -217,7 +218,7 @@ static int lazy_open(struct lazy_map *lm)
 {
 	if (!lm->opened) {
 		lm->opened = 1;
-		lm->rc = mconf_store_get(&lm->st, lm->conf);
+		lm->rc = mconf_store_get(&lm->st, &lm->which, lm->conf);
 		if (!lm->rc)
 			store_threadmap(&lm->tm, lm->st);
 	}
@@ -257,7 +258,9 @@ static void classify_at_eoh(struct session *s, const struct classify_opts *opts)
 	tm.revision_list = lazy_revision_list;
 	tm.arg = &lm;
 	classify_headers(&s->early, &s->in, &tm, opts);
-	mconf_store_put(s->conf, lm.st, s->early.map_failed);
+	/* a failed map leaves the mail to the end of message, which
+	 * tries this host's copy too */
+	mconf_store_put(s->conf, lm.st, lm.which, s->early.map_failed);
 }
 
 /*
@@ -483,6 +486,7 @@ static void eom(struct session_outcome *out, struct session *s)
 	struct classify_result res;
 	struct threadmap tm;
 	struct store *st = NULL;
+	enum mconf_map which;
 	char mid[PB_LOG_QUOTE_MAX];
 	int rc;
 
@@ -539,15 +543,28 @@ static void eom(struct session_outcome *out, struct session *s)
 	opts.domain = v->domain;
 	opts.address = v->address;
 	opts.diffs = v->diffs;
-	rc = mconf_store_get(&st, s->conf);
+	classify_result_init(&res);
+	rc = mconf_store_get(&st, &which, s->conf);
 	if (rc)
 		st = NULL; /* logged; the Message-ID scheme still works */
 	if (st)
 		store_threadmap(&tm, st);
-	classify_result_init(&res);
 	classify_eom(&res, &s->in, s->raw.data, s->raw.len, st ? &tm : NULL,
 		     &opts);
-	mconf_store_put(s->conf, st, res.map_failed);
+	mconf_store_put(s->conf, st, which, res.map_failed);
+	if (st && which == MCONF_SHARED && res.map_failed) {
+		/* the database failed or was slow: this host's copy */
+		classify_result_release(&res);
+		classify_result_init(&res);
+		rc = mconf_store_get(&st, &which, s->conf);
+		if (rc)
+			st = NULL;
+		if (st)
+			store_threadmap(&tm, st);
+		classify_eom(&res, &s->in, s->raw.data, s->raw.len,
+			     st ? &tm : NULL, &opts);
+		mconf_store_put(s->conf, st, which, res.map_failed);
+	}
 	switch (res.verdict) {
 	case CLASSIFY_BRIDGE:
 		bridge(out, s, &res);

@@ -10,7 +10,8 @@ set -eu
 PKGS="
 build-essential cmake pkgconf git ca-certificates
 libgmime-3.0-dev libgit2-dev libcurl4-openssl-dev libjson-c-dev
-libsqlite3-dev sqlite3 libyaml-dev libcmocka-dev libmilter-dev
+libsqlite3-dev sqlite3 libpq-dev postgresql libyaml-dev libcmocka-dev
+libmilter-dev
 libmicrohttpd-dev
 clang libclang-rt-14-dev clang-format
 postfix swaks miltertest

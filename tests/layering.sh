@@ -10,6 +10,9 @@
 #      thread map through core/threadmap.h);
 #   2. modules: each third-party library is included by exactly one
 #      module (one .c/.h pair), which converts its conventions to ours;
+#   2b. SQL: statements are written in the state store only
+#      (bridge/state/store.c and the two engine drivers): no other file
+#      of bridge/ or milter/ holds SQL text in a string;
 #   3. links: with --milter BINARY, the milter program carries no symbol
 #      of the forge, outbound or inbound layers and imports no HTTP,
 #      JSON or git library.
@@ -70,12 +73,23 @@ check_tree() { # top [milter-binary]
 	confine 'curl/' 'bridge/forge/http|bridge/outbound/submit'
 	confine 'json-c/|json\.h' 'bridge/forge/json'
 	confine 'git2' 'bridge/outbound/gitrepo'
-	confine 'sqlite3\.h' 'bridge/state/store'
+	confine 'sqlite3\.h' 'bridge/state/db_sqlite'
+	confine 'libpq-fe\.h|libpq/|postgres' 'bridge/state/db_pg'
 	confine 'gmime/' 'bridge/mail/mail'
 	confine 'glib\.h|glib/' 'bridge/mail/mail|bridge/mail/digest'
 	confine 'yaml\.h' 'bridge/core/owners'
 	confine 'microhttpd' 'bridge/forge/webhook'
 	confine 'libmilter/' 'milter/glue'
+	# SQL text only in the store and its engine drivers.
+	sql='"[^"]*\b(SELECT [^"]*FROM|INSERT INTO|UPDATE [a-z_]+ SET|DELETE FROM|CREATE (UNIQUE )?(TABLE|INDEX)|ALTER TABLE|DROP TABLE|PRAGMA [a-z_]+|BEGIN (IMMEDIATE|TRANSACTION)|SAVEPOINT |ROLLBACK|COMMIT\b)'
+	bad=$(grep -rnE "$sql" "$t/bridge" "$t/milter" --include='*.c' \
+		--include='*.h' 2>/dev/null | sed "s#^$t/##" |
+		grep -vE '^bridge/state/(store|db_sqlite|db_pg)\.c:')
+	if [ -n "$bad" ]; then
+		echo "layering: SQL outside bridge/state/store.c and the drivers:"
+		echo "$bad"
+		rc=1
+	fi
 	# What the milter program links.
 	if [ -n "$m" ]; then
 		own=$(nm --defined-only "$m" 2>/dev/null |
@@ -114,8 +128,13 @@ if [ -n "${self_test:-}" ]; then
 	plant "forge includes a state header" bridge/forge/x.c '#include "state/store.h"'
 	plant "the milter includes a forge header" milter/x.c '#include "forge/forge.h"'
 	plant "a second libgit2 user" bridge/outbound/mirror.c '#include <git2.h>'
-	plant "a second SQLite user" bridge/state/spool.c '#include <sqlite3.h>'
+	plant "a second SQLite user" bridge/state/store.c '#include <sqlite3.h>'
+	plant "a second libpq user" bridge/state/store.c '#include <libpq-fe.h>'
 	plant "a second GMime user" bridge/mail/review.c '#include <gmime/gmime.h>'
+	plant "SQL in a command" bridge/cmd/cmd_status.c \
+		'static const char q[] = "SELECT count(*) FROM inbound";'
+	plant "SQL in the milter" milter/session.c \
+		'const char *q = "UPDATE thread_map SET state = 1";'
 	# a milter binary that carries a forge symbol / imports libcurl
 	mkdir -p "$tmp/b"
 	printf 'int forge_open(void);\nint forge_open(void) { return 0; }\nint main(void) { return forge_open(); }\n' >"$tmp/b/f.c"

@@ -16,6 +16,7 @@
 #include "outbound/gitrepo.h"
 #include "outbound/outbound.h"
 #include "state/store.h"
+#include "state/storeconf.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fileio.h"
@@ -425,13 +426,14 @@ int cmd_export(const char *config_path, int argc, char **argv)
 		return EX_SOFTWARE;
 	}
 	gmime = 1;
-	rc = store_open(&st, config_str(cfg, CFG_STATE_PATH), STORE_RO,
-			(int)config_duration_ms(cfg, CFG_STATE_BUSY_TIMEOUT));
+	rc = storeconf_open(&st, cfg, STORE_RO);
 	if (rc == PB_ENOTFOUND) {
+		char where[STORECONF_WHERE_MAX];
+
 		fprintf(stderr,
 			"patchbridge export: %s: no state database "
 			"yet\n",
-			config_str(cfg, CFG_STATE_PATH));
+			storeconf_where(where, sizeof(where), cfg));
 		rc = EX_NOINPUT;
 		goto out;
 	}

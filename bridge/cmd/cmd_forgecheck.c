@@ -4,12 +4,15 @@
 #include "core/config.h"
 #include "core/secret.h"
 #include "forge/forge.h"
+#include "state/store.h"
+#include "state/storeconf.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/printable.h"
 #include "util/strlist.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
 
@@ -161,4 +164,50 @@ out:
 	forge_free(f);
 	secret_wipe(&token);
 	return rc;
+}
+
+/*
+ * The state database of a valid configuration: reachable, and of a
+ * schema this patchbridge uses or migrates.
+ */
+int statecheck_run(const struct config *cfg)
+{
+	char where[STORECONF_WHERE_MAX];
+	char *name = NULL;
+	int rc, version = 0, latest = store_schema_latest();
+
+	fflush(stdout);
+	storeconf_where(where, sizeof(where), cfg);
+	rc = storeconf_probe(&version, &name, cfg);
+	if (rc) {
+		fprintf(stderr, "patchbridge: state %s: %s\n", where,
+			err_msg());
+		return env_exit_code(rc);
+	}
+	if (!name) {
+		printf("state: %s: no database yet; patchbridge run creates "
+		       "it\n",
+		       where);
+	} else if (version == 0) {
+		printf("state: %s: no schema yet; patchbridge run creates "
+		       "it\n",
+		       name);
+	} else if (version < latest) {
+		printf("state: %s: schema version %d needs migration to %d; "
+		       "patchbridge run migrates it at start\n",
+		       name, version, latest);
+	} else if (version > latest) {
+		fprintf(stderr,
+			"patchbridge: state %s: schema version %d is newer "
+			"than this patchbridge knows (%d): run the newer "
+			"patchbridge\n",
+			name, version, latest);
+		free(name);
+		return EX_CONFIG;
+	} else {
+		printf("state: %s: schema version %d (current)\n", name,
+		       version);
+	}
+	free(name);
+	return EX_OK;
 }

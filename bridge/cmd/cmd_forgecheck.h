@@ -23,4 +23,9 @@ struct config;
 
 int forgecheck_run(const struct config *cfg);
 
+/* check-config's look at the state database of a valid configuration:
+ * reachable, and of a schema this patchbridge uses or migrates; prints
+ * what it found; returns an exit status. */
+int statecheck_run(const struct config *cfg);
+
 #endif

@@ -9,6 +9,7 @@
 #include "mail/mail.h"
 #include "state/spool.h"
 #include "state/store.h"
+#include "state/storeconf.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fileio.h"
@@ -259,8 +260,7 @@ int cmd_replay(const char *config_path, int argc, char **argv)
 		config_free(cfg);
 		return EX_SOFTWARE;
 	}
-	rc = store_open(&rp.st, config_str(cfg, CFG_STATE_PATH), STORE_RW,
-			(int)config_duration_ms(cfg, CFG_STATE_BUSY_TIMEOUT));
+	rc = storeconf_open(&rp.st, cfg, STORE_RW);
 	if (!rc)
 		rc = spool_open(&rp.sp, config_str(cfg, CFG_SPOOL_DIR),
 				SPOOL_WRITER);

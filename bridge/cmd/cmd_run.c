@@ -62,6 +62,8 @@
 #include "outbound/forgemail.h"
 #include "outbound/outbound.h"
 #include "outbound/workq.h"
+#include "state/store.h"
+#include "state/storeconf.h"
 #include "util/dirwatch.h"
 #include "util/err.h"
 #include "util/limits.h"
@@ -127,6 +129,11 @@ struct daemon {
 	int inbound_waiting; /* replies wait for a retry */
 	struct dirwatch *spool_watch; /* the spool's new/, or NULL */
 	int spool_arrived; /* the watch fired since the last inbound step */
+	/* A shared state: this host's copy of the thread map, for the
+	 * milter (NULL until it could be opened). */
+	struct store *copy;
+	int64_t copy_since; /* the newest mail copied */
+	int64_t next_copy, next_recopy;
 };
 
 static int64_t now_s(void)
@@ -372,6 +379,71 @@ static void inbound_cycle(struct daemon *d, int rescan)
 	}
 }
 
+/* --- this host's copy of the thread map ----------------------------------- */
+
+/*
+ * On a shared state the milter reads this host's copy of the thread map
+ * when PostgreSQL does not answer in time (milter/mconf.h): a SQLite
+ * file at [state] path, brought up to date every THREADMAP_COPY_S
+ * seconds.  Each round copies the mails created since the newest one
+ * copied (that second included); every THREADMAP_RECOPY_S it goes back
+ * THREADMAP_COPY_SLACK_S further, so that a row another host committed
+ * late, or stamped with a clock a little behind, is copied too, and a
+ * row's later change of state (pending to sent) reaches the copy.
+ */
+#define THREADMAP_COPY_S 5
+#define THREADMAP_RECOPY_S 60
+#define THREADMAP_COPY_SLACK_S 120
+
+static void threadmap_copy(struct daemon *d)
+{
+	const struct config *cfg = d->env.cfg;
+	int64_t since, t = now_s();
+	size_t copied = 0;
+	int rc;
+
+	if (storeconf_backend(cfg) != STORE_BACKEND_POSTGRESQL ||
+	    t < d->next_copy)
+		return;
+	d->next_copy = t + THREADMAP_COPY_S;
+	if (!d->copy) {
+		rc = store_open(
+			&d->copy, config_str(cfg, CFG_STATE_PATH), STORE_RW,
+			(int)config_duration_ms(cfg, CFG_STATE_BUSY_TIMEOUT));
+		if (rc) {
+			log_warn("thread map copy: %s", err_msg());
+			return;
+		}
+		d->copy_since = 0;
+	}
+	since = d->copy_since;
+	if (t >= d->next_recopy) {
+		d->next_recopy = t + THREADMAP_RECOPY_S;
+		since = since > THREADMAP_COPY_SLACK_S ?
+				since - THREADMAP_COPY_SLACK_S :
+				0;
+	}
+	rc = store_threadmap_mirror(d->copy, d->env.store, &since, &copied);
+	if (rc) {
+		log_warn("thread map copy %s: %s", store_name(d->copy),
+			 err_msg());
+		return;
+	}
+	if (since > d->copy_since)
+		d->copy_since = since;
+	log_debug("thread map copy %s: %zu row(s) brought up to date",
+		  store_name(d->copy), copied);
+}
+
+static void threadmap_copy_close(struct daemon *d)
+{
+	store_free(d->copy);
+	d->copy = NULL;
+	d->copy_since = 0;
+	d->next_copy = 0;
+	d->next_recopy = 0;
+}
+
 /* --- work ------------------------------------------------------------------ */
 
 static void process(struct daemon *d, const struct workq_item *it)
@@ -504,6 +576,8 @@ static void cycle(struct daemon *d)
 	if (!stop_flag && !reload_flag &&
 	    (now_s() >= d->next_inbound || d->spool_arrived))
 		inbound_cycle(d, now_s() >= d->next_inbound);
+	if (!stop_flag && !reload_flag)
+		threadmap_copy(d);
 	metrics_inc0(MET_LOOP_CYCLES);
 	sdnotify_watchdog();
 }
@@ -622,6 +696,7 @@ static void reload(struct daemon *d)
 	detect_new(&det, ne.cfg, ne.store, ne.forge);
 	detect_free(d->detect);
 	inbound_stop(d); /* it borrows the old env; the next cycle rebuilds */
+	threadmap_copy_close(d); /* [state] may have changed */
 	d->next_inbound = 0;
 	env_close(&d->env);
 	d->env = ne;
@@ -837,6 +912,7 @@ out:
 	webhook_free(d.wh);
 	detect_free(d.detect);
 	inbound_stop(&d);
+	threadmap_copy_close(&d);
 	mail_shutdown();
 	env_close(&d.env);
 	retries_free(&d);

@@ -12,6 +12,7 @@
 #include "outbound/forgemail.h"
 #include "state/spool.h"
 #include "state/store.h"
+#include "state/storeconf.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/limits.h"
@@ -391,6 +392,55 @@ static int show_spool_totals(struct depth *d, const char *dir)
 }
 
 /* The MRs and revisions of project, one line per MR (its latest). */
+/*
+ * Every host's part, on a shared state (or when the state has seen more
+ * than one host): what it journaled from its spool, applied, holds now
+ * and handed to its MTA.  The spool above is this host's own.
+ */
+static const char *pr_host(char *out, size_t size, const char *host)
+{
+	return printable_copy(out, size, host, strlen(host));
+}
+
+static int show_hosts(struct store *st)
+{
+	struct store_host_list l = { 0 };
+	char h[PB_LOG_QUOTE_MAX], t[32];
+	size_t i;
+	int rc;
+
+	rc = store_hosts(&l, st);
+	if (rc || (store_backend(st) != STORE_BACKEND_POSTGRESQL && l.nr < 2))
+		goto out;
+	printf("hosts (this one is %s):\n",
+	       pr_host(h, sizeof(h), store_host(st)));
+	if (!l.nr)
+		printf("  none has journaled, applied or sent anything yet\n");
+	for (i = 0; i < l.nr; i++) {
+		const struct store_host *x = &l.items[i];
+
+		printf("  %s%s: %lld journaled, %lld applied",
+		       pr_host(h, sizeof(h), x->host),
+		       strcmp(x->host, store_host(st)) ? "" : " (this host)",
+		       (long long)x->journaled, (long long)x->applied);
+		if (x->applying)
+			printf(", %lld applying", (long long)x->applying);
+		printf(", %lld mail%s handed to its MTA", (long long)x->sent,
+		       x->sent == 1 ? "" : "s");
+		if (x->sending)
+			printf(", %lld being sent", (long long)x->sending);
+		if (x->lease_until) {
+			env_time(t, sizeof(t), x->lease_until);
+			printf("; claims held to %s", t);
+		}
+		env_time(t, sizeof(t), x->last_active);
+		printf("; last active %s\n", t);
+	}
+out:
+	store_host_list_release(&l);
+	return rc;
+}
+
 static int show_revisions(struct store *st, const char *project)
 {
 	struct store_revision_list l = { 0 };
@@ -492,12 +542,13 @@ int cmd_status(const char *config_path, int argc, char **argv)
 	rc = env_load_config(&cfg, config_path, 0);
 	if (rc)
 		return rc;
-	rc = store_open(&st, config_str(cfg, CFG_STATE_PATH), STORE_RO,
-			(int)config_duration_ms(cfg, CFG_STATE_BUSY_TIMEOUT));
+	rc = storeconf_open(&st, cfg, STORE_RO);
 	if (rc == PB_ENOTFOUND) {
+		char where[STORECONF_WHERE_MAX];
+
 		printf("no state database yet (%s): the daemon has not "
 		       "run\n",
-		       config_str(cfg, CFG_STATE_PATH));
+		       storeconf_where(where, sizeof(where), cfg));
 		rc = EX_OK;
 		goto out;
 	}
@@ -562,6 +613,8 @@ int cmd_status(const char *config_path, int argc, char **argv)
 	/* The inbound side: totals, and replies no project claims. */
 	if (!rc)
 		show_inbound(&rows, cfg);
+	if (!rc)
+		rc = show_hosts(st);
 	if (rc) {
 		fprintf(stderr, "patchbridge status: %s\n", err_msg());
 		rc = env_exit_code(rc);

@@ -18,6 +18,7 @@
 #include "mail/trailers.h"
 #include "state/spool.h"
 #include "state/store.h"
+#include "state/storeconf.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fileio.h"
@@ -179,8 +180,7 @@ static int gather_store(struct why *w)
 	struct store *st = NULL;
 	int rc;
 
-	rc = store_open(&st, config_str(cfg, CFG_STATE_PATH), STORE_RO,
-			(int)config_duration_ms(cfg, CFG_STATE_BUSY_TIMEOUT));
+	rc = storeconf_open(&st, cfg, STORE_RO);
 	if (rc == PB_ENOTFOUND) {
 		w->no_store = 1;
 		return 0;
@@ -577,6 +577,41 @@ static void tell_sender(const struct why *w)
 				   "the trusted authserv-id)");
 }
 
+/* Which host spooled and journaled the mail, which applied it (a shared
+ * state has several; the names are [state] host). */
+static void tell_hosts(const struct store_inbound *r)
+{
+	char a[PB_LOG_QUOTE_MAX], b[PB_LOG_QUOTE_MAX], t[32];
+
+	if (!r->spooled_by && !r->claimed_by)
+		return; /* journaled before hosts were recorded */
+	printf("  hosts: spooled and journaled by %s",
+	       r->spooled_by ? pr(a, sizeof(a), r->spooled_by) : "(unknown)");
+	if (!r->claimed_by) {
+		printf(", not claimed yet\n");
+		return;
+	}
+	pr(b, sizeof(b), r->claimed_by);
+	switch (r->state) {
+	case STORE_INBOUND_APPLYING:
+		env_time(t, sizeof(t), r->lease_until);
+		printf("; being applied by %s (its claim runs to %s, then "
+		       "another host takes it over)\n",
+		       b, t);
+		break;
+	case STORE_INBOUND_APPLIED:
+		printf("; applied by %s\n", b);
+		break;
+	case STORE_INBOUND_IGNORED:
+	case STORE_INBOUND_DEAD:
+		printf("; settled by %s\n", b);
+		break;
+	default:
+		printf("; last tried by %s\n", b);
+		break;
+	}
+}
+
 static void tell_journal(const struct why *w)
 {
 	const struct store_inbound *r = &w->row;
@@ -590,6 +625,8 @@ static void tell_journal(const struct why *w)
 	       "spool record %s\n",
 	       store_inbound_state_name(r->state), u, c, r->attempts,
 	       r->attempts == 1 ? "" : "s", pr(s, sizeof(s), r->spool_name));
+	if (storeconf_backend(w->cfg) == STORE_BACKEND_POSTGRESQL)
+		tell_hosts(r);
 }
 
 static void tell_actions(const struct why *w)
@@ -622,6 +659,9 @@ static void tell_actions(const struct why *w)
 			       "its marker on the forge");
 		if (a->note_id)
 			printf(", note %lld", (long long)a->note_id);
+		if (a->host &&
+		    storeconf_backend(w->cfg) == STORE_BACKEND_POSTGRESQL)
+			printf(", by %s", pr(e, sizeof(e), a->host));
 		if (a->last_error && a->state != STORE_ACTION_DONE)
 			printf(": %s", pr(e, sizeof(e), a->last_error));
 		printf("\n");
@@ -775,7 +815,11 @@ static void tell_sent(const struct why *w)
 	}
 	if (m->state == STORE_MAIL_SENT) {
 		env_time(t, sizeof(t), m->sent);
-		printf("    sent: the MTA accepted it at %s\n", t);
+		printf("    sent: the MTA accepted it at %s", t);
+		if (m->sent_by)
+			printf(", handed over by %s",
+			       pr(p, sizeof(p), m->sent_by));
+		printf("\n");
 		return;
 	}
 	if (!w->have_queued) {
@@ -925,6 +969,12 @@ static void json_journal(struct jsonw *j, const struct why *w)
 	json_time(j, "updated", r->updated);
 	jsonw_key(j, "spool_name");
 	jsonw_strz(j, r->spool_name);
+	jsonw_key(j, "spooled_by");
+	jsonw_strz(j, r->spooled_by);
+	jsonw_key(j, "claimed_by");
+	jsonw_strz(j, r->claimed_by);
+	json_time(j, "lease_until",
+		  r->state == STORE_INBOUND_APPLYING ? r->lease_until : 0);
 	jsonw_obj_end(j);
 }
 
@@ -968,6 +1018,8 @@ static void json_actions(struct jsonw *j, const struct why *w)
 		jsonw_key(j, "error");
 		jsonw_strz(j, a->state == STORE_ACTION_DONE ? NULL :
 							      a->last_error);
+		jsonw_key(j, "host");
+		jsonw_strz(j, a->host);
 		jsonw_obj_end(j);
 	}
 	jsonw_arr_end(j);
@@ -1091,6 +1143,8 @@ static void json_sent(struct jsonw *j, const struct why *w)
 		      w->have_queued ? store_outmail_state_name(q->state) :
 				       "pending");
 	json_time(j, "sent", m->state == STORE_MAIL_SENT ? m->sent : 0);
+	jsonw_key(j, "sent_by");
+	jsonw_strz(j, m->sent_by);
 	jsonw_key(j, "attempts");
 	jsonw_int(j, w->have_queued ? q->attempts : 0);
 	json_time(j, "next_attempt",

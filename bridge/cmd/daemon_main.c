@@ -16,17 +16,37 @@
 #include "core/config.h"
 
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 
-/* check-config --forge, once the front has checked FILE and the host. */
+/* check-config's state and forge checks ("forge-check [--database]
+ * [--forge] FILE"), once the front has checked FILE and the host. */
 static int forge_check(const char *config_path, int argc, char **argv)
 {
 	struct config *cfg = NULL;
-	int rc;
+	const char *file = config_path;
+	int i, rc, database = 0, forge = 0;
 
-	rc = env_load_config(&cfg, argc > 1 ? argv[1] : config_path, 0);
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--database"))
+			database = 1;
+		else if (!strcmp(argv[i], "--forge"))
+			forge = 1;
+		else
+			file = argv[i];
+	}
+	/* the old form: "forge-check FILE" asked the forge only */
+	if (!database && !forge)
+		forge = 1;
+	rc = env_load_config(&cfg, file, 0);
 	if (rc)
 		return rc;
-	rc = forgecheck_run(cfg);
+	if (database)
+		rc = statecheck_run(cfg);
+	if (!rc && forge) {
+		fflush(stdout);
+		rc = forgecheck_run(cfg);
+	}
 	config_free(cfg);
 	return rc;
 }

@@ -7,6 +7,7 @@
 #include "outbound/outbound.h"
 #include "outbound/submit.h"
 #include "state/store.h"
+#include "state/storeconf.h"
 #include "util/err.h"
 
 #include <string.h>
@@ -89,8 +90,7 @@ int env_open(struct env *e, struct config *cfg,
 	rc = open_submit(e);
 	if (rc)
 		goto out;
-	rc = store_open(&e->store, config_str(cfg, CFG_STATE_PATH), STORE_RW,
-			(int)config_duration_ms(cfg, CFG_STATE_BUSY_TIMEOUT));
+	rc = storeconf_open(&e->store, cfg, STORE_RW);
 	if (rc)
 		goto out;
 	memset(&oo, 0, sizeof(oo));

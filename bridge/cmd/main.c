@@ -88,6 +88,8 @@ static int cmd_check_config(const struct command *cmd, int argc, char **argv);
 static int run_program(const char *name, int argc, char **argv);
 /* The daemon program's hidden command behind check-config --forge. */
 static char forge_check[] = "forge-check";
+static char opt_database[] = "--database";
+static char opt_forge[] = "--forge";
 static int cmd_dump_config(const struct command *cmd, int argc, char **argv);
 static int cmd_help(const struct command *cmd, int argc, char **argv);
 static int cmd_version(const struct command *cmd, int argc, char **argv);
@@ -98,7 +100,7 @@ static int cmd_parse_entry(const struct command *cmd, int argc, char **argv);
 static const struct command commands[] = {
 	{ "check-config", NULL,
 	  "[--file-only | --no-postfix | --postfix-config DIR] "
-	  "[--forge] [FILE]",
+	  "[--no-database] [--forge] [FILE]",
 	  "check the configuration and report every error",
 	  "Reads FILE (default: the configuration file) and checks every\n"
 	  "line: syntax, known sections and keys, types, bounds, and the\n"
@@ -112,8 +114,15 @@ static const struct command commands[] = {
 	  "\"FILE:LINE: [section] key: message\" (host problems without\n"
 	  "LINE, each naming its fix) and exits 78 (EX_CONFIG); 66\n"
 	  "(EX_NOINPUT) when FILE cannot be read.  Warnings (Postfix not\n"
-	  "configured for the milter yet) do not fail the check.  Run it\n"
-	  "as the daemon's user.\n"
+	  "configured for the milter yet) do not fail the check.  Then the\n"
+	  "state database, opened read-only (with backend postgresql:\n"
+	  "connected to with [state] conninfo_file): a \"state: ...\" line\n"
+	  "gives its schema version, current, none yet or older (the\n"
+	  "daemon creates or migrates it at start); it exits 75\n"
+	  "(EX_TEMPFAIL) when the database cannot be reached, 77\n"
+	  "(EX_NOPERM) when the login or the file's permissions are\n"
+	  "refused, 78 when the schema is newer than this patchbridge.\n"
+	  "Run it as the daemon's user.\n"
 	  "\n"
 	  "  --file-only            check the file alone, not the host\n"
 	  "  --no-postfix           not the milter's socket and Postfix\n"
@@ -121,6 +130,7 @@ static const struct command commands[] = {
 	  "                         the milter's --check)\n"
 	  "  --postfix-config DIR   the Postfix to read (default: postconf's,\n"
 	  "                         or $MAIL_CONFIG)\n"
+	  "  --no-database          not the state database\n"
 	  "  --forge                then, when all is well, read the forge\n"
 	  "                         token (as the daemon's user) and ask\n"
 	  "                         GitLab what it may do: whose it is, its\n"
@@ -258,12 +268,14 @@ static int cmd_check_config(const struct command *cmd, int argc, char **argv)
 	struct preflight pf;
 	struct config *cfg;
 	const char *path = NULL, *postfix_dir = NULL;
-	int i, rc, file_only = 0, no_postfix = 0, forge = 0;
+	int i, rc, file_only = 0, no_postfix = 0, forge = 0, database = 1;
 	size_t j;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--forge")) {
 			forge = 1;
+		} else if (!strcmp(argv[i], "--no-database")) {
+			database = 0;
 		} else if (!strcmp(argv[i], "--file-only")) {
 			file_only = 1;
 		} else if (!strcmp(argv[i], "--no-postfix")) {
@@ -307,11 +319,20 @@ static int cmd_check_config(const struct command *cmd, int argc, char **argv)
 	if (!rc)
 		printf("%s: ok\n", path);
 	config_free(cfg);
-	if (!rc && forge) {
-		/* the forge is asked by the program that links its client */
-		char *args[] = { forge_check, (char *)path, NULL };
+	if (!rc && ((!file_only && database) || forge)) {
+		/* the state and the forge are asked by the program that
+		 * links their clients */
+		char *args[5];
+		int n = 0;
 
-		return run_program(PROG_DAEMON, 2, args);
+		args[n++] = forge_check;
+		if (!file_only && database)
+			args[n++] = opt_database;
+		if (forge)
+			args[n++] = opt_forge;
+		args[n++] = (char *)path;
+		args[n] = NULL;
+		return run_program(PROG_DAEMON, n, args);
 	}
 	return rc;
 }

@@ -41,6 +41,7 @@ static const char *const log_formats[] = { "text", "json", NULL };
 static const char *const threading_values[] = { "shallow", "deep", "none",
 						NULL };
 static const char *const from_values[] = { "bridge", "author", NULL };
+static const char *const backend_values[] = { "sqlite", "postgresql", NULL };
 static const char *const approval_values[] = { "owners", "forge", "none",
 					       NULL };
 
@@ -192,11 +193,43 @@ static const struct config_param params[CFG__COUNT] = {
 		"milter", "timeout", CONFIG_DURATION, "2h", 10 * SEC, 1 * DAY,
 		NULL, 0,
 		"Idle time after which the milter drops a Postfix connection" },
+	[CFG_MILTER_CONNINFO_FILE] = {
+		"milter", "conninfo_file", CONFIG_PATH, "", 0, PATH_LEN_MAX,
+		NULL, 0,
+		"File with a PostgreSQL connection string (a role that may "
+		"read the thread map) for the milter (backend postgresql); "
+		"empty: it reads this host's copy only" },
+	[CFG_MILTER_DB_TIMEOUT] = {
+		"milter", "db_timeout", CONFIG_DURATION, "1s", 100, 10 * SEC,
+		NULL, 0,
+		"Longest wait for PostgreSQL per read; then the milter reads "
+		"this host's copy of the thread map for 30 seconds" },
 
+	[CFG_STATE_BACKEND] = {
+		"state", "backend", CONFIG_ENUM, "sqlite", 0, 0,
+		backend_values, 0,
+		"Where the state is: sqlite (one host), postgresql (shared by "
+		"several hosts)" },
 	[CFG_STATE_PATH] = {
 		"state", "path", CONFIG_PATH, "/var/lib/patchbridge/state.db",
 		0, PATH_LEN_MAX, NULL, 0,
-		"The SQLite state database" },
+		"The SQLite state database (backend sqlite), or this host's "
+		"copy of the thread map for the milter (backend postgresql); "
+		"its directory also holds the git mirrors" },
+	[CFG_STATE_CONNINFO_FILE] = {
+		"state", "conninfo_file", CONFIG_PATH, "", 0, PATH_LEN_MAX,
+		NULL, 0,
+		"File with the PostgreSQL connection string, TLS settings "
+		"included (backend postgresql)" },
+	[CFG_STATE_HOST] = {
+		"state", "host", CONFIG_DOMAIN, "", 0, DOMAIN_LEN_MAX, NULL, 0,
+		"This host's name in the state: who spooled, claimed, sent; "
+		"empty: the host name" },
+	[CFG_STATE_LEASE] = {
+		"state", "lease", CONFIG_DURATION, "10m", 1 * SEC, 1 * DAY,
+		NULL, 0,
+		"How long a claim on a reply or a mail outlives a host that "
+		"stopped: then another takes over" },
 	[CFG_STATE_BUSY_TIMEOUT] = {
 		"state", "busy_timeout", CONFIG_DURATION, "5s", 0, 10 * MIN,
 		NULL, 0,
@@ -1451,6 +1484,26 @@ static const struct config_value *project_value(const struct config_project *p,
 						enum config_id id,
 						enum config_type type);
 
+/*
+ * Hosts sharing a database: a claim must outlast the longest single
+ * request made under it (a forge write, a submission to the MTA), or a
+ * slow host could still be working when another takes its claim over.
+ * (One host on SQLite has one applier and one sender: no other claimer.)
+ */
+static void check_lease(struct parser *ps, enum config_id timeout)
+{
+	const struct config_value *lease = &ps->cfg->v[CFG_STATE_LEASE];
+	const struct config_value *t = &ps->cfg->v[timeout];
+
+	if (lease->bad || t->bad || lease->num > t->num)
+		return;
+	perr(ps, lease->line > t->line ? lease->line : t->line,
+	     "[state] lease: %s is not longer than [%s] %s %s",
+	     lease->text ? lease->text : params[CFG_STATE_LEASE].def,
+	     params[timeout].section, params[timeout].key,
+	     t->text ? t->text : params[timeout].def);
+}
+
 /* Rules that involve more than one parameter. */
 static void check_combinations(struct parser *ps)
 {
@@ -1505,6 +1558,25 @@ static void check_combinations(struct parser *ps)
 	if (v[CFG_WEBHOOK_ENABLED].num && missing(&v[CFG_WEBHOOK_SECRET_FILE]))
 		perr_param(ps, v[CFG_WEBHOOK_ENABLED].line, CFG_WEBHOOK_ENABLED,
 			   "needs secret_file");
+	if (!v[CFG_STATE_BACKEND].bad &&
+	    v[CFG_STATE_BACKEND].num == CONFIG_BACKEND_POSTGRESQL &&
+	    missing(&v[CFG_STATE_CONNINFO_FILE]))
+		perr_param(ps, v[CFG_STATE_BACKEND].line, CFG_STATE_BACKEND,
+			   "postgresql needs conninfo_file");
+	/* A milter connection string on one SQLite host would be ignored:
+	 * say so rather than let it look used. */
+	if (!v[CFG_STATE_BACKEND].bad &&
+	    v[CFG_STATE_BACKEND].num != CONFIG_BACKEND_POSTGRESQL &&
+	    !missing(&v[CFG_MILTER_CONNINFO_FILE]) &&
+	    !v[CFG_MILTER_CONNINFO_FILE].bad)
+		perr_param(ps, v[CFG_MILTER_CONNINFO_FILE].line,
+			   CFG_MILTER_CONNINFO_FILE,
+			   "needs [state] backend = postgresql");
+	if (!v[CFG_STATE_BACKEND].bad &&
+	    v[CFG_STATE_BACKEND].num == CONFIG_BACKEND_POSTGRESQL) {
+		check_lease(ps, CFG_FORGE_TIMEOUT);
+		check_lease(ps, CFG_SMTP_TIMEOUT);
+	}
 	if (v[CFG_WEBHOOK_ENABLED].num && v[CFG_METRICS_ENABLED].num &&
 	    !v[CFG_WEBHOOK_LISTEN].bad && !v[CFG_METRICS_LISTEN].bad) {
 		const char *wl = v[CFG_WEBHOOK_LISTEN].text ?

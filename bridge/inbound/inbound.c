@@ -238,6 +238,13 @@ void inbound_get_stats(struct inbound_stats *out, const struct inbound *ib)
  * Ingest.
  */
 
+/* The row's spool record is in this host's spool (not another's). */
+static int spooled_here(const struct inbound *ib,
+			const struct store_inbound *row)
+{
+	return !row->spooled_by || !strcmp(row->spooled_by, store_host(ib->st));
+}
+
 static int spool_final(struct inbound *ib, const char *name,
 		       const struct store_inbound *row)
 {
@@ -290,6 +297,7 @@ static int ingest_one(struct inbound *ib, const char *name, int64_t now)
 	struct spool_record rec;
 	struct store_inbound in, row;
 	struct log_ctx_saved saved;
+	struct buf raw = BUF_INIT(STORE_SPOOL_RECORD_MAX);
 	char *id = NULL;
 	int rc;
 
@@ -320,6 +328,14 @@ static int ingest_one(struct inbound *ib, const char *name, int64_t now)
 	in.revision = rec.revision;
 	in.patch = rec.patch;
 	in.classification = rec.kind[0] ? rec.kind : "reply";
+	/* The record goes with the row, so any host can apply the mail. */
+	if (!spool_format(&raw, &rec)) {
+		in.spool_record = raw.data;
+		in.spool_record_len = raw.len;
+	} else {
+		log_warn("inbound: %s: %s; only this host can apply it", name,
+			 err_msg());
+	}
 	/* Due in the pass that journals it, however long journaling the
 	 * whole spool takes: that pass applies with this clock. */
 	in.next_attempt = now > 0 ? now : 0;
@@ -335,11 +351,14 @@ static int ingest_one(struct inbound *ib, const char *name, int64_t now)
 	rc = store_inbound_get(&row, ib->st, id);
 	if (rc)
 		goto out;
-	if (strcmp(row.spool_name, name)) {
-		/* Another copy of a mail we have: applied once. */
-		log_notice("inbound: %s is a copy of <%s> (%s); not applied "
-			   "again",
-			   name, id, row.spool_name);
+	if (strcmp(row.spool_name, name) || !spooled_here(ib, &row)) {
+		/* Another copy of a mail we have (from this host's spool or
+		 * another's): applied once. */
+		log_notice("inbound: %s is a copy of <%s> (%s%s%s); not "
+			   "applied again",
+			   name, id, row.spool_name,
+			   spooled_here(ib, &row) ? "" : " on ",
+			   spooled_here(ib, &row) ? "" : row.spooled_by);
 		ib->stats.duplicates++;
 		metrics_inc1(MET_REPLIES_RECEIVED, "duplicate");
 		rc = spool_done(ib->sp, name);
@@ -356,8 +375,73 @@ out:
 		log_error("inbound: spool record %s: %s", name, err_msg());
 	log_ctx_pop(&saved);
 	free(id);
+	buf_release(&raw);
 	store_inbound_release(&row);
 	spool_record_release(&rec);
+	return rc;
+}
+
+/* Names and Message-IDs of the records in cur/ (spool_each_header()). */
+struct cur_records {
+	struct strlist names;
+	struct strlist ids;
+};
+
+static int note_cur(const char *name, const struct spool_record *hdr, int err,
+		    void *arg)
+{
+	struct cur_records *c = arg;
+
+	if (!err && hdr && hdr->message_id) {
+		strlist_push(&c->names, name);
+		strlist_push(&c->ids, hdr->message_id);
+	}
+	return 0;
+}
+
+/*
+ * On a shared state, the records in this host's cur/ whose journal rows
+ * another host finished: it took the mail over (store.h) and cannot
+ * reach this spool, so this host files them at its next pass.  (A row
+ * this host finishes has its record filed there and then.)
+ */
+static int file_taken_over(struct inbound *ib)
+{
+	struct cur_records c = { STRLIST_INIT, STRLIST_INIT };
+	struct store_inbound row;
+	size_t i;
+	int rc;
+
+	if (store_backend(ib->st) != STORE_BACKEND_POSTGRESQL)
+		return 0;
+	store_inbound_init(&row);
+	rc = spool_each_header(ib->sp, SPOOL_CUR, note_cur, &c);
+	for (i = 0; !rc && i < c.names.nr && !stopping(ib); i++) {
+		rc = store_inbound_get(&row, ib->st, c.ids.items[i]);
+		if (rc == PB_ENOTFOUND) {
+			rc = 0;
+			continue;
+		}
+		if (rc || !spooled_here(ib, &row) ||
+		    strcmp(row.spool_name, c.names.items[i]) ||
+		    (row.state != STORE_INBOUND_APPLIED &&
+		     row.state != STORE_INBOUND_IGNORED &&
+		     row.state != STORE_INBOUND_DEAD))
+			continue;
+		rc = spool_final(ib, c.names.items[i], &row);
+		if (!rc)
+			log_info("inbound: <%s> was %s by %s; %s filed",
+				 row.message_id,
+				 store_inbound_state_name(row.state),
+				 row.claimed_by ? row.claimed_by :
+						  "another host",
+				 c.names.items[i]);
+		else if (rc == PB_ENOTFOUND) /* moved meanwhile */
+			rc = 0;
+	}
+	store_inbound_release(&row);
+	strlist_release(&c.names);
+	strlist_release(&c.ids);
 	return rc;
 }
 
@@ -371,7 +455,7 @@ int inbound_ingest_spool(struct inbound *ib, int64_t now)
 			return 0;
 		rc = spool_claim_next(name, sizeof(name), ib->sp);
 		if (rc == PB_ENOTFOUND)
-			return 0;
+			return file_taken_over(ib);
 		if (rc)
 			return rc;
 		rc = ingest_one(ib, name, now);
@@ -729,14 +813,32 @@ static int finish(struct job *j, enum store_inbound_state state,
 	return 0;
 }
 
-/* The raw mail: in cur/ normally, elsewhere after an interrupted run. */
+/*
+ * The raw mail: the copy the journal keeps (whichever host spooled it),
+ * else this host's spool record - in cur/ normally, elsewhere after an
+ * interrupted run.
+ */
 static int load_record(struct inbound *ib, struct job *j)
 {
 	static const enum spool_area areas[] = { SPOOL_CUR, SPOOL_NEW,
 						 SPOOL_DONE, SPOOL_DEAD };
-	size_t i;
-	int rc = PB_ENOTFOUND;
+	char *kept = NULL;
+	size_t i, len = 0;
+	int rc;
 
+	rc = store_inbound_spool_record(&kept, &len, ib->st,
+					j->row->message_id);
+	if (!rc) {
+		rc = spool_parse(&j->rec, kept, len);
+		free(kept);
+		return rc;
+	}
+	if (rc != PB_ENOTFOUND)
+		return rc;
+	if (!spooled_here(ib, j->row))
+		return err_set(PB_ETEMP,
+			       "spooled on host %s, which has the record",
+			       j->row->spooled_by);
 	for (i = 0; i < sizeof(areas) / sizeof(areas[0]); i++) {
 		rc = spool_load(&j->rec, ib->sp, areas[i], j->row->spool_name);
 		if (rc != PB_ENOTFOUND)
@@ -1232,12 +1334,15 @@ static int64_t backoff(const struct inbound *ib, int attempts)
 	return (d + 999) / 1000;
 }
 
-/* File the record of a finished row; a missing one is left to ingest. */
+/* File the record of a finished row; a missing one is left to ingest
+ * (another host's is filed by that host's ingest). */
 static void file_record(struct inbound *ib, const struct store_inbound *row,
 			enum store_inbound_state state, const char *reason)
 {
 	int rc;
 
+	if (!spooled_here(ib, row))
+		return;
 	if (state == STORE_INBOUND_DEAD)
 		rc = spool_dead(ib->sp, row->spool_name, reason);
 	else
@@ -1320,6 +1425,14 @@ static int apply_row(struct inbound *ib, struct store_inbound *row,
 	}
 	file_record(ib, row, j.state, j.reason);
 out:
+	if (rc == PB_EEXISTS) {
+		/* This host was too slow: its claim expired and another
+		 * host took the mail over (store.h).  Leave it to that
+		 * host; the forge action journal keeps the actions once. */
+		log_notice("inbound: taken over: %s", err_msg());
+		ib->stats.taken_over++;
+		rc = 0;
+	}
 	job_release(&j);
 	log_ctx_pop(&saved);
 	return rc;

@@ -38,14 +38,26 @@
  * owners.yaml, then the forge's own search by address (an admin token
  * sees private addresses).
  *
- * Only one process applies at a time: inbound_new() takes an exclusive
- * lock (flock) on DIR/.inbound.lock of the spool and fails with PB_ETEMP
- * while another holds it (the daemon, or a replay --apply-now).  Holding
- * it, nobody else can be mid-action, so inbound_new() also recovers what a
- * killed applier left: journal rows APPLYING -> RECEIVED
- * (store_inbound_recover) and spool records cur/ -> new/
- * (spool_recover); the action journal and the forge markers make the
- * re-run exactly once.
+ * Only one process of a host applies at a time: inbound_new() takes an
+ * exclusive lock (flock) on DIR/.inbound.lock of the spool and fails with
+ * PB_ETEMP while another holds it (the daemon, or a replay --apply-now).
+ * Holding it, nobody else on this host can be mid-action, so
+ * inbound_new() also recovers what a killed applier of this host left:
+ * its journal rows APPLYING -> RECEIVED (store_inbound_recover) and
+ * spool records cur/ -> new/ (spool_recover); the action journal and the
+ * forge markers make the re-run exactly once.
+ *
+ * Several hosts on one PostgreSQL state: each host journals what its own
+ * milter spooled, with the spool record, and applies it; a mail spooled
+ * on two hosts is journaled once (the other copy is filed as a
+ * duplicate).  Because the journal keeps the record, another host takes
+ * a mail over when it has waited a lease ([state] lease) unclaimed, or
+ * its claim expired: the host that spooled it is down or stuck.  A claim
+ * is renewed at each forge write; a host that finds its claim taken over
+ * (it hung longer than the lease) stops and leaves the mail
+ * (stats.taken_over).  Only the host that spooled a record files it in
+ * its spool's done/ or dead/: at once when it applied the mail itself,
+ * else when its next start's recovery meets the finished row.
  *
  * Configuration: [milter] trusted_authserv_id; [inbound] approval_policy,
  * owners_file, user_map, nak_label, require_auth (per project),
@@ -95,6 +107,8 @@ struct inbound_stats {
 	unsigned long ignored;
 	unsigned long retried; /* rows rescheduled (PB_ETEMP) */
 	unsigned long dead;
+	unsigned long taken_over; /* left to another host that took the
+				     claim over */
 };
 
 int inbound_new(struct inbound **out, const struct inbound_opts *opts);

@@ -236,7 +236,9 @@ static void note_due(struct delivery *d, int64_t due)
 /*
  * Hand one queued mail to the MTA and record the outcome.  Returns 0
  * whatever the MTA said (the delivery counts say it); an error only when
- * the store failed.
+ * the store failed.  The mail is claimed first (store_outmail_claim()):
+ * of several hosts sharing the state, one hands it to its MTA; a mail
+ * another host is sending holds back the rest of its revision here.
  */
 static int deliver_one(struct outbound *ob, struct delivery *d,
 		       const struct store_outmail *item)
@@ -252,6 +254,25 @@ static int deliver_one(struct outbound *ob, struct delivery *d,
 
 	store_outmail_init(&m);
 	submit_result_init(&res);
+	rc = store_outmail_claim(ob->store, item->message_id);
+	if (rc == PB_ENOTFOUND) {
+		log_debug("mail <%s> was sent meanwhile", item->message_id);
+		rc = 0;
+		goto out;
+	}
+	if (rc == PB_EEXISTS) {
+		/* Look again when the claim would expire: a host that died
+		 * holding it leaves the mail to this one then. */
+		log_info("%s", err_msg());
+		d->deferred++;
+		d->blocked = 1;
+		note_due(d, item->lease_until > now_s() ? item->lease_until :
+							  now_s() + 1);
+		rc = 0;
+		goto out;
+	}
+	if (rc)
+		goto out;
 	rc = store_outmail_get(&m, ob->store, item->message_id);
 	if (rc)
 		goto out;
@@ -303,16 +324,19 @@ static int deliver_one(struct outbound *ob, struct delivery *d,
 		rc = store_outmail_fail(ob->store, m.message_id, why.data);
 		if (!rc)
 			d->failed++;
+		else if (rc == PB_EEXISTS) /* taken over: that host decides */
+			rc = 0;
 		log_error("mail <%s> failed for good: %s", m.message_id,
 			  why.data);
 		goto out;
 	}
 	due = t + outbound_backoff(m.attempts + 1);
 	rc = store_outmail_defer(ob->store, m.message_id, due, why.data);
-	if (!rc) {
+	if (!rc || rc == PB_EEXISTS) {
 		d->deferred++;
 		d->blocked = 1;
 		note_due(d, due);
+		rc = 0;
 	}
 	log_warn("mail <%s> deferred (attempt %d, next in %llds): %s%s",
 		 m.message_id, m.attempts + 1, (long long)(due - t), why.data,

@@ -984,6 +984,31 @@ int spool_parse(struct spool_record *out, const void *data, size_t len)
 	return rc;
 }
 
+int spool_format(struct buf *out, const struct spool_record *rec)
+{
+	struct spool_meta m;
+	int rc;
+
+	memset(&m, 0, sizeof(m));
+	m.queue_id = rec->queue_id;
+	m.message_id = rec->message_id;
+	m.sender = rec->sender;
+	m.kind = rec->kind;
+	m.project = rec->project;
+	m.iid = rec->iid;
+	m.revision = rec->revision;
+	m.patch = rec->patch;
+	m.received = rec->received > 0 ? (size_t)rec->received : 0;
+	buf_reset(out);
+	rc = check_meta(&m);
+	if (!rc)
+		rc = format_header(out, &m, rec->time, rec->message.len);
+	if (!rc && buf_add(out, rec->message.data, rec->message.len))
+		rc = err_set(PB_ELIMIT, "spool: record longer than %zu bytes",
+			     out->max);
+	return rc;
+}
+
 /* ---- writing ---------------------------------------------------------- */
 
 static void make_name(char *name, size_t size, const struct spool_meta *m,

@@ -412,6 +412,14 @@ int spool_dead_reason(struct buf *out, struct spool *sp, const char *name);
  */
 int spool_parse(struct spool_record *out, const void *data, size_t len);
 
+/*
+ * The bytes of a record as spool_put() writes them (the inverse of
+ * spool_parse()), into out (reset first; its cap must allow
+ * SPOOL_HEADER_MAX + the message): what the daemon keeps in the state
+ * database, so that another host can apply the mail.
+ */
+int spool_format(struct buf *out, const struct spool_record *rec);
+
 /* True when name has the form of a record name (see above). */
 int spool_name_valid(const char *name);
 

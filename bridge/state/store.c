@@ -1,14 +1,36 @@
 /*
- * store - the state database on SQLite.  See store.h.
+ * store - the state database.  See store.h.
  *
- * Every statement is a constant string in stmt_sql[] below, prepared once
- * per connection (lazily) with bound parameters; nothing here formats SQL.
- * The schema is the ordered list migrations[]: step i takes a database
- * from version i to i + 1 and ends by setting PRAGMA user_version, so a
- * step and its version number cannot drift apart.  A shipped step is
- * never edited; changes go into a new step.
+ * The store's logic and every statement are here, over the small engine
+ * interface of db.h with its two drivers (db_sqlite.c, db_pg.c).  One
+ * file rather than two implementations of store.h because the SQL is
+ * nearly all the same: what differs is the schema's types, where the
+ * schema version lives and how a row is claimed, and each of those is a
+ * PostgreSQL variant next to the statement it replaces, so a change to
+ * the store is made once and the same tests judge both engines.
+ *
+ * Every statement is a constant string in stmt_sql[] below (PostgreSQL
+ * variants in stmt_sql_pg[]), prepared once per connection (lazily) with
+ * bound parameters; nothing here formats SQL.  The schema is the ordered
+ * list of migrations of each engine: step i takes a database from
+ * version i to i + 1 and ends by recording version i + 1 (SQLite's
+ * PRAGMA user_version, PostgreSQL's schema_version table), so a step and
+ * its version number cannot drift apart, and version N is the same
+ * tables on both.  A shipped step is never edited; changes go into a
+ * new step, for both engines.
+ *
+ * Transactions (db.h): the caller's store_begin() is a DB_TX_WRITE (or
+ * DB_TX_READ on a read-only store).  Functions made of several
+ * statements, and the revision number's "highest plus one", run as a
+ * unit: a savepoint inside the caller's transaction, else a DB_TX_WRITE
+ * of their own that is run again, up to STORE_TRIES times, when
+ * PostgreSQL reports a serialization failure or a deadlock.  Row claims
+ * are single statements: an UPDATE of the row a sub-select picked, with
+ * FOR UPDATE SKIP LOCKED on PostgreSQL, where autocommit statements run
+ * at READ COMMITTED; SQLite's single writer gives the same on one host.
  */
 #include "state/store.h"
+#include "state/db.h"
 #include "util/err.h"
 #include "util/fileio.h"
 #include "util/log.h"
@@ -16,28 +38,25 @@
 #include "util/printable.h"
 #include "util/xalloc.h"
 
-#include <sqlite3.h>
-
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-
-/* RETURNING (3.35) makes "allocate and insert" one statement. */
-#if SQLITE_VERSION_NUMBER < 3035000
-#error "patchbridge needs SQLite 3.35 or newer"
-#endif
-#define STORE_SQLITE_MIN 3035000
+#include <unistd.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* After a clean close the WAL is truncated to nothing; while open it is
  * cut back to this size after each checkpoint. */
 #define STORE_WAL_LIMIT "67108864"
+/* A unit that meets a serialization failure runs again, this often. */
+#define STORE_TRIES 12
+/* "No limit" for statements with a LIMIT parameter. */
+#define NO_LIMIT INT64_MAX
 
-static const char *const migrations[] = {
+static const char *const sqlite_migrations[] = {
 	/* 1: the outbound side - mailed revisions, thread map, cursors. */
 	"CREATE TABLE revisions ("
 	" project TEXT NOT NULL,"
@@ -162,15 +181,190 @@ static const char *const migrations[] = {
 	" verdict TEXT NOT NULL,"
 	" PRIMARY KEY (message_id, trailer_index));"
 	"PRAGMA user_version = 5;",
+
+	/* 6: several hosts - who spooled, claimed and sent what; claims
+	 * with an expiry; the spool record, so any host can apply it. */
+	"ALTER TABLE inbound ADD COLUMN spooled_by TEXT;"
+	"ALTER TABLE inbound ADD COLUMN claimed_by TEXT;"
+	"ALTER TABLE inbound ADD COLUMN lease_until INTEGER NOT NULL"
+	" DEFAULT 0;"
+	"ALTER TABLE inbound ADD COLUMN record BLOB;"
+	"CREATE INDEX inbound_lease ON inbound (lease_until)"
+	" WHERE state = 'applying';"
+	"ALTER TABLE forge_actions ADD COLUMN host TEXT;"
+	"ALTER TABLE outmail ADD COLUMN claimed_by TEXT;"
+	"ALTER TABLE outmail ADD COLUMN lease_until INTEGER NOT NULL"
+	" DEFAULT 0;"
+	"ALTER TABLE thread_map ADD COLUMN sent_by TEXT;"
+	"PRAGMA user_version = 6;",
 };
 
-#define SCHEMA_LATEST ((int)ARRAY_SIZE(migrations))
+/*
+ * The same schema on PostgreSQL.  Integers are BIGINT (SQLite's INTEGER
+ * is 64 bits); text is BYTEA, so every byte SQLite keeps is kept (a
+ * hostile Message-ID need not be valid UTF-8) and comparisons and
+ * ORDER BY are bytewise, as SQLite's BINARY collation; a BLOB is BYTEA.
+ * The tables SQLite orders by its implicit rowid get an identity column
+ * of that name.
+ */
+static const char *const pg_migrations[] = {
+	/* 1 */
+	"CREATE TABLE schema_version (version BIGINT NOT NULL);"
+	"INSERT INTO schema_version VALUES (0);"
+	"CREATE TABLE revisions ("
+	" project BYTEA NOT NULL,"
+	" iid BIGINT NOT NULL CHECK (iid > 0),"
+	" revision BIGINT NOT NULL CHECK (revision > 0),"
+	" head_sha BYTEA NOT NULL,"
+	" base_sha BYTEA,"
+	" start_sha BYTEA,"
+	" version_id BIGINT,"
+	" patch_id BYTEA,"
+	" patches BIGINT NOT NULL CHECK (patches >= 0),"
+	" cover_msgid BYTEA,"
+	" state BYTEA NOT NULL CHECK (state IN ('sending', 'sent')),"
+	" created BIGINT NOT NULL,"
+	" sent BIGINT,"
+	" PRIMARY KEY (project, iid, revision),"
+	" UNIQUE (project, iid, head_sha));"
+	"CREATE TABLE thread_map ("
+	" rowid BIGINT GENERATED ALWAYS AS IDENTITY,"
+	" message_id BYTEA PRIMARY KEY NOT NULL,"
+	" project BYTEA NOT NULL,"
+	" iid BIGINT NOT NULL CHECK (iid > 0),"
+	" revision BIGINT CHECK (revision > 0),"
+	" patch BIGINT NOT NULL CHECK (patch >= 0),"
+	" total BIGINT NOT NULL CHECK (total >= 0),"
+	" kind BYTEA NOT NULL CHECK (kind IN"
+	"  ('cover', 'patch', 'forge-comment', 'receipt')),"
+	" commit_sha BYTEA,"
+	" base_sha BYTEA,"
+	" start_sha BYTEA,"
+	" head_sha BYTEA,"
+	" version_id BIGINT,"
+	" diff BYTEA,"
+	" discussion_id BYTEA,"
+	" note_id BIGINT,"
+	" state BYTEA NOT NULL CHECK (state IN ('pending', 'sent')),"
+	" created BIGINT NOT NULL,"
+	" sent BIGINT,"
+	" FOREIGN KEY (project, iid, revision)"
+	"  REFERENCES revisions (project, iid, revision));"
+	"CREATE UNIQUE INDEX thread_map_series"
+	" ON thread_map (project, iid, revision, patch)"
+	" WHERE kind IN ('cover', 'patch');"
+	"CREATE INDEX thread_map_revision"
+	" ON thread_map (project, iid, revision);"
+	"CREATE INDEX thread_map_discussion"
+	" ON thread_map (project, discussion_id)"
+	" WHERE discussion_id IS NOT NULL;"
+	"CREATE INDEX thread_map_note ON thread_map (project, note_id)"
+	" WHERE note_id IS NOT NULL;"
+	"CREATE TABLE cursors ("
+	" name BYTEA PRIMARY KEY NOT NULL,"
+	" value BYTEA NOT NULL,"
+	" updated BIGINT NOT NULL);"
+	"UPDATE schema_version SET version = 1;",
+
+	/* 2 */
+	"CREATE TABLE inbound ("
+	" rowid BIGINT GENERATED ALWAYS AS IDENTITY,"
+	" message_id BYTEA PRIMARY KEY NOT NULL,"
+	" spool_name BYTEA NOT NULL,"
+	" project BYTEA,"
+	" iid BIGINT CHECK (iid > 0),"
+	" revision BIGINT CHECK (revision > 0),"
+	" patch BIGINT CHECK (patch >= 0),"
+	" classification BYTEA NOT NULL,"
+	" state BYTEA NOT NULL CHECK (state IN ('received', 'applying',"
+	"  'applied', 'ignored', 'failed', 'dead')),"
+	" attempts BIGINT NOT NULL CHECK (attempts >= 0),"
+	" next_attempt BIGINT NOT NULL,"
+	" last_error BYTEA,"
+	" created BIGINT NOT NULL,"
+	" updated BIGINT NOT NULL);"
+	"CREATE INDEX inbound_due ON inbound (next_attempt, created)"
+	" WHERE state IN ('received', 'failed');"
+	"CREATE INDEX inbound_state ON inbound (state, created);"
+	"CREATE TABLE forge_actions ("
+	" message_id BYTEA NOT NULL,"
+	" action_index BIGINT NOT NULL CHECK (action_index >= 0),"
+	" kind BYTEA NOT NULL,"
+	" marker BYTEA NOT NULL,"
+	" state BYTEA NOT NULL CHECK (state IN ('intent', 'done', 'failed')),"
+	" note_id BIGINT,"
+	" discussion_id BYTEA,"
+	" attempts BIGINT NOT NULL CHECK (attempts >= 0),"
+	" last_error BYTEA,"
+	" created BIGINT NOT NULL,"
+	" updated BIGINT NOT NULL,"
+	" PRIMARY KEY (message_id, action_index));"
+	"UPDATE schema_version SET version = 2;",
+
+	/* 3 */
+	"CREATE TABLE outmail ("
+	" message_id BYTEA PRIMARY KEY NOT NULL"
+	"  REFERENCES thread_map (message_id),"
+	" envelope_from BYTEA NOT NULL,"
+	" recipients BYTEA NOT NULL,"
+	" message BYTEA NOT NULL,"
+	" state BYTEA NOT NULL CHECK (state IN ('queued', 'deferred',"
+	"  'failed')),"
+	" attempts BIGINT NOT NULL CHECK (attempts >= 0),"
+	" next_attempt BIGINT NOT NULL,"
+	" last_error BYTEA,"
+	" created BIGINT NOT NULL,"
+	" updated BIGINT NOT NULL);"
+	"UPDATE schema_version SET version = 3;",
+
+	/* 4 */
+	"CREATE TABLE archive ("
+	" rowid BIGINT GENERATED ALWAYS AS IDENTITY,"
+	" message_id BYTEA PRIMARY KEY NOT NULL,"
+	" project BYTEA NOT NULL,"
+	" iid BIGINT NOT NULL CHECK (iid > 0),"
+	" origin BYTEA NOT NULL CHECK (origin IN ('bridge', 'list')),"
+	" message BYTEA NOT NULL,"
+	" created BIGINT NOT NULL);"
+	"CREATE INDEX archive_by_mr ON archive (project, iid, created);"
+	"UPDATE schema_version SET version = 4;",
+
+	/* 5 */
+	"CREATE TABLE trailer_verdicts ("
+	" message_id BYTEA NOT NULL,"
+	" trailer_index BIGINT NOT NULL CHECK (trailer_index >= 0),"
+	" verdict BYTEA NOT NULL,"
+	" PRIMARY KEY (message_id, trailer_index));"
+	"UPDATE schema_version SET version = 5;",
+
+	/* 6 */
+	"ALTER TABLE inbound ADD COLUMN spooled_by BYTEA;"
+	"ALTER TABLE inbound ADD COLUMN claimed_by BYTEA;"
+	"ALTER TABLE inbound ADD COLUMN lease_until BIGINT NOT NULL"
+	" DEFAULT 0;"
+	"ALTER TABLE inbound ADD COLUMN record BYTEA;"
+	"CREATE INDEX inbound_lease ON inbound (lease_until)"
+	" WHERE state = 'applying';"
+	/* SQLite's inbound_due has the rowid at its end already. */
+	"CREATE INDEX inbound_claim ON inbound (next_attempt, created, rowid)"
+	" WHERE state IN ('received', 'failed');"
+	"ALTER TABLE forge_actions ADD COLUMN host BYTEA;"
+	"ALTER TABLE outmail ADD COLUMN claimed_by BYTEA;"
+	"ALTER TABLE outmail ADD COLUMN lease_until BIGINT NOT NULL"
+	" DEFAULT 0;"
+	"ALTER TABLE thread_map ADD COLUMN sent_by BYTEA;"
+	"UPDATE schema_version SET version = 6;",
+};
+
+#define SCHEMA_LATEST ((int)ARRAY_SIZE(sqlite_migrations))
+_Static_assert(ARRAY_SIZE(sqlite_migrations) == ARRAY_SIZE(pg_migrations),
+	       "both engines have every schema step");
 
 /* Column lists shared by the SELECTs and the row readers below. */
 #define MAIL_COLS                                                       \
 	"message_id, project, iid, revision, patch, total, kind,"       \
 	" commit_sha, base_sha, start_sha, head_sha, version_id, diff," \
-	" discussion_id, note_id, state, created, sent"
+	" discussion_id, note_id, state, created, sent, sent_by"
 enum {
 	MC_MSGID,
 	MC_PROJECT,
@@ -190,6 +384,7 @@ enum {
 	MC_STATE,
 	MC_CREATED,
 	MC_SENT,
+	MC_SENT_BY,
 };
 
 #define REV_COLS                                                 \
@@ -214,7 +409,7 @@ enum {
 #define IN_COLS                                                       \
 	"message_id, spool_name, project, iid, revision, patch,"      \
 	" classification, state, attempts, next_attempt, last_error," \
-	" created, updated"
+	" created, updated, spooled_by, claimed_by, lease_until"
 enum {
 	IC_MSGID,
 	IC_SPOOL,
@@ -229,19 +424,20 @@ enum {
 	IC_ERROR,
 	IC_CREATED,
 	IC_UPDATED,
+	IC_SPOOLED_BY,
+	IC_CLAIMED_BY,
+	IC_LEASE,
 };
 
-/* The queue joined with the thread map; ?9 selects the message. */
-#define OUT_SELECT                                                    \
-	"SELECT o.message_id, t.project, t.iid, t.revision, t.patch," \
-	" o.envelope_from, o.recipients, o.message, o.state,"         \
-	" o.attempts, o.next_attempt, o.last_error, o.created,"       \
-	" o.updated FROM outmail o JOIN thread_map t USING (message_id)"
-#define OUT_SELECT_NO_MESSAGE                                         \
-	"SELECT o.message_id, t.project, t.iid, t.revision, t.patch," \
-	" o.envelope_from, o.recipients, NULL, o.state,"              \
-	" o.attempts, o.next_attempt, o.last_error, o.created,"       \
-	" o.updated FROM outmail o JOIN thread_map t USING (message_id)"
+/* The queue joined with the thread map. */
+#define OUT_SELECT_COLS(message)                                        \
+	"SELECT o.message_id, t.project, t.iid, t.revision, t.patch,"   \
+	" o.envelope_from, o.recipients, " message ", o.state,"         \
+	" o.attempts, o.next_attempt, o.last_error, o.created,"         \
+	" o.updated, o.claimed_by, o.lease_until FROM outmail o"        \
+	" JOIN thread_map t ON t.message_id = o.message_id"
+#define OUT_SELECT OUT_SELECT_COLS("o.message")
+#define OUT_SELECT_NO_MESSAGE OUT_SELECT_COLS("NULL")
 enum {
 	OC_MSGID,
 	OC_PROJECT,
@@ -257,11 +453,13 @@ enum {
 	OC_ERROR,
 	OC_CREATED,
 	OC_UPDATED,
+	OC_CLAIMED_BY,
+	OC_LEASE,
 };
 
 #define ACT_COLS                                                  \
 	"message_id, action_index, kind, marker, state, note_id," \
-	" discussion_id, attempts, last_error, created, updated"
+	" discussion_id, attempts, last_error, created, updated, host"
 enum {
 	AC_MSGID,
 	AC_INDEX,
@@ -274,16 +472,11 @@ enum {
 	AC_ERROR,
 	AC_CREATED,
 	AC_UPDATED,
+	AC_HOST,
 };
 
 enum stmt_id {
-	S_BEGIN,
-	S_BEGIN_IMMEDIATE,
-	S_COMMIT,
-	S_ROLLBACK,
-	S_SAVEPOINT,
-	S_RELEASE,
-	S_ROLLBACK_TO,
+	S_VERSION_TABLE,
 	S_USER_VERSION,
 	S_MAIL_PUT,
 	S_MAIL_MARK_SENT,
@@ -292,6 +485,12 @@ enum stmt_id {
 	S_MAIL_LIST_REVISION,
 	S_MAIL_BY_DISCUSSION,
 	S_MAIL_BY_NOTE,
+	S_MAIL_SINCE,
+	S_HOSTS,
+	S_MIRROR_MAIL,
+	S_MIRROR_MAIL_STATE,
+	S_MIRROR_REV,
+	S_MIRROR_REV_STATE,
 	S_REV_START,
 	S_REV_MARK_SENT,
 	S_REV_GET,
@@ -300,10 +499,13 @@ enum stmt_id {
 	S_IN_RECORD,
 	S_IN_CLAIM,
 	S_IN_FINISH,
+	S_IN_RENEW,
+	S_IN_HOLDER,
 	S_IN_RECOVER,
 	S_IN_LIST,
 	S_IN_GET,
 	S_IN_COUNT,
+	S_IN_SPOOL_RECORD,
 	S_ACT_INSERT,
 	S_ACT_AGAIN,
 	S_ACT_GET,
@@ -318,6 +520,8 @@ enum stmt_id {
 	S_OUT_EXISTS,
 	S_OUT_GET,
 	S_OUT_LIST,
+	S_OUT_CLAIM,
+	S_OUT_HOLDER,
 	S_OUT_DEFER,
 	S_OUT_FAIL,
 	S_OUT_REQUEUE,
@@ -336,22 +540,55 @@ enum stmt_id {
 	S_NR
 };
 
+/*
+ * Claim the next due inbound row (?3 is this host, ?2 the time now):
+ * received or failed and due (?1) - a row another host journaled only
+ * once it has been due for a lease (?5: its daemon is down or stuck) -
+ * or applying under a claim that expired: the host that claimed it died
+ * or hangs, and the forge action journal makes applying it again safe.
+ * One statement, so the pick and the update are one write; on
+ * PostgreSQL the pick skips rows another claimer has locked, and the
+ * outer WHERE is checked again on the row it locked.
+ */
+#define IN_DUE                                                        \
+	"((state IN ('received', 'failed') AND next_attempt <= ?1"   \
+	" AND (spooled_by IS NULL OR spooled_by = ?3"                \
+	" OR next_attempt <= ?5))"                                   \
+	" OR (state = 'applying' AND lease_until <= ?2))"
+#define IN_CLAIM_SET                                                \
+	"UPDATE inbound SET state = 'applying',"                    \
+	" attempts = attempts + 1, updated = ?2, claimed_by = ?3,"  \
+	" lease_until = ?4"
+#define IN_CLAIM_ORDER " ORDER BY next_attempt, created, rowid LIMIT 1"
+/*
+ * PostgreSQL: each kind of due row from its own index, in claim order, so
+ * a claim reads a few index entries (and marks those of finished rows
+ * dead as it passes) instead of collecting every candidate; a row another
+ * claimer holds is skipped, not waited for.
+ */
+#define IN_CLAIM_PG                                                     \
+	"WITH fresh AS (SELECT message_id, next_attempt, created, rowid" \
+	" FROM inbound WHERE state IN ('received', 'failed')"           \
+	" AND next_attempt <= ?1 AND (spooled_by IS NULL"               \
+	" OR spooled_by = ?3 OR next_attempt <= ?5)" IN_CLAIM_ORDER     \
+	" FOR UPDATE SKIP LOCKED),"                                     \
+	" expired AS (SELECT message_id, next_attempt, created, rowid"  \
+	" FROM inbound WHERE state = 'applying' AND lease_until <= ?2"  \
+	IN_CLAIM_ORDER " FOR UPDATE SKIP LOCKED) "                      \
+	IN_CLAIM_SET " WHERE message_id = (SELECT message_id FROM"     \
+	" (SELECT * FROM fresh UNION ALL SELECT * FROM expired) due"    \
+	IN_CLAIM_ORDER ") AND " IN_DUE " RETURNING " IN_COLS
+
 static const char *const stmt_sql[S_NR] = {
-	[S_BEGIN] = "BEGIN",
-	[S_BEGIN_IMMEDIATE] = "BEGIN IMMEDIATE",
-	[S_COMMIT] = "COMMIT",
-	[S_ROLLBACK] = "ROLLBACK",
-	[S_SAVEPOINT] = "SAVEPOINT store_unit",
-	[S_RELEASE] = "RELEASE store_unit",
-	[S_ROLLBACK_TO] = "ROLLBACK TO store_unit",
 	[S_USER_VERSION] = "PRAGMA user_version",
 
 	[S_MAIL_PUT] = "INSERT INTO thread_map (" MAIL_COLS ")"
 		       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
-		       " ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"
+		       " ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
 		       " ON CONFLICT (message_id) DO NOTHING",
 	[S_MAIL_MARK_SENT] = "UPDATE thread_map SET state = 'sent',"
-			     " sent = COALESCE(sent, ?2)"
+			     " sent = COALESCE(sent, ?2),"
+			     " sent_by = COALESCE(sent_by, ?3)"
 			     " WHERE message_id = ?1",
 	[S_MAIL_GET] = "SELECT " MAIL_COLS " FROM thread_map"
 		       " WHERE message_id = ?1",
@@ -366,10 +603,53 @@ static const char *const stmt_sql[S_NR] = {
 	[S_MAIL_BY_DISCUSSION] = "SELECT " MAIL_COLS " FROM thread_map"
 				 " WHERE project = ?1 AND discussion_id = ?2"
 				 " ORDER BY created DESC, rowid DESC LIMIT 1",
+	/* Each host's part (store_hosts): what it journaled, applied,
+	 * holds and sent, and when it last did any of it. */
+	[S_HOSTS] = "SELECT host, CAST(SUM(journaled) AS BIGINT),"
+		    " CAST(SUM(applied) AS BIGINT),"
+		    " CAST(SUM(applying) AS BIGINT),"
+		    " CAST(SUM(sending) AS BIGINT), CAST(SUM(sent) AS BIGINT),"
+		    " CAST(MAX(lease) AS BIGINT), CAST(MAX(at) AS BIGINT)"
+		    " FROM (SELECT spooled_by AS host, 1 AS journaled,"
+		    "  0 AS applied, 0 AS applying, 0 AS sending, 0 AS sent,"
+		    "  0 AS lease, created AS at FROM inbound"
+		    "  WHERE spooled_by IS NOT NULL"
+		    " UNION ALL SELECT claimed_by, 0,"
+		    "  CASE WHEN state = 'applied' THEN 1 ELSE 0 END,"
+		    "  CASE WHEN state = 'applying' THEN 1 ELSE 0 END, 0, 0,"
+		    "  CASE WHEN state = 'applying' THEN lease_until ELSE 0"
+		    "  END, updated FROM inbound WHERE claimed_by IS NOT NULL"
+		    " UNION ALL SELECT claimed_by, 0, 0, 0,"
+		    "  CASE WHEN lease_until > 0 THEN 1 ELSE 0 END, 0,"
+		    "  lease_until, updated FROM outmail"
+		    "  WHERE claimed_by IS NOT NULL"
+		    " UNION ALL SELECT sent_by, 0, 0, 0, 0, 1, 0, sent"
+		    "  FROM thread_map WHERE sent_by IS NOT NULL) h"
+		    " GROUP BY host ORDER BY host LIMIT ?1",
+	/* The thread map from a time on, in pages (store_threadmap_mirror). */
+	[S_MAIL_SINCE] = "SELECT " MAIL_COLS " FROM thread_map"
+			 " WHERE (created, message_id) > (?1, ?2)"
+			 " ORDER BY created, message_id LIMIT ?3",
+	[S_MIRROR_MAIL] = "INSERT INTO thread_map (" MAIL_COLS ")"
+			  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
+			  " ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
+			  " ON CONFLICT DO NOTHING",
+	[S_MIRROR_MAIL_STATE] = "UPDATE thread_map SET state = ?2,"
+				" sent = ?3, sent_by = ?4"
+				" WHERE message_id = ?1",
+	[S_MIRROR_REV] = "INSERT INTO revisions (" REV_COLS ")"
+			 " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
+			 " ?11, ?12, ?13)"
+			 " ON CONFLICT DO NOTHING",
+	[S_MIRROR_REV_STATE] = "UPDATE revisions SET patches = ?4,"
+			       " cover_msgid = ?5, state = ?6, sent = ?7"
+			       " WHERE project = ?1 AND iid = ?2"
+			       " AND revision = ?3",
 	[S_MAIL_BY_NOTE] = "SELECT " MAIL_COLS " FROM thread_map"
 			   " WHERE project = ?1 AND note_id = ?2"
 			   " ORDER BY created, rowid LIMIT 1",
 
+	/* Nothing when the head (or, racing, the number) is taken. */
 	[S_REV_START] =
 		"INSERT INTO revisions (project, iid, revision, head_sha,"
 		" base_sha, start_sha, version_id, patch_id, patches,"
@@ -377,7 +657,7 @@ static const char *const stmt_sql[S_NR] = {
 		" SELECT ?1, ?2, COALESCE(MAX(revision), 0) + 1, ?3, ?4, ?5,"
 		" ?6, ?7, ?8, ?9, 'sending', ?10"
 		" FROM revisions WHERE project = ?1 AND iid = ?2"
-		" RETURNING revision",
+		" ON CONFLICT DO NOTHING RETURNING revision",
 	[S_REV_MARK_SENT] = "UPDATE revisions SET state = 'sent',"
 			    " sent = COALESCE(sent, ?4)"
 			    " WHERE project = ?1 AND iid = ?2"
@@ -390,39 +670,46 @@ static const char *const stmt_sql[S_NR] = {
 	[S_REV_BY_HEAD] = "SELECT " REV_COLS " FROM revisions"
 			  " WHERE project = ?1 AND iid = ?2 AND head_sha = ?3",
 
-	[S_IN_RECORD] = "INSERT INTO inbound (" IN_COLS ")"
+	[S_IN_RECORD] = "INSERT INTO inbound (" IN_COLS ", record)"
 			" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'received', 0,"
-			" ?8, NULL, ?9, ?9)"
+			" ?8, NULL, ?9, ?9, ?10, NULL, 0, ?11)"
 			" ON CONFLICT (message_id) DO NOTHING",
-	/* One statement, so the pick and the update are one write. */
-	[S_IN_CLAIM] = "UPDATE inbound SET state = 'applying',"
-		       " attempts = attempts + 1, updated = ?1"
-		       " WHERE message_id = (SELECT message_id FROM inbound"
-		       "  WHERE state IN ('received', 'failed')"
-		       "  AND next_attempt <= ?1"
-		       "  ORDER BY next_attempt, created, rowid LIMIT 1)"
-		       " AND state IN ('received', 'failed')"
-		       " RETURNING " IN_COLS,
+	[S_IN_CLAIM] = IN_CLAIM_SET
+	" WHERE message_id = (SELECT message_id FROM inbound"
+	"  WHERE " IN_DUE IN_CLAIM_ORDER ") AND " IN_DUE " RETURNING " IN_COLS,
+	/* Only the claimer (or, from before claims had owners, anyone)
+	 * finishes; a finished mail's spool record is not kept. */
 	[S_IN_FINISH] = "UPDATE inbound SET state = ?2,"
 			" next_attempt = COALESCE(?3, next_attempt),"
-			" last_error = ?4, updated = ?5"
+			" last_error = ?4, updated = ?5, lease_until = 0,"
+			" record = CASE WHEN ?2 = 'failed' THEN record END"
+			" WHERE message_id = ?1 AND state = 'applying'"
+			" AND (claimed_by IS NULL OR claimed_by = ?6)",
+	[S_IN_RENEW] = "UPDATE inbound SET lease_until = ?3"
+		       " WHERE message_id = ?1 AND state = 'applying'"
+		       " AND claimed_by = ?2",
+	[S_IN_HOLDER] = "SELECT claimed_by, lease_until FROM inbound"
 			" WHERE message_id = ?1 AND state = 'applying'",
-	[S_IN_RECOVER] = "UPDATE inbound SET state = 'received', updated = ?1"
-			 " WHERE state = 'applying'",
+	[S_IN_RECOVER] = "UPDATE inbound SET state = 'received', updated = ?1,"
+			 " lease_until = 0"
+			 " WHERE state = 'applying'"
+			 " AND (claimed_by IS NULL OR claimed_by = ?2)",
 	[S_IN_LIST] = "SELECT " IN_COLS " FROM inbound WHERE state = ?1"
 		      " ORDER BY created, rowid LIMIT ?2",
 	[S_IN_GET] = "SELECT " IN_COLS " FROM inbound WHERE message_id = ?1",
 	/* One pass over the table, whatever its size. */
 	[S_IN_COUNT] = "SELECT project, state, COUNT(*) FROM inbound"
-		       " GROUP BY project, state ORDER BY project, state"
-		       " LIMIT ?1",
+		       " GROUP BY project, state"
+		       " ORDER BY project NULLS FIRST, state LIMIT ?1",
+	[S_IN_SPOOL_RECORD] = "SELECT record FROM inbound"
+			      " WHERE message_id = ?1",
 
 	[S_ACT_INSERT] = "INSERT INTO forge_actions (" ACT_COLS ")"
 			 " VALUES (?1, ?2, ?3, ?4, 'intent', NULL, NULL, 1,"
-			 " NULL, ?5, ?5)"
+			 " NULL, ?5, ?5, ?6)"
 			 " ON CONFLICT (message_id, action_index) DO NOTHING",
 	[S_ACT_AGAIN] = "UPDATE forge_actions SET state = 'intent',"
-			" attempts = attempts + 1, updated = ?3"
+			" attempts = attempts + 1, updated = ?3, host = ?4"
 			" WHERE message_id = ?1 AND action_index = ?2"
 			" AND state != 'done'",
 	[S_ACT_GET] = "SELECT " ACT_COLS " FROM forge_actions"
@@ -463,9 +750,9 @@ static const char *const stmt_sql[S_NR] = {
 		      " SELECT ?1, ?2, ?3, ?4, 'queued', 0, 0, NULL, ?5, ?5"
 		      " FROM thread_map WHERE message_id = ?1"
 		      " ON CONFLICT (message_id) DO NOTHING",
-	[S_OUT_EXISTS] = "SELECT EXISTS (SELECT 1 FROM outmail"
+	[S_OUT_EXISTS] = "SELECT (SELECT COUNT(*) FROM outmail"
 			 " WHERE message_id = ?1),"
-			 " EXISTS (SELECT 1 FROM thread_map"
+			 " (SELECT COUNT(*) FROM thread_map"
 			 " WHERE message_id = ?1)",
 	[S_OUT_GET] = OUT_SELECT " WHERE o.message_id = ?1",
 	[S_OUT_LIST] = OUT_SELECT_NO_MESSAGE
@@ -473,13 +760,25 @@ static const char *const stmt_sql[S_NR] = {
 	" AND (?2 = 0 OR t.iid = ?2)"
 	" ORDER BY t.project, t.iid, t.revision, t.patch,"
 	" o.created LIMIT ?3",
+	/* Free (never claimed, released, or the claim expired) or ours. */
+	[S_OUT_CLAIM] = "UPDATE outmail SET claimed_by = ?2,"
+			" lease_until = ?3"
+			" WHERE message_id = ?1"
+			" AND (lease_until <= ?4 OR claimed_by = ?2)",
+	[S_OUT_HOLDER] = "SELECT claimed_by, lease_until FROM outmail"
+			 " WHERE message_id = ?1",
+	/* Defer and fail release the claim, unless another host holds a
+	 * claim that has not expired. */
 	[S_OUT_DEFER] = "UPDATE outmail SET state = 'deferred',"
 			" attempts = attempts + 1, next_attempt = ?2,"
-			" last_error = ?3, updated = ?4"
-			" WHERE message_id = ?1",
+			" last_error = ?3, updated = ?4, lease_until = 0"
+			" WHERE message_id = ?1 AND (lease_until <= ?4"
+			" OR claimed_by IS NULL OR claimed_by = ?5)",
 	[S_OUT_FAIL] = "UPDATE outmail SET state = 'failed',"
 		       " attempts = attempts + 1, last_error = ?2,"
-		       " updated = ?3 WHERE message_id = ?1",
+		       " updated = ?3, lease_until = 0"
+		       " WHERE message_id = ?1 AND (lease_until <= ?3"
+		       " OR claimed_by IS NULL OR claimed_by = ?4)",
 	[S_OUT_REQUEUE] = "UPDATE outmail SET state = 'queued',"
 			  " next_attempt = 0, updated = ?3"
 			  " WHERE state = 'failed' AND message_id IN"
@@ -488,7 +787,7 @@ static const char *const stmt_sql[S_NR] = {
 	[S_OUT_DELETE] = "DELETE FROM outmail WHERE message_id = ?1",
 	/* Mails of the same revision still queued. */
 	[S_OUT_LEFT] = "SELECT COUNT(*) FROM outmail o"
-		       " JOIN thread_map t USING (message_id)"
+		       " JOIN thread_map t ON t.message_id = o.message_id"
 		       " WHERE (t.project, t.iid, t.revision) ="
 		       " (SELECT project, iid, revision FROM thread_map"
 		       "  WHERE message_id = ?1)",
@@ -498,15 +797,17 @@ static const char *const stmt_sql[S_NR] = {
 			   " (SELECT project, iid, revision FROM thread_map"
 			   "  WHERE message_id = ?1)",
 
-	[S_ARCH_FROM_OUT] = "INSERT OR IGNORE INTO archive (message_id,"
+	[S_ARCH_FROM_OUT] = "INSERT INTO archive (message_id,"
 			    " project, iid, origin, message, created)"
 			    " SELECT o.message_id, t.project, t.iid, 'bridge',"
 			    " o.message, ?2 FROM outmail o"
-			    " JOIN thread_map t USING (message_id)"
-			    " WHERE o.message_id = ?1",
-	[S_ARCH_PUT] = "INSERT OR IGNORE INTO archive (message_id, project,"
+			    " JOIN thread_map t ON t.message_id = o.message_id"
+			    " WHERE o.message_id = ?1"
+			    " ON CONFLICT (message_id) DO NOTHING",
+	[S_ARCH_PUT] = "INSERT INTO archive (message_id, project,"
 		       " iid, origin, message, created)"
-		       " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+		       " VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+		       " ON CONFLICT (message_id) DO NOTHING",
 	[S_ARCH_GET] = "SELECT message_id, project, iid, origin, message,"
 		       " created FROM archive WHERE message_id = ?1",
 	[S_ARCH_LIST] = "SELECT message_id, project, iid, origin, NULL,"
@@ -524,12 +825,27 @@ static const char *const stmt_sql[S_NR] = {
 	[S_ARCH_PRUNE] = "DELETE FROM archive WHERE created < ?1",
 };
 
+/* Where PostgreSQL needs other words. */
+static const char *const stmt_sql_pg[S_NR] = {
+	[S_VERSION_TABLE] =
+		"SELECT COUNT(*) FROM pg_catalog.pg_tables"
+		" WHERE schemaname = current_schema()"
+		" AND tablename = 'schema_version'",
+	[S_USER_VERSION] = "SELECT COALESCE(MAX(version), 0)"
+			   " FROM schema_version",
+	[S_IN_CLAIM] = IN_CLAIM_PG,
+};
+
 struct store {
-	sqlite3 *db;
-	char *path;
+	struct db *db;
+	char *name; /* the file, or postgresql://HOST:PORT/DB */
 	unsigned flags;
+	enum store_backend backend;
 	int in_tx; /* a store_begin() transaction is open */
-	sqlite3_stmt *stmts[S_NR];
+	char *host;
+	int64_t lease; /* seconds */
+	uint64_t retries;
+	struct db_stmt *stmts[S_NR];
 };
 
 static const char *const mail_kind_names[] = {
@@ -586,7 +902,6 @@ static const char *quote(char *dst, size_t size, const char *s)
 	return printable_copy(dst, size, s, s ? strlen(s) : 0);
 }
 
-/* Name <-> enum through a table; -1 when unknown. */
 /* The name of an enum value from its table; "unknown" outside it. */
 static const char *name_of(const char *const *names, size_t nr, size_t v)
 {
@@ -605,68 +920,25 @@ static const char *name_of(const char *const *names, size_t nr, size_t v)
 		(list)->nr = (list)->alloc = 0;           \
 	} while (0)
 
-static int name_index(const char *const *names, size_t nr, const char *s)
+/* Name -> enum through a table; -1 when unknown. */
+static int name_index(const char *const *names, size_t nr, const char *s,
+		      size_t len)
 {
 	size_t i;
 
 	if (!s)
 		return -1;
 	for (i = 0; i < nr; i++)
-		if (names[i] && !strcmp(names[i], s))
+		if (names[i] && strlen(names[i]) == len &&
+		    !memcmp(names[i], s, len))
 			return (int)i;
 	return -1;
 }
 
-/*
- * SQLite result code -> ours.  Busy and locked are the other connection's
- * lock (retry); a full disk or an I/O error may pass like ENOSPC/EIO do
- * in fileio.h.  A unique key is "exists"; other constraints mean the
- * caller passed something the schema forbids.
- */
-static int code_from_sqlite(int rc)
+/* Prefix the driver's message with the database and what was done. */
+static int db_fail(struct store *st, int rc, const char *what)
 {
-	switch (rc & 0xff) {
-	case SQLITE_OK:
-	case SQLITE_ROW:
-	case SQLITE_DONE:
-		return 0;
-	case SQLITE_BUSY:
-	case SQLITE_LOCKED:
-	case SQLITE_FULL:
-	case SQLITE_IOERR:
-		return PB_ETEMP;
-	case SQLITE_CONSTRAINT:
-		if (rc == SQLITE_CONSTRAINT_PRIMARYKEY ||
-		    rc == SQLITE_CONSTRAINT_UNIQUE)
-			return PB_EEXISTS;
-		return PB_EINVAL;
-	case SQLITE_READONLY:
-	case SQLITE_PERM:
-	case SQLITE_AUTH:
-		return PB_EPERM;
-	case SQLITE_CANTOPEN:
-		return PB_ENOTFOUND;
-	default:
-		return PB_ERROR;
-	}
-}
-
-/* Record the connection's current error; returns our code. */
-static int db_err(struct store *st, int rc, const char *what)
-{
-	int code = code_from_sqlite(rc);
-	int e = st->db ? sqlite3_system_errno(st->db) : 0;
-
-	if (!code)
-		code = PB_ERROR;
-	if ((rc & 0xff) == SQLITE_CANTOPEN && e && e != ENOENT)
-		code = e == EACCES || e == EPERM ? PB_EPERM : PB_ERROR;
-	if (e &&
-	    ((rc & 0xff) == SQLITE_CANTOPEN || (rc & 0xff) == SQLITE_IOERR))
-		return err_set(code, "state db %s: %s: %s (%s)", st->path, what,
-			       sqlite3_errmsg(st->db), strerror(e));
-	return err_set(code, "state db %s: %s: %s", st->path, what,
-		       st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+	return err_prefix(rc, "state db %s: %s", st->name, what);
 }
 
 static int check_str(const char *what, const char *s, size_t max, int required)
@@ -730,15 +1002,28 @@ static int check_mr(const char *project, int64_t iid)
 
 /*
  * Queries.  A query borrows a cached prepared statement; q_end() resets
- * it for the next user.  Binding failures are kept and reported by the
- * first q_step(), so callers bind without checking each call.
+ * it for the next user.  Binding failures are reported by the first
+ * q_step(), so callers bind without checking each call.  q_exec() keeps
+ * the number of rows the statement changed in q->changes.
  */
 struct query {
 	struct store *st;
-	sqlite3_stmt *stmt;
+	struct db_stmt *stmt;
 	const char *what;
-	int bind_rc;
+	int64_t changes;
 };
+
+static const char *stmt_text(const struct store *st, enum stmt_id id)
+{
+	const char *sql = st->backend == STORE_BACKEND_POSTGRESQL &&
+					  stmt_sql_pg[id] ?
+				  stmt_sql_pg[id] :
+				  stmt_sql[id];
+
+	if (!sql)
+		BUG("statement %d has no text for this engine", (int)id);
+	return sql;
+}
 
 static int q_start(struct query *q, struct store *st, enum stmt_id id,
 		   const char *what)
@@ -748,33 +1033,22 @@ static int q_start(struct query *q, struct store *st, enum stmt_id id,
 	q->st = st;
 	q->stmt = NULL;
 	q->what = what;
-	q->bind_rc = SQLITE_OK;
+	q->changes = 0;
 	if (!st->stmts[id]) {
-		rc = sqlite3_prepare_v3(st->db, stmt_sql[id], -1,
-					SQLITE_PREPARE_PERSISTENT,
-					&st->stmts[id], NULL);
-		if (rc != SQLITE_OK) {
+		rc = db_prepare(&st->stmts[id], st->db, stmt_text(st, id));
+		if (rc) {
 			st->stmts[id] = NULL;
-			return db_err(st, rc, what);
+			return db_fail(st, rc, what);
 		}
 	}
 	q->stmt = st->stmts[id];
 	return 0;
 }
 
-static void q_bound(struct query *q, int rc)
-{
-	if (q->bind_rc == SQLITE_OK)
-		q->bind_rc = rc;
-}
-
 /* NULL binds SQL NULL. */
 static void q_text(struct query *q, int i, const char *s)
 {
-	if (s)
-		q_bound(q, sqlite3_bind_text(q->stmt, i, s, -1, SQLITE_STATIC));
-	else
-		q_bound(q, sqlite3_bind_null(q->stmt, i));
+	db_bind_text(q->st->db, q->stmt, i, s, s ? strlen(s) : 0);
 }
 
 /* An optional text: NULL and "" bind SQL NULL. */
@@ -786,11 +1060,12 @@ static void q_opt(struct query *q, int i, const char *s)
 /* A text that may be empty; NULL binds SQL NULL. */
 static void q_textn(struct query *q, int i, const char *s, size_t len)
 {
-	if (s)
-		q_bound(q, sqlite3_bind_text64(q->stmt, i, s, len,
-					       SQLITE_STATIC, SQLITE_UTF8));
-	else
-		q_bound(q, sqlite3_bind_null(q->stmt, i));
+	db_bind_text(q->st->db, q->stmt, i, s, len);
+}
+
+static void q_blob(struct query *q, int i, const void *p, size_t len)
+{
+	db_bind_blob(q->st->db, q->stmt, i, p, len);
 }
 
 /*
@@ -816,7 +1091,7 @@ static void q_error(struct query *q, int i, const char *s)
 
 static void q_int(struct query *q, int i, int64_t v)
 {
-	q_bound(q, sqlite3_bind_int64(q->stmt, i, v));
+	db_bind_int(q->st->db, q->stmt, i, v);
 }
 
 /* 0 stands for "none": bind SQL NULL. */
@@ -825,22 +1100,19 @@ static void q_int_or_null(struct query *q, int i, int64_t v)
 	if (v)
 		q_int(q, i, v);
 	else
-		q_bound(q, sqlite3_bind_null(q->stmt, i));
+		db_bind_int_null(q->st->db, q->stmt, i);
 }
 
 /* 1 for a row, 0 when done, or a negative error code. */
 static int q_step(struct query *q)
 {
-	int rc;
+	int rc = db_step(q->st->db, q->stmt);
 
-	if (q->bind_rc != SQLITE_OK)
-		return db_err(q->st, q->bind_rc, q->what);
-	rc = sqlite3_step(q->stmt);
-	if (rc == SQLITE_ROW)
-		return 1;
-	if (rc == SQLITE_DONE)
-		return 0;
-	return db_err(q->st, rc, q->what);
+	if (rc == 0)
+		q->changes = db_changes(q->st->db, q->stmt);
+	if (rc < 0)
+		return db_fail(q->st, rc, q->what);
+	return rc;
 }
 
 /* Run to completion; for statements that return no rows we need. */
@@ -857,45 +1129,29 @@ static void q_end(struct query *q)
 {
 	if (!q->stmt)
 		return;
-	sqlite3_reset(q->stmt);
-	sqlite3_clear_bindings(q->stmt);
+	db_reset(q->st->db, q->stmt);
 	q->stmt = NULL;
 }
 
-/* Run a statement without parameters. */
-static int run(struct store *st, enum stmt_id id, const char *what)
+static char *col_str(struct query *q, int i)
 {
-	struct query q;
-	int rc = q_start(&q, st, id, what);
+	size_t len;
+	const char *p = db_column_bytes(q->st->db, q->stmt, i, &len);
 
-	if (!rc)
-		rc = q_exec(&q);
-	q_end(&q);
-	return rc;
+	return p ? xstrndup(p, len) : NULL;
 }
 
-static char *col_str(sqlite3_stmt *s, int i)
+/* A column's bytes, copied and NUL-terminated; NULL for SQL NULL. */
+static char *col_blob(struct query *q, int i, size_t *len)
 {
-	const unsigned char *t = sqlite3_column_text(s, i);
-
-	if (!t)
-		return NULL;
-	return xstrndup((const char *)t, (size_t)sqlite3_column_bytes(s, i));
-}
-
-/* A BLOB column's bytes, copied and NUL-terminated; NULL for SQL NULL. */
-static char *col_blob(sqlite3_stmt *s, int i, size_t *len)
-{
-	const void *data = sqlite3_column_blob(s, i);
+	const char *p = db_column_bytes(q->st->db, q->stmt, i, len);
 	char *copy;
 
-	*len = 0;
-	if (!data && sqlite3_column_type(s, i) != SQLITE_BLOB)
+	if (!p)
 		return NULL;
-	*len = (size_t)sqlite3_column_bytes(s, i);
 	copy = xmalloc(*len + 1);
 	if (*len)
-		memcpy(copy, data, *len);
+		memcpy(copy, p, *len);
 	copy[*len] = '\0';
 	return copy;
 }
@@ -904,87 +1160,129 @@ static char *col_blob(sqlite3_stmt *s, int i, size_t *len)
  * A column's text (or bytes) as a string the record owns: kept in
  * owned, released with the record.  NULL for SQL NULL.
  */
-static const char *col_own(struct strlist *owned, sqlite3_stmt *s, int i)
+static const char *col_own(struct strlist *owned, struct query *q, int i)
 {
-	char *t = col_str(s, i);
+	char *t = col_str(q, i);
 
 	if (t)
 		strlist_push_owned(owned, t);
 	return t;
 }
 
-static const char *col_own_blob(struct strlist *owned, sqlite3_stmt *s, int i,
+static const char *col_own_blob(struct strlist *owned, struct query *q, int i,
 				size_t *len)
 {
-	char *t = col_blob(s, i, len);
+	char *t = col_blob(q, i, len);
 
 	if (t)
 		strlist_push_owned(owned, t);
 	return t;
 }
 
-static int64_t col_int(sqlite3_stmt *s, int i)
+static int64_t col_int(struct query *q, int i)
 {
-	return sqlite3_column_int64(s, i);
+	return db_column_int(q->st->db, q->stmt, i);
 }
 
 static int col_enum(struct query *q, int i, const char *const *names, size_t nr)
 {
-	int v = name_index(names, nr,
-			   (const char *)sqlite3_column_text(q->stmt, i));
+	char qb[PB_LOG_QUOTE_MAX];
+	size_t len;
+	const char *p = db_column_bytes(q->st->db, q->stmt, i, &len);
+	int v = name_index(names, nr, p, len);
 
 	if (v < 0)
 		return err_set(PB_ERROR, "state db %s: %s: unknown value '%s'",
-			       q->st->path, q->what,
-			       (const char *)sqlite3_column_text(q->stmt, i));
+			       q->st->name, q->what,
+			       printable_copy(qb, sizeof(qb), p ? p : "",
+					      len));
 	return v;
 }
 
 /*
- * An atomic unit of several statements: its own write transaction, or a
- * savepoint when the caller has a transaction open.  unit_end() commits
- * (ok) or rolls back, and returns rc or the commit's failure.
+ * An atomic unit of several statements: fn(st, arg) inside a savepoint
+ * when the caller has a transaction open, else in a DB_TX_WRITE of its
+ * own, run again (from the start: fn must set its outputs afresh) after
+ * a serialization failure or a deadlock, STORE_TRIES times at most,
+ * with a short random pause that doubles.
  */
-static int unit_begin(struct store *st, int *nested)
+typedef int (*unit_fn)(struct store *st, void *arg);
+
+static void pause_before_retry(int tries)
 {
-	*nested = !sqlite3_get_autocommit(st->db);
-	return run(st, *nested ? S_SAVEPOINT : S_BEGIN_IMMEDIATE, "begin");
+	struct timespec ts;
+	long ms = 1L << (tries < 7 ? tries : 7); /* 2 .. 128 ms */
+
+	ms = 1 + rand() % ms;
+	ts.tv_sec = 0;
+	ts.tv_nsec = ms * 1000000L;
+	nanosleep(&ts, NULL);
 }
 
-static int unit_end(struct store *st, int nested, int ok, int rc)
+static int unit_run(struct store *st, unit_fn fn, void *arg)
 {
-	int rc2;
+	int rc, rc2, tries, retryable;
 
-	if (sqlite3_get_autocommit(st->db))
-		return rc; /* SQLite rolled it back already (I/O error...) */
-	if (ok) {
-		rc2 = run(st, nested ? S_RELEASE : S_COMMIT, "commit");
-		if (!rc2)
+	if (st->in_tx) {
+		rc = db_savepoint(st->db);
+		if (rc)
+			return db_fail(st, rc, "begin");
+		rc = fn(st, arg);
+		rc2 = db_release(st->db, !rc);
+		if (rc2 && !rc)
+			return db_fail(st, rc2, "commit");
+		return rc;
+	}
+	for (tries = 1;; tries++) {
+		rc = db_begin(st->db, DB_TX_WRITE);
+		if (rc)
+			return db_fail(st, rc, "begin");
+		rc = fn(st, arg);
+		retryable = db_retryable(st->db);
+		if (!rc) {
+			rc = db_commit(st->db);
+			if (rc)
+				db_fail(st, rc, "commit");
+			retryable = db_retryable(st->db);
+		} else if (db_in_tx(st->db)) {
+			db_rollback(st->db);
+		}
+		if (!rc || !retryable || tries >= STORE_TRIES)
 			return rc;
-		rc = rc2;
+		st->retries++;
+		log_debug("state db %s: a transaction met another; running it "
+			  "again (try %d)",
+			  st->name, tries + 1);
+		pause_before_retry(tries);
 	}
-	if (nested) {
-		run(st, S_ROLLBACK_TO, "roll back");
-		run(st, S_RELEASE, "roll back");
-	} else if (!sqlite3_get_autocommit(st->db)) {
-		run(st, S_ROLLBACK, "roll back");
-	}
-	return rc;
 }
 
 static int read_version(struct store *st, int *out)
 {
 	struct query q;
-	int rc = q_start(&q, st, S_USER_VERSION, "read schema version");
+	int rc;
 
+	*out = 0;
+	if (st->backend == STORE_BACKEND_POSTGRESQL) {
+		/* No table yet: nothing was ever migrated. */
+		rc = q_start(&q, st, S_VERSION_TABLE, "read schema version");
+		if (!rc)
+			rc = q_step(&q);
+		if (rc == 1)
+			rc = col_int(&q, 0) ? 1 : 0;
+		q_end(&q);
+		if (rc <= 0)
+			return rc;
+	}
+	rc = q_start(&q, st, S_USER_VERSION, "read schema version");
 	if (!rc)
 		rc = q_step(&q);
 	if (rc == 1) {
-		*out = sqlite3_column_int(q.stmt, 0);
+		*out = (int)col_int(&q, 0);
 		rc = 0;
 	} else if (rc == 0) {
 		rc = err_set(PB_ERROR, "state db %s: no schema version",
-			     st->path);
+			     st->name);
 	}
 	q_end(&q);
 	return rc;
@@ -996,64 +1294,51 @@ static int version_too_new(struct store *st, int version)
 		       "state db %s: schema version %d is newer than this "
 		       "patchbridge knows (%d); refusing to use it - run the "
 		       "newer patchbridge or restore a matching backup",
-		       st->path, version, SCHEMA_LATEST);
+		       st->name, version, SCHEMA_LATEST);
 }
 
-/* A pragma that answers with one text row (journal_mode ...). */
+/* A one-row statement without parameters whose answer is expect (text),
+ * or anything when expect is NULL: SQLite's pragmas. */
 static int pragma(struct store *st, const char *sql, const char *expect)
 {
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	const char *got;
+	size_t len = 0;
 	int rc;
 
-	rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
-	if (rc != SQLITE_OK) {
-		rc = db_err(st, rc, sql);
+	rc = db_prepare(&s, st->db, sql);
+	if (!rc)
+		rc = db_step(st->db, s);
+	if (rc < 0) {
+		rc = db_fail(st, rc, sql);
 		goto out;
 	}
-	rc = sqlite3_step(s);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		rc = db_err(st, rc, sql);
-		goto out;
-	}
-	got = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(s, 0) : "";
-	if (expect && (!got || strcmp(got, expect))) {
-		rc = err_set(PB_ERROR, "state db %s: %s gave '%s', not '%s'",
-			     st->path, sql, got ? got : "", expect);
+	got = rc == 1 ? db_column_bytes(st->db, s, 0, &len) : "";
+	if (!got)
+		got = "";
+	if (expect && (strlen(expect) != len || memcmp(got, expect, len))) {
+		rc = err_set(PB_ERROR, "state db %s: %s gave '%.*s', not '%s'",
+			     st->name, sql, (int)len, got, expect);
 		goto out;
 	}
 	rc = 0;
 out:
-	sqlite3_finalize(s);
+	if (s)
+		db_finalize(st->db, s);
 	return rc;
 }
 
-/* fsync the directory holding path, so a new file's name is durable. */
-static int sync_dir_of(const char *path)
+/* Bring the schema to target (SCHEMA_LATEST) in one transaction. */
+static int migrate(struct store *st, int target)
 {
-	const char *slash = strrchr(path, '/');
-	char *dir;
-	int rc;
-
-	if (!slash)
-		dir = xstrdup(".");
-	else if (slash == path)
-		dir = xstrdup("/");
-	else
-		dir = xstrndup(path, (size_t)(slash - path));
-	rc = dir_fsync(dir);
-	free(dir);
-	return rc;
-}
-
-/* Bring the schema to SCHEMA_LATEST in one transaction. */
-static int migrate(struct store *st)
-{
+	const char *const *steps = st->backend == STORE_BACKEND_POSTGRESQL ?
+					   pg_migrations :
+					   sqlite_migrations;
 	int rc, version, i, from;
 
-	rc = run(st, S_BEGIN_IMMEDIATE, "begin migration");
+	rc = db_begin(st->db, DB_TX_MIGRATE);
 	if (rc)
-		return rc;
+		return db_fail(st, rc, "begin migration");
 	rc = read_version(st, &version);
 	if (rc)
 		goto out;
@@ -1062,11 +1347,10 @@ static int migrate(struct store *st)
 		goto out;
 	}
 	from = version;
-	for (i = version; i < SCHEMA_LATEST; i++) {
-		if (sqlite3_exec(st->db, migrations[i], NULL, NULL, NULL) !=
-		    SQLITE_OK) {
-			rc = db_err(st, sqlite3_extended_errcode(st->db),
-				    "schema migration");
+	for (i = version; i < target; i++) {
+		rc = db_exec(st->db, steps[i]);
+		if (rc) {
+			db_fail(st, rc, "schema migration");
 			err_prefix(rc, "to version %d", i + 1);
 			goto out;
 		}
@@ -1077,52 +1361,48 @@ static int migrate(struct store *st)
 			BUG("migration step %d sets version %d", i + 1,
 			    version);
 	}
-	rc = run(st, S_COMMIT, "commit migration");
-	/* SQLite syncs the -wal file's directory entry, not the database's. */
-	if (!rc && from == 0)
-		rc = sync_dir_of(st->path);
-	if (!rc && from == 0)
-		log_notice("state db %s: created (schema version %d)", st->path,
-			   SCHEMA_LATEST);
-	else if (!rc && from != SCHEMA_LATEST)
+	rc = db_commit(st->db);
+	if (rc) {
+		db_fail(st, rc, "commit migration");
+		return rc;
+	}
+	if (from == 0)
+		log_notice("state db %s: created (schema version %d)", st->name,
+			   target);
+	else if (from < target)
 		log_notice("state db %s: schema migrated from version %d to %d",
-			   st->path, from, SCHEMA_LATEST);
+			   st->name, from, target);
+	return 0;
 out:
-	if (rc && !sqlite3_get_autocommit(st->db))
-		run(st, S_ROLLBACK, "roll back migration");
+	if (db_in_tx(st->db))
+		db_rollback(st->db);
 	return rc;
 }
 
-static int open_rw(struct store *st)
+static int open_rw(struct store *st, int target)
 {
-	int one = 1, rc, version;
+	int rc, version;
 
-	/*
-	 * Keep -wal and -shm after the last close, so a read-only reader
-	 * never needs to create them (which takes write access to the
-	 * directory).  Set before the WAL is first opened.
-	 */
-	rc = sqlite3_file_control(st->db, "main", SQLITE_FCNTL_PERSIST_WAL,
-				  &one);
-	if (rc != SQLITE_OK)
-		return db_err(st, rc, "persistent WAL");
-	/* Refuse a newer schema before changing anything in the file. */
+	/* Refuse a newer schema before changing anything. */
 	rc = read_version(st, &version);
 	if (rc)
 		return rc;
 	if (version > SCHEMA_LATEST)
 		return version_too_new(st, version);
-	rc = pragma(st, "PRAGMA journal_mode = WAL", "wal");
-	if (!rc)
-		rc = pragma(st, "PRAGMA synchronous = FULL", NULL);
-	if (!rc)
-		rc = pragma(st, "PRAGMA foreign_keys = ON", NULL);
-	if (!rc)
-		rc = pragma(st, "PRAGMA journal_size_limit = " STORE_WAL_LIMIT,
-			    STORE_WAL_LIMIT);
-	if (!rc)
-		rc = migrate(st);
-	return rc;
+	if (st->backend == STORE_BACKEND_SQLITE) {
+		rc = pragma(st, "PRAGMA journal_mode = WAL", "wal");
+		if (!rc)
+			rc = pragma(st, "PRAGMA synchronous = FULL", NULL);
+		if (!rc)
+			rc = pragma(st, "PRAGMA foreign_keys = ON", NULL);
+		if (!rc)
+			rc = pragma(st,
+				    "PRAGMA journal_size_limit = " STORE_WAL_LIMIT,
+				    STORE_WAL_LIMIT);
+		if (rc)
+			return rc;
+	}
+	return migrate(st, target);
 }
 
 static int open_ro(struct store *st)
@@ -1133,6 +1413,8 @@ static int open_ro(struct store *st)
 	if (rc) {
 		char msg[PB_ERRMSG_MAX];
 
+		if (st->backend != STORE_BACKEND_SQLITE)
+			return rc;
 		snprintf(msg, sizeof(msg), "%s", err_msg());
 		return err_set(rc,
 			       "%s (a read-only reader needs read access to "
@@ -1144,22 +1426,54 @@ static int open_ro(struct store *st)
 		return err_set(PB_ENOTFOUND,
 			       "state db %s is not initialised yet (the "
 			       "daemon creates it on start)",
-			       st->path);
+			       st->name);
 	if (version > SCHEMA_LATEST)
 		return version_too_new(st, version);
 	if (version < SCHEMA_LATEST)
 		return err_set(PB_ETEMP,
 			       "state db %s: schema version %d is older "
 			       "than %d; the daemon upgrades it on start",
-			       st->path, version, SCHEMA_LATEST);
-	return pragma(st, "PRAGMA foreign_keys = ON", NULL);
+			       st->name, version, SCHEMA_LATEST);
+	if (st->backend == STORE_BACKEND_SQLITE)
+		return pragma(st, "PRAGMA foreign_keys = ON", NULL);
+	return 0;
+}
+
+static int check_host(const char *host)
+{
+	const char *p;
+
+	if (!host || !*host || strlen(host) > STORE_HOST_MAX)
+		return err_set(PB_EINVAL, "state db: bad host name (1 to %d "
+					  "printable characters)",
+			       STORE_HOST_MAX);
+	for (p = host; *p; p++)
+		if (*p <= ' ' || *p > '~')
+			return err_set(PB_EINVAL,
+				       "state db: the host name has a blank "
+				       "or a character that is not printable "
+				       "ASCII");
+	return 0;
+}
+
+/* This host's name: gethostname(), "localhost" when that fails. */
+static char *default_host(void)
+{
+	char h[STORE_HOST_MAX + 1];
+
+	if (gethostname(h, sizeof(h)) != 0 || !h[0] || check_host(h)) {
+		err_clear();
+		return xstrdup("localhost");
+	}
+	h[STORE_HOST_MAX] = '\0';
+	return xstrdup(h);
 }
 
 /*
- * The writer's files (the database, its -wal and -shm, the locks and
- * the git mirrors beside it) are created in the database's directory: a
- * directory only the daemon's user may write, so nobody can plant a file
- * or a link there first; and the database is not a link.
+ * SQLite: the writer's files (the database, its -wal and -shm, the locks
+ * and the git mirrors beside it) are created in the database's
+ * directory: a directory only the daemon's user may write, so nobody can
+ * plant a file or a link there first; and the database is not a link.
  */
 static int check_state_dir(const char *path)
 {
@@ -1179,61 +1493,99 @@ static int check_state_dir(const char *path)
 	return 0;
 }
 
-int store_open(struct store **out, const char *path, unsigned flags,
-	       int busy_timeout_ms)
+/* Connect (and nothing more): the checks of store_open_opts(). */
+static int open_conn(struct store **out, const struct store_opts *o)
 {
 	struct store *st = NULL;
 	struct stat sb;
-	int rc, oflags;
+	char *name = NULL;
+	int rc;
 
 	*out = NULL;
-	if (flags != STORE_RO && flags != STORE_RW)
+	if (o->flags != STORE_RO && o->flags != STORE_RW)
 		return err_set(
 			PB_EINVAL,
 			"store_open: flags must be STORE_RO or STORE_RW");
-	if (!path || !*path)
-		return err_set(PB_EINVAL, "state db: no path");
-	if (busy_timeout_ms < 0 || busy_timeout_ms > STORE_BUSY_TIMEOUT_MAX)
+	if (!o->target || !*o->target)
+		return err_set(PB_EINVAL, "state db: no %s",
+			       o->backend == STORE_BACKEND_SQLITE ?
+				       "path" :
+				       "connection string");
+	if (o->busy_timeout_ms < 0 ||
+	    o->busy_timeout_ms > STORE_BUSY_TIMEOUT_MAX)
 		return err_set(PB_EINVAL, "state db: bad busy timeout %d ms",
-			       busy_timeout_ms);
-	if (sqlite3_libversion_number() < STORE_SQLITE_MIN)
-		return err_set(PB_ERROR, "SQLite %s is too old (need 3.35)",
-			       sqlite3_libversion());
-	/* NOMUTEX needs a library built for threads (multi-thread mode). */
-	if (!sqlite3_threadsafe())
-		return err_set(PB_ERROR, "SQLite was built without threads");
-	if (flags == STORE_RW) {
-		rc = check_state_dir(path);
+			       o->busy_timeout_ms);
+	if (o->lease < 0 || o->lease > STORE_LEASE_MAX)
+		return err_set(PB_EINVAL, "state db: bad lease %lld s",
+			       (long long)o->lease);
+	if (o->host && (rc = check_host(o->host)))
+		return rc;
+	if (o->schema_version < 0 || o->schema_version > SCHEMA_LATEST)
+		return err_set(PB_EINVAL, "state db: no schema version %d",
+			       o->schema_version);
+	if (o->backend == STORE_BACKEND_SQLITE && o->flags == STORE_RW) {
+		rc = check_state_dir(o->target);
 		if (rc)
 			return rc;
 	}
-	if (flags == STORE_RO && stat(path, &sb) != 0) {
+	if (o->backend == STORE_BACKEND_SQLITE && o->flags == STORE_RO &&
+	    stat(o->target, &sb) != 0) {
 		if (errno == ENOENT)
 			return err_set(PB_ENOTFOUND,
 				       "state db %s does not exist yet (the "
 				       "daemon creates it on start)",
-				       path);
+				       o->target);
 		return err_set_errno(errno == EACCES ? PB_EPERM : PB_ERROR,
-				     "state db %s", path);
+				     "state db %s", o->target);
 	}
 
 	st = xcalloc(1, sizeof(*st));
-	st->path = xstrdup(path);
-	st->flags = flags;
-	oflags = SQLITE_OPEN_NOMUTEX;
-	if (flags == STORE_RO)
-		oflags |= SQLITE_OPEN_READONLY;
-	else
-		oflags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-	rc = sqlite3_open_v2(path, &st->db, oflags, NULL);
-	if (rc != SQLITE_OK) {
-		rc = db_err(st, rc, "open");
-		goto out;
+	st->flags = o->flags;
+	st->backend = o->backend;
+	st->host = o->host ? xstrdup(o->host) : default_host();
+	st->lease = o->lease ? o->lease : STORE_LEASE_DEFAULT;
+	switch (o->backend) {
+	case STORE_BACKEND_SQLITE:
+		rc = db_sqlite_open(&st->db, &name, o->target,
+				    o->flags == STORE_RO ? DB_READ_ONLY :
+							   DB_READ_WRITE,
+				    o->busy_timeout_ms);
+		break;
+	case STORE_BACKEND_POSTGRESQL:
+		rc = db_pg_open(&st->db, &name, o->target,
+				o->flags == STORE_RO ? DB_READ_ONLY :
+						       DB_READ_WRITE,
+				o->busy_timeout_ms, o->reply_timeout_ms);
+		break;
+	default:
+		rc = err_set(PB_EINVAL, "state db: unknown backend %d",
+			     (int)o->backend);
+		break;
 	}
-	sqlite3_extended_result_codes(st->db, 1);
-	sqlite3_busy_timeout(st->db, busy_timeout_ms);
-	rc = flags == STORE_RW ? open_rw(st) : open_ro(st);
-out:
+	st->name = name ? name : xstrdup("?");
+	if (rc) {
+		err_prefix(rc, "state db %s: open", st->name);
+		store_free(st);
+		return rc;
+	}
+	*out = st;
+	return 0;
+}
+
+int store_open_opts(struct store **out, const struct store_opts *o)
+{
+	struct store *st = NULL;
+	int rc;
+
+	*out = NULL;
+	rc = open_conn(&st, o);
+	if (rc)
+		return rc;
+	if (o->flags == STORE_RW)
+		rc = open_rw(st, o->schema_version ? o->schema_version :
+						     SCHEMA_LATEST);
+	else
+		rc = open_ro(st);
 	if (rc) {
 		store_free(st);
 		return rc;
@@ -1242,27 +1594,88 @@ out:
 	return 0;
 }
 
+int store_probe(int *version, char **name, const struct store_opts *opts)
+{
+	struct store_opts o = *opts;
+	struct store *st = NULL;
+	int rc;
+
+	*version = 0;
+	*name = NULL;
+	o.flags = STORE_RO;
+	rc = open_conn(&st, &o);
+	if (rc == PB_ENOTFOUND && o.backend == STORE_BACKEND_SQLITE)
+		return 0; /* no file yet */
+	if (!rc) {
+		rc = read_version(st, version);
+		*name = xstrdup(st->name);
+	}
+	store_free(st);
+	return rc;
+}
+
+int store_open(struct store **out, const char *path, unsigned flags,
+	       int busy_timeout_ms)
+{
+	struct store_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.backend = STORE_BACKEND_SQLITE;
+	o.target = path;
+	o.flags = flags;
+	o.busy_timeout_ms = busy_timeout_ms;
+	return store_open_opts(out, &o);
+}
+
 void store_free(struct store *st)
 {
 	size_t i;
-	int rc;
 
 	if (!st)
 		return;
-	if (st->db && !sqlite3_get_autocommit(st->db)) {
+	if (st->db && db_in_tx(st->db)) {
 		log_warn("state db %s: closing with a transaction open; "
 			 "rolling it back",
-			 st->path);
-		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+			 st->name);
+		db_rollback(st->db);
 	}
 	for (i = 0; i < S_NR; i++)
-		sqlite3_finalize(st->stmts[i]);
-	rc = sqlite3_close(st->db);
-	if (rc != SQLITE_OK)
-		log_error("state db %s: close: %s", st->path,
-			  sqlite3_errstr(rc));
-	free(st->path);
+		if (st->stmts[i])
+			db_finalize(st->db, st->stmts[i]);
+	db_close(st->db);
+	free(st->name);
+	free(st->host);
 	free(st);
+}
+
+const char *store_name(const struct store *st)
+{
+	return st->name;
+}
+
+const char *store_host(const struct store *st)
+{
+	return st->host;
+}
+
+enum store_backend store_backend(const struct store *st)
+{
+	return st->backend;
+}
+
+int64_t store_lease(const struct store *st)
+{
+	return st->lease;
+}
+
+uint64_t store_retries(const struct store *st)
+{
+	return st->retries;
+}
+
+const char *store_backend_name(enum store_backend backend)
+{
+	return backend == STORE_BACKEND_POSTGRESQL ? "postgresql" : "sqlite";
 }
 
 int store_schema_version(int *out, struct store *st)
@@ -1275,31 +1688,27 @@ int store_schema_latest(void)
 	return SCHEMA_LATEST;
 }
 
+/*
+ * SQLite checks the whole file.  PostgreSQL checks its pages as it reads
+ * them (with data checksums, initdb -k), so every table is read whole.
+ */
+static const char pg_check[] =
+	"SELECT COUNT(*) FROM revisions; SELECT COUNT(*) FROM thread_map;"
+	"SELECT COUNT(*) FROM cursors; SELECT COUNT(*) FROM inbound;"
+	"SELECT COUNT(*) FROM forge_actions; SELECT COUNT(*) FROM outmail;"
+	"SELECT COUNT(*) FROM archive; SELECT COUNT(*) FROM trailer_verdicts;";
+
 int store_check(struct store *st)
 {
-	sqlite3_stmt *s = NULL;
-	const char *row;
 	int rc;
 
-	rc = sqlite3_prepare_v2(st->db, "PRAGMA integrity_check", -1, &s, NULL);
-	if (rc != SQLITE_OK) {
-		rc = db_err(st, rc, "integrity check");
-		goto out;
+	if (st->backend == STORE_BACKEND_POSTGRESQL) {
+		rc = db_exec(st->db, pg_check);
+		return rc ? db_fail(st, rc, "integrity check") : 0;
 	}
-	rc = sqlite3_step(s);
-	if (rc != SQLITE_ROW) {
-		rc = db_err(st, rc, "integrity check");
-		goto out;
-	}
-	row = (const char *)sqlite3_column_text(s, 0);
-	if (!row || strcmp(row, "ok")) {
-		rc = err_set(PB_ERROR, "state db %s: integrity check: %s",
-			     st->path, row ? row : "(no answer)");
-		goto out;
-	}
-	rc = 0;
-out:
-	sqlite3_finalize(s);
+	rc = pragma(st, "PRAGMA integrity_check", "ok");
+	if (rc)
+		err_prefix(rc, "integrity check");
 	return rc;
 }
 
@@ -1307,13 +1716,13 @@ int store_begin(struct store *st)
 {
 	int rc;
 
-	if (st->in_tx || !sqlite3_get_autocommit(st->db))
+	if (st->in_tx || db_in_tx(st->db))
 		BUG("store_begin: a transaction is already open");
-	rc = run(st, st->flags == STORE_RW ? S_BEGIN_IMMEDIATE : S_BEGIN,
-		 "begin");
-	if (!rc)
-		st->in_tx = 1;
-	return rc;
+	rc = db_begin(st->db, st->flags == STORE_RW ? DB_TX_WRITE : DB_TX_READ);
+	if (rc)
+		return db_fail(st, rc, "begin");
+	st->in_tx = 1;
+	return 0;
 }
 
 int store_commit(struct store *st)
@@ -1323,25 +1732,19 @@ int store_commit(struct store *st)
 	if (!st->in_tx)
 		BUG("store_commit without store_begin");
 	st->in_tx = 0;
-	if (sqlite3_get_autocommit(st->db))
-		return err_set(PB_ETEMP,
-			       "state db %s: the transaction was rolled back "
-			       "after an earlier error",
-			       st->path);
-	rc = run(st, S_COMMIT, "commit");
-	if (rc && !sqlite3_get_autocommit(st->db))
-		run(st, S_ROLLBACK, "roll back");
-	return rc;
+	rc = db_commit(st->db);
+	return rc ? db_fail(st, rc, "commit") : 0;
 }
 
 int store_rollback(struct store *st)
 {
+	int rc;
+
 	if (!st->in_tx)
 		BUG("store_rollback without store_begin");
 	st->in_tx = 0;
-	if (sqlite3_get_autocommit(st->db))
-		return 0;
-	return run(st, S_ROLLBACK, "roll back");
+	rc = db_rollback(st->db);
+	return rc ? db_fail(st, rc, "roll back") : 0;
 }
 
 /* Thread map. */
@@ -1431,12 +1834,15 @@ int store_mail_put(struct store *st, const struct store_mail *m)
 	q_int_or_null(&q, 1 + MC_NOTE, m->note_id);
 	q_text(&q, 1 + MC_STATE, mail_state_names[m->state]);
 	q_int(&q, 1 + MC_CREATED, t);
-	if (m->state == STORE_MAIL_SENT)
+	if (m->state == STORE_MAIL_SENT) {
 		q_int(&q, 1 + MC_SENT, m->sent ? m->sent : t);
-	else
+		q_text(&q, 1 + MC_SENT_BY, st->host);
+	} else {
 		q_int_or_null(&q, 1 + MC_SENT, 0);
+		q_text(&q, 1 + MC_SENT_BY, NULL);
+	}
 	rc = q_exec(&q);
-	if (!rc && sqlite3_changes(st->db) == 0) {
+	if (!rc && q.changes == 0) {
 		char qb[PB_LOG_QUOTE_MAX];
 
 		rc = err_set(PB_EEXISTS, "state db: mail <%s> already recorded",
@@ -1459,8 +1865,9 @@ int store_mail_mark_sent(struct store *st, const char *message_id)
 		return rc;
 	q_text(&q, 1, message_id);
 	q_int(&q, 2, now());
+	q_text(&q, 3, st->host);
 	rc = q_exec(&q);
-	if (!rc && sqlite3_changes(st->db) == 0) {
+	if (!rc && q.changes == 0) {
 		char qb[PB_LOG_QUOTE_MAX];
 
 		rc = err_set(PB_ENOTFOUND, "state db: no mail <%s>",
@@ -1472,7 +1879,6 @@ int store_mail_mark_sent(struct store *st, const char *message_id)
 
 static int mail_from_row(struct store_mail *m, struct query *q)
 {
-	sqlite3_stmt *s = q->stmt;
 	int kind, state;
 
 	kind = col_enum(q, MC_KIND, mail_kind_names,
@@ -1484,25 +1890,25 @@ static int mail_from_row(struct store_mail *m, struct query *q)
 	if (state < 0)
 		return state;
 	store_mail_release(m);
-	m->message_id = col_own(&m->owned, s, MC_MSGID);
-	m->project = col_own(&m->owned, s, MC_PROJECT);
-	m->iid = col_int(s, MC_IID);
-	m->revision = (int)col_int(s, MC_REVISION);
-	m->patch = (int)col_int(s, MC_PATCH);
-	m->total = (int)col_int(s, MC_TOTAL);
+	m->message_id = col_own(&m->owned, q, MC_MSGID);
+	m->project = col_own(&m->owned, q, MC_PROJECT);
+	m->iid = col_int(q, MC_IID);
+	m->revision = (int)col_int(q, MC_REVISION);
+	m->patch = (int)col_int(q, MC_PATCH);
+	m->total = (int)col_int(q, MC_TOTAL);
 	m->kind = (enum store_mail_kind)kind;
-	m->commit_sha = col_own(&m->owned, s, MC_COMMIT);
-	m->base_sha = col_own(&m->owned, s, MC_BASE);
-	m->start_sha = col_own(&m->owned, s, MC_START);
-	m->head_sha = col_own(&m->owned, s, MC_HEAD);
-	m->version_id = col_int(s, MC_VERSION);
-	m->diff = col_own(&m->owned, s, MC_DIFF);
-	m->diff_len = m->diff ? (size_t)sqlite3_column_bytes(s, MC_DIFF) : 0;
-	m->discussion_id = col_own(&m->owned, s, MC_DISCUSSION);
-	m->note_id = col_int(s, MC_NOTE);
+	m->commit_sha = col_own(&m->owned, q, MC_COMMIT);
+	m->base_sha = col_own(&m->owned, q, MC_BASE);
+	m->start_sha = col_own(&m->owned, q, MC_START);
+	m->head_sha = col_own(&m->owned, q, MC_HEAD);
+	m->version_id = col_int(q, MC_VERSION);
+	m->diff = col_own_blob(&m->owned, q, MC_DIFF, &m->diff_len);
+	m->discussion_id = col_own(&m->owned, q, MC_DISCUSSION);
+	m->note_id = col_int(q, MC_NOTE);
 	m->state = (enum store_mail_state)state;
-	m->created = col_int(s, MC_CREATED);
-	m->sent = col_int(s, MC_SENT);
+	m->created = col_int(q, MC_CREATED);
+	m->sent = col_int(q, MC_SENT);
+	m->sent_by = col_own(&m->owned, q, MC_SENT_BY);
 	return 0;
 }
 
@@ -1589,6 +1995,188 @@ int store_mail_list_revision(struct store_mail_list *out, struct store *st,
 	return rc;
 }
 
+/* ---- the thread map's copy on another store ---------------------------- */
+
+/* One page of the thread map after (created, message_id), in order. */
+static int mail_page(struct store_mail_list *out, struct store *st,
+		     int64_t created, const char *after, int64_t limit)
+{
+	struct query q;
+	int rc;
+
+	rc = q_start(&q, st, S_MAIL_SINCE, "list the thread map");
+	if (rc)
+		return rc;
+	q_int(&q, 1, created);
+	q_text(&q, 2, after);
+	q_int(&q, 3, limit);
+	while ((rc = q_step(&q)) == 1) {
+		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
+		store_mail_init(&out->items[out->nr]);
+		rc = mail_from_row(&out->items[out->nr], &q);
+		if (rc)
+			break;
+		out->nr++;
+	}
+	q_end(&q);
+	return rc;
+}
+
+/* The row as it is, then its changing columns (state, sent, sent by). */
+static int mirror_revision(struct store *dst, const struct store_revision *r)
+{
+	struct query q;
+	int rc;
+
+	rc = q_start(&q, dst, S_MIRROR_REV, "copy a revision");
+	if (rc)
+		return rc;
+	q_text(&q, 1 + RC_PROJECT, r->project);
+	q_int(&q, 1 + RC_IID, r->iid);
+	q_int(&q, 1 + RC_REVISION, r->revision);
+	q_text(&q, 1 + RC_HEAD, r->head_sha);
+	q_opt(&q, 1 + RC_BASE, r->base_sha);
+	q_opt(&q, 1 + RC_START, r->start_sha);
+	q_int_or_null(&q, 1 + RC_VERSION, r->version_id);
+	q_opt(&q, 1 + RC_PATCH_ID, r->patch_id);
+	q_int(&q, 1 + RC_PATCHES, r->patches);
+	q_opt(&q, 1 + RC_COVER, r->cover_msgid);
+	q_text(&q, 1 + RC_STATE, revision_state_names[r->state]);
+	q_int(&q, 1 + RC_CREATED, r->created);
+	q_int_or_null(&q, 1 + RC_SENT, r->sent);
+	rc = q_exec(&q);
+	q_end(&q);
+	if (rc)
+		return rc;
+	rc = q_start(&q, dst, S_MIRROR_REV_STATE, "copy a revision's state");
+	if (rc)
+		return rc;
+	q_text(&q, 1, r->project);
+	q_int(&q, 2, r->iid);
+	q_int(&q, 3, r->revision);
+	q_int(&q, 4, r->patches);
+	q_opt(&q, 5, r->cover_msgid);
+	q_text(&q, 6, revision_state_names[r->state]);
+	q_int_or_null(&q, 7, r->sent);
+	rc = q_exec(&q);
+	q_end(&q);
+	return rc;
+}
+
+static int mirror_mail(struct store *dst, const struct store_mail *m)
+{
+	struct query q;
+	int rc;
+
+	rc = q_start(&q, dst, S_MIRROR_MAIL, "copy a mail");
+	if (rc)
+		return rc;
+	q_text(&q, 1 + MC_MSGID, m->message_id);
+	q_text(&q, 1 + MC_PROJECT, m->project);
+	q_int(&q, 1 + MC_IID, m->iid);
+	q_int_or_null(&q, 1 + MC_REVISION, m->revision);
+	q_int(&q, 1 + MC_PATCH, m->patch);
+	q_int(&q, 1 + MC_TOTAL, m->total);
+	q_text(&q, 1 + MC_KIND, mail_kind_names[m->kind]);
+	q_opt(&q, 1 + MC_COMMIT, m->commit_sha);
+	q_opt(&q, 1 + MC_BASE, m->base_sha);
+	q_opt(&q, 1 + MC_START, m->start_sha);
+	q_opt(&q, 1 + MC_HEAD, m->head_sha);
+	q_int_or_null(&q, 1 + MC_VERSION, m->version_id);
+	q_textn(&q, 1 + MC_DIFF, m->diff, m->diff_len);
+	q_opt(&q, 1 + MC_DISCUSSION, m->discussion_id);
+	q_int_or_null(&q, 1 + MC_NOTE, m->note_id);
+	q_text(&q, 1 + MC_STATE, mail_state_names[m->state]);
+	q_int(&q, 1 + MC_CREATED, m->created);
+	q_int_or_null(&q, 1 + MC_SENT, m->sent);
+	q_opt(&q, 1 + MC_SENT_BY, m->sent_by);
+	rc = q_exec(&q);
+	q_end(&q);
+	if (rc)
+		return rc;
+	rc = q_start(&q, dst, S_MIRROR_MAIL_STATE, "copy a mail's state");
+	if (rc)
+		return rc;
+	q_text(&q, 1, m->message_id);
+	q_text(&q, 2, mail_state_names[m->state]);
+	q_int_or_null(&q, 3, m->sent);
+	q_opt(&q, 4, m->sent_by);
+	rc = q_exec(&q);
+	q_end(&q);
+	return rc;
+}
+
+/* One page into dst, in one transaction, with the revisions it names. */
+static int mirror_page(struct store *dst, struct store *src,
+		       const struct store_mail_list *page)
+{
+	struct store_revision rev;
+	size_t i;
+	int rc;
+
+	store_revision_init(&rev);
+	rc = store_begin(dst);
+	if (rc)
+		return rc;
+	for (i = 0; !rc && i < page->nr; i++) {
+		const struct store_mail *m = &page->items[i];
+
+		if (m->revision > 0 &&
+		    (!rev.project || strcmp(rev.project, m->project) ||
+		     rev.iid != m->iid || rev.revision != m->revision)) {
+			rc = store_revision_get(&rev, src, m->project, m->iid,
+						m->revision);
+			if (!rc)
+				rc = mirror_revision(dst, &rev);
+		}
+		if (!rc)
+			rc = mirror_mail(dst, m);
+	}
+	store_revision_release(&rev);
+	if (rc) {
+		store_rollback(dst);
+		return rc;
+	}
+	return store_commit(dst);
+}
+
+int store_threadmap_mirror(struct store *dst, struct store *src, int64_t *since,
+			   size_t *copied)
+{
+	struct store_mail_list page = { 0 };
+	int64_t created = *since > 0 ? *since : 0, newest = *since;
+	char *after = xstrdup("");
+	size_t n = 0;
+	int rc;
+
+	if (dst->flags != STORE_RW)
+		BUG("store_threadmap_mirror into a read-only store");
+	for (;;) {
+		store_mail_list_release(&page);
+		rc = mail_page(&page, src, created, after, STORE_MIRROR_PAGE);
+		if (rc || !page.nr)
+			break;
+		rc = mirror_page(dst, src, &page);
+		if (rc)
+			break;
+		n += page.nr;
+		created = page.items[page.nr - 1].created;
+		free(after);
+		after = xstrdup(page.items[page.nr - 1].message_id);
+		if (created > newest)
+			newest = created;
+		if (page.nr < STORE_MIRROR_PAGE)
+			break;
+	}
+	store_mail_list_release(&page);
+	free(after);
+	if (copied)
+		*copied = n;
+	if (!rc)
+		*since = newest;
+	return rc;
+}
+
 int store_mail_by_discussion(struct store_mail *out, struct store *st,
 			     const char *project, const char *discussion_id)
 {
@@ -1645,7 +2233,6 @@ void store_revision_release(struct store_revision *rev)
 
 static int revision_from_row(struct store_revision *rev, struct query *q)
 {
-	sqlite3_stmt *s = q->stmt;
 	int state;
 
 	state = col_enum(q, RC_STATE, revision_state_names,
@@ -1653,19 +2240,19 @@ static int revision_from_row(struct store_revision *rev, struct query *q)
 	if (state < 0)
 		return state;
 	store_revision_release(rev);
-	rev->project = col_own(&rev->owned, s, RC_PROJECT);
-	rev->iid = col_int(s, RC_IID);
-	rev->revision = (int)col_int(s, RC_REVISION);
-	rev->head_sha = col_own(&rev->owned, s, RC_HEAD);
-	rev->base_sha = col_own(&rev->owned, s, RC_BASE);
-	rev->start_sha = col_own(&rev->owned, s, RC_START);
-	rev->version_id = col_int(s, RC_VERSION);
-	rev->patch_id = col_own(&rev->owned, s, RC_PATCH_ID);
-	rev->patches = (int)col_int(s, RC_PATCHES);
-	rev->cover_msgid = col_own(&rev->owned, s, RC_COVER);
+	rev->project = col_own(&rev->owned, q, RC_PROJECT);
+	rev->iid = col_int(q, RC_IID);
+	rev->revision = (int)col_int(q, RC_REVISION);
+	rev->head_sha = col_own(&rev->owned, q, RC_HEAD);
+	rev->base_sha = col_own(&rev->owned, q, RC_BASE);
+	rev->start_sha = col_own(&rev->owned, q, RC_START);
+	rev->version_id = col_int(q, RC_VERSION);
+	rev->patch_id = col_own(&rev->owned, q, RC_PATCH_ID);
+	rev->patches = (int)col_int(q, RC_PATCHES);
+	rev->cover_msgid = col_own(&rev->owned, q, RC_COVER);
 	rev->state = (enum store_revision_state)state;
-	rev->created = col_int(s, RC_CREATED);
-	rev->sent = col_int(s, RC_SENT);
+	rev->created = col_int(q, RC_CREATED);
+	rev->sent = col_int(q, RC_SENT);
 	return 0;
 }
 
@@ -1686,25 +2273,24 @@ static int revision_one(struct store_revision *out, struct query *q,
 	return rc;
 }
 
-int store_revision_start(int *revision, struct store *st,
-			 const struct store_revision *rev)
+struct rev_start {
+	const struct store_revision *rev;
+	int revision;
+	int taken; /* the head was started before */
+};
+
+/* The unit of store_revision_start(): allocate and insert, or find the
+ * head started before. */
+static int rev_start_unit(struct store *st, void *arg)
 {
+	struct rev_start *r = arg;
+	const struct store_revision *rev = r->rev;
 	struct store_revision old = { 0 };
 	struct query q;
 	int rc;
 
-	*revision = 0;
-	if ((rc = check_mr(rev->project, rev->iid)) ||
-	    (rc = check_sha("head sha", rev->head_sha, 1)) ||
-	    (rc = check_sha("base sha", rev->base_sha, 0)) ||
-	    (rc = check_sha("start sha", rev->start_sha, 0)) ||
-	    (rc = check_str("patch id", rev->patch_id, STORE_SHA_MAX, 0)) ||
-	    (rc = check_str("cover Message-ID", rev->cover_msgid,
-			    STORE_MSGID_MAX, 0)))
-		return rc;
-	if (rev->patches < 0 || rev->version_id < 0)
-		return err_set(PB_EINVAL, "state db: bad revision numbers");
-
+	r->revision = 0;
+	r->taken = 0;
 	rc = q_start(&q, st, S_REV_START, "start revision");
 	if (rc)
 		return rc;
@@ -1719,27 +2305,59 @@ int store_revision_start(int *revision, struct store *st,
 	q_opt(&q, 9, rev->cover_msgid);
 	q_int(&q, 10, now());
 	rc = q_step(&q);
-	if (rc == 1)
-		*revision = sqlite3_column_int(q.stmt, 0);
-	if (rc == 1)
+	if (rc == 1) {
+		r->revision = (int)col_int(&q, 0);
 		rc = q_exec(&q);
-	else if (rc == 0)
-		rc = err_set(PB_ERROR, "state db %s: no revision number",
-			     st->path);
+	}
 	q_end(&q);
-	if (rc != PB_EEXISTS)
+	if (rc < 0 || r->revision)
 		return rc;
-
-	/* The only unique key that can clash is the head SHA. */
+	/* Nothing inserted: the head (or, between two writers, the
+	 * number - which a unit never sees) was taken. */
 	rc = store_revision_by_head(&old, st, rev->project, rev->iid,
 				    rev->head_sha);
+	if (rc == PB_ENOTFOUND)
+		return err_set(PB_ETEMP,
+			       "state db %s: revision number taken meanwhile",
+			       st->name);
 	if (rc)
 		return rc;
-	*revision = old.revision;
+	r->revision = old.revision;
+	r->taken = 1;
 	store_revision_release(&old);
-	return err_set(PB_EEXISTS,
-		       "state db: head %s was already mailed as v%d",
-		       rev->head_sha, *revision);
+	return 0;
+}
+
+int store_revision_start(int *revision, struct store *st,
+			 const struct store_revision *rev)
+{
+	struct rev_start r;
+	int rc;
+
+	*revision = 0;
+	if ((rc = check_mr(rev->project, rev->iid)) ||
+	    (rc = check_sha("head sha", rev->head_sha, 1)) ||
+	    (rc = check_sha("base sha", rev->base_sha, 0)) ||
+	    (rc = check_sha("start sha", rev->start_sha, 0)) ||
+	    (rc = check_str("patch id", rev->patch_id, STORE_SHA_MAX, 0)) ||
+	    (rc = check_str("cover Message-ID", rev->cover_msgid,
+			    STORE_MSGID_MAX, 0)))
+		return rc;
+	if (rev->patches < 0 || rev->version_id < 0)
+		return err_set(PB_EINVAL, "state db: bad revision numbers");
+
+	memset(&r, 0, sizeof(r));
+	r.rev = rev;
+	/* "Highest plus one" must not race: a unit. */
+	rc = unit_run(st, rev_start_unit, &r);
+	if (rc)
+		return rc;
+	*revision = r.revision;
+	if (r.taken)
+		return err_set(PB_EEXISTS,
+			       "state db: head %s was already mailed as v%d",
+			       rev->head_sha, *revision);
+	return 0;
 }
 
 int store_revision_mark_sent(struct store *st, const char *project, int64_t iid,
@@ -1760,7 +2378,7 @@ int store_revision_mark_sent(struct store *st, const char *project, int64_t iid,
 	q_int(&q, 3, revision);
 	q_int(&q, 4, now());
 	rc = q_exec(&q);
-	if (!rc && sqlite3_changes(st->db) == 0)
+	if (!rc && q.changes == 0)
 		rc = err_set(PB_ENOTFOUND, "state db: no revision %s!%lld v%d",
 			     quote(qb, sizeof(qb), project), (long long)iid,
 			     revision);
@@ -1846,7 +2464,7 @@ int store_inbound_state_from_name(enum store_inbound_state *out,
 {
 	char qb[PB_LOG_QUOTE_MAX];
 	int v = name_index(inbound_state_names, ARRAY_SIZE(inbound_state_names),
-			   name);
+			   name, name ? strlen(name) : 0);
 
 	if (v < 0)
 		return err_set(PB_EINVAL, "unknown inbound state '%s'",
@@ -1862,7 +2480,6 @@ void store_inbound_list_release(struct store_inbound_list *list)
 
 static int inbound_from_row(struct store_inbound *in, struct query *q)
 {
-	sqlite3_stmt *s = q->stmt;
 	int state;
 
 	state = col_enum(q, IC_STATE, inbound_state_names,
@@ -1870,19 +2487,22 @@ static int inbound_from_row(struct store_inbound *in, struct query *q)
 	if (state < 0)
 		return state;
 	store_inbound_release(in);
-	in->message_id = col_own(&in->owned, s, IC_MSGID);
-	in->spool_name = col_own(&in->owned, s, IC_SPOOL);
-	in->project = col_own(&in->owned, s, IC_PROJECT);
-	in->iid = col_int(s, IC_IID);
-	in->revision = (int)col_int(s, IC_REVISION);
-	in->patch = (int)col_int(s, IC_PATCH);
-	in->classification = col_own(&in->owned, s, IC_CLASS);
+	in->message_id = col_own(&in->owned, q, IC_MSGID);
+	in->spool_name = col_own(&in->owned, q, IC_SPOOL);
+	in->project = col_own(&in->owned, q, IC_PROJECT);
+	in->iid = col_int(q, IC_IID);
+	in->revision = (int)col_int(q, IC_REVISION);
+	in->patch = (int)col_int(q, IC_PATCH);
+	in->classification = col_own(&in->owned, q, IC_CLASS);
 	in->state = (enum store_inbound_state)state;
-	in->attempts = (int)col_int(s, IC_ATTEMPTS);
-	in->next_attempt = col_int(s, IC_NEXT);
-	in->last_error = col_own(&in->owned, s, IC_ERROR);
-	in->created = col_int(s, IC_CREATED);
-	in->updated = col_int(s, IC_UPDATED);
+	in->attempts = (int)col_int(q, IC_ATTEMPTS);
+	in->next_attempt = col_int(q, IC_NEXT);
+	in->last_error = col_own(&in->owned, q, IC_ERROR);
+	in->created = col_int(q, IC_CREATED);
+	in->updated = col_int(q, IC_UPDATED);
+	in->spooled_by = col_own(&in->owned, q, IC_SPOOLED_BY);
+	in->claimed_by = col_own(&in->owned, q, IC_CLAIMED_BY);
+	in->lease_until = col_int(q, IC_LEASE);
 	return 0;
 }
 
@@ -1921,6 +2541,11 @@ int store_inbound_record(struct store *st, const struct store_inbound *in)
 		return err_set(PB_EINVAL, "state db: bad inbound target");
 	if (in->next_attempt < 0)
 		return err_set(PB_EINVAL, "state db: bad next attempt time");
+	if ((!in->spool_record && in->spool_record_len) ||
+	    in->spool_record_len > STORE_SPOOL_RECORD_MAX)
+		return err_set(PB_EINVAL, "state db: bad spool record (%zu "
+					  "bytes)",
+			       in->spool_record_len);
 
 	rc = q_start(&q, st, S_IN_RECORD, "record inbound mail");
 	if (rc)
@@ -1937,8 +2562,10 @@ int store_inbound_record(struct store *st, const struct store_inbound *in)
 	q_text(&q, 7, in->classification);
 	q_int(&q, 8, in->next_attempt ? in->next_attempt : t);
 	q_int(&q, 9, t);
+	q_text(&q, 10, st->host);
+	q_blob(&q, 11, in->spool_record, in->spool_record_len);
 	rc = q_exec(&q);
-	if (!rc && sqlite3_changes(st->db) == 0)
+	if (!rc && q.changes == 0)
 		rc = err_set(PB_EEXISTS,
 			     "state db: inbound mail <%s> already recorded",
 			     quote(qb, sizeof(qb), in->message_id));
@@ -1950,12 +2577,17 @@ int store_inbound_claim(struct store_inbound *out, struct store *st,
 			int64_t when)
 {
 	struct query q;
+	int64_t t = now();
 	int rc;
 
 	rc = q_start(&q, st, S_IN_CLAIM, "claim inbound mail");
 	if (rc)
 		return rc;
 	q_int(&q, 1, when);
+	q_int(&q, 2, t);
+	q_text(&q, 3, st->host);
+	q_int(&q, 4, t + st->lease);
+	q_int(&q, 5, t - st->lease);
 	rc = q_step(&q);
 	if (rc == 1) {
 		rc = inbound_from_row(out, &q);
@@ -1968,6 +2600,115 @@ int store_inbound_claim(struct store_inbound *out, struct store *st,
 	return rc;
 }
 
+/*
+ * Who holds the claim of a row (stmt selects claimed_by and lease_until
+ * by Message-ID): 0 when nobody else does - no claim, this host's, or
+ * (live) one that expired; PB_EEXISTS naming the host when another host
+ * does; *found 0 when there is no such row.  what names the row.
+ */
+static int claim_holder(int *found, struct store *st, enum stmt_id stmt,
+			const char *message_id, const char *what, int live)
+{
+	char qb[PB_LOG_QUOTE_MAX], hb[PB_LOG_QUOTE_MAX];
+	struct query q;
+	char *holder = NULL;
+	int64_t until = 0;
+	int rc;
+
+	*found = 0;
+	rc = q_start(&q, st, stmt, "look up a claim");
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	rc = q_step(&q);
+	if (rc == 1) {
+		*found = 1;
+		holder = col_str(&q, 0);
+		until = col_int(&q, 1);
+		rc = 0;
+	}
+	q_end(&q);
+	if (!rc && holder && strcmp(holder, st->host) &&
+	    (!live || until > now()))
+		rc = err_set(PB_EEXISTS,
+			     "state db: %s <%s> is claimed by host %s (until "
+			     "%lld)",
+			     what, quote(qb, sizeof(qb), message_id),
+			     quote(hb, sizeof(hb), holder), (long long)until);
+	free(holder);
+	return rc;
+}
+
+/*
+ * Who holds the claim of an applying row: 0 when it is st's own (or the
+ * row has no owner - from before schema 6 - or is not applying),
+ * PB_EEXISTS, naming the host, when it is another host's (expired or
+ * not: only a claim takes it over).
+ */
+static int inbound_holder(struct store *st, const char *message_id)
+{
+	int found;
+
+	return claim_holder(&found, st, S_IN_HOLDER, message_id,
+			    "inbound mail", 0);
+}
+int store_inbound_renew(struct store *st, const char *message_id)
+{
+	char qb[PB_LOG_QUOTE_MAX];
+	struct query q;
+	int rc;
+
+	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_IN_RENEW, "renew a claim");
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	q_text(&q, 2, st->host);
+	q_int(&q, 3, now() + st->lease);
+	rc = q_exec(&q);
+	q_end(&q);
+	if (rc || q.changes)
+		return rc;
+	rc = inbound_holder(st, message_id);
+	if (!rc)
+		rc = err_set(PB_ENOTFOUND,
+			     "state db: inbound mail <%s> is not claimed by "
+			     "this host",
+			     quote(qb, sizeof(qb), message_id));
+	return rc;
+}
+
+int store_inbound_spool_record(char **out, size_t *len, struct store *st,
+			       const char *message_id)
+{
+	char qb[PB_LOG_QUOTE_MAX];
+	struct query q;
+	int rc;
+
+	*out = NULL;
+	*len = 0;
+	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_IN_SPOOL_RECORD, "read a spool record");
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	rc = q_step(&q);
+	if (rc == 1) {
+		*out = col_blob(&q, 0, len);
+		rc = 0;
+	}
+	q_end(&q);
+	if (!rc && !*out)
+		rc = err_set(PB_ENOTFOUND,
+			     "state db: no spool record kept for <%s>",
+			     quote(qb, sizeof(qb), message_id));
+	return rc;
+}
+
 /* Why an update of an inbound row changed nothing. */
 static int inbound_not_applying(struct store *st, const char *message_id,
 				const char *action)
@@ -1976,6 +2717,8 @@ static int inbound_not_applying(struct store *st, const char *message_id,
 	char qb[PB_LOG_QUOTE_MAX];
 	int rc = store_inbound_get(&cur, st, message_id);
 
+	if (!rc && cur.state == STORE_INBOUND_APPLYING)
+		rc = inbound_holder(st, message_id);
 	if (!rc)
 		rc = err_set(PB_EINVAL,
 			     "state db: cannot %s inbound mail <%s>: it is "
@@ -2004,9 +2747,10 @@ static int inbound_update(struct store *st, const char *message_id,
 	q_int_or_null(&q, 3, next); /* 0: keep */
 	q_error(&q, 4, text);
 	q_int(&q, 5, now());
+	q_text(&q, 6, st->host);
 	rc = q_exec(&q);
 	q_end(&q);
-	if (!rc && sqlite3_changes(st->db) == 0)
+	if (!rc && q.changes == 0)
 		rc = inbound_not_applying(st, message_id, action);
 	return rc;
 }
@@ -2041,9 +2785,10 @@ int store_inbound_recover(int *count, struct store *st)
 	if (rc)
 		return rc;
 	q_int(&q, 1, now());
+	q_text(&q, 2, st->host);
 	rc = q_exec(&q);
 	if (!rc)
-		*count = sqlite3_changes(st->db);
+		*count = q.changes;
 	q_end(&q);
 	return rc;
 }
@@ -2133,9 +2878,53 @@ int store_inbound_count(struct store_inbound_count_list *out, struct store *st)
 		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
 		c = &out->items[out->nr++];
 		memset(c, 0, sizeof(*c));
-		c->project = col_own(&c->owned, q.stmt, 0);
+		c->project = col_own(&c->owned, &q, 0);
 		c->state = (enum store_inbound_state)state;
-		c->count = col_int(q.stmt, 2);
+		c->count = col_int(&q, 2);
+	}
+	q_end(&q);
+	return rc;
+}
+
+static void host_release(struct store_host *h)
+{
+	strlist_release(&h->owned);
+}
+
+void store_host_list_release(struct store_host_list *list)
+{
+	LIST_RELEASE(list, host_release);
+}
+
+int store_hosts(struct store_host_list *out, struct store *st)
+{
+	struct store_host *h;
+	struct query q;
+	size_t seen = 0;
+	int rc;
+
+	rc = q_start(&q, st, S_HOSTS, "list the hosts");
+	if (rc)
+		return rc;
+	q_int(&q, 1, (int64_t)STORE_LIST_MAX + 1);
+	while ((rc = q_step(&q)) == 1) {
+		if (++seen > STORE_LIST_MAX) {
+			rc = err_set(PB_ELIMIT,
+				     "state db: more than %d hosts",
+				     STORE_LIST_MAX);
+			break;
+		}
+		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
+		h = &out->items[out->nr++];
+		memset(h, 0, sizeof(*h));
+		h->host = col_own(&h->owned, &q, 0);
+		h->journaled = col_int(&q, 1);
+		h->applied = col_int(&q, 2);
+		h->applying = col_int(&q, 3);
+		h->sending = col_int(&q, 4);
+		h->sent = col_int(&q, 5);
+		h->lease_until = col_int(&q, 6);
+		h->last_active = col_int(&q, 7);
 	}
 	q_end(&q);
 	return rc;
@@ -2161,7 +2950,6 @@ void store_action_list_release(struct store_action_list *list)
 
 static int action_from_row(struct store_action *act, struct query *q)
 {
-	sqlite3_stmt *s = q->stmt;
 	int state;
 
 	state = col_enum(q, AC_STATE, action_state_names,
@@ -2169,17 +2957,18 @@ static int action_from_row(struct store_action *act, struct query *q)
 	if (state < 0)
 		return state;
 	store_action_release(act);
-	act->message_id = col_own(&act->owned, s, AC_MSGID);
-	act->index = (int)col_int(s, AC_INDEX);
-	act->kind = col_own(&act->owned, s, AC_KIND);
-	act->marker = col_own(&act->owned, s, AC_MARKER);
+	act->message_id = col_own(&act->owned, q, AC_MSGID);
+	act->index = (int)col_int(q, AC_INDEX);
+	act->kind = col_own(&act->owned, q, AC_KIND);
+	act->marker = col_own(&act->owned, q, AC_MARKER);
 	act->state = (enum store_action_state)state;
-	act->note_id = col_int(s, AC_NOTE);
-	act->discussion_id = col_own(&act->owned, s, AC_DISCUSSION);
-	act->attempts = (int)col_int(s, AC_ATTEMPTS);
-	act->last_error = col_own(&act->owned, s, AC_ERROR);
-	act->created = col_int(s, AC_CREATED);
-	act->updated = col_int(s, AC_UPDATED);
+	act->note_id = col_int(q, AC_NOTE);
+	act->discussion_id = col_own(&act->owned, q, AC_DISCUSSION);
+	act->attempts = (int)col_int(q, AC_ATTEMPTS);
+	act->last_error = col_own(&act->owned, q, AC_ERROR);
+	act->created = col_int(q, AC_CREATED);
+	act->updated = col_int(q, AC_UPDATED);
+	act->host = col_own(&act->owned, q, AC_HOST);
 	return 0;
 }
 
@@ -2222,9 +3011,90 @@ static int action_write(int *changed, struct query *q)
 {
 	int rc = q_exec(q);
 
-	*changed = rc ? 0 : sqlite3_changes(q->st->db);
+	*changed = rc ? 0 : (int)q->changes;
 	q_end(q);
 	return rc;
+}
+
+struct act_begin {
+	struct store_action *out;
+	const char *message_id;
+	int index;
+	const char *kind;
+	const char *marker;
+	int fresh;
+};
+
+/*
+ * The mail's claim, when it is applying: renewed when it is this
+ * host's, so the claim lasts while the host keeps working; a claim that
+ * moved to another host (this one was too slow, and the other took it
+ * over) stops this host before it writes to the forge.  PB_ETEMP then:
+ * the caller must stop applying the mail (store_inbound_finish() and
+ * _retry() then say who holds it).
+ */
+static int act_fence(struct store *st, const char *message_id)
+{
+	struct query q;
+	int rc;
+
+	rc = q_start(&q, st, S_IN_RENEW, "renew a claim");
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	q_text(&q, 2, st->host);
+	q_int(&q, 3, now() + st->lease);
+	rc = q_exec(&q);
+	q_end(&q);
+	if (rc || q.changes)
+		return rc;
+	rc = inbound_holder(st, message_id);
+	if (rc == PB_EEXISTS) {
+		char msg[PB_ERRMSG_MAX];
+
+		snprintf(msg, sizeof(msg), "%s", err_msg());
+		return err_set(PB_ETEMP, "%s; this host stops", msg);
+	}
+	return rc;
+}
+
+static int act_begin_unit(struct store *st, void *arg)
+{
+	struct act_begin *a = arg;
+	struct query q;
+	int64_t t = now();
+	int rc, changed = 0;
+
+	a->fresh = 0;
+	rc = act_fence(st, a->message_id);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_ACT_INSERT, "journal forge action");
+	if (rc)
+		return rc;
+	q_text(&q, 1, a->message_id);
+	q_int(&q, 2, a->index);
+	q_text(&q, 3, a->kind);
+	q_text(&q, 4, a->marker);
+	q_int(&q, 5, t);
+	q_text(&q, 6, st->host);
+	rc = action_write(&a->fresh, &q);
+	if (rc)
+		return rc;
+	if (!a->fresh) {
+		/* Seen before: count the attempt unless it is done. */
+		rc = q_start(&q, st, S_ACT_AGAIN, "journal forge action");
+		if (rc)
+			return rc;
+		q_text(&q, 1, a->message_id);
+		q_int(&q, 2, a->index);
+		q_int(&q, 3, t);
+		q_text(&q, 4, st->host);
+		rc = action_write(&changed, &q);
+		if (rc)
+			return rc;
+	}
+	return action_get(a->out, st, a->message_id, a->index);
 }
 
 int store_action_begin(struct store_action *out, struct store *st,
@@ -2232,44 +3102,21 @@ int store_action_begin(struct store_action *out, struct store *st,
 		       const char *marker)
 {
 	char qb[PB_LOG_QUOTE_MAX];
-	struct query q;
-	int64_t t = now();
-	int rc, nested, fresh = 0, changed = 0;
+	struct act_begin a;
+	int rc;
 
 	if ((rc = check_action_key(message_id, index)) ||
 	    (rc = check_token("action kind", kind)) ||
 	    (rc = check_str("marker", marker, STORE_MARKER_MAX, 1)))
 		return rc;
-	rc = unit_begin(st, &nested);
-	if (rc)
-		return rc;
-	rc = q_start(&q, st, S_ACT_INSERT, "journal forge action");
-	if (rc)
-		goto out;
-	q_text(&q, 1, message_id);
-	q_int(&q, 2, index);
-	q_text(&q, 3, kind);
-	q_text(&q, 4, marker);
-	q_int(&q, 5, t);
-	rc = action_write(&fresh, &q);
-	if (rc)
-		goto out;
-	if (!fresh) {
-		/* Seen before: count the attempt unless it is done. */
-		rc = q_start(&q, st, S_ACT_AGAIN, "journal forge action");
-		if (rc)
-			goto out;
-		q_text(&q, 1, message_id);
-		q_int(&q, 2, index);
-		q_int(&q, 3, t);
-		rc = action_write(&changed, &q);
-		if (rc)
-			goto out;
-	}
-	rc = action_get(out, st, message_id, index);
-out:
-	rc = unit_end(st, nested, !rc, rc);
-	if (!rc && !fresh)
+	a.out = out;
+	a.message_id = message_id;
+	a.index = index;
+	a.kind = kind;
+	a.marker = marker;
+	a.fresh = 0;
+	rc = unit_run(st, act_begin_unit, &a);
+	if (!rc && !a.fresh)
 		rc = err_set(PB_EEXISTS,
 			     "state db: action %d of <%s> was begun before "
 			     "(%s, attempt %d)",
@@ -2364,37 +3211,51 @@ int store_action_list(struct store_action_list *out, struct store *st,
 
 /* Trailer verdicts. */
 
+struct verdicts_set {
+	const char *message_id;
+	const struct strlist *verdicts;
+};
+
+static int verdicts_set_unit(struct store *st, void *arg)
+{
+	struct verdicts_set *v = arg;
+	struct query q;
+	size_t i;
+	int rc;
+
+	rc = q_start(&q, st, S_VERDICT_CLEAR, "clear trailer verdicts");
+	if (!rc) {
+		q_text(&q, 1, v->message_id);
+		rc = q_exec(&q);
+		q_end(&q);
+	}
+	for (i = 0; !rc && i < v->verdicts->nr && i < STORE_VERDICTS_MAX;
+	     i++) {
+		rc = q_start(&q, st, S_VERDICT_PUT, "record a trailer verdict");
+		if (rc)
+			break;
+		q_text(&q, 1, v->message_id);
+		q_int(&q, 2, (int64_t)i);
+		q_error(&q, 3,
+			v->verdicts->items[i][0] ? v->verdicts->items[i] : "-");
+		rc = q_exec(&q);
+		q_end(&q);
+	}
+	return rc;
+}
+
 int store_verdicts_set(struct store *st, const char *message_id,
 		       const struct strlist *verdicts)
 {
-	struct query q;
-	size_t i;
-	int nested, rc;
+	struct verdicts_set v;
+	int rc;
 
 	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
 	if (rc)
 		return rc;
-	rc = unit_begin(st, &nested);
-	if (rc)
-		return rc;
-	rc = q_start(&q, st, S_VERDICT_CLEAR, "clear trailer verdicts");
-	if (!rc) {
-		q_text(&q, 1, message_id);
-		rc = q_exec(&q);
-		q_end(&q);
-	}
-	for (i = 0; !rc && i < verdicts->nr && i < STORE_VERDICTS_MAX; i++) {
-		rc = q_start(&q, st, S_VERDICT_PUT, "record a trailer verdict");
-		if (rc)
-			break;
-		q_text(&q, 1, message_id);
-		q_int(&q, 2, (int64_t)i);
-		q_error(&q, 3,
-			verdicts->items[i][0] ? verdicts->items[i] : "-");
-		rc = q_exec(&q);
-		q_end(&q);
-	}
-	return unit_end(st, nested, !rc, rc);
+	v.message_id = message_id;
+	v.verdicts = verdicts;
+	return unit_run(st, verdicts_set_unit, &v);
 }
 
 int store_verdicts_get(struct strlist *out, struct store *st,
@@ -2411,7 +3272,7 @@ int store_verdicts_get(struct strlist *out, struct store *st,
 		return rc;
 	q_text(&q, 1, message_id);
 	while ((rc = q_step(&q)) == 1 && out->nr < STORE_VERDICTS_MAX)
-		strlist_push_owned(out, col_str(q.stmt, 0));
+		strlist_push_owned(out, col_str(&q, 0));
 	q_end(&q);
 	return rc > 0 ? 0 : rc;
 }
@@ -2432,12 +3293,15 @@ int store_cursor_get(struct buf *out, struct store *st, const char *name)
 		return rc;
 	q_text(&q, 1, name);
 	rc = q_step(&q);
-	if (rc == 1)
-		rc = buf_set(out, sqlite3_column_text(q.stmt, 0),
-			     (size_t)sqlite3_column_bytes(q.stmt, 0));
-	else if (rc == 0)
+	if (rc == 1) {
+		size_t len;
+		const char *v = db_column_bytes(st->db, q.stmt, 0, &len);
+
+		rc = buf_set(out, v ? v : "", len);
+	} else if (rc == 0) {
 		rc = err_set(PB_ENOTFOUND, "state db: no cursor %s",
 			     quote(qb, sizeof(qb), name));
+	}
 	q_end(&q);
 	return rc;
 }
@@ -2533,7 +3397,6 @@ void store_outmail_list_release(struct store_outmail_list *list)
 
 static int outmail_from_row(struct store_outmail *m, struct query *q)
 {
-	sqlite3_stmt *s = q->stmt;
 	int state;
 
 	state = col_enum(q, OC_STATE, outmail_state_names,
@@ -2541,20 +3404,22 @@ static int outmail_from_row(struct store_outmail *m, struct query *q)
 	if (state < 0)
 		return state;
 	store_outmail_release(m);
-	m->message_id = col_own(&m->owned, s, OC_MSGID);
-	m->project = col_own(&m->owned, s, OC_PROJECT);
-	m->iid = col_int(s, OC_IID);
-	m->revision = (int)col_int(s, OC_REVISION);
-	m->patch = (int)col_int(s, OC_PATCH);
-	m->envelope_from = col_own(&m->owned, s, OC_FROM);
-	m->recipients = col_own(&m->owned, s, OC_RCPTS);
-	m->message = col_own_blob(&m->owned, s, OC_MESSAGE, &m->message_len);
+	m->message_id = col_own(&m->owned, q, OC_MSGID);
+	m->project = col_own(&m->owned, q, OC_PROJECT);
+	m->iid = col_int(q, OC_IID);
+	m->revision = (int)col_int(q, OC_REVISION);
+	m->patch = (int)col_int(q, OC_PATCH);
+	m->envelope_from = col_own(&m->owned, q, OC_FROM);
+	m->recipients = col_own(&m->owned, q, OC_RCPTS);
+	m->message = col_own_blob(&m->owned, q, OC_MESSAGE, &m->message_len);
 	m->state = (enum store_outmail_state)state;
-	m->attempts = (int)col_int(s, OC_ATTEMPTS);
-	m->next_attempt = col_int(s, OC_NEXT);
-	m->last_error = col_own(&m->owned, s, OC_ERROR);
-	m->created = col_int(s, OC_CREATED);
-	m->updated = col_int(s, OC_UPDATED);
+	m->attempts = (int)col_int(q, OC_ATTEMPTS);
+	m->next_attempt = col_int(q, OC_NEXT);
+	m->last_error = col_own(&m->owned, q, OC_ERROR);
+	m->created = col_int(q, OC_CREATED);
+	m->updated = col_int(q, OC_UPDATED);
+	m->claimed_by = col_own(&m->owned, q, OC_CLAIMED_BY);
+	m->lease_until = col_int(q, OC_LEASE);
 	return 0;
 }
 
@@ -2586,11 +3451,10 @@ int store_outmail_put(struct store *st, const struct store_outmail *m)
 	q_text(&q, 1, m->message_id);
 	q_text(&q, 2, m->envelope_from);
 	q_text(&q, 3, m->recipients);
-	q_bound(&q, sqlite3_bind_blob64(q.stmt, 4, m->message, m->message_len,
-					SQLITE_STATIC));
+	q_blob(&q, 4, m->message, m->message_len);
 	q_int(&q, 5, now());
 	rc = q_exec(&q);
-	if (!rc && sqlite3_changes(st->db) == 1) {
+	if (!rc && q.changes == 1) {
 		q_end(&q);
 		return 0;
 	}
@@ -2604,8 +3468,8 @@ int store_outmail_put(struct store *st, const struct store_outmail *m)
 	q_text(&q, 1, m->message_id);
 	rc = q_step(&q);
 	if (rc == 1) {
-		queued = sqlite3_column_int(q.stmt, 0);
-		mapped = sqlite3_column_int(q.stmt, 1);
+		queued = (int)col_int(&q, 0);
+		mapped = (int)col_int(&q, 1);
 		rc = 0;
 	}
 	q_end(&q);
@@ -2683,9 +3547,64 @@ static int outmail_update(struct query *q, const char *message_id)
 {
 	int rc = q_exec(q);
 
-	if (!rc && sqlite3_changes(q->st->db) == 0)
+	if (!rc && q->changes == 0)
 		rc = outmail_missing(message_id);
 	q_end(q);
+	return rc;
+}
+
+/*
+ * Who holds an outbound mail's claim: 0 when nobody (never claimed,
+ * released, or expired) or this host, PB_EEXISTS naming the host
+ * otherwise, PB_ENOTFOUND when the mail is not queued.
+ */
+static int outmail_holder(struct store *st, const char *message_id)
+{
+	int found, rc;
+
+	rc = claim_holder(&found, st, S_OUT_HOLDER, message_id, "mail", 1);
+	if (!rc && !found)
+		rc = outmail_missing(message_id);
+	return rc;
+}
+int store_outmail_claim(struct store *st, const char *message_id)
+{
+	struct query q;
+	int64_t t = now();
+	int rc;
+
+	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_OUT_CLAIM, "claim mail");
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	q_text(&q, 2, st->host);
+	q_int(&q, 3, t + st->lease);
+	q_int(&q, 4, t);
+	rc = q_exec(&q);
+	q_end(&q);
+	if (rc || q.changes)
+		return rc;
+	rc = outmail_holder(st, message_id);
+	if (!rc) /* released between the two statements: try again later */
+		rc = err_set(PB_ETEMP, "state db: mail <%s> changed hands",
+			     message_id);
+	return rc;
+}
+
+/* Run a defer or fail; PB_ENOTFOUND / PB_EEXISTS when nothing changed. */
+static int outmail_release(struct query *q, const char *message_id)
+{
+	int rc = q_exec(q);
+
+	q_end(q);
+	if (!rc && q->changes == 0) {
+		rc = outmail_holder(q->st, message_id);
+		if (!rc)
+			rc = outmail_missing(message_id);
+	}
 	return rc;
 }
 
@@ -2705,7 +3624,8 @@ int store_outmail_defer(struct store *st, const char *message_id,
 	q_int(&q, 2, next_attempt);
 	q_error(&q, 3, error);
 	q_int(&q, 4, now());
-	return outmail_update(&q, message_id);
+	q_text(&q, 5, st->host);
+	return outmail_release(&q, message_id);
 }
 
 int store_outmail_fail(struct store *st, const char *message_id,
@@ -2723,7 +3643,8 @@ int store_outmail_fail(struct store *st, const char *message_id,
 	q_text(&q, 1, message_id);
 	q_error(&q, 2, error);
 	q_int(&q, 3, now());
-	return outmail_update(&q, message_id);
+	q_text(&q, 4, st->host);
+	return outmail_release(&q, message_id);
 }
 
 int store_outmail_requeue(int *count, struct store *st, const char *project,
@@ -2744,7 +3665,62 @@ int store_outmail_requeue(int *count, struct store *st, const char *project,
 	q_int(&q, 3, now());
 	rc = q_exec(&q);
 	if (!rc)
-		*count = sqlite3_changes(st->db);
+		*count = (int)q.changes;
+	q_end(&q);
+	return rc;
+}
+
+struct out_sent {
+	const char *message_id;
+	int revision_done;
+};
+
+static int out_sent_unit(struct store *st, void *arg)
+{
+	struct out_sent *o = arg;
+	struct query q;
+	int rc, left = -1;
+
+	o->revision_done = 0;
+	rc = store_mail_mark_sent(st, o->message_id);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_ARCH_FROM_OUT, "archive mail");
+	if (rc)
+		return rc;
+	q_text(&q, 1, o->message_id);
+	q_int(&q, 2, now());
+	rc = q_exec(&q);
+	q_end(&q);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_OUT_DELETE, "dequeue mail");
+	if (rc)
+		return rc;
+	q_text(&q, 1, o->message_id);
+	rc = outmail_update(&q, o->message_id);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_OUT_LEFT, "dequeue mail");
+	if (rc)
+		return rc;
+	q_text(&q, 1, o->message_id);
+	rc = q_step(&q);
+	if (rc == 1) {
+		left = (int)col_int(&q, 0);
+		rc = 0;
+	}
+	q_end(&q);
+	if (rc || left != 0)
+		return rc;
+	rc = q_start(&q, st, S_OUT_REV_SENT, "mark revision sent");
+	if (rc)
+		return rc;
+	q_text(&q, 1, o->message_id);
+	q_int(&q, 2, now());
+	rc = q_exec(&q);
+	if (!rc)
+		o->revision_done = q.changes > 0;
 	q_end(&q);
 	return rc;
 }
@@ -2752,60 +3728,18 @@ int store_outmail_requeue(int *count, struct store *st, const char *project,
 int store_outmail_sent(int *revision_done, struct store *st,
 		       const char *message_id)
 {
-	struct query q;
-	int rc, nested, left = -1;
+	struct out_sent o;
+	int rc;
 
 	*revision_done = 0;
 	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
 	if (rc)
 		return rc;
-	rc = unit_begin(st, &nested);
-	if (rc)
-		return rc;
-	rc = store_mail_mark_sent(st, message_id);
-	if (rc)
-		goto out;
-	rc = q_start(&q, st, S_ARCH_FROM_OUT, "archive mail");
-	if (rc)
-		goto out;
-	q_text(&q, 1, message_id);
-	q_int(&q, 2, now());
-	rc = q_exec(&q);
-	q_end(&q);
-	if (rc)
-		goto out;
-	rc = q_start(&q, st, S_OUT_DELETE, "dequeue mail");
-	if (rc)
-		goto out;
-	q_text(&q, 1, message_id);
-	rc = outmail_update(&q, message_id);
-	if (rc)
-		goto out;
-	rc = q_start(&q, st, S_OUT_LEFT, "dequeue mail");
-	if (rc)
-		goto out;
-	q_text(&q, 1, message_id);
-	rc = q_step(&q);
-	if (rc == 1) {
-		left = sqlite3_column_int(q.stmt, 0);
-		rc = 0;
-	}
-	q_end(&q);
-	if (rc || left != 0)
-		goto out;
-	rc = q_start(&q, st, S_OUT_REV_SENT, "mark revision sent");
-	if (rc)
-		goto out;
-	q_text(&q, 1, message_id);
-	q_int(&q, 2, now());
-	rc = q_exec(&q);
+	o.message_id = message_id;
+	o.revision_done = 0;
+	rc = unit_run(st, out_sent_unit, &o);
 	if (!rc)
-		*revision_done = sqlite3_changes(st->db) > 0;
-	q_end(&q);
-out:
-	rc = unit_end(st, nested, !rc, rc);
-	if (rc)
-		*revision_done = 0;
+		*revision_done = o.revision_done;
 	return rc;
 }
 
@@ -2836,7 +3770,6 @@ void store_archived_list_release(struct store_archived_list *list)
 /* Columns: message_id, project, iid, origin, message, created. */
 static int archived_from_row(struct store_archived *a, struct query *q)
 {
-	sqlite3_stmt *s = q->stmt;
 	int origin;
 
 	origin = col_enum(q, 3, archive_origin_names,
@@ -2844,12 +3777,12 @@ static int archived_from_row(struct store_archived *a, struct query *q)
 	if (origin < 0)
 		return origin;
 	store_archived_release(a);
-	a->message_id = col_own(&a->owned, s, 0);
-	a->project = col_own(&a->owned, s, 1);
-	a->iid = col_int(s, 2);
+	a->message_id = col_own(&a->owned, q, 0);
+	a->project = col_own(&a->owned, q, 1);
+	a->iid = col_int(q, 2);
 	a->origin = (enum store_archive_origin)origin;
-	a->message = col_own_blob(&a->owned, s, 4, &a->message_len);
-	a->created = col_int(s, 5);
+	a->message = col_own_blob(&a->owned, q, 4, &a->message_len);
+	a->created = col_int(q, 5);
 	return 0;
 }
 
@@ -2875,11 +3808,10 @@ int store_archive_put(struct store *st, const struct store_archived *a)
 	q_text(&q, 2, a->project);
 	q_int(&q, 3, a->iid);
 	q_text(&q, 4, archive_origin_names[a->origin]);
-	q_bound(&q, sqlite3_bind_blob64(q.stmt, 5, a->message, a->message_len,
-					SQLITE_STATIC));
+	q_blob(&q, 5, a->message, a->message_len);
 	q_int(&q, 6, a->created > 0 ? a->created : now());
 	rc = q_exec(&q);
-	if (!rc && sqlite3_changes(st->db) == 0)
+	if (!rc && q.changes == 0)
 		rc = err_set(PB_EEXISTS,
 			     "state db: mail <%s> is archived "
 			     "already",
@@ -2927,7 +3859,7 @@ int store_archive_list(struct store_archived_list *out, struct store *st,
 		return rc;
 	q_text(&q, 1, project);
 	q_int(&q, 2, iid);
-	q_int(&q, 3, limit ? (int64_t)limit : -1); /* -1: no limit */
+	q_int(&q, 3, limit ? (int64_t)limit : NO_LIMIT);
 	while ((rc = q_step(&q)) == 1) {
 		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
 		store_archived_init(&out->items[out->nr]);
@@ -2957,7 +3889,7 @@ int store_archive_missing(int64_t *count, struct store *st, const char *project,
 	q_int(&q, 2, iid);
 	rc = q_step(&q);
 	if (rc == 1) {
-		*count = col_int(q.stmt, 0);
+		*count = col_int(&q, 0);
 		rc = 0;
 	}
 	q_end(&q);
@@ -2976,7 +3908,7 @@ int store_archive_prune(int64_t *removed, struct store *st, int64_t before)
 	q_int(&q, 1, before);
 	rc = q_exec(&q);
 	if (!rc)
-		*removed = sqlite3_changes(st->db);
+		*removed = q.changes;
 	q_end(&q);
 	return rc;
 }

@@ -1,38 +1,60 @@
 /*
  * store - the state database: everything the daemon needs to resume.
  *
- * The one module that knows the storage engine (SQLite in WAL mode); no
- * SQLite type or SQL text leaves store.c, so another backend (PostgreSQL,
- * for several MX hosts sharing one bridge) can implement this header.
+ * The one module that knows the storage engine: SQLite (WAL), the
+ * embedded default for one host, or PostgreSQL, which several hosts
+ * share ([state] backend).  No engine type or SQL text leaves bridge/
+ * state (store.c holds the statements, db.h the engine interface,
+ * db_sqlite.c and db_pg.c the drivers), and every function below means
+ * the same on both: the same schema versions, migrations and tests.
  *
- * Writers and readers: `patchbridge` is the single writer and opens the
- * database STORE_RW; that runs the schema migrations inside one
- * transaction, and refuses a database whose schema is newer than this code
- * knows.  `patchbridge-milter` opens it STORE_RO while the daemon writes:
- * WAL gives any number of concurrent readers plus one writer, and a reader
- * sees only committed transactions.
+ * Writers and readers: `patchbridge` opens the database STORE_RW; that
+ * runs the schema migrations inside one transaction (on PostgreSQL under
+ * an advisory lock, so two hosts starting together migrate once), and
+ * refuses a database whose schema is newer than this code knows.  On
+ * SQLite `patchbridge` is the single writer and `patchbridge-milter`
+ * opens it STORE_RO while the daemon writes: WAL gives any number of
+ * concurrent readers plus one writer, and a reader sees only committed
+ * transactions.  On PostgreSQL any number of daemons, on any hosts,
+ * write at once; a STORE_RO connection's transactions are read only.
  *
- * Permissions for a read-only reader (the milter's user): read access to
- * the database file and to its "-wal" and "-shm" files, and search (x) on
- * the directory.  Write access to the directory is not needed because a
- * STORE_RW connection keeps the -wal and -shm files in place when it
- * closes (SQLite's persistent-WAL mode).  The files get the database
- * file's mode, so the usual setup is: a state directory owned by the
- * daemon's user, group = the milter's group, mode 2750 (setgid, so new
- * files take that group), and the daemon running with umask 027 (files
- * 0640).  Read-only -shm access works (SQLite then rebuilds its WAL index
- * privately for each read), it just costs a little more per transaction.
- * Until the daemon has created and migrated the database, STORE_RO opens
- * fail with PB_ENOTFOUND.
+ * Several hosts (PostgreSQL): each store has a host name (struct
+ * store_opts; the host name by default), recorded with what it journals
+ * (store_inbound.spooled_by), claims (claimed_by) and sends
+ * (store_mail.sent_by).  Exactly once across hosts rests on the
+ * database alone: unique keys (an inbound mail's and a forge action's
+ * are their Message-ID, a revision's its head, a mail's its Message-ID)
+ * and claims that expire - an inbound mail while it is applied
+ * (store_inbound_claim, renewed at each forge write), an outbound mail
+ * while it is handed to the MTA (store_outmail_claim).  A claim outlives
+ * its host by at most the lease (store_opts.lease); then any other host
+ * takes the work over, and the forge action journal with its markers
+ * makes re-applying safe.  One SQLite file gives the same on one host.
  *
- * Durability: synchronous=FULL, so after store_commit() (or any write
- * function outside a transaction) returns 0 the change survives a crash or
- * power loss.  A crash before that leaves no trace of the transaction.
+ * Permissions for a SQLite read-only reader (the milter's user): read
+ * access to the database file and to its "-wal" and "-shm" files, and
+ * search (x) on the directory.  Write access to the directory is not
+ * needed because a STORE_RW connection keeps the -wal and -shm files in
+ * place when it closes (SQLite's persistent-WAL mode).  The files get
+ * the database file's mode, so the usual setup is: a state directory
+ * owned by the daemon's user, group = the milter's group, mode 2750
+ * (setgid, so new files take that group), and the daemon running with
+ * umask 027 (files 0640).  Read-only -shm access works (SQLite then
+ * rebuilds its WAL index privately for each read), it just costs a
+ * little more per transaction.  Until the daemon has created and
+ * migrated the database, STORE_RO opens fail with PB_ENOTFOUND.
+ *
+ * Durability: SQLite synchronous=FULL, PostgreSQL's synchronous_commit
+ * as the server sets it (on by default), so after store_commit() (or any
+ * write function outside a transaction) returns 0 the change survives a
+ * crash or power loss.  A crash before that leaves no trace of the
+ * transaction.
  *
  * Thread safety: a struct store is one connection, opened with
- * SQLITE_OPEN_NOMUTEX (SQLite's multi-thread mode): use it from one thread
- * at a time, i.e. open one struct store per thread.  Separate stores in
- * any threads or processes may share a database file.
+ * SQLITE_OPEN_NOMUTEX (SQLite's multi-thread mode) or one libpq
+ * connection: use it from one thread at a time, i.e. open one struct
+ * store per thread.  Separate stores in any threads or processes may
+ * share a database.
  *
  * Ownership, one rule for every record: its string fields are borrowed
  * (const) and never freed through the field.  A record passed to a
@@ -46,11 +68,15 @@
  *
  * Errors: 0 or a negative code from util/err.h, with err_msg() set:
  *   PB_ENOTFOUND  no such row (or no database yet, for STORE_RO)
- *   PB_EEXISTS    the row exists already (insert-or-ignore semantics)
+ *   PB_EEXISTS    the row exists already (insert-or-ignore semantics), or
+ *                 another host holds its claim
  *   PB_EINVAL     a field is missing, too long or malformed
- *   PB_ETEMP      the database is busy or locked, or the disk is full:
- *                 retry later (a failed transaction is rolled back whole)
- *   PB_EPERM      write on a read-only store, or file permissions
+ *   PB_ETEMP      the database is busy or locked, a concurrent
+ *                 transaction conflicted, the connection was lost, or
+ *                 the disk is full: retry later (a failed transaction is
+ *                 rolled back whole)
+ *   PB_EPERM      write on a read-only store, file permissions, or the
+ *                 database refused the login
  *   PB_ERROR      anything else (corruption, schema too new, ...)
  * Timestamps are Unix seconds (int64_t).
  */
@@ -85,6 +111,14 @@
 /* A busy timeout longer than this is PB_EINVAL. */
 #define STORE_BUSY_TIMEOUT_MAX (10 * 60 * 1000)
 #define STORE_BUSY_TIMEOUT_DEFAULT 5000 /* milliseconds */
+/* A host's name in the shared state: 1 to this many printable ASCII
+ * characters, no blanks. */
+#define STORE_HOST_MAX 255
+/* How long a claim lasts unless renewed (seconds). */
+#define STORE_LEASE_DEFAULT (10 * 60)
+#define STORE_LEASE_MAX (24 * 60 * 60)
+/* A spool record kept with its journal row: header and message. */
+#define STORE_SPOOL_RECORD_MAX (PB_MAIL_MAX_MAX + 16 * 1024)
 
 struct store;
 
@@ -93,15 +127,64 @@ enum store_flags {
 	STORE_RW = 1 << 1, /* read/write; creates and migrates */
 };
 
-/*
- * Open the database at path.  flags is exactly one of STORE_RO or
- * STORE_RW; busy_timeout_ms is how long a statement waits for another
- * connection's lock before failing with PB_ETEMP.
- */
+enum store_backend {
+	STORE_BACKEND_SQLITE,
+	STORE_BACKEND_POSTGRESQL,
+};
+
+struct store_opts {
+	enum store_backend backend;
+	/* SQLite: the database file.  PostgreSQL: a libpq connection
+	 * string (keywords or a URI; a secret: never logged). */
+	const char *target;
+	unsigned flags; /* exactly one of STORE_RO, STORE_RW */
+	/* How long a statement waits for another connection's lock before
+	 * failing with PB_ETEMP (PostgreSQL: lock_timeout). */
+	int busy_timeout_ms;
+	/* PostgreSQL: the longest wait for the server's answer, connecting
+	 * and each statement (a store that ran out of it fails every later
+	 * call with PB_ETEMP: close it); 0: wait as libpq does.  For
+	 * callers that must never wait long (the milter).  SQLite: unused
+	 * (busy_timeout_ms bounds its waits). */
+	int reply_timeout_ms;
+	/* This host's name, recorded with what it journals, claims and
+	 * sends; NULL: gethostname(). */
+	const char *host;
+	/* How long a claim lasts, in seconds; 0: STORE_LEASE_DEFAULT. */
+	int64_t lease;
+	/* STORE_RW: migrate up to this schema version only; 0: the latest.
+	 * For tests and upgrade tools: an older schema is usable only for
+	 * reading its version (store_probe()). */
+	int schema_version;
+};
+
+int store_open_opts(struct store **out, const struct store_opts *opts);
+/* SQLite at path, with this host's name and the default lease. */
 int store_open(struct store **out, const char *path, unsigned flags,
 	       int busy_timeout_ms);
 /* Close; rolls back a transaction left open.  NULL is allowed. */
 void store_free(struct store *st);
+
+/* For messages: the file, or "postgresql://HOST:PORT/DB" (no secret). */
+const char *store_name(const struct store *st);
+const char *store_host(const struct store *st);
+int64_t store_lease(const struct store *st);
+enum store_backend store_backend(const struct store *st);
+/* "sqlite", "postgresql". */
+const char *store_backend_name(enum store_backend backend);
+/* Units run again after a serialization failure or a deadlock since the
+ * store was opened (PostgreSQL; always 0 on SQLite). */
+uint64_t store_retries(const struct store *st);
+
+/*
+ * Look at a database without using or changing it: connect read-only and
+ * read its schema version (0: no schema yet, or for SQLite no file yet),
+ * for `patchbridge check-config`; *name as store_name() (free it; NULL
+ * when there is no file).  Errors are those of connecting: PB_ETEMP
+ * cannot connect, PB_EPERM permissions or authentication, PB_ERROR
+ * anything else (no such PostgreSQL database, not a SQLite file).
+ */
+int store_probe(int *version, char **name, const struct store_opts *opts);
 
 /* The schema version of the open database, and the newest one we know. */
 int store_schema_version(int *out, struct store *st);
@@ -111,13 +194,20 @@ int store_schema_latest(void);
 int store_check(struct store *st);
 
 /*
- * Group writes into one transaction.  On a STORE_RW store store_begin()
- * takes the write lock at once (so no later statement can fail to
- * upgrade); on STORE_RO it starts a consistent read snapshot.
- * Transactions do not nest: a second store_begin() is a bug.  When
- * store_commit() fails, the transaction has been rolled back.  The write
- * functions below may be called inside or outside a transaction; outside,
- * each is atomic on its own.
+ * Group writes into one transaction.  On a STORE_RW store the
+ * transaction is serializable: SQLite's store_begin() takes the write
+ * lock at once (so no later statement can fail to upgrade); on
+ * PostgreSQL (SERIALIZABLE) any statement or the commit may instead fail
+ * with PB_ETEMP when a concurrent transaction conflicts - the
+ * transaction is then rolled back whole and the caller tries it again
+ * later, as after SQLite's busy timeout.  On STORE_RO it starts a
+ * consistent read snapshot.  Transactions do not nest: a second
+ * store_begin() is a bug.  When store_commit() fails, the transaction
+ * has been rolled back; after a failed statement, store_commit() rolls
+ * back and fails (PostgreSQL cannot go on after an error).  The write
+ * functions below may be called inside or outside a transaction;
+ * outside, each is atomic on its own, and one that runs several
+ * statements is run again by the store after a conflict.
  */
 int store_begin(struct store *st);
 int store_commit(struct store *st);
@@ -164,6 +254,8 @@ struct store_mail {
 	enum store_mail_state state;
 	int64_t created;
 	int64_t sent; /* 0 while pending */
+	/* The host that recorded it sent (read only; NULL before). */
+	const char *sent_by;
 	struct strlist owned; /* strings the store filled in (see above) */
 };
 
@@ -185,13 +277,30 @@ struct store_mail_list {
 void store_mail_list_release(struct store_mail_list *list);
 
 /*
+ * Copy the thread map (its mails and the revisions they belong to) from
+ * src into dst, a store opened STORE_RW: every mail created at or after
+ * *since (0: all), in pages of STORE_MIRROR_PAGE, each page one
+ * transaction of dst; rows dst has are brought up to date (state, sent,
+ * sent by).  Then *since is the newest creation time copied; *copied
+ * (may be NULL) how many rows were.  For a host's local copy of a shared
+ * thread map, which the milter reads when the database does not answer
+ * in time: call it again with *since moved back by how long a writer's
+ * transaction may stay open (the lease), so rows committed late are
+ * copied too.  A failure leaves the pages already copied.
+ */
+#define STORE_MIRROR_PAGE 500
+int store_threadmap_mirror(struct store *dst, struct store *src, int64_t *since,
+			   size_t *copied);
+
+/*
  * Record a mail (insert or ignore): PB_EEXISTS, leaving the stored row
  * unchanged, when the Message-ID is already there; so re-running a series
  * never duplicates.  m->created is ignored (now is used); m->sent is used
  * only for state SENT (0 = now).
  */
 int store_mail_put(struct store *st, const struct store_mail *m);
-/* pending -> sent, at now.  PB_ENOTFOUND for an unknown Message-ID. */
+/* pending -> sent, at now, by this host.  PB_ENOTFOUND for an unknown
+ * Message-ID. */
 int store_mail_mark_sent(struct store *st, const char *message_id);
 int store_mail_get(struct store_mail *out, struct store *st,
 		   const char *message_id);
@@ -258,7 +367,8 @@ int store_revision_by_head(struct store_revision *out, struct store *st,
 
 /*
  * Inbound journal: one row per mail the milter spooled, keyed by its
- * Message-ID, so a copy delivered twice is recorded and applied once.
+ * Message-ID, so a copy delivered twice - to one host or to two - is
+ * recorded and applied once.
  *
  *   received --claim--> applying --finish--> applied | ignored | dead
  *                          |   ^
@@ -290,6 +400,16 @@ struct store_inbound {
 	const char *last_error; /* why it failed, was ignored or died */
 	int64_t created;
 	int64_t updated;
+	/* Hosts (read only): which journaled it (its milter spooled it),
+	 * which claimed it last (and, finished, applied it). */
+	const char *spooled_by;
+	const char *claimed_by;
+	int64_t lease_until; /* the claim's expiry while applying; else 0 */
+	/* The spool record as the milter wrote it, kept while the mail is
+	 * open so that any host can apply it (store_inbound_record() only;
+	 * NULL: not kept). */
+	const void *spool_record;
+	size_t spool_record_len;
 	struct strlist owned; /* strings the store filled in (see above) */
 };
 
@@ -309,32 +429,55 @@ struct store_inbound_list {
 void store_inbound_list_release(struct store_inbound_list *list);
 
 /*
- * Record a spooled mail as RECEIVED (in->state, attempts, last_error and
- * times are ignored).  PB_EEXISTS, changing nothing, when the Message-ID
- * is already recorded.
+ * Record a spooled mail as RECEIVED by this host (in->state, attempts,
+ * last_error, hosts and times are ignored), with its spool record when
+ * given.  PB_EEXISTS, changing nothing, when the Message-ID is already
+ * recorded (by any host).
  */
 int store_inbound_record(struct store *st, const struct store_inbound *in);
 /*
- * Claim the next due row (RECEIVED or FAILED with next_attempt <= now,
- * oldest due first): atomically set it APPLYING, count the attempt and
- * return it.  Two claimers never get the same row.  PB_ENOTFOUND when
- * nothing is due.
+ * Claim the next due row, oldest due first: RECEIVED or FAILED with
+ * next_attempt <= due - this host's own (it journaled them), or another
+ * host's once due for a lease (that host's daemon is down or stuck) -
+ * or APPLYING under another claim that has expired (its host died or
+ * hangs).  Atomically set it APPLYING, claimed by this host until now +
+ * the lease, count the attempt and return it.  Two claimers, on one host
+ * or on several, never get the same row.  PB_ENOTFOUND when nothing is
+ * due.  Times are this host's clock: the hosts' clocks must agree (NTP)
+ * to well within a lease.
  */
 int store_inbound_claim(struct store_inbound *out, struct store *st,
-			int64_t now);
+			int64_t due);
+/*
+ * Extend this host's claim to now + the lease (store_action_begin() does
+ * it before each forge write).  PB_EEXISTS naming the host when another
+ * host took the row over; PB_ENOTFOUND when it is not applying.
+ */
+int store_inbound_renew(struct store *st, const char *message_id);
 /* APPLYING -> result (APPLIED, IGNORED or DEAD), with an optional
- * reason.  PB_EINVAL if the row is not APPLYING. */
+ * reason; the spool record kept with the row is dropped.  PB_EINVAL if
+ * the row is not APPLYING; PB_EEXISTS, naming the host, when another
+ * host's claim replaced this host's (it took the mail over: leave it). */
 int store_inbound_finish(struct store *st, const char *message_id,
 			 enum store_inbound_state result, const char *reason);
-/* APPLYING -> FAILED, to be claimed again at next_attempt. */
+/* APPLYING -> FAILED, to be claimed again at next_attempt; errors as
+ * store_inbound_finish(). */
 int store_inbound_retry(struct store *st, const char *message_id,
 			int64_t next_attempt, const char *error);
 /*
- * After a crash: every APPLYING row back to RECEIVED (*count of them).
- * For the daemon's start, before any claimer runs; the forge action
- * journal makes re-applying safe.
+ * After a crash: every APPLYING row this host claimed (or that has no
+ * owner, from before schema 6) back to RECEIVED (*count of them).  For
+ * the daemon's start, before its claimer runs (one applier per host:
+ * the spool's lock); other hosts' claims are taken over when they
+ * expire (store_inbound_claim()).  The forge action journal makes
+ * re-applying safe.
  */
 int store_inbound_recover(int *count, struct store *st);
+/* The spool record kept with a journal row (a copy, NUL-terminated, in
+ * *out; free it).  PB_ENOTFOUND when none is kept: no such row, a row
+ * from before schema 6, or a finished mail. */
+int store_inbound_spool_record(char **out, size_t *len, struct store *st,
+			       const char *message_id);
 /* Rows in a state, oldest first, at most limit (0: STORE_LIST_MAX). */
 int store_inbound_list(struct store_inbound_list *out, struct store *st,
 		       enum store_inbound_state state, size_t limit);
@@ -365,6 +508,32 @@ void store_inbound_count_list_release(struct store_inbound_count_list *list);
 int store_inbound_count(struct store_inbound_count_list *out, struct store *st);
 
 /*
+ * Every host's part in the state, as the rows record it ([state] host;
+ * one host on SQLite): the mails it journaled (spooled there), applied
+ * (its claim finished them) and is applying now, the mails it holds a
+ * claim on to hand to its MTA and those it handed over, its claims' last
+ * expiry, and the last time it did any of this.  By host name, appended
+ * to out; more than STORE_LIST_MAX hosts is PB_ELIMIT.
+ */
+struct store_host {
+	const char *host;
+	int64_t journaled, applied, applying;
+	int64_t sending, sent;
+	int64_t lease_until; /* the latest claim's expiry; 0: none held */
+	int64_t last_active;
+	struct strlist owned;
+};
+
+struct store_host_list {
+	struct store_host *items;
+	size_t nr;
+	size_t alloc;
+};
+
+void store_host_list_release(struct store_host_list *list);
+int store_hosts(struct store_host_list *out, struct store *st);
+
+/*
  * Forge action journal: exactly-once forge writes.  Each action of an
  * inbound mail (source Message-ID, action index) is journaled as INTENT
  * before its HTTP request and DONE, with the forge's ids, after it.
@@ -387,6 +556,7 @@ struct store_action {
 	const char *last_error;
 	int64_t created;
 	int64_t updated;
+	const char *host; /* the host that began it last */
 	struct strlist owned; /* strings the store filled in (see above) */
 };
 
@@ -410,6 +580,9 @@ void store_action_list_release(struct store_action_list *list);
  *   INTENT   - an earlier attempt (INTENT or FAILED) may have landed; the
  *              row is INTENT again with the attempt counted.  Look for the
  *              marker on the forge first, then complete or perform it.
+ * When the mail's journal row is APPLYING, this host's claim on it is
+ * renewed in the same transaction; PB_ETEMP, journaling nothing, when
+ * another host has taken the mail over: stop applying it.
  */
 int store_action_begin(struct store_action *out, struct store *st,
 		       const char *message_id, int index, const char *kind,
@@ -523,6 +696,9 @@ struct store_outmail {
 	const char *last_error; /* why the last attempt failed */
 	int64_t created;
 	int64_t updated;
+	/* The host that claimed it last, and until when (0: released). */
+	const char *claimed_by;
+	int64_t lease_until;
 	struct strlist owned; /* strings the store filled in (see above) */
 };
 
@@ -554,10 +730,22 @@ int store_outmail_get(struct store_outmail *out, struct store *st,
  */
 int store_outmail_list(struct store_outmail_list *out, struct store *st,
 		       const char *project, int64_t iid, size_t limit);
-/* A temporary failure: count it, keep the error, due at next_attempt. */
+/*
+ * Claim a queued mail before handing it to the MTA, until now + the
+ * lease: 0 when it was free (never claimed, released, or the claim
+ * expired) or this host's already; PB_EEXISTS, naming the host, when
+ * another host holds it; PB_ENOTFOUND when it is not queued (sent
+ * meanwhile).  Sent, defer and fail release the claim.  Of two hosts
+ * that would hand the same mail to their MTAs, one does.
+ */
+int store_outmail_claim(struct store *st, const char *message_id);
+/* A temporary failure: count it, keep the error, due at next_attempt;
+ * the claim is released.  PB_EEXISTS when another host holds a claim
+ * that has not expired (it took the mail over: leave it). */
 int store_outmail_defer(struct store *st, const char *message_id,
 			int64_t next_attempt, const char *error);
-/* A permanent failure: count it, keep the error, never retried alone. */
+/* A permanent failure: count it, keep the error, never retried alone;
+ * errors as store_outmail_defer(). */
 int store_outmail_fail(struct store *st, const char *message_id,
 		       const char *error);
 /* Every failed mail of an MR back to queued (an operator's retry);
@@ -566,7 +754,7 @@ int store_outmail_requeue(int *count, struct store *st, const char *project,
 			  int64_t iid);
 /*
  * The MTA accepted the mail: in one transaction, mark its thread-map row
- * sent, drop it from the queue and, when no mail of its revision is left
+ * sent (by this host), drop it from the queue and, when no mail of its revision is left
  * in the queue, mark the revision sent (*revision_done = 1, else 0).
  * PB_ENOTFOUND when it is not queued.
  */

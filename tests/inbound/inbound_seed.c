@@ -11,6 +11,9 @@
  *		print the journal row and the actions of each mail:
  *		"row STATE ATTEMPTS LAST_ERROR" then "action INDEX KIND
  *		STATE NOTE_ID DISCUSSION_ID" lines
+ *
+ * DB is the SQLite file, or with PB_TEST_BACKEND=postgresql the
+ * PostgreSQL connection string.
  */
 #include "state/store.h"
 #include "util/buf.h"
@@ -21,6 +24,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The test's state database, on the engine the environment names. */
+static int open_db(struct store **st, const char *target)
+{
+	const char *b = getenv("PB_TEST_BACKEND");
+	struct store_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.backend = b && !strcmp(b, "postgresql") ? STORE_BACKEND_POSTGRESQL :
+						    STORE_BACKEND_SQLITE;
+	o.target = target;
+	o.flags = STORE_RW;
+	o.busy_timeout_ms = 5000;
+	return store_open_opts(st, &o);
+}
 
 static int die(const char *what)
 {
@@ -37,7 +55,7 @@ static int seed(int argc, char **argv)
 
 	if (argc < 11 || (argc - 11) % 3)
 		return fprintf(stderr, "inbound_seed mail: bad arguments\n"), 2;
-	if (store_open(&st, argv[2], STORE_RW, 5000))
+	if (open_db(&st, argv[2]))
 		return die("open");
 	total = (argc - 11) / 3;
 	store_revision_init(&rev);
@@ -95,7 +113,7 @@ static int dump(int argc, char **argv)
 	struct store *st = NULL;
 	int i;
 
-	if (store_open(&st, argv[2], STORE_RW, 5000))
+	if (open_db(&st, argv[2]))
 		return die("open");
 	for (i = 3; i < argc; i++) {
 		struct store_inbound in;

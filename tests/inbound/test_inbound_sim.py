@@ -13,6 +13,10 @@ repository.  Replies go through `patchbridge replay --apply-now`, exactly
 as the milter would spool them; the simulator's state (which runs quick
 actions and checks diff positions by GitLab's rules) is the judge.
 No test asserts on wall-clock time.
+
+With PB_TEST_BACKEND=postgresql (and PB_TEST_PGBED, the directory of a
+tests/pg/pgbed server) the state is a fresh PostgreSQL database of that
+server instead of a SQLite file.
 """
 
 import json
@@ -88,12 +92,17 @@ def marker_count(mr, key):
                if ("<!-- patchbridge:%s -->" % key) in n["body"])
 
 
+# This host's name in a shared state ([state] host), as `why` names it.
+PG_HOST = "mx-b.example.org"
+
+
 class Bridge:
     """A state directory, a configuration and a seeded thread map."""
 
     def __init__(self, max_attempts=30, policy="owners", forge_retries=0,
                  third_patch=False):
         self.dir = tempfile.mkdtemp(prefix="pb-inbound.")
+        state = self.new_state()
         sim("POST", "reset", {})
         repo = os.path.join(self.dir, "repo")
         run(["git", "clone", "-q", URL + "/group/project.git", repo])
@@ -139,11 +148,30 @@ class Bridge:
             f.write(CONFIG % {"url": URL, "dir": self.dir,
                               "max_attempts": max_attempts,
                               "retries": forge_retries,
-                              "policy": policy})
+                              "policy": policy, "state": state})
         self.n = 0
 
     def db(self):
-        return os.path.join(self.dir, "state.db")
+        """The state database: its file, or its connection string."""
+        return self.target
+
+    def new_state(self):
+        """A fresh state database; the [state] lines that name it."""
+        if os.environ.get("PB_TEST_BACKEND") != "postgresql":
+            self.target = os.path.join(self.dir, "state.db")
+            return "path = %s/state.db\n" % self.dir
+        pgbed = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                             "..", "pg", "pgbed")
+        name = "pb_inbound_%d_%s" % (os.getpid(),
+                                     os.path.basename(self.dir)[11:])
+        self.target = run([pgbed, "createdb", os.environ["PB_TEST_PGBED"],
+                           name.lower().replace(".", "_")]).strip()
+        path = os.path.join(self.dir, "conninfo")
+        with open(path, "w") as f:
+            f.write(self.target + "\n")
+        os.chmod(path, 0o600)
+        return ("backend = postgresql\nconninfo_file = %s\n"
+                "path = %s/state.db\nhost = %s\n" % (path, self.dir, PG_HOST))
 
     def conf(self):
         return os.path.join(self.dir, "patchbridge.conf")
@@ -231,8 +259,7 @@ timeout = 20s
 [milter]
 trusted_authserv_id = lists.example.test
 [state]
-path = %(dir)s/state.db
-[spool]
+%(state)s[spool]
 dir = %(dir)s/spool
 [log]
 level = debug

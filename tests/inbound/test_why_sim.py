@@ -90,14 +90,22 @@ class WhyTest(unittest.TestCase):
         self.assertIn("  from: Bob Maintainer <bob@corp.example>, "
                       "DKIM/DMARC verified\n", out)
         self.assertIn("  forge: 3 actions on %s\n" % self.mr_url(), out)
-        self.assertIn("    #0 comment (the comment): done, note %d\n"
-                      "      %s#note_%d\n" % (comment, self.mr_url(),
+        # On a shared state, which host spooled, applied and acted.
+        pg = os.environ.get("PB_TEST_BACKEND") == "postgresql"
+        by = ", by %s" % sim.PG_HOST if pg else ""
+        if pg:
+            self.assertIn("  hosts: spooled and journaled by %s; applied "
+                          "by %s\n" % (sim.PG_HOST, sim.PG_HOST), out)
+        else:
+            self.assertNotIn("  hosts:", out)
+        self.assertIn("    #0 comment (the comment): done, note %d%s\n"
+                      "      %s#note_%d\n" % (comment, by, self.mr_url(),
                                               comment), out)
-        self.assertIn("    #1 diff-note (inline comment 1): done, note %d\n"
-                      "      %s#note_%d\n" % (inline, self.mr_url(),
+        self.assertIn("    #1 diff-note (inline comment 1): done, note %d%s\n"
+                      "      %s#note_%d\n" % (inline, by, self.mr_url(),
                                               inline), out)
-        self.assertIn("    #1000 approve (approval for trailer 1): done\n",
-                      out)
+        self.assertIn("    #1000 approve (approval for trailer 1): done%s\n"
+                      % by, out)
         self.assertIn("    Acked-by: Bob Maintainer <bob@corp.example>: "
                       "honoured: an approval (#1000 done)\n", out)
         # The reason, as the comment gives it, not "the comment says why".
@@ -123,6 +131,10 @@ class WhyTest(unittest.TestCase):
         self.assertEqual(j["journal"]["state"], "applied")
         self.assertEqual(j["journal"]["attempts"], 1)
         self.assertIsNone(j["journal"]["next_attempt"])
+        if pg:
+            self.assertEqual(j["journal"]["spooled_by"], sim.PG_HOST)
+            self.assertEqual(j["journal"]["claimed_by"], sim.PG_HOST)
+            self.assertIsNone(j["journal"]["lease_until"])
         acts = {a["index"]: a for a in j["actions"]}
         self.assertEqual(sorted(acts), [0, 1, 1000])
         self.assertEqual(acts[0]["url"],

@@ -7,9 +7,16 @@
  *	milter_seed DB mail MSGID PROJECT IID REV PATCH TOTAL [DIFF_FILE]
  *		record a sent mail: the cover letter (PATCH 0) or patch
  *		PATCH, with the diff as mailed read from DIFF_FILE
+ *	milter_seed DB copy-to FILE
+ *		copy DB's thread map into the SQLite state FILE, as the
+ *		daemon keeps a host's copy of a shared one
+ *
+ * DB is a SQLite file, or "postgresql:FILE" with FILE holding a libpq
+ * connection string.
  *
  * Exit 0 on success, 1 with a message on stderr otherwise.
  */
+#include "core/secret.h"
 #include "state/store.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -34,15 +41,47 @@ int main(int argc, char **argv)
 {
 	struct store *st = NULL;
 	struct buf diff = BUF_INIT(PB_MAIL_MAX_MAX);
+	struct buf conninfo = BUF_INIT(SECRET_MAX + 1);
+	struct store_opts o;
 	int rc = 1;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: milter_seed DB revision|mail ...\n");
+		fprintf(stderr, "usage: milter_seed DB revision|mail|copy-to "
+				"...\n");
 		return 2;
 	}
-	if (store_open(&st, argv[1], STORE_RW, 5000))
+	memset(&o, 0, sizeof(o));
+	o.flags = STORE_RW;
+	o.busy_timeout_ms = 5000;
+	o.target = argv[1];
+	if (!strncmp(argv[1], "postgresql:", 11)) {
+		if (secret_read(&conninfo, argv[1] + 11, 0))
+			return die(argv[1]);
+		o.backend = STORE_BACKEND_POSTGRESQL;
+		o.target = conninfo.data;
+	}
+	rc = store_open_opts(&st, &o);
+	secret_wipe(&conninfo);
+	if (rc)
 		return die(argv[1]);
-	if (!strcmp(argv[2], "revision") && argc == 7) {
+	rc = 1;
+	if (!strcmp(argv[2], "copy-to") && argc == 4) {
+		struct store *dst = NULL;
+		int64_t since = 0;
+		size_t n = 0;
+
+		if (store_open(&dst, argv[3], STORE_RW, 5000)) {
+			rc = die(argv[3]);
+			goto out;
+		}
+		rc = store_threadmap_mirror(dst, st, &since, &n);
+		store_free(dst);
+		if (rc) {
+			rc = die("copy");
+			goto out;
+		}
+		printf("%zu\n", n);
+	} else if (!strcmp(argv[2], "revision") && argc == 7) {
 		struct store_revision rev;
 		int n = 0;
 

@@ -17,10 +17,14 @@ and !3 still queued.  A restart (`run --once`) must mail the rest of !1,
 `run --once` mails nothing.  (A watermark stored past the queue would
 make the restart list only !3, leaving !2 unmailed.)
 
+With PB_TEST_BACKEND=postgresql (and PB_TEST_PGBED, the directory of a
+tests/pg/pgbed server) the state is a fresh PostgreSQL database.
+
 Exit status: 0 pass, 1 fail (also outside the simulator).
 """
 
 import email
+import sqlite3
 import email.policy
 import json
 import os
@@ -65,8 +69,7 @@ retry_max = 2s
 url = sendmail
 sendmail_path = %(dir)s/sendmail.sh
 [state]
-path = %(dir)s/state/state.db
-[log]
+%(state)s[log]
 level = debug
 [outbound]
 poll_interval = 1h
@@ -140,6 +143,25 @@ def check_mailed_once(msgs):
               "!%s: mails %s" % (mr, sorted(parts)))
 
 
+def state_lines(work):
+    """The [state] lines: a SQLite file, or a fresh PostgreSQL database."""
+    lines = "path = %s/state/state.db\n" % work
+    if os.environ.get("PB_TEST_BACKEND") != "postgresql":
+        return lines
+    pgbed = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                         "pg", "pgbed")
+    p = subprocess.run([pgbed, "createdb", os.environ["PB_TEST_PGBED"],
+                        "pb_outbound_stop_%d" % os.getpid()],
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0, "pgbed createdb: %s" % p.stderr)
+    path = os.path.join(work, "conninfo")
+    with open(path, "w") as f:
+        f.write(p.stdout)
+    os.chmod(path, 0o600)
+    return lines + ("backend = postgresql\nconninfo_file = %s\nhost = %s\n"
+                    % (path, HOST))
+
+
 def run(pb, conf, log, *argv):
     p = subprocess.run([pb, "-c", conf] + list(argv), capture_output=True,
                        text=True, timeout=180)
@@ -164,7 +186,8 @@ def scenario(pb, work, log):
     os.chmod(os.path.join(work, "token"), 0o600)
     conf = os.path.join(work, "patchbridge.conf")
     with open(conf, "w") as f:
-        f.write(CONFIG % {"url": URL, "dir": work, "list": LIST})
+        f.write(CONFIG % {"url": URL, "dir": work, "list": LIST,
+                          "state": state_lines(work)})
 
     sim("POST", "/_sim/reset", {})
     create_mr("second", "The second topic")  # !2, next to the seed's !1
@@ -205,6 +228,50 @@ def scenario(pb, work, log):
     check(p.returncode == 0, "run --once again exited %d" % p.returncode)
     check(len(mails(out)) == n, "a second run --once mailed again")
     print("%d mails, every revision once" % n)
+    if os.environ.get("PB_TEST_BACKEND") == "postgresql":
+        check_copy(work, mails(out))
+        check_hosts(pb, conf, log, mails(out))
+
+
+HOST = "mx-a.example.org"
+
+
+def check_hosts(pb, conf, log, msgs):
+    """On PostgreSQL: `status` shows each host's part, `why` which host
+    handed a mail to its MTA."""
+    p = run(pb, conf, log, "status")
+    check(p.returncode == 0, "status exited %d" % p.returncode)
+    want = ("  %s (this host): 0 journaled, 0 applied, %d mails handed to "
+            "its MTA;" % (HOST, len(msgs)))
+    check("hosts (this one is %s):\n" % HOST in p.stdout and
+          want in p.stdout, "status does not show the host's part: %s"
+          % p.stdout)
+    mid = msgs[0]["Message-ID"].strip().strip("<>")
+    p = run(pb, conf, log, "why", mid)
+    check(p.returncode == 0, "why exited %d" % p.returncode)
+    check("handed over by %s" % HOST in p.stdout,
+          "why does not name the host: %s" % p.stdout)
+    p = run(pb, conf, log, "why", "--json", mid)
+    check(json.loads(p.stdout)["sent"]["sent_by"] == HOST,
+          "why --json: no sent_by: %s" % p.stdout)
+    print("status and why name the host")
+
+
+def check_copy(work, msgs):
+    """On PostgreSQL: this host's copy of the thread map (the SQLite file
+    at [state] path, for the milter) holds every mail the daemon sent."""
+    path = os.path.join(work, "state", "state.db")
+    check(os.path.exists(path), "no copy of the thread map at %s" % path)
+    db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
+    try:
+        have = {bytes(r[0]).decode() if isinstance(r[0], bytes) else r[0]
+                for r in db.execute("SELECT message_id FROM thread_map")}
+    finally:
+        db.close()
+    want = {m["Message-ID"].strip().strip("<>") for m in msgs}
+    check(want <= have, "mails missing from the copy: %s" %
+          sorted(want - have))
+    print("this host's copy of the thread map holds all %d" % len(want))
 
 
 def main():

@@ -9,6 +9,7 @@
  */
 #include "cmocka_all.h"
 #include "state/store.h"
+#include "storebed.h"
 #include "util/err.h"
 
 #include <stdio.h>
@@ -29,7 +30,10 @@ static int setup(void **state)
 
 	(void)state;
 	snprintf(dir, sizeof(dir), "%s/outmail.XXXXXX", base ? base : "/tmp");
-	return mkdtemp(dir) ? 0 : -1;
+	if (!mkdtemp(dir))
+		return -1;
+	storebed_init("outmail", dir);
+	return 0;
 }
 
 static int teardown(void **state)
@@ -41,14 +45,14 @@ static int teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/* A fresh database (storebed.h: SQLite or PostgreSQL). */
 static struct store *open_db(const char *name)
 {
 	struct store *st = NULL;
-	char path[600];
+	const char *target = storebed_fresh(name);
 
-	snprintf(path, sizeof(path), "%s/%s.db", dir, name);
-	if (store_open(&st, path, STORE_RW, BUSY_MS))
-		fail_msg("open %s: %s", path, err_msg());
+	if (storebed_open(&st, target, STORE_RW, BUSY_MS))
+		fail_msg("open %s: %s", name, err_msg());
 	return st;
 }
 

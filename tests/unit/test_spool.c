@@ -395,6 +395,19 @@ static void test_received_size(void **state)
 		assert_int_equal(spool_parse(&rec, t.data, t.len), 0);
 		assert_int_equal(rec.version, 2);
 		assert_int_equal(rec.received, 7340032);
+		/* the copy kept in the state database says it too */
+		{
+			struct buf f = BUF_INIT(1 << 20);
+			struct spool_record again;
+
+			spool_record_init(&again);
+			assert_int_equal(spool_format(&f, &rec), 0);
+			assert_int_equal(spool_parse(&again, f.data, f.len), 0);
+			assert_int_equal(again.received, 7340032);
+			assert_int_equal(again.message.len, 5);
+			spool_record_release(&again);
+			buf_release(&f);
+		}
 		/* never below Size */
 		buf_reset(&t);
 		buf_add(&t, b.data, (size_t)(at - b.data) + 8);
