@@ -415,10 +415,11 @@ int hdrdecode_addr_ok(const char *p, size_t len)
 		if (i == 0 || i >= len)
 			return 0;
 		at = i;
-		/* an encoded word is no local part (RFC 2047 5 (3)) */
-		if (mem_find(p, at, "=?", 2) || mem_find(p, at, "?=", 2))
-			return 0;
 	}
+	/* an encoded word is in no part of an addr-spec (RFC 2047 5 (3)):
+	 * not in the local part, quoted or not, nor in a domain literal */
+	if (mem_find(p, len, "=?", 2) || mem_find(p, len, "?=", 2))
+		return 0;
 	i = at + 1;
 	if (i >= len)
 		return 0;

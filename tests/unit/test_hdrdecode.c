@@ -181,6 +181,9 @@ static void test_addr_ok(void **state)
 	assert_true(hdrdecode_addr_ok("x@[IPv6:::1]", 12));
 	assert_true(hdrdecode_addr_ok("j\xc3\xb6rg@b\xc3\xa4r.de", 13));
 	assert_false(hdrdecode_addr_ok("=?utf-8?q?x?=@b.c", 17));
+	/* nor in a domain literal or a quoted local part (fuzz_header) */
+	assert_false(hdrdecode_addr_ok("a@[x=?UTF-8?B?.co]", 18));
+	assert_false(hdrdecode_addr_ok("\"=?a?q?b?=\"@b.c", 16));
 	assert_false(hdrdecode_addr_ok("a@b", 2)); /* length honoured */
 	assert_false(hdrdecode_addr_ok("a b@c.d", 7));
 	assert_false(hdrdecode_addr_ok("@c.d", 4));
