@@ -157,8 +157,8 @@ static struct diff *hook_get(void *arg, const char *id, const char *text,
 	return diffcache_get(arg, id, text, len);
 }
 
-static void hook_put(void *arg, const char *id, const char *text,
-		     size_t len, struct diff *d)
+static void hook_put(void *arg, const char *id, const char *text, size_t len,
+		     struct diff *d)
 {
 	diffcache_put(arg, id, text, len, d);
 }

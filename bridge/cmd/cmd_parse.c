@@ -191,13 +191,11 @@ static void emit(struct parse_run *run, const char *file, size_t index,
 	}
 	review_free(r);
 	if (rc) {
-		fprintf(stderr, "patchbridge parse: %s: %s\n", file,
-			err_msg());
+		fprintf(stderr, "patchbridge parse: %s: %s\n", file, err_msg());
 		failed(run, EX_SOFTWARE);
 		return;
 	}
-	if (fwrite(run->json.data, 1, run->json.len, stdout) !=
-	    run->json.len)
+	if (fwrite(run->json.data, 1, run->json.len, stdout) != run->json.len)
 		failed(run, EX_IOERR);
 }
 

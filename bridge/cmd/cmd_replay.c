@@ -137,8 +137,8 @@ static int replay_file(struct replay *rp, const char *path)
 	if (res.verdict == CLASSIFY_CANDIDATE) {
 		if (rp->st)
 			store_threadmap(&tm, rp->st);
-		classify_eom(&res, &in, raw.data, raw.len,
-			     rp->st ? &tm : NULL, &opts);
+		classify_eom(&res, &in, raw.data, raw.len, rp->st ? &tm : NULL,
+			     &opts);
 	}
 	if (res.verdict != CLASSIFY_BRIDGE) {
 		printf("%s: not bridged (%s: %s)\n", path,

@@ -52,10 +52,14 @@ static int forge_check(const char *config_path, int argc, char **argv)
 }
 
 static const struct prog_command commands[] = {
-	{ "run", cmd_run },	  { "send", cmd_send },
-	{ "status", cmd_status }, { "why", cmd_why },
-	{ "replay", cmd_replay }, { "export", cmd_export },
-	{ "forge-check", forge_check }, { NULL, NULL },
+	{ "run", cmd_run },
+	{ "send", cmd_send },
+	{ "status", cmd_status },
+	{ "why", cmd_why },
+	{ "replay", cmd_replay },
+	{ "export", cmd_export },
+	{ "forge-check", forge_check },
+	{ NULL, NULL },
 };
 
 int main(int argc, char **argv)

@@ -160,15 +160,16 @@ static const struct command commands[] = {
 	  "", 0, cmd_help, NULL },
 	{ "parse", NULL, cmd_parse_synopsis, cmd_parse_summary, cmd_parse_help,
 	  0, cmd_parse_entry, NULL },
-	{ "version", "--version", "", "print the version", "", 0, cmd_version, NULL },
+	{ "version", "--version", "", "print the version", "", 0, cmd_version,
+	  NULL },
 	{ "send", NULL, cmd_send_synopsis, cmd_send_summary, cmd_send_help, 0,
 	  NULL, PROG_DAEMON },
-	{ "run", NULL, cmd_run_synopsis, cmd_run_summary, cmd_run_help, 0,
-	  NULL, PROG_DAEMON },
+	{ "run", NULL, cmd_run_synopsis, cmd_run_summary, cmd_run_help, 0, NULL,
+	  PROG_DAEMON },
 	{ "status", NULL, cmd_status_synopsis, cmd_status_summary,
 	  cmd_status_help, 0, NULL, PROG_DAEMON },
-	{ "why", NULL, cmd_why_synopsis, cmd_why_summary, cmd_why_help, 0,
-	  NULL, PROG_DAEMON },
+	{ "why", NULL, cmd_why_synopsis, cmd_why_summary, cmd_why_help, 0, NULL,
+	  PROG_DAEMON },
 	{ "replay", NULL, cmd_replay_synopsis, cmd_replay_summary,
 	  cmd_replay_help, 0, NULL, PROG_DAEMON },
 	/* For the documentation check (tests/cli/params_documented.sh). */
@@ -487,7 +488,8 @@ static char *program_path(const char *name)
 		slash = strrchr(self, '/');
 		if (slash) {
 			*slash = '\0';
-			path = xasprintf("%s/%s/%s", self, PB_LIBEXEC_REL, name);
+			path = xasprintf("%s/%s/%s", self, PB_LIBEXEC_REL,
+					 name);
 			if (!access(path, X_OK))
 				return path;
 			free(path);

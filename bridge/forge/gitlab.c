@@ -565,7 +565,8 @@ static int call_do(struct gitlab *gl, struct gl_call *c, enum http_method m,
 			rc = status_error(c);
 			gl->sudo_problem = sudo_refusal(gl, c);
 			if (gl->sudo_problem != FORGE_SUDO_OK) {
-				rc = err_prefix(rc, "acting as %s: %s", gl->sudo,
+				rc = err_prefix(rc, "acting as %s: %s",
+						gl->sudo,
 						forge_sudo_problem_text(
 							gl->sudo_problem));
 				goto out;
@@ -755,7 +756,7 @@ static int url_with_page(struct buf *out, const char *url, const char *page)
 	buf_reset(out);
 	if (!q)
 		return buf_addf(out, "%s?page=%s", url, page) < 0 ? url_fail() :
-								       0;
+								    0;
 	if (buf_add(out, url, (size_t)(q - url) + 1) < 0)
 		return url_fail();
 	for (p = q + 1; *p; p = amp ? amp + 1 : p + n) {
@@ -777,8 +778,8 @@ static int url_with_page(struct buf *out, const char *url, const char *page)
  * The URL of the next page in next, or "" for none.  X-Next-Page first,
  * on the configured URL; else Link rel="next", kept on our origin.
  */
-static int next_page_url(struct gitlab *gl, struct gl_call *c,
-			 const char *url, struct buf *next)
+static int next_page_url(struct gitlab *gl, struct gl_call *c, const char *url,
+			 struct buf *next)
 {
 	const char *np = c->resp.next_page, *api;
 	size_t i;
@@ -817,8 +818,7 @@ static int next_page_url(struct gitlab *gl, struct gl_call *c,
 		char *rest = xstrdup(api + 7);
 
 		buf_reset(next);
-		rc = buf_addf(next, "%s%s", gl->api, rest) < 0 ? url_fail() :
-								 0;
+		rc = buf_addf(next, "%s%s", gl->api, rest) < 0 ? url_fail() : 0;
 		free(rest);
 	}
 	if (!rc && !gl->links_elsewhere_logged) {

@@ -306,8 +306,8 @@ static void operator_problem_gone(struct run *r)
 {
 	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
 
-	if (!store_cursor_get(&v, r->st, STORE_CURSOR_FORGE_PROBLEM) &&
-	    v.len && store_cursor_set(r->st, STORE_CURSOR_FORGE_PROBLEM, ""))
+	if (!store_cursor_get(&v, r->st, STORE_CURSOR_FORGE_PROBLEM) && v.len &&
+	    store_cursor_set(r->st, STORE_CURSOR_FORGE_PROBLEM, ""))
 		log_warn("clearing the forge problem: %s", err_msg());
 	buf_release(&v);
 }

@@ -484,7 +484,8 @@ struct mr {
 
 /* Every MR the threading headers name, through the map or our ids. */
 static size_t threaded_mrs(struct mr *mrs, size_t max,
-			   const struct strlist *ids, const struct threadmap *tm,
+			   const struct strlist *ids,
+			   const struct threadmap *tm,
 			   const struct classify_opts *opts)
 {
 	struct threadmap_mail row;
@@ -547,7 +548,8 @@ static size_t open_mrs(struct mr *mrs, size_t max, const struct threadmap *tm,
 		if (next && next->iid == r->iid &&
 		    !strcmp(next->project, r->project))
 			continue; /* not the latest */
-		if (r->revision != version || (r->patches && r->patches != total))
+		if (r->revision != version ||
+		    (r->patches && r->patches != total))
 			continue;
 		if (nr == max) {
 			nr++;
@@ -803,7 +805,7 @@ int classify_eom(struct classify_result *res, const struct classify_input *in,
 		if (rc) {
 			if (rc != PB_ENOTFOUND) {
 				log_map_error(rc, "finding the patch of",
-						res->matched_id);
+					      res->matched_id);
 				res->map_failed = 1;
 			}
 			goto out;

@@ -184,9 +184,9 @@ static int kept_header_n(const char *name, size_t len)
 static int gmime_reads(const char *name, size_t len)
 {
 	static const char *const names[] = {
-		"Bcc",	      "Cc",	      "Date",	      "From",
-		"In-Reply-To", "List-Post",   "Message-ID",   "MIME-Version",
-		"References",  "Reply-To",    "Sender",	      "Subject",
+		"Bcc",	       "Cc",	    "Date",	  "From",
+		"In-Reply-To", "List-Post", "Message-ID", "MIME-Version",
+		"References",  "Reply-To",  "Sender",	  "Subject",
 		"To",
 	};
 	size_t i;

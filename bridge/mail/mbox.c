@@ -115,8 +115,8 @@ static int segment(struct mbox *mb, const char **p, size_t *n, int *complete)
  * line, mboxrd quotes every other one). */
 static int is_from_line(const char *p, size_t n)
 {
-	return n > 5 && !memcmp(p, "From ", 5) && p[5] != ' ' &&
-	       p[5] != '\t' && p[5] != '\n' && p[5] != '\r';
+	return n > 5 && !memcmp(p, "From ", 5) && p[5] != ' ' && p[5] != '\t' &&
+	       p[5] != '\n' && p[5] != '\r';
 }
 
 static int is_empty_line(const char *p, size_t n)
@@ -166,8 +166,7 @@ int mbox_next(struct mbox *mb, struct buf *msg, int *oversize)
 		mb->mid_line = mb->skip_line = !complete;
 	}
 	if (!mb->in_message)
-		return err_set(PB_ENOTFOUND, "%s: no more messages",
-			       mb->shown);
+		return err_set(PB_ENOTFOUND, "%s: no more messages", mb->shown);
 	for (;;) {
 		rc = segment(mb, &p, &n, &complete);
 		if (rc < 0)

@@ -476,8 +476,7 @@ static int keep_back(struct mrctx *c, const struct forge_note *n)
 	log_notice("note %lld kept on the forge: internal (or its visibility "
 		   "not given)",
 		   (long long)n->id);
-	snprintf(name, sizeof(name), "%s%s", FORGEMAIL_KEPT_PREFIX,
-		 c->project);
+	snprintf(name, sizeof(name), "%s%s", FORGEMAIL_KEPT_PREFIX, c->project);
 	rc = store_cursor_get(&v, c->fm->store, name);
 	if (rc && rc != PB_ENOTFOUND)
 		goto out;
@@ -957,8 +956,8 @@ static int mr_once(struct forgemail *fm, const char *project, int64_t iid,
 			notes[nr].discussion_id = dl.items[i].id;
 			/* A reply in an internal thread is internal, whatever
 			 * it says of itself. */
-			notes[nr].internal =
-				n->internal || dl.items[i].notes[0].internal;
+			notes[nr].internal = n->internal ||
+					     dl.items[i].notes[0].internal;
 			nr++;
 		}
 	if (nr)
@@ -1093,10 +1092,12 @@ static int tuples_save(struct store *st, const char *cname, int fields,
 
 	for (i = 0; i < nr && !rc; i++)
 		for (k = 0; k < fields && !rc; k++)
-			rc = buf_addf(&val, "%s%lld",
-				      k ? ":" : i ? " " : "",
-				      (long long)v[i * (size_t)fields +
-						   (size_t)k]);
+			rc = buf_addf(
+				&val, "%s%lld",
+				k ? ":" :
+				i ? " " :
+				    "",
+				(long long)v[i * (size_t)fields + (size_t)k]);
 	if (!rc)
 		rc = store_cursor_set(st, cname, val.data);
 	buf_release(&val);

@@ -430,11 +430,11 @@ enum {
 };
 
 /* The queue joined with the thread map. */
-#define OUT_SELECT_COLS(message)                                        \
-	"SELECT o.message_id, t.project, t.iid, t.revision, t.patch,"   \
-	" o.envelope_from, o.recipients, " message ", o.state,"         \
-	" o.attempts, o.next_attempt, o.last_error, o.created,"         \
-	" o.updated, o.claimed_by, o.lease_until FROM outmail o"        \
+#define OUT_SELECT_COLS(message)                                      \
+	"SELECT o.message_id, t.project, t.iid, t.revision, t.patch," \
+	" o.envelope_from, o.recipients, " message ", o.state,"       \
+	" o.attempts, o.next_attempt, o.last_error, o.created,"       \
+	" o.updated, o.claimed_by, o.lease_until FROM outmail o"      \
 	" JOIN thread_map t ON t.message_id = o.message_id"
 #define OUT_SELECT OUT_SELECT_COLS("o.message")
 #define OUT_SELECT_NO_MESSAGE OUT_SELECT_COLS("NULL")
@@ -550,14 +550,14 @@ enum stmt_id {
  * PostgreSQL the pick skips rows another claimer has locked, and the
  * outer WHERE is checked again on the row it locked.
  */
-#define IN_DUE                                                        \
-	"((state IN ('received', 'failed') AND next_attempt <= ?1"   \
-	" AND (spooled_by IS NULL OR spooled_by = ?3"                \
-	" OR next_attempt <= ?5))"                                   \
+#define IN_DUE                                                     \
+	"((state IN ('received', 'failed') AND next_attempt <= ?1" \
+	" AND (spooled_by IS NULL OR spooled_by = ?3"              \
+	" OR next_attempt <= ?5))"                                 \
 	" OR (state = 'applying' AND lease_until <= ?2))"
-#define IN_CLAIM_SET                                                \
-	"UPDATE inbound SET state = 'applying',"                    \
-	" attempts = attempts + 1, updated = ?2, claimed_by = ?3,"  \
+#define IN_CLAIM_SET                                               \
+	"UPDATE inbound SET state = 'applying',"                   \
+	" attempts = attempts + 1, updated = ?2, claimed_by = ?3," \
 	" lease_until = ?4"
 #define IN_CLAIM_ORDER " ORDER BY next_attempt, created, rowid LIMIT 1"
 /*
@@ -566,18 +566,18 @@ enum stmt_id {
  * dead as it passes) instead of collecting every candidate; a row another
  * claimer holds is skipped, not waited for.
  */
-#define IN_CLAIM_PG                                                     \
-	"WITH fresh AS (SELECT message_id, next_attempt, created, rowid" \
-	" FROM inbound WHERE state IN ('received', 'failed')"           \
-	" AND next_attempt <= ?1 AND (spooled_by IS NULL"               \
-	" OR spooled_by = ?3 OR next_attempt <= ?5)" IN_CLAIM_ORDER     \
-	" FOR UPDATE SKIP LOCKED),"                                     \
-	" expired AS (SELECT message_id, next_attempt, created, rowid"  \
-	" FROM inbound WHERE state = 'applying' AND lease_until <= ?2"  \
-	IN_CLAIM_ORDER " FOR UPDATE SKIP LOCKED) "                      \
-	IN_CLAIM_SET " WHERE message_id = (SELECT message_id FROM"     \
-	" (SELECT * FROM fresh UNION ALL SELECT * FROM expired) due"    \
-	IN_CLAIM_ORDER ") AND " IN_DUE " RETURNING " IN_COLS
+#define IN_CLAIM_PG                                                                   \
+	"WITH fresh AS (SELECT message_id, next_attempt, created, rowid"              \
+	" FROM inbound WHERE state IN ('received', 'failed')"                         \
+	" AND next_attempt <= ?1 AND (spooled_by IS NULL"                             \
+	" OR spooled_by = ?3 OR next_attempt <= ?5)" IN_CLAIM_ORDER                   \
+	" FOR UPDATE SKIP LOCKED),"                                                   \
+	" expired AS (SELECT message_id, next_attempt, created, rowid"                \
+	" FROM inbound WHERE state = 'applying' AND lease_until <= ?2" IN_CLAIM_ORDER \
+	" FOR UPDATE SKIP LOCKED) " IN_CLAIM_SET                                      \
+	" WHERE message_id = (SELECT message_id FROM"                                 \
+	" (SELECT * FROM fresh UNION ALL SELECT * FROM expired) due" IN_CLAIM_ORDER   \
+	") AND " IN_DUE " RETURNING " IN_COLS
 
 static const char *const stmt_sql[S_NR] = {
 	[S_USER_VERSION] = "PRAGMA user_version",
@@ -827,10 +827,9 @@ static const char *const stmt_sql[S_NR] = {
 
 /* Where PostgreSQL needs other words. */
 static const char *const stmt_sql_pg[S_NR] = {
-	[S_VERSION_TABLE] =
-		"SELECT COUNT(*) FROM pg_catalog.pg_tables"
-		" WHERE schemaname = current_schema()"
-		" AND tablename = 'schema_version'",
+	[S_VERSION_TABLE] = "SELECT COUNT(*) FROM pg_catalog.pg_tables"
+			    " WHERE schemaname = current_schema()"
+			    " AND tablename = 'schema_version'",
 	[S_USER_VERSION] = "SELECT COALESCE(MAX(version), 0)"
 			   " FROM schema_version",
 	[S_IN_CLAIM] = IN_CLAIM_PG,
@@ -1194,8 +1193,7 @@ static int col_enum(struct query *q, int i, const char *const *names, size_t nr)
 	if (v < 0)
 		return err_set(PB_ERROR, "state db %s: %s: unknown value '%s'",
 			       q->st->name, q->what,
-			       printable_copy(qb, sizeof(qb), p ? p : "",
-					      len));
+			       printable_copy(qb, sizeof(qb), p ? p : "", len));
 	return v;
 }
 
@@ -1396,9 +1394,10 @@ static int open_rw(struct store *st, int target)
 		if (!rc)
 			rc = pragma(st, "PRAGMA foreign_keys = ON", NULL);
 		if (!rc)
-			rc = pragma(st,
-				    "PRAGMA journal_size_limit = " STORE_WAL_LIMIT,
-				    STORE_WAL_LIMIT);
+			rc = pragma(
+				st,
+				"PRAGMA journal_size_limit = " STORE_WAL_LIMIT,
+				STORE_WAL_LIMIT);
 		if (rc)
 			return rc;
 	}
@@ -1444,8 +1443,9 @@ static int check_host(const char *host)
 	const char *p;
 
 	if (!host || !*host || strlen(host) > STORE_HOST_MAX)
-		return err_set(PB_EINVAL, "state db: bad host name (1 to %d "
-					  "printable characters)",
+		return err_set(PB_EINVAL,
+			       "state db: bad host name (1 to %d "
+			       "printable characters)",
 			       STORE_HOST_MAX);
 	for (p = host; *p; p++)
 		if (*p <= ' ' || *p > '~')
@@ -2543,8 +2543,9 @@ int store_inbound_record(struct store *st, const struct store_inbound *in)
 		return err_set(PB_EINVAL, "state db: bad next attempt time");
 	if ((!in->spool_record && in->spool_record_len) ||
 	    in->spool_record_len > STORE_SPOOL_RECORD_MAX)
-		return err_set(PB_EINVAL, "state db: bad spool record (%zu "
-					  "bytes)",
+		return err_set(PB_EINVAL,
+			       "state db: bad spool record (%zu "
+			       "bytes)",
 			       in->spool_record_len);
 
 	rc = q_start(&q, st, S_IN_RECORD, "record inbound mail");
@@ -2649,8 +2650,8 @@ static int inbound_holder(struct store *st, const char *message_id)
 {
 	int found;
 
-	return claim_holder(&found, st, S_IN_HOLDER, message_id,
-			    "inbound mail", 0);
+	return claim_holder(&found, st, S_IN_HOLDER, message_id, "inbound mail",
+			    0);
 }
 int store_inbound_renew(struct store *st, const char *message_id)
 {
@@ -2909,8 +2910,7 @@ int store_hosts(struct store_host_list *out, struct store *st)
 	q_int(&q, 1, (int64_t)STORE_LIST_MAX + 1);
 	while ((rc = q_step(&q)) == 1) {
 		if (++seen > STORE_LIST_MAX) {
-			rc = err_set(PB_ELIMIT,
-				     "state db: more than %d hosts",
+			rc = err_set(PB_ELIMIT, "state db: more than %d hosts",
 				     STORE_LIST_MAX);
 			break;
 		}
@@ -3229,8 +3229,7 @@ static int verdicts_set_unit(struct store *st, void *arg)
 		rc = q_exec(&q);
 		q_end(&q);
 	}
-	for (i = 0; !rc && i < v->verdicts->nr && i < STORE_VERDICTS_MAX;
-	     i++) {
+	for (i = 0; !rc && i < v->verdicts->nr && i < STORE_VERDICTS_MAX; i++) {
 		rc = q_start(&q, st, S_VERDICT_PUT, "record a trailer verdict");
 		if (rc)
 			break;

@@ -24,8 +24,8 @@ int dirwatch_open(struct dirwatch **out, const char *dir)
 					     PB_ELIMIT :
 					     PB_ERROR,
 				     "inotify_init1");
-	if (inotify_add_watch(fd, dir,
-			      IN_MOVED_TO | IN_CREATE | IN_ONLYDIR) < 0) {
+	if (inotify_add_watch(fd, dir, IN_MOVED_TO | IN_CREATE | IN_ONLYDIR) <
+	    0) {
 		e = errno;
 		close(fd);
 		errno = e;
@@ -57,7 +57,8 @@ int dirwatch_fd(const struct dirwatch *w)
 int dirwatch_drain(struct dirwatch *w)
 {
 	/* aligned as inotify(7) asks; the events themselves are not read */
-	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	char buf[4096]
+		__attribute__((aligned(__alignof__(struct inotify_event))));
 	ssize_t n;
 	int seen = 0;
 

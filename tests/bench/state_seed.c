@@ -43,21 +43,27 @@ static int seed_mr(struct store *st, struct buf *b, const char *project,
 	if (rc)
 		return rc;
 	for (k = 0; k <= PATCHES; k++) {
-		snprintf(id, sizeof(id), "pb.v1.%d-%d.seed.%lld.%.12s@seed.example",
-			 k, PATCHES, (long long)iid, head);
+		snprintf(id, sizeof(id),
+			 "pb.v1.%d-%d.seed.%lld.%.12s@seed.example", k, PATCHES,
+			 (long long)iid, head);
 		buf_reset(b);
-		buf_addf(b, "From: Dev <dev@seed.example>\n"
-			    "Subject: [PATCH %d/%d] seed: change %lld\n"
-			    "Message-ID: <%s>\n\n",
+		buf_addf(b,
+			 "From: Dev <dev@seed.example>\n"
+			 "Subject: [PATCH %d/%d] seed: change %lld\n"
+			 "Message-ID: <%s>\n\n",
 			 k, PATCHES, (long long)iid, id);
 		if (k) {
-			buf_addf(b, "diff --git a/f%d.c b/f%d.c\n"
-				    "--- a/f%d.c\n+++ b/f%d.c\n"
-				    "@@ -1,20 +1,20 @@\n",
+			buf_addf(b,
+				 "diff --git a/f%d.c b/f%d.c\n"
+				 "--- a/f%d.c\n+++ b/f%d.c\n"
+				 "@@ -1,20 +1,20 @@\n",
 				 k, k, k, k);
 			for (i = 0; i < 20; i++)
-				buf_addf(b, "%cint line_%02d = %d; /* seed */\n",
-					 i % 4 == 1 ? '-' : i % 4 == 2 ? '+' : ' ',
+				buf_addf(b,
+					 "%cint line_%02d = %d; /* seed */\n",
+					 i % 4 == 1 ? '-' :
+					 i % 4 == 2 ? '+' :
+						      ' ',
 					 i, i);
 		}
 		store_mail_init(&m);

@@ -494,8 +494,7 @@ static void test_external_url_elsewhere(void **state)
 	trap = trap_listen(&port);
 	sim_call(NULL, HTTP_PUT, "/_sim/settings",
 		 "{\"external_url\":\"http://127.0.0.1:%u\"}", port);
-	sim_post("/_sim/projects/1/merge_requests/1/clone",
-		 "{\"count\":249}");
+	sim_post("/_sim/projects/1/merge_requests/1/clone", "{\"count\":249}");
 	f = simple_client("user-token", &h);
 	for (i = 0; i < 45; i++) {
 		snprintf(body, sizeof(body), "note %zu", i);
@@ -513,9 +512,8 @@ static void test_external_url_elsewhere(void **state)
 	forge_mr_cursor_release(&cur);
 
 	assert_int_equal(forge_list_notes(&notes, f, PROJECT, 1, &nq), 0);
-	assert_int_equal(sim_count_requests("GET", "/merge_requests/1/notes",
-					    200),
-			 3);
+	assert_int_equal(
+		sim_count_requests("GET", "/merge_requests/1/notes", 200), 3);
 	for (i = 0; i < notes.nr; i++) {
 		if (notes.items[i].system)
 			continue;
@@ -1227,9 +1225,10 @@ static void test_sudo(void **state)
 	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), PB_EPERM);
 	assert_non_null(strstr(err_msg(), "Must be admin to use sudo"));
 	assert_int_equal(forge_sudo_problem(f), FORGE_SUDO_NOT_ADMIN);
-	assert_int_equal(forge_approve(&res, f, PROJECT, 1,
-				       "0123456789012345678901234567890123456789"),
-			 PB_EPERM);
+	assert_int_equal(
+		forge_approve(&res, f, PROJECT, 1,
+			      "0123456789012345678901234567890123456789"),
+		PB_EPERM);
 	assert_int_equal(res, FORGE_APPROVE_NO_SUDO);
 	assert_non_null(strstr(err_msg(), "administrator's token"));
 	forge_free(f);

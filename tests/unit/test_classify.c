@@ -655,8 +655,7 @@ struct counting_map {
 	int fail; /* answer PB_ETEMP */
 };
 
-static int counting_get(void *arg, struct threadmap_mail *out,
-			const char *id)
+static int counting_get(void *arg, struct threadmap_mail *out, const char *id)
 {
 	struct counting_map *cm = arg;
 

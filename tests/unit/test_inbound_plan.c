@@ -268,8 +268,9 @@ static void setup_ctx(struct fixture *fx)
 
 static void parse(struct fixture *fx, const char *mail)
 {
-	struct review_options ro = { .trusted_authserv_id = "lists.example.test",
-				     .trusted_fields = 2 };
+	struct review_options ro = {
+		.trusted_authserv_id = "lists.example.test", .trusted_fields = 2
+	};
 
 	memset(fx, 0, sizeof(*fx));
 	assert_int_equal(review_patch_diff(&fx->parent, patch_mail,
@@ -355,29 +356,29 @@ static void test_plan_order(void **state)
  * message is verified and comes from the list's address.
  */
 /* The verifier's field on top, where it puts it (authres.h). */
-#define WRAP_OUTER(from, outer_ar)                                       \
-	outer_ar "From: Bob via Dev <" from ">\n"                        \
-	"Reply-To: Bob <bob@corp.example>\n"                             \
-	"To: dev@lists.example.test\n"                                   \
-	"List-Id: <dev.lists.example.test>\n"                            \
-	"Subject: Re: [PATCH v1 1/2] hello: greet more loudly\n"         \
-	"Message-ID: <wrap1@lists.example.test>\n"                       \
-	"In-Reply-To: <p1@bridge.example>\n"                             \
-	"References: <c0@bridge.example> <p1@bridge.example>\n"          \
-	"MIME-Version: 1.0\n"                                            \
-	"Content-Type: message/rfc822\n"                                 \
-	"Content-Disposition: inline\n"                                  \
-	"\n"                                                             \
-	"Authentication-Results: mx.lists.example.test; dkim=pass "      \
-	"header.d=corp.example\n"                                        \
-	"From: Bob <bob@corp.example>\n"                                 \
-	"Subject: Re: [PATCH v1 1/2] hello: greet more loudly\n"         \
-	"Message-ID: <r9@corp.example>\n"                                \
-	"In-Reply-To: <p1@bridge.example>\n"                             \
-	"\n"                                                             \
-	"Looks right.\n"                                                 \
-	"\n"                                                             \
-	"Acked-by: Bob <bob@corp.example>\n"
+#define WRAP_OUTER(from, outer_ar)                                           \
+	outer_ar "From: Bob via Dev <" from ">\n"                            \
+		 "Reply-To: Bob <bob@corp.example>\n"                        \
+		 "To: dev@lists.example.test\n"                              \
+		 "List-Id: <dev.lists.example.test>\n"                       \
+		 "Subject: Re: [PATCH v1 1/2] hello: greet more loudly\n"    \
+		 "Message-ID: <wrap1@lists.example.test>\n"                  \
+		 "In-Reply-To: <p1@bridge.example>\n"                        \
+		 "References: <c0@bridge.example> <p1@bridge.example>\n"     \
+		 "MIME-Version: 1.0\n"                                       \
+		 "Content-Type: message/rfc822\n"                            \
+		 "Content-Disposition: inline\n"                             \
+		 "\n"                                                        \
+		 "Authentication-Results: mx.lists.example.test; dkim=pass " \
+		 "header.d=corp.example\n"                                   \
+		 "From: Bob <bob@corp.example>\n"                            \
+		 "Subject: Re: [PATCH v1 1/2] hello: greet more loudly\n"    \
+		 "Message-ID: <r9@corp.example>\n"                           \
+		 "In-Reply-To: <p1@bridge.example>\n"                        \
+		 "\n"                                                        \
+		 "Looks right.\n"                                            \
+		 "\n"                                                        \
+		 "Acked-by: Bob <bob@corp.example>\n"
 
 #define LIST_AR                                                  \
 	"Authentication-Results: lists.example.test; dkim=pass " \

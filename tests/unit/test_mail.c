@@ -334,18 +334,16 @@ static void test_date_parse(void **state)
  */
 static void test_header_filter(void **state)
 {
-	static const char conflicting_to[] =
-		"From: a@example.org\n"
-		"Received: from x by y\n"
-		"To: one@example.org\n"
-		"To: two@example.org\n"
-		"Subject: t\n\nbody\n";
-	static const char conflicting_sender[] =
-		"From: a@example.org\n"
-		"Sender: one@example.org\n"
-		"X-Mailer: m\n"
-		"Sender: two@example.org\n"
-		"Subject: t\n\nbody\n";
+	static const char conflicting_to[] = "From: a@example.org\n"
+					     "Received: from x by y\n"
+					     "To: one@example.org\n"
+					     "To: two@example.org\n"
+					     "Subject: t\n\nbody\n";
+	static const char conflicting_sender[] = "From: a@example.org\n"
+						 "Sender: one@example.org\n"
+						 "X-Mailer: m\n"
+						 "Sender: two@example.org\n"
+						 "Subject: t\n\nbody\n";
 	static const char kept[] =
 		"Received: from x\n"
 		"\tby y\n"
@@ -359,13 +357,12 @@ static void test_header_filter(void **state)
 		"\n"
 		"Received: a body line, not a field\n"
 		"X-Body: kept\n";
-	static const char invalid[] =
-		"From: a@example.org\n"
-		"Subject: t\n"
-		"not a field\n"
-		"X-After: it\n"
-		"\n"
-		"body\n";
+	static const char invalid[] = "From: a@example.org\n"
+				      "Subject: t\n"
+				      "not a field\n"
+				      "X-After: it\n"
+				      "\n"
+				      "body\n";
 	struct mail *m = NULL;
 
 	(void)state;
@@ -395,8 +392,7 @@ static void test_header_filter(void **state)
 	mail_free(m);
 
 	/* whatever GMime makes of it, it makes the same as unfiltered */
-	assert_int_equal(mail_parse(&m, invalid, sizeof(invalid) - 1, NULL),
-			 0);
+	assert_int_equal(mail_parse(&m, invalid, sizeof(invalid) - 1, NULL), 0);
 	assert_true(m->flags & MAIL_F_AMBIGUOUS);
 	assert_non_null(strstr(m->text.data, "body"));
 	mail_free(m);

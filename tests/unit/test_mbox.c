@@ -65,22 +65,21 @@ static void expect_messages(const char *const *want, size_t cap)
 static void test_mboxrd(void **state)
 {
 	/* as `patchbridge export` and public-inbox write it */
-	static const char mbox[] =
-		"From mboxrd@z Thu Jan  1 00:00:00 1970\n"
-		"Subject: one\n"
-		"\n"
-		"body\n"
-		">From the start, quoted once\n"
-		">>From a quote, quoted twice\n"
-		"> From is not quoted\n"
-		"\n"
-		"From mboxrd@z Thu Jan  1 00:00:00 1970\n"
-		"Subject: two\n"
-		"\n"
-		"\n"
-		"two empty lines above and one here\n"
-		"\n"
-		"\n";
+	static const char mbox[] = "From mboxrd@z Thu Jan  1 00:00:00 1970\n"
+				   "Subject: one\n"
+				   "\n"
+				   "body\n"
+				   ">From the start, quoted once\n"
+				   ">>From a quote, quoted twice\n"
+				   "> From is not quoted\n"
+				   "\n"
+				   "From mboxrd@z Thu Jan  1 00:00:00 1970\n"
+				   "Subject: two\n"
+				   "\n"
+				   "\n"
+				   "two empty lines above and one here\n"
+				   "\n"
+				   "\n";
 	static const char *const want[] = {
 		"Subject: one\n\nbody\nFrom the start, quoted once\n"
 		">From a quote, quoted twice\n> From is not quoted\n",
@@ -96,17 +95,16 @@ static void test_mboxrd(void **state)
 static void test_git_format_patch(void **state)
 {
 	/* no blank line before a body "From " line: not a separator */
-	static const char mbox[] =
-		"From 1234abcd Mon Sep 17 00:00:00 2001\r\n"
-		"Subject: [PATCH 1/2] a\r\n"
-		"\r\n"
-		"From: the author, in the body\r\n"
-		"---\r\n"
-		"\r\n"
-		"From 5678ef01 Mon Sep 17 00:00:00 2001\r\n"
-		"Subject: [PATCH 2/2] b\r\n"
-		"\r\n"
-		"last line without an end";
+	static const char mbox[] = "From 1234abcd Mon Sep 17 00:00:00 2001\r\n"
+				   "Subject: [PATCH 1/2] a\r\n"
+				   "\r\n"
+				   "From: the author, in the body\r\n"
+				   "---\r\n"
+				   "\r\n"
+				   "From 5678ef01 Mon Sep 17 00:00:00 2001\r\n"
+				   "Subject: [PATCH 2/2] b\r\n"
+				   "\r\n"
+				   "last line without an end";
 	static const char *const want[] = {
 		"Subject: [PATCH 1/2] a\r\n\r\nFrom: the author, in the "
 		"body\r\n---\r\n",

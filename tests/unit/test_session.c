@@ -394,8 +394,9 @@ static void test_forged_authres(void **state)
 	static const char verifier_dkim[] = "lists.example.test; dkim=none";
 	static const char forged[] = "(x) lists.example.test;\n\tdmarc=pass "
 				     "header.from=example.org";
-	struct review_options ro = { .trusted_authserv_id = "lists.example.test",
-				     .trusted_fields = 2 };
+	struct review_options ro = {
+		.trusted_authserv_id = "lists.example.test", .trusted_fields = 2
+	};
 	struct session *s;
 	struct session_outcome out;
 	struct spool_record rec;

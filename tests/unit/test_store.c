@@ -1218,17 +1218,17 @@ static char *schema_dump(const char *path)
 }
 
 /* Rows of schema 2, in SQL both engines read alike. */
-#define MIGRATE_ROWS                                                       \
+#define MIGRATE_ROWS                                                         \
 	"INSERT INTO revisions (project, iid, revision, head_sha, patches,"  \
-	" cover_msgid, state, created, sent) VALUES ('g/p', 1, 1,"          \
-	" '" SHA1 "', 1, 'old-cover@x', 'sent', 10, 11);"                   \
+	" cover_msgid, state, created, sent) VALUES ('g/p', 1, 1,"           \
+	" '" SHA1 "', 1, 'old-cover@x', 'sent', 10, 11);"                    \
 	"INSERT INTO thread_map (message_id, project, iid, revision, patch," \
-	" total, kind, commit_sha, head_sha, diff, state, created, sent)"   \
-	" VALUES ('old-1@x', 'g/p', 1, 1, 1, 1, 'patch', '" SHA3 "',"       \
-	" '" SHA1 "', 'diff', 'sent', 10, 11);"                             \
-	"INSERT INTO inbound (message_id, spool_name, project, iid,"        \
-	" revision, patch, classification, state, attempts, next_attempt,"  \
-	" created, updated) VALUES ('old-in@x', '1.q.2.3', 'g/p', 1, 1, 1," \
+	" total, kind, commit_sha, head_sha, diff, state, created, sent)"    \
+	" VALUES ('old-1@x', 'g/p', 1, 1, 1, 1, 'patch', '" SHA3 "',"        \
+	" '" SHA1 "', 'diff', 'sent', 10, 11);"                              \
+	"INSERT INTO inbound (message_id, spool_name, project, iid,"         \
+	" revision, patch, classification, state, attempts, next_attempt,"   \
+	" created, updated) VALUES ('old-in@x', '1.q.2.3', 'g/p', 1, 1, 1,"  \
 	" 'reply', 'applying', 1, 0, 10, 10);"
 /* What became of each trailer: replaced as a whole, read back in order. */
 static void test_trailer_verdicts(void **state)
