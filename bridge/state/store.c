@@ -1805,6 +1805,27 @@ static int mail_check(const struct store_mail *m)
 	return 0;
 }
 
+/* The columns of a thread-map row but its times and sender host. */
+static void bind_mail(struct query *q, const struct store_mail *m)
+{
+	q_text(q, 1 + MC_MSGID, m->message_id);
+	q_text(q, 1 + MC_PROJECT, m->project);
+	q_int(q, 1 + MC_IID, m->iid);
+	q_int_or_null(q, 1 + MC_REVISION, m->revision);
+	q_int(q, 1 + MC_PATCH, m->patch);
+	q_int(q, 1 + MC_TOTAL, m->total);
+	q_text(q, 1 + MC_KIND, mail_kind_names[m->kind]);
+	q_opt(q, 1 + MC_COMMIT, m->commit_sha);
+	q_opt(q, 1 + MC_BASE, m->base_sha);
+	q_opt(q, 1 + MC_START, m->start_sha);
+	q_opt(q, 1 + MC_HEAD, m->head_sha);
+	q_int_or_null(q, 1 + MC_VERSION, m->version_id);
+	q_textn(q, 1 + MC_DIFF, m->diff, m->diff_len);
+	q_opt(q, 1 + MC_DISCUSSION, m->discussion_id);
+	q_int_or_null(q, 1 + MC_NOTE, m->note_id);
+	q_text(q, 1 + MC_STATE, mail_state_names[m->state]);
+}
+
 int store_mail_put(struct store *st, const struct store_mail *m)
 {
 	struct query q;
@@ -1817,22 +1838,7 @@ int store_mail_put(struct store *st, const struct store_mail *m)
 	rc = q_start(&q, st, S_MAIL_PUT, "record mail");
 	if (rc)
 		return rc;
-	q_text(&q, 1 + MC_MSGID, m->message_id);
-	q_text(&q, 1 + MC_PROJECT, m->project);
-	q_int(&q, 1 + MC_IID, m->iid);
-	q_int_or_null(&q, 1 + MC_REVISION, m->revision);
-	q_int(&q, 1 + MC_PATCH, m->patch);
-	q_int(&q, 1 + MC_TOTAL, m->total);
-	q_text(&q, 1 + MC_KIND, mail_kind_names[m->kind]);
-	q_opt(&q, 1 + MC_COMMIT, m->commit_sha);
-	q_opt(&q, 1 + MC_BASE, m->base_sha);
-	q_opt(&q, 1 + MC_START, m->start_sha);
-	q_opt(&q, 1 + MC_HEAD, m->head_sha);
-	q_int_or_null(&q, 1 + MC_VERSION, m->version_id);
-	q_textn(&q, 1 + MC_DIFF, m->diff, m->diff_len);
-	q_opt(&q, 1 + MC_DISCUSSION, m->discussion_id);
-	q_int_or_null(&q, 1 + MC_NOTE, m->note_id);
-	q_text(&q, 1 + MC_STATE, mail_state_names[m->state]);
+	bind_mail(&q, m);
 	q_int(&q, 1 + MC_CREATED, t);
 	if (m->state == STORE_MAIL_SENT) {
 		q_int(&q, 1 + MC_SENT, m->sent ? m->sent : t);
@@ -2071,22 +2077,7 @@ static int mirror_mail(struct store *dst, const struct store_mail *m)
 	rc = q_start(&q, dst, S_MIRROR_MAIL, "copy a mail");
 	if (rc)
 		return rc;
-	q_text(&q, 1 + MC_MSGID, m->message_id);
-	q_text(&q, 1 + MC_PROJECT, m->project);
-	q_int(&q, 1 + MC_IID, m->iid);
-	q_int_or_null(&q, 1 + MC_REVISION, m->revision);
-	q_int(&q, 1 + MC_PATCH, m->patch);
-	q_int(&q, 1 + MC_TOTAL, m->total);
-	q_text(&q, 1 + MC_KIND, mail_kind_names[m->kind]);
-	q_opt(&q, 1 + MC_COMMIT, m->commit_sha);
-	q_opt(&q, 1 + MC_BASE, m->base_sha);
-	q_opt(&q, 1 + MC_START, m->start_sha);
-	q_opt(&q, 1 + MC_HEAD, m->head_sha);
-	q_int_or_null(&q, 1 + MC_VERSION, m->version_id);
-	q_textn(&q, 1 + MC_DIFF, m->diff, m->diff_len);
-	q_opt(&q, 1 + MC_DISCUSSION, m->discussion_id);
-	q_int_or_null(&q, 1 + MC_NOTE, m->note_id);
-	q_text(&q, 1 + MC_STATE, mail_state_names[m->state]);
+	bind_mail(&q, m);
 	q_int(&q, 1 + MC_CREATED, m->created);
 	q_int_or_null(&q, 1 + MC_SENT, m->sent);
 	q_opt(&q, 1 + MC_SENT_BY, m->sent_by);
