@@ -197,6 +197,13 @@ static const char *const sqlite_migrations[] = {
 	" DEFAULT 0;"
 	"ALTER TABLE thread_map ADD COLUMN sent_by TEXT;"
 	"PRAGMA user_version = 6;",
+
+	/* 7: a mail handed to the MTA whose outcome is unknown (the host
+	 * died, or the database went away, before the MTA's answer was
+	 * recorded); the thread map by creation, as its copy reads it. */
+	"ALTER TABLE outmail ADD COLUMN handed INTEGER NOT NULL DEFAULT 0;"
+	"CREATE INDEX thread_map_created ON thread_map (created, message_id);"
+	"PRAGMA user_version = 7;",
 };
 
 /*
@@ -354,6 +361,11 @@ static const char *const pg_migrations[] = {
 	" DEFAULT 0;"
 	"ALTER TABLE thread_map ADD COLUMN sent_by BYTEA;"
 	"UPDATE schema_version SET version = 6;",
+
+	/* 7 */
+	"ALTER TABLE outmail ADD COLUMN handed BIGINT NOT NULL DEFAULT 0;"
+	"CREATE INDEX thread_map_created ON thread_map (created, message_id);"
+	"UPDATE schema_version SET version = 7;",
 };
 
 #define SCHEMA_LATEST ((int)ARRAY_SIZE(sqlite_migrations))
@@ -434,7 +446,8 @@ enum {
 	"SELECT o.message_id, t.project, t.iid, t.revision, t.patch," \
 	" o.envelope_from, o.recipients, " message ", o.state,"       \
 	" o.attempts, o.next_attempt, o.last_error, o.created,"       \
-	" o.updated, o.claimed_by, o.lease_until FROM outmail o"      \
+	" o.updated, o.claimed_by, o.lease_until, o.handed"           \
+	" FROM outmail o"                                             \
 	" JOIN thread_map t ON t.message_id = o.message_id"
 #define OUT_SELECT OUT_SELECT_COLS("o.message")
 #define OUT_SELECT_NO_MESSAGE OUT_SELECT_COLS("NULL")
@@ -455,6 +468,7 @@ enum {
 	OC_UPDATED,
 	OC_CLAIMED_BY,
 	OC_LEASE,
+	OC_HANDED,
 };
 
 #define ACT_COLS                                                  \
@@ -522,6 +536,8 @@ enum stmt_id {
 	S_OUT_LIST,
 	S_OUT_CLAIM,
 	S_OUT_HOLDER,
+	S_OUT_HAND,
+	S_OUT_WAIT,
 	S_OUT_DEFER,
 	S_OUT_FAIL,
 	S_OUT_REQUEUE,
@@ -767,16 +783,28 @@ static const char *const stmt_sql[S_NR] = {
 			" AND (lease_until <= ?4 OR claimed_by = ?2)",
 	[S_OUT_HOLDER] = "SELECT claimed_by, lease_until FROM outmail"
 			 " WHERE message_id = ?1",
-	/* Defer and fail release the claim, unless another host holds a
-	 * claim that has not expired. */
+	/* Only under this host's claim. */
+	[S_OUT_HAND] = "UPDATE outmail SET handed = ?2, updated = ?2"
+		       " WHERE message_id = ?1 AND claimed_by = ?3"
+		       " AND lease_until != 0",
+	/* Wait, defer and fail release the claim, unless another host
+	 * holds a claim that has not expired; defer and fail know the
+	 * MTA's answer, wait does not. */
+	[S_OUT_WAIT] = "UPDATE outmail SET state = 'deferred',"
+		       " attempts = attempts + ?6, next_attempt = ?2,"
+		       " last_error = ?3, updated = ?4, lease_until = 0"
+		       " WHERE message_id = ?1 AND handed != 0"
+		       " AND (lease_until <= ?4"
+		       " OR claimed_by IS NULL OR claimed_by = ?5)",
 	[S_OUT_DEFER] = "UPDATE outmail SET state = 'deferred',"
 			" attempts = attempts + 1, next_attempt = ?2,"
-			" last_error = ?3, updated = ?4, lease_until = 0"
+			" last_error = ?3, updated = ?4, lease_until = 0,"
+			" handed = 0"
 			" WHERE message_id = ?1 AND (lease_until <= ?4"
 			" OR claimed_by IS NULL OR claimed_by = ?5)",
 	[S_OUT_FAIL] = "UPDATE outmail SET state = 'failed',"
 		       " attempts = attempts + 1, last_error = ?2,"
-		       " updated = ?3, lease_until = 0"
+		       " updated = ?3, lease_until = 0, handed = 0"
 		       " WHERE message_id = ?1 AND (lease_until <= ?3"
 		       " OR claimed_by IS NULL OR claimed_by = ?4)",
 	[S_OUT_REQUEUE] = "UPDATE outmail SET state = 'queued',"
@@ -3410,6 +3438,7 @@ static int outmail_from_row(struct store_outmail *m, struct query *q)
 	m->updated = col_int(q, OC_UPDATED);
 	m->claimed_by = col_own(&m->owned, q, OC_CLAIMED_BY);
 	m->lease_until = col_int(q, OC_LEASE);
+	m->handed = col_int(q, OC_HANDED);
 	return 0;
 }
 
@@ -3595,6 +3624,64 @@ static int outmail_release(struct query *q, const char *message_id)
 		if (!rc)
 			rc = outmail_missing(message_id);
 	}
+	return rc;
+}
+
+int store_outmail_hand(struct store *st, const char *message_id)
+{
+	char qb[PB_LOG_QUOTE_MAX];
+	struct query q;
+	int rc;
+
+	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_OUT_HAND, "record a mail handed to the MTA");
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	q_int(&q, 2, now());
+	q_text(&q, 3, st->host);
+	rc = q_exec(&q);
+	q_end(&q);
+	if (rc || q.changes)
+		return rc;
+	rc = outmail_holder(st, message_id);
+	if (!rc) /* released or never claimed by this host */
+		rc = err_set(PB_EEXISTS,
+			     "state db: mail <%s> is not claimed by this host",
+			     quote(qb, sizeof(qb), message_id));
+	return rc;
+}
+
+int store_outmail_wait(struct store *st, const char *message_id,
+		       int64_t next_attempt, const char *error, int counted)
+{
+	char qb[PB_LOG_QUOTE_MAX];
+	struct query q;
+	int rc;
+
+	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_OUT_WAIT, "hold mail");
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	q_int(&q, 2, next_attempt);
+	q_error(&q, 3, error);
+	q_int(&q, 4, now());
+	q_text(&q, 5, st->host);
+	q_int(&q, 6, counted ? 1 : 0);
+	rc = q_exec(&q);
+	q_end(&q);
+	if (rc || q.changes)
+		return rc;
+	rc = outmail_holder(st, message_id);
+	if (!rc)
+		rc = err_set(PB_EINVAL,
+			     "state db: mail <%s> was not handed to the MTA",
+			     quote(qb, sizeof(qb), message_id));
 	return rc;
 }
 

@@ -671,6 +671,16 @@ void store_threadmap(struct threadmap *out, struct store *st);
  *      +--------rejected--------------+--> failed (needs an operator)
  *      +--accepted: row deleted, thread map sent, revision sent when it
  *                   was the revision's last queued mail
+ *
+ * Handed, outcome unknown (schema 7): right before a host gives a mail
+ * to its MTA it records the time (store_outmail_hand(), under its
+ * claim), and an answer from the MTA that says the mail was not taken
+ * (defer, fail) clears it again; accepted, the row goes.  A row still
+ * handed therefore is a mail the MTA may have taken: its host died or
+ * lost the database before it recorded the 250, or the connection was
+ * lost after the end of data.  Whoever sends it next asks the list
+ * archive first (outbound/outbound.h); store_outmail_wait() holds it
+ * meanwhile, keeping it handed.
  */
 enum store_outmail_state {
 	STORE_OUTMAIL_QUEUED, /* not tried yet */
@@ -699,6 +709,10 @@ struct store_outmail {
 	/* The host that claimed it last, and until when (0: released). */
 	const char *claimed_by;
 	int64_t lease_until;
+	/* When it was last handed to the MTA with the outcome not known
+	 * yet (store_outmail_hand()); 0: not handed, or the MTA's answer
+	 * said it was not taken. */
+	int64_t handed;
 	struct strlist owned; /* strings the store filled in (see above) */
 };
 
@@ -739,13 +753,30 @@ int store_outmail_list(struct store_outmail_list *out, struct store *st,
  * that would hand the same mail to their MTAs, one does.
  */
 int store_outmail_claim(struct store *st, const char *message_id);
-/* A temporary failure: count it, keep the error, due at next_attempt;
- * the claim is released.  PB_EEXISTS when another host holds a claim
+/*
+ * About to hand the mail to the MTA (before the end of DATA): record the
+ * time in handed, durably.  Only under this host's claim: PB_EEXISTS when
+ * another host holds it or this host does not (released meanwhile),
+ * PB_ENOTFOUND when it is not queued.
+ */
+int store_outmail_hand(struct store *st, const char *message_id);
+/*
+ * A handed mail whose outcome is still unknown waits (for the list
+ * archive, or after a connection lost at the end of data): due at
+ * next_attempt, the error kept, an attempt counted when counted, the
+ * claim released, handed KEPT.  PB_EINVAL when the mail is not handed;
+ * other errors as store_outmail_defer().
+ */
+int store_outmail_wait(struct store *st, const char *message_id,
+		       int64_t next_attempt, const char *error, int counted);
+/* A temporary failure (the MTA did not take the mail): count it, keep
+ * the error, due at next_attempt, no longer handed; the claim is
+ * released.  PB_EEXISTS when another host holds a claim
  * that has not expired (it took the mail over: leave it). */
 int store_outmail_defer(struct store *st, const char *message_id,
 			int64_t next_attempt, const char *error);
-/* A permanent failure: count it, keep the error, never retried alone;
- * errors as store_outmail_defer(). */
+/* A permanent failure: count it, keep the error, never retried alone,
+ * no longer handed; errors as store_outmail_defer(). */
 int store_outmail_fail(struct store *st, const char *message_id,
 		       const char *error);
 /* Every failed mail of an MR back to queued (an operator's retry);

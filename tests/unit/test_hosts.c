@@ -432,12 +432,18 @@ static void test_outmail_claims(void **state)
 	assert_string_equal(got.sent_by, "mx2");
 	assert_int_equal(store_outmail_claim(a, "c@x"), PB_ENOTFOUND);
 
-	/* mx1 claims the patch and dies: mx2 takes it after the lease. */
+	/* mx1 claims the patch, hands it to its MTA and dies: mx2 takes
+	 * it after the lease and sees that the outcome is unknown. */
 	assert_int_equal(store_outmail_claim(a, "p1@x"), 0);
+	assert_int_equal(store_outmail_hand(a, "p1@x"), 0);
 	store_free(a);
 	assert_int_equal(store_outmail_claim(b, "p1@x"), PB_EEXISTS);
+	assert_int_equal(store_outmail_hand(b, "p1@x"), PB_EEXISTS);
 	sleep_s(LEASE + 1);
 	assert_int_equal(store_outmail_claim(b, "p1@x"), 0);
+	assert_int_equal(store_outmail_get(&o, b, "p1@x"), 0);
+	assert_true(o.handed > 0);
+	assert_string_equal(o.claimed_by, "mx2");
 	assert_int_equal(store_outmail_sent(&done, b, "p1@x"), 0);
 	assert_int_equal(done, 1);
 

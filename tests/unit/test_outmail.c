@@ -242,6 +242,69 @@ static void test_defer_fail_requeue(void **state)
 }
 
 /* A crash before the commit: neither the revision nor its mails. */
+/* Handed to the MTA, outcome unknown (schema 7): kept until the MTA's
+ * answer says the mail was not taken, or it is sent. */
+static void test_handed(void **state)
+{
+	struct store *st = open_db("handed");
+	struct store_outmail got;
+	int done = 0;
+
+	(void)state;
+	start(st, 1, HEAD, 1);
+	queue_mail(st, 1, 1, 0, 1, "h0@x");
+	queue_mail(st, 1, 1, 1, 1, "h1@x");
+	store_outmail_init(&got);
+
+	/* Only under this host's claim. */
+	assert_int_equal(store_outmail_hand(st, "h0@x"), PB_EEXISTS);
+	assert_int_equal(store_outmail_hand(st, "none@x"), PB_ENOTFOUND);
+	assert_int_equal(store_outmail_wait(st, "h0@x", 0, "x", 0), PB_EINVAL);
+	assert_int_equal(store_outmail_claim(st, "h0@x"), 0);
+	assert_int_equal(store_outmail_get(&got, st, "h0@x"), 0);
+	assert_int_equal(got.handed, 0);
+	assert_int_equal(store_outmail_hand(st, "h0@x"), 0);
+	assert_int_equal(store_outmail_get(&got, st, "h0@x"), 0);
+	assert_true(got.handed > 0);
+
+	/* Waiting keeps it handed, releases the claim, counts as told. */
+	assert_int_equal(store_outmail_wait(st, "h0@x", 4242, "unknown", 0), 0);
+	assert_int_equal(store_outmail_get(&got, st, "h0@x"), 0);
+	assert_true(got.handed > 0);
+	assert_int_equal(got.state, STORE_OUTMAIL_DEFERRED);
+	assert_int_equal(got.next_attempt, 4242);
+	assert_int_equal(got.attempts, 0);
+	assert_int_equal(got.lease_until, 0);
+	assert_string_equal(got.last_error, "unknown");
+	assert_int_equal(store_outmail_hand(st, "h0@x"), PB_EEXISTS);
+	assert_int_equal(store_outmail_claim(st, "h0@x"), 0);
+	assert_int_equal(store_outmail_wait(st, "h0@x", 1, "lost", 1), 0);
+	assert_int_equal(store_outmail_get(&got, st, "h0@x"), 0);
+	assert_int_equal(got.attempts, 1);
+
+	/* An answer that says "not taken" clears it. */
+	assert_int_equal(store_outmail_claim(st, "h0@x"), 0);
+	assert_int_equal(store_outmail_defer(st, "h0@x", 1, "451"), 0);
+	assert_int_equal(store_outmail_get(&got, st, "h0@x"), 0);
+	assert_int_equal(got.handed, 0);
+	assert_int_equal(store_outmail_claim(st, "h0@x"), 0);
+	assert_int_equal(store_outmail_hand(st, "h0@x"), 0);
+	assert_int_equal(store_outmail_fail(st, "h0@x", "550"), 0);
+	assert_int_equal(store_outmail_get(&got, st, "h0@x"), 0);
+	assert_int_equal(got.handed, 0);
+	assert_int_equal(got.state, STORE_OUTMAIL_FAILED);
+
+	/* Sent (accepted, or found in the list archive): gone. */
+	assert_int_equal(store_outmail_claim(st, "h1@x"), 0);
+	assert_int_equal(store_outmail_hand(st, "h1@x"), 0);
+	assert_int_equal(store_outmail_sent(&done, st, "h1@x"), 0);
+	assert_int_equal(store_outmail_get(&got, st, "h1@x"), PB_ENOTFOUND);
+	assert_int_equal(store_outmail_hand(st, "h1@x"), PB_ENOTFOUND);
+
+	store_outmail_release(&got);
+	store_free(st);
+}
+
 static void test_uncommitted_leaves_nothing(void **state)
 {
 	struct store *st = open_db("crash");
@@ -370,6 +433,7 @@ int main(void)
 		cmocka_unit_test(test_put_get_list),
 		cmocka_unit_test(test_sent_finishes_revision),
 		cmocka_unit_test(test_defer_fail_requeue),
+		cmocka_unit_test(test_handed),
 		cmocka_unit_test(test_uncommitted_leaves_nothing),
 		cmocka_unit_test(test_revision_list),
 		cmocka_unit_test(test_archive),
