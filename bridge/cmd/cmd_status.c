@@ -507,6 +507,10 @@ static int show_queue(struct store *st, const char *project,
 			env_time(t, sizeof(t), m->next_attempt);
 			printf(", next %s", t);
 		}
+		if (m->handed) {
+			env_time(t, sizeof(t), m->handed);
+			printf(", handed to the MTA at %s, outcome unknown", t);
+		}
 		if (m->state == STORE_OUTMAIL_FAILED)
 			(*failed)++;
 		if (m->last_error)

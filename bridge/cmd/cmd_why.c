@@ -845,6 +845,14 @@ static void tell_sent(const struct why *w)
 		       pr(p, sizeof(p), m->project), (long long)m->iid);
 		break;
 	}
+	if (q->handed) {
+		env_time(t, sizeof(t), q->handed);
+		printf("    handed to the MTA at %s by %s, outcome unknown: "
+		       "the list archive is asked before it is sent again\n",
+		       t,
+		       q->claimed_by ? pr(p, sizeof(p), q->claimed_by) :
+				       "a host");
+	}
 }
 
 static void tell_unknown(const struct why *w)
@@ -1151,6 +1159,7 @@ static void json_sent(struct jsonw *j, const struct why *w)
 		  w->have_queued && q->state == STORE_OUTMAIL_DEFERRED ?
 			  q->next_attempt :
 			  0);
+	json_time(j, "handed", w->have_queued ? q->handed : 0);
 	jsonw_key(j, "error");
 	jsonw_strz(j, w->have_queued ? q->last_error : NULL);
 	jsonw_key(j, "note_id");

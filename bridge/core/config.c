@@ -348,6 +348,12 @@ static const struct config_param params[CFG__COUNT] = {
 		64, NULL, PP,
 		"Trailer of the reply that mails a forge approval; empty: "
 		"approvals are not mailed" },
+	[CFG_OUTBOUND_ARCHIVE_WAIT] = {
+		"outbound", "archive_wait", CONFIG_DURATION, "5m", 0, 1 * DAY,
+		NULL, 0,
+		"A mail the MTA may have taken (a host died before its 250 "
+		"was recorded) is sent again only once the list archive "
+		"([inbound] archive_url) has not shown it for this long" },
 
 	[CFG_INBOUND_APPROVAL_POLICY] = {
 		"inbound", "approval_policy", CONFIG_ENUM, "owners", 0, 0,

@@ -269,3 +269,19 @@ int msgid_format_forge(struct buf *out, const char *event, const char *project,
 		buf_truncate(out, start);
 	return rc;
 }
+
+int msgid_url_escape(struct buf *out, const char *id)
+{
+	int rc = 0;
+
+	for (; *id && !rc; id++) {
+		int c = (unsigned char)*id;
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || strchr("-._~!$&'()*+,;=:@", c))
+			rc = buf_addch(out, c);
+		else
+			rc = buf_addf(out, "%%%02X", c);
+	}
+	return rc;
+}

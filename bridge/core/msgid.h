@@ -99,4 +99,12 @@ int msgid_domain_ok(const char *domain);
 int msgid_format_forge(struct buf *out, const char *event, const char *project,
 		       uint64_t iid, uint64_t id, const char *domain);
 
+/*
+ * Append id percent-encoded as one URL path segment, as public-inbox
+ * links a mail (PublicInbox::MID::mid_escape: an RFC 3986 pchar stays,
+ * every other byte - "/", "%", "?", "#", blanks, 8-bit - becomes %XX),
+ * so ARCHIVE/ID/ and ARCHIVE/ID/raw find it.  PB_ELIMIT from the buf.
+ */
+int msgid_url_escape(struct buf *out, const char *id);
+
 #endif

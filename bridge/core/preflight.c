@@ -266,6 +266,18 @@ void preflight_files(struct preflight *pf, const struct config *cfg,
 		check_usermap(pf, where,
 			      config_project_str(p, CFG_INBOUND_USER_MAP),
 			      &seen);
+		if (who == PREFLIGHT_DAEMON &&
+		    config_enum(cfg, CFG_STATE_BACKEND) ==
+			    CONFIG_BACKEND_POSTGRESQL &&
+		    !config_project_str(p, CFG_INBOUND_ARCHIVE_URL)[0])
+			warning(pf,
+				"project %s: no [inbound] archive_url: with "
+				"several hosts, a mail whose acceptance by the "
+				"MTA was not recorded (its host died at the end "
+				"of the data) is sent again without asking the "
+				"list archive, and the list may see it twice; "
+				"set archive_url to the list's public-inbox",
+				name);
 	}
 	strlist_release(&seen);
 }

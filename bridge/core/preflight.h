@@ -66,7 +66,8 @@ void preflight_release(struct preflight *pf);
  * token_file, password_file and secret_file when they are used, the CA
  * files, and for the global [inbound] section and every enabled project
  * the owners_file and user_map.  The milter only looks (stat); it never
- * opens the daemon's secrets.
+ * opens the daemon's secrets.  For the daemon on PostgreSQL (several
+ * hosts), a warning for each enabled project without an archive_url.
  */
 void preflight_files(struct preflight *pf, const struct config *cfg,
 		     enum preflight_who who);

@@ -1,5 +1,6 @@
 #include "inbound/plan.h"
 
+#include "core/msgid.h"
 #include "inbound/escape.h"
 #include "util/err.h"
 #include "util/xalloc.h"
@@ -397,24 +398,6 @@ static int add_footer(struct buf *b, const struct buf *foot)
 	return rc;
 }
 
-/* Percent-encode a Message-ID for a URL path segment, as public-inbox
- * links them ('/' and what is not a pchar encoded). */
-static int add_url_id(struct buf *b, const char *id)
-{
-	int rc = 0;
-
-	for (; *id && !rc; id++) {
-		int c = (unsigned char)*id;
-
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') || strchr("-._~!$&'()*+,;=:@", c))
-			rc = buf_addch(b, c);
-		else
-			rc = buf_addf(b, "%%%02X", c);
-	}
-	return rc;
-}
-
 /* "\[...\] truncated, the whole mail is at LINK" as a paragraph. */
 static int add_cut_notice(struct buf *b, const struct plan_ctx *ctx)
 {
@@ -428,7 +411,7 @@ static int add_cut_notice(struct buf *b, const struct plan_ctx *ctx)
 		if (!rc)
 			rc = buf_addch(&url, '/');
 		if (!rc)
-			rc = add_url_id(&url, id);
+			rc = msgid_url_escape(&url, id);
 		if (!rc)
 			rc = buf_addch(&url, '/');
 		if (!rc)

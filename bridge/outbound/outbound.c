@@ -7,6 +7,7 @@
 #include "forge/forge.h"
 #include "mail/diff.h"
 #include "outbound/gitrepo.h"
+#include "outbound/listarchive.h"
 #include "outbound/mailhdr.h"
 #include "outbound/mirror.h"
 #include "outbound/series.h"
@@ -49,6 +50,13 @@ struct outbound {
 	char *lock_path;
 	int lock_fd;
 	int locked; /* depth: outbound_mr() calls the delivery inside */
+	/* Asks the list archive about a mail handed with the outcome
+	 * unknown; made at its first use, without the forge's token. */
+	struct listarchive *archive;
+	/* Mails the MTA accepted whose acceptance the store could not
+	 * record (the database went away): recorded before anything else
+	 * is delivered, never sent again by this process. */
+	struct strlist unrecorded;
 };
 
 static int64_t now_s(void)
@@ -145,6 +153,8 @@ void outbound_free(struct outbound *ob)
 		return;
 	if (ob->lock_fd >= 0)
 		close(ob->lock_fd);
+	listarchive_free(ob->archive);
+	strlist_release(&ob->unrecorded);
 	if (ob->token) {
 		volatile char *t = ob->token;
 
@@ -233,12 +243,149 @@ static void note_due(struct delivery *d, int64_t due)
 		d->next_due = due;
 }
 
+/* The MTA took the mail, or the list archive has it: record it sent. */
+static int record_sent(struct outbound *ob, struct delivery *d,
+		       const struct store_outmail *m)
+{
+	int rc, done = 0;
+
+	rc = store_outmail_sent(&done, ob->store, m->message_id);
+	if (rc)
+		return rc;
+	d->sent++;
+	metrics_inc1(MET_MAILS_SENT, m->project);
+	if (done) {
+		metrics_inc1(MET_SERIES_SENT, m->project);
+		log_notice("revision sent: all mails accepted");
+	}
+	return 0;
+}
+
+/*
+ * Record the acceptances the store could not record before (the
+ * database was gone): each is sent, whatever its row says now; a row
+ * that is gone was recorded meanwhile.  PB_ETEMP while the database is
+ * still away: nothing is delivered until they are recorded.
+ */
+static int record_unrecorded(struct outbound *ob)
+{
+	int rc, done;
+
+	while (ob->unrecorded.nr) {
+		const char *id = ob->unrecorded.items[0];
+
+		rc = store_outmail_sent(&done, ob->store, id);
+		if (rc == PB_ENOTFOUND) {
+			rc = 0;
+		} else if (rc) {
+			return err_set(rc,
+				       "the MTA's acceptance of <%s> is not "
+				       "recorded yet: %s",
+				       id, err_msg());
+		} else {
+			log_notice("mail <%s>: the MTA's acceptance is "
+				   "recorded now%s",
+				   id, done ? "; revision sent" : "");
+		}
+		strlist_remove(&ob->unrecorded, 0);
+	}
+	return 0;
+}
+
+/*
+ * A mail handed to the MTA before whose outcome is unknown (its host
+ * died or lost the database before the 250 was recorded, or the
+ * connection was lost at the end of data): may it go again?  Asks the
+ * list archive ([inbound] archive_url): there, it is recorded sent and
+ * never sent again; not there, it waits until [outbound] archive_wait
+ * after it was handed (the archive may lag behind the list) and then
+ * goes again; the archive not answering, the same, with a warning.
+ * Without an archive it goes again at once, as SMTP leaves no other
+ * way.  *resend 1: send it now; 0: it was recorded or is waiting.
+ */
+static int unknown_outcome(int *resend, struct outbound *ob, struct delivery *d,
+			   const struct store_outmail *m)
+{
+	const struct config_project *proj = NULL;
+	const char *base = "";
+	int64_t wait_s, until, t = now_s();
+	int rc, found = 0;
+
+	*resend = 0;
+	if (!config_project_get(&proj, ob->cfg, m->project))
+		base = config_project_str(proj, CFG_INBOUND_ARCHIVE_URL);
+	if (!base[0]) {
+		log_warn("mail <%s> was handed to the MTA %llds ago and "
+			 "whether it took it is unknown; no list archive "
+			 "([inbound] archive_url) to ask: sending it again, "
+			 "the list may see it twice",
+			 m->message_id, (long long)(t - m->handed));
+		*resend = 1;
+		return 0;
+	}
+	if (!ob->archive) {
+		rc = listarchive_new(&ob->archive, NULL, ob->stop);
+		if (rc)
+			return rc;
+	}
+	rc = listarchive_has(&found, ob->archive, base, m->message_id);
+	if (!rc && found) {
+		rc = record_sent(ob, d, m);
+		if (!rc)
+			log_notice("mail <%s> found in the list archive: "
+				   "recorded as sent, not sent again",
+				   m->message_id);
+		return rc;
+	}
+	wait_s = config_duration_ms(ob->cfg, CFG_OUTBOUND_ARCHIVE_WAIT) / 1000;
+	until = m->handed + wait_s;
+	if (t < until) {
+		struct buf why = BUF_INIT(PB_ERRMSG_MAX + 128);
+
+		if (rc)
+			buf_addf(&why,
+				 "handed to the MTA, outcome unknown; the list "
+				 "archive does not answer: %s",
+				 err_msg());
+		else
+			buf_adds(&why, "handed to the MTA, outcome unknown; "
+				       "not in the list archive yet");
+		log_info("mail <%s>: %s; asking again in %llds", m->message_id,
+			 why.data, (long long)(until - t));
+		rc = store_outmail_wait(ob->store, m->message_id, until,
+					why.data, 0);
+		buf_release(&why);
+		if (rc == PB_EEXISTS)
+			rc = 0; /* taken over: that host decides */
+		if (!rc) {
+			d->deferred++;
+			d->blocked = 1;
+			note_due(d, until);
+		}
+		return rc;
+	}
+	if (rc)
+		log_warn("mail <%s>: the list archive cannot say whether it "
+			 "has it (%s), %llds after it was handed to the MTA: "
+			 "sending it again, the list may see it twice",
+			 m->message_id, err_msg(), (long long)(t - m->handed));
+	else
+		log_notice("mail <%s> is not in the list archive %llds after "
+			   "it was handed to the MTA: sending it again",
+			   m->message_id, (long long)(t - m->handed));
+	*resend = 1;
+	return 0;
+}
+
 /*
  * Hand one queued mail to the MTA and record the outcome.  Returns 0
  * whatever the MTA said (the delivery counts say it); an error only when
  * the store failed.  The mail is claimed first (store_outmail_claim()):
  * of several hosts sharing the state, one hands it to its MTA; a mail
  * another host is sending holds back the rest of its revision here.
+ * Before the data goes out the store records it handed, so a host that
+ * dies before it records the MTA's answer leaves a mail the next sender
+ * looks for in the list archive first (unknown_outcome()).
  */
 static int deliver_one(struct outbound *ob, struct delivery *d,
 		       const struct store_outmail *item)
@@ -248,7 +395,7 @@ static int deliver_one(struct outbound *ob, struct delivery *d,
 	struct strlist rcpts = STRLIST_INIT;
 	/* Room for the status, a message and "(gave up after N attempts)". */
 	struct buf why = BUF_INIT(PB_ERRMSG_MAX + 64);
-	int rc, srv, done = 0;
+	int rc, srv, resend;
 	size_t i;
 	int64_t t, due;
 
@@ -276,32 +423,44 @@ static int deliver_one(struct outbound *ob, struct delivery *d,
 	rc = store_outmail_get(&m, ob->store, item->message_id);
 	if (rc)
 		goto out;
+	if (m.handed) {
+		rc = unknown_outcome(&resend, ob, d, &m);
+		if (rc || !resend)
+			goto out;
+	}
+	rc = store_outmail_hand(ob->store, m.message_id);
+	if (rc == PB_EEXISTS) { /* taken over since the claim */
+		log_info("%s", err_msg());
+		d->deferred++;
+		d->blocked = 1;
+		note_due(d, now_s() + 1);
+		rc = 0;
+		goto out;
+	}
+	if (rc)
+		goto out;
 	split_lines(&rcpts, m.recipients);
 	srv = submit_send(&res, ob->submit, m.envelope_from, &rcpts, m.message,
 			  m.message_len);
 	sdnotify_watchdog(); /* the MTA answered or gave up: progress */
 	if (!srv) {
-		rc = store_outmail_sent(&done, ob->store, m.message_id);
+		rc = record_sent(ob, d, &m);
 		if (rc) {
-			/* Accepted but not recorded: the next run sends it
-			 * again; the same Message-ID makes that visible. */
+			/* Accepted but not recorded: remembered, and
+			 * recorded before anything else is sent. */
+			strlist_push(&ob->unrecorded, m.message_id);
 			log_error("mail <%s> accepted (queue id %s) but not "
-				  "recorded as sent: %s",
+				  "recorded as sent: %s; it is recorded when "
+				  "the database is back, not sent again",
 				  m.message_id, res.queue_id, err_msg());
 			goto out;
 		}
-		d->sent++;
 		health_report(HEALTH_SMTP, 1, "the MTA accepted the last mail");
-		metrics_inc1(MET_MAILS_SENT, m.project);
-		if (done)
-			metrics_inc1(MET_SERIES_SENT, m.project);
 		log_debug("accepted: mail %d (%s) <%s>%s%s", m.patch,
 			  m.patch ? "patch" : "cover", m.message_id,
 			  res.queue_id[0] ? ", queue id " : "", res.queue_id);
 		strlist_for_each (&res.refused, i)
 			log_warn("recipient refused: %s", res.refused.items[i]);
-		if (done)
-			log_notice("revision sent: all mails accepted");
 		goto out;
 	}
 	delivery_error(&why, &res);
@@ -331,7 +490,14 @@ static int deliver_one(struct outbound *ob, struct delivery *d,
 		goto out;
 	}
 	due = t + outbound_backoff(m.attempts + 1);
-	rc = store_outmail_defer(ob->store, m.message_id, due, why.data);
+	/* No verdict after the whole message: it stays handed, and the
+	 * next attempt asks the list archive first. */
+	if (res.status == SUBMIT_UNKNOWN)
+		rc = store_outmail_wait(ob->store, m.message_id, due, why.data,
+					1);
+	else
+		rc = store_outmail_defer(ob->store, m.message_id, due,
+					 why.data);
 	if (!rc || rc == PB_EEXISTS) {
 		d->deferred++;
 		d->blocked = 1;
@@ -341,8 +507,8 @@ static int deliver_one(struct outbound *ob, struct delivery *d,
 	log_warn("mail <%s> deferred (attempt %d, next in %llds): %s%s",
 		 m.message_id, m.attempts + 1, (long long)(due - t), why.data,
 		 res.status == SUBMIT_UNKNOWN ?
-			 "; it may have been delivered, a retry may "
-			 "duplicate it" :
+			 "; it may have been delivered: the list archive is "
+			 "asked before it is sent again" :
 			 "");
 out:
 	submit_result_release(&res);
@@ -367,6 +533,9 @@ static int deliver(struct outbound *ob, struct delivery *d, const char *project,
 	int rc;
 	int64_t t = now_s();
 
+	rc = record_unrecorded(ob);
+	if (rc)
+		goto out;
 	rc = store_outmail_list(&list, ob->store, project, iid, 0);
 	if (rc)
 		goto out;

@@ -298,6 +298,25 @@ static void test_parse_rejects(void **state)
 				 PB_EINVAL);
 }
 
+/* As public-inbox escapes a Message-ID in its URLs (mid_escape). */
+static void test_url_escape(void **state)
+{
+	struct buf b = BUF_INIT(1024);
+
+	(void)state;
+	assert_int_equal(msgid_url_escape(&b, "pb.v1.0-2.g.p.1.0123@x.org"), 0);
+	assert_string_equal(b.data, "pb.v1.0-2.g.p.1.0123@x.org");
+	buf_reset(&b);
+	assert_int_equal(msgid_url_escape(&b, "a/b%c?d#e f\"g<>~!$&'()*+,;=:"),
+			 0);
+	assert_string_equal(b.data,
+			    "a%2Fb%25c%3Fd%23e%20f%22g%3C%3E~!$&'()*+,;=:");
+	buf_reset(&b);
+	assert_int_equal(msgid_url_escape(&b, "\xc3\xa9@x"), 0);
+	assert_string_equal(b.data, "%C3%A9@x");
+	buf_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -309,6 +328,7 @@ int main(void)
 		cmocka_unit_test(test_long_project_is_cut),
 		cmocka_unit_test(test_format_rejects),
 		cmocka_unit_test(test_parse_rejects),
+		cmocka_unit_test(test_url_escape),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
