@@ -17,6 +17,15 @@ Scenarios:
   webhook   a wrong token gets 401 and mails nothing; a valid MR event
             mails the series without waiting for the poll; SIGHUP with a
             broken file keeps the old configuration  (item 6)
+  handed    the host dies after the MTA took a mail, before the 250 was
+            recorded: the restart finds it in the list archive (a real
+            public-inbox, fed from the list, served by public-inbox-httpd)
+            and does not send it again; it dies before the MTA took one:
+            the mail waits [outbound] archive_wait, is not in the archive,
+            and goes again, once; the archive's requests carry no token
+  dbgone    (PostgreSQL) the database goes away while the MTA takes a
+            mail: the daemon keeps the acceptance, records it when the
+            database is back, and the mail reaches the list once
   drafts    a draft MR is skipped; a malformed owners.yaml is reported with
             line and column and the series goes out without owners Cc; a
             pure rebase is not mailed with mail_rebases = no
@@ -25,12 +34,14 @@ Exit status: 0 pass, 1 fail, 77 skipped (not root, no Postfix).
 """
 
 import argparse
+import http.server
 import os
 import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -156,7 +167,7 @@ class Bed(bedlib.Bed):
                                                  self.env["ARCHIVE"]))
 
     def config(self, smtp=None, sendmail=None, extra="", owners=OWNERS,
-               outbound=""):
+               outbound="", state=""):
         token = self.write("token", "bot-token\n", 0o600)
         owners_file = self.write("owners.yaml", owners)
         if sendmail:
@@ -178,6 +189,7 @@ retry_max = 2s
 %stimeout = 20s
 [state]
 path = %s/state/state.db
+%s
 [log]
 level = debug
 [outbound]
@@ -192,7 +204,7 @@ owners_file = %s
 %s
 [project "group/project"]
 """ % (LIST, os.environ["PB_FORGESIM_URL"], token, smtp_part, self.work,
-            outbound, owners_file, extra)
+            state, outbound, owners_file, extra)
         os.makedirs(os.path.join(self.work, "state"), exist_ok=True)
         self.write("patchbridge.conf", text)
 
@@ -592,8 +604,313 @@ def scenario_drafts(bed):
     check(len(bed.archive()) == 4, "the draft or the rebase was mailed")
 
 
+HANDED_WRAPPER = """#!/bin/sh
+# Count deliveries; on the 2nd while %(taken)s exists, hand the mail to
+# Postfix and then hang (the MTA took it; no answer reaches the daemon);
+# on the 6th while %(flag)s exists, hang before handing it over.
+n=$(($(cat %(count)s 2>/dev/null || echo 0) + 1))
+echo $n > %(count)s
+if [ "$n" -eq 2 ] && [ -e %(taken)s ]; then
+	cat > %(count)s.msg
+	/usr/sbin/sendmail -C %(etc)s "$@" < %(count)s.msg || exit 75
+	echo $$ > %(pid)s
+	exec sleep 300
+fi
+if [ "$n" -eq 6 ] && [ -e %(flag)s ]; then
+	echo $$ > %(pid)s
+	exec sleep 300
+fi
+exec /usr/sbin/sendmail -C %(etc)s "$@"
+"""
+
+
+class ListArchive:
+    """The list's public-inbox (v2), fed from the list server's maildir
+    with public-inbox-mda, served by public-inbox-httpd on a free
+    loopback port behind a recording pass-through, so the test sees the
+    headers of every request the bridge makes."""
+
+    def __init__(self, bed):
+        self.bed = bed
+        self.dir = os.path.join(bed.work, "pi", "list")
+        self.fed = set()
+        self.seen = []  # (path, headers) of each request
+        self.env = dict(os.environ, HOME=os.path.join(bed.work, "pihome"),
+                        PI_CONFIG=os.path.join(bed.work, "pi-config"))
+        os.makedirs(self.env["HOME"], exist_ok=True)
+        self.pi_port = free_port()
+        for argv in (["public-inbox-init", "-V2", "list", self.dir,
+                      "http://127.0.0.1:%d/list" % self.pi_port, LIST],
+                     ["git", "config", "-f", self.env["PI_CONFIG"],
+                      "publicinboxmda.spamcheck", "none"]):
+            r = subprocess.run(argv, env=self.env, capture_output=True,
+                               text=True, timeout=120)
+            check(r.returncode == 0, "%s: %s" % (argv[0], r.stderr[-800:]))
+        log = open(os.path.join(bed.work, "pi-httpd.log"), "a")
+        p = subprocess.Popen(["public-inbox-httpd", "-W0", "-l",
+                              "http://127.0.0.1:%d" % self.pi_port],
+                             env=self.env, stdout=log, stderr=log,
+                             start_new_session=True)
+        log.close()
+        bed.procs.append(p)
+        for _ in range(200):
+            try:
+                socket.create_connection(("127.0.0.1", self.pi_port),
+                                         timeout=1).close()
+                break
+            except OSError:
+                check(p.poll() is None, "public-inbox-httpd died")
+                time.sleep(0.05)
+        upstream, seen = self.pi_port, self.seen
+
+        class Pass(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                seen.append((self.path, dict(self.headers)))
+                try:
+                    r = urllib.request.urlopen(
+                        "http://127.0.0.1:%d%s" % (upstream, self.path),
+                        timeout=10)
+                    code, body = r.status, r.read()
+                except urllib.error.HTTPError as e:
+                    code, body = e.code, e.read()
+                self.send_response(code)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Pass)
+        self.url = "http://127.0.0.1:%d/list" % self.httpd.server_port
+        threading.Thread(target=self.httpd.serve_forever,
+                         daemon=True).start()
+
+    def feed(self):
+        """Deliver what the list got since the last feed, as the list's
+        public-inbox-mda would."""
+        for m in self.bed.archive():
+            mid = msgid(m)
+            if mid in self.fed:
+                continue
+            r = subprocess.run(["public-inbox-mda", "--no-precheck"],
+                               input=m.raw, env=dict(
+                                   self.env, ORIGINAL_RECIPIENT=LIST),
+                               capture_output=True, timeout=60)
+            check(r.returncode == 0, "public-inbox-mda: %s" %
+                  r.stderr[-800:].decode(errors="replace"))
+            self.fed.add(mid)
+
+    def has(self, mid):
+        try:
+            urllib.request.urlopen("http://127.0.0.1:%d/list/%s/raw" %
+                                   (self.pi_port, mid), timeout=10)
+            return True
+        except urllib.error.HTTPError as e:
+            check(e.code == 404, "public-inbox answered %d" % e.code)
+            return False
+
+    def stop(self):
+        self.httpd.shutdown()
+
+
+def kill_at_the_mta(bed, d, paths):
+    """Wait until the wrapper hangs, then kill -9 the daemon and it."""
+    for _ in range(600):
+        if os.path.exists(paths["pid"]):
+            break
+        check(d.poll() is None, "the daemon died: %s" % bed.log_text()[-2000:])
+        time.sleep(0.05)
+    check(os.path.exists(paths["pid"]), "the mail never reached the MTA")
+    d.send_signal(signal.SIGKILL)
+    d.wait()
+    with open(paths["pid"]) as f:
+        os.kill(int(f.read()), signal.SIGKILL)
+    os.unlink(paths["pid"])
+
+
+def scenario_handed(bed):
+    bed.start_postfix()
+    paths = {k: os.path.join(bed.work, k)
+             for k in ("count", "flag", "pid", "taken")}
+    paths["etc"] = bed.env["CONFIG"]
+    wrapper = bed.write("sendmail.sh", HANDED_WRAPPER % paths, 0o755)
+    arch = ListArchive(bed)
+    try:
+        handed_steps(bed, paths, wrapper, arch)
+    finally:
+        arch.stop()
+
+
+def handed_steps(bed, paths, wrapper, arch):
+    open(paths["taken"], "w").close()
+    bed.config(sendmail=wrapper, outbound="archive_wait = 3s",
+               extra="archive_url = %s/" % arch.url)
+    create_mr("topic", "Teach x and y to count")
+
+    say("the MTA takes mail 2, the daemon is killed before its answer")
+    kill_at_the_mta(bed, bed.daemon(), paths)
+    os.unlink(paths["taken"])
+    bed.wait_mail(2)
+    bed.settle()
+    ids = [msgid(m) for m in bed.archive()]
+    check(len(ids) == 2, "want 2 mails on the list: %s" % ids)
+    out = bed.run("status")
+    check(out.count("outcome unknown") == 1,
+          "status does not show the mail handed over: %s" % out)
+    taken = re.search(r"mail 1: queued, handed to the MTA at [^\n]*\n"
+                      r"\s*<([^>]+)>", out)
+    check(taken and taken.group(1) in ids, "the handed mail: %s" % out)
+    why = bed.run("why", taken.group(1))
+    check("outcome unknown: the list archive is asked" in why,
+          "why does not tell: %s" % why)
+
+    say("the list archive has it: the restart records it, sends the rest")
+    arch.feed()
+    check(arch.has(taken.group(1)), "public-inbox does not have the mail")
+    bed.run("run", "--once")
+    bed.wait_mail(4)
+    bed.run("run", "--once")
+    time.sleep(1)
+    bed.settle()
+    ids = [msgid(m) for m in bed.archive()]
+    check(len(ids) == 4 and len(set(ids)) == 4,
+          "Message-IDs delivered: %s" % ids)
+    check("<%s> found in the list archive: recorded as sent" %
+          taken.group(1) in bed.log_text(), "no log line of the archive")
+    check(bed.run("status").count("queue: empty") == 1, "queue not empty")
+    check(any(taken.group(1).replace("/", "%2F") in p
+              for p, _ in arch.seen), "the archive was not asked: %s" %
+          arch.seen)
+
+    say("the MTA never got mail 6: not archived, sent after archive_wait")
+    arch.feed()
+    open(paths["flag"], "w").close()
+    create_mr("topic2", "Count in y too")
+    kill_at_the_mta(bed, bed.daemon(), paths)
+    os.unlink(paths["flag"])
+    bed.wait_mail(5)
+    bed.settle()
+    arch.feed()
+    asked = len(arch.seen)
+    bed.run("run", "--once", ok=(0, 75))
+    check(len(arch.seen) > asked, "the archive was not asked")
+    out = bed.run("status")
+    check("not in the list archive yet" in out and
+          "outcome unknown" in out, "status: %s" % out)
+    time.sleep(1)
+    bed.settle()
+    check(len(bed.archive()) == 5, "mail 6 was sent before archive_wait")
+    time.sleep(3)
+    bed.run("run", "--once")
+    bed.wait_mail(8)
+    bed.run("run", "--once")
+    time.sleep(1)
+    bed.settle()
+    ids = [msgid(m) for m in bed.archive()]
+    check(len(ids) == 8 and len(set(ids)) == 8,
+          "Message-IDs delivered: %s" % ids)
+    check("is not in the list archive" in bed.log_text() and
+          "sending it again" in bed.log_text(), "no log line of the resend")
+
+    say("the archive never saw the forge token")
+    for path, headers in arch.seen:
+        for k, v in headers.items():
+            check(k.lower() not in ("private-token", "authorization",
+                                    "job-token", "cookie") and
+                  "bot-token" not in v,
+                  "the archive got %s: %s on %s" % (k, v, path))
+    check(arch.seen, "no request reached the archive")
+
+
+DBGONE_WRAPPER = """#!/bin/sh
+# On the 2nd delivery while %(flag)s exists: hand the mail to Postfix,
+# then wait for %(release)s before answering 0 (accepted).
+n=$(($(cat %(count)s 2>/dev/null || echo 0) + 1))
+echo $n > %(count)s
+if [ "$n" -eq 2 ] && [ -e %(flag)s ]; then
+	cat > %(count)s.msg
+	/usr/sbin/sendmail -C %(etc)s "$@" < %(count)s.msg || exit 75
+	echo $$ > %(pid)s
+	while [ ! -e %(release)s ]; do sleep 0.1; done
+	exit 0
+fi
+exec /usr/sbin/sendmail -C %(etc)s "$@"
+"""
+
+PGBED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pg",
+                     "pgbed")
+
+
+def pgbed(*argv):
+    out = subprocess.run([PGBED] + list(argv), capture_output=True,
+                         text=True, timeout=120)
+    if out.returncode == 77:
+        raise Fail("pgbed: no PostgreSQL (scripts/install-deps.sh)")
+    check(out.returncode == 0, "pgbed %s: %s" % (argv[0], out.stderr[-800:]))
+    return out.stdout.strip()
+
+
+def wait_log(bed, text, timeout=60):
+    for _ in range(int(timeout * 10)):
+        if text in bed.log_text():
+            return
+        time.sleep(0.1)
+    raise Fail("no %r in the log" % text)
+
+
+def scenario_dbgone(bed):
+    pgdir = os.path.join(bed.work, "pg")
+    os.makedirs(pgdir, exist_ok=True)
+    pgbed("start", pgdir)
+    try:
+        dbgone_steps(bed, pgdir)
+    finally:
+        subprocess.run([PGBED, "stop", pgdir], capture_output=True,
+                       timeout=120)
+
+
+def dbgone_steps(bed, pgdir):
+    bed.start_postfix()
+    conninfo = bed.write("conninfo", pgbed("createdb", pgdir, "bridge") +
+                         "\n", 0o600)
+    paths = {k: os.path.join(bed.work, k)
+             for k in ("count", "flag", "pid", "release")}
+    paths["etc"] = bed.env["CONFIG"]
+    wrapper = bed.write("sendmail.sh", DBGONE_WRAPPER % paths, 0o755)
+    open(paths["flag"], "w").close()
+    # No list archive: only the daemon's memory keeps the mail once.
+    bed.config(sendmail=wrapper, state="backend = postgresql\n"
+               "conninfo_file = %s\nlease = 10m" % conninfo)
+    create_mr("topic", "Teach x and y to count")
+
+    say("the MTA takes mail 2; the database goes before the 250 comes")
+    d = bed.daemon()
+    for _ in range(600):
+        if os.path.exists(paths["pid"]):
+            break
+        check(d.poll() is None, "the daemon died: %s" % bed.log_text()[-2000:])
+        time.sleep(0.05)
+    check(os.path.exists(paths["pid"]), "mail 2 never reached the MTA")
+    pgbed("down", pgdir, "immediate")
+    open(paths["release"], "w").close()
+    wait_log(bed, "but not recorded as sent")
+    time.sleep(6)  # a pass or more with the database away
+    pgbed("up", pgdir)
+    wait_log(bed, "the MTA's acceptance is recorded now", 60)
+    bed.wait_mail(4)
+    time.sleep(2)
+    bed.settle()
+    ids = [msgid(m) for m in bed.archive()]
+    check(len(ids) == 4 and len(set(ids)) == 4,
+          "Message-IDs delivered: %s" % ids)
+    check(d.poll() is None, "the daemon died")
+    check(bed.run("status").count("queue: empty") == 1, "queue not empty")
+
+
 SCENARIOS = {"series": scenario_series, "crash": scenario_crash,
-             "webhook": scenario_webhook, "drafts": scenario_drafts}
+             "webhook": scenario_webhook, "drafts": scenario_drafts,
+             "handed": scenario_handed, "dbgone": scenario_dbgone}
 
 
 def main():
