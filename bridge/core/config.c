@@ -388,7 +388,9 @@ static const struct config_param params[CFG__COUNT] = {
 		"inbound", "archive_url", CONFIG_URL, "", 0, URL_LEN_MAX,
 		http_schemes, PP,
 		"The list archive, as URL/MESSAGE-ID/ finds a mail (public-"
-		"inbox); a comment cut to fit the forge links it there" },
+		"inbox); a comment cut to fit the forge links it there; a "
+		"mail the MTA may have taken is looked up there before it is "
+		"sent again" },
 	[CFG_INBOUND_RETRY_BASE] = {
 		"inbound", "retry_base", CONFIG_DURATION, "30s", 1 * SEC,
 		1 * HOUR, NULL, 0,

@@ -784,7 +784,8 @@ int store_outmail_fail(struct store *st, const char *message_id,
 int store_outmail_requeue(int *count, struct store *st, const char *project,
 			  int64_t iid);
 /*
- * The MTA accepted the mail: in one transaction, mark its thread-map row
+ * The MTA accepted the mail (or a handed mail was found in the list
+ * archive): in one transaction, mark its thread-map row
  * sent (by this host), drop it from the queue and, when no mail of its revision is left
  * in the queue, mark the revision sent (*revision_done = 1, else 0).
  * PB_ENOTFOUND when it is not queued.
