@@ -111,6 +111,18 @@ has "$tmp/out" "schema version 4 needs migration to $latest; patchbridge run mig
 "$schema" postgresql "$db" 0 || fail "state_schema postgresql"
 run 0 "$tmp/pg.conf"
 has "$tmp/out" "/pb_check_config: schema version $latest (current)"
+# Several hosts: a project without a list archive is warned of, as a
+# mail whose 250 was not recorded is then sent again unasked.
+cp "$tmp/pg.conf" "$tmp/pgproj.conf"
+printf '[project "g/p"]\n' >>"$tmp/pgproj.conf"
+run 0 "$tmp/pgproj.conf"
+cat "$tmp/err" >>"$tmp/out"
+has "$tmp/out" "project g/p: no [inbound] archive_url: with several hosts"
+sed -i "/^\[inbound\]\$/a archive_url = https://lists.example.org/list" \
+	"$tmp/pgproj.conf"
+run 0 "$tmp/pgproj.conf"
+grep -q "archive_url" "$tmp/out" "$tmp/err" &&
+	fail "warned with an archive_url: $(cat "$tmp/out" "$tmp/err")"
 "$pgbed" psql "$bed" pb_check_config \
 	-c "UPDATE schema_version SET version = 99" || fail "psql"
 run 78 "$tmp/pg.conf"
