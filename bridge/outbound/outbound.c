@@ -335,7 +335,14 @@ static int unknown_outcome(int *resend, struct outbound *ob, struct delivery *d,
 			log_notice("mail <%s> found in the list archive: "
 				   "recorded as sent, not sent again",
 				   m->message_id);
-		return rc;
+		return rc == PB_ENOTFOUND ? 0 : rc; /* recorded meanwhile */
+	}
+	if (rc && stopping(ob)) {
+		/* Cut short by a stop: leave it handed for the next look. */
+		rc = store_outmail_wait(ob->store, m->message_id, t,
+					"handed to the MTA, outcome unknown",
+					0);
+		return rc == PB_EEXISTS ? 0 : rc;
 	}
 	wait_s = config_duration_ms(ob->cfg, CFG_OUTBOUND_ARCHIVE_WAIT) / 1000;
 	until = m->handed + wait_s;
