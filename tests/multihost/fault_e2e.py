@@ -18,8 +18,9 @@ takes seconds here.
                4xx, milter_default_action = tempfail), it tries the other
                MX, and again after a second until one accepts.  A new
                revision of the MR is pushed every REVISION_EVERY seconds.
-  the faults   KILLS times, at a random moment, host A's daemon and
-               milter get SIGKILL; A is down for a moment and started
+  the faults   KILLS times, at a random moment (every third one while A
+               waits for its MTA's answer to a mail, the milter a moment
+               after the daemon), host A's daemon and milter get SIGKILL; A is down for a moment and started
                again, except every third time: then A stays down until
                host B has taken over every reply A had claimed or
                journaled and every mail A was handing to its MTA, and
@@ -270,6 +271,14 @@ def held_by(bed, host):
     return {tuple(r) for r in bed.pg.query(q)}
 
 
+def handing(bed, host):
+    """Does host wait for its MTA's answer to a mail it handed over?"""
+    return bed.pg.query(
+        "SELECT count(*) FROM outmail WHERE claimed_by = convert_to('{h}', "
+        "'UTF8') AND handed != 0 AND lease_until > extract(epoch FROM "
+        "now())::bigint".format(h=host.name))[0][0] != "0"
+
+
 def still_held(bed, host, items):
     """Of items, those host still holds (not finished, not taken)."""
     if not items:
@@ -277,8 +286,11 @@ def still_held(bed, host, items):
     return items & held_by(bed, host)
 
 
-def kill_host(host):
+def kill_host(host, gap=0.0):
+    """SIGKILL to host's daemon and, gap seconds later, its milter."""
     host.kill9(proc_of(host, "run --foreground"))
+    if gap:
+        time.sleep(gap)
     host.kill9(proc_of(host, "patchbridge-milter"))
 
 
@@ -406,9 +418,19 @@ def run(bed, kills, rng, arch):
             t = time.monotonic()
             while not held_by(bed, a) and time.monotonic() - t < 8:
                 time.sleep(0.05)
+        gap = 0.0
+        if i % 3 == 1:
+            # A moment when A's daemon waits for its MTA's answer to a
+            # mail; the milter dies after the MTA is done with it, so
+            # the MTA takes the mail as the daemon dies, and the list
+            # archive decides.
+            t = time.monotonic()
+            while not handing(bed, a) and time.monotonic() - t < 6:
+                time.sleep(0.02)
+            gap = EOM_DELAY / 1000.0 + 0.5
         held = held_by(bed, a)
         t_kill = time.monotonic()
-        kill_host(a)
+        kill_host(a, gap)
         say("kill %d: SIGKILL to A's daemon and milter; A held %d "
             "replies, %d mails" % (i + 1, sum(1 for k, _ in held if
                                               k == "reply"),
