@@ -57,7 +57,8 @@ CONFIGS = {
 def smtp_send(host, raw, sender):
     """raw to host's Postfix in one SMTP session; the time of the 250."""
     data = re.sub(r"\r?\n", "\r\n", raw).encode()
-    with smtplib.SMTP("127.0.0.1", host.port, timeout=30) as s:
+    with smtplib.SMTP(host.addr, host.port, timeout=30,
+                      source_address=(host.addr, 0)) as s:
         s.ehlo("bench.example")
         code, msg = s.mail(sender)
         check(code == 250, "MAIL: %d %s" % (code, msg))

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """End-to-end tests on two list hosts that share one bridge state on
 PostgreSQL (hostbed.py): two private Postfix instances on their own
-loopback ports, each with its own DKIM stand-in, patchbridge-milter,
-spool and `patchbridge run`, one PostgreSQL server started here on
-loopback, the GitLab simulator as the forge.
+loopback addresses (127.0.0.2, 127.0.0.3), each with its own DKIM
+stand-in, patchbridge-milter, spool and `patchbridge run`, one
+PostgreSQL server started here on 127.0.0.1, the GitLab simulator as the
+forge.
 
 usage: multihost_e2e.py SCENARIO --bin BUILD_DIR --work DIR
 
