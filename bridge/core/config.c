@@ -1484,24 +1484,91 @@ static const struct config_value *project_value(const struct config_project *p,
 						enum config_id id,
 						enum config_type type);
 
-/*
- * Hosts sharing a database: a claim must outlast the longest single
- * request made under it (a forge write, a submission to the MTA), or a
- * slow host could still be working when another takes its claim over.
- * (One host on SQLite has one applier and one sender: no other claimer.)
- */
-static void check_lease(struct parser *ps, enum config_id timeout)
+/* The latest line of those that set ids (0: all defaults). */
+static unsigned latest_line(const struct config_value *v,
+			    const enum config_id *ids, size_t n)
 {
-	const struct config_value *lease = &ps->cfg->v[CFG_STATE_LEASE];
-	const struct config_value *t = &ps->cfg->v[timeout];
+	unsigned line = 0;
+	size_t i;
 
-	if (lease->bad || t->bad || lease->num > t->num)
-		return;
-	perr(ps, lease->line > t->line ? lease->line : t->line,
-	     "[state] lease: %s is not longer than [%s] %s %s",
-	     lease->text ? lease->text : params[CFG_STATE_LEASE].def,
-	     params[timeout].section, params[timeout].key,
-	     t->text ? t->text : params[timeout].def);
+	for (i = 0; i < n; i++)
+		if (v[ids[i]].line > line)
+			line = v[ids[i]].line;
+	return line;
+}
+
+static const char *value_text(const struct config_value *v, enum config_id id)
+{
+	return v[id].text ? v[id].text : params[id].def;
+}
+
+/*
+ * Hosts sharing a database: a claim must outlast the longest that one
+ * claimed piece of work can take while its host is alive and working,
+ * or another host takes it over and both do it.  (One host on SQLite has
+ * one applier and one sender: no other claimer.)
+ *
+ * A reply's claim is renewed before each forge write.  The longest write
+ * is a post whose earlier try left its outcome unknown (R: [forge]
+ * max_retries, T: timeout, the longest of one request, M: retry_max, the
+ * longest wait before a retry; the forge client caps every wait,
+ * Retry-After included, at retry_max):
+ *
+ *   the search for its marker, a request tried R + 1 times:
+ *                                        (R + 1) x T + R x M
+ *   the post, tried R + 1 times, with a wait and a marker search before
+ *   each retry (gitlab.c, post_once):    (R + 1) x T + R x (M + T)
+ *   together:                            (3R + 2) x T + 2R x M
+ *
+ * (A search of many pages of notes takes a request per page, and a 429
+ * answer retries a single try: neither is counted.)  A mail's claim
+ * covers one submission to the MTA: [smtp] timeout.
+ */
+static void check_lease(struct parser *ps)
+{
+	static const enum config_id forge_ids[] = { CFG_STATE_LEASE,
+						    CFG_FORGE_TIMEOUT,
+						    CFG_FORGE_MAX_RETRIES,
+						    CFG_FORGE_RETRY_MAX };
+	static const enum config_id smtp_ids[] = { CFG_STATE_LEASE,
+						   CFG_SMTP_TIMEOUT };
+	const struct config_value *v = ps->cfg->v;
+	struct buf worst = BUF_INIT(64);
+	int64_t lease = v[CFG_STATE_LEASE].num, retries, write;
+	size_t i;
+
+	for (i = 0; i < sizeof(forge_ids) / sizeof(forge_ids[0]); i++)
+		if (v[forge_ids[i]].bad)
+			goto smtp;
+	retries = v[CFG_FORGE_MAX_RETRIES].num;
+	write = (3 * retries + 2) * v[CFG_FORGE_TIMEOUT].num +
+		2 * retries * v[CFG_FORGE_RETRY_MAX].num;
+	if (lease <= write) {
+		fmt_duration(&worst, write);
+		perr(ps, latest_line(v, forge_ids, 4),
+		     "[state] lease: %s is not longer than the longest forge "
+		     "write under one claim, %s = (3 x [forge] max_retries %s "
+		     "+ 2) x timeout %s + 2 x %s x retry_max %s (a marker "
+		     "search before a retried post, the post's tries, a wait "
+		     "and a marker search before each retry); set lease above "
+		     "%s, or lower [forge] timeout, max_retries or retry_max",
+		     value_text(v, CFG_STATE_LEASE), worst.data,
+		     value_text(v, CFG_FORGE_MAX_RETRIES),
+		     value_text(v, CFG_FORGE_TIMEOUT),
+		     value_text(v, CFG_FORGE_MAX_RETRIES),
+		     value_text(v, CFG_FORGE_RETRY_MAX), worst.data);
+	}
+smtp:
+	if (!v[CFG_STATE_LEASE].bad && !v[CFG_SMTP_TIMEOUT].bad &&
+	    lease <= v[CFG_SMTP_TIMEOUT].num)
+		perr(ps, latest_line(v, smtp_ids, 2),
+		     "[state] lease: %s is not longer than [smtp] timeout %s, "
+		     "the longest submission of a mail under one claim; set "
+		     "lease above %s, or lower [smtp] timeout",
+		     value_text(v, CFG_STATE_LEASE),
+		     value_text(v, CFG_SMTP_TIMEOUT),
+		     value_text(v, CFG_SMTP_TIMEOUT));
+	buf_release(&worst);
 }
 
 /* Rules that involve more than one parameter. */
@@ -1574,8 +1641,7 @@ static void check_combinations(struct parser *ps)
 			   "needs [state] backend = postgresql");
 	if (!v[CFG_STATE_BACKEND].bad &&
 	    v[CFG_STATE_BACKEND].num == CONFIG_BACKEND_POSTGRESQL) {
-		check_lease(ps, CFG_FORGE_TIMEOUT);
-		check_lease(ps, CFG_SMTP_TIMEOUT);
+		check_lease(ps);
 	}
 	if (v[CFG_WEBHOOK_ENABLED].num && v[CFG_METRICS_ENABLED].num &&
 	    !v[CFG_WEBHOOK_LISTEN].bad && !v[CFG_METRICS_LISTEN].bad) {

@@ -121,9 +121,12 @@ class Setup:
             if self.pg:
                 with open(h.cfg, encoding="utf-8") as f:
                     conf = f.read()
+                # (the lease: the two-host bed's, which check-config
+                # accepts with these [forge] settings)
+                lines = hostbed.state_lines(h, self.pg,
+                                            hostbed.PairMixin.lease)
                 h.write("patchbridge.conf", hostbed.with_state(
-                    conf, hostbed.state_lines(h, self.pg, "90s"),
-                    hostbed.milter_lines(h)))
+                    conf, lines, hostbed.milter_lines(h)))
             h.pb("check-config")
             h.start_verifier(self.exe("tests", "postfix", "test_milter"),
                              vsock)

@@ -160,5 +160,52 @@ run 64 check-config a b
 run 66 check-config "$tmp/does-not-exist.conf"
 grep -q 'does-not-exist.conf' "$tmp/err" || fail "missing file not named"
 
+# Hosts sharing a PostgreSQL state: the lease must outlast the longest
+# forge write under one claim - a marker search before a retried post,
+# the post's tries, a wait and a marker search before each retry:
+# (3 x max_retries + 2) x timeout + 2 x max_retries x retry_max - and
+# one submission ([smtp] timeout).  Each figure is named, with what to set.
+# lease_conf NAME [forge]-LINES [smtp]-LINES [state]-LINES
+lease_conf() {
+	printf '%s\n' "[bridge]" "address = bridge@example.org" \
+		"domain = example.org" "list_address = list@example.org" \
+		"[forge]" "url = https://gitlab.example.org" \
+		"token_file = /etc/patchbridge/token" "$2" "[smtp]" "$3" \
+		"[inbound]" "approval_policy = none" "[state]" \
+		"backend = postgresql" "conninfo_file = /etc/patchbridge/db" \
+		"$4" >"$tmp/$1.conf"
+}
+# The defaults: 17 x 1m + 50 x 5m = 67m, above the default lease of 10m.
+lease_conf lease-default "" "" ""
+run 78 check-config --file-only "$tmp/lease-default.conf"
+has "$tmp/err" "$tmp/lease-default.conf: [state] lease: 10m is not longer than the longest forge write under one claim, 67m = (3 x [forge] max_retries 5 + 2) x timeout 1m + 2 x 5 x retry_max 5m (a marker search before a retried post, the post's tries, a wait and a marker search before each retry); set lease above 67m, or lower [forge] timeout, max_retries or retry_max"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "the default lease: one error expected"
+# Exactly the worst forge write (5 x 10s + 2 x 5s = 1m) is not enough;
+# the error is on the latest line of those that set it (the lease's).
+lease_conf lease-equal "timeout = 10s
+max_retries = 1
+retry_max = 5s" "timeout = 30s" "lease = 60s"
+run 78 check-config --file-only "$tmp/lease-equal.conf"
+has "$tmp/err" "$tmp/lease-equal.conf:18: [state] lease: 1m is not longer than the longest forge write under one claim, 1m = (3 x [forge] max_retries 1 + 2) x timeout 10s + 2 x 1 x retry_max 5s (a marker search before a retried post, the post's tries, a wait and a marker search before each retry); set lease above 1m, or lower [forge] timeout, max_retries or retry_max"
+# A second more is.
+lease_conf lease-ok "timeout = 10s
+max_retries = 1
+retry_max = 5s" "timeout = 30s" "lease = 61s"
+run 0 check-config --file-only "$tmp/lease-ok.conf"
+# Retries count: the same timeout without them fits a much shorter lease.
+lease_conf lease-noretry "timeout = 10s
+max_retries = 0" "timeout = 15s" "lease = 21s"
+run 0 check-config --file-only "$tmp/lease-noretry.conf"
+# The submission of a mail: [smtp] timeout (the default 1m here).
+lease_conf lease-smtp "timeout = 10s
+max_retries = 0" "" "lease = 30s"
+run 78 check-config --file-only "$tmp/lease-smtp.conf"
+has "$tmp/err" "$tmp/lease-smtp.conf:17: [state] lease: 30s is not longer than [smtp] timeout 1m, the longest submission of a mail under one claim; set lease above 1m, or lower [smtp] timeout"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "a short lease for a mail: one error expected"
+# One host on SQLite: no other claimer, no rule.
+sed -e '/^backend = /d' -e '/^conninfo_file = /d' "$tmp/lease-smtp.conf" \
+	>"$tmp/lease-sqlite.conf"
+run 0 check-config --file-only "$tmp/lease-sqlite.conf"
+
 [ $failed = 0 ] && echo "cli_check_config: ok"
 exit $failed

@@ -254,9 +254,12 @@ class PairMixin:
     The scenario's own paths (below self.work), address (self.addr,
     127.0.0.1) and port (self.env's PORT, self.port) are placeholders:
     each host gets them as its own (localize()).  self.lease: the hosts'
-    [state] lease."""
+    [state] lease: longer than the longest forge write under one claim
+    with the scenarios' [forge] settings, as check-config wants
+    (max_retries 2, retry_max 2s, timeout 1m: (3 x 2 + 2) x 1m +
+    2 x 2 x 2s = 8m8s)."""
 
-    lease = "90s"
+    lease = "9m"
 
     def pair_init(self):
         self.pg = Postgres(self.work)
@@ -400,15 +403,24 @@ def count_mail(host):
     return n
 
 
-def short_timeouts(conf, seconds):
+def short_timeouts(conf, lease):
     """conf (patchbridge.conf's text as bedlib.write_config() writes it)
-    with [forge] and [smtp] timeouts of seconds and the shortest poll
-    interval: what a short lease needs (check-config wants the lease
-    longer than both timeouts)."""
+    made fit for a lease of lease seconds, with the shortest poll
+    interval.  check-config wants the lease longer than the longest
+    forge write under one claim, (3 x max_retries + 2) x timeout +
+    2 x max_retries x retry_max, and than [smtp] timeout: no forge
+    retries (a failed write is tried again at the reply's next attempt),
+    a forge timeout below half the lease, an [smtp] timeout a second
+    below it."""
+    forge = max(1, (lease - 1) // 2)
+    check(2 * forge < lease and lease >= 2, "no timeouts fit a lease of "
+          "%d s" % lease)
     conf = conf.replace("[forge]\n", "[forge]\ntimeout = %ds\n"
-                        "connect_timeout = %ds\n" % (seconds, seconds), 1)
+                        "connect_timeout = %ds\n" % (forge, forge), 1)
+    conf = re.sub(r"(\[forge\]\n(?:.*\n)*?)max_retries = \d+",
+                  r"\g<1>max_retries = 0", conf, count=1)
     conf = re.sub(r"(\[smtp\]\n(?:.*\n)*?)timeout = 20s",
-                  r"\g<1>timeout = %ds" % seconds, conf, count=1)
+                  r"\g<1>timeout = %ds" % (lease - 1), conf, count=1)
     return conf.replace("poll_interval = 1h", "poll_interval = 5s")
 
 

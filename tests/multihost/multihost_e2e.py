@@ -184,7 +184,7 @@ class TakeoverPair(hostbed.pair_class(inbound_e2e.Bed)):
 
     def write(self, name, text, mode=0o644):
         if name == "patchbridge.conf":
-            text = hostbed.short_timeouts(text, 2)
+            text = hostbed.short_timeouts(text, 3)
         return super().write(name, text, mode)
 
 
