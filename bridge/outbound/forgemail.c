@@ -246,10 +246,45 @@ out:
 	return rc;
 }
 
+struct queue_tx {
+	struct mrctx *c;
+	const struct outmsg *m;
+	const struct store_mail *sm;
+	const struct store_outmail *om;
+	int queued; /* set afresh on each run */
+};
+
+static int queue_tx(struct store *st, void *arg)
+{
+	struct queue_tx *q = arg;
+	char cname[STORE_CURSOR_NAME_MAX];
+	int rc;
+
+	q->queued = 0;
+	rc = store_mail_put(st, q->sm);
+	if (!rc) {
+		rc = store_outmail_put(st, q->om);
+		if (!rc)
+			q->queued = 1;
+	} else if (rc == PB_EEXISTS) {
+		log_debug("<%s> mailed before", q->sm->message_id);
+		rc = 0;
+	}
+	if (!rc && q->m->cursor_value) {
+		notes_cursor_name(cname, sizeof(cname), q->c->project,
+				  q->c->iid);
+		rc = store_cursor_set(st, cname, q->m->cursor_value);
+	}
+	return rc;
+}
+
 /*
  * Record and queue one mail, moving the notes cursor with it, in one
  * transaction.  A mail whose id is in the thread map already is not
- * queued again.
+ * queued again.  Hosts that mirror the same comment at the same moment
+ * race for its id: on PostgreSQL the loser meets a serialization
+ * failure, runs the transaction again and finds the mail there - a
+ * normal race, not a warning (store_transaction()).
  */
 static int queue(struct mrctx *c, const struct outmsg *m)
 {
@@ -259,7 +294,7 @@ static int queue(struct mrctx *c, const struct outmsg *m)
 	struct buf rcpt = BUF_INIT(1024);
 	struct store_mail sm = STORE_MAIL_INIT;
 	struct store_outmail om;
-	char cname[STORE_CURSOR_NAME_MAX];
+	struct queue_tx q;
 	int rc;
 
 	rc = msgid_format_forge(&id, m->event, c->project, (uint64_t)c->iid,
@@ -289,29 +324,16 @@ static int queue(struct mrctx *c, const struct outmsg *m)
 	om.recipients = rcpt.data;
 	om.message = text.data;
 	om.message_len = text.len;
-	rc = store_begin(fm->store);
-	if (rc)
-		goto out;
-	rc = store_mail_put(fm->store, &sm);
-	if (!rc) {
-		rc = store_outmail_put(fm->store, &om);
-		if (!rc)
-			c->queued++;
-	} else if (rc == PB_EEXISTS) {
-		log_debug("<%s> mailed before", id.data);
-		rc = 0;
-	}
-	if (!rc && m->cursor_value) {
-		notes_cursor_name(cname, sizeof(cname), c->project, c->iid);
-		rc = store_cursor_set(fm->store, cname, m->cursor_value);
-	}
-	if (!rc)
-		rc = store_commit(fm->store);
-	else
-		store_rollback(fm->store);
-	if (!rc)
+	q.c = c;
+	q.m = m;
+	q.sm = &sm;
+	q.om = &om;
+	rc = store_transaction(fm->store, queue_tx, &q);
+	if (!rc && q.queued) {
+		c->queued++;
 		log_info("queued <%s> in reply to <%s>", id.data,
 			 m->parent->message_id);
+	}
 out:
 	buf_release(&id);
 	buf_release(&text);
