@@ -942,8 +942,8 @@ static int quick_look(int *full, int64_t *newest, struct mrctx *c,
 	memset(&nl, 0, sizeof(nl));
 	q.sort = "desc";
 	q.order_by = "updated_at";
-	q.stop_before_ms =
-		seen - config_duration_ms(c->fm->cfg, CFG_OUTBOUND_POLL_OVERLAP);
+	q.stop_before_ms = seen - config_duration_ms(c->fm->cfg,
+						     CFG_OUTBOUND_POLL_OVERLAP);
 	if (q.stop_before_ms <= 0)
 		return 0;
 	rc = forge_list_notes(&nl, c->fm->forge, c->project, c->iid, &q);
@@ -957,9 +957,8 @@ static int quick_look(int *full, int64_t *newest, struct mrctx *c,
 			continue;
 		/* Mailed, or an approval: handle_note() looks further. */
 		why = forgetext_skip(n, bot);
-		if (why == FORGETEXT_MAIL ||
-		    (why == FORGETEXT_SKIP_SYSTEM &&
-		     forgetext_is_approval(n->body)))
+		if (why == FORGETEXT_MAIL || (why == FORGETEXT_SKIP_SYSTEM &&
+					      forgetext_is_approval(n->body)))
 			goto out; /* *full */
 		log_debug("note %lld not mailed: %s", (long long)n->id,
 			  forgetext_skip_name(why));
@@ -1032,8 +1031,8 @@ static int mr_once(struct forgemail *fm, const char *project, int64_t iid,
 		rc = store_cursor_get(&cur, fm->store, sname);
 		if (rc == PB_ENOTFOUND)
 			rc = 0;
-		else if (!rc && !mem_to_i64(cur.data, cur.len, 1, INT64_MAX,
-					    &seen))
+		else if (!rc &&
+			 !mem_to_i64(cur.data, cur.len, 1, INT64_MAX, &seen))
 			seen = 0;
 	}
 	if (!rc)

@@ -449,9 +449,8 @@ static void test_notes_paginate(void **state)
 	assert_int_equal(list.nr, 4); /* 4, 3, 2 (the time), 1 (before) */
 	assert_string_equal(list.items[0].body, "note 4");
 	assert_string_equal(list.items[3].body, "note 1");
-	assert_int_equal(sim_count_requests("GET", "/merge_requests/1/notes",
-					    200),
-			 2);
+	assert_int_equal(
+		sim_count_requests("GET", "/merge_requests/1/notes", 200), 2);
 	forge_note_list_release(&list);
 	forge_free(f);
 }
