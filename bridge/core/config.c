@@ -1508,20 +1508,14 @@ static const char *value_text(const struct config_value *v, enum config_id id)
  * or another host takes it over and both do it.  (One host on SQLite has
  * one applier and one sender: no other claimer.)
  *
- * A reply's claim is renewed before each forge write.  The longest write
- * is a post whose earlier try left its outcome unknown (R: [forge]
- * max_retries, T: timeout, the longest of one request, M: retry_max, the
- * longest wait before a retry; the forge client caps every wait,
- * Retry-After included, at retry_max):
- *
- *   the search for its marker, a request tried R + 1 times:
- *                                        (R + 1) x T + R x M
- *   the post, tried R + 1 times, with a wait and a marker search before
- *   each retry (gitlab.c, post_once):    (R + 1) x T + R x (M + T)
- *   together:                            (3R + 2) x T + 2R x M
- *
- * (A search of many pages of notes takes a request per page, and a 429
- * answer retries a single try: neither is counted.)  A mail's claim
+ * A reply's claim is renewed before each forge request's every try once
+ * a quarter of the lease has gone (apply.c, keep_claim(); the forge
+ * client asks before each try, forge_set_guard()).  Between two checks
+ * lie at most one try (T: [forge] timeout, the longest of one request)
+ * and one wait (M: retry_max, none when [forge] max_retries is 0; the
+ * forge client caps every wait, Retry-After included, at retry_max),
+ * and a check may find the last
+ * renewal a quarter of a lease old: lease x 3/4 > T + M.  A mail's claim
  * covers one submission to the MTA: [smtp] timeout.
  */
 static void check_lease(struct parser *ps)
@@ -1534,29 +1528,38 @@ static void check_lease(struct parser *ps)
 						   CFG_SMTP_TIMEOUT };
 	const struct config_value *v = ps->cfg->v;
 	struct buf worst = BUF_INIT(64);
-	int64_t lease = v[CFG_STATE_LEASE].num, retries, write;
+	int64_t lease = v[CFG_STATE_LEASE].num, step;
 	size_t i;
 
 	for (i = 0; i < sizeof(forge_ids) / sizeof(forge_ids[0]); i++)
 		if (v[forge_ids[i]].bad)
 			goto smtp;
-	retries = v[CFG_FORGE_MAX_RETRIES].num;
-	write = (3 * retries + 2) * v[CFG_FORGE_TIMEOUT].num +
-		2 * retries * v[CFG_FORGE_RETRY_MAX].num;
-	if (lease <= write) {
-		fmt_duration(&worst, write);
-		perr(ps, latest_line(v, forge_ids, 4),
-		     "[state] lease: %s is not longer than the longest forge "
-		     "write under one claim, %s = (3 x [forge] max_retries %s "
-		     "+ 2) x timeout %s + 2 x %s x retry_max %s (a marker "
-		     "search before a retried post, the post's tries, a wait "
-		     "and a marker search before each retry); set lease above "
-		     "%s, or lower [forge] timeout, max_retries or retry_max",
-		     value_text(v, CFG_STATE_LEASE), worst.data,
-		     value_text(v, CFG_FORGE_MAX_RETRIES),
-		     value_text(v, CFG_FORGE_TIMEOUT),
-		     value_text(v, CFG_FORGE_MAX_RETRIES),
-		     value_text(v, CFG_FORGE_RETRY_MAX), worst.data);
+	step = v[CFG_FORGE_TIMEOUT].num;
+	if (v[CFG_FORGE_MAX_RETRIES].num > 0)
+		step += v[CFG_FORGE_RETRY_MAX].num;
+	if (lease * 3 <= step * 4) {
+		/* the shortest lease that passes, in whole seconds */
+		int64_t need = step * 4 / 3 + 1;
+
+		fmt_duration(&worst, (need + SEC - 1) / SEC * SEC);
+		if (v[CFG_FORGE_MAX_RETRIES].num > 0)
+			perr(ps, latest_line(v, forge_ids, 4),
+			     "[state] lease: %s is too short for a forge "
+			     "request and the wait before its retry, [forge] "
+			     "timeout %s + retry_max %s, with the claim renewed "
+			     "after a quarter of the lease; set lease to %s or "
+			     "more, or lower [forge] timeout or retry_max",
+			     value_text(v, CFG_STATE_LEASE),
+			     value_text(v, CFG_FORGE_TIMEOUT),
+			     value_text(v, CFG_FORGE_RETRY_MAX), worst.data);
+		else
+			perr(ps, latest_line(v, forge_ids, 4),
+			     "[state] lease: %s is too short for a forge "
+			     "request, [forge] timeout %s (max_retries 0), with "
+			     "the claim renewed after a quarter of the lease; "
+			     "set lease to %s or more, or lower [forge] timeout",
+			     value_text(v, CFG_STATE_LEASE),
+			     value_text(v, CFG_FORGE_TIMEOUT), worst.data);
 	}
 smtp:
 	if (!v[CFG_STATE_LEASE].bad && !v[CFG_SMTP_TIMEOUT].bad &&

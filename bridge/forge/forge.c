@@ -24,6 +24,24 @@ void forge_set_pause(struct forge *f, forge_pause_fn fn, void *arg)
 	f->pause_arg = arg;
 }
 
+void forge_set_guard(struct forge *f, forge_guard_fn fn, void *arg,
+		     forge_guard_fn *old_fn, void **old_arg)
+{
+	if (old_fn)
+		*old_fn = f->guard;
+	if (old_arg)
+		*old_arg = f->guard_arg;
+	f->guard = fn;
+	f->guard_arg = arg;
+}
+
+int forge_guard(struct forge *f)
+{
+	if (!f->guard)
+		return 0;
+	return f->guard(f->guard_arg);
+}
+
 void forge_pause(struct forge *f)
 {
 	char *msg;

@@ -310,6 +310,9 @@ struct forge;
 /* What the caller does between the pages of a long read (see
  * forge_set_pause()). */
 typedef void (*forge_pause_fn)(void *arg);
+/* What the caller checks before each try of a request (see
+ * forge_set_guard()): 0 to send it, else an error that ends the call. */
+typedef int (*forge_guard_fn)(void *arg);
 
 struct forge_ops {
 	const char *name;
@@ -377,6 +380,9 @@ struct forge {
 	forge_pause_fn pause;
 	void *pause_arg;
 	int in_pause;
+	/* forge_set_guard(); the implementation zeroes them. */
+	forge_guard_fn guard;
+	void *guard_arg;
 };
 
 /* Free the handle (NULL allowed). */
@@ -394,6 +400,19 @@ void forge_free(struct forge *f);
 void forge_set_pause(struct forge *f, forge_pause_fn fn, void *arg);
 /* Run the pause now, if one is set and this is not inside it. */
 void forge_pause(struct forge *f);
+
+/*
+ * Have fn(arg) called before each try of every request (the first, each
+ * retry, each page, each marker search); NULL: none.  A nonzero return ends the call with that error (fn sets the
+ * message), nothing sent.  The inbound side keeps its claim on a reply
+ * alive with it, so that a lease need only outlast one try and one wait
+ * (docs/SCALING.md).  *old_fn and *old_arg (may be NULL) get what was
+ * set, to be put back.
+ */
+void forge_set_guard(struct forge *f, forge_guard_fn fn, void *arg,
+		     forge_guard_fn *old_fn, void **old_arg);
+/* 0, or the guard's error: what the forge client calls before a try. */
+int forge_guard(struct forge *f);
 
 /* Run the following calls as user (a username or numeric id); NULL: as
  * ourselves.  PB_EINVAL for a name that cannot be a user. */

@@ -537,6 +537,13 @@ static int call_do(struct gitlab *gl, struct gl_call *c, enum http_method m,
 		goto out;
 	}
 	for (;;) {
+		/* Still ours to do? (A claim outlives one try and one wait.) */
+		rc = forge_guard(&gl->base);
+		if (rc) {
+			http_response_reset(&c->resp);
+			where_of(c->where, sizeof(c->where), gl, url);
+			goto out;
+		}
 		memset(&req, 0, sizeof(req));
 		req.method = m;
 		req.url = url;

@@ -160,11 +160,12 @@ run 64 check-config a b
 run 66 check-config "$tmp/does-not-exist.conf"
 grep -q 'does-not-exist.conf' "$tmp/err" || fail "missing file not named"
 
-# Hosts sharing a PostgreSQL state: the lease must outlast the longest
-# forge write under one claim - a marker search before a retried post,
-# the post's tries, a wait and a marker search before each retry:
-# (3 x max_retries + 2) x timeout + 2 x max_retries x retry_max - and
-# one submission ([smtp] timeout).  Each figure is named, with what to set.
+# Hosts sharing a PostgreSQL state: a reply's claim is renewed before
+# each try of a forge request once a quarter of the lease has gone, so
+# three quarters of the lease must outlast one try and the wait before
+# the next ([forge] timeout + retry_max; no wait without retries), and
+# the lease one submission ([smtp] timeout).  Each figure is named, with
+# what to set.
 # lease_conf NAME [forge]-LINES [smtp]-LINES [state]-LINES
 lease_conf() {
 	printf '%s\n' "[bridge]" "address = bridge@example.org" \
@@ -175,28 +176,35 @@ lease_conf() {
 		"backend = postgresql" "conninfo_file = /etc/patchbridge/db" \
 		"$4" >"$tmp/$1.conf"
 }
-# The defaults: 17 x 1m + 50 x 5m = 67m, above the default lease of 10m.
+# The defaults fit: 4/3 x (1m + 5m) = 8m, under the default lease of 10m.
 lease_conf lease-default "" "" ""
-run 78 check-config --file-only "$tmp/lease-default.conf"
-has "$tmp/err" "$tmp/lease-default.conf: [state] lease: 10m is not longer than the longest forge write under one claim, 67m = (3 x [forge] max_retries 5 + 2) x timeout 1m + 2 x 5 x retry_max 5m (a marker search before a retried post, the post's tries, a wait and a marker search before each retry); set lease above 67m, or lower [forge] timeout, max_retries or retry_max"
-[ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "the default lease: one error expected"
-# Exactly the worst forge write (5 x 10s + 2 x 5s = 1m) is not enough;
+run 0 check-config --file-only "$tmp/lease-default.conf"
+# 4/3 x (10s + 5s) = 20s: a lease of 20s is refused, 21s is the shortest;
 # the error is on the latest line of those that set it (the lease's).
 lease_conf lease-equal "timeout = 10s
 max_retries = 1
-retry_max = 5s" "timeout = 30s" "lease = 60s"
+retry_max = 5s" "timeout = 15s" "lease = 20s"
 run 78 check-config --file-only "$tmp/lease-equal.conf"
-has "$tmp/err" "$tmp/lease-equal.conf:18: [state] lease: 1m is not longer than the longest forge write under one claim, 1m = (3 x [forge] max_retries 1 + 2) x timeout 10s + 2 x 1 x retry_max 5s (a marker search before a retried post, the post's tries, a wait and a marker search before each retry); set lease above 1m, or lower [forge] timeout, max_retries or retry_max"
-# A second more is.
+has "$tmp/err" "$tmp/lease-equal.conf:18: [state] lease: 20s is too short for a forge request and the wait before its retry, [forge] timeout 10s + retry_max 5s, with the claim renewed after a quarter of the lease; set lease to 21s or more, or lower [forge] timeout or retry_max"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "a short lease: one error expected"
 lease_conf lease-ok "timeout = 10s
 max_retries = 1
-retry_max = 5s" "timeout = 30s" "lease = 61s"
+retry_max = 5s" "timeout = 15s" "lease = 21s"
 run 0 check-config --file-only "$tmp/lease-ok.conf"
-# Retries count: the same timeout without them fits a much shorter lease.
+# The number of retries does not count (each try renews the claim)...
+lease_conf lease-retries "timeout = 10s
+max_retries = 10
+retry_max = 5s" "timeout = 15s" "lease = 21s"
+run 0 check-config --file-only "$tmp/lease-retries.conf"
+# ... and without retries there is no wait: 4/3 x 10s < 14s.
 lease_conf lease-noretry "timeout = 10s
-max_retries = 0" "timeout = 15s" "lease = 21s"
+max_retries = 0" "timeout = 13s" "lease = 14s"
 run 0 check-config --file-only "$tmp/lease-noretry.conf"
-# The submission of a mail: [smtp] timeout (the default 1m here).
+lease_conf lease-noretry-short "timeout = 10s
+max_retries = 0" "timeout = 12s" "lease = 13s"
+run 78 check-config --file-only "$tmp/lease-noretry-short.conf"
+has "$tmp/err" "$tmp/lease-noretry-short.conf:17: [state] lease: 13s is too short for a forge request, [forge] timeout 10s (max_retries 0), with the claim renewed after a quarter of the lease; set lease to 14s or more, or lower [forge] timeout"
+# The SMTP timeout: one submission under a mail's claim.
 lease_conf lease-smtp "timeout = 10s
 max_retries = 0" "" "lease = 30s"
 run 78 check-config --file-only "$tmp/lease-smtp.conf"

@@ -1388,6 +1388,79 @@ static void test_pause_between_pages(void **state)
 	forge_free(f);
 }
 
+/* A guard that lets `allow` tries go, then says the work is not ours. */
+struct guard_probe {
+	int calls;
+	int allow;
+};
+
+static int guard_probe(void *arg)
+{
+	struct guard_probe *g = arg;
+
+	if (++g->calls > g->allow)
+		return err_set(PB_ETEMP, "the claim on the mail is lost");
+	return 0;
+}
+
+/* The guard is asked before each try, retries included, and a "no"
+ * ends the call with nothing more sent. */
+static void test_guard_before_each_try(void **state)
+{
+	struct client_opts co = { "user-token", 3, 0, 0, 0 };
+	struct hooks h = { { 0 }, 0, 0, NULL, NULL };
+	struct guard_probe g = { 0, 100 };
+	forge_guard_fn old_fn = NULL;
+	void *old_arg = NULL;
+	struct forge_mr mr;
+	struct forge *f;
+
+	(void)state;
+	f = client(&co, &h);
+	forge_set_guard(f, guard_probe, &g, &old_fn, &old_arg);
+	assert_null(old_fn);
+	sim_fault("{\"kind\":\"error\",\"status\":503,\"count\":2,"
+		  "\"method\":\"GET\",\"path\":\"/merge_requests/1$\"}");
+	sim_clear_requests();
+	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), 0);
+	forge_mr_release(&mr);
+	assert_int_equal(g.calls, 3); /* two 503s and the answer */
+
+	/* Lost after the first try: no second request. */
+	g.calls = 0;
+	g.allow = 1;
+	h.nr = 0;
+	sim_fault("{\"kind\":\"error\",\"status\":503,\"count\":2,"
+		  "\"method\":\"GET\",\"path\":\"/merge_requests/1$\"}");
+	sim_clear_requests();
+	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), PB_ETEMP);
+	assert_non_null(strstr(err_msg(), "the claim on the mail is lost"));
+	assert_int_equal(sim_count_requests("GET", "/merge_requests/1", 0), 1);
+	assert_int_equal(g.calls, 2);
+
+	/* Lost before anything: a note is not posted. */
+	g.calls = 0;
+	g.allow = 0;
+	sim_clear_requests();
+	{
+		struct forge_note note;
+
+		memset(&note, 0, sizeof(note));
+		assert_int_equal(forge_create_note(&note, f, PROJECT, 1,
+						   "never", NULL),
+				 PB_ETEMP);
+		forge_note_release(&note);
+	}
+	assert_int_equal(sim_count_requests("POST", "/notes", 0), 0);
+
+	/* Put back: none. */
+	forge_set_guard(f, old_fn, old_arg, NULL, NULL);
+	sim_clear_requests();
+	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), 0);
+	forge_mr_release(&mr);
+	forge_free(f);
+}
+
 static void test_whoami(void **state)
 {
 	struct forge_whoami w;
@@ -1675,6 +1748,7 @@ int main(void)
 		cmocka_unit_test_setup(test_approve_retry_after_5xx, reset),
 		cmocka_unit_test_setup(test_sudo, reset),
 		cmocka_unit_test_setup(test_pause_between_pages, reset),
+		cmocka_unit_test_setup(test_guard_before_each_try, reset),
 		cmocka_unit_test_setup(test_whoami, reset),
 		cmocka_unit_test_setup(test_labels, reset),
 		cmocka_unit_test_setup(test_user_lookup, reset),

@@ -65,8 +65,8 @@ PGPID=$(head -n 1 "$(cat "$W/pg/datadir")/db/postmaster.pid") ||
 
 write_conf "$W/pb.conf" "$W"
 # The same without the milter's connection string: the copy only.
-# (lease: above the longest forge write with the default [forge]
-# settings, 67m, as check-config wants on PostgreSQL)
+# (lease: any that check-config accepts with the default [forge]
+# settings; these tests never take work over)
 sed "/^\[state\]\$/a backend = postgresql\nconninfo_file = $W/conninfo\nlease = 2h" \
 	"$W/pb.conf" >"$W/pb-copy.conf" || fail "sed"
 sed "/^\[milter\]\$/a conninfo_file = $W/milter-conninfo\ndb_timeout = 500ms" \

@@ -254,10 +254,9 @@ class PairMixin:
     The scenario's own paths (below self.work), address (self.addr,
     127.0.0.1) and port (self.env's PORT, self.port) are placeholders:
     each host gets them as its own (localize()).  self.lease: the hosts'
-    [state] lease: longer than the longest forge write under one claim
-    with the scenarios' [forge] settings, as check-config wants
-    (max_retries 2, retry_max 2s, timeout 1m: (3 x 2 + 2) x 1m +
-    2 x 2 x 2s = 8m8s)."""
+    [state] lease: three quarters of it longer than a forge request's try
+    and the wait before the next with the scenarios' [forge] settings,
+    as check-config wants (timeout 1m + retry_max 2s: above 1m23s)."""
 
     lease = "9m"
 
@@ -406,9 +405,9 @@ def count_mail(host):
 def short_timeouts(conf, lease):
     """conf (patchbridge.conf's text as bedlib.write_config() writes it)
     made fit for a lease of lease seconds, with the shortest poll
-    interval.  check-config wants the lease longer than the longest
-    forge write under one claim, (3 x max_retries + 2) x timeout +
-    2 x max_retries x retry_max, and than [smtp] timeout: no forge
+    interval.  check-config wants three quarters of the lease longer
+    than a forge request's try and the wait before the next (timeout +
+    retry_max), and the lease than [smtp] timeout: no forge
     retries (a failed write is tried again at the reply's next attempt),
     a forge timeout below half the lease, an [smtp] timeout a second
     below it."""
