@@ -10,7 +10,10 @@
  * comments queue, whose MRs' comments are mailed at once.  A record the
  * milter renames into the spool's new/ wakes it too ([spool] watch:
  * inotify), for the inbound step alone; the spool is also looked at
- * every INBOUND_SCAN_S seconds.
+ * every INBOUND_SCAN_S seconds.  A record that arrives while the forge
+ * comments are read (forgemail.h: every discussion of each MR changed
+ * lately, many pages on a long conversation) is taken between two pages
+ * or two MRs of that reading (forge_set_pause()), not after it.
  *
  * Signals: SIGTERM and SIGINT stop the daemon after the mail being handed
  * to the MTA or the list reply being applied to the forge (what is left
@@ -55,6 +58,7 @@
 #include "core/metrics.h"
 #include "core/secret.h"
 #include "core/version.h"
+#include "forge/forge.h"
 #include "forge/webhook.h"
 #include "inbound/inbound.h"
 #include "mail/mail.h"
@@ -129,6 +133,7 @@ struct daemon {
 	int inbound_waiting; /* replies wait for a retry */
 	struct dirwatch *spool_watch; /* the spool's new/, or NULL */
 	int spool_arrived; /* the watch fired since the last inbound step */
+	int64_t served_ms; /* spent on the spool inside forge_comments() */
 	/* A shared state: this host's copy of the thread map, for the
 	 * milter (NULL until it could be opened). */
 	struct store *copy;
@@ -510,6 +515,39 @@ static void deliver_due(struct daemon *d)
 		log_info("delivery: %d queued mail(s) sent", sent);
 }
 
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * While the forge comments are read (every discussion of every MR
+ * changed lately: many pages on a long conversation), a reply that
+ * arrives in the spool is applied between two pages, or two MRs, of
+ * that reading (forge_set_pause()), not after it.
+ */
+static void serve_spool(void *arg)
+{
+	struct daemon *d = arg;
+	int64_t t0;
+
+	if (stop_flag || reload_flag || !d->spool_watch)
+		return;
+	if (!d->spool_arrived && !dirwatch_drain(d->spool_watch))
+		return;
+	log_debug("inbound: a record arrived in the spool (during the "
+		  "forge comments)");
+	t0 = mono_ms();
+	inbound_cycle(d, 0);
+	d->served_ms += mono_ms() - t0;
+}
+
+/* A reading of the forge comments this long is logged (info). */
+#define FORGE_COMMENTS_SLOW_MS 1000
+
 /* Forge comments, approvals, merges: mailed as replies (forgemail.h);
  * queued here, delivered by deliver_due() with the series mails. */
 static void forge_comments(struct daemon *d)
@@ -517,10 +555,13 @@ static void forge_comments(struct daemon *d)
 	struct forgemail *fm = NULL;
 	struct workq_item it;
 	size_t queued = 0;
+	int64_t t0 = mono_ms(), ms;
 
+	d->served_ms = 0;
 	if (forgemail_new(&fm, d->env.cfg, d->env.store, d->env.forge))
 		return;
 	forgemail_set_outbound(fm, d->env.ob);
+	forge_set_pause(d->env.forge, serve_spool, d);
 	/* The MRs a Note Hook named first: their comments right away. */
 	while (!stop_flag && !workq_pop(&it, d->notes_q)) {
 		const struct config_project *proj;
@@ -539,6 +580,17 @@ static void forge_comments(struct daemon *d)
 		log_warn("forge comments: %s", err_msg());
 	if (queued)
 		log_info("forge comments: %zu mail(s) queued", queued);
+	forge_set_pause(d->env.forge, NULL, NULL);
+	/* The replies applied meanwhile are not the reading's time. */
+	ms = mono_ms() - t0 - d->served_ms;
+	if (ms >= FORGE_COMMENTS_SLOW_MS)
+		log_info("forge comments: read in %lld ms (and %lld ms on "
+			 "spooled replies meanwhile)",
+			 (long long)ms, (long long)d->served_ms);
+	else
+		log_debug("forge comments: read in %lld ms (and %lld ms on "
+			  "spooled replies meanwhile)",
+			  (long long)ms, (long long)d->served_ms);
 	forgemail_free(fm);
 }
 

@@ -1492,24 +1492,94 @@ static const struct config_value *project_value(const struct config_project *p,
 						enum config_id id,
 						enum config_type type);
 
-/*
- * Hosts sharing a database: a claim must outlast the longest single
- * request made under it (a forge write, a submission to the MTA), or a
- * slow host could still be working when another takes its claim over.
- * (One host on SQLite has one applier and one sender: no other claimer.)
- */
-static void check_lease(struct parser *ps, enum config_id timeout)
+/* The latest line of those that set ids (0: all defaults). */
+static unsigned latest_line(const struct config_value *v,
+			    const enum config_id *ids, size_t n)
 {
-	const struct config_value *lease = &ps->cfg->v[CFG_STATE_LEASE];
-	const struct config_value *t = &ps->cfg->v[timeout];
+	unsigned line = 0;
+	size_t i;
 
-	if (lease->bad || t->bad || lease->num > t->num)
-		return;
-	perr(ps, lease->line > t->line ? lease->line : t->line,
-	     "[state] lease: %s is not longer than [%s] %s %s",
-	     lease->text ? lease->text : params[CFG_STATE_LEASE].def,
-	     params[timeout].section, params[timeout].key,
-	     t->text ? t->text : params[timeout].def);
+	for (i = 0; i < n; i++)
+		if (v[ids[i]].line > line)
+			line = v[ids[i]].line;
+	return line;
+}
+
+static const char *value_text(const struct config_value *v, enum config_id id)
+{
+	return v[id].text ? v[id].text : params[id].def;
+}
+
+/*
+ * Hosts sharing a database: a claim must outlast the longest that one
+ * claimed piece of work can take while its host is alive and working,
+ * or another host takes it over and both do it.  (One host on SQLite has
+ * one applier and one sender: no other claimer.)
+ *
+ * A reply's claim is renewed before each forge request's every try once
+ * a quarter of the lease has gone (apply.c, keep_claim(); the forge
+ * client asks before each try, forge_set_guard()).  Between two checks
+ * lie at most one try (T: [forge] timeout, the longest of one request)
+ * and one wait (M: retry_max, none when [forge] max_retries is 0; the
+ * forge client caps every wait, Retry-After included, at retry_max),
+ * and a check may find the last
+ * renewal a quarter of a lease old: lease x 3/4 > T + M.  A mail's claim
+ * covers one submission to the MTA: [smtp] timeout.
+ */
+static void check_lease(struct parser *ps)
+{
+	static const enum config_id forge_ids[] = { CFG_STATE_LEASE,
+						    CFG_FORGE_TIMEOUT,
+						    CFG_FORGE_MAX_RETRIES,
+						    CFG_FORGE_RETRY_MAX };
+	static const enum config_id smtp_ids[] = { CFG_STATE_LEASE,
+						   CFG_SMTP_TIMEOUT };
+	const struct config_value *v = ps->cfg->v;
+	struct buf worst = BUF_INIT(64);
+	int64_t lease = v[CFG_STATE_LEASE].num, step;
+	size_t i;
+
+	for (i = 0; i < sizeof(forge_ids) / sizeof(forge_ids[0]); i++)
+		if (v[forge_ids[i]].bad)
+			goto smtp;
+	step = v[CFG_FORGE_TIMEOUT].num;
+	if (v[CFG_FORGE_MAX_RETRIES].num > 0)
+		step += v[CFG_FORGE_RETRY_MAX].num;
+	if (lease * 3 <= step * 4) {
+		/* the shortest lease that passes, in whole seconds */
+		int64_t need = step * 4 / 3 + 1;
+
+		fmt_duration(&worst, (need + SEC - 1) / SEC * SEC);
+		if (v[CFG_FORGE_MAX_RETRIES].num > 0)
+			perr(ps, latest_line(v, forge_ids, 4),
+			     "[state] lease: %s is too short for a forge "
+			     "request and the wait before its retry, [forge] "
+			     "timeout %s + retry_max %s, with the claim renewed "
+			     "after a quarter of the lease; set lease to %s or "
+			     "more, or lower [forge] timeout or retry_max",
+			     value_text(v, CFG_STATE_LEASE),
+			     value_text(v, CFG_FORGE_TIMEOUT),
+			     value_text(v, CFG_FORGE_RETRY_MAX), worst.data);
+		else
+			perr(ps, latest_line(v, forge_ids, 4),
+			     "[state] lease: %s is too short for a forge "
+			     "request, [forge] timeout %s (max_retries 0), with "
+			     "the claim renewed after a quarter of the lease; "
+			     "set lease to %s or more, or lower [forge] timeout",
+			     value_text(v, CFG_STATE_LEASE),
+			     value_text(v, CFG_FORGE_TIMEOUT), worst.data);
+	}
+smtp:
+	if (!v[CFG_STATE_LEASE].bad && !v[CFG_SMTP_TIMEOUT].bad &&
+	    lease <= v[CFG_SMTP_TIMEOUT].num)
+		perr(ps, latest_line(v, smtp_ids, 2),
+		     "[state] lease: %s is not longer than [smtp] timeout %s, "
+		     "the longest submission of a mail under one claim; set "
+		     "lease above %s, or lower [smtp] timeout",
+		     value_text(v, CFG_STATE_LEASE),
+		     value_text(v, CFG_SMTP_TIMEOUT),
+		     value_text(v, CFG_SMTP_TIMEOUT));
+	buf_release(&worst);
 }
 
 /* Rules that involve more than one parameter. */
@@ -1582,8 +1652,7 @@ static void check_combinations(struct parser *ps)
 			   "needs [state] backend = postgresql");
 	if (!v[CFG_STATE_BACKEND].bad &&
 	    v[CFG_STATE_BACKEND].num == CONFIG_BACKEND_POSTGRESQL) {
-		check_lease(ps, CFG_FORGE_TIMEOUT);
-		check_lease(ps, CFG_SMTP_TIMEOUT);
+		check_lease(ps);
 	}
 	if (v[CFG_WEBHOOK_ENABLED].num && v[CFG_METRICS_ENABLED].num &&
 	    !v[CFG_WEBHOOK_LISTEN].bad && !v[CFG_METRICS_LISTEN].bad) {

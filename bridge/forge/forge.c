@@ -18,6 +18,50 @@ void forge_free(struct forge *f)
 		f->ops->free(f);
 }
 
+void forge_set_pause(struct forge *f, forge_pause_fn fn, void *arg)
+{
+	f->pause = fn;
+	f->pause_arg = arg;
+}
+
+void forge_set_guard(struct forge *f, forge_guard_fn fn, void *arg,
+		     forge_guard_fn *old_fn, void **old_arg)
+{
+	if (old_fn)
+		*old_fn = f->guard;
+	if (old_arg)
+		*old_arg = f->guard_arg;
+	f->guard = fn;
+	f->guard_arg = arg;
+}
+
+int forge_guard(struct forge *f)
+{
+	if (!f->guard)
+		return 0;
+	return f->guard(f->guard_arg);
+}
+
+void forge_pause(struct forge *f)
+{
+	char *msg;
+
+	if (!f->pause || f->in_pause)
+		return;
+	msg = xstrdup(err_msg());
+	f->in_pause = 1;
+	if (f->ops->pause)
+		f->ops->pause(f, f->pause, f->pause_arg);
+	else
+		f->pause(f->pause_arg);
+	f->in_pause = 0;
+	if (*msg)
+		err_set(PB_ERROR, "%s", msg);
+	else
+		err_clear();
+	free(msg);
+}
+
 int forge_act_as(struct forge *f, const char *user)
 {
 	if (!f->ops->act_as)

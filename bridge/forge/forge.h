@@ -299,9 +299,20 @@ struct forge_note_query {
 	const char *order_by; /* "created_at" / "updated_at"; NULL: default */
 	int per_page; /* 0: 100 */
 	int max_pages; /* 0: PB_PAGES_MAX */
+	/* With sort "desc" and order_by "updated_at": stop at the first
+	 * note updated before this (ms since the epoch; it is the last one
+	 * in the list), the rest being older still.  0: read them all. */
+	int64_t stop_before_ms;
 };
 
 struct forge;
+
+/* What the caller does between the pages of a long read (see
+ * forge_set_pause()). */
+typedef void (*forge_pause_fn)(void *arg);
+/* What the caller checks before each try of a request (see
+ * forge_set_guard()): 0 to send it, else an error that ends the call. */
+typedef int (*forge_guard_fn)(void *arg);
 
 struct forge_ops {
 	const char *name;
@@ -358,14 +369,50 @@ struct forge_ops {
 	int (*get_user)(struct forge_user *out, struct forge *f, int64_t id);
 	int (*whoami)(struct forge_whoami *out, struct forge *f);
 	enum forge_sudo_problem (*sudo_problem)(const struct forge *f);
+	/* Run fn(arg) with the handle's per-call state set aside
+	 * (forge_pause()); NULL: fn is called as it is. */
+	void (*pause)(struct forge *f, forge_pause_fn fn, void *arg);
 };
 
 struct forge {
 	const struct forge_ops *ops;
+	/* forge_set_pause(); the implementation zeroes them. */
+	forge_pause_fn pause;
+	void *pause_arg;
+	int in_pause;
+	/* forge_set_guard(); the implementation zeroes them. */
+	forge_guard_fn guard;
+	void *guard_arg;
 };
 
 /* Free the handle (NULL allowed). */
 void forge_free(struct forge *f);
+
+/*
+ * Have fn(arg) called between the pages of every listing (after a page
+ * that has a next one) and at each forge_pause(), so that other work can
+ * be served while a long read goes on; NULL: none.  fn runs on the
+ * calling thread, as ourselves (the Sudo user is set aside and put back
+ * after), and may use this handle: a listing it starts does not pause
+ * again inside it.  The read goes on whatever fn does; fn reports its
+ * own errors (the thread-local message is put back after it).
+ */
+void forge_set_pause(struct forge *f, forge_pause_fn fn, void *arg);
+/* Run the pause now, if one is set and this is not inside it. */
+void forge_pause(struct forge *f);
+
+/*
+ * Have fn(arg) called before each try of every request (the first, each
+ * retry, each page, each marker search); NULL: none.  A nonzero return ends the call with that error (fn sets the
+ * message), nothing sent.  The inbound side keeps its claim on a reply
+ * alive with it, so that a lease need only outlast one try and one wait
+ * (docs/SCALING.md).  *old_fn and *old_arg (may be NULL) get what was
+ * set, to be put back.
+ */
+void forge_set_guard(struct forge *f, forge_guard_fn fn, void *arg,
+		     forge_guard_fn *old_fn, void **old_arg);
+/* 0, or the guard's error: what the forge client calls before a try. */
+int forge_guard(struct forge *f);
 
 /* Run the following calls as user (a username or numeric id); NULL: as
  * ourselves.  PB_EINVAL for a name that cannot be a user. */
@@ -393,6 +440,8 @@ int forge_list_versions(struct forge_version_list *out, struct forge *f,
 int forge_get_version(struct forge_version *out, struct forge *f,
 		      const char *project, int64_t iid, int64_t version_id);
 
+/* The MR's notes, system notes included, in q's order (NULL: the
+ * forge's).  No discussion ids: the forge's note entity has none. */
 int forge_list_notes(struct forge_note_list *out, struct forge *f,
 		     const char *project, int64_t iid,
 		     const struct forge_note_query *q);

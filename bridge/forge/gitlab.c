@@ -537,6 +537,13 @@ static int call_do(struct gitlab *gl, struct gl_call *c, enum http_method m,
 		goto out;
 	}
 	for (;;) {
+		/* Still ours to do? (A claim outlives one try and one wait.) */
+		rc = forge_guard(&gl->base);
+		if (rc) {
+			http_response_reset(&c->resp);
+			where_of(c->where, sizeof(c->where), gl, url);
+			goto out;
+		}
 		memset(&req, 0, sizeof(req));
 		req.method = m;
 		req.url = url;
@@ -830,6 +837,23 @@ static int next_page_url(struct gitlab *gl, struct gl_call *c, const char *url,
 	return rc;
 }
 
+/*
+ * forge_pause(): fn runs as ourselves, and whatever it leaves (its Sudo
+ * user, a refused Sudo) is undone before the read goes on.
+ */
+static void gl_pause(struct forge *f, forge_pause_fn fn, void *arg)
+{
+	struct gitlab *gl = gl_of(f);
+	char *sudo = gl->sudo;
+	enum forge_sudo_problem problem = gl->sudo_problem;
+
+	gl->sudo = NULL;
+	fn(arg);
+	free(gl->sudo);
+	gl->sudo = sudo;
+	gl->sudo_problem = problem;
+}
+
 static int paginate(struct gitlab *gl, const char *first, int max_pages,
 		    gl_item_fn fn, void *arg, int *truncated)
 {
@@ -875,6 +899,8 @@ static int paginate(struct gitlab *gl, const char *first, int max_pages,
 		}
 		free(url);
 		url = xstrdup(next.data);
+		/* Between two pages: what the caller serves meanwhile. */
+		forge_pause(&gl->base);
 	}
 out:
 	call_release(&c);
@@ -1535,6 +1561,8 @@ out:
 struct note_walk {
 	struct forge_note_list *list;
 	size_t alloc;
+	int64_t stop_before_ms; /* forge_note_query's; 0: none */
+	int stopped;
 };
 
 static int note_item(struct gl_call *c, const struct json_value *item,
@@ -1542,12 +1570,20 @@ static int note_item(struct gl_call *c, const struct json_value *item,
 {
 	struct note_walk *w = arg;
 	struct forge_note_list *l = w->list;
+	const struct forge_note *n;
+	int64_t ms;
 
 	ALLOC_GROW(l->items, l->nr + 1, w->alloc);
 	if (json_expect(item, JSON_OBJECT, "note") < 0 ||
 	    note_from_json(&l->items[l->nr], item) < 0)
 		return bad_data(c);
-	l->nr++;
+	n = &l->items[l->nr++];
+	/* A time that does not parse stops nothing: read on. */
+	if (w->stop_before_ms && n->updated_at &&
+	    !forge_time_parse(&ms, n->updated_at) && ms < w->stop_before_ms) {
+		w->stopped = 1;
+		return 1; /* stop */
+	}
 	return 0;
 }
 
@@ -1573,13 +1609,17 @@ static int gl_list_notes(struct forge_note_list *out, struct forge *f,
 {
 	struct gitlab *gl = gl_of(f);
 	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct note_walk w = { out, 0 };
+	struct note_walk w = { out, 0, 0, 0 };
 	int max_pages = q ? q->max_pages : 0;
 	int truncated, rc;
 
+	if (q)
+		w.stop_before_ms = q->stop_before_ms;
 	if ((rc = notes_url(&u, gl, project, iid, q)) < 0)
 		goto out;
 	rc = paginate(gl, u.data, max_pages, note_item, &w, &truncated);
+	if (rc == 1 && w.stopped)
+		rc = 0;
 	/* A page limit the caller chose is not an error. */
 	if (!rc && truncated && max_pages <= 0)
 		rc = err_set(PB_ELIMIT, "more than %d pages of notes",
@@ -1773,7 +1813,7 @@ static int marker_discussion_item(struct gl_call *c,
 static int search_mr_notes(struct marker_search *ms, const char *project,
 			   int64_t iid)
 {
-	struct forge_note_query q = { "desc", "created_at", 0, 0 };
+	struct forge_note_query q = { "desc", "created_at", 0, 0, 0 };
 	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	int truncated, rc;
 
@@ -2813,6 +2853,7 @@ static const struct forge_ops gitlab_ops = {
 	.get_user = gl_get_user,
 	.whoami = gl_whoami,
 	.sudo_problem = gl_sudo_problem,
+	.pause = gl_pause,
 };
 
 /* "https://host:port/prefix" → "https://host:port" */

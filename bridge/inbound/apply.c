@@ -31,7 +31,43 @@ struct run {
 	struct store *st;
 	const struct apply_target *t;
 	char *comment_discussion; /* the thread of action 0, once known */
+	int64_t renewed_ms; /* monotonic time of the claim's last renewal */
 };
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Before each try of a forge request: keep this host's claim on the mail
+ * (store_action_begin() renews it before each action; a retried action
+ * waits and tries again under the same claim).  Renewed once a quarter
+ * of the lease has gone, so the claim always has three quarters of a
+ * lease ahead of a try: check-config requires lease > 4/3 x ([forge]
+ * timeout + retry_max).  Another host took the mail over: stop, nothing
+ * sent (PB_ETEMP, as store_action_begin()).
+ */
+static int keep_claim(void *arg)
+{
+	struct run *r = arg;
+	int64_t now = mono_ms(), lease = store_lease(r->st);
+	int rc;
+
+	if (now - r->renewed_ms < lease / 4)
+		return 0;
+	rc = store_inbound_renew(r->st, r->t->message_id);
+	if (rc == PB_ENOTFOUND) /* not under a claim (replay): nothing */
+		rc = 0;
+	else if (rc == PB_EEXISTS)
+		return err_prefix(PB_ETEMP, "the claim on the mail is lost");
+	if (!rc)
+		r->renewed_ms = now;
+	return rc;
+}
 
 void apply_scoped_removals(struct strlist *out, const struct strlist *labels,
 			   const char *label)
@@ -75,6 +111,8 @@ static int begin(struct store_action *act, struct run *r, int index,
 	int rc;
 
 	rc = store_action_begin(act, r->st, r->t->message_id, index, kind, key);
+	if (!rc || rc == PB_EEXISTS)
+		r->renewed_ms = mono_ms(); /* the claim with it */
 	if (!rc)
 		return 0;
 	if (rc != PB_EEXISTS)
@@ -455,11 +493,16 @@ int apply_plan(struct apply_result *res, struct forge *f, struct store *st,
 	size_t i;
 	int rc = 0;
 
+	forge_guard_fn old_guard;
+	void *old_arg;
+
 	memset(&r, 0, sizeof(r));
 	r.res = res;
 	r.f = f;
 	r.st = st;
 	r.t = t;
+	r.renewed_ms = mono_ms();
+	forge_set_guard(f, keep_claim, &r, &old_guard, &old_arg);
 	for (i = 0; i < p->nr && !rc; i++) {
 		const struct plan_action *a = &p->v[i];
 		struct forge_position pos;
@@ -506,6 +549,7 @@ int apply_plan(struct apply_result *res, struct forge *f, struct store *st,
 		}
 	}
 	/* Whoever we acted as, the handle goes back to the bridge. */
+	forge_set_guard(f, old_guard, old_arg, NULL, NULL);
 	if (forge_act_as(f, NULL) && !rc)
 		rc = PB_ERROR;
 	free(r.comment_discussion);

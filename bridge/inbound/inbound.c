@@ -254,29 +254,28 @@ static int spool_final(struct inbound *ib, const char *name,
 	return spool_done(ib->sp, name);
 }
 
-/*
- * Journal a spooled mail and, when it is about an MR, archive it as
- * received (for `patchbridge export`), in one transaction.
- */
-static int record(struct inbound *ib, const struct store_inbound *in,
-		  const struct spool_record *rec)
+struct record_tx {
+	const struct store_inbound *in;
+	const struct spool_record *rec;
+};
+
+static int record_tx(struct store *st, void *arg)
 {
+	const struct record_tx *r = arg;
+	const struct store_inbound *in = r->in;
 	struct store_archived a;
 	int rc;
 
-	rc = store_begin(ib->st);
-	if (rc)
-		return rc;
-	rc = store_inbound_record(ib->st, in);
-	if (!rc && in->project && in->iid > 0 && rec->message.len) {
+	rc = store_inbound_record(st, in);
+	if (!rc && in->project && in->iid > 0 && r->rec->message.len) {
 		store_archived_init(&a);
 		a.message_id = in->message_id;
 		a.project = in->project;
 		a.iid = in->iid;
 		a.origin = STORE_ARCHIVE_LIST;
-		a.message = rec->message.data;
-		a.message_len = rec->message.len;
-		rc = store_archive_put(ib->st, &a);
+		a.message = r->rec->message.data;
+		a.message_len = r->rec->message.len;
+		rc = store_archive_put(st, &a);
 		if (rc == PB_EEXISTS) /* the bridge's own mail, sent back */
 			rc = 0;
 		else if (rc == PB_EINVAL) {
@@ -285,11 +284,23 @@ static int record(struct inbound *ib, const struct store_inbound *in,
 			rc = 0;
 		}
 	}
-	if (rc) {
-		store_rollback(ib->st);
-		return rc;
-	}
-	return store_commit(ib->st);
+	return rc;
+}
+
+/*
+ * Journal a spooled mail and, when it is about an MR, archive it as
+ * received (for `patchbridge export`), in one transaction.  Two hosts
+ * that received the same mail (a sender's MTA retried on the other MX)
+ * journal it at the same moment: on PostgreSQL one of them meets a
+ * serialization failure, runs the transaction again and finds the mail
+ * journaled (PB_EEXISTS: a copy) - a normal race, not a warning.
+ */
+static int record(struct inbound *ib, const struct store_inbound *in,
+		  const struct spool_record *rec)
+{
+	struct record_tx r = { in, rec };
+
+	return store_transaction(ib->st, record_tx, &r);
 }
 
 static int ingest_one(struct inbound *ib, const char *name, int64_t now)
@@ -467,7 +478,7 @@ int inbound_ingest_spool(struct inbound *ib, int64_t now)
 			snprintf(cause, sizeof(cause), "%s", err_msg());
 			if (spool_release(ib->sp, name))
 				log_warn("inbound: %s", err_msg());
-			return err_set(PB_ETEMP, "inbound: journaling %s: %s",
+			return err_set(PB_ETEMP, "journaling %s: %s",
 				       name, cause);
 		}
 		if (rc && rc != PB_ENOTFOUND)

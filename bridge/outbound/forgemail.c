@@ -111,6 +111,12 @@ static void notes_cursor_name(char *out, size_t size, const char *project,
 	snprintf(out, size, "forgemail:notes:%s!%lld", project, (long long)iid);
 }
 
+static void seen_cursor_name(char *out, size_t size, const char *project,
+			     int64_t iid)
+{
+	snprintf(out, size, "forgemail:seen:%s!%lld", project, (long long)iid);
+}
+
 /* --- subjects ------------------------------------------------------------ */
 
 static const char *patch_title(struct mrctx *c, const struct store_mail *row)
@@ -246,10 +252,45 @@ out:
 	return rc;
 }
 
+struct queue_tx {
+	struct mrctx *c;
+	const struct outmsg *m;
+	const struct store_mail *sm;
+	const struct store_outmail *om;
+	int queued; /* set afresh on each run */
+};
+
+static int queue_tx(struct store *st, void *arg)
+{
+	struct queue_tx *q = arg;
+	char cname[STORE_CURSOR_NAME_MAX];
+	int rc;
+
+	q->queued = 0;
+	rc = store_mail_put(st, q->sm);
+	if (!rc) {
+		rc = store_outmail_put(st, q->om);
+		if (!rc)
+			q->queued = 1;
+	} else if (rc == PB_EEXISTS) {
+		log_debug("<%s> mailed before", q->sm->message_id);
+		rc = 0;
+	}
+	if (!rc && q->m->cursor_value) {
+		notes_cursor_name(cname, sizeof(cname), q->c->project,
+				  q->c->iid);
+		rc = store_cursor_set(st, cname, q->m->cursor_value);
+	}
+	return rc;
+}
+
 /*
  * Record and queue one mail, moving the notes cursor with it, in one
  * transaction.  A mail whose id is in the thread map already is not
- * queued again.
+ * queued again.  Hosts that mirror the same comment at the same moment
+ * race for its id: on PostgreSQL the loser meets a serialization
+ * failure, runs the transaction again and finds the mail there - a
+ * normal race, not a warning (store_transaction()).
  */
 static int queue(struct mrctx *c, const struct outmsg *m)
 {
@@ -259,7 +300,7 @@ static int queue(struct mrctx *c, const struct outmsg *m)
 	struct buf rcpt = BUF_INIT(1024);
 	struct store_mail sm = STORE_MAIL_INIT;
 	struct store_outmail om;
-	char cname[STORE_CURSOR_NAME_MAX];
+	struct queue_tx q;
 	int rc;
 
 	rc = msgid_format_forge(&id, m->event, c->project, (uint64_t)c->iid,
@@ -289,29 +330,16 @@ static int queue(struct mrctx *c, const struct outmsg *m)
 	om.recipients = rcpt.data;
 	om.message = text.data;
 	om.message_len = text.len;
-	rc = store_begin(fm->store);
-	if (rc)
-		goto out;
-	rc = store_mail_put(fm->store, &sm);
-	if (!rc) {
-		rc = store_outmail_put(fm->store, &om);
-		if (!rc)
-			c->queued++;
-	} else if (rc == PB_EEXISTS) {
-		log_debug("<%s> mailed before", id.data);
-		rc = 0;
-	}
-	if (!rc && m->cursor_value) {
-		notes_cursor_name(cname, sizeof(cname), c->project, c->iid);
-		rc = store_cursor_set(fm->store, cname, m->cursor_value);
-	}
-	if (!rc)
-		rc = store_commit(fm->store);
-	else
-		store_rollback(fm->store);
-	if (!rc)
+	q.c = c;
+	q.m = m;
+	q.sm = &sm;
+	q.om = &om;
+	rc = store_transaction(fm->store, queue_tx, &q);
+	if (!rc && q.queued) {
+		c->queued++;
 		log_info("queued <%s> in reply to <%s>", id.data,
 			 m->parent->message_id);
+	}
 out:
 	buf_release(&id);
 	buf_release(&text);
@@ -896,6 +924,84 @@ out:
 
 /* --- one MR, every project ------------------------------------------------- */
 
+/* The newest updated_at of n (ms), or keep *newest. */
+static void note_newest(int64_t *newest, const struct forge_note *n)
+{
+	int64_t ms;
+
+	if (n->updated_at && !forge_time_parse(&ms, n->updated_at) &&
+	    ms > *newest)
+		*newest = ms;
+}
+
+/*
+ * The quick look: the MR's notes newest first (updated_at, desc) down to
+ * poll_overlap before the newest updated_at the last reading saw (seen,
+ * cursor "forgemail:seen:P!IID").  A note created or edited since is
+ * among them.  When every note above the notes cursor (last) is one
+ * handle_note() skips by itself (ours, the bot's, a system note other
+ * than an approval), they are handled here: the notes cursor moves past
+ * them, and the discussions are not read.  *full: a note needs its
+ * discussion (a comment to mail, an internal one to keep back, an
+ * approval), or there was no earlier reading: read them all.
+ */
+static int quick_look(int *full, int64_t *newest, struct mrctx *c,
+		      const char *cname, uint64_t last, int64_t seen)
+{
+	const char *bot = config_str(c->fm->cfg, CFG_FORGE_BOT_USERNAME);
+	struct forge_note_query q;
+	struct forge_note_list nl;
+	enum forgetext_skip why;
+	uint64_t top = last;
+	size_t i, skipped = 0;
+	char val[32];
+	int rc;
+
+	*full = 1;
+	if (seen <= 0)
+		return 0;
+	memset(&q, 0, sizeof(q));
+	memset(&nl, 0, sizeof(nl));
+	q.sort = "desc";
+	q.order_by = "updated_at";
+	q.stop_before_ms = seen - config_duration_ms(c->fm->cfg,
+						     CFG_OUTBOUND_POLL_OVERLAP);
+	if (q.stop_before_ms <= 0)
+		return 0;
+	rc = forge_list_notes(&nl, c->fm->forge, c->project, c->iid, &q);
+	if (rc)
+		return rc;
+	for (i = 0; i < nl.nr; i++) {
+		const struct forge_note *n = &nl.items[i];
+
+		note_newest(newest, n);
+		if (n->id <= 0 || (uint64_t)n->id <= last)
+			continue;
+		/* Mailed, or an approval: handle_note() looks further. */
+		why = forgetext_skip(n, bot);
+		if (why == FORGETEXT_MAIL || (why == FORGETEXT_SKIP_SYSTEM &&
+					      forgetext_is_approval(n->body)))
+			goto out; /* *full */
+		log_debug("note %lld not mailed: %s", (long long)n->id,
+			  forgetext_skip_name(why));
+		skipped++;
+		if ((uint64_t)n->id > top)
+			top = (uint64_t)n->id;
+	}
+	*full = 0;
+	if (top > last) {
+		snprintf(val, sizeof(val), "%llu", (unsigned long long)top);
+		rc = store_cursor_set(c->fm->store, cname, val);
+	}
+	if (!rc && skipped)
+		log_debug("%zu new note(s), none to mail; the discussions "
+			  "not read",
+			  skipped);
+out:
+	forge_note_list_release(&nl);
+	return rc;
+}
+
 /* forgemail_mr(), for an MR failing since since_ms (0: not failing). */
 static int mr_once(struct forgemail *fm, const char *project, int64_t iid,
 		   int64_t since_ms, size_t *queued)
@@ -905,12 +1011,15 @@ static int mr_once(struct forgemail *fm, const char *project, int64_t iid,
 	struct fnote *notes = NULL;
 	size_t nr = 0, alloc = 0, i, j;
 	struct buf cur = BUF_INIT(STORE_CURSOR_VALUE_MAX);
-	char cname[STORE_CURSOR_NAME_MAX], val[32];
-	char ctx[PB_LOG_CTX_MAX];
+	char cname[STORE_CURSOR_NAME_MAX], sname[STORE_CURSOR_NAME_MAX];
+	char val[32], ctx[PB_LOG_CTX_MAX];
 	struct log_ctx_saved saved;
 	uint64_t last = 0;
-	int rc;
+	int64_t seen = 0, newest = 0;
+	int rc, full = 1;
 
+	/* Between two MRs too: what the caller serves meanwhile. */
+	forge_pause(fm->forge);
 	log_ctx_pushf(&saved, "%s!%lld", project, (long long)iid);
 	memset(&c, 0, sizeof(c));
 	memset(&dl, 0, sizeof(dl));
@@ -938,7 +1047,19 @@ static int mr_once(struct forgemail *fm, const char *project, int64_t iid,
 			 !mem_to_u64(cur.data, cur.len, INT64_MAX, &last))
 			last = 0;
 	}
+	seen_cursor_name(sname, sizeof(sname), project, iid);
+	if (!rc) {
+		buf_reset(&cur);
+		rc = store_cursor_get(&cur, fm->store, sname);
+		if (rc == PB_ENOTFOUND)
+			rc = 0;
+		else if (!rc &&
+			 !mem_to_i64(cur.data, cur.len, 1, INT64_MAX, &seen))
+			seen = 0;
+	}
 	if (!rc)
+		rc = quick_look(&full, &newest, &c, cname, last, seen);
+	if (!rc && full)
 		rc = forge_list_discussions(&dl, fm->forge, project, iid);
 	if (rc)
 		goto out;
@@ -946,6 +1067,7 @@ static int mr_once(struct forgemail *fm, const char *project, int64_t iid,
 		for (j = 0; j < dl.items[i].nr_notes; j++) {
 			const struct forge_note *n = &dl.items[i].notes[j];
 
+			note_newest(&newest, n);
 			if (n->id <= 0 || (uint64_t)n->id <= last)
 				continue;
 			ALLOC_GROW(notes, nr + 1, alloc);
@@ -974,6 +1096,13 @@ static int mr_once(struct forgemail *fm, const char *project, int64_t iid,
 			log_error("note %s not mailed: %s", val, err_msg());
 			rc = store_cursor_set(fm->store, cname, val);
 		}
+		if (rc)
+			goto out;
+	}
+	/* Every note read is handled: the next quick look starts here. */
+	if (newest > seen) {
+		snprintf(val, sizeof(val), "%lld", (long long)newest);
+		rc = store_cursor_set(fm->store, sname, val);
 		if (rc)
 			goto out;
 	}

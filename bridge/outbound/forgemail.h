@@ -4,7 +4,17 @@
  * For every MR of an enabled project that has a mailed revision,
  * forgemail_poll() reads the MR's discussions and mails, in note order,
  * each note it has not handled yet (cursor "forgemail:notes:P!IID" = the
- * highest note id handled):
+ * highest note id handled).  Once they were read, it first looks at the
+ * MR's newest notes (order_by updated_at, desc) down to [outbound]
+ * poll_overlap before the newest updated_at of the last reading (cursor
+ * "forgemail:seen:P!IID", the forge's time in ms): a note created or
+ * edited since is among them.  When every note above the notes cursor is
+ * one that is never mailed by itself (ours, the bot's, a system note
+ * other than an approval), the cursor moves past them and the
+ * discussions are not read (the forge's note entity has no discussion
+ * id); anything else (a comment, a reply in an old thread, an internal
+ * note, an approval) has the discussions read as before.  An edited note
+ * is not mailed again, either way.  What a note becomes:
  *
  *  - a general comment: a reply to the cover letter of the latest mailed
  *    revision (to patch 1 when the series had no cover);

@@ -1227,12 +1227,12 @@ static int col_enum(struct query *q, int i, const char *const *names, size_t nr)
 
 /*
  * An atomic unit of several statements: fn(st, arg) inside a savepoint
- * when the caller has a transaction open, else in a DB_TX_WRITE of its
- * own, run again (from the start: fn must set its outputs afresh) after
- * a serialization failure or a deadlock, STORE_TRIES times at most,
- * with a short random pause that doubles.
+ * when the caller has a transaction open, else in a transaction of its
+ * own (store_transaction(): run again, from the start, after a
+ * serialization failure or a deadlock, STORE_TRIES times at most, with a
+ * short random pause that doubles).
  */
-typedef int (*unit_fn)(struct store *st, void *arg);
+typedef store_tx_fn unit_fn;
 
 static void pause_before_retry(int tries)
 {
@@ -1247,7 +1247,7 @@ static void pause_before_retry(int tries)
 
 static int unit_run(struct store *st, unit_fn fn, void *arg)
 {
-	int rc, rc2, tries, retryable;
+	int rc, rc2;
 
 	if (st->in_tx) {
 		rc = db_savepoint(st->db);
@@ -1259,19 +1259,28 @@ static int unit_run(struct store *st, unit_fn fn, void *arg)
 			return db_fail(st, rc2, "commit");
 		return rc;
 	}
+	return store_transaction(st, fn, arg);
+}
+
+int store_transaction(struct store *st, store_tx_fn fn, void *arg)
+{
+	int rc, tries, retryable;
+
 	for (tries = 1;; tries++) {
-		rc = db_begin(st->db, DB_TX_WRITE);
+		rc = store_begin(st);
 		if (rc)
-			return db_fail(st, rc, "begin");
+			return rc;
 		rc = fn(st, arg);
 		retryable = db_retryable(st->db);
 		if (!rc) {
-			rc = db_commit(st->db);
-			if (rc)
-				db_fail(st, rc, "commit");
+			rc = store_commit(st);
 			retryable = db_retryable(st->db);
 		} else if (db_in_tx(st->db)) {
-			db_rollback(st->db);
+			/* (a rollback keeps what made the failure
+			 * retryable) */
+			store_rollback(st);
+		} else {
+			st->in_tx = 0;
 		}
 		if (!rc || !retryable || tries >= STORE_TRIES)
 			return rc;

@@ -212,6 +212,17 @@ int store_check(struct store *st);
 int store_begin(struct store *st);
 int store_commit(struct store *st);
 int store_rollback(struct store *st);
+/*
+ * fn(st, arg) as one transaction: store_begin(), then store_commit() when
+ * fn returns 0, else store_rollback() and fn's error.  When it conflicted
+ * with a concurrent transaction (PostgreSQL's serialization failure or
+ * deadlock: two hosts writing the same rows, a normal race) it is run
+ * again from the start - logged at debug level, counted in
+ * store_retries() - a few times at most; then PB_ETEMP as store_commit().
+ * fn must set its outputs afresh on each run.  Not inside a transaction.
+ */
+typedef int (*store_tx_fn)(struct store *st, void *arg);
+int store_transaction(struct store *st, store_tx_fn fn, void *arg);
 
 /*
  * Thread map: every mail the bridge sent, keyed by Message-ID (without

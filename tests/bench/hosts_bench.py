@@ -57,7 +57,8 @@ CONFIGS = {
 def smtp_send(host, raw, sender):
     """raw to host's Postfix in one SMTP session; the time of the 250."""
     data = re.sub(r"\r?\n", "\r\n", raw).encode()
-    with smtplib.SMTP("127.0.0.1", host.port, timeout=30) as s:
+    with smtplib.SMTP(host.addr, host.port, timeout=30,
+                      source_address=(host.addr, 0)) as s:
         s.ehlo("bench.example")
         code, msg = s.mail(sender)
         check(code == 250, "MAIL: %d %s" % (code, msg))
@@ -120,9 +121,12 @@ class Setup:
             if self.pg:
                 with open(h.cfg, encoding="utf-8") as f:
                     conf = f.read()
+                # (the lease: the two-host bed's, which check-config
+                # accepts with these [forge] settings)
+                lines = hostbed.state_lines(h, self.pg,
+                                            hostbed.PairMixin.lease)
                 h.write("patchbridge.conf", hostbed.with_state(
-                    conf, hostbed.state_lines(h, self.pg, "90s"),
-                    hostbed.milter_lines(h)))
+                    conf, lines, hostbed.milter_lines(h)))
             h.pb("check-config")
             h.start_verifier(self.exe("tests", "postfix", "test_milter"),
                              vsock)

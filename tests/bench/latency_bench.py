@@ -4,7 +4,8 @@ note on the forge.
 
 usage: latency_bench.py --bin BUILD --work DIR [--duration S]
                         [--rates 1,20,100] [--modes poll,watch]
-                        [--drain S] [--senders N]
+                        [--drain S] [--senders N] [--seed-notes N]
+                        [--worst N] [--debug-log]
 
 Run under tests/forgesim/run-with-sim.sh (PB_FORGESIM_URL), as root
 with Postfix (exit 77 otherwise).  The bed is the inbound end-to-end
@@ -26,6 +27,13 @@ ones.  Each reply's time is taken when Postfix answers 250 to its DATA
 note carries the bridge's hidden marker of its Message-ID, and its
 created_at (milliseconds, the simulator's clock, which is the host's)
 minus the 250's time is the latency.
+
+--seed-notes N puts N notes on the MR first (each with the bridge's
+marker, as the replies of earlier runs: an MR with a long conversation),
+waits for the simulator's clock to be the host's again (a burst runs it
+ahead) and, once the daemon runs, for its first reading of them.
+--worst N lists the N slowest replies of each run; --debug-log has the
+daemon log at debug level in JSON, each line with its time.
 
 The table: per mode and rate, replies sent and accepted, the rate the
 senders achieved, how many notes arrived, and the latency's p50, p99
@@ -88,6 +96,45 @@ def all_notes():
         if len(got) < 100:
             return notes
         page += 1
+
+
+def seed_notes(n, threads=8):
+    """Put n notes on MR !1 before the measure, as the bridge posts
+    replies (each with its hidden marker, so the daemon mails none of
+    them): an MR that carries a long conversation already."""
+    if n <= 0:
+        return
+    say("seeding MR !1 with %d notes" % n)
+    left = list(range(n))
+    lock = threading.Lock()
+
+    def worker():
+        while True:
+            with lock:
+                if not left:
+                    return
+                i = left.pop()
+            key = hashlib.sha256(b"seed-%d" % i).hexdigest()[:32]
+            sim("POST", "/api/v4/projects/1/merge_requests/1/notes",
+                {"body": "Seeded reply %d.\n\n<!-- patchbridge:pb1-%s.0 -->"
+                 % (i, key)}, timeout=120)
+
+    ts = [threading.Thread(target=worker) for _ in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    # The simulator never gives two events the same millisecond: a burst
+    # of notes runs its clock ahead of the host's, and the notes' times
+    # would be late by that much.  Measure once the host's caught up.
+    t = time.monotonic()
+    while time.monotonic() - t < 120:
+        ahead = epoch(sim("GET", "/_sim/time")["now"]) - time.time()
+        if ahead < 0.01:
+            break
+        time.sleep(min(ahead, 1.0))
+    else:
+        raise Fail("the simulator's clock stays ahead of the host's")
 
 
 def send_all(bed, patch, rate, n, senders, tag):
@@ -155,6 +202,29 @@ def set_watch(bed, value):
         f.write(text)
 
 
+def settle(path, timeout=300):
+    """Wait until the daemon has read the seeded notes once."""
+    t = time.monotonic()
+    while time.monotonic() - t < timeout:
+        with open(path, errors="replace") as f:
+            if "forge comments: read in" in f.read():
+                return
+        time.sleep(0.5)
+    say("the daemon did not log its reading of the seeded notes in "
+        "%d s; measuring anyway" % timeout)
+
+
+def debug_log(bed):
+    """The daemon logs at debug level, one JSON object a line (each with
+    its time): where a slow reply waited can be read there."""
+    with open(bed.cfg) as f:
+        text = f.read()
+    text = re.sub(r"(?m)^(level|format) = .*\n", "", text)
+    text = text.replace("[log]\n", "[log]\nlevel = debug\nformat = json\n")
+    with open(bed.cfg, "w") as f:
+        f.write(text)
+
+
 def wait_log(path, what, timeout):
     t = time.monotonic()
     while time.monotonic() - t < timeout:
@@ -170,15 +240,24 @@ def run(args):
     rows = []
     try:
         patches, _ = inbound_e2e.start(bed)
+        seed_notes(args.seed_notes)
+        if args.debug_log:
+            debug_log(bed)
         for mode in args.modes:
             set_watch(bed, "yes" if mode == "watch" else "no")
             bed.pb("check-config")
             logname = "daemon-%s.log" % mode
             daemon = bed.spawn([bed.exe("bridge", "patchbridge"), "-c",
                                 bed.cfg, "run", "--foreground"], logname)
-            wait_log(os.path.join(bed.work, logname), "notice: started",
-                     60)
+            wait_log(os.path.join(bed.work, logname),
+                     '"msg":"started' if args.debug_log else
+                     "notice: started", 60)
             time.sleep(1)
+            if args.seed_notes and mode == args.modes[0]:
+                # the daemon's first reading of the seeded notes (logged
+                # as it takes more than a second) is not part of the
+                # measure: a daemon that has kept up with the MR is
+                settle(os.path.join(bed.work, logname))
             for rate in args.rates:
                 n = max(1, int(round(rate * args.duration)))
                 tag = "LAT-%s-%g" % (mode, rate)
@@ -205,6 +284,16 @@ def run(args):
                         if marker_key(m) in created]
                 span = (max(ends) - min(accepted.values())) if ends else 0
                 drained = len(ends) / span if span > 0 else float("nan")
+                first = min(accepted.values()) if accepted else 0
+                for mid, t250 in sorted(
+                        accepted.items(),
+                        key=lambda a: created.get(marker_key(a[0]), 1e20)
+                        - a[1])[-args.worst:] if args.worst else []:
+                    say("slow: %s sent at +%.2f s (%s), note after %.0f ms"
+                        % (mid, t250 - first, time.strftime(
+                            "%H:%M:%S", time.gmtime(t250)),
+                           (created.get(marker_key(mid), float("nan"))
+                            - t250) * 1000))
                 rows.append((mode, rate, n, len(accepted), achieved,
                              len(lat), left, lat, drained))
                 say("%s %g/s: %d notes of %d, p50 %.0f ms, p99 %.0f ms, "
@@ -259,6 +348,13 @@ def main():
                     help="seconds to wait for the spool to empty")
     ap.add_argument("--senders", type=int, default=32,
                     help="SMTP sender threads")
+    ap.add_argument("--seed-notes", type=int, default=0,
+                    help="notes put on the MR before the first run (an MR "
+                    "with a long conversation)")
+    ap.add_argument("--worst", type=int, default=0,
+                    help="list the N slowest replies of each run")
+    ap.add_argument("--debug-log", action="store_true",
+                    help="the daemon logs at debug level in JSON (times)")
     args = ap.parse_args()
     args.rates = [float(r) for r in args.rates.split(",")]
     args.modes = args.modes.split(",")

@@ -160,5 +160,60 @@ run 64 check-config a b
 run 66 check-config "$tmp/does-not-exist.conf"
 grep -q 'does-not-exist.conf' "$tmp/err" || fail "missing file not named"
 
+# Hosts sharing a PostgreSQL state: a reply's claim is renewed before
+# each try of a forge request once a quarter of the lease has gone, so
+# three quarters of the lease must outlast one try and the wait before
+# the next ([forge] timeout + retry_max; no wait without retries), and
+# the lease one submission ([smtp] timeout).  Each figure is named, with
+# what to set.
+# lease_conf NAME [forge]-LINES [smtp]-LINES [state]-LINES
+lease_conf() {
+	printf '%s\n' "[bridge]" "address = bridge@example.org" \
+		"domain = example.org" "list_address = list@example.org" \
+		"[forge]" "url = https://gitlab.example.org" \
+		"token_file = /etc/patchbridge/token" "$2" "[smtp]" "$3" \
+		"[inbound]" "approval_policy = none" "[state]" \
+		"backend = postgresql" "conninfo_file = /etc/patchbridge/db" \
+		"$4" >"$tmp/$1.conf"
+}
+# The defaults fit: 4/3 x (1m + 5m) = 8m, under the default lease of 10m.
+lease_conf lease-default "" "" ""
+run 0 check-config --file-only "$tmp/lease-default.conf"
+# 4/3 x (10s + 5s) = 20s: a lease of 20s is refused, 21s is the shortest;
+# the error is on the latest line of those that set it (the lease's).
+lease_conf lease-equal "timeout = 10s
+max_retries = 1
+retry_max = 5s" "timeout = 15s" "lease = 20s"
+run 78 check-config --file-only "$tmp/lease-equal.conf"
+has "$tmp/err" "$tmp/lease-equal.conf:18: [state] lease: 20s is too short for a forge request and the wait before its retry, [forge] timeout 10s + retry_max 5s, with the claim renewed after a quarter of the lease; set lease to 21s or more, or lower [forge] timeout or retry_max"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "a short lease: one error expected"
+lease_conf lease-ok "timeout = 10s
+max_retries = 1
+retry_max = 5s" "timeout = 15s" "lease = 21s"
+run 0 check-config --file-only "$tmp/lease-ok.conf"
+# The number of retries does not count (each try renews the claim)...
+lease_conf lease-retries "timeout = 10s
+max_retries = 10
+retry_max = 5s" "timeout = 15s" "lease = 21s"
+run 0 check-config --file-only "$tmp/lease-retries.conf"
+# ... and without retries there is no wait: 4/3 x 10s < 14s.
+lease_conf lease-noretry "timeout = 10s
+max_retries = 0" "timeout = 13s" "lease = 14s"
+run 0 check-config --file-only "$tmp/lease-noretry.conf"
+lease_conf lease-noretry-short "timeout = 10s
+max_retries = 0" "timeout = 12s" "lease = 13s"
+run 78 check-config --file-only "$tmp/lease-noretry-short.conf"
+has "$tmp/err" "$tmp/lease-noretry-short.conf:17: [state] lease: 13s is too short for a forge request, [forge] timeout 10s (max_retries 0), with the claim renewed after a quarter of the lease; set lease to 14s or more, or lower [forge] timeout"
+# The SMTP timeout: one submission under a mail's claim.
+lease_conf lease-smtp "timeout = 10s
+max_retries = 0" "" "lease = 30s"
+run 78 check-config --file-only "$tmp/lease-smtp.conf"
+has "$tmp/err" "$tmp/lease-smtp.conf:17: [state] lease: 30s is not longer than [smtp] timeout 1m, the longest submission of a mail under one claim; set lease above 1m, or lower [smtp] timeout"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "a short lease for a mail: one error expected"
+# One host on SQLite: no other claimer, no rule.
+sed -e '/^backend = /d' -e '/^conninfo_file = /d' "$tmp/lease-smtp.conf" \
+	>"$tmp/lease-sqlite.conf"
+run 0 check-config --file-only "$tmp/lease-sqlite.conf"
+
 [ $failed = 0 ] && echo "cli_check_config: ok"
 exit $failed

@@ -60,6 +60,9 @@ list_address = list@example.org
 [forge]
 url = https://gitlab.example.org
 token_file = $tmp/token
+timeout = 30s
+max_retries = 2
+retry_max = 30s
 [milter]
 socket = unix:$tmp/sock/milter.sock
 [spool]

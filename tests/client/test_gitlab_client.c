@@ -397,7 +397,7 @@ static void test_list_mrs_paginates_and_dedups(void **state)
 
 static void test_notes_paginate(void **state)
 {
-	struct forge_note_query q = { "asc", "created_at", 2, 0 };
+	struct forge_note_query q = { "asc", "created_at", 2, 0, 0 };
 	struct forge_note_list list;
 	struct forge_note note;
 	struct forge *f;
@@ -431,6 +431,26 @@ static void test_notes_paginate(void **state)
 	q.max_pages = 1;
 	assert_int_equal(forge_list_notes(&list, f, PROJECT, 1, &q), 0);
 	assert_int_equal(list.nr, 2);
+	forge_note_list_release(&list);
+
+	/* Newest first, down to the first note updated before a time: the
+	 * reading stops there (its page is the last one asked for). */
+	q.sort = "desc";
+	q.order_by = "updated_at";
+	q.max_pages = 0;
+	assert_int_equal(forge_list_notes(&list, f, PROJECT, 1, &q), 0);
+	assert_true(list.nr >= 5);
+	assert_int_equal(forge_time_parse(&q.stop_before_ms,
+					  list.items[2].updated_at),
+			 0);
+	forge_note_list_release(&list);
+	sim_clear_requests();
+	assert_int_equal(forge_list_notes(&list, f, PROJECT, 1, &q), 0);
+	assert_int_equal(list.nr, 4); /* 4, 3, 2 (the time), 1 (before) */
+	assert_string_equal(list.items[0].body, "note 4");
+	assert_string_equal(list.items[3].body, "note 1");
+	assert_int_equal(
+		sim_count_requests("GET", "/merge_requests/1/notes", 200), 2);
 	forge_note_list_release(&list);
 	forge_free(f);
 }
@@ -478,7 +498,7 @@ static int trap_connections(int fd)
  */
 static void test_external_url_elsewhere(void **state)
 {
-	struct forge_note_query nq = { "asc", "created_at", 20, 0 };
+	struct forge_note_query nq = { "asc", "created_at", 20, 0, 0 };
 	struct forge_mr_query q = { NULL, 0, 0 };
 	struct forge_mr_cursor cur;
 	struct mr_seen seen = { { 0 }, 0 };
@@ -1272,6 +1292,175 @@ static void test_sudo(void **state)
 	forge_free(f);
 }
 
+/*
+ * forge_set_pause(): the caller's work runs between the pages of a
+ * listing, as ourselves and with the handle in use (a post, a listing
+ * of its own that does not pause again), and the listing goes on as it
+ * was: every thread once, the Sudo user and the error message as before.
+ */
+struct pause_probe {
+	struct forge *f;
+	int calls, depth, max_depth;
+	size_t inner_nr;
+};
+
+static void pause_probe(void *arg)
+{
+	struct pause_probe *p = arg;
+	struct forge_discussion_list dl;
+	struct forge_note note;
+
+	p->calls++;
+	p->depth++;
+	if (p->depth > p->max_depth)
+		p->max_depth = p->depth;
+	/* As ourselves, whoever the listing runs as. */
+	assert_int_equal(forge_create_note(&note, p->f, PROJECT, 1,
+					   "posted between two pages", NULL),
+			 0);
+	assert_string_equal(note.author.username, "root");
+	forge_note_release(&note);
+	/* A listing of its own, which does not pause inside the pause. */
+	memset(&dl, 0, sizeof(dl));
+	assert_int_equal(forge_list_discussions(&dl, p->f, PROJECT, 1), 0);
+	p->inner_nr = dl.nr;
+	forge_discussion_list_release(&dl);
+	/* What it leaves behind is undone. */
+	assert_int_equal(forge_act_as(p->f, "alice"), 0);
+	err_set(PB_ERROR, "left by the pause");
+	p->depth--;
+}
+
+static void test_pause_between_pages(void **state)
+{
+	struct client_opts co = { "admin-token", 3, 0, 0, 2 };
+	struct forge_discussion_list dl;
+	struct forge_note note;
+	struct pause_probe p;
+	struct forge *f;
+	struct hooks h;
+	char body[32];
+	size_t i, j, mine = 0;
+
+	memset(&h, 0, sizeof(h));
+	f = client(&co, &h);
+	for (i = 0; i < 5; i++) {
+		snprintf(body, sizeof(body), "thread %zu", i);
+		assert_int_equal(
+			forge_create_note(&note, f, PROJECT, 1, body, NULL), 0);
+		forge_note_release(&note);
+	}
+	memset(&p, 0, sizeof(p));
+	p.f = f;
+	forge_set_pause(f, pause_probe, &p);
+	assert_int_equal(forge_act_as(f, "bob"), 0);
+	err_set(PB_ERROR, "before the listing");
+	memset(&dl, 0, sizeof(dl));
+	assert_int_equal(forge_list_discussions(&dl, f, PROJECT, 1), 0);
+	/* 2 per page: a pause after every page that has a next one. */
+	assert_true(p.calls >= 2);
+	assert_int_equal(p.max_depth, 1);
+	assert_true(p.inner_nr >= 5);
+	assert_string_equal(err_msg(), "before the listing");
+	for (i = 0; i < dl.nr; i++) {
+		for (j = 0; j < i; j++)
+			assert_string_not_equal(dl.items[i].id, dl.items[j].id);
+		if (dl.items[i].nr_notes && dl.items[i].notes[0].body &&
+		    !strncmp(dl.items[i].notes[0].body, "thread ", 7))
+			mine++;
+	}
+	assert_int_equal(mine, 5);
+	forge_discussion_list_release(&dl);
+	/* Still bob after the pauses (alice, left by one, is undone). */
+	forge_set_pause(f, NULL, NULL);
+	assert_int_equal(forge_create_note(&note, f, PROJECT, 1, "after", NULL),
+			 0);
+	assert_string_equal(note.author.username, "bob");
+	forge_note_release(&note);
+
+	/* forge_pause() runs it now; without one set, nothing runs. */
+	p.calls = 0;
+	forge_pause(f);
+	assert_int_equal(p.calls, 0);
+	forge_set_pause(f, pause_probe, &p);
+	forge_pause(f);
+	assert_int_equal(p.calls, 1);
+	forge_free(f);
+}
+
+/* A guard that lets `allow` tries go, then says the work is not ours. */
+struct guard_probe {
+	int calls;
+	int allow;
+};
+
+static int guard_probe(void *arg)
+{
+	struct guard_probe *g = arg;
+
+	if (++g->calls > g->allow)
+		return err_set(PB_ETEMP, "the claim on the mail is lost");
+	return 0;
+}
+
+/* The guard is asked before each try, retries included, and a "no"
+ * ends the call with nothing more sent. */
+static void test_guard_before_each_try(void **state)
+{
+	struct client_opts co = { "user-token", 3, 0, 0, 0 };
+	struct hooks h = { { 0 }, 0, 0, NULL, NULL };
+	struct guard_probe g = { 0, 100 };
+	forge_guard_fn old_fn = NULL;
+	void *old_arg = NULL;
+	struct forge_mr mr;
+	struct forge *f;
+
+	(void)state;
+	f = client(&co, &h);
+	forge_set_guard(f, guard_probe, &g, &old_fn, &old_arg);
+	assert_null(old_fn);
+	sim_fault("{\"kind\":\"error\",\"status\":503,\"count\":2,"
+		  "\"method\":\"GET\",\"path\":\"/merge_requests/1$\"}");
+	sim_clear_requests();
+	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), 0);
+	forge_mr_release(&mr);
+	assert_int_equal(g.calls, 3); /* two 503s and the answer */
+
+	/* Lost after the first try: no second request. */
+	g.calls = 0;
+	g.allow = 1;
+	h.nr = 0;
+	sim_fault("{\"kind\":\"error\",\"status\":503,\"count\":2,"
+		  "\"method\":\"GET\",\"path\":\"/merge_requests/1$\"}");
+	sim_clear_requests();
+	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), PB_ETEMP);
+	assert_non_null(strstr(err_msg(), "the claim on the mail is lost"));
+	assert_int_equal(sim_count_requests("GET", "/merge_requests/1", 0), 1);
+	assert_int_equal(g.calls, 2);
+
+	/* Lost before anything: a note is not posted. */
+	g.calls = 0;
+	g.allow = 0;
+	sim_clear_requests();
+	{
+		struct forge_note note;
+
+		memset(&note, 0, sizeof(note));
+		assert_int_equal(forge_create_note(&note, f, PROJECT, 1,
+						   "never", NULL),
+				 PB_ETEMP);
+		forge_note_release(&note);
+	}
+	assert_int_equal(sim_count_requests("POST", "/notes", 0), 0);
+
+	/* Put back: none. */
+	forge_set_guard(f, old_fn, old_arg, NULL, NULL);
+	sim_clear_requests();
+	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), 0);
+	forge_mr_release(&mr);
+	forge_free(f);
+}
+
 static void test_whoami(void **state)
 {
 	struct forge_whoami w;
@@ -1558,6 +1747,8 @@ int main(void)
 		cmocka_unit_test_setup(test_approvals, reset),
 		cmocka_unit_test_setup(test_approve_retry_after_5xx, reset),
 		cmocka_unit_test_setup(test_sudo, reset),
+		cmocka_unit_test_setup(test_pause_between_pages, reset),
+		cmocka_unit_test_setup(test_guard_before_each_try, reset),
 		cmocka_unit_test_setup(test_whoami, reset),
 		cmocka_unit_test_setup(test_labels, reset),
 		cmocka_unit_test_setup(test_user_lookup, reset),

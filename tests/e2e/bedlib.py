@@ -86,9 +86,9 @@ def the_mr(iid=1):
     return next(m for m in proj["merge_requests"] if m["iid"] == iid)
 
 
-def free_port():
+def free_port(addr="127.0.0.1"):
     with socket.socket() as so:
-        so.bind(("127.0.0.1", 0))
+        so.bind((addr, 0))
         return so.getsockname()[1]
 
 
@@ -96,8 +96,11 @@ def free_port():
 
 class Bed:
     """A work directory (emptied first unless fresh is false) with the
-    list server (pfbed instance pf; its variables in env once started),
-    patchbridge's configuration cfg and log, and the processes started."""
+    list server (pfbed instance pf; its variables in env once started)
+    on the loopback address addr, patchbridge's configuration cfg and log,
+    and the processes started."""
+
+    addr = "127.0.0.1"
 
     def __init__(self, work, patchbridge, fresh=True):
         self.work = os.path.abspath(work)
@@ -178,9 +181,13 @@ class Bed:
         self.wait_socket(sock, "patchbridge-milter")
 
     def start_postfix(self, *options):
-        """pfbed start with options; mail not for the list is discarded."""
+        """pfbed start with options, on addr; mail not for the list is
+        discarded."""
         self.pf_started = True
-        out = subprocess.run([PFBED, "start", self.pf] + list(options) +
+        options = list(options)
+        if "--address" not in options:
+            options += ["--address", self.addr]
+        out = subprocess.run([PFBED, "start", self.pf] + options +
                              ["--set", "default_transport = discard:"],
                              capture_output=True, text=True, timeout=60)
         check(out.returncode == 0, "pfbed start: " + out.stderr[-2000:])
@@ -265,9 +272,9 @@ def write_config(bed, msock, owners, outbound="", inbound="",
                  forge_retries=2):
     """bed's configuration for the simulator's group/project as the
     bridge's account (token bridge-token), mailing through the list
-    server on bed.env["PORT"], its milter on msock, owners the text of
-    owners.yaml; outbound and inbound: more lines for those sections;
-    forge_retries: [forge] max_retries."""
+    server on bed.addr, port bed.env["PORT"], its milter on msock,
+    owners the text of owners.yaml; outbound and inbound: more lines for
+    those sections; forge_retries: [forge] max_retries."""
     owners = bed.write("owners.yaml", owners)
     token = bed.write("gitlab-token", "bridge-token\n", 0o600)
     os.makedirs(os.path.join(bed.work, "state"), exist_ok=True)
@@ -285,7 +292,7 @@ bot_username = patchbridge
 max_retries = {retries}
 retry_max = 2s
 [smtp]
-url = smtp://127.0.0.1:{port}
+url = smtp://{addr}:{port}
 timeout = 20s
 [milter]
 socket = unix:{sock}
@@ -304,7 +311,7 @@ owners_file = {owners}
 approval_policy = owners
 {inbound}[project "group/project"]
 """.format(list=LIST, url=os.environ["PB_FORGESIM_URL"], token=token,
-           port=bed.env["PORT"], sock=msock, authserv=AUTHSERV,
+           addr=bed.addr, port=bed.env["PORT"], sock=msock, authserv=AUTHSERV,
            work=bed.work, owners=owners, outbound=outbound,
            inbound=inbound, retries=forge_retries))
 

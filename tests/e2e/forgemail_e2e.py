@@ -2,7 +2,7 @@
 """End-to-end test of forge -> list comments: forgesim -> patchbridge run
 -> private Postfix (pfbed) -> list archive.  Reuses outbound_e2e's bed.
 
-usage: forgemail_e2e.py comments|merges|internal|quick|stuck
+usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook
                         --patchbridge BIN --work DIR
 
   comments  an MR mailed as a 3-patch series; rob's diff note on patch 1
@@ -30,6 +30,12 @@ usage: forgemail_e2e.py comments|merges|internal|quick|stuck
             the simulated clock moves, nobody waits): both reach the list,
             once each, by polling; then the same with a note webhook and
             `run --foreground`, which mails each at once.
+  quicklook once an MR's discussions were read, later runs look at its
+            newest notes first and read the discussions only for a note
+            that needs them: the bridge's own notes and an edited comment
+            do not (nothing mailed, no discussions read); an answer in an
+            old thread among our notes is mailed under the thread's mail;
+            an internal note is kept back and counted.
   stuck     every git fetch fails: a rebased MR's applied mail waits
             (pending cursor) while a later MR's comment is mailed; with
             its first failure an hour back, the mail names the tip and
@@ -656,9 +662,100 @@ def scenario_quick(bed):
           "the receiver did not log the note hooks")
 
 
+def ours(i):
+    """A note as the bridge posts a list reply: its hidden marker."""
+    return api("POST", "/projects/1/merge_requests/1/notes", "bot-token",
+               {"body": "Applied from the list (%d).\n\n<!-- patchbridge:"
+                "pb1-%032x.0 -->" % (i, i)})
+
+
+def read_discussions(since):
+    """The GETs of MR !1's discussions logged since request number since."""
+    log = sim("GET", "/_sim/requests")[since:]
+    return [r for r in log if r["method"] == "GET" and
+            r["path"].endswith("/merge_requests/1/discussions")]
+
+
+def log_len():
+    return len(sim("GET", "/_sim/requests"))
+
+
+def scenario_quicklook(bed):
+    bed.start_postfix()
+    bed.config()
+    ob.create_mr("topic", "Teach x and y to count")
+    bed.run("run", "--once")
+    bed.wait_mail(4)
+    bed.settle()
+
+    say("rob: a comment and a thread, mailed as before")
+    first = api("POST", "/projects/1/merge_requests/1/notes", "rob-token",
+                {"body": "First: looks right."})
+    thread = api("POST", "/projects/1/merge_requests/1/discussions",
+                 "rob-token", {"body": "Thread: why a step of 2?"})
+    bed.run("run", "--once")
+    bed.wait_mail(6)
+    bed.settle()
+    tmail = mailed_once(bed, "Thread: why a step of 2?", 6)
+
+    say("the bridge's own notes only: the notes are read, not the threads")
+    for i in range(5):
+        ours(i)
+    mark = log_len()
+    bed.run("run", "--once")
+    check(not read_discussions(mark),
+          "the discussions were read for notes that are never mailed")
+    time.sleep(1)
+    bed.settle()
+    check(len(bed.archive()) == 6, "a note of ours was mailed")
+
+    say("an old comment edited: not mailed again, the threads not read")
+    api("PUT", "/projects/1/merge_requests/1/notes/%d" % first["id"],
+        "rob-token", {"body": "First: looks right (edited)."})
+    mark = log_len()
+    bed.run("run", "--once")
+    check(not read_discussions(mark), "an edit made the threads be read")
+    time.sleep(1)
+    bed.settle()
+    check(len(bed.archive()) == 6, "an edited comment was mailed again")
+
+    say("bob answers in the old thread, behind more notes of ours")
+    for i in range(5, 8):
+        ours(i)
+    api("POST", "/projects/1/merge_requests/1/discussions/%s/notes"
+        % thread["id"], "bob-token", {"body": "Answer: to skip odd ones."})
+    ours(8)
+    mark = log_len()
+    bed.run("run", "--once")
+    check(read_discussions(mark), "the threads were not read for a reply")
+    answer = mailed_once(bed, "Answer: to skip odd ones.", 7)
+    check(answer["In-Reply-To"].strip("<> ") == msgid(tmail),
+          "the answer is not under the thread's mail")
+
+    say("an internal note among ours: kept on the forge, counted")
+    ours(9)
+    api("POST", "/projects/1/merge_requests/1/notes", "bob-token",
+        {"body": "INTERNAL: hold until Friday", "internal": True})
+    bed.run("run", "--once")
+    time.sleep(1)
+    bed.settle()
+    check(len(bed.archive()) == 7, "the internal note was mailed")
+    status = bed.run("status")
+    check("forge comments kept on the forge as internal: 1" in status,
+          "status does not say it was kept back:\n" + status)
+
+    say("nothing new: nothing mailed, the threads not read")
+    mark = log_len()
+    bed.run("run", "--once")
+    check(not read_discussions(mark), "the threads were read for nothing")
+    time.sleep(1)
+    bed.settle()
+    check(len(bed.archive()) == 7, "a re-run mailed again")
+
+
 SCENARIOS = {"comments": scenario_comments, "merges": scenario_merges,
              "internal": scenario_internal, "quick": scenario_quick,
-             "stuck": scenario_stuck}
+             "stuck": scenario_stuck, "quicklook": scenario_quicklook}
 
 
 def main():

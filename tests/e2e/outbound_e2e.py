@@ -173,7 +173,7 @@ class Bed(bedlib.Bed):
         if sendmail:
             smtp_part = "url = sendmail\nsendmail_path = %s\n" % sendmail
         else:
-            smtp_part = "url = smtp://127.0.0.1:%d\n" % self.port
+            smtp_part = "url = smtp://%s:%d\n" % (self.addr, self.port)
         text = """\
 [bridge]
 name = patchbridge

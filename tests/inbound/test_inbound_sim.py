@@ -255,6 +255,7 @@ url = %(url)s
 token_file = %(dir)s/token
 max_retries = %(retries)d
 retry_base = 10ms
+retry_max = 5s
 timeout = 20s
 [milter]
 trusted_authserv_id = lists.example.test

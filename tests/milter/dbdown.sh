@@ -65,7 +65,9 @@ PGPID=$(head -n 1 "$(cat "$W/pg/datadir")/db/postmaster.pid") ||
 
 write_conf "$W/pb.conf" "$W"
 # The same without the milter's connection string: the copy only.
-sed "/^\[state\]\$/a backend = postgresql\nconninfo_file = $W/conninfo" \
+# (lease: any that check-config accepts with the default [forge]
+# settings; these tests never take work over)
+sed "/^\[state\]\$/a backend = postgresql\nconninfo_file = $W/conninfo\nlease = 2h" \
 	"$W/pb.conf" >"$W/pb-copy.conf" || fail "sed"
 sed "/^\[milter\]\$/a conninfo_file = $W/milter-conninfo\ndb_timeout = 500ms" \
 	"$W/pb-copy.conf" >"$W/pb.conf" || fail "sed"

@@ -8,8 +8,9 @@ usage: fault_e2e.py --bin BUILD_DIR --work DIR [--kills N] [--seed S]
 
 Run under tests/forgesim/run-with-sim.sh (PB_FORGESIM_URL).  The hosts
 run `patchbridge run --foreground` with a short lease (LEASE seconds;
-[forge] and [smtp] timeouts below it, as check-config demands) and the
-shortest poll interval, so that what takes minutes with the defaults
+a forge write with its retries and an [smtp] submission fit in it, as
+check-config demands: hostbed.short_timeouts) and the shortest poll
+interval, so that what takes minutes with the defaults
 takes seconds here.
 
   the stream   a sender, as a subscriber's MTA would, mails a reply every
@@ -90,8 +91,8 @@ class FaultPair(hostbed.pair_class(inbound_e2e.Bed)):
 
     def write(self, name, text, mode=0o644):
         if name == "patchbridge.conf":
-            # Every wait below the lease: a forge request, a submission.
-            text = hostbed.short_timeouts(text, LEASE - 1)
+            # Every wait below the lease: a forge write, a submission.
+            text = hostbed.short_timeouts(text, LEASE)
             text = text.replace("[outbound]\n", "[outbound]\narchive_wait"
                                 " = %ds\n" % ARCHIVE_WAIT, 1)
         return super().write(name, text, mode)

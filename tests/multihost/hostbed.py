@@ -3,22 +3,31 @@ multi-host tests (multihost_e2e.py, fault_e2e.py) and the benchmark
 (tests/bench/hosts_bench.py).
 
 Each host is what a real MX host of the list runs: its own private
-Postfix (tests/postfix/pfbed, its own loopback port, queue and list
+Postfix (tests/postfix/pfbed --address: on its own loopback address,
+127.0.0.2 for host A and 127.0.0.3 for host B, with its own queue and list
 archive), its own DKIM/DMARC stand-in and patchbridge-milter with its own
 spool (reading the thread map from the shared PostgreSQL, else from this
 host's copy), and its own `patchbridge run` with its own configuration
-([state] host names it).  One PostgreSQL server (tests/pg/pgbed), started by the
-test on loopback, holds the state of both; the daemons reach it over TCP
-with a password, as hosts on a network would.  The GitLab simulator is
-the forge.
+([state] host names it), which submits its mail to its own host's
+Postfix at that host's address.  The senders reach each host at its
+address, from it.  One PostgreSQL server (tests/pg/pgbed), started by
+the test on 127.0.0.1, holds the state of both; the daemons reach it
+over TCP with a password, as hosts on a network would.  The GitLab
+simulator is the forge.  (Neither libpq nor the forge client has a
+setting for the source address, so those two connections leave from
+127.0.0.1 on both hosts.)
+
+On Linux every address of 127.0.0.0/8 is local without configuration
+(the kernel's route "local 127.0.0.0/8 dev lo"); where a host's address
+cannot be bound the bed fails at once, saying so.
 
 Pair makes two hosts look like the one host of the single-host test bed
 (tests/e2e/bedlib.py), so that the end-to-end scenarios of
 tests/e2e/inbound_e2e.py and outbound_e2e.py run unchanged on it: what a
-scenario writes, starts or asks is done on both hosts (paths and ports
-made each host's own), `patchbridge run --once` runs on both, the
-subscribers' replies go to the hosts in turn, and the list archive is
-what both hosts delivered.
+scenario writes, starts or asks is done on both hosts (paths, address
+and port made each host's own), `patchbridge run --once` runs on both,
+the subscribers' replies go to the hosts in turn, and the list archive
+is what both hosts delivered.
 """
 
 import os
@@ -112,16 +121,29 @@ def text(col):
 
 # --- a host -------------------------------------------------------------------
 
+def bindable(addr):
+    """A free port of addr; a Fail saying why when addr cannot be bound."""
+    try:
+        return bedlib.free_port(addr)
+    except OSError as e:
+        raise Fail("cannot bind to %s (%s): the hosts of the bed need their "
+                   "own loopback addresses (on Linux all of 127.0.0.0/8 is "
+                   "on lo; elsewhere add %s to the loopback interface)" %
+                   (addr, e.strerror or e, addr)) from e
+
+
 class Host(bedlib.Bed):
-    """One list host: bedlib.Bed in work/NAME with its own Postfix port
-    (chosen now), milters, spool and daemon.  name is its [state] host."""
+    """One list host: bedlib.Bed in work/NAME on its own loopback address
+    (ADDRESSES) with its own Postfix port (chosen now), milters, spool and
+    daemon.  name is its [state] host."""
 
     def __init__(self, work, name, patchbridge):
         super().__init__(os.path.join(work, name.split(".")[0]),
                          patchbridge)
         self.name = name
         self.short = name.split(".")[0]
-        self.port_hint = bedlib.free_port()
+        self.addr = ADDRESSES[name]
+        self.port_hint = bindable(self.addr)
         self.daemon_proc = None
         self.sockdir = None
 
@@ -220,17 +242,23 @@ class Group:
 ON_EVERY_HOST = ("run", "check-config")
 
 HOSTS = ("mx1.lists.example.test", "mx2.lists.example.test")
+# Each host's own loopback address: its MTA listens there, its senders and
+# its daemon's SMTP submission reach it there.
+ADDRESSES = {HOSTS[0]: "127.0.0.2", HOSTS[1]: "127.0.0.3"}
 
 
 class PairMixin:
     """Put before a scenario's Bed class (bedlib.Bed or a subclass): the
     bed becomes two hosts, A and B (self.hosts), on one PostgreSQL.
 
-    The scenario's own paths (below self.work) and port (self.env's
-    PORT, self.port) are placeholders: each host gets them as its own
-    (localize()).  self.lease: the hosts' [state] lease."""
+    The scenario's own paths (below self.work), address (self.addr,
+    127.0.0.1) and port (self.env's PORT, self.port) are placeholders:
+    each host gets them as its own (localize()).  self.lease: the hosts'
+    [state] lease: three quarters of it longer than a forge request's try
+    and the wait before the next with the scenarios' [forge] settings,
+    as check-config wants (timeout 1m + retry_max 2s: above 1m23s)."""
 
-    lease = "90s"
+    lease = "9m"
 
     def pair_init(self):
         self.pg = Postgres(self.work)
@@ -248,8 +276,8 @@ class PairMixin:
         s = s.replace(os.path.join(self.work, "sockets") + "/",
                       host.sockets() + "/")
         s = s.replace(self.work + "/", host.work + "/")
-        return s.replace("127.0.0.1:%s" % self.env["PORT"],
-                         "127.0.0.1:%d" % host.port_hint)
+        return s.replace("%s:%s" % (self.addr, self.env["PORT"]),
+                         "%s:%d" % (host.addr, host.port_hint))
 
     # files, sockets, processes: on every host
 
@@ -291,10 +319,10 @@ class PairMixin:
             opts = ["--port", self.env["PORT"]] + opts
         for h in self.hosts:
             h.start_postfix(*[self.localize(h, o) for o in opts])
-            say("host %s: postfix on port %d, archive %s" %
-                (h.name, h.port, h.env["ARCHIVE"]))
+            say("host %s: postfix on %s port %d, archive %s" %
+                (h.name, h.addr, h.port, h.env["ARCHIVE"]))
         self.env.update({k: v for k, v in self.hosts[0].env.items()
-                         if k not in ("PORT",)})
+                         if k not in ("PORT", "ADDRESS")})
 
     def stop(self):
         # (libmilter takes seconds to stop: the hosts stop together)
@@ -374,15 +402,24 @@ def count_mail(host):
     return n
 
 
-def short_timeouts(conf, seconds):
+def short_timeouts(conf, lease):
     """conf (patchbridge.conf's text as bedlib.write_config() writes it)
-    with [forge] and [smtp] timeouts of seconds and the shortest poll
-    interval: what a short lease needs (check-config wants the lease
-    longer than both timeouts)."""
+    made fit for a lease of lease seconds, with the shortest poll
+    interval.  check-config wants three quarters of the lease longer
+    than a forge request's try and the wait before the next (timeout +
+    retry_max), and the lease than [smtp] timeout: no forge
+    retries (a failed write is tried again at the reply's next attempt),
+    a forge timeout below half the lease, an [smtp] timeout a second
+    below it."""
+    forge = max(1, (lease - 1) // 2)
+    check(2 * forge < lease and lease >= 2, "no timeouts fit a lease of "
+          "%d s" % lease)
     conf = conf.replace("[forge]\n", "[forge]\ntimeout = %ds\n"
-                        "connect_timeout = %ds\n" % (seconds, seconds), 1)
+                        "connect_timeout = %ds\n" % (forge, forge), 1)
+    conf = re.sub(r"(\[forge\]\n(?:.*\n)*?)max_retries = \d+",
+                  r"\g<1>max_retries = 0", conf, count=1)
     conf = re.sub(r"(\[smtp\]\n(?:.*\n)*?)timeout = 20s",
-                  r"\g<1>timeout = %ds" % seconds, conf, count=1)
+                  r"\g<1>timeout = %ds" % (lease - 1), conf, count=1)
     return conf.replace("poll_interval = 1h", "poll_interval = 5s")
 
 

@@ -13,7 +13,8 @@
  *  - an outbound mail is handed to the MTA by one host at a time, and
  *    taken over when its claim expires;
  *  - conflicting writers: the loser gets PB_ETEMP and nothing half
- *    done, and the store's own units run again after a conflict;
+ *    done, and the store's own units run again after a conflict, as
+ *    does a caller's store_transaction();
  *  - a host's copy of the shared thread map, for its milter.
  */
 #include "cmocka_all.h"
@@ -524,6 +525,80 @@ static void test_conflicting_transactions(void **state)
 }
 
 /*
+ * The same reply journaled by two hosts at the same moment, the second in
+ * a store_transaction(): between its first read and its write, the other
+ * host journals the reply.  On PostgreSQL the write meets a serialization
+ * failure, and the transaction runs again (counted in store_retries())
+ * and finds the reply journaled: PB_EEXISTS, as when the other host was
+ * first by a second - no PB_ETEMP for a normal race.  SQLite has one
+ * writer: the other host waits for the lock (here, 50 ms and PB_ETEMP)
+ * and this host journals the reply.
+ */
+struct race {
+	struct store *other;
+	int runs;
+	int other_rc;
+};
+
+static int race_tx(struct store *st, void *arg)
+{
+	struct race *r = arg;
+	struct store_inbound row;
+	int rc;
+
+	r->runs++;
+	store_inbound_init(&row);
+	rc = store_inbound_get(&row, st, "race@x");
+	store_inbound_release(&row);
+	if (rc && rc != PB_ENOTFOUND)
+		return rc;
+	if (r->runs == 1)
+		r->other_rc = spool(r->other, "race@x", 0);
+	return spool(st, "race@x", 0);
+}
+
+static void test_transaction_race(void **state)
+{
+	const char *target = storebed_fresh("race");
+	struct store *a = NULL, *b = NULL;
+	struct race r = { NULL, 0, 0 };
+	struct store_opts o;
+	uint64_t before;
+	int rc;
+
+	(void)state;
+	assert_int_equal(storebed_open_host(&a, target, STORE_RW, "mx1", 0), 0);
+	memset(&o, 0, sizeof(o));
+	o.backend = storebed_backend();
+	o.target = target;
+	o.flags = STORE_RW;
+	o.busy_timeout_ms = 50;
+	o.host = "mx2";
+	assert_int_equal(store_open_opts(&b, &o), 0);
+	r.other = b;
+	before = store_retries(a);
+	rc = store_transaction(a, race_tx, &r);
+	print_message("runs %d, this host: %s, the other: %s\n", r.runs,
+		      err_name(rc), err_name(r.other_rc));
+	if (storebed_backend() == STORE_BACKEND_POSTGRESQL) {
+		assert_int_equal(r.other_rc, 0);
+		assert_int_equal(rc, PB_EEXISTS);
+		assert_int_equal(r.runs, 2);
+		assert_int_equal(store_retries(a), before + 1);
+	} else {
+		assert_int_equal(r.other_rc, PB_ETEMP);
+		assert_int_equal(rc, 0);
+		assert_int_equal(r.runs, 1);
+	}
+	/* Journaled once, either way; no transaction left open. */
+	assert_int_equal(spool(b, "race@x", 0), PB_EEXISTS);
+	assert_int_equal(store_begin(a), 0);
+	assert_int_equal(store_commit(a), 0);
+	store_free(a);
+	store_free(b);
+}
+
+/*
  * Two hosts start revisions of one MR at once, outside transactions: the
  * store runs its unit again after a conflict, so every start succeeds
  * and the numbers are 1..2N without a gap or a double.
@@ -703,6 +778,7 @@ int main(void)
 		cmocka_unit_test(test_outmail_claims),
 		cmocka_unit_test(test_conflicting_transactions),
 		cmocka_unit_test(test_units_retried),
+		cmocka_unit_test(test_transaction_race),
 		cmocka_unit_test(test_threadmap_copy),
 	};
 
