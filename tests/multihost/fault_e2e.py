@@ -449,9 +449,18 @@ def run(bed, kills, rng, arch):
         check(b.daemon_proc.poll() is None, "host B's daemon exited")
         long_down = i % 3 == 2
         if long_down:
-            # A moment when A holds work, within a few seconds.
+            # A moment when A holds work, within a few seconds: A's
+            # daemon is stopped (SIGSTOP) when it seems to, so that what
+            # it holds cannot finish between the look and the kill; it
+            # goes on (SIGCONT) if the look found nothing after all.
+            daemon = proc_of(a, "run --foreground")
             t = time.monotonic()
-            while not held_by(bed, a) and time.monotonic() - t < 8:
+            while time.monotonic() - t < 8:
+                if held_by(bed, a):
+                    os.killpg(daemon.pid, signal.SIGSTOP)
+                    if held_by(bed, a):
+                        break
+                    os.killpg(daemon.pid, signal.SIGCONT)
                 time.sleep(0.05)
         gap = 0.0
         if i % 3 == 1:
