@@ -1197,6 +1197,33 @@ out:
 	return rc;
 }
 
+struct start_tx_arg {
+	struct outbound *ob;
+	struct job *j;
+	const struct store_revision *rev;
+	int planned;
+	int *revision;
+};
+
+/* The revision and its mails, as one transaction (run again from the
+ * start when it raced another host's: store_transaction()). */
+static int start_tx(struct store *st, void *arg)
+{
+	struct start_tx_arg *a = arg;
+	size_t i;
+	int rc;
+
+	*a->revision = 0;
+	rc = store_revision_start(a->revision, st, a->rev);
+	if (rc)
+		return rc;
+	if (*a->revision != a->planned)
+		return 1;
+	for (i = 0; i < a->j->series->nr && !rc; i++)
+		rc = record_mail(a->ob, a->j, *a->revision, i);
+	return rc;
+}
+
 /*
  * Render the series as revision `planned` and record it in one
  * transaction.  *revision gets the number the store allocated.  When that
@@ -1207,6 +1234,7 @@ out:
 static int start_revision(struct outbound *ob, struct job *j, int planned,
 			  int *revision)
 {
+	struct start_tx_arg tx;
 	struct store_revision rev;
 	size_t i;
 	int rc;
@@ -1239,23 +1267,12 @@ static int start_revision(struct outbound *ob, struct job *j, int planned,
 	rev.patches = (int)j->series->total;
 	rev.cover_msgid = j->series->root_msgid;
 
-	rc = store_begin(ob->store);
-	if (rc)
-		return rc;
-	rc = store_revision_start(revision, ob->store, &rev);
-	if (rc)
-		goto out;
-	if (*revision != planned) {
-		rc = 1;
-		goto out;
-	}
-	for (i = 0; i < j->series->nr && !rc; i++)
-		rc = record_mail(ob, j, *revision, i);
-	if (!rc)
-		return store_commit(ob->store);
-out:
-	store_rollback(ob->store);
-	return rc;
+	tx.ob = ob;
+	tx.j = j;
+	tx.rev = &rev;
+	tx.planned = planned;
+	tx.revision = revision;
+	return store_transaction(ob->store, start_tx, &tx);
 }
 
 /* The delivery counts of the MR's revision into the report. */
