@@ -7,7 +7,8 @@
 # smtp-source sends N replies to a bridged patch (placed by our Message-ID
 # scheme) at concurrency 10 through the private Postfix, with
 # milter_default_action = tempfail.  Once part of them are spooled the
-# milter is killed with SIGKILL and started again at once.  When the queue
+# milter is killed with SIGKILL and started again at once, and N/4 more
+# are sent to the new one.  When the queue
 # has drained, every queue id Postfix logged status=sent for must have a
 # spool record (record names carry the queue id).  The reverse - spooled,
 # then tempfailed because the answer was lost with the process - is
@@ -33,6 +34,13 @@ start_milter "$W/milter2.log"
 PID2=$MPID
 say "killed $PID1 with $before records spooled; restarted as $PID2"
 wait_load
+# The rest of the load may all have met the gap before the successor
+# listened (tempfailed: Postfix's default_action); a second batch shows
+# the successor taking mail.
+/usr/sbin/smtp-source -4 -A -m $((N / 4)) -s 10 -F "$W/reply.eml" \
+	-f sender@example.org -t "patches@$LIST_DOMAIN" -M loadgen.example \
+	"127.0.0.1:$PORT" >"$W/smtp-source2.out" 2>&1 ||
+	fail "smtp-source after the restart: $(tail -n 3 "$W/smtp-source2.out")"
 
 step "wait for the queue to drain"
 queue_drained 30
