@@ -54,10 +54,10 @@ static int64_t mono_ms(void)
 static int keep_claim(void *arg)
 {
 	struct run *r = arg;
-	int64_t now = mono_ms(), lease = store_lease(r->st);
+	int64_t now = mono_ms(), lease_ms = store_lease(r->st) * 1000;
 	int rc;
 
-	if (now - r->renewed_ms < lease / 4)
+	if (now - r->renewed_ms < lease_ms / 4)
 		return 0;
 	rc = store_inbound_renew(r->st, r->t->message_id);
 	if (rc == PB_ENOTFOUND) /* not under a claim (replay): nothing */
