@@ -168,6 +168,7 @@ void store_free(struct store *st);
 /* For messages: the file, or "postgresql://HOST:PORT/DB" (no secret). */
 const char *store_name(const struct store *st);
 const char *store_host(const struct store *st);
+/* The lease claims are taken for, in seconds. */
 int64_t store_lease(const struct store *st);
 enum store_backend store_backend(const struct store *st);
 /* "sqlite", "postgresql". */
