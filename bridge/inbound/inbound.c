@@ -478,8 +478,8 @@ int inbound_ingest_spool(struct inbound *ib, int64_t now)
 			snprintf(cause, sizeof(cause), "%s", err_msg());
 			if (spool_release(ib->sp, name))
 				log_warn("inbound: %s", err_msg());
-			return err_set(PB_ETEMP, "journaling %s: %s",
-				       name, cause);
+			return err_set(PB_ETEMP, "journaling %s: %s", name,
+				       cause);
 		}
 		if (rc && rc != PB_ENOTFOUND)
 			return rc;

@@ -2681,6 +2681,7 @@ static int inbound_holder(struct store *st, const char *message_id)
 	return claim_holder(&found, st, S_IN_HOLDER, message_id, "inbound mail",
 			    0);
 }
+
 int store_inbound_renew(struct store *st, const char *message_id)
 {
 	char qb[PB_LOG_QUOTE_MAX];

@@ -409,17 +409,7 @@ def scenario_crash(bed):
     create_mr("topic", "Teach x and y to count")
 
     say("daemon; the MTA hangs on mail 3; kill -9")
-    d = bed.daemon()
-    for _ in range(600):
-        if os.path.exists(paths["pid"]):
-            break
-        check(d.poll() is None, "the daemon died: %s" % bed.log_text()[-2000:])
-        time.sleep(0.05)
-    check(os.path.exists(paths["pid"]), "mail 3 never reached the MTA")
-    d.send_signal(signal.SIGKILL)
-    d.wait()
-    with open(paths["pid"]) as f:
-        os.kill(int(f.read()), signal.SIGKILL)
+    kill_at_the_mta(bed, bed.daemon(), paths)
     os.unlink(paths["flag"])
     bed.wait_mail(2)
     bed.settle()
