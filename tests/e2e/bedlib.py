@@ -386,3 +386,34 @@ def public_inbox(work, name, inbox, script, *args):
                        timeout=120)
     check(r.returncode == 0, "querying the inbox: " + r.stderr[-800:])
     return r.stdout
+
+
+def public_inbox(work, **env):
+    """A list's public-inbox (v2) below work, made with public-inbox-init
+    (no spam check) and served by public-inbox-httpd on a free loopback
+    port: (environment for its tools, inbox directory, port, httpd's
+    Popen), once the port answers.  env: more environment variables."""
+    pienv = dict(os.environ, HOME=os.path.join(work, "pihome"),
+                 PI_CONFIG=os.path.join(work, "pi-config"), **env)
+    os.makedirs(pienv["HOME"], exist_ok=True)
+    inbox = os.path.join(work, "pi", "list")
+    port = free_port()
+    for argv in (["public-inbox-init", "-V2", "list", inbox,
+                  "http://127.0.0.1:%d/list" % port, LIST],
+                 ["git", "config", "-f", pienv["PI_CONFIG"],
+                  "publicinboxmda.spamcheck", "none"]):
+        r = subprocess.run(argv, env=pienv, capture_output=True, text=True,
+                           timeout=120)
+        check(r.returncode == 0, "%s: %s" % (argv[0], r.stderr[-800:]))
+    with open(os.path.join(work, "pi-httpd.log"), "a") as log:
+        p = subprocess.Popen(["public-inbox-httpd", "-W0", "-l",
+                              "http://127.0.0.1:%d" % port], env=pienv,
+                             stdout=log, stderr=log, start_new_session=True)
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            check(p.poll() is None, "public-inbox-httpd died")
+            time.sleep(0.05)
+    return pienv, inbox, port, p

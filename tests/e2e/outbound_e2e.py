@@ -622,35 +622,10 @@ class ListArchive:
 
     def __init__(self, bed):
         self.bed = bed
-        self.dir = os.path.join(bed.work, "pi", "list")
         self.fed = set()
         self.seen = []  # (path, headers) of each request
-        self.env = dict(os.environ, HOME=os.path.join(bed.work, "pihome"),
-                        PI_CONFIG=os.path.join(bed.work, "pi-config"))
-        os.makedirs(self.env["HOME"], exist_ok=True)
-        self.pi_port = free_port()
-        for argv in (["public-inbox-init", "-V2", "list", self.dir,
-                      "http://127.0.0.1:%d/list" % self.pi_port, LIST],
-                     ["git", "config", "-f", self.env["PI_CONFIG"],
-                      "publicinboxmda.spamcheck", "none"]):
-            r = subprocess.run(argv, env=self.env, capture_output=True,
-                               text=True, timeout=120)
-            check(r.returncode == 0, "%s: %s" % (argv[0], r.stderr[-800:]))
-        log = open(os.path.join(bed.work, "pi-httpd.log"), "a")
-        p = subprocess.Popen(["public-inbox-httpd", "-W0", "-l",
-                              "http://127.0.0.1:%d" % self.pi_port],
-                             env=self.env, stdout=log, stderr=log,
-                             start_new_session=True)
-        log.close()
+        self.env, self.dir, self.pi_port, p = bedlib.public_inbox(bed.work)
         bed.procs.append(p)
-        for _ in range(200):
-            try:
-                socket.create_connection(("127.0.0.1", self.pi_port),
-                                         timeout=1).close()
-                break
-            except OSError:
-                check(p.poll() is None, "public-inbox-httpd died")
-                time.sleep(0.05)
         upstream, seen = self.pi_port, self.seen
 
         class Pass(http.server.BaseHTTPRequestHandler):

@@ -120,26 +120,9 @@ class ListArchive:
 
     def __init__(self, bed):
         self.bed = bed
-        self.dir = os.path.join(bed.work, "pi", "list")
-        self.env = dict(os.environ, HOME=os.path.join(bed.work, "pihome"),
-                        PI_CONFIG=os.path.join(bed.work, "pi-config"),
-                        ORIGINAL_RECIPIENT=bedlib.LIST)
-        os.makedirs(self.env["HOME"], exist_ok=True)
-        self.port = bedlib.free_port()
+        self.env, self.dir, self.port, self.httpd = bedlib.public_inbox(
+            bed.work, ORIGINAL_RECIPIENT=bedlib.LIST)
         self.url = "http://127.0.0.1:%d/list" % self.port
-        for argv in (["public-inbox-init", "-V2", "list", self.dir,
-                      self.url, bedlib.LIST],
-                     ["git", "config", "-f", self.env["PI_CONFIG"],
-                      "publicinboxmda.spamcheck", "none"]):
-            r = subprocess.run(argv, env=self.env, capture_output=True,
-                               text=True, timeout=120)
-            check(r.returncode == 0, "%s: %s" % (argv[0], r.stderr[-800:]))
-        log = open(os.path.join(bed.work, "pi-httpd.log"), "a")
-        self.httpd = subprocess.Popen(
-            ["public-inbox-httpd", "-W0", "-l", "http://127.0.0.1:%d" %
-             self.port], env=self.env, stdout=log, stderr=log,
-            start_new_session=True)
-        log.close()
         self.fed = set()
         self.lag = 0.0  # the longest from the list's delivery to the inbox
         self.spool = os.path.join(bed.work, "pi", "feed")
