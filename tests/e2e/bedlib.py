@@ -388,7 +388,7 @@ def public_inbox(work, name, inbox, script, *args):
     return r.stdout
 
 
-def public_inbox(work, **env):
+def public_inbox_served(work, **env):
     """A list's public-inbox (v2) below work, made with public-inbox-init
     (no spam check) and served by public-inbox-httpd on a free loopback
     port: (environment for its tools, inbox directory, port, httpd's

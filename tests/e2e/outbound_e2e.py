@@ -624,7 +624,7 @@ class ListArchive:
         self.bed = bed
         self.fed = set()
         self.seen = []  # (path, headers) of each request
-        self.env, self.dir, self.pi_port, p = bedlib.public_inbox(bed.work)
+        self.env, self.dir, self.pi_port, p = bedlib.public_inbox_served(bed.work)
         bed.procs.append(p)
         upstream, seen = self.pi_port, self.seen
 

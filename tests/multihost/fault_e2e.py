@@ -120,7 +120,7 @@ class ListArchive:
 
     def __init__(self, bed):
         self.bed = bed
-        self.env, self.dir, self.port, self.httpd = bedlib.public_inbox(
+        self.env, self.dir, self.port, self.httpd = bedlib.public_inbox_served(
             bed.work, ORIGINAL_RECIPIENT=bedlib.LIST)
         self.url = "http://127.0.0.1:%d/list" % self.port
         self.fed = set()
