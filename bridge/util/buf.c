@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The data of every buffer that has allocated nothing: it always holds
+ * '\0' and is never written to, so that buffers of several threads may
+ * share it. */
 char buf_empty[1];
 
 void buf_init(struct buf *b, size_t max)
@@ -27,7 +30,8 @@ void buf_release(struct buf *b)
 void buf_reset(struct buf *b)
 {
 	b->len = 0;
-	b->data[0] = '\0';
+	if (b->alloc)
+		b->data[0] = '\0';
 	b->err = 0;
 }
 
@@ -152,14 +156,16 @@ void buf_truncate(struct buf *b, size_t len)
 {
 	BUG_ON(len > b->len);
 	b->len = len;
-	b->data[len] = '\0';
+	if (b->alloc)
+		b->data[len] = '\0';
 }
 
 void buf_rtrim(struct buf *b)
 {
 	while (b->len && strchr(" \t\r\n", b->data[b->len - 1]))
 		b->len--;
-	b->data[b->len] = '\0';
+	if (b->alloc)
+		b->data[b->len] = '\0';
 }
 
 char *buf_detach(struct buf *b, size_t *len)
