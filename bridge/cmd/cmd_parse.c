@@ -13,14 +13,22 @@
 #include "util/xalloc.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sysexits.h>
+#include <unistd.h>
 
 /* Mails read for --thread, at most. */
 #define PARSE_THREAD_MAX 1000
+/* Threads for many mails, at most (--jobs, and the default: one per
+ * online CPU up to this). */
+#define PARSE_JOBS_MAX 64
+#define PARSE_JOBS_DEFAULT_MAX 8
 
 const char cmd_parse_synopsis[] = "[OPTION...] FILE... | --mbox FILE";
 const char cmd_parse_summary[] = "mail as JSON: what the inbound side "
@@ -43,6 +51,9 @@ const char cmd_parse_help[] =
 	"                       public-inbox and b4 write it; \"-\": standard\n"
 	"                       input)\n"
 	"  --jsonl              JSON Lines even for one FILE\n"
+	"  -j, --jobs N         parse with N threads (JSON Lines; default:\n"
+	"                       one per CPU, at most 8); the output is in\n"
+	"                       the mails' order whatever N\n"
 	"  --patch PARENT.eml   the patch mail the replies answer: inline\n"
 	"                       comments are placed on its diff, so trimmed\n"
 	"                       quotes still land on the right line\n"
@@ -69,7 +80,6 @@ struct parse_run {
 	struct review_options ro; /* the --thread mails, the trust rules */
 	int lines; /* JSON Lines */
 	int ex;
-	struct buf json;
 };
 
 static int usage_error(const char *what, const char *arg)
@@ -83,7 +93,9 @@ static int usage_error(const char *what, const char *arg)
 /* A spool record holds the mail as the milter received it. */
 #define SPOOL_MAGIC "PB-Spool: "
 
-static int read_mail(struct buf *out, const char *path)
+/* The mail at path into out, or a message on standard error (into err
+ * when not NULL) and an exit status. */
+static int read_mail(struct buf *out, const char *path, struct buf *err)
 {
 	struct spool_record rec;
 	int rc = file_read(out, path);
@@ -100,7 +112,11 @@ static int read_mail(struct buf *out, const char *path)
 	}
 	if (!rc)
 		return 0;
-	fprintf(stderr, "patchbridge parse: %s: %s\n", path, err_msg());
+	if (err)
+		buf_addf(err, "patchbridge parse: %s: %s\n", path, err_msg());
+	else
+		fprintf(stderr, "patchbridge parse: %s: %s\n", path,
+			err_msg());
 	return rc == PB_ELIMIT ? EX_DATAERR : EX_NOINPUT;
 }
 
@@ -159,105 +175,311 @@ static void thread_add(struct thread *t, const char *path)
 	strlist_release(&names);
 }
 
+/*
+ * Many mails (FILE..., --mbox) are parsed by a few threads at once and
+ * printed in their order: the main thread reads each mail into a free
+ * slot of a small ring, a worker parses it into the slot's JSON line and
+ * error text, and the main thread prints finished slots in order and
+ * reuses them.  review_parse() is safe to run in threads after
+ * mail_init() (the milter does so); everything shared - the --patch
+ * diff, the --thread mails, the trust rules - is only read.  The ring
+ * holds 2 slots per worker, so memory stays a few mails' worth.
+ */
+enum slot_kind { SLOT_MAIL, SLOT_UNREADABLE, SLOT_OVERSIZE };
+
+struct slot {
+	const char *file;
+	size_t index; /* in the mbox, from 1; 0: a FILE */
+	enum slot_kind kind;
+	int read_ex; /* SLOT_UNREADABLE: the exit status */
+	char why[PB_ERRMSG_MAX]; /* SLOT_UNREADABLE: err_msg() then */
+	struct buf raw;
+	struct buf out; /* what goes to standard output */
+	struct buf err; /* what goes to standard error */
+	int ex; /* this mail's failure, 0 if none */
+	int done;
+};
+
+struct pipeline {
+	struct parse_run *run;
+	struct slot *slots;
+	size_t nr_slots;
+	size_t filled, taken, printed; /* counters of mails, not slots */
+	int no_more;
+	pthread_mutex_t lock;
+	pthread_cond_t work; /* a slot was filled, or no_more */
+	pthread_cond_t finished; /* a slot is done */
+};
+
 static void failed(struct parse_run *run, int ex)
 {
 	if (!run->ex)
 		run->ex = ex;
 }
 
-/* Print what one mail says, or its error line. */
-static void emit(struct parse_run *run, const char *file, size_t index,
-		 const char *raw, size_t len)
+/* Name the mail in an error message: "FILE" or "FILE: mail N". */
+static void where(struct buf *b, const struct slot *sl)
+{
+	buf_addf(b, "patchbridge parse: %s: ", sl->file);
+	if (sl->index)
+		buf_addf(b, "mail %zu: ", sl->index);
+}
+
+/* An error line for JSON Lines, saying why. */
+static void error_line(struct parse_run *run, struct slot *sl,
+		       const char *why)
+{
+	if (run->lines &&
+	    review_error_line(&sl->out, sl->file, sl->index, why))
+		buf_reset(&sl->out);
+}
+
+/* What one mail says, or its error, into the slot (any thread). */
+static void parse_slot(struct parse_run *run, struct slot *sl)
 {
 	struct review *r = NULL;
 	int rc;
 
-	buf_reset(&run->json);
-	if (review_parse(&r, raw, len, run->parent, &run->ro)) {
-		if (index)
-			fprintf(stderr, "patchbridge parse: %s: mail %zu: %s\n",
-				file, index, err_msg());
-		else
-			fprintf(stderr, "patchbridge parse: %s: %s\n", file,
-				err_msg());
-		failed(run, EX_DATAERR);
-		if (!run->lines)
-			return;
-		rc = review_error_line(&run->json, file, index, err_msg());
-	} else if (run->lines) {
-		rc = review_to_json_line(&run->json, r, file, index);
-	} else {
-		rc = review_to_json(&run->json, r);
-	}
-	review_free(r);
-	if (rc) {
-		fprintf(stderr, "patchbridge parse: %s: %s\n", file, err_msg());
-		failed(run, EX_SOFTWARE);
+	buf_reset(&sl->out);
+	sl->ex = 0;
+	if (sl->kind == SLOT_UNREADABLE) {
+		/* the reader put its message in sl->err already */
+		sl->ex = sl->read_ex;
+		error_line(run, sl, sl->why);
 		return;
 	}
-	if (fwrite(run->json.data, 1, run->json.len, stdout) != run->json.len)
+	if (sl->kind == SLOT_OVERSIZE) {
+		err_set(PB_ELIMIT, "the mail is larger than %d bytes",
+			PB_MAIL_MAX_DEFAULT);
+		where(&sl->err, sl);
+		buf_addf(&sl->err, "%s\n", err_msg());
+		sl->ex = EX_DATAERR;
+		error_line(run, sl, err_msg());
+		return;
+	}
+	if (review_parse(&r, sl->raw.data, sl->raw.len, run->parent,
+			 &run->ro)) {
+		where(&sl->err, sl);
+		buf_addf(&sl->err, "%s\n", err_msg());
+		sl->ex = EX_DATAERR;
+		error_line(run, sl, err_msg());
+		return;
+	}
+	if (run->lines)
+		rc = review_to_json_line(&sl->out, r, sl->file, sl->index);
+	else
+		rc = review_to_json(&sl->out, r);
+	review_free(r);
+	if (rc) {
+		buf_reset(&sl->out);
+		buf_addf(&sl->err, "patchbridge parse: %s: %s\n", sl->file,
+			 err_msg());
+		sl->ex = EX_SOFTWARE;
+	}
+}
+
+/* Print a finished slot (main thread). */
+static void print_slot(struct parse_run *run, struct slot *sl)
+{
+	if (sl->err.len)
+		fwrite(sl->err.data, 1, sl->err.len, stderr);
+	if (sl->ex)
+		failed(run, sl->ex);
+	if (sl->out.len &&
+	    fwrite(sl->out.data, 1, sl->out.len, stdout) != sl->out.len)
 		failed(run, EX_IOERR);
 }
 
-static void unreadable(struct parse_run *run, const char *file, int ex)
+static void *worker(void *arg)
 {
-	buf_reset(&run->json);
-	failed(run, ex);
-	if (run->lines && !review_error_line(&run->json, file, 0, err_msg()))
-		fwrite(run->json.data, 1, run->json.len, stdout);
+	struct pipeline *pl = arg;
+	struct slot *sl;
+
+	pthread_mutex_lock(&pl->lock);
+	for (;;) {
+		while (pl->taken == pl->filled && !pl->no_more)
+			pthread_cond_wait(&pl->work, &pl->lock);
+		if (pl->taken == pl->filled)
+			break;
+		sl = &pl->slots[pl->taken++ % pl->nr_slots];
+		pthread_mutex_unlock(&pl->lock);
+		parse_slot(pl->run, sl);
+		pthread_mutex_lock(&pl->lock);
+		sl->done = 1;
+		pthread_cond_signal(&pl->finished);
+	}
+	pthread_mutex_unlock(&pl->lock);
+	return NULL;
 }
 
-static void parse_files(struct parse_run *run, char **files, int n)
+/* Print the finished slots in order; with all, wait for every filled
+ * one; else wait only until a slot is free (main thread, lock held). */
+static void drain(struct pipeline *pl, int all)
 {
-	struct buf raw = BUF_INIT(PB_MAIL_MAX_DEFAULT);
-	int i, ex;
+	struct slot *sl;
+
+	while (pl->printed < pl->filled) {
+		sl = &pl->slots[pl->printed % pl->nr_slots];
+		if (!sl->done) {
+			if (!all && pl->filled - pl->printed < pl->nr_slots)
+				return;
+			pthread_cond_wait(&pl->finished, &pl->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&pl->lock);
+		print_slot(pl->run, sl);
+		pthread_mutex_lock(&pl->lock);
+		sl->done = 0;
+		pl->printed++;
+	}
+}
+
+/* The slot the next mail is read into (main thread). */
+static struct slot *next_slot(struct pipeline *pl, int threaded)
+{
+	struct slot *sl;
+
+	if (threaded) {
+		pthread_mutex_lock(&pl->lock);
+		drain(pl, 0);
+		pthread_mutex_unlock(&pl->lock);
+	}
+	sl = &pl->slots[pl->filled % pl->nr_slots];
+	buf_reset(&sl->raw);
+	buf_reset(&sl->err);
+	sl->index = 0;
+	sl->kind = SLOT_MAIL;
+	return sl;
+}
+
+/* The slot's mail could not be read: err_msg() says why. */
+static void unreadable(struct slot *sl, int ex)
+{
+	sl->kind = SLOT_UNREADABLE;
+	sl->read_ex = ex;
+	snprintf(sl->why, sizeof(sl->why), "%s", err_msg());
+}
+
+/* Hand the slot to a worker, or parse and print it here. */
+static void submit(struct pipeline *pl, struct slot *sl, int threaded)
+{
+	if (!threaded) {
+		parse_slot(pl->run, sl);
+		print_slot(pl->run, sl);
+		return;
+	}
+	pthread_mutex_lock(&pl->lock);
+	pl->filled++;
+	pthread_cond_signal(&pl->work);
+	pthread_mutex_unlock(&pl->lock);
+}
+
+static void read_files(struct pipeline *pl, int threaded, char **files,
+		       int n)
+{
+	struct slot *sl;
+	int i, rc;
 
 	for (i = 0; i < n; i++) {
-		buf_reset(&raw);
-		ex = read_mail(&raw, files[i]);
-		if (ex)
-			unreadable(run, files[i], ex);
-		else
-			emit(run, files[i], 0, raw.data, raw.len);
+		sl = next_slot(pl, threaded);
+		sl->file = files[i];
+		rc = read_mail(&sl->raw, files[i], &sl->err);
+		if (rc)
+			unreadable(sl, rc);
+		submit(pl, sl, threaded);
 	}
-	buf_release(&raw);
 }
 
-static void parse_mbox(struct parse_run *run, const char *file)
+static void read_mbox(struct pipeline *pl, int threaded, const char *file)
 {
-	struct buf raw = BUF_INIT(PB_MAIL_MAX_DEFAULT);
 	struct mbox *mb = NULL;
+	struct slot *sl;
 	int rc, oversize;
 
 	rc = mbox_open(&mb, file);
 	if (rc) {
-		fprintf(stderr, "patchbridge parse: %s\n", err_msg());
-		unreadable(run, file, EX_NOINPUT);
-		goto out;
+		sl = next_slot(pl, threaded);
+		sl->file = file;
+		buf_addf(&sl->err, "patchbridge parse: %s\n", err_msg());
+		unreadable(sl, EX_NOINPUT);
+		submit(pl, sl, threaded);
+		return;
 	}
-	while (!(rc = mbox_next(mb, &raw, &oversize))) {
-		if (!oversize) {
-			emit(run, file, mbox_index(mb), raw.data, raw.len);
-			continue;
-		}
-		err_set(PB_ELIMIT, "the mail is larger than %d bytes",
-			PB_MAIL_MAX_DEFAULT);
-		fprintf(stderr, "patchbridge parse: %s: mail %zu: %s\n", file,
-			mbox_index(mb), err_msg());
-		failed(run, EX_DATAERR);
-		buf_reset(&run->json);
-		if (!review_error_line(&run->json, file, mbox_index(mb),
-				       err_msg()))
-			fwrite(run->json.data, 1, run->json.len, stdout);
+	for (;;) {
+		sl = next_slot(pl, threaded);
+		rc = mbox_next(mb, &sl->raw, &oversize);
+		if (rc)
+			break;
+		sl->file = file;
+		sl->index = mbox_index(mb);
+		if (oversize)
+			sl->kind = SLOT_OVERSIZE;
+		submit(pl, sl, threaded);
 	}
 	if (rc != PB_ENOTFOUND) {
-		fprintf(stderr, "patchbridge parse: %s\n", err_msg());
-		unreadable(run, file,
-			   rc == PB_EINVAL ? EX_DATAERR : EX_NOINPUT);
+		/* the slot next_slot() gave is still free */
+		sl->file = file;
+		sl->index = 0;
+		buf_addf(&sl->err, "patchbridge parse: %s\n", err_msg());
+		unreadable(sl, rc == PB_EINVAL ? EX_DATAERR : EX_NOINPUT);
+		submit(pl, sl, threaded);
 	}
-out:
 	mbox_free(mb);
-	buf_release(&raw);
+}
+
+/* Parse the FILEs, or the mbox, with jobs threads (1: this one). */
+static void parse_all(struct parse_run *run, int jobs, char **files,
+		      int nfiles, const char *mbox)
+{
+	struct pipeline pl;
+	pthread_t *tids = NULL;
+	int i, started = 0, threaded;
+	size_t k;
+
+	memset(&pl, 0, sizeof(pl));
+	pl.run = run;
+	pl.nr_slots = jobs > 1 ? 2 * (size_t)jobs : 1;
+	pl.slots = xcalloc(pl.nr_slots, sizeof(*pl.slots));
+	for (k = 0; k < pl.nr_slots; k++) {
+		buf_init(&pl.slots[k].raw, PB_MAIL_MAX_DEFAULT);
+		buf_init(&pl.slots[k].out, REVIEW_JSON_MAX);
+		buf_init(&pl.slots[k].err, PB_ERRMSG_MAX + PATH_MAX + 64);
+	}
+	pthread_mutex_init(&pl.lock, NULL);
+	pthread_cond_init(&pl.work, NULL);
+	pthread_cond_init(&pl.finished, NULL);
+	if (jobs > 1) {
+		tids = xcalloc((size_t)jobs, sizeof(*tids));
+		for (i = 0; i < jobs; i++) {
+			if (pthread_create(&tids[started], NULL, worker, &pl))
+				break; /* fewer threads; at least this one */
+			started++;
+		}
+	}
+	threaded = started > 0;
+	if (mbox)
+		read_mbox(&pl, threaded, mbox);
+	else
+		read_files(&pl, threaded, files, nfiles);
+	if (threaded) {
+		pthread_mutex_lock(&pl.lock);
+		pl.no_more = 1;
+		pthread_cond_broadcast(&pl.work);
+		drain(&pl, 1);
+		pthread_mutex_unlock(&pl.lock);
+		for (i = 0; i < started; i++)
+			pthread_join(tids[i], NULL);
+	}
+	free(tids);
+	pthread_cond_destroy(&pl.finished);
+	pthread_cond_destroy(&pl.work);
+	pthread_mutex_destroy(&pl.lock);
+	for (k = 0; k < pl.nr_slots; k++) {
+		buf_release(&pl.slots[k].raw);
+		buf_release(&pl.slots[k].out);
+		buf_release(&pl.slots[k].err);
+	}
+	free(pl.slots);
 }
 
 /* The milter's rules for Authentication-Results from the configuration. */
@@ -297,8 +519,10 @@ int cmd_parse(const char *config_path, int argc, char **argv)
 	struct parse_run run;
 	struct thread thread = { NULL, 0, 0, STRLIST_INIT };
 	struct strlist thread_paths = STRLIST_INIT;
-	char **files;
+	char **files, *end;
+	const char *jobs_arg = NULL;
 	size_t k;
+	long jobs = 0;
 	int i, nfiles = 0, rc, jsonl = 0, ex = 0;
 
 	/* The FILE arguments, in order, are collected in argv[1..]: a slot
@@ -313,6 +537,15 @@ int cmd_parse(const char *config_path, int argc, char **argv)
 						 "a path must follow " :
 						 "a file name must follow ",
 					 argv[i]);
+		} else if ((!strcmp(argv[i], "--jobs") ||
+			    !strcmp(argv[i], "-j")) &&
+			   i + 1 == argc) {
+			ex = usage_error("a number must follow ", argv[i]);
+		} else if (!strcmp(argv[i], "--jobs") ||
+			   !strcmp(argv[i], "-j")) {
+			jobs_arg = argv[++i];
+		} else if (!strncmp(argv[i], "--jobs=", 7)) {
+			jobs_arg = argv[i] + 7;
 		} else if (!strcmp(argv[i], "--thread")) {
 			strlist_push(&thread_paths, argv[++i]);
 		} else if (!strncmp(argv[i], "--thread=", 9)) {
@@ -346,6 +579,15 @@ int cmd_parse(const char *config_path, int argc, char **argv)
 				 files[0]);
 	if (!ex && !mbox && !nfiles)
 		ex = usage_error("no mail given", "");
+	if (!ex && jobs_arg) {
+		errno = 0;
+		jobs = strtol(jobs_arg, &end, 10);
+		if (errno || end == jobs_arg || *end || jobs < 1 ||
+		    jobs > PARSE_JOBS_MAX)
+			ex = usage_error("--jobs takes a number from 1 to "
+					 "64, not ",
+					 jobs_arg);
+	}
 	if (!ex) {
 		memset(&run, 0, sizeof(run));
 		ex = load_options(&run.ro, &cfg, config_path);
@@ -356,11 +598,19 @@ int cmd_parse(const char *config_path, int argc, char **argv)
 		return ex;
 	}
 
-	buf_init(&run.json, REVIEW_JSON_MAX);
 	run.lines = jsonl || mbox || nfiles > 1;
+	if (!jobs) {
+		jobs = run.lines ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
+		if (jobs < 1)
+			jobs = 1;
+		if (jobs > PARSE_JOBS_DEFAULT_MAX)
+			jobs = PARSE_JOBS_DEFAULT_MAX;
+	}
+	if (!mbox && jobs > nfiles)
+		jobs = nfiles; /* no idle threads for a few files */
 	mail_init();
 	if (patch) {
-		run.ex = read_mail(&praw, patch);
+		run.ex = read_mail(&praw, patch, NULL);
 		if (run.ex)
 			goto out;
 		rc = review_patch_diff(&parent, praw.data, praw.len);
@@ -376,17 +626,13 @@ int cmd_parse(const char *config_path, int argc, char **argv)
 		thread_add(&thread, thread_paths.items[k]);
 	run.ro.thread = thread.v;
 	run.ro.nr_thread = thread.nr;
-	if (mbox)
-		parse_mbox(&run, mbox);
-	else
-		parse_files(&run, files, nfiles);
+	parse_all(&run, (int)jobs, files, nfiles, mbox);
 out:
 	free(thread.v);
 	strlist_release(&thread.ids);
 	strlist_release(&thread_paths);
 	diff_free(parent);
 	buf_release(&praw);
-	buf_release(&run.json);
 	mail_shutdown();
 	config_free(cfg);
 	return run.ex;

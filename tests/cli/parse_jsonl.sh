@@ -14,7 +14,10 @@
 #   3. --jsonl makes one FILE a line; --patch applies to every mail;
 #   4. an unreadable file and a mail that does not parse get an "error"
 #      line, the others go on, and the exit status says so (66, 65); a
-#      file that is not an mbox is refused (65); bad usage is 64.
+#      file that is not an mbox is refused (65); bad usage is 64;
+#   5. --jobs N (threads) changes nothing a user sees: the same lines,
+#      the same messages on standard error in the same order and the
+#      same exit status for N = 1, 2 and 7, errors mixed in.
 set -u
 export LC_ALL=C
 unset PATCHBRIDGE_CONFIG
@@ -175,6 +178,30 @@ rc=$?
 "$pb" parse --mbox >"$tmp/out" 2>&1
 rc=$?
 [ $rc -eq 64 ] || fail "parse --mbox without a file: exit $rc, expected 64"
+
+# 5. --jobs: the output of many threads is the output of one
+mixed=("${files[@]}" "$tmp/missing.eml" "${files[@]}" "$tmp/junk.eml" "${files[0]}")
+for j in 1 2 7; do
+	"$pb" parse --jobs $j "${mixed[@]}" >"$tmp/j$j.jsonl" 2>"$tmp/j$j.err"
+	echo $? >"$tmp/j$j.rc"
+	"$pb" parse -j $j --mbox "$tmp/mails.mbox" >"$tmp/m$j.jsonl" 2>&1 ||
+		fail "parse -j $j --mbox: exit $?"
+done
+[ "$(cat "$tmp/j1.rc")" = 66 ] || fail "parse --jobs 1 with errors: exit $(cat "$tmp/j1.rc"), expected 66"
+[ "$(wc -l <"$tmp/j1.jsonl")" -eq ${#mixed[@]} ] ||
+	fail "parse --jobs 1: $(wc -l <"$tmp/j1.jsonl") lines for ${#mixed[@]} mails"
+for j in 2 7; do
+	cmp -s "$tmp/j1.jsonl" "$tmp/j$j.jsonl" || fail "parse --jobs $j: other lines than --jobs 1"
+	cmp -s "$tmp/j1.err" "$tmp/j$j.err" || fail "parse --jobs $j: other messages than --jobs 1"
+	cmp -s "$tmp/j1.rc" "$tmp/j$j.rc" || fail "parse --jobs $j: exit $(cat "$tmp/j$j.rc"), --jobs 1: $(cat "$tmp/j1.rc")"
+	cmp -s "$tmp/m1.jsonl" "$tmp/m$j.jsonl" || fail "parse --jobs $j --mbox: other lines than --jobs 1"
+done
+compare "$tmp/m7.jsonl" mbox || fail "parse -j 7 --mbox: see above"
+for bad in 0 65 x ""; do
+	"$pb" parse --jobs "$bad" "${files[0]}" >"$tmp/out" 2>&1
+	rc=$?
+	[ $rc -eq 64 ] || fail "parse --jobs '$bad': exit $rc, expected 64"
+done
 
 [ $failed -eq 0 ] && echo "parse_jsonl: ok"
 exit $failed
