@@ -267,6 +267,9 @@ def main():
     rc = hostbed.skip_status()
     if rc is not None:
         return rc
+    def seconds(t):
+        return "%.1f ms" % (t * 1000) if t < 1 else "%.2f s" % t
+
     rows = []
     for name in args.only.split(","):
         check(name in CONFIGS, "unknown configuration %s" % name)
@@ -282,11 +285,10 @@ def main():
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         hosts, backend = CONFIGS[r["config"]]
-        print("| %d host%s, %s | %.1f | %.1f s | %.1f | %.2f s | %.2f s | "
-              "%.2f s | %d |" % (hosts, "s" if hosts > 1 else "", backend,
-                                 r["rate"], r["burst_s"],
-                                 r["req_per_reply"], r["p50"], r["p99"],
-                                 r["max"], r["retries"]))
+        print("| %d host%s, %s | %.1f | %.1f s | %.1f | %s | %s | %s | %d |"
+              % (hosts, "s" if hosts > 1 else "", backend, r["rate"],
+                 r["burst_s"], r["req_per_reply"], seconds(r["p50"]),
+                 seconds(r["p99"]), seconds(r["max"]), r["retries"]))
     return 0
 
 

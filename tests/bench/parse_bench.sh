@@ -1,6 +1,6 @@
 #!/bin/bash
 # parse_bench.sh [--build DIR] [-r R] [--patchbridge BIN] [--driver BIN]
-#                 [--before BIN]
+#                 [--before BIN] [--hello BIN]
 #
 # Benchmark of the inbound parser: `patchbridge parse FILE` against
 # `git mailinfo -u msg patch < FILE` on the same messages - every .eml of
@@ -14,13 +14,19 @@
 # author info; patchbridge parse also decodes HTML and flowed text, cuts
 # quotes and signatures, finds trailers, NAKs and inline comments and
 # writes JSON - so the ratio is the price of that, start-up included.
-# Three more rows for scale, clearly not comparisons:
+# More rows for scale, clearly not comparisons:
 #   - "loop overhead": the same loop running /bin/true per file (fork and
 #     exec as the shell does them), a floor under both per-process rows;
 #   - "start-up": the same loop running `patchbridge --version`: what the
 #     patchbridge process costs before it reads a byte (the front loads
 #     GMime and what GMime needs, 20 shared objects; before the programs
 #     were split it loaded libgit2, libcurl, SQLite ... too, 55);
+#   - "floor": tests/bench/gmime_hello per mail (g_mime_init(), parse the
+#     file, print its Subject): the same shared objects and library
+#     start-up as patchbridge parse, and none of its work - what a
+#     GMime program cannot go below.  Its ratio to git mailinfo is the
+#     best `patchbridge parse FILE` can reach while it uses GMime as a
+#     shared library.  Built only with -DPB_BENCH=ON, like:
 #   - "in-process": tests/bench/parse_driver, which calls review_parse()
 #     and review_to_json() over all files held in memory - the parser's
 #     own cost without process start-up and file I/O.  It is built only
@@ -38,6 +44,7 @@
 #   --patchbridge BIN  the patchbridge binary (instead of --build)
 #   --driver BIN       the parse_driver binary (instead of --build)
 #   --before BIN       another patchbridge to time per mail as well
+#   --hello BIN        the gmime_hello binary (instead of --build)
 #   -r R               repetitions of each loop, alternated (default 5);
 #                      the table shows medians.  The driver makes R timed
 #                      passes after one untimed warm-up pass.
@@ -59,6 +66,7 @@ build=""
 pb=""
 driver=""
 before=""
+hello=""
 reps=5
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -66,6 +74,7 @@ while [ $# -gt 0 ]; do
 	--patchbridge) pb=${2?}; shift 2 ;;
 	--driver) driver=${2?}; shift 2 ;;
 	--before) before=${2?}; shift 2 ;;
+	--hello) hello=${2?}; shift 2 ;;
 	-r) reps=${2?}; shift 2 ;;
 	-h | --help) sed -n '2,/^set -u/{/^set -u/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 	*) die "unknown option $1 (try --help)" ;;
@@ -84,6 +93,8 @@ fi
 [ -x "$pb" ] || die "$pb is not an executable"
 pb=$(realpath "$pb")
 [ -n "$driver" ] && [ -x "$driver" ] && driver=$(realpath "$driver") || driver=""
+[ -n "$hello" ] || { [ -n "$build" ] && hello=$build/tests/bench/gmime_hello; }
+[ -n "$hello" ] && [ -x "$hello" ] && hello=$(realpath "$hello") || hello=""
 if [ -n "$before" ]; then
 	[ -x "$before" ] || die "$before is not an executable"
 	before=$(realpath "$before")
@@ -140,6 +151,13 @@ loop_before() {
 			die "$before parse $f failed: $(cat "$out/before.err")"
 	done
 }
+loop_hello() {
+	local f
+	for f in "${files[@]}"; do
+		"$hello" "$f" >"$out/hello.out" 2>"$out/hello.err" ||
+			die "gmime_hello $f failed: $(cat "$out/hello.err")"
+	done
+}
 # The fast path: all mails in one process.
 batch_files() {
 	"$pb" parse "${files[@]}" >"$out/batch.jsonl" 2>"$out/batch.err" ||
@@ -182,6 +200,7 @@ loop_git
 : >"$out/true.times"
 : >"$out/start.times"
 : >"$out/before.times"
+: >"$out/hello.times"
 : >"$out/files.times"
 : >"$out/mbox.times"
 i=0
@@ -196,6 +215,7 @@ while [ $i -lt "$reps" ]; do
 	timed true loop_true
 	timed start loop_start
 	[ -n "$before" ] && timed before loop_before
+	[ -n "$hello" ] && timed hello loop_hello
 	timed files batch_files
 	timed mbox batch_mbox
 	i=$((i + 1))
@@ -244,6 +264,14 @@ row "patchbridge parse --mbox FILE (1 process)" "$mbox_t" \
 	"$(echo "$git_t / $mbox_t" | bc -l | xargs printf '%.1f')"
 row "loop overhead: /bin/true per mail" "$true_t" "(floor of the per-mail rows)"
 row "start-up: patchbridge --version per mail" "$start_t" "(start-up only)"
+if [ -n "$hello" ]; then
+	hello_t=$(median "$out/hello.times")
+	row "floor: GMime hello (init, parse, Subject) per mail" "$hello_t" \
+		"$(echo "$git_t / $hello_t" | bc -l | xargs printf '%.2f')"
+else
+	printf '%-50s %s\n' "floor: GMime hello per mail" \
+		"n/a (gmime_hello: configure with -DPB_BENCH=ON)"
+fi
 if [ -n "$drv_t" ]; then
 	row "in-process: review_parse+JSON, all mails" "$drv_t" \
 		"(not comparable: no process start, no file I/O)"
@@ -258,6 +286,16 @@ paste -d' ' "$out/git.times" "$out/pb.times" |
 printf 'ratio patchbridge parse / git mailinfo, throughput: %.2f of the medians, %.2f median of the %d per-run ratios (range %s)\n' \
 	"$(echo "$git_t / $pb_t" | bc -l)" "$(median "$out/ratio.times")" "$reps" \
 	"$(sort -n "$out/ratio.times" | sed -n '1p;$p' | xargs printf '%.2f ' | sed 's/ $//;s/ /-/')"
+if [ -n "$hello" ]; then
+	paste -d' ' "$out/git.times" "$out/hello.times" |
+		awk '{ printf "%.6f\n", $1 / $2 }' >"$out/hratio.times"
+	paste -d' ' "$out/hello.times" "$out/pb.times" |
+		awk '{ printf "%.6f\n", $1 / $2 }' >"$out/fratio.times"
+	printf 'ratio GMime hello / git mailinfo, throughput: %.2f median of the %d per-run ratios (range %s); patchbridge parse / GMime hello: %.2f\n' \
+		"$(median "$out/hratio.times")" "$reps" \
+		"$(sort -n "$out/hratio.times" | sed -n '1p;$p' | xargs printf '%.2f ' | sed 's/ $//;s/ /-/')" \
+		"$(median "$out/fratio.times")"
+fi
 if [ -n "$before" ]; then
 	paste -d' ' "$out/git.times" "$out/before.times" |
 		awk '{ printf "%.6f\n", $1 / $2 }' >"$out/bratio.times"
