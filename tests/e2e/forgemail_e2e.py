@@ -98,8 +98,7 @@ def start_list(bed):
     with open(bed.cfg, encoding="utf-8") as f:
         cfg = f.read().replace("[forge]\n", "[forge]\nbot_username = "
                                "patchbridge\n", 1)
-    with open(bed.cfg, "w", encoding="utf-8") as f:
-        f.write(cfg)
+    bed.write("patchbridge.conf", cfg)  # (on every host of a pair)
     bed.start_milter(milter, msock)
     say("postfix on port %d with patchbridge-milter" % bed.port)
 

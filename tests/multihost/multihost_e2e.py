@@ -12,7 +12,8 @@ Run under tests/forgesim/run-with-sim.sh, which exports PB_FORGESIM_URL.
 Scenarios:
 
   inbound-NAME   tests/e2e/inbound_e2e.py's scenario NAME, unchanged, on
-  outbound-NAME  the two hosts (outbound_e2e.py's for outbound-NAME):
+  outbound-NAME  the two hosts (outbound_e2e.py's for outbound-NAME,
+  forgemail-NAME forgemail_e2e.py's for forgemail-NAME):
                  the replies go to the hosts in turn, `run --once` runs on
                  both, the list archive is what both delivered (hostbed's
                  Pair), so every check of the single-host story must hold
@@ -54,6 +55,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import bedlib  # noqa: E402
 import hostbed  # noqa: E402
+import forgemail_e2e  # noqa: E402
 import inbound_e2e  # noqa: E402
 import outbound_e2e  # noqa: E402
 from bedlib import Fail, check, say, sim  # noqa: E402
@@ -294,6 +296,13 @@ def main():
         sim("POST", "/_sim/reset", {"seed": outbound_e2e.SEED})
         bed = hostbed.pair_class(outbound_e2e.Bed)(work, "outbound-" + name)
         run = outbound_e2e.SCENARIOS[name]
+    elif kind == "forgemail" and name in forgemail_e2e.SCENARIOS:
+        # forgemail_e2e.py's stories run on outbound_e2e.py's bed, with
+        # its own seed (as its main() sets them)
+        outbound_e2e.SEED = forgemail_e2e.SEED
+        sim("POST", "/_sim/reset", {"seed": forgemail_e2e.SEED})
+        bed = hostbed.pair_class(outbound_e2e.Bed)(work, "forgemail-" + name)
+        run = forgemail_e2e.SCENARIOS[name]
     elif args.scenario == "takeover":
         bed = TakeoverPair(args, "takeover")
         run = scenario_takeover
