@@ -115,8 +115,7 @@ static int read_mail(struct buf *out, const char *path, struct buf *err)
 	if (err)
 		buf_addf(err, "patchbridge parse: %s: %s\n", path, err_msg());
 	else
-		fprintf(stderr, "patchbridge parse: %s: %s\n", path,
-			err_msg());
+		fprintf(stderr, "patchbridge parse: %s: %s\n", path, err_msg());
 	return rc == PB_ELIMIT ? EX_DATAERR : EX_NOINPUT;
 }
 
@@ -226,11 +225,9 @@ static void where(struct buf *b, const struct slot *sl)
 }
 
 /* An error line for JSON Lines, saying why. */
-static void error_line(struct parse_run *run, struct slot *sl,
-		       const char *why)
+static void error_line(struct parse_run *run, struct slot *sl, const char *why)
 {
-	if (run->lines &&
-	    review_error_line(&sl->out, sl->file, sl->index, why))
+	if (run->lines && review_error_line(&sl->out, sl->file, sl->index, why))
 		buf_reset(&sl->out);
 }
 
@@ -374,8 +371,7 @@ static void submit(struct pipeline *pl, struct slot *sl, int threaded)
 	pthread_mutex_unlock(&pl->lock);
 }
 
-static void read_files(struct pipeline *pl, int threaded, char **files,
-		       int n)
+static void read_files(struct pipeline *pl, int threaded, char **files, int n)
 {
 	struct slot *sl;
 	int i, rc;
@@ -428,8 +424,8 @@ static void read_mbox(struct pipeline *pl, int threaded, const char *file)
 }
 
 /* Parse the FILEs, or the mbox, with jobs threads (1: this one). */
-static void parse_all(struct parse_run *run, int jobs, char **files,
-		      int nfiles, const char *mbox)
+static void parse_all(struct parse_run *run, int jobs, char **files, int nfiles,
+		      const char *mbox)
 {
 	struct pipeline pl;
 	pthread_t *tids = NULL;
