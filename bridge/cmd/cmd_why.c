@@ -52,6 +52,7 @@ struct why {
 	/* The thread map, for mail the bridge sent, and its queue row. */
 	int have_sent;
 	struct store_mail sent;
+	enum store_sent_how sent_how; /* when sent.state is SENT */
 	int have_queued;
 	struct store_outmail queued;
 	/* The spool. */
@@ -211,6 +212,11 @@ static int gather_store(struct why *w)
 	if (!rc) {
 		rc = store_mail_get(&w->sent, st, w->id);
 		w->have_sent = !rc;
+		if (rc == PB_ENOTFOUND)
+			rc = 0;
+	}
+	if (!rc && w->have_sent && w->sent.state == STORE_MAIL_SENT) {
+		rc = store_sent_how_get(&w->sent_how, st, w->id);
 		if (rc == PB_ENOTFOUND)
 			rc = 0;
 	}
@@ -815,6 +821,26 @@ static void tell_sent(const struct why *w)
 	}
 	if (m->state == STORE_MAIL_SENT) {
 		env_time(t, sizeof(t), m->sent);
+		switch (w->sent_how) {
+		case STORE_SENT_ARCHIVE:
+			printf("    sent: found in the list archive at %s", t);
+			if (m->sent_by)
+				printf(" by %s", pr(p, sizeof(p), m->sent_by));
+			printf(" - the MTA's answer was lost (the host or the "
+			       "database went away while it\n"
+			       "    was handed over), the archive showed the "
+			       "list had it, so it was not sent again\n");
+			return;
+		case STORE_SENT_LATE:
+			printf("    sent: the MTA accepted it; recorded at %s",
+			       t);
+			if (m->sent_by)
+				printf(" by %s", pr(p, sizeof(p), m->sent_by));
+			printf(", once the state database was back\n");
+			return;
+		case STORE_SENT_MTA:
+			break;
+		}
 		printf("    sent: the MTA accepted it at %s", t);
 		if (m->sent_by)
 			printf(", handed over by %s",
@@ -1153,6 +1179,10 @@ static void json_sent(struct jsonw *j, const struct why *w)
 	json_time(j, "sent", m->state == STORE_MAIL_SENT ? m->sent : 0);
 	jsonw_key(j, "sent_by");
 	jsonw_strz(j, m->sent_by);
+	jsonw_key(j, "sent_how");
+	jsonw_strz(j, m->state == STORE_MAIL_SENT ?
+			      store_sent_how_name(w->sent_how) :
+			      NULL);
 	jsonw_key(j, "attempts");
 	jsonw_int(j, w->have_queued ? q->attempts : 0);
 	json_time(j, "next_attempt",

@@ -245,11 +245,11 @@ static void note_due(struct delivery *d, int64_t due)
 
 /* The MTA took the mail, or the list archive has it: record it sent. */
 static int record_sent(struct outbound *ob, struct delivery *d,
-		       const struct store_outmail *m)
+		       const struct store_outmail *m, enum store_sent_how how)
 {
 	int rc, done = 0;
 
-	rc = store_outmail_sent(&done, ob->store, m->message_id);
+	rc = store_outmail_sent(&done, ob->store, m->message_id, how);
 	if (rc)
 		return rc;
 	d->sent++;
@@ -274,7 +274,7 @@ static int record_unrecorded(struct outbound *ob)
 	while (ob->unrecorded.nr) {
 		const char *id = ob->unrecorded.items[0];
 
-		rc = store_outmail_sent(&done, ob->store, id);
+		rc = store_outmail_sent(&done, ob->store, id, STORE_SENT_LATE);
 		if (rc == PB_ENOTFOUND) {
 			rc = 0;
 		} else if (rc) {
@@ -330,7 +330,7 @@ static int unknown_outcome(int *resend, struct outbound *ob, struct delivery *d,
 	}
 	rc = listarchive_has(&found, ob->archive, base, m->message_id);
 	if (!rc && found) {
-		rc = record_sent(ob, d, m);
+		rc = record_sent(ob, d, m, STORE_SENT_ARCHIVE);
 		if (!rc)
 			log_notice("mail <%s> found in the list archive: "
 				   "recorded as sent, not sent again",
@@ -451,7 +451,7 @@ static int deliver_one(struct outbound *ob, struct delivery *d,
 			  m.message_len);
 	sdnotify_watchdog(); /* the MTA answered or gave up: progress */
 	if (!srv) {
-		rc = record_sent(ob, d, &m);
+		rc = record_sent(ob, d, &m, STORE_SENT_MTA);
 		if (rc) {
 			/* Accepted but not recorded: remembered, and
 			 * recorded before anything else is sent. */

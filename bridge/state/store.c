@@ -204,6 +204,11 @@ static const char *const sqlite_migrations[] = {
 	"ALTER TABLE outmail ADD COLUMN handed INTEGER NOT NULL DEFAULT 0;"
 	"CREATE INDEX thread_map_created ON thread_map (created, message_id);"
 	"PRAGMA user_version = 7;",
+
+	/* 8: how a mail was known to be taken (NULL, from before: the
+	 * MTA's answer): see enum store_sent_how. */
+	"ALTER TABLE thread_map ADD COLUMN sent_how TEXT;"
+	"PRAGMA user_version = 8;",
 };
 
 /*
@@ -366,6 +371,10 @@ static const char *const pg_migrations[] = {
 	"ALTER TABLE outmail ADD COLUMN handed BIGINT NOT NULL DEFAULT 0;"
 	"CREATE INDEX thread_map_created ON thread_map (created, message_id);"
 	"UPDATE schema_version SET version = 7;",
+
+	/* 8 */
+	"ALTER TABLE thread_map ADD COLUMN sent_how BYTEA;"
+	"UPDATE schema_version SET version = 8;",
 };
 
 #define SCHEMA_LATEST ((int)ARRAY_SIZE(sqlite_migrations))
@@ -494,6 +503,7 @@ enum stmt_id {
 	S_USER_VERSION,
 	S_MAIL_PUT,
 	S_MAIL_MARK_SENT,
+	S_MAIL_SENT_HOW,
 	S_MAIL_GET,
 	S_MAIL_FIND,
 	S_MAIL_LIST_REVISION,
@@ -602,10 +612,15 @@ static const char *const stmt_sql[S_NR] = {
 		       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
 		       " ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
 		       " ON CONFLICT (message_id) DO NOTHING",
+	/* (the right-hand sides see the row as it was) */
 	[S_MAIL_MARK_SENT] = "UPDATE thread_map SET state = 'sent',"
 			     " sent = COALESCE(sent, ?2),"
-			     " sent_by = COALESCE(sent_by, ?3)"
+			     " sent_by = COALESCE(sent_by, ?3),"
+			     " sent_how = CASE WHEN sent IS NULL THEN ?4"
+			     " ELSE sent_how END"
 			     " WHERE message_id = ?1",
+	[S_MAIL_SENT_HOW] = "SELECT sent_how FROM thread_map"
+			    " WHERE message_id = ?1 AND state = 'sent'",
 	[S_MAIL_GET] = "SELECT " MAIL_COLS " FROM thread_map"
 		       " WHERE message_id = ?1",
 	[S_MAIL_FIND] = "SELECT " MAIL_COLS " FROM thread_map"
@@ -885,6 +900,12 @@ static const char *const mail_kind_names[] = {
 static const char *const mail_state_names[] = {
 	[STORE_MAIL_PENDING] = "pending",
 	[STORE_MAIL_SENT] = "sent",
+};
+
+static const char *const sent_how_names[] = {
+	[STORE_SENT_MTA] = "mta",
+	[STORE_SENT_ARCHIVE] = "archive",
+	[STORE_SENT_LATE] = "late",
 };
 
 static const char *const revision_state_names[] = {
@@ -1895,7 +1916,13 @@ int store_mail_put(struct store *st, const struct store_mail *m)
 	return rc;
 }
 
-int store_mail_mark_sent(struct store *st, const char *message_id)
+const char *store_sent_how_name(enum store_sent_how how)
+{
+	return name_of(sent_how_names, ARRAY_SIZE(sent_how_names), (size_t)how);
+}
+
+static int mark_sent(struct store *st, const char *message_id,
+		     enum store_sent_how how)
 {
 	struct query q;
 	int rc;
@@ -1903,17 +1930,63 @@ int store_mail_mark_sent(struct store *st, const char *message_id)
 	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
 	if (rc)
 		return rc;
+	if ((size_t)how >= ARRAY_SIZE(sent_how_names))
+		return err_set(PB_EINVAL,
+			       "state db: no such way of knowing "
+			       "a mail was sent: %d",
+			       (int)how);
 	rc = q_start(&q, st, S_MAIL_MARK_SENT, "mark mail sent");
 	if (rc)
 		return rc;
 	q_text(&q, 1, message_id);
 	q_int(&q, 2, now());
 	q_text(&q, 3, st->host);
+	/* the usual case stays NULL, as every row from before schema 8 */
+	q_opt(&q, 4, how == STORE_SENT_MTA ? NULL : sent_how_names[how]);
 	rc = q_exec(&q);
 	if (!rc && q.changes == 0) {
 		char qb[PB_LOG_QUOTE_MAX];
 
 		rc = err_set(PB_ENOTFOUND, "state db: no mail <%s>",
+			     quote(qb, sizeof(qb), message_id));
+	}
+	q_end(&q);
+	return rc;
+}
+
+int store_mail_mark_sent(struct store *st, const char *message_id)
+{
+	return mark_sent(st, message_id, STORE_SENT_MTA);
+}
+
+int store_sent_how_get(enum store_sent_how *how, struct store *st,
+		       const char *message_id)
+{
+	char qb[PB_LOG_QUOTE_MAX];
+	struct query q;
+	int rc, v;
+
+	*how = STORE_SENT_MTA;
+	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_MAIL_SENT_HOW, "look up how a mail was sent");
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	rc = q_step(&q);
+	if (rc == 1) {
+		rc = 0;
+		if (!db_column_null(st->db, q.stmt, 0)) {
+			v = col_enum(&q, 0, sent_how_names,
+				     ARRAY_SIZE(sent_how_names));
+			if (v < 0)
+				rc = v;
+			else
+				*how = (enum store_sent_how)v;
+		}
+	} else if (!rc) {
+		rc = err_set(PB_ENOTFOUND, "state db: no sent mail <%s>",
 			     quote(qb, sizeof(qb), message_id));
 	}
 	q_end(&q);
@@ -3759,6 +3832,7 @@ int store_outmail_requeue(int *count, struct store *st, const char *project,
 
 struct out_sent {
 	const char *message_id;
+	enum store_sent_how how;
 	int revision_done;
 };
 
@@ -3769,7 +3843,7 @@ static int out_sent_unit(struct store *st, void *arg)
 	int rc, left = -1;
 
 	o->revision_done = 0;
-	rc = store_mail_mark_sent(st, o->message_id);
+	rc = mark_sent(st, o->message_id, o->how);
 	if (rc)
 		return rc;
 	rc = q_start(&q, st, S_ARCH_FROM_OUT, "archive mail");
@@ -3813,7 +3887,7 @@ static int out_sent_unit(struct store *st, void *arg)
 }
 
 int store_outmail_sent(int *revision_done, struct store *st,
-		       const char *message_id)
+		       const char *message_id, enum store_sent_how how)
 {
 	struct out_sent o;
 	int rc;
@@ -3823,6 +3897,7 @@ int store_outmail_sent(int *revision_done, struct store *st,
 	if (rc)
 		return rc;
 	o.message_id = message_id;
+	o.how = how;
 	o.revision_done = 0;
 	rc = unit_run(st, out_sent_unit, &o);
 	if (!rc)

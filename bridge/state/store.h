@@ -314,6 +314,23 @@ int store_mail_put(struct store *st, const struct store_mail *m);
 /* pending -> sent, at now, by this host.  PB_ENOTFOUND for an unknown
  * Message-ID. */
 int store_mail_mark_sent(struct store *st, const char *message_id);
+
+/*
+ * How the host that recorded a mail sent knew that its MTA had taken it
+ * (schema 8; rows from before read as STORE_SENT_MTA).
+ */
+enum store_sent_how {
+	STORE_SENT_MTA, /* the MTA's answer, recorded at once */
+	STORE_SENT_ARCHIVE, /* handed, outcome unknown; found in the list
+			     * archive, so not sent again */
+	STORE_SENT_LATE, /* the MTA's answer, recorded once the database
+			  * was back (kept in memory meanwhile) */
+};
+const char *store_sent_how_name(enum store_sent_how how);
+/* How a sent mail was known to be taken; PB_ENOTFOUND when the mail is
+ * unknown or not sent. */
+int store_sent_how_get(enum store_sent_how *how, struct store *st,
+		       const char *message_id);
 int store_mail_get(struct store_mail *out, struct store *st,
 		   const char *message_id);
 /* The cover letter (patch 0) or patch k of a mailed revision. */
@@ -797,13 +814,14 @@ int store_outmail_requeue(int *count, struct store *st, const char *project,
 			  int64_t iid);
 /*
  * The MTA accepted the mail (or a handed mail was found in the list
- * archive): in one transaction, mark its thread-map row
- * sent (by this host), drop it from the queue and, when no mail of its revision is left
- * in the queue, mark the revision sent (*revision_done = 1, else 0).
+ * archive: how says which): in one transaction, mark its thread-map row
+ * sent (by this host, and how), drop it from the queue and, when no mail
+ * of its revision is left in the queue, mark the revision sent
+ * (*revision_done = 1, else 0).
  * PB_ENOTFOUND when it is not queued.
  */
 int store_outmail_sent(int *revision_done, struct store *st,
-		       const char *message_id);
+		       const char *message_id, enum store_sent_how how);
 
 /*
  * Mail archive (schema 4): the exact bytes of every mail of an MR's

@@ -35,6 +35,7 @@ Exit status: 0 pass, 1 fail, 77 skipped (not root, no Postfix).
 
 import argparse
 import http.server
+import json
 import os
 import re
 import signal
@@ -749,6 +750,11 @@ def handed_steps(bed, paths, wrapper, arch):
           "Message-IDs delivered: %s" % ids)
     check("<%s> found in the list archive: recorded as sent" %
           taken.group(1) in bed.log_text(), "no log line of the archive")
+    why = bed.run("why", taken.group(1))
+    check("sent: found in the list archive" in why and
+          "not sent again" in why, "why does not tell: %s" % why)
+    sent = json.loads(bed.run("why", "--json", taken.group(1)))["sent"]
+    check(sent["sent_how"] == "archive", "why --json: %s" % sent)
     check(bed.run("status").count("queue: empty") == 1, "queue not empty")
     check(any(taken.group(1).replace("/", "%2F") in p
               for p, _ in arch.seen), "the archive was not asked: %s" %
@@ -875,6 +881,14 @@ def dbgone_steps(bed, pgdir):
     time.sleep(6)  # a pass or more with the database away
     pgbed("up", pgdir)
     wait_log(bed, "the MTA's acceptance is recorded now", 60)
+    late = re.search(r"mail <([^>]+)>: the MTA's acceptance is recorded now",
+                     bed.log_text())
+    check(late, "no log line names the mail recorded late")
+    why = bed.run("why", late.group(1))
+    check("once the state database was back" in why,
+          "why does not tell: %s" % why)
+    sent = json.loads(bed.run("why", "--json", late.group(1)))["sent"]
+    check(sent["sent_how"] == "late", "why --json: %s" % sent)
     bed.wait_mail(4)
     time.sleep(2)
     bed.settle()

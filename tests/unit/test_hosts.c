@@ -427,7 +427,8 @@ static void test_outmail_claims(void **state)
 	assert_int_equal(store_outmail_defer(a, "c@x", time(NULL), "x"),
 			 PB_EEXISTS);
 	assert_int_equal(store_outmail_fail(a, "c@x", "x"), PB_EEXISTS);
-	assert_int_equal(store_outmail_sent(&done, b, "c@x"), 0);
+	assert_int_equal(store_outmail_sent(&done, b, "c@x", STORE_SENT_MTA),
+			 0);
 	assert_int_equal(done, 0);
 	assert_int_equal(store_mail_get(&got, a, "c@x"), 0);
 	assert_string_equal(got.sent_by, "mx2");
@@ -445,7 +446,8 @@ static void test_outmail_claims(void **state)
 	assert_int_equal(store_outmail_get(&o, b, "p1@x"), 0);
 	assert_true(o.handed > 0);
 	assert_string_equal(o.claimed_by, "mx2");
-	assert_int_equal(store_outmail_sent(&done, b, "p1@x"), 0);
+	assert_int_equal(store_outmail_sent(&done, b, "p1@x", STORE_SENT_MTA),
+			 0);
 	assert_int_equal(done, 1);
 
 	store_outmail_release(&o);

@@ -164,6 +164,7 @@ static void test_sent_finishes_revision(void **state)
 	struct store *st = open_db("sent");
 	struct store_revision r;
 	struct store_mail m;
+	enum store_sent_how how;
 	int rev, done = -1;
 
 	(void)state;
@@ -171,8 +172,13 @@ static void test_sent_finishes_revision(void **state)
 	queue_mail(st, 1, rev, 0, 1, "c@x");
 	queue_mail(st, 1, rev, 1, 1, "p@x");
 
-	assert_int_equal(store_outmail_sent(&done, st, "c@x"), 0);
+	assert_int_equal(store_sent_how_get(&how, st, "c@x"), PB_ENOTFOUND);
+	assert_int_equal(store_outmail_sent(&done, st, "c@x", STORE_SENT_MTA),
+			 0);
 	assert_int_equal(done, 0);
+	assert_int_equal(store_sent_how_get(&how, st, "c@x"), 0);
+	assert_int_equal(how, STORE_SENT_MTA);
+	assert_int_equal(store_sent_how_get(&how, st, "none@x"), PB_ENOTFOUND);
 	store_mail_init(&m);
 	assert_int_equal(store_mail_get(&m, st, "c@x"), 0);
 	assert_int_equal(m.state, STORE_MAIL_SENT);
@@ -183,10 +189,18 @@ static void test_sent_finishes_revision(void **state)
 	store_revision_release(&r);
 
 	/* A second "sent" of the same mail: it is not queued any more. */
-	assert_int_equal(store_outmail_sent(&done, st, "c@x"), PB_ENOTFOUND);
+	assert_int_equal(store_outmail_sent(&done, st, "c@x",
+					    STORE_SENT_ARCHIVE),
+			 PB_ENOTFOUND);
+	assert_int_equal(store_sent_how_get(&how, st, "c@x"), 0);
+	assert_int_equal(how, STORE_SENT_MTA);
 
-	assert_int_equal(store_outmail_sent(&done, st, "p@x"), 0);
+	/* Recorded once the database was back. */
+	assert_int_equal(store_outmail_sent(&done, st, "p@x", STORE_SENT_LATE),
+			 0);
 	assert_int_equal(done, 1);
+	assert_int_equal(store_sent_how_get(&how, st, "p@x"), 0);
+	assert_int_equal(how, STORE_SENT_LATE);
 	assert_int_equal(store_revision_get(&r, st, "g/p", 1, rev), 0);
 	assert_int_equal(r.state, STORE_REVISION_SENT);
 	assert_true(r.sent > 0);
@@ -225,14 +239,16 @@ static void test_defer_fail_requeue(void **state)
 	assert_int_equal(store_outmail_defer(st, "zz@x", 1, "x"), PB_ENOTFOUND);
 
 	/* The revision is not sent while a failed mail is left. */
-	assert_int_equal(store_outmail_sent(&done, st, "a@x"), 0);
+	assert_int_equal(store_outmail_sent(&done, st, "a@x", STORE_SENT_MTA),
+			 0);
 	assert_int_equal(done, 0);
 	assert_int_equal(store_outmail_requeue(&n, st, "g/p", 3), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(store_outmail_get(&got, st, "b@x"), 0);
 	assert_int_equal(got.state, STORE_OUTMAIL_QUEUED);
 	store_outmail_release(&got);
-	assert_int_equal(store_outmail_sent(&done, st, "b@x"), 0);
+	assert_int_equal(store_outmail_sent(&done, st, "b@x", STORE_SENT_MTA),
+			 0);
 	assert_int_equal(done, 1);
 	store_revision_init(&r);
 	assert_int_equal(store_revision_get(&r, st, "g/p", 3, rev), 0);
@@ -241,13 +257,13 @@ static void test_defer_fail_requeue(void **state)
 	store_free(st);
 }
 
-/* A crash before the commit: neither the revision nor its mails. */
 /* Handed to the MTA, outcome unknown (schema 7): kept until the MTA's
  * answer says the mail was not taken, or it is sent. */
 static void test_handed(void **state)
 {
 	struct store *st = open_db("handed");
 	struct store_outmail got;
+	enum store_sent_how how;
 	int done = 0;
 
 	(void)state;
@@ -297,14 +313,20 @@ static void test_handed(void **state)
 	/* Sent (accepted, or found in the list archive): gone. */
 	assert_int_equal(store_outmail_claim(st, "h1@x"), 0);
 	assert_int_equal(store_outmail_hand(st, "h1@x"), 0);
-	assert_int_equal(store_outmail_sent(&done, st, "h1@x"), 0);
+	assert_int_equal(
+		store_outmail_sent(&done, st, "h1@x", STORE_SENT_ARCHIVE), 0);
 	assert_int_equal(store_outmail_get(&got, st, "h1@x"), PB_ENOTFOUND);
 	assert_int_equal(store_outmail_hand(st, "h1@x"), PB_ENOTFOUND);
+	/* ... and how it was known is kept for why. */
+	assert_int_equal(store_sent_how_get(&how, st, "h1@x"), 0);
+	assert_int_equal(how, STORE_SENT_ARCHIVE);
+	assert_string_equal(store_sent_how_name(how), "archive");
 
 	store_outmail_release(&got);
 	store_free(st);
 }
 
+/* A crash before the commit: neither the revision nor its mails. */
 static void test_uncommitted_leaves_nothing(void **state)
 {
 	struct store *st = open_db("crash");
@@ -365,7 +387,8 @@ static void test_archive(void **state)
 	/* Queued, not sent: not archived yet. */
 	store_archived_init(&got);
 	assert_int_equal(store_archive_get(&got, st, "c@x"), PB_ENOTFOUND);
-	assert_int_equal(store_outmail_sent(&done, st, "c@x"), 0);
+	assert_int_equal(store_outmail_sent(&done, st, "c@x", STORE_SENT_MTA),
+			 0);
 	assert_int_equal(store_archive_get(&got, st, "c@x"), 0);
 	assert_string_equal(got.project, "g/p");
 	assert_int_equal(got.iid, 1);
@@ -406,7 +429,8 @@ static void test_archive(void **state)
 	assert_int_equal(store_archive_missing(&missing, st, "g/p", 1), 0);
 	assert_int_equal(missing, 1);
 
-	assert_int_equal(store_outmail_sent(&done, st, "p@x"), 0);
+	assert_int_equal(store_outmail_sent(&done, st, "p@x", STORE_SENT_MTA),
+			 0);
 	assert_int_equal(store_archive_list(&l, st, "g/p", 1, 0), 0);
 	assert_int_equal(l.nr, 3);
 	assert_string_equal(l.items[0].message_id, "c@x");
