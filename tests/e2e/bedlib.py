@@ -134,6 +134,11 @@ class Bed:
                        (" ".join(argv), out.returncode, self.log))
         return out.stdout
 
+    def command_cfg(self):
+        """The configuration for a patchbridge command a scenario runs
+        itself (not through pb()): this bed's (a pair: host A's)."""
+        return self.cfg
+
     def write(self, name, text, mode=0o644):
         path = os.path.join(self.work, name)
         with open(path, "w", encoding="utf-8") as f:

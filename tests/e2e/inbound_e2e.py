@@ -721,10 +721,11 @@ def scenario_export(bed):
     # no public-inbox directory behind either.
     broken = os.path.join(bed.work, "inbox-broken")
     with open("/dev/full", "wb") as full:
-        r = subprocess.run([bed.exe("bridge", "patchbridge"), "-c", bed.cfg,
-                            "export", "--mbox", "-", "--public-inbox",
-                            broken, "group/project!1"], stdout=full,
-                           stderr=subprocess.PIPE, text=True, timeout=60)
+        r = subprocess.run([bed.exe("bridge", "patchbridge"), "-c",
+                            bed.command_cfg(), "export", "--mbox", "-",
+                            "--public-inbox", broken, "group/project!1"],
+                           stdout=full, stderr=subprocess.PIPE, text=True,
+                           timeout=60)
     check(r.returncode == 73 and not os.path.exists(broken),
           "a failed export: exit %d, %s left: %s" %
           (r.returncode, broken, r.stderr[-300:]))

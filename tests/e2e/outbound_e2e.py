@@ -539,8 +539,9 @@ def scenario_webhook(bed):
           [(m["X-Patchbridge-MR"], m["Subject"]) for m in mails])
 
     say("SIGHUP with a broken configuration: refused, old one kept")
-    with open(bed.cfg, "a") as f:
-        f.write("[outbound]\npoll_interval = soon\n")
+    with open(bed.cfg, encoding="utf-8") as f:
+        broken = f.read() + "[outbound]\npoll_interval = soon\n"
+    bed.write("patchbridge.conf", broken)  # (on every host of a pair)
     d.send_signal(signal.SIGHUP)
     for _ in range(100):
         if "reload refused" in bed.log_text():

@@ -293,6 +293,13 @@ class PairMixin:
             if name == "patchbridge.conf":
                 t = with_state(t, state_lines(h, self.pg, self.lease),
                                milter_lines(h))
+                if h is not self.hosts[0]:
+                    # GitLab posts a project's hook to one URL: host A
+                    # receives it where the scenario said; the others
+                    # listen on their own address, and nothing calls
+                    # them (they poll)
+                    t = re.sub(r"(?m)^(listen = )127\.0\.0\.1:",
+                               r"\g<1>%s:" % h.addr, t)
             h.write(name, t, mode)
         return super().write(name, text, mode)
 
@@ -349,6 +356,9 @@ class PairMixin:
         h = self.hosts[0]
         return h.pb_run([self.localize_input(h, a) for a in argv], timeout)
 
+    def command_cfg(self):
+        return self.hosts[0].cfg
+
     def localize_input(self, host, a):
         """An argument of a command run on one host: localized, except a
         path below the bed that the host does not have - a file the
@@ -361,11 +371,15 @@ class PairMixin:
         return local
 
     def log_text(self):
+        """Every host's log: its commands' and its daemon's (a
+        single-host bed's daemon writes to the one log too)."""
         text = ""
         for h in self.hosts:
-            if os.path.exists(h.log):
-                with open(h.log, encoding="utf-8", errors="replace") as f:
-                    text += f.read()
+            for path in (h.log, os.path.join(h.work, "daemon.log")):
+                if os.path.exists(path):
+                    with open(path, encoding="utf-8",
+                              errors="replace") as f:
+                        text += f.read()
         return text
 
     def log_tail(self, n=6000):
