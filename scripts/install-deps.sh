@@ -13,6 +13,7 @@ libgmime-3.0-dev libgit2-dev libcurl4-openssl-dev libjson-c-dev
 libsqlite3-dev sqlite3 libpq-dev postgresql libyaml-dev libcmocka-dev
 libmilter-dev
 libmicrohttpd-dev
+libgpgme-dev libassuan-dev libunistring-dev
 clang libclang-rt-14-dev clang-format
 postfix swaks miltertest
 python3 python3-yaml python3-jsonschema
