@@ -324,9 +324,10 @@ def cut_short(bed):
     """The mails an MTA accepted in the instant before their sender was
     killed (the daemon logged the acceptance and wrote nothing more
     before its next start), or before the database went away (the daemon
-    logged that it could not record it).  Such a mail is sent again (SMTP has no way to
-    ask whether a message was taken): the one case docs/SCALING.md
-    counts as sent twice."""
+    logged that it could not record it).  SMTP cannot tell whether such
+    a mail was taken: the host that takes it over asks the list archive
+    first (docs/SCALING.md).  Named in the diagnostics of a mail that
+    is not in the archives once."""
     cut = set()
     for h in bed.hosts:
         with open(os.path.join(h.work, "daemon.log"), encoding="utf-8",
