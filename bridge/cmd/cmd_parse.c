@@ -182,7 +182,9 @@ static void thread_add(struct thread *t, const char *path)
  * reuses them.  review_parse() is safe to run in threads after
  * mail_init() (the milter does so); everything shared - the --patch
  * diff, the --thread mails, the trust rules - is only read.  The ring
- * holds 2 slots per worker, so memory stays a few mails' worth.
+ * holds a slot per worker and two more (the one being read, the one
+ * being printed): memory stays a few mails' worth, at most
+ * (jobs + 2) x (PB_MAIL_MAX_DEFAULT + the mail's JSON).
  */
 enum slot_kind { SLOT_MAIL, SLOT_UNREADABLE, SLOT_OVERSIZE };
 
@@ -434,7 +436,7 @@ static void parse_all(struct parse_run *run, int jobs, char **files, int nfiles,
 
 	memset(&pl, 0, sizeof(pl));
 	pl.run = run;
-	pl.nr_slots = jobs > 1 ? 2 * (size_t)jobs : 1;
+	pl.nr_slots = jobs > 1 ? (size_t)jobs + 2 : 1;
 	pl.slots = xcalloc(pl.nr_slots, sizeof(*pl.slots));
 	for (k = 0; k < pl.nr_slots; k++) {
 		buf_init(&pl.slots[k].raw, PB_MAIL_MAX_DEFAULT);
