@@ -206,6 +206,7 @@ struct pipeline {
 	struct slot *slots;
 	size_t nr_slots;
 	size_t filled, taken, printed; /* counters of mails, not slots */
+	int threaded; /* 0: the main thread parses each mail itself */
 	int no_more;
 	pthread_mutex_t lock;
 	pthread_cond_t work; /* a slot was filled, or no_more */
@@ -247,17 +248,12 @@ static void parse_slot(struct parse_run *run, struct slot *sl)
 		error_line(run, sl, sl->why);
 		return;
 	}
-	if (sl->kind == SLOT_OVERSIZE) {
-		err_set(PB_ELIMIT, "the mail is larger than %d bytes",
-			PB_MAIL_MAX_DEFAULT);
-		where(&sl->err, sl);
-		buf_addf(&sl->err, "%s\n", err_msg());
-		sl->ex = EX_DATAERR;
-		error_line(run, sl, err_msg());
-		return;
-	}
-	if (review_parse(&r, sl->raw.data, sl->raw.len, run->parent,
-			 &run->ro)) {
+	if (sl->kind == SLOT_OVERSIZE ?
+		    err_set(PB_ELIMIT, "the mail is larger than %d bytes",
+			    PB_MAIL_MAX_DEFAULT) :
+		    review_parse(&r, sl->raw.data, sl->raw.len, run->parent,
+				 &run->ro)) {
+		/* a mail that cannot be parsed: err_msg() says why */
 		where(&sl->err, sl);
 		buf_addf(&sl->err, "%s\n", err_msg());
 		sl->ex = EX_DATAERR;
@@ -334,11 +330,11 @@ static void drain(struct pipeline *pl, int all)
 }
 
 /* The slot the next mail is read into (main thread). */
-static struct slot *next_slot(struct pipeline *pl, int threaded)
+static struct slot *next_slot(struct pipeline *pl)
 {
 	struct slot *sl;
 
-	if (threaded) {
+	if (pl->threaded) {
 		pthread_mutex_lock(&pl->lock);
 		drain(pl, 0);
 		pthread_mutex_unlock(&pl->lock);
@@ -360,9 +356,9 @@ static void unreadable(struct slot *sl, int ex)
 }
 
 /* Hand the slot to a worker, or parse and print it here. */
-static void submit(struct pipeline *pl, struct slot *sl, int threaded)
+static void submit(struct pipeline *pl, struct slot *sl)
 {
-	if (!threaded) {
+	if (!pl->threaded) {
 		parse_slot(pl->run, sl);
 		print_slot(pl->run, sl);
 		return;
@@ -373,22 +369,22 @@ static void submit(struct pipeline *pl, struct slot *sl, int threaded)
 	pthread_mutex_unlock(&pl->lock);
 }
 
-static void read_files(struct pipeline *pl, int threaded, char **files, int n)
+static void read_files(struct pipeline *pl, char **files, int n)
 {
 	struct slot *sl;
 	int i, rc;
 
 	for (i = 0; i < n; i++) {
-		sl = next_slot(pl, threaded);
+		sl = next_slot(pl);
 		sl->file = files[i];
 		rc = read_mail(&sl->raw, files[i], &sl->err);
 		if (rc)
 			unreadable(sl, rc);
-		submit(pl, sl, threaded);
+		submit(pl, sl);
 	}
 }
 
-static void read_mbox(struct pipeline *pl, int threaded, const char *file)
+static void read_mbox(struct pipeline *pl, const char *file)
 {
 	struct mbox *mb = NULL;
 	struct slot *sl;
@@ -396,15 +392,15 @@ static void read_mbox(struct pipeline *pl, int threaded, const char *file)
 
 	rc = mbox_open(&mb, file);
 	if (rc) {
-		sl = next_slot(pl, threaded);
+		sl = next_slot(pl);
 		sl->file = file;
 		buf_addf(&sl->err, "patchbridge parse: %s\n", err_msg());
 		unreadable(sl, EX_NOINPUT);
-		submit(pl, sl, threaded);
+		submit(pl, sl);
 		return;
 	}
 	for (;;) {
-		sl = next_slot(pl, threaded);
+		sl = next_slot(pl);
 		rc = mbox_next(mb, &sl->raw, &oversize);
 		if (rc)
 			break;
@@ -412,7 +408,7 @@ static void read_mbox(struct pipeline *pl, int threaded, const char *file)
 		sl->index = mbox_index(mb);
 		if (oversize)
 			sl->kind = SLOT_OVERSIZE;
-		submit(pl, sl, threaded);
+		submit(pl, sl);
 	}
 	if (rc != PB_ENOTFOUND) {
 		/* the slot next_slot() gave is still free */
@@ -420,7 +416,7 @@ static void read_mbox(struct pipeline *pl, int threaded, const char *file)
 		sl->index = 0;
 		buf_addf(&sl->err, "patchbridge parse: %s\n", err_msg());
 		unreadable(sl, rc == PB_EINVAL ? EX_DATAERR : EX_NOINPUT);
-		submit(pl, sl, threaded);
+		submit(pl, sl);
 	}
 	mbox_free(mb);
 }
@@ -431,7 +427,7 @@ static void parse_all(struct parse_run *run, int jobs, char **files, int nfiles,
 {
 	struct pipeline pl;
 	pthread_t *tids = NULL;
-	int i, started = 0, threaded;
+	int i, started = 0;
 	size_t k;
 
 	memset(&pl, 0, sizeof(pl));
@@ -454,12 +450,12 @@ static void parse_all(struct parse_run *run, int jobs, char **files, int nfiles,
 			started++;
 		}
 	}
-	threaded = started > 0;
+	pl.threaded = started > 0;
 	if (mbox)
-		read_mbox(&pl, threaded, mbox);
+		read_mbox(&pl, mbox);
 	else
-		read_files(&pl, threaded, files, nfiles);
-	if (threaded) {
+		read_files(&pl, files, nfiles);
+	if (pl.threaded) {
 		pthread_mutex_lock(&pl.lock);
 		pl.no_more = 1;
 		pthread_cond_broadcast(&pl.work);

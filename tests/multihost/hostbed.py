@@ -161,6 +161,15 @@ class Host(bedlib.Bed):
         if self.sockdir:
             shutil.rmtree(self.sockdir, ignore_errors=True)
 
+    def log_text_all(self):
+        """This host's log: its commands' and its daemon's."""
+        text = ""
+        for path in (self.log, os.path.join(self.work, "daemon.log")):
+            if os.path.exists(path):
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    text += f.read()
+        return text
+
     def daemon(self, extra=()):
         """`patchbridge run --foreground` on this host's configuration."""
         self.daemon_proc = self.spawn([self.patchbridge, "-c", self.cfg,
@@ -373,14 +382,7 @@ class PairMixin:
     def log_text(self):
         """Every host's log: its commands' and its daemon's (a
         single-host bed's daemon writes to the one log too)."""
-        text = ""
-        for h in self.hosts:
-            for path in (h.log, os.path.join(h.work, "daemon.log")):
-                if os.path.exists(path):
-                    with open(path, encoding="utf-8",
-                              errors="replace") as f:
-                        text += f.read()
-        return text
+        return "".join(h.log_text_all() for h in self.hosts)
 
     def log_tail(self, n=6000):
         return "".join("=== host %s ===\n%s" % (h.name, h.log_tail(n))

@@ -258,19 +258,6 @@ def scenario_takeover(bed):
     check(daemon.wait(timeout=30) == 0, "A's daemon did not stop cleanly")
 
 
-def log_text_all(host):
-    text = ""
-    for name in ("patchbridge.log", "daemon.log"):
-        path = os.path.join(host.work, name)
-        if os.path.exists(path):
-            with open(path, encoding="utf-8", errors="replace") as f:
-                text += f.read()
-    return text
-
-
-hostbed.Host.log_text_all = log_text_all
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("scenario")
