@@ -134,6 +134,28 @@ class Bed:
                        (" ".join(argv), out.returncode, self.log))
         return out.stdout
 
+    def state_cursor(self, name, value=None):
+        """The state's cursor name (None when there is none); with
+        value, set it first (a scenario that makes time pass).  This
+        bed's SQLite file; a pair's PostgreSQL."""
+        import sqlite3
+        db = sqlite3.connect(os.path.join(self.work, "state", "state.db"))
+        try:
+            if value is not None:
+                db.execute("UPDATE cursors SET value = ? WHERE name = ?",
+                           (value, name))
+                db.commit()
+            row = db.execute("SELECT value FROM cursors WHERE name = ?",
+                             (name,)).fetchone()
+            return row[0] if row else None
+        finally:
+            db.close()
+
+    def local_paths(self, rel):
+        """The path rel below each host's directory: a file every host
+        keeps its own of (the git mirrors, the spool).  One here."""
+        return [os.path.join(self.work, rel)]
+
     def command_cfg(self):
         """The configuration for a patchbridge command a scenario runs
         itself (not through pb()): this bed's (a pair: host A's)."""

@@ -50,7 +50,6 @@ import os
 import re
 import shutil
 import signal
-import sqlite3
 import sys
 import time
 
@@ -459,18 +458,7 @@ def scenario_merges(bed):
 def pending_cursor(bed, value=None):
     """forgemail's pending MRs of group/project in the state db; with
     value, set them (as if the first failure was long ago)."""
-    db = sqlite3.connect(os.path.join(bed.work, "state", "state.db"))
-    try:
-        name = "forgemail:pending:group/project"
-        if value is not None:
-            db.execute("UPDATE cursors SET value = ? WHERE name = ?",
-                       (value, name))
-            db.commit()
-        row = db.execute("SELECT value FROM cursors WHERE name = ?",
-                         (name,)).fetchone()
-        return row[0] if row else None
-    finally:
-        db.close()
+    return bed.state_cursor("forgemail:pending:group/project", value)
 
 
 def scenario_stuck(bed):
@@ -524,7 +512,11 @@ def scenario_stuck(bed):
     merge(iid)
     tip = api("GET", "/projects/1/merge_requests/%d" % iid,
               "bob-token")["sha"]
-    shutil.rmtree(os.path.join(bed.work, "state", "mirrors"))
+    mirrors = [d for d in bed.local_paths(os.path.join("state", "mirrors"))
+               if os.path.isdir(d)]
+    check(mirrors, "no git mirror to lose")
+    for d in mirrors:
+        shutil.rmtree(d)
     body = applied_mail(bed, iid)
     check("series ends at %s." % tip in body, body)
     lines = patch_lines(body)

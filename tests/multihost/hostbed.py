@@ -368,6 +368,20 @@ class PairMixin:
     def command_cfg(self):
         return self.hosts[0].cfg
 
+    def local_paths(self, rel):
+        return [os.path.join(h.work, rel) for h in self.hosts]
+
+    def state_cursor(self, name, value=None):
+        def text(v):  # a bytea literal of v's UTF-8
+            return "'\\x%s'::bytea" % v.encode().hex()
+        if value is not None:
+            self.pg.query("UPDATE cursors SET value = %s WHERE name = %s"
+                          % (text(value), text(name)))
+        # ("v:" so that an empty value is a line psql prints)
+        rows = self.pg.query("SELECT 'v:' || convert_from(value, 'UTF8') "
+                             "FROM cursors WHERE name = %s" % text(name))
+        return rows[0][0][2:] if rows else None
+
     def localize_input(self, host, a):
         """An argument of a command run on one host: localized, except a
         path below the bed that the host does not have - a file the
