@@ -156,6 +156,18 @@ class Bed:
         keeps its own of (the git mirrors, the spool).  One here."""
         return [os.path.join(self.work, rel)]
 
+    def shared_path(self, rel):
+        """A file every host of the list sees alike (an MTA hook's
+        control files: "the MTA" of a story is the list's, whichever
+        host hands it the mail).  One host: below its directory."""
+        return os.path.join(self.work, rel)
+
+    def state_server(self):
+        """The directory of the PostgreSQL server (tests/pg/pgbed) that
+        holds the bridge's state, when the bed has one; None: each
+        story brings its own."""
+        return None
+
     def command_cfg(self):
         """The configuration for a patchbridge command a scenario runs
         itself (not through pb()): this bed's (a pair: host A's)."""

@@ -378,11 +378,16 @@ def scenario_series(bed):
           "status: %s" % out)
 
 
+# The MTA hooks below count the list's deliveries under a lock, in files
+# every host of the list shares (bed.shared_path()): on a pair of hosts
+# the 3rd delivery is the list's 3rd, whichever host makes it.  A hook
+# hands its mail to the Postfix of the host it runs on (%(etc)s).
+
 SENDMAIL_WRAPPER = """#!/bin/sh
 # Count deliveries; hang on the 3rd while %(flag)s exists (the "slow MTA");
 # fail for now while %(tempfail)s exists, for good while %(reject)s does.
-n=$(($(cat %(count)s 2>/dev/null || echo 0) + 1))
-echo $n > %(count)s
+n=$(flock %(count)s.lock sh -c \
+	'n=$(($(cat %(count)s 2>/dev/null || echo 0) + 1)); echo $n > %(count)s; echo $n')
 if [ -e %(tempfail)s ]; then
 	echo "451 4.3.0 try again later" >&2
 	exit 75
@@ -401,7 +406,7 @@ exec /usr/sbin/sendmail -C %(etc)s "$@"
 
 def scenario_crash(bed):
     bed.start_postfix()
-    paths = {k: os.path.join(bed.work, k)
+    paths = {k: bed.shared_path(k)
              for k in ("count", "flag", "pid", "tempfail", "reject")}
     paths["etc"] = bed.env["CONFIG"]
     wrapper = bed.write("sendmail.sh", SENDMAIL_WRAPPER % paths, 0o755)
@@ -600,11 +605,11 @@ HANDED_WRAPPER = """#!/bin/sh
 # Count deliveries; on the 2nd while %(taken)s exists, hand the mail to
 # Postfix and then hang (the MTA took it; no answer reaches the daemon);
 # on the 6th while %(flag)s exists, hang before handing it over.
-n=$(($(cat %(count)s 2>/dev/null || echo 0) + 1))
-echo $n > %(count)s
+n=$(flock %(count)s.lock sh -c \
+	'n=$(($(cat %(count)s 2>/dev/null || echo 0) + 1)); echo $n > %(count)s; echo $n')
 if [ "$n" -eq 2 ] && [ -e %(taken)s ]; then
-	cat > %(count)s.msg
-	/usr/sbin/sendmail -C %(etc)s "$@" < %(count)s.msg || exit 75
+	cat > %(count)s.$$.msg
+	/usr/sbin/sendmail -C %(etc)s "$@" < %(count)s.$$.msg || exit 75
 	echo $$ > %(pid)s
 	exec sleep 300
 fi
@@ -698,7 +703,7 @@ def kill_at_the_mta(bed, d, paths):
 
 def scenario_handed(bed):
     bed.start_postfix()
-    paths = {k: os.path.join(bed.work, k)
+    paths = {k: bed.shared_path(k)
              for k in ("count", "flag", "pid", "taken")}
     paths["etc"] = bed.env["CONFIG"]
     wrapper = bed.write("sendmail.sh", HANDED_WRAPPER % paths, 0o755)
@@ -810,11 +815,11 @@ def handed_steps(bed, paths, wrapper, arch):
 DBGONE_WRAPPER = """#!/bin/sh
 # On the 2nd delivery while %(flag)s exists: hand the mail to Postfix,
 # then wait for %(release)s before answering 0 (accepted).
-n=$(($(cat %(count)s 2>/dev/null || echo 0) + 1))
-echo $n > %(count)s
+n=$(flock %(count)s.lock sh -c \
+	'n=$(($(cat %(count)s 2>/dev/null || echo 0) + 1)); echo $n > %(count)s; echo $n')
 if [ "$n" -eq 2 ] && [ -e %(flag)s ]; then
-	cat > %(count)s.msg
-	/usr/sbin/sendmail -C %(etc)s "$@" < %(count)s.msg || exit 75
+	cat > %(count)s.$$.msg
+	/usr/sbin/sendmail -C %(etc)s "$@" < %(count)s.$$.msg || exit 75
 	echo $$ > %(pid)s
 	while [ ! -e %(release)s ]; do sleep 0.1; done
 	exit 0
@@ -844,28 +849,35 @@ def wait_log(bed, text, timeout=60):
 
 
 def scenario_dbgone(bed):
+    if bed.state_server():
+        # the bed's hosts share a PostgreSQL state already: that one
+        dbgone_steps(bed, bed.state_server(), own=False)
+        return
     pgdir = os.path.join(bed.work, "pg")
     os.makedirs(pgdir, exist_ok=True)
     pgbed("start", pgdir)
     try:
-        dbgone_steps(bed, pgdir)
+        dbgone_steps(bed, pgdir, own=True)
     finally:
         subprocess.run([PGBED, "stop", pgdir], capture_output=True,
                        timeout=120)
 
 
-def dbgone_steps(bed, pgdir):
+def dbgone_steps(bed, pgdir, own):
     bed.start_postfix()
-    conninfo = bed.write("conninfo", pgbed("createdb", pgdir, "bridge") +
-                         "\n", 0o600)
-    paths = {k: os.path.join(bed.work, k)
+    state = ""
+    if own:
+        conninfo = bed.write("conninfo", pgbed("createdb", pgdir,
+                                               "bridge") + "\n", 0o600)
+        state = "backend = postgresql\nconninfo_file = %s\nlease = 10m" % \
+            conninfo
+    paths = {k: bed.shared_path(k)
              for k in ("count", "flag", "pid", "release")}
     paths["etc"] = bed.env["CONFIG"]
     wrapper = bed.write("sendmail.sh", DBGONE_WRAPPER % paths, 0o755)
     open(paths["flag"], "w").close()
     # No list archive: only the daemon's memory keeps the mail once.
-    bed.config(sendmail=wrapper, state="backend = postgresql\n"
-               "conninfo_file = %s\nlease = 10m" % conninfo)
+    bed.config(sendmail=wrapper, state=state)
     create_mr("topic", "Teach x and y to count")
 
     say("the MTA takes mail 2; the database goes before the 250 comes")

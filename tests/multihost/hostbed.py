@@ -247,6 +247,9 @@ class Group:
         return next((rc for rc in rcs if rc), 0)
 
 
+# The directory below the bed that both hosts share (shared_path()).
+SHARED = "shared"
+
 # `patchbridge` commands every host runs; the others run on the first.
 ON_EVERY_HOST = ("run", "check-config")
 
@@ -284,7 +287,9 @@ class PairMixin:
             return str(host.port_hint)
         s = s.replace(os.path.join(self.work, "sockets") + "/",
                       host.sockets() + "/")
-        s = s.replace(self.work + "/", host.work + "/")
+        # every path below the bed but the shared ones (shared_path())
+        s = re.sub(re.escape(self.work + "/") + "(?!%s/)" % SHARED,
+                   lambda m: host.work + "/", s)
         return s.replace("%s:%s" % (self.addr, self.env["PORT"]),
                          "%s:%d" % (host.addr, host.port_hint))
 
@@ -295,7 +300,7 @@ class PairMixin:
             # the directories the scenario made next to its files
             for d in os.listdir(self.work):
                 if os.path.isdir(os.path.join(self.work, d)) and \
-                        d not in ("pg",) and \
+                        d not in ("pg", SHARED) and \
                         not any(d == x.short for x in self.hosts):
                     os.makedirs(os.path.join(h.work, d), exist_ok=True)
             t = self.localize(h, text)
@@ -317,6 +322,15 @@ class PairMixin:
             h.sockets()
         return super().sockets()
 
+    def shared_path(self, rel):
+        """rel in the directory both hosts share, which localize()
+        leaves as it is."""
+        os.makedirs(os.path.join(self.work, SHARED), exist_ok=True)
+        return os.path.join(self.work, SHARED, rel)
+
+    def state_server(self):
+        return self.pg.dir
+
     def spawn(self, argv, logname):
         return Group([h.spawn([self.localize(h, a) for a in argv], logname)
                       for h in self.hosts])
@@ -337,7 +351,13 @@ class PairMixin:
             h.start_postfix(*[self.localize(h, o) for o in opts])
             say("host %s: postfix on %s port %d, archive %s" %
                 (h.name, h.addr, h.port, h.env["ARCHIVE"]))
-        self.env.update({k: v for k, v in self.hosts[0].env.items()
+        # Paths below host A's directory as placeholders that localize()
+        # makes each host's own: a story's MTA hook hands its mail to
+        # `sendmail -C $CONFIG` of the host it runs on.
+        a = self.hosts[0].work + "/"
+        self.env.update({k: self.work + "/" + v[len(a):]
+                         if v.startswith(a) else v
+                         for k, v in self.hosts[0].env.items()
                          if k not in ("PORT", "ADDRESS")})
 
     def stop(self):
@@ -359,6 +379,19 @@ class PairMixin:
             for h, o in zip(self.hosts, outs):
                 say("host %s: patchbridge %s -> %d" %
                     (h.short, " ".join(argv), o.returncode))
+            if argv[:2] == ["run", "--once"] and \
+                    any(o.returncode == 0 for o in outs):
+                # A host whose pass left work waiting (75) may have
+                # waited for a claim of a host that ran after it and
+                # finished (0) - the claim of a host restarted after a
+                # crash, its own again: it runs once more, as its
+                # daemon's next pass would.
+                for i, h in enumerate(self.hosts):
+                    if outs[i].returncode == 75:
+                        outs[i] = h.pb_run([self.localize(h, a)
+                                            for a in argv], timeout)
+                        say("host %s: patchbridge %s again -> %d" %
+                            (h.short, " ".join(argv), outs[i].returncode))
             worst = next((o for o in outs if o.returncode), outs[0])
             worst.stdout = "".join(o.stdout for o in outs)
             return worst

@@ -15,9 +15,13 @@ Scenarios:
   outbound-NAME  the two hosts (outbound_e2e.py's for outbound-NAME,
   forgemail-NAME forgemail_e2e.py's for forgemail-NAME):
                  the replies go to the hosts in turn, `run --once` runs on
-                 both, the list archive is what both delivered (hostbed's
-                 Pair), so every check of the single-host story must hold
-                 with the work split between two hosts.
+                 both (a host that exited 75 runs once more when the
+                 other finished: it may have waited on that host's
+                 claim), the MTA hooks of the outbound stories count the
+                 list's deliveries across both hosts, the list archive
+                 is what both delivered (hostbed's Pair), so every check
+                 of the single-host story must hold with the work split
+                 between two hosts.
   same-reply     one reply delivered to both hosts (a sender's MTA that
                  retried on the second MX): a comment with an inline
                  review and a maintainer's Acked-by.  Both hosts journal
