@@ -29,6 +29,12 @@
  * online CPU up to this). */
 #define PARSE_JOBS_MAX 64
 #define PARSE_JOBS_DEFAULT_MAX 8
+/* Mails read ahead per thread, at most (the ring's slots per job). */
+#define PARSE_SLOTS_PER_JOB 16
+/* Bytes of mail read ahead beyond jobs + 2 mails, at most. */
+#define PARSE_INFLIGHT_MAX (32 * 1024 * 1024)
+/* A slot's buffer larger than this is given back once printed. */
+#define PARSE_SLOT_KEEP (1024 * 1024)
 
 const char cmd_parse_synopsis[] = "[OPTION...] FILE... | --mbox FILE";
 const char cmd_parse_summary[] = "mail as JSON: what the inbound side "
@@ -177,14 +183,23 @@ static void thread_add(struct thread *t, const char *path)
 /*
  * Many mails (FILE..., --mbox) are parsed by a few threads at once and
  * printed in their order: the main thread reads each mail into a free
- * slot of a small ring, a worker parses it into the slot's JSON line and
+ * slot of a ring, a worker parses it into the slot's JSON line and
  * error text, and the main thread prints finished slots in order and
  * reuses them.  review_parse() is safe to run in threads after
  * mail_init() (the milter does so); everything shared - the --patch
- * diff, the --thread mails, the trust rules - is only read.  The ring
- * holds a slot per worker and two more (the one being read, the one
- * being printed): memory stays a few mails' worth, at most
- * (jobs + 2) x (PB_MAIL_MAX_DEFAULT + the mail's JSON).
+ * diff, the --thread mails, the trust rules - is only read.
+ *
+ * The ring lets the reader run ahead of the workers by
+ * PARSE_SLOTS_PER_JOB mails per worker, so that a long mail holds no
+ * worker idle behind it, and the threads wake each other in batches:
+ * a worker waits for work only when none is read, and the reader,
+ * when the ring is full, sleeps until the mail halfway through it is
+ * parsed, then prints all that is done and reads until the ring is
+ * full again (a handoff per mail cost up to a tenth of the CPU in
+ * futex calls and context switches).  Memory: beyond jobs + 2 mails
+ * (each up to PB_MAIL_MAX_DEFAULT and its JSON), the mails read ahead
+ * hold PARSE_INFLIGHT_MAX bytes at most, and a slot gives back a
+ * buffer larger than PARSE_SLOT_KEEP once it is printed.
  */
 enum slot_kind { SLOT_MAIL, SLOT_UNREADABLE, SLOT_OVERSIZE };
 
@@ -205,12 +220,16 @@ struct pipeline {
 	struct parse_run *run;
 	struct slot *slots;
 	size_t nr_slots;
+	size_t min_slots; /* read ahead whatever their size: jobs + 2 */
 	size_t filled, taken, printed; /* counters of mails, not slots */
+	size_t inflight; /* bytes of the mails filled and not printed */
+	size_t wake_at; /* the mail the reader waits for; SIZE_MAX: none */
+	int idle; /* workers waiting for work */
 	int threaded; /* 0: the main thread parses each mail itself */
 	int no_more;
 	pthread_mutex_t lock;
 	pthread_cond_t work; /* a slot was filled, or no_more */
-	pthread_cond_t finished; /* a slot is done */
+	pthread_cond_t finished; /* mail wake_at is done */
 };
 
 static void failed(struct parse_run *run, int ex)
@@ -289,43 +308,82 @@ static void *worker(void *arg)
 {
 	struct pipeline *pl = arg;
 	struct slot *sl;
+	size_t n;
 
 	pthread_mutex_lock(&pl->lock);
 	for (;;) {
-		while (pl->taken == pl->filled && !pl->no_more)
+		while (pl->taken == pl->filled && !pl->no_more) {
+			pl->idle++;
 			pthread_cond_wait(&pl->work, &pl->lock);
+			pl->idle--;
+		}
 		if (pl->taken == pl->filled)
 			break;
-		sl = &pl->slots[pl->taken++ % pl->nr_slots];
+		n = pl->taken++;
+		sl = &pl->slots[n % pl->nr_slots];
 		pthread_mutex_unlock(&pl->lock);
 		parse_slot(pl->run, sl);
 		pthread_mutex_lock(&pl->lock);
 		sl->done = 1;
-		pthread_cond_signal(&pl->finished);
+		if (n == pl->wake_at)
+			pthread_cond_signal(&pl->finished);
 	}
 	pthread_mutex_unlock(&pl->lock);
 	return NULL;
 }
 
-/* Print the finished slots in order; with all, wait for every filled
- * one; else wait only until a slot is free (main thread, lock held). */
+/* No mail can be read before some are printed (lock held). */
+static int ring_full(const struct pipeline *pl)
+{
+	size_t n = pl->filled - pl->printed;
+
+	return n >= pl->nr_slots ||
+	       (n >= pl->min_slots && pl->inflight >= PARSE_INFLIGHT_MAX);
+}
+
+/* A printed slot's buffers: a large one is given back. */
+static void slot_recycle(struct slot *sl)
+{
+	if (sl->raw.alloc > PARSE_SLOT_KEEP)
+		buf_release(&sl->raw);
+	if (sl->out.alloc > PARSE_SLOT_KEEP)
+		buf_release(&sl->out);
+}
+
+/*
+ * Print the finished slots in order (main thread, lock held).  With
+ * all, wait for every filled one; else wait only while the ring is
+ * full, and then for the mail halfway through it, so that one wakeup
+ * prints a batch.
+ */
 static void drain(struct pipeline *pl, int all)
 {
 	struct slot *sl;
+	size_t target;
 
-	while (pl->printed < pl->filled) {
-		sl = &pl->slots[pl->printed % pl->nr_slots];
-		if (!sl->done) {
-			if (!all && pl->filled - pl->printed < pl->nr_slots)
-				return;
-			pthread_cond_wait(&pl->finished, &pl->lock);
-			continue;
+	for (;;) {
+		while (pl->printed < pl->filled &&
+		       pl->slots[pl->printed % pl->nr_slots].done) {
+			sl = &pl->slots[pl->printed % pl->nr_slots];
+			pthread_mutex_unlock(&pl->lock);
+			print_slot(pl->run, sl);
+			pthread_mutex_lock(&pl->lock);
+			pl->inflight -= sl->raw.len;
+			slot_recycle(sl);
+			sl->done = 0;
+			pl->printed++;
 		}
-		pthread_mutex_unlock(&pl->lock);
-		print_slot(pl->run, sl);
-		pthread_mutex_lock(&pl->lock);
-		sl->done = 0;
-		pl->printed++;
+		if (pl->printed == pl->filled || (!all && !ring_full(pl)))
+			return;
+		/* The oldest is not done (else it was printed): wait for
+		 * it, or for the one halfway when that is not done either. */
+		target = pl->printed + (pl->filled - pl->printed - 1) / 2;
+		if (all || pl->slots[target % pl->nr_slots].done)
+			target = pl->printed;
+		pl->wake_at = target;
+		while (!pl->slots[target % pl->nr_slots].done)
+			pthread_cond_wait(&pl->finished, &pl->lock);
+		pl->wake_at = SIZE_MAX;
 	}
 }
 
@@ -365,7 +423,9 @@ static void submit(struct pipeline *pl, struct slot *sl)
 	}
 	pthread_mutex_lock(&pl->lock);
 	pl->filled++;
-	pthread_cond_signal(&pl->work);
+	pl->inflight += sl->raw.len;
+	if (pl->idle)
+		pthread_cond_signal(&pl->work);
 	pthread_mutex_unlock(&pl->lock);
 }
 
@@ -432,7 +492,9 @@ static void parse_all(struct parse_run *run, int jobs, char **files, int nfiles,
 
 	memset(&pl, 0, sizeof(pl));
 	pl.run = run;
-	pl.nr_slots = jobs > 1 ? (size_t)jobs + 2 : 1;
+	pl.min_slots = (size_t)jobs + 2;
+	pl.nr_slots = jobs > 1 ? (size_t)jobs * PARSE_SLOTS_PER_JOB : 1;
+	pl.wake_at = SIZE_MAX;
 	pl.slots = xcalloc(pl.nr_slots, sizeof(*pl.slots));
 	for (k = 0; k < pl.nr_slots; k++) {
 		buf_init(&pl.slots[k].raw, PB_MAIL_MAX_DEFAULT);

@@ -17,7 +17,11 @@
 #      file that is not an mbox is refused (65); bad usage is 64;
 #   5. --jobs N (threads) changes nothing a user sees: the same lines,
 #      the same messages on standard error in the same order and the
-#      same exit status for N = 1, 2 and 7, errors mixed in.
+#      same exit status for N = 1, 2 and 7, errors mixed in;
+#   6. nor when the mails outnumber the ring of mails read ahead many
+#      times and some are large (the read-ahead's byte bound is reached,
+#      large buffers are given back, a worker is held by a long mail
+#      while the others go on).
 set -u
 export LC_ALL=C
 unset PATCHBRIDGE_CONFIG
@@ -197,6 +201,50 @@ for j in 2 7; do
 	cmp -s "$tmp/m1.jsonl" "$tmp/m$j.jsonl" || fail "parse --jobs $j --mbox: other lines than --jobs 1"
 done
 compare "$tmp/m7.jsonl" mbox || fail "parse -j 7 --mbox: see above"
+# 6. --jobs on many mails, some large: 40 rounds of the mails, with
+# replies of 5.3 MiB each (a long quoted patch, comments between) in
+# rounds 5 and 30 and eight in a row in round 20 (42 MiB: above the
+# 32 MiB the ring reads ahead).
+"$py" - "$tmp/many.mbox" "${files[@]}" <<'EOF'
+import sys
+out, files = sys.argv[1], sys.argv[2:]
+mails = [open(f, "rb").read() for f in files]
+quoted = b"".join(b"> +\tline %d of a long patch\n" % i for i in range(90000))
+large = (b"From: Rob Reviewer <rob@review.example>\n"
+         b"Subject: Re: [PATCH 1/6] net: a change\n"
+         b"Message-ID: <large-%d@review.example>\n"
+         b"In-Reply-To: <patch-1@example.org>\n\n"
+         b"Before.\n\n" + quoted.replace(b"%", b"%%") + b"\nBetween.\n\n" +
+         quoted.replace(b"%", b"%%") +
+         b"\nAcked-by: Rob Reviewer <rob@review.example>\n")
+with open(out, "wb") as f:
+    for r in range(40):
+        batch = list(mails)
+        if r in (5, 30):
+            batch.insert(r % len(batch), large % r)
+        if r == 20:
+            batch[3:3] = [large % (100 + k) for k in range(8)]
+        for m in batch:
+            f.write(b"From mboxrd@z Thu Jan  1 00:00:00 1970\n")
+            for line in m.splitlines(True):
+                if line.lstrip(b">").startswith(b"From "):
+                    line = b">" + line
+                f.write(line)
+            if not m.endswith(b"\n"):
+                f.write(b"\n")
+            f.write(b"\n")
+EOF
+for j in 1 2 7; do
+	"$pb" parse -j $j --mbox "$tmp/many.mbox" >"$tmp/many$j.jsonl" 2>&1 ||
+		fail "parse -j $j --mbox (many mails): exit $?"
+done
+[ "$(wc -l <"$tmp/many1.jsonl")" -eq $((40 * ${#files[@]} + 10)) ] ||
+	fail "parse --mbox (many mails): $(wc -l <"$tmp/many1.jsonl") lines for $((40 * ${#files[@]} + 10)) mails"
+for j in 2 7; do
+	cmp -s "$tmp/many1.jsonl" "$tmp/many$j.jsonl" ||
+		fail "parse -j $j --mbox (many mails, some large): other lines than -j 1"
+done
+
 for bad in 0 65 x ""; do
 	"$pb" parse --jobs "$bad" "${files[0]}" >"$tmp/out" 2>&1
 	rc=$?
