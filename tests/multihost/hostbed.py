@@ -304,6 +304,14 @@ class PairMixin:
                         not any(d == x.short for x in self.hosts):
                     os.makedirs(os.path.join(h.work, d), exist_ok=True)
             t = self.localize(h, text)
+            for o in self.hosts:
+                # (a host's file naming another's Postfix or files: a
+                # placeholder localize() did not know)
+                check(o is h or (o.work + "/" not in t and
+                                 not (o.env.get("RUNDIR") and
+                                      o.env["RUNDIR"] in t)),
+                      "%s for host %s names host %s's paths" %
+                      (name, h.name, o.name))
             if name == "patchbridge.conf":
                 t = with_state(t, state_lines(h, self.pg, self.lease),
                                milter_lines(h))
@@ -351,14 +359,26 @@ class PairMixin:
             h.start_postfix(*[self.localize(h, o) for o in opts])
             say("host %s: postfix on %s port %d, archive %s" %
                 (h.name, h.addr, h.port, h.env["ARCHIVE"]))
-        # Paths below host A's directory as placeholders that localize()
-        # makes each host's own: a story's MTA hook hands its mail to
-        # `sendmail -C $CONFIG` of the host it runs on.
-        a = self.hosts[0].work + "/"
-        self.env.update({k: self.work + "/" + v[len(a):]
-                         if v.startswith(a) else v
+        # Host A's paths as placeholders that localize() makes each
+        # host's own: a story's MTA hook hands its mail to `sendmail -C
+        # $CONFIG` of the host it runs on.
+        self.env.update({k: self.placeholder(v)
                          for k, v in self.hosts[0].env.items()
                          if k not in ("PORT", "ADDRESS")})
+
+    def placeholder(self, path):
+        """A path of host A's Postfix as the same path below the bed:
+        below A's directory, or in pfbed's runtime directory (RUNDIR,
+        under /tmp when the bed's path is too long for Postfix's
+        sockets), whose names pfbed links from the instance's DIR."""
+        a = self.hosts[0]
+        if path.startswith(a.work + "/"):
+            return self.work + path[len(a.work):]
+        rundir, d = a.env.get("RUNDIR"), a.env.get("DIR", "")
+        if rundir and d.startswith(a.work + "/") and \
+                (path == rundir or path.startswith(rundir + "/")):
+            return self.work + d[len(a.work):] + path[len(rundir):]
+        return path
 
     def stop(self):
         # (libmilter takes seconds to stop: the hosts stop together)
