@@ -2,7 +2,7 @@
 # Build the libFuzzer targets and run each for a bounded time, seeded
 # from the test data (tests/fuzz/README.md).
 #
-#   ./scripts/fuzz.sh [SECONDS_PER_TARGET]      (default 30: CI's short run)
+#   ./scripts/fuzz.sh [SECONDS_PER_TARGET]      (default 20: CI's short run)
 #
 # The build is optimised (RelWithDebInfo: -O2 -g) with AddressSanitizer
 # and UndefinedBehaviorSanitizer over every module the targets reach, and
@@ -25,7 +25,7 @@
 # BUILD/findings/TARGET/ and the last lines of BUILD/TARGET.log are shown.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
-secs=${1:-30}
+secs=${1:-20}
 bdir=${FUZZ_BUILD:-$top/build-fuzz}
 targets=${FUZZ_TARGETS:-fuzz_owners fuzz_mail fuzz_reply fuzz_trailers fuzz_header}
 parallel=${FUZZ_PARALLEL:-$(nproc 2>/dev/null || echo 2)}

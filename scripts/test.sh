@@ -13,7 +13,7 @@
 #      then print how many requests and responses the simulator checked
 #      against GitLab's OpenAPI document;
 #   4. build the libFuzzer targets and run each for FUZZ_SECONDS (default
-#      30), seeded from tests/data (scripts/fuzz.sh).
+#      20), seeded from tests/data (scripts/fuzz.sh).
 # .ci/run runs exactly this.  Build trees: build-ci/, build-asan/ and
 # build-fuzz/.  Each stage prints the wall time since the start and the
 # CPU time used so far (on a shared machine the second says more); the
@@ -70,7 +70,7 @@ stage "OpenAPI conformance"
 /usr/bin/python3 "$top/tests/tools/openapi_report.py" \
 	"$top/build-asan/openapi-reports" || rc=1
 stage "fuzz"
-"$top/scripts/fuzz.sh" "${FUZZ_SECONDS:-30}" || rc=1
+"$top/scripts/fuzz.sh" "${FUZZ_SECONDS:-20}" || rc=1
 
 stage "done"
 if [ $rc = 0 ]; then
