@@ -52,7 +52,6 @@ struct why {
 	/* The thread map, for mail the bridge sent, and its queue row. */
 	int have_sent;
 	struct store_mail sent;
-	enum store_sent_how sent_how; /* when sent.state is SENT */
 	int have_queued;
 	struct store_outmail queued;
 	/* The spool. */
@@ -212,11 +211,6 @@ static int gather_store(struct why *w)
 	if (!rc) {
 		rc = store_mail_get(&w->sent, st, w->id);
 		w->have_sent = !rc;
-		if (rc == PB_ENOTFOUND)
-			rc = 0;
-	}
-	if (!rc && w->have_sent && w->sent.state == STORE_MAIL_SENT) {
-		rc = store_sent_how_get(&w->sent_how, st, w->id);
 		if (rc == PB_ENOTFOUND)
 			rc = 0;
 	}
@@ -821,7 +815,7 @@ static void tell_sent(const struct why *w)
 	}
 	if (m->state == STORE_MAIL_SENT) {
 		env_time(t, sizeof(t), m->sent);
-		switch (w->sent_how) {
+		switch (m->sent_how) {
 		case STORE_SENT_ARCHIVE:
 			printf("    sent: found in the list archive at %s", t);
 			if (m->sent_by)
@@ -1181,7 +1175,7 @@ static void json_sent(struct jsonw *j, const struct why *w)
 	jsonw_strz(j, m->sent_by);
 	jsonw_key(j, "sent_how");
 	jsonw_strz(j, m->state == STORE_MAIL_SENT ?
-			      store_sent_how_name(w->sent_how) :
+			      store_sent_how_name(m->sent_how) :
 			      NULL);
 	jsonw_key(j, "attempts");
 	jsonw_int(j, w->have_queued ? q->attempts : 0);

@@ -386,6 +386,8 @@ _Static_assert(ARRAY_SIZE(sqlite_migrations) == ARRAY_SIZE(pg_migrations),
 	"message_id, project, iid, revision, patch, total, kind,"       \
 	" commit_sha, base_sha, start_sha, head_sha, version_id, diff," \
 	" discussion_id, note_id, state, created, sent, sent_by"
+/* What a mail row reads: its columns and how it was known sent. */
+#define MAIL_READ_COLS MAIL_COLS ", sent_how"
 enum {
 	MC_MSGID,
 	MC_PROJECT,
@@ -406,6 +408,7 @@ enum {
 	MC_CREATED,
 	MC_SENT,
 	MC_SENT_BY,
+	MC_SENT_HOW, /* MAIL_READ_COLS only */
 };
 
 #define REV_COLS                                                 \
@@ -503,7 +506,6 @@ enum stmt_id {
 	S_USER_VERSION,
 	S_MAIL_PUT,
 	S_MAIL_MARK_SENT,
-	S_MAIL_SENT_HOW,
 	S_MAIL_GET,
 	S_MAIL_FIND,
 	S_MAIL_LIST_REVISION,
@@ -619,19 +621,17 @@ static const char *const stmt_sql[S_NR] = {
 			     " sent_how = CASE WHEN sent IS NULL THEN ?4"
 			     " ELSE sent_how END"
 			     " WHERE message_id = ?1",
-	[S_MAIL_SENT_HOW] = "SELECT sent_how FROM thread_map"
-			    " WHERE message_id = ?1 AND state = 'sent'",
-	[S_MAIL_GET] = "SELECT " MAIL_COLS " FROM thread_map"
+	[S_MAIL_GET] = "SELECT " MAIL_READ_COLS " FROM thread_map"
 		       " WHERE message_id = ?1",
-	[S_MAIL_FIND] = "SELECT " MAIL_COLS " FROM thread_map"
+	[S_MAIL_FIND] = "SELECT " MAIL_READ_COLS " FROM thread_map"
 			" WHERE project = ?1 AND iid = ?2 AND revision = ?3"
 			" AND patch = ?4 AND kind IN ('cover', 'patch')",
 	[S_MAIL_LIST_REVISION] =
-		"SELECT " MAIL_COLS " FROM thread_map"
+		"SELECT " MAIL_READ_COLS " FROM thread_map"
 		" WHERE project = ?1 AND iid = ?2 AND revision = ?3"
 		" ORDER BY kind NOT IN ('cover', 'patch'), patch, created,"
 		" rowid",
-	[S_MAIL_BY_DISCUSSION] = "SELECT " MAIL_COLS " FROM thread_map"
+	[S_MAIL_BY_DISCUSSION] = "SELECT " MAIL_READ_COLS " FROM thread_map"
 				 " WHERE project = ?1 AND discussion_id = ?2"
 				 " ORDER BY created DESC, rowid DESC LIMIT 1",
 	/* Each host's part (store_hosts): what it journaled, applied,
@@ -658,7 +658,7 @@ static const char *const stmt_sql[S_NR] = {
 		    "  FROM thread_map WHERE sent_by IS NOT NULL) h"
 		    " GROUP BY host ORDER BY host LIMIT ?1",
 	/* The thread map from a time on, in pages (store_threadmap_mirror). */
-	[S_MAIL_SINCE] = "SELECT " MAIL_COLS " FROM thread_map"
+	[S_MAIL_SINCE] = "SELECT " MAIL_READ_COLS " FROM thread_map"
 			 " WHERE (created, message_id) > (?1, ?2)"
 			 " ORDER BY created, message_id LIMIT ?3",
 	[S_MIRROR_MAIL] = "INSERT INTO thread_map (" MAIL_COLS ")"
@@ -676,7 +676,7 @@ static const char *const stmt_sql[S_NR] = {
 			       " cover_msgid = ?5, state = ?6, sent = ?7"
 			       " WHERE project = ?1 AND iid = ?2"
 			       " AND revision = ?3",
-	[S_MAIL_BY_NOTE] = "SELECT " MAIL_COLS " FROM thread_map"
+	[S_MAIL_BY_NOTE] = "SELECT " MAIL_READ_COLS " FROM thread_map"
 			   " WHERE project = ?1 AND note_id = ?2"
 			   " ORDER BY created, rowid LIMIT 1",
 
@@ -1959,43 +1959,9 @@ int store_mail_mark_sent(struct store *st, const char *message_id)
 	return mark_sent(st, message_id, STORE_SENT_MTA);
 }
 
-int store_sent_how_get(enum store_sent_how *how, struct store *st,
-		       const char *message_id)
-{
-	char qb[PB_LOG_QUOTE_MAX];
-	struct query q;
-	int rc, v;
-
-	*how = STORE_SENT_MTA;
-	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
-	if (rc)
-		return rc;
-	rc = q_start(&q, st, S_MAIL_SENT_HOW, "look up how a mail was sent");
-	if (rc)
-		return rc;
-	q_text(&q, 1, message_id);
-	rc = q_step(&q);
-	if (rc == 1) {
-		rc = 0;
-		if (!db_column_null(st->db, q.stmt, 0)) {
-			v = col_enum(&q, 0, sent_how_names,
-				     ARRAY_SIZE(sent_how_names));
-			if (v < 0)
-				rc = v;
-			else
-				*how = (enum store_sent_how)v;
-		}
-	} else if (!rc) {
-		rc = err_set(PB_ENOTFOUND, "state db: no sent mail <%s>",
-			     quote(qb, sizeof(qb), message_id));
-	}
-	q_end(&q);
-	return rc;
-}
-
 static int mail_from_row(struct store_mail *m, struct query *q)
 {
-	int kind, state;
+	int kind, state, how = STORE_SENT_MTA;
 
 	kind = col_enum(q, MC_KIND, mail_kind_names,
 			ARRAY_SIZE(mail_kind_names));
@@ -2005,6 +1971,13 @@ static int mail_from_row(struct store_mail *m, struct query *q)
 			 ARRAY_SIZE(mail_state_names));
 	if (state < 0)
 		return state;
+	/* NULL: the MTA's answer, as every row from before schema 8 */
+	if (!db_column_null(q->st->db, q->stmt, MC_SENT_HOW)) {
+		how = col_enum(q, MC_SENT_HOW, sent_how_names,
+			       ARRAY_SIZE(sent_how_names));
+		if (how < 0)
+			return how;
+	}
 	store_mail_release(m);
 	m->message_id = col_own(&m->owned, q, MC_MSGID);
 	m->project = col_own(&m->owned, q, MC_PROJECT);
@@ -2025,6 +1998,7 @@ static int mail_from_row(struct store_mail *m, struct query *q)
 	m->created = col_int(q, MC_CREATED);
 	m->sent = col_int(q, MC_SENT);
 	m->sent_by = col_own(&m->owned, q, MC_SENT_BY);
+	m->sent_how = (enum store_sent_how)how;
 	return 0;
 }
 

@@ -241,6 +241,19 @@ enum store_mail_state {
 	STORE_MAIL_SENT,
 };
 
+/*
+ * How the host that recorded a mail sent knew that its MTA had taken it
+ * (schema 8; rows from before read as STORE_SENT_MTA).
+ */
+enum store_sent_how {
+	STORE_SENT_MTA, /* the MTA's answer, recorded at once */
+	STORE_SENT_ARCHIVE, /* handed, outcome unknown; found in the list
+			     * archive, so not sent again */
+	STORE_SENT_LATE, /* the MTA's answer, recorded once the database
+			  * was back (kept in memory meanwhile) */
+};
+const char *store_sent_how_name(enum store_sent_how how);
+
 struct store_mail {
 	const char *message_id;
 	const char *project; /* "group/project" */
@@ -268,6 +281,9 @@ struct store_mail {
 	int64_t sent; /* 0 while pending */
 	/* The host that recorded it sent (read only; NULL before). */
 	const char *sent_by;
+	/* How that host knew the MTA had it (read only; STORE_SENT_MTA
+	 * before). */
+	enum store_sent_how sent_how;
 	struct strlist owned; /* strings the store filled in (see above) */
 };
 
@@ -314,23 +330,6 @@ int store_mail_put(struct store *st, const struct store_mail *m);
 /* pending -> sent, at now, by this host.  PB_ENOTFOUND for an unknown
  * Message-ID. */
 int store_mail_mark_sent(struct store *st, const char *message_id);
-
-/*
- * How the host that recorded a mail sent knew that its MTA had taken it
- * (schema 8; rows from before read as STORE_SENT_MTA).
- */
-enum store_sent_how {
-	STORE_SENT_MTA, /* the MTA's answer, recorded at once */
-	STORE_SENT_ARCHIVE, /* handed, outcome unknown; found in the list
-			     * archive, so not sent again */
-	STORE_SENT_LATE, /* the MTA's answer, recorded once the database
-			  * was back (kept in memory meanwhile) */
-};
-const char *store_sent_how_name(enum store_sent_how how);
-/* How a sent mail was known to be taken; PB_ENOTFOUND when the mail is
- * unknown or not sent. */
-int store_sent_how_get(enum store_sent_how *how, struct store *st,
-		       const char *message_id);
 int store_mail_get(struct store_mail *out, struct store *st,
 		   const char *message_id);
 /* The cover letter (patch 0) or patch k of a mailed revision. */

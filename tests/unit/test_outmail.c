@@ -164,7 +164,6 @@ static void test_sent_finishes_revision(void **state)
 	struct store *st = open_db("sent");
 	struct store_revision r;
 	struct store_mail m;
-	enum store_sent_how how;
 	int rev, done = -1;
 
 	(void)state;
@@ -172,17 +171,17 @@ static void test_sent_finishes_revision(void **state)
 	queue_mail(st, 1, rev, 0, 1, "c@x");
 	queue_mail(st, 1, rev, 1, 1, "p@x");
 
-	assert_int_equal(store_sent_how_get(&how, st, "c@x"), PB_ENOTFOUND);
+	store_mail_init(&m);
+	assert_int_equal(store_mail_get(&m, st, "c@x"), 0);
+	assert_int_equal(m.state, STORE_MAIL_PENDING);
+	assert_int_equal(m.sent_how, STORE_SENT_MTA);
 	assert_int_equal(store_outmail_sent(&done, st, "c@x", STORE_SENT_MTA),
 			 0);
 	assert_int_equal(done, 0);
-	assert_int_equal(store_sent_how_get(&how, st, "c@x"), 0);
-	assert_int_equal(how, STORE_SENT_MTA);
-	assert_int_equal(store_sent_how_get(&how, st, "none@x"), PB_ENOTFOUND);
-	store_mail_init(&m);
 	assert_int_equal(store_mail_get(&m, st, "c@x"), 0);
 	assert_int_equal(m.state, STORE_MAIL_SENT);
-	store_mail_release(&m);
+	assert_int_equal(m.sent_how, STORE_SENT_MTA);
+	assert_int_equal(store_mail_get(&m, st, "none@x"), PB_ENOTFOUND);
 	store_revision_init(&r);
 	assert_int_equal(store_revision_get(&r, st, "g/p", 1, rev), 0);
 	assert_int_equal(r.state, STORE_REVISION_SENDING);
@@ -192,15 +191,16 @@ static void test_sent_finishes_revision(void **state)
 	assert_int_equal(store_outmail_sent(&done, st, "c@x",
 					    STORE_SENT_ARCHIVE),
 			 PB_ENOTFOUND);
-	assert_int_equal(store_sent_how_get(&how, st, "c@x"), 0);
-	assert_int_equal(how, STORE_SENT_MTA);
+	assert_int_equal(store_mail_get(&m, st, "c@x"), 0);
+	assert_int_equal(m.sent_how, STORE_SENT_MTA);
 
 	/* Recorded once the database was back. */
 	assert_int_equal(store_outmail_sent(&done, st, "p@x", STORE_SENT_LATE),
 			 0);
 	assert_int_equal(done, 1);
-	assert_int_equal(store_sent_how_get(&how, st, "p@x"), 0);
-	assert_int_equal(how, STORE_SENT_LATE);
+	assert_int_equal(store_mail_get(&m, st, "p@x"), 0);
+	assert_int_equal(m.sent_how, STORE_SENT_LATE);
+	store_mail_release(&m);
 	assert_int_equal(store_revision_get(&r, st, "g/p", 1, rev), 0);
 	assert_int_equal(r.state, STORE_REVISION_SENT);
 	assert_true(r.sent > 0);
@@ -263,7 +263,7 @@ static void test_handed(void **state)
 {
 	struct store *st = open_db("handed");
 	struct store_outmail got;
-	enum store_sent_how how;
+	struct store_mail m;
 	int done = 0;
 
 	(void)state;
@@ -318,9 +318,11 @@ static void test_handed(void **state)
 	assert_int_equal(store_outmail_get(&got, st, "h1@x"), PB_ENOTFOUND);
 	assert_int_equal(store_outmail_hand(st, "h1@x"), PB_ENOTFOUND);
 	/* ... and how it was known is kept for why. */
-	assert_int_equal(store_sent_how_get(&how, st, "h1@x"), 0);
-	assert_int_equal(how, STORE_SENT_ARCHIVE);
-	assert_string_equal(store_sent_how_name(how), "archive");
+	store_mail_init(&m);
+	assert_int_equal(store_mail_get(&m, st, "h1@x"), 0);
+	assert_int_equal(m.sent_how, STORE_SENT_ARCHIVE);
+	assert_string_equal(store_sent_how_name(m.sent_how), "archive");
+	store_mail_release(&m);
 
 	store_outmail_release(&got);
 	store_free(st);
