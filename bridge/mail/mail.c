@@ -155,48 +155,89 @@ static int check_header(const char *raw, size_t len,
 }
 
 /*
- * The header fields GMime is given.  A list mail's header is mostly
- * Received, DKIM-Signature, ARC-* and X-* fields, and GMime decodes every
- * field it keeps (about half of a reply's parse went there); the model
- * reads none of them.  So the top-level header is passed on without the
- * fields not named here: the threading and sender fields and every field
- * of RFC 5322 section 3.6 that may appear only once (so that GMime still
- * flags two that conflict: MAIL_F_AMBIGUOUS), the MIME fields, and those
- * kept in struct mail.  Dropping stops at the first line that is not a
- * well-formed field (nor its continuation): from there on everything is
- * GMime's to judge, so nothing it would read as body or flag as invalid
- * is ever removed.
+ * The top-level header: what GMime is given, and what is read here.
+ *
+ * A list mail's header is mostly Received, DKIM-Signature, ARC-* and X-*
+ * fields, and GMime builds an object for every field it is given and
+ * decodes many of them at once: the addresses of To and Cc (a kernel
+ * list's Cc names dozens), Subject, Date, Message-ID.  The model reads
+ * none of that from GMime.  So when the header is only well-formed
+ * fields up to its empty line (header_plain()), GMime is given only the
+ * MIME fields (Content-*), which it needs to read the body, and the
+ * fields named below are read here (struct top), from the same bytes
+ * GMime would have kept as their raw values.  What GMime would have
+ * warned of for them is warned of here, with the same words, in the same
+ * order and at the same offsets (top_warn()): a field of RFC 5322
+ * section 3.6 that appears twice (critical when the two differ, so that
+ * MAIL_F_AMBIGUOUS is set as before), 8-bit text, and the warnings of
+ * GMime's own reading of From, Sender, Reply-To, Subject, Date and
+ * Message-ID.  Only the address lists To, Cc and Bcc are no longer
+ * parsed: nothing reads them but the repeat check and the raw search of
+ * Cc in wrapped(), so a malformed Cc is no longer noted.
+ *
+ * Any other header - a line that is not a field, a header that never
+ * ends - keeps the earlier way: the fields not named here are left out
+ * up to the first line that is not a well-formed field (nor its
+ * continuation), and GMime reads the rest, so nothing it would read as
+ * body or flag as invalid is ever removed.
+ *
+ * Either way GMime reads a copy with fields left out; struct top keeps
+ * where, so that the offsets of GMime's warnings count in the mail as
+ * given (top_offset()).
  */
-static int name_is(const char *name, size_t len, const char *want)
+#define FIELD(s)                 \
+	{                        \
+		s, sizeof(s) - 1 \
+	}
+
+struct field_name {
+	const char *name;
+	size_t len;
+};
+
+static int name_in(const char *name, size_t len, const struct field_name *v,
+		   size_t nr)
 {
-	return strlen(want) == len && !strncasecmp(name, want, len);
+	size_t i;
+
+	for (i = 0; i < nr; i++)
+		if (v[i].len == len && !strncasecmp(name, v[i].name, len))
+			return 1;
+	return 0;
 }
 
 /* The fields struct mail keeps (mail.h). */
 static int kept_header_n(const char *name, size_t len)
 {
-	return name_is(name, len, "Authentication-Results") ||
-	       (len >= 13 && !strncasecmp(name, "X-Patchbridge", 13)) ||
-	       name_is(name, len, "Auto-Submitted") ||
-	       name_is(name, len, "List-Id");
+	static const struct field_name kept[] = {
+		FIELD("Authentication-Results"),
+		FIELD("Auto-Submitted"),
+		FIELD("List-Id"),
+	};
+
+	return (len >= 13 && !strncasecmp(name, "X-Patchbridge", 13)) ||
+	       name_in(name, len, kept, sizeof(kept) / sizeof(kept[0]));
 }
 
-static int gmime_reads(const char *name, size_t len)
+static int is_mime_field(const char *name, size_t len)
 {
-	static const char *const names[] = {
-		"Bcc",	       "Cc",	    "Date",	  "From",
-		"In-Reply-To", "List-Post", "Message-ID", "MIME-Version",
-		"References",  "Reply-To",  "Sender",	  "Subject",
-		"To",
-	};
-	size_t i;
+	return len >= 8 && !strncasecmp(name, "Content-", 8);
+}
 
-	if (len >= 8 && !strncasecmp(name, "Content-", 8))
-		return 1;
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (name_is(name, len, names[i]))
-			return 1;
-	return kept_header_n(name, len);
+/* The fields read: the model's, the once-only ones, the kept ones. */
+static int top_reads(const char *name, size_t len)
+{
+	static const struct field_name names[] = {
+		FIELD("Bcc"),	     FIELD("Cc"),	    FIELD("Date"),
+		FIELD("From"),	     FIELD("In-Reply-To"),  FIELD("List-Post"),
+		FIELD("Message-ID"), FIELD("MIME-Version"), FIELD("References"),
+		FIELD("Reply-To"),   FIELD("Sender"),	    FIELD("Subject"),
+		FIELD("To"),
+	};
+
+	return is_mime_field(name, len) ||
+	       name_in(name, len, names, sizeof(names) / sizeof(names[0])) ||
+	       kept_header_n(name, len);
 }
 
 /* The length of the field name that starts line[0..n), 0 if none. */
@@ -211,28 +252,141 @@ static size_t field_name(const char *line, size_t n)
 	return i < n ? i : 0;
 }
 
-/* raw[0..len) without the top-level fields gmime_reads() does not name. */
-static void header_filter(struct buf *out, const char *raw, size_t len)
+static int is_blank_line(const char *p, size_t n)
+{
+	return n == 1 || (n == 2 && p[0] == '\r');
+}
+
+/* Is raw[0..len) well-formed fields up to an empty line? */
+static int header_plain(const char *raw, size_t len)
 {
 	const char *p = raw, *end = raw + len, *nl;
+	size_t n;
+
+	while (p < end) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			return 0;
+		n = (size_t)(nl + 1 - p);
+		if (is_blank_line(p, n))
+			return 1;
+		if (*p == ' ' || *p == '\t') {
+			if (p == raw)
+				return 0;
+		} else if (!field_name(p, n)) {
+			return 0;
+		}
+		p += n;
+	}
+	return 0;
+}
+
+/* A field read here: its name and raw value as GMime would keep them. */
+struct top_field {
+	char *name;
+	char *raw; /* after the colon, to the end of the field's last line */
+	int64_t at; /* where the field starts in the mail */
+};
+
+/* Bytes left out of the copy GMime reads, from fed on. */
+struct top_gap {
+	size_t fed; /* where in the copy */
+	size_t gone; /* how many were left out there and before */
+};
+
+struct top {
+	int read; /* 1: the fields below were read here, not by GMime */
+	struct top_field *v;
+	size_t nr, alloc;
+	struct top_gap *gaps;
+	size_t nr_gaps, gaps_alloc;
+	size_t base; /* bytes before the header: an mbox From line */
+};
+
+static void top_release(struct top *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nr; i++) {
+		free(t->v[i].name);
+		free(t->v[i].raw);
+	}
+	free(t->v);
+	free(t->gaps);
+}
+
+static void top_gap(struct top *t, size_t fed, size_t n)
+{
+	size_t before = t->nr_gaps ? t->gaps[t->nr_gaps - 1].gone : 0;
+
+	if (t->nr_gaps && t->gaps[t->nr_gaps - 1].fed == fed) {
+		t->gaps[t->nr_gaps - 1].gone += n;
+		return;
+	}
+	ALLOC_GROW(t->gaps, t->nr_gaps + 1, t->gaps_alloc);
+	t->gaps[t->nr_gaps].fed = fed;
+	t->gaps[t->nr_gaps].gone = before + n;
+	t->nr_gaps++;
+}
+
+/* An offset in GMime's copy, counted in the mail as given. */
+static int64_t top_offset(const struct top *t, int64_t off)
+{
+	size_t i, gone = 0;
+
+	for (i = 0; i < t->nr_gaps && (int64_t)t->gaps[i].fed <= off; i++)
+		gone = t->gaps[i].gone;
+	return off + (int64_t)(gone + t->base);
+}
+
+/*
+ * Copy raw[0..len) to out for GMime: without the fields it need not see,
+ * and, when t->read, without those read here into t.
+ */
+static void header_filter(struct buf *out, struct top *t, const char *raw,
+			  size_t len)
+{
+	const char *p = raw, *end = raw + len, *nl, *value = NULL;
 	size_t n, name;
 	int keep = 1;
 
+	t->read = header_plain(raw, len);
 	while (p < end) {
 		nl = memchr(p, '\n', (size_t)(end - p));
 		n = nl ? (size_t)(nl + 1 - p) : (size_t)(end - p);
 		if (*p == ' ' || *p == '\t') {
 			/* a continuation goes with its field */
-		} else if (n == 1 || (n == 2 && p[0] == '\r') ||
-			   !(name = field_name(p, n))) {
+		} else if (is_blank_line(p, n) || !(name = field_name(p, n))) {
 			break; /* the body, or not a field: GMime's */
 		} else {
-			keep = gmime_reads(p, name);
+			if (value) {
+				t->v[t->nr - 1].raw =
+					xstrndup(value, (size_t)(p - value));
+				value = NULL;
+			}
+			int reads = top_reads(p, name);
+
+			keep = t->read ? is_mime_field(p, name) : reads;
+			if (t->read && !keep && reads) {
+				ALLOC_GROW(t->v, t->nr + 1, t->alloc);
+				t->v[t->nr].name = xstrndup(p, name);
+				t->v[t->nr].raw = NULL;
+				t->v[t->nr].at = (int64_t)(p - raw + t->base);
+				t->nr++;
+				value = p + name + 1;
+			}
 		}
-		if (keep && buf_add(out, p, n))
-			BUG("header_filter: the buffer holds the message");
+		if (keep) {
+			if (buf_add(out, p, n))
+				BUG("header_filter: the buffer holds the "
+				    "message");
+		} else {
+			top_gap(t, out->len, n);
+		}
 		p += n;
 	}
+	if (value)
+		t->v[t->nr - 1].raw = xstrndup(value, (size_t)(p - value));
 	if (buf_add(out, p, (size_t)(end - p)))
 		BUG("header_filter: the buffer holds the message");
 }
@@ -444,6 +598,8 @@ struct warn_state {
 	unsigned crit;
 	unsigned warnings;
 	struct strlist notes; /* each warning as text, MAIL_NOTES_MAX */
+	const struct top *top; /* GMime's offsets to the mail's */
+	int64_t at; /* the field read here now, for GMime's offset -1 */
 };
 
 /* What GMime found, in words (gmime-parser-options.h). */
@@ -505,10 +661,9 @@ static int is_crit(GMimeParserWarning code)
 	}
 }
 
-static void on_warning(gint64 offset, GMimeParserWarning code,
-		       const gchar *item, gpointer data)
+static void warn(struct warn_state *ws, int64_t offset, GMimeParserWarning code,
+		 const char *item)
 {
-	struct warn_state *ws = data;
 	char what[PB_LOG_QUOTE_MAX];
 
 	if (is_crit(code))
@@ -524,6 +679,83 @@ static void on_warning(gint64 offset, GMimeParserWarning code,
 		      is_crit(code) ? "critical: " : "", warning_text(code),
 		      item && *item ? ": \"" : "", item && *item ? what : "",
 		      item && *item ? "\"" : "", (long long)offset);
+}
+
+/* GMime's warning callback: offsets in its copy, or -1 (top_warn()). */
+static void on_warning(gint64 offset, GMimeParserWarning code,
+		       const gchar *item, gpointer data)
+{
+	struct warn_state *ws = data;
+
+	warn(ws, offset < 0 ? ws->at : top_offset(ws->top, offset), code, item);
+}
+
+/* The fields RFC 5322 section 3.6 allows once (GMime's list). */
+static int once_only(const char *name)
+{
+	static const char *const names[] = {
+		"Bcc",	       "Cc",	     "Date",	   "From",
+		"In-Reply-To", "Message-ID", "References", "Reply-To",
+		"Sender",      "Subject",    "To",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!g_ascii_strcasecmp(name, names[i]))
+			return 1;
+	return 0;
+}
+
+/*
+ * What GMime warns of for the fields read here (struct top), had it been
+ * given them: 8-bit text as it parses each field; then, field by field
+ * as it adds them to the message, a repeat of a once-only field (against
+ * the first: critical when the raw values differ) and what its reading
+ * of the field finds (gmime-parser.c, gmime-message.c).
+ */
+static void top_warn(struct warn_state *ws, const struct top *t,
+		     GMimeParserOptions *opts)
+{
+	size_t i, j;
+
+	for (i = 0; i < t->nr; i++)
+		if (!g_utf8_validate(t->v[i].raw, -1, NULL))
+			warn(ws, t->v[i].at, GMIME_WARN_UNENCODED_8BIT_HEADER,
+			     t->v[i].name);
+	for (i = 0; i < t->nr; i++) {
+		const struct top_field *f = &t->v[i];
+
+		for (j = 0; once_only(f->name) && j < i; j++) {
+			if (g_ascii_strcasecmp(t->v[j].name, f->name))
+				continue;
+			warn(ws, f->at,
+			     strcmp(t->v[j].raw, f->raw) ?
+				     GMIME_CRIT_CONFLICTING_HEADER :
+				     GMIME_WARN_DUPLICATED_HEADER,
+			     f->name);
+			break;
+		}
+		ws->at = f->at;
+		if (!g_ascii_strcasecmp(f->name, "From") ||
+		    !g_ascii_strcasecmp(f->name, "Sender") ||
+		    !g_ascii_strcasecmp(f->name, "Reply-To")) {
+			InternetAddressList *l =
+				internet_address_list_parse(opts, f->raw);
+
+			if (l)
+				g_object_unref(l);
+		} else if ((!g_ascii_strcasecmp(f->name, "Subject") ||
+			    !g_ascii_strcasecmp(f->name, "Date") ||
+			    !g_ascii_strcasecmp(f->name, "Message-ID")) &&
+			   strstr(f->raw, "=?")) {
+			/* only an encoded word can be warned of */
+			char *u = g_mime_utils_header_unfold(f->raw);
+
+			g_free(g_mime_utils_header_decode_text(opts, u));
+			g_free(u);
+		}
+		ws->at = -1;
+	}
 }
 
 /* "value\r\n\tmore" -> "value more"; leading and trailing blanks go. */
@@ -583,6 +815,12 @@ struct fields {
  * message of a wrap: its Authentication-Results apart, in
  * inner_headers), and the raw fields decoded later.
  */
+static void read_field(struct mail *m, struct fields *f,
+		       GMimeParserOptions *opts, int inner, int *refs,
+		       int *msgids, const char *name, const char *raw);
+
+/* A message's fields as GMime read them (an inner message, or struct top
+ * did not read the header). */
 static void read_headers(struct mail *m, struct fields *f, GMimeMessage *msg,
 			 GMimeParserOptions *opts, int inner)
 {
@@ -593,77 +831,100 @@ static void read_headers(struct mail *m, struct fields *f, GMimeMessage *msg,
 	memset(f, 0, sizeof(*f));
 	for (i = 0; i < count; i++) {
 		GMimeHeader *h = g_mime_header_list_get_header_at(hl, i);
-		const char *name = g_mime_header_get_name(h);
-		const char *raw = g_mime_header_get_raw_value(h);
 
-		if (!name || !raw)
-			continue;
-		if (!strcasecmp(name, "Message-ID") && !msgids++) {
-			/*
-			 * The first field counts, as the milter reads it
-			 * (classify.c) and so the journal keys the mail:
-			 * GMime's own message id is the last one.
-			 */
-			char *id = g_mime_utils_decode_message_id(raw);
-
-			if (inner)
-				m->inner_message_id = bracket_id(id);
-			else
-				m->message_id = bracket_id(id);
-			g_free(id);
-		} else if (!strcasecmp(name, "In-Reply-To") &&
-			   !m->in_reply_to) {
-			GMimeReferences *r = g_mime_references_parse(opts, raw);
-
-			if (r && g_mime_references_length(r) > 0)
-				m->in_reply_to = bracket_id(
-					g_mime_references_get_message_id(r, 0));
-			if (r)
-				g_mime_references_free(r);
-		} else if (!strcasecmp(name, "References") && !refs &&
-			   !m->references.nr) {
-			GMimeReferences *r = g_mime_references_parse(opts, raw);
-			int k, n = r ? g_mime_references_length(r) : 0;
-
-			for (k = 0; k < n && k < PB_HEADER_COUNT_MAX; k++) {
-				const char *id =
-					g_mime_references_get_message_id(r, k);
-
-				if (id && *id)
-					strlist_push_owned(&m->references,
-							   bracket_id(id));
-			}
-			refs = 1;
-			if (r)
-				g_mime_references_free(r);
-		} else if (!strcasecmp(name, "Date") && !m->date) {
-			m->date = unfold(raw);
-		} else if (!strcasecmp(name, "From") && !f->from) {
-			f->from = raw;
-		} else if (!strcasecmp(name, "Subject") && !f->subject) {
-			f->subject = raw;
-		} else if (!strcasecmp(name, "Reply-To") && !f->reply_to) {
-			f->reply_to = raw;
-		} else if (!strcasecmp(name, "Cc") && !f->cc) {
-			f->cc = raw;
-		} else if (!strcasecmp(name, "List-Id") ||
-			   !strcasecmp(name, "List-Post")) {
-			f->list = 1;
-		}
-		if (!kept_header(name))
-			continue;
-		if (inner && !strcasecmp(name, "Authentication-Results"))
-			keep_header(&m->inner_headers, &m->nr_inner_headers,
-				    &m->inner_alloc, name, raw);
-		else if (!inner || strcasecmp(name, "List-Id"))
-			keep_header(&m->headers, &m->nr_headers,
-				    &m->headers_alloc, name, raw);
+		read_field(m, f, opts, inner, &refs, &msgids,
+			   g_mime_header_get_name(h),
+			   g_mime_header_get_raw_value(h));
 	}
 	if (msgids > 1 && !inner)
 		strlist_pushf(&m->notes,
 			      "%d Message-ID fields: the first counts, as the "
 			      "milter reads it",
 			      msgids);
+}
+
+/* The top-level fields read here (struct top). */
+static void read_top(struct mail *m, struct fields *f, const struct top *t,
+		     GMimeParserOptions *opts)
+{
+	int refs = 0, msgids = 0;
+	size_t i;
+
+	memset(f, 0, sizeof(*f));
+	for (i = 0; i < t->nr; i++)
+		read_field(m, f, opts, 0, &refs, &msgids, t->v[i].name,
+			   t->v[i].raw);
+	if (msgids > 1)
+		strlist_pushf(&m->notes,
+			      "%d Message-ID fields: the first counts, as the "
+			      "milter reads it",
+			      msgids);
+}
+
+static void read_field(struct mail *m, struct fields *f,
+		       GMimeParserOptions *opts, int inner, int *refs,
+		       int *msgids, const char *name, const char *raw)
+{
+	if (!name || !raw)
+		return;
+	if (!strcasecmp(name, "Message-ID") && !(*msgids)++) {
+		/*
+		 * The first field counts, as the milter reads it
+		 * (classify.c) and so the journal keys the mail:
+		 * GMime's own message id is the last one.
+		 */
+		char *id = g_mime_utils_decode_message_id(raw);
+
+		if (inner)
+			m->inner_message_id = bracket_id(id);
+		else
+			m->message_id = bracket_id(id);
+		g_free(id);
+	} else if (!strcasecmp(name, "In-Reply-To") && !m->in_reply_to) {
+		GMimeReferences *r = g_mime_references_parse(opts, raw);
+
+		if (r && g_mime_references_length(r) > 0)
+			m->in_reply_to = bracket_id(
+				g_mime_references_get_message_id(r, 0));
+		if (r)
+			g_mime_references_free(r);
+	} else if (!strcasecmp(name, "References") && !*refs &&
+		   !m->references.nr) {
+		GMimeReferences *r = g_mime_references_parse(opts, raw);
+		int k, n = r ? g_mime_references_length(r) : 0;
+
+		for (k = 0; k < n && k < PB_HEADER_COUNT_MAX; k++) {
+			const char *id = g_mime_references_get_message_id(r, k);
+
+			if (id && *id)
+				strlist_push_owned(&m->references,
+						   bracket_id(id));
+		}
+		*refs = 1;
+		if (r)
+			g_mime_references_free(r);
+	} else if (!strcasecmp(name, "Date") && !m->date) {
+		m->date = unfold(raw);
+	} else if (!strcasecmp(name, "From") && !f->from) {
+		f->from = raw;
+	} else if (!strcasecmp(name, "Subject") && !f->subject) {
+		f->subject = raw;
+	} else if (!strcasecmp(name, "Reply-To") && !f->reply_to) {
+		f->reply_to = raw;
+	} else if (!strcasecmp(name, "Cc") && !f->cc) {
+		f->cc = raw;
+	} else if (!strcasecmp(name, "List-Id") ||
+		   !strcasecmp(name, "List-Post")) {
+		f->list = 1;
+	}
+	if (!kept_header(name))
+		return;
+	if (inner && !strcasecmp(name, "Authentication-Results"))
+		keep_header(&m->inner_headers, &m->nr_inner_headers,
+			    &m->inner_alloc, name, raw);
+	else if (!inner || strcasecmp(name, "List-Id"))
+		keep_header(&m->headers, &m->nr_headers, &m->headers_alloc,
+			    name, raw);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1329,7 +1590,8 @@ int mail_parse(struct mail **out, const char *raw, size_t len,
 	       const struct mail_limits *lim_in)
 {
 	struct mail_limits lim;
-	struct warn_state ws = { 0, 0, STRLIST_INIT };
+	struct top hdr = { 0 };
+	struct warn_state ws = { 0, 0, STRLIST_INIT, &hdr, -1 };
 	GMimeParserOptions *opts = NULL, *scan_opts;
 	GMimeStream *stream = NULL;
 	GMimeParser *parser = NULL;
@@ -1363,8 +1625,9 @@ int mail_parse(struct mail **out, const char *raw, size_t len,
 	if (len >= 5 && !memcmp(raw, "From ", 5)) {
 		const char *nl = memchr(raw, '\n', len);
 
-		len = nl ? len - (size_t)(nl + 1 - raw) : 0;
-		raw = nl ? nl + 1 : raw + len;
+		hdr.base = nl ? (size_t)(nl + 1 - raw) : len;
+		len -= hdr.base;
+		raw += hdr.base;
 	}
 	rc = check_header(raw, len, &lim);
 	if (rc)
@@ -1388,7 +1651,9 @@ int mail_parse(struct mail **out, const char *raw, size_t len,
 	}
 	/* the filtered copy is never longer than the message */
 	buf_init(&fed, len);
-	header_filter(&fed, raw, len);
+	header_filter(&fed, &hdr, raw, len);
+	if (hdr.read)
+		top_warn(&ws, &hdr, opts);
 	stream = g_mime_stream_mem_new_with_buffer(fed.data, fed.len);
 	parser = g_mime_parser_new_with_stream(stream);
 	g_mime_parser_set_format(parser, GMIME_FORMAT_MESSAGE);
@@ -1404,7 +1669,10 @@ int mail_parse(struct mail **out, const char *raw, size_t len,
 	strlist_init(&m->notes);
 	buf_init(&m->text, lim.max_text * MAIL_TEXT_GROWTH);
 	buf_init(&m->patch, lim.max_text * MAIL_TEXT_GROWTH);
-	read_headers(m, &outer, msg, opts, 0);
+	if (hdr.read)
+		read_top(m, &outer, &hdr, opts);
+	else
+		read_headers(m, &outer, msg, opts, 0);
 	top = g_mime_message_get_mime_part(msg);
 	inner = wrapped(msg, &outer, &wrap_from);
 	if (inner) {
@@ -1445,5 +1713,6 @@ out:
 	if (opts)
 		g_mime_parser_options_free(opts);
 	buf_release(&fed);
+	top_release(&hdr);
 	return rc;
 }

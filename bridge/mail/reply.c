@@ -100,11 +100,21 @@ static int ends_icase(const char *p, size_t n, const char *lit)
 
 static int contains_icase(const char *p, size_t n, const char *lit)
 {
-	size_t l = strlen(lit), i;
+	size_t l = strlen(lit), i, j;
+	int first = l ? lower((unsigned char)lit[0]) : 0;
 
-	for (i = 0; i + l <= n; i++)
-		if (starts_icase(p + i, n - i, lit))
+	if (!l)
+		return 1;
+	for (i = 0; i + l <= n; i++) {
+		if (lower((unsigned char)p[i]) != first)
+			continue;
+		for (j = 1; j < l && lower((unsigned char)p[i + j]) ==
+					     lower((unsigned char)lit[j]);
+		     j++)
+			;
+		if (j == l)
 			return 1;
+	}
 	return 0;
 }
 

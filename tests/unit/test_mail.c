@@ -398,6 +398,104 @@ static void test_header_filter(void **state)
 	mail_free(m);
 }
 
+/* Is there a note that is exactly want? */
+static int has_note(const struct mail *m, const char *want)
+{
+	size_t i;
+
+	for (i = 0; i < m->notes.nr; i++)
+		if (!strcmp(m->notes.items[i], want))
+			return 1;
+	return 0;
+}
+
+/*
+ * A header of well-formed fields is read here, not by GMime (mail.c,
+ * struct top): GMime's warnings for those fields are given all the same,
+ * in its words, at the field's offset in the mail as given - a repeat
+ * (critical when the two differ), 8-bit text, a From GMime cannot read,
+ * a bad encoded word in Subject - and so are the offsets of GMime's own
+ * warnings past fields left out.  Only the lists To, Cc and Bcc are not
+ * parsed.
+ */
+static void test_header_read(void **state)
+{
+	static const char twice[] = "Received: from x by y\n"
+				    "From: a@example.org\n"
+				    "Subject: t\n"
+				    "From: a@example.org\n"
+				    "Subject: u\n"
+				    "\nbody\n";
+	static const char odd[] =
+		"From mbox-line Mon Jan  1 00:00:00 2024\n"
+		"Received: from x by y\n"
+		"From: bob (smith <bob@example.com>\n"
+		"Cc: broken <<<>>> list,,, @@\n"
+		"X-Mailer: \xff\n"
+		"Reply-To: \xc3\x28 <r@example.org>\n"
+		"Subject: =?utf-8?q?a=?= b\n"
+		"Content-Type: text/plain; charset=\"utf-8\"; charset=latin1\n"
+		"\nbody\n";
+	static const char unplain[] = "From: a@example.org\n"
+				      "DKIM-Signature: v=1\n"
+				      "not a field\n"
+				      "From: b@example.org\n"
+				      "\nbody\n";
+	struct mail *m = NULL;
+	char want[128];
+
+	(void)state;
+	assert_int_equal(mail_parse(&m, twice, sizeof(twice) - 1, NULL), 0);
+	assert_true(m->flags & MAIL_F_AMBIGUOUS);
+	assert_int_equal(m->crit, 1); /* Subject; From is the same twice */
+	snprintf(want, sizeof(want),
+		 "critical: conflicting header fields: \"Subject\" (at byte "
+		 "%td)",
+		 strstr(twice, "Subject: u") - twice);
+	assert_true(has_note(m, want));
+	snprintf(want, sizeof(want),
+		 "a header field that may appear once appears again: "
+		 "\"From\" (at byte %td)",
+		 strstr(twice + 30, "From:") - twice);
+	assert_true(has_note(m, want));
+	mail_free(m);
+
+	assert_int_equal(mail_parse(&m, odd, sizeof(odd) - 1, NULL), 0);
+	assert_true(m->flags & MAIL_F_AMBIGUOUS); /* the two charsets */
+	assert_int_equal(m->notes.nr, 4);
+	snprintf(want, sizeof(want),
+		 "unencoded 8-bit text in a header field: \"Reply-To\" (at "
+		 "byte %td)",
+		 strstr(odd, "Reply-To") - odd);
+	assert_string_equal(m->notes.items[0], want);
+	snprintf(want, sizeof(want),
+		 "an invalid address list: \"bob (smith <bob@example.com>?\" "
+		 "(at byte %td)",
+		 strstr(odd, "From: bob") - odd);
+	assert_string_equal(m->notes.items[1], want);
+	snprintf(want, sizeof(want),
+		 "an invalid address list: \"?( <r@example.org>?\" (at byte "
+		 "%td)",
+		 strstr(odd, "Reply-To") - odd);
+	assert_string_equal(m->notes.items[2], want);
+	/* GMime's own warning, counted in the mail, mbox line and all */
+	snprintf(want, sizeof(want),
+		 "critical: conflicting header parameters: \"charset\" (at "
+		 "byte %td)",
+		 strstr(odd, "Content-Type") - odd);
+	assert_string_equal(m->notes.items[3], want);
+	mail_free(m);
+
+	/* not all fields: GMime reads them, as before */
+	assert_int_equal(mail_parse(&m, unplain, sizeof(unplain) - 1, NULL), 0);
+	assert_true(m->flags & MAIL_F_AMBIGUOUS);
+	snprintf(want, sizeof(want),
+		 "critical: conflicting header fields: \"From\" (at byte %td)",
+		 strstr(unplain + 5, "From:") - unplain);
+	assert_true(has_note(m, want));
+	mail_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -408,6 +506,7 @@ int main(void)
 		cmocka_unit_test(test_mailtext),
 		cmocka_unit_test(test_date_parse),
 		cmocka_unit_test(test_header_filter),
+		cmocka_unit_test(test_header_read),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
