@@ -359,13 +359,13 @@ static void header_filter(struct buf *out, struct top *t, const char *raw,
 		} else if (is_blank_line(p, n) || !(name = field_name(p, n))) {
 			break; /* the body, or not a field: GMime's */
 		} else {
+			int reads = top_reads(p, name);
+
 			if (value) {
 				t->v[t->nr - 1].raw =
 					xstrndup(value, (size_t)(p - value));
 				value = NULL;
 			}
-			int reads = top_reads(p, name);
-
 			keep = t->read ? is_mime_field(p, name) : reads;
 			if (t->read && !keep && reads) {
 				ALLOC_GROW(t->v, t->nr + 1, t->alloc);
