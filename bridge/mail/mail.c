@@ -166,8 +166,9 @@ static int check_header(const char *raw, size_t len,
  * MIME fields (Content-*), which it needs to read the body, and the
  * fields named below are read here (struct top), from the same bytes
  * GMime would have kept as their raw values.  What GMime would have
- * warned of for them is warned of here, with the same words, in the same
- * order and at the same offsets (top_warn()): a field of RFC 5322
+ * warned of for them is warned of here, in its words and order, each at
+ * its field's offset (top_warn(); only GMime's own warnings of 8-bit
+ * text in a Content-* field now come after these): a field of RFC 5322
  * section 3.6 that appears twice (critical when the two differ, so that
  * MAIL_F_AMBIGUOUS is set as before), 8-bit text, and the warnings of
  * GMime's own reading of From, Sender, Reply-To, Subject, Date and
