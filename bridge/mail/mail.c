@@ -810,65 +810,30 @@ struct fields {
 	int list; /* List-Id or List-Post: the list delivered it */
 };
 
+/* One message's header as it is read (read_field()). */
+struct reading {
+	struct mail *m;
+	struct fields *f;
+	GMimeParserOptions *opts;
+	int inner;
+	int refs; /* a References field was read */
+	int msgids; /* Message-ID fields seen */
+};
+
 /*
- * Read one message's header: threading fields and Date into m when m
- * has none yet (the outer message first), kept fields (for the inner
- * message of a wrap: its Authentication-Results apart, in
+ * Read one field of a message's header: threading fields and Date into
+ * m when m has none yet (the outer message first), kept fields (for the
+ * inner message of a wrap: its Authentication-Results apart, in
  * inner_headers), and the raw fields decoded later.
  */
-static void read_field(struct mail *m, struct fields *f,
-		       GMimeParserOptions *opts, int inner, int *refs,
-		       int *msgids, const char *name, const char *raw);
-
-/* A message's fields as GMime read them (an inner message, or struct top
- * did not read the header). */
-static void read_headers(struct mail *m, struct fields *f, GMimeMessage *msg,
-			 GMimeParserOptions *opts, int inner)
+static void read_field(struct reading *r, const char *name, const char *raw)
 {
-	GMimeHeaderList *hl = g_mime_object_get_header_list(GMIME_OBJECT(msg));
-	int i, count = hl ? g_mime_header_list_get_count(hl) : 0;
-	int refs = 0, msgids = 0;
+	struct mail *m = r->m;
+	struct fields *f = r->f;
 
-	memset(f, 0, sizeof(*f));
-	for (i = 0; i < count; i++) {
-		GMimeHeader *h = g_mime_header_list_get_header_at(hl, i);
-
-		read_field(m, f, opts, inner, &refs, &msgids,
-			   g_mime_header_get_name(h),
-			   g_mime_header_get_raw_value(h));
-	}
-	if (msgids > 1 && !inner)
-		strlist_pushf(&m->notes,
-			      "%d Message-ID fields: the first counts, as the "
-			      "milter reads it",
-			      msgids);
-}
-
-/* The top-level fields read here (struct top). */
-static void read_top(struct mail *m, struct fields *f, const struct top *t,
-		     GMimeParserOptions *opts)
-{
-	int refs = 0, msgids = 0;
-	size_t i;
-
-	memset(f, 0, sizeof(*f));
-	for (i = 0; i < t->nr; i++)
-		read_field(m, f, opts, 0, &refs, &msgids, t->v[i].name,
-			   t->v[i].raw);
-	if (msgids > 1)
-		strlist_pushf(&m->notes,
-			      "%d Message-ID fields: the first counts, as the "
-			      "milter reads it",
-			      msgids);
-}
-
-static void read_field(struct mail *m, struct fields *f,
-		       GMimeParserOptions *opts, int inner, int *refs,
-		       int *msgids, const char *name, const char *raw)
-{
 	if (!name || !raw)
 		return;
-	if (!strcasecmp(name, "Message-ID") && !(*msgids)++) {
+	if (!strcasecmp(name, "Message-ID") && !r->msgids++) {
 		/*
 		 * The first field counts, as the milter reads it
 		 * (classify.c) and so the journal keys the mail:
@@ -876,34 +841,35 @@ static void read_field(struct mail *m, struct fields *f,
 		 */
 		char *id = g_mime_utils_decode_message_id(raw);
 
-		if (inner)
+		if (r->inner)
 			m->inner_message_id = bracket_id(id);
 		else
 			m->message_id = bracket_id(id);
 		g_free(id);
 	} else if (!strcasecmp(name, "In-Reply-To") && !m->in_reply_to) {
-		GMimeReferences *r = g_mime_references_parse(opts, raw);
+		GMimeReferences *refs = g_mime_references_parse(r->opts, raw);
 
-		if (r && g_mime_references_length(r) > 0)
+		if (refs && g_mime_references_length(refs) > 0)
 			m->in_reply_to = bracket_id(
-				g_mime_references_get_message_id(r, 0));
-		if (r)
-			g_mime_references_free(r);
-	} else if (!strcasecmp(name, "References") && !*refs &&
+				g_mime_references_get_message_id(refs, 0));
+		if (refs)
+			g_mime_references_free(refs);
+	} else if (!strcasecmp(name, "References") && !r->refs &&
 		   !m->references.nr) {
-		GMimeReferences *r = g_mime_references_parse(opts, raw);
-		int k, n = r ? g_mime_references_length(r) : 0;
+		GMimeReferences *refs = g_mime_references_parse(r->opts, raw);
+		int k, n = refs ? g_mime_references_length(refs) : 0;
 
 		for (k = 0; k < n && k < PB_HEADER_COUNT_MAX; k++) {
-			const char *id = g_mime_references_get_message_id(r, k);
+			const char *id =
+				g_mime_references_get_message_id(refs, k);
 
 			if (id && *id)
 				strlist_push_owned(&m->references,
 						   bracket_id(id));
 		}
-		*refs = 1;
-		if (r)
-			g_mime_references_free(r);
+		r->refs = 1;
+		if (refs)
+			g_mime_references_free(refs);
 	} else if (!strcasecmp(name, "Date") && !m->date) {
 		m->date = unfold(raw);
 	} else if (!strcasecmp(name, "From") && !f->from) {
@@ -920,12 +886,64 @@ static void read_field(struct mail *m, struct fields *f,
 	}
 	if (!kept_header(name))
 		return;
-	if (inner && !strcasecmp(name, "Authentication-Results"))
+	if (r->inner && !strcasecmp(name, "Authentication-Results"))
 		keep_header(&m->inner_headers, &m->nr_inner_headers,
 			    &m->inner_alloc, name, raw);
-	else if (!inner || strcasecmp(name, "List-Id"))
+	else if (!r->inner || strcasecmp(name, "List-Id"))
 		keep_header(&m->headers, &m->nr_headers, &m->headers_alloc,
 			    name, raw);
+}
+
+static void read_begin(struct reading *r, struct mail *m, struct fields *f,
+		       GMimeParserOptions *opts, int inner)
+{
+	memset(f, 0, sizeof(*f));
+	r->m = m;
+	r->f = f;
+	r->opts = opts;
+	r->inner = inner;
+	r->refs = r->msgids = 0;
+}
+
+static void read_end(struct reading *r)
+{
+	if (r->msgids > 1 && !r->inner)
+		strlist_pushf(&r->m->notes,
+			      "%d Message-ID fields: the first counts, as the "
+			      "milter reads it",
+			      r->msgids);
+}
+
+/* A message's fields as GMime read them (an inner message, or struct top
+ * did not read the header). */
+static void read_headers(struct mail *m, struct fields *f, GMimeMessage *msg,
+			 GMimeParserOptions *opts, int inner)
+{
+	GMimeHeaderList *hl = g_mime_object_get_header_list(GMIME_OBJECT(msg));
+	int i, count = hl ? g_mime_header_list_get_count(hl) : 0;
+	struct reading r;
+
+	read_begin(&r, m, f, opts, inner);
+	for (i = 0; i < count; i++) {
+		GMimeHeader *h = g_mime_header_list_get_header_at(hl, i);
+
+		read_field(&r, g_mime_header_get_name(h),
+			   g_mime_header_get_raw_value(h));
+	}
+	read_end(&r);
+}
+
+/* The top-level fields read here (struct top). */
+static void read_top(struct mail *m, struct fields *f, const struct top *t,
+		     GMimeParserOptions *opts)
+{
+	struct reading r;
+	size_t i;
+
+	read_begin(&r, m, f, opts, 0);
+	for (i = 0; i < t->nr; i++)
+		read_field(&r, t->v[i].name, t->v[i].raw);
+	read_end(&r);
 }
 
 /* ------------------------------------------------------------------ */
