@@ -1560,10 +1560,10 @@ static const char *raw_field(GMimeMessage *msg, const char *name)
 	return h ? g_mime_header_get_raw_value(h) : NULL;
 }
 
-static GMimeMessage *wrapped(GMimeMessage *msg, const struct fields *outer,
+static GMimeMessage *wrapped(GMimeObject *top, const struct fields *outer,
 			     struct mail_addr *sender)
 {
-	GMimeObject *top = g_mime_message_get_mime_part(msg), *part = NULL;
+	GMimeObject *part = NULL;
 	GMimeMessage *inner;
 	struct mail_addr a = { NULL, NULL };
 	struct mail_addr o = { NULL, NULL };
@@ -1621,7 +1621,7 @@ int mail_parse(struct mail **out, const char *raw, size_t len,
 	struct fields outer, fields;
 	struct mail_addr wrap_from = { NULL, NULL };
 	GMimeMessage *inner;
-	GMimeObject *top;
+	GMimeObject *top, *body = NULL;
 	size_t i;
 	unsigned flags = 0;
 	size_t cut;
@@ -1676,8 +1676,15 @@ int mail_parse(struct mail **out, const char *raw, size_t len,
 	stream = g_mime_stream_mem_new_with_buffer(fed.data, fed.len);
 	parser = g_mime_parser_new_with_stream(stream);
 	g_mime_parser_set_format(parser, GMIME_FORMAT_MESSAGE);
-	msg = g_mime_parser_construct_message(parser, opts);
-	if (!msg) {
+	if (hdr.read) {
+		/* GMime has only the MIME fields: no message object to build */
+		body = g_mime_parser_construct_part(parser, opts);
+		top = body;
+	} else {
+		msg = g_mime_parser_construct_message(parser, opts);
+		top = msg ? g_mime_message_get_mime_part(msg) : NULL;
+	}
+	if (!msg && !body) {
 		rc = err_set(PB_EINVAL, "not a mail message");
 		goto out;
 	}
@@ -1692,8 +1699,7 @@ int mail_parse(struct mail **out, const char *raw, size_t len,
 		read_top(m, &outer, &hdr, opts);
 	else
 		read_headers(m, &outer, msg, opts, 0);
-	top = g_mime_message_get_mime_part(msg);
-	inner = wrapped(msg, &outer, &wrap_from);
+	inner = wrapped(top, &outer, &wrap_from);
 	if (inner) {
 		/* the list's DMARC wrap: the inner message is the reply */
 		m->flags |= MAIL_F_WRAPPED;
@@ -1725,6 +1731,8 @@ out:
 	strlist_release(&ws.notes);
 	if (msg)
 		g_object_unref(msg);
+	if (body)
+		g_object_unref(body);
 	if (parser)
 		g_object_unref(parser);
 	if (stream)
