@@ -225,19 +225,30 @@ static int is_mime_field(const char *name, size_t len)
 	return len >= 8 && !strncasecmp(name, "Content-", 8);
 }
 
-/* The fields read: the model's, the once-only ones, the kept ones. */
-static int top_reads(const char *name, size_t len)
+/* The fields RFC 5322 section 3.6 allows once (GMime's list). */
+static int once_only(const char *name, size_t len)
 {
-	static const struct field_name names[] = {
-		FIELD("Bcc"),	     FIELD("Cc"),	    FIELD("Date"),
-		FIELD("From"),	     FIELD("In-Reply-To"),  FIELD("List-Post"),
-		FIELD("Message-ID"), FIELD("MIME-Version"), FIELD("References"),
-		FIELD("Reply-To"),   FIELD("Sender"),	    FIELD("Subject"),
-		FIELD("To"),
+	static const struct field_name once[] = {
+		FIELD("Bcc"),	     FIELD("Cc"),	   FIELD("Date"),
+		FIELD("From"),	     FIELD("In-Reply-To"), FIELD("Message-ID"),
+		FIELD("References"), FIELD("Reply-To"),	   FIELD("Sender"),
+		FIELD("Subject"),    FIELD("To"),
 	};
 
-	return is_mime_field(name, len) ||
-	       name_in(name, len, names, sizeof(names) / sizeof(names[0])) ||
+	return name_in(name, len, once, sizeof(once) / sizeof(once[0]));
+}
+
+/* The fields read: the MIME ones, the once-only ones, the model's
+ * others, the kept ones. */
+static int top_reads(const char *name, size_t len)
+{
+	static const struct field_name more[] = {
+		FIELD("List-Post"),
+		FIELD("MIME-Version"),
+	};
+
+	return is_mime_field(name, len) || once_only(name, len) ||
+	       name_in(name, len, more, sizeof(more) / sizeof(more[0])) ||
 	       kept_header_n(name, len);
 }
 
@@ -691,22 +702,6 @@ static void on_warning(gint64 offset, GMimeParserWarning code,
 	warn(ws, offset < 0 ? ws->at : top_offset(ws->top, offset), code, item);
 }
 
-/* The fields RFC 5322 section 3.6 allows once (GMime's list). */
-static int once_only(const char *name)
-{
-	static const char *const names[] = {
-		"Bcc",	       "Cc",	     "Date",	   "From",
-		"In-Reply-To", "Message-ID", "References", "Reply-To",
-		"Sender",      "Subject",    "To",
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!g_ascii_strcasecmp(name, names[i]))
-			return 1;
-	return 0;
-}
-
 /*
  * What GMime warns of for the fields read here (struct top), had it been
  * given them: 8-bit text as it parses each field; then, field by field
@@ -725,8 +720,9 @@ static void top_warn(struct warn_state *ws, const struct top *t,
 			     t->v[i].name);
 	for (i = 0; i < t->nr; i++) {
 		const struct top_field *f = &t->v[i];
+		int once = once_only(f->name, strlen(f->name));
 
-		for (j = 0; once_only(f->name) && j < i; j++) {
+		for (j = 0; once && j < i; j++) {
 			if (g_ascii_strcasecmp(t->v[j].name, f->name))
 				continue;
 			warn(ws, f->at,
