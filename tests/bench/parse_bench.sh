@@ -100,6 +100,7 @@ if [ -n "$before" ]; then
 	before=$(realpath "$before")
 fi
 command -v git >/dev/null 2>&1 || die "git is not installed"
+command -v python3 >/dev/null 2>&1 || die "python3 is not installed"
 
 out=$(mktemp -d "${TMPDIR:-/tmp}/pb-parse-bench.XXXXXX") || die "mktemp failed"
 trap 'rm -rf "$out"' EXIT
@@ -112,12 +113,8 @@ n=${#files[@]}
 [ "$n" -gt 0 ] || die "no .eml files under $corpus"
 bytes=$(cat "${files[@]}" | wc -c)
 # The same mails as one mboxrd file (">From " quoting, as export writes).
-for f in "${files[@]}"; do
-	echo "From mboxrd@z Thu Jan  1 00:00:00 1970"
-	sed 's/^\(>*From \)/>\1/' "$f"
-	[ -z "$(tail -c 1 "$f")" ] || echo
-	echo
-done >"$out/corpus.mbox"
+python3 "$top/tests/tools/mboxrd.py" "$out/corpus.mbox" "${files[@]}" ||
+	die "tests/tools/mboxrd.py failed"
 
 now() { date +%s.%N; }
 

@@ -24,21 +24,8 @@ import tempfile
 import time
 
 TOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-SEP = b"From mboxrd@z Thu Jan  1 00:00:00 1970\n"
-
-
-def mboxrd(mails):
-    out = []
-    for m in mails:
-        out.append(SEP)
-        for line in m.splitlines(True):
-            if line.lstrip(b">").startswith(b"From "):
-                line = b">" + line
-            out.append(line)
-        if not m.endswith(b"\n"):
-            out.append(b"\n")
-        out.append(b"\n")
-    return b"".join(out)
+sys.path.insert(0, os.path.join(TOP, "tests", "tools"))
+from mboxrd import mboxrd  # noqa: E402  (tests/tools, put on the path above)
 
 
 def inputs(work):

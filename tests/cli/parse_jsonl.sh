@@ -114,17 +114,8 @@ compare "$tmp/batch.jsonl" files || fail "parse FILE...: see above"
 
 # 2. the same mails as an mboxrd file: "From " lines quoted, a From_
 # line before each, an empty line after each (as public-inbox writes it).
-"$py" - "$tmp/mails.mbox" "${files[@]}" <<'EOF'
-import re, sys
-out = open(sys.argv[1], "wb")
-for i, f in enumerate(sys.argv[2:]):
-    raw = open(f, "rb").read()
-    if not raw.endswith(b"\n"):
-        raw += b"\n"
-    out.write(b"From mboxrd@z Thu Jan  1 00:00:00 1970\n")
-    out.write(re.sub(rb"(?m)^(>*From )", rb">\1", raw))
-    out.write(b"\n")
-EOF
+"$py" "$src/tests/tools/mboxrd.py" "$tmp/mails.mbox" "${files[@]}" ||
+	fail "tests/tools/mboxrd.py: exit $?"
 grep -q '^>From ' "$tmp/mails.mbox" ||
 	fail "no quoted \">From \" line in the test mbox"
 "$pb" parse --mbox "$tmp/mails.mbox" >"$tmp/mbox.jsonl" 2>"$tmp/err" ||
@@ -205,9 +196,11 @@ compare "$tmp/m7.jsonl" mbox || fail "parse -j 7 --mbox: see above"
 # replies of 5.3 MiB each (a long quoted patch, comments between) in
 # rounds 5 and 30 and eight in a row in round 20 (42 MiB: above the
 # 32 MiB the ring reads ahead).
-"$py" - "$tmp/many.mbox" "${files[@]}" <<'EOF'
+"$py" - "$src/tests/tools" "$tmp/many.mbox" "${files[@]}" <<'EOF'
 import sys
-out, files = sys.argv[1], sys.argv[2:]
+sys.path.insert(0, sys.argv[1])
+from mboxrd import mboxrd  # noqa: E402  (tests/tools)
+out, files = sys.argv[2], sys.argv[3:]
 mails = [open(f, "rb").read() for f in files]
 quoted = b"".join(b"> +\tline %d of a long patch\n" % i for i in range(90000))
 large = (b"From: Rob Reviewer <rob@review.example>\n"
@@ -224,15 +217,7 @@ with open(out, "wb") as f:
             batch.insert(r % len(batch), large % r)
         if r == 20:
             batch[3:3] = [large % (100 + k) for k in range(8)]
-        for m in batch:
-            f.write(b"From mboxrd@z Thu Jan  1 00:00:00 1970\n")
-            for line in m.splitlines(True):
-                if line.lstrip(b">").startswith(b"From "):
-                    line = b">" + line
-                f.write(line)
-            if not m.endswith(b"\n"):
-                f.write(b"\n")
-            f.write(b"\n")
+        f.write(mboxrd(batch))
 EOF
 for j in 1 2 7; do
 	"$pb" parse -j $j --mbox "$tmp/many.mbox" >"$tmp/many$j.jsonl" 2>&1 ||
