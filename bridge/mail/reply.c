@@ -101,10 +101,11 @@ static int ends_icase(const char *p, size_t n, const char *lit)
 static int contains_icase(const char *p, size_t n, const char *lit)
 {
 	size_t l = strlen(lit), i, j;
-	int first = l ? lower((unsigned char)lit[0]) : 0;
+	int first;
 
 	if (!l)
 		return 1;
+	first = lower((unsigned char)lit[0]);
 	for (i = 0; i + l <= n; i++) {
 		if (lower((unsigned char)p[i]) != first)
 			continue;
