@@ -401,6 +401,8 @@ static int parse_reply(struct review *r, const struct diff *parent)
 	for (i = 0; i < r->trailers.nr; i++)
 		if (trailer_is_nak(r->trailers.v[i].type))
 			r->nak = 1;
+	/* Until the NAK forms are told apart, every NAK is as before. */
+	r->nak_form = r->nak ? REVIEW_NAK_EXPLICIT : REVIEW_NAK_NONE;
 
 	for (i = 0; i < rp->nr_blocks && !rc; i++) {
 		const struct reply_block *b = &rp->blocks[i];

@@ -85,6 +85,12 @@ struct review_thread_mail {
 	int index, total; /* the subject's counter; -1 without one */
 };
 
+enum review_nak_form {
+	REVIEW_NAK_NONE, /* the word is not in the author's text */
+	REVIEW_NAK_MENTION, /* mentioned: possibly an objection */
+	REVIEW_NAK_EXPLICIT, /* said in a form that cannot be misread */
+};
+
 /* Where a mail's own diff is (JSON diff_source). */
 enum review_diff {
 	REVIEW_DIFF_NONE,
@@ -98,7 +104,18 @@ struct review {
 	enum review_kind kind;
 	struct trailer_list trailers; /* given by this mail's author */
 	struct trailer_list own_trailers; /* a patch's commit trailers */
+	/*
+	 * nak: the mail objects, as the reader reads it (JSON "nak").
+	 * nak_form says whether that reading may be acted on
+	 * (docs/SECURITY.md): REVIEW_NAK_EXPLICIT only for a Nacked-by
+	 * family trailer in a trailer block (TRAILER_F_BLOCK, not
+	 * TRAILER_F_LOOSE) or a paragraph of own text that is the word
+	 * NAK or NACK alone (punctuation allowed); REVIEW_NAK_MENTION for
+	 * any other mention of the word in own text, meant or not: posted
+	 * as words, flagged "possibly an objection", never acted on.
+	 */
 	int nak;
+	enum review_nak_form nak_form;
 	struct review_inline *inl;
 	size_t nr_inline;
 	char *comment; /* "" when there is none */

@@ -58,6 +58,18 @@ enum trailer_scope {
 #define TRAILER_F_IRREGULAR 0x01 /* the tag was not written canonically */
 #define TRAILER_F_NO_EMAIL 0x02 /* no usable email address */
 #define TRAILER_F_IN_SENTENCE 0x04 /* the tag sat inside a sentence */
+/*
+ * The forms the bridge acts on (docs/SECURITY.md, "What the bridge acts
+ * on"): a trailer that stands in a trailer block - a paragraph made of
+ * trailer lines only, with the start of the text or a blank line before
+ * it and a blank line, the signature or the end after it - and whose
+ * value is exactly "Name <address>" or the address alone.
+ */
+#define TRAILER_F_BLOCK 0x08 /* stands in a trailer block */
+#define TRAILER_F_LOOSE 0x10 /* text after the address (a parenthesis,
+			      * a '#' remark), a value that is not one
+			      * address, or a direction-changing or
+			      * invisible character anywhere on the line */
 
 struct trailer {
 	const char *type; /* canonical, e.g. "Reviewed-by" (static) */
