@@ -714,7 +714,12 @@ static void tell_trailers(const struct why *w)
 		else
 			printf("not honoured\n");
 	}
-	if (w->review->nak)
+	/* the NAK's verdict follows the trailers' (plan.h nak_verdict) */
+	if (w->verdicts.nr > w->review->trailers.nr)
+		printf("  NAK: %s\n",
+		       pr(v, sizeof(v),
+			  w->verdicts.items[w->review->trailers.nr]));
+	else if (w->review->nak)
 		printf("  NAK: the mail NAKs the patch\n");
 warnings:
 	/* What the parser warned of: why a mail is "ambiguous". */

@@ -42,7 +42,8 @@ static const char *const v_dead[] = {
 	"gave_up", NULL };
 /* approval_verdict_token() but grant and not_approval; apply.c's. */
 static const char *const v_refused[] = {
-	"nak", "ambiguous", "in_sentence", "not_sender", "unverified",
+	"nak", "ambiguous", "in_sentence", "not_in_block", "loose",
+	"not_sender", "thread_conflict", "quoted", "unaccounted", "unverified",
 	"disabled", "unmapped", "not_owner", "head_unknown", "moved_on",
 	"forge_refused", NULL };
 static const char *const v_smtp[] = {
@@ -150,11 +151,13 @@ static const struct metric_def defs[MET__COUNT] = {
 		"`project`" },
 	[MET_APPROVALS_REFUSED] = {
 		"patchbridge_approvals_refused_total", METRIC_COUNTER, D,
-		{ "reason" }, { v_refused }, 16, NULL, 0,
+		{ "reason" }, { v_refused }, 32, NULL, 0,
 		"Acked-by, Reviewed-by or Tested-by trailers not honoured "
 		"as approvals",
 		"`reason`: `nak`, `ambiguous`, `in_sentence`, "
-		"`not_sender`, `unverified`, `disabled`, `unmapped`, "
+		"`not_in_block`, `loose`, `not_sender`, `thread_conflict`, "
+		"`quoted`, `unaccounted`, `unverified`, `disabled`, "
+		"`unmapped`, "
 		"`not_owner` (the rules of README's \"Applying replies\"), "
 		"`head_unknown`, `moved_on` (409), `forge_refused` "
 		"(401/403/404)" },

@@ -75,6 +75,18 @@ int approval_names_sender(const struct trailer *t, const struct mail_addr *from)
 	       is_display_name(t->name, from->name);
 }
 
+int approval_same_trailer(const struct trailer *a, const struct trailer *b)
+{
+	if (!a->type || !b->type || strcmp(a->type, b->type))
+		return 0;
+	if (a->email && a->email[0] && b->email && b->email[0] &&
+	    !strcasecmp(a->email, b->email))
+		return 1;
+	return a->name && a->name[0] && b->name && b->name[0] &&
+	       (is_display_name(a->name, b->name) ||
+		is_display_name(b->name, a->name));
+}
+
 enum approval_verdict approval_decide(const struct approval_facts *f)
 {
 	if (!f->type || !trailer_is_approval(f->type))
@@ -85,8 +97,18 @@ enum approval_verdict approval_decide(const struct approval_facts *f)
 		return APPROVAL_AMBIGUOUS;
 	if (f->in_sentence)
 		return APPROVAL_IN_SENTENCE;
+	if (!f->in_block)
+		return APPROVAL_NOT_IN_BLOCK;
+	if (f->loose)
+		return APPROVAL_LOOSE;
 	if (!f->names_sender)
 		return APPROVAL_NOT_SENDER;
+	if (f->thread_conflict)
+		return APPROVAL_THREAD_CONFLICT;
+	if (f->quoted)
+		return APPROVAL_QUOTED;
+	if (f->unaccounted)
+		return APPROVAL_UNACCOUNTED;
 	if (f->require_auth && !f->verified)
 		return APPROVAL_UNVERIFIED;
 	if (f->policy == CONFIG_APPROVAL_NONE)
@@ -111,8 +133,18 @@ const char *approval_verdict_token(enum approval_verdict v)
 		return "ambiguous";
 	case APPROVAL_IN_SENTENCE:
 		return "in_sentence";
+	case APPROVAL_NOT_IN_BLOCK:
+		return "not_in_block";
+	case APPROVAL_LOOSE:
+		return "loose";
 	case APPROVAL_NOT_SENDER:
 		return "not_sender";
+	case APPROVAL_THREAD_CONFLICT:
+		return "thread_conflict";
+	case APPROVAL_QUOTED:
+		return "quoted";
+	case APPROVAL_UNACCOUNTED:
+		return "unaccounted";
 	case APPROVAL_UNVERIFIED:
 		return "unverified";
 	case APPROVAL_DISABLED:
@@ -135,16 +167,34 @@ const char *approval_verdict_text(enum approval_verdict v)
 	case APPROVAL_NOT_APPROVAL:
 		return "not an approval";
 	case APPROVAL_NAK:
-		return "the same mail NAKs the patch";
+		return "the same mail NAKs the patch, or mentions a NAK";
 	case APPROVAL_AMBIGUOUS:
 		return "the mail's MIME structure is ambiguous (parser "
 		       "warnings), so other software may read it differently";
 	case APPROVAL_IN_SENTENCE:
 		return "the tag sits inside a sentence; an approval is a "
 		       "trailer on a line of its own";
+	case APPROVAL_NOT_IN_BLOCK:
+		return "it is not in a trailer block; an approval stands in "
+		       "a paragraph of trailer lines only, with a blank line "
+		       "before and after it";
+	case APPROVAL_LOOSE:
+		return "it is not written exactly as \"Acked-by: Name "
+		       "<address>\" (text after the address, no address, or "
+		       "a hidden or direction-changing character)";
 	case APPROVAL_NOT_SENDER:
 		return "it names someone other than the sender, and only the "
 		       "sender may approve by mail";
+	case APPROVAL_THREAD_CONFLICT:
+		return "the mail's In-Reply-To, References and subject do not "
+		       "agree on one merge request and revision";
+	case APPROVAL_QUOTED:
+		return "the same trailer is in a mail this one answers, so it "
+		       "is read as a quotation";
+	case APPROVAL_UNACCOUNTED:
+		return "the mail this one answers never reached the list, so "
+		       "what it quotes cannot be told from the sender's own "
+		       "words";
 	case APPROVAL_UNVERIFIED:
 		return "the sender is not verified";
 	case APPROVAL_DISABLED:

@@ -6,6 +6,7 @@
 #include "inbound/apply.h"
 #include "inbound/marker.h"
 #include "inbound/plan.h"
+#include "inbound/provenance.h"
 #include "inbound/position.h"
 #include "inbound/usermap.h"
 #include "mail/digest.h"
@@ -1114,8 +1115,12 @@ static int is_ours(struct inbound *ib, const struct store_inbound *row)
 /* Keep what the plan refused and whether it NAKs, for count_applied(). */
 static void count_plan(struct job *j, const struct plan *p)
 {
+	size_t i;
+
 	memcpy(j->refused, p->refused, sizeof(j->refused));
-	j->nak = j->review && j->review->nak;
+	j->nak = 0;
+	for (i = 0; i < p->nr; i++)
+		j->nak |= p->v[i].kind == PLAN_NAK_LABEL;
 }
 
 /* The metrics of a reply applied: once, when its row is finished. */
@@ -1137,6 +1142,112 @@ static void count_applied(const struct job *j, const char *project)
  * Work out and apply one mail.  Returns 0 with j->state set, PB_ETEMP to
  * retry the mail, or another error from the store.
  */
+/* provenance_ops: where the bridge placed a mail - the thread map (its
+ * own mails), else the inbound journal (list mails it spooled). */
+static int prov_place(struct provenance_place *out, const char *id, void *arg)
+{
+	struct inbound *ib = arg;
+	struct store_mail row;
+	struct store_inbound in;
+	int rc;
+
+	store_mail_init(&row);
+	rc = store_mail_get(&row, ib->st, id);
+	if (!rc && row.project) {
+		snprintf(out->project, sizeof(out->project), "%s",
+			 row.project);
+		out->iid = row.iid;
+		out->revision = row.revision;
+		out->patch = row.patch;
+	}
+	store_mail_release(&row);
+	if (rc != PB_ENOTFOUND)
+		return rc;
+	store_inbound_init(&in);
+	rc = store_inbound_get(&in, ib->st, id);
+	if (!rc && in.project) {
+		snprintf(out->project, sizeof(out->project), "%s", in.project);
+		out->iid = in.iid;
+		out->revision = in.revision;
+		out->patch = in.patch;
+	} else if (!rc) {
+		rc = PB_ENOTFOUND;
+	}
+	store_inbound_release(&in);
+	return rc;
+}
+
+/* provenance_ops: the archived bytes of a mail of the conversation. */
+static int prov_archived(struct buf *raw, const char *id, void *arg)
+{
+	struct inbound *ib = arg;
+	struct store_archived a;
+	int rc;
+
+	store_archived_init(&a);
+	rc = store_archive_get(&a, ib->st, id);
+	if (!rc)
+		rc = buf_add(raw, a.message, a.message_len);
+	/* larger than read here (the milter keeps less): its beginning */
+	if (rc == PB_ELIMIT) {
+		buf_clear_error(raw);
+		rc = 0;
+	}
+	store_archived_release(&a);
+	return rc;
+}
+
+/*
+ * The headers name more than one MR or revision (provenance.h): the
+ * mail is applied where its parent is, and nothing in it is acted on
+ * (plan_ctx thread_conflict).  *conflict is set.
+ */
+static int place_by_parent(struct inbound *ib, struct job *j, int *conflict)
+{
+	struct store_inbound *row = j->row;
+	struct provenance_ops ops = { prov_place, NULL, ib };
+	struct provenance pv;
+	struct review *r = NULL;
+	int rc;
+
+	*conflict = 0;
+	rc = review_parse(&r, j->rec.message.data, j->rec.message.len, NULL,
+			  NULL);
+	if (rc) {
+		/* the real parse says what is wrong with it */
+		review_free(r);
+		return rc == PB_ETEMP ? rc : 0;
+	}
+	rc = provenance_check(&pv, r, &ops);
+	review_free(r);
+	if (rc)
+		return rc;
+	if (pv.parent_placed &&
+	    (pv.parent.iid != row->iid || strcmp(pv.parent.project,
+						 row->project)))
+		pv.thread_conflict = 1;
+	*conflict = pv.thread_conflict;
+	if (pv.thread_conflict && pv.parent_placed &&
+	    (pv.parent.iid != row->iid ||
+	     strcmp(pv.parent.project, row->project) ||
+	     pv.parent.revision != row->revision ||
+	     pv.parent.patch != row->patch)) {
+		log_notice("inbound: the headers name more than one merge "
+			   "request or revision; applied where the mail it "
+			   "answers is, %s!%lld v%d, with no approval or NAK",
+			   pv.parent.project, (long long)pv.parent.iid,
+			   pv.parent.revision);
+		row->project = strlist_push(&row->owned, pv.parent.project);
+		row->iid = pv.parent.iid;
+		row->revision = pv.parent.revision;
+		row->patch = pv.parent.patch;
+		rc = store_inbound_place(ib->st, row->message_id, row->project,
+					 row->iid, row->revision, row->patch);
+	}
+	provenance_release(&pv);
+	return rc;
+}
+
 static int work(struct inbound *ib, struct job *j)
 {
 	const struct config *cfg = ib->cfg;
@@ -1147,10 +1258,13 @@ static int work(struct inbound *ib, struct job *j)
 	struct plan_ctx ctx;
 	struct plan plan;
 	struct store_revision latest;
+	struct provenance pv;
+	struct provenance_ops pops = { prov_place, prov_archived, ib };
 	void *obj = NULL;
-	int rc, ours = 0, enabled;
+	int rc, ours = 0, enabled, conflict = 0;
 
 	plan_init(&plan);
+	provenance_init(&pv);
 	apply_result_init(&res);
 	store_revision_init(&latest);
 	memset(&ro, 0, sizeof(ro));
@@ -1194,6 +1308,9 @@ static int work(struct inbound *ib, struct job *j)
 		row->revision = tg.revision;
 		row->patch = tg.patch;
 	}
+	rc = place_by_parent(ib, j, &conflict);
+	if (rc)
+		goto out;
 	if (config_project_get(&j->proj, cfg, row->project)) {
 		rc = finish(j, STORE_INBOUND_IGNORED, "not_bridged",
 			    "project %s is not bridged", row->project);
@@ -1286,6 +1403,14 @@ static int work(struct inbound *ib, struct job *j)
 	ctx.fold_inline = j->reply_to_forge;
 	ctx.threads = j->threads;
 	ctx.nr_threads = j->nr_threads;
+	/* only text the sender wrote is acted on (provenance.h) */
+	rc = provenance_check(&pv, j->review, &pops);
+	if (rc)
+		goto out;
+	ctx.quoted = pv.quoted;
+	ctx.ancestor_nak = pv.ancestor_nak;
+	ctx.parent_unknown = pv.parent_unknown;
+	ctx.thread_conflict = conflict || pv.thread_conflict;
 	ctx.place = cb_place;
 	ctx.map_user = cb_map_user;
 	ctx.is_owner = cb_is_owner;
@@ -1325,6 +1450,7 @@ static int work(struct inbound *ib, struct job *j)
 			    res.done + res.skipped);
 	}
 out:
+	provenance_release(&pv);
 	store_revision_release(&latest);
 	plan_release(&plan);
 	apply_result_release(&res);

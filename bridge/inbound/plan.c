@@ -32,6 +32,7 @@ void plan_release(struct plan *p)
 		action_release(&p->v[i]);
 	free(p->v);
 	strlist_release(&p->verdicts);
+	free(p->nak_verdict);
 	plan_init(p);
 }
 
@@ -274,6 +275,52 @@ struct decided {
 	int first; /* the first grant for this user */
 };
 
+/* Is trailer i of r in a mail this one answers (plan_ctx quoted)? */
+static int quoted(const struct review *r, size_t i, const struct plan_ctx *ctx)
+{
+	return ctx->quoted && i < r->trailers.nr && ctx->quoted[i];
+}
+
+/* Does the mail say NAK at all, acted on or not? */
+static int says_nak(const struct review *r)
+{
+	return r->nak || r->nak_form != REVIEW_NAK_NONE;
+}
+
+/*
+ * Why an explicit NAK is not acted on, or NULL when it is; also NULL
+ * when the mail says no NAK in an explicit form.
+ */
+static const char *nak_refusal(const struct review *r,
+			       const struct plan_ctx *ctx)
+{
+	size_t i;
+
+	if (r->nak_form != REVIEW_NAK_EXPLICIT)
+		return NULL;
+	if (r->mail->flags & MAIL_F_AMBIGUOUS)
+		return approval_verdict_text(APPROVAL_AMBIGUOUS);
+	if (ctx->thread_conflict)
+		return approval_verdict_text(APPROVAL_THREAD_CONFLICT);
+	if (ctx->parent_unknown)
+		return approval_verdict_text(APPROVAL_UNACCOUNTED);
+	for (i = 0; i < r->trailers.nr; i++)
+		if (trailer_is_nak(r->trailers.v[i].type) &&
+		    quoted(r, i, ctx))
+			return "the Nacked-by trailer is in a mail this one "
+			       "answers, so it is read as a quotation";
+	if (ctx->ancestor_nak)
+		return "a mail this one answers says NAK too, so the NAK "
+		       "here may be a quotation";
+	return NULL;
+}
+
+/* The mail's NAK is acted on: said explicitly, in the sender's words. */
+static int acts_nak(const struct review *r, const struct plan_ctx *ctx)
+{
+	return r->nak_form == REVIEW_NAK_EXPLICIT && !nak_refusal(r, ctx);
+}
+
 static int decide_all(struct decided *d, const struct review *r,
 		      const struct plan_ctx *ctx)
 {
@@ -289,9 +336,16 @@ static int decide_all(struct decided *d, const struct review *r,
 		memset(&f, 0, sizeof(f));
 		f.type = t->type;
 		f.names_sender = approval_names_sender(t, &r->mail->from);
-		f.nak = r->nak;
+		/* an approval beside a NAK, even one only mentioned, is
+		 * a mail that reads two ways */
+		f.nak = says_nak(r);
 		f.ambiguous = !!(r->mail->flags & MAIL_F_AMBIGUOUS);
 		f.in_sentence = !!(t->flags & TRAILER_F_IN_SENTENCE);
+		f.in_block = !!(t->flags & TRAILER_F_BLOCK);
+		f.loose = !!(t->flags & TRAILER_F_LOOSE);
+		f.thread_conflict = ctx->thread_conflict;
+		f.quoted = quoted(r, i, ctx);
+		f.unaccounted = ctx->parent_unknown;
 		f.verified = r->auth.verified;
 		f.require_auth = ctx->require_auth;
 		f.policy = ctx->policy;
@@ -664,11 +718,18 @@ int plan_build(struct plan *out, const struct review *r,
 	struct buf cutn = BUF_INIT(PLAN_BODY_MAX / 2);
 	struct decided *d = NULL;
 	struct plan_action *a;
-	const char *nak_user = NULL;
+	const char *nak_user = NULL, *why_not;
 	size_t i, fixed;
-	int rc, fold, cut = 0;
+	int rc, fold, cut = 0, nak, maybe;
 
 	plan_init(out);
+	nak = acts_nak(r, ctx);
+	maybe = says_nak(r) && !nak;
+	why_not = r->nak_form == REVIEW_NAK_EXPLICIT ?
+			  nak_refusal(r, ctx) :
+			  "it is not in a form the bridge acts on: a "
+			  "paragraph that is NAK or NACK alone, or a "
+			  "Nacked-by: trailer in a trailer block";
 	d = xcalloc(r->trailers.nr + 1, sizeof(*d));
 	rc = decide_all(d, r, ctx);
 	for (i = 0; !rc && i < r->trailers.nr; i++)
@@ -679,20 +740,42 @@ int plan_build(struct plan *out, const struct review *r,
 	if (rc)
 		goto out;
 	add_verdicts(&out->verdicts, r, ctx, d);
+	if (nak)
+		out->nak_verdict = xstrdup("the mail NAKs the patch: the "
+					   "merge request is blocked");
+	else if (maybe) {
+		struct buf v = BUF_INIT(PB_ERRMSG_MAX);
+
+		buf_addf(&v, "possibly an objection, not acted on: %s",
+			 why_not);
+		out->nak_verdict = buf_detach(&v, NULL);
+	}
+	if (out->nak_verdict)
+		strlist_push(&out->verdicts, out->nak_verdict);
 
 	/* 0, or 2001 for a NAK: the sender's words and the trailers.  What
 	 * became of the trailers, the NAK and the footer always fit; the
 	 * sender's words get the room that is left. */
-	fold = ctx->fold_inline || (r->nak && is_blank(r->comment));
-	if (r->nak || !is_blank(r->comment) || r->trailers.nr ||
+	fold = ctx->fold_inline || (nak && is_blank(r->comment));
+	if (says_nak(r) || !is_blank(r->comment) || r->trailers.nr ||
 	    (ctx->fold_inline && r->nr_inline) || r->truncated) {
 		if (r->trailers.nr)
 			rc = add_trailers(&tl, r, ctx, d);
 		if (!rc)
 			rc = add_cut_notice(&cutn, ctx);
-		if (!rc && r->nak)
+		if (!rc && nak)
 			rc = buf_adds(&body, is_blank(r->comment) ? "NAK.\n" :
 								    "NAK:\n\n");
+		if (!rc && maybe)
+			rc = buf_addf(&body,
+				      "**Possibly an objection:** this mail "
+				      "mentions a NAK, which was not acted on: "
+				      "%s.  No label was set and no approval "
+				      "withdrawn; a maintainer decides.  To "
+				      "block by mail, send a paragraph that is "
+				      "`NAK` alone, or a trailer block with "
+				      "`Nacked-by: Name <address>`.\n\n",
+				      why_not);
 		fixed = tl.len + foot.len + cutn.len + 8;
 		if (!rc && !is_blank(r->comment))
 			rc = add_fitting(&body, r->comment, strlen(r->comment),
@@ -735,7 +818,7 @@ int plan_build(struct plan *out, const struct review *r,
 			rc = add_footer(&body, &foot);
 		if (rc)
 			goto out;
-		if (!r->nak) {
+		if (!nak) {
 			a = add(out, PLAN_IDX_COMMENT, PLAN_COMMENT);
 			a->body = buf_detach(&body, NULL);
 		}
@@ -762,7 +845,7 @@ int plan_build(struct plan *out, const struct review *r,
 		buf_release(&who);
 	}
 
-	if (r->nak) {
+	if (nak) {
 		add(out, PLAN_IDX_NAK_LABEL, PLAN_NAK_LABEL);
 		a = add(out, PLAN_IDX_NAK_DISCUSSION, PLAN_NAK_DISCUSSION);
 		a->body = buf_detach(&body, NULL);

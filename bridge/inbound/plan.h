@@ -24,6 +24,12 @@
  *	2001          NAK: an unresolved discussion quoting the reason
  *	2002          NAK: the NAKer's approval withdrawn
  *
+ * A NAK is acted on (2000-2002) only in its unambiguous forms, in text
+ * the sender wrote (review.h nak_form, the provenance fields of struct
+ * plan_ctx); any other mention of NAK is posted as the comment (0), an
+ * unresolved discussion, that opens with "Possibly an objection" and
+ * says why nothing was done, so that a human decides.
+ *
  * Bodies are escaped (inbound/escape.h) and end with the footer naming
  * the sender and whether the sender was verified; the hidden marker is
  * added by the forge client (forge_body_with_marker()).  Each fits
@@ -115,6 +121,14 @@ struct plan {
 	 * comment gives.  Kept in the journal for `patchbridge why`.
 	 */
 	struct strlist verdicts;
+	/*
+	 * What became of a NAK, in plain words, or NULL when the mail says
+	 * none: "the mail NAKs the patch: the merge request is blocked", or "possibly an
+	 * objection, not acted on: " and the reason (docs/SECURITY.md).
+	 * Kept in the journal after the trailers' verdicts, at index
+	 * trailers.nr, for the notice to the sender.
+	 */
+	char *nak_verdict;
 	/* Trailers of an approval type not honoured, by verdict (for the
 	 * metrics; counted once the reply is applied). */
 	unsigned refused[APPROVAL__COUNT];
@@ -167,6 +181,25 @@ struct plan_ctx {
 	int (*place)(enum forge_line_kind *kind, int64_t *old_line,
 		     int64_t *new_line, const struct review_inline *x,
 		     void *arg);
+	/*
+	 * Provenance (docs/SECURITY.md, "What the bridge acts on"): the
+	 * bridge acts only on text it can prove is the sender's own.
+	 * quoted: one per trailer of the review, set when the trailer is
+	 * in a mail this one answers (In-Reply-To, References) that the
+	 * bridge has, quoted there or not (inbound/provenance.h): a
+	 * quotation.  NULL: not checked (unit tests of other rules).
+	 * ancestor_nak: one of those mails has a line that is NAK or NACK
+	 * alone, so such a paragraph here may be a quotation.
+	 * parent_unknown: the mail this one answers is not one the bridge
+	 * has (answered off the list): nothing it quotes can be accounted
+	 * for.  thread_conflict: In-Reply-To, References and the subject
+	 * do not agree on one MR and revision.  With any of these, no
+	 * approval is made and no NAK acted on; the words are posted.
+	 */
+	const unsigned char *quoted;
+	int ancestor_nak;
+	int parent_unknown;
+	int thread_conflict;
 	/* *user (owned by the callee) for email; PB_ENOTFOUND: none. */
 	int (*map_user)(const char **user, const char *email, void *arg);
 	/* *owner = 1 when email may approve what scope covers. */

@@ -1,6 +1,7 @@
 #include "mail/trailers.h"
 #include "util/err.h"
 #include "util/scan.h"
+#include "util/utf8.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -404,6 +405,7 @@ struct value {
 	const char *email; /* NULL when none or broken */
 	size_t email_len;
 	int broken; /* an address was attempted but is unusable */
+	int loose; /* not exactly "Name <email>" or the address alone */
 };
 
 /* Does a name-only value look like a person (or an URL), not prose? */
@@ -557,7 +559,14 @@ static int parse_value(struct value *v, const char *p, size_t len, int strict)
 		v->name_len = (size_t)(lt - p);
 		clean_name(&v->name, &v->name_len);
 		if (gt && one_address(&v->email, &v->email_len, q, n)) {
-			/* found */
+			/* anything after the address: a remark, a scope, a
+			 * second address - a value that reads two ways */
+			const char *t = gt + 1;
+
+			while (t < end && *t == ' ')
+				t++;
+			if (t < end || *lt != '<')
+				v->loose = 1;
 		} else {
 			v->email = NULL;
 			if (strict)
@@ -566,6 +575,8 @@ static int parse_value(struct value *v, const char *p, size_t len, int strict)
 		}
 		if (!v->email && !v->name_len)
 			return 0;
+		if (!v->email)
+			v->loose = 1;
 		return 1;
 	}
 	if (strict)
@@ -595,6 +606,9 @@ static int parse_value(struct value *v, const char *p, size_t len, int strict)
 			    eq_icase(e2, e2n, v->email, v->email_len))
 				q = ge + 1;
 		}
+		/* the address alone is exact; a name around it is not */
+		if (tok > p || q < end)
+			v->loose = 1;
 		/* the name is what is left, in parentheses or before */
 		if (tok > p) {
 			v->name = p;
@@ -631,6 +645,7 @@ static int parse_value(struct value *v, const char *p, size_t len, int strict)
 	v->name = q;
 	v->name_len = n;
 	v->broken = 1;
+	v->loose = 1;
 	return 1;
 }
 
@@ -791,8 +806,14 @@ static int line_start_tag(struct trailer_list *out, const char *s, size_t n,
 		return 0;
 	if (!colon)
 		irregular = 1;
+	/* a hidden or direction-changing character anywhere on the line:
+	 * what the reader sees may not be what we read */
+	if (utf8_has_hidden(raw, raw_len))
+		v.loose = 1;
 	for (i = 0; i < nr; i++) {
-		rc = add(out, types[i], &v, irregular ? TRAILER_F_IRREGULAR : 0,
+		rc = add(out, types[i], &v,
+			 (irregular ? TRAILER_F_IRREGULAR : 0) |
+				 (v.loose ? TRAILER_F_LOOSE : 0),
 			 raw, raw_len);
 		if (rc)
 			return rc;
@@ -1114,6 +1135,31 @@ int trailers_line_continues(const char *prev, size_t plen, const char *line,
 	return ok;
 }
 
+/*
+ * A git trailer that is no review tag but may stand in the same block
+ * ("Fixes: 1234abcd (\"title\")", "Link: https://...", "Cc: ..."): the
+ * tokens of the kernel's submitting-patches.rst.
+ */
+static int other_trailer_line(const char *p, size_t len)
+{
+	static const char *const tokens[] = {
+		"fixes",     "link",	 "closes",    "cc",   "bug",
+		"buglink",   "change-id", "message-id", NULL,
+	};
+	const char *const *t;
+	size_t n = 0;
+
+	mem_trim(&p, &len);
+	while (n < len && (is_alpha((unsigned char)p[n]) || p[n] == '-'))
+		n++;
+	if (!n || n + 1 >= len || p[n] != ':' || p[n + 1] != ' ')
+		return 0;
+	for (t = tokens; *t; t++)
+		if (strlen(*t) == n && eq_icase(p, n, *t, n))
+			return 1;
+	return 0;
+}
+
 int trailers_scan(struct trailer_list *out, const char *text, size_t len,
 		  unsigned flags)
 {
@@ -1121,7 +1167,7 @@ int trailers_scan(struct trailer_list *out, const char *text, size_t len,
 	const char *line, **lines = NULL;
 	size_t n, *lens = NULL, nr = 0, alloc = 0, i, j, before;
 	int rc = 0, skip = 0, got;
-	size_t para_start = 0, first = out->nr;
+	size_t para_start = 0, first = out->nr, para_first, prose;
 
 	scan_init(&s, text, len);
 	while (scan_line(&s, &line, &n)) {
@@ -1144,6 +1190,8 @@ int trailers_scan(struct trailer_list *out, const char *text, size_t len,
 			continue;
 		/* lines[para_start .. i) is a paragraph */
 		skip = 0;
+		para_first = out->nr;
+		prose = 0;
 		if (!(flags & TRAILERS_OWN)) {
 			for (j = para_start; j < i; j++)
 				if (starts_with_sob(lines[j], lens[j]) ||
@@ -1193,10 +1241,15 @@ int trailers_scan(struct trailer_list *out, const char *text, size_t len,
 				break;
 			}
 			if (!got && !(flags & TRAILERS_OWN) &&
-			    trailers_example_intro(lines[j], lens[j]))
+			    trailers_example_intro(lines[j], lens[j])) {
+				prose++;
 				break; /* the rest of the paragraph */
-			if (!got)
+			}
+			if (!got) {
+				if (!other_trailer_line(lines[j], lens[j]))
+					prose++;
 				continue;
+			}
 			if (flags & TRAILERS_OWN)
 				continue;
 			/* scope: this line or the last non-blank before */
@@ -1225,6 +1278,13 @@ int trailers_scan(struct trailer_list *out, const char *text, size_t len,
 							TRAILER_SCOPE_SERIES;
 			}
 		}
+		/* A trailer block: a paragraph of trailer lines only, none
+		 * of them inside a sentence. */
+		for (j = para_first; j < out->nr && !prose; j++)
+			if (out->v[j].flags & TRAILER_F_IN_SENTENCE)
+				prose++;
+		for (j = para_first; j < out->nr && !prose; j++)
+			out->v[j].flags |= TRAILER_F_BLOCK;
 		para_start = i + 1;
 	}
 	if ((flags & TRAILERS_SERIES) && !(flags & TRAILERS_OWN))

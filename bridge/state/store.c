@@ -525,6 +525,7 @@ enum stmt_id {
 	S_IN_RECORD,
 	S_IN_CLAIM,
 	S_IN_FINISH,
+	S_IN_PLACE,
 	S_IN_RENEW,
 	S_IN_HOLDER,
 	S_IN_RECOVER,
@@ -716,6 +717,11 @@ static const char *const stmt_sql[S_NR] = {
 			" record = CASE WHEN ?2 = 'failed' THEN record END"
 			" WHERE message_id = ?1 AND state = 'applying'"
 			" AND (claimed_by IS NULL OR claimed_by = ?6)",
+	/* Where a claimed mail was applied, when that is not where the
+	 * milter placed it (inbound.c, the headers disagree). */
+	[S_IN_PLACE] = "UPDATE inbound SET project = ?2, iid = ?3,"
+		       " revision = ?4, patch = ?5"
+		       " WHERE message_id = ?1 AND state = 'applying'",
 	[S_IN_RENEW] = "UPDATE inbound SET lease_until = ?3"
 		       " WHERE message_id = ?1 AND state = 'applying'"
 		       " AND claimed_by = ?2",
@@ -2850,6 +2856,29 @@ int store_inbound_retry(struct store *st, const char *message_id,
 		return err_set(PB_EINVAL, "state db: bad retry time");
 	return inbound_update(st, message_id, STORE_INBOUND_FAILED,
 			      next_attempt, error, "retry");
+}
+
+int store_inbound_place(struct store *st, const char *message_id,
+			const char *project, int64_t iid, int revision,
+			int patch)
+{
+	struct query q;
+	int rc;
+
+	if (!project || !project[0] || iid <= 0)
+		return err_set(PB_EINVAL, "state db: no merge request to "
+					  "place <%s> in", message_id);
+	rc = q_start(&q, st, S_IN_PLACE, "place inbound mail");
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	q_text(&q, 2, project);
+	q_int(&q, 3, iid);
+	q_int_or_null(&q, 4, revision > 0 ? revision : 0);
+	q_int(&q, 5, patch >= 0 ? patch : 0);
+	rc = q_exec(&q);
+	q_end(&q);
+	return rc;
 }
 
 int store_inbound_recover(int *count, struct store *st)

@@ -488,6 +488,13 @@ int store_inbound_renew(struct store *st, const char *message_id);
  * host's claim replaced this host's (it took the mail over: leave it). */
 int store_inbound_finish(struct store *st, const char *message_id,
 			 enum store_inbound_state result, const char *reason);
+/*
+ * A claimed (APPLYING) mail is about project!iid revision (0: unknown),
+ * patch: where it is applied when that is not where it was journaled.
+ */
+int store_inbound_place(struct store *st, const char *message_id,
+			const char *project, int64_t iid, int revision,
+			int patch);
 /* APPLYING -> FAILED, to be claimed again at next_attempt; errors as
  * store_inbound_finish(). */
 int store_inbound_retry(struct store *st, const char *message_id,

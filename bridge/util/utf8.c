@@ -83,3 +83,28 @@ int utf8_valid(const char *p, size_t len)
 	}
 	return 1;
 }
+
+int utf8_is_hidden(uint32_t cp)
+{
+	return cp == 0x00ad || cp == 0x061c || cp == 0x180e ||
+	       (cp >= 0x200b && cp <= 0x200f) ||
+	       (cp >= 0x202a && cp <= 0x202e) ||
+	       (cp >= 0x2060 && cp <= 0x2064) ||
+	       (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff ||
+	       (cp >= 0xfff9 && cp <= 0xfffb) ||
+	       (cp >= 0xe0000 && cp <= 0xe007f);
+}
+
+int utf8_has_hidden(const char *p, size_t len)
+{
+	size_t i = 0, n;
+	uint32_t cp;
+
+	while (i < len) {
+		n = utf8_decode(&cp, p + i, len - i);
+		if (n && utf8_is_hidden(cp))
+			return 1;
+		i += n ? n : 1;
+	}
+	return 0;
+}

@@ -30,4 +30,18 @@ size_t utf8_encode(char *out, uint32_t cp);
 /* True when p[0..len) is entirely well-formed UTF-8. */
 int utf8_valid(const char *p, size_t len);
 
+/*
+ * True for a code point that changes the direction of text or is not
+ * seen at all: the bidirectional marks, embeddings, overrides and
+ * isolates (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), the
+ * zero-width and invisible formatting characters (U+00AD, U+180E,
+ * U+200B-U+200D, U+2060-U+2064, U+FEFF, U+FFF9-U+FFFB) and the tag
+ * characters (U+E0000-U+E007F).  Text holding one may look other than
+ * it reads (Unicode Technical Standard #39, CVE-2021-42574).
+ */
+int utf8_is_hidden(uint32_t cp);
+
+/* True when p[0..len) holds a code point utf8_is_hidden() names. */
+int utf8_has_hidden(const char *p, size_t len);
+
 #endif

@@ -6,7 +6,8 @@
  *	             COVER_MSGID [PATCH_MSGID COMMIT FILE]...
  *		record revision REV of PROJECT!IID as mailed: the cover
  *		letter and one patch mail per triplet (FILE: the patch
- *		mail as sent, kept as the diff as mailed)
+ *		mail as sent, kept as the diff as mailed and in the
+ *		mail archive, as the bridge keeps what it sent)
  *	inbound_seed dump DB MSGID...
  *		print the journal row and the actions of each mail:
  *		"row STATE ATTEMPTS LAST_ERROR" then "action INDEX KIND
@@ -101,6 +102,25 @@ static int seed(int argc, char **argv)
 		rc = store_mail_put(st, &m);
 		if (rc && rc != PB_EEXISTS)
 			return die(m.message_id);
+		/* the mail archive holds what the bridge sent, as once the
+		 * list has it (replies are read against it) */
+		{
+			struct store_archived a;
+			static const char cover[] =
+				"Subject: [PATCH 0/N] the cover letter\n\n"
+				"The cover letter.\n";
+
+			store_archived_init(&a);
+			a.message_id = m.message_id;
+			a.project = m.project;
+			a.iid = m.iid;
+			a.origin = STORE_ARCHIVE_BRIDGE;
+			a.message = i ? diff.data : cover;
+			a.message_len = i ? diff.len : sizeof(cover) - 1;
+			rc = store_archive_put(st, &a);
+			if (rc && rc != PB_EEXISTS)
+				return die(m.message_id);
+		}
 		buf_release(&diff);
 	}
 	store_revision_mark_sent(st, argv[3], rev.iid, revision);

@@ -522,7 +522,7 @@ class InboundTest(unittest.TestCase):
         self.assertEqual(status, 201)
         self.assertEqual([a["user"] for a in mr_state()["approvals"]],
                          ["bob"])
-        path, mid = b.reply("NAK, this breaks the build on 32-bit.\n",
+        path, mid = b.reply("NAK.\n\nThis breaks the build on 32-bit.\n",
                             ar=DKIM_PASS)
         b.replay("--apply-now", path)
         mr = mr_state()
@@ -539,6 +539,127 @@ class InboundTest(unittest.TestCase):
         row, actions = b.dump(mid)
         self.assertEqual(row[0], "applied")
         self.assertEqual(sorted(actions), [2000, 2001, 2002])
+
+    def test_nak_in_prose_is_possibly_an_objection(self):
+        """A NAK in a sentence is posted as words and flagged: no label,
+        no approval withdrawn, an unresolved discussion says why."""
+        b = self.b
+        status, _ = api("POST", "projects/1/merge_requests/1/approve",
+                        {"sha": b.head}, token="bob-token")
+        self.assertEqual(status, 201)
+        path, mid = b.reply("I would NAK this if it broke 32-bit, "
+                            "but it does not.\n", ar=DKIM_PASS)
+        b.replay("--apply-now", path)
+        mr = mr_state()
+        self.assertNotIn("Acks::NACKed", mr["labels"])
+        self.assertEqual([a["user"] for a in mr["approvals"]], ["bob"])
+        notes = [(d, n) for d, n in user_notes(mr)
+                 if key(mid, 0) in n["body"]]
+        self.assertEqual(len(notes), 1)
+        d, n = notes[0]
+        self.assertIn("Possibly an objection", n["body"])
+        self.assertIn("I would NAK this", n["body"])
+        self.assertFalse(d["individual_note"])
+        self.assertFalse(n["resolved"])
+        row, actions = b.dump(mid)
+        self.assertEqual(sorted(actions), [0])
+
+    # only the sender's own words act (docs/SECURITY.md)
+    def test_bait_in_parent_is_a_quotation(self):
+        """The attacker's mail carries the maintainer's Acked-by; the
+        maintainer answers it, and the bait comes back in his reply
+        with no quote marker, separator or header block at all.  The
+        trailer is in the mail he answers: a quotation, no approval."""
+        b = self.b
+        bait = "Acked-by: Bob Maintainer <bob@corp.example>\n"
+        path, xid = b.reply("Bob, can you check this? Here is what I "
+                            "need from you:\n\n" + bait,
+                            sender="Mallory <mallory@evil.example>")
+        b.replay("--apply-now", path)
+        path, mid = b.reply("Will do.\n\n" + bait, ar=DKIM_PASS)
+        with open(path) as f:
+            text = f.read()
+        text = text.replace("In-Reply-To: <%s>" % b.patch_ids[0],
+                            "In-Reply-To: <%s>" % xid)
+        text = text.replace("<%s>\n" % b.patch_ids[0],
+                            "<%s> <%s>\n" % (b.patch_ids[0], xid))
+        with open(path, "w") as f:
+            f.write(text)
+        b.replay("--apply-now", path)
+        mr = mr_state()
+        self.assertEqual(mr["approvals"], [])
+        body = [n["body"] for _, n in user_notes(mr)
+                if key(mid, 0) in n["body"]][0]
+        self.assertIn("is in a mail this one answers", body)
+        # the same words in answer to the bridge's own patch approve
+        path, mid = b.reply("Will do.\n\n" + bait, ar=DKIM_PASS)
+        b.replay("--apply-now", path)
+        self.assertEqual([a["user"] for a in mr_state()["approvals"]],
+                         ["bob"])
+
+    def test_reply_to_an_unknown_mail_acts_on_nothing(self):
+        """Answered off the list: what it quotes cannot be accounted
+        for, so its trailer is listed, not acted on."""
+        b = self.b
+        path, mid = b.reply("Acked-by: Bob Maintainer "
+                            "<bob@corp.example>\n", ar=DKIM_PASS)
+        with open(path) as f:
+            text = f.read()
+        text = text.replace("In-Reply-To: <%s>" % b.patch_ids[0],
+                            "In-Reply-To: <private.1@corp.example>")
+        text = text.replace("<%s>\n" % b.patch_ids[0],
+                            "<%s> <private.1@corp.example>\n" %
+                            b.patch_ids[0])
+        with open(path, "w") as f:
+            f.write(text)
+        b.replay("--apply-now", path)
+        mr = mr_state()
+        self.assertEqual(mr["approvals"], [])
+        body = [n["body"] for _, n in user_notes(mr)
+                if key(mid, 0) in n["body"]][0]
+        self.assertIn("never reached the list", body)
+
+    def test_cross_mr_steering(self):
+        """A mail threaded under MR !1 whose References end with MR !2's
+        patch: the honest ack that answers it stays on !1, where the
+        mail it answers is, and approves nothing."""
+        b = self.b
+        other = "v1-1.2-2.%s@%s" % (b.head[:12], DOMAIN)
+        run([SEED, "mail", b.db(), PROJECT, "2", "1", b.base, b.start,
+             b.head, str(b.version["id"]), "v1-0.2-2.x@" + DOMAIN,
+             other, b.head, os.path.join(b.dir, "patches",
+                                         sorted(os.listdir(os.path.join(
+                                             b.dir, "patches")))[0])])
+        path, xid = b.reply("What do you think, Bob?\n",
+                            sender="Mallory <mallory@evil.example>")
+        with open(path) as f:
+            text = f.read()
+        text = text.replace("<%s>\n" % b.patch_ids[0],
+                            "<%s> <%s>\n" % (b.patch_ids[0], other))
+        with open(path, "w") as f:
+            f.write(text)
+        b.replay("--apply-now", path)
+        path, mid = b.reply("Fine by me.\n\nAcked-by: Bob Maintainer "
+                            "<bob@corp.example>\n", ar=DKIM_PASS)
+        with open(path) as f:
+            text = f.read()
+        text = text.replace("In-Reply-To: <%s>" % b.patch_ids[0],
+                            "In-Reply-To: <%s>" % xid)
+        text = text.replace("<%s>\n" % b.patch_ids[0],
+                            "<%s> <%s> <%s>\n" % (b.patch_ids[0], other,
+                                                   xid))
+        with open(path, "w") as f:
+            f.write(text)
+        b.replay("--apply-now", path)
+        mr = mr_state()
+        self.assertEqual(mr["approvals"], [])
+        bodies = [n["body"] for _, n in user_notes(mr)
+                  if key(mid, 0) in n["body"]]
+        self.assertEqual(len(bodies), 1)
+        self.assertIn("do not agree on one merge request", bodies[0])
+        row, actions = b.dump(mid)
+        self.assertEqual(row[0], "applied")
+        self.assertEqual(sorted(actions), [0])
 
     # (e)
     def test_lost_response_posts_once(self):

@@ -36,13 +36,16 @@ static void test_decision_table(void **state)
 
 	(void)state;
 	/* bits: verified, mapped, sender, require_auth, owner, nak,
-	 * ambiguous; and the policy on top */
-	for (combo = 0; combo < 3 * 128; combo++) {
+	 * ambiguous, in a trailer block, loose, thread conflict, quoted,
+	 * unaccounted; and the policy on top */
+	for (combo = 0; combo < 3 * 4096; combo++) {
 		int verified = combo & 1, mapped = combo >> 1 & 1;
 		int sender = combo >> 2 & 1, auth = combo >> 3 & 1;
 		int owner = combo >> 4 & 1, nak = combo >> 5 & 1;
-		int ambiguous = combo >> 6 & 1;
-		enum config_approval_policy pol = policies[combo / 128];
+		int ambiguous = combo >> 6 & 1, block = combo >> 7 & 1;
+		int loose = combo >> 8 & 1, conflict = combo >> 9 & 1;
+		int quoted = combo >> 10 & 1, unaccounted = combo >> 11 & 1;
+		enum config_approval_policy pol = policies[combo / 4096];
 		enum approval_verdict want, got;
 		struct approval_facts f;
 
@@ -51,6 +54,11 @@ static void test_decision_table(void **state)
 		f.names_sender = sender;
 		f.nak = nak;
 		f.ambiguous = ambiguous;
+		f.in_block = block;
+		f.loose = loose;
+		f.thread_conflict = conflict;
+		f.quoted = quoted;
+		f.unaccounted = unaccounted;
 		f.verified = verified;
 		f.require_auth = auth;
 		f.policy = pol;
@@ -60,8 +68,18 @@ static void test_decision_table(void **state)
 			want = APPROVAL_NAK;
 		else if (ambiguous)
 			want = APPROVAL_AMBIGUOUS;
+		else if (!block)
+			want = APPROVAL_NOT_IN_BLOCK;
+		else if (loose)
+			want = APPROVAL_LOOSE;
 		else if (!sender)
 			want = APPROVAL_NOT_SENDER;
+		else if (conflict)
+			want = APPROVAL_THREAD_CONFLICT;
+		else if (quoted)
+			want = APPROVAL_QUOTED;
+		else if (unaccounted)
+			want = APPROVAL_UNACCOUNTED;
 		else if (auth && !verified)
 			want = APPROVAL_UNVERIFIED;
 		else if (pol == CONFIG_APPROVAL_NONE)
@@ -77,8 +95,10 @@ static void test_decision_table(void **state)
 			fail_msg("combination %u: got %d, want %d", combo, got,
 				 want);
 		grants += got == APPROVAL_GRANT;
-		/* Unverified with require_auth never approves. */
-		if (auth && !verified)
+		/* Unverified with require_auth never approves, and nothing
+		 * but an exact trailer block of the sender's own does. */
+		if ((auth && !verified) || !block || loose || conflict ||
+		    quoted || unaccounted)
 			assert_int_not_equal(got, APPROVAL_GRANT);
 	}
 	/* sender, no NAK, mapped, verified or not required (3 ways), and
@@ -96,6 +116,7 @@ static void test_types_and_sender(void **state)
 	(void)state;
 	memset(&f, 0, sizeof(f));
 	f.names_sender = f.verified = f.require_auth = f.owner = 1;
+	f.in_block = 1;
 	f.policy = CONFIG_APPROVAL_OWNERS;
 	f.user = "bob";
 	f.type = "Reviewed-by";
@@ -755,20 +776,23 @@ static void test_plan_what_a_reply_says(void **state)
 	assert_int_equal(fx.r->trailers.nr, 1);
 	assert_non_null(strstr(c, "inside a sentence"));
 	done(&fx);
-	/* no address, the sender's name (Outlook's "Last, First" too) */
+	/* no address, even the sender's own name (Outlook's "Last,
+	 * First" too): listed, never an approval - only "Name <address>"
+	 * or the address alone is acted on */
 	assert_int_equal(plan_of(&fx, "Bob <bob@corp.example>",
 				 "Reviewed by : Bob\n", &nak, &c),
-			 1);
+			 0);
+	assert_non_null(strstr(c, "not written exactly as"));
 	done(&fx);
 	assert_int_equal(plan_of(&fx, "\"Maintainer, Bob\" <bob@corp.example>",
 				 "Reviewed-by: Bob Maintainer\n", &nak, &c),
-			 1);
+			 0);
 	done(&fx);
 	/* no address, another name: informal, never an approval */
 	assert_int_equal(plan_of(&fx, "Bob <bob@corp.example>",
 				 "Reviewed by : Carol\n", &nak, &c),
 			 0);
-	assert_non_null(strstr(c, "it gives no address"));
+	assert_non_null(strstr(c, "not written exactly as"));
 	done(&fx);
 	/* Outlook's address form approves as the address it repeats */
 	assert_int_equal(plan_of(&fx, "Bob <bob@corp.example>",
