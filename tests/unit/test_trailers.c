@@ -479,6 +479,81 @@ static void test_examples(void **state)
 	trailer_list_release(&l);
 }
 
+/*
+ * The forms the bridge acts on (docs/SECURITY.md): a trailer block, a
+ * value that is one address.  A trailer with a sentence on the line
+ * before or after it - a negation or a condition over several lines -
+ * text after its address, or a hidden or direction-changing character
+ * is listed, never TRAILER_F_BLOCK without TRAILER_F_LOOSE.
+ */
+struct form {
+	const char *text;
+	int block, loose;
+};
+
+static const struct form forms[] = {
+	/* acted on */
+	{ "Acked-by: Jane Doe <jane@example.org>\n", 1, 0 },
+	{ "Looks good.\n\nAcked-by: Jane Doe <jane@example.org>\n", 1, 0 },
+	{ "Acked-by: Jane Doe <jane@example.org>\n"
+	  "Fixes: 0123456789ab (\"foo: bar\")\n\nThanks\n",
+	  1, 0 },
+	{ "Reviewed-by: jane@example.org\n", 1, 0 },
+	{ "Reviewed-by: Jane Doe <jane@example.org"
+	  "<mailto:jane@example.org>>\n",
+	  1, 0 },
+	/* a sentence in the same paragraph: a negation or condition may
+	 * stand on the line before or after */
+	{ "I really cannot give you\nAcked-by: Jane Doe <jane@example.org>\n"
+	  "as things stand.\n",
+	  0, 0 },
+	{ "Acked-by: Jane Doe <jane@example.org>\n"
+	  "but only once the locking is fixed.\n",
+	  0, 0 },
+	{ "If you drop patch 3:\nAcked-by: Jane Doe <jane@example.org>\n",
+	  0, 0 },
+	{ "Looks good.\nAcked-by: Jane Doe <jane@example.org>\n", 0, 0 },
+	{ "Not yet\nReviewed-by: Jane Doe <jane@example.org>\n", 0, 0 },
+	/* text after the address */
+	{ "Acked-by: Jane Doe <jane@example.org> (for the DT part)\n", 1, 1 },
+	{ "Acked-by: Jane Doe <jane@example.org> # for arm64 only\n", 1, 1 },
+	{ "Acked-by: Jane Doe <jane@example.org> <joe@example.org>\n", 1, 1 },
+	{ "Acked-by: jane@example.org (Jane Doe)\n", 1, 1 },
+	{ "Acked-by: Jane Doe [jane@example.org]\n", 1, 1 },
+	/* no address */
+	{ "Acked-by: Jane Doe\n", 1, 1 },
+	/* hidden and direction-changing characters anywhere on the line */
+	{ "Acked-by: Jane Doe <jane@example.org>\xe2\x80\xae\n", 1, 1 },
+	{ "Acked-by: \xe2\x81\xa7Jane Doe <jane@example.org>\xe2\x81\xa9\n",
+	  1, 1 },
+	{ "Acked-by: Jane\xe2\x80\x8b Doe <jane@example.org>\n", 1, 1 },
+	{ "Acked-by: Jane Doe <jane@exa\xc2\xadmple.org>\n", 1, 1 },
+};
+
+static void test_forms_acted_on(void **state)
+{
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		struct trailer_list l;
+		const struct form *f = &forms[i];
+		int block, loose;
+
+		trailer_list_init(&l);
+		assert_int_equal(trailers_scan(&l, f->text, strlen(f->text), 0),
+				 0);
+		if (l.nr < 1)
+			fail_msg("form %zu: no trailer in %s", i, f->text);
+		block = !!(l.v[0].flags & TRAILER_F_BLOCK);
+		loose = !!(l.v[0].flags & TRAILER_F_LOOSE);
+		if (block != f->block || loose != f->loose)
+			fail_msg("form %zu: block %d loose %d, want %d %d: %s",
+				 i, block, loose, f->block, f->loose, f->text);
+		trailer_list_release(&l);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -492,6 +567,7 @@ int main(void)
 		cmocka_unit_test(test_address_forms),
 		cmocka_unit_test(test_wrapped),
 		cmocka_unit_test(test_examples),
+		cmocka_unit_test(test_forms_acted_on),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
