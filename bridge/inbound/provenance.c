@@ -31,24 +31,6 @@ static int lower(int c)
 	return c >= 'A' && c <= 'Z' ? c + 32 : c;
 }
 
-/* Does hay[0..hn) hold needle (ASCII case ignored)? */
-static int has_icase(const char *hay, size_t hn, const char *needle)
-{
-	size_t nn = strlen(needle), i, j;
-
-	if (!nn || nn > hn)
-		return 0;
-	for (i = 0; i + nn <= hn; i++) {
-		for (j = 0; j < nn; j++)
-			if (lower((unsigned char)hay[i + j]) !=
-			    lower((unsigned char)needle[j]))
-				break;
-		if (j == nn)
-			return 1;
-	}
-	return 0;
-}
-
 /* The line without the quote markers a client puts before it: ">",
  * "> >", "|", "&gt;" and blanks between them. */
 static void unquote(const char **p, size_t *len)
@@ -73,7 +55,7 @@ static const char *stem(const char *type)
 	if (!strcmp(type, "Acked-by"))
 		return "acked";
 	if (!strcmp(type, "Reviewed-by"))
-		return "review";
+		return "reviewed";
 	if (!strcmp(type, "Tested-by"))
 		return "tested";
 	if (trailer_is_nak(type))
@@ -81,20 +63,81 @@ static const char *stem(const char *type)
 	return NULL;
 }
 
-/* Does p[0..len) hold t's person and its tag's word? */
+/* Where needle is in hay[0..hn) (ASCII case ignored), or NULL. */
+static const char *find_icase(const char *hay, size_t hn, const char *needle)
+{
+	size_t nn = strlen(needle), i, j;
+
+	for (i = 0; nn && i + nn <= hn; i++) {
+		for (j = 0; j < nn; j++)
+			if (lower((unsigned char)hay[i + j]) !=
+			    lower((unsigned char)needle[j]))
+				break;
+		if (j == nn)
+			return hay + i;
+	}
+	return NULL;
+}
+
+/* Is the tag's word there as a tag: "acked-by", "Reviewed by", "NACKed
+ * by" - the stem, a few letters, maybe a '-' or a blank, then "by"? */
+static int has_tag(const char *p, size_t len, const char *w)
+{
+	size_t wl = strlen(w), i, j, k;
+
+	for (i = 0; i + wl <= len; i++) {
+		for (k = 0; k < wl; k++)
+			if (lower((unsigned char)p[i + k]) != w[k])
+				break;
+		if (k < wl)
+			continue;
+		j = i + wl;
+		for (k = 0; k < 4 && j < len &&
+			    lower((unsigned char)p[j]) >= 'a' &&
+			    lower((unsigned char)p[j]) <= 'z';
+		     k++)
+			j++;
+		if (j < len && (p[j] == '-' || p[j] == ' ' || p[j] == '_'))
+			j++;
+		if (j + 2 <= len && lower((unsigned char)p[j]) == 'b' &&
+		    lower((unsigned char)p[j + 1]) == 'y')
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Does p[0..len) hold t's person and, elsewhere on the line, its tag?
+ * ("Cc: Rob Reviewer <rob@review.example>" names Rob, but "review"
+ * there is his name and address, not a Reviewed-by.)
+ */
 static int names_loosely(const char *p, size_t len, const struct trailer *t)
 {
 	const char *w = stem(t->type);
 	const char *who = t->email && t->email[0] ? t->email : t->name;
+	char *line;
+	const char *at;
+	size_t wl;
+	int hit;
 
-	if (!w || !who || strlen(who) < 3)
+	if (!w || !who || (wl = strlen(who)) < 3)
 		return 0;
-	if (!strcmp(w, "nak") && !has_icase(p, len, w) &&
-	    !has_icase(p, len, "nack"))
+	if (!find_icase(p, len, who))
 		return 0;
-	if (strcmp(w, "nak") && !has_icase(p, len, w))
-		return 0;
-	return has_icase(p, len, who);
+	/* the line with every occurrence of the person blanked (a line of
+	 * any length: a client may re-wrap a long one) */
+	line = xmalloc(len + 1);
+	memcpy(line, p, len);
+	line[len] = '\0';
+	while ((at = find_icase(line, len, who)))
+		memset(line + (at - line), ' ', wl);
+	if (t->name && strlen(t->name) >= 3)
+		while ((at = find_icase(line, len, t->name)))
+			memset(line + (at - line), ' ', strlen(t->name));
+	hit = has_tag(line, len, w) ||
+	      (!strcmp(w, "nak") && has_tag(line, len, "nack"));
+	free(line);
+	return hit;
 }
 
 int provenance_text_names(const char *text, size_t len,

@@ -311,6 +311,14 @@ static void test_text_rules(void **state)
 	assert_false(provenance_text_names("Cc: Bob <bob@corp.example>\n"
 					   "Reviewed-by: Al <al@x.org>\n",
 					   54, &t));
+	/* the tag's word in the address itself is no tag */
+	t.type = "Reviewed-by";
+	t.name = (char *)"Rob Reviewer";
+	t.email = (char *)"rob@review.example";
+	assert_false(provenance_text_names(
+		"Cc: Rob Reviewer <rob@review.example>\n", 38, &t));
+	assert_true(provenance_text_names(
+		"Reviewed by Rob <rob@review.example>\n", 37, &t));
 	assert_true(provenance_text_naks("> NACK.\n", 8));
 	assert_true(provenance_text_naks("*NAK*\n", 6));
 	assert_false(provenance_text_naks("NAK from the device\n", 20));
