@@ -1212,7 +1212,17 @@ static int code_or_log_line(const char *p, size_t n)
  * unsure it is no NAK: the words reach the forge as a comment, nothing
  * is blocked.
  */
-int reply_line_is_nak(const char *p, size_t n)
+#define NAK_WORDS_MAX 128
+
+/*
+ * Read the words of p[0..n) that start at or after from, at most
+ * NAK_WORDS_MAX words at a time.  *cut is 0 when every word was read,
+ * else the offset of the first word not read; the next window starts at
+ * *ctx, a sentence start or, in a sentence longer than a window, a
+ * quarter of a window back, so that what comes before still counts.
+ */
+static int nak_window(const char *p, size_t n, size_t from, size_t *cut,
+		      size_t *ctx)
 {
 	static const char *const negations[] = {
 		"not",	    "don't",   "dont",	  "isn't",    "wasn't",
@@ -1297,11 +1307,9 @@ int reply_line_is_nak(const char *p, size_t n)
 		"from", "for",	 "on",	"here", "unless", "until", "because",
 		"as",	"since", "but", "and",	"again",  "now",   NULL,
 	};
-	struct word w[128];
-	size_t nw = 0, i, k;
+	struct word w[NAK_WORDS_MAX];
+	size_t nw = 0, i, k, last;
 
-	if (code_or_log_line(p, n))
-		return 0;
 	/* words and the separators before them */
 	for (i = 0; i < n && nw < sizeof(w) / sizeof(w[0]);) {
 		char before = '\0';
@@ -1322,14 +1330,31 @@ int reply_line_is_nak(const char *p, size_t n)
 		w[nw].n = (size_t)(p + i - w[nw].p);
 		nw++;
 	}
-	for (k = 0; k < nw; k++) {
+	/* more words than a window: read up to the last sentence start, a
+	 * word without its right context could be misread */
+	*cut = *ctx = 0;
+	last = nw;
+	if (nw == NAK_WORDS_MAX && i < n) {
+		for (last = nw - 1; last > 0; last--)
+			if (w[last].before && strchr(".;!?", w[last].before))
+				break;
+		if (last) {
+			*cut = *ctx = (size_t)(w[last].p - p);
+		} else {
+			last = nw / 2;
+			*cut = (size_t)(w[last].p - p);
+			*ctx = (size_t)(w[last - nw / 4].p - p);
+		}
+	}
+	for (k = 0; k < last; k++) {
 		const char *after, *end = p + n;
 		size_t j, clause, clause_end, sentence, sentence_end;
 		int first, verdict = 0, negated = 0, stop;
 		enum nak_form form = nak_word(w[k].p, w[k].n);
 		char next_sep;
 
-		if (form == NAKW_NONE || form == NAKW_OTHER)
+		if (w[k].p < p + from || form == NAKW_NONE ||
+		    form == NAKW_OTHER)
 			continue;
 		after = w[k].p + w[k].n;
 		/* "ACK/NAK", "NAK/ACK", "Nacked-by:" (a trailer's business) */
@@ -1478,6 +1503,23 @@ int reply_line_is_nak(const char *p, size_t n)
 			return 1;
 	}
 	return 0;
+}
+
+int reply_line_is_nak(const char *p, size_t n)
+{
+	size_t start = 0, from = 0, cut, ctx;
+
+	if (code_or_log_line(p, n))
+		return 0;
+	/* a long line (a flowed paragraph) is read a window at a time */
+	for (;;) {
+		if (nak_window(p + start, n - start, from - start, &cut, &ctx))
+			return 1;
+		if (!cut)
+			return 0;
+		from = start + cut;
+		start += ctx;
+	}
 }
 
 /* ------------------------------------------------------------------ */

@@ -788,6 +788,25 @@ static void test_nak_in_context(void **state)
 	}
 }
 
+/* A flowed paragraph is one long line: a NAK after a hundred and more
+ * words is still read, in its own sentence's context. */
+static void test_nak_long_line(void **state)
+{
+	char line[4096];
+	size_t i, n = 0;
+
+	(void)state;
+	for (i = 0; i < 150; i++)
+		n += (size_t)snprintf(line + n, sizeof(line) - n, "word%zu%s ",
+				      i, i % 10 == 9 ? "." : "");
+	snprintf(line + n, sizeof(line) - n, "NAK for the locking.");
+	assert_true(reply_line_is_nak(line, strlen(line)));
+	snprintf(line + n, sizeof(line) - n, "I will not NAK it.");
+	assert_false(reply_line_is_nak(line, strlen(line)));
+	snprintf(line + n, sizeof(line) - n, "NAK handling is broken.");
+	assert_false(reply_line_is_nak(line, strlen(line)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -801,6 +820,7 @@ int main(void)
 		cmocka_unit_test(test_short_comments_and_signatures),
 		cmocka_unit_test(test_shortlog_nak),
 		cmocka_unit_test(test_nak_in_context),
+		cmocka_unit_test(test_nak_long_line),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
