@@ -1043,6 +1043,154 @@ static int word_stem_in(const struct word *w, const char *const *stems)
 	return 0;
 }
 
+/* The forms of the word NAK. */
+enum nak_form {
+	NAKW_NONE,
+	NAKW_BASE, /* NAK, NACK, an emphatic NAAAK */
+	NAKW_ING, /* NACKing, nak'ing, nakking */
+	NAKW_PAST, /* NACKed, NAKed, nak'd, nakked */
+	NAKW_OTHER, /* NAKs, NAK's: the protocol's verb, only a mention */
+};
+
+/*
+ * Which form of NAK the word w[0..n) is, any case: N, one or more A
+ * ("NAAAK" is emphasis, not another word), an optional C, one or more K,
+ * then a suffix.  Underscores around it are emphasis ("_NACK_"), inside
+ * they make an identifier (I2C_M_IGNORE_NAK), which is no word.  "naked"
+ * is the English word unless its NAK is in capitals ("NAKed").
+ */
+static enum nak_form nak_word(const char *w, size_t n)
+{
+	static const struct {
+		const char *suffix;
+		enum nak_form form;
+	} suffixes[] = {
+		{ "", NAKW_BASE },   { "ing", NAKW_ING },  { "'ing", NAKW_ING },
+		{ "ed", NAKW_PAST }, { "'d", NAKW_PAST },  { "'ed", NAKW_PAST },
+		{ "s", NAKW_OTHER }, { "'s", NAKW_OTHER }, { "es", NAKW_OTHER },
+	};
+	size_t i, k, stem;
+
+	while (n && w[0] == '_') {
+		w++;
+		n--;
+	}
+	while (n && w[n - 1] == '_')
+		n--;
+	if (n < 3 || lower((unsigned char)w[0]) != 'n')
+		return NAKW_NONE;
+	for (i = 1; i < n && lower((unsigned char)w[i]) == 'a'; i++)
+		;
+	if (i == 1)
+		return NAKW_NONE;
+	if (i < n && lower((unsigned char)w[i]) == 'c')
+		i++;
+	if (i >= n || lower((unsigned char)w[i]) != 'k')
+		return NAKW_NONE;
+	while (i < n && lower((unsigned char)w[i]) == 'k')
+		i++;
+	stem = i;
+	for (k = 0; k < sizeof(suffixes) / sizeof(suffixes[0]); k++) {
+		if (strlen(suffixes[k].suffix) != n - stem ||
+		    !starts_icase(w + stem, n - stem, suffixes[k].suffix))
+			continue;
+		if (stem == 3 && suffixes[k].suffix[0] == 'e' &&
+		    memcmp(w, "NAK", 3))
+			return NAKW_NONE; /* "naked", "Naked" */
+		return suffixes[k].form;
+	}
+	return NAKW_NONE;
+}
+
+/* Does text[0..n) hold the word NAK in any form (a mention)? */
+static int has_nak_word(const char *p, size_t n)
+{
+	size_t i = 0, start;
+
+	while (i < n) {
+		while (i < n && !nak_word_char((unsigned char)p[i]))
+			i++;
+		start = i;
+		while (i < n && nak_word_char((unsigned char)p[i]))
+			i++;
+		if (i > start && nak_word(p + start, i - start) != NAKW_NONE)
+			return 1;
+	}
+	return 0;
+}
+
+/* "hh:mm:ss" at p[0..n)? */
+static int clock_at(const char *p, size_t n)
+{
+	return n >= 8 && is_digit((unsigned char)p[0]) &&
+	       is_digit((unsigned char)p[1]) && p[2] == ':' &&
+	       is_digit((unsigned char)p[3]) && is_digit((unsigned char)p[4]) &&
+	       p[5] == ':' && is_digit((unsigned char)p[6]) &&
+	       is_digit((unsigned char)p[7]);
+}
+
+/*
+ * A line of code or of a log, where NAK is the protocol's word (I2C,
+ * USB, SPI flash), not a verdict.  Code: a preprocessor line, a comment,
+ * a statement or a brace at its end, C's operators.  A log: the
+ * kernel's timestamp ("[   12.345678] "), a date and a time at its start
+ * (syslog, journalctl, ISO 8601), a driver's device prefix as
+ * dev_printk() writes it ("i2c i2c-1: ", "i801_smbus 0000:00:1f.4: ").
+ */
+static int code_or_log_line(const char *p, size_t n)
+{
+	static const char *const operators[] = {
+		"==", "!=", "->", "&&", "||", "|=", "&=", "/*", "*/", NULL,
+	};
+	const char *const *op;
+	size_t i, t1, t2;
+	int digit = 0, sep = 0;
+
+	trim(&p, &n);
+	if (!n)
+		return 0;
+	if ((p[0] == '#' && n > 1 && is_alpha((unsigned char)p[1])) ||
+	    starts_icase(p, n, "//") || (p[n - 1] && strchr(";{}", p[n - 1])))
+		return 1;
+	for (op = operators; *op; op++)
+		if (mem_find(p, n, *op, 2))
+			return 1;
+	/* "[   12.345678] " */
+	if (p[0] == '[') {
+		for (i = 1; i < n && p[i] == ' '; i++)
+			;
+		if (i < n && is_digit((unsigned char)p[i])) {
+			while (i < n &&
+			       (is_digit((unsigned char)p[i]) || p[i] == '.'))
+				i++;
+			if (i < n && p[i] == ']')
+				return 1;
+		}
+	}
+	/* "Dec  6 21:00:01 host kernel: ", "2024-01-02T10:00:00Z " */
+	for (i = 0; i < n && i < 24; i++)
+		if (clock_at(p + i, n - i) &&
+		    (is_digit((unsigned char)p[0]) ||
+		     (i > 4 && is_alpha((unsigned char)p[0]) &&
+		      is_alpha((unsigned char)p[1]) &&
+		      is_alpha((unsigned char)p[2]) && p[3] == ' ')))
+			return 1;
+	/* "i2c i2c-1: ": a driver's name, then its device's */
+	for (t1 = 0; t1 < n && (is_digit((unsigned char)p[t1]) ||
+				(p[t1] >= 'a' && p[t1] <= 'z') || p[t1] == '_');
+	     t1++)
+		;
+	if (!t1 || t1 >= n || p[t1] != ' ')
+		return 0;
+	for (t2 = t1 + 1; t2 < n && p[t2] != ' '; t2++) {
+		if (is_digit((unsigned char)p[t2]))
+			digit = 1;
+		else if (strchr("-.:", p[t2]) && t2 + 1 < n && p[t2 + 1] != ' ')
+			sep = 1;
+	}
+	return digit && sep && t2 < n && p[t2 - 1] == ':';
+}
+
 /*
  * A NAK is the reviewer's verdict: "NACK." on a line, "NAK for this",
  * "Still a NACK", "self-NACK this series", "I NAK this".  The word is
@@ -1055,21 +1203,33 @@ static int word_stem_in(const struct word *w, const char *const *stems)
  * retracted"), hypothetical ("I was going to NAK this", "I would NAK it
  * if ..."), conditional ("If this breaks the ABI, NAK"), someone else's
  * ("you may want to NAK this"), a report of an earlier one ("I NACKed
- * v1") or quoted ("he said \"NAK\"").  When unsure it is no NAK: the
- * words reach the forge as a comment, nothing is blocked.
+ * v1"), hedged ("I'm inclined to NAK this", "this will probably get
+ * NAKed") or quoted ("he said \"NAK\"").  A negation anywhere before
+ * the word in its clause counts ("I don't think this deserves a NAK").
+ * Emphasis is the same word ("NAAAK", "_NACK_", "*NAK*"), and the verb
+ * said by the author is one ("I am NACKing this", "I hereby NAK this").
+ * A line of code or of a log is never one (code_or_log_line()).  When
+ * unsure it is no NAK: the words reach the forge as a comment, nothing
+ * is blocked.
  */
-int reply_line_is_nak(const char *p, size_t n)
+#define NAK_WORDS_MAX 128
+
+/*
+ * Read the words of p[0..n) that start at or after from, at most
+ * NAK_WORDS_MAX words at a time.  *cut is 0 when every word was read,
+ * else the offset of the first word not read; the next window starts at
+ * *ctx, a sentence start or, in a sentence longer than a window, a
+ * quarter of a window back, so that what comes before still counts.
+ */
+static int nak_window(const char *p, size_t n, size_t from, size_t *cut,
+		      size_t *ctx)
 {
-	static const char *const naks[] = {
-		"nak",	   "nack",   "nacked",	"nak'd",    "nak'ed",  "nakked",
-		"nacking", "naking", "nak'ing", "nack'ing", "nakking", NULL,
-	};
-	static const char *const past[] = {
-		"nacked", "naked", "nak'd", "nak'ed", "nakked", NULL,
-	};
 	static const char *const negations[] = {
-		"not",	   "don't", "dont", "isn't",   "wasn't", "won't",
-		"without", "never", "nor",  "doesn't", "didn't", NULL,
+		"not",	    "don't",   "dont",	  "isn't",    "wasn't",
+		"won't",    "without", "never",	  "nor",      "doesn't",
+		"didn't",   "cannot",  "can't",	  "wouldn't", "shouldn't",
+		"couldn't", "aren't",  "haven't", "hasn't",   "hardly",
+		"neither",  NULL,
 	};
 	static const char *const verdict_next[] = {
 		"for",	  "from", "on",	     "this", "that",  "it",
@@ -1098,11 +1258,28 @@ int reply_line_is_nak(const char *p, size_t n)
 	};
 	/* a NAK that is not (yet, or any more) said */
 	static const char *const hypothetical[] = {
-		"would",      "i'd",	     "we'd",	"could",   "might",
-		"may",	      "should",	     "almost",	"nearly",  "tempted",
-		"considered", "considering", "thought", "wanted",  "was",
-		"were",	      "had",	     "if",	"whether", "perhaps",
-		"maybe",      NULL,
+		"would",      "i'd",	     "we'd",	"could",    "might",
+		"may",	      "should",	     "almost",	"nearly",   "tempted",
+		"considered", "considering", "thought", "wanted",   "was",
+		"were",	      "had",	     "if",	"whether",  "perhaps",
+		"maybe",      "probably",    "likely",	"possibly", "inclined",
+		"leaning",    "expect",	     "suspect", "guess",    "unlikely",
+		NULL,
+	};
+	/* "this got NAKed": someone else's, reported or foretold */
+	static const char *const passive[] = {
+		"get", "gets", "got", "getting", "gotten", NULL,
+	};
+	/* between the author and the verb: "I am NACKing this", "I
+	 * hereby NAK this" */
+	static const char *const own_aux[] = {
+		"am",	      "are",  "hereby",	    "herewith", "formally",
+		"officially", "also", "now",	    "really",	"explicitly",
+		"therefore",  "thus", "hence",	    "just",	"do",
+		"must",	      "will", "definitely", NULL,
+	};
+	static const char *const own_subject[] = {
+		"i", "i'm", "im", "we", "we're", "i'll", "we'll", NULL,
 	};
 	static const char *const retract_stems[] = {
 		"withdr",  "retract", "rescind",   "revok", "lift",
@@ -1130,11 +1307,11 @@ int reply_line_is_nak(const char *p, size_t n)
 		"from", "for",	 "on",	"here", "unless", "until", "because",
 		"as",	"since", "but", "and",	"again",  "now",   NULL,
 	};
-	struct word w[64];
-	size_t nw = 0, i, k;
+	struct word w[NAK_WORDS_MAX];
+	size_t nw = 0, i, k, last;
 
 	/* words and the separators before them */
-	for (i = 0; i < n && nw < 64;) {
+	for (i = 0; i < n && nw < sizeof(w) / sizeof(w[0]);) {
 		char before = '\0';
 
 		while (i < n && !nak_word_char((unsigned char)p[i])) {
@@ -1153,16 +1330,31 @@ int reply_line_is_nak(const char *p, size_t n)
 		w[nw].n = (size_t)(p + i - w[nw].p);
 		nw++;
 	}
-	for (k = 0; k < nw; k++) {
+	/* more words than a window: read up to the last sentence start, a
+	 * word without its right context could be misread */
+	*cut = *ctx = 0;
+	last = nw;
+	if (nw == NAK_WORDS_MAX && i < n) {
+		for (last = nw - 1; last > 0; last--)
+			if (w[last].before && strchr(".;!?", w[last].before))
+				break;
+		if (last) {
+			*cut = *ctx = (size_t)(w[last].p - p);
+		} else {
+			last = nw / 2;
+			*cut = (size_t)(w[last].p - p);
+			*ctx = (size_t)(w[last - nw / 4].p - p);
+		}
+	}
+	for (k = 0; k < last; k++) {
 		const char *after, *end = p + n;
 		size_t j, clause, clause_end, sentence, sentence_end;
 		int first, verdict = 0, negated = 0, stop;
+		enum nak_form form = nak_word(w[k].p, w[k].n);
 		char next_sep;
 
-		/* "NAKed" (not "naked"): the capitals make it the verdict */
-		if (!word_in(w[k].p, w[k].n, naks) &&
-		    !(w[k].n == 5 && !memcmp(w[k].p, "NAK", 3) &&
-		      starts_icase(w[k].p + 3, 2, "ed")))
+		if (w[k].p < p + from || form == NAKW_NONE ||
+		    form == NAKW_OTHER)
 			continue;
 		after = w[k].p + w[k].n;
 		/* "ACK/NAK", "NAK/ACK", "Nacked-by:" (a trailer's business) */
@@ -1213,10 +1405,11 @@ int reply_line_is_nak(const char *p, size_t n)
 			if (!word_in(w[j].p, w[j].n, openers))
 				first = 0;
 		stop = !next_sep || strchr(".,;:!)-", next_sep) || k + 1 == nw;
-		/* a negation in its clause, or "no NAK" */
-		for (j = k > 3 ? k - 3 : 0; j < k; j++)
-			if (j >= clause && word_in(w[j].p, w[j].n, negations))
-				negated = 1;
+		/* a negation in its clause before it ("I do not intend to
+		 * NAK this", "I don't think this deserves a NAK"), or "no
+		 * NAK" */
+		if (any_word_in(w, clause, k, negations))
+			negated = 1;
 		if (k > 0 && w[k - 1].n == 2 &&
 		    starts_icase(w[k - 1].p, 2, "no") &&
 		    !(w[k].before && strchr(",;:", w[k].before)))
@@ -1255,8 +1448,11 @@ int reply_line_is_nak(const char *p, size_t n)
 			}
 			negated |= other;
 		}
+		if (form == NAKW_PAST && k > clause &&
+		    word_in(w[k - 1].p, w[k - 1].n, passive))
+			negated = 1;
 		/* a report of an earlier one: "I NACKed v1 of this" */
-		if (word_in(w[k].p, w[k].n, past) && k + 1 < clause_end &&
+		if (form == NAKW_PAST && k + 1 < clause_end &&
 		    (word_in(w[k + 1].p, w[k + 1].n, earlier) ||
 		     (w[k + 1].n >= 2 &&
 		      lower((unsigned char)w[k + 1].p[0]) == 'v' &&
@@ -1285,6 +1481,18 @@ int reply_line_is_nak(const char *p, size_t n)
 		    word_in(w[k + 1].p, w[k + 1].n, to_nak_next) &&
 		    any_word_in(w, clause, k, own))
 			verdict = 1;
+		/* the verb with the author as its subject and an object:
+		 * "I am NACKing this", "we hereby NAK the series" */
+		if (form != NAKW_PAST && k + 1 < nw &&
+		    word_in(w[k + 1].p, w[k + 1].n, to_nak_next)) {
+			for (j = k; j > clause &&
+				    word_in(w[j - 1].p, w[j - 1].n, own_aux);
+			     j--)
+				;
+			if (j > clause &&
+			    word_in(w[j - 1].p, w[j - 1].n, own_subject))
+				verdict = 1;
+		}
 		/* "Still a NACK", "gets a NAK from me", but not "sends a NAK
 		 * to the host" */
 		if (k > 0 && w[k - 1].n == 1 && lower(w[k - 1].p[0]) == 'a' &&
@@ -1295,6 +1503,23 @@ int reply_line_is_nak(const char *p, size_t n)
 			return 1;
 	}
 	return 0;
+}
+
+int reply_line_is_nak(const char *p, size_t n)
+{
+	size_t start = 0, from = 0, cut, ctx;
+
+	if (code_or_log_line(p, n))
+		return 0;
+	/* a long line (a flowed paragraph) is read a window at a time */
+	for (;;) {
+		if (nak_window(p + start, n - start, from - start, &cut, &ctx))
+			return 1;
+		if (!cut)
+			return 0;
+		from = start + cut;
+		start += ctx;
+	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -2081,13 +2306,186 @@ static void mark_shortlog(const struct reply *r, unsigned char *in)
 	}
 }
 
+/* Does text[0..n) hold word as a word of its own, any case? */
+static int has_word_icase(const char *p, size_t n, const char *word)
+{
+	size_t l = strlen(word), i;
+
+	for (i = 0; i + l <= n; i++)
+		if (starts_icase(p + i, n - i, word) &&
+		    (i == 0 || !is_alpha((unsigned char)p[i - 1])) &&
+		    (i + l == n || !is_alpha((unsigned char)p[i + l])))
+			return 1;
+	return 0;
+}
+
+/*
+ * Does the line introduce what the author pastes or proposes: an
+ * example ("Something like:", trailers_example_intro()), a log ("dmesg
+ * shows:", "the trace:") or code ("How about this instead:")?
+ */
+static int paste_intro(const char *p, size_t n)
+{
+	static const char *const words[] = {
+		"dmesg",  "log",     "logs", "output",	"trace",
+		"splat",  "console", "oops", "instead", "shows",
+		"prints", "printed", NULL,
+	};
+	const char *const *w;
+
+	trim(&p, &n);
+	if (trailers_example_intro(p, n))
+		return 1;
+	if (!n || p[n - 1] != ':')
+		return 0;
+	for (w = words; *w; w++)
+		if (has_word_icase(p, n, *w))
+			return 1;
+	return 0;
+}
+
+/*
+ * Mark the own lines that are pasted or proposed, not said: code and log
+ * lines (code_or_log_line()), the rest of a paragraph after one, and the
+ * lines under a line that introduces them (paste_intro()) up to the end
+ * of their paragraph.  A NAK there is the protocol's word or an example.
+ */
+static void mark_pasted(const struct reply *r, unsigned char *in)
+{
+	size_t i;
+	int intro = 0, in_paste = 0;
+
+	for (i = 0; i < r->nr; i++) {
+		const struct reply_line *l = &r->lines[i];
+
+		if (l->kind == RL_BLANK) {
+			/* the paste starts after the blank lines under its
+			 * introduction and ends at the next one */
+			if (in_paste)
+				in_paste = intro = 0;
+			continue;
+		}
+		if (l->kind != RL_OWN) {
+			in_paste = intro = 0;
+			continue;
+		}
+		if (intro || in_paste || code_or_log_line(l->p, l->len)) {
+			in[i] = 1;
+			in_paste = 1;
+			continue;
+		}
+		intro = paste_intro(l->p, l->len);
+	}
+}
+
+/*
+ * Does the own line run on into the next one: a sentence the mailer
+ * wrapped ("... and for that reason I do not" / "NAK this")?  Yes when it
+ * ends with a word that cannot end a sentence, or when it is as long as
+ * a wrapped line and the next one starts in lower case.  Not when it
+ * ends a sentence or a clause, nor for a line that can stand ("Thanks
+ * for the patch" / "NAK for the locking.").
+ */
+static int runs_on(const char *p, size_t n, const char *next, size_t nn)
+{
+	static const char *const open_words[] = {
+		"not",	  "no",	   "to",     "a",      "an",	 "the",
+		"i",	  "we",	   "will",   "would",  "do",	 "does",
+		"did",	  "don't", "won't",  "can",    "could",	 "should",
+		"may",	  "might", "must",   "and",    "or",	 "but",
+		"of",	  "for",   "with",   "that",   "my",	 "our",
+		"is",	  "are",   "am",     "be",     "was",	 "have",
+		"has",	  "going", "want",   "intend", "as",	 "wouldn't",
+		"cannot", "can't", "never",  "i'd",    "i'm",	 "i'll",
+		"also",	  "then",  "hereby", "still",  "really", NULL,
+	};
+	size_t e;
+
+	trim(&p, &n);
+	if (!n || strchr(".!?:;,", p[n - 1]) || !p[n - 1])
+		return 0;
+	for (e = n; e > 0 && nak_word_char((unsigned char)p[e - 1]); e--)
+		;
+	if (e < n && word_in(p + e, n - e, open_words))
+		return 1;
+	trim(&next, &nn);
+	return n >= 60 && nn && next[0] >= 'a' && next[0] <= 'z';
+}
+
+/* Is the line the word NAK or NACK alone, emphasis and "." or "!"
+ * allowed ("NACK.", "Nak!", "*NAK*")?  Not a question, not quoted. */
+static int nak_alone(const char *p, size_t n)
+{
+	size_t i = 0, s;
+
+	trim(&p, &n);
+	while (i < n && p[i] && strchr("*_~", p[i]))
+		i++;
+	s = i;
+	while (i < n && is_alpha((unsigned char)p[i]))
+		i++;
+	if (!((i - s == 3 && starts_icase(p + s, 3, "nak")) ||
+	      (i - s == 4 && starts_icase(p + s, 4, "nack"))))
+		return 0;
+	while (i < n && p[i] && strchr(".!*_~", p[i]))
+		i++;
+	return i == n;
+}
+
+/*
+ * Read the author's NAK: nak (reply_line_is_nak() on each own line,
+ * read with the lines of its sentence before it), nak_alone (a
+ * paragraph that is the word alone, with anything that is not the
+ * author's own text before and after it) and nak_mention (the word in
+ * any form).  Commit titles of a shortlog and pasted or proposed lines
+ * are mentions only.
+ */
+static void read_nak(struct reply *r)
+{
+	unsigned char *skip = xcalloc(r->nr ? r->nr : 1, 1);
+	size_t i, start;
+
+	mark_shortlog(r, skip);
+	mark_pasted(r, skip);
+	for (i = 0; i < r->nr; i++) {
+		const struct reply_line *l = &r->lines[i];
+
+		if (l->kind != RL_OWN)
+			continue;
+		if (!r->nak_mention && has_nak_word(l->p, l->len))
+			r->nak_mention = 1;
+		if (skip[i])
+			continue;
+		if (nak_alone(l->p, l->len) &&
+		    (i == 0 || r->lines[i - 1].kind != RL_OWN) &&
+		    (i + 1 == r->nr || r->lines[i + 1].kind != RL_OWN))
+			r->nak_alone = r->nak = 1;
+		if (r->nak)
+			continue;
+		/* the lines of its sentence before it, two at most */
+		for (start = i;
+		     start > 0 && i - start < 2 &&
+		     r->lines[start - 1].kind == RL_OWN && !skip[start - 1] &&
+		     runs_on(r->lines[start - 1].p, r->lines[start - 1].len,
+			     r->lines[start].p, r->lines[start].len);
+		     start--)
+			;
+		/* the lines are contiguous in r->text */
+		if (reply_line_is_nak(
+			    r->lines[start].p,
+			    (size_t)(l->p + l->len - r->lines[start].p)))
+			r->nak = 1;
+	}
+	free(skip);
+}
+
 int reply_parse(struct reply **out, const char *text, size_t len,
 		const char *sender, const char *sender_email)
 {
 	struct reply *r;
 	struct scan s;
 	const char *line;
-	size_t n, alloc = 0, skip, i, j;
+	size_t n, alloc = 0, skip, i;
 	int rc;
 
 	*out = NULL;
@@ -2150,22 +2548,7 @@ int reply_parse(struct reply **out, const char *text, size_t len,
 	}
 	classify(r);
 	find_blocks(r);
-	{
-		unsigned char *in_shortlog = xcalloc(r->nr ? r->nr : 1, 1);
-
-		mark_shortlog(r, in_shortlog);
-		for (i = 0; i < r->nr_blocks && !r->nak; i++)
-			for (j = r->blocks[i].first; j <= r->blocks[i].last;
-			     j++)
-				if (r->lines[j].kind == RL_OWN &&
-				    !in_shortlog[j] &&
-				    reply_line_is_nak(r->lines[j].p,
-						      r->lines[j].len)) {
-					r->nak = 1;
-					break;
-				}
-		free(in_shortlog);
-	}
+	read_nak(r);
 	*out = r;
 	return 0;
 fail:

@@ -31,6 +31,18 @@
  * a run of own lines (blank lines do not end it) up to the next line
  * that is not the author's.
  *
+ * The author's NAK is read three ways (review.c makes nak_form of them,
+ * docs/SECURITY.md "A NAK is said, not mentioned"): nak, the reader's
+ * best reading of whether the author objects, each own line read with
+ * the lines of its sentence before it when the mailer wrapped it;
+ * nak_alone, a paragraph of own text that is the word NAK or NACK alone
+ * (emphasis, "." and "!" allowed; anything that is not own text, a
+ * quote or a signature, breaks a paragraph as a blank line does); and
+ * nak_mention, the word in any form anywhere in own text.  Commit titles
+ * of a shortlog, code and log lines, the rest of their paragraph, and
+ * what a line such as "Something like:" or "dmesg shows:" introduces
+ * are mentions only.
+ *
  * reply_anchor() places the quoted lines on the diff that was mailed and
  * anchors each block to the last quoted diff line before it (DESIGN.md,
  * "Inline comments").  A block with no quoted diff line before it, or
@@ -91,7 +103,9 @@ struct reply {
 	size_t nr;
 	struct reply_block *blocks;
 	size_t nr_blocks;
-	int nak; /* an explicit NAK/NACK in the author's own text */
+	int nak; /* the author's own text says NAK, as the reader reads it */
+	int nak_alone; /* a paragraph of own text is the word NAK alone */
+	int nak_mention; /* the word NAK (any form) is in own text */
 	int truncated; /* longer than REPLY_LINES_MAX: the rest unread */
 	char *sender; /* the From display name, or NULL (owned) */
 	char *sender_email; /* the From address, or NULL (owned) */
@@ -125,11 +139,15 @@ int reply_own_text(struct buf *out, const struct reply *r);
 int reply_block_text(struct buf *out, const struct reply *r, size_t block,
 		     int drop_trailers);
 
-/* True when a line of own text says NAK/NACK (not "snack", not
- * "not a NAK", not "why the NAK?", not "I withdraw my NAK", not "I was
- * going to NAK this", not "you may want to NAK this", not a quoted
- * "NAK").  The subjects of a shortlog ("Name (2):" and the commit titles
- * indented under it) are never read for one. */
+/* True when a line (or a sentence) of own text says NAK/NACK, also
+ * emphatic ("NAAAK", "_NACK_") or as the author's verb ("I am NACKing
+ * this"); not "snack", not "not a NAK", not "I don't think this deserves
+ * a NAK", not "why the NAK?", not "I withdraw my NAK", not "I was going
+ * to NAK this", not "this will probably get NAKed", not "you may want to
+ * NAK this", not a quoted "NAK", not a line of code or of a log
+ * ("#define NAK 0x15", "[   12.345678] i2c i2c-1: NAK from 0x50").  The
+ * subjects of a shortlog ("Name (2):" and the commit titles indented
+ * under it) are never read for one. */
 int reply_line_is_nak(const char *p, size_t len);
 
 #endif

@@ -397,12 +397,28 @@ static int parse_reply(struct review *r, const struct diff *parent)
 	if (rc && rc != PB_ELIMIT)
 		goto out;
 	rc = 0;
+	/*
+	 * The bridge acts only on a NAK that cannot be misread: a NAK
+	 * trailer standing in a trailer block as one address, or a
+	 * paragraph that is the word alone.  Every other NAK the reader
+	 * sees, and every mention of the word, is shown to a human as
+	 * possibly an objection (docs/SECURITY.md).
+	 */
 	r->nak = rp->nak;
-	for (i = 0; i < r->trailers.nr; i++)
-		if (trailer_is_nak(r->trailers.v[i].type))
-			r->nak = 1;
-	/* Until the NAK forms are told apart, every NAK is as before. */
-	r->nak_form = r->nak ? REVIEW_NAK_EXPLICIT : REVIEW_NAK_NONE;
+	if (rp->nak_alone)
+		r->nak_form = REVIEW_NAK_EXPLICIT;
+	for (i = 0; i < r->trailers.nr; i++) {
+		const struct trailer *t = &r->trailers.v[i];
+
+		if (!trailer_is_nak(t->type))
+			continue;
+		r->nak = 1;
+		if ((t->flags & TRAILER_F_BLOCK) &&
+		    !(t->flags & TRAILER_F_LOOSE))
+			r->nak_form = REVIEW_NAK_EXPLICIT;
+	}
+	if (r->nak_form != REVIEW_NAK_EXPLICIT && (r->nak || rp->nak_mention))
+		r->nak_form = REVIEW_NAK_MENTION;
 
 	for (i = 0; i < rp->nr_blocks && !rc; i++) {
 		const struct reply_block *b = &rp->blocks[i];
@@ -676,6 +692,13 @@ static void json_members(struct jsonw *w, const struct review *r)
 	json_trailers(w, &r->own_trailers);
 	jsonw_key(w, "nak");
 	jsonw_bool(w, r->nak);
+	jsonw_key(w, "nak_form");
+	if (r->nak_form == REVIEW_NAK_EXPLICIT)
+		jsonw_strz(w, "explicit");
+	else if (r->nak_form == REVIEW_NAK_MENTION)
+		jsonw_strz(w, "mention");
+	else
+		jsonw_null(w);
 
 	jsonw_key(w, "inline");
 	jsonw_arr_begin(w);

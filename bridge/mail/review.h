@@ -17,7 +17,10 @@
  * diffstat, not a pull request).
  * For a reply: trailers come from the author's own text only (scope
  * "series" for a reply to a cover letter or when the author says so);
- * nak is a Nacked-by trailer or an explicit NAK in own text; inline holds
+ * nak is a Nacked-by trailer or a NAK the reader reads in own text, and
+ * nak_form whether it may be acted on: explicit for a NAK trailer in a
+ * trailer block or a paragraph that is the word NAK alone (reply.h
+ * nak_alone), a mention for any other NAK or word NAK; inline holds
  * the blocks anchored on the quoted diff, resolved against `parent` (the
  * diff that was mailed) or, without it, against the quote's own "@@"
  * headers; comment is the rest of the author's text.

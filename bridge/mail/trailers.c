@@ -737,7 +737,11 @@ static int add(struct trailer_list *out, const char *type,
 {
 	struct trailer *t;
 
-	if (out->nr >= TRAILERS_MAX)
+	/* A full list still takes a NAK: hundreds of pasted trailers must
+	 * not hide the objection written under them. */
+	if (out->nr >= TRAILERS_MAX &&
+	    (!trailer_is_nak(type) ||
+	     out->nr >= TRAILERS_MAX + TRAILERS_NAK_MAX))
 		return err_set(PB_ELIMIT, "more than %d trailers",
 			       TRAILERS_MAX);
 	ALLOC_GROW(out->v, out->nr + 1, out->alloc);
@@ -1166,7 +1170,7 @@ int trailers_scan(struct trailer_list *out, const char *text, size_t len,
 	struct scan s;
 	const char *line, **lines = NULL;
 	size_t n, *lens = NULL, nr = 0, alloc = 0, i, j, before;
-	int rc = 0, skip = 0, got;
+	int rc = 0, skip = 0, got, limited = 0;
 	size_t para_start = 0, first = out->nr, para_first, prose;
 
 	scan_init(&s, text, len);
@@ -1236,6 +1240,10 @@ int trailers_scan(struct trailer_list *out, const char *text, size_t len,
 				got = trailers_parse_line(out, lines[j],
 							  lens[j]);
 			}
+			if (got == PB_ELIMIT) {
+				limited = 1; /* read on: a NAK still fits */
+				continue;
+			}
 			if (got < 0) {
 				rc = got;
 				break;
@@ -1292,5 +1300,5 @@ int trailers_scan(struct trailer_list *out, const char *text, size_t len,
 			out->v[i].scope = TRAILER_SCOPE_SERIES;
 	free(lines);
 	free(lens);
-	return rc;
+	return rc ? rc : limited ? PB_ELIMIT : 0;
 }

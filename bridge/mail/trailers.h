@@ -40,7 +40,9 @@
  * Ownership: a trailer_list owns its entries' strings (type points to a
  * static canonical name).  Functions are pure over (pointer, length),
  * never read past len, and are thread-safe.  Errors: PB_ELIMIT when the
- * list would exceed TRAILERS_MAX entries (the extra ones are dropped).
+ * list would exceed TRAILERS_MAX entries: the extra ones are dropped, but
+ * for up to TRAILERS_NAK_MAX of the NAK family, so that a Nacked-by under
+ * hundreds of pasted trailers is still read.
  */
 #ifndef PB_MAIL_TRAILERS_H
 #define PB_MAIL_TRAILERS_H
@@ -48,6 +50,7 @@
 #include <stddef.h>
 
 #define TRAILERS_MAX 256 /* entries kept per message */
+#define TRAILERS_NAK_MAX 16 /* NAKs kept past TRAILERS_MAX */
 #define TRAILER_LINE_MAX 1024 /* longer lines are not trailers */
 
 enum trailer_scope {
@@ -66,7 +69,8 @@ enum trailer_scope {
  * value is exactly "Name <address>" or the address alone.
  */
 #define TRAILER_F_BLOCK 0x08 /* stands in a trailer block */
-#define TRAILER_F_LOOSE 0x10 /* text after the address (a parenthesis,
+#define TRAILER_F_LOOSE \
+	0x10 /* text after the address (a parenthesis,
 			      * a '#' remark), a value that is not one
 			      * address, or a direction-changing or
 			      * invisible character anywhere on the line */

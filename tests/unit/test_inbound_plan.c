@@ -213,7 +213,15 @@ static const char reply_mail[] =
 static const char nak_mail[] = REPLY_HEAD "\n"
 					  "> +\tprintf(\"HELLO\\n\");\n"
 					  "\n"
-					  "NAK, shouting is rude.\n";
+					  "NAK.\n"
+					  "\n"
+					  "Why, shouting is rude.\n";
+
+/* The same objection in a sentence: a mention, not acted on. */
+static const char nak_prose_mail[] = REPLY_HEAD "\n"
+					"> +\tprintf(\"HELLO\\n\");\n"
+					"\n"
+					"NAK, shouting is rude.\n";
 
 struct fake {
 	int lookups;
@@ -695,6 +703,32 @@ static void test_plan_nak(void **state)
 	assert_int_equal(fx.plan.nr, 4);
 	assert_int_equal(fx.plan.v[3].index, PLAN_IDX_NAK_UNAPPROVE);
 	assert_string_equal(fx.plan.v[3].user, "bob");
+	assert_non_null(strstr(fx.plan.nak_verdict, "blocked"));
+	done(&fx);
+
+	/* In a sentence: the words, flagged; no label, nobody's approval
+	 * withdrawn, and the reason kept for the sender. */
+	parse(&fx, nak_prose_mail);
+	assert_int_equal(fx.r->nak_form, REVIEW_NAK_MENTION);
+	fx.ctx.require_auth = 0;
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	for (size_t i = 0; i < fx.plan.nr; i++) {
+		assert_int_not_equal(fx.plan.v[i].kind, PLAN_NAK_LABEL);
+		assert_int_not_equal(fx.plan.v[i].kind, PLAN_UNAPPROVE);
+	}
+	a = fx.plan.v;
+	assert_int_equal(a[0].kind, PLAN_COMMENT);
+	assert_non_null(strstr(a[0].body, "Possibly an objection"));
+	assert_non_null(strstr(fx.plan.nak_verdict, "possibly an objection"));
+	plan_release(&fx.plan);
+	/* explicit, but the headers disagree: not acted on either */
+	done(&fx);
+	parse(&fx, nak_mail);
+	fx.ctx.thread_conflict = 1;
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	for (size_t i = 0; i < fx.plan.nr; i++)
+		assert_int_not_equal(fx.plan.v[i].kind, PLAN_NAK_LABEL);
+	assert_non_null(strstr(fx.plan.nak_verdict, "do not agree"));
 	done(&fx);
 }
 

@@ -33,6 +33,22 @@ static void test_nak_words(void **state)
 		"I will NAK this.",
 		"And still NAKed.",
 		"NAK unless you keep the old ioctl",
+		/* emphatic */
+		"NAAAK",
+		"NAAAACK this.",
+		"NAK!!!",
+		"*NAK*",
+		"_NACK_",
+		"_NACK_ for the locking",
+		"Hard NACK",
+		"Strong NAK",
+		/* the verb, said by the author */
+		"NACKing this",
+		"Nak'd",
+		"I'm nacking it",
+		"I am NACKing this.",
+		"We are NAKing the series.",
+		"I hereby NAK this.",
 		NULL,
 	};
 	static const char *const no[] = {
@@ -53,6 +69,17 @@ static void test_nak_words(void **state)
 		"the controller is told to NAK further bytes",
 		"Naked eye",
 		"",
+		/* code and logs: the protocol's word */
+		"\tNAK;",
+		"/* NAK from the target: stop */",
+		"#define NAK 0x15",
+		"if (ret == I2C_NAK)",
+		"\tif (status == NAK) return -EIO;",
+		"case NAK: /* NAK for the address */",
+		"[   12.345678] i2c i2c-1: NAK from device addr 0x50",
+		"[ 3.2] i2c_designware: NAK for address 0x30",
+		"Dec  6 21:00:01 host kernel: i2c i2c-1: NAK from 0x50",
+		"2024-01-02T10:00:00.123Z NAK from the target",
 		NULL,
 	};
 	/*
@@ -79,6 +106,16 @@ static void test_nak_words(void **state)
 		"I'd have NAKed this had it touched the ABI.",
 		"I thought about a NAK, but the fix is needed.",
 		"They will probably NAK it on the list.",
+		/* negated or hedged */
+		"I won't NAK this.",
+		"I'm not going to NACK it.",
+		"I'd be inclined to NAK this.",
+		"I'm inclined to NAK this.",
+		"This may well get NAKed.",
+		"This will probably get NAKed.",
+		"I don't think this deserves a NAK.",
+		"I do not intend to NAK this series.",
+		"Not a NAK, just a question.",
 		NULL,
 	};
 	const char *const *p;
@@ -676,6 +713,100 @@ static void test_diff_parse(void **state)
 	diff_free(d);
 }
 
+/*
+ * A NAK in context: the sentence a line belongs to, code and logs the
+ * author pasted or wrote, and the two forms review.c tells apart - a
+ * paragraph that is the word alone, and any other mention.
+ */
+static void test_nak_in_context(void **state)
+{
+	static const struct {
+		const char *text;
+		int nak, alone, mention;
+	} cases[] = {
+		/* the paragraph is the word alone */
+		{ "NAK.\n", 1, 1, 1 },
+		{ "Hi,\n\nNack!\n\nThanks,\nRita\n", 1, 1, 1 },
+		{ "> the old code\nNACK\n> more\n", 1, 1, 1 },
+		{ "nak\n-- \nRita\n", 1, 1, 1 },
+		{ "  *NAK*  \n", 1, 1, 1 },
+		/* said, but not alone: acted on only as a trailer */
+		{ "Hi,\nNAK.\n", 1, 0, 1 },
+		{ "NAK.\nThe lock is taken twice.\n", 1, 0, 1 },
+		{ "NAK for the locking.\n", 1, 0, 1 },
+		{ "NAAAK\n", 1, 0, 1 },
+		{ "Strong NAK.\n", 1, 0, 1 },
+		{ "Thanks for the patch\nNAK for the locking.\n", 1, 0, 1 },
+		/* a question, an invisible character: not the word alone */
+		{ "NAK?\n", 0, 0, 1 },
+		{ "NAK.\xe2\x80\x8b\n", 1, 0, 1 },
+		{ "\"NAK\"\n", 0, 0, 1 },
+		/* mentioned only */
+		{ "This is not a NAK.\n", 0, 0, 1 },
+		{ "The device NAKs the address.\n", 0, 0, 1 },
+		{ "flags |= I2C_M_IGNORE_NAK;\n", 0, 0, 0 },
+		{ "Looks fine to me.\n", 0, 0, 0 },
+		/* a sentence wrapped before the word */
+		{ "Looks fine, and for that reason I do not\nNAK this.\n", 0, 0,
+		  1 },
+		{ "I wouldn't go as far as to\nNAK this.\n", 0, 0, 1 },
+		{ "The locking is wrong and the ABI changes, so I have to\n"
+		  "NAK this.\n",
+		  1, 0, 1 },
+		/* code the author wrote, under an example's introduction */
+		{ "Something like:\n\nNAK for the last byte\n", 0, 0, 1 },
+		{ "Something like:\n\tif (ret == NAK)\n\t\treturn -EIO;\n", 0,
+		  0, 1 },
+		{ "How about this instead:\n\n    NAK the last byte, then "
+		  "stop.\n",
+		  0, 0, 1 },
+		/* a pasted log */
+		{ "dmesg shows:\nNAK from the device on every read\n", 0, 0,
+		  1 },
+		{ "With the patch I get:\n\n[   12.345678] i2c i2c-1: "
+		  "sendbytes:\n  NAK bailout.\n",
+		  0, 0, 1 },
+		{ "[   12.345678] i2c i2c-1: xfer failed\n"
+		  "[   12.345702] NAK from device addr 0x50\n",
+		  0, 0, 1 },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct reply *r;
+
+		print_message("%s---\n", cases[i].text);
+		assert_int_equal(
+			reply_parse(&r, cases[i].text, strlen(cases[i].text),
+				    "Rita Reviewer", "rita@example.org"),
+			0);
+		assert_int_equal(r->nak, cases[i].nak);
+		assert_int_equal(r->nak_alone, cases[i].alone);
+		assert_int_equal(r->nak_mention, cases[i].mention);
+		reply_free(r);
+	}
+}
+
+/* A flowed paragraph is one long line: a NAK after a hundred and more
+ * words is still read, in its own sentence's context. */
+static void test_nak_long_line(void **state)
+{
+	char line[4096];
+	size_t i, n = 0;
+
+	(void)state;
+	for (i = 0; i < 150; i++)
+		n += (size_t)snprintf(line + n, sizeof(line) - n, "word%zu%s ",
+				      i, i % 10 == 9 ? "." : "");
+	snprintf(line + n, sizeof(line) - n, "NAK for the locking.");
+	assert_true(reply_line_is_nak(line, strlen(line)));
+	snprintf(line + n, sizeof(line) - n, "I will not NAK it.");
+	assert_false(reply_line_is_nak(line, strlen(line)));
+	snprintf(line + n, sizeof(line) - n, "NAK handling is broken.");
+	assert_false(reply_line_is_nak(line, strlen(line)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -688,6 +819,8 @@ int main(void)
 		cmocka_unit_test(test_diff_parse),
 		cmocka_unit_test(test_short_comments_and_signatures),
 		cmocka_unit_test(test_shortlog_nak),
+		cmocka_unit_test(test_nak_in_context),
+		cmocka_unit_test(test_nak_long_line),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

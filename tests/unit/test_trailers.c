@@ -1,5 +1,7 @@
 #include "cmocka_all.h"
 #include "mail/trailers.h"
+#include "util/buf.h"
+#include "util/err.h"
 
 #include <string.h>
 
@@ -554,6 +556,35 @@ static void test_forms_acted_on(void **state)
 	}
 }
 
+/*
+ * Hundreds of pasted trailers fill the list, but the NAK after them is
+ * still read: the limit drops approvals and the like, never a NAK.
+ */
+static void test_limit_keeps_nak(void **state)
+{
+	struct buf text;
+	struct trailer_list l;
+	size_t i;
+
+	(void)state;
+	buf_init(&text, 64 * 1024);
+	for (i = 0; i < 300; i++)
+		assert_int_equal(
+			buf_addf(&text,
+				 "Reviewed-by: R%zu <r%zu@example.org>\n", i,
+				 i),
+			0);
+	assert_int_equal(buf_addf(&text, "\nNacked-by: N <n@example.org>\n"),
+			 0);
+	trailer_list_init(&l);
+	assert_int_equal(trailers_scan(&l, text.data, text.len, 0), PB_ELIMIT);
+	assert_true(l.nr > 0);
+	assert_string_equal(l.v[l.nr - 1].type, "Nacked-by");
+	assert_string_equal(l.v[l.nr - 1].email, "n@example.org");
+	trailer_list_release(&l);
+	buf_release(&text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -568,6 +599,7 @@ int main(void)
 		cmocka_unit_test(test_wrapped),
 		cmocka_unit_test(test_examples),
 		cmocka_unit_test(test_forms_acted_on),
+		cmocka_unit_test(test_limit_keeps_nak),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
