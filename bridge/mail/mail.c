@@ -1391,7 +1391,8 @@ static void alternative_of(struct walk *w, struct body *out, GMimeMultipart *mp,
  * types are skipped.  multipart/mixed and multipart/related give each
  * of their parts in turn (Apple Mail and Thunderbird put a picture
  * between two text parts; the words after it are the reply too),
- * multipart/related its root first; multipart/alternative one of them.
+ * multipart/related its root first and no part the root refers to by
+ * its Content-ID; multipart/alternative one of them.
  */
 static void body_of(struct walk *w, struct body *out, GMimeObject *obj,
 		    int depth)
@@ -1435,6 +1436,10 @@ static void body_of(struct walk *w, struct body *out, GMimeObject *obj,
 
 			if (c == root || GMIME_IS_MESSAGE_PART(c) ||
 			    (GMIME_IS_PART(c) && is_attachment(c)))
+				continue;
+			/* a related part with a Content-ID is a resource the
+			 * root refers to (RFC 2387): no reader sees it as text */
+			if (root && g_mime_object_get_content_id(c))
 				continue;
 			body_of(w, out, c, depth + 1);
 		}

@@ -7,7 +7,8 @@
  *
  * The reply text is every text part a person reads, in order, a blank
  * line between two: multipart/mixed and multipart/related give each
- * inline text part without a file name (related its root first), so
+ * inline text part without a file name (related its root first, and
+ * none with a Content-ID: a resource of the root, never shown), so
  * the words after a picture are read too; multipart/alternative one
  * alternative, its text/plain part unless that is only blanks beside
  * an HTML one, which is then converted; multipart/signed the signed
