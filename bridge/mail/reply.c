@@ -2077,11 +2077,28 @@ static int is_sender_name(const struct reply *r, const char *p, size_t n)
 	return 0;
 }
 
-/* A name or a title under a closing: written like a name ("Jane Doe",
- * "Acme Widgets") or the sender's own ("tglx" for tglx@). */
+/*
+ * A name or a title under a closing: written like a name ("Jane Doe",
+ * "Acme Widgets"), the sender's own ("tglx" for tglx@), or one word in
+ * lower case, a handle ("steve", "hch"); a sentence has more words.
+ */
 static int signature_words(const struct reply *r, const char *p, size_t n)
 {
-	return name_words(p, n, 3, 0) || is_sender_name(r, p, n);
+	size_t i;
+
+	if (name_words(p, n, 3, 0) || is_sender_name(r, p, n))
+		return 1;
+	trim(&p, &n);
+	while (n && (*p == '-' || *p == '~')) {
+		p++;
+		n--;
+	}
+	if (!n || n > 20 || is_answer_word(p, n))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!is_alpha((unsigned char)p[i]))
+			return 0;
+	return 1;
 }
 
 /* "Thanks, tglx": a closing and the sender's name as they write it. */

@@ -593,6 +593,10 @@ static void test_greetings_and_signoffs_keep_words(void **state)
 		      "tglx@linutronix.example", 0, "Wrong.");
 	block_text_is("> x\nWrong.\n\nThanks, tglx\n", "Thomas Gleixner",
 		      "tglx@linutronix.example", 0, "Wrong.");
+	block_text_is("> x\nWrong.\n\nCheers,\nsteve\n", NULL, NULL, 0,
+		      "Wrong.");
+	block_text_is("> x\nWrong.\n\nThanks,\nnak\n", NULL, NULL, 0,
+		      "Wrong.\n\nThanks,\nnak");
 	/* greetings and sign-offs alone are still no comment */
 	substance_is("Hi Alice,\n\n> x\nThanks,\nRita\n", NULL, NULL, "nn");
 	substance_is("Dear maintainers,\n\n> x\nCheers, Jane Doe\n", NULL, NULL,
