@@ -967,6 +967,18 @@ static int phrase_rest(const char *p, size_t n, const char *const *phr,
 	return 1;
 }
 
+/* Letters only, ASCII or not: a name written in lower case. */
+static int lower_word(const char *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!is_alpha((unsigned char)p[i]) &&
+		    (unsigned char)p[i] < 0x80)
+			return 0;
+	return n > 0;
+}
+
 static int is_greeting(const char *p, size_t n)
 {
 	static const char *const phr[] = {
@@ -994,7 +1006,13 @@ static int is_greeting(const char *p, size_t n)
 	if (!n || n > 60 || !phrase_rest(p, n, phr, &rest, &rn, &punct))
 		return 0;
 	/* "Hi Alice," "Hello all!" "Dear maintainers," "Hi," */
-	return !rn || name_words(rest, rn, 3, 1);
+	if (!rn || name_words(rest, rn, 3, 1))
+		return 1;
+	/* "Hi xiang:", "hi jason,": one name in lower case, then the
+	 * greeting's own punctuation (not "Hi, typo.") */
+	return count_words(rest, rn) == 1 && rn <= 20 &&
+	       strchr(",:!", p[n - 1]) && !is_answer_word(rest, rn) &&
+	       lower_word(rest, rn - 1);
 }
 
 static const char *const signoff_phrases[] = {

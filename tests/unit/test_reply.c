@@ -605,6 +605,8 @@ static void test_greetings_and_signoffs_keep_words(void **state)
 		     "Acme Widgets\n",
 		     NULL, NULL, "nn");
 	substance_is("Hi Rita and Bob,\n\n> x\nThanks!\n", NULL, NULL, "nn");
+	substance_is("Hi xiang:\n\n> x\nThanks!\n", NULL, NULL, "nn");
+	block_text_is("Hi, typo.\n\n> x\n", NULL, NULL, 0, "Hi, typo.");
 }
 
 /* The commit titles of a shortlog ("git request-pull", a cover letter)
