@@ -1253,66 +1253,223 @@ static GMimeObject *related_root(GMimeMultipart *mp)
 }
 
 /*
- * The body the sender wrote (see mail.h): the text part a reader shows
- * first.  A part with a file name is an attachment and never the body;
- * a message part is forwarded, not written.
+ * The parts of the body, in the order the sender wrote them.  Bounded by
+ * the walk: no more entries than parts visited (lim->max_parts).
  */
-static GMimeObject *body_of(struct walk *w, GMimeObject *obj, int depth)
+struct body {
+	GMimeObject **v;
+	size_t nr, alloc;
+};
+
+static void body_add(struct body *b, GMimeObject *obj)
+{
+	ALLOC_GROW(b->v, b->nr + 1, b->alloc);
+	b->v[b->nr++] = obj;
+}
+
+static void body_addall(struct body *b, const struct body *from)
+{
+	size_t i;
+
+	for (i = 0; i < from->nr; i++)
+		body_add(b, from->v[i]);
+}
+
+static void body_release(struct body *b)
+{
+	free(b->v);
+	memset(b, 0, sizeof(*b));
+}
+
+static int body_has(const struct body *b, GMimeObject *obj)
+{
+	size_t i;
+
+	for (i = 0; i < b->nr; i++)
+		if (b->v[i] == obj)
+			return 1;
+	return 0;
+}
+
+static int is_patch_type(GMimeObject *obj)
+{
+	return is_type(obj, "text", "x-patch") ||
+	       is_type(obj, "text", "x-diff");
+}
+
+/*
+ * Is the part's decoded text only blanks (spaces, tabs, line ends,
+ * no-break spaces in UTF-8 or Latin-1)?  A mailer whose HTML editor
+ * left its plain text empty sends such a text/plain beside the HTML
+ * that holds the words.
+ */
+static int part_blank(GMimeObject *obj)
+{
+	GMimeDataWrapper *dw;
+	GMimeStream *mem;
+	GByteArray *ba;
+	size_t i, n;
+	int blank = 1;
+
+	if (!GMIME_IS_PART(obj) ||
+	    !(dw = g_mime_part_get_content(GMIME_PART(obj))))
+		return 1;
+	mem = g_mime_stream_mem_new();
+	if (g_mime_data_wrapper_write_to_stream(dw, mem) < 0) {
+		g_object_unref(mem);
+		return 0;
+	}
+	ba = g_mime_stream_mem_get_byte_array(GMIME_STREAM_MEM(mem));
+	n = ba ? ba->len : 0;
+	for (i = 0; i < n && blank; i++) {
+		unsigned char c = ba->data[i];
+
+		if (c == 0xc2 && i + 1 < n && ba->data[i + 1] == 0xa0)
+			i++;
+		else if (!strchr(" \t\r\n\f\v", c) && c != 0xa0)
+			blank = 0;
+	}
+	g_object_unref(mem);
+	return blank;
+}
+
+static int body_blank(const struct body *b)
+{
+	size_t i;
+
+	for (i = 0; i < b->nr; i++)
+		if (!part_blank(b->v[i]))
+			return 0;
+	return 1;
+}
+
+static void body_of(struct walk *w, struct body *out, GMimeObject *obj,
+		    int depth);
+
+/*
+ * multipart/alternative: one alternative, the text/plain one we read
+ * best, else the last, the richest (RFC 2046 5.1.4); a text/plain of
+ * blanks beside a richer one that says something loses to it.
+ */
+static void alternative_of(struct walk *w, struct body *out, GMimeMultipart *mp,
+			   int depth)
+{
+	struct body plain = { 0 }, rich = { 0 }, got = { 0 };
+	int i, n = g_mime_multipart_get_count(mp);
+
+	for (i = 0; i < n && !(w->flags & MAIL_F_LIMIT); i++) {
+		GMimeObject *c = g_mime_multipart_get_part(mp, i);
+
+		if (GMIME_IS_MESSAGE_PART(c) ||
+		    (GMIME_IS_PART(c) && is_attachment(c)))
+			continue;
+		got.nr = 0;
+		body_of(w, &got, c, depth + 1);
+		if (!got.nr)
+			continue;
+		if (is_type(got.v[0], "text", "plain")) {
+			if (!plain.nr)
+				body_addall(&plain, &got);
+		} else {
+			rich.nr = 0;
+			body_addall(&rich, &got);
+		}
+	}
+	if (plain.nr && (!rich.nr || !body_blank(&plain) || body_blank(&rich)))
+		body_addall(out, &plain);
+	else
+		body_addall(out, &rich);
+	body_release(&plain);
+	body_release(&rich);
+	body_release(&got);
+}
+
+/*
+ * The body the sender wrote (see mail.h): every text part a reader is
+ * shown, in order.  A part with a file name is an attachment and never
+ * the body; a message part is forwarded, not written; images and other
+ * types are skipped.  multipart/mixed and multipart/related give each
+ * of their parts in turn (Apple Mail and Thunderbird put a picture
+ * between two text parts; the words after it are the reply too),
+ * multipart/related its root first and no part the root refers to by
+ * its Content-ID; multipart/alternative one of them.
+ */
+static void body_of(struct walk *w, struct body *out, GMimeObject *obj,
+		    int depth)
 {
 	GMimeMultipart *mp;
-	GMimeObject *got, *plain = NULL, *rich = NULL;
+	GMimeObject *root = NULL;
+	size_t before = out->nr;
 	int i, n;
 
 	if (!obj || !visit(w, depth))
-		return NULL;
+		return;
 	if (GMIME_IS_MULTIPART_ENCRYPTED(obj)) {
 		w->flags |= MAIL_F_ENCRYPTED;
-		return NULL;
+		return;
 	}
 	if (GMIME_IS_MULTIPART_SIGNED(obj)) {
 		/* the signed content is the first part (RFC 1847) */
 		mp = GMIME_MULTIPART(obj);
 		if (g_mime_multipart_get_count(mp) < 1)
-			return NULL;
-		got = body_of(w, g_mime_multipart_get_part(mp, 0), depth + 1);
-		if (got)
+			return;
+		body_of(w, out, g_mime_multipart_get_part(mp, 0), depth + 1);
+		if (out->nr > before)
 			w->flags |= MAIL_F_PGP_MIME;
-		return got;
+		return;
 	}
 	if (GMIME_IS_MULTIPART(obj)) {
 		mp = GMIME_MULTIPART(obj);
 		n = g_mime_multipart_get_count(mp);
-		if (is_type(obj, "multipart", "related"))
-			return body_of(w, related_root(mp), depth + 1);
+		if (is_type(obj, "multipart", "alternative")) {
+			alternative_of(w, out, mp, depth);
+			return;
+		}
+		if (is_type(obj, "multipart", "related")) {
+			root = related_root(mp);
+			if (root && !GMIME_IS_MESSAGE_PART(root) &&
+			    !(GMIME_IS_PART(root) && is_attachment(root)))
+				body_of(w, out, root, depth + 1);
+		}
 		for (i = 0; i < n && !(w->flags & MAIL_F_LIMIT); i++) {
 			GMimeObject *c = g_mime_multipart_get_part(mp, i);
 
-			if (GMIME_IS_MESSAGE_PART(c) ||
+			if (c == root || GMIME_IS_MESSAGE_PART(c) ||
 			    (GMIME_IS_PART(c) && is_attachment(c)))
 				continue;
-			got = body_of(w, c, depth + 1);
-			if (!got)
+			/* a related part with a Content-ID is a resource the
+			 * root refers to (RFC 2387): no reader sees it as text */
+			if (root && g_mime_object_get_content_id(c))
 				continue;
-			if (!is_type(obj, "multipart", "alternative"))
-				return got;
-			/* the text/plain alternative is what we read best;
-			 * else the last one, the richest (RFC 2046 5.1.4) */
-			if (is_type(got, "text", "plain")) {
-				if (!plain)
-					plain = got;
-			} else {
-				rich = got;
-			}
+			body_of(w, out, c, depth + 1);
 		}
-		return plain ? plain : rich;
+		return;
 	}
 	if (GMIME_IS_MESSAGE_PART(obj) || !GMIME_IS_PART(obj) ||
 	    is_attachment(obj))
-		return NULL;
+		return;
 	if (is_type(obj, "text", "plain") || is_type(obj, "text", "html") ||
-	    is_type(obj, "text", "x-patch") || is_type(obj, "text", "x-diff"))
-		return obj;
-	return NULL;
+	    is_patch_type(obj))
+		body_add(out, obj);
+}
+
+/*
+ * A patch part without a file name is the body only when the sender
+ * wrote no other text: beside a reply's words it is the mail's patch
+ * (find_patch()), as git am reads every text part.  Then the first one
+ * is the body, as before any other part was read.
+ */
+static void body_keep_text(struct body *b)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < b->nr; i++)
+		if (!is_patch_type(b->v[i]))
+			b->v[o++] = b->v[i];
+	if (o)
+		b->nr = o;
+	else if (b->nr)
+		b->nr = 1;
 }
 
 static int ends_with_icase(const char *s, const char *suffix)
@@ -1374,15 +1531,15 @@ static int part_bytes(struct buf *out, GMimePart *part, size_t max,
 	return rc;
 }
 
-/* Run one text transform; on hitting the cap keep what fitted. */
-static void transform(struct mail *m, struct buf *tmp,
+/* Run one text transform on text; on hitting the cap keep what fitted. */
+static void transform(struct mail *m, struct buf *text, struct buf *tmp,
 		      int (*fn)(struct buf *, const char *, size_t))
 {
 	buf_reset(tmp);
-	if (fn(tmp, m->text.data, m->text.len) == PB_ELIMIT)
+	if (fn(tmp, text->data, text->len) == PB_ELIMIT)
 		m->flags |= MAIL_F_TRUNCATED;
-	buf_reset(&m->text);
-	buf_addbuf(&m->text, tmp);
+	buf_reset(text);
+	buf_addbuf(text, tmp);
 }
 
 static int flowed_yes(struct buf *o, const char *p, size_t n)
@@ -1424,11 +1581,11 @@ static void patch_part_names(struct mail *m, GMimeObject *obj)
 
 /*
  * The first patch attachment (patch_candidate()) in MIME order whose
- * text is a diff: m->patch, with its type and file name.  The body
- * part and forwarded messages are not looked at.
+ * text is a diff: m->patch, with its type and file name.  The body's
+ * parts and forwarded messages are not looked at.
  */
 static void find_patch(struct mail *m, struct walk *w, GMimeObject *obj,
-		       GMimeObject *body, int depth)
+		       const struct body *body, int depth)
 {
 	struct buf raw;
 	const char *cs;
@@ -1447,7 +1604,7 @@ static void find_patch(struct mail *m, struct walk *w, GMimeObject *obj,
 				   depth + 1);
 		return;
 	}
-	if (obj == body || !GMIME_IS_PART(obj) || !patch_candidate(obj))
+	if (body_has(body, obj) || !GMIME_IS_PART(obj) || !patch_candidate(obj))
 		return;
 	buf_init(&raw, w->lim->max_text);
 	if (part_bytes(&raw, GMIME_PART(obj), w->lim->max_text, &w->flags) ||
@@ -1463,76 +1620,129 @@ static void find_patch(struct mail *m, struct walk *w, GMimeObject *obj,
 	patch_part_names(m, obj);
 }
 
-static int read_text(struct mail *m, GMimeObject *top,
+/*
+ * One part of the body as text in out (empty on entry): decoded,
+ * converted to UTF-8, HTML made text or format=flowed joined, inline
+ * PGP armor removed, ending with a line end.
+ */
+static int part_text(struct mail *m, struct buf *out, GMimeObject *part,
+		     struct buf *raw, struct buf *tmp,
 		     const struct mail_limits *lim)
 {
-	struct walk w = { lim, 0, 0 };
-	GMimeObject *part;
-	struct buf raw = BUF_INIT(lim->max_text);
-	struct buf tmp = BUF_INIT(lim->max_text * MAIL_TEXT_GROWTH);
 	const char *cs, *fmt, *delsp;
-	int html, rc = 0;
+	int html, rc;
 
-	part = body_of(&w, top, 1);
-	m->flags |= w.flags;
-	w.parts = 0;
-	w.flags = 0;
-	find_patch(m, &w, top, part, 1);
-	m->flags |= w.flags & (MAIL_F_TRUNCATED | MAIL_F_LIMIT);
-	if (!part || !GMIME_IS_PART(part)) {
-		m->flags |= MAIL_F_NO_TEXT;
-		goto out;
-	}
-	html = g_mime_content_type_is_type(g_mime_object_get_content_type(part),
-					   "text", "html");
-	m->text_type = xstrdup(html ? "text/html" : "text/plain");
+	html = is_type(part, "text", "html");
 	cs = g_mime_object_get_content_type_parameter(part, "charset");
-	if (cs && *cs)
-		m->charset = xstrdup(cs);
-	rc = part_bytes(&raw, GMIME_PART(part), lim->max_text, &m->flags);
+	buf_reset(raw);
+	rc = part_bytes(raw, GMIME_PART(part), lim->max_text, &m->flags);
 	if (rc)
-		goto out;
-	if (to_utf8(&m->text, raw.data, raw.len, m->charset, &m->flags) ==
-	    PB_ELIMIT) {
+		return rc;
+	if (to_utf8(out, raw->data, raw->len, cs && *cs ? cs : NULL,
+		    &m->flags) == PB_ELIMIT) {
 		/* Keep what fitted, flagged as cut. */
 		m->flags |= MAIL_F_TRUNCATED;
-		buf_clear_error(&m->text);
+		buf_clear_error(out);
 	}
 
 	if (html) {
 		m->flags |= MAIL_F_HTML;
-		transform(m, &tmp, mailtext_html);
+		transform(m, out, tmp, mailtext_html);
 	} else {
 		fmt = g_mime_object_get_content_type_parameter(part, "format");
 		delsp = g_mime_object_get_content_type_parameter(part, "delsp");
 		if (fmt && !strcasecmp(fmt, "flowed")) {
 			m->flags |= MAIL_F_FLOWED;
-			transform(m, &tmp,
+			transform(m, out, tmp,
 				  delsp && !strcasecmp(delsp, "yes") ?
 					  flowed_yes :
 					  flowed_no);
 		}
-		if (mailtext_has_entities(m->text.data, m->text.len)) {
+		if (mailtext_has_entities(out->data, out->len)) {
 			m->flags |= MAIL_F_ENTITIES;
-			transform(m, &tmp, mailtext_entities);
+			transform(m, out, tmp, mailtext_entities);
 		}
 	}
-	buf_reset(&tmp);
-	rc = mailtext_pgp_strip(&tmp, m->text.data, m->text.len);
+	buf_reset(tmp);
+	rc = mailtext_pgp_strip(tmp, out->data, out->len);
 	if (rc != 0) {
 		if (rc == PB_ELIMIT)
 			m->flags |= MAIL_F_TRUNCATED;
 		m->flags |= MAIL_F_PGP_INLINE;
-		buf_reset(&m->text);
-		buf_addbuf(&m->text, &tmp);
+		buf_reset(out);
+		buf_addbuf(out, tmp);
 	}
-	rc = 0;
 	/* a part's last line end belongs to the boundary: put it back */
-	if (m->text.len && m->text.data[m->text.len - 1] != '\n' &&
-	    buf_addch(&m->text, '\n'))
+	if (out->len && out->data[out->len - 1] != '\n' && buf_addch(out, '\n'))
 		m->flags |= MAIL_F_TRUNCATED;
+	return 0;
+}
+
+static int blank_text(const char *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strchr(" \t\n", p[i]))
+			return 0;
+	return 1;
+}
+
+/*
+ * The reply text: the body's parts (body_of()) one after the other, a
+ * blank line between two, a part of nothing but blanks left out when
+ * there are others.  The text type and charset are the first part's.
+ */
+static int read_text(struct mail *m, GMimeObject *top,
+		     const struct mail_limits *lim)
+{
+	struct walk w = { lim, 0, 0 };
+	struct body body = { 0 };
+	struct buf raw = BUF_INIT(lim->max_text);
+	struct buf one = BUF_INIT(lim->max_text * MAIL_TEXT_GROWTH);
+	struct buf tmp = BUF_INIT(lim->max_text * MAIL_TEXT_GROWTH);
+	const char *cs;
+	size_t i;
+	int rc = 0;
+
+	body_of(&w, &body, top, 1);
+	body_keep_text(&body);
+	m->flags |= w.flags;
+	w.parts = 0;
+	w.flags = 0;
+	find_patch(m, &w, top, &body, 1);
+	m->flags |= w.flags & (MAIL_F_TRUNCATED | MAIL_F_LIMIT);
+	if (!body.nr) {
+		m->flags |= MAIL_F_NO_TEXT;
+		goto out;
+	}
+	m->text_type = xstrdup(is_type(body.v[0], "text", "html") ?
+				       "text/html" :
+				       "text/plain");
+	cs = g_mime_object_get_content_type_parameter(body.v[0], "charset");
+	if (cs && *cs)
+		m->charset = xstrdup(cs);
+	for (i = 0; i < body.nr; i++) {
+		buf_reset(&one);
+		rc = part_text(m, &one, body.v[i], &raw, &tmp, lim);
+		if (rc)
+			goto out;
+		if (body.nr > 1 && blank_text(one.data, one.len))
+			continue;
+		if (m->text.len && buf_addch(&m->text, '\n'))
+			break;
+		if (buf_addbuf(&m->text, &one))
+			break;
+	}
+	if (buf_error(&m->text)) {
+		/* what fitted, whole parts, flagged as cut */
+		m->flags |= MAIL_F_TRUNCATED;
+		buf_clear_error(&m->text);
+	}
 out:
+	body_release(&body);
 	buf_release(&raw);
+	buf_release(&one);
 	buf_release(&tmp);
 	return rc;
 }

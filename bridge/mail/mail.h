@@ -5,14 +5,20 @@
  * holds no GMime type: the threading headers, the sender, the decoded
  * subject, a few headers the bridge acts on, and the reply text.
  *
- * The reply text is the first text part a person reads: transfer
- * encodings (QP, base64) undone; the declared charset converted to UTF-8
- * (GB2312/GBK read as GB18030, Latin-1 as windows-1252; a missing,
- * unknown or wrong charset tried as UTF-8, then windows-1252); format=
- * flowed joined (RFC 3676); multipart/alternative read through its
- * text/plain part, or its HTML converted when there is none;
- * multipart/signed read through the signed part; inline PGP armor
- * removed; attachments ignored.  Line ends are LF; the text is always
+ * The reply text is every text part a person reads, in order, a blank
+ * line between two: multipart/mixed and multipart/related give each
+ * inline text part without a file name (related its root first, and
+ * none with a Content-ID: a resource of the root, never shown), so
+ * the words after a picture are read too; multipart/alternative one
+ * alternative, its text/plain part unless that is only blanks beside
+ * an HTML one, which is then converted; multipart/signed the signed
+ * part; attachments (a part with a file name) and images never.  In
+ * each part: transfer encodings (QP, base64) undone; the declared
+ * charset converted to UTF-8 (GB2312/GBK read as GB18030, Latin-1 as
+ * windows-1252; a missing, unknown or wrong charset tried as UTF-8,
+ * then windows-1252); format=flowed joined (RFC 3676); inline PGP
+ * armor removed.  A text/x-patch part without a file name is the text
+ * only when there is no other; beside one it is the mail's patch.  Line ends are LF; the text is always
  * well-formed UTF-8 without NUL bytes.
  *
  * Limits (struct mail_limits, defaults from util/limits.h) are checked

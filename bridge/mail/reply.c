@@ -778,126 +778,16 @@ static int diffstat_summary(const char *p, size_t n)
 /* ------------------------------------------------------------------ */
 /* greetings, sign-offs, names */
 
-static int phrase_then(const char *p, size_t n, const char *const *phr,
-		       size_t max_rest_words)
-{
-	const char *const *ph;
-	size_t l;
-
-	trim(&p, &n);
-	for (ph = phr; *ph; ph++) {
-		l = strlen(*ph);
-		if (!starts_icase(p, n, *ph))
-			continue;
-		if (n > l && is_alnum((unsigned char)p[l]))
-			continue;
-		{
-			const char *q = p + l;
-			size_t m = n - l;
-			int punct = 0;
-
-			while (m && strchr(" ,.!:;-~", *q)) {
-				punct |= *q != ' ';
-				q++;
-				m--;
-			}
-			if (!m)
-				return 1;
-			/* "Thanks, Phil": punctuation, then a short name */
-			if (punct && count_words(q, m) <= max_rest_words &&
-			    !memchr(q, '.', m) && !memchr(q, '?', m))
-				return 1;
-		}
-	}
-	return 0;
-}
-
-static int is_greeting(const char *p, size_t n)
-{
-	static const char *const phr[] = {
-		"hi",
-		"hello",
-		"hey",
-		"dear",
-		"hallo",
-		"hi all",
-		"hello all",
-		"good morning",
-		"good afternoon",
-		"good evening",
-		"greetings",
-		"hi everyone",
-		"\xe4\xbd\xa0\xe5\xa5\xbd",
-		"\xe6\x82\xa8\xe5\xa5\xbd",
-		NULL,
-	};
-	const char *const *ph;
-
-	trim(&p, &n);
-	if (!n || n > 60)
-		return 0;
-	for (ph = phr; *ph; ph++) {
-		size_t l = strlen(*ph);
-
-		if (starts_icase(p, n, *ph) &&
-		    (n == l || !is_alnum((unsigned char)p[l])) &&
-		    count_words(p, n) <= 4 && !memchr(p, '?', n))
-			return 1;
-	}
-	return 0;
-}
-
-static int is_signoff(const char *p, size_t n)
-{
-	static const char *const phr[] = {
-		"thanks",
-		"thank you",
-		"thx",
-		"thanks a lot",
-		"thanks again",
-		"many thanks",
-		"thanks in advance",
-		"regards",
-		"best regards",
-		"kind regards",
-		"warm regards",
-		"with regards",
-		"best wishes",
-		"with best wishes",
-		"cheers",
-		"br",
-		"best",
-		"ciao",
-		"sincerely",
-		"yours",
-		"tia",
-		"greetings",
-		"all the best",
-		"take care",
-		"thanks and regards",
-		"gr\xc3\xbc\xc3\x9f"
-		"e", /* Grüße */
-		"viele gr\xc3\xbc\xc3\x9f"
-		"e",
-		"beste gr\xc3\xbc\xc3\x9f"
-		"e",
-		"gru\xc3\x9f",
-		"mfg",
-		"cordialement",
-		"merci",
-		"saludos",
-		"pozdrawiam",
-		"groeten",
-		"\xe8\xb0\xa2\xe8\xb0\xa2", /* 谢谢 */
-		"\xe6\x84\x9f\xe8\xb0\xa2", /* 感谢 */
-		NULL,
-	};
-
-	trim(&p, &n);
-	if (!n || n > 60)
-		return 0;
-	return phrase_then(p, n, phr, 3);
-}
+/*
+ * A greeting or a sign-off is a word of form around what a reviewer
+ * says, and is left out of the comment; so each is recognised only as
+ * the whole line: the greeting word and whom it greets ("Hi Alice,",
+ * "Dear maintainers,"), the closing word and a name ("Thanks, Phil").
+ * A line that goes on ("Hi Alice, NAK.", "Thanks, looks wrong",
+ * "Cheers to ...", "Regards the second hunk, ...") is the reviewer's
+ * words, greeting and all: a wrong guess here costs a few words of
+ * form in a comment, the other way it costs the review.
+ */
 
 /* Words that answer a question: a one-word comment, not a name. */
 static int is_answer_word(const char *p, size_t n)
@@ -923,6 +813,269 @@ static int is_answer_word(const char *p, size_t n)
 	return 0;
 }
 
+/* Words that greet a group, in any case: "Hi all", "Dear maintainers". */
+static int is_addressee_word(const char *p, size_t n)
+{
+	static const char *const words[] = {
+		"all",	      "everyone",   "everybody",   "folks", "there",
+		"guys",	      "team",	    "maintainers", "both",  "again",
+		"people",     "developers", "reviewers",   "list",  "friends",
+		"colleagues", "sir",	    "madam",	   "y'all", NULL,
+	};
+	const char *const *w;
+
+	for (w = words; *w; w++)
+		if (n == strlen(*w) && starts_icase(p, n, *w))
+			return 1;
+	return 0;
+}
+
+/* Lower-case words inside a name: "Vincent van Gogh", "Rita and Bob". */
+static int is_name_joiner(const char *p, size_t n)
+{
+	static const char *const words[] = {
+		"and", "&",  "van", "von", "de", "der", "den",
+		"la",  "le", "di",  "da",  "du", "del", NULL,
+	};
+	const char *const *w;
+
+	for (w = words; *w; w++)
+		if (n == strlen(*w) && !memcmp(p, *w, n))
+			return 1;
+	return 0;
+}
+
+/*
+ * Is p[0..n) written like a name or whom a greeting greets: one to max
+ * words, each capitalised ("Alice", "Sun Shijie"), an initial ("J.",
+ * "Mr."), or a word of another script no longer than a name in it (four
+ * CJK characters: "你好，这个补丁有问题" is a sentence), joined by "and"
+ * or a particle, no answer word ("Thanks, NAK"); with group, the words
+ * of a group ("all", "maintainers").  Punctuation may end it, never
+ * stand inside it: "Alice, NAK." is a name and then a sentence.
+ */
+static int name_words(const char *p, size_t n, size_t max, int group)
+{
+	size_t i, k, wl, words = 0;
+
+	trim(&p, &n);
+	while (n && (*p == '-' || *p == '~' || *p == ' ')) {
+		p++;
+		n--;
+	}
+	for (;;) {
+		trim(&p, &n);
+		if (n && strchr(",.!:;", p[n - 1]))
+			n--;
+		/* a full-width comma or exclamation mark */
+		else if (n >= 3 && (!memcmp(p + n - 3, "\xef\xbc\x8c", 3) ||
+				    !memcmp(p + n - 3, "\xef\xbc\x81", 3)))
+			n -= 3;
+		/* Coremail's and QQMail's text/plain keeps the "<br>" */
+		else if (ends_icase(p, n, "<br>"))
+			n -= 4;
+		else if (ends_icase(p, n, "<br/>"))
+			n -= 5;
+		else
+			break;
+	}
+	if (!n)
+		return 0;
+	for (i = 0; i < n;) {
+		const char *w;
+		unsigned char c;
+
+		while (i < n && p[i] == ' ')
+			i++;
+		w = p + i;
+		for (wl = 0; i < n && p[i] != ' '; i++, wl++)
+			;
+		if (!wl)
+			break;
+		if (++words > max || is_answer_word(w, wl))
+			return 0;
+		c = (unsigned char)w[0];
+		if (group && is_addressee_word(w, wl))
+			continue;
+		if (words > 1 && is_name_joiner(w, wl))
+			continue;
+		if (c >= 0x80) {
+			if (wl > 12)
+				return 0;
+		} else if (!(c >= 'A' && c <= 'Z') || wl > 24) {
+			return 0;
+		}
+		for (k = 0; k < wl; k++) {
+			c = (unsigned char)w[k];
+			if (c == '.' && k + 1 == wl && wl <= 3)
+				continue;
+			if (!(is_alpha(c) || c >= 0x80 || c == '-' ||
+			      c == '\''))
+				return 0;
+		}
+	}
+	return words > 0;
+}
+
+/* Blanks and punctuation after a greeting or closing word; *punct says
+ * whether there was punctuation. */
+static size_t form_gap(const char *p, size_t n, int *punct)
+{
+	size_t i = 0;
+
+	*punct = 0;
+	for (;;) {
+		if (i < n && strchr(" ,.!:;-~", p[i])) {
+			*punct |= p[i] != ' ';
+			i++;
+		} else if (n - i >= 3 && (!memcmp(p + i, "\xef\xbc\x8c", 3) ||
+					  !memcmp(p + i, "\xef\xbc\x81", 3))) {
+			*punct = 1;
+			i += 3;
+		} else {
+			return i;
+		}
+	}
+}
+
+/*
+ * Does p[0..n) open with one of the phrases phr, as a whole word?  Then
+ * *rest is what follows it past blanks and punctuation, and *punct
+ * whether there was punctuation.
+ */
+static int phrase_rest(const char *p, size_t n, const char *const *phr,
+		       const char **rest, size_t *rest_len, int *punct)
+{
+	const char *const *ph;
+	size_t l, best = 0;
+
+	trim(&p, &n);
+	for (ph = phr; *ph; ph++) {
+		l = strlen(*ph);
+		if (l <= best || !starts_icase(p, n, *ph))
+			continue;
+		if (n > l && is_alnum((unsigned char)p[l]) &&
+		    (unsigned char)p[l] < 0x80)
+			continue;
+		best = l;
+	}
+	if (!best)
+		return 0;
+	l = form_gap(p + best, n - best, punct);
+	*rest = p + best + l;
+	*rest_len = n - best - l;
+	return 1;
+}
+
+/* Letters only, ASCII or not: a name written in lower case. */
+static int lower_word(const char *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!is_alpha((unsigned char)p[i]) &&
+		    (unsigned char)p[i] < 0x80)
+			return 0;
+	return n > 0;
+}
+
+static int is_greeting(const char *p, size_t n)
+{
+	static const char *const phr[] = {
+		"hi",
+		"hello",
+		"hey",
+		"dear",
+		"hallo",
+		"hi all",
+		"hello all",
+		"good morning",
+		"good afternoon",
+		"good evening",
+		"greetings",
+		"hi everyone",
+		"\xe4\xbd\xa0\xe5\xa5\xbd",
+		"\xe6\x82\xa8\xe5\xa5\xbd",
+		NULL,
+	};
+	const char *rest;
+	size_t rn;
+	int punct;
+
+	trim(&p, &n);
+	if (!n || n > 60 || !phrase_rest(p, n, phr, &rest, &rn, &punct))
+		return 0;
+	/* "Hi Alice," "Hello all!" "Dear maintainers," "Hi," */
+	if (!rn || name_words(rest, rn, 3, 1))
+		return 1;
+	/* "Hi xiang:", "hi jason,": one name in lower case, then the
+	 * greeting's own punctuation (not "Hi, typo.") */
+	return count_words(rest, rn) == 1 && rn <= 20 &&
+	       strchr(",:!", p[n - 1]) && !is_answer_word(rest, rn) &&
+	       lower_word(rest, rn - 1);
+}
+
+static const char *const signoff_phrases[] = {
+	"thanks",
+	"thank you",
+	"thx",
+	"thanks a lot",
+	"thanks again",
+	"many thanks",
+	"thanks in advance",
+	"regards",
+	"best regards",
+	"kind regards",
+	"warm regards",
+	"with regards",
+	"best wishes",
+	"with best wishes",
+	"cheers",
+	"br",
+	"best",
+	"ciao",
+	"sincerely",
+	"yours",
+	"tia",
+	"greetings",
+	"all the best",
+	"take care",
+	"thanks and regards",
+	"gr\xc3\xbc\xc3\x9f"
+	"e", /* Grüße */
+	"viele gr\xc3\xbc\xc3\x9f"
+	"e",
+	"beste gr\xc3\xbc\xc3\x9f"
+	"e",
+	"gru\xc3\x9f",
+	"mfg",
+	"cordialement",
+	"merci",
+	"saludos",
+	"pozdrawiam",
+	"groeten",
+	"\xe8\xb0\xa2\xe8\xb0\xa2", /* 谢谢 */
+	"\xe6\x84\x9f\xe8\xb0\xa2", /* 感谢 */
+	NULL,
+};
+
+/*
+ * A closing: the word alone ("Thanks,", "Best regards") or, after
+ * punctuation, a name ("Thanks, Phil", "Cheers, Jane Doe").  The words
+ * after it are the rest of a sentence otherwise.
+ */
+static int is_signoff(const char *p, size_t n)
+{
+	const char *rest;
+	size_t rn;
+	int punct;
+
+	trim(&p, &n);
+	if (!n || n > 60 ||
+	    !phrase_rest(p, n, signoff_phrases, &rest, &rn, &punct))
+		return 0;
+	return !rn || (punct && name_words(rest, rn, 3, 0));
+}
 /* "Petr", "- Marijn", "Honza", "Sun Shijie": a name under a sign-off. */
 static int is_name_line(const char *p, size_t n)
 {
@@ -2167,6 +2320,43 @@ static int is_sender_name(const struct reply *r, const char *p, size_t n)
 	return 0;
 }
 
+/*
+ * A name or a title under a closing: written like a name ("Jane Doe",
+ * "Acme Widgets"), the sender's own ("tglx" for tglx@), or one word in
+ * lower case, a handle ("steve", "hch"); a sentence has more words.
+ */
+static int signature_words(const struct reply *r, const char *p, size_t n)
+{
+	size_t i;
+
+	if (name_words(p, n, 3, 0) || is_sender_name(r, p, n))
+		return 1;
+	trim(&p, &n);
+	while (n && (*p == '-' || *p == '~')) {
+		p++;
+		n--;
+	}
+	if (!n || n > 20 || is_answer_word(p, n))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!is_alpha((unsigned char)p[i]))
+			return 0;
+	return 1;
+}
+
+/* "Thanks, tglx": a closing and the sender's name as they write it. */
+static int signoff_sender(const struct reply *r, const char *p, size_t n)
+{
+	const char *rest;
+	size_t rn;
+	int punct;
+
+	trim(&p, &n);
+	return n && n <= 60 &&
+	       phrase_rest(p, n, signoff_phrases, &rest, &rn, &punct) &&
+	       punct && rn && is_sender_name(r, rest, rn);
+}
+
 /* Is own line i of substance (not a greeting, sign-off, name, trailer,
  * trailer intro)? */
 static int line_substance(const struct reply *r, size_t i, size_t first,
@@ -2178,25 +2368,30 @@ static int line_substance(const struct reply *r, size_t i, size_t first,
 	if (l->kind != RL_OWN)
 		return 0;
 	if (is_greeting(l->p, l->len) || is_signoff(l->p, l->len) ||
-	    is_trailer_at(r, i))
+	    signoff_sender(r, l->p, l->len) || is_trailer_at(r, i))
 		return 0;
 	/*
 	 * A signature by its form, never by its length: a name (or a name,
 	 * a title, a company) under a closing ("Thanks,"), or the sender's
 	 * own name or first name.  "Wrong comparison operator" under a
-	 * quote is a comment.
+	 * quote is a comment, and so is "looks racy too" under "Thanks,":
+	 * what stands under a closing is a name only when it is written
+	 * like one or is the sender's.
 	 */
 	if (is_name_line(l->p, l->len)) {
 		size_t names = 0;
 
-		for (k = i; k > first && names < 3;) {
+		for (k = i; k > first && names < 3 &&
+			    signature_words(r, l->p, l->len);) {
 			const struct reply_line *pl = &r->lines[--k];
 
 			if (pl->kind != RL_OWN)
 				continue;
-			if (is_signoff(pl->p, pl->len))
+			if (is_signoff(pl->p, pl->len) ||
+			    signoff_sender(r, pl->p, pl->len))
 				return 0;
-			if (!is_name_line(pl->p, pl->len))
+			if (!is_name_line(pl->p, pl->len) ||
+			    !signature_words(r, pl->p, pl->len))
 				break;
 			names++;
 		}

@@ -26,7 +26,11 @@
  * A signature is known by its form, never by its length: a name (with a
  * title or company under it) below a closing such as "Thanks,", or a
  * line that is the sender's name or first name; a short comment such as
- * "Wrong comparison operator" is the author's text.
+ * "Wrong comparison operator" is the author's text.  A greeting is the
+ * greeting word and whom it greets ("Hi Alice,"), a closing the closing
+ * word and a name ("Thanks, Phil"), each the whole line: "Hi Alice,
+ * NAK.", "Thanks, looks wrong" and "Regards the second hunk, ..." are
+ * the author's words, and so is a sentence under a closing.
  * What is left is the author's own text, grouped into blocks: a block is
  * a run of own lines (blank lines do not end it) up to the next line
  * that is not the author's.

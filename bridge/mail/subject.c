@@ -43,79 +43,197 @@ static void skip_space(struct scan *s)
 }
 
 /*
- * Reply and forward markers in the languages seen on lists.  Each is
- * matched case-insensitively and must be followed by an optional "[N]"
- * or "^N" count and a colon (ASCII or full-width).
+ * Reply and forward markers as mail clients write them in each locale:
+ * Outlook puts its own translation before the subject ("AW:", "SV:",
+ * "R:", "RES:", "ΑΠ:", "答复:"), Thunderbird reads the prefixes of
+ * mail.reply_prefixes and writes "Re:" or its locale's, Gmail writes
+ * "Re:" and "Fwd:".  ASCII letters match in any case; other scripts are
+ * listed in the cases clients write.  A weak word ("R", "I", "Ref") is
+ * also a word of a title: it counts only when a patch tag or a strong
+ * marker follows it, and so does any marker written without a colon
+ * ("Re [PATCH]").
  */
-static const char *const reply_words[] = {
-	"re",
-	"aw",
-	"sv",
-	"vs",
-	"antw",
-	"odp",
-	"ynt",
-	"res",
-	"rif",
-	"\xe7\xad\x94\xe5\xa4\x8d", /* 答复 */
-	"\xe5\x9b\x9e\xe5\xa4\x8d", /* 回复 */
-	"\xe5\x9b\x9e\xe8\xa6\x86", /* 回覆 */
-	"\xe7\xad\x94\xe8\xa6\x86", /* 答覆 */
-	NULL,
-};
-static const char *const forward_words[] = {
-	"fwd",
-	"fw",
-	"wg",
-	"tr",
-	"enc",
-	"\xe8\xbd\xac\xe5\x8f\x91", /* 转发 */
-	"\xe8\xbd\x89\xe5\xaf\x84", /* 轉寄 */
-	NULL,
+enum { MARK_NONE, MARK_REPLY, MARK_FORWARD };
+
+static const struct marker {
+	const char *word;
+	int kind;
+	int weak;
+} markers[] = {
+	/* English; Outlook's "RE:" */
+	{ "re", MARK_REPLY, 0 },
+	/* German Outlook AW, Dutch Outlook Antw, German Antwort */
+	{ "aw", MARK_REPLY, 0 },
+	{ "antw", MARK_REPLY, 0 },
+	{ "antwort", MARK_REPLY, 0 },
+	/* Swedish, Danish, Norwegian; Finnish Outlook */
+	{ "sv", MARK_REPLY, 0 },
+	{ "svar", MARK_REPLY, 0 },
+	{ "vs", MARK_REPLY, 0 },
+	/* Polish, Croatian, Turkish, Latvian, Portuguese, Italian */
+	{ "odp", MARK_REPLY, 0 },
+	{ "odg", MARK_REPLY, 0 },
+	{ "ynt", MARK_REPLY, 0 },
+	{ "atb", MARK_REPLY, 0 },
+	{ "res", MARK_REPLY, 0 },
+	{ "rif", MARK_REPLY, 0 },
+	/* French Réf, Rép; Vietnamese Vá */
+	{ "r\xc3\xa9\x66", MARK_REPLY, 0 },
+	{ "r\xc3\x89\x66", MARK_REPLY, 0 },
+	{ "r\xc3\xa9p", MARK_REPLY, 0 },
+	{ "r\xc3\x89p", MARK_REPLY, 0 },
+	{ "v\xc3\xa1", MARK_REPLY, 0 },
+	{ "v\xc3\x81", MARK_REPLY, 0 },
+	/* Greek Outlook ΑΠ, Απ; Greek ΣΧΕΤ */
+	{ "\xce\xb1\xcf\x80", MARK_REPLY, 0 },
+	{ "\xce\x91\xcf\x80", MARK_REPLY, 0 },
+	{ "\xce\x91\xce\xa0", MARK_REPLY, 0 },
+	{ "\xcf\x83\xcf\x87\xce\xb5\xcf\x84", MARK_REPLY, 0 },
+	{ "\xce\xa3\xcf\x87\xce\xb5\xcf\x84", MARK_REPLY, 0 },
+	{ "\xce\xa3\xce\xa7\xce\x95\xce\xa4", MARK_REPLY, 0 },
+	/* Russian Отв, Ответ */
+	{ "\xd0\xbe\xd1\x82\xd0\xb2", MARK_REPLY, 0 },
+	{ "\xd0\x9e\xd1\x82\xd0\xb2", MARK_REPLY, 0 },
+	{ "\xd0\x9e\xd0\xa2\xd0\x92", MARK_REPLY, 0 },
+	{ "\xd0\xbe\xd1\x82\xd0\xb2\xd0\xb5\xd1\x82", MARK_REPLY, 0 },
+	{ "\xd0\x9e\xd1\x82\xd0\xb2\xd0\xb5\xd1\x82", MARK_REPLY, 0 },
+	{ "\xd0\x9e\xd0\xa2\xd0\x92\xd0\x95\xd0\xa2", MARK_REPLY, 0 },
+	/* Chinese Outlook, Foxmail, Coremail 答复, 回复, 回覆, 答覆;
+	 * Japanese 返信 */
+	{ "\xe7\xad\x94\xe5\xa4\x8d", MARK_REPLY, 0 },
+	{ "\xe5\x9b\x9e\xe5\xa4\x8d", MARK_REPLY, 0 },
+	{ "\xe5\x9b\x9e\xe8\xa6\x86", MARK_REPLY, 0 },
+	{ "\xe7\xad\x94\xe8\xa6\x86", MARK_REPLY, 0 },
+	{ "\xe8\xbf\x94\xe4\xbf\xa1", MARK_REPLY, 0 },
+	/* weak: Italian Outlook's "R:" and "R: the R language"; "Ref:" */
+	{ "r", MARK_REPLY, 1 },
+	{ "ref", MARK_REPLY, 1 },
+	/* forwards: Gmail, Thunderbird, Outlook; German, French,
+	 * Portuguese, Spanish, Dutch Outlook */
+	{ "fwd", MARK_FORWARD, 0 },
+	{ "fw", MARK_FORWARD, 0 },
+	{ "wg", MARK_FORWARD, 0 },
+	{ "tr", MARK_FORWARD, 0 },
+	{ "enc", MARK_FORWARD, 0 },
+	{ "rv", MARK_FORWARD, 0 },
+	{ "doorst", MARK_FORWARD, 0 },
+	/* Chinese 转发, 轉寄 */
+	{ "\xe8\xbd\xac\xe5\x8f\x91", MARK_FORWARD, 0 },
+	{ "\xe8\xbd\x89\xe5\xaf\x84", MARK_FORWARD, 0 },
+	/* weak: Italian Outlook's "I:" and "I: have a question" */
+	{ "i", MARK_FORWARD, 1 },
+	{ NULL, MARK_NONE, 0 },
 };
 
-/* Consume a marker's tail: optional [N] or ^N, blanks, then a colon. */
-static int marker_tail(struct scan *s)
+/* The length of a blank at p: space, tab, U+00A0 or U+202F (French
+ * Outlook writes "RE :" with a no-break space before the colon). */
+static size_t blank_at(const struct scan *s)
+{
+	size_t n = (size_t)(s->end - s->p);
+
+	if (n && (*s->p == ' ' || *s->p == '\t'))
+		return 1;
+	if (n >= 2 && !memcmp(s->p, "\xc2\xa0", 2))
+		return 2;
+	if (n >= 3 && !memcmp(s->p, "\xe2\x80\xaf", 3))
+		return 3;
+	return 0;
+}
+
+static void skip_blanks(struct scan *s)
+{
+	size_t k;
+
+	while ((k = blank_at(s)))
+		s->p += k;
+}
+
+static int take_colon(struct scan *s)
+{
+	return scan_char(s, ':') || scan_lit(s, "\xef\xbc\x9a"); /* ： */
+}
+
+/*
+ * Consume a marker's tail: an optional "[N]", "^N" or "(N)" count,
+ * blanks, then a colon (ASCII or full-width).  *colon says whether the
+ * colon was there; without it only the count is taken.  0 when what
+ * follows the word is not a marker's tail ("Regression", "Ответить").
+ */
+static int marker_tail(struct scan *s, int *colon)
 {
 	struct scan t = *s;
 	uint64_t n;
+	int c = scan_eof(&t) ? 0 : scan_peek(&t);
 
 	if (scan_char(&t, '[')) {
 		if (!scan_u64(&t, SUBJECT_NUM_MAX, &n) || !scan_char(&t, ']'))
 			return 0;
+	} else if (scan_char(&t, '(')) {
+		if (!scan_u64(&t, SUBJECT_NUM_MAX, &n) || !scan_char(&t, ')'))
+			return 0;
 	} else if (scan_char(&t, '^')) {
 		if (!scan_u64(&t, SUBJECT_NUM_MAX, &n))
 			return 0;
-	}
-	scan_blanks(&t);
-	if (!scan_char(&t, ':') && !scan_lit(&t, "\xef\xbc\x9a")) /* ： */
+	} else if (c && c != ':' && !blank_at(&t) &&
+		   !(t.end - t.p >= 3 && !memcmp(t.p, "\xef\xbc\x9a", 3))) {
+		/* the word goes on: "Regression:", "Svartifact" */
 		return 0;
+	}
 	*s = t;
+	skip_blanks(&t);
+	*colon = take_colon(&t);
+	if (*colon)
+		*s = t;
 	return 1;
 }
 
-/* 1 reply marker, 2 forward marker, 0 none (cursor unchanged). */
-static int take_marker(struct scan *s)
+/*
+ * A marker at the cursor: its kind (cursor moved past it) or MARK_NONE
+ * (cursor unchanged); *word_weak when its word is a weak one, *colon
+ * when a colon ended it.  The longest word that fits wins ("Antwort"
+ * over "Antw").
+ */
+static int take_marker(struct scan *s, int *word_weak, int *colon)
 {
-	const char *const *w;
-	struct scan t;
-	int kind;
+	const struct marker *m, *best = NULL;
+	struct scan t, got = *s;
+	int c, best_colon = 0;
+	size_t best_len = 0;
 
-	for (kind = 1; kind <= 2; kind++) {
-		for (w = kind == 1 ? reply_words : forward_words; *w; w++) {
-			t = *s;
-			if (!scan_lit_icase(&t, *w))
-				continue;
-			/* "Re:" yes, "Regression:" no */
-			if (is_alpha(scan_peek(&t)))
-				continue;
-			if (marker_tail(&t)) {
-				*s = t;
-				return kind;
-			}
-		}
+	for (m = markers; m->word; m++) {
+		size_t l = strlen(m->word);
+
+		t = *s;
+		if (l <= best_len || !scan_lit_icase(&t, m->word) ||
+		    !marker_tail(&t, &c))
+			continue;
+		best = m;
+		best_len = l;
+		best_colon = c;
+		got = t;
 	}
-	return 0;
+	if (!best)
+		return MARK_NONE;
+	*s = got;
+	*word_weak = best->weak;
+	*colon = best_colon;
+	return best->kind;
+}
+
+/*
+ * "[Re]", "[AW:]": a bracket that holds one marker and nothing else; the
+ * bracket stands for the colon.  R-help's "[R]" stays weak.
+ */
+static int bracket_marker(const char *p, const char *close, int *weak)
+{
+	struct scan t;
+	int kind, colon;
+
+	scan_init(&t, p, (size_t)(close - p));
+	skip_blanks(&t);
+	kind = take_marker(&t, weak, &colon);
+	skip_blanks(&t);
+	return kind && scan_eof(&t) ? kind : MARK_NONE;
 }
 
 struct tag_info {
@@ -411,12 +529,23 @@ static void take_tag(struct subject *out, struct tag_info *ti,
 	out->title = collapse(rest, (size_t)(end - rest));
 }
 
+/* Apply the marker kinds seen (a bit each) to out. */
+static void mark(struct subject *out, unsigned kinds)
+{
+	if (kinds & (1u << MARK_REPLY))
+		out->reply = 1;
+	if (kinds & (1u << MARK_FORWARD))
+		out->forward = 1;
+}
+
 int subject_parse(struct subject *out, const char *text, size_t len)
 {
 	struct tag_info ti;
 	struct scan s;
 	const char *close, *p, *end;
-	int kind;
+	const char *pending = NULL; /* the first weak marker not confirmed */
+	unsigned pending_kinds = 0;
+	int kind, word_weak, colon, weak;
 
 	subject_init(out);
 	if (len > SUBJECT_MAX)
@@ -424,30 +553,50 @@ int subject_parse(struct subject *out, const char *text, size_t len)
 	scan_init(&s, text, len);
 	end = s.end;
 	for (;;) {
+		const char *at;
+
 		skip_space(&s);
+		skip_blanks(&s);
 		if (scan_eof(&s))
 			break;
+		at = s.p;
 		if (scan_peek(&s) == '[') {
 			if (!find_close(s.p + 1, end, &close))
 				break;
 			classify_tag(&ti, s.p + 1, (size_t)(close - s.p - 1));
 			if (ti.is_tag) {
+				/* a patch tag confirms the weak markers */
+				mark(out, pending_kinds);
 				take_tag(out, &ti, s.p + 1,
 					 (size_t)(close - s.p - 1), close + 1,
 					 end);
 				return 0;
 			}
-			s.p = close + 1; /* a list tag: skip it */
+			s.p = close + 1;
+			kind = bracket_marker(at + 1, close, &weak);
+			if (!kind)
+				continue; /* a list tag: skip it */
+		} else {
+			kind = take_marker(&s, &word_weak, &colon);
+			if (!kind)
+				break;
+			weak = word_weak || !colon;
+		}
+		if (weak) {
+			/* an unconfirmed "[R]" is a list tag, skipped */
+			if (!pending && *at != '[')
+				pending = at;
+			pending_kinds |= 1u << kind;
 			continue;
 		}
-		kind = take_marker(&s);
-		if (!kind)
-			break;
-		if (kind == 1)
-			out->reply = 1;
-		else
-			out->forward = 1;
+		/* a strong marker confirms the weak ones before it */
+		mark(out, pending_kinds | 1u << kind);
+		pending = NULL;
+		pending_kinds = 0;
 	}
+	/* weak markers nothing confirmed are the title's words */
+	if (pending)
+		s.p = pending;
 
 	/* No tag up front: a "[PATCH ...]" later in a mangled subject. */
 	for (p = s.p; p < end; p++) {

@@ -7,8 +7,15 @@
  *   Re: [Intel-wired-lan] [RESEND PATCH net 1/2] iavf: ...
  *   [PATCHv2 nf-next 0/6] netfilter: ...     [3/3] ASoC: ...
  *
- * Reply markers (Re:, RE:, AW:, Sv:, 答复:, 回复: ... repeated or not)
- * anywhere before the tag set `reply`; list tags and other brackets
+ * Reply markers (Re:, RE:, AW:, Sv:, R:, Odp:, ΑΠ:, Отв:, 答复:, 返信:
+ * ... in the forms of every locale's mail clients, repeated or not, with
+ * a count "Re[2]:", "Re^2:", a blank before the colon "RE :", in
+ * brackets "[Re]") anywhere before the tag set `reply`, forward markers
+ * (Fwd:, WG:, TR:, Enc: ...) `forward`.  A marker that is also a word of
+ * a title ("R: the R language", "I: ...", "Ref: ...") or is written
+ * without its colon ("Re [PATCH]") counts only when a patch tag or a
+ * full marker follows it; a subject that opens with the tag is never a
+ * reply.  List tags and other brackets
  * ([LTP], [External Mail], [Set 8]) are skipped; the bracket that holds
  * PATCH or RFC, or a bare N/M counter, is the tag.  Its text, with
  * whitespace collapsed, is `prefix`; `version` comes from vN or PATCHvN

@@ -557,6 +557,95 @@ static void test_short_comments_and_signatures(void **state)
 	}
 }
 
+/* The text of block bi as reply_block_text() gives it to the forge. */
+static void block_text_is(const char *text, const char *sender,
+			  const char *email, size_t bi, const char *want)
+{
+	struct reply *r;
+	struct buf b = BUF_INIT(4096);
+
+	assert_int_equal(reply_parse(&r, text, strlen(text), sender, email), 0);
+	print_message("%s---\n", text);
+	assert_true(bi < r->nr_blocks);
+	assert_true(r->blocks[bi].substance);
+	assert_int_equal(reply_block_text(&b, r, bi, 1), 0);
+	assert_string_equal(b.data, want);
+	buf_release(&b);
+	reply_free(r);
+}
+
+/*
+ * No reviewer's word is lost to a greeting or a sign-off: a greeting is
+ * the greeting word and whom it greets, nothing more ("Hi Alice, NAK."
+ * says something); a sign-off word closes the text only when a name or
+ * nothing follows it ("Thanks, Phil"), never when it starts a sentence
+ * that goes on ("Thanks, looks wrong", "Cheers to ...", "Regards the
+ * second hunk, ..."); a line under a closing is a signature only when
+ * it is written like a name or is the sender's.
+ */
+static void test_greetings_and_signoffs_keep_words(void **state)
+{
+	static const char *const said[] = {
+		"Hi Alice, NAK.",
+		"Hello all, the locking in foo() is wrong",
+		"Dear maintainers, this breaks the boot",
+		"Hi Alice wrong lock",
+		"Hi, NAK",
+		"Thanks, looks wrong",
+		"Thanks, but no",
+		"Thanks for the fix, but the locking in foo() is wrong",
+		"Cheers to the reviewers, wrong lock",
+		"Regards the second hunk, it leaks",
+		"Best, not like this",
+		"Thanks, NAK",
+		"\xe4\xbd\xa0\xe5\xa5\xbd\xef\xbc\x8c\xe8\xbf\x99\xe4\xb8\xaa"
+		"\xe8\xa1\xa5\xe4\xb8\x81\xe6\x9c\x89\xe9\x97\xae\xe9\xa2\x98",
+	};
+	char text[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(said) / sizeof(said[0]); i++) {
+		/* the only line, under a quote, above a quote */
+		snprintf(text, sizeof(text), "%s\n", said[i]);
+		block_text_is(text, "Rita Reviewer", "rita@example.org", 0,
+			      said[i]);
+		snprintf(text, sizeof(text), "> +\tif (a < b)\n%s\n", said[i]);
+		block_text_is(text, "Rita Reviewer", "rita@example.org", 0,
+			      said[i]);
+		snprintf(text, sizeof(text), "%s\n\n> +\tif (a < b)\n",
+			 said[i]);
+		block_text_is(text, NULL, NULL, 0, said[i]);
+	}
+	/* a sentence under a closing is no signature */
+	block_text_is("> x\nWrong\n\nThanks,\nlooks racy too\n", NULL, NULL, 0,
+		      "Wrong\n\nThanks,\nlooks racy too");
+	block_text_is("> x\nThanks,\nbut the lock is wrong\n", NULL, NULL, 0,
+		      "Thanks,\nbut the lock is wrong");
+	/* a greeting above words, a sign-off and a name under them */
+	block_text_is("Hi Alice,\n\nThe lock is wrong.\n\nThanks,\nRita\n",
+		      NULL, NULL, 0, "The lock is wrong.");
+	block_text_is("Hello all,\nThe lock is wrong.\nCheers, Rita\n", NULL,
+		      NULL, 0, "The lock is wrong.");
+	block_text_is("> x\nWrong.\n\nThanks,\ntglx\n", "Thomas Gleixner",
+		      "tglx@linutronix.example", 0, "Wrong.");
+	block_text_is("> x\nWrong.\n\nThanks, tglx\n", "Thomas Gleixner",
+		      "tglx@linutronix.example", 0, "Wrong.");
+	block_text_is("> x\nWrong.\n\nCheers,\nsteve\n", NULL, NULL, 0,
+		      "Wrong.");
+	block_text_is("> x\nWrong.\n\nThanks,\nnak\n", NULL, NULL, 0,
+		      "Wrong.\n\nThanks,\nnak");
+	/* greetings and sign-offs alone are still no comment */
+	substance_is("Hi Alice,\n\n> x\nThanks,\nRita\n", NULL, NULL, "nn");
+	substance_is("Dear maintainers,\n\n> x\nCheers, Jane Doe\n", NULL, NULL,
+		     "nn");
+	substance_is("Hello all!\n\n> x\nBest regards,\nJane Doe\n"
+		     "Acme Widgets\n",
+		     NULL, NULL, "nn");
+	substance_is("Hi Rita and Bob,\n\n> x\nThanks!\n", NULL, NULL, "nn");
+	substance_is("Hi xiang:\n\n> x\nThanks!\n", NULL, NULL, "nn");
+	block_text_is("Hi, typo.\n\n> x\n", NULL, NULL, 0, "Hi, typo.");
+}
+
 /* The commit titles of a shortlog ("git request-pull", a cover letter)
  * are not the sender's words: a protocol's NAK there is no verdict. */
 static void test_shortlog_nak(void **state)
@@ -821,6 +910,7 @@ int main(void)
 		cmocka_unit_test(test_shortlog_nak),
 		cmocka_unit_test(test_nak_in_context),
 		cmocka_unit_test(test_nak_long_line),
+		cmocka_unit_test(test_greetings_and_signoffs_keep_words),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -166,6 +166,119 @@ static void test_flags(void **state)
 	subject_release(&s);
 }
 
+/*
+ * Reply and forward markers as mail clients of every locale write them
+ * (Outlook's localised "RE:", "AW:", "SV:", "R:", Thunderbird's
+ * mail.reply_prefixes, Gmail), with their brackets, counts and blanks;
+ * and what must stay a title: "R: the R language", R-help's "[R]",
+ * "VS Code:", a marker after the patch tag.
+ */
+struct marker_want {
+	const char *subject;
+	int reply, forward, has_tag;
+	const char *title;
+};
+
+static const struct marker_want markers[] = {
+	{ "R: [PATCH v2 1/3] x", 1, 0, 1, "x" },
+	{ "RE : [PATCH] x", 1, 0, 1, "x" },
+	{ "RE\xc2\xa0: [PATCH] x", 1, 0, 1, "x" },
+	{ "Aw: [PATCH] x", 1, 0, 1, "x" },
+	{ "AW: [PATCH] x", 1, 0, 1, "x" },
+	{ "Sv: [PATCH] x", 1, 0, 1, "x" },
+	{ "SV: [PATCH] x", 1, 0, 1, "x" },
+	{ "VS: [PATCH] x", 1, 0, 1, "x" },
+	{ "Vs: [PATCH] x", 1, 0, 1, "x" },
+	{ "Odp: [PATCH] x", 1, 0, 1, "x" },
+	{ "Ynt: [PATCH] x", 1, 0, 1, "x" },
+	{ "Antw: [PATCH] x", 1, 0, 1, "x" },
+	{ "Antwort: [PATCH] x", 1, 0, 1, "x" },
+	{ "Rif: [PATCH] x", 1, 0, 1, "x" },
+	{ "R\xc3\xa9"
+	  "f: [PATCH] x",
+	  1, 0, 1, "x" },
+	{ "R\xc3\x89"
+	  "F : [PATCH] x",
+	  1, 0, 1, "x" },
+	{ "Ref: [PATCH] x", 1, 0, 1, "x" },
+	{ "Res: [PATCH] x", 1, 0, 1, "x" },
+	{ "RES: [PATCH] x", 1, 0, 1, "x" },
+	{ "R\xc3\xa9p: [PATCH] x", 1, 0, 1, "x" },
+	{ "\xce\x91\xce\xa0: [PATCH] x", 1, 0, 1, "x" },
+	{ "\xce\x91\xcf\x80: [PATCH] x", 1, 0, 1, "x" },
+	{ "\xce\xa3\xce\xa7\xce\x95\xce\xa4: [PATCH] x", 1, 0, 1, "x" },
+	{ "\xd0\x9e\xd1\x82\xd0\xb2: [PATCH] x", 1, 0, 1, "x" },
+	{ "\xd0\x9e\xd1\x82\xd0\xb2\xd0\xb5\xd1\x82: [PATCH] x", 1, 0, 1, "x" },
+	{ "\xe5\x9b\x9e\xe5\xa4\x8d: [PATCH] x", 1, 0, 1, "x" },
+	{ "\xe5\x9b\x9e\xe8\xa6\x86\xef\xbc\x9a[PATCH] x", 1, 0, 1, "x" },
+	{ "\xe7\xad\x94\xe5\xa4\x8d: [PATCH] x", 1, 0, 1, "x" },
+	{ "\xe7\xad\x94\xe8\xa6\x86: [PATCH] x", 1, 0, 1, "x" },
+	{ "\xe8\xbf\x94\xe4\xbf\xa1: [PATCH] x", 1, 0, 1, "x" },
+	{ "V\xc3\xa1: [PATCH] x", 1, 0, 1, "x" },
+	{ "Odg: [PATCH] x", 1, 0, 1, "x" },
+	{ "Atb: [PATCH] x", 1, 0, 1, "x" },
+	{ "Svar: [PATCH] x", 1, 0, 1, "x" },
+	{ "re: [PATCH] x", 1, 0, 1, "x" },
+	{ "[Re] [PATCH] x", 1, 0, 1, "x" },
+	{ "[RE:] [PATCH] x", 1, 0, 1, "x" },
+	{ "Re[2]: [PATCH] x", 1, 0, 1, "x" },
+	{ "Re^2: [PATCH] x", 1, 0, 1, "x" },
+	{ "Re: AW: RE: [PATCH] x", 1, 0, 1, "x" },
+	{ "Re [PATCH] x", 1, 0, 1, "x" },
+	{ "AW AW: [PATCH] x", 1, 0, 1, "x" },
+	{ "R: Re: build failure", 1, 0, 0, "build failure" },
+	{ "[LTP] R: [PATCH] x", 1, 0, 1, "x" },
+	{ "Antwort: build failure", 1, 0, 0, "build failure" },
+	{ "\xd0\x9e\xd1\x82\xd0\xb2\xd0\xb5\xd1\x82: build failure", 1, 0, 0,
+	  "build failure" },
+	{ "\xe8\xbf\x94\xe4\xbf\xa1\xef\xbc\x9a"
+	  "build failure",
+	  1, 0, 0, "build failure" },
+	{ "Re: R: build failure", 1, 0, 0, "R: build failure" },
+	{ "Fwd: [PATCH] x", 0, 1, 1, "x" },
+	{ "Tr: [PATCH] x", 0, 1, 1, "x" },
+	{ "TR: [PATCH] x", 0, 1, 1, "x" },
+	{ "WG: [PATCH] x", 0, 1, 1, "x" },
+	{ "Enc: [PATCH] x", 0, 1, 1, "x" },
+	{ "RV: [PATCH] x", 0, 1, 1, "x" },
+	{ "I: [PATCH] x", 0, 1, 1, "x" },
+	{ "Fwd [PATCH] x", 0, 1, 1, "x" },
+	{ "R: the R language", 0, 0, 0, "R: the R language" },
+	{ "R: R: x", 0, 0, 0, "R: R: x" },
+	{ "[R] lm() question", 0, 0, 0, "lm() question" },
+	{ "Re the plan", 0, 0, 0, "Re the plan" },
+	{ "VS Code: settings", 0, 0, 0, "VS Code: settings" },
+	{ "I: have a question", 0, 0, 0, "I: have a question" },
+	{ "Reference: x", 0, 0, 0, "Reference: x" },
+	{ "Response: x", 0, 0, 0, "Response: x" },
+	{ "Research: x", 0, 0, 0, "Research: x" },
+	{ "Antworten: x", 0, 0, 0, "Antworten: x" },
+	{ "\xd0\x9e\xd1\x82\xd0\xb2\xd0\xb5\xd1\x82\xd0\xb8\xd1\x82\xd1\x8c: x",
+	  0, 0, 0,
+	  "\xd0\x9e\xd1\x82\xd0\xb2\xd0\xb5\xd1\x82\xd0\xb8\xd1\x82\xd1\x8c: x" },
+	{ "[PATCH v2 1/3] x", 0, 0, 1, "x" },
+	{ "[PATCH v2 1/3] Re: x", 0, 0, 1, "Re: x" },
+	{ "[PATCH] R: fix the R bindings", 0, 0, 1, "R: fix the R bindings" },
+};
+
+static void test_locale_markers(void **state)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(markers) / sizeof(markers[0]); i++) {
+		const struct marker_want *w = &markers[i];
+		struct subject s;
+
+		subject_parse(&s, w->subject, strlen(w->subject));
+		print_message("%s\n", w->subject);
+		assert_int_equal(s.reply, w->reply);
+		assert_int_equal(s.forward, w->forward);
+		assert_int_equal(s.has_tag, w->has_tag);
+		assert_string_equal(s.title, w->title);
+		subject_release(&s);
+	}
+}
+
 static void test_not_terminated(void **state)
 {
 	/* only len bytes are read: "[PATCH 1/2" with the rest cut off */
@@ -188,6 +301,7 @@ int main(void)
 		cmocka_unit_test(test_real),
 		cmocka_unit_test(test_flags),
 		cmocka_unit_test(test_not_terminated),
+		cmocka_unit_test(test_locale_markers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
