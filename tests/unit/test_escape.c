@@ -172,6 +172,27 @@ static void test_mentions(void **state)
  * "^alert#5", "*iteration:6", "[work_item:7]", "@all"; "group/project>"
  * ends with one), so none may be.
  */
+static int is_word_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '_';
+}
+
+static int is_path_char(char c)
+{
+	return is_word_char(c) || c == '.' || c == '-';
+}
+
+/* text[..at) ends with "namespace/project" */
+static int ends_in_path(const char *text, const char *at)
+{
+	const char *k = at;
+
+	while (k > text && is_path_char(k[-1]))
+		k--;
+	return k < at && k - text >= 2 && k[-1] == '/' && is_path_char(k[-2]);
+}
+
 static void assert_no_reference(const char *out)
 {
 	char text[4096];
@@ -193,7 +214,7 @@ static void assert_no_reference(const char *out)
 			continue;
 		}
 		if (*p == '\\' && p[1] &&
-		    strchr("\\`*_[]|~{}/#+-=.)!$%&^", p[1]))
+		    strchr("\\`*_[]|~{}/#+-=.)!$%&^\n", p[1]))
 			p++;
 		else if (!strncmp(p, "&amp;", 5))
 			p += 4;
@@ -213,11 +234,9 @@ static void assert_no_reference(const char *out)
 		if (strchr("#!$%&~^*[@", *p) && p[1] && p[1] != ' ' &&
 		    p[1] != '\n' && p[1] != '\t' &&
 		    strncmp(p + 1, ESCAPE_WJ, 3) &&
-		    !(*p == '@' && p > text &&
-		      strchr("abcdefghijklmnopqrstuvwxyz0123456789", p[-1])))
+		    !(*p == '@' && p > text && is_word_char(p[-1])))
 			fail_msg("a reference at \"%.20s\" in %s", p, out);
-		if (*p == '>' && p > text &&
-		    strchr("abcdefghijklmnopqrstuvwxyz0123456789_.-", p[-1]))
+		if (*p == '>' && ends_in_path(text, p))
 			fail_msg("a project reference at \"%.20s\" in %s",
 				 p > text + 8 ? p - 8 : text, out);
 	}
@@ -292,6 +311,48 @@ static void test_references(void **state)
 			    "```\n\tif (!x && #y) ~z;\n```\n");
 }
 
+/*
+ * Random text from the characters that make references, markup and
+ * quick actions (no URL can form): whatever the mix, no reference, no
+ * tag and no command survives.
+ */
+static void test_references_random(void **state)
+{
+	static const char alphabet[] = "#!$%&~^*[]@<>/\\ \n\tab1_-.:\"'()`";
+	unsigned long seed = 2463534242UL;
+	char in[48];
+	size_t round, i, n;
+	const char *out, *q;
+
+	(void)state;
+	for (round = 0; round < 20000; round++) {
+		seed ^= seed << 13;
+		seed ^= seed >> 17;
+		seed ^= seed << 5;
+		seed &= 0xffffffffUL;
+		n = seed % (sizeof(in) - 1);
+		for (i = 0; i < n; i++) {
+			seed ^= seed << 13;
+			seed ^= seed >> 17;
+			seed ^= seed << 5;
+			seed &= 0xffffffffUL;
+			in[i] = alphabet[seed % (sizeof(alphabet) - 1)];
+		}
+		in[n] = '\0';
+		out = md(in);
+		assert_no_reference(out);
+		assert_no_command(out);
+		/* a "<" only inside a fenced code block */
+		if (strchr(out, '<') && !strstr(out, "```"))
+			fail_msg("a tag from %s: %s", in, out);
+		out = inl(in);
+		assert_no_reference(out);
+		for (q = out; *q; q++)
+			if (*q == '<')
+				fail_msg("a tag from %s: %s", in, out);
+	}
+}
+
 static void test_inline(void **state)
 {
 	(void)state;
@@ -320,6 +381,7 @@ int main(void)
 		cmocka_unit_test(test_fences),
 		cmocka_unit_test(test_mentions),
 		cmocka_unit_test(test_references),
+		cmocka_unit_test(test_references_random),
 		cmocka_unit_test(test_inline),
 		cmocka_unit_test(test_limit),
 	};
