@@ -1,6 +1,7 @@
 #include "cmocka_all.h"
 #include "core/msgid.h"
 #include "forge/forge.h"
+#include "inbound/marker.h"
 #include "mail/diff.h"
 #include "outbound/forgetext.h"
 #include "util/buf.h"
@@ -312,6 +313,38 @@ static void test_loop_filter_forged_marker(void **state)
 	buf_release(&b);
 }
 
+/* Every key the inbound side makes is one the loop filter knows: the
+ * two sides agree on the form (inbound/marker.h). */
+static void test_loop_filter_inbound_keys(void **state)
+{
+	static const char *const ids[] = { "r1@corp.example", "x@y",
+					   "nomsgid.0123abcd", "" };
+	static const int indexes[] = { 0,    1,	   999,	 1001,
+				       1500, 2001, 2002, 2147483647 };
+	char key[INBOUND_MARKER_KEY_SIZE];
+	struct buf b = BUF_INIT(4096);
+	struct forge_note n;
+	size_t i, j;
+
+	(void)state;
+	memset(&n, 0, sizeof(n));
+	n.author.username = (char *)"patchbridge";
+	for (i = 0; i < sizeof(ids) / sizeof(*ids); i++)
+		for (j = 0; j < sizeof(indexes) / sizeof(*indexes); j++) {
+			inbound_marker_key(key, ids[i], indexes[j]);
+			buf_reset(&b);
+			assert_int_equal(forge_body_with_marker(
+						 &b, "From the list", key),
+					 0);
+			n.body = b.data;
+			assert_int_equal(forgetext_skip(&n, NULL),
+					 FORGETEXT_SKIP_MARKER);
+			assert_int_equal(forgetext_skip(&n, "patchbridge"),
+					 FORGETEXT_SKIP_MARKER);
+		}
+	buf_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -325,6 +358,7 @@ int main(void)
 		cmocka_unit_test(test_msgid_forge),
 		cmocka_unit_test(test_loop_filter),
 		cmocka_unit_test(test_loop_filter_forged_marker),
+		cmocka_unit_test(test_loop_filter_inbound_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
