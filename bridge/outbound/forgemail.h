@@ -48,9 +48,10 @@
  * inbound side writes it are not mailed (forgetext_skip()); marker text
  * pasted into another user's note, or anywhere but its end, is mailed.
  * Every mail carries X-Patchbridge-Origin: forge (and the other
- * X-Patchbridge-* headers), which the milter never bridges back.  No Auto-Submitted: these are people's words, and some lists
- * drop auto-submitted mail; the X-Patchbridge-* headers and our
- * Message-ID scheme are the loop guard.
+ * X-Patchbridge-* headers), which the milter never bridges back.  No
+ * Auto-Submitted: these are people's words, and some lists drop
+ * auto-submitted mail; the X-Patchbridge-* headers and our Message-ID
+ * scheme are the loop guard.
  *
  * Exactly once: each mail's Message-ID comes from the forge event
  * (msgid_format_forge()), and the mail is recorded in the thread map
