@@ -591,15 +591,61 @@ int forge_body_with_marker(struct buf *out, const char *body, const char *key)
 	return 0;
 }
 
+/*
+ * Only where and as forge_body_with_marker() writes it: the last thing in
+ * the note, after a blank line (or alone, for an empty body), in exactly
+ * the form forge_marker_format() gives.  The marker text is plain text
+ * anyone can paste into a comment - at its start, in a code block, in a
+ * quote - and a note that merely holds it is somebody's comment, not the
+ * bridge's.  Line ends and blanks after it are allowed: an editor adds a
+ * line end when a person edits the bridge's note.
+ */
+int forge_marker_trailing(char key[PB_MARKER_KEY_MAX + 1], const char *text)
+{
+	static const char open[] = "<!-- patchbridge:", close[] = " -->";
+	size_t end, k, i, start;
+
+	key[0] = '\0';
+	if (!text)
+		return 0;
+	end = strlen(text);
+	while (end && (text[end - 1] == '\n' || text[end - 1] == '\r' ||
+		       text[end - 1] == ' ' || text[end - 1] == '\t'))
+		end--;
+	if (end < sizeof(close) - 1 ||
+	    memcmp(text + end - (sizeof(close) - 1), close, sizeof(close) - 1))
+		return 0;
+	end -= sizeof(close) - 1;
+	/* the last opening: a key holds no blank, so no earlier one can
+	 * begin this marker */
+	for (k = end;; k--) {
+		if (k < sizeof(open) - 1 || end - k > PB_MARKER_KEY_MAX)
+			return 0;
+		if (!memcmp(text + k - (sizeof(open) - 1), open,
+			    sizeof(open) - 1))
+			break;
+	}
+	/* the key as forge_marker_key_check() has it, without its message */
+	if (k == end || memmem(text + k, end - k, "--", 2))
+		return 0;
+	for (i = k; i < end; i++)
+		if (!is_key_char((unsigned char)text[i]))
+			return 0;
+	/* a blank line before it, or nothing: "body\n\nmarker" */
+	start = k - (sizeof(open) - 1);
+	if (start != 0 &&
+	    (start < 2 || text[start - 1] != '\n' || text[start - 2] != '\n'))
+		return 0;
+	memcpy(key, text + k, end - k);
+	key[end - k] = '\0';
+	return 1;
+}
+
 int forge_marker_in(const char *text, const char *key)
 {
-	struct buf m = BUF_INIT(PB_MARKER_KEY_MAX + 32);
-	int found = 0;
+	char found[PB_MARKER_KEY_MAX + 1];
 
-	if (text && forge_marker_format(&m, key) == 0)
-		found = strstr(text, m.data) != NULL;
-	buf_release(&m);
-	return found;
+	return key && forge_marker_trailing(found, text) && !strcmp(found, key);
 }
 
 /*

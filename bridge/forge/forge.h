@@ -576,7 +576,15 @@ int forge_marker_key_check(const char *key);
 int forge_marker_format(struct buf *out, const char *key);
 /* body, a blank line, then the marker. */
 int forge_body_with_marker(struct buf *out, const char *body, const char *key);
-/* True when text carries the marker for key. */
+/*
+ * The marker that ends text where and as forge_body_with_marker() writes
+ * it: "<!-- patchbridge:KEY -->" with a valid key, after a blank line (or
+ * alone), and after it nothing but line ends and blanks.  1 with its key
+ * copied into key, else 0 and key "".  A marker anywhere else (pasted
+ * at the start, in a code block, in a quote) is text, not a marker.
+ */
+int forge_marker_trailing(char key[PB_MARKER_KEY_MAX + 1], const char *text);
+/* True when text ends with the marker for key (forge_marker_trailing()). */
 int forge_marker_in(const char *text, const char *key);
 
 /*

@@ -4,9 +4,20 @@
 #include "util/scan.h"
 
 #include <string.h>
+#include <strings.h>
 
-/* Characters Markdown gives a meaning inside a line; each is escaped. */
-#define INLINE_SPECIALS "\\`*_[]|~{}"
+/* Characters Markdown gives a meaning inside a line; each is escaped
+ * ("$" opens math in GitLab's Markdown). */
+#define INLINE_SPECIALS "\\`*_[]|~{}$"
+
+/*
+ * The characters that begin a GitLab reference (doc/user/markdown.md,
+ * "GitLab-specific references"; lib/banzai/filter/references/): # issue,
+ * ! merge request, $ snippet, % milestone, & epic, ~ label, ^ alert,
+ * * iteration, [ the extended forms ([work_item:1], [vulnerability:1])
+ * and [TOC].  "@" is the user's, handled apart.
+ */
+#define REF_PREFIXES "#!$%&~^*["
 
 static int is_word(int c)
 {
@@ -43,16 +54,92 @@ static int clean(struct buf *out, const char *p, size_t len)
 	return rc;
 }
 
+static int is_blank_char(int c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* A character of a GitLab project path (lib/gitlab/path_regex.rb). */
+static int is_path_char(int c)
+{
+	return is_word(c) || c == '.' || c == '-';
+}
+
+/* The schemes both of GitLab's Markdown engines make links of (GFM's
+ * extended autolinks: "www.", http, https, ftp). */
+static size_t url_scheme(const char *p, size_t len)
+{
+	static const char *const schemes[] = { "https://", "http://",
+					       "ftp://" };
+	size_t k, n;
+
+	if (len >= 4 && !strncasecmp(p, "www.", 4))
+		return 4;
+	for (k = 0; k < sizeof(schemes) / sizeof(*schemes); k++) {
+		n = strlen(schemes[k]);
+		if (len >= n && !strncasecmp(p, schemes[k], n))
+			return n;
+	}
+	return 0;
+}
+
+/*
+ * The end of the URL that starts at p[i], i when none does.  A URL is a
+ * link before GitLab's reference filters run, which skip links, and a
+ * word joiner inside it would break it ("?a=1&b=2", "%20", "#anchor").
+ * It starts a word and ends at a blank, "<", ">" or a double quote
+ * (lib/banzai/filter/autolink_filter.rb); a tail that looks like an
+ * entity ("&12;") is left out of the link by GFM's autolink rules, so
+ * it is text here too.
+ */
+static size_t url_end(const char *p, size_t len, size_t i)
+{
+	size_t e, k;
+
+	if (i > 0 && (is_word((unsigned char)p[i - 1]) || p[i - 1] == '.' ||
+		      p[i - 1] == '-' || p[i - 1] == '+'))
+		return i;
+	e = url_scheme(p + i, len - i);
+	if (!e)
+		return i;
+	for (e += i; e < len && !is_blank_char(p[e]) && p[e] != '<' &&
+		     p[e] != '>' && p[e] != '"';
+	     e++)
+		;
+	if (e > i && p[e - 1] == ';') {
+		for (k = e - 1; k > i && is_word((unsigned char)p[k - 1]); k--)
+			;
+		if (k > i && k < e - 1 && p[k - 1] == '&')
+			e = k - 1;
+	}
+	return e;
+}
+
+/* p[0..i) ends with "namespace/project", which ">" would make a project
+ * reference (Project.markdown_reference_pattern, app/models/project.rb). */
+static int ends_in_project_path(const char *p, size_t i)
+{
+	size_t k = i;
+
+	while (k > 0 && is_path_char((unsigned char)p[k - 1]))
+		k--;
+	if (k == i || k == 0 || p[k - 1] != '/')
+		return 0;
+	return k >= 2 && is_path_char((unsigned char)p[k - 2]);
+}
+
 /*
  * One line of prose (or an inline string): blanks at its start dropped,
- * the block openers at its start and the inline specials escaped.
+ * the block openers at its start and the inline specials escaped, and
+ * no GitLab reference left: a word joiner after each prefix character
+ * that something follows, and before a ">" that ends a path.
  */
 static int prose_line(struct buf *out, const char *p, size_t len)
 {
-	size_t i = 0, j;
+	size_t i = 0, j, e, url = 0; /* url: the end of the last URL */
 	int rc = 0;
 
-	while (i < len && (p[i] == ' ' || p[i] == '\t'))
+	while (i < len && is_blank_char(p[i]))
 		i++;
 	if (i < len && strchr("/#+-=", p[i]))
 		rc = buf_addch(out, '\\');
@@ -61,7 +148,14 @@ static int prose_line(struct buf *out, const char *p, size_t len)
 		;
 	for (; i < len && !rc; i++) {
 		unsigned char c = (unsigned char)p[i];
+		int in_url, joiner;
 
+		if (i >= url && (e = url_end(p, len, i)) > i)
+			url = e;
+		in_url = i < url;
+		/* "#1", "!2", "~bug", "%\"v1\"", "group/project!2"... */
+		joiner = !in_url && c && strchr(REF_PREFIXES, c) &&
+			 i + 1 < len && !is_blank_char(p[i + 1]);
 		if (i == j && j > 0 && (c == '.' || c == ')') &&
 		    is_digit((unsigned char)p[i - 1]))
 			rc = buf_addch(out, '\\');
@@ -70,12 +164,19 @@ static int prose_line(struct buf *out, const char *p, size_t len)
 		switch (c) {
 		case '&':
 			rc = buf_adds(out, "&amp;");
+			if (!rc && joiner)
+				rc = buf_adds(out, ESCAPE_WJ);
 			continue;
 		case '<':
 			rc = buf_adds(out, "&lt;");
 			continue;
 		case '>':
-			rc = buf_adds(out, "&gt;");
+			/* "group/project>" is a project reference; after a
+			 * URL, ">" closes it */
+			if (i != url && ends_in_project_path(p, i))
+				rc = buf_adds(out, ESCAPE_WJ);
+			if (!rc)
+				rc = buf_adds(out, "&gt;");
 			continue;
 		case '@':
 			rc = buf_addch(out, '@');
@@ -93,6 +194,8 @@ static int prose_line(struct buf *out, const char *p, size_t len)
 			rc = buf_addch(out, '\\');
 		if (!rc)
 			rc = buf_addch(out, c);
+		if (!rc && joiner)
+			rc = buf_adds(out, ESCAPE_WJ);
 	}
 	return rc;
 }

@@ -17,25 +17,48 @@
  *  - Markup.  In prose "&", "<" and ">" become entities, so no HTML tag,
  *    comment or autolink survives (and no text can forge the hidden
  *    "<!-- patchbridge:KEY -->" marker, which is how the bridge recognises
- *    its own notes); Markdown's inline punctuation (\ ` * _ [ ] | ~) is
- *    backslash-escaped, and so are the characters that open a block at
- *    the start of a line (# + - = and "1." / "1)" list numbers), so no
- *    heading, list, rule, table, link, image or emphasis appears that the
- *    mail did not contain as plain text.  Line breaks are kept as hard
- *    breaks: mail is written line by line (sign-offs, short lists).
+ *    its own notes, nor the bridge's own markup, such as the <sub> of its
+ *    footer); Markdown's inline punctuation (\ ` * _ [ ] | ~ { } and "$",
+ *    which opens math) is backslash-escaped, and so are the characters
+ *    that open a block at the start of a line (# + - = and "1." / "1)"
+ *    list numbers), so no heading, list, rule, table, link, image or
+ *    emphasis appears that the mail did not contain as plain text.  Line
+ *    breaks are kept as hard breaks: mail is written line by line
+ *    (sign-offs, short lists).
  *  - Code.  A paragraph with an indented line (a tab, or four spaces), or
  *    one that looks like a diff, is preformatted text in mail: it goes
  *    into a fenced code block, verbatim.  The fence is one backtick longer
  *    than the longest backtick run inside, so no text can close it; a
  *    "<!--" inside gets a zero-width space after "<" (the marker rule
- *    again).
+ *    again).  GitLab makes no reference in code.
  *  - Mentions.  An "@" at the start of a word gets a word joiner (U+2060)
  *    after it.  The text still shows "@all", but GitLab's reference
  *    filter no longer sees a user or group, so relayed mail cannot ping
  *    a whole project (@all) or summon people on the sender's behalf.
  *    Mail addresses ("alice@example.org") are not at a word start and
- *    stay as they are.  Issue and MR references (#12, !3) are left alone:
- *    they only link.
+ *    stay as they are.
+ *  - References.  GitLab turns "#1", "!2", "group/project!2",
+ *    "project#3", "%\"milestone\"", "~label", "$4", "&5", "^alert#6",
+ *    "*iteration:7", "[work_item:8]", "[TOC]" and "group/project>" into
+ *    links, and an issue, merge request or epic named so gets a
+ *    "mentioned in" system note and its people a notification, as if the
+ *    sender had acted on the forge (doc/user/markdown.md, "GitLab-specific
+ *    references").  Each prefix character (# ! $ % & ~ ^ * [) that
+ *    something follows gets a word joiner after it, and a ">" after
+ *    "namespace/project" one before it.  Every reference pattern needs
+ *    the name right after its prefix (reference_pattern in
+ *    app/models/issue.rb, merge_request.rb, label.rb ...; the filters of
+ *    lib/banzai/filter/references/ match the rendered text), so none
+ *    matches, and the text reads as written.  A backslash escape is not
+ *    enough: GitLab keeps one only before its eight reference characters
+ *    ($ % # & @ ! ~ ^) and merges every other escaped character back into
+ *    the text before the reference filters run
+ *    (lib/banzai/filter/escaped_char_filter.rb), so "\[work_item:8\]"
+ *    and "\[TOC\]" would still act, and whether even those hold depends
+ *    on the Markdown engine and the release.  Nothing is put inside a URL
+ *    ("scheme://..." or "www..."): it is a link before the reference
+ *    filters run, and a joiner would break it.  Commit SHAs stay as they
+ *    are.
  *  - Control characters other than tab and line ends are dropped; CRLF
  *    becomes LF.
  *

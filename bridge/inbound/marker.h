@@ -8,7 +8,10 @@
  * forge_marker_key_check(), the same for every attempt, and distinct for
  * distinct mails - a cryptographic hash, because Message-IDs are chosen
  * by whoever sends the mail and a collision would let one mail's note
- * stand in for another's.
+ * stand in for another's.  The outbound side takes a note for the
+ * bridge's only with a key of exactly this form at its end
+ * (outbound/forgetext.c, inbound_key()): a new form must be taught there
+ * too (test_forgetext test_loop_filter_inbound_keys checks they agree).
  *
  * Pure and thread-safe; no errors.
  */

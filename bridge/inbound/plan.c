@@ -126,9 +126,15 @@ int plan_footer(struct buf *out, const struct review *r,
 	const char *id = ctx->authserv_id && ctx->authserv_id[0] ?
 				 ctx->authserv_id :
 				 NULL;
+	const char *verdict = NULL;
 	int rc;
 
-	rc = buf_adds(out, "\xe2\x80\x94 "); /* em dash */
+	/* The bridge's word on who sent the mail and whether that was
+	 * verified: in <sub>, raw HTML GitLab keeps (html-pipeline's
+	 * sanitizer allows sub) and relayed text never holds, since
+	 * escape.c writes every "<" of it as "&lt;".  A sender's line that
+	 * copies the footer stays text of normal size in the note. */
+	rc = buf_adds(out, "<sub>\xe2\x80\x94 "); /* em dash */
 	if (!rc)
 		rc = add_person(out, r->mail->from.name, r->mail->from.email);
 	if (!rc)
@@ -147,29 +153,32 @@ int plan_footer(struct buf *out, const struct review *r,
 	if (rc)
 		return rc;
 	if (r->auth.verified && r->wrap_trusted)
-		return buf_adds(out, " (verified by the list, which wrapped "
-				     "the message for DMARC)");
-	if (r->auth.verified)
-		return buf_adds(out, r->auth.dkim == AR_PASS ?
-					     " (DKIM verified)" :
-					     " (DMARC verified)");
-	if (r->mail->flags & MAIL_F_WRAPPED)
-		return buf_adds(out,
-				r->wrap_trusted ?
-					" (not verified: the list found no "
-					"DKIM/DMARC pass for the sender)" :
-					" (not verified: the list wrapped "
-					"the message for DMARC; its "
-					"verification of the sender is "
-					"not trusted)");
-	if (!id)
-		return buf_adds(out, " (not verified: no trusted "
-				     "authserv-id is configured)");
-	rc = buf_adds(out, " (not verified: no DKIM/DMARC pass from ");
+		verdict = " (verified by the list, which wrapped the message "
+			  "for DMARC)";
+	else if (r->auth.verified)
+		verdict = r->auth.dkim == AR_PASS ? " (DKIM verified)" :
+						    " (DMARC verified)";
+	else if (r->mail->flags & MAIL_F_WRAPPED)
+		verdict = r->wrap_trusted ?
+				  " (not verified: the list found no "
+				  "DKIM/DMARC pass for the sender)" :
+				  " (not verified: the list wrapped the "
+				  "message for DMARC; its verification of "
+				  "the sender is not trusted)";
+	else if (!id)
+		verdict = " (not verified: no trusted authserv-id is "
+			  "configured)";
+	if (verdict) {
+		rc = buf_adds(out, verdict);
+	} else {
+		rc = buf_adds(out, " (not verified: no DKIM/DMARC pass from ");
+		if (!rc)
+			rc = adds_inline(out, id);
+		if (!rc)
+			rc = buf_addch(out, ')');
+	}
 	if (!rc)
-		rc = adds_inline(out, id);
-	if (!rc)
-		rc = buf_addch(out, ')');
+		rc = buf_adds(out, "</sub>");
 	return rc;
 }
 

@@ -31,7 +31,8 @@
  * says why nothing was done, so that a human decides.
  *
  * Bodies are escaped (inbound/escape.h) and end with the footer naming
- * the sender and whether the sender was verified; the hidden marker is
+ * the sender and whether the sender was verified, in <sub>, markup only
+ * the bridge writes (plan_footer()); the hidden marker is
  * added by the forge client (forge_body_with_marker()).  Each fits
  * PLAN_BODY_MAX, below GitLab's note limit: what the sender wrote is cut
  * to fit (whole lines, from the end) after everything else - the NAK,
@@ -219,8 +220,11 @@ int plan_build(struct plan *out, const struct review *r,
 const char *plan_kind_name(enum plan_kind k);
 
 /*
- * Append the footer: "— Name <email> via email, on v2 1/3 (DKIM
- * verified)", escaped.  Exposed for the apply step's later notes.
+ * Append the footer: "<sub>— Name <email> via email, on v2 1/3 (DKIM
+ * verified)</sub>", the sender's name and address escaped.  The <sub>
+ * is raw HTML that relayed text never holds (escape.h), so no sender can
+ * write a line that passes for the bridge's footer.  Exposed for the
+ * apply step's later notes.
  */
 int plan_footer(struct buf *out, const struct review *r,
 		const struct plan_ctx *ctx);

@@ -42,6 +42,11 @@ struct forgemail {
 	struct store *store;
 	struct forge *forge;
 	struct outbound *ob; /* the git mirror's owner; NULL: none */
+	/* The token's user name as the forge gave it, when [forge]
+	 * bot_username is empty; NULL: not known (yet). */
+	char *bot;
+	/* When the forge was last asked for it, 0: never. */
+	time_t bot_asked;
 };
 
 /* One MR being looked at. */
@@ -102,7 +107,47 @@ void forgemail_set_outbound(struct forgemail *fm, struct outbound *ob)
 
 void forgemail_free(struct forgemail *fm)
 {
+	if (!fm)
+		return;
+	free(fm->bot);
 	free(fm);
+}
+
+/* How long a forge that could not say who the token is waits to be
+ * asked again. */
+#define FORGEMAIL_BOT_ASK_SECONDS 60
+
+/*
+ * The bridge's own forge user: [forge] bot_username, or else the token's
+ * user as GET /user gives it (forge_whoami()).  The inbound side posts
+ * its notes as that user, so a note of anybody else is never the
+ * bridge's, whatever marker text it holds (forgetext_skip()).  NULL
+ * while the forge cannot say: the marker alone decides then.
+ */
+static const char *bot_user(struct forgemail *fm)
+{
+	const char *bot = config_str(fm->cfg, CFG_FORGE_BOT_USERNAME);
+	struct forge_whoami w;
+	time_t now;
+
+	if (bot && *bot)
+		return bot;
+	now = time(NULL);
+	if (fm->bot ||
+	    (fm->bot_asked && now - fm->bot_asked < FORGEMAIL_BOT_ASK_SECONDS))
+		return fm->bot;
+	fm->bot_asked = now;
+	if (forge_whoami(&w, fm->forge) == 0 && w.user.username &&
+	    *w.user.username) {
+		fm->bot = xstrdup(w.user.username);
+		log_info("forge: the bridge's user is %s", fm->bot);
+	} else {
+		log_warn("forge: cannot tell the bridge's user (%s); notes "
+			 "are told by their marker alone",
+			 err_msg());
+	}
+	forge_whoami_release(&w);
+	return fm->bot;
 }
 
 static void notes_cursor_name(char *out, size_t size, const char *project,
@@ -524,7 +569,7 @@ static int handle_note(struct mrctx *c, const struct fnote *fn,
 		       const char *cursor_value)
 {
 	const struct forge_note *n = fn->n;
-	const char *bot = config_str(c->fm->cfg, CFG_FORGE_BOT_USERNAME);
+	const char *bot = bot_user(c->fm);
 	const char *trailer =
 		config_project_str(c->proj, CFG_OUTBOUND_APPROVAL_TRAILER);
 	struct store_mail parent, cover;
@@ -948,7 +993,7 @@ static void note_newest(int64_t *newest, const struct forge_note *n)
 static int quick_look(int *full, int64_t *newest, struct mrctx *c,
 		      const char *cname, uint64_t last, int64_t seen)
 {
-	const char *bot = config_str(c->fm->cfg, CFG_FORGE_BOT_USERNAME);
+	const char *bot = bot_user(c->fm);
 	struct forge_note_query q;
 	struct forge_note_list nl;
 	enum forgetext_skip why;

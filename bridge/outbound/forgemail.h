@@ -42,13 +42,16 @@
  * mailed; each is logged and counted in cursor FORGEMAIL_KEPT_PREFIX P
  * ("COUNT IID:NOTE" of the last one), which `status` shows.
  *
- * Loop guards: system notes other than approvals, notes carrying our
- * hidden marker and notes of [forge] bot_username are not mailed
- * (forgetext_skip()).  Every mail carries X-Patchbridge-Origin: forge
- * (and the other X-Patchbridge-* headers), which the milter never bridges
- * back.  No Auto-Submitted: these are people's words, and some lists
- * drop auto-submitted mail; the X-Patchbridge-* headers and our
- * Message-ID scheme are the loop guard.
+ * Loop guards: system notes other than approvals, notes of the bridge's
+ * user ([forge] bot_username, or else the token's user as the forge says,
+ * forge_whoami()) and notes that end with our hidden marker as the
+ * inbound side writes it are not mailed (forgetext_skip()); marker text
+ * pasted into another user's note, or anywhere but its end, is mailed.
+ * Every mail carries X-Patchbridge-Origin: forge (and the other
+ * X-Patchbridge-* headers), which the milter never bridges back.  No
+ * Auto-Submitted: these are people's words, and some lists drop
+ * auto-submitted mail; the X-Patchbridge-* headers and our Message-ID
+ * scheme are the loop guard.
  *
  * Exactly once: each mail's Message-ID comes from the forge event
  * (msgid_format_forge()), and the mail is recorded in the thread map

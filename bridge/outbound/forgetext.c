@@ -7,8 +7,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define MARKER_PREFIX "<!-- patchbridge:"
-
 /* --- Markdown -------------------------------------------------------- */
 
 /* Copy md without CRs before LF and without HTML comments (an unclosed
@@ -271,19 +269,54 @@ int forgetext_quote_hunk(struct buf *out, const struct diff *d,
 
 /* --- the loop filter -------------------------------------------------- */
 
+/*
+ * The key of an inbound action's marker, exactly as inbound/marker.h
+ * makes it: "pb1-", 32 lower-case hex digits, ".", the action index in
+ * 1..10 digits.  Anything else was not written by the inbound side.
+ */
+static int inbound_key(const char *key)
+{
+	size_t i, d;
+
+	if (strncmp(key, "pb1-", 4))
+		return 0;
+	for (i = 4; i < 36; i++)
+		if (!((key[i] >= '0' && key[i] <= '9') ||
+		      (key[i] >= 'a' && key[i] <= 'f')))
+			return 0;
+	if (key[i++] != '.')
+		return 0;
+	for (d = 0; key[i] >= '0' && key[i] <= '9'; i++)
+		d++;
+	return key[i] == '\0' && d >= 1 && d <= 10;
+}
+
+/* The note ends with an inbound action's marker, where and as the forge
+ * client writes it (forge_marker_trailing()). */
+static int bridge_marker(const char *body)
+{
+	char key[PB_MARKER_KEY_MAX + 1];
+
+	return forge_marker_trailing(key, body) && inbound_key(key);
+}
+
 enum forgetext_skip forgetext_skip(const struct forge_note *n,
 				   const char *bot_username)
 {
 	struct buf text = BUF_INIT(1024 * 1024);
 	const char *body = n->body ? n->body : "";
 	enum forgetext_skip why = FORGETEXT_MAIL;
+	int bot_known = bot_username && *bot_username;
+	int by_bot = bot_known && n->author.username &&
+		     !strcasecmp(n->author.username, bot_username);
 
 	if (n->system)
 		return FORGETEXT_SKIP_SYSTEM;
-	if (strstr(body, MARKER_PREFIX))
+	/* The inbound side posts as the bridge's user (never through Sudo,
+	 * inbound/apply.c): a marker on anybody else's note was pasted. */
+	if ((by_bot || !bot_known) && bridge_marker(body))
 		return FORGETEXT_SKIP_MARKER;
-	if (bot_username && *bot_username && n->author.username &&
-	    !strcasecmp(n->author.username, bot_username))
+	if (by_bot)
 		return FORGETEXT_SKIP_BOT;
 	/* A body over the cap is still somebody's comment: mail it. */
 	if (!forgetext_markdown(&text, body, strlen(body)) && !text.len)

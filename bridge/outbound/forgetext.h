@@ -54,7 +54,7 @@ int forgetext_has_path(const struct diff *d, const char *path);
 enum forgetext_skip {
 	FORGETEXT_MAIL, /* a person's comment: mail it */
 	FORGETEXT_SKIP_SYSTEM, /* a system note ("changed the title"...) */
-	FORGETEXT_SKIP_MARKER, /* carries "<!-- patchbridge:" - ours */
+	FORGETEXT_SKIP_MARKER, /* ends with our marker - ours */
 	FORGETEXT_SKIP_BOT, /* written by the bridge's own forge user */
 	FORGETEXT_SKIP_EMPTY, /* nothing left once reduced */
 };
@@ -62,9 +62,12 @@ enum forgetext_skip {
 /*
  * Decide whether note n is mailed.  bot_username (NULL or "": not known)
  * is the bridge's forge user; its notes are never mailed, marker or not.
- * The marker test looks for the marker prefix anywhere in the body, so a
- * note the inbound side posted is recognised even when a person edited
- * it afterwards.
+ * A marker counts only where and as the inbound side writes it: the end
+ * of the note (forge_marker_trailing()), with a key of inbound/marker.h's
+ * form, on a note of the bridge's user - or of anyone while that user is
+ * not known.  The marker text pasted anywhere else, or onto another
+ * user's note, is a person's comment and is mailed: otherwise a forge
+ * user could hide a comment from the list's reviewers.
  */
 enum forgetext_skip forgetext_skip(const struct forge_note *n,
 				   const char *bot_username);

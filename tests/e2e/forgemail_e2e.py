@@ -139,18 +139,27 @@ def scenario_comments(bed):
     say("rob: a general comment")
     api("POST", "/projects/1/merge_requests/1/notes", "rob-token",
         {"body": "## Overall\n\nLooks fine otherwise."})
-    say("a note with our marker, as the inbound side writes them")
+    say("rob pastes our marker, as the inbound side writes it: mailed")
     api("POST", "/projects/1/merge_requests/1/notes", "rob-token",
-        {"body": "From the list\n\n<!-- patchbridge:abc.0 -->"})
+        {"body": "Hidden from the list?\n\n<!-- patchbridge:"
+         "pb1-%032x.0 -->" % 7})
+    say("the bridge's own note, with its marker: not mailed")
+    api("POST", "/projects/1/merge_requests/1/notes", "bot-token",
+        {"body": "From the list\n\n<!-- patchbridge:pb1-%032x.0 -->" % 8})
     say("the bot's own note")
     api("POST", "/projects/1/merge_requests/1/notes", "bot-token",
         {"body": "written by the bridge"})
     bed.run("run", "--once")
-    bed.wait_mail(6)
+    bed.wait_mail(7)
     bed.settle()
     fm = forge_mails(bed)
-    check(len(fm) == 2, "want 2 forge mails, got %d: %s" %
+    check(len(fm) == 3, "want 3 forge mails, got %d: %s" %
           (len(fm), [m["Subject"] for m in fm]))
+    check(len([m for m in fm if "Hidden from the list?" in text(m)]) == 1,
+          "rob's note with a pasted marker not mailed")
+    check(not [m for m in fm if "From the list" in text(m) or
+               "written by the bridge" in text(m)],
+          "the bridge's own note mailed")
     diff_mail = [m for m in fm if "1/3" in m["Subject"]]
     check(diff_mail, "no reply to patch 1: %s" % [m["Subject"] for m in fm])
     d = diff_mail[0]
@@ -166,7 +175,7 @@ def scenario_comments(bed):
     check(body.index(want) < body.index("Why *+ 1*? See the docs "
                                         "<https://example.org/d>."),
           "comment not after the quote / markdown:\n" + body)
-    g = [m for m in fm if m is not d][0]
+    g = [m for m in fm if "Looks fine otherwise." in text(m)][0]
     check(g["In-Reply-To"].strip("<> ") == msgid(s[0]),
           "general comment not a reply to the cover")
     check(g["Subject"] == "Re: [PATCH 0/3] Teach x and y to count",
@@ -181,7 +190,7 @@ def scenario_comments(bed):
     api("POST", "/projects/1/merge_requests/1/discussions/%s/notes" %
         disc["id"], "bob-token", {"body": "Because it counts."})
     bed.run("run", "--once")
-    bed.wait_mail(7)
+    bed.wait_mail(8)
     bed.settle()
     fm2 = forge_mails(bed)
     r = [m for m in fm2 if "Because it counts." in text(m)]
@@ -193,7 +202,7 @@ def scenario_comments(bed):
     bed.run("run", "--once")
     time.sleep(1)
     bed.settle()
-    check(len(bed.archive()) == 7, "a re-run mailed again")
+    check(len(bed.archive()) == 8, "a re-run mailed again")
     notes = api("GET", "/projects/1/merge_requests/1/notes?per_page=100",
                 "rob-token")
     check(not [n for n in notes if "via patchbridge" in n["body"]],
@@ -742,6 +751,17 @@ def scenario_quicklook(bed):
     time.sleep(1)
     bed.settle()
     check(len(bed.archive()) == 7, "a re-run mailed again")
+
+    say("rob ends a note with our marker, exactly as ours end: mailed "
+        "(no bot_username: the token's user asked from the forge)")
+    api("POST", "/projects/1/merge_requests/1/notes", "rob-token",
+        {"body": "Hidden from the list?\n\n<!-- patchbridge:"
+         "pb1-%032x.0 -->" % 99})
+    ours(10)
+    bed.run("run", "--once")
+    mailed_once(bed, "Hidden from the list?", 8)
+    check("the bridge's user is patchbridge" in bed.log_text(),
+          "the bridge's user was not asked from the forge")
 
 
 SCENARIOS = {"comments": scenario_comments, "merges": scenario_merges,

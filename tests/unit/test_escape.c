@@ -60,7 +60,7 @@ static void test_quick_actions(void **state)
 	out = md("/approve\n/merge\n  /label ~foo\n/unknown word\n");
 	assert_no_command(out);
 	assert_string_equal(out, "\\/approve\\\n\\/merge\\\n\\/label "
-				 "\\~foo\\\n\\/unknown word\n");
+				 "\\~" ESCAPE_WJ "foo\\\n\\/unknown word\n");
 	out = md("Looks good.\n\n/approve\n\nThanks");
 	assert_no_command(out);
 	assert_non_null(strstr(out, "\\/approve"));
@@ -103,8 +103,10 @@ static void test_markdown(void **state)
 	assert_string_equal(md("text\n---\n==="), "text\\\n\\---\\\n\\===\n");
 	assert_string_equal(md("- item\n+ item"), "\\- item\\\n\\+ item\n");
 	assert_string_equal(md("*em* _em_ [l](http://x) ![i](y) a|b ~~s~~"),
-			    "\\*em\\* \\_em\\_ \\[l\\](http://x) !\\[i\\](y) "
-			    "a\\|b \\~\\~s\\~\\~\n");
+			    "\\*" ESCAPE_WJ "em\\* \\_em\\_ \\[" ESCAPE_WJ
+			    "l\\](http://x) !" ESCAPE_WJ "\\[" ESCAPE_WJ
+			    "i\\](y) a\\|b \\~" ESCAPE_WJ "\\~" ESCAPE_WJ
+			    "s\\~" ESCAPE_WJ "\\~\n");
 	assert_string_equal(md("{+ins+} back\\slash"),
 			    "\\{+ins+\\} back\\\\slash\n");
 	/* Paragraphs stay paragraphs; blanks at line ends go. */
@@ -112,7 +114,8 @@ static void test_markdown(void **state)
 	assert_string_equal(md(""), "");
 	assert_string_equal(md("\n \n\t\n"), "");
 	/* Control characters are dropped. */
-	assert_string_equal(md("a\x1b[31mred\x7f\x01"), "a\\[31mred\n");
+	assert_string_equal(md("a\x1b[31mred\x7f\x01"),
+			    "a\\[" ESCAPE_WJ "31mred\n");
 }
 
 static void test_fences(void **state)
@@ -160,6 +163,196 @@ static void test_mentions(void **state)
 	assert_string_equal(inl("@all"), "@" ESCAPE_WJ "all");
 }
 
+/*
+ * The text GitLab's reference filters would see in the note as rendered
+ * (lib/banzai/filter/references/): backslash escapes and the entities
+ * escape.c writes resolved, fenced code left out (no reference is made
+ * in code).  Every reference begins with its prefix character followed
+ * directly by what it names ("#1", "!2", "~bug", "%\"v1\"", "$3", "&4",
+ * "^alert#5", "*iteration:6", "[work_item:7]", "@all"; "group/project>"
+ * ends with one), so none may be.
+ */
+static int is_word_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '_';
+}
+
+static int is_path_char(char c)
+{
+	return is_word_char(c) || c == '.' || c == '-';
+}
+
+/* text[..at) ends with "namespace/project" */
+static int ends_in_path(const char *text, const char *at)
+{
+	const char *k = at;
+
+	while (k > text && is_path_char(k[-1]))
+		k--;
+	return k < at && k - text >= 2 && k[-1] == '/' && is_path_char(k[-2]);
+}
+
+static void assert_no_reference(const char *out)
+{
+	char text[4096];
+	size_t n = 0;
+	const char *p = out;
+	int fenced = 0;
+
+	while (*p && n + 1 < sizeof(text)) {
+		if ((p == out || p[-1] == '\n') && !strncmp(p, "```", 3)) {
+			fenced = !fenced;
+			p = strchr(p, '\n');
+			if (!p)
+				break;
+			p++;
+			continue;
+		}
+		if (fenced) {
+			p++;
+			continue;
+		}
+		if (*p == '\\' && p[1] &&
+		    strchr("\\`*_[]|~{}/#+-=.)!$%&^\n", p[1]))
+			p++;
+		else if (!strncmp(p, "&amp;", 5))
+			p += 4;
+		else if (!strncmp(p, "&lt;", 4)) {
+			text[n++] = '<';
+			p += 4;
+			continue;
+		} else if (!strncmp(p, "&gt;", 4)) {
+			text[n++] = '>';
+			p += 4;
+			continue;
+		}
+		text[n++] = *p++;
+	}
+	text[n] = '\0';
+	for (p = text; *p; p++) {
+		if (strchr("#!$%&~^*[@", *p) && p[1] && p[1] != ' ' &&
+		    p[1] != '\n' && p[1] != '\t' &&
+		    strncmp(p + 1, ESCAPE_WJ, 3) &&
+		    !(*p == '@' && p > text && is_word_char(p[-1])))
+			fail_msg("a reference at \"%.20s\" in %s", p, out);
+		if (*p == '>' && ends_in_path(text, p))
+			fail_msg("a project reference at \"%.20s\" in %s",
+				 p > text + 8 ? p - 8 : text, out);
+	}
+}
+
+/*
+ * GitLab's references in relayed text: each would render as a link and,
+ * for issues, merge requests, epics and users, make a cross-reference
+ * system note or a notification on the sender's behalf.  A word joiner
+ * (U+2060) after the prefix character leaves the text as written and no
+ * reference: it holds on every GitLab, where a backslash escape holds
+ * only for some characters on some versions.
+ */
+static void test_references(void **state)
+{
+	static const char *const refs[] = {
+		"See !2 and #1 please.",
+		"group/project!2 and project#3 and group/sub/p&4",
+		"%\"v1.0 release\" and %v2 and %12",
+		"~bug ~\"needs review\" ~\"scope::x\" ~42 group/p~bug",
+		"$12 and group/project$3",
+		"@user @all (@group/team)",
+		"[[_TOC_]]",
+		"[TOC]",
+		"[toc]",
+		"&5 and group&\"epic\"",
+		"^alert#1 and *iteration:3 and *iteration:\"Sprint 4\"",
+		"[work_item:4] [vulnerability:5] [wiki_page:Home]",
+		"group/project> and sub/group/project&gt;",
+		"a line\n#12 starts with one\n!3 too",
+	};
+	size_t i;
+	char *out;
+
+	(void)state;
+	for (i = 0; i < sizeof(refs) / sizeof(*refs); i++) {
+		out = md(refs[i]);
+		assert_no_reference(out);
+		out = inl(refs[i]);
+		assert_no_reference(out);
+	}
+	assert_string_equal(md("See !2 and #1, ~bug."),
+			    "See !" ESCAPE_WJ "2 and #" ESCAPE_WJ "1, "
+			    "\\~" ESCAPE_WJ "bug.\n");
+	assert_string_equal(md("group/project>"),
+			    "group/project" ESCAPE_WJ "&gt;\n");
+	/* What is no reference stays as it was: commit SHAs, a prefix
+	 * before a blank, mail addresses, arrows after a blank. */
+	assert_string_equal(md("Fixes: 1234abcd5678 (\"x\")"),
+			    "Fixes: 1234abcd5678 (\"x\")\n");
+	assert_string_equal(md("# not a heading, 100 % sure, a ~ b, x > y"),
+			    "\\# not a heading, 100 % sure, a \\~ b, "
+			    "x &gt; y\n");
+	assert_string_equal(md("mail alice@example.org"),
+			    "mail alice@example.org\n");
+	/* Links keep working: nothing is put inside a URL. */
+	assert_string_equal(
+		md("https://lore.kernel.org/r/?q=a%20b&x=1#t ok"),
+		"https://lore.kernel.org/r/?q=a%20b&amp;x=1#t ok\n");
+	assert_string_equal(md("(see <https://x.example/a#b>)"),
+			    "(see &lt;https://x.example/a#b&gt;)\n");
+	assert_string_equal(md("WWW.x.example/a#b"), "WWW.x.example/a#b\n");
+	/* Only what GitLab links is a URL: an unknown scheme, a URL inside
+	 * a word, or an entity-like tail GFM leaves out of the link are
+	 * text. */
+	out = md("foo://x/!2 ahttp://x/#3 http://x/a&12;");
+	assert_no_reference(out);
+	assert_string_equal(out, "foo://x/!" ESCAPE_WJ "2 ahttp://x/#" ESCAPE_WJ
+				 "3 http://x/a&amp;" ESCAPE_WJ "12;\n");
+	/* In code nothing is a reference: code stays verbatim. */
+	assert_string_equal(md("\tif (!x && #y) ~z;\n"),
+			    "```\n\tif (!x && #y) ~z;\n```\n");
+}
+
+/*
+ * Random text from the characters that make references, markup and
+ * quick actions (no URL can form): whatever the mix, no reference, no
+ * tag and no command survives.
+ */
+static void test_references_random(void **state)
+{
+	static const char alphabet[] = "#!$%&~^*[]@<>/\\ \n\tab1_-.:\"'()`";
+	unsigned long seed = 2463534242UL;
+	char in[48];
+	size_t round, i, n;
+	const char *out, *q;
+
+	(void)state;
+	for (round = 0; round < 20000; round++) {
+		seed ^= seed << 13;
+		seed ^= seed >> 17;
+		seed ^= seed << 5;
+		seed &= 0xffffffffUL;
+		n = seed % (sizeof(in) - 1);
+		for (i = 0; i < n; i++) {
+			seed ^= seed << 13;
+			seed ^= seed >> 17;
+			seed ^= seed << 5;
+			seed &= 0xffffffffUL;
+			in[i] = alphabet[seed % (sizeof(alphabet) - 1)];
+		}
+		in[n] = '\0';
+		out = md(in);
+		assert_no_reference(out);
+		assert_no_command(out);
+		/* a "<" only inside a fenced code block */
+		if (strchr(out, '<') && !strstr(out, "```"))
+			fail_msg("a tag from %s: %s", in, out);
+		out = inl(in);
+		assert_no_reference(out);
+		for (q = out; *q; q++)
+			if (*q == '<')
+				fail_msg("a tag from %s: %s", in, out);
+	}
+}
+
 static void test_inline(void **state)
 {
 	(void)state;
@@ -187,6 +380,8 @@ int main(void)
 		cmocka_unit_test(test_markdown),
 		cmocka_unit_test(test_fences),
 		cmocka_unit_test(test_mentions),
+		cmocka_unit_test(test_references),
+		cmocka_unit_test(test_references_random),
 		cmocka_unit_test(test_inline),
 		cmocka_unit_test(test_limit),
 	};

@@ -19,6 +19,15 @@ static void test_marker_format(void **state)
 	assert_false(forge_marker_in(b.data, "k:20"));
 	assert_false(forge_marker_in(b.data, "k"));
 	assert_false(forge_marker_in(NULL, "k:2"));
+	/* Only where the bridge writes it: at the end, after a blank line. */
+	assert_false(
+		forge_marker_in("<!-- patchbridge:k:2 -->\n\nLGTM", "k:2"));
+	assert_false(forge_marker_in("A <!-- patchbridge:k:2 --> B", "k:2"));
+	assert_false(
+		forge_marker_in("A\n\n<!-- patchbridge:k:2 -->\nB", "k:2"));
+	assert_false(forge_marker_in("A <!-- patchbridge:k:2 -->", "k:2"));
+	assert_true(forge_marker_in("A\n\n<!-- patchbridge:k:2 -->\n", "k:2"));
+	assert_true(forge_marker_in("\n\n<!-- patchbridge:k:2 -->", "k:2"));
 	buf_release(&b);
 }
 

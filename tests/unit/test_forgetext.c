@@ -1,6 +1,7 @@
 #include "cmocka_all.h"
 #include "core/msgid.h"
 #include "forge/forge.h"
+#include "inbound/marker.h"
 #include "mail/diff.h"
 #include "outbound/forgetext.h"
 #include "util/buf.h"
@@ -190,6 +191,10 @@ static void test_msgid_forge(void **state)
 	buf_release(&b);
 }
 
+/* A marker as the inbound side writes it (inbound/marker.h). */
+#define OWN_KEY "pb1-9f86d081884c7d659a2feaa0c55ad015.1001"
+#define OWN_MARKER "<!-- patchbridge:" OWN_KEY " -->"
+
 static void test_loop_filter(void **state)
 {
 	struct forge_note n;
@@ -200,10 +205,13 @@ static void test_loop_filter(void **state)
 	n.author.username = (char *)"rob";
 	assert_int_equal(forgetext_skip(&n, "patchbridge"), FORGETEXT_MAIL);
 	assert_int_equal(forgetext_skip(&n, NULL), FORGETEXT_MAIL);
-	/* A note the inbound side posted carries our marker. */
-	n.body = (char *)"From the list\n\n<!-- patchbridge:0a1b.2 -->";
+	/* A note the inbound side posted carries our marker at its end. */
+	n.body = (char *)"From the list\n\n" OWN_MARKER;
+	n.author.username = (char *)"patchbridge";
 	assert_int_equal(forgetext_skip(&n, "patchbridge"),
 			 FORGETEXT_SKIP_MARKER);
+	assert_int_equal(forgetext_skip(&n, NULL), FORGETEXT_SKIP_MARKER);
+	n.author.username = (char *)"rob";
 	/* The bridge's user, even without a marker (any case). */
 	n.body = (char *)"hand-written by the bot";
 	n.author.username = (char *)"PatchBridge";
@@ -222,6 +230,121 @@ static void test_loop_filter(void **state)
 	assert_false(forgetext_is_approval(NULL));
 }
 
+/*
+ * A forge user's note that merely holds the marker text is a person's
+ * comment: pasted at the start, in the middle, in a code fence or a
+ * quote, with another action index or another form, or at the end of a
+ * note of somebody other than the bridge's user, it is mailed.  Only the
+ * marker where and as the bridge writes it, on a note of the bridge's
+ * user (or of anyone when that user is not known), is the bridge's own.
+ */
+static void test_loop_filter_forged_marker(void **state)
+{
+	static const char *const forged[] = {
+		OWN_MARKER "\n\nHide this from the list.",
+		"Hide this " OWN_MARKER " from the list.",
+		"Hide this.\n\n```\n" OWN_MARKER "\n```\n",
+		"Hide this.\n\n> " OWN_MARKER,
+		"Hide this.\n\n" OWN_MARKER "\n\nand this.",
+		"Hide this. " OWN_MARKER,
+		"Hide this.\n" OWN_MARKER,
+		"Hide this.\n\n    " OWN_MARKER,
+		"Hide this.\n\n" OWN_MARKER " ```",
+		"Hide this.\n\n<!-- patchbridge:0a1b.2 -->",
+		"Hide this.\n\n<!-- patchbridge: " OWN_KEY " -->",
+		"Hide this.\n\n<!--  patchbridge:" OWN_KEY " -->",
+		"Hide this.\n\n<!-- patchbridge:" OWN_KEY "-->",
+		"Hide this.\n\n<!-- patchbridge:" OWN_KEY " --!>",
+		"Hide this.\n\n<!-- PATCHBRIDGE:" OWN_KEY " -->",
+		"Hide this.\n\n<!-- patchbridge:"
+		"pb1-9F86D081884C7D659A2FEAA0C55AD015.1001 -->",
+		"Hide this.\n\n<!-- patchbridge:"
+		"pb1-9f86d081884c7d659a2feaa0c55ad01.1001 -->",
+		"Hide this.\n\n<!-- patchbridge:"
+		"pb1-9f86d081884c7d659a2feaa0c55ad015. -->",
+		"Hide this.\n\n<!-- patchbridge:"
+		"pb1-9f86d081884c7d659a2feaa0c55ad015.12345678901 -->",
+		"Hide this.\n\n<!-- patchbridge:"
+		"pb1-9f86d081884c7d659a2feaa0c55ad015.1x -->",
+		"Hide this.\n\n<!-- patchbridge:"
+		"pb2-9f86d081884c7d659a2feaa0c55ad015.1001 -->",
+		"<!-- patchbridge:" OWN_KEY " -->Hide this.",
+	};
+	struct forge_note n;
+	struct buf b = BUF_INIT(4096);
+	size_t i;
+
+	(void)state;
+	memset(&n, 0, sizeof(n));
+	n.author.username = (char *)"mallory";
+	for (i = 0; i < sizeof(forged) / sizeof(*forged); i++) {
+		n.body = (char *)forged[i];
+		if (forgetext_skip(&n, "patchbridge") != FORGETEXT_MAIL ||
+		    forgetext_skip(&n, NULL) != FORGETEXT_MAIL)
+			fail_msg("forged marker %zu not mailed: %s", i,
+				 forged[i]);
+	}
+	/* Exactly the bridge's form and place, with another action index,
+	 * on a note of somebody else: a person's comment. */
+	n.body = (char *)"Hide this.\n\n<!-- patchbridge:"
+			 "pb1-9f86d081884c7d659a2feaa0c55ad015.7 -->";
+	assert_int_equal(forgetext_skip(&n, "patchbridge"), FORGETEXT_MAIL);
+	n.body = (char *)"Hide this.\n\n" OWN_MARKER;
+	assert_int_equal(forgetext_skip(&n, "patchbridge"), FORGETEXT_MAIL);
+	/* The bridge's own notes, as forge_body_with_marker() writes them
+	 * (an empty body too), and as GitLab may keep them (a line end
+	 * after the marker). */
+	n.author.username = (char *)"patchbridge";
+	assert_int_equal(forge_body_with_marker(&b, "From the list", OWN_KEY),
+			 0);
+	n.body = b.data;
+	assert_int_equal(forgetext_skip(&n, "patchbridge"),
+			 FORGETEXT_SKIP_MARKER);
+	assert_int_equal(forgetext_skip(&n, NULL), FORGETEXT_SKIP_MARKER);
+	buf_reset(&b);
+	assert_int_equal(forge_body_with_marker(&b, "", OWN_KEY), 0);
+	n.body = b.data;
+	assert_int_equal(forgetext_skip(&n, NULL), FORGETEXT_SKIP_MARKER);
+	n.body = (char *)"Quoted from the list\n\n" OWN_MARKER "\n";
+	assert_int_equal(forgetext_skip(&n, NULL), FORGETEXT_SKIP_MARKER);
+	/* The bridge's user is never mailed, whatever the marker says. */
+	n.body = (char *)OWN_MARKER " first";
+	assert_int_equal(forgetext_skip(&n, "patchbridge"), FORGETEXT_SKIP_BOT);
+	buf_release(&b);
+}
+
+/* Every key the inbound side makes is one the loop filter knows: the
+ * two sides agree on the form (inbound/marker.h). */
+static void test_loop_filter_inbound_keys(void **state)
+{
+	static const char *const ids[] = { "r1@corp.example", "x@y",
+					   "nomsgid.0123abcd", "" };
+	static const int indexes[] = { 0,    1,	   999,	 1001,
+				       1500, 2001, 2002, 2147483647 };
+	char key[INBOUND_MARKER_KEY_SIZE];
+	struct buf b = BUF_INIT(4096);
+	struct forge_note n;
+	size_t i, j;
+
+	(void)state;
+	memset(&n, 0, sizeof(n));
+	n.author.username = (char *)"patchbridge";
+	for (i = 0; i < sizeof(ids) / sizeof(*ids); i++)
+		for (j = 0; j < sizeof(indexes) / sizeof(*indexes); j++) {
+			inbound_marker_key(key, ids[i], indexes[j]);
+			buf_reset(&b);
+			assert_int_equal(forge_body_with_marker(
+						 &b, "From the list", key),
+					 0);
+			n.body = b.data;
+			assert_int_equal(forgetext_skip(&n, NULL),
+					 FORGETEXT_SKIP_MARKER);
+			assert_int_equal(forgetext_skip(&n, "patchbridge"),
+					 FORGETEXT_SKIP_MARKER);
+		}
+	buf_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -234,6 +357,8 @@ int main(void)
 		cmocka_unit_test(test_quote_long_hunk_is_cut),
 		cmocka_unit_test(test_msgid_forge),
 		cmocka_unit_test(test_loop_filter),
+		cmocka_unit_test(test_loop_filter_forged_marker),
+		cmocka_unit_test(test_loop_filter_inbound_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -767,6 +767,75 @@ static int plan_of(struct fixture *fx, const char *from, const char *text,
 	return approvals;
 }
 
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	while ((hay = strstr(hay, needle))) {
+		n++;
+		hay += strlen(needle);
+	}
+	return n;
+}
+
+/* The bridge's footer, as only the bridge can write it. */
+#define OWN_FOOTER                                                   \
+	"<sub>\xe2\x80\x94 Bob &lt;bob@corp.example&gt; via email, on v1 " \
+	"1/2 (DKIM verified)</sub>\n"
+
+/*
+ * The footer is the bridge's word on who sent a mail and whether that
+ * was verified, so no sender may write its like: a line that copies it,
+ * even with the markup the bridge puts it in, stays the sender's text,
+ * and the one footer in <sub> - raw HTML, which relayed text never holds
+ * - is the bridge's, at the end.
+ */
+static void test_plan_footer_unforgeable(void **state)
+{
+	struct fixture fx;
+	const char *c;
+	size_t i;
+	int nak;
+
+	(void)state;
+	plan_of(&fx, "Bob <bob@corp.example>",
+		"Looks good.\n\n"
+		"\xe2\x80\x94 Linus Torvalds <torvalds@linux-foundation.org> "
+		"via email (DKIM verified)\n\n"
+		"<sub>\xe2\x80\x94 Linus Torvalds "
+		"<torvalds@linux-foundation.org> via email, on v1 1/2 (DKIM "
+		"verified)</sub>\n\n"
+		"&lt;sub&gt;\xe2\x80\x94 Linus &lt;/sub&gt;\n",
+		&nak, &c);
+	assert_non_null(strstr(c, "Looks good."));
+	assert_int_equal(count(c, "<sub>"), 1);
+	assert_int_equal(count(c, "</sub>"), 1);
+	/* every "<" is the bridge's markup */
+	assert_int_equal(count(c, "<"), 2);
+	assert_true(strlen(c) > strlen(OWN_FOOTER));
+	assert_string_equal(c + strlen(c) - strlen(OWN_FOOTER), OWN_FOOTER);
+	done(&fx);
+
+	/* A diff note and its fallback end the same way. */
+	parse(&fx, reply_mail);
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	for (i = 0; i < fx.plan.nr; i++) {
+		const struct plan_action *a = &fx.plan.v[i];
+		const char *b = a->body;
+
+		if (a->kind != PLAN_DIFF_NOTE && a->kind != PLAN_COMMENT)
+			continue;
+		assert_int_equal(count(b, "<sub>"), 1);
+		assert_string_equal(b + strlen(b) - strlen(OWN_FOOTER),
+				    OWN_FOOTER);
+		if (a->fallback)
+			assert_string_equal(a->fallback + strlen(a->fallback) -
+						    strlen(OWN_FOOTER),
+					    OWN_FOOTER);
+	}
+	done(&fx);
+}
+
 /*
  * What a reply says, as the approval rules read it: a tag in a sentence
  * (negated or not) never approves, a negated NAK blocks nothing, an
@@ -1196,6 +1265,7 @@ int main(void)
 		cmocka_unit_test(test_plan_large),
 		cmocka_unit_test(test_plan_nak),
 		cmocka_unit_test(test_plan_what_a_reply_says),
+		cmocka_unit_test(test_plan_footer_unforgeable),
 		cmocka_unit_test(test_plan_fold_inline),
 		cmocka_unit_test(test_plan_thread_reply),
 		cmocka_unit_test(test_marker_key),
