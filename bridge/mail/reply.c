@@ -928,8 +928,10 @@ static size_t struct_header_block(const struct reply *r, size_t i)
 			}
 		} else if (j == i) {
 			return i;
-		} else {
-			other++; /* a long To: folded by the mailer */
+		} else if (!has_address(p, n) && !memchr(p, ';', n)) {
+			/* a long To: or Cc: folded by the mailer holds
+			 * addresses or Outlook's ";"; prose does not */
+			other++;
 		}
 		last = j;
 	}

@@ -444,6 +444,28 @@ static const struct {
 	  "L\xc3\xa4hetetty: maanantai 7. joulukuuta 2026 10.15\n"
 	  "Aihe: x\n\nAcked-by: M <m@example.org>\n",
 	  "obhhhhbg" },
+	/* Gmail's forward in Spanish, Apple Mail's in French: a block
+	 * under the separator's words or under a line of its own */
+	{ "Mira esto.\n\n---------- Mensaje reenviado ---------\n"
+	  "De: A <a@example.org>\n"
+	  "Date: lun, 7 dic 2026 a las 10:15\nSubject: [PATCH] x\n"
+	  "To: <list@example.org>\n\n\nAcked-by: M <m@example.org>\n",
+	  "obhhhhhbbg" },
+	{ "Regarde.\n\nD\xc3\xa9"
+	  "but du message r\xc3\xa9"
+	  "exp\xc3\xa9"
+	  "di\xc3\xa9 :\n\n"
+	  "De: A <a@example.org>\nObjet: [PATCH] x\n"
+	  "Date: 7 d\xc3\xa9"
+	  "cembre 2026 \xc3\xa0 10:15:00 UTC+1\n"
+	  "\xc3\x80: list@example.org\n\nAcked-by: M <m@example.org>\n",
+	  "obobhhhhbg" },
+	/* an Outlook block whose long Cc: the mailer folded */
+	{ "OK.\n\n________________________________\nFrom: A\n"
+	  "Sent: 7 December 2026 10:15\nTo: list\nCc: B <b@example.org>;\n"
+	  "C <c@example.org>; D <d@example.org>;\nE <e@example.org>;\n"
+	  "F <f@example.org>\nSubject: x\n\nAcked-by: M <m@example.org>\n",
+	  "obhhhhhhhhhbg" },
 	/* own text: one field line, trailers, a time without a year */
 	{ "Note: see commit abc\n\nReviewed-by: R <r@example.org>\n", "obo" },
 	{ "Fixes: 1234abcd (\"foo: bar\")\n"
@@ -460,6 +482,11 @@ static const struct {
 	{ "=====\nResult: 2026-12-07 10:15 pass\n\n"
 	  "Acked-by: R <r@example.org>\n",
 	  "oobo" },
+	/* two fields opening a paragraph of prose */
+	{ "Status: tested on 7 December 2026 at 10:15\nPlan: merge it\n"
+	  "once the series is in\nand the docs are\nupdated too\n\n"
+	  "Acked-by: R <r@example.org>\n",
+	  "ooooobo" },
 	/* two fields in the middle of a paragraph, a pasted "git log" */
 	{ "I ran it on\nKernel: 6.8, 2026-12-07 10:15\n"
 	  "Lab: <lab@example.org>\n\nAcked-by: R <r@example.org>\n",
