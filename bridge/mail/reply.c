@@ -801,14 +801,16 @@ static int field_line(const char *p, size_t n, struct field *f)
 /*
  * A field that is a trailer, not a header: "Xxx-by:", "Reviewed by:",
  * "Fixes:", "Link:", "Closes:", "Cc:" (kernel trailers, git
- * interpret-trailers).  A block of these is the author's own text; a
- * "Cc:" inside a header block does not make it one.
+ * interpret-trailers), or one of git log's ("Author:", "Commit:").  A
+ * block of these is the author's own text; a "Cc:" inside a header
+ * block does not make it one.
  */
 static int trailer_field(const struct field *f, const char *line, size_t len)
 {
 	static const char *const tags[] = {
-		"fixes", "link",    "closes",	 "cc",	       "bcc",
-		"bug",	 "buglink", "change-id", "message-id", NULL,
+		"fixes",      "link",	 "closes",     "cc",	     "bcc",
+		"bug",	      "buglink", "change-id",  "message-id", "author",
+		"authordate", "commit",	 "commitdate", "merge",	     NULL,
 	};
 	const char *const *t;
 
@@ -902,13 +904,15 @@ static int has_datetime(const char *p, size_t n)
 /*
  * A header block found by its structure at line i: at least two
  * "Field: value" lines that are no trailers, where a value holds an
- * address or a date with its time (who sent it, when), maybe with folded
+ * address or a date with its time (who sent it, when) and a name is a
+ * mailer's label (not all lower case: the kernel test robot's "tree: /
+ * commit: / author: / date:" report is no header), maybe with folded
  * lines among them, up to a blank line.  Its end (exclusive), or i.
  */
 static size_t struct_header_block(const struct reply *r, size_t i)
 {
 	size_t j, last = i, fields = 0, other = 0;
-	int said = 0;
+	int said = 0, named = 0;
 	struct field f;
 
 	for (j = i; j < r->nr && j < i + FIELD_BLOCK_MAX; j++) {
@@ -925,6 +929,11 @@ static size_t struct_header_block(const struct reply *r, size_t i)
 				fields++;
 				said |= has_address(f.val, f.vlen) ||
 					has_datetime(f.val, f.vlen);
+				/* a mailer's labels start with a capital
+				 * (or in a script without case); a
+				 * robot's "author:", "date:" do not */
+				named |= (unsigned char)f.name[0] >= 0x80 ||
+					 (f.name[0] >= 'A' && f.name[0] <= 'Z');
 			}
 		} else if (j == i) {
 			return i;
@@ -935,7 +944,7 @@ static size_t struct_header_block(const struct reply *r, size_t i)
 		}
 		last = j;
 	}
-	return fields >= 2 && said && other <= fields ? last + 1 : i;
+	return fields >= 2 && said && named && other <= fields ? last + 1 : i;
 }
 
 static int is_sig_marker(const char *p, size_t n)

@@ -502,6 +502,19 @@ static const struct {
 	  "archive/20211231/202112310650.TDDinvVT-lkp@intel.com/config)\n"
 	  "compiler: gcc-9\n\nReported-by: kernel test robot <lkp@intel.com>\n",
 	  "oooobo" },
+	{ "FYI, the error/warning still remains.\n\n"
+	  "tree:   https://git.kernel.org/pub/scm/linux/kernel/git/next/"
+	  "linux-next.git master\nhead:   1234abcd\n"
+	  "commit: 5678abcd [12/34] foo: bar\n"
+	  "author: Jane Doe <jane@example.org>\n"
+	  "date:   7 December 2026 10:15\n\n"
+	  "Reported-by: kernel test robot <lkp@intel.com>\n",
+	  "obooooobo" },
+	/* git log pasted from its "Author:" line */
+	{ "Introduced by\n\nAuthor: A <a@example.org>\n"
+	  "Date:   Mon Dec 7 10:15:00 2026 +0100\n\n    foo: bar\n\n"
+	  "Reviewed-by: R <r@example.org>\n",
+	  "oboobobo" },
 	/* an oops under its "cut here" line */
 	{ "------------[ cut here ]------------\n"
 	  "WARNING: CPU: 0 PID: 1 at foo.c:12 bar+0x1/0x2\n"
