@@ -19,17 +19,19 @@
  *     a header block: at least two "Field: value" lines (a name of one
  *     to three words in any script, maybe bold "*Field:*", the colon
  *     maybe full-width "：" or after a space as in French "Sujet :")
- *     that are no trailers (Xxx-by, Fixes, Link, Closes, Cc ...), where
- *     a value holds an address (not inside a link) or a date with its
- *     time (a year and "10:15"), under a separator or opening a
- *     paragraph (not the "Author:/Date:" under a pasted "commit ..."),
- *     its folded To:/Cc: lines with it; and still by the words of the
- *     languages seen on lists where the structure says too little: a
- *     separator whose words are known ("-----Original Message-----" and
- *     its translations, QQMail's "------------------ Original
- *     ------------------") stands alone, a block of known names
- *     ("From: / Sent: / To: / Subject:", Von/Gesendet/An/Betreff,
- *     "发件人: / 发送时间:" ...) needs no address or date;
+ *     that are no trailers (Xxx-by, Fixes, Link, Closes, Cc ...) nor
+ *     git log's (Author, Commit), where a value holds an address (not
+ *     inside a link) or a date with its time (a year and "10:15") and
+ *     a name is not all lower case (a robot's "tree: / author: /
+ *     date:" report), under a separator or opening a paragraph (not
+ *     under a pasted "commit ..."), its folded To:/Cc: lines with it;
+ *     and still by the words of the languages seen on lists where the
+ *     structure says too little: a separator whose words are known
+ *     ("-----Original Message-----" and its translations, QQMail's
+ *     "------------------ Original ------------------") stands alone, a
+ *     block of known names ("From: / Sent: / To: / Subject:",
+ *     Von/Gesendet/An/Betreff, "发件人: / 发送时间:" ...) needs no
+ *     address or date;
  *   an original pasted without ">" below such a block or attribution
  *     with a date or an address (Outlook, Thunderbird's inline forward,
  *     Gmail, Apple Mail, Coremail, QQMail, Yahoo): when the author

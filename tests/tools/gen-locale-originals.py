@@ -27,7 +27,9 @@ read, cited beside each locale:
       (the separator), LOCALE/mail/chrome/messenger/mime.properties
       1000 (Subject), 1007 (Date), 1009 (From), 1012 (To), the labels
       its plain-text inline forward writes, each followed by ": " and a
-      tab.  Every Thunderbird string here was read there ("tb" rows).
+      tab.  Every Thunderbird string here was read there and checked
+      against it ("tb" rows, the directory beside each).  Its forward
+      prefix, "Fwd:", is not translated (mail.forward_subject_prefix).
   Outlook: Microsoft publishes no table of its localised reply headers.
       A word marked "seen" was found in real list mail or in other reply
       parsers' data for that language (the locale's comment says where);
@@ -75,18 +77,21 @@ LOCALES = [
          ol_to="Komu", ol_subj="Předmět", ol_re="Odp:",
          ol_date="pondělí 7. prosince 2026 10:15",
          ol_src="seen: Czech Outlook mail in other parsers' test data",
+         # tb: thunderbird-l10n cs/mail/chrome/messenger/
          tb=("Přeposlaná zpráva", "Předmět", "Datum", "Od", "Komu"),
          text="Díky, vypadá to dobře, jen prosím oprav překlep v popisu."),
     dict(loc="da", ol_sep="Oprindelig meddelelse", ol_from="Fra",
          ol_sent="Sendt", ol_to="Til", ol_subj="Emne", ol_re="SV:",
          ol_date="7. december 2026 10:15",
          ol_src="seen: mail-parser-reply's Danish Outlook header",
+         # tb: thunderbird-l10n da/mail/chrome/messenger/
          tb=("Videresendt meddelelse", "Emne", "Dato", "Fra", "Til"),
          text="Tak, det ser fint ud. Jeg tager den i næste runde."),
     dict(loc="de", ol_sep="Ursprüngliche Nachricht", ol_from="Von",
          ol_sent="Gesendet", ol_to="An", ol_subj="Betreff", ol_re="AW:",
          ol_date="Montag, 7. Dezember 2026 10:15",
          ol_src="seen: list mail (tests/data/parse/outlook-toppost-latin1)",
+         # tb: thunderbird-l10n de/mail/chrome/messenger/
          tb=("Weitergeleitete Nachricht", "Betreff", "Datum", "Von", "An"),
          text="Danke, sieht gut aus. Bitte noch den Tippfehler beheben.",
          bold=True),
@@ -94,6 +99,7 @@ LOCALES = [
          ol_sent="Στάλθηκε", ol_to="Προς", ol_subj="Θέμα", ol_re="RE:",
          ol_date="Δευτέρα, 7 Δεκεμβρίου 2026 10:15",
          ol_src="separator seen in a reply parser's data; labels unverified",
+         # tb: thunderbird-l10n el/mail/chrome/messenger/
          tb=("Προωθημένο μήνυμα", "Θέμα", "Ημερομηνία", "Από", "Προς"),
          text="Ευχαριστώ, φαίνεται σωστό. Θα το δοκιμάσω αύριο."),
     dict(loc="es-ES", ol_sep="Mensaje original", ol_from="De",
@@ -101,12 +107,14 @@ LOCALES = [
          ol_date="lunes, 7 de diciembre de 2026 10:15",
          ol_src="seen: mail-parser-reply's Spanish Outlook header "
          "(\"Enviado el\" unverified)",
+         # tb: thunderbird-l10n es-ES/mail/chrome/messenger/
          tb=("Mensaje reenviado", "Asunto", "Fecha", "De", "Para"),
          text="Gracias, tiene buena pinta. Lo pruebo mañana."),
     dict(loc="fi", ol_sep="Alkuperäinen viesti", ol_from="Lähettäjä",
          ol_sent="Lähetetty", ol_to="Vastaanottaja", ol_subj="Aihe",
          ol_re="VS:", ol_date="maanantai 7. joulukuuta 2026 10.15",
          ol_src="seen: Finnish Outlook mail in other parsers' test data",
+         # tb: thunderbird-l10n fi/mail/chrome/messenger/
          tb=("Välitetty viesti / Fwd.Msg", "Aihe", "Päiväys", "Lähettäjä",
              "Vastaanottaja"),
          text="Kiitos, näyttää hyvältä. Testaan huomenna."),
@@ -114,6 +122,7 @@ LOCALES = [
          ol_sent="Envoyé", ol_to="À", ol_subj="Objet", ol_re="RE :",
          ol_date="lundi 7 décembre 2026 10:15",
          ol_src="seen: mail-parser-reply's French Outlook header",
+         # tb: thunderbird-l10n fr/mail/chrome/messenger/
          tb=("Message transféré", "Sujet", "Date", "De", "Pour"),
          text="Merci, ça me semble correct. Je teste demain.",
          sp_colon=True),  # "Sujet : ", as mime.properties has it
@@ -122,6 +131,7 @@ LOCALES = [
          ol_date="2026. december 7., hétfő 10:15",
          ol_src="separator and Feladó/Címzett/Tárgy seen in other parsers' "
          "data; Küldve unverified",
+         # tb: thunderbird-l10n hu/mail/chrome/messenger/
          tb=("Továbbított üzenet", "Tárgy", "Dátum", "Feladó", "Címzett"),
          text="Köszönöm, jónak tűnik. Holnap kipróbálom."),
     dict(loc="it", ol_sep="Messaggio originale", ol_from="Da",
@@ -129,6 +139,7 @@ LOCALES = [
          ol_date="lunedì 7 dicembre 2026 10:15",
          ol_src="seen: mail-parser-reply's Italian Outlook header; R: "
          "on xappsoftware.com's note on Italian Outlook",
+         # tb: thunderbird-l10n it/mail/chrome/messenger/
          tb=("Messaggio Inoltrato", "Oggetto", "Data", "Mittente", "A"),
          text="Grazie, mi sembra corretto. Lo provo domani.", bold=True),
     dict(loc="ko", ol_sep="원본 메시지", ol_from="보낸 사람",
@@ -136,18 +147,21 @@ LOCALES = [
          ol_date="2026년 12월 7일 월요일 오전 10:15",
          ol_src="seen: separator in other parsers' data, labels in "
          "mail-parser-reply's Korean header",
+         # tb: thunderbird-l10n ko/mail/chrome/messenger/
          tb=("전달된 메시지", "제목", "날짜", "보낸 사람", "받는 사람"),
          text="감사합니다. 괜찮아 보입니다. 내일 테스트하겠습니다."),
     dict(loc="nl", ol_sep="Oorspronkelijk bericht", ol_from="Van",
          ol_sent="Verzonden", ol_to="Aan", ol_subj="Onderwerp", ol_re="RE:",
          ol_date="maandag 7 december 2026 10:15",
          ol_src="seen: mail-parser-reply's Dutch Outlook header",
+         # tb: thunderbird-l10n nl/mail/chrome/messenger/
          tb=("Doorgestuurd bericht", "Onderwerp", "Datum", "Van", "Aan"),
          text="Bedankt, ziet er goed uit. Ik test het morgen."),
     dict(loc="pl", ol_sep="Wiadomość oryginalna", ol_from="Od",
          ol_sent="Wysłano", ol_to="Do", ol_subj="Temat", ol_re="RE:",
          ol_date="poniedziałek, 7 grudnia 2026 10:15",
          ol_src="seen: mail-parser-reply's Polish Outlook header",
+         # tb: thunderbird-l10n pl/mail/chrome/messenger/
          tb=("Treść przekazanej wiadomości", "Temat", "Data", "Nadawca",
              "Adresat"),
          tb_run=3,  # "--- Treść przekazanej wiadomości ---"
@@ -156,11 +170,13 @@ LOCALES = [
          ol_sent="Enviada em", ol_to="Para", ol_subj="Assunto", ol_re="RE:",
          ol_date="segunda-feira, 7 de dezembro de 2026 10:15",
          ol_src="unverified (Enviada em: seen in Portuguese Outlook mail)",
+         # tb: thunderbird-l10n pt-BR/mail/chrome/messenger/
          tb=("Mensagem encaminhada", "Assunto", "Data", "De", "Para"),
          text="Obrigado, parece correto. Vou testar amanhã."),
     dict(loc="ro", ol_sep="Mesaj original", ol_from="De la",
          ol_sent="Trimis", ol_to="Către", ol_subj="Subiect", ol_re="RE:",
          ol_date="luni, 7 decembrie 2026 10:15", ol_src="unverified",
+         # tb: thunderbird-l10n ro/mail/chrome/messenger/
          tb=("Mesaj redirecționat", "Subiect", "Dată", "de la", "Către"),
          text="Mulțumesc, arată bine. Îl testez mâine."),
     dict(loc="ru", ol_sep="Исходное сообщение", ol_from="От",
@@ -168,24 +184,28 @@ LOCALES = [
          ol_date="7 декабря 2026 г. 10:15",
          ol_src="seen: Russian Outlook mail on lists (its words were in "
          "reply.c's lists before)",
+         # tb: thunderbird-l10n ru/mail/chrome/messenger/
          tb=("Перенаправленное сообщение", "Тема", "Дата", "От", "Кому"),
          text="Спасибо, выглядит хорошо. Завтра проверю."),
     dict(loc="sk", ol_sep="Pôvodná správa", ol_from="Od",
          ol_sent="Odoslané", ol_to="Komu", ol_subj="Predmet", ol_re="RE:",
          ol_date="29. septembra 2026 21:12",
          ol_src="seen: Slovak Outlook mail on linux-kernel (2005)",
+         # tb: thunderbird-l10n sk/mail/chrome/messenger/
          tb=("Preposlaná správa --- Forwarded Message", "Predmet", "Dátum",
              "Od", "Pre"),
          text="Vďaka, vyzerá to dobre. Zajtra to otestujem."),
     dict(loc="sl", ol_sep="Izvirno sporočilo", ol_from="Od",
          ol_sent="Poslano", ol_to="Za", ol_subj="Zadeva", ol_re="RE:",
          ol_date="ponedeljek, 7. december 2026 10:15", ol_src="unverified",
+         # tb: thunderbird-l10n sl/mail/chrome/messenger/
          tb=("Posredovano sporočilo", "Zadeva", "Datum", "Od", "Za"),
          text="Hvala, izgleda v redu. Jutri preizkusim."),
     dict(loc="sv-SE", ol_sep="Ursprungligt meddelande", ol_from="Från",
          ol_sent="Skickat", ol_to="Till", ol_subj="Ämne", ol_re="SV:",
          ol_date="den 7 december 2026 10:15",
          ol_src="seen: Swedish Outlook mail on linux-media (2009)",
+         # tb: thunderbird-l10n sv-SE/mail/chrome/messenger/
          tb=("Vidarebefordrat meddelande", "Ämne", "Datum", "Från", "Till"),
          text="Tack, ser bra ut. Jag testar i morgon."),
     dict(loc="tr", ol_sep="Özgün İleti", ol_from="Kimden",
@@ -193,11 +213,13 @@ LOCALES = [
          ol_date="7 Aralık 2026 Pazartesi 10:15",
          ol_src="separator and Kimden seen in other parsers' data; the "
          "other labels unverified",
+         # tb: thunderbird-l10n tr/mail/chrome/messenger/
          tb=("İletilen İleti", "Konu", "Tarih", "Kimden", "Kime"),
          text="Teşekkürler, iyi görünüyor. Yarın deneyeceğim."),
     dict(loc="uk", ol_sep="Оригінальне повідомлення", ol_from="Від",
          ol_sent="Надіслано", ol_to="Кому", ol_subj="Тема", ol_re="RE:",
          ol_date="7 грудня 2026 р. 10:15", ol_src="unverified",
+         # tb: thunderbird-l10n uk/mail/chrome/messenger/
          tb=("Переслане повідомлення", "Тема", "Дата", "Від", "Кому"),
          text="Дякую, виглядає добре. Завтра перевірю."),
     dict(loc="zh-CN", ol_sep="邮件原件", ol_from="发件人", ol_sent="发送时间",
@@ -205,6 +227,7 @@ LOCALES = [
          ol_date="2026年12月7日 10:15",
          ol_src="seen: Chinese Outlook mail on lists (its words were in "
          "reply.c's lists before)",
+         # tb: thunderbird-l10n zh-CN/mail/chrome/messenger/
          tb=("转发的消息", "主题", "日期", "发件人", "收件人"),
          text="谢谢，看起来没问题。我明天测试一下。", fullwidth=True),
     dict(loc="zh-TW", ol_sep="原始郵件", ol_from="寄件者", ol_sent="寄件日期",
@@ -212,26 +235,31 @@ LOCALES = [
          ol_date="2026年12月7日 上午 10:15",
          ol_src="separator, 寄件者, 收件者 seen (reply.c's lists); "
          "寄件日期 and 主旨 unverified",
+         # tb: thunderbird-l10n zh-TW/mail/chrome/messenger/
          tb=("轉寄郵件", "主旨", "日期", "從", "到"),
          text="謝謝，看起來沒問題。我明天測試。"),
     dict(loc="he", ol_sep="הודעה מקורית", ol_from="מאת", ol_sent="נשלח",
          ol_to="אל", ol_subj="נושא", ol_re="RE:",
          ol_date="יום שני 07 דצמבר 2026 10:15", ol_src="unverified",
+         # tb: thunderbird-l10n he/mail/chrome/messenger/
          tb=("הודעה שהועברה", "נושא", "תאריך", "מאת", "אל"),
          text="תודה, נראה טוב. אבדוק מחר."),
     dict(loc="ar", ol_sep="الرسالة الأصلية", ol_from="من",
          ol_sent="تم الإرسال", ol_to="إلى", ol_subj="الموضوع", ol_re="RE:",
          ol_date="07/12/2026 10:15", ol_src="unverified",
+         # tb: thunderbird-l10n ar/mail/chrome/messenger/
          tb=("رسالة ممرّرة", "الموضوع", "التاريخ", "مِن", "إلى"),
          text="شكرا، يبدو جيدا. سأختبره غدا."),
     dict(loc="bg", ol_sep="Оригинално съобщение", ol_from="От",
          ol_sent="Изпратено", ol_to="До", ol_subj="Тема", ol_re="RE:",
          ol_date="7 декември 2026 г. 10:15", ol_src="unverified",
+         # tb: thunderbird-l10n bg/mail/chrome/messenger/
          tb=("Препратено писмо", "Тема", "Дата", "От", "До"),
          text="Благодаря, изглежда добре. Ще го тествам утре."),
     dict(loc="hr", ol_sep="Izvorna poruka", ol_from="Šalje",
          ol_sent="Poslano", ol_to="Prima", ol_subj="Predmet", ol_re="RE:",
          ol_date="7. prosinca 2026. 10:15", ol_src="unverified",
+         # tb: thunderbird-l10n hr/mail/chrome/messenger/
          tb=("Proslijeđena poruka", "Naslov", "Datum", "Šalje", "Prima"),
          text="Hvala, izgleda dobro. Sutra ću testirati."),
     dict(loc="nb-NO", ol_sep="Opprinnelig melding", ol_from="Fra",
@@ -239,6 +267,7 @@ LOCALES = [
          ol_date="5. september 2026 09:00",
          ol_src="seen: Norwegian Outlook mail (comp.lang.cobol, 1999) "
          "and other parsers' data",
+         # tb: thunderbird-l10n nb-NO/mail/chrome/messenger/
          tb=("Videresendt melding", "Emne", "Dato", "Fra", "Til"),
          text="Takk, ser bra ut. Jeg tester i morgen."),
 ]
