@@ -867,36 +867,95 @@ static int has_address(const char *p, size_t n)
 }
 
 /*
+ * A decimal digit at p: its length in bytes and its value (*v), or 0.
+ * The digits clients write dates in: ASCII, Arabic-Indic (U+0660),
+ * Extended Arabic-Indic (U+06F0, Persian and Urdu), Devanagari (U+0966)
+ * and full-width (U+FF10, Japanese and Chinese).
+ */
+static size_t digit_at(const char *p, size_t n, int *v)
+{
+	const unsigned char *u = (const unsigned char *)p;
+
+	if (n >= 1 && u[0] >= '0' && u[0] <= '9') {
+		*v = u[0] - '0';
+		return 1;
+	}
+	if (n >= 2 && u[0] == 0xd9 && u[1] >= 0xa0 && u[1] <= 0xa9) {
+		*v = u[1] - 0xa0;
+		return 2;
+	}
+	if (n >= 2 && u[0] == 0xdb && u[1] >= 0xb0 && u[1] <= 0xb9) {
+		*v = u[1] - 0xb0;
+		return 2;
+	}
+	if (n >= 3 && u[0] == 0xe0 && u[1] == 0xa5 && u[2] >= 0xa6 &&
+	    u[2] <= 0xaf) {
+		*v = u[2] - 0xa6;
+		return 3;
+	}
+	if (n >= 3 && u[0] == 0xef && u[1] == 0xbc && u[2] >= 0x90 &&
+	    u[2] <= 0x99) {
+		*v = u[2] - 0x90;
+		return 3;
+	}
+	return 0;
+}
+
+/* A run of digits at p: its length in bytes, *count the digits and *val
+ * the value of the first four. */
+static size_t digits_at(const char *p, size_t n, size_t *count, int *val)
+{
+	size_t i = 0, k;
+	int v;
+
+	*count = 0;
+	*val = 0;
+	while ((k = digit_at(p + i, n - i, &v))) {
+		if (++*count <= 4)
+			*val = *val * 10 + v;
+		i += k;
+	}
+	return i;
+}
+
+/*
  * A date with its time in p[0..n), as a client writes when a mail was
- * sent, in any language: a year (19xx, 20xx) and a time ("10:15", or
- * "10.15" after the year as Finnish writes it).  A date alone ("Tested
- * on: 2024-01-05") or a time alone ("Before: 10:30 ms") is none.
+ * sent, in any language and any script's digits: a year (1900-2999: the
+ * Thai calendar's 2569 too) and a time ("10:15", "10：15", or "10.15"
+ * after the year as Finnish writes it).  A date alone ("Tested on:
+ * 2024-01-05") or a time alone ("Before: 10:30 ms") is none.
  */
 static int has_datetime(const char *p, size_t n)
 {
-	size_t i = 0, a;
-	int year = 0, time = 0;
+	size_t i = 0, k, cl, d, m, d2;
+	int year = 0, time = 0, v, v2;
 
 	while (i < n) {
-		if (!is_digit((unsigned char)p[i])) {
+		k = digits_at(p + i, n - i, &d, &v);
+		if (!k) {
 			i++;
 			continue;
 		}
-		a = i;
-		while (i < n && is_digit((unsigned char)p[i]))
-			i++;
-		if (i - a == 4 &&
-		    (!memcmp(p + a, "19", 2) || !memcmp(p + a, "20", 2)))
+		i += k;
+		if (d == 4 && v >= 1900 && v <= 2999)
 			year = 1;
-		if (i - a > 2 || i + 3 > n || (p[i] != ':' && p[i] != '.') ||
-		    !is_digit((unsigned char)p[i + 1]) ||
-		    !is_digit((unsigned char)p[i + 2]) ||
-		    (i + 3 < n && is_digit((unsigned char)p[i + 3])))
+		if (d > 2 || i >= n)
+			continue;
+		cl = p[i] == '.' ? 1 : colon_at(p + i, n - i);
+		if (!cl)
+			continue;
+		m = digits_at(p + i + cl, n - i - cl, &d2, &v2);
+		if (d2 != 2 || v > 23 || v2 > 59)
 			continue;
 		/* "7.12.2026" is a date; "10.15" a time after the year */
-		if (p[i] == ':' || (year && (i + 3 == n || (p[i + 3] != '.' &&
-							    p[i + 3] != ':'))))
+		if (p[i] != '.') {
 			time = 1;
+		} else if (year) {
+			size_t e = i + cl + m;
+
+			if (e == n || (p[e] != '.' && !colon_at(p + e, n - e)))
+				time = 1;
+		}
 	}
 	return year && time;
 }

@@ -21,10 +21,11 @@
  *     maybe full-width "：" or after a space as in French "Sujet :")
  *     that are no trailers (Xxx-by, Fixes, Link, Closes, Cc ...) nor
  *     git log's (Author, Commit), where a value holds an address (not
- *     inside a link) or a date with its time (a year and "10:15") and
- *     a name is not all lower case (a robot's "tree: / author: /
- *     date:" report), under a separator or opening a paragraph (not
- *     under a pasted "commit ..."), its folded To:/Cc: lines with it;
+ *     inside a link) or a date with its time (a year and "10:15", in
+ *     any script's digits) and a name is not all lower case (a robot's
+ *     "tree: / author: / date:" report), under a separator or opening a
+ *     paragraph (not under a pasted "commit ..."), its folded To:/Cc:
+ *     lines with it;
  *     and still by the words of the languages seen on lists where the
  *     structure says too little: a separator whose words are known
  *     ("-----Original Message-----" and its translations, QQMail's
