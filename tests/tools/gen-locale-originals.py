@@ -3,7 +3,7 @@
 test that the original is found by its structure (`parse_locale_originals`,
 docs/SECURITY.md, "The original is found by structure").
 
-For each locale below it writes four complete RFC 5322 replies from the
+For each locale below it writes six complete RFC 5322 replies from the
 maintainer to a patch (In-Reply-To the patch, UTF-8, quoted-printable or
 base64):
 
@@ -12,11 +12,14 @@ base64):
       From/Sent/To/Subject block, then the patch's text, pasted without
       ">", whose trailers include `Acked-by:` and `Reviewed-by:` naming
       the maintainer (an attacker's patch that names them);
+  LOCALE-outlook-rule-attack.eml  the same as Outlook sends an HTML
+      reply as text: a rule of underscores instead of the separator's
+      words;
   LOCALE-tb-attack.eml  Thunderbird's inline forward: the comment, the
       localised "-------- Forwarded Message --------" and the
       Subject/Date/From/To block, then the same original;
-  LOCALE-outlook-honest.eml, LOCALE-tb-honest.eml  the same with the
-      maintainer's own `Acked-by:` under the comment, above the separator.
+  LOCALE-*-honest.eml  each of them with the maintainer's own
+      `Acked-by:` under the comment, above the separator.
 
 The words come from the clients' own translations where they could be
 read, cited beside each locale:
@@ -291,11 +294,14 @@ def original():
                                 mname=MAINT[0], memail=MAINT[1])
 
 
-def outlook_body(loc, honest):
+def outlook_body(loc, honest, rule=False):
     lines = [loc["text"], ""]
     if honest:
         lines += ["Acked-by: %s <%s>" % MAINT, ""]
-    lines.append("-----%s-----" % loc["ol_sep"])
+    # plain-text Outlook writes the localised "-----Original
+    # Message-----"; an HTML reply sent as text has a rule of 32
+    # underscores in every language instead
+    lines.append("_" * 32 if rule else "-----%s-----" % loc["ol_sep"])
     colon = "：" if loc.get("fullwidth") else ":"
     b = "*" if loc.get("bold") else ""
     # Outlook writes the sender with his address in brackets when the
@@ -337,8 +343,8 @@ def encode_header(s):
 
 
 def mail(loc, form, honest, n):
-    if form == "outlook":
-        body = outlook_body(loc, honest)
+    if form in ("outlook", "outlook-rule"):
+        body = outlook_body(loc, honest, form == "outlook-rule")
         subject = "%s [PATCH v2 1/3] %s" % (loc["ol_re"], TITLE)
     else:
         body = tb_body(loc, honest)
@@ -372,7 +378,7 @@ def write_all(out):
     names = []
     n = 0
     for loc in LOCALES:
-        for form in ("outlook", "tb"):
+        for form in ("outlook", "outlook-rule", "tb"):
             for honest in (False, True):
                 name = "%s-%s-%s.eml" % (loc["loc"], form,
                                          "honest" if honest else "attack")
