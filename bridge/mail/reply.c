@@ -757,6 +757,9 @@ static int field_line(const char *p, size_t n, struct field *f)
 		n--;
 		i++;
 	}
+	/* "* kernel: 6.8": a list's bullet, not a bold name */
+	if (i && n && *p == ' ')
+		return 0;
 	for (i = 0; i < n && i <= FIELD_NAME_MAX;) {
 		unsigned char c = (unsigned char)p[i];
 
@@ -961,14 +964,14 @@ static int has_datetime(const char *p, size_t n)
 }
 
 /*
- * A header block found by its structure at line i: at least two
+ * A header block found by its structure at line i: at least min
  * "Field: value" lines that are no trailers, where a value holds an
  * address or a date with its time (who sent it, when) and a name is a
  * mailer's label (not all lower case: the kernel test robot's "tree: /
  * commit: / author: / date:" report is no header), maybe with folded
  * lines among them, up to a blank line.  Its end (exclusive), or i.
  */
-static size_t struct_header_block(const struct reply *r, size_t i)
+static size_t struct_header_block(const struct reply *r, size_t i, size_t min)
 {
 	size_t j, last = i, fields = 0, other = 0;
 	int said = 0, named = 0;
@@ -1003,7 +1006,7 @@ static size_t struct_header_block(const struct reply *r, size_t i)
 		}
 		last = j;
 	}
-	return fields >= 2 && said && named && other <= fields ? last + 1 : i;
+	return fields >= min && said && named && other <= fields ? last + 1 : i;
 }
 
 static int is_sig_marker(const char *p, size_t n)
@@ -1703,15 +1706,18 @@ static size_t header_block(const struct reply *r, size_t i)
  * The header block at line i: its end (exclusive), or i.  By the words
  * of the languages seen on lists (header_block()), or by its structure
  * (struct_header_block()) where a block may open: under a separator
- * (sep) or at the start of a paragraph, never in the middle of one (the
- * "Author:"/"Date:" of a pasted "git log" stand under "commit ...").
+ * (where = 2: two fields suffice) or at the start of a paragraph (where
+ * = 1: three fields, as every mailer writes at least From, Date and
+ * Subject, and a tester's "Build: ... / Boot: OK" has two), never in the
+ * middle of one (where = 0: the "Author:"/"Date:" of a pasted "git log"
+ * stand under "commit ...").
  */
-static size_t header_block_at(const struct reply *r, size_t i, int sep)
+static size_t header_block_at(const struct reply *r, size_t i, int where)
 {
 	size_t end = header_block(r, i);
 
-	if (end == i && sep)
-		end = struct_header_block(r, i);
+	if (end == i && where)
+		end = struct_header_block(r, i, where == 2 ? 2 : 3);
 	return end;
 }
 
@@ -1731,7 +1737,7 @@ static int separated_block(const struct reply *r, size_t i)
 	return nb < r->nr && !r->lines[nb].depth &&
 	       (header_field(r->lines[nb].content, r->lines[nb].clen) ==
 			H_FROM ||
-		header_block_at(r, nb, 1) > nb);
+		header_block_at(r, nb, 2) > nb);
 }
 
 /*
@@ -2046,7 +2052,7 @@ static void classify(struct reply *r)
 			l->kind = RL_HEADER;
 			nb = next_nonblank(r, i + 1);
 			if (nb < r->nr && !r->lines[nb].depth &&
-			    (end = header_block_at(r, nb, 1)) > nb) {
+			    (end = header_block_at(r, nb, 2)) > nb) {
 				set_kind(r, nb, end, RL_HEADER, 0);
 				nb = next_nonblank(r, end);
 			}

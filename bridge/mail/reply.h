@@ -16,16 +16,17 @@
  *     a few words of any language: "-----Původní zpráva-----",
  *     "-------- 転送メッセージ --------", "--- Treść przekazanej
  *     wiadomości ---") with a header block or a "From:" line under it;
- *     a header block: at least two "Field: value" lines (a name of one
- *     to three words in any script, maybe bold "*Field:*", the colon
- *     maybe full-width "：" or after a space as in French "Sujet :")
- *     that are no trailers (Xxx-by, Fixes, Link, Closes, Cc ...) nor
- *     git log's (Author, Commit), where a value holds an address (not
- *     inside a link) or a date with its time (a year and "10:15", in
- *     any script's digits) and a name is not all lower case (a robot's
- *     "tree: / author: / date:" report), under a separator or opening a
- *     paragraph (not under a pasted "commit ..."), its folded To:/Cc:
- *     lines with it;
+ *     a header block: "Field: value" lines, two under a separator and
+ *     three opening a paragraph (never in the middle of one: not under
+ *     a pasted "commit ..."), a name of one to three words in any
+ *     script, maybe bold "*Field:*" (a "* " bullet is none), the colon
+ *     maybe full-width "：" or after a space as in French "Sujet :";
+ *     fields that are trailers (Xxx-by, Fixes, Link, Closes, Cc ...) or
+ *     git log's (Author, Commit) do not count; a value must hold an
+ *     address (not inside a link) or a date with its time (a year and
+ *     "10:15", in any script's digits), and a name must not be all
+ *     lower case (a robot's "tree: / author: / date:" report); its
+ *     folded To:/Cc: lines go with it;
  *     and still by the words of the languages seen on lists where the
  *     structure says too little: a separator whose words are known
  *     ("-----Original Message-----" and its translations, QQMail's

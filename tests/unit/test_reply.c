@@ -524,6 +524,13 @@ static const struct {
 	{ "=====\nResult: 2026-12-07 10:15 pass\n\n"
 	  "Acked-by: R <r@example.org>\n",
 	  "oobo" },
+	/* a tester's results: two fields opening the message, a list */
+	{ "Build: 2026-12-07 10:15 OK\nBoot: OK\n\n"
+	  "Tested-by: T <t@example.org>\n",
+	  "oobo" },
+	{ "## Build\n* Kernel: 6.8.0-rc1\n* Git: 1234abcd\n"
+	  "* Built: 2026-12-07 10:15\n\nTested-by: T <t@example.org>\n",
+	  "oooobo" },
 	/* two fields opening a paragraph of prose */
 	{ "Status: tested on 7 December 2026 at 10:15\nPlan: merge it\n"
 	  "once the series is in\nand the docs are\nupdated too\n\n"
