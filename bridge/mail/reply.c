@@ -662,6 +662,353 @@ static int is_rule(const char *p, size_t n)
 	return 1;
 }
 
+/*
+ * The original by its structure, in any language and script.  Word
+ * lists (header_field(), original_separator()) name the forms of the
+ * languages seen on lists; what every localised client keeps is the
+ * shape: a line drawn across, maybe around a few words, and a block of
+ * "Field: value" lines that say who sent what when.
+ */
+#define SEPARATOR_LINE_MAX 160 /* bytes of a separator line */
+#define SEPARATOR_TEXT_MAX 80 /* bytes of its words */
+#define FIELD_NAME_MAX 48 /* bytes of a field's name */
+#define FIELD_BLOCK_MAX 16 /* lines of a header block */
+
+static int is_trailer(const char *p, size_t n);
+
+static int rule_char(int c)
+{
+	return c == '-' || c == '_' || c == '=' || c == '*';
+}
+
+/*
+ * A separator line: a run of at least five of "-", "_", "=" or "*"
+ * alone (Outlook's "________________________________"), or runs of at
+ * least three around a short text of any words ("-----Původní
+ * zpráva-----", "-------- 転送メッセージ --------", and Thunderbird in
+ * Polish, "--- Treść przekazanej wiadomości ---").  Alone it proves
+ * nothing (a rule under a heading, "------------[ cut here ]---..."
+ * above an oops): classify() takes it for an original only with a
+ * header block under it, or with the words original_separator() knows.
+ */
+static int separator_line(const char *p, size_t n)
+{
+	size_t a = 0, b = 0, i, words;
+	int letter = 0;
+
+	trim(&p, &n);
+	if (!n || n > SEPARATOR_LINE_MAX || !rule_char((unsigned char)p[0]))
+		return 0;
+	while (a < n && p[a] == p[0])
+		a++;
+	if (a == n)
+		return a >= 5;
+	while (b < n - a && p[n - 1 - b] == p[n - 1] &&
+	       rule_char((unsigned char)p[n - 1]))
+		b++;
+	if (a < 3 || b < 3)
+		return 0;
+	p += a;
+	n -= a + b;
+	trim(&p, &n);
+	words = count_words(p, n);
+	if (!n || n > SEPARATOR_TEXT_MAX || words > 8)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (is_alpha((unsigned char)p[i]) ||
+		    (unsigned char)p[i] >= 0x80)
+			letter = 1;
+	return letter;
+}
+
+/* The colon that ends a field's name at p: its length (":" 1, the
+ * full-width "：" 3), or 0. */
+static size_t colon_at(const char *p, size_t n)
+{
+	if (n && *p == ':')
+		return 1;
+	if (n >= 3 && !memcmp(p, "\xef\xbc\x9a", 3))
+		return 3;
+	return 0;
+}
+
+struct field {
+	const char *name; /* the field's name, without bold stars */
+	size_t nlen;
+	const char *val; /* its value, trimmed */
+	size_t vlen;
+};
+
+/*
+ * A "Field: value" line of a header block: a name of one to three words
+ * of letters in any script (a byte over 0x7f is a letter: the script is
+ * not looked at), maybe bold ("*From:*", "*From*:"), then a colon, maybe
+ * full-width ("发件人：") or after a space or a no-break space as French
+ * writes it ("Sujet : ").  "https://..." is no field.
+ */
+static int field_line(const char *p, size_t n, struct field *f)
+{
+	size_t i = 0, k, cl = 0, words = 0, end = 0;
+	int in_word = 0;
+
+	trim(&p, &n);
+	while (i < 2 && n && *p == '*') {
+		p++;
+		n--;
+		i++;
+	}
+	/* "* kernel: 6.8": a list's bullet, not a bold name */
+	if (i && n && *p == ' ')
+		return 0;
+	for (i = 0; i < n && i <= FIELD_NAME_MAX;) {
+		unsigned char c = (unsigned char)p[i];
+
+		if ((cl = colon_at(p + i, n - i)))
+			break;
+		if (c == ' ' || c == '*') {
+			in_word = 0;
+			i++;
+			continue;
+		}
+		if ((k = nbsp_at(p + i, n - i))) {
+			in_word = 0;
+			i += k;
+			continue;
+		}
+		if (!is_alpha(c) && c < 0x80 && !(c == '-' && in_word))
+			return 0;
+		if (!in_word && ++words > 3)
+			return 0;
+		in_word = 1;
+		i++;
+		end = i;
+	}
+	if (!cl || !words)
+		return 0;
+	f->name = p;
+	f->nlen = end;
+	p += i + cl;
+	n -= i + cl;
+	while (n && *p == '*') {
+		p++;
+		n--;
+	}
+	trim(&p, &n);
+	if (n >= 2 && p[0] == '/' && p[1] == '/')
+		return 0;
+	f->val = p;
+	f->vlen = n;
+	return 1;
+}
+
+/*
+ * A field that is a trailer, not a header: "Xxx-by:", "Reviewed by:",
+ * "Fixes:", "Link:", "Closes:", "Cc:" (kernel trailers, git
+ * interpret-trailers), or one of git log's ("Author:", "Commit:").  A
+ * block of these is the author's own text; a "Cc:" inside a header
+ * block does not make it one.
+ */
+static int trailer_field(const struct field *f, const char *line, size_t len)
+{
+	static const char *const tags[] = {
+		"fixes",      "link",	 "closes",     "cc",	     "bcc",
+		"bug",	      "buglink", "change-id",  "message-id", "author",
+		"authordate", "commit",	 "commitdate", "merge",	     NULL,
+	};
+	const char *const *t;
+
+	if (ends_icase(f->name, f->nlen, "-by") ||
+	    ends_icase(f->name, f->nlen, " by"))
+		return 1;
+	for (t = tags; *t; t++)
+		if (f->nlen == strlen(*t) && starts_icase(f->name, f->nlen, *t))
+			return 1;
+	return is_trailer(line, len);
+}
+
+/* Does the word around p[i] hold "://" (a link)? */
+static int in_link(const char *p, size_t n, size_t i)
+{
+	static const char stop[] = " \t()<>[]\"'";
+	size_t a = i, b = i;
+
+	while (a > 0 && !strchr(stop, p[a - 1]))
+		a--;
+	while (b < n && !strchr(stop, p[b]))
+		b++;
+	return mem_find(p + a, b - a, "://", 3) != NULL;
+}
+
+/*
+ * An address, "a@b.c", in p[0..n); not one inside a link, as in the
+ * "config: x86_64-randconfig (https://download.01.org/...-lkp@intel.com
+ * /config)" of a kernel test robot's report, which is no header block.
+ */
+static int has_address(const char *p, size_t n)
+{
+	size_t i, j;
+	int dot;
+
+	for (i = 1; i + 1 < n; i++) {
+		if (p[i] != '@' || !is_alnum((unsigned char)p[i - 1]) ||
+		    in_link(p, n, i))
+			continue;
+		dot = 0;
+		for (j = i + 1; j < n; j++) {
+			unsigned char c = (unsigned char)p[j];
+
+			if (c == '.' && j > i + 1 && j + 1 < n &&
+			    is_alnum((unsigned char)p[j + 1]))
+				dot = 1;
+			else if (!is_alnum(c) && c != '-' && c != '.')
+				break;
+		}
+		if (dot)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * A decimal digit at p: its length in bytes and its value (*v), or 0.
+ * The digits clients write dates in: ASCII, Arabic-Indic (U+0660),
+ * Extended Arabic-Indic (U+06F0, Persian and Urdu), Devanagari (U+0966)
+ * and full-width (U+FF10, Japanese and Chinese).
+ */
+static size_t digit_at(const char *p, size_t n, int *v)
+{
+	const unsigned char *u = (const unsigned char *)p;
+
+	if (n >= 1 && u[0] >= '0' && u[0] <= '9') {
+		*v = u[0] - '0';
+		return 1;
+	}
+	if (n >= 2 && u[0] == 0xd9 && u[1] >= 0xa0 && u[1] <= 0xa9) {
+		*v = u[1] - 0xa0;
+		return 2;
+	}
+	if (n >= 2 && u[0] == 0xdb && u[1] >= 0xb0 && u[1] <= 0xb9) {
+		*v = u[1] - 0xb0;
+		return 2;
+	}
+	if (n >= 3 && u[0] == 0xe0 && u[1] == 0xa5 && u[2] >= 0xa6 &&
+	    u[2] <= 0xaf) {
+		*v = u[2] - 0xa6;
+		return 3;
+	}
+	if (n >= 3 && u[0] == 0xef && u[1] == 0xbc && u[2] >= 0x90 &&
+	    u[2] <= 0x99) {
+		*v = u[2] - 0x90;
+		return 3;
+	}
+	return 0;
+}
+
+/* A run of digits at p: its length in bytes, *count the digits and *val
+ * the value of the first four. */
+static size_t digits_at(const char *p, size_t n, size_t *count, int *val)
+{
+	size_t i = 0, k;
+	int v;
+
+	*count = 0;
+	*val = 0;
+	while ((k = digit_at(p + i, n - i, &v))) {
+		if (++*count <= 4)
+			*val = *val * 10 + v;
+		i += k;
+	}
+	return i;
+}
+
+/*
+ * A date with its time in p[0..n), as a client writes when a mail was
+ * sent, in any language and any script's digits: a year (1900-2999: the
+ * Thai calendar's 2569 too) and a time ("10:15", "10：15", or "10.15"
+ * after the year as Finnish writes it).  A date alone ("Tested on:
+ * 2024-01-05") or a time alone ("Before: 10:30 ms") is none.
+ */
+static int has_datetime(const char *p, size_t n)
+{
+	size_t i = 0, k, cl, d, m, d2;
+	int year = 0, time = 0, v, v2;
+
+	while (i < n) {
+		k = digits_at(p + i, n - i, &d, &v);
+		if (!k) {
+			i++;
+			continue;
+		}
+		i += k;
+		if (d == 4 && v >= 1900 && v <= 2999)
+			year = 1;
+		if (d > 2 || i >= n)
+			continue;
+		cl = p[i] == '.' ? 1 : colon_at(p + i, n - i);
+		if (!cl)
+			continue;
+		m = digits_at(p + i + cl, n - i - cl, &d2, &v2);
+		if (d2 != 2 || v > 23 || v2 > 59)
+			continue;
+		/* "7.12.2026" is a date; "10.15" a time after the year */
+		if (p[i] != '.') {
+			time = 1;
+		} else if (year) {
+			size_t e = i + cl + m;
+
+			if (e == n || (p[e] != '.' && !colon_at(p + e, n - e)))
+				time = 1;
+		}
+	}
+	return year && time;
+}
+
+/*
+ * A header block found by its structure at line i: at least min
+ * "Field: value" lines that are no trailers, where a value holds an
+ * address or a date with its time (who sent it, when) and a name is a
+ * mailer's label (not all lower case: the kernel test robot's "tree: /
+ * commit: / author: / date:" report is no header), maybe with folded
+ * lines among them, up to a blank line.  Its end (exclusive), or i.
+ */
+static size_t struct_header_block(const struct reply *r, size_t i, size_t min)
+{
+	size_t j, last = i, fields = 0, other = 0;
+	int said = 0, named = 0;
+	struct field f;
+
+	for (j = i; j < r->nr && j < i + FIELD_BLOCK_MAX; j++) {
+		const char *p = r->lines[j].content;
+		size_t n = r->lines[j].clen;
+
+		if (r->lines[j].depth != r->lines[i].depth)
+			break;
+		trim(&p, &n);
+		if (!n)
+			break;
+		if (field_line(p, n, &f)) {
+			if (!trailer_field(&f, p, n)) {
+				fields++;
+				said |= has_address(f.val, f.vlen) ||
+					has_datetime(f.val, f.vlen);
+				/* a mailer's labels start with a capital
+				 * (or in a script without case); a
+				 * robot's "author:", "date:" do not */
+				named |= (unsigned char)f.name[0] >= 0x80 ||
+					 (f.name[0] >= 'A' && f.name[0] <= 'Z');
+			}
+		} else if (j == i) {
+			return i;
+		} else if (!has_address(p, n) && !memchr(p, ';', n)) {
+			/* a long To: or Cc: folded by the mailer holds
+			 * addresses or Outlook's ";"; prose does not */
+			other++;
+		}
+		last = j;
+	}
+	return fields >= min && said && named && other <= fields ? last + 1 : i;
+}
+
 static int is_sig_marker(const char *p, size_t n)
 {
 	return (n == 3 && !memcmp(p, "-- ", 3)) ||
@@ -1734,6 +2081,44 @@ static size_t header_block(const struct reply *r, size_t i)
 }
 
 /*
+ * The header block at line i: its end (exclusive), or i.  By the words
+ * of the languages seen on lists (header_block()), or by its structure
+ * (struct_header_block()) where a block may open: under a separator
+ * (where = 2: two fields suffice) or at the start of a paragraph (where
+ * = 1: three fields, as every mailer writes at least From, Date and
+ * Subject, and a tester's "Build: ... / Boot: OK" has two), never in the
+ * middle of one (where = 0: the "Author:"/"Date:" of a pasted "git log"
+ * stand under "commit ...").
+ */
+static size_t header_block_at(const struct reply *r, size_t i, int where)
+{
+	size_t end = header_block(r, i);
+
+	if (end == i && where)
+		end = struct_header_block(r, i, where == 2 ? 2 : 3);
+	return end;
+}
+
+/* Does own line i start a paragraph (the text's first line, or under an
+ * empty line or a phone's "Sent from my ..." line)? */
+static int paragraph_start(const struct reply *r, size_t i)
+{
+	return !i || r->lines[i - 1].kind == RL_BLANK ||
+	       r->lines[i - 1].kind == RL_SIG;
+}
+
+/* Does a "From:" line or a header block follow the separator at i? */
+static int separated_block(const struct reply *r, size_t i)
+{
+	size_t nb = next_nonblank(r, i + 1);
+
+	return nb < r->nr && !r->lines[nb].depth &&
+	       (header_field(r->lines[nb].content, r->lines[nb].clen) ==
+			H_FROM ||
+		header_block_at(r, nb, 2) > nb);
+}
+
+/*
  * Did the author write something of substance before line i?  The scan
  * is remembered (st->scan, st->first) so that a message full of
  * attribution lines stays linear; classify() moves lines away from
@@ -2037,16 +2422,15 @@ static void classify(struct reply *r)
 			l->kind = RL_SIG;
 			continue;
 		}
-		/* a separator, maybe with a header block under it */
+		/* a separator, maybe with a header block under it: one
+		 * whose words are known, or any line drawn across with a
+		 * "From:" or a header block under it */
 		if (original_separator(l->p, l->len) ||
-		    (underscore_rule(l->p, l->len) &&
-		     (nb = next_nonblank(r, i + 1)) < r->nr &&
-		     header_field(r->lines[nb].content, r->lines[nb].clen) ==
-			     H_FROM)) {
+		    (separator_line(l->p, l->len) && separated_block(r, i))) {
 			l->kind = RL_HEADER;
 			nb = next_nonblank(r, i + 1);
 			if (nb < r->nr && !r->lines[nb].depth &&
-			    (end = header_block(r, nb)) > nb) {
+			    (end = header_block_at(r, nb, 2)) > nb) {
 				set_kind(r, nb, end, RL_HEADER, 0);
 				nb = next_nonblank(r, end);
 			}
@@ -2056,7 +2440,7 @@ static void classify(struct reply *r)
 			}
 			continue;
 		}
-		end = header_block(r, i);
+		end = header_block_at(r, i, paragraph_start(r, i));
 		if (end > i) {
 			set_kind(r, i, end, RL_HEADER, 0);
 			nb = next_nonblank(r, end);

@@ -10,16 +10,36 @@
  *     "... 于 ... 写道：", "在 ... 写道：", "... のメッセージ:"; an
  *     address with a colon right above a quote (mutt) or after a date
  *     and a time (Gmail in Russian or Japanese);
- *   header blocks of a quoted original: "-----Original Message-----"
- *     and its translations, "____" then "From: / Sent: / To: /
- *     Subject:" (Von/Gesendet/An/Betreff, De/Envoyé/À/Objet ..., also
- *     "*From:*"), "发件人: / 发送时间:", QQMail's
- *     "------------------ Original ------------------";
+ *   header blocks of a quoted original, found by their structure in
+ *     any language and script: a separator line (a run of at least
+ *     five "-", "_", "=" or "*" alone, or runs of at least three around
+ *     a few words of any language: "-----Původní zpráva-----",
+ *     "-------- 転送メッセージ --------", "--- Treść przekazanej
+ *     wiadomości ---") with a header block or a "From:" line under it;
+ *     a header block: "Field: value" lines, two under a separator and
+ *     three opening a paragraph (never in the middle of one: not under
+ *     a pasted "commit ..."), a name of one to three words in any
+ *     script, maybe bold "*Field:*" (a "* " bullet is none), the colon
+ *     maybe full-width "：" or after a space as in French "Sujet :";
+ *     fields that are trailers (Xxx-by, Fixes, Link, Closes, Cc ...) or
+ *     git log's (Author, Commit) do not count; a value must hold an
+ *     address (not inside a link) or a date with its time (a year and
+ *     "10:15", in any script's digits), and a name must not be all
+ *     lower case (a robot's "tree: / author: / date:" report); its
+ *     folded To:/Cc: lines go with it;
+ *     and still by the words of the languages seen on lists where the
+ *     structure says too little: a separator whose words are known
+ *     ("-----Original Message-----" and its translations, QQMail's
+ *     "------------------ Original ------------------") stands alone, a
+ *     block of known names ("From: / Sent: / To: / Subject:",
+ *     Von/Gesendet/An/Betreff, "发件人: / 发送时间:" ...) needs no
+ *     address or date;
  *   an original pasted without ">" below such a block or attribution
- *     with a date or an address (Outlook, Coremail, QQMail, Yahoo):
- *     when the author wrote above it (top-posting) all the rest is the
- *     original; when the block opens the message, the original ends
- *     with the patch it carries;
+ *     with a date or an address (Outlook, Thunderbird's inline forward,
+ *     Gmail, Apple Mail, Coremail, QQMail, Yahoo): when the author
+ *     wrote above it (top-posting) all the rest is the original; when
+ *     the block opens the message, the original ends with the patch it
+ *     carries;
  *   trim markers ("...", "[...]", "<snip>", "[skipped the patch]");
  *   the signature ("-- " and below), a phone's "Sent from my iPhone"
  *   line (that line alone), mailing list footers and legal disclaimers.

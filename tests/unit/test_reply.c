@@ -426,6 +426,199 @@ static void test_forms(void **state)
 		kinds_are(forms[i].text, forms[i].want);
 }
 
+/*
+ * The original found by its structure, in languages and scripts no word
+ * list names: a separator of any words (or a bare rule) with a header
+ * block under it, or a header block alone at a paragraph's start, whose
+ * values say who sent it or when.  And the own text that only looks like
+ * one: a single "Field: value" line, trailers, times without a year, a
+ * pasted "git log", a kernel test robot's report, an oops.
+ */
+static const struct {
+	const char *text, *want;
+} structures[] = {
+	/* Czech Outlook */
+	{ "D\xc3\xadky.\n\n-----P\xc5\xafvodn\xc3\xad zpr\xc3\xa1va-----\n"
+	  "Od: A <a@example.org>\nOdesl\xc3\xa1no: 7. prosince 2026 10:15\n"
+	  "Komu: list\nP\xc5\x99"
+	  "edm\xc4\x9bt: [PATCH] x\n\n"
+	  "Acked-by: M <m@example.org>\n",
+	  "obhhhhhbg" },
+	/* Thunderbird in Polish: runs of three around the words */
+	{ "Dzi\xc4\x99ki.\n\n--- Tre\xc5\x9b\xc4\x87 przekazanej "
+	  "wiadomo\xc5\x9b"
+	  "ci ---\nTemat: \t[PATCH] x\n"
+	  "Data: \tTue, 1 Dec 2026 10:00:00 +0100\n"
+	  "Nadawca: \tA <a@example.org>\nAdresat: \tlist\n\n\n"
+	  "Acked-by: M <m@example.org>\n",
+	  "obhhhhhbbg" },
+	/* Japanese: a full-width colon, a date without a sender's address */
+	{ "\xe4\xba\x86\xe8\xa7\xa3\xe3\x80\x82\n\n"
+	  "-------- \xe8\xbb\xa2\xe9\x80\x81\xe3\x83\xa1\xe3\x83\x83\xe3\x82"
+	  "\xbb\xe3\x83\xbc\xe3\x82\xb8 --------\n"
+	  "\xe4\xbb\xb6\xe5\x90\x8d\xef\xbc\x9a[PATCH] x\n"
+	  "\xe6\x97\xa5\xe4\xbb\x98\xef\xbc\x9a"
+	  "2026/12/07 10:15\n"
+	  "\xe5\xb7\xae\xe5\x87\xba\xe4\xba\xba\xef\xbc\x9a"
+	  "A\n\n"
+	  "Acked-by: M <m@example.org>\n",
+	  "obhhhhbg" },
+	/* Welsh, no separator: a block that opens a paragraph */
+	{ "Diolch.\n\nOddi wrth: A <a@example.org>\n"
+	  "Anfonwyd: 7 Rhagfyr 2026 10:15\nAt: list\nPwnc: [PATCH] x\n\n"
+	  "Acked-by: M <m@example.org>\n",
+	  "obhhhhbg" },
+	/* Korean in bold under Outlook's rule; a folded To: line */
+	{ "OK.\n\n________________________________\n"
+	  "*\xeb\xb3\xb4\xeb\x82\xb8 \xec\x82\xac\xeb\x9e\x8c:* A\n"
+	  "*\xeb\xb3\xb4\xeb\x82\xb8 \xeb\x82\xa0\xec\xa7\x9c:* "
+	  "2026\xeb\x85\x84 12\xec\x9b\x94 7\xec\x9d\xbc 10:15\n"
+	  "*\xeb\xb0\x9b\xeb\x8a\x94 \xec\x82\xac\xeb\x9e\x8c:* list;\n"
+	  "other@example.org\n\nAcked-by: M <m@example.org>\n",
+	  "obhhhhhbg" },
+	/* Finnish writes the time with a dot */
+	{ "Kiitos.\n\n=====\nL\xc3\xa4hett\xc3\xa4j\xc3\xa4: A\n"
+	  "L\xc3\xa4hetetty: maanantai 7. joulukuuta 2026 10.15\n"
+	  "Aihe: x\n\nAcked-by: M <m@example.org>\n",
+	  "obhhhhbg" },
+	/* Arabic Outlook, its date in Arabic-Indic digits; Thai, the
+	 * Buddhist year; Korean, full-width digits */
+	{ "\xd8\xb4\xd9\x83\xd8\xb1\xd8\xa7.\n"
+	  "\n"
+	  "-----\xd8\xa7\xd9\x84\xd8\xb1\xd8\xb3\xd8\xa7\xd9\x84\xd8\xa9 \xd8"
+	  "\xa7\xd9\x84\xd8\xa3\xd8\xb5\xd9\x84\xd9\x8a\xd8\xa9-----\n"
+	  "\xd9\x85\xd9\x86: A\n"
+	  "\xd8\xaa\xd9\x85 \xd8\xa7\xd9\x84\xd8\xa5\xd8\xb1\xd8\xb3\xd8\xa7"
+	  "\xd9\x84: \xd9\xa7 \xd8\xaf\xd9\x8a\xd8\xb3\xd9\x85\xd8\xa8\xd8"
+	  "\xb1 \xd9\xa2\xd9\xa0\xd9\xa2\xd9\xa6 \xd9\xa1\xd9\xa0:\xd9\xa1"
+	  "\xd9\xa5\n"
+	  "\xd8\xa5\xd9\x84\xd9\x89: list\n"
+	  "\xd8\xa7\xd9\x84\xd9\x85\xd9\x88\xd8\xb6\xd9\x88\xd8\xb9: x\n"
+	  "\n"
+	  "Acked-by: M <m@example.org>\n",
+	  "obhhhhhbg" },
+	{ "\xe0\xb8\x82\xe0\xb8\xad\xe0\xb8\x9a\xe0\xb8\x84\xe0\xb8\xb8\xe0"
+	  "\xb8\x93\n"
+	  "\n"
+	  "________________________________\n"
+	  "\xe0\xb8\x88\xe0\xb8\xb2\xe0\xb8\x81: A\n"
+	  "\xe0\xb8\xaa\xe0\xb9\x88\xe0\xb8\x87: 7 \xe0\xb8\x98\xe0\xb8\xb1"
+	  "\xe0\xb8\x99\xe0\xb8\xa7\xe0\xb8\xb2\xe0\xb8\x84\xe0\xb8\xa1 2569 "
+	  "10:15\n"
+	  "\xe0\xb8\x96\xe0\xb8\xb6\xe0\xb8\x87: list\n"
+	  "\xe0\xb9\x80\xe0\xb8\xa3\xe0\xb8\xb7\xe0\xb9\x88\xe0\xb8\xad\xe0"
+	  "\xb8\x87: x\n"
+	  "\n"
+	  "Acked-by: M <m@example.org>\n",
+	  "obhhhhhbg" },
+	{ "OK.\n"
+	  "\n"
+	  "\xeb\xb3\xb4\xeb\x82\xb8 \xec\x82\xac\xeb\x9e\x8c: A\n"
+	  "\xeb\xb3\xb4\xeb\x82\xb8 \xeb\x82\xa0\xec\xa7\x9c: \xef\xbc\x92"
+	  "\xef\xbc\x90\xef\xbc\x92\xef\xbc\x96\xeb\x85\x84 \xef\xbc\x91\xef"
+	  "\xbc\x92\xec\x9b\x94 \xef\xbc\x97\xec\x9d\xbc \xef\xbc\x91\xef\xbc"
+	  "\x90\xef\xbc\x9a\xef\xbc\x91\xef\xbc\x95\n"
+	  "\xeb\xb0\x9b\xeb\x8a\x94 \xec\x82\xac\xeb\x9e\x8c: list\n"
+	  "\xec\xa0\x9c\xeb\xaa\xa9: x\n"
+	  "\n"
+	  "Acked-by: M <m@example.org>\n",
+	  "obhhhhbg" },
+	/* Gmail's forward in Spanish, Apple Mail's in French: a block
+	 * under the separator's words or under a line of its own */
+	{ "Mira esto.\n\n---------- Mensaje reenviado ---------\n"
+	  "De: A <a@example.org>\n"
+	  "Date: lun, 7 dic 2026 a las 10:15\nSubject: [PATCH] x\n"
+	  "To: <list@example.org>\n\n\nAcked-by: M <m@example.org>\n",
+	  "obhhhhhbbg" },
+	{ "Regarde.\n\nD\xc3\xa9"
+	  "but du message r\xc3\xa9"
+	  "exp\xc3\xa9"
+	  "di\xc3\xa9 :\n\n"
+	  "De: A <a@example.org>\nObjet: [PATCH] x\n"
+	  "Date: 7 d\xc3\xa9"
+	  "cembre 2026 \xc3\xa0 10:15:00 UTC+1\n"
+	  "\xc3\x80: list@example.org\n\nAcked-by: M <m@example.org>\n",
+	  "obobhhhhbg" },
+	/* an Outlook block whose long Cc: the mailer folded */
+	{ "OK.\n\n________________________________\nFrom: A\n"
+	  "Sent: 7 December 2026 10:15\nTo: list\nCc: B <b@example.org>;\n"
+	  "C <c@example.org>; D <d@example.org>;\nE <e@example.org>;\n"
+	  "F <f@example.org>\nSubject: x\n\nAcked-by: M <m@example.org>\n",
+	  "obhhhhhhhhhbg" },
+	/* own text: one field line, trailers, a time without a year */
+	{ "Note: see commit abc\n\nReviewed-by: R <r@example.org>\n", "obo" },
+	{ "Fixes: 1234abcd (\"foo: bar\")\n"
+	  "Link: https://lore.kernel.org/r/x@example.org\n"
+	  "Cc: stable@vger.kernel.org\nReviewed-by: R <r@example.org>\n",
+	  "oooo" },
+	{ "Reviewed by: R <r@example.org>\nTested-by: T <t@example.org>\n",
+	  "oo" },
+	{ "Before: 10:30 ms\nAfter: 09:12 ms\n\nAcked-by: R <r@example.org>\n",
+	  "oobo" },
+	{ "Tested on: 2026-12-07\nBoard: rpi4\n\n"
+	  "Acked-by: R <r@example.org>\n",
+	  "oobo" },
+	{ "=====\nResult: 2026-12-07 10:15 pass\n\n"
+	  "Acked-by: R <r@example.org>\n",
+	  "oobo" },
+	/* a tester's results: two fields opening the message, a list */
+	{ "Build: 2026-12-07 10:15 OK\nBoot: OK\n\n"
+	  "Tested-by: T <t@example.org>\n",
+	  "oobo" },
+	{ "## Build\n* Kernel: 6.8.0-rc1\n* Git: 1234abcd\n"
+	  "* Built: 2026-12-07 10:15\n\nTested-by: T <t@example.org>\n",
+	  "oooobo" },
+	/* two fields opening a paragraph of prose */
+	{ "Status: tested on 7 December 2026 at 10:15\nPlan: merge it\n"
+	  "once the series is in\nand the docs are\nupdated too\n\n"
+	  "Acked-by: R <r@example.org>\n",
+	  "ooooobo" },
+	/* two fields in the middle of a paragraph, a pasted "git log" */
+	{ "I ran it on\nKernel: 6.8, 2026-12-07 10:15\n"
+	  "Lab: <lab@example.org>\n\nAcked-by: R <r@example.org>\n",
+	  "ooobo" },
+	{ "Introduced by\n\ncommit 1234abcd\nAuthor: A <a@example.org>\n"
+	  "Date:   Mon Dec 7 10:15:00 2026 +0100\n\n    foo: bar\n\n"
+	  "Reviewed-by: R <r@example.org>\n",
+	  "obooobobo" },
+	/* a kernel test robot's report: the address is inside a link */
+	{ "url:    https://github.com/0day-ci/linux/commits/x\n"
+	  "base:   https://git.kernel.org/x dev-test\n"
+	  "config: x86_64-randconfig (https://download.01.org/0day-ci/"
+	  "archive/20211231/202112310650.TDDinvVT-lkp@intel.com/config)\n"
+	  "compiler: gcc-9\n\nReported-by: kernel test robot <lkp@intel.com>\n",
+	  "oooobo" },
+	{ "FYI, the error/warning still remains.\n\n"
+	  "tree:   https://git.kernel.org/pub/scm/linux/kernel/git/next/"
+	  "linux-next.git master\nhead:   1234abcd\n"
+	  "commit: 5678abcd [12/34] foo: bar\n"
+	  "author: Jane Doe <jane@example.org>\n"
+	  "date:   7 December 2026 10:15\n\n"
+	  "Reported-by: kernel test robot <lkp@intel.com>\n",
+	  "obooooobo" },
+	/* git log pasted from its "Author:" line */
+	{ "Introduced by\n\nAuthor: A <a@example.org>\n"
+	  "Date:   Mon Dec 7 10:15:00 2026 +0100\n\n    foo: bar\n\n"
+	  "Reviewed-by: R <r@example.org>\n",
+	  "oboobobo" },
+	/* an oops under its "cut here" line */
+	{ "------------[ cut here ]------------\n"
+	  "WARNING: CPU: 0 PID: 1 at foo.c:12 bar+0x1/0x2\n"
+	  "Modules linked in: foo\n"
+	  "CPU: 0 PID: 1 Comm: swapper Not tainted 6.8.0 #1\n"
+	  "Hardware name: QEMU Standard PC (i440FX + PIIX, 1996), "
+	  "BIOS 1.16.3 04/01/2014\n\nAcked-by: R <r@example.org>\n",
+	  "ooooobo" },
+};
+
+static void test_original_by_structure(void **state)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(structures) / sizeof(structures[0]); i++)
+		kinds_are(structures[i].text, structures[i].want);
+}
+
 static void test_blocks_and_own_text(void **state)
 {
 	static const char text[] = "Hi Jane,\n"
@@ -902,6 +1095,7 @@ int main(void)
 		cmocka_unit_test(test_nak_words),
 		cmocka_unit_test(test_kinds),
 		cmocka_unit_test(test_forms),
+		cmocka_unit_test(test_original_by_structure),
 		cmocka_unit_test(test_blocks_and_own_text),
 		cmocka_unit_test(test_anchor),
 		cmocka_unit_test(test_anchor_without_patch),
