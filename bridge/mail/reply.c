@@ -1212,6 +1212,32 @@ static int code_or_log_line(const char *p, size_t n)
  * unsure it is no NAK: the words reach the forge as a comment, nothing
  * is blocked.
  */
+/*
+ * Is p + off inside a quotation that opens in p[0..off): an odd number
+ * of '"' before it, or more opening than closing typographic quotes
+ * (U+201C, U+201E, U+00AB opening; U+201D, U+00BB closing)?
+ */
+static int inside_quotes(const char *p, size_t off)
+{
+	size_t i, straight = 0;
+	long curly = 0;
+
+	for (i = 0; i < off; i++) {
+		if (p[i] == '"')
+			straight++;
+		else if (i + 2 < off && !memcmp(p + i, "\xe2\x80", 2) &&
+			 (p[i + 2] == '\x9c' || p[i + 2] == '\x9e'))
+			curly++;
+		else if (i + 2 < off && !memcmp(p + i, "\xe2\x80\x9d", 3))
+			curly--;
+		else if (i + 1 < off && !memcmp(p + i, "\xc2\xab", 2))
+			curly++;
+		else if (i + 1 < off && !memcmp(p + i, "\xc2\xbb", 2))
+			curly--;
+	}
+	return straight % 2 || curly > 0;
+}
+
 #define NAK_WORDS_MAX 128
 
 /*
@@ -1241,7 +1267,7 @@ static int nak_window(const char *p, size_t n, size_t from, size_t *cut,
 		"i",	  "i'm",      "im",	  "we",		"my",	"our",
 		"strong", "strongly", "hard",	  "firm",	"big",	"still",
 		"i'll",	  "we'll",    "definite", "definitely", "self", "gets",
-		"get",	  "got",      NULL,
+		"get",	  "got",      "clear",	  "clearly",	NULL,
 	};
 	/* these say "NAK" for the one before them: "I will NAK" */
 	static const char *const modal_prev[] = {
@@ -1363,9 +1389,11 @@ static int nak_window(const char *p, size_t n, size_t from, size_t *cut,
 		if (after < end && *after == '-' &&
 		    mem_find(after, (size_t)(end - after), "-by", 3) == after)
 			continue;
-		/* quoted: "he said \"NAK\"", `NAK` */
+		/* quoted: "he said \"NAK\"", `NAK`, a commit's title in a
+		 * Fixes: line */
 		if (w[k].before == '"' || w[k].before == '`' ||
-		    (after < end && (*after == '"' || *after == '`')))
+		    (after < end && (*after == '"' || *after == '`')) ||
+		    inside_quotes(p, (size_t)(w[k].p - p)))
 			continue;
 		/* the separator after the word, blanks skipped */
 		while (after < end && (*after == ' ' || *after == '\t'))
@@ -2346,7 +2374,8 @@ static int paste_intro(const char *p, size_t n)
 
 /*
  * Mark the own lines that are pasted or proposed, not said: code and log
- * lines (code_or_log_line()), the rest of a paragraph after one, and the
+ * lines (code_or_log_line()), lines indented with a tab or four spaces
+ * as code is, the rest of a paragraph after one of them, and the
  * lines under a line that introduces them (paste_intro()) up to the end
  * of their paragraph.  A NAK there is the protocol's word or an example.
  */
@@ -2369,7 +2398,9 @@ static void mark_pasted(const struct reply *r, unsigned char *in)
 			in_paste = intro = 0;
 			continue;
 		}
-		if (intro || in_paste || code_or_log_line(l->p, l->len)) {
+		if (intro || in_paste || code_or_log_line(l->p, l->len) ||
+		    (l->len && l->p[0] == '\t') ||
+		    (l->len >= 4 && !memcmp(l->p, "    ", 4))) {
 			in[i] = 1;
 			in_paste = 1;
 			continue;

@@ -49,6 +49,7 @@ static void test_nak_words(void **state)
 		"I am NACKing this.",
 		"We are NAKing the series.",
 		"I hereby NAK this.",
+		"This is a clear NAK.",
 		NULL,
 	};
 	static const char *const no[] = {
@@ -116,6 +117,11 @@ static void test_nak_words(void **state)
 		"I don't think this deserves a NAK.",
 		"I do not intend to NAK this series.",
 		"Not a NAK, just a question.",
+		/* inside a quotation: a commit's title, someone's words */
+		"Please add Fixes: 0123456789ab (\"i2c: NAK the last byte\")",
+		"The commit \xe2\x80\x9ci2c: NAK the last byte\xe2\x80\x9d "
+		"broke it.",
+		"He wrote \"this is a NAK from me\" on v1.",
 		NULL,
 	};
 	const char *const *p;
@@ -760,6 +766,9 @@ static void test_nak_in_context(void **state)
 		{ "How about this instead:\n\n    NAK the last byte, then "
 		  "stop.\n",
 		  0, 0, 1 },
+		/* indented: code */
+		{ "\tNAK the last byte\n", 0, 0, 1 },
+		{ "Please do\n\n    NAK for the address phase\n", 0, 0, 1 },
 		/* a pasted log */
 		{ "dmesg shows:\nNAK from the device on every read\n", 0, 0,
 		  1 },
