@@ -2334,6 +2334,26 @@ static void mark_shortlog(const struct reply *r, unsigned char *in)
 	}
 }
 
+/* Is the line the word NAK or NACK alone, emphasis and "." or "!"
+ * allowed ("NACK.", "Nak!", "*NAK*")?  Not a question, not quoted. */
+static int nak_alone(const char *p, size_t n)
+{
+	size_t i = 0, s;
+
+	trim(&p, &n);
+	while (i < n && p[i] && strchr("*_~", p[i]))
+		i++;
+	s = i;
+	while (i < n && is_alpha((unsigned char)p[i]))
+		i++;
+	if (!((i - s == 3 && starts_icase(p + s, 3, "nak")) ||
+	      (i - s == 4 && starts_icase(p + s, 4, "nack"))))
+		return 0;
+	while (i < n && p[i] && strchr(".!*_~", p[i]))
+		i++;
+	return i == n;
+}
+
 /* Does text[0..n) hold word as a word of its own, any case? */
 static int has_word_icase(const char *p, size_t n, const char *word)
 {
@@ -2354,22 +2374,32 @@ static int has_word_icase(const char *p, size_t n, const char *word)
  */
 static int paste_intro(const char *p, size_t n)
 {
-	static const char *const words[] = {
-		"dmesg",  "log",     "logs", "output",	"trace",
-		"splat",  "console", "oops", "instead", "shows",
-		"prints", "printed", NULL,
+	/* the last word before the colon: "the boot log:", "dmesg shows:",
+	 * not "Regarding the log level:" */
+	static const char *const last[] = {
+		"log",	"logs",	 "output",  "trace",	 "splat",    "console",
+		"oops", "dmesg", "instead", "shows",	 "prints",   "printed",
+		"says", "gives", "reports", "backtrace", "messages", NULL,
+	};
+	static const char *const tools[] = {
+		"dmesg",
+		"journalctl",
+		NULL,
 	};
 	const char *const *w;
+	size_t e;
 
 	trim(&p, &n);
 	if (trailers_example_intro(p, n))
 		return 1;
 	if (!n || p[n - 1] != ':')
 		return 0;
-	for (w = words; *w; w++)
+	for (w = tools; *w; w++)
 		if (has_word_icase(p, n, *w))
 			return 1;
-	return 0;
+	for (e = n - 1; e > 0 && is_alpha((unsigned char)p[e - 1]); e--)
+		;
+	return word_in(p + e, n - 1 - e, last);
 }
 
 /*
@@ -2396,6 +2426,11 @@ static void mark_pasted(const struct reply *r, unsigned char *in)
 		}
 		if (l->kind != RL_OWN) {
 			in_paste = intro = 0;
+			continue;
+		}
+		/* the word alone is no code and no log line */
+		if (nak_alone(l->p, l->len) && !in_paste) {
+			intro = 0;
 			continue;
 		}
 		if (intro || in_paste || code_or_log_line(l->p, l->len) ||
@@ -2441,26 +2476,6 @@ static int runs_on(const char *p, size_t n, const char *next, size_t nn)
 		return 1;
 	trim(&next, &nn);
 	return n >= 60 && nn && next[0] >= 'a' && next[0] <= 'z';
-}
-
-/* Is the line the word NAK or NACK alone, emphasis and "." or "!"
- * allowed ("NACK.", "Nak!", "*NAK*")?  Not a question, not quoted. */
-static int nak_alone(const char *p, size_t n)
-{
-	size_t i = 0, s;
-
-	trim(&p, &n);
-	while (i < n && p[i] && strchr("*_~", p[i]))
-		i++;
-	s = i;
-	while (i < n && is_alpha((unsigned char)p[i]))
-		i++;
-	if (!((i - s == 3 && starts_icase(p + s, 3, "nak")) ||
-	      (i - s == 4 && starts_icase(p + s, 4, "nack"))))
-		return 0;
-	while (i < n && p[i] && strchr(".!*_~", p[i]))
-		i++;
-	return i == n;
 }
 
 /*

@@ -769,6 +769,11 @@ static void test_nak_in_context(void **state)
 		/* indented: code */
 		{ "\tNAK the last byte\n", 0, 0, 1 },
 		{ "Please do\n\n    NAK for the address phase\n", 0, 0, 1 },
+		/* a colon that introduces no paste, the word alone is none */
+		{ "Regarding the log level change:\n\nNAK.\n", 1, 1, 1 },
+		{ "Comments below:\n\nNAK for the locking.\n", 1, 0, 1 },
+		{ "Something like:\n\nNACK\n", 1, 1, 1 },
+		{ "\tNACK.\n", 1, 1, 1 },
 		/* a pasted log */
 		{ "dmesg shows:\nNAK from the device on every read\n", 0, 0,
 		  1 },
