@@ -2334,22 +2334,20 @@ static void mark_shortlog(const struct reply *r, unsigned char *in)
 	}
 }
 
-/* Is the line the word NAK or NACK alone, emphasis and "." or "!"
- * allowed ("NACK.", "Nak!", "*NAK*")?  Not a question, not quoted. */
+/* Is the line the word NAK or NACK alone, "." or "!" allowed ("NACK.",
+ * "Nak!", "NAK!!!")?  Not a question, not quoted, not marked up as
+ * emphasis ("*NAK*" is read by the reader, as a mention). */
 static int nak_alone(const char *p, size_t n)
 {
-	size_t i = 0, s;
+	size_t i = 0;
 
 	trim(&p, &n);
-	while (i < n && p[i] && strchr("*_~", p[i]))
-		i++;
-	s = i;
 	while (i < n && is_alpha((unsigned char)p[i]))
 		i++;
-	if (!((i - s == 3 && starts_icase(p + s, 3, "nak")) ||
-	      (i - s == 4 && starts_icase(p + s, 4, "nack"))))
+	if (!((i == 3 && starts_icase(p, 3, "nak")) ||
+	      (i == 4 && starts_icase(p, 4, "nack"))))
 		return 0;
-	while (i < n && p[i] && strchr(".!*_~", p[i]))
+	while (i < n && (p[i] == '.' || p[i] == '!'))
 		i++;
 	return i == n;
 }

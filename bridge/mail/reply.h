@@ -36,7 +36,7 @@
  * best reading of whether the author objects, each own line read with
  * the lines of its sentence before it when the mailer wrapped it;
  * nak_alone, a paragraph of own text that is the word NAK or NACK alone
- * (emphasis, "." and "!" allowed; anything that is not own text, a
+ * ("." and "!" allowed; anything that is not own text, a
  * quote or a signature, breaks a paragraph as a blank line does); and
  * nak_mention, the word in any form anywhere in own text.  Commit titles
  * of a shortlog, code and log lines, lines indented as code is (a tab,

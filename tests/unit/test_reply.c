@@ -735,7 +735,10 @@ static void test_nak_in_context(void **state)
 		{ "Hi,\n\nNack!\n\nThanks,\nRita\n", 1, 1, 1 },
 		{ "> the old code\nNACK\n> more\n", 1, 1, 1 },
 		{ "nak\n-- \nRita\n", 1, 1, 1 },
-		{ "  *NAK*  \n", 1, 1, 1 },
+		{ "  NAK!!!  \n", 1, 1, 1 },
+		/* emphasis marked up: read, but a mention */
+		{ "*NAK*\n", 1, 0, 1 },
+		{ "_NACK_\n", 1, 0, 1 },
 		/* said, but not alone: acted on only as a trailer */
 		{ "Hi,\nNAK.\n", 1, 0, 1 },
 		{ "NAK.\nThe lock is taken twice.\n", 1, 0, 1 },
