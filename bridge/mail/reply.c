@@ -1044,7 +1044,7 @@ static int word_stem_in(const struct word *w, const char *const *stems)
 }
 
 /* The forms of the word NAK. */
-enum nak_form {
+enum nak_word_form {
 	NAKW_NONE,
 	NAKW_BASE, /* NAK, NACK, an emphatic NAAAK */
 	NAKW_ING, /* NACKing, nak'ing, nakking */
@@ -1059,11 +1059,11 @@ enum nak_form {
  * they make an identifier (I2C_M_IGNORE_NAK), which is no word.  "naked"
  * is the English word unless its NAK is in capitals ("NAKed").
  */
-static enum nak_form nak_word(const char *w, size_t n)
+static enum nak_word_form nak_word(const char *w, size_t n)
 {
 	static const struct {
 		const char *suffix;
-		enum nak_form form;
+		enum nak_word_form form;
 	} suffixes[] = {
 		{ "", NAKW_BASE },   { "ing", NAKW_ING },  { "'ing", NAKW_ING },
 		{ "ed", NAKW_PAST }, { "'d", NAKW_PAST },  { "'ed", NAKW_PAST },
@@ -1185,33 +1185,13 @@ static int code_or_log_line(const char *p, size_t n)
 	for (t2 = t1 + 1; t2 < n && p[t2] != ' '; t2++) {
 		if (is_digit((unsigned char)p[t2]))
 			digit = 1;
-		else if (strchr("-.:", p[t2]) && t2 + 1 < n && p[t2 + 1] != ' ')
+		else if (p[t2] && strchr("-.:", p[t2]) && t2 + 1 < n &&
+			 p[t2 + 1] != ' ')
 			sep = 1;
 	}
 	return digit && sep && t2 < n && p[t2 - 1] == ':';
 }
 
-/*
- * A NAK is the reviewer's verdict: "NACK." on a line, "NAK for this",
- * "Still a NACK", "self-NACK this series", "I NAK this".  The word is
- * also an I2C/USB protocol term ("the device NAKs", "on NAK we retry",
- * "ACK/NAK", I2C_M_IGNORE_NAK), so it counts only where a verdict sits:
- * alone in its clause, opening a clause followed by "for", "from", "on",
- * "this"..., or after "I", "my", "a" (verdict-style) and the like.  And
- * only when it is said, not merely mentioned: never negated ("not a
- * NAK"), asked ("Why the NAK?"), withdrawn ("I withdraw my NAK", "NAK
- * retracted"), hypothetical ("I was going to NAK this", "I would NAK it
- * if ..."), conditional ("If this breaks the ABI, NAK"), someone else's
- * ("you may want to NAK this"), a report of an earlier one ("I NACKed
- * v1"), hedged ("I'm inclined to NAK this", "this will probably get
- * NAKed") or quoted ("he said \"NAK\"").  A negation anywhere before
- * the word in its clause counts ("I don't think this deserves a NAK").
- * Emphasis is the same word ("NAAAK", "_NACK_", "*NAK*"), and the verb
- * said by the author is one ("I am NACKing this", "I hereby NAK this").
- * A line of code or of a log is never one (code_or_log_line()).  When
- * unsure it is no NAK: the words reach the forge as a comment, nothing
- * is blocked.
- */
 /*
  * Is p + off inside a quotation that opens in p[0..off): an odd number
  * of '"' before it, or more opening than closing typographic quotes
@@ -1238,6 +1218,27 @@ static int inside_quotes(const char *p, size_t off)
 	return straight % 2 || curly > 0;
 }
 
+/*
+ * A NAK is the reviewer's verdict: "NACK." on a line, "NAK for this",
+ * "Still a NACK", "self-NACK this series", "I NAK this".  The word is
+ * also an I2C/USB protocol term ("the device NAKs", "on NAK we retry",
+ * "ACK/NAK", I2C_M_IGNORE_NAK), so it counts only where a verdict sits:
+ * alone in its clause, opening a clause followed by "for", "from", "on",
+ * "this"..., or after "I", "my", "a" (verdict-style) and the like.  And
+ * only when it is said, not merely mentioned: never negated ("not a
+ * NAK"), asked ("Why the NAK?"), withdrawn ("I withdraw my NAK", "NAK
+ * retracted"), hypothetical ("I was going to NAK this", "I would NAK it
+ * if ..."), conditional ("If this breaks the ABI, NAK"), someone else's
+ * ("you may want to NAK this"), a report of an earlier one ("I NACKed
+ * v1"), hedged ("I'm inclined to NAK this", "this will probably get
+ * NAKed") or quoted ("he said \"NAK\"", a commit's title in quotes).
+ * A negation anywhere before the word in its clause counts ("I don't
+ * think this deserves a NAK").  Emphasis is the same word ("NAAAK",
+ * "_NACK_", "*NAK*"), and the verb said by the author is one ("I am
+ * NACKing this", "I hereby NAK this").  A line of code or of a log is
+ * never one (code_or_log_line()).  When unsure it is no NAK: the words
+ * reach the forge as a comment, nothing is blocked.
+ */
 #define NAK_WORDS_MAX 128
 
 /*
@@ -1376,7 +1377,7 @@ static int nak_window(const char *p, size_t n, size_t from, size_t *cut,
 		const char *after, *end = p + n;
 		size_t j, clause, clause_end, sentence, sentence_end;
 		int first, verdict = 0, negated = 0, stop;
-		enum nak_form form = nak_word(w[k].p, w[k].n);
+		enum nak_word_form form = nak_word(w[k].p, w[k].n);
 		char next_sep;
 
 		if (w[k].p < p + from || form == NAKW_NONE ||
