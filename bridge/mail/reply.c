@@ -1305,6 +1305,9 @@ static int nak_window(const char *p, size_t n, size_t from, size_t *cut,
 		"therefore",  "thus", "hence",	    "just",	"do",
 		"must",	      "will", "definitely", NULL,
 	};
+	static const char *const conclusions[] = {
+		"so", "hence", "thus", "therefore", "consequently", NULL,
+	};
 	static const char *const own_subject[] = {
 		"i", "i'm", "im", "we", "we're", "i'll", "we'll", NULL,
 	};
@@ -1428,6 +1431,14 @@ static int nak_window(const char *p, size_t n, size_t from, size_t *cut,
 			if (w[sentence_end].before &&
 			    strchr(".;!?", w[sentence_end].before))
 				break;
+		/* a conclusion opens a clause of its own when the author's
+		 * verdict follows it: "This doesn't build so NAK", "... hence
+		 * I NAK this", but not "I'm not so sure about a NAK" */
+		for (j = clause; j < k; j++)
+			if (word_in(w[j].p, w[j].n, conclusions) &&
+			    (j + 1 == k ||
+			     word_in(w[j + 1].p, w[j + 1].n, own_subject)))
+				clause = j;
 		/* "so NAK", "and NAK for ...": openers do not count */
 		first = 1;
 		for (j = clause; j < k; j++)

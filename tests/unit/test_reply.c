@@ -50,6 +50,10 @@ static void test_nak_words(void **state)
 		"We are NAKing the series.",
 		"I hereby NAK this.",
 		"This is a clear NAK.",
+		/* a conclusion after a negated reason */
+		"This doesn't even build so NAK.",
+		"It would break userspace, hence NACK.",
+		"The lock isn't taken here so I have to NAK this.",
 		NULL,
 	};
 	static const char *const no[] = {
@@ -122,6 +126,8 @@ static void test_nak_words(void **state)
 		"The commit \xe2\x80\x9ci2c: NAK the last byte\xe2\x80\x9d "
 		"broke it.",
 		"He wrote \"this is a NAK from me\" on v1.",
+		"I'm not so sure about a NAK.",
+		"I do not think so NAK is right here.",
 		NULL,
 	};
 	const char *const *p;
