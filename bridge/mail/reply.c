@@ -1452,7 +1452,7 @@ static int nak_window(const char *p, size_t n, size_t from, size_t *cut,
 			negated = 1;
 		if (k > 0 && w[k - 1].n == 2 &&
 		    starts_icase(w[k - 1].p, 2, "no") &&
-		    !(w[k].before && strchr(",;:", w[k].before)))
+		    !(w[k].before && strchr(",;:.!?", w[k].before)))
 			negated = 1;
 		if (negated)
 			continue;

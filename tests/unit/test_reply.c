@@ -54,6 +54,7 @@ static void test_nak_words(void **state)
 		"This doesn't even build so NAK.",
 		"It would break userspace, hence NACK.",
 		"The lock isn't taken here so I have to NAK this.",
+		"No. NAK.",
 		NULL,
 	};
 	static const char *const no[] = {
