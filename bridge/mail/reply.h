@@ -36,11 +36,11 @@
  * best reading of whether the author objects, each own line read with
  * the lines of its sentence before it when the mailer wrapped it;
  * nak_alone, a paragraph of own text that is the word NAK or NACK alone
- * ("." and "!" allowed; anything that is not own text, a
- * quote or a signature, breaks a paragraph as a blank line does); and
- * nak_mention, the word in any form anywhere in own text.  Commit titles
- * of a shortlog, code and log lines, lines indented as code is (a tab,
- * four spaces), the rest of their paragraph, and what a line such as
+ * ("." and "!" allowed; anything that is not own text, a quote or a
+ * signature, breaks a paragraph as a blank line does); and nak_mention,
+ * the word in any form anywhere in own text.  Commit titles of a
+ * shortlog, code and log lines, lines indented as code is (a tab, four
+ * spaces), the rest of their paragraph, and what a line such as
  * "Something like:" or "dmesg shows:" introduces are mentions only, and
  * so is a NAK inside a quotation ("Fixes: ... (\"i2c: NAK the last
  * byte\")").
