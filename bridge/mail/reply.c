@@ -1193,6 +1193,31 @@ static int code_or_log_line(const char *p, size_t n)
 }
 
 /*
+ * A commit's title as git log and a pasted commit show it: a lower-case
+ * subsystem prefix and a colon ("i2c: xiic: NAK the last byte"), the
+ * kernel's convention (Documentation/process/submitting-patches.rst).
+ * Not the labels people write in lower case ("nit:", "update:").
+ */
+static int commit_title_line(const char *p, size_t n)
+{
+	static const char *const labels[] = {
+		"nit",	"note", "ps",	"edit", "update", "btw",  "fyi",
+		"also", "and",	"imho", "imo",	"re",	  "todo", NULL,
+	};
+	size_t i;
+	int alpha = 0;
+
+	trim(&p, &n);
+	for (i = 0; i < n && ((p[i] >= 'a' && p[i] <= 'z') || is_digit(p[i]) ||
+			      (p[i] && strchr("_./-", p[i])));
+	     i++)
+		if (is_alpha((unsigned char)p[i]))
+			alpha = 1;
+	return alpha && i >= 2 && i + 1 < n && p[i] == ':' && p[i + 1] == ' ' &&
+	       !word_in(p, i, labels);
+}
+
+/*
  * Is p + off inside a quotation that opens in p[0..off): an odd number
  * of '"' before it, or more opening than closing typographic quotes
  * (U+201C, U+201E, U+00AB opening; U+201D, U+00BB closing)?
@@ -1549,7 +1574,7 @@ int reply_line_is_nak(const char *p, size_t n)
 {
 	size_t start = 0, from = 0, cut, ctx;
 
-	if (code_or_log_line(p, n))
+	if (code_or_log_line(p, n) || commit_title_line(p, n))
 		return 0;
 	/* a long line (a flowed paragraph) is read a window at a time */
 	for (;;) {
@@ -2414,8 +2439,9 @@ static int paste_intro(const char *p, size_t n)
 
 /*
  * Mark the own lines that are pasted or proposed, not said: code and log
- * lines (code_or_log_line()), lines indented with a tab or four spaces
- * as code is, the rest of a paragraph after one of them, and the
+ * lines (code_or_log_line()), a commit's title (commit_title_line()),
+ * lines indented with a tab or four spaces as code is, the rest of a
+ * paragraph after one of them, and the
  * lines under a line that introduces them (paste_intro()) up to the end
  * of their paragraph.  A NAK there is the protocol's word or an example.
  */
@@ -2444,6 +2470,7 @@ static void mark_pasted(const struct reply *r, unsigned char *in)
 			continue;
 		}
 		if (intro || in_paste || code_or_log_line(l->p, l->len) ||
+		    commit_title_line(l->p, l->len) ||
 		    (l->len && l->p[0] == '\t') ||
 		    (l->len >= 4 && !memcmp(l->p, "    ", 4))) {
 			in[i] = 1;

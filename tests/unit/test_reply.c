@@ -21,6 +21,8 @@ static void test_nak_words(void **state)
 		"Strong NAK from me.",
 		"This gets a NAK from me.",
 		"For now, NAK.",
+		"update: NAK, v3 breaks the build as well.",
+		"nit: NAK for this one, the rest is fine.",
 		"Nacked.",
 		"NAK: the lock is taken twice",
 		"Sorry, but I have to NAK this.",
@@ -86,6 +88,9 @@ static void test_nak_words(void **state)
 		"[ 3.2] i2c_designware: NAK for address 0x30",
 		"Dec  6 21:00:01 host kernel: i2c i2c-1: NAK from 0x50",
 		"2024-01-02T10:00:00.123Z NAK from the target",
+		/* a commit's title, pasted */
+		"i2c: xiic: NAK the last byte of a read",
+		"usb: dwc3: gadget: NAK OUT transfers until the FIFO drains",
 		NULL,
 	};
 	/*
@@ -784,6 +789,10 @@ static void test_nak_in_context(void **state)
 		{ "Comments below:\n\nNAK for the locking.\n", 1, 0, 1 },
 		{ "Something like:\n\nNACK\n", 1, 1, 1 },
 		{ "\tNACK.\n", 1, 1, 1 },
+		/* a pasted commit */
+		{ "Please squash this into the commit\ni2c: xiic: NAK the last "
+		  "byte of a read\nwhich broke it.\n",
+		  0, 0, 1 },
 		/* a pasted log */
 		{ "dmesg shows:\nNAK from the device on every read\n", 0, 0,
 		  1 },
