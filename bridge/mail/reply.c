@@ -1544,7 +1544,7 @@ static int word_stem_in(const struct word *w, const char *const *stems)
 }
 
 /* The forms of the word NAK. */
-enum nak_form {
+enum nak_word_form {
 	NAKW_NONE,
 	NAKW_BASE, /* NAK, NACK, an emphatic NAAAK */
 	NAKW_ING, /* NACKing, nak'ing, nakking */
@@ -1559,11 +1559,11 @@ enum nak_form {
  * they make an identifier (I2C_M_IGNORE_NAK), which is no word.  "naked"
  * is the English word unless its NAK is in capitals ("NAKed").
  */
-static enum nak_form nak_word(const char *w, size_t n)
+static enum nak_word_form nak_word(const char *w, size_t n)
 {
 	static const struct {
 		const char *suffix;
-		enum nak_form form;
+		enum nak_word_form form;
 	} suffixes[] = {
 		{ "", NAKW_BASE },   { "ing", NAKW_ING },  { "'ing", NAKW_ING },
 		{ "ed", NAKW_PAST }, { "'d", NAKW_PAST },  { "'ed", NAKW_PAST },
@@ -1685,10 +1685,62 @@ static int code_or_log_line(const char *p, size_t n)
 	for (t2 = t1 + 1; t2 < n && p[t2] != ' '; t2++) {
 		if (is_digit((unsigned char)p[t2]))
 			digit = 1;
-		else if (strchr("-.:", p[t2]) && t2 + 1 < n && p[t2 + 1] != ' ')
+		else if (p[t2] && strchr("-.:", p[t2]) && t2 + 1 < n &&
+			 p[t2 + 1] != ' ')
 			sep = 1;
 	}
 	return digit && sep && t2 < n && p[t2 - 1] == ':';
+}
+
+/*
+ * A commit's title as git log and a pasted commit show it: a lower-case
+ * subsystem prefix and a colon ("i2c: xiic: NAK the last byte"), the
+ * kernel's convention (Documentation/process/submitting-patches.rst).
+ * Not the labels people write in lower case ("nit:", "update:").
+ */
+static int commit_title_line(const char *p, size_t n)
+{
+	static const char *const labels[] = {
+		"nit",	"note", "ps",	"edit", "update", "btw",  "fyi",
+		"also", "and",	"imho", "imo",	"re",	  "todo", NULL,
+	};
+	size_t i;
+	int alpha = 0;
+
+	trim(&p, &n);
+	for (i = 0; i < n && ((p[i] >= 'a' && p[i] <= 'z') || is_digit(p[i]) ||
+			      (p[i] && strchr("_./-", p[i])));
+	     i++)
+		if (is_alpha((unsigned char)p[i]))
+			alpha = 1;
+	return alpha && i >= 2 && i + 1 < n && p[i] == ':' && p[i + 1] == ' ' &&
+	       !word_in(p, i, labels);
+}
+
+/*
+ * Is p + off inside a quotation that opens in p[0..off): an odd number
+ * of '"' before it, or more opening than closing typographic quotes
+ * (U+201C, U+201E, U+00AB opening; U+201D, U+00BB closing)?
+ */
+static int inside_quotes(const char *p, size_t off)
+{
+	size_t i, straight = 0;
+	long curly = 0;
+
+	for (i = 0; i < off; i++) {
+		if (p[i] == '"')
+			straight++;
+		else if (i + 2 < off && !memcmp(p + i, "\xe2\x80", 2) &&
+			 (p[i + 2] == '\x9c' || p[i + 2] == '\x9e'))
+			curly++;
+		else if (i + 2 < off && !memcmp(p + i, "\xe2\x80\x9d", 3))
+			curly--;
+		else if (i + 1 < off && !memcmp(p + i, "\xc2\xab", 2))
+			curly++;
+		else if (i + 1 < off && !memcmp(p + i, "\xc2\xbb", 2))
+			curly--;
+	}
+	return straight % 2 || curly > 0;
 }
 
 /*
@@ -1704,13 +1756,13 @@ static int code_or_log_line(const char *p, size_t n)
  * if ..."), conditional ("If this breaks the ABI, NAK"), someone else's
  * ("you may want to NAK this"), a report of an earlier one ("I NACKed
  * v1"), hedged ("I'm inclined to NAK this", "this will probably get
- * NAKed") or quoted ("he said \"NAK\"").  A negation anywhere before
- * the word in its clause counts ("I don't think this deserves a NAK").
- * Emphasis is the same word ("NAAAK", "_NACK_", "*NAK*"), and the verb
- * said by the author is one ("I am NACKing this", "I hereby NAK this").
- * A line of code or of a log is never one (code_or_log_line()).  When
- * unsure it is no NAK: the words reach the forge as a comment, nothing
- * is blocked.
+ * NAKed") or quoted ("he said \"NAK\"", a commit's title in quotes).
+ * A negation anywhere before the word in its clause counts ("I don't
+ * think this deserves a NAK").  Emphasis is the same word ("NAAAK",
+ * "_NACK_", "*NAK*"), and the verb said by the author is one ("I am
+ * NACKing this", "I hereby NAK this").  A line of code or of a log is
+ * never one (code_or_log_line()).  When unsure it is no NAK: the words
+ * reach the forge as a comment, nothing is blocked.
  */
 #define NAK_WORDS_MAX 128
 
@@ -1741,7 +1793,7 @@ static int nak_window(const char *p, size_t n, size_t from, size_t *cut,
 		"i",	  "i'm",      "im",	  "we",		"my",	"our",
 		"strong", "strongly", "hard",	  "firm",	"big",	"still",
 		"i'll",	  "we'll",    "definite", "definitely", "self", "gets",
-		"get",	  "got",      NULL,
+		"get",	  "got",      "clear",	  "clearly",	NULL,
 	};
 	/* these say "NAK" for the one before them: "I will NAK" */
 	static const char *const modal_prev[] = {
@@ -1777,6 +1829,9 @@ static int nak_window(const char *p, size_t n, size_t from, size_t *cut,
 		"officially", "also", "now",	    "really",	"explicitly",
 		"therefore",  "thus", "hence",	    "just",	"do",
 		"must",	      "will", "definitely", NULL,
+	};
+	static const char *const conclusions[] = {
+		"so", "hence", "thus", "therefore", "consequently", NULL,
 	};
 	static const char *const own_subject[] = {
 		"i", "i'm", "im", "we", "we're", "i'll", "we'll", NULL,
@@ -1850,7 +1905,7 @@ static int nak_window(const char *p, size_t n, size_t from, size_t *cut,
 		const char *after, *end = p + n;
 		size_t j, clause, clause_end, sentence, sentence_end;
 		int first, verdict = 0, negated = 0, stop;
-		enum nak_form form = nak_word(w[k].p, w[k].n);
+		enum nak_word_form form = nak_word(w[k].p, w[k].n);
 		char next_sep;
 
 		if (w[k].p < p + from || form == NAKW_NONE ||
@@ -1863,9 +1918,11 @@ static int nak_window(const char *p, size_t n, size_t from, size_t *cut,
 		if (after < end && *after == '-' &&
 		    mem_find(after, (size_t)(end - after), "-by", 3) == after)
 			continue;
-		/* quoted: "he said \"NAK\"", `NAK` */
+		/* quoted: "he said \"NAK\"", `NAK`, a commit's title in a
+		 * Fixes: line */
 		if (w[k].before == '"' || w[k].before == '`' ||
-		    (after < end && (*after == '"' || *after == '`')))
+		    (after < end && (*after == '"' || *after == '`')) ||
+		    inside_quotes(p, (size_t)(w[k].p - p)))
 			continue;
 		/* the separator after the word, blanks skipped */
 		while (after < end && (*after == ' ' || *after == '\t'))
@@ -1899,6 +1956,14 @@ static int nak_window(const char *p, size_t n, size_t from, size_t *cut,
 			if (w[sentence_end].before &&
 			    strchr(".;!?", w[sentence_end].before))
 				break;
+		/* a conclusion opens a clause of its own when the author's
+		 * verdict follows it: "This doesn't build so NAK", "... hence
+		 * I NAK this", but not "I'm not so sure about a NAK" */
+		for (j = clause; j < k; j++)
+			if (word_in(w[j].p, w[j].n, conclusions) &&
+			    (j + 1 == k ||
+			     word_in(w[j + 1].p, w[j + 1].n, own_subject)))
+				clause = j;
 		/* "so NAK", "and NAK for ...": openers do not count */
 		first = 1;
 		for (j = clause; j < k; j++)
@@ -1912,7 +1977,7 @@ static int nak_window(const char *p, size_t n, size_t from, size_t *cut,
 			negated = 1;
 		if (k > 0 && w[k - 1].n == 2 &&
 		    starts_icase(w[k - 1].p, 2, "no") &&
-		    !(w[k].before && strchr(",;:", w[k].before)))
+		    !(w[k].before && strchr(",;:.!?", w[k].before)))
 			negated = 1;
 		if (negated)
 			continue;
@@ -2009,7 +2074,7 @@ int reply_line_is_nak(const char *p, size_t n)
 {
 	size_t start = 0, from = 0, cut, ctx;
 
-	if (code_or_log_line(p, n))
+	if (code_or_log_line(p, n) || commit_title_line(p, n))
 		return 0;
 	/* a long line (a flowed paragraph) is read a window at a time */
 	for (;;) {
@@ -2885,6 +2950,24 @@ static void mark_shortlog(const struct reply *r, unsigned char *in)
 	}
 }
 
+/* Is the line the word NAK or NACK alone, "." or "!" allowed ("NACK.",
+ * "Nak!", "NAK!!!")?  Not a question, not quoted, not marked up as
+ * emphasis ("*NAK*" is read by the reader, as a mention). */
+static int nak_alone(const char *p, size_t n)
+{
+	size_t i = 0;
+
+	trim(&p, &n);
+	while (i < n && is_alpha((unsigned char)p[i]))
+		i++;
+	if (!((i == 3 && starts_icase(p, 3, "nak")) ||
+	      (i == 4 && starts_icase(p, 4, "nack"))))
+		return 0;
+	while (i < n && (p[i] == '.' || p[i] == '!'))
+		i++;
+	return i == n;
+}
+
 /* Does text[0..n) hold word as a word of its own, any case? */
 static int has_word_icase(const char *p, size_t n, const char *word)
 {
@@ -2905,27 +2988,39 @@ static int has_word_icase(const char *p, size_t n, const char *word)
  */
 static int paste_intro(const char *p, size_t n)
 {
-	static const char *const words[] = {
-		"dmesg",  "log",     "logs", "output",	"trace",
-		"splat",  "console", "oops", "instead", "shows",
-		"prints", "printed", NULL,
+	/* the last word before the colon: "the boot log:", "dmesg shows:",
+	 * not "Regarding the log level:" */
+	static const char *const last[] = {
+		"log",	"logs",	 "output",  "trace",	 "splat",    "console",
+		"oops", "dmesg", "instead", "shows",	 "prints",   "printed",
+		"says", "gives", "reports", "backtrace", "messages", NULL,
+	};
+	static const char *const tools[] = {
+		"dmesg",
+		"journalctl",
+		NULL,
 	};
 	const char *const *w;
+	size_t e;
 
 	trim(&p, &n);
 	if (trailers_example_intro(p, n))
 		return 1;
 	if (!n || p[n - 1] != ':')
 		return 0;
-	for (w = words; *w; w++)
+	for (w = tools; *w; w++)
 		if (has_word_icase(p, n, *w))
 			return 1;
-	return 0;
+	for (e = n - 1; e > 0 && is_alpha((unsigned char)p[e - 1]); e--)
+		;
+	return word_in(p + e, n - 1 - e, last);
 }
 
 /*
  * Mark the own lines that are pasted or proposed, not said: code and log
- * lines (code_or_log_line()), the rest of a paragraph after one, and the
+ * lines (code_or_log_line()), a commit's title (commit_title_line()),
+ * lines indented with a tab or four spaces as code is, the rest of a
+ * paragraph after one of them, and the
  * lines under a line that introduces them (paste_intro()) up to the end
  * of their paragraph.  A NAK there is the protocol's word or an example.
  */
@@ -2948,7 +3043,15 @@ static void mark_pasted(const struct reply *r, unsigned char *in)
 			in_paste = intro = 0;
 			continue;
 		}
-		if (intro || in_paste || code_or_log_line(l->p, l->len)) {
+		/* the word alone is no code and no log line */
+		if (nak_alone(l->p, l->len) && !in_paste) {
+			intro = 0;
+			continue;
+		}
+		if (intro || in_paste || code_or_log_line(l->p, l->len) ||
+		    commit_title_line(l->p, l->len) ||
+		    (l->len && l->p[0] == '\t') ||
+		    (l->len >= 4 && !memcmp(l->p, "    ", 4))) {
 			in[i] = 1;
 			in_paste = 1;
 			continue;
@@ -2989,26 +3092,6 @@ static int runs_on(const char *p, size_t n, const char *next, size_t nn)
 		return 1;
 	trim(&next, &nn);
 	return n >= 60 && nn && next[0] >= 'a' && next[0] <= 'z';
-}
-
-/* Is the line the word NAK or NACK alone, emphasis and "." or "!"
- * allowed ("NACK.", "Nak!", "*NAK*")?  Not a question, not quoted. */
-static int nak_alone(const char *p, size_t n)
-{
-	size_t i = 0, s;
-
-	trim(&p, &n);
-	while (i < n && p[i] && strchr("*_~", p[i]))
-		i++;
-	s = i;
-	while (i < n && is_alpha((unsigned char)p[i]))
-		i++;
-	if (!((i - s == 3 && starts_icase(p + s, 3, "nak")) ||
-	      (i - s == 4 && starts_icase(p + s, 4, "nack"))))
-		return 0;
-	while (i < n && p[i] && strchr(".!*_~", p[i]))
-		i++;
-	return i == n;
 }
 
 /*

@@ -60,12 +60,14 @@
  * best reading of whether the author objects, each own line read with
  * the lines of its sentence before it when the mailer wrapped it;
  * nak_alone, a paragraph of own text that is the word NAK or NACK alone
- * (emphasis, "." and "!" allowed; anything that is not own text, a
- * quote or a signature, breaks a paragraph as a blank line does); and
- * nak_mention, the word in any form anywhere in own text.  Commit titles
- * of a shortlog, code and log lines, the rest of their paragraph, and
- * what a line such as "Something like:" or "dmesg shows:" introduces
- * are mentions only.
+ * ("." and "!" allowed; anything that is not own text, a quote or a
+ * signature, breaks a paragraph as a blank line does); and nak_mention,
+ * the word in any form anywhere in own text.  Commit titles (of a
+ * shortlog, or "subsystem: title" pasted), code and log lines, lines
+ * indented as code is (a tab, four spaces), the rest of their
+ * paragraph, and what a line such as "Something like:" or "dmesg
+ * shows:" introduces are mentions only, and so is a NAK inside a
+ * quotation ("Fixes: ... (\"i2c: NAK the last byte\")").
  *
  * reply_anchor() places the quoted lines on the diff that was mailed and
  * anchors each block to the last quoted diff line before it (DESIGN.md,

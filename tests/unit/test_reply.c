@@ -21,6 +21,8 @@ static void test_nak_words(void **state)
 		"Strong NAK from me.",
 		"This gets a NAK from me.",
 		"For now, NAK.",
+		"update: NAK, v3 breaks the build as well.",
+		"nit: NAK for this one, the rest is fine.",
 		"Nacked.",
 		"NAK: the lock is taken twice",
 		"Sorry, but I have to NAK this.",
@@ -49,6 +51,12 @@ static void test_nak_words(void **state)
 		"I am NACKing this.",
 		"We are NAKing the series.",
 		"I hereby NAK this.",
+		"This is a clear NAK.",
+		/* a conclusion after a negated reason */
+		"This doesn't even build so NAK.",
+		"It would break userspace, hence NACK.",
+		"The lock isn't taken here so I have to NAK this.",
+		"No. NAK.",
 		NULL,
 	};
 	static const char *const no[] = {
@@ -80,6 +88,9 @@ static void test_nak_words(void **state)
 		"[ 3.2] i2c_designware: NAK for address 0x30",
 		"Dec  6 21:00:01 host kernel: i2c i2c-1: NAK from 0x50",
 		"2024-01-02T10:00:00.123Z NAK from the target",
+		/* a commit's title, pasted */
+		"i2c: xiic: NAK the last byte of a read",
+		"usb: dwc3: gadget: NAK OUT transfers until the FIFO drains",
 		NULL,
 	};
 	/*
@@ -116,6 +127,13 @@ static void test_nak_words(void **state)
 		"I don't think this deserves a NAK.",
 		"I do not intend to NAK this series.",
 		"Not a NAK, just a question.",
+		/* inside a quotation: a commit's title, someone's words */
+		"Please add Fixes: 0123456789ab (\"i2c: NAK the last byte\")",
+		"The commit \xe2\x80\x9ci2c: NAK the last byte\xe2\x80\x9d "
+		"broke it.",
+		"He wrote \"this is a NAK from me\" on v1.",
+		"I'm not so sure about a NAK.",
+		"I do not think so NAK is right here.",
 		NULL,
 	};
 	const char *const *p;
@@ -1011,7 +1029,10 @@ static void test_nak_in_context(void **state)
 		{ "Hi,\n\nNack!\n\nThanks,\nRita\n", 1, 1, 1 },
 		{ "> the old code\nNACK\n> more\n", 1, 1, 1 },
 		{ "nak\n-- \nRita\n", 1, 1, 1 },
-		{ "  *NAK*  \n", 1, 1, 1 },
+		{ "  NAK!!!  \n", 1, 1, 1 },
+		/* emphasis marked up: read, but a mention */
+		{ "*NAK*\n", 1, 0, 1 },
+		{ "_NACK_\n", 1, 0, 1 },
 		/* said, but not alone: acted on only as a trailer */
 		{ "Hi,\nNAK.\n", 1, 0, 1 },
 		{ "NAK.\nThe lock is taken twice.\n", 1, 0, 1 },
@@ -1041,6 +1062,18 @@ static void test_nak_in_context(void **state)
 		  0, 1 },
 		{ "How about this instead:\n\n    NAK the last byte, then "
 		  "stop.\n",
+		  0, 0, 1 },
+		/* indented: code */
+		{ "\tNAK the last byte\n", 0, 0, 1 },
+		{ "Please do\n\n    NAK for the address phase\n", 0, 0, 1 },
+		/* a colon that introduces no paste, the word alone is none */
+		{ "Regarding the log level change:\n\nNAK.\n", 1, 1, 1 },
+		{ "Comments below:\n\nNAK for the locking.\n", 1, 0, 1 },
+		{ "Something like:\n\nNACK\n", 1, 1, 1 },
+		{ "\tNACK.\n", 1, 1, 1 },
+		/* a pasted commit */
+		{ "Please squash this into the commit\ni2c: xiic: NAK the last "
+		  "byte of a read\nwhich broke it.\n",
 		  0, 0, 1 },
 		/* a pasted log */
 		{ "dmesg shows:\nNAK from the device on every read\n", 0, 0,
