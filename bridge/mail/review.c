@@ -566,7 +566,21 @@ int review_thread_mail_read(struct review_thread_mail *out, struct strlist *ids,
 
 /* ------------------------------------------------------------------ */
 
-static void json_trailers(struct jsonw *w, const struct trailer_list *l)
+/* How a reply's trailer is written (trailers.h): "block" alone is a
+ * form the bridge may act on (docs/SECURITY.md). */
+static const char *trailer_form(const struct trailer *t)
+{
+	if (t->flags & TRAILER_F_IN_SENTENCE)
+		return "in_sentence";
+	if (!(t->flags & TRAILER_F_BLOCK))
+		return "not_in_block";
+	if (t->flags & TRAILER_F_LOOSE)
+		return "loose";
+	return "block";
+}
+
+static void json_trailers(struct jsonw *w, const struct trailer_list *l,
+			  int form)
 {
 	size_t i;
 
@@ -584,6 +598,10 @@ static void json_trailers(struct jsonw *w, const struct trailer_list *l)
 		jsonw_key(w, "scope");
 		jsonw_strz(w, t->scope == TRAILER_SCOPE_SERIES ? "series" :
 								 "patch");
+		if (form) {
+			jsonw_key(w, "form");
+			jsonw_strz(w, trailer_form(t));
+		}
 		jsonw_obj_end(w);
 	}
 	jsonw_arr_end(w);
@@ -687,9 +705,9 @@ static void json_members(struct jsonw *w, const struct review *r)
 	jsonw_key(w, "target");
 	jsonw_null(w); /* needs the thread map; offline there is none */
 	jsonw_key(w, "trailers");
-	json_trailers(w, &r->trailers);
+	json_trailers(w, &r->trailers, 1);
 	jsonw_key(w, "own_trailers");
-	json_trailers(w, &r->own_trailers);
+	json_trailers(w, &r->own_trailers, 0);
 	jsonw_key(w, "nak");
 	jsonw_bool(w, r->nak);
 	jsonw_key(w, "nak_form");
