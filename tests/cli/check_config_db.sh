@@ -157,7 +157,7 @@ has "$tmp/err" "cannot connect"
 chmod 640 "$tmp/pg.conninfo"
 run 77 "$tmp/pg.conf"
 has "$tmp/err" "[state] conninfo_file"
-has "$tmp/err" "chmod 600"
+has "$tmp/err" "chmod 0600"
 # backend postgresql without conninfo_file: a configuration error.
 config none "backend = postgresql"
 run 78 "$tmp/none.conf"
