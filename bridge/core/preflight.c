@@ -218,6 +218,17 @@ static void check_secret(struct preflight *pf, const char *where,
 			strerror(errno), fix);
 		return;
 	}
+	if (uid != geteuid() && geteuid() != 0) {
+		char u[64];
+
+		/* Only root can take the daemon's place to look. */
+		warning(pf,
+			"%s: %s not checked: what the daemon's user %s may "
+			"read is seen only as that user; run check-config "
+			"as %s to check it",
+			where, path, user_name(u, sizeof(u), uid), u);
+		return;
+	}
 	rc = secret_check_as(uid, gid, path);
 	if (rc)
 		problem(pf, rc, "%s: %s", where, err_msg());

@@ -185,4 +185,12 @@ chown 65534:65534 "$tmp/etc/token"
 chmod 0644 "$tmp/etc/token"
 try "[forge] token_file" "$tmp/etc/token" "the daemon's, mode 0644" 65534
 
+# A third user cannot look as the daemon: check-config says the secret
+# was not checked rather than guess (its other findings aside).
+setpriv --reuid=daemon --regid=daemon --clear-groups "$pb" check-config \
+	--no-postfix --no-database "$conf" >"$tmp/out" 2>"$tmp/cc.err" \
+	</dev/null
+grep -q "warning: \[forge\] token_file: $tmp/etc/token not checked: what the daemon's user nobody may read is seen only as that user" \
+	"$tmp/cc.err" || fail "no warning for another user: $(cat "$tmp/cc.err")"
+
 exit $failed
