@@ -7,6 +7,11 @@
  * The mails come from the state database's archive (store.h): the bytes
  * the bridge sent and the bytes the list sent it, never re-rendered.  The
  * database is opened read-only, so this runs next to the daemon.
+ *
+ * The public-inbox directory is reached without following a link and
+ * only through directories no other user may change (util/perm.h,
+ * perm_dir_open()), and everything made there is made, renamed and, after
+ * a failure, removed through descriptors (see struct sink below).
  */
 #include "cmd/cmd_export.h"
 #include "cmd/env.h"
