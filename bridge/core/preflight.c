@@ -202,12 +202,13 @@ static void daemon_ids(const struct config *cfg, uid_t *uid, gid_t *gid)
 }
 
 /*
- * A secret file: the very check the program runs at start
- * (secret_open()), as the user that will read it - the daemon's when
- * root checks for it.  Only a missing file gets this key's fix instead.
+ * A secret file: the very check and read the program makes at start
+ * (secret_read(), max as there), as the user that will read it - the
+ * daemon's when root checks for it.  Only a missing file gets this
+ * key's fix instead.
  */
 static void check_secret(struct preflight *pf, const char *where,
-			 const char *path, uid_t uid, gid_t gid,
+			 const char *path, size_t max, uid_t uid, gid_t gid,
 			 const char *fix)
 {
 	struct stat st;
@@ -229,7 +230,7 @@ static void check_secret(struct preflight *pf, const char *where,
 			where, path, user_name(u, sizeof(u), uid), u);
 		return;
 	}
-	rc = secret_check_as(uid, gid, path);
+	rc = secret_check_as(uid, gid, path, max);
 	if (rc)
 		problem(pf, rc, "%s: %s", where, err_msg());
 }
@@ -288,24 +289,24 @@ void preflight_files(struct preflight *pf, const struct config *cfg,
 			 "token into it: install -o " LAYOUT_DAEMON
 			 " -g " LAYOUT_DAEMON " -m 0600 /dev/null %s",
 			 tok);
-		check_secret(pf, "[forge] token_file", tok, uid, gid, fix);
+		check_secret(pf, "[forge] token_file", tok, 0, uid, gid, fix);
 		if (config_str(cfg, CFG_SMTP_USERNAME)[0])
 			check_secret(pf, "[smtp] password_file",
-				     config_str(cfg, CFG_SMTP_PASSWORD_FILE),
+				     config_str(cfg, CFG_SMTP_PASSWORD_FILE), 0,
 				     uid, gid,
 				     "write the SMTP password into it, mode "
 				     "0600");
 		if (config_bool(cfg, CFG_WEBHOOK_ENABLED))
 			check_secret(pf, "[webhook] secret_file",
 				     config_str(cfg, CFG_WEBHOOK_SECRET_FILE),
-				     uid, gid,
+				     SECRET_WEBHOOK_MAX, uid, gid,
 				     "write the webhook's secret token into "
 				     "it, mode 0600, or set enabled = no");
 		if (config_enum(cfg, CFG_STATE_BACKEND) ==
 		    CONFIG_BACKEND_POSTGRESQL)
 			check_secret(pf, "[state] conninfo_file",
 				     config_str(cfg, CFG_STATE_CONNINFO_FILE),
-				     uid, gid,
+				     0, uid, gid,
 				     "write the connection string into it, "
 				     "mode 0600");
 		if (config_str(cfg, CFG_FORGE_CA_FILE)[0])
@@ -321,7 +322,7 @@ void preflight_files(struct preflight *pf, const struct config *cfg,
 	if (who == PREFLIGHT_MILTER &&
 	    config_str(cfg, CFG_MILTER_CONNINFO_FILE)[0])
 		check_secret(pf, "[milter] conninfo_file",
-			     config_str(cfg, CFG_MILTER_CONNINFO_FILE),
+			     config_str(cfg, CFG_MILTER_CONNINFO_FILE), 0,
 			     geteuid(), getegid(),
 			     "write the connection string into it, mode 0600");
 	check_owners(pf, "[inbound] owners_file",

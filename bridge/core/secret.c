@@ -142,20 +142,26 @@ static int become(uid_t uid, gid_t gid)
 	return 0;
 }
 
-int secret_check_as(uid_t uid, gid_t gid, const char *path)
+/* secret_read() into a buffer of its own, wiped. */
+static int read_and_wipe(const char *path, size_t max)
+{
+	struct buf b = BUF_INIT(SECRET_MAX + 1);
+	int rc = secret_read(&b, path, max);
+
+	secret_wipe(&b);
+	return rc;
+}
+
+int secret_check_as(uid_t uid, gid_t gid, const char *path, size_t max)
 {
 	char msg[PB_ERRMSG_MAX];
-	int fds[2], fd, status, rc;
+	int fds[2], status, rc;
 	ssize_t n;
 	size_t got = 0;
 	pid_t pid;
 
-	if (uid == geteuid() && gid == getegid()) {
-		rc = secret_open(&fd, path);
-		if (!rc)
-			close(fd);
-		return rc;
-	}
+	if (uid == geteuid() && gid == getegid())
+		return read_and_wipe(path, max);
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return err_set_errno(PB_ETEMP, "pipe");
 	pid = fork();
@@ -171,9 +177,7 @@ int secret_check_as(uid_t uid, gid_t gid, const char *path)
 			rc = err_set_errno(PB_EPERM, "cannot become uid %lu",
 					   (unsigned long)uid);
 		} else {
-			rc = secret_open(&fd, path);
-			if (!rc)
-				close(fd);
+			rc = read_and_wipe(path, max);
 		}
 		if (rc && fd_write_all(fds[1], err_msg(), strlen(err_msg())))
 			_exit(127);

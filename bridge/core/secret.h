@@ -43,6 +43,9 @@
 #include <sys/types.h>
 
 #define SECRET_MAX 4096
+/* The webhook secret's cap, which check-config applies as run does
+ * (forge/webhook.h's WEBHOOK_SECRET_MAX; cmd_run.c asserts they agree). */
+#define SECRET_WEBHOOK_MAX 1024
 
 /*
  * Open path for reading and check it (above); *fd is -1 on error, else
@@ -51,13 +54,14 @@
 int secret_open(int *fd, const char *path);
 
 /*
- * secret_open() as the user uid (with group gid and uid's supplementary
- * groups), in a child process when that is not this one's: check-config
- * run as root checks what the daemon's user will find.  The child's
- * code and message come back as this call's.  Call it before threads
- * start.
+ * secret_read() as the user uid (with group gid and uid's supplementary
+ * groups), in a child process when that is not this one's, the secret
+ * wiped unused: check-config run as root checks what the daemon's user
+ * will find, the file's content included.  The child's code and
+ * message come back as this call's; the secret never does.  Call it
+ * before threads start.
  */
-int secret_check_as(uid_t uid, gid_t gid, const char *path);
+int secret_check_as(uid_t uid, gid_t gid, const char *path, size_t max);
 
 /* Read path into out (reset first); max: 0 for SECRET_MAX.  The file is
  * opened and checked by secret_open(). */

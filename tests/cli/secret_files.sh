@@ -7,7 +7,8 @@
 # connection string at mode 0644, owned by another user, a link into a
 # directory others may write, a directory, a FIFO, a file the daemon's
 # user cannot read - run stops with a reason and check-config fails with
-# the same reason (never "ok"), naming the fix as the owning user.  The
+# the same reason (never "ok"), naming the fix as the owning user.  So
+# is a file whose content run refuses: empty, two lines, over the cap.  The
 # form a check-config run as root used to miss: a token only root can
 # read, for a daemon that runs as another user (checked as that user).
 set -u
@@ -148,6 +149,17 @@ for pair in "[forge] token_file:token" "[webhook] secret_file:webhook" \
 	mv "$tmp/open/$f" "$path"
 
 	mv "$path" "$path.keep"
+	: >"$path"
+	chmod 0600 "$path"
+	try "$key" "$path" "empty"
+	printf 'two\nlines\n' >"$path"
+	try "$key" "$path" "two lines"
+	if [ "$f" = webhook ]; then
+		# over the receiver's cap, within the token's
+		head -c 1025 /dev/zero | tr '\0' x >"$path"
+		try "$key" "$path" "1025 bytes"
+	fi
+	rm "$path"
 	mkdir -m 0700 "$path"
 	try "$key" "$path" "a directory"
 	rmdir "$path"
