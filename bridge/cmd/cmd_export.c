@@ -7,6 +7,11 @@
  * The mails come from the state database's archive (store.h): the bytes
  * the bridge sent and the bytes the list sent it, never re-rendered.  The
  * database is opened read-only, so this runs next to the daemon.
+ *
+ * The public-inbox directory is reached without following a link and
+ * only through directories no other user may change (util/perm.h,
+ * perm_dir_open()), and everything made there is made, renamed and, after
+ * a failure, removed through descriptors (see struct sink below).
  */
 #include "cmd/cmd_export.h"
 #include "cmd/env.h"
@@ -27,7 +32,7 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -36,6 +41,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <sysexits.h>
+#include <unistd.h>
 
 /*
  * One archived mail.  The first pass keeps only what ordering and the
@@ -184,6 +190,15 @@ static int mbox_add(struct buf *out, const struct buf *text)
  * DIR/git/0.git.tmp renamed to DIR/git/0.git, so a failed export leaves
  * nothing that public-inbox-index or a reader could take for the whole
  * conversation.
+ *
+ * DIR is opened with perm_dir_open(): no link anywhere on its path, and
+ * no directory there that another user could change, so nobody can
+ * redirect a name below it.  What we make there (git/, 0.git.tmp/) is
+ * made and renamed through descriptors, and a failed export is removed
+ * through descriptors without following links (dir_remove_tree_at()).
+ * libgit2 takes a path and follows links below it; it gets
+ * DIR/git/0.git.tmp, a directory we just made in directories only this
+ * user (or root) may change, so the path leads where the descriptors do.
  */
 struct sink {
 	const char *mbox;
@@ -191,37 +206,75 @@ struct sink {
 	int file_open;
 	struct gitrepo_epoch *epoch;
 	const char *inbox;
-	int inbox_made; /* DIR did not exist: remove it after a failure */
+	struct perm_dir dir; /* DIR; dir.made: remove it after a failure */
+	int git_fd; /* DIR/git, -1 until made */
+	int git_made; /* we made DIR/git: remove it after a failure */
 	int epoch_begun; /* the temporary epoch may exist */
-	char epoch_path[PATH_MAX];
 	char epoch_tmp[PATH_MAX];
 };
 
-/* DIR must be absent (*absent = 1) or an empty directory. */
-static int dir_usable(const char *dir, int *absent)
+/* The directory fd has no entry (0), or has one (PB_EEXISTS). */
+static int dir_empty(int fd, const char *shown)
 {
 	struct dirent *de;
-	DIR *d = opendir(dir);
-	int empty = 1;
+	DIR *d;
+	int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0), empty = 1;
 
-	*absent = 0;
-	if (!d && errno == ENOENT)
-		*absent = 1;
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
+	if (dup_fd < 0 || !(d = fdopendir(dup_fd))) {
+		if (dup_fd >= 0)
+			close(dup_fd);
+		return err_set_errno(err_from_errno(errno), "%s", shown);
+	}
 	while ((de = readdir(d)))
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
 			empty = 0;
 			break;
 		}
 	closedir(d);
-	return empty ? 0 : -ENOTEMPTY;
+	return empty ? 0 :
+		       err_set(PB_EEXISTS, "%s: exists and is not empty",
+			       shown);
+}
+
+static int inbox_open(struct sink *k)
+{
+	int rc;
+
+	rc = perm_dir_open(&k->dir, k->inbox, 0755, "public-inbox directory");
+	if (!rc && !k->dir.made)
+		rc = dir_empty(k->dir.fd, k->inbox);
+	if (!rc && mkdirat(k->dir.fd, "git", 0755) < 0)
+		rc = err_set_errno(err_from_errno(errno), "%s: mkdir git",
+				   k->inbox);
+	else if (!rc)
+		k->git_made = 1;
+	if (!rc) {
+		rc = dir_openat_nofollow(&k->git_fd, k->dir.fd, "git", "git");
+		if (rc)
+			err_prefix(rc, "%s", k->inbox);
+	}
+	if (!rc && (size_t)snprintf(k->epoch_tmp, sizeof(k->epoch_tmp),
+				    "%s/git/0.git.tmp",
+				    k->inbox) >= sizeof(k->epoch_tmp))
+		rc = err_set(PB_EINVAL, "%s: path too long", k->inbox);
+	if (!rc && mkdirat(k->git_fd, "0.git.tmp", 0755) < 0)
+		rc = err_set_errno(err_from_errno(errno), "%s: mkdir",
+				   k->epoch_tmp);
+	if (rc)
+		return rc;
+	k->epoch_begun = 1;
+	rc = gitrepo_epoch_create(&k->epoch, k->epoch_tmp);
+	if (rc)
+		err_prefix(rc, "%s", k->epoch_tmp);
+	return rc;
 }
 
 static int sink_open(struct sink *k)
 {
 	int rc;
 
+	perm_dir_init(&k->dir);
+	k->git_fd = -1;
 	if (k->mbox && strcmp(k->mbox, "-")) {
 		rc = file_atomic_open(&k->file, k->mbox, 0644);
 		if (rc) {
@@ -232,40 +285,9 @@ static int sink_open(struct sink *k)
 	}
 	if (!k->inbox)
 		return 0;
-	rc = dir_usable(k->inbox, &k->inbox_made);
-	if (!rc && k->inbox_made && mkdir(k->inbox, 0755) < 0)
-		rc = -errno; /* EEXIST: someone made it since */
-	if (rc) {
-		fprintf(stderr, "patchbridge export: %s: %s\n", k->inbox,
-			rc == -ENOTEMPTY ? "exists and is not empty" :
-					   strerror(-rc));
-		if (rc == -EEXIST)
-			k->inbox_made = 0;
-		return PB_EEXISTS;
-	}
-	/* The archive is written below it (libgit2 follows links): only
-	 * this user may have put anything there. */
-	rc = perm_check_own_dir(k->inbox, "public-inbox directory", "0755");
-	if (rc) {
-		fprintf(stderr, "patchbridge export: %s\n", err_msg());
-		if (k->inbox_made)
-			rmdir(k->inbox);
-		return rc;
-	}
-	if ((size_t)snprintf(k->epoch_path, sizeof(k->epoch_path),
-			     "%s/git/0.git",
-			     k->inbox) >= sizeof(k->epoch_path) ||
-	    (size_t)snprintf(k->epoch_tmp, sizeof(k->epoch_tmp), "%s.tmp",
-			     k->epoch_path) >= sizeof(k->epoch_tmp)) {
-		fprintf(stderr, "patchbridge export: %s: path too long\n",
-			k->inbox);
-		return PB_EINVAL;
-	}
-	k->epoch_begun = 1;
-	rc = gitrepo_epoch_create(&k->epoch, k->epoch_tmp);
+	rc = inbox_open(k);
 	if (rc)
-		fprintf(stderr, "patchbridge export: %s: %s\n", k->epoch_tmp,
-			err_msg());
+		fprintf(stderr, "patchbridge export: %s\n", err_msg());
 	return rc;
 }
 
@@ -307,43 +329,34 @@ static int sink_add(struct sink *k, struct store *st, const struct xmail *x,
 	return rc;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag,
-		    struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-/* After a failure: remove the epoch being written and what we made. */
+/*
+ * After a failure: remove the epoch being written and what we made,
+ * through descriptors, never following a link.
+ */
 static void inbox_discard(struct sink *k)
 {
-	char git[PATH_MAX + 8];
-
-	if (nftw(k->epoch_tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 &&
-	    errno != ENOENT)
+	if (k->git_fd >= 0 && dir_remove_tree_at(k->git_fd, "0.git.tmp"))
 		fprintf(stderr, "patchbridge export: cannot remove %s: %s\n",
-			k->epoch_tmp, strerror(errno));
-	snprintf(git, sizeof(git), "%s/git", k->inbox);
-	rmdir(git); /* only if empty, as we made it */
-	if (k->inbox_made)
-		rmdir(k->inbox);
+			k->epoch_tmp, err_msg());
+	if (k->git_made)
+		unlinkat(k->dir.fd, "git", AT_REMOVEDIR);
+	if (k->dir.made && k->dir.parent >= 0)
+		unlinkat(k->dir.parent, k->dir.name, AT_REMOVEDIR);
 }
 
 /* A complete epoch: DIR/git/0.git.tmp -> DIR/git/0.git, made durable. */
 static int inbox_commit(struct sink *k)
 {
-	char git[PATH_MAX + 8];
-
-	if (rename(k->epoch_tmp, k->epoch_path) < 0) {
-		fprintf(stderr, "patchbridge export: rename to %s: %s\n",
-			k->epoch_path, strerror(errno));
+	if (renameat(k->git_fd, "0.git.tmp", k->git_fd, "0.git") < 0) {
+		fprintf(stderr,
+			"patchbridge export: rename to %s/git/0.git: "
+			"%s\n",
+			k->inbox, strerror(errno));
 		return PB_ERROR;
 	}
-	snprintf(git, sizeof(git), "%s/git", k->inbox);
-	if (dir_fsync(git)) {
-		fprintf(stderr, "patchbridge export: %s\n", err_msg());
+	if (fsync(k->git_fd) < 0) {
+		fprintf(stderr, "patchbridge export: %s/git: fsync: %s\n",
+			k->inbox, strerror(errno));
 		return PB_ETEMP;
 	}
 	return 0;
@@ -358,9 +371,13 @@ static int sink_close(struct sink *k, int ok)
 	k->epoch = NULL;
 	if (k->epoch_begun && ok)
 		rc = inbox_commit(k);
-	if (k->epoch_begun && (!ok || rc))
+	if (k->inbox && (!ok || rc))
 		inbox_discard(k);
 	k->epoch_begun = 0;
+	if (k->git_fd >= 0)
+		close(k->git_fd);
+	k->git_fd = -1;
+	perm_dir_close(&k->dir);
 	if (k->file_open && ok && !rc) {
 		rc = file_atomic_commit(&k->file);
 		if (rc)

@@ -203,6 +203,10 @@ static int on_event(const struct webhook_event *ev, void *arg)
 	return rc == PB_EEXISTS ? 0 : rc;
 }
 
+/* check-config reads the webhook secret with the same cap (preflight.c). */
+_Static_assert(WEBHOOK_SECRET_MAX == SECRET_WEBHOOK_MAX,
+	       "the webhook secret's cap differs between run and check-config");
+
 static int webhook_start(struct webhook **out, const struct config *cfg,
 			 struct daemon *d)
 {

@@ -3,6 +3,7 @@
 #include "core/config.h"
 #include "core/owners.h"
 #include "core/postfix.h"
+#include "core/secret.h"
 #include "util/err.h"
 #include "util/limits.h"
 #include "util/xalloc.h"
@@ -174,6 +175,66 @@ static int need_file(struct preflight *pf, const char *where, const char *path,
 	return 1;
 }
 
+/*
+ * The daemon's user and its primary group, for the checks made on its
+ * behalf: the state directory's owner (as daemon_user() below), else
+ * this process.
+ */
+static void daemon_ids(const struct config *cfg, uid_t *uid, gid_t *gid)
+{
+	char dir[PATH_MAX];
+	const char *state = config_str(cfg, CFG_STATE_PATH);
+	const char *slash = strrchr(state, '/');
+	struct passwd *pw;
+	struct stat st;
+
+	*uid = geteuid();
+	*gid = getegid();
+	if (!slash || slash == state || (size_t)(slash - state) >= sizeof(dir))
+		return;
+	memcpy(dir, state, (size_t)(slash - state));
+	dir[slash - state] = '\0';
+	if (stat(dir, &st) < 0 || st.st_uid == geteuid())
+		return;
+	*uid = st.st_uid;
+	pw = getpwuid(st.st_uid);
+	*gid = pw ? pw->pw_gid : st.st_gid;
+}
+
+/*
+ * A secret file: the very check and read the program makes at start
+ * (secret_read(), max as there), as the user that will read it - the
+ * daemon's when root checks for it.  Only a missing file gets this
+ * key's fix instead.
+ */
+static void check_secret(struct preflight *pf, const char *where,
+			 const char *path, size_t max, uid_t uid, gid_t gid,
+			 const char *fix)
+{
+	struct stat st;
+	int rc;
+
+	if (stat(path, &st) < 0 && errno == ENOENT) {
+		problem(pf, PB_ENOTFOUND, "%s: %s: %s: %s", where, path,
+			strerror(errno), fix);
+		return;
+	}
+	if (uid != geteuid() && geteuid() != 0) {
+		char u[64];
+
+		/* Only root can take the daemon's place to look. */
+		warning(pf,
+			"%s: %s not checked: what the daemon's user %s may "
+			"read is seen only as that user; run check-config "
+			"as %s to check it",
+			where, path, user_name(u, sizeof(u), uid), u);
+		return;
+	}
+	rc = secret_check_as(uid, gid, path, max);
+	if (rc)
+		problem(pf, rc, "%s: %s", where, err_msg());
+}
+
 static void check_owners(struct preflight *pf, const char *where,
 			 const char *path, const char *why,
 			 enum preflight_who who, struct strlist *seen)
@@ -219,22 +280,35 @@ void preflight_files(struct preflight *pf, const struct config *cfg,
 
 	if (who == PREFLIGHT_DAEMON) {
 		char fix[FINDING_MAX];
+		uid_t uid;
+		gid_t gid;
 
+		daemon_ids(cfg, &uid, &gid);
 		snprintf(fix, sizeof(fix),
 			 "create it for the daemon's user alone and write the "
 			 "token into it: install -o " LAYOUT_DAEMON
 			 " -g " LAYOUT_DAEMON " -m 0600 /dev/null %s",
 			 tok);
-		need_file(pf, "[forge] token_file", tok, fix);
+		check_secret(pf, "[forge] token_file", tok, 0, uid, gid, fix);
 		if (config_str(cfg, CFG_SMTP_USERNAME)[0])
-			need_file(pf, "[smtp] password_file",
-				  config_str(cfg, CFG_SMTP_PASSWORD_FILE),
-				  "write the SMTP password into it, mode 0600");
+			check_secret(pf, "[smtp] password_file",
+				     config_str(cfg, CFG_SMTP_PASSWORD_FILE), 0,
+				     uid, gid,
+				     "write the SMTP password into it, mode "
+				     "0600");
 		if (config_bool(cfg, CFG_WEBHOOK_ENABLED))
-			need_file(pf, "[webhook] secret_file",
-				  config_str(cfg, CFG_WEBHOOK_SECRET_FILE),
-				  "write the webhook's secret token into it, "
-				  "mode 0600, or set enabled = no");
+			check_secret(pf, "[webhook] secret_file",
+				     config_str(cfg, CFG_WEBHOOK_SECRET_FILE),
+				     SECRET_WEBHOOK_MAX, uid, gid,
+				     "write the webhook's secret token into "
+				     "it, mode 0600, or set enabled = no");
+		if (config_enum(cfg, CFG_STATE_BACKEND) ==
+		    CONFIG_BACKEND_POSTGRESQL)
+			check_secret(pf, "[state] conninfo_file",
+				     config_str(cfg, CFG_STATE_CONNINFO_FILE),
+				     0, uid, gid,
+				     "write the connection string into it, "
+				     "mode 0600");
 		if (config_str(cfg, CFG_FORGE_CA_FILE)[0])
 			need_file(pf, "[forge] ca_file",
 				  config_str(cfg, CFG_FORGE_CA_FILE),
@@ -244,6 +318,13 @@ void preflight_files(struct preflight *pf, const struct config *cfg,
 				  config_str(cfg, CFG_SMTP_CA_FILE),
 				  "name the CA bundle, or unset ca_file");
 	}
+	/* The milter reads its own connection string as itself. */
+	if (who == PREFLIGHT_MILTER &&
+	    config_str(cfg, CFG_MILTER_CONNINFO_FILE)[0])
+		check_secret(pf, "[milter] conninfo_file",
+			     config_str(cfg, CFG_MILTER_CONNINFO_FILE), 0,
+			     geteuid(), getegid(),
+			     "write the connection string into it, mode 0600");
 	check_owners(pf, "[inbound] owners_file",
 		     config_str(cfg, CFG_INBOUND_OWNERS_FILE),
 		     "[inbound] names it", who, &seen);

@@ -4,6 +4,12 @@
  * names, the spool's owners and modes, the milter's socket directory,
  * and whether Postfix will connect to the socket the milter listens on.
  *
+ * The secret files (token, webhook secret, SMTP password, connection
+ * strings) get the very check the program runs at start, secret_open()
+ * (secret.h), made as the daemon's user - the state directory's owner -
+ * when root runs check-config, so check-config passes exactly the files
+ * run takes.
+ *
  * Each finding is one line, "[section] key: what is wrong: what to do",
  * the fix spelt out as a command where there is one.  A problem stops
  * the program that checks (check-config exits 78, --check with the code

@@ -8,13 +8,25 @@
  * character would end up in an HTTP header or an SMTP AUTH line).
  *
  * Permissions are checked before the file is read, the way ssh treats a
- * private key: a secret file that the group or others may read or write
- * (mode & 077) is refused with PB_EPERM.  The daemon's state directory is
- * shared with the milter's group (see store.h), and the milter must never
- * hold a credential that can act on the forge (DESIGN.md, "Programs"), so
- * a group-readable token is a configuration error, not a warning.  Like
- * the configuration (util/perm.h), the file must be owned by root or
- * this user, in directories nobody else may write; else PB_EPERM too.
+ * private key, by secret_open(): the one check of a secret file, which
+ * the daemon runs at start and check-config runs as the daemon's user
+ * (secret_check_as()), so that check-config passes exactly the files
+ * run takes.  A secret file must be
+ *
+ *   - a regular file (a FIFO is refused, never waited on), readable by
+ *     this program's user;
+ *   - owned by root or that user: whoever owns it may change it;
+ *   - without group or other bits (mode & 077): the daemon's state
+ *     directory is shared with the milter's group (see store.h), and
+ *     the milter must never hold a credential that can act on the forge
+ *     (DESIGN.md, "Programs"), so a group-readable token is a
+ *     configuration error, not a warning;
+ *   - in directories nobody else may write (util/perm.h, links
+ *     resolved), since a replaced token file would act as someone else.
+ *
+ * Each refusal is PB_EPERM (PB_EINVAL for what is no regular file) with
+ * a message that names the fix as the owning user ("chown
+ * patchbridge:patchbridge FILE; chmod 0600 FILE"), never as root.
  *
  * Ownership: the secret is appended to the caller's buf; the caller wipes
  * it with secret_wipe() before releasing the buf.  Errors: PB_ENOTFOUND,
@@ -28,10 +40,31 @@
 #include "util/buf.h"
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #define SECRET_MAX 4096
+/* The webhook secret's cap, which check-config applies as run does
+ * (forge/webhook.h's WEBHOOK_SECRET_MAX; cmd_run.c asserts they agree). */
+#define SECRET_WEBHOOK_MAX 1024
 
-/* Read path into out (reset first); max: 0 for SECRET_MAX. */
+/*
+ * Open path for reading and check it (above); *fd is -1 on error, else
+ * the caller's to close.
+ */
+int secret_open(int *fd, const char *path);
+
+/*
+ * secret_read() as the user uid (with group gid and uid's supplementary
+ * groups), in a child process when that is not this one's, the secret
+ * wiped unused: check-config run as root checks what the daemon's user
+ * will find, the file's content included.  The child's code and
+ * message come back as this call's; the secret never does.  Call it
+ * before threads start.
+ */
+int secret_check_as(uid_t uid, gid_t gid, const char *path, size_t max);
+
+/* Read path into out (reset first); max: 0 for SECRET_MAX.  The file is
+ * opened and checked by secret_open(). */
 int secret_read(struct buf *out, const char *path, size_t max);
 
 /* Overwrite the buffer's bytes and release it. */

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -56,8 +57,245 @@ struct lru {
 	uint32_t newest, oldest;
 };
 
+/*
+ * The connection guard of both listeners: slowloris.  libmicrohttpd's
+ * idle timeout restarts at every byte, and a full server refuses the
+ * newest connection, so a local user with a few dozen clients that send
+ * nothing, or one byte a second, could hold every slot for ever and keep
+ * /healthz (and GitLab's deliveries) out.  The guard keeps a list of the
+ * server's connections, oldest first, and
+ *
+ *   - gives each one header_ms to deliver a whole request head, from its
+ *     connect or from the end of its previous request, however it
+ *     trickles: a reaper thread shuts down one that is late;
+ *   - when more than limit are open, shuts down the oldest one that is
+ *     not being answered: a new client always gets a slot, and to keep
+ *     it from the health check an attacker would have to open limit
+ *     connections between the check's connect and its request.
+ *
+ * A connection is cut with shutdown(2) on a descriptor of our own (a
+ * dup() of its socket, taken when it starts): libmicrohttpd sees the end
+ * of the stream and closes it in its own thread, and the socket cannot
+ * be another one's by then, since our descriptor keeps it until the
+ * connection's close notice.  No per-address limit: on loopback, and
+ * behind a TLS terminator, the health check, GitLab and an attacker all
+ * come from one address.
+ */
+struct guard_conn {
+	struct guard_conn *prev, *next; /* the list, oldest first */
+	int fd; /* our dup() of the socket; -1: none */
+	int busy; /* its request head is in: being answered */
+	int cut; /* shut down already */
+	int64_t since_ms; /* connected, or its last request done */
+};
+
+struct guard {
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	pthread_t reaper;
+	int started, stop;
+	struct guard_conn list; /* sentinel */
+	unsigned count, limit;
+	int64_t header_ms;
+	const char *name; /* the server's, in the log */
+};
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void guard_unlink(struct guard_conn *c)
+{
+	c->prev->next = c->next;
+	c->next->prev = c->prev;
+}
+
+static void guard_append(struct guard *g, struct guard_conn *c)
+{
+	c->next = &g->list;
+	c->prev = g->list.prev;
+	g->list.prev->next = c;
+	g->list.prev = c;
+}
+
+/* Shut c down (the lock held); libmicrohttpd closes it. */
+static void guard_cut(struct guard_conn *c)
+{
+	if (c->cut || c->fd < 0)
+		return;
+	c->cut = 1;
+	shutdown(c->fd, SHUT_RDWR);
+}
+
+static void *guard_reap(void *arg)
+{
+	struct guard *g = arg;
+	struct guard_conn *c;
+	struct timespec until;
+	int64_t now, tick = g->header_ms / 4;
+	unsigned late;
+
+	if (tick < 50)
+		tick = 50;
+	if (tick > 500)
+		tick = 500;
+	pthread_mutex_lock(&g->lock);
+	while (!g->stop) {
+		now = mono_ms();
+		late = 0;
+		for (c = g->list.next; c != &g->list; c = c->next)
+			if (!c->busy && !c->cut &&
+			    now - c->since_ms >= g->header_ms) {
+				guard_cut(c);
+				late++;
+			}
+		if (late)
+			log_info("%s: closed %u connection%s that sent no "
+				 "whole request in %lld ms",
+				 g->name, late, late == 1 ? "" : "s",
+				 (long long)g->header_ms);
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += (time_t)(tick / 1000);
+		until.tv_nsec += (long)(tick % 1000) * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&g->wake, &g->lock, &until);
+	}
+	pthread_mutex_unlock(&g->lock);
+	return NULL;
+}
+
+static int guard_start(struct guard *g, unsigned limit, unsigned header_s,
+		       const char *name)
+{
+	pthread_condattr_t ca;
+
+	memset(g, 0, sizeof(*g));
+	g->list.next = g->list.prev = &g->list;
+	g->limit = limit;
+	g->header_ms = (int64_t)header_s * 1000;
+	g->name = name;
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&g->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&g->reaper, NULL, guard_reap, g))
+		return err_set(PB_ERROR, "%s: cannot start a thread", name);
+	g->started = 1;
+	return 0;
+}
+
+/* After the server stopped: the reaper and what is left of the list. */
+static void guard_stop(struct guard *g)
+{
+	struct guard_conn *c;
+
+	if (!g->list.next)
+		return; /* never started */
+	if (g->started) {
+		pthread_mutex_lock(&g->lock);
+		g->stop = 1;
+		pthread_cond_signal(&g->wake);
+		pthread_mutex_unlock(&g->lock);
+		pthread_join(g->reaper, NULL);
+	}
+	while ((c = g->list.next) != &g->list) {
+		guard_unlink(c);
+		if (c->fd >= 0)
+			close(c->fd);
+		free(c);
+	}
+	pthread_cond_destroy(&g->wake);
+	pthread_mutex_destroy(&g->lock);
+	memset(g, 0, sizeof(*g));
+}
+
+/* MHD_OPTION_NOTIFY_CONNECTION: a connection starts or is closed. */
+static void guard_notify(void *cls, struct MHD_Connection *conn,
+			 void **socket_context,
+			 enum MHD_ConnectionNotificationCode toe)
+{
+	struct guard *g = cls;
+	struct guard_conn *c = *socket_context, *old;
+	const union MHD_ConnectionInfo *ci;
+
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (!c)
+			return;
+		pthread_mutex_lock(&g->lock);
+		guard_unlink(c);
+		g->count--;
+		pthread_mutex_unlock(&g->lock);
+		if (c->fd >= 0)
+			close(c->fd);
+		free(c);
+		*socket_context = NULL;
+		return;
+	}
+	c = xcalloc(1, sizeof(*c));
+	c->fd = -1;
+	c->since_ms = mono_ms();
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci)
+		c->fd = fcntl(ci->connect_fd, F_DUPFD_CLOEXEC, 0);
+	if (c->fd < 0 && ci) {
+		/* Out of descriptors: this one cannot be watched, so it is
+		 * not kept (we are in its thread, its socket is valid). */
+		shutdown(ci->connect_fd, SHUT_RDWR);
+		c->cut = 1;
+	}
+	*socket_context = c;
+	pthread_mutex_lock(&g->lock);
+	guard_append(g, c);
+	g->count++;
+	if (g->count > g->limit) {
+		/* Full: the oldest that is not being answered makes room,
+		 * else the oldest of all. */
+		for (old = g->list.next; old != c; old = old->next)
+			if (!old->busy && !old->cut)
+				break;
+		if (old == c)
+			for (old = g->list.next; old != c && old->cut;
+			     old = old->next)
+				;
+		if (old != c)
+			guard_cut(old);
+	}
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* A request's head is in (busy), or its answer is done (idle again: the
+ * connection's next request head must come within header_ms). */
+static void guard_busy(struct guard *g, struct MHD_Connection *conn, int busy)
+{
+	const union MHD_ConnectionInfo *ci;
+	struct guard_conn *c;
+
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	if (!ci || !ci->socket_context)
+		return;
+	c = ci->socket_context;
+	pthread_mutex_lock(&g->lock);
+	c->busy = busy;
+	if (!busy) {
+		c->since_ms = mono_ms();
+		/* the newest idle connection now: last in line to go */
+		guard_unlink(c);
+		guard_append(g, c);
+	}
+	pthread_mutex_unlock(&g->lock);
+}
+
 struct webhook {
 	struct MHD_Daemon *daemon;
+	struct guard guard; /* slowloris */
 	int listen_fd; /* ours until MHD starts with it */
 	unsigned port;
 	char *path;
@@ -820,6 +1058,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		buf_init(&r->body, wh->max_request);
 		peer_name(r->peer, sizeof(r->peer), conn);
 		*con_cls = r;
+		guard_busy(&wh->guard, conn, 1);
 		pthread_mutex_lock(&wh->lock);
 		wh->stats.inflight++;
 		pthread_mutex_unlock(&wh->lock);
@@ -865,6 +1104,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct webhook *wh = cls;
 	struct wh_req *r = *con_cls;
 
+	guard_busy(&wh->guard, conn, 0);
 	if (!r)
 		return;
 	if (!r->answered) {
@@ -1022,25 +1262,31 @@ static int check_opts(const struct webhook_opts *o)
 /*
  * The server on listen_fd: internal threads, each an epoll loop over its
  * share of the connections (so a slow client holds no thread); ITC so
- * the daemon can be quiesced for a clean stop.  done may be NULL; name
- * is the server's in the log.  NULL when libmicrohttpd will not start.
+ * the daemon can be quiesced for a clean stop.  g guards conns
+ * connections (above); libmicrohttpd's own limit is twice that, room
+ * for those the guard shut down until their threads close them.  done
+ * may be NULL; name is the server's in the log.  NULL when
+ * libmicrohttpd will not start.
  */
 static struct MHD_Daemon *
 mhd_start(int listen_fd, unsigned conns, unsigned threads, unsigned timeout_s,
-	  MHD_AccessHandlerCallback handler, void *cls,
+	  struct guard *g, MHD_AccessHandlerCallback handler, void *cls,
 	  MHD_RequestCompletedCallback done, const char *name)
 {
 	if (conns < threads)
 		threads = conns;
+	if (guard_start(g, conns, timeout_s, name))
+		return NULL;
 	return MHD_start_daemon(
 		MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG,
 		0, NULL, NULL, handler, cls, MHD_OPTION_EXTERNAL_LOGGER,
 		(MHD_LogCallback)mhd_log, (void *)name,
 		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
 		MHD_OPTION_THREAD_POOL_SIZE, threads,
-		MHD_OPTION_CONNECTION_LIMIT, conns,
+		MHD_OPTION_CONNECTION_LIMIT, 2 * conns,
 		MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)WH_CONN_MEMORY,
+		MHD_OPTION_NOTIFY_CONNECTION, guard_notify, g,
 		MHD_OPTION_NOTIFY_COMPLETED, done, cls, MHD_OPTION_END);
 }
 
@@ -1083,7 +1329,8 @@ int webhook_new(struct webhook **out, const struct webhook_opts *opts)
 		opts->max_connections ? opts->max_connections :
 					WEBHOOK_CONNECTIONS_DEFAULT,
 		opts->threads ? opts->threads : WEBHOOK_THREADS_DEFAULT,
-		wh->timeout_s, on_request, wh, on_completed, "webhook");
+		wh->timeout_s, &wh->guard, on_request, wh, on_completed,
+		"webhook");
 	if (!wh->daemon) {
 		rc = err_set(PB_ERROR,
 			     "webhook: libmicrohttpd did not start "
@@ -1130,6 +1377,7 @@ void webhook_free(struct webhook *wh)
 	} else if (wh->listen_fd >= 0) {
 		close(wh->listen_fd);
 	}
+	guard_stop(&wh->guard);
 	explicit_bzero(wh->secret, sizeof(wh->secret));
 	lru_release(&wh->seen);
 	pthread_cond_destroy(&wh->drained);
@@ -1156,6 +1404,7 @@ void webhook_stats(struct webhook_stats *out, struct webhook *wh)
 
 struct statusd {
 	struct MHD_Daemon *daemon;
+	struct guard guard; /* slowloris */
 	int listen_fd; /* ours until MHD starts with it */
 	unsigned port;
 	void (*on_get)(struct statusd_reply *r, const char *path, void *arg);
@@ -1205,6 +1454,7 @@ static enum MHD_Result sd_request(void *cls, struct MHD_Connection *conn,
 		return MHD_YES;
 	}
 	*con_cls = &seen;
+	guard_busy(&sd->guard, conn, 1);
 	if (!head && strcmp(method, MHD_HTTP_METHOD_GET)) {
 		static const char text[] = "method not allowed\n";
 
@@ -1223,6 +1473,17 @@ static enum MHD_Result sd_request(void *cls, struct MHD_Connection *conn,
 		       head);
 	buf_release(&r.body);
 	return ret;
+}
+
+/* An answer sent: the connection is idle again. */
+static void sd_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct statusd *sd = cls;
+
+	(void)con_cls;
+	(void)toe;
+	guard_busy(&sd->guard, conn, 0);
 }
 
 int statusd_new(struct statusd **out, const struct statusd_opts *opts)
@@ -1246,8 +1507,8 @@ int statusd_new(struct statusd **out, const struct statusd_opts *opts)
 		opts->max_connections ? opts->max_connections :
 					STATUSD_CONNECTIONS_DEFAULT,
 		opts->threads ? opts->threads : STATUSD_THREADS_DEFAULT,
-		opts->timeout_s ? opts->timeout_s : WEBHOOK_TIMEOUT_DEFAULT,
-		sd_request, sd, NULL, "status server");
+		opts->timeout_s ? opts->timeout_s : STATUSD_TIMEOUT_DEFAULT,
+		&sd->guard, sd_request, sd, sd_completed, "status server");
 	if (!sd->daemon) {
 		rc = err_set(PB_ERROR,
 			     "status server: libmicrohttpd did not start on %s",
@@ -1273,6 +1534,7 @@ void statusd_free(struct statusd *sd)
 		MHD_stop_daemon(sd->daemon);
 	if (sd->listen_fd >= 0)
 		close(sd->listen_fd);
+	guard_stop(&sd->guard);
 	free(sd);
 }
 

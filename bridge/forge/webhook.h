@@ -45,11 +45,15 @@
  * TLS terminator (nginx, stunnel, haproxy) that forwards to loopback.  The
  * token travels in the clear otherwise.
  *
- * Denial of service: a connection limit, a per-connection idle timeout
- * (slowloris), a cap on header memory (libmicrohttpd's pool, 32 KiB) and
- * on the body; the server is event-driven, so an idle client holds no
- * thread and never delays another.  Only a peer that knows the secret
- * gets its body read or reaches the de-duplication table.
+ * Denial of service (slowloris): a client has timeout_s seconds for a
+ * whole request head however it trickles it, and idle between requests;
+ * when max_connections are open, a new one shuts down the oldest that is
+ * not being answered, so idle and trickling clients, whatever their
+ * number, never keep a new one out; header memory is capped
+ * (libmicrohttpd's pool, 32 KiB), and so is the body; the server is
+ * event-driven, so an idle client holds no thread and never delays
+ * another.  Only a peer that knows the secret gets its body read or
+ * reaches the de-duplication table.
  *
  * Ownership: webhook_new() copies everything in opts (the secret into
  * memory that is wiped on free).  An event passed to the callback is
@@ -71,8 +75,9 @@
  * libmicrohttpd stays behind this one module: it answers GET and HEAD
  * with what a callback puts in a struct statusd_reply (/metrics,
  * /healthz, /readyz: cmd_run.c), never reads a request body, and
- * refuses every other method (405).  The same defences as the receiver:
- * a connection limit, an idle timeout, the header memory cap; no TLS, so
+ * refuses every other method (405).  The same defences as the receiver,
+ * with STATUSD_TIMEOUT_DEFAULT (3 s) for a request head: a handful of
+ * slow local clients never keep /healthz from answering.  No TLS, so
  * keep it on loopback or behind a proxy.
  */
 #ifndef PB_FORGE_WEBHOOK_H
@@ -169,7 +174,9 @@ struct webhook_opts {
 	const char *path; /* NULL: WEBHOOK_PATH_DEFAULT */
 	size_t max_request_size; /* body cap; 0: the default */
 	unsigned max_connections; /* 0: the default */
-	unsigned timeout_s; /* idle seconds per connection; 0: the default */
+	/* seconds per connection for a whole request head, and idle; 0:
+	 * the default */
+	unsigned timeout_s;
 	unsigned threads; /* server threads; 0: the default */
 	size_t dedupe_entries; /* 0: the default */
 	/* Called once per new delivery; 0 when queued. */
@@ -230,6 +237,9 @@ const char *webhook_action_name(enum webhook_action a);
 #define STATUSD_BODY_MAX (8 * 1024 * 1024)
 #define STATUSD_CONNECTIONS_DEFAULT 16
 #define STATUSD_THREADS_DEFAULT 2
+/* Seconds a client has for a whole request head, and idle: a health
+ * check's request comes at once, and its probe gives up in seconds. */
+#define STATUSD_TIMEOUT_DEFAULT 3
 
 struct statusd_reply {
 	unsigned status;
@@ -240,7 +250,7 @@ struct statusd_reply {
 struct statusd_opts {
 	const char *listen; /* "host:port" as for the receiver; required */
 	unsigned max_connections; /* 0: STATUSD_CONNECTIONS_DEFAULT */
-	unsigned timeout_s; /* 0: WEBHOOK_TIMEOUT_DEFAULT */
+	unsigned timeout_s; /* 0: STATUSD_TIMEOUT_DEFAULT */
 	unsigned threads; /* 0: STATUSD_THREADS_DEFAULT */
 	/*
 	 * Called from the server's threads (possibly in parallel) with the

@@ -2,6 +2,7 @@
 #include "util/fileio.h"
 #include "util/xalloc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -134,6 +135,58 @@ int dir_openat_nofollow(int *out, int atfd, const char *name, const char *shown)
 	if (e == ENOTDIR)
 		return err_set(PB_ENOTFOUND, "%s is not a directory", shown);
 	return err_set_errno(err_from_errno(e), "open %s", shown);
+}
+
+static int remove_tree(int atfd, const char *name, int depth)
+{
+	struct dirent *de;
+	struct stat st;
+	DIR *dir;
+	int fd, rc = 0;
+
+	if (fstatat(atfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ?
+			       0 :
+			       err_set_errno(err_from_errno(errno), "%s", name);
+	if (!S_ISDIR(st.st_mode)) {
+		if (unlinkat(atfd, name, 0) < 0 && errno != ENOENT)
+			return err_set_errno(err_from_errno(errno), "unlink %s",
+					     name);
+		return 0;
+	}
+	if (depth >= FILE_TREE_DEPTH_MAX)
+		return err_set(PB_ELIMIT, "%s: more than %d levels deep", name,
+			       FILE_TREE_DEPTH_MAX);
+	/* O_NOFOLLOW: swapped for a link since, it is refused here and
+	 * removed as a file by unlinkat() below. */
+	fd = openat(atfd, name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno != ENOTDIR && errno != ELOOP)
+			return err_set_errno(err_from_errno(errno), "open %s",
+					     name);
+		if (unlinkat(atfd, name, 0) < 0 && errno != ENOENT)
+			return err_set_errno(err_from_errno(errno), "unlink %s",
+					     name);
+		return 0;
+	}
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return err_set_errno(err_from_errno(errno), "%s", name);
+	}
+	while (!rc && (de = readdir(dir)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			rc = remove_tree(fd, de->d_name, depth + 1);
+	closedir(dir);
+	if (!rc && unlinkat(atfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		rc = err_set_errno(err_from_errno(errno), "rmdir %s", name);
+	return rc;
+}
+
+int dir_remove_tree_at(int atfd, const char *name)
+{
+	return remove_tree(atfd, name, 0);
 }
 
 int dir_open_nofollow(int *out, const char *dir)

@@ -78,6 +78,17 @@ int dir_open_nofollow(int *out, const char *dir);
 int dir_openat_nofollow(int *out, int atfd, const char *name,
 			const char *shown);
 
+/*
+ * Remove name in the directory atfd and, if it is a directory, all that
+ * is below it, never following a link: each directory is opened
+ * O_NOFOLLOW from the descriptor of the one above and its entries are
+ * removed with unlinkat(), so a link planted anywhere is removed itself,
+ * never what it points at.  Gone already: 0.  Deeper than
+ * FILE_TREE_DEPTH_MAX: PB_ELIMIT.
+ */
+#define FILE_TREE_DEPTH_MAX 64
+int dir_remove_tree_at(int atfd, const char *name);
+
 /* Read the whole file into out (appending); PB_ELIMIT past out->max. */
 int file_read(struct buf *out, const char *path);
 

@@ -214,3 +214,182 @@ int perm_check_own_dir(const char *dir, const char *what,
 			       expected_mode, dir);
 	return 0;
 }
+
+/*
+ * Refuse the directory shown (at st) on the way to what (the target
+ * shown as target): not root's or this user's, or writable by others
+ * where that lets them change what a name leads to.
+ */
+static int refuse_chain(const char *what, const char *target, const char *shown,
+			const struct stat *st, int last)
+{
+	char owner[PERM_NAME_MAX], me[PERM_NAME_MAX + 16];
+	char who[2 * PERM_NAME_MAX];
+
+	perm_user(owner, sizeof(owner), st->st_uid);
+	trusted_owners(me, sizeof(me));
+	if (!owner_ok(st))
+		return err_set(PB_EPERM,
+			       "%s %s: %s is owned by %s (mode %04o); it and "
+			       "every directory above it must be owned by "
+			       "%s, or another user could redirect what is "
+			       "written there",
+			       what, target, shown, owner,
+			       (unsigned)(st->st_mode & 07777), me);
+	return err_set(PB_EPERM,
+		       "%s %s: %s is writable by %s (owner %s, mode %04o); "
+		       "only its owner may change it and every directory "
+		       "above it%s (chmod go-w %s)",
+		       what, target, shown, writers(who, sizeof(who), st),
+		       owner, (unsigned)(st->st_mode & 07777),
+		       last ? "" : ", unless sticky like /tmp", shown);
+}
+
+void perm_dir_init(struct perm_dir *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->fd = -1;
+	d->parent = -1;
+}
+
+/* The next component of a path split by strtok_r(), "." skipped. */
+static char *next_comp(char *s, char **save)
+{
+	char *c = strtok_r(s, "/", save);
+
+	while (c && !strcmp(c, "."))
+		c = strtok_r(NULL, "/", save);
+	return c;
+}
+
+int perm_dir_open(struct perm_dir *d, const char *path, mode_t mode,
+		  const char *what)
+{
+	char abs[PATH_MAX], raw[PATH_MAX], shown[PATH_MAX], target[PATH_MAX];
+	char *comp, *next, *save = NULL;
+	struct stat st, lst;
+	size_t len;
+	int cur = -1, fd = -1, rc = 0;
+
+	perm_dir_init(d);
+	printable_copy(target, sizeof(target), path, strlen(path));
+	if (path[0] == '/') {
+		len = (size_t)snprintf(abs, sizeof(abs), "%s", path);
+	} else {
+		if (!getcwd(abs, sizeof(abs)))
+			return err_set_errno(err_from_errno(errno),
+					     "%s %s: the current directory",
+					     what, target);
+		len = strlen(abs);
+		len += (size_t)snprintf(abs + len, sizeof(abs) - len, "/%s",
+					path);
+	}
+	if (len >= sizeof(abs))
+		return err_set(PB_EINVAL, "%s %s: path too long", what, target);
+	cur = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cur < 0 || fstat(cur, &st) < 0) {
+		rc = err_set_errno(err_from_errno(errno), "%s %s: /", what,
+				   target);
+		goto out;
+	}
+	raw[0] = '\0';
+	snprintf(shown, sizeof(shown), "/");
+	comp = next_comp(abs, &save);
+	if (!comp) {
+		rc = err_set(PB_EINVAL, "%s %s: not a directory of its own",
+			     what, target);
+		goto out;
+	}
+	for (; comp; comp = next) {
+		next = next_comp(NULL, &save);
+		if (!strcmp(comp, "..")) {
+			rc = err_set(PB_EINVAL,
+				     "%s %s: give a path without \"..\"", what,
+				     target);
+			goto out;
+		}
+		/* cur (at st) holds the name comp: others could change what
+		 * it leads to unless cur is root's or ours and writable by
+		 * nobody else - or sticky, where only the entry's owner
+		 * (checked one step on) may rename or remove it. */
+		if (!owner_ok(&st) ||
+		    ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))) {
+			rc = refuse_chain(what, target, shown, &st, 0);
+			goto out;
+		}
+		len = strlen(raw);
+		snprintf(raw + len, sizeof(raw) - len, "/%s", comp);
+		printable_copy(shown, sizeof(shown), raw, strlen(raw));
+		if (fstatat(cur, comp, &lst, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT || next) {
+				rc = err_set_errno(err_from_errno(errno),
+						   "%s %s: %s", what, target,
+						   shown);
+				goto out;
+			}
+			/* Made here, so nobody else can have put anything
+			 * in it. */
+			if (mkdirat(cur, comp, mode) < 0) {
+				rc = err_set_errno(err_from_errno(errno),
+						   "%s %s: mkdir", what,
+						   target);
+				goto out;
+			}
+			d->made = 1;
+		} else if (S_ISLNK(lst.st_mode)) {
+			rc = err_set(PB_EPERM,
+				     "%s %s: %s is a symbolic link: give the "
+				     "real path (realpath %s); nothing is "
+				     "written through a link",
+				     what, target, shown, target);
+			goto out;
+		}
+		/* O_NOFOLLOW: a link swapped in since is refused too. */
+		rc = dir_openat_nofollow(&fd, cur, comp, shown);
+		if (rc) {
+			err_prefix(rc, "%s %s", what, target);
+			goto out;
+		}
+		if (fstat(fd, &st) < 0) {
+			rc = err_set_errno(err_from_errno(errno), "%s %s", what,
+					   target);
+			goto out;
+		}
+		if (next) {
+			close(cur);
+		} else {
+			d->parent = cur;
+			snprintf(d->name, sizeof(d->name), "%s", comp);
+		}
+		cur = fd;
+		fd = -1;
+	}
+	/* The directory itself: everything is written there, so neither
+	 * its group nor others may write it, sticky or not. */
+	if (!owner_ok(&st) || (st.st_mode & 022)) {
+		rc = refuse_chain(what, target, shown, &st, 1);
+		goto out;
+	}
+	d->fd = cur;
+	cur = -1;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (cur >= 0)
+		close(cur);
+	if (rc) {
+		if (d->made && d->parent >= 0)
+			unlinkat(d->parent, d->name, AT_REMOVEDIR);
+		perm_dir_close(d);
+	}
+	return rc;
+}
+
+void perm_dir_close(struct perm_dir *d)
+{
+	if (d->fd >= 0)
+		close(d->fd);
+	if (d->parent >= 0)
+		close(d->parent);
+	perm_dir_init(d);
+}

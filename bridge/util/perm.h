@@ -33,6 +33,7 @@
 
 #include "util/buf.h"
 
+#include <limits.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -62,6 +63,43 @@ int perm_read_trusted(struct buf *out, const char *path);
  */
 int perm_check_own_dir(const char *dir, const char *what,
 		       const char *expected_mode);
+
+/*
+ * A directory this program writes below with *at() calls, opened
+ * without following a link anywhere on its path: each component from
+ * "/" is opened O_DIRECTORY|O_NOFOLLOW from the descriptor of the one
+ * above, and each directory that holds the next one must be owned by
+ * root or this user and not writable by group or others, unless sticky
+ * (the entry below then passes the owner check, and only its owner may
+ * rename it); the directory itself must be owned by root or this user
+ * and be writable by neither group nor others, sticky or not.  So no
+ * other local user can change what any name on the way, or in the
+ * directory, leads to.  A link anywhere is refused (PB_EPERM), never
+ * followed: the caller gives the real path.  "." is skipped, ".." is
+ * refused.
+ */
+struct perm_dir {
+	int fd; /* the directory; -1 when closed */
+	int parent; /* the directory above it, for renameat(), unlinkat() */
+	char name[NAME_MAX + 1]; /* its name in parent */
+	int made; /* perm_dir_open() made it (mkdirat) */
+};
+
+void perm_dir_init(struct perm_dir *d);
+
+/*
+ * Open path into d, making its last component with mode when it does
+ * not exist (d->made).  what names it in messages ("public-inbox
+ * directory").  PB_EPERM when a link or a directory another user could
+ * change is on the way, with err_msg() naming it, its owner and mode and
+ * the fix; an errno-mapped code otherwise.  On error d is closed (and
+ * what it made removed).
+ */
+int perm_dir_open(struct perm_dir *d, const char *path, mode_t mode,
+		  const char *what);
+
+/* Close d's descriptors (d->made is forgotten); d may be closed. */
+void perm_dir_close(struct perm_dir *d);
 
 /* "name (uid N)", or "uid N" for a uid without a name; returns buf. */
 const char *perm_user(char *buf, size_t size, uid_t uid);

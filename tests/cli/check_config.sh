@@ -111,6 +111,10 @@ mkdir -p "$tmp/etc" "$tmp/var/spool/patchbridge" "$tmp/var/lib/patchbridge" \
 	"$tmp/var/spool/postfix/patchbridge"
 printf 'token\n' >"$tmp/etc/gitlab-token"
 printf 'subsystems: []\n' >"$tmp/etc/owners.yaml"
+# The token as run takes it: mode 0600 (cli_secret_files has the rest).
+run 78 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
+has "$tmp/err" "$tmp/example.conf: [forge] token_file: secret file $tmp/etc/gitlab-token: mode 0644 lets the group or others in: chown root:root $tmp/etc/gitlab-token; chmod 0600 $tmp/etc/gitlab-token"
+chmod 0600 "$tmp/etc/gitlab-token"
 run 0 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
 has "$tmp/out" "$tmp/example.conf: ok"
 # An owners.yaml that does not load is named with its line and column.

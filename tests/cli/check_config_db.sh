@@ -153,11 +153,13 @@ conninfo_file = $tmp/down.conninfo"
 run 75 "$tmp/down.conf"
 has "$tmp/err" "cannot connect"
 
-# A connection string the group may read is refused, like the token.
+# A connection string the group may read is refused, like the token:
+# by the check of every secret file, a configuration error (78) found
+# before the database is asked.
 chmod 640 "$tmp/pg.conninfo"
-run 77 "$tmp/pg.conf"
+run 78 "$tmp/pg.conf"
 has "$tmp/err" "[state] conninfo_file"
-has "$tmp/err" "chmod 600"
+has "$tmp/err" "chmod 0600"
 # backend postgresql without conninfo_file: a configuration error.
 config none "backend = postgresql"
 run 78 "$tmp/none.conf"

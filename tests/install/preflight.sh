@@ -225,9 +225,14 @@ run 78 setpriv --reuid=nobody --regid=nogroup --clear-groups -- \
 	"$PB" check-config --postfix-config "$PF" "$T/etc/pb.conf"
 said "[spool] dir: $T/spool is root:root 2770, and this process (uid $(id -u nobody) (nobody), groups nogroup) is neither its owner nor in its group: run the daemon as root and the milter as a member of group root"
 chown nobody:nogroup "$T/spool"
+# The token is read by the daemon's user: root's own is refused for it,
+# as run as that user refuses it.
+check_pb 78
+said "[forge] token_file: secret file $T/etc/token: Permission denied: nobody (uid $(id -u nobody)) may not read it: chown nobody:nogroup $T/etc/token; chmod 0600 $T/etc/token"
+chown nobody:nogroup "$T/etc/token"
 check_pb 0
 # Back to root's layout for the rest.
-chown -R root:root "$T/spool" "$T/state"
+chown -R root:root "$T/spool" "$T/state" "$T/etc/token"
 
 say "[3] a missing owners.yaml, then a broken one"
 conf "unix:$Q/patchbridge/milter.sock" "$T/etc/missing-owners.yaml"

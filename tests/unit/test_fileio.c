@@ -204,6 +204,53 @@ static void test_linked_dir(void **state)
 	assert_int_equal(count_entries(real), 0);
 }
 
+/*
+ * Removing a half-written tree (a failed public-inbox export) removes
+ * links planted in it, at a file and at a directory, never what they
+ * point at.
+ */
+static void test_remove_tree_links(void **state)
+{
+	char victim[600], vdir[600], tree[600], p[700];
+	int fd;
+
+	(void)state;
+	snprintf(victim, sizeof(victim), "%s/victim.db", dir);
+	snprintf(vdir, sizeof(vdir), "%s/victim-dir", dir);
+	snprintf(tree, sizeof(tree), "%s/epoch", dir);
+	assert_int_equal(
+		file_write_atomic(victim, "the state database", 18, 0600), 0);
+	assert_int_equal(dir_create(vdir, 0700), 0);
+	snprintf(p, sizeof(p), "%s/kept", vdir);
+	assert_int_equal(file_write_atomic(p, "kept", 4, 0600), 0);
+	snprintf(p, sizeof(p), "%s/objects/pack", tree);
+	assert_int_equal(dir_create(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/objects/pack/msgmap.sqlite3", tree);
+	assert_int_equal(symlink(victim, p), 0);
+	snprintf(p, sizeof(p), "%s/.git", tree);
+	assert_int_equal(symlink(vdir, p), 0);
+	snprintf(p, sizeof(p), "%s/HEAD", tree);
+	assert_int_equal(file_write_atomic(p, "ref", 3, 0600), 0);
+
+	assert_int_equal(dir_open_nofollow(&fd, dir), 0);
+	assert_int_equal(dir_remove_tree_at(fd, "epoch"), 0);
+	assert_int_equal(dir_remove_tree_at(fd, "epoch"), 0); /* gone: 0 */
+	close(fd);
+	assert_int_equal(access(tree, F_OK), -1);
+	assert_holds(victim, "the state database");
+	snprintf(p, sizeof(p), "%s/kept", vdir);
+	assert_holds(p, "kept");
+
+	/* The tree itself a link: the link goes, not the directory. */
+	snprintf(p, sizeof(p), "%s/epoch-alias", dir);
+	assert_int_equal(symlink(vdir, p), 0);
+	assert_int_equal(dir_open_nofollow(&fd, dir), 0);
+	assert_int_equal(dir_remove_tree_at(fd, "epoch-alias"), 0);
+	close(fd);
+	snprintf(p, sizeof(p), "%s/kept", vdir);
+	assert_holds(p, "kept");
+}
+
 /* Two writers of one file never share a temporary name. */
 static void test_tmp_names(void **state)
 {
@@ -234,6 +281,7 @@ int main(void)
 		cmocka_unit_test(test_planted_links),
 		cmocka_unit_test(test_linked_dir),
 		cmocka_unit_test(test_tmp_names),
+		cmocka_unit_test(test_remove_tree_links),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -62,7 +62,7 @@ static void test_refused(void **state)
 	(void)state;
 	write_file("glpat-abc\n", 10, 0640);
 	assert_int_equal(read_it(&b), PB_EPERM);
-	assert_non_null(strstr(err_msg(), "chmod 600"));
+	assert_non_null(strstr(err_msg(), "chmod 0600"));
 	assert_null(strstr(err_msg(), "glpat"));
 	write_file("glpat-abc\n", 10, 0604);
 	assert_int_equal(read_it(&b), PB_EPERM);

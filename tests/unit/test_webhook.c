@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -764,6 +765,170 @@ static void test_slow_client(void **state)
 	free(body);
 }
 
+/*
+ * Slowloris: a local user holds the listeners' connections with clients
+ * that send nothing, or one byte a second, and keeps them.  Neither the
+ * health check nor a GitLab delivery may be held off by them.
+ */
+
+#define LORIS_IDLE 64
+#define LORIS_TRICKLE 16
+#define LORIS_WAIT_MS 30000
+
+struct trickle {
+	int fds[LORIS_TRICKLE];
+	int stop;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+/* A request line and the start of a header field, then one byte of its
+ * value a second on every connection: the headers never end. */
+static void *trickle_thread(void *arg)
+{
+	static const char start[] = "GET /healthz HTTP/1.1\r\nX-Pad: ";
+	struct trickle *t = arg;
+	struct timespec until;
+	int i, first = 1;
+
+	pthread_mutex_lock(&t->lock);
+	while (!t->stop) {
+		for (i = 0; i < LORIS_TRICKLE; i++)
+			(void)!send(t->fds[i], first ? start : "a",
+				    first ? sizeof(start) - 1 : 1,
+				    MSG_NOSIGNAL);
+		first = 0;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		pthread_cond_timedwait(&t->cond, &t->lock, &until);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+/* The server closed fd (EOF or reset) before deadline_ms (now_ms()). */
+static int closed_by(int fd, int64_t deadline_ms)
+{
+	char scratch[512];
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+
+	for (;;) {
+		int64_t left = deadline_ms - now_ms();
+
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			return 0;
+		n = recv(fd, scratch, sizeof(scratch), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return 1;
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return 1;
+	}
+}
+
+/*
+ * Open the idle and trickling connections to port, then do(port) must
+ * succeed before LORIS_WAIT_MS, retried as long as it does not; the
+ * attack's connections are closed by the server by then.
+ */
+static void loris(unsigned port, int (*ok)(unsigned port))
+{
+	struct trickle t = { .stop = 0 };
+	int idle[LORIS_IDLE], i, served = 0;
+	pthread_t th;
+	int64_t deadline;
+
+	for (i = 0; i < LORIS_IDLE; i++)
+		idle[i] = dial(port);
+	for (i = 0; i < LORIS_TRICKLE; i++)
+		t.fds[i] = dial(port);
+	pthread_mutex_init(&t.lock, NULL);
+	pthread_cond_init(&t.cond, NULL);
+	assert_int_equal(pthread_create(&th, NULL, trickle_thread, &t), 0);
+	deadline = now_ms() + LORIS_WAIT_MS;
+	while (!served && now_ms() < deadline)
+		served = ok(port);
+	assert_true(served);
+	/* The attack's connections go: none is kept open by the server. */
+	for (i = 0; i < LORIS_IDLE; i++) {
+		assert_true(closed_by(idle[i], deadline + LORIS_WAIT_MS));
+		close(idle[i]);
+	}
+	for (i = 0; i < LORIS_TRICKLE; i++)
+		assert_true(closed_by(t.fds[i], deadline + LORIS_WAIT_MS));
+	pthread_mutex_lock(&t.lock);
+	t.stop = 1;
+	pthread_cond_signal(&t.cond);
+	pthread_mutex_unlock(&t.lock);
+	pthread_join(th, NULL);
+	for (i = 0; i < LORIS_TRICKLE; i++)
+		close(t.fds[i]);
+	pthread_cond_destroy(&t.cond);
+	pthread_mutex_destroy(&t.lock);
+}
+
+static void on_healthz(struct statusd_reply *r, const char *path, void *arg)
+{
+	(void)arg;
+	if (strcmp(path, "/healthz"))
+		return;
+	r->status = 200;
+	buf_adds(&r->body, "ok\n");
+}
+
+static int healthz_ok(unsigned port)
+{
+	static const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n"
+				  "Connection: close\r\n\r\n";
+	struct reply r;
+	int fd = dial(port);
+
+	send_all(fd, req, sizeof(req) - 1);
+	read_reply(&r, fd);
+	close(fd);
+	return r.status == 200;
+}
+
+static void test_statusd_slowloris(void **state)
+{
+	struct statusd_opts o = { .listen = "127.0.0.1:0",
+				  .on_get = on_healthz };
+	struct statusd *sd;
+
+	(void)state;
+	assert_int_equal(statusd_new(&sd, &o), 0);
+	loris(statusd_port(sd), healthz_ok);
+	assert_true(healthz_ok(statusd_port(sd)));
+	statusd_free(sd);
+}
+
+static int delivery_ok(unsigned port)
+{
+	static int n;
+	char key[32], *body = mr_example();
+	struct hdrs h;
+	int status;
+
+	snprintf(key, sizeof(key), "k-loris-%d", n++);
+	h = mr_hdrs(key);
+	status = post(port, &h, body, NULL);
+	free(body);
+	return status == 200;
+}
+
+static void test_webhook_slowloris(void **state)
+{
+	struct webhook_opts o = default_opts();
+	struct webhook *wh;
+
+	(void)state;
+	events_reset();
+	assert_int_equal(webhook_new(&wh, &o), 0);
+	loris(webhook_port(wh), delivery_ok);
+	assert_true(event_count() >= 1);
+	webhook_free(wh);
+}
+
 static void *free_thread(void *arg)
 {
 	webhook_free(arg);
@@ -948,6 +1113,8 @@ int main(void)
 		cmocka_unit_test(test_lru_bound),
 		cmocka_unit_test_setup_teardown(test_slow_client, setup,
 						teardown),
+		cmocka_unit_test(test_statusd_slowloris),
+		cmocka_unit_test(test_webhook_slowloris),
 		cmocka_unit_test(test_stop_drains),
 		cmocka_unit_test(test_bad_opts),
 		cmocka_unit_test(test_parse),
