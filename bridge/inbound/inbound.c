@@ -491,38 +491,6 @@ int inbound_ingest_spool(struct inbound *ib, int64_t now)
  * Lookups.
  */
 
-static int strip_id(char *out, size_t size, const char *id)
-{
-	size_t n;
-
-	if (!id)
-		return 0;
-	if (*id == '<')
-		id++;
-	n = strlen(id);
-	if (n && id[n - 1] == '>')
-		n--;
-	if (!n || n >= size)
-		return 0;
-	memcpy(out, id, n);
-	out[n] = '\0';
-	return 1;
-}
-
-/* The ids a mail answers: In-Reply-To, then References newest first. */
-static void answered_ids(struct strlist *out, const struct mail *m)
-{
-	char id[STORE_MSGID_MAX + 1];
-	size_t i;
-
-	if (strip_id(id, sizeof(id), m->in_reply_to))
-		strlist_push(out, id);
-	for (i = m->references.nr; i-- > 0;)
-		if (strip_id(id, sizeof(id), m->references.items[i]) &&
-		    strlist_find(out, id) < 0)
-			strlist_push(out, id);
-}
-
 int inbound_locate(struct inbound_target *out, int *is_ours, struct store *st,
 		   const struct mail *m)
 {
@@ -537,12 +505,12 @@ int inbound_locate(struct inbound_target *out, int *is_ours, struct store *st,
 	*is_ours = 0;
 	store_mail_init(&row);
 	store_inbound_init(&in);
-	if (strip_id(id, sizeof(id), m->message_id) &&
+	if (provenance_strip_id(id, sizeof(id), m->message_id) &&
 	    !store_mail_get(&row, st, id)) {
 		*is_ours = 1;
 		goto out;
 	}
-	answered_ids(&ids, m);
+	provenance_answered(&ids, m);
 	/* The thread map first: it is the authority. */
 	for (i = 0; i < ids.nr && rc == PB_ENOTFOUND; i++) {
 		r2 = store_mail_get(&row, st, ids.items[i]);
@@ -948,10 +916,11 @@ static void version_shas(const struct job *j, const char **base,
 /* The mail's parent: In-Reply-To, else the last References entry. */
 static int parent_id(char *out, size_t size, const struct mail *m)
 {
-	if (strip_id(out, size, m->in_reply_to))
+	if (provenance_strip_id(out, size, m->in_reply_to))
 		return 1;
 	return m->references.nr &&
-	       strip_id(out, size, m->references.items[m->references.nr - 1]);
+	       provenance_strip_id(out, size,
+				   m->references.items[m->references.nr - 1]);
 }
 
 /* The thread the mail answers: a mirrored forge comment, or the comment

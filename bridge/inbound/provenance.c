@@ -205,8 +205,7 @@ int provenance_text_naks(const char *text, size_t len)
 	return 0;
 }
 
-/* "<id>" -> "id" into out; 0 when it does not fit or is empty. */
-static int strip_id(char *out, size_t size, const char *id)
+int provenance_strip_id(char *out, size_t size, const char *id)
 {
 	size_t n;
 
@@ -222,6 +221,20 @@ static int strip_id(char *out, size_t size, const char *id)
 	memcpy(out, id, n);
 	out[n] = '\0';
 	return 1;
+}
+
+void provenance_answered(struct strlist *out, const struct mail *m)
+{
+	char id[PROVENANCE_ID_MAX + 1];
+	size_t i;
+
+	if (provenance_strip_id(id, sizeof(id), m->in_reply_to))
+		strlist_push(out, id);
+	for (i = m->references.nr; i-- > 0;)
+		if (provenance_strip_id(id, sizeof(id),
+					m->references.items[i]) &&
+		    strlist_find(out, id) < 0)
+			strlist_push(out, id);
 }
 
 /* Read one answered mail: mark the trailers it holds. */
@@ -270,7 +283,6 @@ int provenance_check(struct provenance *out, const struct review *r,
 	struct strlist ids = STRLIST_INIT;
 	struct buf raw = BUF_INIT(PROVENANCE_MAIL_MAX);
 	struct provenance_place pl, first;
-	char id[1024];
 	size_t i;
 	int rc = 0, have_first = 0, parent_archived = 0;
 
@@ -280,12 +292,7 @@ int provenance_check(struct provenance *out, const struct review *r,
 	out->quoted = xcalloc(out->nr + 1, 1);
 	/* The mails answered: In-Reply-To (the parent), then References
 	 * newest first; without In-Reply-To the last entry is the parent. */
-	if (strip_id(id, sizeof(id), m->in_reply_to))
-		strlist_push(&ids, id);
-	for (i = m->references.nr; i-- > 0;)
-		if (strip_id(id, sizeof(id), m->references.items[i]) &&
-		    strlist_find(&ids, id) < 0)
-			strlist_push(&ids, id);
+	provenance_answered(&ids, m);
 	if (!ids.nr || ids.nr > PROVENANCE_IDS_MAX)
 		out->parent_unknown = 1;
 	for (i = 0; i < ids.nr && i < PROVENANCE_IDS_MAX; i++) {

@@ -42,13 +42,17 @@
 #ifndef PB_INBOUND_PROVENANCE_H
 #define PB_INBOUND_PROVENANCE_H
 
+#include "mail/mail.h"
 #include "mail/review.h"
 #include "util/buf.h"
+#include "util/limits.h"
+#include "util/strlist.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 #define PROVENANCE_IDS_MAX 64
+#define PROVENANCE_ID_MAX PB_MSGID_MAX
 #define PROVENANCE_PROJECT_MAX 255
 
 struct provenance_place {
@@ -85,6 +89,13 @@ void provenance_release(struct provenance *p);
 
 int provenance_check(struct provenance *out, const struct review *r,
 		     const struct provenance_ops *ops);
+
+/* "<id>" -> "id" into out[size]; 0 when it is empty or does not fit. */
+int provenance_strip_id(char *out, size_t size, const char *id);
+
+/* The ids m answers, without <>, pushed to out: In-Reply-To, then the
+ * References newest first, each once. */
+void provenance_answered(struct strlist *out, const struct mail *m);
 
 /* Does some line of text[0..len), quote markers removed, name t (as
  * quoted[] above)?  Exposed for the tests. */

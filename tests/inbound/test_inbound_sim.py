@@ -181,13 +181,19 @@ class Bridge:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def reply(self, body, sender="Bob Maintainer <bob@corp.example>",
-              patch=1, ar=None, subject=None):
-        """Write a reply to patch (0: the cover letter); return
-        (path, Message-ID without <>)."""
+              patch=1, ar=None, subject=None, parent=None, refs=()):
+        """Write a reply to patch (0: the cover letter), or to the mail
+        parent (a Message-ID without <>) with refs after the patch in
+        its References; return (path, Message-ID without <>)."""
         self.n += 1
         mid = "reply-%d.%d@%s" % (self.n, os.getpid(),
                                   sender.split("@")[1].rstrip(">"))
-        parent = self.patch_ids[patch - 1] if patch else self.cover
+        patch_id = self.patch_ids[patch - 1] if patch else self.cover
+        chain = [self.cover] + ([patch_id] if patch else []) + list(refs)
+        if parent:
+            chain.append(parent)
+        else:
+            parent = patch_id
         if subject is None:
             subject = ("Re: [PATCH v1 %d/2] hello: greet more loudly" %
                        patch if patch else "Re: [PATCH v1 0/2] Greet")
@@ -197,8 +203,7 @@ class Bridge:
                 "Date: Thu, 03 Dec 2026 10:00:00 +0000",
                 "Message-ID: <%s>" % mid,
                 "In-Reply-To: <%s>" % parent,
-                "References: <%s> <%s>" % (self.cover, parent)
-                if patch else "References: <%s>" % self.cover,
+                "References: " + " ".join("<%s>" % r for r in chain),
                 "MIME-Version: 1.0",
                 "Content-Type: text/plain; charset=utf-8"]
         if ar:
@@ -576,15 +581,8 @@ class InboundTest(unittest.TestCase):
                             "need from you:\n\n" + bait,
                             sender="Mallory <mallory@evil.example>")
         b.replay("--apply-now", path)
-        path, mid = b.reply("Will do.\n\n" + bait, ar=DKIM_PASS)
-        with open(path) as f:
-            text = f.read()
-        text = text.replace("In-Reply-To: <%s>" % b.patch_ids[0],
-                            "In-Reply-To: <%s>" % xid)
-        text = text.replace("<%s>\n" % b.patch_ids[0],
-                            "<%s> <%s>\n" % (b.patch_ids[0], xid))
-        with open(path, "w") as f:
-            f.write(text)
+        path, mid = b.reply("Will do.\n\n" + bait, ar=DKIM_PASS,
+                            parent=xid)
         b.replay("--apply-now", path)
         mr = mr_state()
         self.assertEqual(mr["approvals"], [])
@@ -602,16 +600,8 @@ class InboundTest(unittest.TestCase):
         for, so its trailer is listed, not acted on."""
         b = self.b
         path, mid = b.reply("Acked-by: Bob Maintainer "
-                            "<bob@corp.example>\n", ar=DKIM_PASS)
-        with open(path) as f:
-            text = f.read()
-        text = text.replace("In-Reply-To: <%s>" % b.patch_ids[0],
-                            "In-Reply-To: <private.1@corp.example>")
-        text = text.replace("<%s>\n" % b.patch_ids[0],
-                            "<%s> <private.1@corp.example>\n" %
-                            b.patch_ids[0])
-        with open(path, "w") as f:
-            f.write(text)
+                            "<bob@corp.example>\n", ar=DKIM_PASS,
+                            parent="private.1@corp.example")
         b.replay("--apply-now", path)
         mr = mr_state()
         self.assertEqual(mr["approvals"], [])
@@ -630,26 +620,14 @@ class InboundTest(unittest.TestCase):
              other, b.head, os.path.join(b.dir, "patches",
                                          sorted(os.listdir(os.path.join(
                                              b.dir, "patches")))[0])])
+        # In-Reply-To the patch of !1, References ending with !2's
         path, xid = b.reply("What do you think, Bob?\n",
-                            sender="Mallory <mallory@evil.example>")
-        with open(path) as f:
-            text = f.read()
-        text = text.replace("<%s>\n" % b.patch_ids[0],
-                            "<%s> <%s>\n" % (b.patch_ids[0], other))
-        with open(path, "w") as f:
-            f.write(text)
+                            sender="Mallory <mallory@evil.example>",
+                            refs=[other])
         b.replay("--apply-now", path)
         path, mid = b.reply("Fine by me.\n\nAcked-by: Bob Maintainer "
-                            "<bob@corp.example>\n", ar=DKIM_PASS)
-        with open(path) as f:
-            text = f.read()
-        text = text.replace("In-Reply-To: <%s>" % b.patch_ids[0],
-                            "In-Reply-To: <%s>" % xid)
-        text = text.replace("<%s>\n" % b.patch_ids[0],
-                            "<%s> <%s> <%s>\n" % (b.patch_ids[0], other,
-                                                   xid))
-        with open(path, "w") as f:
-            f.write(text)
+                            "<bob@corp.example>\n", ar=DKIM_PASS,
+                            parent=xid, refs=[other])
         b.replay("--apply-now", path)
         mr = mr_state()
         self.assertEqual(mr["approvals"], [])
