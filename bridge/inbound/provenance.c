@@ -140,6 +140,19 @@ static int names_loosely(const char *p, size_t len, const struct trailer *t)
 	return hit;
 }
 
+/* Every tag ends in "by": a line without it names nobody's trailer
+ * (and most lines of a patch are passed over at that cost). */
+static int has_by(const char *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < len; i++)
+		if ((p[i] == 'b' || p[i] == 'B') &&
+		    (p[i + 1] == 'y' || p[i + 1] == 'Y'))
+			return 1;
+	return 0;
+}
+
 int provenance_text_names(const char *text, size_t len,
 			  const struct trailer *t)
 {
@@ -148,18 +161,24 @@ int provenance_text_names(const char *text, size_t len,
 	const char *line, *prev = NULL;
 	size_t n, pn = 0, i;
 	char pair[2 * TRAILER_LINE_MAX + 2];
-	int hit = 0;
+	int hit = 0, by, prev_by = 0;
 
 	scan_init(&s, text, len);
 	trailer_list_init(&l);
 	while (!hit && scan_line(&s, &line, &n)) {
 		unquote(&line, &n);
-		if (trailers_parse_line(&l, line, n) > 0)
+		by = has_by(line, n);
+		if (!by && !prev_by) {
+			prev = line;
+			pn = n;
+			continue;
+		}
+		if (by && trailers_parse_line(&l, line, n) > 0)
 			for (i = 0; i < l.nr && !hit; i++)
 				hit = approval_same_trailer(t, &l.v[i]);
 		trailer_list_release(&l);
 		trailer_list_init(&l);
-		if (!hit)
+		if (!hit && by)
 			hit = names_loosely(line, n, t);
 		/* a trailer a client wrapped over two lines */
 		if (!hit && prev && pn + 1 + n < sizeof(pair)) {
@@ -177,6 +196,7 @@ int provenance_text_names(const char *text, size_t len,
 		}
 		prev = line;
 		pn = n;
+		prev_by = by;
 	}
 	trailer_list_release(&l);
 	return hit;
