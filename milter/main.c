@@ -377,6 +377,14 @@ static int setup_signals(void)
 	if (sigaction(SIGHUP, &sa, NULL) || sigaction(SIGTERM, &sa, NULL) ||
 	    sigaction(SIGINT, &sa, NULL))
 		return err_set_errno(PB_ERROR, "sigaction");
+	/*
+	 * A write past a file size limit (RLIMIT_FSIZE, systemd's
+	 * LimitFSIZE=) raises SIGXFSZ, whose default ends the process with
+	 * every connection in it.  Ignored, the write fails with EFBIG
+	 * instead: a spool record then tempfails, a mail kept in a file past
+	 * [milter] memory_limit is cut there (session.h).
+	 */
+	signal(SIGXFSZ, SIG_IGN);
 	return 0;
 }
 
