@@ -677,6 +677,20 @@ static void bridge(struct session_outcome *out, struct session *s,
 	meta.revision = res->revision > 0 ? res->revision : 0;
 	meta.patch = res->patch > 0 ? res->patch : 0;
 	meta.received = s->cut ? s->size : s->msg_len;
+
+	/* What the header says is taken from the parse now, and the parse
+	 * let go: it is several times the mail, and spool_put() may wait
+	 * for other writers' fsync (the group commit). */
+	format_target(&hdr, meta.kind, res);
+	if (r)
+		format_review(&hdr, r);
+	else
+		buf_adds(&hdr, "; parse=failed");
+	if (s->cut)
+		buf_addf(&hdr, "; cut=%zu/%zu", s->msg_len, s->size);
+	review_free(r);
+	r = NULL;
+
 	rc = spool_put(out->spool_name, sizeof(out->spool_name), v->spool,
 		       &meta, s->msg, s->msg_len);
 	if (rc) {
@@ -692,13 +706,6 @@ static void bridge(struct session_outcome *out, struct session *s,
 		goto out;
 	}
 
-	format_target(&hdr, meta.kind, res);
-	if (r)
-		format_review(&hdr, r);
-	else
-		buf_adds(&hdr, "; parse=failed");
-	if (s->cut)
-		buf_addf(&hdr, "; cut=%zu/%zu", s->msg_len, s->size);
 	/* Every part is bounded (SESSION_PROJECT_SHOWN_MAX, eight trailer
 	 * types of 40 bytes) well under the cap: a cut would be a bug, said
 	 * in the log rather than hidden. */
