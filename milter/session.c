@@ -270,11 +270,6 @@ static void keep(struct session *s, const char *p, size_t len)
 	if (!len)
 		return;
 	if (s->fd < 0) {
-		/* the common case: room in what the budget granted */
-		if (len < s->raw.alloc - s->raw.len) {
-			buf_add(&s->raw, p, len);
-			return;
-		}
 		want = buf_grown_size(&s->raw, len);
 		if (want <= s->held || budget_take(want - s->held, s->limit)) {
 			if (want > s->held)
@@ -301,7 +296,16 @@ static void keep(struct session *s, const char *p, size_t len)
 /* Append what fits of p[0..len); past the cap the message is cut. */
 static void add_capped(struct session *s, const char *p, size_t len)
 {
-	size_t room = s->max_message - kept(s);
+	size_t room;
+
+	/* the common case first: room in what the budget granted, under
+	 * the cap (raw.max is max_message while the message is in raw) */
+	if (s->fd < 0 && len < s->raw.alloc - s->raw.len &&
+	    len <= s->raw.max - s->raw.len) {
+		buf_add(&s->raw, p, len);
+		return;
+	}
+	room = s->max_message - kept(s);
 
 	if (len > room) {
 		keep(s, p, room);

@@ -74,9 +74,9 @@ int buf_grow(struct buf *b, size_t extra)
 		b->err = PB_ELIMIT;
 		return failed(b);
 	}
-	n = buf_grown_size(b, extra);
-	if (n == b->alloc)
+	if (b->len + extra + 1 <= b->alloc)
 		return 0;
+	n = buf_grown_size(b, extra);
 	if (b->alloc) {
 		b->data = xrealloc(b->data, n);
 	} else {
