@@ -251,6 +251,7 @@ static int to_file(struct session *s)
 	log_info("%zu bytes held by the milter's messages, [milter] "
 		 "memory_limit %zu: this one goes on in a file",
 		 session_memory_held(), s->limit);
+	metrics_inc0(MET_MILTER_MAILS_IN_FILES);
 	s->fd = fd;
 	s->fd_len = s->raw.len;
 	buf_release(&s->raw);

@@ -117,6 +117,19 @@ grep -q '4BUDGETD1: .*goes on in a file' "$MLOG" &&
 expect_records "$W/spool" 7 budget
 [ -z "$(ls -A "$W/spool/tmp")" ] ||
 	fail "left in spool/tmp: $(ls -A "$W/spool/tmp")"
+# milter.prom (written every second) counts them, and holds nothing now
+want=$(files)
+for i in $(seq 1 50); do
+	grep -qx "patchbridge_milter_mails_in_files_total $want" \
+		"$W/spool/milter.prom" 2>/dev/null &&
+		grep -qx 'patchbridge_milter_memory_held_bytes 0' \
+			"$W/spool/milter.prom" && break
+	sleep 0.1
+done
+grep -qx "patchbridge_milter_mails_in_files_total $want" "$W/spool/milter.prom" &&
+	grep -qx 'patchbridge_milter_memory_held_bytes 0' "$W/spool/milter.prom" ||
+	fail "milter.prom: $(grep 'in_files\|memory_held' "$W/spool/milter.prom")"
+say "milter.prom: $(grep -h '^patchbridge_milter_\(mails_in_files\|memory_held\)' "$W/spool/milter.prom" | xargs)"
 
 step "SIGHUP with a broken file keeps the running configuration"
 cp "$W/pb.conf" "$W/pb.conf.good"
