@@ -9,7 +9,9 @@
  *
  * Layout of the spool directory DIR ([spool] dir):
  *
- *	DIR/tmp/   records being written by the milter; never read
+ *	DIR/tmp/   records being written by the milter, and the unnamed
+ *	           files of mail it receives past its memory budget
+ *	           (spool_body_file()); never read
  *	DIR/new/   complete records, waiting (the milter renames them here)
  *	DIR/cur/   records claimed by the daemon (renamed here from new/)
  *	DIR/done/  applied records, kept for `patchbridge why` and removed
