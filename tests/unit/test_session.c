@@ -24,6 +24,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -628,6 +629,88 @@ static void test_budget_shared(void **state)
 	}
 }
 
+/* One connection of test_budget_threads: no cmocka call in a thread. */
+struct budget_thread {
+	pthread_t tid;
+	int k;
+	size_t limit;
+	int over; /* the memory held passed the limit */
+	int in_file;
+	struct session_outcome out;
+};
+
+static void *budget_thread_run(void *arg)
+{
+	struct budget_thread *t = arg;
+	struct session *s;
+	struct buf b, id, irt = BUF_INIT(1100);
+	char mid[64];
+	size_t off, n;
+
+	our_id(&id, 2);
+	buf_addf(&irt, "<%s>", id.data);
+	snprintf(mid, sizeof(mid), "<thread%d@example.org>", t->k);
+	budget_body(&b, t->k, 200 * 1024);
+	session_new(&s, (unsigned long)t->k);
+	if (session_begin(s, "<rev@example.org>")) {
+		t->over = -1;
+		goto out;
+	}
+	session_header(s, "Subject", "Re: [PATCH v3 2/7] list: grow");
+	session_header(s, "Message-ID", mid);
+	session_header(s, "In-Reply-To", irt.data);
+	session_eoh(s);
+	for (off = 0; off < b.len; off += n) {
+		n = b.len - off < 4096 ? b.len - off : 4096;
+		session_body(s, b.data + off, n);
+		if (session_memory_held() > t->limit)
+			t->over = 1;
+	}
+	t->in_file = s->fd >= 0;
+	session_eom(&t->out, s);
+out:
+	session_free(s);
+	buf_release(&b);
+	buf_release(&id);
+	buf_release(&irt);
+	return NULL;
+}
+
+/*
+ * Eight connections on eight threads at once, as libmilter runs them:
+ * the counter never passes the budget, every reply is bridged whole,
+ * and all of it is given back.
+ */
+static void test_budget_threads(void **state)
+{
+	struct budget_thread t[8];
+	int k, files = 0;
+
+	(void)state;
+	milter_extra = "memory_limit = 512k\n";
+	mconf_install(make_conf("thr", "1M"));
+	milter_extra = "";
+	for (k = 0; k < 8; k++) {
+		memset(&t[k], 0, sizeof(t[k]));
+		t[k].k = k;
+		t[k].limit = 512 * 1024;
+		assert_int_equal(pthread_create(&t[k].tid, NULL,
+						budget_thread_run, &t[k]),
+				 0);
+	}
+	for (k = 0; k < 8; k++) {
+		assert_int_equal(pthread_join(t[k].tid, NULL), 0);
+		assert_int_equal(t[k].over, 0);
+		assert_string_equal(t[k].out.verdict, "bridged");
+		assert_non_null(strstr(t[k].out.header, "trailers=Acked-by"));
+		assert_null(strstr(t[k].out.header, "cut="));
+		files += t[k].in_file;
+	}
+	assert_int_equal(session_memory_held(), 0);
+	assert_int_equal(spooled("thr", NULL, 0), 8);
+	print_message("%d of 8 in files\n", files);
+}
+
 /*
  * Every end of a message gives its share of the budget and its file
  * back: an abort (session_end), a new MAIL FROM on the connection, the
@@ -780,6 +863,7 @@ int main(void)
 		cmocka_unit_test(test_reload_keeps_message_generation),
 		cmocka_unit_test(test_forged_authres),
 		cmocka_unit_test(test_budget_shared),
+		cmocka_unit_test(test_budget_threads),
 		cmocka_unit_test(test_budget_released),
 		cmocka_unit_test(test_budget_file_fails),
 		cmocka_unit_test(test_no_config),
