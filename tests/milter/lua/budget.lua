@@ -1,13 +1,15 @@
 -- [milter] memory_limit = 64k (miltertest.sh): two replies of 40 KiB at
 -- once do not both fit, so one of them goes on in a file (which one
--- depends on the order the milter's threads take them in); the first is
+-- depends on the order the milter's threads take them in; both, when one
+-- asks while the other is still moving to its file); the first is
 -- aborted, the second bridged whole; a third, over 64 KiB, goes to a
 -- file and its connection closes mid-message.  Then a reply of 40 KiB
 -- alone must fit in memory again: every end gave its share back.
 --
 -- The milter answers no body chunk, so nothing tells when one was taken;
 -- and libmilter drops what it has not read when the MTA hangs up.  The
--- third connection waits a little before it closes.
+-- third connection waits a second before it closes, and the last reply
+-- a second after that, for the milter to have ended it.
 dofile(os.getenv("MT_DIR") .. "/common.lua")
 
 local line = string.rep("y", 1022) .. "\r\n"
@@ -69,10 +71,10 @@ chunk(c, part)
 chunk(c, part)
 chunk(c, part)
 chunk(c, part)
-mt.sleep(0.5)
+mt.sleep(1)
 mt.disconnect(c)
 mt.disconnect(a)
-mt.sleep(0.5)
+mt.sleep(1)
 
 -- alone again: 40 KiB fit in memory (the shell counts the files)
 start(b, "4BUDGETD1", "<mt-budget-d@example.org>")
