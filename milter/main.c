@@ -64,6 +64,7 @@
 #include "mail/mail.h"
 #include "milter/glue.h"
 #include "milter/mconf.h"
+#include "milter/session.h"
 #include "milter/testmode.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -377,6 +378,14 @@ static int setup_signals(void)
 	if (sigaction(SIGHUP, &sa, NULL) || sigaction(SIGTERM, &sa, NULL) ||
 	    sigaction(SIGINT, &sa, NULL))
 		return err_set_errno(PB_ERROR, "sigaction");
+	/*
+	 * A write past a file size limit (RLIMIT_FSIZE, systemd's
+	 * LimitFSIZE=) raises SIGXFSZ, whose default ends the process with
+	 * every connection in it.  Ignored, the write fails with EFBIG
+	 * instead: a spool record then tempfails, a mail kept in a file past
+	 * [milter] memory_limit is cut there (session.h).
+	 */
+	signal(SIGXFSZ, SIG_IGN);
 	return 0;
 }
 
@@ -449,6 +458,7 @@ static void write_stats(int64_t now, int64_t *next, int *failing)
 		config_duration_ms(cfg, CFG_METRICS_MILTER_INTERVAL) / 1000;
 	path = xasprintf("%s/%s", config_str(cfg, CFG_SPOOL_DIR),
 			 METRICS_MILTER_FILE);
+	metrics_set0(MET_MILTER_MEMORY_HELD, (double)session_memory_held());
 	rc = metrics_render(&out, METRIC_MILTER);
 	if (!rc)
 		rc = file_write_atomic(path, out.data, out.len, 0640);

@@ -85,6 +85,7 @@ int mconf_new(struct mconf **out, struct strlist *errs, const char *path)
 	c->view.max_message = config_size(c->cfg, CFG_MILTER_MAX_MESSAGE_SIZE);
 	if (c->view.max_message > PB_MAIL_MAX_MAX)
 		c->view.max_message = PB_MAIL_MAX_MAX;
+	c->view.memory_limit = config_size(c->cfg, CFG_MILTER_MEMORY_LIMIT);
 	rc = spool_set_limits(c->spool,
 			      (size_t)config_int(c->cfg, CFG_SPOOL_MAX_RECORDS),
 			      c->view.max_message);

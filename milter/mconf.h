@@ -63,6 +63,7 @@ struct mconf_view {
 	const struct config *cfg;
 	struct spool *spool; /* the writer; spool_put() is thread-safe */
 	size_t max_message; /* [milter] max_message_size, bytes */
+	size_t memory_limit; /* [milter] memory_limit, bytes */
 	const char *domain; /* [bridge] domain */
 	const char *address; /* [bridge] address */
 	const char *authserv_id; /* [milter] trusted_authserv_id or NULL */

@@ -3,17 +3,53 @@
 #include "core/metrics.h"
 #include "mail/review.h"
 #include "util/err.h"
+#include "util/fileio.h"
 #include "util/limits.h"
 #include "util/log.h"
 #include "util/printable.h"
 #include "util/xalloc.h"
 
+#include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* The buffer before the first message knows its cap. */
 #define SESSION_IDLE_MAX 0
+
+/*
+ * The memory budget (session.h): the bytes every session's raw buffer
+ * has allocated, all sessions of the process together.  Like the
+ * metrics' counters it is process-wide state, and must be: the bound is
+ * on the process, whichever thread serves whichever connection.
+ */
+static atomic_size_t held_total;
+
+size_t session_memory_held(void)
+{
+	return atomic_load_explicit(&held_total, memory_order_relaxed);
+}
+
+/* Take n bytes of the budget if the total stays within limit. */
+static int budget_take(size_t n, size_t limit)
+{
+	size_t cur = atomic_load_explicit(&held_total, memory_order_relaxed);
+
+	do {
+		if (n > limit || cur > limit - n)
+			return 0;
+	} while (!atomic_compare_exchange_weak(&held_total, &cur, cur + n));
+	return 1;
+}
+
+static void budget_give(size_t n)
+{
+	if (n)
+		atomic_fetch_sub(&held_total, n);
+}
 
 static void set_log_id(struct session *s)
 {
@@ -31,6 +67,8 @@ int session_new(struct session **out, unsigned long id)
 	classify_input_init(&s->in);
 	classify_result_init(&s->early);
 	buf_init(&s->raw, SESSION_IDLE_MAX);
+	buf_init(&s->stage, SESSION_STAGE_MAX);
+	s->fd = -1;
 	authres_judge_init(&s->judge, NULL, 1);
 	set_log_id(s);
 	*out = s;
@@ -42,8 +80,27 @@ void session_free(struct session *s)
 	if (!s)
 		return;
 	session_end(s);
-	buf_release(&s->raw);
 	free(s);
+}
+
+/* Let go of what the message kept, in memory or in its file. */
+static void drop_kept(struct session *s)
+{
+	buf_release(&s->raw);
+	s->raw.max = SESSION_IDLE_MAX;
+	budget_give(s->held);
+	s->held = 0;
+	if (s->map)
+		munmap(s->map, s->map_len);
+	s->map = NULL;
+	s->map_len = 0;
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+	s->fd_len = 0;
+	buf_release(&s->stage);
+	s->msg = NULL;
+	s->msg_len = 0;
 }
 
 void session_end(struct session *s)
@@ -55,9 +112,9 @@ void session_end(struct session *s)
 	classify_input_release(&s->in);
 	classify_result_release(&s->early);
 	authres_judge_release(&s->judge);
-	/* a big message's memory goes back now, not at the next one */
-	buf_release(&s->raw);
-	s->raw.max = SESSION_IDLE_MAX;
+	/* a big message's memory, budget and file go back now, not at the
+	 * next one */
+	drop_kept(s);
 	s->queue_id[0] = '\0';
 	s->size = 0;
 	s->nr_headers = 0;
@@ -79,6 +136,7 @@ int session_begin(struct session *s, const char *sender)
 		return err_set(PB_ERROR, "no configuration loaded");
 	s->messages++;
 	s->max_message = mconf_view(s->conf)->max_message;
+	s->limit = mconf_view(s->conf)->memory_limit;
 	authres_judge_init(&s->judge, mconf_view(s->conf)->authserv_id,
 			   mconf_view(s->conf)->authres_fields);
 	s->raw.max = s->max_message;
@@ -126,21 +184,136 @@ static void mark(struct session *s, enum session_skip why)
 	if (s->skip != SESSION_KEEP)
 		return;
 	s->skip = why;
+	drop_kept(s);
+}
+
+static const char *safe(char *dst, size_t size, const char *s)
+{
+	return s ? printable_copy(dst, size, s, strlen(s)) : "";
+}
+
+/* Bytes of the message kept so far, in memory or in its file. */
+static size_t kept(const struct session *s)
+{
+	return s->fd >= 0 ? s->fd_len + s->stage.len : s->raw.len;
+}
+
+/*
+ * The file failed: the message is cut where it stopped, as over
+ * max_message_size (what was written is bridged at end of message).
+ */
+static void file_failed(struct session *s)
+{
+	char mid[PB_LOG_QUOTE_MAX];
+
+	buf_release(&s->stage);
+	s->cut = 1;
+	log_error("<%s>: cannot keep the mail in a file past [milter] "
+		  "memory_limit (%s): the first %zu bytes are bridged, said "
+		  "to be cut",
+		  safe(mid, sizeof(mid), s->in.message_id), err_msg(), kept(s));
+}
+
+/* Write the staged bytes to the file. */
+static int flush_stage(struct session *s)
+{
+	int rc;
+
+	if (!s->stage.len)
+		return 0;
+	rc = fd_write_all(s->fd, s->stage.data, s->stage.len);
+	if (rc) {
+		file_failed(s);
+		return rc;
+	}
+	s->fd_len += s->stage.len;
+	buf_reset(&s->stage);
+	return 0;
+}
+
+/*
+ * Move the message from memory to a file: the budget is spent.  On
+ * failure the message stays as it is in memory, cut there.
+ */
+static int to_file(struct session *s)
+{
+	int rc, fd;
+
+	rc = spool_body_file(&fd, mconf_view(s->conf)->spool);
+	if (!rc && s->raw.len)
+		rc = fd_write_all(fd, s->raw.data, s->raw.len);
+	if (rc) {
+		if (fd >= 0)
+			close(fd);
+		file_failed(s);
+		return rc;
+	}
+	log_info("%zu bytes held by the milter's messages, [milter] "
+		 "memory_limit %zu: this one goes on in a file",
+		 session_memory_held(), s->limit);
+	metrics_inc0(MET_MILTER_MAILS_IN_FILES);
+	s->fd = fd;
+	s->fd_len = s->raw.len;
 	buf_release(&s->raw);
-	s->raw.max = SESSION_IDLE_MAX;
+	budget_give(s->held);
+	s->held = 0;
+	return 0;
+}
+
+/*
+ * Keep p[0..len) (within max_message): in raw while the budget allows
+ * its growth, else in the file.
+ */
+static void keep(struct session *s, const char *p, size_t len)
+{
+	size_t want;
+
+	if (!len)
+		return;
+	if (s->fd < 0) {
+		want = buf_grown_size(&s->raw, len);
+		if (want <= s->held || budget_take(want - s->held, s->limit)) {
+			if (want > s->held)
+				s->held = want;
+			buf_add(&s->raw, p, len);
+			return;
+		}
+		if (to_file(s))
+			return;
+	}
+	if (s->stage.len + len > SESSION_STAGE_MAX && flush_stage(s))
+		return;
+	if (len < SESSION_STAGE_MAX) {
+		buf_add(&s->stage, p, len);
+		return;
+	}
+	if (fd_write_all(s->fd, p, len)) {
+		file_failed(s);
+		return;
+	}
+	s->fd_len += len;
 }
 
 /* Append what fits of p[0..len); past the cap the message is cut. */
 static void add_capped(struct session *s, const char *p, size_t len)
 {
-	size_t room = s->raw.max - s->raw.len;
+	size_t room;
+
+	/* the common case first: room in what the budget granted, under
+	 * the cap (raw.max is max_message while the message is in raw) */
+	if (s->fd < 0 && len < s->raw.alloc - s->raw.len &&
+	    len <= s->raw.max - s->raw.len) {
+		buf_add(&s->raw, p, len);
+		return;
+	}
+	room = s->max_message - kept(s);
 
 	if (len > room) {
-		buf_add(&s->raw, p, room);
+		keep(s, p, room);
 		s->cut = 1;
 		return;
 	}
-	buf_add(&s->raw, p, len);
+	keep(s, p, len);
 }
 
 /* Append bytes, dropping a CR before LF (and tracking one split across
@@ -402,9 +575,78 @@ static void count(const struct session_outcome *out, size_t bytes)
 	}
 }
 
-static const char *safe(char *dst, size_t size, const char *s)
+/*
+ * The file read back into raw, when it cannot be mapped: over the
+ * budget, since the mail is here and must not be lost.
+ */
+static void read_back(struct session *s)
 {
-	return s ? printable_copy(dst, size, s, strlen(s)) : "";
+	size_t got = 0, want = buf_grown_size(&s->raw, s->fd_len);
+	ssize_t n;
+
+	atomic_fetch_add(&held_total, want);
+	s->held = want;
+	buf_grow(&s->raw, s->fd_len);
+	while (got < s->fd_len) {
+		n = pread(s->fd, s->raw.data + got, s->fd_len - got,
+			  (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			log_error("cannot read back the mail's file: %s",
+				  n ? strerror(errno) : "end of file");
+			s->cut = 1;
+			break;
+		}
+		got += (size_t)n;
+	}
+	s->raw.len = got;
+	s->raw.data[got] = '\0';
+}
+
+/*
+ * At end of message: what was kept as one NUL-terminated text in
+ * s->msg[0..msg_len), as the parsers take it.  That is raw itself, or
+ * the file mapped privately with one zero byte after it (the file grows
+ * by that byte, so the mapping never reaches past the file's end).
+ */
+static void view(struct session *s)
+{
+	char *map;
+
+	if (s->fd >= 0) {
+		(void)flush_stage(s); /* a failure cuts the mail there */
+		map = MAP_FAILED;
+		if (ftruncate(s->fd, (off_t)s->fd_len + 1) == 0)
+			map = mmap(NULL, s->fd_len + 1, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE, s->fd, 0);
+		if (map != MAP_FAILED) {
+			s->map = map;
+			s->map_len = s->fd_len + 1;
+			map[s->fd_len] = '\0';
+			s->msg = map;
+			s->msg_len = s->fd_len;
+			return;
+		}
+		log_error("cannot map the mail's file (%s): reading it back "
+			  "into memory",
+			  strerror(errno));
+		read_back(s);
+	}
+	s->msg = s->raw.data;
+	s->msg_len = s->raw.len;
+}
+
+/* Shorten the text view() made to its first len bytes. */
+static void view_truncate(struct session *s, size_t len)
+{
+	if (s->map) {
+		s->map[len] = '\0';
+	} else {
+		buf_truncate(&s->raw, len);
+		s->msg = s->raw.data;
+	}
+	s->msg_len = len;
 }
 
 /* The relevant mail: parse, spool, say what was understood. */
@@ -420,7 +662,7 @@ static void bridge(struct session_outcome *out, struct session *s,
 	char mid[PB_LOG_QUOTE_MAX];
 	int rc;
 
-	rc = review_parse(&r, s->raw.data, s->raw.len, res->parent, &ropts);
+	rc = review_parse(&r, s->msg, s->msg_len, res->parent, &ropts);
 	if (rc)
 		log_warn("message <%s> to %s!%lld does not parse (%s); "
 			 "spooling it for the daemon anyway",
@@ -439,9 +681,23 @@ static void bridge(struct session_outcome *out, struct session *s,
 	meta.iid = res->iid;
 	meta.revision = res->revision > 0 ? res->revision : 0;
 	meta.patch = res->patch > 0 ? res->patch : 0;
-	meta.received = s->cut ? s->size : s->raw.len;
+	meta.received = s->cut ? s->size : s->msg_len;
+
+	/* What the header says is taken from the parse now, and the parse
+	 * let go: it is several times the mail, and spool_put() may wait
+	 * for other writers' fsync (the group commit). */
+	format_target(&hdr, meta.kind, res);
+	if (r)
+		format_review(&hdr, r);
+	else
+		buf_adds(&hdr, "; parse=failed");
+	if (s->cut)
+		buf_addf(&hdr, "; cut=%zu/%zu", s->msg_len, s->size);
+	review_free(r);
+	r = NULL;
+
 	rc = spool_put(out->spool_name, sizeof(out->spool_name), v->spool,
-		       &meta, s->raw.data, s->raw.len);
+		       &meta, s->msg, s->msg_len);
 	if (rc) {
 		log_error("cannot spool the reply <%s> to %s!%lld: %s (%s); "
 			  "answering tempfail",
@@ -455,13 +711,6 @@ static void bridge(struct session_outcome *out, struct session *s,
 		goto out;
 	}
 
-	format_target(&hdr, meta.kind, res);
-	if (r)
-		format_review(&hdr, r);
-	else
-		buf_adds(&hdr, "; parse=failed");
-	if (s->cut)
-		buf_addf(&hdr, "; cut=%zu/%zu", s->raw.len, s->size);
 	/* Every part is bounded (SESSION_PROJECT_SHOWN_MAX, eight trailer
 	 * types of 40 bytes) well under the cap: a cut would be a bug, said
 	 * in the log rather than hidden. */
@@ -530,15 +779,17 @@ static void eom(struct session_outcome *out, struct session *s)
 		return;
 	}
 
+	view(s);
 	if (s->cut) {
 		/* what fits is bridged: up to its last line end */
-		const char *nl = memrchr(s->raw.data, '\n', s->raw.len);
+		const char *nl = memrchr(s->msg, '\n', s->msg_len);
 
-		buf_truncate(&s->raw, nl ? (size_t)(nl + 1 - s->raw.data) : 0);
-		log_notice("<%s>: %zu bytes is over [milter] max_message_size "
-			   "(%zu): the first %zu are bridged",
-			   safe(mid, sizeof(mid), s->in.message_id), s->size,
-			   s->max_message, s->raw.len);
+		view_truncate(s, nl ? (size_t)(nl + 1 - s->msg) : 0);
+		log_notice(
+			"<%s>: %zu bytes is over [milter] max_message_size "
+			"(%zu) or its file failed: the first %zu are bridged",
+			safe(mid, sizeof(mid), s->in.message_id), s->size,
+			s->max_message, s->msg_len);
 	}
 	opts.domain = v->domain;
 	opts.address = v->address;
@@ -549,8 +800,7 @@ static void eom(struct session_outcome *out, struct session *s)
 		st = NULL; /* logged; the Message-ID scheme still works */
 	if (st)
 		store_threadmap(&tm, st);
-	classify_eom(&res, &s->in, s->raw.data, s->raw.len, st ? &tm : NULL,
-		     &opts);
+	classify_eom(&res, &s->in, s->msg, s->msg_len, st ? &tm : NULL, &opts);
 	mconf_store_put(s->conf, st, which, res.map_failed);
 	if (st && which == MCONF_SHARED && res.map_failed) {
 		/* the database failed or was slow: this host's copy */
@@ -561,8 +811,8 @@ static void eom(struct session_outcome *out, struct session *s)
 			st = NULL;
 		if (st)
 			store_threadmap(&tm, st);
-		classify_eom(&res, &s->in, s->raw.data, s->raw.len,
-			     st ? &tm : NULL, &opts);
+		classify_eom(&res, &s->in, s->msg, s->msg_len, st ? &tm : NULL,
+			     &opts);
 		mconf_store_put(s->conf, st, which, res.map_failed);
 	}
 	switch (res.verdict) {
@@ -591,5 +841,5 @@ void session_eom(struct session_outcome *out, struct session *s)
 
 	eom(out, s);
 	if (had_conf)
-		count(out, s->raw.len);
+		count(out, s->msg_len);
 }

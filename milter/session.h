@@ -25,7 +25,28 @@
  * is handled like a whole mail and spooled with the size Postfix offered
  * (Received-Size), so the daemon says the comment is cut and where the
  * whole mail is; nothing is lost for being large, and list mail is never
- * rejected because of the bridge (DESIGN.md rules 1 and 8).  A message
+ * rejected because of the bridge (DESIGN.md rules 1 and 8).
+ *
+ * The memory all sessions of the process hold for their messages is
+ * bounded too, by [milter] memory_limit: libmilter serves each connection
+ * in a thread of its own, so without a bound of its own N concurrent
+ * large replies would hold N times max_message_size.  The bytes each
+ * buffer has allocated are counted in one process-wide atomic counter
+ * (session_memory_held()), taken before the buffer grows and given back
+ * when the message ends, however it ends (session_end(): end of message,
+ * abort, a new MAIL FROM, the connection closed).  A message whose
+ * buffer would take the count over the limit moves what it holds to a
+ * private file in the spool's tmp/ (spool_body_file()) and goes on
+ * there, through a SESSION_STAGE_MAX staging buffer of its own; at end
+ * of message the file is mapped and read exactly as the buffer would
+ * have been, so the spool record is the same byte for byte.  Only
+ * messages that grow pay for this: a small mail takes the counter once
+ * per doubling of its buffer and nothing else.  If the file cannot be
+ * made or written (disk full, a file size limit), the message is cut
+ * where its file or buffer stopped, as over max_message_size, and that
+ * is logged: never a rejection, never a tempfail for the budget's sake.
+ *
+ * A message
  * with more than PB_HEADER_COUNT_MAX header fields or a field over
  * PB_HEADER_VALUE_MAX bytes is accepted untouched and logged.  When the
  * headers already say the mail is no reply to a bridged series
@@ -81,6 +102,9 @@
 #define SESSION_PROJECT_SHOWN_MAX 200
 /* The log correlation id: a queue id or "conn N". */
 #define SESSION_LOG_ID_MAX 80
+/* A message kept in a file reaches it in writes of up to this much:
+ * its one buffer outside the memory budget. */
+#define SESSION_STAGE_MAX (32 * 1024)
 
 /* Why a message passes untouched without end-of-message work. */
 enum session_skip {
@@ -104,11 +128,21 @@ struct session {
 	struct classify_input in; /* the headers classification reads */
 	struct classify_result early; /* classify_early() at end of header */
 	struct buf raw; /* header, empty line, body; LF ends; capped */
+	size_t limit; /* [milter] memory_limit, from conf */
+	size_t held; /* of the memory budget: raw's allocation */
+	int fd; /* -1, or the file the message is kept in instead of raw */
+	size_t fd_len; /* bytes written to fd */
+	struct buf stage; /* bytes on their way to fd */
+	char *map; /* at end of message: fd mapped, fd_len + 1 bytes */
+	size_t map_len; /* the length of map */
+	const char *msg; /* at end of message: the kept bytes, raw or map */
+	size_t msg_len;
 	size_t size; /* bytes offered, also past the cap */
 	size_t nr_headers; /* header fields seen */
 	int in_body; /* end of header seen */
 	int pending_cr; /* the last body chunk ended in CR */
-	int cut; /* raw reached max_message: the rest is not kept */
+	int cut; /* max_message reached, or the file failed: the rest is
+		  * not kept */
 	struct authres_judge judge; /* the A-R rules over the fields */
 	enum session_skip skip; /* set once, never cleared in a message */
 };
@@ -157,5 +191,8 @@ const size_t *session_forged(const struct session *s, size_t *nr);
 
 /* The correlation id for log lines: the queue id once known. */
 const char *session_log_id(const struct session *s);
+
+/* Bytes all sessions of the process hold for their messages now. */
+size_t session_memory_held(void);
 
 #endif

@@ -180,6 +180,11 @@ static const struct config_param params[CFG__COUNT] = {
 		PB_MAIL_MAX_MIN, PB_MAIL_MAX_MAX, NULL, 0,
 		"Larger mail is bridged from its first bytes, said to be "
 		"cut" },
+	[CFG_MILTER_MEMORY_LIMIT] = {
+		"milter", "memory_limit", CONFIG_SIZE, "256M",
+		PB_MILTER_MEMORY_MIN, PB_MILTER_MEMORY_MAX, NULL, 0,
+		"Mail bytes all connections together hold in memory; a mail "
+		"that would pass it is kept in a file in the spool's tmp/" },
 	[CFG_MILTER_TRUSTED_AUTHSERV_ID] = {
 		"milter", "trusted_authserv_id", CONFIG_STRING, "", 0,
 		NAME_LEN_MAX, NULL, 0,

@@ -240,6 +240,18 @@ static const struct metric_def defs[MET__COUNT] = {
 		{ NULL }, { NULL }, 1, NULL, 0,
 		"Mails answered tempfail because they could not be spooled",
 		"" },
+	[MET_MILTER_MAILS_IN_FILES] = {
+		"patchbridge_milter_mails_in_files_total", METRIC_COUNTER, M,
+		{ NULL }, { NULL }, 1, NULL, 0,
+		"Mails the milter went on receiving in a file because its "
+		"messages held [milter] memory_limit",
+		"" },
+	[MET_MILTER_MEMORY_HELD] = {
+		"patchbridge_milter_memory_held_bytes", METRIC_GAUGE, M,
+		{ NULL }, { NULL }, 1, NULL, 0,
+		"Bytes the milter's messages held in memory when it wrote "
+		"its statistics (at most [milter] memory_limit)",
+		"" },
 };
 
 #undef D

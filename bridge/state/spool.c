@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -628,6 +629,63 @@ int spool_probe(struct spool *sp)
 		rc = err_prefix(rc, "spool: %s/tmp", sp->dir);
 	close(fd);
 	return rc;
+}
+
+/* spool_body_file() without O_TMPFILE: ".body.<16 random hex digits>". */
+static int body_file_named(int *out, struct spool *sp)
+{
+	unsigned char rnd[8];
+	char nm[32];
+	int tries, fd;
+	size_t i;
+
+	for (tries = 0; tries < 8; tries++) {
+		if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+			return err_set_errno(PB_ETEMP, "getrandom");
+		memcpy(nm, ".body.", 6);
+		for (i = 0; i < sizeof(rnd); i++)
+			snprintf(nm + 6 + 2 * i, 3, "%02x", rnd[i]);
+		fd = openat(sp->fd[SPOOL_TMP], nm,
+			    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    0600);
+		if (fd < 0 && errno == EEXIST)
+			continue;
+		if (fd < 0)
+			return err_set_errno(spool_errno(errno),
+					     "spool: create %s/tmp/%s", sp->dir,
+					     nm);
+		if (unlinkat(sp->fd[SPOOL_TMP], nm, 0) < 0) {
+			int e = errno;
+
+			close(fd);
+			return err_set_errno(spool_errno(e),
+					     "spool: remove %s/tmp/%s", sp->dir,
+					     nm);
+		}
+		*out = fd;
+		return 0;
+	}
+	return err_set(PB_ETEMP, "spool: %s/tmp: no free name", sp->dir);
+}
+
+int spool_body_file(int *out, struct spool *sp)
+{
+	int fd, rc;
+
+	*out = -1;
+	rc = check_area(sp, SPOOL_TMP);
+	if (rc)
+		return rc;
+	fd = openat(sp->fd[SPOOL_TMP], ".", O_TMPFILE | O_RDWR | O_CLOEXEC,
+		    0600);
+	if (fd < 0 &&
+	    (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL))
+		return body_file_named(out, sp);
+	if (fd < 0)
+		return err_set_errno(spool_errno(errno), "spool: %s/tmp",
+				     sp->dir);
+	*out = fd;
+	return 0;
 }
 
 static int is_reason_name(const char *name)

@@ -9,7 +9,9 @@
  *
  * Layout of the spool directory DIR ([spool] dir):
  *
- *	DIR/tmp/   records being written by the milter; never read
+ *	DIR/tmp/   records being written by the milter, and the unnamed
+ *	           files of mail it receives past its memory budget
+ *	           (spool_body_file()); never read
  *	DIR/new/   complete records, waiting (the milter renames them here)
  *	DIR/cur/   records claimed by the daemon (renamed here from new/)
  *	DIR/done/  applied records, kept for `patchbridge why` and removed
@@ -347,6 +349,19 @@ int spool_area_stat(size_t *count, int64_t *oldest, struct spool *sp,
  * or read-only file system) with err_msg() naming the directory.
  */
 int spool_probe(struct spool *sp);
+
+/*
+ * A private file for a mail the writer is still receiving (the milter's
+ * mail past its memory budget), open for reading and writing in *out;
+ * the caller closes it.  It is made in tmp/ without a name (O_TMPFILE):
+ * no reader ever sees it, and it is gone with its descriptor, also
+ * after a crash.  On a file system without O_TMPFILE it gets a random
+ * name starting with "." (ignored by every reader), created
+ * O_CREAT | O_EXCL | O_NOFOLLOW and removed at once.  Mode 0600: the
+ * writer's alone.  Not durable (never fsynced): spool_put() makes the
+ * record.  Thread-safe.
+ */
+int spool_body_file(int *out, struct spool *sp);
 
 /* One record found by spool_find(). */
 struct spool_entry {

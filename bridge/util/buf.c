@@ -52,9 +52,21 @@ void buf_clear_error(struct buf *b)
 	b->err = 0;
 }
 
+size_t buf_grown_size(const struct buf *b, size_t extra)
+{
+	size_t need = b->len + extra + 1, n;
+
+	if (need <= b->alloc)
+		return b->alloc;
+	n = b->alloc ? b->alloc : 64;
+	while (n < need)
+		n = n > ((size_t)-1) / 2 ? need : n * 2;
+	return n;
+}
+
 int buf_grow(struct buf *b, size_t extra)
 {
-	size_t need, n;
+	size_t n;
 
 	if (b->err)
 		return failed(b);
@@ -62,12 +74,9 @@ int buf_grow(struct buf *b, size_t extra)
 		b->err = PB_ELIMIT;
 		return failed(b);
 	}
-	need = b->len + extra + 1;
-	if (need <= b->alloc)
+	if (b->len + extra + 1 <= b->alloc)
 		return 0;
-	n = b->alloc ? b->alloc : 64;
-	while (n < need)
-		n = n > ((size_t)-1) / 2 ? need : n * 2;
+	n = buf_grown_size(b, extra);
 	if (b->alloc) {
 		b->data = xrealloc(b->data, n);
 	} else {

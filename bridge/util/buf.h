@@ -50,6 +50,12 @@ void buf_reset(struct buf *b);
 
 /* Make sure len + extra bytes fit; PB_ELIMIT past max (sticky). */
 int buf_grow(struct buf *b, size_t extra);
+/*
+ * The allocation b would have after buf_grow(b, extra) succeeded:
+ * ->alloc when the bytes fit already.  For a caller that accounts for
+ * the memory before it grows (the milter's memory budget).
+ */
+size_t buf_grown_size(const struct buf *b, size_t extra);
 
 int buf_add(struct buf *b, const void *data, size_t len);
 int buf_adds(struct buf *b, const char *s);

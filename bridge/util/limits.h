@@ -25,6 +25,10 @@
 #define PB_MAIL_MAX_DEFAULT (10 * 1024 * 1024)
 #define PB_MAIL_MAX_MIN (64 * 1024)
 #define PB_MAIL_MAX_MAX (100 * 1024 * 1024)
+/* The milter's memory for mail, all connections together ([milter]
+ * memory_limit); past it a mail being received goes to a file. */
+#define PB_MILTER_MEMORY_MIN (64 * 1024)
+#define PB_MILTER_MEMORY_MAX (64LL * 1024 * 1024 * 1024)
 #define PB_HEADER_COUNT_MAX 500
 #define PB_HEADER_VALUE_MAX (64 * 1024)
 #define PB_MIME_DEPTH_MAX 8

@@ -1,6 +1,7 @@
 #!/bin/bash
 # milter_bench.sh [--build DIR] [-n N] [-r R] [-c C] [--irrelevant PCT]
 #                 [--traffic replies|list] [--before BIN] [--pad BYTES]
+#                 [--memory-limit SIZE]
 #                 [--work DIR] [--milter BIN --test-milter BIN --seed BIN]
 #
 # Benchmark of patchbridge-milter under Postfix, on reply traffic: one
@@ -52,6 +53,9 @@
 #                quoted lines at the start of its text (memory: with
 #                -c 50 --pad 1048576, 50 sessions of 1 MiB replies);
 #                [milter] max_message_size is raised above BYTES
+#   --memory-limit SIZE  [milter] memory_limit (default 256M, which 50
+#                sessions of 1 MiB do not reach): e.g. 32M, to measure
+#                mail going on in files past it
 #
 # The table also gives each milter's peak resident memory (VmHWM of
 # /proc/PID/status at the end, warm-up included) and its CPU time per
@@ -91,6 +95,7 @@ C=10
 IRR=0
 TRAFFIC=replies
 PAD=0
+MEMLIM=""
 DBIN=""
 DPID=""
 work=""
@@ -107,6 +112,7 @@ while [ $# -gt 0 ]; do
 	--traffic) TRAFFIC=${2?}; shift 2 ;;
 	--before) DBIN=${2?}; shift 2 ;;
 	--pad) PAD=${2?}; shift 2 ;;
+	--memory-limit) MEMLIM=${2?}; shift 2 ;;
 	--work) work=${2?}; shift 2 ;;
 	-h | --help) sed -n '2,/^set -u/{/^set -u/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 	*) echo "$NAME: unknown option $1 (try --help)" >&2; exit 2 ;;
@@ -145,6 +151,9 @@ milter_dirs nobody
 if [ "$PAD" -gt 0 ]; then
 	sed -i "s|^max_message_size = .*|max_message_size = $((PAD / 1048576 + 2))M|" \
 		"$T/pb.conf"
+fi
+if [ -n "$MEMLIM" ]; then
+	sed -i "s|^max_message_size = .*|&\nmemory_limit = $MEMLIM|" "$T/pb.conf"
 fi
 install -d -o nobody -g postfix -m 2750 "$T/tm" || fail "install -d failed"
 foreign=()

@@ -17,6 +17,13 @@
 #   loop.lua       the bridge's own mail, each marker: ACCEPT at the end
 #                  of the header, no header, no record
 #   oversize.lua   over max_message_size: CONTINUE, what fits bridged
+#                  (past memory_limit, from its file)
+#   budget.lua     [milter] memory_limit = 64k: of two replies at once
+#                  one or both go on in files, both bridged whole; an
+#                  aborted message and a connection closed mid-message
+#                  give their share and their file back (a 40 KiB reply
+#                  alone after them needs no file, no descriptor is left
+#                  open, tmp/ is left empty)
 # Then signals (libmilter's own sigwait thread would stop on SIGHUP):
 #   a SIGHUP with a broken file keeps the running configuration;
 #   a burst of SIGHUPs with a new file (another spool directory) reloads
@@ -38,6 +45,7 @@ NAME=miltertest
 mt_setup pbmt "$1" "$2"
 MLOG=$W/milter.log
 printf '[metrics]\nenabled = yes\nmilter_interval = 1s\n' >>"$W/pb.conf"
+sed -i 's/^max_message_size = .*/&\nmemory_limit = 64k/' "$W/pb.conf"
 
 # run_lua SCRIPT: run one miltertest script, fail with its output.
 run_lua() {
@@ -94,6 +102,39 @@ grep -l '^Message-Id: mt-oversize@example.org$' "$W"/spool/new/* |
 	xargs grep -q '^Received-Size: [0-9]*$' ||
 	fail "the cut record has no Received-Size"
 
+step "memory budget: files past memory_limit, shares given back"
+files() { grep -c 'this one goes on in a file' "$MLOG"; }
+before=$(files)
+fds=$(ls /proc/"$MPID"/fd | wc -l)
+run_lua budget.lua
+# a or b (both when one asked while the other was moving to its file),
+# and c, went to files; d, alone after the others ended, did not
+n=$(($(files) - before))
+[ "$n" -ge 1 ] && [ "$n" -le 3 ] ||
+	fail "$n mails went to files, expected 1 to 3"
+grep -q '4BUDGETD1: .*goes on in a file' "$MLOG" &&
+	fail "a 40 KiB reply alone went to a file: a share was not given back"
+[ "$(ls /proc/"$MPID"/fd | wc -l)" -eq "$fds" ] ||
+	fail "descriptors: $fds before, $(ls /proc/"$MPID"/fd | wc -l) after"
+expect_records "$W/spool" 7 budget
+[ -z "$(ls -A "$W/spool/tmp")" ] ||
+	fail "left in spool/tmp: $(ls -A "$W/spool/tmp")"
+# milter.prom (written every second) counts them, and holds nothing now
+prom=$W/spool/milter.prom
+want=$(files)
+prom_ok() {
+	grep -qx "patchbridge_milter_mails_in_files_total $want" "$prom" \
+		2>/dev/null &&
+		grep -qx 'patchbridge_milter_memory_held_bytes 0' "$prom"
+}
+for i in $(seq 1 50); do
+	prom_ok && break
+	sleep 0.1
+done
+prom_ok || fail "milter.prom: $(grep 'in_files\|memory_held' "$prom")"
+say "milter.prom: $(grep -h '^patchbridge_milter_\(mails_in_files\|memory_held\)' \
+	"$prom" | xargs)"
+
 step "SIGHUP with a broken file keeps the running configuration"
 cp "$W/pb.conf" "$W/pb.conf.good"
 printf '[milter\nbroken = \n' >>"$W/pb.conf"
@@ -105,7 +146,7 @@ until grep -q 'keeping the running configuration' "$MLOG"; do
 	sleep 0.05
 done
 MT_QID=4RELOAD1 run_lua relevant.lua
-expect_records "$W/spool" 5 "after a refused reload"
+expect_records "$W/spool" 8 "after a refused reload"
 
 step "a burst of SIGHUPs with a new file: reloaded, still serving"
 mkdir -p "$W/spool2" || fail "cannot create $W/spool2"
@@ -125,7 +166,7 @@ sleep 5.5
 pid_alive "$MPID" || fail "milter stopped by the SIGHUP burst"
 grep -q 'notice: stopp' "$MLOG" && fail "milter is stopping after SIGHUPs"
 expect_records "$W/spool2" 1 "after the reload"
-expect_records "$W/spool" 5 "old spool after the reload"
+expect_records "$W/spool" 8 "old spool after the reload"
 say "$(grep -c 'reload: configuration' "$MLOG") reloads logged, milter alive"
 
 step "spool unwritable: TEMPFAIL"

@@ -130,6 +130,29 @@ static void test_growth_many(void **state)
 	buf_release(&b);
 }
 
+/* buf_grown_size() is what buf_grow() then allocates. */
+static void test_grown_size(void **state)
+{
+	struct buf b = BUF_INIT(1 << 20);
+	size_t want;
+	int i;
+
+	(void)state;
+	assert_int_equal(buf_grown_size(&b, 0), 64);
+	for (i = 1; i < 20; i++) {
+		size_t extra = (size_t)i * 977;
+
+		want = buf_grown_size(&b, extra);
+		assert_true(want >= b.len + extra + 1);
+		assert_int_equal(buf_grow(&b, extra), 0);
+		assert_int_equal(b.alloc, want);
+		assert_int_equal(buf_grown_size(&b, 0), b.alloc);
+		b.len += extra;
+		b.data[b.len] = '\0';
+	}
+	buf_release(&b);
+}
+
 static void test_detach_and_rtrim(void **state)
 {
 	struct buf b = BUF_INIT(64);
@@ -160,6 +183,7 @@ int main(void)
 		cmocka_unit_test(test_one_check_at_the_end),
 		cmocka_unit_test(test_embedded_nul),
 		cmocka_unit_test(test_growth_many),
+		cmocka_unit_test(test_grown_size),
 		cmocka_unit_test(test_detach_and_rtrim),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

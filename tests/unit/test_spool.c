@@ -109,6 +109,40 @@ static const struct spool_meta plain_meta = {
 	.patch = 2,
 };
 
+/*
+ * spool_body_file(): a file for reading and writing, private to the
+ * writer, that leaves nothing in tmp/ for a reader to see or for a
+ * crash to leave behind; refused on a handle without tmp/.
+ */
+static void test_body_file(void **state)
+{
+	struct spool *sp = open_rw(), *ro = NULL;
+	struct stat st;
+	char back[6];
+	int fd = -1;
+
+	(void)state;
+	assert_int_equal(spool_body_file(&fd, sp), 0);
+	assert_true(fd >= 0);
+	assert_int_equal(entries("tmp", ""), 0);
+	assert_int_equal(write(fd, "hello\n", 6), 6);
+	assert_int_equal(pread(fd, back, 6, 0), 6);
+	assert_memory_equal(back, "hello\n", 6);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(st.st_nlink, 0);
+	assert_int_equal(fcntl(fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+	close(fd);
+	assert_int_equal(entries("tmp", ""), 0);
+	spool_free(sp);
+
+	assert_int_equal(spool_open(&ro, spdir, SPOOL_INSPECT), 0);
+	assert_int_equal(spool_body_file(&fd, ro), PB_EPERM);
+	assert_int_equal(fd, -1);
+	spool_free(ro);
+}
+
 static void test_round_trip(void **state)
 {
 	static const char msg[] = "From: Dev <dev@example.org>\r\n"
@@ -1589,6 +1623,8 @@ static void test_area_owner_mode(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_body_file, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_round_trip, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_claim_order, setup,
