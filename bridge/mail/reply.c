@@ -3104,9 +3104,22 @@ static int runs_on(const char *p, size_t n, const char *next, size_t nn)
  */
 static void read_nak(struct reply *r)
 {
-	unsigned char *skip = xcalloc(r->nr ? r->nr : 1, 1);
-	size_t i, start;
+	unsigned char *skip, *word;
+	size_t i, start, j;
 
+	/* Most replies never say the word: the rest is read only when
+	 * some own line holds it (and a sentence only when one of its
+	 * lines does), so a reply without it costs one scan. */
+	word = xcalloc(r->nr ? r->nr : 1, 1);
+	for (i = 0; i < r->nr; i++)
+		if (r->lines[i].kind == RL_OWN &&
+		    has_nak_word(r->lines[i].p, r->lines[i].len))
+			word[i] = r->nak_mention = 1;
+	if (!r->nak_mention) {
+		free(word);
+		return;
+	}
+	skip = xcalloc(r->nr ? r->nr : 1, 1);
 	mark_shortlog(r, skip);
 	mark_pasted(r, skip);
 	for (i = 0; i < r->nr; i++) {
@@ -3114,8 +3127,6 @@ static void read_nak(struct reply *r)
 
 		if (l->kind != RL_OWN)
 			continue;
-		if (!r->nak_mention && has_nak_word(l->p, l->len))
-			r->nak_mention = 1;
 		if (skip[i])
 			continue;
 		if (nak_alone(l->p, l->len) &&
@@ -3132,6 +3143,10 @@ static void read_nak(struct reply *r)
 			     r->lines[start].p, r->lines[start].len);
 		     start--)
 			;
+		for (j = start; j <= i && !word[j]; j++)
+			;
+		if (j > i)
+			continue;
 		/* the lines are contiguous in r->text */
 		if (reply_line_is_nak(
 			    r->lines[start].p,
@@ -3139,6 +3154,7 @@ static void read_nak(struct reply *r)
 			r->nak = 1;
 	}
 	free(skip);
+	free(word);
 }
 
 int reply_parse(struct reply **out, const char *text, size_t len,

@@ -101,6 +101,10 @@ int utf8_has_hidden(const char *p, size_t len)
 	uint32_t cp;
 
 	while (i < len) {
+		if (!((unsigned char)p[i] & 0x80)) { /* none is ASCII */
+			i++;
+			continue;
+		}
 		n = utf8_decode(&cp, p + i, len - i);
 		if (n && utf8_is_hidden(cp))
 			return 1;
