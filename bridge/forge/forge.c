@@ -257,6 +257,27 @@ enum forge_sudo_problem forge_sudo_problem(const struct forge *f)
 	return f->ops->sudo_problem ? f->ops->sudo_problem(f) : FORGE_SUDO_OK;
 }
 
+enum forge_token_problem forge_token_problem(const struct forge *f)
+{
+	return f->ops->token_problem ? f->ops->token_problem(f) :
+				       FORGE_TOKEN_OK;
+}
+
+const char *forge_token_problem_text(enum forge_token_problem p)
+{
+	switch (p) {
+	case FORGE_TOKEN_EXPIRED:
+		return "has expired";
+	case FORGE_TOKEN_REVOKED:
+		return "was revoked";
+	case FORGE_TOKEN_INVALID:
+		return "is refused as invalid";
+	case FORGE_TOKEN_OK:
+		break;
+	}
+	return "";
+}
+
 const char *forge_sudo_problem_text(enum forge_sudo_problem p)
 {
 	switch (p) {
