@@ -614,4 +614,13 @@ int forge_marker_in(const char *text, const char *key);
 int forge_time_parse(int64_t *out_ms, const char *s);
 int forge_time_format(struct buf *out, int64_t ms);
 
+/* From this many days before a token expires the operator is warned. */
+#define FORGE_TOKEN_WARN_DAYS 14
+/*
+ * Whole days from now (Unix time, UTC) to a token's expires_at
+ * ("YYYY-MM-DD", GitLab's date): 1 the day before, 0 on the day (when
+ * GitLab already refuses it), negative after.  PB_EINVAL for no date.
+ */
+int forge_token_days_left(int64_t *out, const char *expires_at, int64_t now);
+
 #endif
