@@ -1502,6 +1502,8 @@ static int apply_row(struct inbound *ib, struct store_inbound *row,
 				   why);
 			rc = store_inbound_wait(ib->st, row->message_id, next,
 						why);
+			if (!rc)
+				ib->stats.retried++;
 			goto out;
 		}
 		if (row->attempts >= max) {
