@@ -188,6 +188,7 @@ static void token_watch(struct daemon *d)
 {
 	enum forge_token_problem p = forge_token_problem(d->env.forge);
 	char v[STORE_CURSOR_VALUE_MAX];
+	struct health_state h;
 	int changed = p != d->token_problem;
 
 	if (p == FORGE_TOKEN_OK && !changed)
@@ -196,7 +197,12 @@ static void token_watch(struct daemon *d)
 	if (p == FORGE_TOKEN_OK) {
 		log_notice("forge: the token works again; the replies that "
 			   "waited are applied");
-		health_report(HEALTH_FORGE, 1, "the forge token works again");
+		/* Only this one's report is taken back: another failure
+		 * the poll met stands until the next poll. */
+		health_get(&h, HEALTH_FORGE);
+		if (!h.known || !strncmp(h.reason, "the forge token ", 16))
+			health_report(HEALTH_FORGE, 1,
+				      "the forge token works again");
 		metrics_set0(MET_FORGE_TOKEN_FAILING, 0);
 		v[0] = '\0';
 	} else {
