@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
+#include <time.h>
 
 /* Does any enabled project turn list trailers into approvals? */
 static int approvals_wanted(const struct config *cfg)
@@ -70,6 +71,37 @@ static int sudo_probe(struct forge *f, const struct forge_whoami *w)
 	return -1;
 }
 
+/*
+ * When the token expires (its expires_at, GET /personal_access_tokens/
+ * self): since GitLab 16.0 every new token does, within a year.  From
+ * FORGE_TOKEN_WARN_DAYS before, a warning (the daemon logs one daily);
+ * not a problem yet, the token still works.
+ */
+static void expiry_say(const struct forge_whoami *w, const struct config *cfg)
+{
+	int64_t days;
+
+	if (!w->expires_at) {
+		printf("forge: the token has no expiry date (a GitLab before "
+		       "16.0 made it): fine\n");
+		return;
+	}
+	if (forge_token_days_left(&days, w->expires_at, (int64_t)time(NULL))) {
+		printf("forge: note: its expiry date \"%s\" cannot be read\n",
+		       w->expires_at);
+		return;
+	}
+	if (days > FORGE_TOKEN_WARN_DAYS)
+		printf("forge: the token expires on %s, in %lld days\n",
+		       w->expires_at, (long long)days);
+	else if (days > 0)
+		printf("forge: warning: the token expires on %s, in %lld "
+		       "day%s: make a new one and put it in %s ([forge] "
+		       "token_file)\n",
+		       w->expires_at, (long long)days, days == 1 ? "" : "s",
+		       config_str(cfg, CFG_FORGE_TOKEN_FILE));
+}
+
 int forgecheck_run(const struct config *cfg)
 {
 	struct buf token = BUF_INIT(SECRET_MAX + 1);
@@ -87,6 +119,16 @@ int forgecheck_run(const struct config *cfg)
 		goto out;
 	}
 	rc = forge_whoami(&w, f);
+	if (rc && forge_token_problem(f) != FORGE_TOKEN_OK) {
+		/* 401 invalid_token (lib/api/api_guard.rb): the operator's */
+		printf("forge %s: problem: the token %s: make a new one and "
+		       "put it in %s ([forge] token_file); replies wait "
+		       "until then\n",
+		       url, forge_token_problem_text(forge_token_problem(f)),
+		       config_str(cfg, CFG_FORGE_TOKEN_FILE));
+		rc = EX_CONFIG;
+		goto out;
+	}
 	if (rc) {
 		printf("forge %s: cannot tell who the token is: %s\n", url,
 		       err_msg());
@@ -103,6 +145,7 @@ int forgecheck_run(const struct config *cfg)
 		printf("forge: its scopes: %s%s%s\n", scopes,
 		       w.expires_at ? "; expires " : "",
 		       w.expires_at ? w.expires_at : "");
+		expiry_say(&w, cfg);
 		if (w.active == 0) {
 			printf("forge: problem: the token is revoked or "
 			       "expired: make a new one and put it in [forge] "

@@ -139,6 +139,10 @@ struct daemon {
 	struct store *copy;
 	int64_t copy_since; /* the newest mail copied */
 	int64_t next_copy, next_recopy;
+	/* The forge token: refused (forge_token_problem()) as last told,
+	 * and when its expiry date is read next. */
+	enum forge_token_problem token_problem;
+	int64_t next_token_check;
 };
 
 static int64_t now_s(void)
@@ -167,6 +171,123 @@ static void metrics_for(const struct config *cfg)
 		metrics_add_project(
 			config_project_name(config_project_at(cfg, i)));
 	health_reset();
+}
+
+/* --- the forge token ----------------------------------------------------- */
+
+/* The token's expiry date is read at the start and then daily. */
+#define TOKEN_CHECK_S (24 * 3600)
+
+/*
+ * What the operator is told while the forge refuses the token (GitLab:
+ * 401 invalid_token, lib/api/api_guard.rb): /readyz, `status` (the
+ * store's cursor), the gauge and the log; and, once it works again, that
+ * it does.  Called after each step that used the forge.
+ */
+static void token_watch(struct daemon *d)
+{
+	enum forge_token_problem p = forge_token_problem(d->env.forge);
+	char v[STORE_CURSOR_VALUE_MAX];
+	struct health_state h;
+	int changed = p != d->token_problem;
+
+	if (p == FORGE_TOKEN_OK && !changed)
+		return;
+	d->token_problem = p;
+	if (p == FORGE_TOKEN_OK) {
+		log_notice("forge: the token works again; the replies that "
+			   "waited are applied");
+		/* Only this one's report is taken back: another failure
+		 * the poll met stands until the next poll. */
+		health_get(&h, HEALTH_FORGE);
+		if (!h.known || !strncmp(h.reason, "the forge token ", 16))
+			health_report(HEALTH_FORGE, 1,
+				      "the forge token works again");
+		metrics_set0(MET_FORGE_TOKEN_FAILING, 0);
+		v[0] = '\0';
+	} else {
+		snprintf(v, sizeof(v),
+			 "%lld the forge token %s: install a new one in %s "
+			 "(replies wait and are applied once it works)",
+			 (long long)now_s(), forge_token_problem_text(p),
+			 config_str(d->env.cfg, CFG_FORGE_TOKEN_FILE));
+		/* The poll's report says which request failed: this one
+		 * says what to do, so it goes last. */
+		health_report(HEALTH_FORGE, 0, "%s", strchr(v, ' ') + 1);
+		metrics_set0(MET_FORGE_TOKEN_FAILING, 1);
+		if (changed)
+			log_error("forge: %s", strchr(v, ' ') + 1);
+	}
+	if (changed &&
+	    store_cursor_set(d->env.store, STORE_CURSOR_FORGE_TOKEN, v))
+		log_warn("recording the forge token's state: %s", err_msg());
+}
+
+static void reload(struct daemon *d);
+
+/*
+ * While the forge refuses the token, a new one in [forge] token_file is
+ * taken up without a SIGHUP (the operator may not know to send one): the
+ * file is read again before each retry, and a different token reloads
+ * the configuration as SIGHUP does.
+ */
+static void token_reread(struct daemon *d)
+{
+	struct buf t = BUF_INIT(SECRET_MAX + 1);
+	const char *path = config_str(d->env.cfg, CFG_FORGE_TOKEN_FILE);
+
+	if (d->token_problem == FORGE_TOKEN_OK)
+		return;
+	if (secret_read(&t, path, 0)) {
+		log_debug("forge: %s cannot be read: %s", path, err_msg());
+	} else if (t.len && strcmp(t.data, d->env.token.data)) {
+		log_notice("forge: a new token in %s: reloading", path);
+		reload(d);
+	}
+	secret_wipe(&t);
+}
+
+/*
+ * The token's expiry date (GET /personal_access_tokens/self,
+ * doc/api/personal_access_tokens.md): the date as a gauge, and a
+ * warning each day from FORGE_TOKEN_WARN_DAYS before.  Since GitLab 16.0
+ * every new token expires within a year; one without a date (an older
+ * GitLab, an OAuth token) is fine.
+ */
+static void token_expiry(struct daemon *d)
+{
+	struct forge_whoami w;
+	int64_t days;
+
+	d->next_token_check = now_s() + TOKEN_CHECK_S;
+	memset(&w, 0, sizeof(w));
+	if (forge_whoami(&w, d->env.forge)) {
+		log_info("forge: the token's expiry date cannot be read: %s",
+			 err_msg());
+		d->next_token_check = now_s() + 3600;
+		goto out;
+	}
+	if (!w.token_known || !w.expires_at ||
+	    forge_token_days_left(&days, w.expires_at, now_s())) {
+		metrics_unset(MET_FORGE_TOKEN_EXPIRY);
+		log_info("forge: the token has no expiry date%s",
+			 w.token_known ? "" : " that can be read");
+		goto out;
+	}
+	/* Seconds, Prometheus' base unit; the alert rule counts the days. */
+	metrics_set0(MET_FORGE_TOKEN_EXPIRY,
+		     (double)((now_s() / 86400 + days) * 86400));
+	if (days <= FORGE_TOKEN_WARN_DAYS)
+		log_warn("forge: the token expires on %s (%lld day%s left): "
+			 "make a new one and put it in %s; replies wait while "
+			 "none works",
+			 w.expires_at, (long long)days, days == 1 ? "" : "s",
+			 config_str(d->env.cfg, CFG_FORGE_TOKEN_FILE));
+	else
+		log_info("forge: the token expires on %s (%lld days left)",
+			 w.expires_at, (long long)days);
+out:
+	forge_whoami_release(&w);
 }
 
 /* --- the webhook ----------------------------------------------------- */
@@ -604,6 +725,9 @@ static void cycle(struct daemon *d)
 	size_t queued = 0;
 	int64_t t = now_s();
 
+	token_reread(d);
+	if (t >= d->next_token_check)
+		token_expiry(d);
 	if (t >= d->next_poll) {
 		if (detect_poll(d->detect, d->q, &queued))
 			health_report(HEALTH_FORGE, 0,
@@ -611,6 +735,7 @@ static void cycle(struct daemon *d)
 		else
 			health_report(HEALTH_FORGE, 1,
 				      "the last poll listed every project");
+		token_watch(d);
 		d->next_poll =
 			t + config_duration_ms(d->env.cfg,
 					       CFG_OUTBOUND_POLL_INTERVAL) /
@@ -630,8 +755,10 @@ static void cycle(struct daemon *d)
 	if (!stop_flag)
 		deliver_due(d);
 	if (!stop_flag && !reload_flag &&
-	    (now_s() >= d->next_inbound || d->spool_arrived))
+	    (now_s() >= d->next_inbound || d->spool_arrived)) {
 		inbound_cycle(d, now_s() >= d->next_inbound);
+		token_watch(d);
+	}
 	if (!stop_flag && !reload_flag)
 		threadmap_copy(d);
 	metrics_inc0(MET_LOOP_CYCLES);
@@ -765,6 +892,9 @@ static void reload(struct daemon *d)
 	apply_log_level(d->env.cfg);
 	metrics_for(d->env.cfg);
 	d->next_poll = 0;
+	/* A new token: its own expiry date.  Whether it works is told
+	 * after the next call that reaches the forge (token_watch()). */
+	d->next_token_check = 0;
 	log_notice("configuration reloaded");
 	sdnotify_send("READY=1");
 }

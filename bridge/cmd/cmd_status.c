@@ -77,6 +77,17 @@ static void show_forge_problem(struct store *st)
 	uint64_t at = 0;
 	size_t n;
 
+	if (!store_cursor_get(&v, st, STORE_CURSOR_FORGE_TOKEN) && v.len) {
+		n = strcspn(v.data, " ");
+		if (!mem_to_u64(v.data, n, INT64_MAX, &at))
+			at = 0;
+		env_time(t, sizeof(t), (int64_t)at);
+		printf("forge: needs the operator (since %s): %s\n", t,
+		       printable_copy(text, sizeof(text),
+				      v.data + n + (v.data[n] ? 1 : 0),
+				      strlen(v.data + n + (v.data[n] ? 1 : 0))));
+	}
+	buf_reset(&v);
 	if (!store_cursor_get(&v, st, STORE_CURSOR_FORGE_PROBLEM) && v.len) {
 		n = strcspn(v.data, " ");
 		if (!mem_to_u64(v.data, n, INT64_MAX, &at))

@@ -115,6 +115,21 @@ static const struct metric_def defs[MET__COUNT] = {
 		"Time of one HTTP request to the forge's API (retries "
 		"count apart)",
 		"`endpoint` as above; buckets 0.01 s to 60 s" },
+	[MET_FORGE_TOKEN_FAILING] = {
+		"patchbridge_forge_token_failing", METRIC_GAUGE, D,
+		{ NULL }, { NULL }, 1, NULL, 0,
+		"1 while the forge refuses the token itself (expired or "
+		"revoked: replies wait until a new one is in [forge] "
+		"token_file), else 0",
+		"" },
+	[MET_FORGE_TOKEN_EXPIRY] = {
+		"patchbridge_forge_token_expiry_timestamp_seconds",
+		METRIC_GAUGE, D,
+		{ NULL }, { NULL }, 1, NULL, 0,
+		"When the forge token expires (Unix time: the start of its "
+		"expires_at day, UTC); absent when it has no expiry date or "
+		"it cannot be read",
+		"" },
 	[MET_REPLIES_RECEIVED] = {
 		"patchbridge_replies_received_total", METRIC_COUNTER, D,
 		{ "result" }, { v_received }, 4, NULL, 0,
@@ -487,6 +502,9 @@ static void precreate(unsigned mask, const char *project)
 			continue;
 		if (d->type == METRIC_GAUGE && n)
 			continue; /* a gauge's value is set, not counted */
+		/* Absent until known: 0 would read as "expired". */
+		if (id == MET_FORGE_TOKEN_EXPIRY)
+			continue;
 		memset(idx, 0, sizeof(idx));
 		for (;;) {
 			for (j = 0; j < n; j++)
@@ -538,6 +556,13 @@ static void family_clear(struct family *f)
 	free(f->s);
 	f->s = NULL;
 	f->nr = f->alloc = 0;
+}
+
+void metrics_unset(enum metric_id id)
+{
+	pthread_mutex_lock(&reg.lock);
+	family_clear(&reg.f[id]);
+	pthread_mutex_unlock(&reg.lock);
 }
 
 void metrics_clear(unsigned owner)

@@ -70,6 +70,8 @@ enum metric_id {
 	MET_POLL_LAST_SUCCESS,
 	MET_FORGE_REQUESTS,
 	MET_FORGE_DURATION,
+	MET_FORGE_TOKEN_FAILING,
+	MET_FORGE_TOKEN_EXPIRY,
 	MET_REPLIES_RECEIVED,
 	MET_REPLIES_APPLIED,
 	MET_REPLIES_IGNORED,
@@ -138,6 +140,8 @@ void metrics_add3(enum metric_id id, double v, const char *l1, const char *l2,
 		  const char *l3);
 void metrics_set0(enum metric_id id, double v);
 void metrics_set1(enum metric_id id, double v, const char *l1);
+/* Drop a family's series (a gauge that has become unknown). */
+void metrics_unset(enum metric_id id);
 /* A histogram's observation (seconds, for the duration). */
 void metrics_observe1(enum metric_id id, double v, const char *l1);
 

@@ -257,6 +257,27 @@ enum forge_sudo_problem forge_sudo_problem(const struct forge *f)
 	return f->ops->sudo_problem ? f->ops->sudo_problem(f) : FORGE_SUDO_OK;
 }
 
+enum forge_token_problem forge_token_problem(const struct forge *f)
+{
+	return f->ops->token_problem ? f->ops->token_problem(f) :
+				       FORGE_TOKEN_OK;
+}
+
+const char *forge_token_problem_text(enum forge_token_problem p)
+{
+	switch (p) {
+	case FORGE_TOKEN_EXPIRED:
+		return "has expired";
+	case FORGE_TOKEN_REVOKED:
+		return "was revoked";
+	case FORGE_TOKEN_INVALID:
+		return "is refused as invalid";
+	case FORGE_TOKEN_OK:
+		break;
+	}
+	return "";
+}
+
 const char *forge_sudo_problem_text(enum forge_sudo_problem p)
 {
 	switch (p) {
@@ -733,6 +754,26 @@ int forge_time_parse(int64_t *out_ms, const char *str)
 	return 0;
 bad:
 	return err_set(PB_EINVAL, "bad timestamp");
+}
+
+int forge_token_days_left(int64_t *out, const char *expires_at, int64_t now)
+{
+	uint64_t y, mo, d;
+	struct scan s;
+
+	*out = 0;
+	if (!expires_at)
+		return err_set(PB_EINVAL, "no expiry date");
+	scan_init(&s, expires_at, strlen(expires_at));
+	if (!scan_num(&s, 4, 9999, &y) || !scan_char(&s, '-') ||
+	    !scan_num(&s, 2, 12, &mo) || !scan_char(&s, '-') ||
+	    !scan_num(&s, 2, 31, &d) || mo == 0 || d == 0 || !scan_eof(&s))
+		return err_set(PB_EINVAL, "bad expiry date");
+	/* Expirable#expired? (app/models/concerns/expirable.rb) compares
+	 * the date with now: expired from the start of that day. */
+	*out = days_from_civil((int64_t)y, (unsigned)mo, (unsigned)d) -
+	       (now >= 0 ? now : now - 86399) / 86400;
+	return 0;
 }
 
 int forge_time_format(struct buf *out, int64_t ms)

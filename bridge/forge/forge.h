@@ -23,6 +23,10 @@
  * anyone, calls fail with PB_EPERM and forge_sudo_problem() says why: an
  * operator's problem, not the user's.
  *
+ * A token the forge no longer takes (expired, revoked) is the operator's
+ * problem too, never the request's: every call then fails with PB_ETEMP,
+ * and forge_token_problem() says why until a call succeeds again.
+ *
  * Idempotence: writes that are not idempotent (notes, discussions,
  * replies) take a marker key; the body then carries a hidden marker, and
  * after a lost response the implementation looks for the marker before
@@ -243,6 +247,15 @@ enum forge_sudo_problem {
 	FORGE_SUDO_NO_USER, /* no user of that name or id */
 };
 
+/* Why the forge refuses the token itself (GitLab: 401 invalid_token,
+ * lib/api/api_guard.rb). */
+enum forge_token_problem {
+	FORGE_TOKEN_OK = 0,
+	FORGE_TOKEN_EXPIRED, /* "Token is expired. ..." */
+	FORGE_TOKEN_REVOKED, /* "Token was revoked. ..." */
+	FORGE_TOKEN_INVALID, /* another invalid_token (impersonation off) */
+};
+
 /*
  * What the token is and may do (GitLab: GET /user and GET
  * /personal_access_tokens/self), for check-config.  -1: not known.
@@ -369,6 +382,7 @@ struct forge_ops {
 	int (*get_user)(struct forge_user *out, struct forge *f, int64_t id);
 	int (*whoami)(struct forge_whoami *out, struct forge *f);
 	enum forge_sudo_problem (*sudo_problem)(const struct forge *f);
+	enum forge_token_problem (*token_problem)(const struct forge *f);
 	/* Run fn(arg) with the handle's per-call state set aside
 	 * (forge_pause()); NULL: fn is called as it is. */
 	void (*pause)(struct forge *f, forge_pause_fn fn, void *arg);
@@ -547,6 +561,12 @@ enum forge_sudo_problem forge_sudo_problem(const struct forge *f);
 /* One sentence an operator acts on; "" for FORGE_SUDO_OK. */
 const char *forge_sudo_problem_text(enum forge_sudo_problem p);
 
+/* Why the forge refused the token on the last call that reached it
+ * (FORGE_TOKEN_OK: it took it); sticky until a call succeeds. */
+enum forge_token_problem forge_token_problem(const struct forge *f);
+/* A few words for logs and /readyz ("has expired"); "" when OK. */
+const char *forge_token_problem_text(enum forge_token_problem p);
+
 /* Release functions: free what the struct owns, leave it zeroed. */
 void forge_user_release(struct forge_user *u);
 void forge_mr_release(struct forge_mr *mr);
@@ -593,5 +613,14 @@ int forge_marker_in(const char *text, const char *key);
  */
 int forge_time_parse(int64_t *out_ms, const char *s);
 int forge_time_format(struct buf *out, int64_t ms);
+
+/* From this many days before a token expires the operator is warned. */
+#define FORGE_TOKEN_WARN_DAYS 14
+/*
+ * Whole days from now (Unix time, UTC) to a token's expires_at
+ * ("YYYY-MM-DD", GitLab's date): 1 the day before, 0 on the day (when
+ * GitLab already refuses it), negative after.  PB_EINVAL for no date.
+ */
+int forge_token_days_left(int64_t *out, const char *expires_at, int64_t now);
 
 #endif

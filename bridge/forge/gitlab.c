@@ -49,6 +49,8 @@ struct gitlab {
 	int64_t self_id; /* the token's own user, 0 until asked */
 	/* Why the last call's Sudo was refused (FORGE_SUDO_OK: it was not). */
 	enum forge_sudo_problem sudo_problem;
+	/* Why the forge refused the token (sticky until a call works). */
+	enum forge_token_problem token_problem;
 	int links_elsewhere_logged; /* the external-URL notice, once */
 	struct forge_gitlab_stats stats;
 };
@@ -396,6 +398,45 @@ static void call_release(struct gl_call *c)
 }
 
 /*
+ * The forge refused the token itself: 401 with the OAuth error
+ * invalid_token (lib/api/api_guard.rb, oauth2_bearer_token_error_handler:
+ * ExpiredError "Token is expired. ...", RevokedError "Token was revoked.
+ * ...", ImpersonationDisabled).  Not the request's fault: whatever it
+ * was, it works once the operator installs a working token.  A plain
+ * "401 Unauthorized" (no such token, or a refused approval) is not this.
+ */
+static enum forge_token_problem token_refusal(const struct gl_call *c)
+{
+	enum forge_token_problem p = FORGE_TOKEN_OK;
+	const struct json_value *root, *e, *d;
+	struct json_doc *doc = NULL;
+	const char *t;
+	size_t n;
+
+	if (c->resp.status != 401 ||
+	    json_parse(&doc, c->resp.body.data, c->resp.body.len,
+		       PB_JSON_DEPTH_MAX) < 0)
+		return FORGE_TOKEN_OK;
+	root = json_doc_root(doc);
+	e = json_member(root, "error");
+	d = json_member(root, "error_description");
+	if (json_kind_of(e) == JSON_STRING &&
+	    !json_value_strref(&t, &n, e, "error") && n == 13 &&
+	    !memcmp(t, "invalid_token", 13)) {
+		p = FORGE_TOKEN_INVALID;
+		if (json_kind_of(d) == JSON_STRING &&
+		    !json_value_strref(&t, &n, d, "error_description")) {
+			if (mem_find(t, n, "expired", 7))
+				p = FORGE_TOKEN_EXPIRED;
+			else if (mem_find(t, n, "revoked", 7))
+				p = FORGE_TOKEN_REVOKED;
+		}
+	}
+	json_doc_free(doc);
+	return p;
+}
+
+/*
  * The forge refused the Sudo itself, not the request (lib/api/helpers.rb
  * sudo!): 403 "Must be admin to use sudo" (not an administrator's token,
  * or Admin Mode on and no admin_mode scope), 403 insufficient_scope for
@@ -561,8 +602,10 @@ static int call_do(struct gitlab *gl, struct gl_call *c, enum http_method m,
 			gl->stop_failed = 1;
 		st = c->resp.status;
 		if (rc == 0) {
-			if ((st >= 200 && st < 300) || st == 304)
+			if ((st >= 200 && st < 300) || st == 304) {
+				gl->token_problem = FORGE_TOKEN_OK;
 				goto out;
+			}
 			if (is_redirect(st)) {
 				rc = follow_redirect(gl, c, &url, &hops);
 				if (rc < 0)
@@ -570,6 +613,15 @@ static int call_do(struct gitlab *gl, struct gl_call *c, enum http_method m,
 				continue;
 			}
 			rc = status_error(c);
+			gl->token_problem = token_refusal(c);
+			if (gl->token_problem != FORGE_TOKEN_OK) {
+				/* Waits for the operator, not retried here:
+				 * the token file must change first. */
+				rc = err_prefix(PB_ETEMP, "the forge token %s",
+						forge_token_problem_text(
+							gl->token_problem));
+				goto out;
+			}
 			gl->sudo_problem = sudo_refusal(gl, c);
 			if (gl->sudo_problem != FORGE_SUDO_OK) {
 				rc = err_prefix(rc, "acting as %s: %s",
@@ -2378,7 +2430,8 @@ static int gl_approve(enum forge_approve_result *out, struct forge *f,
 		*out = FORGE_APPROVE_SHA_MISMATCH;
 		goto out;
 	}
-	if (c.resp.status == 401 && gl->sudo_problem == FORGE_SUDO_OK) {
+	if (c.resp.status == 401 && gl->sudo_problem == FORGE_SUDO_OK &&
+	    gl->token_problem == FORGE_TOKEN_OK) {
 		snprintf(why, sizeof(why), "%s", err_msg());
 		r = approved_now(&has, gl, project, iid);
 		if (r) {
@@ -2830,6 +2883,11 @@ static enum forge_sudo_problem gl_sudo_problem(const struct forge *f)
 	return ((const struct gitlab *)f)->sudo_problem;
 }
 
+static enum forge_token_problem gl_token_problem(const struct forge *f)
+{
+	return ((const struct gitlab *)f)->token_problem;
+}
+
 static const struct forge_ops gitlab_ops = {
 	.name = "gitlab",
 	.free = gl_free,
@@ -2853,6 +2911,7 @@ static const struct forge_ops gitlab_ops = {
 	.get_user = gl_get_user,
 	.whoami = gl_whoami,
 	.sudo_problem = gl_sudo_problem,
+	.token_problem = gl_token_problem,
 	.pause = gl_pause,
 };
 

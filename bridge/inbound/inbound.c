@@ -1489,6 +1489,23 @@ static int apply_row(struct inbound *ib, struct store_inbound *row,
 				ib->stats.retried++;
 			goto out;
 		}
+		if (forge_token_problem(ib->forge) != FORGE_TOKEN_OK) {
+			/* The forge refuses the token itself (expired or
+			 * revoked, lib/api/api_guard.rb): the operator's to
+			 * fix, no fault of the mail.  It waits, uncounted,
+			 * and is tried again every retry_base, which is
+			 * when the daemon looks for a new token. */
+			int64_t next = sched_now + backoff(ib, 1);
+
+			log_notice("inbound: waits for a working forge token "
+				   "(not counted as an attempt): %s",
+				   why);
+			rc = store_inbound_wait(ib->st, row->message_id, next,
+						why);
+			if (!rc)
+				ib->stats.retried++;
+			goto out;
+		}
 		if (row->attempts >= max) {
 			finish(&j, STORE_INBOUND_DEAD, "gave_up",
 			       "gave up after %d attempts: %s", row->attempts,
@@ -1571,6 +1588,9 @@ int inbound_apply_due(struct inbound *ib, int64_t now)
 			break;
 		rc = apply_row(ib, &row, claim_now);
 		if (rc)
+			break;
+		/* Every other mail would meet the same refused token. */
+		if (forge_token_problem(ib->forge) != FORGE_TOKEN_OK)
 			break;
 	}
 	store_inbound_release(&row);

@@ -218,7 +218,7 @@ int detect_poll(struct detect *d, struct workq *q, size_t *queued)
 	struct forge_mr_query fq;
 	struct log_ctx_saved saved;
 	size_t i;
-	int rc, first = 0;
+	int rc, auth, first = 0;
 
 	if (queued)
 		*queued = 0;
@@ -240,8 +240,12 @@ int detect_poll(struct detect *d, struct workq *q, size_t *queued)
 		if (rc) {
 			log_warn("poll failed: %s", err_msg());
 			set_cursor(d, DETECT_ERROR_PREFIX, project, err_msg());
+			/* An expired or revoked token waits for the
+			 * operator (PB_ETEMP) but is the token's fault. */
+			auth = rc == PB_EPERM ||
+			       forge_token_problem(d->forge) != FORGE_TOKEN_OK;
 			metrics_inc2(MET_POLLS, project,
-				     rc == PB_EPERM	? "auth" :
+				     auth		? "auth" :
 				     rc == PB_ENOTFOUND ? "not_found" :
 				     rc == PB_ETEMP	? "unreachable" :
 							  "error");

@@ -525,6 +525,7 @@ enum stmt_id {
 	S_IN_RECORD,
 	S_IN_CLAIM,
 	S_IN_FINISH,
+	S_IN_WAIT,
 	S_IN_PLACE,
 	S_IN_RENEW,
 	S_IN_HOLDER,
@@ -717,6 +718,14 @@ static const char *const stmt_sql[S_NR] = {
 			" record = CASE WHEN ?2 = 'failed' THEN record END"
 			" WHERE message_id = ?1 AND state = 'applying'"
 			" AND (claimed_by IS NULL OR claimed_by = ?6)",
+	/* A retry that is not an attempt: the claim's count taken back. */
+	[S_IN_WAIT] = "UPDATE inbound SET state = 'failed',"
+		      " attempts = CASE WHEN attempts > 0 THEN attempts - 1"
+		      " ELSE 0 END,"
+		      " next_attempt = ?2, last_error = ?3, updated = ?4,"
+		      " lease_until = 0"
+		      " WHERE message_id = ?1 AND state = 'applying'"
+		      " AND (claimed_by IS NULL OR claimed_by = ?5)",
 	/* Where a claimed mail was applied, when that is not where the
 	 * milter placed it (inbound.c, the headers disagree). */
 	[S_IN_PLACE] = "UPDATE inbound SET project = ?2, iid = ?3,"
@@ -2856,6 +2865,32 @@ int store_inbound_retry(struct store *st, const char *message_id,
 		return err_set(PB_EINVAL, "state db: bad retry time");
 	return inbound_update(st, message_id, STORE_INBOUND_FAILED,
 			      next_attempt, error, "retry");
+}
+
+int store_inbound_wait(struct store *st, const char *message_id,
+		       int64_t next_attempt, const char *why)
+{
+	struct query q;
+	int rc;
+
+	if (next_attempt <= 0)
+		return err_set(PB_EINVAL, "state db: bad retry time");
+	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_IN_WAIT, "wait");
+	if (rc)
+		return rc;
+	q_text(&q, 1, message_id);
+	q_int(&q, 2, next_attempt);
+	q_error(&q, 3, why);
+	q_int(&q, 4, now());
+	q_text(&q, 5, st->host);
+	rc = q_exec(&q);
+	q_end(&q);
+	if (!rc && q.changes == 0)
+		rc = inbound_not_applying(st, message_id, "wait");
+	return rc;
 }
 
 int store_inbound_place(struct store *st, const char *message_id,

@@ -500,6 +500,14 @@ int store_inbound_place(struct store *st, const char *message_id,
 int store_inbound_retry(struct store *st, const char *message_id,
 			int64_t next_attempt, const char *error);
 /*
+ * APPLYING -> FAILED like store_inbound_retry(), but the claim is not
+ * counted as an attempt: the mail was not at fault and waits for the
+ * operator (the forge refuses the token itself), so no wait however long
+ * brings it nearer to [inbound] max_attempts.
+ */
+int store_inbound_wait(struct store *st, const char *message_id,
+		       int64_t next_attempt, const char *why);
+/*
  * After a crash: every APPLYING row this host claimed (or that has no
  * owner, from before schema 6) back to RECEIVED (*count of them).  For
  * the daemon's start, before its claimer runs (one applier per host:
@@ -670,6 +678,12 @@ int store_cursor_set(struct store *st, const char *name, const char *value);
  * again; `patchbridge status` shows it.
  */
 #define STORE_CURSOR_FORGE_PROBLEM "forge:operator-problem"
+/*
+ * The forge refuses the token itself: "EPOCH TEXT", TEXT what the
+ * operator must do; set by the daemon while it lasts, emptied when the
+ * token works again; `patchbridge status` shows it.
+ */
+#define STORE_CURSOR_FORGE_TOKEN "forge:token-problem"
 
 /*
  * Revisions of a project (all of them when project is NULL), by project,

@@ -72,6 +72,22 @@ check bob-token none 0 'note: it cannot act as other users' 'forge: ok'
 check readonly-token none 78 'lacks the api scope'
 check no-such-token forge 78 'cannot tell who the token is'
 
+# The token's expiry date (GET /personal_access_tokens/self): none is
+# fine; a warning from 14 days before; expired or revoked, a problem
+# that names the file to put a new one in.
+check admin-token forge 0 'the token has no expiry date' 'forge: ok'
+soon=$(date -u -d '+7 days' +%F) later=$(date -u -d '+100 days' +%F)
+sim POST tokens "{\"user\": \"root\", \"token\": \"soon-token\", \"scopes\": [\"api\", \"sudo\"], \"expires_at\": \"$soon\"}"
+check soon-token forge 0 "warning: the token expires on $soon, in 7 days" \
+	"put it in $tmp/token" 'forge: ok'
+sim POST tokens "{\"user\": \"root\", \"token\": \"later-token\", \"scopes\": [\"api\", \"sudo\"], \"expires_at\": \"$later\"}"
+check later-token forge 0 "the token expires on $later, in 100 days" 'forge: ok'
+sim PUT tokens/soon-token '{"expire": true}'
+check soon-token forge 78 'problem: the token has expired' \
+	"put it in $tmp/token ([forge] token_file)"
+sim PUT tokens/later-token '{"revoked": true}'
+check later-token forge 78 'problem: the token was revoked'
+
 # Admin Mode: an administrator's token needs the admin_mode scope.
 sim PUT settings '{"admin_mode": true}'
 check admin-token forge 78 'Admin Mode is on and the token lacks the admin_mode'

@@ -1230,6 +1230,66 @@ static void test_approve_retry_after_5xx(void **state)
 	forge_free(bob);
 }
 
+/*
+ * An expired or revoked token (lib/api/api_guard.rb: 401 invalid_token)
+ * is the operator's problem: PB_ETEMP without a retry, whatever the call
+ * (a read, a note, an approval), and forge_token_problem() says why
+ * until a call works again.  A plain 401 (an unknown token) is not it.
+ */
+static void test_token_expired_or_revoked(void **state)
+{
+	enum forge_approve_result res = FORGE_APPROVE_DONE;
+	char sha[64];
+	struct forge_whoami w;
+	struct forge_note note;
+	struct forge_mr mr;
+	struct forge *f;
+	struct hooks h;
+
+	sim_post("/_sim/tokens", "{\"user\":\"root\",\"token\":\"year\","
+				 "\"scopes\":[\"api\",\"sudo\"],"
+				 "\"expires_at\":\"2999-12-31\"}");
+	f = simple_client("year", &h);
+	memset(&w, 0, sizeof(w));
+	assert_int_equal(forge_whoami(&w, f), 0);
+	assert_string_equal(w.expires_at, "2999-12-31");
+	forge_whoami_release(&w);
+	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), 0);
+	assert_int_equal(forge_token_problem(f), FORGE_TOKEN_OK);
+	snprintf(sha, sizeof(sha), "%s", mr.sha);
+	forge_mr_release(&mr);
+
+	sim_call(NULL, HTTP_PUT, "/_sim/tokens/year", "{\"expire\":true}");
+	sim_clear_requests();
+	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), PB_ETEMP);
+	assert_non_null(strstr(err_msg(), "the forge token has expired"));
+	assert_int_equal(forge_token_problem(f), FORGE_TOKEN_EXPIRED);
+	assert_int_equal(h.nr, 0); /* no retry: nothing changes by waiting */
+	assert_int_equal(forge_create_note(&note, f, PROJECT, 1, "hi", NULL),
+			 PB_ETEMP);
+	assert_int_equal(forge_act_as(f, "bob"), 0);
+	assert_int_equal(forge_approve(&res, f, PROJECT, 1, sha), PB_ETEMP);
+	assert_int_not_equal(res, FORGE_APPROVE_REFUSED);
+	assert_int_equal(forge_token_problem(f), FORGE_TOKEN_EXPIRED);
+	assert_int_equal(forge_act_as(f, NULL), 0);
+
+	sim_call(NULL, HTTP_PUT, "/_sim/tokens/year",
+		 "{\"expires_at\":null,\"revoked\":true}");
+	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), PB_ETEMP);
+	assert_int_equal(forge_token_problem(f), FORGE_TOKEN_REVOKED);
+	sim_call(NULL, HTTP_PUT, "/_sim/tokens/year", "{\"revoked\":false}");
+	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), 0);
+	assert_int_equal(forge_token_problem(f), FORGE_TOKEN_OK);
+	forge_mr_release(&mr);
+	forge_free(f);
+
+	/* No such token: GitLab's plain 401, refused for good. */
+	f = simple_client("no-such-token", &h);
+	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), PB_EPERM);
+	assert_int_equal(forge_token_problem(f), FORGE_TOKEN_OK);
+	forge_free(f);
+}
+
 static void test_sudo(void **state)
 {
 	enum forge_approve_result res;
@@ -1751,6 +1811,7 @@ int main(void)
 		cmocka_unit_test_setup(test_guard_before_each_try, reset),
 		cmocka_unit_test_setup(test_whoami, reset),
 		cmocka_unit_test_setup(test_labels, reset),
+		cmocka_unit_test_setup(test_token_expired_or_revoked, reset),
 		cmocka_unit_test_setup(test_user_lookup, reset),
 		cmocka_unit_test_setup(test_quick_actions_only, reset),
 		cmocka_unit_test_setup(test_stop_ends_retries, reset),

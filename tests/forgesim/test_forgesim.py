@@ -649,6 +649,45 @@ class AuthTest(SimTestCase):
         self.assertBody(SIM.api("GET", "/projects/1/merge_requests/1/notes",
                                 None), 401, {"message": "401 Unauthorized"})
 
+    def test_expired_and_revoked_tokens_answer_like_api_guard(self):
+        # lib/api/api_guard.rb: Bearer::Unauthorized(:invalid_token, ...)
+        SIM.ctl("POST", "/tokens", {"user": "bob", "token": "year-token",
+                                    "expires_at": "2999-01-01"})
+        me = SIM.api("GET", "/personal_access_tokens/self", "year-token")
+        self.assertEqual(me.json["expires_at"], "2999-01-01")
+        self.assertTrue(me.json["active"])
+        today = SIM.ctl("GET", "/time")["now"][:10]
+        state = SIM.ctl("PUT", "/tokens/year-token", {"expires_at": today})
+        self.assertTrue(state["expired"])
+        expired = {"error": "invalid_token",
+                   "error_description": "Token is expired. You can either "
+                   "do re-authorization or token refresh."}
+        for reply in (SIM.api("GET", "/user", "year-token"),
+                      SIM.api("GET", "/personal_access_tokens/self",
+                              "year-token"),
+                      self.note("year-token")):
+            self.assertBody(reply, 401, expired)
+            self.assertIn('error="invalid_token"',
+                          reply.header("WWW-Authenticate"))
+        # Expired wins over revoked (access_token_validation_service.rb).
+        SIM.ctl("PUT", "/tokens/year-token", {"revoked": True})
+        self.assertBody(SIM.api("GET", "/user", "year-token"), 401, expired)
+        SIM.ctl("PUT", "/tokens/year-token", {"expires_at": None})
+        self.assertBody(SIM.api("GET", "/user", "year-token"), 401, {
+            "error": "invalid_token", "error_description":
+            "Token was revoked. You have to re-authorize from the user."})
+        SIM.ctl("PUT", "/tokens/year-token", {"revoked": False})
+        self.assertEqual(SIM.api("GET", "/user", "year-token").status, 200)
+
+    def test_token_expires_when_the_clock_reaches_its_date(self):
+        SIM.ctl("POST", "/tokens", {"user": "bob", "token": "soon-token",
+                                    "expires_at": "2999-01-01"})
+        self.assertEqual(SIM.api("GET", "/user", "soon-token").status, 200)
+        SIM.ctl("POST", "/time", {"set": "2999-01-01T00:00:01Z"})
+        reply = SIM.api("GET", "/user", "soon-token")
+        self.assertEqual(reply.status, 401)
+        self.assertEqual(reply.json["error"], "invalid_token")
+
     def test_read_api_token_cannot_write(self):
         reply = self.note("readonly-token")
         self.assertEqual(reply.status, 403)

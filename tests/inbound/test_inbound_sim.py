@@ -762,6 +762,53 @@ class InboundTest(unittest.TestCase):
                          1)
         self.assertEqual(len(dead), 2)
 
+    def test_expired_token_waits_uncounted(self):
+        """GitLab refuses the token itself (401 invalid_token,
+        lib/api/api_guard.rb): with max_attempts = 1 a comment and an
+        ack are tried again and again and never dead; once a working
+        token is in the file they are applied."""
+        b = self.b
+        b.close()
+        self.b = b = Bridge(max_attempts=1)
+        sim("POST", "tokens", {"user": "root", "token": "dead-token",
+                               "scopes": ["api", "sudo"]})
+        sim("PUT", "tokens/dead-token", {"expire": True})
+        token = os.path.join(b.dir, "token")
+        with open(token, "w") as f:
+            f.write("dead-token\n")
+        comment, cmid = b.reply("Seen while the token is dead.\n",
+                                ar=DKIM_PASS)
+        ack, amid = b.reply("Fine.\n\nAcked-by: Bob Maintainer "
+                            "<bob@corp.example>\n", ar=DKIM_PASS)
+        b.replay("--apply-now", comment, ack)
+        tries = 0
+        for _ in range(3):
+            # --retry-now claims what is due within retry_max (2 s); a
+            # wait is retry_base (1 s) after the pass's own horizon
+            time.sleep(1.1)
+            p = b.replay("--apply-now", "--retry-now")
+            self.assertIn(" dead 0;", p.stdout)
+            tries += int(p.stdout.split("waiting for a retry ")[1]
+                         .split(",")[0])
+        self.assertGreaterEqual(tries, 2)
+        for mid in (cmid, amid):
+            row, _ = b.dump(mid)
+            self.assertEqual(row[0], "failed", row)
+            self.assertEqual(row[1], "0", row)
+            self.assertIn("the forge token has expired", row[2])
+        self.assertEqual(os.listdir(os.path.join(b.dir, "spool", "dead")),
+                         [])
+        with open(token, "w") as f:
+            f.write(ADMIN + "\n")
+        time.sleep(1.1)
+        for _ in range(2):
+            b.replay("--apply-now", "--retry-now")
+        mr = mr_state()
+        self.assertEqual(marker_count(mr, key(cmid, 0)), 1)
+        self.assertEqual([a["user"] for a in mr["approvals"]], ["bob"])
+        for mid in (cmid, amid):
+            self.assertEqual(b.dump(mid)[0][0], "applied")
+
     # (g)
     def test_ack_after_new_revision(self):
         b = self.b

@@ -44,6 +44,7 @@ metrics` (Debian's prometheus package) and python3-prometheus-client's.
       once the forge answers; SIGTERM sends STOPPING=1.
 """
 
+import datetime
 import json
 import os
 import shutil
@@ -385,6 +386,137 @@ class MonitorTest(unittest.TestCase):
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr +
                          "\n(the test: %s)" % json.dumps(tests, indent=1))
+
+    # --- the bot's token expires and is replaced ------------------------------
+
+    def test_token_expires_replies_wait(self):
+        """The token expires a week on (the gauge, a warning); then it
+        has expired (GitLab's 401 invalid_token) while a comment, an ack
+        and a NAK arrive: none is dead, none counts towards max_attempts
+        (2 here), /readyz and status tell the operator to install a new
+        token in the file; once one is there (no SIGHUP, no command) all
+        three are applied.  The alert rules fire on the scrapes."""
+        with open(self.b.conf()) as f:
+            conf = f.read()
+        with open(self.b.conf(), "w") as f:
+            f.write(conf.replace("max_attempts = 30", "max_attempts = 2"))
+        today = datetime.date.fromisoformat(
+            sim.sim("GET", "time")["now"][:10])
+        token_file = os.path.join(self.b.dir, "token")
+
+        def new_token(name, days):
+            sim.sim("POST", "tokens", {
+                "user": "root", "token": name, "scopes": ["api", "sudo"],
+                "expires_at": (today + datetime.timedelta(days)).isoformat()})
+            with open(token_file, "w") as f:
+                f.write(name + "\n")
+
+        new_token("bot-2026", 7)
+        d = self.start()
+        expiry = "patchbridge_forge_token_expiry_timestamp_seconds"
+        a = wait_until("the expiry date read", lambda: (
+            lambda s: s if (expiry, ()) in s else None)(self.scrape()))
+        self.assertEqual(total(a, expiry), (today - datetime.date(
+            1970, 1, 1)).days * 86400 + 7 * 86400)
+        self.assertEqual(total(a, "patchbridge_forge_token_failing"), 0)
+        wait_until("ready", lambda: self.readyz()[0] == 200)
+        self.assertIn("7 days left", d.text())
+
+        # 1. the day comes: GitLab refuses the token
+        sim.sim("PUT", "tokens/bot-2026", {"expire": True})
+        mids = [self.spool("A comment while the token is dead.\n"),
+                self.spool("Fine.\n\nAcked-by: Bob Maintainer "
+                           "<bob@corp.example>\n"),
+                self.spool("NAK.\n\nThis breaks the build.\n")]
+        d.kick()
+        status, body = wait_until("not ready", lambda: self.readyz()
+                                  if self.readyz()[0] == 503 else None)
+        self.assertIn("forge: not ready: the forge token has expired: "
+                      "install a new one in %s" % token_file, body)
+        # more tries than max_attempts: none counted, none dead
+        wait_until("retries", lambda: d.text().count(
+            "waits for a working forge token") >= 9, timeout=60)
+        b = self.scrape()
+        self.assertEqual(total(b, "patchbridge_forge_token_failing"), 1)
+        self.assertEqual(total(b, "patchbridge_spool_records", area="dead"),
+                         0)
+        self.assertEqual(total(b, "patchbridge_replies_dead_total"), 0)
+        self.assertEqual(total(b, "patchbridge_replies_applied_total"), 0)
+        out = sim.run([sim.PB, "-c", self.b.conf(), "status"])
+        self.assertIn("the forge token has expired: install a new one in "
+                      "%s" % token_file, out)
+        self.assertNotIn(" dead ", out)
+        for mid in mids:
+            row, _ = self.b.dump(mid)
+            self.assertIn(row[0], ("received", "applying", "failed"))
+            self.assertLessEqual(int(row[1]), 1, row)
+
+        # 2. a new token in the file: no signal, no command
+        new_token("bot-2027", 365)
+        e = wait_until("all three applied", lambda: (
+            lambda s: s if total(s, "patchbridge_replies_applied_total")
+            == 3 else None)(self.scrape()), timeout=60)
+        self.assertEqual(total(e, "patchbridge_forge_token_failing"), 0)
+        self.assertEqual(total(e, "patchbridge_replies_dead_total"), 0)
+        wait_until("ready again", lambda: self.readyz()[0] == 200)
+        out = sim.run([sim.PB, "-c", self.b.conf(), "status"])
+        self.assertNotIn("forge token", out)
+        mr = sim.mr_state()
+        self.assertEqual([x["user"] for x in mr["approvals"]], [])  # NAKed
+        self.assertIn("Acks::NACKed", mr["labels"])
+        self.assertEqual(sim.marker_count(mr, sim.key(mids[0], 0)), 1)
+        self.assertEqual(sim.marker_count(mr, sim.key(mids[2], 2001)), 1)
+        for mid in mids:
+            row, actions = self.b.dump(mid)
+            self.assertEqual(row[0], "applied", row)
+        self.assertEqual(self.b.dump(mids[1])[1][1000], ("approve", "done"))
+        self.assertIn("a new token in %s" % token_file, d.text())
+        self.assertEqual(total(e, expiry) - total(a, expiry), 358 * 86400)
+        self.token_alerts_on([a, b, e], total(a, expiry) - 7 * 86400)
+
+    def token_alerts_on(self, scrapes, today):
+        """The token alerts of contrib/prometheus/alerts.yml on the
+        scrapes, each held for 20 minutes: the warning while it expires
+        in a week, the critical one while it is refused, none after.
+        promtool's clock starts at 0: the expiry is moved by today."""
+        expiry = "patchbridge_forge_token_expiry_timestamp_seconds"
+        series = []
+        for name in (expiry, "patchbridge_forge_token_failing"):
+            shift = today if name == expiry else 0
+            values = " ".join("%rx19" % (s[(name, ())] - shift)
+                              if (name, ()) in s else "_x20"
+                              for s in scrapes)
+            series.append({"series": name + '{instance="pb",'
+                           'job="patchbridge"}', "values": values})
+        fires = {10: ["PatchbridgeForgeTokenExpiring"],
+                 30: ["PatchbridgeForgeTokenExpiring",
+                      "PatchbridgeForgeTokenFailing"],
+                 50: []}
+        import yaml
+        with open(ALERTS) as f:
+            rules = {r["alert"]: r for g in yaml.safe_load(f)["groups"]
+                     for r in g["rules"]}
+        tests = []
+        for t, names in sorted(fires.items()):
+            for name in ("PatchbridgeForgeTokenExpiring",
+                         "PatchbridgeForgeTokenFailing"):
+                tests.append({"eval_time": "%dm" % t, "alertname": name,
+                              "exp_alerts": [{
+                                  "exp_labels": dict(rules[name]["labels"],
+                                                     instance="pb",
+                                                     job="patchbridge"),
+                                  "exp_annotations":
+                                  rules[name]["annotations"]}]
+                              if name in names else []})
+        doc = {"rule_files": [ALERTS], "evaluation_interval": "1m",
+               "tests": [{"interval": "1m", "input_series": series,
+                          "alert_rule_test": tests}]}
+        path = os.path.join(self.tmp, "token.test.yml")
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=1)
+        p = subprocess.run(["promtool", "test", "rules", path],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
     # --- each check's reason -------------------------------------------------
 

@@ -728,6 +728,20 @@ static void test_inbound_journal(void **state)
 	assert_int_equal(store_inbound_claim(&got, st, t0 + 60), 0);
 	assert_string_equal(got.message_id, "second@x");
 	assert_int_equal(got.attempts, 2);
+	/* Waiting for the operator is no attempt: the claim is taken back. */
+	assert_int_equal(store_inbound_wait(st, "second@x", t0 + 61,
+					    "the forge token has expired"),
+			 0);
+	assert_int_equal(store_inbound_wait(st, "second@x", t0 + 61, "x"),
+			 PB_EINVAL);
+	assert_int_equal(store_inbound_claim(&got, st, t0 + 60), PB_ENOTFOUND);
+	assert_int_equal(store_inbound_get(&got, st, "second@x"), 0);
+	assert_int_equal(got.state, STORE_INBOUND_FAILED);
+	assert_int_equal(got.attempts, 1);
+	assert_string_equal(got.last_error, "the forge token has expired");
+	assert_int_equal(store_inbound_claim(&got, st, t0 + 61), 0);
+	assert_string_equal(got.message_id, "second@x");
+	assert_int_equal(got.attempts, 2);
 	assert_int_equal(store_inbound_finish(st, "second@x",
 					      STORE_INBOUND_DEAD,
 					      "gave up after 2 attempts"),

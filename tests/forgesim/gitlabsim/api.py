@@ -59,6 +59,14 @@ class Context:
             self.token = self.forge.token(str(secret))
             if self.token is None:
                 raise errors.unauthorized()
+            # AccessTokenValidationService#validate (app/services/
+            # access_token_validation_service.rb): expired, then revoked,
+            # then the scopes; lib/gitlab/auth/auth_finders.rb raises
+            # ExpiredError/RevokedError, answered in lib/api/api_guard.rb.
+            if self.forge.token_expired(self.token):
+                raise errors.invalid_token(errors.TOKEN_EXPIRED)
+            if self.token.revoked:
+                raise errors.invalid_token(errors.TOKEN_REVOKED)
             self.user = self.forge.users[self.token.user_id]
             self._check_scope()
         sudo = self.request.header("Sudo") or self.values.get("sudo")

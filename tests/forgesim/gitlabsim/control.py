@@ -5,6 +5,8 @@ or rate limits.  README.md documents every endpoint; errors are
 {"error": "..."} with 400 (bad request), 404 (unknown thing) or 409.
 """
 
+import datetime
+
 from . import GITLAB_VERSION
 from . import entities as ent
 from . import errors
@@ -38,6 +40,7 @@ class Control:
         r("POST", "/users", self.create_user)
         r("POST", "/users/:user/emails", self.add_email)
         r("POST", "/tokens", self.create_token)
+        r("PUT", "/tokens/:token", self.steer_token)
         r("POST", "/projects", self.create_project)
         r("PUT", "/projects/:id/settings", self.project_settings)
         r("POST", "/projects/:id/members", self.add_member)
@@ -139,9 +142,24 @@ class Control:
         token = self.forge.create_token(
             self.forge.user(body["user"]), body.get("scopes", ["api"]),
             body.get("token"), body.get("name"))
-        return Response.json(201, {"token": token.token,
-                                   "user_id": token.user_id,
-                                   "scopes": token.scopes})
+        if body.get("expires_at"):
+            self.forge.set_token(token, _date(body["expires_at"]))
+        return Response.json(201, _token_state(self.forge, token))
+
+    def steer_token(self, body, token):
+        """{"expires_at"?: "YYYY-MM-DD" | null, "expire"?: true (expires
+        today), "revoked"?: bool} -> the token's state."""
+        record = self.forge.token(token)
+        if record is None:
+            raise SimError("no token %r" % token, 404)
+        expires_at = False
+        if body.get("expire"):
+            expires_at = self.forge.now().date()
+        elif "expires_at" in body:
+            expires_at = _date(body["expires_at"]) \
+                if body["expires_at"] else None
+        self.forge.set_token(record, expires_at, body.get("revoked"))
+        return Response.json(200, _token_state(self.forge, record))
 
     def create_project(self, body):
         project = self.forge.create_project(
@@ -368,9 +386,7 @@ class Control:
             "now": iso(forge.now()),
             "settings": dict(forge.settings.values),
             "users": [_user_state(u) for u in forge.users.values()],
-            "tokens": [{"token": t.token, "user": forge.users[t.user_id]
-                        .username, "scopes": t.scopes,
-                        "impersonation": t.impersonation}
+            "tokens": [_token_state(forge, t)
                        for t in forge.tokens.values()],
             "projects": [self._project_state(p)
                          for p in forge.projects.values()],
@@ -430,3 +446,18 @@ def _user_state(user):
             "admin": user.admin, "state": user.state,
             "secondary_emails": [ent.email(e)
                                  for e in user.secondary_emails]}
+
+
+def _date(text):
+    try:
+        return datetime.date.fromisoformat(str(text)[:10])
+    except ValueError:
+        raise SimError("expires_at must be a date (YYYY-MM-DD)")
+
+
+def _token_state(forge, t):
+    return {"token": t.token, "user_id": t.user_id,
+            "user": forge.users[t.user_id].username, "scopes": t.scopes,
+            "impersonation": t.impersonation,
+            "expires_at": t.expires_at.isoformat() if t.expires_at else None,
+            "revoked": t.revoked, "expired": forge.token_expired(t)}

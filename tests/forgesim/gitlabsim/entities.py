@@ -159,8 +159,10 @@ def token(forge, token_, with_secret=False):
         "id": token_.id, "name": token_.name, "revoked": token_.revoked,
         "created_at": iso(token_.created_at), "description": None,
         "scopes": token_.scopes, "user_id": token_.user_id,
-        "last_used_at": None, "active": not token_.revoked,
-        "expires_at": None, "impersonation": token_.impersonation,
+        "last_used_at": None,
+        "active": not token_.revoked and not forge.token_expired(token_),
+        "expires_at": token_.expires_at.isoformat()
+        if token_.expires_at else None, "impersonation": token_.impersonation,
     }
     if with_secret:
         out["token"] = token_.token

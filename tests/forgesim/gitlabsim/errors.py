@@ -78,6 +78,23 @@ def insufficient_scope(scope):
         "scope": scope})
 
 
+# lib/api/api_guard.rb, oauth2_bearer_token_error_handler: a token that
+# is found but expired or revoked (Gitlab::Auth::ExpiredError,
+# RevokedError) is answered by rack-oauth2's Bearer::Unauthorized, a 401
+# whose body is the OAuth error, with WWW-Authenticate saying the same.
+TOKEN_EXPIRED = ("Token is expired. You can either do re-authorization "
+                 "or token refresh.")
+TOKEN_REVOKED = "Token was revoked. You have to re-authorize from the user."
+
+
+def invalid_token(description):
+    return ApiError(401, {"error": "invalid_token",
+                          "error_description": description},
+                    {"WWW-Authenticate":
+                     'Bearer realm="The API", error="invalid_token", '
+                     'error_description="%s"' % description})
+
+
 def route_not_found():
     return grape("404 Not Found", 404)
 

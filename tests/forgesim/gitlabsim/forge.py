@@ -212,10 +212,23 @@ class Forge:
         return record
 
     def token(self, secret):
-        record = self.tokens.get(secret)
-        if record is None or record.revoked:
-            return None
-        return record
+        """The token record, revoked and expired ones included: the API
+        answers those with their own 401 (api.py, authenticate)."""
+        return self.tokens.get(secret)
+
+    def token_expired(self, record):
+        """Expirable#expired? (app/models/concerns/expirable.rb):
+        expires_at <= now, expires_at a date, so from that day on."""
+        return record.expires_at is not None and \
+            record.expires_at <= self.now().date()
+
+    def set_token(self, record, expires_at=False, revoked=None):
+        """Steer a token: expires_at a date or None (False: unchanged)."""
+        with self.lock:
+            if expires_at is not False:
+                record.expires_at = expires_at
+            if revoked is not None:
+                record.revoked = bool(revoked)
 
     # -- projects ------------------------------------------------------------
 

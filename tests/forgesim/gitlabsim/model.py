@@ -54,6 +54,9 @@ class Token:
     impersonation: bool
     created_at: typing.Any
     revoked: bool = False
+    # A date (datetime.date) or None: PersonalAccessToken#expires_at is a
+    # date column, and the token is expired from that day on (UTC).
+    expires_at: typing.Any = None
 
 
 @dataclasses.dataclass
