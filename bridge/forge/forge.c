@@ -243,6 +243,14 @@ int forge_whoami(struct forge_whoami *out, struct forge *f)
 	return f->ops->whoami(out, f);
 }
 
+int forge_commit_email_host(char **out, struct forge *f)
+{
+	*out = NULL;
+	if (!f->ops->commit_email_host)
+		return NOT_SUPPORTED(f, "give its no-reply host");
+	return f->ops->commit_email_host(out, f);
+}
+
 void forge_whoami_release(struct forge_whoami *w)
 {
 	forge_user_release(&w->user);

@@ -368,6 +368,7 @@ struct forge_ops {
 				  const char *email);
 	int (*get_user)(struct forge_user *out, struct forge *f, int64_t id);
 	int (*whoami)(struct forge_whoami *out, struct forge *f);
+	int (*commit_email_host)(char **out, struct forge *f);
 	enum forge_sudo_problem (*sudo_problem)(const struct forge *f);
 	/* Run fn(arg) with the handle's per-call state set aside
 	 * (forge_pause()); NULL: fn is called as it is. */
@@ -540,6 +541,14 @@ int forge_get_user(struct forge_user *out, struct forge *f, int64_t id);
 /* Who the token is and what it may do (as itself, whoever it acts as). */
 int forge_whoami(struct forge_whoami *out, struct forge *f);
 void forge_whoami_release(struct forge_whoami *w);
+
+/*
+ * The host part of the no-reply address the forge gives a user who keeps
+ * the email private ("ID-USERNAME@HOST"), as the forge is configured;
+ * *out is the caller's to free.  PB_EPERM when the token may not read it
+ * (GitLab: administrators only), PB_ENOTFOUND when the forge has none.
+ */
+int forge_commit_email_host(char **out, struct forge *f);
 
 /* Why the last call acting as another user was refused as such
  * (FORGE_SUDO_OK: it was not). */

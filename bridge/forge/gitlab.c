@@ -2825,6 +2825,48 @@ out:
 	return rc;
 }
 
+/*
+ * The host of GitLab's private commit emails, "ID-USERNAME@HOST"
+ * (lib/gitlab/private_commit_email.rb): the application setting
+ * commit_email_hostname, "users.noreply." and the instance's host unless
+ * an administrator changed it (app/models/
+ * application_setting_implementation.rb).  GET /application/settings is
+ * for administrators only (lib/api/settings.rb, doc/api/settings.md).
+ * Asked as ourselves, never through Sudo.
+ */
+static int gl_commit_email_host(char **out, struct forge *f)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct gl_call c;
+	char *sudo = gl->sudo;
+	int rc;
+
+	call_init(&c, gl);
+	gl->sudo = NULL;
+	if (buf_addf(&u, "%s/application/settings", gl->api) < 0) {
+		rc = url_fail();
+		goto out;
+	}
+	if ((rc = call_get_object(gl, &c, u.data)) < 0)
+		goto out;
+	if (json_get_str_opt(out, c.root, "commit_email_hostname") < 0) {
+		rc = bad_data(&c);
+		goto out;
+	}
+	if (!*out || !**out || strchr(*out, '@') || strchr(*out, '>') ||
+	    strchr(*out, ' ')) {
+		free(*out);
+		*out = NULL;
+		rc = err_set(PB_ENOTFOUND, "no usable commit_email_hostname");
+	}
+out:
+	gl->sudo = sudo;
+	call_release(&c);
+	buf_release(&u);
+	return rc;
+}
+
 static enum forge_sudo_problem gl_sudo_problem(const struct forge *f)
 {
 	return ((const struct gitlab *)f)->sudo_problem;
@@ -2852,6 +2894,7 @@ static const struct forge_ops gitlab_ops = {
 	.find_user_by_email = gl_find_user_by_email,
 	.get_user = gl_get_user,
 	.whoami = gl_whoami,
+	.commit_email_host = gl_commit_email_host,
 	.sudo_problem = gl_sudo_problem,
 	.pause = gl_pause,
 };

@@ -358,6 +358,23 @@ class AdminModeAndScopesTest(SimTestCase):
         self.assertNotIn("is_admin",
                          SIM.api("GET", "/user", "bob-token").json)
 
+    def test_application_settings_for_admins_only(self):
+        """lib/api/settings.rb authenticated_as_admin!; the default
+        commit_email_hostname is users.noreply. and the host
+        (app/models/application_setting_implementation.rb)."""
+        self.assertBody(SIM.api("GET", "/application/settings",
+                                "bob-token"), 403,
+                        {"message": "403 Forbidden"})
+        reply = SIM.api("GET", "/application/settings", "admin-token")
+        self.assertEqual(reply.status, 200, reply.body)
+        self.assertEqual(reply.json["commit_email_hostname"],
+                         "users.noreply.127.0.0.1")
+        SIM.ctl("PUT", "/settings",
+                {"commit_email_hostname": "noreply.example.net"})
+        reply = SIM.api("GET", "/application/settings", "admin-token")
+        self.assertEqual(reply.json["commit_email_hostname"],
+                         "noreply.example.net")
+
     def test_admin_mode_needs_the_admin_mode_scope(self):
         SIM.ctl("PUT", "/settings", {"admin_mode": True})
         sudo = {"Sudo": "bob"}
