@@ -2867,6 +2867,63 @@ out:
 	return rc;
 }
 
+struct hook_walk {
+	struct forge_hook_list *list;
+	size_t alloc;
+};
+
+static int hook_item(struct gl_call *c, const struct json_value *item,
+		     void *arg)
+{
+	struct hook_walk *w = arg;
+	struct forge_hook_list *l = w->list;
+	struct forge_hook *h;
+	int present;
+
+	ALLOC_GROW(l->items, l->nr + 1, w->alloc);
+	h = &l->items[l->nr];
+	memset(h, 0, sizeof(*h));
+	l->nr++;
+	if (json_expect(item, JSON_OBJECT, "hook") < 0 ||
+	    json_get_int_opt(&h->id, &present, item, "id") < 0 ||
+	    json_get_str_opt(&h->url, item, "url") < 0 ||
+	    json_get_str_opt(&h->alert_status, item, "alert_status") < 0 ||
+	    json_get_str_opt(&h->disabled_until, item, "disabled_until") < 0 ||
+	    json_get_bool_opt(&h->merge_requests_events, item,
+			      "merge_requests_events") < 0 ||
+	    json_get_bool_opt(&h->note_events, item, "note_events") < 0)
+		return bad_data(c);
+	return 0;
+}
+
+/* GET /projects/:id/hooks (lib/api/project_hooks.rb; Maintainer). */
+static int gl_list_hooks(struct forge_hook_list *out, struct forge *f,
+			 const char *project)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct hook_walk w = { out, 0 };
+	int truncated, rc;
+
+	if ((rc = url_project(&u, gl, project)) < 0)
+		goto out;
+	if (buf_adds(&u, "/hooks") < 0) {
+		rc = url_fail();
+		goto out;
+	}
+	if ((rc = url_param_int(&u, "per_page", gl->per_page)) < 0)
+		goto out;
+	rc = paginate(gl, u.data, 0, hook_item, &w, &truncated);
+	if (!rc && truncated)
+		rc = err_set(PB_ELIMIT, "more than %d pages of webhooks",
+			     PB_PAGES_MAX);
+out:
+	if (rc)
+		forge_hook_list_release(out);
+	buf_release(&u);
+	return rc;
+}
+
 static enum forge_sudo_problem gl_sudo_problem(const struct forge *f)
 {
 	return ((const struct gitlab *)f)->sudo_problem;
@@ -2895,6 +2952,7 @@ static const struct forge_ops gitlab_ops = {
 	.get_user = gl_get_user,
 	.whoami = gl_whoami,
 	.commit_email_host = gl_commit_email_host,
+	.list_hooks = gl_list_hooks,
 	.sudo_problem = gl_sudo_problem,
 	.pause = gl_pause,
 };

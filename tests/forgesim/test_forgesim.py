@@ -1636,6 +1636,36 @@ class WebhookTest(SimTestCase):
         self.assertEqual(again["Idempotency-Key"],
                          received[0][0]["Idempotency-Key"])
 
+    def test_failing_hook_is_disabled(self):
+        """app/models/concerns/web_hooks/auto_disabling.rb: the 4th
+        failure in a row rests the hook (disabled_until, nothing
+        delivered meanwhile), a delivery that works forgets them."""
+        hook = SIM.ctl("POST", "/webhooks", {"project": "group/project",
+                                             "url": "http://127.0.0.1:9/x"})
+        for i in range(5):
+            SIM.api("POST", "/projects/1/merge_requests/1/notes",
+                    "bob-token", body={"body": "note %d" % i})
+            self.wait()
+        deliveries = SIM.ctl("GET", "/webhooks/deliveries")
+        self.assertEqual([d["status"] for d in deliveries], ["failed"] * 4)
+        hooks = SIM.api("GET", "/projects/1/hooks", "bob-token").json
+        self.assertEqual(hooks[0]["alert_status"], "temporarily_disabled")
+        self.assertIsNotNone(hooks[0]["disabled_until"])
+        SIM.ctl("POST", "/time", {"advance_s": 3600})
+        hooks = SIM.api("GET", "/projects/1/hooks", "bob-token").json
+        self.assertEqual(hooks[0]["alert_status"], "executable")
+        SIM.ctl("POST", "/webhooks/%d/failures" % hook["id"], {"count": 1})
+        for _ in range(35):
+            SIM.ctl("POST", "/time", {"advance_s": 86401})
+            SIM.ctl("POST", "/webhooks/%d/failures" % hook["id"],
+                    {"count": 1})
+        hooks = SIM.api("GET", "/projects/1/hooks", "bob-token").json
+        self.assertEqual(hooks[0]["alert_status"], "disabled")
+        SIM.ctl("POST", "/webhooks/%d/enable" % hook["id"], {})
+        hooks = SIM.api("GET", "/projects/1/hooks", "bob-token").json
+        self.assertEqual(hooks[0]["alert_status"], "executable")
+        self.assertIsNone(hooks[0]["disabled_until"])
+
     def test_diff_note_hook_carries_position(self):
         SIM.api("POST", "/projects/1/hooks", "bob-token", body={
             "url": self.url, "note_events": True, "token": "t"})

@@ -1029,6 +1029,31 @@ class InboundTest(unittest.TestCase):
         out = run([PB, "-c", b.conf(), "status"])
         self.assertIn("inbound replies: 1 applied, 0 ignored", out)
 
+    def test_disabled_webhook_in_status(self):
+        """A webhook GitLab disabled after failed deliveries: the daemon's
+        poll finds it and `status` says so, until it is re-enabled."""
+        b = self.b
+        secret = os.path.join(b.dir, "hook.secret")
+        with open(secret, "w") as f:
+            f.write("s3cret\n")
+        os.chmod(secret, 0o600)
+        with open(b.conf(), "a") as f:
+            f.write("[webhook]\nenabled = yes\nsecret_file = %s\n" % secret)
+        hook = sim("POST", "webhooks",
+                   {"url": "http://127.0.0.1:9/hooks/gitlab"})["id"]
+        sim("POST", "webhooks/%d/failures" % hook, {"count": 4})
+        run([PB, "-c", b.conf(), "run", "--once", "--foreground"])
+        out = run([PB, "-c", b.conf(), "status"])
+        self.assertIn("  webhook: GitLab disabled the webhook "
+                      "http://127.0.0.1:9/hooks/gitlab (id %d) after 4 or "
+                      "more failures in a row" % hook, out)
+        self.assertIn("re-enable it in Settings > Webhooks; until then the "
+                      "bridge falls back to polling", out)
+        sim("POST", "webhooks/%d/enable" % hook, {})
+        run([PB, "-c", b.conf(), "run", "--once", "--foreground"])
+        out = run([PB, "-c", b.conf(), "status"])
+        self.assertNotIn("webhook:", out)
+
     # [spool] keep_done: the daemon removes old applied records from done/
     def test_daemon_prunes_done(self):
         b = self.b

@@ -143,6 +143,13 @@ class Forge:
     def now(self):
         return self.clock.now()
 
+    def find_hook(self, hook_id):
+        for project in self.projects.values():
+            for hook in project.hooks:
+                if hook.id == hook_id:
+                    return hook
+        return None
+
     def commit_email_hostname(self):
         return self.settings.commit_email_hostname or \
             "users.noreply." + urllib.parse.urlsplit(
