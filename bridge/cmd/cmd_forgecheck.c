@@ -8,6 +8,7 @@
 #include "state/storeconf.h"
 #include "util/buf.h"
 #include "util/err.h"
+#include "util/limits.h"
 #include "util/printable.h"
 #include "util/strlist.h"
 
@@ -100,6 +101,45 @@ static void expiry_say(const struct forge_whoami *w, const struct config *cfg)
 		       "token_file)\n",
 		       w->expires_at, (long long)days, days == 1 ? "" : "s",
 		       config_str(cfg, CFG_FORGE_TOKEN_FILE));
+}
+
+/*
+ * With [webhook] enabled: the webhooks GitLab disabled after failed
+ * deliveries (forge_hooks_problem()), per enabled project.  Returns the
+ * number of problems found.
+ */
+static int hooks_check(const struct config *cfg, struct forge *f)
+{
+	struct buf b = BUF_INIT(PB_ERRMSG_MAX * 4);
+	size_t i, n = config_project_count(cfg);
+	int rc, problems = 0;
+
+	if (!config_bool(cfg, CFG_WEBHOOK_ENABLED))
+		return 0;
+	for (i = 0; i < n; i++) {
+		const struct config_project *p = config_project_at(cfg, i);
+		const char *name = config_project_name(p);
+
+		if (!config_project_bool(p, CFG_PROJECT_ENABLED))
+			continue;
+		buf_reset(&b);
+		rc = forge_hooks_problem(&b, f, name);
+		if (rc == PB_EPERM) {
+			printf("forge: note: %s: its webhooks cannot be read "
+			       "(GitLab shows them to Maintainers): whether "
+			       "GitLab disabled the bridge's is not known\n",
+			       name);
+		} else if (rc) {
+			printf("forge: note: %s: its webhooks cannot be read: "
+			       "%s\n",
+			       name, err_msg());
+		} else if (b.len) {
+			printf("forge: problem: %s: %s\n", name, b.data);
+			problems++;
+		}
+	}
+	buf_release(&b);
+	return problems;
 }
 
 int forgecheck_run(const struct config *cfg)
@@ -198,6 +238,7 @@ int forgecheck_run(const struct config *cfg)
 		       "forge user only by public email (or user_map, "
 		       "owners.yaml): private and secondary emails need an "
 		       "administrator's token\n");
+	problems += hooks_check(cfg, f);
 	rc = problems ? EX_CONFIG : EX_OK;
 	printf("forge: %s\n", problems ? "the token cannot do what the "
 					 "configuration asks" :

@@ -606,6 +606,7 @@ int cmd_status(const char *config_path, int argc, char **argv)
 		show_cursor(st, DETECT_TIME_PREFIX, name, "last poll");
 		show_cursor(st, DETECT_CURSOR_PREFIX, name, "watermark");
 		show_cursor(st, DETECT_ERROR_PREFIX, name, "last poll failed");
+		show_cursor(st, DETECT_HOOKS_PREFIX, name, "webhook");
 		if ((rc = show_revisions(st, name)) ||
 		    (rc = show_queue(st, name, cfg, &failed)))
 			break;

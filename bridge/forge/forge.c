@@ -1,6 +1,8 @@
 #include "forge/forge.h"
 
 #include "util/err.h"
+#include "util/limits.h"
+#include "util/printable.h"
 #include "util/scan.h"
 #include "util/xalloc.h"
 
@@ -241,6 +243,88 @@ int forge_whoami(struct forge_whoami *out, struct forge *f)
 	if (!f->ops->whoami)
 		return NOT_SUPPORTED(f, "say who the token is");
 	return f->ops->whoami(out, f);
+}
+
+int forge_commit_email_host(char **out, struct forge *f)
+{
+	*out = NULL;
+	if (!f->ops->commit_email_host)
+		return NOT_SUPPORTED(f, "give its no-reply host");
+	return f->ops->commit_email_host(out, f);
+}
+
+int forge_list_hooks(struct forge_hook_list *out, struct forge *f,
+		     const char *project)
+{
+	memset(out, 0, sizeof(*out));
+	if (!f->ops->list_hooks)
+		return NOT_SUPPORTED(f, "list webhooks");
+	return f->ops->list_hooks(out, f, project);
+}
+
+void forge_hook_list_release(struct forge_hook_list *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->nr; i++) {
+		free(l->items[i].url);
+		free(l->items[i].alert_status);
+		free(l->items[i].disabled_until);
+	}
+	free(l->items);
+	memset(l, 0, sizeof(*l));
+}
+
+/*
+ * GitLab disables a project hook that keeps failing: for a while after
+ * the 4th failure in a row (disabled_until, doubling from a minute to a
+ * day), for good after the 40th, until someone re-enables it in Settings
+ * > Webhooks (app/models/concerns/web_hooks/auto_disabling.rb,
+ * doc/user/project/integrations/webhooks.md "Auto-disabled webhooks").
+ * Nothing reaches the bridge meanwhile; polling still does.  The URL is
+ * shown without its query, which may hold a secret.
+ */
+int forge_hooks_problem(struct buf *out, struct forge *f, const char *project)
+{
+	struct forge_hook_list l;
+	char url[PB_LOG_QUOTE_MAX], until[64];
+	size_t i;
+	int rc, temp;
+
+	rc = forge_list_hooks(&l, f, project);
+	for (i = 0; !rc && i < l.nr; i++) {
+		const struct forge_hook *h = &l.items[i];
+
+		if (!h->alert_status ||
+		    (!h->merge_requests_events && !h->note_events))
+			continue;
+		temp = !strcmp(h->alert_status, "temporarily_disabled");
+		if (!temp && strcmp(h->alert_status, "disabled"))
+			continue;
+		printable_copy(url, sizeof(url), h->url ? h->url : "",
+			       h->url ? strcspn(h->url, "?#") : 0);
+		printable_copy(until, sizeof(until),
+			       h->disabled_until ? h->disabled_until : "",
+			       h->disabled_until ? strlen(h->disabled_until) :
+						   0);
+		rc = buf_addf(out,
+			      "%sGitLab disabled the webhook %s (id %lld) "
+			      "after %s failures in a row%s%s%s: re-enable it "
+			      "in Settings > Webhooks; until then the bridge "
+			      "falls back to polling",
+			      out->len ? "; " : "", url, (long long)h->id,
+			      temp ? "4 or more" : "40", temp ? " (until " : "",
+			      temp ? until : "",
+			      temp ? ", then it tries again)" : "");
+		if (rc) {
+			/* no room for more: the hooks named so far stand */
+			buf_clear_error(out);
+			rc = 0;
+			break;
+		}
+	}
+	forge_hook_list_release(&l);
+	return rc;
 }
 
 void forge_whoami_release(struct forge_whoami *w)

@@ -142,6 +142,26 @@ struct forge_version {
 	size_t nr_diffs;
 };
 
+/*
+ * A project webhook (GitLab: GET /projects/:id/hooks, lib/api/entities/
+ * project_hook.rb).  alert_status is "executable", "temporarily_disabled"
+ * (disabled_until set) or "disabled" (app/models/concerns/web_hooks/
+ * auto_disabling.rb); NULL when the forge does not say.
+ */
+struct forge_hook {
+	int64_t id;
+	char *url;
+	char *alert_status;
+	char *disabled_until;
+	int merge_requests_events;
+	int note_events;
+};
+
+struct forge_hook_list {
+	struct forge_hook *items;
+	size_t nr;
+};
+
 struct forge_version_list {
 	struct forge_version *items; /* newest first */
 	size_t nr;
@@ -381,6 +401,9 @@ struct forge_ops {
 				  const char *email);
 	int (*get_user)(struct forge_user *out, struct forge *f, int64_t id);
 	int (*whoami)(struct forge_whoami *out, struct forge *f);
+	int (*commit_email_host)(char **out, struct forge *f);
+	int (*list_hooks)(struct forge_hook_list *out, struct forge *f,
+			  const char *project);
 	enum forge_sudo_problem (*sudo_problem)(const struct forge *f);
 	enum forge_token_problem (*token_problem)(const struct forge *f);
 	/* Run fn(arg) with the handle's per-call state set aside
@@ -554,6 +577,27 @@ int forge_get_user(struct forge_user *out, struct forge *f, int64_t id);
 /* Who the token is and what it may do (as itself, whoever it acts as). */
 int forge_whoami(struct forge_whoami *out, struct forge *f);
 void forge_whoami_release(struct forge_whoami *w);
+
+/*
+ * The host part of the no-reply address the forge gives a user who keeps
+ * the email private ("ID-USERNAME@HOST"), as the forge is configured;
+ * *out is the caller's to free.  PB_EPERM when the token may not read it
+ * (GitLab: administrators only), PB_ENOTFOUND when the forge has none.
+ */
+int forge_commit_email_host(char **out, struct forge *f);
+
+/* The project's webhooks (GitLab: Maintainer only; PB_EPERM else). */
+int forge_list_hooks(struct forge_hook_list *out, struct forge *f,
+		     const char *project);
+void forge_hook_list_release(struct forge_hook_list *l);
+
+/*
+ * The webhooks of project that would bring the bridge merge request or
+ * note events and that the forge disabled after failed deliveries, as
+ * one line an operator acts on, appended to out (left empty when there
+ * is none).  0, or forge_list_hooks()'s error.
+ */
+int forge_hooks_problem(struct buf *out, struct forge *f, const char *project);
 
 /* Why the last call acting as another user was refused as such
  * (FORGE_SUDO_OK: it was not). */

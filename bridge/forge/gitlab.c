@@ -2878,6 +2878,105 @@ out:
 	return rc;
 }
 
+/*
+ * The host of GitLab's private commit emails, "ID-USERNAME@HOST"
+ * (lib/gitlab/private_commit_email.rb): the application setting
+ * commit_email_hostname, "users.noreply." and the instance's host unless
+ * an administrator changed it (app/models/
+ * application_setting_implementation.rb).  GET /application/settings is
+ * for administrators only (lib/api/settings.rb, doc/api/settings.md).
+ * Asked as ourselves, never through Sudo.
+ */
+static int gl_commit_email_host(char **out, struct forge *f)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct gl_call c;
+	char *sudo = gl->sudo;
+	int rc;
+
+	call_init(&c, gl);
+	gl->sudo = NULL;
+	if (buf_addf(&u, "%s/application/settings", gl->api) < 0) {
+		rc = url_fail();
+		goto out;
+	}
+	if ((rc = call_get_object(gl, &c, u.data)) < 0)
+		goto out;
+	if (json_get_str_opt(out, c.root, "commit_email_hostname") < 0) {
+		rc = bad_data(&c);
+		goto out;
+	}
+	if (!*out || !**out || strchr(*out, '@') || strchr(*out, '>') ||
+	    strchr(*out, ' ')) {
+		free(*out);
+		*out = NULL;
+		rc = err_set(PB_ENOTFOUND, "no usable commit_email_hostname");
+	}
+out:
+	gl->sudo = sudo;
+	call_release(&c);
+	buf_release(&u);
+	return rc;
+}
+
+struct hook_walk {
+	struct forge_hook_list *list;
+	size_t alloc;
+};
+
+static int hook_item(struct gl_call *c, const struct json_value *item,
+		     void *arg)
+{
+	struct hook_walk *w = arg;
+	struct forge_hook_list *l = w->list;
+	struct forge_hook *h;
+	int present;
+
+	ALLOC_GROW(l->items, l->nr + 1, w->alloc);
+	h = &l->items[l->nr];
+	memset(h, 0, sizeof(*h));
+	l->nr++;
+	if (json_expect(item, JSON_OBJECT, "hook") < 0 ||
+	    json_get_int_opt(&h->id, &present, item, "id") < 0 ||
+	    json_get_str_opt(&h->url, item, "url") < 0 ||
+	    json_get_str_opt(&h->alert_status, item, "alert_status") < 0 ||
+	    json_get_str_opt(&h->disabled_until, item, "disabled_until") < 0 ||
+	    json_get_bool_opt(&h->merge_requests_events, item,
+			      "merge_requests_events") < 0 ||
+	    json_get_bool_opt(&h->note_events, item, "note_events") < 0)
+		return bad_data(c);
+	return 0;
+}
+
+/* GET /projects/:id/hooks (lib/api/project_hooks.rb; Maintainer). */
+static int gl_list_hooks(struct forge_hook_list *out, struct forge *f,
+			 const char *project)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct hook_walk w = { out, 0 };
+	int truncated, rc;
+
+	if ((rc = url_project(&u, gl, project)) < 0)
+		goto out;
+	if (buf_adds(&u, "/hooks") < 0) {
+		rc = url_fail();
+		goto out;
+	}
+	if ((rc = url_param_int(&u, "per_page", gl->per_page)) < 0)
+		goto out;
+	rc = paginate(gl, u.data, 0, hook_item, &w, &truncated);
+	if (!rc && truncated)
+		rc = err_set(PB_ELIMIT, "more than %d pages of webhooks",
+			     PB_PAGES_MAX);
+out:
+	if (rc)
+		forge_hook_list_release(out);
+	buf_release(&u);
+	return rc;
+}
+
 static enum forge_sudo_problem gl_sudo_problem(const struct forge *f)
 {
 	return ((const struct gitlab *)f)->sudo_problem;
@@ -2910,6 +3009,8 @@ static const struct forge_ops gitlab_ops = {
 	.find_user_by_email = gl_find_user_by_email,
 	.get_user = gl_get_user,
 	.whoami = gl_whoami,
+	.commit_email_host = gl_commit_email_host,
+	.list_hooks = gl_list_hooks,
 	.sudo_problem = gl_sudo_problem,
 	.token_problem = gl_token_problem,
 	.pause = gl_pause,

@@ -360,12 +360,100 @@ static int mark_list_approval(struct run *r, const char *user)
 	return rc;
 }
 
+/*
+ * The MR moved on from the head the reviewer saw: is its current head a
+ * rebase that left the patches as they were?  GitLab keeps approvals
+ * across a push that leaves the MR diff's patch_id_sha unchanged
+ * (ee/app/services/ee/merge_requests/reset_approvals_service.rb, feature
+ * reset_approvals_patch_id), and the bridge follows the same rule for an
+ * ack that comes late: the patch-id recorded when the acked revision was
+ * mailed (store_revision: the version's patch_id_sha, as revision
+ * detection uses it) against the current version's.  1 with head set to
+ * the current head when they are equal; 0 when they differ (head set) or
+ * one is not known (head ""); PB_ETEMP when the forge or store fails for
+ * now.
+ */
+static int rebase_of_acked(char *head, size_t size, struct run *r)
+{
+	const struct apply_target *t = r->t;
+	struct forge_version_list vl = { 0 };
+	struct store_revision rev;
+	const struct forge_version *v;
+	int rc;
+
+	head[0] = '\0';
+	store_revision_init(&rev);
+	rc = forge_list_versions(&vl, r->f, t->project, t->iid);
+	if (!rc)
+		rc = store_revision_get(&rev, r->st, t->project, t->iid,
+					t->revision);
+	if (rc) {
+		log_notice("approval: cannot compare with v%d: %s", t->revision,
+			   err_msg());
+		rc = rc == PB_ETEMP ? rc : 0;
+		goto out;
+	}
+	v = vl.nr ? &vl.items[0] : NULL;
+	if (!v || !v->head_sha || !v->patch_id_sha || !rev.patch_id)
+		goto out; /* GitLab may not have computed it yet */
+	snprintf(head, size, "%s", v->head_sha);
+	rc = !strcmp(v->patch_id_sha, rev.patch_id);
+out:
+	store_revision_release(&rev);
+	forge_version_list_release(&vl);
+	return rc;
+}
+
+/* Approve as user at sha; why gets the forge's message on failure. */
+static int approve_at(enum forge_approve_result *res, char *why, size_t size,
+		      struct run *r, const char *user, const char *sha)
+{
+	const struct apply_target *t = r->t;
+	int rc, rc2;
+
+	rc = act_as(r, user);
+	if (!rc) {
+		rc = forge_approve(res, r->f, t->project, t->iid, sha);
+		snprintf(why, size, "%s", err_msg());
+		rc2 = act_as(r, NULL);
+		if (!rc && rc2)
+			return rc2;
+	} else {
+		snprintf(why, size, "%s", err_msg());
+	}
+	return rc;
+}
+
+/* The approval landed at the current head, not at the acked one. */
+static int rebased_note(struct run *r, const struct plan_action *a,
+			const char *head)
+{
+	struct buf b = BUF_INIT(PLAN_BODY_MAX);
+	int rc;
+
+	rc = buf_adds(&b, "The approval asked for by this mail (");
+	if (!rc)
+		rc = buf_adds(&b, a->who ? a->who : "a trailer");
+	if (!rc)
+		rc = buf_addf(&b,
+			      ") was given for v%d (head %.12s). It is "
+			      "approved at the current head %.12s: the "
+			      "patches you reviewed are unchanged by the "
+			      "rebase.\n",
+			      r->t->revision, r->t->head_sha, head);
+	if (!rc)
+		rc = note(r, PLAN_IDX_APPROVE_NOTE(a->trailer), "approve-note",
+			  b.data, NULL, NULL, r->comment_discussion, NULL);
+	buf_release(&b);
+	return rc;
+}
+
 static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 {
 	const struct apply_target *t = r->t;
 	enum forge_approve_result res = FORGE_APPROVE_DONE;
-	char why[PB_ERRMSG_MAX + 256];
-	int rc, rc2;
+	char why[PB_ERRMSG_MAX + 256], head[64] = "";
+	int rc, same = 0;
 
 	(void)arg;
 	if (!t->head_sha) {
@@ -377,35 +465,49 @@ static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 	/* Before the approval: the forge's "approved" note must never be
 	 * mailed back to the list, which has the trailer already. */
 	rc = mark_list_approval(r, a->user);
-	if (!rc)
-		rc = act_as(r, a->user);
-	if (!rc) {
-		rc = forge_approve(&res, r->f, t->project, t->iid, t->head_sha);
+	if (rc)
 		snprintf(why, sizeof(why), "%s", err_msg());
-		rc2 = act_as(r, NULL);
-		if (!rc && rc2)
-			return rc2;
-	} else {
-		snprintf(why, sizeof(why), "%s", err_msg());
+	else
+		rc = approve_at(&res, why, sizeof(why), r, a->user,
+				t->head_sha);
+	if (rc == PB_EINVAL && res == FORGE_APPROVE_SHA_MISMATCH) {
+		same = rebase_of_acked(head, sizeof(head), r);
+		if (same < 0)
+			return same;
+		if (same)
+			rc = approve_at(&res, why, sizeof(why), r, a->user,
+					head);
 	}
 	if (!rc) {
-		log_info("approved as %s at %.12s%s", a->user, t->head_sha,
+		log_info("approved as %s at %.12s%s%s", a->user,
+			 same ? head : t->head_sha,
+			 same ? " (a rebase of the acked revision)" : "",
 			 res == FORGE_APPROVE_ALREADY ? " (it stood already)" :
 							"");
 		operator_problem_gone(r);
 		metrics_inc1(MET_APPROVALS_MADE, t->project);
-		return 0;
+		return same ? rebased_note(r, a, head) : 0;
 	}
 	if (rc == PB_ETEMP)
 		return rc;
 	if (res == FORGE_APPROVE_NO_SUDO)
 		return operator_problem(r, a->user, why);
 	if (rc == PB_EINVAL && res == FORGE_APPROVE_SHA_MISMATCH) {
-		snprintf(why, sizeof(why),
-			 "it was given for v%d (head %.12s), which is no "
-			 "longer the head of this merge request. Please "
-			 "review the current revision.",
-			 t->revision, t->head_sha);
+		if (head[0] && !same)
+			snprintf(why, sizeof(why),
+				 "it was given for v%d (head %.12s), which is "
+				 "no longer the head of this merge request, "
+				 "and the patches changed since v%d (the "
+				 "current head %.12s is not a rebase that "
+				 "left them as they were). Please review the "
+				 "current revision.",
+				 t->revision, t->head_sha, t->revision, head);
+		else
+			snprintf(why, sizeof(why),
+				 "it was given for v%d (head %.12s), which is "
+				 "no longer the head of this merge request. "
+				 "Please review the current revision.",
+				 t->revision, t->head_sha);
 		log_notice("approval as %s: the MR moved on from %.12s",
 			   a->user, t->head_sha);
 		metrics_inc1(MET_APPROVALS_REFUSED, "moved_on");

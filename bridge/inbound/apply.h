@@ -23,6 +23,10 @@
  *  - a reply in a diff thread (PLAN_DIFF_REPLY) whose thread is gone
  *    (404) becomes a diff note at its position, as PLAN_DIFF_NOTE; its
  *    marker is looked for in every discussion for that reason;
+ *  - an approval that meets a moved MR (409) whose current version has
+ *    the patch-id of the acked revision (a rebase that changed no patch,
+ *    store_revision.patch_id against the version's patch_id_sha) is made
+ *    at the current head, with a note saying so (PLAN_IDX_APPROVE_NOTE);
  *  - an approval that meets a moved MR (409) or a refusal (the user may
  *    not approve, or Sudo knows no such user) is final for that action; a
  *    note saying so (action PLAN_IDX_APPROVE_NOTE) is posted in the

@@ -19,7 +19,9 @@
  *	              file:line when it cannot be placed
  *	1000 + t      trailer t honoured: an approval as the mapped user
  *	1500 + t      (at apply time) a note when that approval failed:
- *	              the MR moved on (409), or the forge refused (401)
+ *	              the MR moved on (409), or the forge refused (401);
+ *	              or that it was made at the current head, a rebase
+ *	              that changed no patch (apply.h)
  *	2000          NAK: the label (and the old values of its scope off)
  *	2001          NAK: an unresolved discussion quoting the reason
  *	2002          NAK: the NAKer's approval withdrawn

@@ -27,6 +27,7 @@ struct watch {
 	struct forge_mr_cursor cursor;
 	int loaded; /* the stored watermark was read */
 	int listed; /* listed since the last checkpoint */
+	time_t hooks_checked; /* when the webhooks were last looked at */
 };
 
 struct detect {
@@ -179,6 +180,35 @@ static void save(struct detect *d, struct watch *w)
 	buf_release(&t);
 }
 
+/*
+ * GitLab stops delivering to a webhook that kept failing, and says so
+ * only in the hook's alert_status (forge_hooks_problem()): polling goes
+ * on, so nothing is lost, but every change now waits for the next poll.
+ * A token that may not read the hooks (not a Maintainer's) leaves it
+ * unknown.
+ */
+static void check_hooks(struct detect *d, struct watch *w)
+{
+	const char *project = config_project_name(w->proj);
+	struct buf b = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	time_t now = time(NULL);
+	int rc;
+
+	if (!config_bool(d->cfg, CFG_WEBHOOK_ENABLED) ||
+	    (w->hooks_checked && now - w->hooks_checked < DETECT_HOOKS_CHECK_S))
+		return;
+	w->hooks_checked = now;
+	rc = forge_hooks_problem(&b, d->forge, project);
+	if (rc) {
+		log_info("poll: the webhooks cannot be read: %s", err_msg());
+	} else {
+		if (b.len)
+			log_warn("%s", b.data);
+		set_cursor(d, DETECT_HOOKS_PREFIX, project, b.data);
+	}
+	buf_release(&b);
+}
+
 struct poll_walk {
 	struct detect *d;
 	struct watch *w;
@@ -257,6 +287,7 @@ int detect_poll(struct detect *d, struct workq *q, size_t *queued)
 				     project);
 			save(d, w);
 			w->listed = 1;
+			check_hooks(d, w);
 			log_debug("poll: %zu merge request(s) to look at",
 				  pw.queued);
 		}

@@ -23,7 +23,11 @@
  * them anew.  For
  * `patchbridge status` the cursors "poll-time:PROJECT" (when the last
  * listing worked) and "poll-error:PROJECT" (why the last one failed, ""
- * after a success) are kept too.
+ * after a success) are kept too.  With [webhook] enabled, a listing that
+ * worked also looks at the project's webhooks, at most every
+ * DETECT_HOOKS_CHECK_S: "webhook-problem:PROJECT" says which ones GitLab
+ * disabled after failed deliveries (forge_hooks_problem(); "" when none
+ * is), for `status`, and each look that finds one logs it.
  *
  * Ownership: detect_new() borrows cfg, store and forge (they must outlive
  * it).  Threads: the thread that owns the store and forge handles.
@@ -45,6 +49,9 @@ struct workq;
 #define DETECT_CURSOR_PREFIX "poll:"
 #define DETECT_TIME_PREFIX "poll-time:"
 #define DETECT_ERROR_PREFIX "poll-error:"
+#define DETECT_HOOKS_PREFIX "webhook-problem:"
+/* How often the webhooks are looked at (seconds). */
+#define DETECT_HOOKS_CHECK_S 900
 
 struct detect;
 

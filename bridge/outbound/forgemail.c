@@ -47,6 +47,11 @@ struct forgemail {
 	char *bot;
 	/* When the forge was last asked for it, 0: never. */
 	time_t bot_asked;
+	/* The forge's no-reply host (forge_commit_email_host()); NULL: not
+	 * known, GitLab's default stands in.  Asked again after
+	 * FORGEMAIL_NOREPLY_ASK_SECONDS, as an administrator may change it. */
+	char *noreply;
+	time_t noreply_asked;
 };
 
 /* One MR being looked at. */
@@ -110,6 +115,7 @@ void forgemail_free(struct forgemail *fm)
 	if (!fm)
 		return;
 	free(fm->bot);
+	free(fm->noreply);
 	free(fm);
 }
 
@@ -475,15 +481,51 @@ static int64_t note_date(const struct forge_note *n)
 	return (int64_t)time(NULL);
 }
 
-/* The host of [forge] url, for the no-reply placeholder address. */
-static void forge_host(char *out, size_t size, const char *url)
-{
-	const char *p = strstr(url, "://"), *e;
+/* How long the forge's no-reply host is kept before it is asked again. */
+#define FORGEMAIL_NOREPLY_ASK_SECONDS 3600
 
+/*
+ * The host of the no-reply address of a user who keeps the email private,
+ * "ID-USERNAME@HOST" as GitLab makes it (lib/gitlab/private_commit_email.rb):
+ * the forge's commit_email_hostname when the token may read it (an
+ * administrator's), else GitLab's default for it, "users.noreply." and
+ * the host of [forge] url (app/models/application_setting_implementation.rb
+ * default_commit_email_hostname).  PB_ETEMP when the forge could not say
+ * for now: the mail waits rather than carry a wrong address.
+ */
+static int noreply_host(char *out, size_t size, struct forgemail *fm)
+{
+	const char *url = config_str(fm->cfg, CFG_FORGE_URL);
+	const char *p = strstr(url, "://"), *e;
+	time_t now = time(NULL);
+	char *host = NULL;
+	int rc;
+
+	if (!fm->noreply_asked ||
+	    now - fm->noreply_asked >= FORGEMAIL_NOREPLY_ASK_SECONDS) {
+		fm->noreply_asked = now;
+		rc = forge_commit_email_host(&host, fm->forge);
+		if (!rc) {
+			free(fm->noreply);
+			fm->noreply = host;
+		} else if (rc == PB_ETEMP) {
+			fm->noreply_asked = 0; /* ask with the next mail */
+			return rc;
+		} else {
+			log_info("forge: no-reply host not read (%s); GitLab's "
+				 "default stands in",
+				 err_msg());
+		}
+	}
+	if (fm->noreply) {
+		snprintf(out, size, "%s", fm->noreply);
+		return 0;
+	}
 	p = p ? p + 3 : url;
 	for (e = p; *e && *e != '/' && *e != ':'; e++)
 		;
-	snprintf(out, size, "%.*s", (int)(e - p), p);
+	snprintf(out, size, "users.noreply.%.*s", (int)(e - p), p);
+	return 0;
 }
 
 /* Whether the bridge made this approval for a trailer from the list. */
@@ -522,12 +564,13 @@ static int approval_body(struct buf *body, struct mrctx *c,
 		rc = buf_addf(body, "%s: %s <%s>\n", trailer, name,
 			      u.public_email);
 	} else {
-		forge_host(host, sizeof(host),
-			   config_str(c->fm->cfg, CFG_FORGE_URL));
-		rc = buf_addf(body, "%s: %s <%lld-%s@users.noreply.%s>\n",
-			      trailer, name, (long long)n->author.id,
-			      n->author.username ? n->author.username : "user",
-			      host);
+		rc = noreply_host(host, sizeof(host), c->fm);
+		if (!rc)
+			rc = buf_addf(body, "%s: %s <%lld-%s@%s>\n", trailer,
+				      name, (long long)n->author.id,
+				      n->author.username ? n->author.username :
+							   "user",
+				      host);
 	}
 out:
 	forge_user_release(&u);

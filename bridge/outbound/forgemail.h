@@ -27,8 +27,10 @@
  *    (thread map: store_mail_by_discussion());
  *  - an approval (the forge's "approved this merge request" system note):
  *    a reply to the cover letter with "[outbound] approval_trailer: Name
- *    <public email>", or "<id-username@users.noreply.HOST>" (GitLab's own
- *    no-reply form) when the user shows no public email;
+ *    <public email>", or "<id-username@HOST>" (GitLab's own no-reply
+ *    form, HOST its commit_email_hostname when the token may read it,
+ *    else GitLab's default users.noreply.FORGE-HOST) when the user shows
+ *    no public email;
  *  - the MR merged: "applied, thanks" with the final commit of each patch
  *    of the latest revision (as mailed when the merged head is the mailed
  *    head; for a squash, the squash commit and each patch as mailed;

@@ -6,6 +6,8 @@
 # one without the sudo scope, and an administrator's without admin_mode
 # under Admin Mode each get a line saying what to do, and exit 78 while an
 # approval policy needs Sudo; with approval_policy = none only a note.
+# With [webhook] enabled, a webhook that GitLab disabled after failed
+# deliveries (for a while, then for good) is a problem until re-enabled.
 set -u
 pb=$1
 url=${PB_FORGESIM_URL:?run me under tests/forgesim/run-with-sim.sh}
@@ -33,6 +35,12 @@ max_retries = 0
 approval_policy = $1
 [project "group/project"]
 CONF
+	if [ -n "${WEBHOOK:-}" ]; then
+		printf 's3cret\n' >"$tmp/hook.secret"
+		chmod 600 "$tmp/hook.secret"
+		printf '[webhook]\nenabled = yes\nsecret_file = %s\n' \
+			"$tmp/hook.secret" >>"$tmp/c.conf"
+	fi
 }
 
 # check TOKEN POLICY STATUS TEXT...: run with TOKEN; exit STATUS, and each
@@ -93,6 +101,31 @@ sim PUT settings '{"admin_mode": true}'
 check admin-token forge 78 'Admin Mode is on and the token lacks the admin_mode'
 sim POST tokens '{"user": "root", "token": "am-token", "scopes": ["api", "sudo", "admin_mode"]}'
 check am-token forge 0 'its scopes: api, sudo, admin_mode' 'forge: ok'
+
+# The bridge's webhook, disabled by GitLab after failed deliveries
+# (app/models/concerns/web_hooks/auto_disabling.rb): for a while after
+# the 4th in a row, for good after the 40th; fine once re-enabled.
+sim POST reset '{}'
+hook=$(curl -sf -X POST -H 'Content-Type: application/json' \
+	-d '{"url": "http://127.0.0.1:9/hooks/gitlab?x=1"}' "$url/_sim/webhooks" |
+	python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
+WEBHOOK=yes check admin-token forge 0 'forge: ok'
+sim POST "webhooks/$hook/failures" '{"count": 4}'
+WEBHOOK=yes check admin-token forge 78 \
+	'problem: group/project: GitLab disabled the webhook http://127.0.0.1:9/hooks/gitlab (id' \
+	'after 4 or more failures in a row (until 20' \
+	're-enable it in Settings > Webhooks' 'the bridge falls back to polling'
+check admin-token forge 0 'forge: ok'
+grep -qF 'x=1' "$tmp/out" && fail "the hook's query was shown"
+for _ in $(seq 36); do
+	sim POST time '{"advance_s": 86401}'
+	sim POST "webhooks/$hook/failures" '{"count": 1}'
+done
+WEBHOOK=yes check admin-token forge 78 'after 40 failures in a row:'
+sim POST "webhooks/$hook/enable" '{}'
+WEBHOOK=yes check admin-token forge 0 'forge: ok'
+WEBHOOK=yes check bot-token none 0 'its webhooks cannot be read' \
+	'GitLab shows them to Maintainers'
 
 # An unreachable forge: 69.
 printf 'admin-token\n' >"$tmp/token"

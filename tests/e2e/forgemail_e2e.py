@@ -2,7 +2,8 @@
 """End-to-end test of forge -> list comments: forgesim -> patchbridge run
 -> private Postfix (pfbed) -> list archive.  Reuses outbound_e2e's bed.
 
-usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook
+usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
+                        noreply
                         --patchbridge BIN --work DIR
 
   comments  an MR mailed as a 3-patch series; rob's diff note on patch 1
@@ -36,6 +37,10 @@ usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook
             do not (nothing mailed, no discussions read); an answer in an
             old thread among our notes is mailed under the thread's mail;
             an internal note is kept back and counted.
+  noreply   an approval on the forge by a user with no public email is
+            mailed with GitLab's no-reply address: its host is the
+            forge's commit_email_hostname when the token may read it (an
+            administrator's), else GitLab's default users.noreply.HOST.
   stuck     every git fetch fails: a rebased MR's applied mail waits
             (pending cursor) while a later MR's comment is mailed; with
             its first failure an hour back, the mail names the tip and
@@ -65,7 +70,9 @@ SEED["users"] = ob.SEED["users"] + [
      "public_email": "rob@example.com"}]
 SEED["tokens"] = ob.SEED["tokens"] + [
     {"token": "rob-token", "user": "rob", "scopes": ["api"]},
-    {"token": "bob-token", "user": "bob", "scopes": ["api"]}]
+    {"token": "bob-token", "user": "bob", "scopes": ["api"]},
+    {"token": "carol-token", "user": "carol", "scopes": ["api"]},
+    {"token": "root-token", "user": "root", "scopes": ["api"]}]
 SEED["projects"] = [dict(ob.SEED["projects"][0])]
 SEED["projects"][0]["members"] = dict(SEED["projects"][0]["members"],
                                       rob="developer")
@@ -584,6 +591,45 @@ def scenario_internal(bed):
           "no log line for a kept note")
 
 
+def scenario_noreply(bed):
+    bed.start_postfix()
+    bed.config()
+    # An administrator changed the host of private commit emails.
+    sim("PUT", "/_sim/settings",
+        {"commit_email_hostname": "users.noreply.git.example.net"})
+    ob.create_mr("topic", "Teach x and y to count")
+    bed.run("run", "--once")
+    bed.wait_mail(4)
+    bed.settle()
+    carol = [u for u in api("GET", "/users?username=carol", "bob-token")][0]
+
+    say("carol (no public email) approves; the bridge's token is no "
+        "administrator's: GitLab's default host stands in")
+    api("POST", "/projects/1/merge_requests/1/approve", "carol-token")
+    bed.run("run", "--once")
+    m = mailed_once(bed, "Carol Private approved", 5)
+    host = "users.noreply." + re.sub(r"^https?://([^/:]+).*", r"\1",
+                                      os.environ["PB_FORGESIM_URL"])
+    want = "<%d-carol@%s>" % (carol["id"], host)
+    check(want in text(m), "not %s:\n%s" % (want, text(m)))
+
+    say("with an administrator's token, the host GitLab is set to")
+    api("POST", "/projects/1/merge_requests/1/unapprove", "carol-token")
+    bed.write("token", "root-token\n", 0o600)
+    bed.run("run", "--once")
+    bed.settle()
+    api("POST", "/projects/1/merge_requests/1/approve", "carol-token")
+    bed.run("run", "--once")
+    bed.wait_mail(6)
+    bed.settle()
+    got = [x for x in forge_mails(bed) if "Carol Private approved" in text(x)]
+    check(len(got) == 2, "want two approval mails, got %d" % len(got))
+    want = "<%d-carol@users.noreply.git.example.net>" % carol["id"]
+    check(any(want in text(x) for x in got),
+          "no approval mail names %s:\n%s" % (
+              want, "\n".join(text(x) for x in got)))
+
+
 def note_at(token, body, advance_s):
     """A comment after moving the simulated clock on advance_s."""
     sim("POST", "/_sim/time", {"advance_s": advance_s})
@@ -766,7 +812,8 @@ def scenario_quicklook(bed):
 
 SCENARIOS = {"comments": scenario_comments, "merges": scenario_merges,
              "internal": scenario_internal, "quick": scenario_quick,
-             "stuck": scenario_stuck, "quicklook": scenario_quicklook}
+             "stuck": scenario_stuck, "quicklook": scenario_quicklook,
+             "noreply": scenario_noreply}
 
 
 def main():

@@ -358,6 +358,23 @@ class AdminModeAndScopesTest(SimTestCase):
         self.assertNotIn("is_admin",
                          SIM.api("GET", "/user", "bob-token").json)
 
+    def test_application_settings_for_admins_only(self):
+        """lib/api/settings.rb authenticated_as_admin!; the default
+        commit_email_hostname is users.noreply. and the host
+        (app/models/application_setting_implementation.rb)."""
+        self.assertBody(SIM.api("GET", "/application/settings",
+                                "bob-token"), 403,
+                        {"message": "403 Forbidden"})
+        reply = SIM.api("GET", "/application/settings", "admin-token")
+        self.assertEqual(reply.status, 200, reply.body)
+        self.assertEqual(reply.json["commit_email_hostname"],
+                         "users.noreply.127.0.0.1")
+        SIM.ctl("PUT", "/settings",
+                {"commit_email_hostname": "noreply.example.net"})
+        reply = SIM.api("GET", "/application/settings", "admin-token")
+        self.assertEqual(reply.json["commit_email_hostname"],
+                         "noreply.example.net")
+
     def test_admin_mode_needs_the_admin_mode_scope(self):
         SIM.ctl("PUT", "/settings", {"admin_mode": True})
         sudo = {"Sudo": "bob"}
@@ -1657,6 +1674,36 @@ class WebhookTest(SimTestCase):
         again = self.wait()[-1][0]
         self.assertEqual(again["Idempotency-Key"],
                          received[0][0]["Idempotency-Key"])
+
+    def test_failing_hook_is_disabled(self):
+        """app/models/concerns/web_hooks/auto_disabling.rb: the 4th
+        failure in a row rests the hook (disabled_until, nothing
+        delivered meanwhile), a delivery that works forgets them."""
+        hook = SIM.ctl("POST", "/webhooks", {"project": "group/project",
+                                             "url": "http://127.0.0.1:9/x"})
+        for i in range(5):
+            SIM.api("POST", "/projects/1/merge_requests/1/notes",
+                    "bob-token", body={"body": "note %d" % i})
+            self.wait()
+        deliveries = SIM.ctl("GET", "/webhooks/deliveries")
+        self.assertEqual([d["status"] for d in deliveries], ["failed"] * 4)
+        hooks = SIM.api("GET", "/projects/1/hooks", "bob-token").json
+        self.assertEqual(hooks[0]["alert_status"], "temporarily_disabled")
+        self.assertIsNotNone(hooks[0]["disabled_until"])
+        SIM.ctl("POST", "/time", {"advance_s": 3600})
+        hooks = SIM.api("GET", "/projects/1/hooks", "bob-token").json
+        self.assertEqual(hooks[0]["alert_status"], "executable")
+        SIM.ctl("POST", "/webhooks/%d/failures" % hook["id"], {"count": 1})
+        for _ in range(35):
+            SIM.ctl("POST", "/time", {"advance_s": 86401})
+            SIM.ctl("POST", "/webhooks/%d/failures" % hook["id"],
+                    {"count": 1})
+        hooks = SIM.api("GET", "/projects/1/hooks", "bob-token").json
+        self.assertEqual(hooks[0]["alert_status"], "disabled")
+        SIM.ctl("POST", "/webhooks/%d/enable" % hook["id"], {})
+        hooks = SIM.api("GET", "/projects/1/hooks", "bob-token").json
+        self.assertEqual(hooks[0]["alert_status"], "executable")
+        self.assertIsNone(hooks[0]["disabled_until"])
 
     def test_diff_note_hook_carries_position(self):
         SIM.api("POST", "/projects/1/hooks", "bob-token", body={

@@ -2,12 +2,15 @@
  * inbound_seed - set up and inspect the state database for the inbound
  * tests, as the outbound side would have left it.
  *
- *	inbound_seed mail DB PROJECT IID REV BASE START HEAD VERSION_ID
- *	             COVER_MSGID [PATCH_MSGID COMMIT FILE]...
+ *	inbound_seed mail DB PROJECT IID REV BASE START HEAD
+ *	             VERSION_ID[:PATCH_ID] COVER_MSGID
+ *	             [PATCH_MSGID COMMIT FILE]...
  *		record revision REV of PROJECT!IID as mailed: the cover
  *		letter and one patch mail per triplet (FILE: the patch
  *		mail as sent, kept as the diff as mailed and in the
- *		mail archive, as the bridge keeps what it sent)
+ *		mail archive, as the bridge keeps what it sent); PATCH_ID
+ *		is the version's patch_id_sha as the outbound side records
+ *		it (without it, HEAD stands in, which no version has)
  *	inbound_seed dump DB MSGID...
  *		print the journal row and the actions of each mail:
  *		"row STATE ATTEMPTS LAST_ERROR" then "action INDEX KIND
@@ -53,6 +56,7 @@ static int seed(int argc, char **argv)
 	struct store_revision rev;
 	struct store_mail m;
 	int revision = 0, i, total, rc;
+	const char *pid;
 
 	if (argc < 11 || (argc - 11) % 3)
 		return fprintf(stderr, "inbound_seed mail: bad arguments\n"), 2;
@@ -66,7 +70,8 @@ static int seed(int argc, char **argv)
 	rev.start_sha = argv[7];
 	rev.head_sha = argv[8];
 	rev.version_id = atoll(argv[9]);
-	rev.patch_id = argv[8];
+	pid = strchr(argv[9], ':');
+	rev.patch_id = pid ? pid + 1 : argv[8];
 	rev.patches = total;
 	rev.cover_msgid = argv[10];
 	rc = store_revision_start(&revision, st, &rev);

@@ -129,8 +129,11 @@ class Bridge:
         patches = sorted(os.listdir(os.path.join(self.dir, "patches")))
         self.cover = "v1-0.2-1.%s@%s" % (self.head[:12], DOMAIN)
         self.patch_ids = []
+        # The version's patch_id_sha, as the outbound side records it.
+        vid = "%d:%s" % (v["id"], v["patch_id_sha"]) \
+            if v.get("patch_id_sha") else str(v["id"])
         args = [SEED, "mail", self.db(), PROJECT, "1", "1", self.base,
-                self.start, self.head, str(v["id"]), self.cover]
+                self.start, self.head, vid, self.cover]
         for k, name in enumerate(patches, 1):
             mid = "v1-%d.2-1.%s@%s" % (k, self.head[:12], DOMAIN)
             path = os.path.join(self.dir, "patches", name)
@@ -827,9 +830,50 @@ class InboundTest(unittest.TestCase):
         self.assertIn("was given for v1 (head %s)" % b.head[:12],
                       notes[0][1]["body"])
         self.assertIn("no longer the head", notes[0][1]["body"])
+        self.assertIn("the patches changed since v1", notes[0][1]["body"])
         # ... in the thread of the mail's comment.
         first = [d for d, n in user_notes(mr) if key(mid, 0) in n["body"]]
         self.assertEqual(first[0]["id"], notes[0][0]["id"])
+
+    def rebase_mr(self):
+        """Move the target branch by a file the MR does not touch and
+        rebase the MR onto it: a new head, the same patch-id."""
+        target = mr_state()["target_branch"]
+        sim("POST", "projects/1/commits",
+            {"branch": target, "message": "docs: unrelated\n",
+             "files": {"UNRELATED.md": "elsewhere\n"}})
+        out = sim("POST", "projects/1/merge_requests/1/rebase", {})
+        self.assertTrue(out["rebased"])
+        v = out["version"]
+        self.assertNotEqual(v["head_commit_sha"], self.b.head)
+        self.assertEqual(v["patch_id_sha"], self.b.version["patch_id_sha"])
+        return v["head_commit_sha"]
+
+    def test_ack_after_pure_rebase(self):
+        """An ack of v1, to a patch and to the cover letter, after a
+        rebase that left every patch as it was (mail_rebases = no never
+        mailed it): approved at the current head, as GitLab itself
+        keeps approvals across such a push."""
+        b = self.b
+        head = self.rebase_mr()
+        for patch in (1, 0):
+            api("POST", "projects/1/merge_requests/1/unapprove",
+                token="bob-token")
+            path, mid = b.reply("Acked-by: Bob Maintainer "
+                                "<bob@corp.example>\n", ar=DKIM_PASS,
+                                patch=patch)
+            b.replay("--apply-now", path)
+            mr = mr_state()
+            self.assertEqual([a["user"] for a in mr["approvals"]], ["bob"])
+            notes = [n["body"] for _, n in user_notes(mr)
+                     if key(mid, 1500) in n["body"]]
+            self.assertEqual(len(notes), 1)
+            self.assertIn("approved at the current head %s: the patches "
+                          "you reviewed are unchanged by the rebase" %
+                          head[:12], notes[0])
+            self.assertNotIn("was not recorded", notes[0])
+            row, _ = b.dump(mid)
+            self.assertEqual(row[0], "applied")
 
     # replies to replies continue the thread
     def test_reply_to_reply_continues_thread(self):
@@ -1031,6 +1075,31 @@ class InboundTest(unittest.TestCase):
         self.assertEqual(row[0], "applied")
         out = run([PB, "-c", b.conf(), "status"])
         self.assertIn("inbound replies: 1 applied, 0 ignored", out)
+
+    def test_disabled_webhook_in_status(self):
+        """A webhook GitLab disabled after failed deliveries: the daemon's
+        poll finds it and `status` says so, until it is re-enabled."""
+        b = self.b
+        secret = os.path.join(b.dir, "hook.secret")
+        with open(secret, "w") as f:
+            f.write("s3cret\n")
+        os.chmod(secret, 0o600)
+        with open(b.conf(), "a") as f:
+            f.write("[webhook]\nenabled = yes\nsecret_file = %s\n" % secret)
+        hook = sim("POST", "webhooks",
+                   {"url": "http://127.0.0.1:9/hooks/gitlab"})["id"]
+        sim("POST", "webhooks/%d/failures" % hook, {"count": 4})
+        run([PB, "-c", b.conf(), "run", "--once", "--foreground"])
+        out = run([PB, "-c", b.conf(), "status"])
+        self.assertIn("  webhook: GitLab disabled the webhook "
+                      "http://127.0.0.1:9/hooks/gitlab (id %d) after 4 or "
+                      "more failures in a row" % hook, out)
+        self.assertIn("re-enable it in Settings > Webhooks; until then the "
+                      "bridge falls back to polling", out)
+        sim("POST", "webhooks/%d/enable" % hook, {})
+        run([PB, "-c", b.conf(), "run", "--once", "--foreground"])
+        out = run([PB, "-c", b.conf(), "status"])
+        self.assertNotIn("webhook:", out)
 
     # [spool] keep_done: the daemon removes old applied records from done/
     def test_daemon_prunes_done(self):

@@ -156,6 +156,8 @@ class Api:
           self.create_imp_token)
         # lib/api/personal_access_tokens/self_information.rb
         r("GET", "/personal_access_tokens/self", self.token_self)
+        # lib/api/settings.rb
+        r("GET", "/application/settings", self.app_settings)
         # lib/api/projects.rb, labels.rb, project_hooks.rb, commits.rb
         r("GET", "/projects/:id", self.get_project)
         r("GET", "/projects/:id/labels", self.list_labels)
@@ -250,6 +252,19 @@ class Api:
         if ctx.token is None:
             raise errors.unauthorized()
         return Response.json(200, ent.token(self.forge, ctx.token))
+
+    def app_settings(self, ctx):
+        """GET /application/settings: administrators only (lib/api/
+        settings.rb authenticated_as_admin!: 401 without a user, 403
+        for anyone else); Entities::ApplicationSetting, of which the
+        simulator keeps commit_email_hostname."""
+        if ctx.user is None:
+            raise errors.unauthorized()
+        if not ctx.admin:
+            raise errors.forbidden()
+        return Response.json(200, {
+            "id": 1,
+            "commit_email_hostname": self.forge.commit_email_hostname()})
 
     def list_user_emails(self, ctx, user_id):
         """GET /users/:id/emails: administrators only (lib/api/users.rb

@@ -58,6 +58,8 @@ class Control:
         r("GET", "/time", self.get_time)
         r("POST", "/time", self.move_time)
         r("POST", "/webhooks", self.add_webhook)
+        r("POST", "/webhooks/:hook_id/failures", self.hook_failures)
+        r("POST", "/webhooks/:hook_id/enable", self.hook_enable)
         r("GET", "/webhooks/deliveries", self.deliveries)
         r("POST", "/webhooks/deliveries/:delivery_id/redeliver",
           self.redeliver)
@@ -343,6 +345,25 @@ class Control:
         out = ent.hook(self.forge, hook)
         out["uuid"] = hook.uuid
         return Response.json(201, out)
+
+    def hook_failures(self, body, hook_id):
+        """{"count": N}: N failed deliveries, as the dispatcher records
+        one (Hook.backoff at the simulated time).  Answers the hook."""
+        hook = self.forge.find_hook(int(hook_id))
+        if hook is None:
+            raise SimError("no hook %s" % hook_id, 404)
+        for _ in range(int(body.get("count", 1))):
+            hook.backoff(self.forge.now())
+        return Response.json(200, ent.hook(self.forge, hook))
+
+    def hook_enable(self, body, hook_id):
+        """The "Enable" of Settings > Webhooks (or a delivery that
+        worked): the failures forgotten."""
+        hook = self.forge.find_hook(int(hook_id))
+        if hook is None:
+            raise SimError("no hook %s" % hook_id, 404)
+        hook.enable()
+        return Response.json(200, ent.hook(self.forge, hook))
 
     def deliveries(self, body):
         return Response.json(200, self.dispatcher.snapshot())

@@ -144,7 +144,8 @@ def hook(forge, hook_):
         "merge_requests_events": hook_.merge_requests_events,
         "note_events": hook_.note_events, "issues_events": False,
         "tag_push_events": False, "enable_ssl_verification": True,
-        "alert_status": "executable", "disabled_until": None,
+        "alert_status": hook_.alert_status(forge.now()),
+        "disabled_until": iso(hook_.disabled_until),
     }
 
 

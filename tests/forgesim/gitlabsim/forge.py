@@ -15,6 +15,7 @@ import re
 import secrets
 import shutil
 import threading
+import urllib.parse
 import uuid
 
 from . import diff as diffmod
@@ -72,6 +73,12 @@ class SimSettings:
         # headers' host and port, X-Gitlab-Instance.  "": the URL the
         # simulator listens on.
         "external_url": "",
+        # The application setting commit_email_hostname, the host of
+        # private commit emails (lib/gitlab/private_commit_email.rb).
+        # "": GitLab's default, "users.noreply." and the external URL's
+        # host (app/models/application_setting_implementation.rb
+        # default_commit_email_hostname).
+        "commit_email_hostname": "",
     }
 
     def __init__(self):
@@ -135,6 +142,18 @@ class Forge:
 
     def now(self):
         return self.clock.now()
+
+    def find_hook(self, hook_id):
+        for project in self.projects.values():
+            for hook in project.hooks:
+                if hook.id == hook_id:
+                    return hook
+        return None
+
+    def commit_email_hostname(self):
+        return self.settings.commit_email_hostname or \
+            "users.noreply." + urllib.parse.urlsplit(
+                self.external_url()).hostname
 
     def external_url(self):
         """Gitlab.config.gitlab.url: what GitLab puts in web_url and the

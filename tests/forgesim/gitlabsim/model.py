@@ -7,6 +7,7 @@ MR id where the iid belongs, gets a 404 instead of a lucky match.
 """
 
 import dataclasses
+import datetime
 import re
 import typing
 
@@ -107,6 +108,52 @@ class Hook:
     # Internal notes go to these hooks only, as "Confidential Note Hook"
     # (app/services/notes/post_process_service.rb execute_note_hooks).
     confidential_note_events: bool = False
+    # Auto-disabling (app/models/concerns/web_hooks/auto_disabling.rb,
+    # doc/user/project/integrations/webhooks.md "Auto-disabled
+    # webhooks"): failures in a row, and until when the hook rests.
+    recent_failures: int = 0
+    disabled_until: typing.Any = None
+
+    # TEMPORARILY_DISABLED_FAILURE_THRESHOLD and
+    # PERMANENTLY_DISABLED_FAILURE_THRESHOLD; the backoff starts at a
+    # minute and doubles up to a day.
+    TEMP_THRESHOLD = 3
+    PERM_THRESHOLD = 39
+
+    def temporarily_disabled(self, now):
+        return self.disabled_until is not None and \
+            self.disabled_until >= now and \
+            self.TEMP_THRESHOLD < self.recent_failures <= self.PERM_THRESHOLD
+
+    def permanently_disabled(self):
+        return self.recent_failures > self.PERM_THRESHOLD
+
+    def executable(self, now):
+        return not self.temporarily_disabled(now) and \
+            not self.permanently_disabled()
+
+    def alert_status(self, now):
+        if self.temporarily_disabled(now):
+            return "temporarily_disabled"
+        if self.permanently_disabled():
+            return "disabled"
+        return "executable"
+
+    def backoff(self, now):
+        """A failed delivery (any answer but 2xx/3xx, or none)."""
+        if not self.executable(now):
+            return
+        self.recent_failures = min(self.recent_failures + 1,
+                                   self.PERM_THRESHOLD + 1)
+        if self.recent_failures > self.TEMP_THRESHOLD:
+            count = self.recent_failures - self.TEMP_THRESHOLD
+            seconds = min(max(60 * 2.0 ** count, 60), 86400)
+            self.disabled_until = now + datetime.timedelta(seconds=seconds)
+
+    def enable(self):
+        """A delivery that worked, or "Enable" in Settings > Webhooks."""
+        self.recent_failures = 0
+        self.disabled_until = None
 
 
 @dataclasses.dataclass

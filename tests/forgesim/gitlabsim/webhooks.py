@@ -216,7 +216,11 @@ class Dispatcher:
         confidential = kind == "note" and details["note"].internal
         if confidential:
             wanted = "confidential_note_events"
-        hooks = [h for h in project.hooks if getattr(h, wanted)]
+        # A hook GitLab disabled gets nothing (WebHooks::AutoDisabling
+        # executable scope, app/models/concerns/web_hooks/
+        # auto_disabling.rb).
+        hooks = [h for h in project.hooks if getattr(h, wanted) and
+                 h.executable(self.forge.now())]
         if not hooks:
             return
         if kind == "merge_request":
@@ -334,3 +338,13 @@ class Dispatcher:
             job["duration_ms"] = int((time.monotonic() - started) * 1000)
             job["status"] = "delivered" if status and status < 300 \
                 else "failed"
+        # Every answer but a 2xx or 3xx is a failure (app/services/
+        # web_hook_service.rb response_category): backoff!, else enable!
+        # (app/services/web_hooks/log_execution_service.rb).
+        with self.forge.lock:
+            hook = self.forge.find_hook(job["hook_id"])
+            if hook is not None:
+                if status and status < 400:
+                    hook.enable()
+                else:
+                    hook.backoff(self.forge.now())

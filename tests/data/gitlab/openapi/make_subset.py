@@ -19,6 +19,7 @@ import yaml  # Debian python3-yaml: only to read GitLab's YAML
 # (method, path) of every operation kept; "*" keeps every method.
 OPERATIONS = [
     ("get", "/api/v4/version"),
+    ("get", "/api/v4/application/settings"),
     ("get", "/api/v4/user"),
     ("get", "/api/v4/users"),
     ("get", "/api/v4/users/{id}"),
