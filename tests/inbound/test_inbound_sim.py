@@ -882,6 +882,30 @@ class InboundTest(unittest.TestCase):
         run([PB, "-c", b.conf(), "run", "--once", "--foreground"])
         self.assertEqual(mr_state()["discussions"], mr["discussions"])
 
+    def test_reply_to_inline_comment_after_push_continues_thread(self):
+        # GitLab moves Bob's diff notes to v2 on the push (the file's diff
+        # is unchanged) and shows only the moved position; Alice's answer
+        # to his mail on v1 still goes on in his thread, found by what the
+        # bridge recorded when it made his notes.
+        b = self.b
+        mid, path2, mid2 = self.inline_thread_mails()
+        out = sim("POST", "projects/1/merge_requests/1/push",
+                  {"commits": [{"message": "docs: more\n",
+                                "files": {"README.md": "more\n"}}]})
+        self.assertTrue(out["created"])
+        moved = [n for _, n in user_notes(mr_state())
+                 if n["type"] == "DiffNote"]
+        self.assertTrue(moved)
+        self.assertFalse([n for n in moved
+                          if n["position"]["head_sha"] == b.head])
+        p = b.replay("--apply-now", path2)
+        self.assertIn("applied 1", p.stdout)
+        self.check_inline_thread(mid, mid2)
+        row, actions = b.dump(mid2)
+        self.assertEqual(actions, {0: ("comment", "done"),
+                                   1: ("diff-reply", "done"),
+                                   2: ("diff-note", "done")})
+
     def test_reply_in_diff_thread_lost_response(self):
         # The answer lands but its response is lost: the retry finds it
         # by its marker instead of answering twice.
