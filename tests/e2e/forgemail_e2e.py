@@ -2,7 +2,7 @@
 """End-to-end test of forge -> list comments: forgesim -> patchbridge run
 -> private Postfix (pfbed) -> list archive.  Reuses outbound_e2e's bed.
 
-usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook
+usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|pushed
                         --patchbridge BIN --work DIR
 
   comments  an MR mailed as a 3-patch series; rob's diff note on patch 1
@@ -36,6 +36,10 @@ usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook
             do not (nothing mailed, no discussions read); an answer in an
             old thread among our notes is mailed under the thread's mail;
             an internal note is kept back and counted.
+  pushed    rob's diff note on v1 is mailed; a push (v2) leaves its
+            file's diff as it was, so GitLab moves the thread to v2; a
+            list reply to the note's mail still continues that thread
+            (one diff thread, the answer a DiffNote at its position).
   stuck     every git fetch fails: a rebased MR's applied mail waits
             (pending cursor) while a later MR's comment is mailed; with
             its first failure an hour back, the mail names the tip and
@@ -764,9 +768,72 @@ def scenario_quicklook(bed):
           "the bridge's user was not asked from the forge")
 
 
+def scenario_pushed(bed):
+    start_list(bed)
+    ob.create_mr("topic", "Teach x and y to count")
+    bed.run("run", "--once")
+    bed.wait_mail(4)
+    bed.settle()
+    ver = api("GET", "/projects/1/merge_requests/1/versions", "rob-token")[0]
+    say("rob: a diff note on src/a/x.c line 3 of v1")
+    pos = {"position_type": "text", "base_sha": ver["base_commit_sha"],
+           "start_sha": ver["start_commit_sha"],
+           "head_sha": ver["head_commit_sha"],
+           "old_path": "src/a/x.c", "new_path": "src/a/x.c", "new_line": 3}
+    disc = api("POST", "/projects/1/merge_requests/1/discussions",
+               "rob-token", {"body": "Why + 1?", "position": pos})
+    bed.run("run", "--once")
+    bed.wait_mail(5)
+    bed.settle()
+    d = [m for m in forge_mails(bed) if "Why + 1?" in text(m)]
+    check(len(d) == 1, "the diff note was mailed %d times" % len(d))
+    d = d[0]
+    check("1/3" in d["Subject"], "diff note subject: %s" % d["Subject"])
+
+    say("push v2, a new docs patch: src/a/x.c's diff is unchanged")
+    sim("POST", "/_sim/projects/1/merge_requests/1/push",
+        {"commits": [ob.commit("docs: more on counting",
+                               {"docs/more.txt": "more\n"})]})
+    head = api("GET", "/projects/1/merge_requests/1/versions",
+               "rob-token")[0]["head_commit_sha"]
+    moved = discussion_with(the_mr(), "Why + 1?")[0]["notes"][0]
+    check(moved["position"]["head_sha"] == head,
+          "the forge did not move the thread to v2: %s" % moved["position"])
+    before = len(bed.archive())
+    bed.run("run", "--once")
+    bed.wait_mail(before + 5)
+    bed.settle()
+    check(ob.series_of(bed.archive(), 1, 2), "v2 not mailed")
+
+    say("dave answers the v1 diff note's mail: \"fixed in v2\"")
+    before = len(bed.archive())
+    raw, rid = reply(d, DAVE, quote(text(d)) +
+                     "\nLIST-REPLY-PUSHED: fixed in v2.\n")
+    bed.send(raw, "dave@reader.example")
+    bed.wait_mail(before + 1)
+    bed.settle()
+    bed.run("run", "--once")
+    mr = the_mr()
+    found = discussion_with(mr, "LIST-REPLY-PUSHED")
+    check(len(found) == 1 and found[0]["id"] == disc["id"],
+          "the answer did not continue the diff thread %s: %s" %
+          (disc["id"], [f["id"] for f in found]))
+    last = found[0]["notes"][-1]
+    check(last["type"] == "DiffNote" and
+          last["position"] == moved["position"],
+          "not a DiffNote reply at the thread's position: %s" % last)
+    threads = [x for x in mr["discussions"]
+               if x["notes"][0]["type"] == "DiffNote"]
+    check(len(threads) == 1, "threads split: %d diff threads" %
+          len(threads))
+    say("the answer is note %d of discussion %s, on v2" %
+        (len(found[0]["notes"]), disc["id"][:8]))
+
+
 SCENARIOS = {"comments": scenario_comments, "merges": scenario_merges,
              "internal": scenario_internal, "quick": scenario_quick,
-             "stuck": scenario_stuck, "quicklook": scenario_quicklook}
+             "stuck": scenario_stuck, "quicklook": scenario_quicklook,
+             "pushed": scenario_pushed}
 
 
 def main():
