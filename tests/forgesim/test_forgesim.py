@@ -839,6 +839,26 @@ class NotesTest(SimTestCase):
         return [n for d in self.state_mr()["discussions"]
                 for n in d["notes"] if not n["system"]]
 
+    def test_held_note_appears_after_a_higher_id(self):
+        # A note's id comes from the sequence at INSERT and the row is
+        # seen at COMMIT: a slow note shows up after a later, higher one.
+        SIM.ctl("PUT", "/settings", {"hold_notes": True})
+        slow = self.post("slow").json
+        SIM.ctl("PUT", "/settings", {"hold_notes": False})
+        fast = self.post("fast").json
+        self.assertLess(slow["id"], fast["id"])
+        listed = SIM.api("GET", "/projects/1/merge_requests/1/notes").json
+        self.assertEqual([n["id"] for n in listed if not n["system"]],
+                         [fast["id"]])
+        self.assertEqual(SIM.api("GET", "/projects/1/merge_requests/1/notes"
+                                 "/%d" % slow["id"]).status,
+                         404)
+        self.assertEqual(SIM.ctl("POST", "/notes/commit", {}),
+                         {"committed": [slow["id"]]})
+        listed = SIM.api("GET", "/projects/1/merge_requests/1/notes").json
+        self.assertEqual(sorted(n["id"] for n in listed if not n["system"]),
+                         [slow["id"], fast["id"]])
+
     def test_quick_action_only_note_is_202_and_label_added(self):
         SIM.api("POST", "/projects/1/labels", body={
             "name": "needs review", "color": "#ff0000"})

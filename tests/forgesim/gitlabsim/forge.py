@@ -72,6 +72,12 @@ class SimSettings:
         # headers' host and port, X-Gitlab-Instance.  "": the URL the
         # simulator listens on.
         "external_url": "",
+        # Notes made while set are saved but not committed: each takes
+        # its id from the sequence at INSERT, and nobody sees it until
+        # POST /_sim/notes/commit.  On GitLab's PostgreSQL (READ
+        # COMMITTED) a note whose transaction is slow, a diff note with
+        # its position, becomes visible after notes with higher ids.
+        "hold_notes": False,
     }
 
     def __init__(self):
@@ -124,6 +130,7 @@ class Forge:
             self.projects = {}
             self.counters = dict(ID_BASES)
             self.settings = SimSettings()
+            self.held_notes = []   # (project, mr, author, note)
             self.clock.reset()
             if os.path.isdir(self.repo_root):
                 shutil.rmtree(self.repo_root)
@@ -340,6 +347,8 @@ class Forge:
     def can_read_note(self, project, note, user):
         """Internal notes: Reporter and up (app/policies/note_policy.rb
         :read_internal_note)."""
+        if note.held:
+            return False
         return not note.internal or \
             self.access_level(project, user) >= REPORTER
 
@@ -959,7 +968,8 @@ class Forge:
         now = self.now()
         note = Note(id=self.next_id("note"), discussion_id="", type=type_,
                     body=body, author_id=author.id, created_at=now,
-                    updated_at=now, system=system, internal=internal)
+                    updated_at=now, system=system, internal=internal,
+                    held=self.settings.hold_notes)
         if discussion is None:
             discussion = Discussion(id=secrets.token_hex(20),
                                     individual_note=type_ is None,
@@ -1129,9 +1139,24 @@ class Forge:
                 note.version_id = mr.latest.id
         note.commands_changes = changes
         self._touch_noteable(project, mr)
-        self.on_event("note", project=project, mr=mr, actor=user, note=note,
-                      action="create")
+        if note.held:
+            # Hooks run after the commit (Notes::CreateService's side
+            # effects follow note.save).
+            self.held_notes.append((project, mr, user, note))
+        else:
+            self.on_event("note", project=project, mr=mr, actor=user,
+                          note=note, action="create")
         return discussion, note, changes, messages
+
+    def commit_held_notes(self):
+        """The held notes' transactions commit: they become visible with
+        the ids and created_at they were given at INSERT."""
+        held, self.held_notes = self.held_notes, []
+        for project, mr, user, note in held:
+            note.held = False
+            self.on_event("note", project=project, mr=mr, actor=user,
+                          note=note, action="create")
+        return [note.id for _, _, _, note in held]
 
     def check_position(self, project, mr, pos):
         """Validate a diff position the way DiffNote#set_line_code does.
