@@ -2,7 +2,8 @@
 """End-to-end test of forge -> list comments: forgesim -> patchbridge run
 -> private Postfix (pfbed) -> list archive.  Reuses outbound_e2e's bed.
 
-usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|pushed
+usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
+                        pushed|late
                         --patchbridge BIN --work DIR
 
   comments  an MR mailed as a 3-patch series; rob's diff note on patch 1
@@ -40,6 +41,9 @@ usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|pushed
             file's diff as it was, so GitLab moves the thread to v2; a
             list reply to the note's mail still continues that thread
             (one diff thread, the answer a DiffNote at its position).
+  late      a diff note whose transaction is slow (its id lower than a
+            comment seen before it) is mailed when it appears, once;
+            later runs neither mail it again nor read the threads.
   stuck     every git fetch fails: a rebased MR's applied mail waits
             (pending cursor) while a later MR's comment is mailed; with
             its first failure an hour back, the mail names the tip and
@@ -830,10 +834,56 @@ def scenario_pushed(bed):
         (len(found[0]["notes"]), disc["id"][:8]))
 
 
+def scenario_late(bed):
+    bed.start_postfix()
+    bed.config()
+    ob.create_mr("topic", "Teach x and y to count")
+    bed.run("run", "--once")
+    bed.wait_mail(4)
+    bed.settle()
+    note_at("rob-token", "Early: looks right.", 5)
+    bed.run("run", "--once")
+    mailed_once(bed, "Early: looks right.", 5)
+
+    say("rob's diff note commits slowly: bob's later comment, with a "
+        "higher id, is seen first")
+    ver = api("GET", "/projects/1/merge_requests/1/versions", "rob-token")[0]
+    sim("POST", "/_sim/time", {"advance_s": 5})
+    sim("PUT", "/_sim/settings", {"hold_notes": True})
+    slow = api("POST", "/projects/1/merge_requests/1/discussions",
+               "rob-token", {"body": "SLOW: why + 1?", "position": {
+                   "position_type": "text",
+                   "base_sha": ver["base_commit_sha"],
+                   "start_sha": ver["start_commit_sha"],
+                   "head_sha": ver["head_commit_sha"],
+                   "old_path": "src/a/x.c", "new_path": "src/a/x.c",
+                   "new_line": 3}})
+    sim("PUT", "/_sim/settings", {"hold_notes": False})
+    fast = note_at("bob-token", "FAST: fine by me.", 2)
+    held = [n for d in the_mr()["discussions"] if d["id"] == slow["id"]
+            for n in d["notes"]]
+    check(held and held[0]["held"] and held[0]["id"] < fast["id"],
+          "the ids are not out of order: %s, %d" % (held, fast["id"]))
+    bed.run("run", "--once")
+    mailed_once(bed, "FAST: fine by me.", 6)
+
+    say("the slow note commits: mailed, once")
+    sim("POST", "/_sim/notes/commit", {})
+    bed.run("run", "--once")
+    m = mailed_once(bed, "SLOW: why + 1?", 7)
+    check("1/3" in m["Subject"], "not a reply to patch 1: %s" % m["Subject"])
+    mark = log_len()
+    bed.run("run", "--once")
+    check(not read_discussions(mark), "the threads were read for nothing")
+    time.sleep(1)
+    bed.settle()
+    check(len(bed.archive()) == 7, "a re-run mailed again")
+
+
 SCENARIOS = {"comments": scenario_comments, "merges": scenario_merges,
              "internal": scenario_internal, "quick": scenario_quick,
              "stuck": scenario_stuck, "quicklook": scenario_quicklook,
-             "pushed": scenario_pushed}
+             "pushed": scenario_pushed, "late": scenario_late}
 
 
 def main():
