@@ -459,6 +459,67 @@ out:
 	return rc;
 }
 
+/*
+ * A note on one commit of the MR: its position is that commit's own diff
+ * (base and start its parent, head the commit), as GitLab makes it on
+ * the MR's Commits tab and keeps it when a later commit changed the line
+ * (DiffPositionableNote#update_position, app/models/concerns/
+ * diff_positionable_note.rb, moves it to the MR's diff otherwise).  Its
+ * lines are numbered in that commit's patch, not in the series' diff:
+ * out is the patch mail of that commit (the newest revision that mailed
+ * it) and quote its hunk.  PB_ENOTFOUND when the position is a
+ * version's diff, or names no mailed commit.
+ */
+static int commit_patch(struct store_mail *out, struct buf *quote,
+			struct mrctx *c, const struct forge_position *p)
+{
+	const char *path = p->new_path ? p->new_path : p->old_path;
+	struct store_revision rev;
+	struct store_mail row;
+	struct diff *d = NULL;
+	int r, k, rc = PB_ENOTFOUND;
+
+	if (!p->head_sha || !p->base_sha || !path)
+		return PB_ENOTFOUND;
+	store_revision_init(&rev);
+	store_mail_init(&row);
+	if (!store_revision_by_head(&rev, c->fm->store, c->project, c->iid,
+				    p->head_sha) &&
+	    rev.base_sha && !strcmp(rev.base_sha, p->base_sha))
+		goto out; /* the diff of a whole version */
+	for (r = c->latest.revision; rc == PB_ENOTFOUND && r >= 1; r--) {
+		store_revision_release(&rev);
+		if (store_revision_get(&rev, c->fm->store, c->project, c->iid,
+				       r))
+			continue;
+		for (k = 1; k <= rev.patches; k++) {
+			store_mail_release(&row);
+			if (!store_mail_find(&row, c->fm->store, c->project,
+					     c->iid, r, k) &&
+			    row.commit_sha &&
+			    !strcmp(row.commit_sha, p->head_sha)) {
+				rc = store_mail_find(out, c->fm->store,
+						     c->project, c->iid, r, k);
+				break;
+			}
+		}
+	}
+	if (!rc && row.diff && !diff_parse(&d, row.diff, row.diff_len)) {
+		if (p->old_path && p->new_path &&
+		    strcmp(p->old_path, p->new_path) && p->new_line <= 0)
+			path = p->old_path;
+		/* not in the patch as mailed: the patch, unquoted */
+		if (forgetext_quote_hunk(quote, d, path, p->old_line,
+					 p->new_line))
+			buf_reset(quote);
+		diff_free(d);
+	}
+out:
+	store_mail_release(&row);
+	store_revision_release(&rev);
+	return rc;
+}
+
 /* --- notes ----------------------------------------------------------------- */
 
 static const char *name_of(const struct forge_user *u)
@@ -629,9 +690,20 @@ static int handle_note(struct mrctx *c, const struct fnote *fn,
 			if (!find_cover(&cover, c, parent.revision))
 				m.root = cover.message_id;
 		}
+	} else if (n->has_position &&
+		   (rc = commit_patch(&parent, &quote, c, &n->position)) !=
+			   PB_ENOTFOUND) {
+		if (rc)
+			goto out;
+		if (parent.revision != cover.revision) {
+			store_mail_release(&cover);
+			if (!find_cover(&cover, c, parent.revision))
+				m.root = cover.message_id;
+		}
 	} else if (n->has_position) {
 		int r = c->latest.revision, total = c->latest.patches;
 
+		rc = 0;
 		if (n->position.head_sha &&
 		    !store_revision_by_head(&rev, c->fm->store, c->project,
 					    c->iid, n->position.head_sha)) {

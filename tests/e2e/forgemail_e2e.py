@@ -3,7 +3,7 @@
 -> private Postfix (pfbed) -> list archive.  Reuses outbound_e2e's bed.
 
 usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
-                        pushed|late
+                        pushed|late|commit
                         --patchbridge BIN --work DIR
 
   comments  an MR mailed as a 3-patch series; rob's diff note on patch 1
@@ -44,6 +44,9 @@ usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
   late      a diff note whose transaction is slow (its id lower than a
             comment seen before it) is mailed when it appears, once;
             later runs neither mail it again nor read the threads.
+  commit    a comment on one commit's own diff (the Commits tab), at a
+            line a later commit changes: mailed under that commit's
+            patch, quoting that patch's hunk.
   stuck     every git fetch fails: a rebased MR's applied mail waits
             (pending cursor) while a later MR's comment is mailed; with
             its first failure an hour back, the mail names the tip and
@@ -880,10 +883,43 @@ def scenario_late(bed):
     check(len(bed.archive()) == 7, "a re-run mailed again")
 
 
+def scenario_commit(bed):
+    bed.start_postfix()
+    bed.config()
+    _, made = ob.create_mr("topic", "Count in c", commits=[
+        ob.commit("c: add a counter", {"src/c.c": "int c(int n)\n{\n"
+                                       "\treturn n + 3;\n}\n"}),
+        ob.commit("d: add another", {"src/d.c": "int d(void);\n"}),
+        ob.commit("c: count by four", {"src/c.c": "/* counts */\n"
+                                       "int c(int n)\n{\n"
+                                       "\treturn n + 4;\n}\n"})])
+    bed.run("run", "--once")
+    bed.wait_mail(4)
+    bed.settle()
+    first = made["shas"][0]
+    parent = sim("GET", "/api/v4/projects/1/repository/commits/%s" %
+                 first)["parent_ids"][0]
+    say("rob comments on line 3 of the first commit's own diff, a line "
+        "the third commit changes")
+    api("POST", "/projects/1/merge_requests/1/discussions", "rob-token",
+        {"body": "COMMIT-NOTE: why three?", "position": {
+            "position_type": "text", "base_sha": parent,
+            "start_sha": parent, "head_sha": first,
+            "old_path": "src/c.c", "new_path": "src/c.c", "new_line": 3}})
+    bed.run("run", "--once")
+    m = mailed_once(bed, "COMMIT-NOTE: why three?", 5)
+    check(m["Subject"] == "Re: [PATCH 1/3] c: add a counter",
+          "not a reply to the commit's patch: %s" % m["Subject"])
+    body = text(m)
+    check("> +\treturn n + 3;\n" in body and "n + 4" not in body,
+          "not quoted from the commit's patch:\n" + body)
+
+
 SCENARIOS = {"comments": scenario_comments, "merges": scenario_merges,
              "internal": scenario_internal, "quick": scenario_quick,
              "stuck": scenario_stuck, "quicklook": scenario_quicklook,
-             "pushed": scenario_pushed, "late": scenario_late}
+             "pushed": scenario_pushed, "late": scenario_late,
+             "commit": scenario_commit}
 
 
 def main():
