@@ -1010,11 +1010,9 @@ static int parent_review(struct review **out, size_t *k, struct inbound *ib,
 		rc = 0;
 		goto out;
 	}
-	if (rc == PB_ELIMIT)
-		rc = 0; /* its beginning, as the milter kept it */
-	if (!rc)
-		rc = review_parse(out, a.message, a.message_len,
-				  j->mc.patches[*k], ro);
+	if (rc || !a.message)
+		goto out;
+	rc = review_parse(out, a.message, a.message_len, j->mc.patches[*k], ro);
 	if (rc && rc != PB_ETEMP) {
 		log_warn("inbound: <%s>, the mail answered, does not parse "
 			 "again (%s); new diff notes instead",
