@@ -306,7 +306,8 @@ static const struct config_param params[CFG__COUNT] = {
 	[CFG_OUTBOUND_POLL_OVERLAP] = {
 		"outbound", "poll_overlap", CONFIG_DURATION, "2m", 0, 1 * HOUR,
 		NULL, 0,
-		"Each poll looks back this far before the last (clock skew)" },
+		"Each poll looks back this far before the last (clock skew, "
+		"notes that come late)" },
 	[CFG_OUTBOUND_SKIP_DRAFTS] = {
 		"outbound", "skip_drafts", CONFIG_BOOL, "yes", 0, 0, NULL, PP,
 		"Do not mail draft merge requests" },

@@ -722,11 +722,12 @@ struct job {
 	struct mailctx mc;
 	char *reply_discussion;
 	int reply_to_forge; /* the parent is a forge comment's mail */
-	/* The parent's forge actions (a list reply we applied), and the
-	 * diff threads they started or answered on this mail's version:
-	 * strings borrowed from parent_acts and discussions. */
+	/* The parent's forge actions (a list reply we applied), the
+	 * parent as parsed again, and the diff threads those actions
+	 * started or answered on this mail's version: strings borrowed
+	 * from parent_acts and parent_review. */
 	struct store_action_list parent_acts;
-	struct forge_discussion_list discussions;
+	struct review *parent_review;
 	struct plan_thread *threads;
 	size_t nr_threads;
 	int total;
@@ -767,7 +768,7 @@ static void job_release(struct job *j)
 	strlist_release(&j->mc.users);
 	free(j->reply_discussion);
 	store_action_list_release(&j->parent_acts);
-	forge_discussion_list_release(&j->discussions);
+	review_free(j->parent_review);
 	free(j->threads);
 }
 
@@ -973,88 +974,120 @@ static int is_diff_action(const struct store_action *a)
 		!strcmp(a->kind, plan_kind_name(PLAN_DIFF_REPLY)));
 }
 
-static int same(const char *a, const char *b)
+/*
+ * The parent mail as the bridge read it, parsed against the patch it
+ * answers, when it answered this mail's MR version: NULL with 0 when
+ * it did not, or it is no longer archived ([state] archive_keep).
+ */
+static int parent_review(struct review **out, size_t *k, struct inbound *ib,
+			 struct job *j, const char *id,
+			 const struct review_options *ro)
 {
-	return a && b && !strcmp(a, b);
-}
+	struct store_inbound pin;
+	struct store_archived a;
+	int rc;
 
-/* The note of discussion_id whose id is note_id, or NULL. */
-static const struct forge_note *find_note(const struct forge_discussion_list *l,
-					  const char *discussion_id,
-					  int64_t note_id)
-{
-	size_t i, k;
-
-	for (i = 0; i < l->nr; i++) {
-		const struct forge_discussion *d = &l->items[i];
-
-		if (!same(d->id, discussion_id))
-			continue;
-		for (k = 0; k < d->nr_notes; k++)
-			if (d->notes[k].id == note_id)
-				return &d->notes[k];
+	*out = NULL;
+	store_inbound_init(&pin);
+	store_archived_init(&a);
+	rc = store_inbound_get(&pin, ib->st, id);
+	if (rc == PB_ENOTFOUND) {
+		rc = 0;
+		goto out;
 	}
-	return NULL;
+	if (rc || !pin.project || strcmp(pin.project, j->row->project) ||
+	    pin.iid != j->row->iid || pin.revision != j->row->revision ||
+	    pin.patch < 1 || (size_t)pin.patch > j->mc.nr_patches ||
+	    !j->mc.patches[pin.patch - 1])
+		goto out;
+	*k = (size_t)pin.patch - 1;
+	rc = store_archive_get(&a, ib->st, id);
+	if (rc == PB_ENOTFOUND) {
+		log_notice("inbound: <%s>, the mail answered, is no longer "
+			   "archived; its inline comments' threads are not "
+			   "known, new diff notes instead",
+			   id);
+		rc = 0;
+		goto out;
+	}
+	if (rc || !a.message)
+		goto out;
+	rc = review_parse(out, a.message, a.message_len, j->mc.patches[*k], ro);
+	if (rc && rc != PB_ETEMP) {
+		log_warn("inbound: <%s>, the mail answered, does not parse "
+			 "again (%s); new diff notes instead",
+			 id, err_msg());
+		review_free(*out);
+		*out = NULL;
+		rc = 0;
+	}
+out:
+	store_archived_release(&a);
+	store_inbound_release(&pin);
+	return rc;
 }
 
 /*
- * The diff threads the parent mail started or answered, at their
- * positions on the MR version this mail answers: an inline comment at one
- * of them goes on in that thread (DESIGN.md, "Inline comments").  The
- * journal has the notes' ids, the forge their positions: one listing of
- * the MR's discussions, made only when an inline comment may continue a
- * thread.  A listing the forge refuses for good leaves none, and the
- * comments start threads of their own.
+ * The diff threads the parent mail started or answered, at the places the
+ * bridge gave them on the MR version this mail answers: an inline comment
+ * at one of them goes on in that thread (DESIGN.md, "Inline comments").
+ * The journal says which of the parent's inline comments made which diff
+ * note (its action index); the parent mail, parsed again, where each one
+ * was.  Not the forge's positions: GitLab moves a thread to the newest
+ * version on a push (app/services/discussions/
+ * update_diff_position_service.rb) and shows only where it is now
+ * (lib/api/entities/note.rb), so a thread made on the version this mail
+ * answers may name another by then.
  */
 static int parent_threads(struct inbound *ib, struct job *j,
-			  const struct apply_target *t)
+			  const struct review_options *ro)
 {
 	const struct store_action_list *acts = &j->parent_acts;
-	size_t i, n = 0;
+	char id[STORE_MSGID_MAX + 1];
+	size_t i, n = 0, k = 0, saved_k;
 	int rc;
 
 	for (i = 0; i < acts->nr; i++)
 		n += is_diff_action(&acts->items[i]);
-	if (!n || j->reply_to_forge || !j->review->nr_inline || !t->base_sha ||
-	    !t->start_sha || !t->head_sha)
+	if (!n || j->reply_to_forge || !j->review->nr_inline ||
+	    !j->mc.have_version || !parent_id(id, sizeof(id), j->review->mail))
 		return 0;
-	rc = forge_list_discussions(&j->discussions, ib->forge, t->project,
-				    t->iid);
-	if (rc == PB_ETEMP)
-		return err_prefix(rc, "listing the discussions");
-	if (rc) {
-		log_warn("inbound: the threads of the parent's inline "
-			 "comments are not known (%s); new diff notes instead",
-			 err_msg());
-		return 0;
-	}
+	rc = parent_review(&j->parent_review, &k, ib, j, id, ro);
+	if (rc || !j->parent_review)
+		return rc;
 	j->threads = xcalloc(n, sizeof(*j->threads));
+	saved_k = j->mc.k;
+	j->mc.k = k;
 	for (i = 0; i < acts->nr; i++) {
 		const struct store_action *a = &acts->items[i];
-		const struct forge_note *note;
-		const struct forge_position *p;
+		const struct review_inline *x;
+		enum forge_line_kind kind = FORGE_LINE_CONTEXT;
+		int64_t old_line = 0, new_line = 0;
+		struct forge_position pos;
 		struct plan_thread *th;
+		size_t at;
 
 		if (!is_diff_action(a))
 			continue;
-		note = find_note(&j->discussions, a->discussion_id, a->note_id);
-		if (!note || !note->has_position)
+		at = (size_t)(a->index - PLAN_IDX_INLINE(0));
+		if (at >= j->parent_review->nr_inline)
 			continue;
-		p = &note->position;
-		if (!same(p->base_sha, t->base_sha) ||
-		    !same(p->start_sha, t->start_sha) ||
-		    !same(p->head_sha, t->head_sha) || !p->old_path ||
-		    !p->new_path)
+		x = &j->parent_review->inl[at];
+		memset(&pos, 0, sizeof(pos));
+		if (!x->path[0] || !(x->old_line || x->new_line) ||
+		    cb_place(&kind, &old_line, &new_line, x, &j->mc) != 1 ||
+		    forge_position_set_line(&pos, kind, old_line, new_line))
 			continue;
 		th = &j->threads[j->nr_threads++];
 		th->discussion_id = a->discussion_id;
-		th->old_path = p->old_path;
-		th->new_path = p->new_path;
-		th->old_line = p->old_line;
-		th->new_line = p->new_line;
+		th->old_path = x->old_path ? x->old_path : x->path;
+		th->new_path = x->path;
+		th->old_line = pos.old_line;
+		th->new_line = pos.new_line;
 	}
-	log_debug("inbound: %zu of the parent's %zu diff note(s) are on this "
-		  "version",
+	j->mc.k = saved_k;
+	log_debug("inbound: %zu of the parent's %zu diff note(s) placed on "
+		  "this version",
 		  j->nr_threads, n);
 	return 0;
 }
@@ -1351,7 +1384,7 @@ static int work(struct inbound *ib, struct job *j)
 	t.nak_label = config_project_str(j->proj, CFG_INBOUND_NAK_LABEL);
 	j->mc.ib = ib;
 	j->mc.have_version = t.base_sha != NULL;
-	rc = parent_threads(ib, j, &t);
+	rc = parent_threads(ib, j, &ro);
 	if (rc)
 		goto out;
 

@@ -77,6 +77,8 @@ struct fnote {
 	const char *discussion_id;
 	/* Internal, or in an internal thread (or its visibility unknown). */
 	int internal;
+	/* Below the notes cursor, seen for the first time (struct idwin). */
+	int late;
 };
 
 /* What one mail is made of. */
@@ -463,6 +465,67 @@ out:
 	return rc;
 }
 
+/*
+ * A note on one commit of the MR: its position is that commit's own diff
+ * (base and start its parent, head the commit), as GitLab makes it on
+ * the MR's Commits tab and keeps it when a later commit changed the line
+ * (DiffPositionableNote#update_position, app/models/concerns/
+ * diff_positionable_note.rb, moves it to the MR's diff otherwise).  Its
+ * lines are numbered in that commit's patch, not in the series' diff:
+ * out is the patch mail of that commit (the newest revision that mailed
+ * it) and quote its hunk.  PB_ENOTFOUND when the position is a
+ * version's diff, or names no mailed commit.
+ */
+static int commit_patch(struct store_mail *out, struct buf *quote,
+			struct mrctx *c, const struct forge_position *p)
+{
+	const char *path = p->new_path ? p->new_path : p->old_path;
+	struct store_revision rev;
+	struct store_mail row;
+	struct diff *d = NULL;
+	int r, k, rc = PB_ENOTFOUND;
+
+	if (!p->head_sha || !p->base_sha || !path)
+		return PB_ENOTFOUND;
+	store_revision_init(&rev);
+	store_mail_init(&row);
+	if (!store_revision_by_head(&rev, c->fm->store, c->project, c->iid,
+				    p->head_sha) &&
+	    rev.base_sha && !strcmp(rev.base_sha, p->base_sha))
+		goto out; /* the diff of a whole version */
+	for (r = c->latest.revision; rc == PB_ENOTFOUND && r >= 1; r--) {
+		store_revision_release(&rev);
+		if (store_revision_get(&rev, c->fm->store, c->project, c->iid,
+				       r))
+			continue;
+		for (k = 1; k <= rev.patches; k++) {
+			store_mail_release(&row);
+			if (!store_mail_find(&row, c->fm->store, c->project,
+					     c->iid, r, k) &&
+			    row.commit_sha &&
+			    !strcmp(row.commit_sha, p->head_sha)) {
+				rc = store_mail_find(out, c->fm->store,
+						     c->project, c->iid, r, k);
+				break;
+			}
+		}
+	}
+	if (!rc && row.diff && !diff_parse(&d, row.diff, row.diff_len)) {
+		if (p->old_path && p->new_path &&
+		    strcmp(p->old_path, p->new_path) && p->new_line <= 0)
+			path = p->old_path;
+		/* not in the patch as mailed: the patch, unquoted */
+		if (forgetext_quote_hunk(quote, d, path, p->old_line,
+					 p->new_line))
+			buf_reset(quote);
+		diff_free(d);
+	}
+out:
+	store_mail_release(&row);
+	store_revision_release(&rev);
+	return rc;
+}
+
 /* --- notes ----------------------------------------------------------------- */
 
 static const char *name_of(const struct forge_user *u)
@@ -670,9 +733,20 @@ static int handle_note(struct mrctx *c, const struct fnote *fn,
 			if (!find_cover(&cover, c, parent.revision))
 				m.root = cover.message_id;
 		}
+	} else if (n->has_position &&
+		   (rc = commit_patch(&parent, &quote, c, &n->position)) !=
+			   PB_ENOTFOUND) {
+		if (rc)
+			goto out;
+		if (parent.revision != cover.revision) {
+			store_mail_release(&cover);
+			if (!find_cover(&cover, c, parent.revision))
+				m.root = cover.message_id;
+		}
 	} else if (n->has_position) {
 		int r = c->latest.revision, total = c->latest.patches;
 
+		rc = 0;
 		if (n->position.head_sha &&
 		    !store_revision_by_head(&rev, c->fm->store, c->project,
 					    c->iid, n->position.head_sha)) {
@@ -1023,6 +1097,150 @@ static void note_newest(int64_t *newest, const struct forge_note *n)
 }
 
 /*
+ * The notes seen lately, for the notes that come late.  GitLab takes a
+ * note's id from its sequence at INSERT, and on PostgreSQL nobody sees
+ * the row before its transaction commits (app/services/notes/
+ * create_service.rb saves the note and its position in one): a slow note,
+ * a diff note most of all, appears after notes with higher ids, below the
+ * notes cursor.  So each reading keeps the ids of the notes created
+ * within poll_overlap of the newest it saw (cursor
+ * "forgemail:ids:P!IID", decimal ids); a note below the notes cursor,
+ * created within that window and not among them, came late and is
+ * handled then, the cursor left where it is.  A note slower than
+ * poll_overlap is not found.
+ */
+#define FORGEMAIL_IDS_MAX 96
+
+struct idwin_seen {
+	uint64_t id;
+	int64_t ms; /* created_at */
+};
+
+struct idwin {
+	int known; /* the cursor was there (else nothing counts as late) */
+	uint64_t old[FORGEMAIL_IDS_MAX];
+	size_t nr_old;
+	int64_t floor_ms; /* created at or after it: in the window; 0: none */
+	int64_t overlap_ms;
+	struct idwin_seen *now; /* every note of this reading */
+	size_t nr_now, alloc_now;
+	struct buf value; /* the cursor as read */
+};
+
+static void ids_cursor_name(char *out, size_t size, const char *project,
+			    int64_t iid)
+{
+	snprintf(out, size, "forgemail:ids:%s!%lld", project, (long long)iid);
+}
+
+static int64_t note_created_ms(const struct forge_note *n)
+{
+	int64_t ms;
+
+	if (n->created_at && !forge_time_parse(&ms, n->created_at))
+		return ms;
+	return 0;
+}
+
+/* Read the cursor; seen is the newest updated_at the last reading saw. */
+static int idwin_load(struct idwin *w, struct forgemail *fm, const char *name,
+		      int64_t seen)
+{
+	struct scan sc;
+	uint64_t id;
+	int rc;
+
+	memset(w, 0, sizeof(*w));
+	buf_init(&w->value, STORE_CURSOR_VALUE_MAX);
+	w->overlap_ms = config_duration_ms(fm->cfg, CFG_OUTBOUND_POLL_OVERLAP);
+	if (seen > w->overlap_ms)
+		w->floor_ms = seen - w->overlap_ms;
+	rc = store_cursor_get(&w->value, fm->store, name);
+	if (rc == PB_ENOTFOUND)
+		return 0;
+	if (rc)
+		return rc;
+	w->known = 1;
+	scan_init(&sc, w->value.data, w->value.len);
+	while (w->nr_old < FORGEMAIL_IDS_MAX) {
+		scan_blanks(&sc);
+		if (scan_eof(&sc) || !scan_u64(&sc, INT64_MAX, &id))
+			break;
+		w->old[w->nr_old++] = id;
+	}
+	return 0;
+}
+
+static void idwin_release(struct idwin *w)
+{
+	free(w->now);
+	buf_release(&w->value);
+}
+
+static void idwin_note(struct idwin *w, const struct forge_note *n)
+{
+	if (n->id <= 0)
+		return;
+	ALLOC_GROW(w->now, w->nr_now + 1, w->alloc_now);
+	w->now[w->nr_now].id = (uint64_t)n->id;
+	w->now[w->nr_now].ms = note_created_ms(n);
+	w->nr_now++;
+}
+
+/* A note at or below the notes cursor that no reading has seen. */
+static int idwin_late(const struct idwin *w, const struct forge_note *n,
+		      uint64_t last)
+{
+	size_t i;
+
+	if (!w->known || !w->floor_ms || n->id <= 0 || (uint64_t)n->id > last ||
+	    note_created_ms(n) < w->floor_ms)
+		return 0;
+	for (i = 0; i < w->nr_old; i++)
+		if (w->old[i] == (uint64_t)n->id)
+			return 0;
+	return 1;
+}
+
+static int cmp_seen_newest(const void *a, const void *b)
+{
+	int64_t x = ((const struct idwin_seen *)a)->ms;
+	int64_t y = ((const struct idwin_seen *)b)->ms;
+
+	return x > y ? -1 : x < y;
+}
+
+/* Every note read is handled: keep the ids of those created within
+ * poll_overlap of newest, the newest first, when they changed. */
+static int idwin_save(struct idwin *w, struct forgemail *fm, const char *name,
+		      int64_t newest)
+{
+	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	int64_t floor = newest > w->overlap_ms ? newest - w->overlap_ms : 0;
+	size_t i, n = 0;
+	int rc = 0;
+
+	if (w->nr_now)
+		qsort(w->now, w->nr_now, sizeof(*w->now), cmp_seen_newest);
+	for (i = 0; i < w->nr_now && n < FORGEMAIL_IDS_MAX; i++) {
+		if (w->now[i].ms < floor)
+			break;
+		if (buf_addf(&v, "%s%llu", n ? " " : "",
+			     (unsigned long long)w->now[i].id))
+			break;
+		n++;
+	}
+	buf_clear_error(&v); /* the newest that fit: older ones may be
+			      * handled twice, never skipped */
+	if (i < w->nr_now && w->now[i].ms >= floor)
+		log_debug("%zu notes in poll_overlap, %zu kept", w->nr_now, n);
+	if (!w->known || strcmp(v.data, w->value.data))
+		rc = store_cursor_set(fm->store, name, v.data);
+	buf_release(&v);
+	return rc;
+}
+
+/*
  * The quick look: the MR's notes newest first (updated_at, desc) down to
  * poll_overlap before the newest updated_at the last reading saw (seen,
  * cursor "forgemail:seen:P!IID").  A note created or edited since is
@@ -1031,10 +1249,12 @@ static void note_newest(int64_t *newest, const struct forge_note *n)
  * than an approval), they are handled here: the notes cursor moves past
  * them, and the discussions are not read.  *full: a note needs its
  * discussion (a comment to mail, an internal one to keep back, an
- * approval), or there was no earlier reading: read them all.
+ * approval), or came late (struct idwin), or there was no earlier
+ * reading: read them all.
  */
-static int quick_look(int *full, int64_t *newest, struct mrctx *c,
-		      const char *cname, uint64_t last, int64_t seen)
+static int quick_look(int *full, int64_t *newest, struct idwin *w,
+		      struct mrctx *c, const char *cname, uint64_t last,
+		      int64_t seen)
 {
 	const char *bot = bot_user(c->fm);
 	struct forge_note_query q;
@@ -1063,6 +1283,9 @@ static int quick_look(int *full, int64_t *newest, struct mrctx *c,
 		const struct forge_note *n = &nl.items[i];
 
 		note_newest(newest, n);
+		idwin_note(w, n);
+		if (idwin_late(w, n, last))
+			goto out; /* *full: it needs a look like a new one */
 		if (n->id <= 0 || (uint64_t)n->id <= last)
 			continue;
 		/* Mailed, or an approval: handle_note() looks further. */
@@ -1100,12 +1323,16 @@ static int mr_once(struct forgemail *fm, const char *project, int64_t iid,
 	size_t nr = 0, alloc = 0, i, j;
 	struct buf cur = BUF_INIT(STORE_CURSOR_VALUE_MAX);
 	char cname[STORE_CURSOR_NAME_MAX], sname[STORE_CURSOR_NAME_MAX];
+	char iname[STORE_CURSOR_NAME_MAX];
 	char val[32], ctx[PB_LOG_CTX_MAX];
+	struct idwin w;
 	struct log_ctx_saved saved;
 	uint64_t last = 0;
 	int64_t seen = 0, newest = 0;
 	int rc, full = 1;
 
+	memset(&w, 0, sizeof(w));
+	buf_init(&w.value, STORE_CURSOR_VALUE_MAX);
 	/* Between two MRs too: what the caller serves meanwhile. */
 	forge_pause(fm->forge);
 	log_ctx_pushf(&saved, "%s!%lld", project, (long long)iid);
@@ -1145,20 +1372,30 @@ static int mr_once(struct forgemail *fm, const char *project, int64_t iid,
 			 !mem_to_i64(cur.data, cur.len, 1, INT64_MAX, &seen))
 			seen = 0;
 	}
+	ids_cursor_name(iname, sizeof(iname), project, iid);
+	if (!rc) {
+		idwin_release(&w);
+		rc = idwin_load(&w, fm, iname, seen);
+	}
 	if (!rc)
-		rc = quick_look(&full, &newest, &c, cname, last, seen);
-	if (!rc && full)
+		rc = quick_look(&full, &newest, &w, &c, cname, last, seen);
+	if (!rc && full) {
+		w.nr_now = 0; /* the discussions have them all */
 		rc = forge_list_discussions(&dl, fm->forge, project, iid);
+	}
 	if (rc)
 		goto out;
 	for (i = 0; i < dl.nr; i++)
 		for (j = 0; j < dl.items[i].nr_notes; j++) {
 			const struct forge_note *n = &dl.items[i].notes[j];
+			int late = idwin_late(&w, n, last);
 
 			note_newest(&newest, n);
-			if (n->id <= 0 || (uint64_t)n->id <= last)
+			idwin_note(&w, n);
+			if (n->id <= 0 || ((uint64_t)n->id <= last && !late))
 				continue;
 			ALLOC_GROW(notes, nr + 1, alloc);
+			notes[nr].late = late;
 			/* An individual comment's discussion too: a list
 			 * reply to its mail continues it (GitLab turns it
 			 * into a thread), and so does a forge reply. */
@@ -1177,13 +1414,18 @@ static int mr_once(struct forgemail *fm, const char *project, int64_t iid,
 		snprintf(ctx, sizeof(ctx), "%s!%lld note %s", project,
 			 (long long)iid, val);
 		log_ctx_set(ctx);
-		rc = handle_note(&c, &notes[i], val);
-		if (rc == 1) {
-			rc = store_cursor_set(fm->store, cname, val);
-		} else if (rc && !err_is_temporary(rc)) {
+		/* A late note leaves the notes cursor where it is: past it. */
+		if (notes[i].late)
+			log_info("note %s came late (its id is below one seen "
+				 "before it)",
+				 val);
+		rc = handle_note(&c, &notes[i], notes[i].late ? NULL : val);
+		if (rc && rc != 1 && !err_is_temporary(rc))
 			log_error("note %s not mailed: %s", val, err_msg());
+		if (rc && !err_is_temporary(rc) && notes[i].late)
+			rc = 0;
+		else if (rc && !err_is_temporary(rc))
 			rc = store_cursor_set(fm->store, cname, val);
-		}
 		if (rc)
 			goto out;
 	}
@@ -1194,6 +1436,9 @@ static int mr_once(struct forgemail *fm, const char *project, int64_t iid,
 		if (rc)
 			goto out;
 	}
+	rc = idwin_save(&w, fm, iname, newest > seen ? newest : seen);
+	if (rc)
+		goto out;
 	snprintf(ctx, sizeof(ctx), "%s!%lld", project, (long long)iid);
 	log_ctx_set(ctx);
 	rc = state_event(&c);
@@ -1205,6 +1450,7 @@ out:
 	if (queued)
 		*queued += c.queued;
 	free(notes);
+	idwin_release(&w);
 	buf_release(&cur);
 	forge_discussion_list_release(&dl);
 	forge_version_release(&c.version);

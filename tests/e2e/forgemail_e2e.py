@@ -3,7 +3,7 @@
 -> private Postfix (pfbed) -> list archive.  Reuses outbound_e2e's bed.
 
 usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
-                        noreply
+                        noreply|pushed|late|commit
                         --patchbridge BIN --work DIR
 
   comments  an MR mailed as a 3-patch series; rob's diff note on patch 1
@@ -41,6 +41,16 @@ usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
             mailed with GitLab's no-reply address: its host is the
             forge's commit_email_hostname when the token may read it (an
             administrator's), else GitLab's default users.noreply.HOST.
+  pushed    rob's diff note on v1 is mailed; a push (v2) leaves its
+            file's diff as it was, so GitLab moves the thread to v2; a
+            list reply to the note's mail still continues that thread
+            (one diff thread, the answer a DiffNote at its position).
+  late      a diff note whose transaction is slow (its id lower than a
+            comment seen before it) is mailed when it appears, once;
+            later runs neither mail it again nor read the threads.
+  commit    a comment on one commit's own diff (the Commits tab), at a
+            line a later commit changes: mailed under that commit's
+            patch, quoting that patch's hunk.
   stuck     every git fetch fails: a rebased MR's applied mail waits
             (pending cursor) while a later MR's comment is mailed; with
             its first failure an hour back, the mail names the tip and
@@ -810,10 +820,152 @@ def scenario_quicklook(bed):
           "the bridge's user was not asked from the forge")
 
 
+def scenario_pushed(bed):
+    start_list(bed)
+    ob.create_mr("topic", "Teach x and y to count")
+    bed.run("run", "--once")
+    bed.wait_mail(4)
+    bed.settle()
+    ver = api("GET", "/projects/1/merge_requests/1/versions", "rob-token")[0]
+    say("rob: a diff note on src/a/x.c line 3 of v1")
+    pos = {"position_type": "text", "base_sha": ver["base_commit_sha"],
+           "start_sha": ver["start_commit_sha"],
+           "head_sha": ver["head_commit_sha"],
+           "old_path": "src/a/x.c", "new_path": "src/a/x.c", "new_line": 3}
+    disc = api("POST", "/projects/1/merge_requests/1/discussions",
+               "rob-token", {"body": "Why + 1?", "position": pos})
+    bed.run("run", "--once")
+    bed.wait_mail(5)
+    bed.settle()
+    d = [m for m in forge_mails(bed) if "Why + 1?" in text(m)]
+    check(len(d) == 1, "the diff note was mailed %d times" % len(d))
+    d = d[0]
+    check("1/3" in d["Subject"], "diff note subject: %s" % d["Subject"])
+
+    say("push v2, a new docs patch: src/a/x.c's diff is unchanged")
+    sim("POST", "/_sim/projects/1/merge_requests/1/push",
+        {"commits": [ob.commit("docs: more on counting",
+                               {"docs/more.txt": "more\n"})]})
+    head = api("GET", "/projects/1/merge_requests/1/versions",
+               "rob-token")[0]["head_commit_sha"]
+    moved = discussion_with(the_mr(), "Why + 1?")[0]["notes"][0]
+    check(moved["position"]["head_sha"] == head,
+          "the forge did not move the thread to v2: %s" % moved["position"])
+    before = len(bed.archive())
+    bed.run("run", "--once")
+    bed.wait_mail(before + 5)
+    bed.settle()
+    check(ob.series_of(bed.archive(), 1, 2), "v2 not mailed")
+
+    say("dave answers the v1 diff note's mail: \"fixed in v2\"")
+    before = len(bed.archive())
+    raw, rid = reply(d, DAVE, quote(text(d)) +
+                     "\nLIST-REPLY-PUSHED: fixed in v2.\n")
+    bed.send(raw, "dave@reader.example")
+    bed.wait_mail(before + 1)
+    bed.settle()
+    bed.run("run", "--once")
+    mr = the_mr()
+    found = discussion_with(mr, "LIST-REPLY-PUSHED")
+    check(len(found) == 1 and found[0]["id"] == disc["id"],
+          "the answer did not continue the diff thread %s: %s" %
+          (disc["id"], [f["id"] for f in found]))
+    last = found[0]["notes"][-1]
+    check(last["type"] == "DiffNote" and
+          last["position"] == moved["position"],
+          "not a DiffNote reply at the thread's position: %s" % last)
+    threads = [x for x in mr["discussions"]
+               if x["notes"][0]["type"] == "DiffNote"]
+    check(len(threads) == 1, "threads split: %d diff threads" %
+          len(threads))
+    say("the answer is note %d of discussion %s, on v2" %
+        (len(found[0]["notes"]), disc["id"][:8]))
+
+
+def scenario_late(bed):
+    bed.start_postfix()
+    bed.config()
+    ob.create_mr("topic", "Teach x and y to count")
+    bed.run("run", "--once")
+    bed.wait_mail(4)
+    bed.settle()
+    note_at("rob-token", "Early: looks right.", 5)
+    bed.run("run", "--once")
+    mailed_once(bed, "Early: looks right.", 5)
+
+    say("rob's diff note commits slowly: bob's later comment, with a "
+        "higher id, is seen first")
+    ver = api("GET", "/projects/1/merge_requests/1/versions", "rob-token")[0]
+    sim("POST", "/_sim/time", {"advance_s": 5})
+    sim("PUT", "/_sim/settings", {"hold_notes": True})
+    slow = api("POST", "/projects/1/merge_requests/1/discussions",
+               "rob-token", {"body": "SLOW: why + 1?", "position": {
+                   "position_type": "text",
+                   "base_sha": ver["base_commit_sha"],
+                   "start_sha": ver["start_commit_sha"],
+                   "head_sha": ver["head_commit_sha"],
+                   "old_path": "src/a/x.c", "new_path": "src/a/x.c",
+                   "new_line": 3}})
+    sim("PUT", "/_sim/settings", {"hold_notes": False})
+    fast = note_at("bob-token", "FAST: fine by me.", 2)
+    held = [n for d in the_mr()["discussions"] if d["id"] == slow["id"]
+            for n in d["notes"]]
+    check(held and held[0]["held"] and held[0]["id"] < fast["id"],
+          "the ids are not out of order: %s, %d" % (held, fast["id"]))
+    bed.run("run", "--once")
+    mailed_once(bed, "FAST: fine by me.", 6)
+
+    say("the slow note commits: mailed, once")
+    sim("POST", "/_sim/notes/commit", {})
+    bed.run("run", "--once")
+    m = mailed_once(bed, "SLOW: why + 1?", 7)
+    check("1/3" in m["Subject"], "not a reply to patch 1: %s" % m["Subject"])
+    mark = log_len()
+    bed.run("run", "--once")
+    check(not read_discussions(mark), "the threads were read for nothing")
+    time.sleep(1)
+    bed.settle()
+    check(len(bed.archive()) == 7, "a re-run mailed again")
+
+
+def scenario_commit(bed):
+    bed.start_postfix()
+    bed.config()
+    _, made = ob.create_mr("topic", "Count in c", commits=[
+        ob.commit("c: add a counter", {"src/c.c": "int c(int n)\n{\n"
+                                       "\treturn n + 3;\n}\n"}),
+        ob.commit("d: add another", {"src/d.c": "int d(void);\n"}),
+        ob.commit("c: count by four", {"src/c.c": "/* counts */\n"
+                                       "int c(int n)\n{\n"
+                                       "\treturn n + 4;\n}\n"})])
+    bed.run("run", "--once")
+    bed.wait_mail(4)
+    bed.settle()
+    first = made["shas"][0]
+    parent = sim("GET", "/api/v4/projects/1/repository/commits/%s" %
+                 first)["parent_ids"][0]
+    say("rob comments on line 3 of the first commit's own diff, a line "
+        "the third commit changes")
+    api("POST", "/projects/1/merge_requests/1/discussions", "rob-token",
+        {"body": "COMMIT-NOTE: why three?", "position": {
+            "position_type": "text", "base_sha": parent,
+            "start_sha": parent, "head_sha": first,
+            "old_path": "src/c.c", "new_path": "src/c.c", "new_line": 3}})
+    bed.run("run", "--once")
+    m = mailed_once(bed, "COMMIT-NOTE: why three?", 5)
+    check(m["Subject"] == "Re: [PATCH 1/3] c: add a counter",
+          "not a reply to the commit's patch: %s" % m["Subject"])
+    body = text(m)
+    check("> +\treturn n + 3;\n" in body and "n + 4" not in body,
+          "not quoted from the commit's patch:\n" + body)
+
+
 SCENARIOS = {"comments": scenario_comments, "merges": scenario_merges,
              "internal": scenario_internal, "quick": scenario_quick,
              "stuck": scenario_stuck, "quicklook": scenario_quicklook,
-             "noreply": scenario_noreply}
+             "noreply": scenario_noreply,
+             "pushed": scenario_pushed, "late": scenario_late,
+             "commit": scenario_commit}
 
 
 def main():

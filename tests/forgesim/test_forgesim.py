@@ -595,6 +595,67 @@ class DiffPositionTest(SimTestCase):
                         % self.pid, body={"body": "x", "position": old_pos})
         self.assertEqual(reply.status, 201, reply.body)
 
+    def push(self, files):
+        SIM.ctl("POST", "/projects/%s/merge_requests/1/push" % self.pid, {
+            "commits": [{"message": "more\n", "files": files}]})
+        return SIM.api("GET", "/projects/%s/merge_requests/1/versions"
+                       % self.pid).json[0]
+
+    def threads(self):
+        return [d for d in SIM.api(
+            "GET", "/projects/%s/merge_requests/1/discussions"
+            % self.pid).json if d["notes"][0]["type"] == "DiffNote"]
+
+    def test_push_moves_the_thread_of_an_unchanged_file(self):
+        # Discussions::UpdateDiffPositionService: the file's diff is the
+        # same in the new version, so the thread takes its SHAs, keeps its
+        # lines, and the notes keep their updated_at (save(touch: false)).
+        thread = self.post(new_line=3).json
+        SIM.api("POST", "/projects/%s/merge_requests/1/discussions/%s/notes"
+                % (self.pid, thread["id"]), body={"body": "answer"})
+        before = self.threads()[0]["notes"]
+        v2 = self.push({"g.txt": "g\n"})
+        notes = self.threads()[0]["notes"]
+        self.assertEqual(len(notes), 2)
+        for n, b in zip(notes, before):
+            self.assertEqual(n["position"]["head_sha"], v2["head_commit_sha"])
+            self.assertEqual(n["position"]["base_sha"], v2["base_commit_sha"])
+            self.assertEqual(n["position"]["start_sha"],
+                             v2["start_commit_sha"])
+            self.assertEqual((n["position"]["old_line"],
+                              n["position"]["new_line"]), (None, 3))
+            self.assertEqual(n["updated_at"], b["updated_at"])
+        stored = next(d for d in self.state_mr(project="grp/diffs")[
+            "discussions"] if d["id"] == thread["id"])
+        self.assertEqual(stored["notes"][0]["version_id"], v2["id"])
+        self.assertEqual(stored["notes"][0]["line_code"],
+                         "%s_4_3" % sha1("f.txt"))
+        # a reply now is at the moved position too
+        reply = SIM.api("POST", "/projects/%s/merge_requests/1/discussions/"
+                        "%s/notes" % (self.pid, thread["id"]),
+                        body={"body": "fixed in v2"})
+        self.assertEqual(reply.json["position"], notes[0]["position"])
+
+    def test_push_leaves_the_thread_of_a_changed_file(self):
+        thread = self.post(new_line=3).json
+        v1 = thread["notes"][0]["position"]
+        self.push({"f.txt": HEAD_TEXT + "line 13\n"})
+        self.assertEqual(self.threads()[0]["notes"][0]["position"], v1)
+
+    def test_note_on_an_older_version_takes_the_newest_position(self):
+        # DiffPositionableNote#update_position, before the note is saved.
+        old_pos = self.position(self.pid, old_path="f.txt",
+                                new_path="f.txt", new_line=3)
+        v2 = self.push({"g.txt": "g\n"})
+        reply = SIM.api("POST", "/projects/%s/merge_requests/1/discussions"
+                        % self.pid, body={"body": "x", "position": old_pos})
+        self.assertEqual(reply.status, 201, reply.body)
+        pos = reply.json["notes"][0]["position"]
+        self.assertEqual((pos["base_sha"], pos["start_sha"],
+                          pos["head_sha"], pos["new_line"]),
+                         (v2["base_commit_sha"], v2["start_commit_sha"],
+                          v2["head_commit_sha"], 3))
+
     def test_plain_discussion_and_individual_note_types(self):
         reply = SIM.api("POST", "/projects/1/merge_requests/1/discussions",
                         body={"body": "thread"})
@@ -833,6 +894,26 @@ class NotesTest(SimTestCase):
     def user_notes(self):
         return [n for d in self.state_mr()["discussions"]
                 for n in d["notes"] if not n["system"]]
+
+    def test_held_note_appears_after_a_higher_id(self):
+        # A note's id comes from the sequence at INSERT and the row is
+        # seen at COMMIT: a slow note shows up after a later, higher one.
+        SIM.ctl("PUT", "/settings", {"hold_notes": True})
+        slow = self.post("slow").json
+        SIM.ctl("PUT", "/settings", {"hold_notes": False})
+        fast = self.post("fast").json
+        self.assertLess(slow["id"], fast["id"])
+        listed = SIM.api("GET", "/projects/1/merge_requests/1/notes").json
+        self.assertEqual([n["id"] for n in listed if not n["system"]],
+                         [fast["id"]])
+        self.assertEqual(SIM.api("GET", "/projects/1/merge_requests/1/notes"
+                                 "/%d" % slow["id"]).status,
+                         404)
+        self.assertEqual(SIM.ctl("POST", "/notes/commit", {}),
+                         {"committed": [slow["id"]]})
+        listed = SIM.api("GET", "/projects/1/merge_requests/1/notes").json
+        self.assertEqual(sorted(n["id"] for n in listed if not n["system"]),
+                         [slow["id"], fast["id"]])
 
     def test_quick_action_only_note_is_202_and_label_added(self):
         SIM.api("POST", "/projects/1/labels", body={

@@ -899,10 +899,13 @@ class InboundTest(unittest.TestCase):
         self.assertIn("Second thought.", threads[0]["notes"][1]["body"])
 
     # an answer under a quoted inline comment goes on in its diff thread
-    def inline_thread_mails(self, general=True):
+    def inline_thread_mails(self, general=True, before=None):
         """Bob's inline review, and Alice's reply quoting his hunk and
-        comment: (Bob's Message-ID, Alice's mail, her Message-ID)."""
+        comment: (Bob's Message-ID, Alice's mail, her Message-ID).
+        before() runs before Bob's review is applied."""
         b = self.b
+        if before:
+            before()
         path, mid = b.reply(
             "On the greeting:\n\n" + QUOTE_REMOVED + "\nWas fine.\n\n" +
             QUOTE_ADDED + "\nWhy flush?\n\n" + QUOTE_CONTEXT, ar=DKIM_PASS)
@@ -972,6 +975,44 @@ class InboundTest(unittest.TestCase):
         self.assertIn("duplicates 1", p.stdout)
         run([PB, "-c", b.conf(), "run", "--once", "--foreground"])
         self.assertEqual(mr_state()["discussions"], mr["discussions"])
+
+    def push_v2(self):
+        out = sim("POST", "projects/1/merge_requests/1/push",
+                  {"commits": [{"message": "docs: more\n",
+                                "files": {"README.md": "more\n"}}]})
+        self.assertTrue(out["created"])
+
+    def test_reply_to_inline_comment_after_push_continues_thread(self):
+        # GitLab moves Bob's diff notes to v2 on the push (the file's diff
+        # is unchanged) and shows only the moved position; Alice's answer
+        # to his mail on v1 still goes on in his thread, found by what the
+        # bridge recorded when it made his notes.
+        self.check_after_push(push_first=False)
+
+    def test_inline_comment_on_v1_applied_after_push_continues_thread(self):
+        # Bob's review of v1 is applied after the push: GitLab moves his
+        # notes to v2 as they are made (DiffPositionableNote
+        # #update_position); Alice's answer still goes on in his thread.
+        self.check_after_push(push_first=True)
+
+    def check_after_push(self, push_first):
+        b = self.b
+        mid, path2, mid2 = self.inline_thread_mails(
+            before=self.push_v2 if push_first else None)
+        if not push_first:
+            self.push_v2()
+        moved = [n for _, n in user_notes(mr_state())
+                 if n["type"] == "DiffNote"]
+        self.assertTrue(moved)
+        self.assertFalse([n for n in moved
+                          if n["position"]["head_sha"] == b.head])
+        p = b.replay("--apply-now", path2)
+        self.assertIn("applied 1", p.stdout)
+        self.check_inline_thread(mid, mid2)
+        row, actions = b.dump(mid2)
+        self.assertEqual(actions, {0: ("comment", "done"),
+                                   1: ("diff-reply", "done"),
+                                   2: ("diff-note", "done")})
 
     def test_reply_in_diff_thread_lost_response(self):
         # The answer lands but its response is lost: the retry finds it

@@ -50,6 +50,7 @@ class Control:
         r("POST", "/projects/:id/merge_requests/:iid/push", self.push)
         r("POST", "/projects/:id/merge_requests/:iid/clone", self.clone_mr)
         r("POST", "/projects/:id/merge_requests/:iid/rebase", self.rebase)
+        r("POST", "/notes/commit", self.commit_notes)
         r("POST", "/rate_limit", self.rate_limit)
         r("GET", "/faults", self.list_faults)
         r("POST", "/faults", self.add_fault)
@@ -292,6 +293,11 @@ class Control:
 
     # -- faults, rate limits, time --------------------------------------------
 
+    def commit_notes(self, body):
+        """Commit the notes held by the hold_notes setting."""
+        return Response.json(200, {"committed":
+                                   self.forge.commit_held_notes()})
+
     def rate_limit(self, body):
         return Response.json(200, self.rate_limits.configure(body))
 
@@ -453,6 +459,7 @@ class Control:
                     "id": n.id, "type": n.type, "body": n.body,
                     "author": forge.users[n.author_id].username,
                     "system": n.system, "internal": n.internal,
+                    "held": n.held,
                     "created_at": iso(n.created_at),
                     "position": n.position, "line_code": n.line_code,
                     "version_id": n.version_id,

@@ -79,6 +79,12 @@ class SimSettings:
         # host (app/models/application_setting_implementation.rb
         # default_commit_email_hostname).
         "commit_email_hostname": "",
+        # Notes made while set are saved but not committed: each takes
+        # its id from the sequence at INSERT, and nobody sees it until
+        # POST /_sim/notes/commit.  On GitLab's PostgreSQL (READ
+        # COMMITTED) a note whose transaction is slow, a diff note with
+        # its position, becomes visible after notes with higher ids.
+        "hold_notes": False,
     }
 
     def __init__(self):
@@ -131,6 +137,7 @@ class Forge:
             self.projects = {}
             self.counters = dict(ID_BASES)
             self.settings = SimSettings()
+            self.held_notes = []   # (project, mr, author, note)
             self.clock.reset()
             if os.path.isdir(self.repo_root):
                 shutil.rmtree(self.repo_root)
@@ -372,6 +379,8 @@ class Forge:
     def can_read_note(self, project, note, user):
         """Internal notes: Reporter and up (app/policies/note_policy.rb
         :read_internal_note)."""
+        if note.held:
+            return False
         return not note.internal or \
             self.access_level(project, user) >= REPORTER
 
@@ -572,6 +581,7 @@ class Forge:
                            409)
         previous = mr.latest
         version = self._new_version(project, mr, head)
+        self._trace_positions(mr, version)
         if project.settings.reset_approvals_on_push:
             mr.approvals = []
         new_commits = [c for c in version.commits
@@ -583,6 +593,58 @@ class Forge:
         self.on_event("merge_request", project=project, mr=mr, actor=actor,
                       action="update", changes={}, oldrev=old)
         return version
+
+    @staticmethod
+    def _traced(mr, position, version_id, new):
+        """A text position moved to version new, or None.
+
+        GitLab's Gitlab::Diff::PositionTracer follows the line through
+        the diffs between the two versions; here only its plainest case
+        is modelled, the one every push meets: the file's diff is the
+        same in both versions, so the position keeps its paths and line
+        numbers and takes the new version's SHAs.  A file whose diff
+        changed leaves the position where it was (GitLab then marks the
+        thread outdated and adds a system note, which is not modelled).
+        """
+        old = next((v for v in mr.versions if v.id == version_id), None)
+        if old is None or old is new or position is None or \
+                position.get("position_type") != "text":
+            return None
+
+        def file_of(v):
+            for f in v.files:
+                if f.new_path == position.get("new_path") and \
+                        f.old_path == position.get("old_path"):
+                    return f
+            return None
+        a, b = file_of(old), file_of(new)
+        if a is None or b is None or a.diff != b.diff:
+            return None
+        moved = dict(position)
+        moved.update({"base_sha": new.base_sha, "start_sha": new.start_sha,
+                      "head_sha": new.head_sha})
+        return moved
+
+    def _trace_positions(self, mr, version):
+        """Discussions::UpdateDiffPositionService, run for every diff
+        thread on a push (app/services/discussions/
+        update_diff_position_service.rb): each note of a thread whose
+        line is unchanged takes the new position, saved without touching
+        updated_at (note.save(touch: false)).  The API shows only the
+        moved position (lib/api/entities/note.rb exposes `position`, not
+        `original_position`)."""
+        for d in mr.discussions:
+            first = d.notes[0] if d.notes else None
+            if first is None or first.type != "DiffNote":
+                continue
+            moved = self._traced(mr, first.position, first.version_id,
+                                 version)
+            if moved is None:
+                continue
+            for n in d.notes:
+                if n.type == "DiffNote":
+                    n.position = dict(moved)
+                    n.version_id = version.id
 
     def _push_note_text(self, project, mr, commits, previous, version):
         items = "".join("<li>%s - %s</li>" % (c["id"][:8],
@@ -938,7 +1000,8 @@ class Forge:
         now = self.now()
         note = Note(id=self.next_id("note"), discussion_id="", type=type_,
                     body=body, author_id=author.id, created_at=now,
-                    updated_at=now, system=system, internal=internal)
+                    updated_at=now, system=system, internal=internal,
+                    held=self.settings.hold_notes)
         if discussion is None:
             discussion = Discussion(id=secrets.token_hex(20),
                                     individual_note=type_ is None,
@@ -1097,11 +1160,35 @@ class Forge:
         if position is not None:
             note.position, note.line_code, note.version_id = position
             note.commit_id = note.position["head_sha"]
+            # DiffPositionableNote#update_position (app/models/concerns/
+            # diff_positionable_note.rb): a note made on an older version
+            # is traced to the MR's newest one when it is created, and
+            # keeps that position.
+            moved = self._traced(mr, note.position, note.version_id,
+                                 mr.latest)
+            if moved is not None:
+                note.position = moved
+                note.version_id = mr.latest.id
         note.commands_changes = changes
         self._touch_noteable(project, mr)
-        self.on_event("note", project=project, mr=mr, actor=user, note=note,
-                      action="create")
+        if note.held:
+            # Hooks run after the commit (Notes::CreateService's side
+            # effects follow note.save).
+            self.held_notes.append((project, mr, user, note))
+        else:
+            self.on_event("note", project=project, mr=mr, actor=user,
+                          note=note, action="create")
         return discussion, note, changes, messages
+
+    def commit_held_notes(self):
+        """The held notes' transactions commit: they become visible with
+        the ids and created_at they were given at INSERT."""
+        held, self.held_notes = self.held_notes, []
+        for project, mr, user, note in held:
+            note.held = False
+            self.on_event("note", project=project, mr=mr, actor=user,
+                          note=note, action="create")
+        return [note.id for _, _, _, note in held]
 
     def check_position(self, project, mr, pos):
         """Validate a diff position the way DiffNote#set_line_code does.

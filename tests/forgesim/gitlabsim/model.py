@@ -218,6 +218,7 @@ class Note:
     resolved_by: typing.Optional[int] = None
     resolved_at: typing.Any = None
     commands_changes: dict = dataclasses.field(default_factory=dict)
+    held: bool = False     # saved, not committed: nobody sees it yet
 
     @property
     def resolvable(self):
