@@ -20,6 +20,7 @@ import uuid
 from . import diff as diffmod
 from . import errors
 from . import quickactions
+from . import suggestions
 from .clock import Clock
 from .gitrepo import ZERO_SHA, GitError, Repo
 from .model import (DEVELOPER, ID_BASES, MAINTAINER, OWNER, REPORTER,
@@ -1065,11 +1066,27 @@ class Forge:
         if position is not None:
             note.position, note.line_code, note.version_id = position
             note.commit_id = note.position["head_sha"]
+            self._suggestions(project, note)
         note.commands_changes = changes
         self._touch_noteable(project, mr)
         self.on_event("note", project=project, mr=mr, actor=user, note=note,
                       action="create")
         return discussion, note, changes, messages
+
+    def _suggestions(self, project, note):
+        """Suggestions::CreateService after the note is saved, for a
+        DiffNote on a line that is not a removed one (gitlabsim/
+        suggestions.py names GitLab's files)."""
+        pos = note.position
+        if pos.get("position_type") != "text" or not pos.get("new_line"):
+            return
+        data = self.repo(project).git(
+            "cat-file", "blob", "%s:%s" % (pos["head_sha"], pos["new_path"]),
+            ok=(0, 128))
+        lines = data.decode("utf-8", "replace").splitlines(keepends=True)
+        for s in suggestions.parse(note.body, pos["new_line"], lines):
+            s["id"] = self.next_id("suggestion")
+            note.suggestions.append(s)
 
     def check_position(self, project, mr, pos):
         """Validate a diff position the way DiffNote#set_line_code does.
