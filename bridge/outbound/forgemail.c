@@ -408,11 +408,12 @@ static int find_cover(struct store_mail *out, struct mrctx *c, int rev)
 /*
  * The patch mail of revision rev whose diff as mailed holds the line
  * (new side: the last patch touching the file has the head's numbers;
- * old side: the first has the base's), quoted into quote.  Without such
- * a line, the last patch touching the path, unquoted.
+ * old side: the first has the base's), quoted into quote, and that diff
+ * in *dp (the caller frees it).  Without such a line, the last patch
+ * touching the path, unquoted, and no diff.
  */
 static int find_patch(struct store_mail *out, struct buf *quote,
-		      struct mrctx *c, int rev, int total,
+		      struct diff **dp, struct mrctx *c, int rev, int total,
 		      const struct forge_position *p)
 {
 	const char *path = p->new_path ? p->new_path : p->old_path;
@@ -442,12 +443,13 @@ static int find_patch(struct store_mail *out, struct buf *quote,
 						  p->new_line))
 				found = 1;
 		}
-		diff_free(d);
 		if (found) {
+			*dp = d;
 			rc = store_mail_find(out, c->fm->store, c->project,
 					     c->iid, rev, k);
 			goto out;
 		}
+		diff_free(d);
 	}
 	rc = fallback ? store_mail_find(out, c->fm->store, c->project, c->iid,
 					rev, fallback) :
@@ -576,6 +578,8 @@ static int handle_note(struct mrctx *c, const struct fnote *fn,
 	struct store_revision rev;
 	struct outmsg m;
 	struct buf quote = BUF_INIT(1024 * 1024);
+	struct forgetext_suggest sg;
+	struct diff *d = NULL;
 	enum forgetext_skip why;
 	int rc = 0, is_ack = 0;
 	const char *body = n->body ? n->body : "";
@@ -639,7 +643,7 @@ static int handle_note(struct mrctx *c, const struct fnote *fn,
 			if (!find_cover(&cover, c, r))
 				m.root = cover.message_id;
 		}
-		rc = find_patch(&parent, &quote, c, r, total, &n->position);
+		rc = find_patch(&parent, &quote, &d, c, r, total, &n->position);
 		if (rc == PB_ENOTFOUND)
 			rc = store_mail_get(&parent, c->fm->store,
 					    cover.message_id);
@@ -660,8 +664,21 @@ static int handle_note(struct mrctx *c, const struct fnote *fn,
 		if (!rc)
 			rc = buf_addch(&m.body, '\n');
 	}
+	/* A suggestion is GitLab's only on a DiffNote's new line
+	 * (DiffNote#supports_suggestion?), a reply in its thread too. */
+	memset(&sg, 0, sizeof(sg));
+	if (n->has_position && n->position.new_line > 0 && n->type &&
+	    !strcmp(n->type, "DiffNote")) {
+		sg.path = n->position.new_path ? n->position.new_path :
+						 n->position.old_path;
+		sg.new_line = n->position.new_line;
+		sg.stored = n->suggestions;
+		sg.nr_stored = n->nr_suggestions;
+		sg.diff = d;
+	}
 	if (!rc)
-		rc = forgetext_markdown(&m.body, body, strlen(body));
+		rc = forgetext_markdown_note(&m.body, body, strlen(body),
+					     sg.path ? &sg : NULL);
 	if (!rc && c->mr.web_url)
 		rc = buf_addf(&m.body, "\n-- \nOn the forge: %s#note_%lld\n",
 			      c->mr.web_url, (long long)n->id);
@@ -679,6 +696,7 @@ send:
 	m.cursor_value = cursor_value;
 	rc = queue(c, &m);
 out:
+	diff_free(d);
 	buf_release(&quote);
 	buf_release(&m.body);
 	store_mail_release(&parent);

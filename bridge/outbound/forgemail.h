@@ -21,7 +21,10 @@
  *  - a diff note: "Re: [PATCH vN k/M] title", In-Reply-To the patch mail
  *    whose diff as mailed holds the note's line (the revision mailed for
  *    the position's head_sha, else the latest), quoting the hunk down to
- *    that line (forgetext.h), then the comment;
+ *    that line (forgetext.h), then the comment, a suggestion in it as
+ *    the change it makes ("Suggested change to PATH lines A-B:", the
+ *    lines it replaces as "-" lines, the suggestion as "+" lines;
+ *    forgetext_markdown_note());
  *  - a later note of a discussion (an answered general comment is one
  *    too): under the mail of the discussion's newest mirrored note
  *    (thread map: store_mail_by_discussion());

@@ -2,8 +2,8 @@
 """End-to-end test of forge -> list comments: forgesim -> patchbridge run
 -> private Postfix (pfbed) -> list archive.  Reuses outbound_e2e's bed.
 
-usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook
-                        --patchbridge BIN --work DIR
+usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
+                        suggest --patchbridge BIN --work DIR
 
   comments  an MR mailed as a 3-patch series; rob's diff note on patch 1
             -> "Re: [PATCH 1/3]" In-Reply-To that patch, quoting the hunk
@@ -36,6 +36,11 @@ usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook
             do not (nothing mailed, no discussions read); an answer in an
             old thread among our notes is mailed under the thread's mail;
             an internal note is kept back and counted.
+  suggest   a diff note's suggestion (```suggestion:-1+1) is mailed as
+            the change it makes: "Suggested change to src/a/x.c lines
+            2-4:", the lines it replaces as "-", the suggestion as "+";
+            a one-line suggestion in a reply of its thread too; a
+            suggestion block in a general comment stays code.
   stuck     every git fetch fails: a rebased MR's applied mail waits
             (pending cursor) while a later MR's comment is mailed; with
             its first failure an hour back, the mail names the tip and
@@ -584,6 +589,66 @@ def scenario_internal(bed):
           "no log line for a kept note")
 
 
+def scenario_suggest(bed):
+    bed.start_postfix()
+    bed.config()
+    ob.create_mr("topic", "Teach x and y to count")
+    bed.run("run", "--once")
+    bed.wait_mail(4)
+    bed.settle()
+    ver = api("GET", "/projects/1/merge_requests/1/versions", "rob-token")[0]
+
+    say("rob: a suggestion on src/a/x.c line 3, one line above and below")
+    pos = {"position_type": "text", "base_sha": ver["base_commit_sha"],
+           "start_sha": ver["start_commit_sha"],
+           "head_sha": ver["head_commit_sha"],
+           "old_path": "src/a/x.c", "new_path": "src/a/x.c", "new_line": 3}
+    disc = api("POST", "/projects/1/merge_requests/1/discussions",
+               "rob-token", {"body": "Count from zero:\n\n"
+                             "```suggestion:-1+1\n{\n\treturn n ? n + 1 "
+                             ": 1;\n}\n```\n", "position": pos})
+    check(len(disc["notes"][0]["suggestions"]) == 1,
+          "the forge stored no suggestion: %s" % disc["notes"][0])
+    say("bob answers in the thread with a one-line suggestion")
+    api("POST", "/projects/1/merge_requests/1/discussions/%s/notes" %
+        disc["id"], "bob-token",
+        {"body": "Or simply:\n\n```suggestion\n\treturn n + 2;\n```"})
+    say("a general comment's suggestion block is only code on GitLab")
+    api("POST", "/projects/1/merge_requests/1/notes", "rob-token",
+        {"body": "Elsewhere:\n\n```suggestion\nint z;\n```"})
+    bed.run("run", "--once")
+    bed.wait_mail(7)
+    bed.settle()
+    fm = forge_mails(bed)
+    check(len(fm) == 3, "want 3 forge mails, got %d" % len(fm))
+    first = [m for m in fm if "Count from zero" in text(m)]
+    check(len(first) == 1, "the suggestion mailed %d times" % len(first))
+    body = text(first[0])
+    say("mailed:\n" + body)
+    want = ("Count from zero:\n\nSuggested change to src/a/x.c lines 2-4:\n"
+            "-{\n-\treturn n + 1;\n-}\n"
+            "+{\n+\treturn n ? n + 1 : 1;\n+}\n")
+    check(want in body, "the suggestion is not mailed as the change it "
+          "makes:\n" + body)
+    check(body.index("> +\treturn n + 1;") < body.index(want),
+          "the hunk is not quoted first:\n" + body)
+    answer = [m for m in fm if "Or simply" in text(m)]
+    check(len(answer) == 1 and
+          answer[0]["In-Reply-To"].strip("<> ") == msgid(first[0]),
+          "the answer is not under the suggestion's mail")
+    want = ("Or simply:\n\nSuggested change to src/a/x.c line 3:\n"
+            "-\treturn n + 1;\n+\treturn n + 2;\n")
+    check(want in text(answer[0]), "the answer's suggestion:\n" +
+          text(answer[0]))
+    general = [m for m in fm if "Elsewhere" in text(m)]
+    check(general and "Elsewhere:\n\n    int z;\n" in text(general[0]),
+          "a general comment's block is not mailed as code:\n%s" %
+          (text(general[0]) if general else None))
+    check(not [m for m in fm if "Suggested change" in text(m) and
+               "Elsewhere" in text(m)],
+          "a general comment was read as a suggestion")
+
+
 def note_at(token, body, advance_s):
     """A comment after moving the simulated clock on advance_s."""
     sim("POST", "/_sim/time", {"advance_s": advance_s})
@@ -766,7 +831,8 @@ def scenario_quicklook(bed):
 
 SCENARIOS = {"comments": scenario_comments, "merges": scenario_merges,
              "internal": scenario_internal, "quick": scenario_quick,
-             "stuck": scenario_stuck, "quicklook": scenario_quicklook}
+             "stuck": scenario_stuck, "quicklook": scenario_quicklook,
+             "suggest": scenario_suggest}
 
 
 def main():
