@@ -64,6 +64,8 @@ struct mrctx {
 	/* When this MR's mail began to fail for a reason that may pass
 	 * (its pending entry), 0: it has not. */
 	int64_t failing_since_ms;
+	/* The MR's discussions as read, for an approval withdrawn. */
+	const struct forge_discussion_list *dl;
 };
 
 /* A note with the discussion it belongs to. */
@@ -536,6 +538,118 @@ out:
 	return rc;
 }
 
+/* The newest approval of n's author before n, among the MR's notes. */
+static const struct forge_note *approval_before(const struct mrctx *c,
+						const struct forge_note *n)
+{
+	const struct forge_note *best = NULL;
+	size_t i, j;
+
+	for (i = 0; c->dl && i < c->dl->nr; i++)
+		for (j = 0; j < c->dl->items[i].nr_notes; j++) {
+			const struct forge_note *a = &c->dl->items[i].notes[j];
+
+			if (a->system && a->id < n->id &&
+			    a->author.id == n->author.id &&
+			    forgetext_is_approval(a->body) &&
+			    (!best || a->id > best->id))
+				best = a;
+		}
+	return best;
+}
+
+/*
+ * An approval withdrawn on the forge (the system note "unapproved this
+ * merge request", SystemNotes::MergeRequestsService#unapprove_mr, made by
+ * MergeRequests::RemoveApprovalService): the list holds that approval as
+ * a trailer - the mail of the forge's approval (event "ack"), or the
+ * reviewer's own trailer the bridge approved for - which no longer
+ * counts.  Say so under that mail, or under the cover letter of the
+ * revision the trailer was given on, once (event "unack", the note's
+ * id).  1: the list never saw the approval, nothing to mail.
+ */
+static int withdrawn(struct mrctx *c, const struct forge_note *n,
+		     const char *cursor_value)
+{
+	const struct forge_note *a = approval_before(c, n);
+	struct store_mail parent, cover;
+	struct store_revision rev;
+	struct buf mid = BUF_INIT(PB_MSGID_MAX);
+	struct buf head = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	struct outmsg m;
+	char *name = NULL;
+	int rc = 0, revision = 0, have_parent = 0;
+
+	store_mail_init(&parent);
+	store_mail_init(&cover);
+	store_revision_init(&rev);
+	memset(&m, 0, sizeof(m));
+	buf_init(&m.body, 4096);
+	if (a &&
+	    !msgid_format_forge(&mid, "ack", c->project, (uint64_t)c->iid,
+				(uint64_t)a->id,
+				config_str(c->fm->cfg, CFG_BRIDGE_DOMAIN))) {
+		rc = store_mail_get(&parent, c->fm->store, mid.data);
+		if (!rc) {
+			have_parent = 1;
+			revision = parent.revision;
+		} else if (rc != PB_ENOTFOUND) {
+			goto out;
+		}
+		rc = 0;
+	}
+	if (!revision && n->author.username) {
+		name = xasprintf(STORE_CURSOR_LIST_APPROVAL, c->project,
+				 (long long)c->iid, n->author.username);
+		rc = store_cursor_get(&head, c->fm->store, name);
+		if (!rc && head.len)
+			rc = store_revision_by_head(&rev, c->fm->store,
+						    c->project, c->iid,
+						    head.data);
+		if (!rc && head.len)
+			revision = rev.revision;
+		if (rc == PB_ENOTFOUND)
+			rc = 0;
+		if (rc)
+			goto out;
+	}
+	if (!revision) {
+		log_info("note %lld: %s withdrew an approval the list never "
+			 "saw; not mailed",
+			 (long long)n->id, name_of(&n->author));
+		rc = 1;
+		goto out;
+	}
+	rc = find_cover(&cover, c, revision);
+	if (!rc && !have_parent)
+		rc = store_mail_get(&parent, c->fm->store, cover.message_id);
+	if (!rc)
+		rc = buf_addf(&m.body,
+			      "%s withdrew the approval given on v%d (the "
+			      "forge no longer counts it).\n",
+			      name_of(&n->author), revision);
+	if (rc)
+		goto out;
+	m.event = "unack";
+	m.event_id = (uint64_t)n->id;
+	m.who = name_of(&n->author);
+	m.date = note_date(n);
+	m.parent = &parent;
+	m.root = cover.message_id;
+	m.note_id = n->id;
+	m.cursor_value = cursor_value;
+	rc = queue(c, &m);
+out:
+	free(name);
+	buf_release(&mid);
+	buf_release(&head);
+	buf_release(&m.body);
+	store_mail_release(&parent);
+	store_mail_release(&cover);
+	store_revision_release(&rev);
+	return rc;
+}
+
 /*
  * A note that stays on the forge: log it and count it for `status`
  * (cursor FORGEMAIL_KEPT_PREFIX P = "COUNT IID:NOTE").
@@ -581,7 +695,9 @@ static int handle_note(struct mrctx *c, const struct fnote *fn,
 	struct forgetext_suggest sg;
 	struct diff *d = NULL;
 	enum forgetext_skip why;
-	int rc = 0, is_ack = 0;
+	int rc = 0, is_ack = 0, is_unack = 0;
+	int by_bot = bot && *bot && n->author.username &&
+		     !strcmp(n->author.username, bot);
 	const char *body = n->body ? n->body : "";
 
 	store_mail_init(&parent);
@@ -592,11 +708,11 @@ static int handle_note(struct mrctx *c, const struct fnote *fn,
 
 	why = forgetext_skip(n, bot);
 	if (why == FORGETEXT_SKIP_SYSTEM && forgetext_is_approval(n->body) &&
-	    *trailer &&
-	    !(bot && *bot && n->author.username &&
-	      !strcmp(n->author.username, bot)) &&
-	    !approval_from_list(c, n))
+	    *trailer && !by_bot && !approval_from_list(c, n))
 		is_ack = 1;
+	else if (why == FORGETEXT_SKIP_SYSTEM &&
+		 forgetext_is_unapproval(n->body) && !by_bot)
+		is_unack = 1;
 	else if (why != FORGETEXT_MAIL) {
 		log_debug("note %lld not mailed: %s", (long long)n->id,
 			  forgetext_skip_name(why));
@@ -608,6 +724,10 @@ static int handle_note(struct mrctx *c, const struct fnote *fn,
 		rc = keep_back(c, n);
 		if (!rc)
 			rc = 1;
+		goto out;
+	}
+	if (is_unack) {
+		rc = withdrawn(c, n, cursor_value);
 		goto out;
 	}
 	rc = find_cover(&cover, c, c->latest.revision);
@@ -1040,10 +1160,13 @@ static int quick_look(int *full, int64_t *newest, struct mrctx *c,
 		note_newest(newest, n);
 		if (n->id <= 0 || (uint64_t)n->id <= last)
 			continue;
-		/* Mailed, or an approval: handle_note() looks further. */
+		/* Mailed, or an approval given or withdrawn: handle_note()
+		 * looks further. */
 		why = forgetext_skip(n, bot);
-		if (why == FORGETEXT_MAIL || (why == FORGETEXT_SKIP_SYSTEM &&
-					      forgetext_is_approval(n->body)))
+		if (why == FORGETEXT_MAIL ||
+		    (why == FORGETEXT_SKIP_SYSTEM &&
+		     (forgetext_is_approval(n->body) ||
+		      forgetext_is_unapproval(n->body))))
 			goto out; /* *full */
 		log_debug("note %lld not mailed: %s", (long long)n->id,
 			  forgetext_skip_name(why));
@@ -1126,6 +1249,7 @@ static int mr_once(struct forgemail *fm, const char *project, int64_t iid,
 		rc = forge_list_discussions(&dl, fm->forge, project, iid);
 	if (rc)
 		goto out;
+	c.dl = &dl;
 	for (i = 0; i < dl.nr; i++)
 		for (j = 0; j < dl.items[i].nr_notes; j++) {
 			const struct forge_note *n = &dl.items[i].notes[j];

@@ -32,6 +32,11 @@
  *    a reply to the cover letter with "[outbound] approval_trailer: Name
  *    <public email>", or "<id-username@users.noreply.HOST>" (GitLab's own
  *    no-reply form) when the user shows no public email;
+ *  - an approval withdrawn ("unapproved this merge request") that the
+ *    list holds as a trailer (the approval's mail, or a list trailer the
+ *    bridge approved for): "NAME withdrew the approval given on vN (the
+ *    forge no longer counts it)." under the approval's mail, else the
+ *    cover letter of vN; no trailer in it, so no tool collects one;
  *  - the MR merged: "applied, thanks" with the final commit of each patch
  *    of the latest revision (as mailed when the merged head is the mailed
  *    head; for a squash, the squash commit and each patch as mailed;
@@ -45,7 +50,8 @@
  * mailed; each is logged and counted in cursor FORGEMAIL_KEPT_PREFIX P
  * ("COUNT IID:NOTE" of the last one), which `status` shows.
  *
- * Loop guards: system notes other than approvals, notes of the bridge's
+ * Loop guards: system notes other than approvals given or withdrawn,
+ * notes of the bridge's
  * user ([forge] bot_username, or else the token's user as the forge says,
  * forge_whoami()) and notes that end with our hidden marker as the
  * inbound side writes it are not mailed (forgetext_skip()); marker text

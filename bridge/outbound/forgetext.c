@@ -609,3 +609,10 @@ int forgetext_is_approval(const char *body)
 {
 	return body && !strncmp(body, "approved this merge request", 27);
 }
+
+/* SystemNotes::MergeRequestsService#unapprove_mr
+ * (app/services/system_notes/merge_requests_service.rb). */
+int forgetext_is_unapproval(const char *body)
+{
+	return body && !strncmp(body, "unapproved this merge request", 29);
+}

@@ -107,4 +107,7 @@ const char *forgetext_skip_name(enum forgetext_skip why);
 /* True when a system note's body records an approval. */
 int forgetext_is_approval(const char *body);
 
+/* True when a system note's body records an approval withdrawn. */
+int forgetext_is_unapproval(const char *body);
+
 #endif

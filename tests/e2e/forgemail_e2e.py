@@ -3,7 +3,7 @@
 -> private Postfix (pfbed) -> list archive.  Reuses outbound_e2e's bed.
 
 usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
-                        suggest --patchbridge BIN --work DIR
+                        suggest|unack --patchbridge BIN --work DIR
 
   comments  an MR mailed as a 3-patch series; rob's diff note on patch 1
             -> "Re: [PATCH 1/3]" In-Reply-To that patch, quoting the hunk
@@ -41,6 +41,12 @@ usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
             2-4:", the lines it replaces as "-", the suggestion as "+";
             a one-line suggestion in a reply of its thread too; a
             suggestion block in a general comment stays code.
+  unack     an approval withdrawn on the forge ("unapproved this merge
+            request") is mailed once, under the approval's mail: "Bob
+            Maintainer withdrew the approval given on v1 (the forge no
+            longer counts it)."; one the bridge made for a list trailer
+            likewise, under the cover letter; no trailer in it, nothing
+            comes back through the milter.
   stuck     every git fetch fails: a rebased MR's applied mail waits
             (pending cursor) while a later MR's comment is mailed; with
             its first failure an hour back, the mail names the tip and
@@ -649,6 +655,93 @@ def scenario_suggest(bed):
           "a general comment was read as a suggestion")
 
 
+def list_approval(bed, user, head):
+    """The cursor the inbound side sets before it approves as user for a
+    list trailer (store.h, STORE_CURSOR_LIST_APPROVAL)."""
+    import sqlite3
+    db = sqlite3.connect(os.path.join(bed.work, "state", "state.db"))
+    try:
+        db.execute("INSERT OR REPLACE INTO cursors (name, value, updated) "
+                   "VALUES (?, ?, 0)",
+                   ("list-approval:group/project!1:%s" % user, head))
+        db.commit()
+    finally:
+        db.close()
+
+
+def scenario_unack(bed):
+    start_list(bed)
+    ob.create_mr("topic", "Teach x and y to count")
+    bed.run("run", "--once")
+    bed.wait_mail(4)
+    bed.settle()
+    s = ob.series_of(bed.archive(), 1, 1)
+
+    say("bob approves on the forge: mailed as a trailer")
+    api("POST", "/projects/1/merge_requests/1/approve", "bob-token", {})
+    bed.run("run", "--once")
+    bed.wait_mail(5)
+    bed.settle()
+    ack = [m for m in forge_mails(bed)
+           if "approved this merge request" in text(m)]
+    check(len(ack) == 1 and "Acked-by: Bob Maintainer <" in text(ack[0]),
+          "the approval is not mailed as a trailer")
+
+    say("bob withdraws it on the forge")
+    api("POST", "/projects/1/merge_requests/1/unapprove", "bob-token")
+    bed.run("run", "--once")
+    bed.wait_mail(6)
+    bed.settle()
+    w = [m for m in forge_mails(bed) if "withdrew" in text(m)]
+    check(len(w) == 1, "the withdrawal mailed %d times" % len(w))
+    body = text(w[0])
+    say("mailed: " + body.strip())
+    check(body.startswith("Bob Maintainer withdrew the approval given on v1 "
+                          "(the forge no longer counts it).\n"),
+          "the withdrawal says:\n" + body)
+    check(w[0]["In-Reply-To"].strip("<> ") == msgid(ack[0]),
+          "the withdrawal is not under the approval's mail")
+    check(w[0]["Subject"] == "Re: [PATCH 0/3] Teach x and y to count",
+          "subject: %s" % w[0]["Subject"])
+    check("Bob Maintainer via patchbridge" in w[0]["From"],
+          "From: %s" % w[0]["From"])
+    check(not re.search(r"^\s*[A-Za-z-]+-by:", body, re.M),
+          "a trailer in the withdrawal would be collected:\n" + body)
+
+    say("rob's list trailer was applied as an approval; rob withdraws it "
+        "on the forge")
+    head = api("GET", "/projects/1/merge_requests/1", "rob-token")["sha"]
+    list_approval(bed, "rob", head)
+    api("POST", "/projects/1/merge_requests/1/approve", "rob-token",
+        {"sha": head})
+    api("POST", "/projects/1/merge_requests/1/unapprove", "rob-token")
+    bed.run("run", "--once")
+    bed.wait_mail(7)
+    bed.settle()
+    fm = forge_mails(bed)
+    check(not [m for m in fm if "Rob Reviewer approved" in text(m)],
+          "the list's own trailer came back as an approval mail")
+    r = [m for m in fm if "Rob Reviewer withdrew" in text(m)]
+    check(len(r) == 1 and text(r[0]).startswith(
+        "Rob Reviewer withdrew the approval given on v1 (the forge no "
+        "longer counts it).\n"), "rob's withdrawal: %s" %
+        [text(m) for m in r])
+    check(r[0]["In-Reply-To"].strip("<> ") == msgid(s[0]),
+          "rob's withdrawal is not under the cover letter")
+
+    say("run --once twice more: each withdrawal once, none comes back")
+    bed.run("run", "--once")
+    bed.run("run", "--once")
+    time.sleep(1)
+    bed.settle()
+    check(len(bed.archive()) == 7, "mailed again: %s" %
+          [m["Subject"] for m in bed.archive()][7:])
+    notes = api("GET", "/projects/1/merge_requests/1/notes?per_page=100",
+                "rob-token")
+    check(not [n for n in notes if "withdrew" in n["body"]],
+          "a withdrawal mail came back as a note")
+
+
 def note_at(token, body, advance_s):
     """A comment after moving the simulated clock on advance_s."""
     sim("POST", "/_sim/time", {"advance_s": advance_s})
@@ -832,7 +925,7 @@ def scenario_quicklook(bed):
 SCENARIOS = {"comments": scenario_comments, "merges": scenario_merges,
              "internal": scenario_internal, "quick": scenario_quick,
              "stuck": scenario_stuck, "quicklook": scenario_quicklook,
-             "suggest": scenario_suggest}
+             "suggest": scenario_suggest, "unack": scenario_unack}
 
 
 def main():

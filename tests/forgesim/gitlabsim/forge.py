@@ -667,6 +667,8 @@ class Forge:
             return False
         was_approved = self.approvals_left(project, mr) == 0
         mr.approvals = [a for a in mr.approvals if a.user_id != user.id]
+        # MergeRequests::RemoveApprovalService: SystemNoteService
+        # .unapprove_mr (app/services/system_notes/merge_requests_service.rb)
         self._system_note(project, mr, user, "unapproved this merge request")
         self._touch_noteable(project, mr)
         action = "unapproved" if was_approved and \
