@@ -46,7 +46,9 @@ usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
             Maintainer withdrew the approval given on v1 (the forge no
             longer counts it)."; one the bridge made for a list trailer
             likewise, under the cover letter; no trailer in it, nothing
-            comes back through the milter.
+            comes back through the milter; the daemon, with merge
+            request hooks firing, mails a second approval and its
+            withdrawal once each.
   stuck     every git fetch fails: a rebased MR's applied mail waits
             (pending cursor) while a later MR's comment is mailed; with
             its first failure an hour back, the mail names the tip and
@@ -740,6 +742,49 @@ def scenario_unack(bed):
                 "rob-token")
     check(not [n for n in notes if "withdrew" in n["body"]],
           "a withdrawal mail came back as a note")
+
+    say("the daemon, with merge request hooks: bob approves again and "
+        "withdraws it")
+    port = bedlib.free_port()
+    secret = bed.write("webhook.secret", "s3cret-token\n", 0o600)
+    with open(bed.cfg, encoding="utf-8") as f:
+        cfg = f.read()
+    bed.write("patchbridge.conf", cfg + "[webhook]\nenabled = yes\n"
+              "listen = 127.0.0.1:%d\nsecret_file = %s\n" % (port, secret))
+    d = bed.daemon()
+    ob.wait_listen(port, d, bed)
+    url = "http://127.0.0.1:%d/hooks/gitlab" % port
+    sim("POST", "/_sim/webhooks", {"project": 1, "url": url,
+                                   "token": "s3cret-token",
+                                   "merge_requests_events": True,
+                                   "note_events": False})
+    sim("POST", "/_sim/time", {"advance_s": 120})
+    api("POST", "/projects/1/merge_requests/1/approve", "bob-token", {})
+    bed.wait_mail(8)
+    bed.settle()
+    check(len([m for m in forge_mails(bed) if "Bob Maintainer approved "
+               "this merge request" in text(m)]) == 2,
+          "bob's second approval is not mailed once")
+    sim("POST", "/_sim/time", {"advance_s": 10})
+    api("POST", "/projects/1/merge_requests/1/unapprove", "bob-token")
+    got = ob.deliveries(url)
+    check(len(got) == 2 and all(x["response_status"] == 200 for x in got),
+          "the hooks: %s" % [(x["event"], x["response_status"])
+                             for x in got])
+    bed.wait_mail(9)
+    bed.settle()
+    w = [m for m in forge_mails(bed)
+         if "Bob Maintainer withdrew" in text(m)]
+    check(len(w) == 2, "the second withdrawal mailed %d times" %
+          (len(w) - 1))
+    acks = [m for m in forge_mails(bed) if "Bob Maintainer approved "
+            "this merge request" in text(m)]
+    check(msgid(acks[1]) != msgid(acks[0]) and
+          {x["In-Reply-To"].strip("<> ") for x in w} ==
+          {msgid(acks[0]), msgid(acks[1])},
+          "each withdrawal is not under its own approval's mail")
+    d.send_signal(signal.SIGTERM)
+    check(d.wait(timeout=30) == 0, "the daemon did not stop cleanly")
 
 
 def note_at(token, body, advance_s):
