@@ -288,26 +288,26 @@ static int add_lines(struct buf *out, char mark, const char *s, size_t len)
 static int file_is(const struct diff *d, size_t f, const char *path);
 
 /* The new side's lines from..to of path, each ending in "\n", when the
- * diff shows every one of them (as context or added). */
+ * diff shows every one of them (as context or added).  One pass: a
+ * file's lines come in the order of their numbers. */
 static int lines_from_diff(struct buf *out, const struct diff *d,
 			   const char *path, int64_t from, int64_t to)
 {
-	int64_t want;
+	int64_t want = from;
 	size_t i;
 	int rc = 0;
 
-	for (want = from; !rc && want <= to; want++) {
-		const struct diff_line *l = NULL;
+	for (i = 0; !rc && i < d->nr_lines && want <= to; i++) {
+		const struct diff_line *l = &d->lines[i];
 
-		for (i = 0; i < d->nr_lines && !l; i++)
-			if (d->lines[i].kind != '-' &&
-			    d->lines[i].new_no == want &&
-			    file_is(d, d->lines[i].file, path))
-				l = &d->lines[i];
-		if (!l)
-			return PB_ENOTFOUND;
+		if (l->kind == '-' || l->new_no != want ||
+		    !file_is(d, l->file, path))
+			continue;
 		rc = buf_addf(out, "%.*s\n", (int)l->len, l->text);
+		want++;
 	}
+	if (!rc && want <= to)
+		rc = PB_ENOTFOUND;
 	return rc;
 }
 
@@ -328,8 +328,8 @@ static int suggestion_render(struct buf *out, const struct sugg_block *b,
 	const char *to_text = b->text.data;
 	int rc = 0, found = 0, applied = 0;
 
-	if (st && st->from_line > 0 && st->from_content && st->to_content &&
-	    *st->from_content &&
+	if (st && st->from_line > 0 && st->to_line <= FORGETEXT_LINE_MAX &&
+	    st->from_content && st->to_content && *st->from_content &&
 	    same_lines(st->to_content, strlen(st->to_content), b->text.data,
 		       b->text.len)) {
 		size_t nl = 0, i, l = strlen(st->from_content);
@@ -413,8 +413,10 @@ int forgetext_markdown_note(struct buf *out, const char *md, size_t len,
 				      line + i);
 			continue;
 		}
-		if (!fence && sg && sg->new_line > 0 && sg->path &&
-		    is_fence(line, n) &&
+		/* Bounded: each block looks through the diff once. */
+		if (!fence && sg && sg->new_line > 0 &&
+		    sg->new_line <= FORGETEXT_LINE_MAX && sg->path &&
+		    nr_sugg < FORGETEXT_SUGGESTIONS_MAX && is_fence(line, n) &&
 		    suggestion_open(&sb, line, n, sg->new_line)) {
 			if (blank)
 				rc = buf_addch(out, '\n');

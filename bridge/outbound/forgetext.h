@@ -33,6 +33,10 @@ struct forge_suggestion;
 
 /* Quote at most this many diff lines before the commented one. */
 #define FORGETEXT_QUOTE_LINES 30
+/* Suggestion blocks of one note shown as changes; the rest as code. */
+#define FORGETEXT_SUGGESTIONS_MAX 64
+/* A line number above this is no line of a file a forge shows. */
+#define FORGETEXT_LINE_MAX 100000000
 
 /* Append md[0..len) as plain text, ending in exactly one "\n" (nothing
  * for a text that is empty once reduced). */

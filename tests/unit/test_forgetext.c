@@ -202,12 +202,44 @@ static void test_suggestion(void **state)
 	/* Not a diff note, a removed line, another language: code. */
 	sugg_is("```suggestion\nx\n```", 0, NULL, 0, 1, "    x\n");
 	sugg_is("```suggestions\nx\n```", 4, NULL, 0, 1, "    x\n");
+	/* A line no file has: code. */
+	sugg_is("```suggestion:+100\nx\n```", INT64_MAX - 10, NULL, 0, 1,
+		"    x\n");
 	/* Applied on the forge already. */
 	st.applied = 1;
 	sugg_is(two, 4, &st, 1, 0,
 		"Better:\n\nSuggested change to src/a/x.c lines 3-4 (applied "
 		"on the forge):\n-\tint v = 2;\n-\treturn v;\n"
 		"+\tint v = 3;\n+\treturn v;\n\nThanks\n");
+}
+
+/* Many blocks: the first FORGETEXT_SUGGESTIONS_MAX as changes, the
+ * rest as code, each looked up once. */
+static void test_suggestion_bounded(void **state)
+{
+	struct forgetext_suggest sg;
+	struct diff *d = NULL;
+	struct buf md = BUF_INIT(1 << 20), b = BUF_INIT(1 << 22);
+	size_t i, changes = 0;
+	const char *p;
+
+	(void)state;
+	for (i = 0; i < FORGETEXT_SUGGESTIONS_MAX + 5; i++)
+		assert_int_equal(buf_adds(&md, "```suggestion:-1+1\nx\n```\n"),
+				 0);
+	assert_int_equal(diff_parse(&d, PATCH, strlen(PATCH)), 0);
+	memset(&sg, 0, sizeof(sg));
+	sg.path = "src/a/x.c";
+	sg.new_line = 2;
+	sg.diff = d;
+	assert_int_equal(forgetext_markdown_note(&b, md.data, md.len, &sg), 0);
+	for (p = b.data; (p = strstr(p, "Suggested change")); p++)
+		changes++;
+	assert_int_equal(changes, FORGETEXT_SUGGESTIONS_MAX);
+	assert_non_null(strstr(b.data, "\n    x\n"));
+	buf_release(&md);
+	buf_release(&b);
+	diff_free(d);
 }
 
 static void test_quote_long_hunk_is_cut(void **state)
@@ -432,6 +464,7 @@ int main(void)
 		cmocka_unit_test(test_quote_not_found),
 		cmocka_unit_test(test_quote_long_hunk_is_cut),
 		cmocka_unit_test(test_suggestion),
+		cmocka_unit_test(test_suggestion_bounded),
 		cmocka_unit_test(test_msgid_forge),
 		cmocka_unit_test(test_loop_filter),
 		cmocka_unit_test(test_loop_filter_forged_marker),
