@@ -1123,10 +1123,11 @@ static void note_newest(int64_t *newest, const struct forge_note *n)
  * cursor "forgemail:seen:P!IID").  A note created or edited since is
  * among them.  When every note above the notes cursor (last) is one
  * handle_note() skips by itself (ours, the bot's, a system note other
- * than an approval), they are handled here: the notes cursor moves past
- * them, and the discussions are not read.  *full: a note needs its
- * discussion (a comment to mail, an internal one to keep back, an
- * approval), or there was no earlier reading: read them all.
+ * than an approval given or withdrawn), they are handled here: the notes
+ * cursor moves past them, and the discussions are not read.  *full: a
+ * note needs its discussion (a comment to mail, an internal one to keep
+ * back, an approval given or withdrawn), or there was no earlier
+ * reading: read them all.
  */
 static int quick_look(int *full, int64_t *newest, struct mrctx *c,
 		      const char *cname, uint64_t last, int64_t seen)

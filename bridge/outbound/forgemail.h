@@ -10,10 +10,11 @@
  * "forgemail:seen:P!IID", the forge's time in ms): a note created or
  * edited since is among them.  When every note above the notes cursor is
  * one that is never mailed by itself (ours, the bot's, a system note
- * other than an approval), the cursor moves past them and the
- * discussions are not read (the forge's note entity has no discussion
- * id); anything else (a comment, a reply in an old thread, an internal
- * note, an approval) has the discussions read as before.  An edited note
+ * other than an approval given or withdrawn), the cursor moves past them
+ * and the discussions are not read (the forge's note entity has no
+ * discussion id); anything else (a comment, a reply in an old thread, an
+ * internal note, an approval given or withdrawn) has the discussions
+ * read as before.  An edited note
  * is not mailed again, either way.  What a note becomes:
  *
  *  - a general comment: a reply to the cover letter of the latest mailed
