@@ -235,6 +235,11 @@ static int suggestion_close(const struct sugg_block *b, const char *line,
 	return f - i >= b->flen && f == n;
 }
 
+static int is_trailing(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r';
+}
+
 /* The lines of a and b are the same, but for trailing blanks and CRs. */
 static int same_lines(const char *a, size_t alen, const char *b, size_t blen)
 {
@@ -247,9 +252,9 @@ static int same_lines(const char *a, size_t alen, const char *b, size_t blen)
 			ea++;
 		while (eb < blen && b[eb] != '\n')
 			eb++;
-		for (ta = ea; ta > i && strchr(" \t\r", a[ta - 1]); ta--)
+		for (ta = ea; ta > i && is_trailing(a[ta - 1]); ta--)
 			;
-		for (tb = eb; tb > j && strchr(" \t\r", b[tb - 1]); tb--)
+		for (tb = eb; tb > j && is_trailing(b[tb - 1]); tb--)
 			;
 		if (ta - i != tb - j || memcmp(a + i, b + j, ta - i))
 			return 0;
