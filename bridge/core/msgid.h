@@ -89,7 +89,8 @@ int msgid_domain_ok(const char *domain);
  *	pb.f.<event>.<id>.<project>.<iid>@<domain>
  *
  *	<event>	 "note" (a comment), "ack" (an approval, id = the system
- *		 note's id), "merged", "closed" (id = the event time in ms)
+ *		 note's id), "unack" (an approval withdrawn, likewise),
+ *		 "merged", "closed" (id = the event time in ms)
  *	<id>	 a decimal number; 0 when the event needs none
  *
  * msgid_parse() refuses these (they are not series mails).

@@ -540,6 +540,13 @@ void forge_position_release(struct forge_position *p)
 
 void forge_note_release(struct forge_note *n)
 {
+	size_t i;
+
+	for (i = 0; i < n->nr_suggestions; i++) {
+		free(n->suggestions[i].from_content);
+		free(n->suggestions[i].to_content);
+	}
+	free(n->suggestions);
 	free(n->type);
 	free(n->body);
 	forge_user_release(&n->author);

@@ -197,6 +197,24 @@ enum forge_line_kind {
 int forge_position_set_line(struct forge_position *p, enum forge_line_kind k,
 			    int64_t old_line, int64_t new_line);
 
+/*
+ * A change suggested in a diff note, as the forge stored it when the note
+ * was made (GitLab: lib/api/entities/suggestion.rb; the lines and their
+ * text from app/models/concerns/suggestible.rb): the new file's lines
+ * from_line..to_line, which read from_content, are to read to_content.
+ */
+struct forge_suggestion {
+	int64_t from_line;
+	int64_t to_line;
+	char *from_content;
+	char *to_content;
+	int applied;
+};
+
+/* Suggestions read of one note; a note holds few (GitLab makes one per
+ * suggestion block). */
+#define FORGE_SUGGESTIONS_MAX 64
+
 struct forge_note {
 	int64_t id;
 	char *type; /* NULL (plain), "DiscussionNote", "DiffNote" */
@@ -216,6 +234,10 @@ struct forge_note {
 	int resolved;
 	int has_position;
 	struct forge_position position;
+	/* A diff note's suggestions, in the order of the note's suggestion
+	 * blocks; none when the forge gave none it could read. */
+	struct forge_suggestion *suggestions;
+	size_t nr_suggestions;
 };
 
 struct forge_note_list {

@@ -1235,6 +1235,77 @@ static int note_internal(const struct json_value *v)
 	return 1;
 }
 
+/* A member of kind k, else NULL; never an error (and err_msg() is kept:
+ * a note that reads well leaves no message behind). */
+static const struct json_value *member_of(const struct json_value *o,
+					  const char *key, enum json_kind k)
+{
+	const struct json_value *m;
+
+	if (!json_has(o, key))
+		return NULL;
+	m = json_member(o, key);
+	return json_kind_of(m) == k ? m : NULL;
+}
+
+/* A string member without NUL bytes, copied; NULL otherwise. */
+static char *str_of(const struct json_value *o, const char *key)
+{
+	const struct json_value *m = member_of(o, key, JSON_STRING);
+	const char *s;
+	size_t len;
+
+	if (!m || json_value_strref(&s, &len, m, key) < 0 ||
+	    memchr(s, '\0', len))
+		return NULL;
+	return xstrndup(s, len);
+}
+
+/*
+ * A diff note's "suggestions" (lib/api/entities/note.rb, for a
+ * MergeRequest DiffNote).  They only shape how the note is mailed, so a
+ * list in another form is left out, never the note; an entry that cannot
+ * be read stays a hole (from_line 0), so the others keep their order.
+ */
+static void suggestions_from_json(struct forge_note *n,
+				  const struct json_value *v)
+{
+	const struct json_value *arr = member_of(v, "suggestions", JSON_ARRAY);
+	size_t i, nr = arr ? json_array_len(arr) : 0;
+
+	if (nr > FORGE_SUGGESTIONS_MAX)
+		nr = FORGE_SUGGESTIONS_MAX;
+	if (nr)
+		n->suggestions = xcalloc(nr, sizeof(*n->suggestions));
+	for (i = 0; i < nr; i++) {
+		const struct json_value *o = json_array_at(arr, i);
+		const struct json_value *from =
+			member_of(o, "from_line", JSON_INT);
+		const struct json_value *to = member_of(o, "to_line", JSON_INT);
+		const struct json_value *ap =
+			member_of(o, "applied", JSON_BOOL);
+		struct forge_suggestion *s = &n->suggestions[i];
+
+		n->nr_suggestions++;
+		if (!from || !to || json_value_int(&s->from_line, from, "") ||
+		    json_value_int(&s->to_line, to, "") || s->from_line < 1 ||
+		    s->to_line < s->from_line)
+			goto hole;
+		s->from_content = str_of(o, "from_content");
+		s->to_content = str_of(o, "to_content");
+		if (!s->from_content || !s->to_content)
+			goto hole;
+		s->applied = ap &&
+			     json_get_bool(&s->applied, o, "applied") >= 0 &&
+			     s->applied;
+		continue;
+hole:
+		free(s->from_content);
+		free(s->to_content);
+		memset(s, 0, sizeof(*s));
+	}
+}
+
 static int note_from_json(struct forge_note *n, const struct json_value *v)
 {
 	const struct json_value *o;
@@ -1259,6 +1330,7 @@ static int note_from_json(struct forge_note *n, const struct json_value *v)
 			goto fail;
 		n->has_position = 1;
 	}
+	suggestions_from_json(n, v);
 	n->internal = note_internal(v);
 	return 0;
 fail:

@@ -69,6 +69,8 @@ struct mrctx {
 	/* When this MR's mail began to fail for a reason that may pass
 	 * (its pending entry), 0: it has not. */
 	int64_t failing_since_ms;
+	/* The MR's discussions as read, for an approval withdrawn. */
+	const struct forge_discussion_list *dl;
 };
 
 /* A note with the discussion it belongs to. */
@@ -416,11 +418,12 @@ static int find_cover(struct store_mail *out, struct mrctx *c, int rev)
 /*
  * The patch mail of revision rev whose diff as mailed holds the line
  * (new side: the last patch touching the file has the head's numbers;
- * old side: the first has the base's), quoted into quote.  Without such
- * a line, the last patch touching the path, unquoted.
+ * old side: the first has the base's), quoted into quote, and that diff
+ * in *dp (the caller frees it).  Without such a line, the last patch
+ * touching the path, unquoted, and no diff.
  */
 static int find_patch(struct store_mail *out, struct buf *quote,
-		      struct mrctx *c, int rev, int total,
+		      struct diff **dp, struct mrctx *c, int rev, int total,
 		      const struct forge_position *p)
 {
 	const char *path = p->new_path ? p->new_path : p->old_path;
@@ -450,12 +453,13 @@ static int find_patch(struct store_mail *out, struct buf *quote,
 						  p->new_line))
 				found = 1;
 		}
-		diff_free(d);
 		if (found) {
+			*dp = d;
 			rc = store_mail_find(out, c->fm->store, c->project,
 					     c->iid, rev, k);
 			goto out;
 		}
+		diff_free(d);
 	}
 	rc = fallback ? store_mail_find(out, c->fm->store, c->project, c->iid,
 					rev, fallback) :
@@ -640,6 +644,118 @@ out:
 	return rc;
 }
 
+/* The newest approval of n's author before n, among the MR's notes. */
+static const struct forge_note *approval_before(const struct mrctx *c,
+						const struct forge_note *n)
+{
+	const struct forge_note *best = NULL;
+	size_t i, j;
+
+	for (i = 0; c->dl && i < c->dl->nr; i++)
+		for (j = 0; j < c->dl->items[i].nr_notes; j++) {
+			const struct forge_note *a = &c->dl->items[i].notes[j];
+
+			if (a->system && a->id < n->id &&
+			    a->author.id == n->author.id &&
+			    forgetext_is_approval(a->body) &&
+			    (!best || a->id > best->id))
+				best = a;
+		}
+	return best;
+}
+
+/*
+ * An approval withdrawn on the forge (the system note "unapproved this
+ * merge request", SystemNotes::MergeRequestsService#unapprove_mr, made by
+ * MergeRequests::RemoveApprovalService): the list holds that approval as
+ * a trailer - the mail of the forge's approval (event "ack"), or the
+ * reviewer's own trailer the bridge approved for - which no longer
+ * counts.  Say so under that mail, or under the cover letter of the
+ * revision the trailer was given on, once (event "unack", the note's
+ * id).  1: the list never saw the approval, nothing to mail.
+ */
+static int withdrawn(struct mrctx *c, const struct forge_note *n,
+		     const char *cursor_value)
+{
+	const struct forge_note *a = approval_before(c, n);
+	struct store_mail parent, cover;
+	struct store_revision rev;
+	struct buf mid = BUF_INIT(PB_MSGID_MAX);
+	struct buf head = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	struct outmsg m;
+	char *name = NULL;
+	int rc = 0, revision = 0, have_parent = 0;
+
+	store_mail_init(&parent);
+	store_mail_init(&cover);
+	store_revision_init(&rev);
+	memset(&m, 0, sizeof(m));
+	buf_init(&m.body, 4096);
+	if (a &&
+	    !msgid_format_forge(&mid, "ack", c->project, (uint64_t)c->iid,
+				(uint64_t)a->id,
+				config_str(c->fm->cfg, CFG_BRIDGE_DOMAIN))) {
+		rc = store_mail_get(&parent, c->fm->store, mid.data);
+		if (!rc) {
+			have_parent = 1;
+			revision = parent.revision;
+		} else if (rc != PB_ENOTFOUND) {
+			goto out;
+		}
+		rc = 0;
+	}
+	if (!revision && n->author.username) {
+		name = xasprintf(STORE_CURSOR_LIST_APPROVAL, c->project,
+				 (long long)c->iid, n->author.username);
+		rc = store_cursor_get(&head, c->fm->store, name);
+		if (!rc && head.len)
+			rc = store_revision_by_head(&rev, c->fm->store,
+						    c->project, c->iid,
+						    head.data);
+		if (!rc && head.len)
+			revision = rev.revision;
+		if (rc == PB_ENOTFOUND)
+			rc = 0;
+		if (rc)
+			goto out;
+	}
+	if (!revision) {
+		log_info("note %lld: %s withdrew an approval the list never "
+			 "saw; not mailed",
+			 (long long)n->id, name_of(&n->author));
+		rc = 1;
+		goto out;
+	}
+	rc = find_cover(&cover, c, revision);
+	if (!rc && !have_parent)
+		rc = store_mail_get(&parent, c->fm->store, cover.message_id);
+	if (!rc)
+		rc = buf_addf(&m.body,
+			      "%s withdrew the approval given on v%d (the "
+			      "forge no longer counts it).\n",
+			      name_of(&n->author), revision);
+	if (rc)
+		goto out;
+	m.event = "unack";
+	m.event_id = (uint64_t)n->id;
+	m.who = name_of(&n->author);
+	m.date = note_date(n);
+	m.parent = &parent;
+	m.root = cover.message_id;
+	m.note_id = n->id;
+	m.cursor_value = cursor_value;
+	rc = queue(c, &m);
+out:
+	free(name);
+	buf_release(&mid);
+	buf_release(&head);
+	buf_release(&m.body);
+	store_mail_release(&parent);
+	store_mail_release(&cover);
+	store_revision_release(&rev);
+	return rc;
+}
+
 /*
  * A note that stays on the forge: log it and count it for `status`
  * (cursor FORGEMAIL_KEPT_PREFIX P = "COUNT IID:NOTE").
@@ -682,8 +798,12 @@ static int handle_note(struct mrctx *c, const struct fnote *fn,
 	struct store_revision rev;
 	struct outmsg m;
 	struct buf quote = BUF_INIT(1024 * 1024);
+	struct forgetext_suggest sg;
+	struct diff *d = NULL;
 	enum forgetext_skip why;
-	int rc = 0, is_ack = 0;
+	int rc = 0, is_ack = 0, is_unack = 0;
+	int by_bot = bot && *bot && n->author.username &&
+		     !strcmp(n->author.username, bot);
 	const char *body = n->body ? n->body : "";
 
 	store_mail_init(&parent);
@@ -694,11 +814,11 @@ static int handle_note(struct mrctx *c, const struct fnote *fn,
 
 	why = forgetext_skip(n, bot);
 	if (why == FORGETEXT_SKIP_SYSTEM && forgetext_is_approval(n->body) &&
-	    *trailer &&
-	    !(bot && *bot && n->author.username &&
-	      !strcmp(n->author.username, bot)) &&
-	    !approval_from_list(c, n))
+	    *trailer && !by_bot && !approval_from_list(c, n))
 		is_ack = 1;
+	else if (why == FORGETEXT_SKIP_SYSTEM &&
+		 forgetext_is_unapproval(n->body) && !by_bot)
+		is_unack = 1;
 	else if (why != FORGETEXT_MAIL) {
 		log_debug("note %lld not mailed: %s", (long long)n->id,
 			  forgetext_skip_name(why));
@@ -710,6 +830,10 @@ static int handle_note(struct mrctx *c, const struct fnote *fn,
 		rc = keep_back(c, n);
 		if (!rc)
 			rc = 1;
+		goto out;
+	}
+	if (is_unack) {
+		rc = withdrawn(c, n, cursor_value);
 		goto out;
 	}
 	rc = find_cover(&cover, c, c->latest.revision);
@@ -756,7 +880,7 @@ static int handle_note(struct mrctx *c, const struct fnote *fn,
 			if (!find_cover(&cover, c, r))
 				m.root = cover.message_id;
 		}
-		rc = find_patch(&parent, &quote, c, r, total, &n->position);
+		rc = find_patch(&parent, &quote, &d, c, r, total, &n->position);
 		if (rc == PB_ENOTFOUND)
 			rc = store_mail_get(&parent, c->fm->store,
 					    cover.message_id);
@@ -777,8 +901,21 @@ static int handle_note(struct mrctx *c, const struct fnote *fn,
 		if (!rc)
 			rc = buf_addch(&m.body, '\n');
 	}
+	/* A suggestion is GitLab's only on a DiffNote's new line
+	 * (DiffNote#supports_suggestion?), a reply in its thread too. */
+	memset(&sg, 0, sizeof(sg));
+	if (n->has_position && n->position.new_line > 0 && n->type &&
+	    !strcmp(n->type, "DiffNote")) {
+		sg.path = n->position.new_path ? n->position.new_path :
+						 n->position.old_path;
+		sg.new_line = n->position.new_line;
+		sg.stored = n->suggestions;
+		sg.nr_stored = n->nr_suggestions;
+		sg.diff = d;
+	}
 	if (!rc)
-		rc = forgetext_markdown(&m.body, body, strlen(body));
+		rc = forgetext_markdown_note(&m.body, body, strlen(body),
+					     sg.path ? &sg : NULL);
 	if (!rc && c->mr.web_url)
 		rc = buf_addf(&m.body, "\n-- \nOn the forge: %s#note_%lld\n",
 			      c->mr.web_url, (long long)n->id);
@@ -796,6 +933,7 @@ send:
 	m.cursor_value = cursor_value;
 	rc = queue(c, &m);
 out:
+	diff_free(d);
 	buf_release(&quote);
 	buf_release(&m.body);
 	store_mail_release(&parent);
@@ -1246,10 +1384,11 @@ static int idwin_save(struct idwin *w, struct forgemail *fm, const char *name,
  * cursor "forgemail:seen:P!IID").  A note created or edited since is
  * among them.  When every note above the notes cursor (last) is one
  * handle_note() skips by itself (ours, the bot's, a system note other
- * than an approval), they are handled here: the notes cursor moves past
- * them, and the discussions are not read.  *full: a note needs its
- * discussion (a comment to mail, an internal one to keep back, an
- * approval), or came late (struct idwin), or there was no earlier
+ * than an approval given or withdrawn), they are handled here: the notes
+ * cursor moves past them, and the discussions are not read.  *full: a
+ * note needs its discussion (a comment to mail, an internal one to keep
+ * back, an approval given or withdrawn), or came late (struct idwin), or
+ * there was no earlier
  * reading: read them all.
  */
 static int quick_look(int *full, int64_t *newest, struct idwin *w,
@@ -1288,10 +1427,13 @@ static int quick_look(int *full, int64_t *newest, struct idwin *w,
 			goto out; /* *full: it needs a look like a new one */
 		if (n->id <= 0 || (uint64_t)n->id <= last)
 			continue;
-		/* Mailed, or an approval: handle_note() looks further. */
+		/* Mailed, or an approval given or withdrawn: handle_note()
+		 * looks further. */
 		why = forgetext_skip(n, bot);
-		if (why == FORGETEXT_MAIL || (why == FORGETEXT_SKIP_SYSTEM &&
-					      forgetext_is_approval(n->body)))
+		if (why == FORGETEXT_MAIL ||
+		    (why == FORGETEXT_SKIP_SYSTEM &&
+		     (forgetext_is_approval(n->body) ||
+		      forgetext_is_unapproval(n->body))))
 			goto out; /* *full */
 		log_debug("note %lld not mailed: %s", (long long)n->id,
 			  forgetext_skip_name(why));
@@ -1385,6 +1527,7 @@ static int mr_once(struct forgemail *fm, const char *project, int64_t iid,
 	}
 	if (rc)
 		goto out;
+	c.dl = &dl;
 	for (i = 0; i < dl.nr; i++)
 		for (j = 0; j < dl.items[i].nr_notes; j++) {
 			const struct forge_note *n = &dl.items[i].notes[j];

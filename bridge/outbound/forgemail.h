@@ -10,10 +10,11 @@
  * "forgemail:seen:P!IID", the forge's time in ms): a note created or
  * edited since is among them.  When every note above the notes cursor is
  * one that is never mailed by itself (ours, the bot's, a system note
- * other than an approval), the cursor moves past them and the
- * discussions are not read (the forge's note entity has no discussion
- * id); anything else (a comment, a reply in an old thread, an internal
- * note, an approval) has the discussions read as before.  An edited note
+ * other than an approval given or withdrawn), the cursor moves past them
+ * and the discussions are not read (the forge's note entity has no
+ * discussion id); anything else (a comment, a reply in an old thread, an
+ * internal note, an approval given or withdrawn) has the discussions
+ * read as before.  An edited note
  * is not mailed again, either way.  What a note becomes:
  *
  *  - a general comment: a reply to the cover letter of the latest mailed
@@ -21,7 +22,10 @@
  *  - a diff note: "Re: [PATCH vN k/M] title", In-Reply-To the patch mail
  *    whose diff as mailed holds the note's line (the revision mailed for
  *    the position's head_sha, else the latest), quoting the hunk down to
- *    that line (forgetext.h), then the comment;
+ *    that line (forgetext.h), then the comment, a suggestion in it as
+ *    the change it makes ("Suggested change to PATH lines A-B:", the
+ *    lines it replaces as "-" lines, the suggestion as "+" lines;
+ *    forgetext_markdown_note());
  *  - a later note of a discussion (an answered general comment is one
  *    too): under the mail of the discussion's newest mirrored note
  *    (thread map: store_mail_by_discussion());
@@ -31,6 +35,11 @@
  *    form, HOST its commit_email_hostname when the token may read it,
  *    else GitLab's default users.noreply.FORGE-HOST) when the user shows
  *    no public email;
+ *  - an approval withdrawn ("unapproved this merge request") that the
+ *    list holds as a trailer (the approval's mail, or a list trailer the
+ *    bridge approved for): "NAME withdrew the approval given on vN (the
+ *    forge no longer counts it)." under the approval's mail, else the
+ *    cover letter of vN; no trailer in it, so no tool collects one;
  *  - the MR merged: "applied, thanks" with the final commit of each patch
  *    of the latest revision (as mailed when the merged head is the mailed
  *    head; for a squash, the squash commit and each patch as mailed;
@@ -44,7 +53,8 @@
  * mailed; each is logged and counted in cursor FORGEMAIL_KEPT_PREFIX P
  * ("COUNT IID:NOTE" of the last one), which `status` shows.
  *
- * Loop guards: system notes other than approvals, notes of the bridge's
+ * Loop guards: system notes other than approvals given or withdrawn,
+ * notes of the bridge's
  * user ([forge] bot_username, or else the token's user as the forge says,
  * forge_whoami()) and notes that end with our hidden marker as the
  * inbound side writes it are not mailed (forgetext_skip()); marker text

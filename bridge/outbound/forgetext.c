@@ -148,12 +148,253 @@ static int is_blank(const char *s, size_t len)
 	return 1;
 }
 
+/* --- suggestions -------------------------------------------------------- */
+
+/*
+ * GitLab's reading of a suggestion block (lib/gitlab/diff/
+ * suggestions_parser.rb, app/models/concerns/suggestible.rb): a fenced
+ * block of the language "suggestion", "-X+Y" after a colon (anything
+ * else there: no range), at most 100 lines either way, never above
+ * line 1.
+ */
+#define SUGGEST_CONTEXT_MAX 100
+
+struct sugg_block {
+	char fch; /* the fence's character */
+	size_t flen; /* and its length */
+	size_t indent; /* the opening fence's, taken off each line */
+	int64_t from, to; /* the lines it replaces */
+	struct buf text; /* its lines, each ending in "\n" */
+};
+
+static int64_t range_num(const char *s, size_t n, size_t *i)
+{
+	int64_t v = 0;
+	size_t d = 0;
+
+	while (*i < n && s[*i] >= '0' && s[*i] <= '9') {
+		if (v < 1000000)
+			v = v * 10 + (s[*i] - '0');
+		(*i)++;
+		d++;
+	}
+	return d ? v : -1;
+}
+
+/* Does line open a suggestion block?  Then fill b's fence and range. */
+static int suggestion_open(struct sugg_block *b, const char *line, size_t n,
+			   int64_t new_line)
+{
+	size_t i = indent_of(line, n), f, w;
+	int64_t above = 0, below = 0, v;
+
+	b->indent = i;
+	b->fch = line[i];
+	for (f = i; f < n && line[f] == b->fch; f++)
+		;
+	b->flen = f - i;
+	while (f < n && (line[f] == ' ' || line[f] == '\t'))
+		f++;
+	for (w = f; w < n && line[w] != ' ' && line[w] != '\t'; w++)
+		;
+	if (w - f < 10 || memcmp(line + f, "suggestion", 10) ||
+	    (w - f > 10 && line[f + 10] != ':'))
+		return 0;
+	if (w - f > 11) {
+		size_t k = f + 11;
+
+		/* SUGGESTION_CONTEXT: ^(-N)?(+N)?$, else no range at all */
+		if (k < w && line[k] == '-') {
+			k++;
+			above = range_num(line, w, &k);
+		}
+		if (above >= 0 && k < w && line[k] == '+') {
+			k++;
+			below = range_num(line, w, &k);
+		}
+		if (above < 0 || below < 0 || k != w)
+			above = below = 0;
+	}
+	v = new_line -
+	    (above < SUGGEST_CONTEXT_MAX ? above : SUGGEST_CONTEXT_MAX);
+	b->from = v > 1 ? v : 1;
+	b->to = new_line +
+		(below < SUGGEST_CONTEXT_MAX ? below : SUGGEST_CONTEXT_MAX);
+	return 1;
+}
+
+/* Does line close block b (CommonMark: the same character, at least as
+ * many, nothing else)? */
+static int suggestion_close(const struct sugg_block *b, const char *line,
+			    size_t n)
+{
+	size_t i = indent_of(line, n), f;
+
+	for (f = i; f < n && line[f] == b->fch; f++)
+		;
+	return f - i >= b->flen && f == n;
+}
+
+static int is_trailing(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r';
+}
+
+/* The lines of a and b are the same, but for trailing blanks and CRs. */
+static int same_lines(const char *a, size_t alen, const char *b, size_t blen)
+{
+	size_t i = 0, j = 0;
+
+	for (;;) {
+		size_t ea = i, eb = j, ta, tb;
+
+		while (ea < alen && a[ea] != '\n')
+			ea++;
+		while (eb < blen && b[eb] != '\n')
+			eb++;
+		for (ta = ea; ta > i && is_trailing(a[ta - 1]); ta--)
+			;
+		for (tb = eb; tb > j && is_trailing(b[tb - 1]); tb--)
+			;
+		if (ta - i != tb - j || memcmp(a + i, b + j, ta - i))
+			return 0;
+		i = ea + 1;
+		j = eb + 1;
+		if (i >= alen || j >= blen)
+			return i >= alen && j >= blen;
+	}
+}
+
+/* Append each line of s[0..len) as a diff's mark ('-', '+') would have
+ * it, or with mark 0 indented as code. */
+static int add_lines(struct buf *out, char mark, const char *s, size_t len)
+{
+	size_t i = 0;
+	int rc = 0;
+
+	while (!rc && i < len) {
+		const char *nl = memchr(s + i, '\n', len - i);
+		size_t e = nl ? (size_t)(nl - s) : len, t = e;
+
+		if (t > i && s[t - 1] == '\r')
+			t--;
+		if (mark)
+			rc = buf_addf(out, "%c%.*s\n", mark, (int)(t - i),
+				      s + i);
+		else if (t > i)
+			rc = buf_addf(out, "    %.*s\n", (int)(t - i), s + i);
+		else
+			rc = buf_addch(out, '\n');
+		i = e + 1;
+	}
+	return rc;
+}
+
+static int file_is(const struct diff *d, size_t f, const char *path);
+
+/* The new side's lines from..to of path, each ending in "\n", when the
+ * diff shows every one of them (as context or added).  One pass: a
+ * file's lines come in the order of their numbers. */
+static int lines_from_diff(struct buf *out, const struct diff *d,
+			   const char *path, int64_t from, int64_t to)
+{
+	int64_t want = from;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; !rc && i < d->nr_lines && want <= to; i++) {
+		const struct diff_line *l = &d->lines[i];
+
+		if (l->kind == '-' || l->new_no != want ||
+		    !file_is(d, l->file, path))
+			continue;
+		rc = buf_addf(out, "%.*s\n", (int)l->len, l->text);
+		want++;
+	}
+	if (!rc && want <= to)
+		rc = PB_ENOTFOUND;
+	return rc;
+}
+
+/*
+ * "Suggested change to PATH lines A-B:", the replaced lines as "-" and
+ * the suggestion as "+": the replaced lines as the forge stored them
+ * with the note (the k-th of its suggestions, when its text is this
+ * block's), else as the mailed diff shows them; neither, and the block
+ * is shown as it is, saying so.
+ */
+static int suggestion_render(struct buf *out, const struct sugg_block *b,
+			     const struct forgetext_suggest *sg, size_t k)
+{
+	const struct forge_suggestion *st = k < sg->nr_stored ? &sg->stored[k] :
+								NULL;
+	struct buf old = BUF_INIT(out->max);
+	int64_t from = b->from, to = b->to;
+	const char *to_text = b->text.data;
+	int rc = 0, found = 0, applied = 0;
+
+	if (st && st->from_line > 0 && st->to_line <= FORGETEXT_LINE_MAX &&
+	    st->from_content && st->to_content && *st->from_content &&
+	    same_lines(st->to_content, strlen(st->to_content), b->text.data,
+		       b->text.len)) {
+		size_t nl = 0, i, l = strlen(st->from_content);
+
+		for (i = 0; i < l; i++)
+			nl += st->from_content[i] == '\n';
+		if (l && st->from_content[l - 1] != '\n')
+			nl++;
+		from = st->from_line;
+		to = from + (int64_t)nl - 1;
+		rc = buf_adds(&old, st->from_content);
+		found = !rc;
+		applied = st->applied;
+	}
+	if (!found && !rc && sg->diff) {
+		rc = lines_from_diff(&old, sg->diff, sg->path, from, to);
+		found = !rc;
+		if (rc == PB_ENOTFOUND) {
+			buf_reset(&old);
+			rc = 0;
+		}
+	}
+	if (rc)
+		goto out;
+	if (from == to)
+		rc = buf_addf(out, "Suggested change to %s line %lld", sg->path,
+			      (long long)from);
+	else
+		rc = buf_addf(out, "Suggested change to %s lines %lld-%lld",
+			      sg->path, (long long)from, (long long)to);
+	if (!rc && !found)
+		rc = buf_adds(out, " (the lines it replaces are not in the "
+				   "mailed diff):\n");
+	else if (!rc)
+		rc = buf_adds(out,
+			      applied ? " (applied on the forge):\n" : ":\n");
+	if (!rc && found)
+		rc = add_lines(out, '-', old.data, old.len);
+	if (!rc)
+		rc = add_lines(out, found ? '+' : 0, to_text, b->text.len);
+out:
+	buf_release(&old);
+	return rc;
+}
+
 int forgetext_markdown(struct buf *out, const char *md, size_t len)
 {
-	struct buf text = BUF_INIT(out->max);
-	size_t start = out->len, pos = 0;
-	int rc, fence = 0, blank = 0;
+	return forgetext_markdown_note(out, md, len, NULL);
+}
 
+int forgetext_markdown_note(struct buf *out, const char *md, size_t len,
+			    const struct forgetext_suggest *sg)
+{
+	struct buf text = BUF_INIT(out->max);
+	struct sugg_block sb;
+	size_t start = out->len, pos = 0, nr_sugg = 0;
+	int rc, fence = 0, blank = 0, in_sugg = 0;
+
+	memset(&sb, 0, sizeof(sb));
+	buf_init(&sb.text, out->max);
 	rc = strip_comments(&text, md, len);
 	while (!rc && pos < text.len) {
 		const char *line = text.data + pos, *nl;
@@ -164,6 +405,31 @@ int forgetext_markdown(struct buf *out, const char *md, size_t len)
 		pos += n + (nl ? 1 : 0);
 		while (n && (line[n - 1] == ' ' || line[n - 1] == '\t'))
 			n--;
+		if (in_sugg) {
+			if (suggestion_close(&sb, line, n)) {
+				in_sugg = 0;
+				rc = suggestion_render(out, &sb, sg, nr_sugg++);
+				continue;
+			}
+			for (i = 0; i < sb.indent && i < n && line[i] == ' ';
+			     i++)
+				;
+			rc = buf_addf(&sb.text, "%.*s\n", (int)(n - i),
+				      line + i);
+			continue;
+		}
+		/* Bounded: each block looks through the diff once. */
+		if (!fence && sg && sg->new_line > 0 &&
+		    sg->new_line <= FORGETEXT_LINE_MAX && sg->path &&
+		    nr_sugg < FORGETEXT_SUGGESTIONS_MAX && is_fence(line, n) &&
+		    suggestion_open(&sb, line, n, sg->new_line)) {
+			if (blank)
+				rc = buf_addch(out, '\n');
+			blank = 0;
+			buf_reset(&sb.text);
+			in_sugg = 1;
+			continue;
+		}
 		if (is_fence(line, n)) {
 			fence = !fence;
 			continue;
@@ -199,6 +465,10 @@ int forgetext_markdown(struct buf *out, const char *md, size_t len)
 		if (!rc)
 			rc = buf_addch(out, '\n');
 	}
+	/* A block left open runs to the end of the note, as in GitLab. */
+	if (!rc && in_sugg)
+		rc = suggestion_render(out, &sb, sg, nr_sugg);
+	buf_release(&sb.text);
 	buf_release(&text);
 	if (rc)
 		buf_truncate(out, start);
@@ -345,4 +615,11 @@ const char *forgetext_skip_name(enum forgetext_skip why)
 int forgetext_is_approval(const char *body)
 {
 	return body && !strncmp(body, "approved this merge request", 27);
+}
+
+/* SystemNotes::MergeRequestsService#unapprove_mr
+ * (app/services/system_notes/merge_requests_service.rb). */
+int forgetext_is_unapproval(const char *body)
+{
+	return body && !strncmp(body, "unapproved this merge request", 29);
 }

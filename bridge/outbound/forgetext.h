@@ -8,7 +8,9 @@
  *    list reader expects: HTML comments (our hidden marker among them)
  *    removed, headings as plain lines, "**bold**" as "*bold*", links
  *    "[t](u)" as "t <u>", fenced code as a block indented by four spaces,
- *    backslash escapes resolved, CRLF as LF, no run of blank lines;
+ *    backslash escapes resolved, CRLF as LF, no run of blank lines; in a
+ *    diff note, a suggestion as the change it makes
+ *    (forgetext_markdown_note());
  *  - forgetext_quote_hunk(): the hunk of a diff as mailed that holds a
  *    diff note's line, quoted "> " down to and including that line, the
  *    way a reviewer trims a patch before answering;
@@ -27,13 +29,46 @@
 
 struct diff;
 struct forge_note;
+struct forge_suggestion;
 
 /* Quote at most this many diff lines before the commented one. */
 #define FORGETEXT_QUOTE_LINES 30
+/* Suggestion blocks of one note shown as changes; the rest as code. */
+#define FORGETEXT_SUGGESTIONS_MAX 64
+/* A line number above this is no line of a file a forge shows. */
+#define FORGETEXT_LINE_MAX 100000000
 
 /* Append md[0..len) as plain text, ending in exactly one "\n" (nothing
  * for a text that is empty once reduced). */
 int forgetext_markdown(struct buf *out, const char *md, size_t len);
+
+/*
+ * What a diff note's suggestion blocks are shown against
+ * (doc/user/project/merge_requests/reviews/suggestions.md): the note's
+ * file and line, the suggestions the forge stored with the note, and the
+ * diff as mailed that holds the line.
+ */
+struct forgetext_suggest {
+	const char *path; /* the commented file */
+	int64_t new_line; /* its new line; <= 0: the note takes none */
+	const struct forge_suggestion *stored; /* in block order; may be NULL */
+	size_t nr_stored;
+	const struct diff *diff; /* NULL: none */
+};
+
+/*
+ * forgetext_markdown() for a diff note: each "```suggestion:-X+Y" block
+ * (GitLab's reading: lines new_line-X .. new_line+Y, at most 100 either
+ * way) becomes "Suggested change to PATH lines A-B:" with the lines it
+ * replaces as "-" lines and the block as "+" lines, like a diff.  The
+ * replaced lines are those the forge stored with the note, when its
+ * suggestion of that order has the block's text; else those of the
+ * mailed diff, when it shows every one of them; else the heading says
+ * they are not in the mailed diff and the block is shown as code.
+ * sg NULL: as forgetext_markdown().
+ */
+int forgetext_markdown_note(struct buf *out, const char *md, size_t len,
+			    const struct forgetext_suggest *sg);
 
 /*
  * Append the quote for a note on path at old_line / new_line (0: absent;
@@ -75,5 +110,8 @@ const char *forgetext_skip_name(enum forgetext_skip why);
 
 /* True when a system note's body records an approval. */
 int forgetext_is_approval(const char *body);
+
+/* True when a system note's body records an approval withdrawn. */
+int forgetext_is_unapproval(const char *body);
 
 #endif

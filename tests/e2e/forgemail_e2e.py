@@ -3,7 +3,7 @@
 -> private Postfix (pfbed) -> list archive.  Reuses outbound_e2e's bed.
 
 usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
-                        noreply|pushed|late|commit
+                        noreply|pushed|late|commit|suggest|unack
                         --patchbridge BIN --work DIR
 
   comments  an MR mailed as a 3-patch series; rob's diff note on patch 1
@@ -51,6 +51,19 @@ usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
   commit    a comment on one commit's own diff (the Commits tab), at a
             line a later commit changes: mailed under that commit's
             patch, quoting that patch's hunk.
+  suggest   a diff note's suggestion (```suggestion:-1+1) is mailed as
+            the change it makes: "Suggested change to src/a/x.c lines
+            2-4:", the lines it replaces as "-", the suggestion as "+";
+            a one-line suggestion in a reply of its thread too; a
+            suggestion block in a general comment stays code.
+  unack     an approval withdrawn on the forge ("unapproved this merge
+            request") is mailed once, under the approval's mail: "Bob
+            Maintainer withdrew the approval given on v1 (the forge no
+            longer counts it)."; one the bridge made for a list trailer
+            likewise, under the cover letter; no trailer in it, nothing
+            comes back through the milter; the daemon, with merge
+            request hooks firing, mails a second approval and its
+            withdrawal once each.
   stuck     every git fetch fails: a rebased MR's applied mail waits
             (pending cursor) while a later MR's comment is mailed; with
             its first failure an hour back, the mail names the tip and
@@ -960,12 +973,203 @@ def scenario_commit(bed):
           "not quoted from the commit's patch:\n" + body)
 
 
+def scenario_suggest(bed):
+    bed.start_postfix()
+    bed.config()
+    ob.create_mr("topic", "Teach x and y to count")
+    bed.run("run", "--once")
+    bed.wait_mail(4)
+    bed.settle()
+    ver = api("GET", "/projects/1/merge_requests/1/versions", "rob-token")[0]
+
+    say("rob: a suggestion on src/a/x.c line 3, one line above and below")
+    pos = {"position_type": "text", "base_sha": ver["base_commit_sha"],
+           "start_sha": ver["start_commit_sha"],
+           "head_sha": ver["head_commit_sha"],
+           "old_path": "src/a/x.c", "new_path": "src/a/x.c", "new_line": 3}
+    disc = api("POST", "/projects/1/merge_requests/1/discussions",
+               "rob-token", {"body": "Count from zero:\n\n"
+                             "```suggestion:-1+1\n{\n\treturn n ? n + 1 "
+                             ": 1;\n}\n```\n", "position": pos})
+    check(len(disc["notes"][0]["suggestions"]) == 1,
+          "the forge stored no suggestion: %s" % disc["notes"][0])
+    say("bob answers in the thread with a one-line suggestion")
+    api("POST", "/projects/1/merge_requests/1/discussions/%s/notes" %
+        disc["id"], "bob-token",
+        {"body": "Or simply:\n\n```suggestion\n\treturn n + 2;\n```"})
+    say("a general comment's suggestion block is only code on GitLab")
+    api("POST", "/projects/1/merge_requests/1/notes", "rob-token",
+        {"body": "Elsewhere:\n\n```suggestion\nint z;\n```"})
+    bed.run("run", "--once")
+    bed.wait_mail(7)
+    bed.settle()
+    fm = forge_mails(bed)
+    check(len(fm) == 3, "want 3 forge mails, got %d" % len(fm))
+    first = [m for m in fm if "Count from zero" in text(m)]
+    check(len(first) == 1, "the suggestion mailed %d times" % len(first))
+    body = text(first[0])
+    say("mailed:\n" + body)
+    want = ("Count from zero:\n\nSuggested change to src/a/x.c lines 2-4:\n"
+            "-{\n-\treturn n + 1;\n-}\n"
+            "+{\n+\treturn n ? n + 1 : 1;\n+}\n")
+    check(want in body, "the suggestion is not mailed as the change it "
+          "makes:\n" + body)
+    check(body.index("> +\treturn n + 1;") < body.index(want),
+          "the hunk is not quoted first:\n" + body)
+    answer = [m for m in fm if "Or simply" in text(m)]
+    check(len(answer) == 1 and
+          answer[0]["In-Reply-To"].strip("<> ") == msgid(first[0]),
+          "the answer is not under the suggestion's mail")
+    want = ("Or simply:\n\nSuggested change to src/a/x.c line 3:\n"
+            "-\treturn n + 1;\n+\treturn n + 2;\n")
+    check(want in text(answer[0]), "the answer's suggestion:\n" +
+          text(answer[0]))
+    general = [m for m in fm if "Elsewhere" in text(m)]
+    check(general and "Elsewhere:\n\n    int z;\n" in text(general[0]),
+          "a general comment's block is not mailed as code:\n%s" %
+          (text(general[0]) if general else None))
+    check(not [m for m in fm if "Suggested change" in text(m) and
+               "Elsewhere" in text(m)],
+          "a general comment was read as a suggestion")
+
+
+def list_approval(bed, user, head):
+    """The cursor the inbound side sets before it approves as user for a
+    list trailer (store.h, STORE_CURSOR_LIST_APPROVAL)."""
+    import sqlite3
+    db = sqlite3.connect(os.path.join(bed.work, "state", "state.db"))
+    try:
+        db.execute("INSERT OR REPLACE INTO cursors (name, value, updated) "
+                   "VALUES (?, ?, 0)",
+                   ("list-approval:group/project!1:%s" % user, head))
+        db.commit()
+    finally:
+        db.close()
+
+
+def scenario_unack(bed):
+    start_list(bed)
+    ob.create_mr("topic", "Teach x and y to count")
+    bed.run("run", "--once")
+    bed.wait_mail(4)
+    bed.settle()
+    s = ob.series_of(bed.archive(), 1, 1)
+
+    say("bob approves on the forge: mailed as a trailer")
+    api("POST", "/projects/1/merge_requests/1/approve", "bob-token", {})
+    bed.run("run", "--once")
+    bed.wait_mail(5)
+    bed.settle()
+    ack = [m for m in forge_mails(bed)
+           if "approved this merge request" in text(m)]
+    check(len(ack) == 1 and "Acked-by: Bob Maintainer <" in text(ack[0]),
+          "the approval is not mailed as a trailer")
+
+    say("bob withdraws it on the forge")
+    api("POST", "/projects/1/merge_requests/1/unapprove", "bob-token")
+    bed.run("run", "--once")
+    bed.wait_mail(6)
+    bed.settle()
+    w = [m for m in forge_mails(bed) if "withdrew" in text(m)]
+    check(len(w) == 1, "the withdrawal mailed %d times" % len(w))
+    body = text(w[0])
+    say("mailed: " + body.strip())
+    check(body.startswith("Bob Maintainer withdrew the approval given on v1 "
+                          "(the forge no longer counts it).\n"),
+          "the withdrawal says:\n" + body)
+    check(w[0]["In-Reply-To"].strip("<> ") == msgid(ack[0]),
+          "the withdrawal is not under the approval's mail")
+    check(w[0]["Subject"] == "Re: [PATCH 0/3] Teach x and y to count",
+          "subject: %s" % w[0]["Subject"])
+    check("Bob Maintainer via patchbridge" in w[0]["From"],
+          "From: %s" % w[0]["From"])
+    check(not re.search(r"^\s*[A-Za-z-]+-by:", body, re.M),
+          "a trailer in the withdrawal would be collected:\n" + body)
+
+    say("rob's list trailer was applied as an approval; rob withdraws it "
+        "on the forge")
+    head = api("GET", "/projects/1/merge_requests/1", "rob-token")["sha"]
+    list_approval(bed, "rob", head)
+    api("POST", "/projects/1/merge_requests/1/approve", "rob-token",
+        {"sha": head})
+    api("POST", "/projects/1/merge_requests/1/unapprove", "rob-token")
+    bed.run("run", "--once")
+    bed.wait_mail(7)
+    bed.settle()
+    fm = forge_mails(bed)
+    check(not [m for m in fm if "Rob Reviewer approved" in text(m)],
+          "the list's own trailer came back as an approval mail")
+    r = [m for m in fm if "Rob Reviewer withdrew" in text(m)]
+    check(len(r) == 1 and text(r[0]).startswith(
+        "Rob Reviewer withdrew the approval given on v1 (the forge no "
+        "longer counts it).\n"), "rob's withdrawal: %s" %
+        [text(m) for m in r])
+    check(r[0]["In-Reply-To"].strip("<> ") == msgid(s[0]),
+          "rob's withdrawal is not under the cover letter")
+
+    say("run --once twice more: each withdrawal once, none comes back")
+    bed.run("run", "--once")
+    bed.run("run", "--once")
+    time.sleep(1)
+    bed.settle()
+    check(len(bed.archive()) == 7, "mailed again: %s" %
+          [m["Subject"] for m in bed.archive()][7:])
+    notes = api("GET", "/projects/1/merge_requests/1/notes?per_page=100",
+                "rob-token")
+    check(not [n for n in notes if "withdrew" in n["body"]],
+          "a withdrawal mail came back as a note")
+
+    say("the daemon, with merge request hooks: bob approves again and "
+        "withdraws it")
+    port = bedlib.free_port()
+    secret = bed.write("webhook.secret", "s3cret-token\n", 0o600)
+    with open(bed.cfg, encoding="utf-8") as f:
+        cfg = f.read()
+    bed.write("patchbridge.conf", cfg + "[webhook]\nenabled = yes\n"
+              "listen = 127.0.0.1:%d\nsecret_file = %s\n" % (port, secret))
+    d = bed.daemon()
+    ob.wait_listen(port, d, bed)
+    url = "http://127.0.0.1:%d/hooks/gitlab" % port
+    sim("POST", "/_sim/webhooks", {"project": 1, "url": url,
+                                   "token": "s3cret-token",
+                                   "merge_requests_events": True,
+                                   "note_events": False})
+    sim("POST", "/_sim/time", {"advance_s": 120})
+    api("POST", "/projects/1/merge_requests/1/approve", "bob-token", {})
+    bed.wait_mail(8)
+    bed.settle()
+    check(len([m for m in forge_mails(bed) if "Bob Maintainer approved "
+               "this merge request" in text(m)]) == 2,
+          "bob's second approval is not mailed once")
+    sim("POST", "/_sim/time", {"advance_s": 10})
+    api("POST", "/projects/1/merge_requests/1/unapprove", "bob-token")
+    got = ob.deliveries(url)
+    check(len(got) == 2 and all(x["response_status"] == 200 for x in got),
+          "the hooks: %s" % [(x["event"], x["response_status"])
+                             for x in got])
+    bed.wait_mail(9)
+    bed.settle()
+    w = [m for m in forge_mails(bed)
+         if "Bob Maintainer withdrew" in text(m)]
+    check(len(w) == 2, "the second withdrawal mailed %d times" %
+          (len(w) - 1))
+    acks = [m for m in forge_mails(bed) if "Bob Maintainer approved "
+            "this merge request" in text(m)]
+    check(msgid(acks[1]) != msgid(acks[0]) and
+          {x["In-Reply-To"].strip("<> ") for x in w} ==
+          {msgid(acks[0]), msgid(acks[1])},
+          "each withdrawal is not under its own approval's mail")
+    d.send_signal(signal.SIGTERM)
+    check(d.wait(timeout=30) == 0, "the daemon did not stop cleanly")
+
+
 SCENARIOS = {"comments": scenario_comments, "merges": scenario_merges,
              "internal": scenario_internal, "quick": scenario_quick,
              "stuck": scenario_stuck, "quicklook": scenario_quicklook,
              "noreply": scenario_noreply,
              "pushed": scenario_pushed, "late": scenario_late,
-             "commit": scenario_commit}
+             "commit": scenario_commit, "suggest": scenario_suggest,
+             "unack": scenario_unack}
 
 
 def main():

@@ -514,6 +514,36 @@ class DiffPositionTest(SimTestCase):
     def test_valid_diff_note_on_context_line(self):
         self._diff_note("%s_4_4" % sha1("f.txt"), old_line=4, new_line=4)
 
+    def test_suggestions_are_stored_as_gitlab_parses_them(self):
+        # lib/gitlab/diff/suggestions_parser.rb and suggestion.rb,
+        # app/models/concerns/suggestible.rb: the fenced block's text is
+        # to_content (with the line break of the last replaced line);
+        # from_content the new file's lines new_line-X .. new_line+Y.
+        body = ("Two of them:\n\n```suggestion:-1+1\nline two\n"
+                "line 3\nline four\n```\n\n```python\nnot one\n```\n"
+                "\n```suggestion\n```\n")
+        reply = self.post(body, new_line=3)
+        self.assertEqual(reply.status, 201, reply.body)
+        note = reply.json["notes"][0]
+        self.assertEqual(note["suggestions"], [
+            {"id": note["suggestions"][0]["id"], "from_line": 2,
+             "to_line": 4, "appliable": True, "applied": False,
+             "from_content": "line 2\nline three\nline 4\n",
+             "to_content": "line two\nline 3\nline four\n"},
+            {"id": note["suggestions"][1]["id"], "from_line": 3,
+             "to_line": 3, "appliable": True, "applied": False,
+             "from_content": "line three\n", "to_content": ""}])
+        listed = SIM.api("GET", "/projects/%s/merge_requests/1/discussions"
+                         % self.pid).json[-1]["notes"][0]
+        self.assertEqual(listed["suggestions"], note["suggestions"])
+
+    def test_no_suggestion_on_a_removed_line(self):
+        # DiffNote#supports_suggestion?: the line must be suggestible
+        # (not a removed one); the block stays in the body as it is.
+        reply = self.post("```suggestion\nline 6\n```\n", old_line=6)
+        self.assertEqual(reply.status, 201, reply.body)
+        self.assertEqual(reply.json["notes"][0]["suggestions"], [])
+
     def test_reply_in_a_diff_thread_is_a_diff_note_there(self):
         # Discussion#reply_attributes: type and position of the first note.
         thread = self.post(new_line=3).json

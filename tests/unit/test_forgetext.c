@@ -134,6 +134,114 @@ static void test_quote_not_found(void **state)
 	diff_free(d);
 }
 
+/* A diff note's suggestion blocks, against PATCH's src/a/x.c (new side:
+ * 1 "int x(void)", 2 "{", 3 "\tint v = 2;", 4 "\treturn v;", 5 "}"). */
+static void sugg_is(const char *md, int64_t line,
+		    const struct forge_suggestion *st, size_t nr, int with_diff,
+		    const char *want)
+{
+	struct forgetext_suggest sg;
+	struct diff *d = NULL;
+	struct buf b = BUF_INIT(1 << 20);
+
+	assert_int_equal(diff_parse(&d, PATCH, strlen(PATCH)), 0);
+	memset(&sg, 0, sizeof(sg));
+	sg.path = "src/a/x.c";
+	sg.new_line = line;
+	sg.stored = st;
+	sg.nr_stored = nr;
+	sg.diff = with_diff ? d : NULL;
+	assert_int_equal(forgetext_markdown_note(&b, md, strlen(md), &sg), 0);
+	assert_string_equal(b.data, want);
+	buf_release(&b);
+	diff_free(d);
+}
+
+static void test_suggestion(void **state)
+{
+	static const char two[] = "Better:\n\n```suggestion:-1+0\n"
+				  "\tint v = 3;\n\treturn v;\n```\n\nThanks";
+	static const char shown[] = "Better:\n\n"
+				    "Suggested change to src/a/x.c lines 3-4:\n"
+				    "-\tint v = 2;\n-\treturn v;\n"
+				    "+\tint v = 3;\n+\treturn v;\n\nThanks\n";
+	struct forge_suggestion st = { 3, 4,
+				       (char *)"\tint v = 2;\n"
+					       "\treturn v;\n",
+				       (char *)"\tint v = 3;\n\treturn v;\n",
+				       0 };
+	struct forge_suggestion other = st;
+
+	(void)state;
+	/* As the forge stored it, with or without the mailed diff. */
+	sugg_is(two, 4, &st, 1, 0, shown);
+	/* The forge gave none: the mailed diff has the lines. */
+	sugg_is(two, 4, NULL, 0, 1, shown);
+	/* The forge's suggestion of that order is another text: the
+	 * diff's lines, not its. */
+	other.from_content = (char *)"something else\n";
+	other.to_content = (char *)"not this block\n";
+	sugg_is(two, 4, &other, 1, 1, shown);
+	/* Neither has them: said so, the block as it is. */
+	sugg_is(two, 4, &other, 1, 0,
+		"Better:\n\nSuggested change to src/a/x.c lines 3-4 (the lines "
+		"it replaces are not in the mailed diff):\n"
+		"    \tint v = 3;\n    \treturn v;\n\nThanks\n");
+	sugg_is("```suggestion:+3\nx\n```", 4, NULL, 0, 1,
+		"Suggested change to src/a/x.c lines 4-7 (the lines it "
+		"replaces are not in the mailed diff):\n    x\n");
+	/* An empty block removes the line; no range is one line; a range
+	 * GitLab does not read is none. */
+	sugg_is("```suggestion\n```\n", 3, NULL, 0, 1,
+		"Suggested change to src/a/x.c line 3:\n-\tint v = 2;\n");
+	sugg_is("~~~suggestion:up\n}\n~~~", 5, NULL, 0, 1,
+		"Suggested change to src/a/x.c line 5:\n-}\n+}\n");
+	/* Never above line 1; a longer fence holds a shorter one. */
+	sugg_is("````suggestion:-9\n```\n````\n", 1, NULL, 0, 1,
+		"Suggested change to src/a/x.c line 1:\n-int x(void)\n+```\n");
+	/* Not a diff note, a removed line, another language: code. */
+	sugg_is("```suggestion\nx\n```", 0, NULL, 0, 1, "    x\n");
+	sugg_is("```suggestions\nx\n```", 4, NULL, 0, 1, "    x\n");
+	/* A line no file has: code. */
+	sugg_is("```suggestion:+100\nx\n```", INT64_MAX - 10, NULL, 0, 1,
+		"    x\n");
+	/* Applied on the forge already. */
+	st.applied = 1;
+	sugg_is(two, 4, &st, 1, 0,
+		"Better:\n\nSuggested change to src/a/x.c lines 3-4 (applied "
+		"on the forge):\n-\tint v = 2;\n-\treturn v;\n"
+		"+\tint v = 3;\n+\treturn v;\n\nThanks\n");
+}
+
+/* Many blocks: the first FORGETEXT_SUGGESTIONS_MAX as changes, the
+ * rest as code, each looked up once. */
+static void test_suggestion_bounded(void **state)
+{
+	struct forgetext_suggest sg;
+	struct diff *d = NULL;
+	struct buf md = BUF_INIT(1 << 20), b = BUF_INIT(1 << 22);
+	size_t i, changes = 0;
+	const char *p;
+
+	(void)state;
+	for (i = 0; i < FORGETEXT_SUGGESTIONS_MAX + 5; i++)
+		assert_int_equal(buf_adds(&md, "```suggestion:-1+1\nx\n```\n"),
+				 0);
+	assert_int_equal(diff_parse(&d, PATCH, strlen(PATCH)), 0);
+	memset(&sg, 0, sizeof(sg));
+	sg.path = "src/a/x.c";
+	sg.new_line = 2;
+	sg.diff = d;
+	assert_int_equal(forgetext_markdown_note(&b, md.data, md.len, &sg), 0);
+	for (p = b.data; (p = strstr(p, "Suggested change")); p++)
+		changes++;
+	assert_int_equal(changes, FORGETEXT_SUGGESTIONS_MAX);
+	assert_non_null(strstr(b.data, "\n    x\n"));
+	buf_release(&md);
+	buf_release(&b);
+	diff_free(d);
+}
+
 static void test_quote_long_hunk_is_cut(void **state)
 {
 	struct buf text = BUF_INIT(1 << 20), b = BUF_INIT(1 << 20);
@@ -355,6 +463,8 @@ int main(void)
 		cmocka_unit_test(test_quote_rename),
 		cmocka_unit_test(test_quote_not_found),
 		cmocka_unit_test(test_quote_long_hunk_is_cut),
+		cmocka_unit_test(test_suggestion),
+		cmocka_unit_test(test_suggestion_bounded),
 		cmocka_unit_test(test_msgid_forge),
 		cmocka_unit_test(test_loop_filter),
 		cmocka_unit_test(test_loop_filter_forged_marker),

@@ -344,7 +344,16 @@ def note(forge, project_, mr, n):
         out["resolved_by"] = user_basic(forge, users.get(n.resolved_by))
         out["resolved_at"] = iso(n.resolved_at)
     if n.type == "DiffNote":
-        out["suggestions"] = []
+        # lib/api/entities/suggestion.rb; appliable? is false once
+        # applied, on an MR no longer open, or for no change
+        # (app/models/suggestion.rb, inapplicable_reason).
+        out["suggestions"] = [{
+            "id": s["id"], "from_line": s["from_line"],
+            "to_line": s["to_line"],
+            "appliable": not s["applied"] and mr.state == "opened" and
+            s["from_content"] != s["to_content"],
+            "applied": s["applied"], "from_content": s["from_content"],
+            "to_content": s["to_content"]} for s in n.suggestions]
     out.update({
         "confidential": n.internal, "internal": n.internal,
         "imported": False, "imported_from": "none",

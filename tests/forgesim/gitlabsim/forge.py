@@ -21,6 +21,7 @@ import uuid
 from . import diff as diffmod
 from . import errors
 from . import quickactions
+from . import suggestions
 from .clock import Clock
 from .gitrepo import ZERO_SHA, GitError, Repo
 from .model import (DEVELOPER, ID_BASES, MAINTAINER, OWNER, REPORTER,
@@ -760,6 +761,8 @@ class Forge:
             return False
         was_approved = self.approvals_left(project, mr) == 0
         mr.approvals = [a for a in mr.approvals if a.user_id != user.id]
+        # MergeRequests::RemoveApprovalService: SystemNoteService
+        # .unapprove_mr (app/services/system_notes/merge_requests_service.rb)
         self._system_note(project, mr, user, "unapproved this merge request")
         self._touch_noteable(project, mr)
         action = "unapproved" if was_approved and \
@@ -1169,6 +1172,7 @@ class Forge:
             if moved is not None:
                 note.position = moved
                 note.version_id = mr.latest.id
+            self._suggestions(project, note)
         note.commands_changes = changes
         self._touch_noteable(project, mr)
         if note.held:
@@ -1189,6 +1193,21 @@ class Forge:
             self.on_event("note", project=project, mr=mr, actor=user,
                           note=note, action="create")
         return [note.id for _, _, _, note in held]
+
+    def _suggestions(self, project, note):
+        """Suggestions::CreateService after the note is saved, for a
+        DiffNote on a line that is not a removed one (gitlabsim/
+        suggestions.py names GitLab's files)."""
+        pos = note.position
+        if pos.get("position_type") != "text" or not pos.get("new_line"):
+            return
+        data = self.repo(project).git(
+            "cat-file", "blob", "%s:%s" % (pos["head_sha"], pos["new_path"]),
+            ok=(0, 128))
+        lines = data.decode("utf-8", "replace").splitlines(keepends=True)
+        for s in suggestions.parse(note.body, pos["new_line"], lines):
+            s["id"] = self.next_id("suggestion")
+            note.suggestions.append(s)
 
     def check_position(self, project, mr, pos):
         """Validate a diff position the way DiffNote#set_line_code does.

@@ -26,7 +26,7 @@ def is_draft_title(title):
 
 ID_BASES = {"user": 0, "project": 0, "mr": 100, "version": 500,
             "note": 1000, "label": 10, "hook": 0, "token": 0,
-            "delivery": 0, "email": 0}
+            "delivery": 0, "email": 0, "suggestion": 0}
 
 
 @dataclasses.dataclass
@@ -219,6 +219,9 @@ class Note:
     resolved_at: typing.Any = None
     commands_changes: dict = dataclasses.field(default_factory=dict)
     held: bool = False     # saved, not committed: nobody sees it yet
+    # Suggestions::CreateService's rows (gitlabsim/suggestions.py), each
+    # with its "id".
+    suggestions: list = dataclasses.field(default_factory=list)
 
     @property
     def resolvable(self):
