@@ -753,6 +753,22 @@ class ApprovalTest(SimTestCase):
         self.assertEqual(SIM.api("GET", "/projects/1/merge_requests/1/"
                                  "approval_state").status, 404)
 
+    def test_merged_mr_approve_401_unapprove_404(self):
+        """ApprovalService and RemoveApprovalService both `return if
+        merge_request.merged?`: 401 and 404, and the approval stays."""
+        self.assertEqual(self.approve().status, 201)
+        reply = SIM.api("PUT", "/projects/1/merge_requests/1/merge",
+                        "bob-token", body={})
+        self.assertEqual(reply.status, 200, reply.body)
+        # root: an owner who has not approved and did not write the MR
+        self.assertBody(self.approve("admin-token"), 401,
+                        {"message": "401 Unauthorized"})
+        self.assertBody(SIM.api("POST", "/projects/1/merge_requests/1/"
+                                "unapprove", "bob-token"), 404,
+                        {"message": "404 Not Found"})
+        self.assertEqual([a["user"] for a in self.state_mr()["approvals"]],
+                         ["bob"])
+
     def test_reset_approvals_on_push(self):
         self.assertEqual(self.approve().status, 201)
         SIM.ctl("POST", "/projects/1/merge_requests/1/push", {
