@@ -439,11 +439,42 @@ static enum forge_sudo_problem sudo_refusal(const struct gitlab *gl,
 	return p;
 }
 
+/*
+ * GitLab's 409 for a lock it could not take: lib/api/api.rb rescues
+ * ActiveRecord::StaleObjectError and ExclusiveLeaseHelpers::
+ * FailedToObtainLockError with {"message":"409 Conflict: Resource lock"}.
+ * Another request held the record: temporary, retried as a 5xx is.  The
+ * same status means a stale `sha` to approve, a conflict of state that no
+ * retry mends, so the body tells the two apart.
+ */
+static int is_resource_lock(const struct gl_call *c)
+{
+	static const char lock[] = "409 Conflict: Resource lock";
+	const struct json_value *m;
+	struct json_doc *doc = NULL;
+	const char *t;
+	size_t n;
+	int yes = 0;
+
+	if (c->resp.status != 409 ||
+	    json_parse(&doc, c->resp.body.data, c->resp.body.len,
+		       PB_JSON_DEPTH_MAX) < 0)
+		return 0;
+	m = json_member(json_doc_root(doc), "message");
+	if (json_kind_of(m) == JSON_STRING &&
+	    !json_value_strref(&t, &n, m, "message") && n == sizeof(lock) - 1 &&
+	    !memcmp(t, lock, n))
+		yes = 1;
+	json_doc_free(doc);
+	return yes;
+}
+
 static int status_error(struct gl_call *c)
 {
 	struct buf t = BUF_INIT(GL_ERRTEXT_MAX);
 	char text[GL_ERRTEXT_MAX];
-	int code = gitlab_status_code(c->resp.status);
+	int code = is_resource_lock(c) ? PB_ETEMP :
+					 gitlab_status_code(c->resp.status);
 
 	gitlab_error_text(&t, c->resp.body.data, c->resp.body.len);
 	printable_copy(text, sizeof(text), t.data, t.len);
@@ -578,9 +609,13 @@ static int call_do(struct gitlab *gl, struct gl_call *c, enum http_method m,
 							gl->sudo_problem));
 				goto out;
 			}
-			if (st != 429 && (st < 500 || st > 599))
+			if (st != 429 && (st < 500 || st > 599) &&
+			    rc != PB_ETEMP)
 				goto out;
-			/* A 5xx may come after the write was committed. */
+			/* A 5xx may come after the write was committed; a
+			 * Resource lock may too (a note saved, then a touch
+			 * of the MR losing its lock), so it is treated as
+			 * one. */
 			if (kind == GL_ONCE && st != 429) {
 				c->uncertain = 1;
 				goto out;
@@ -2374,7 +2409,10 @@ static int gl_approve(enum forge_approve_result *out, struct forge *f,
 	rc = call_do(gl, &c, HTTP_POST, u.data, &json, GL_SAFE);
 	if (rc == 0)
 		goto out;
-	if (c.resp.status == 409) {
+	/* A Resource lock is a 409 too, and PB_ETEMP (status_error()):
+	 * only the other 409, a stale sha (check_sha_param!), means the
+	 * MR moved on. */
+	if (c.resp.status == 409 && rc != PB_ETEMP) {
 		*out = FORGE_APPROVE_SHA_MISMATCH;
 		goto out;
 	}

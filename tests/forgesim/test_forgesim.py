@@ -1562,6 +1562,19 @@ class FaultTest(SimTestCase):
         log = SIM.ctl("GET", "/requests")
         self.assertEqual(log[-1]["fault"], "drop")
 
+    def test_resource_lock(self):
+        """lib/api/api.rb's 409 for a lock: nothing is written."""
+        SIM.ctl("POST", "/faults", {"kind": "resource_lock",
+                                    "method": "POST", "path": "/notes$"})
+        reply = SIM.api("POST", self.NOTES, body={"body": "locked out"})
+        self.assertBody(reply, 409,
+                        {"message": "409 Conflict: Resource lock"})
+        self.assertNotIn("locked out", self.bodies())
+        self.assertEqual(SIM.api("POST", self.NOTES,
+                                 body={"body": "after"}).status, 201)
+        self.assertEqual(SIM.ctl("GET", "/requests")[-2]["fault"],
+                         "resource_lock")
+
 
 # -- webhooks -----------------------------------------------------------------
 
