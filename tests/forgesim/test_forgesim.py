@@ -944,6 +944,26 @@ class NotesTest(SimTestCase):
     def approve_as_bob(self):
         SIM.api("POST", "/projects/1/merge_requests/1/approve", "bob-token")
 
+    def test_locked_discussion_only_members_comment(self):
+        """IssuablePolicy: locked & ~is_project_member prevents
+        create_note; root is an administrator but no member."""
+        mr = "/projects/1/merge_requests/1"
+        self.assertIsNone(self.mr()["discussion_locked"])
+        reply = SIM.api("PUT", mr, "bob-token",
+                        body={"discussion_locked": True})
+        self.assertEqual(reply.status, 200, reply.body)
+        self.assertTrue(reply.json["discussion_locked"])
+        for path, body in ((mr + "/notes", {"body": "n"}),
+                           (mr + "/discussions", {"body": "d"})):
+            self.assertBody(SIM.api("POST", path, "admin-token", body=body),
+                            403, {"message": "403 Forbidden"})
+            self.assertEqual(SIM.api("POST", path, "bot-token",
+                                     body=body).status, 201)
+        SIM.api("PUT", mr, "bob-token", body={"discussion_locked": False})
+        self.assertFalse(self.mr()["discussion_locked"])
+        self.assertEqual(SIM.api("POST", mr + "/notes", "admin-token",
+                                 body={"body": "open"}).status, 201)
+
 
 # -- pagination ---------------------------------------------------------------
 

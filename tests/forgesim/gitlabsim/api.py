@@ -474,6 +474,7 @@ class Api:
         reviewer_ids = p.int_list("reviewer_ids")
         assignee_ids = p.int_list("assignee_ids")
         squash = p.boolean("squash")
+        discussion_locked = p.boolean("discussion_locked")
         if not any(p.has(k) for k in _MR_UPDATE_PARAMS):
             p.errors.append(", ".join(_MR_UPDATE_PARAMS) + " are missing, "
                             "at least one parameter must be provided")
@@ -493,6 +494,12 @@ class Api:
             raise errors.message(400, {"reviewers": ["is invalid"]})
         if squash is not None:
             mr.squash = squash
+        # IssuableBaseService#filter_params drops discussion_locked unless
+        # the user may admin_merge_request (Developer and up,
+        # app/policies/project_policy.rb).
+        if discussion_locked is not None and \
+                self.forge.access_level(project, ctx.user) >= DEVELOPER:
+            mr.discussion_locked = discussion_locked
         if state_event == "close":
             self.forge.close(project, mr, ctx.user)
         elif state_event == "reopen":
@@ -621,6 +628,16 @@ class Api:
 
     # -- notes ----------------------------------------------------------------
 
+    def _may_note(self, ctx, project, mr):
+        """authorize!(:create_note) (lib/api/helpers/notes_helpers.rb):
+        IssuablePolicy's `rule { locked & ~is_project_member }.prevent
+        :create_note` (app/policies/issuable_policy.rb).  Only a member
+        may comment on a locked discussion; an administrator who is no
+        member may not (a prevent wins over the admin's enable)."""
+        if mr.discussion_locked and (ctx.user is None or
+                                     ctx.user.id not in project.members):
+            raise errors.forbidden()
+
     def _noteable(self, ctx, id, noteable_id):
         iid = _iid(Params({"noteable_id": noteable_id}), "noteable_id")
         project = ctx.project(id)
@@ -673,6 +690,7 @@ class Api:
         head_sha = p.string("merge_request_diff_head_sha")
         p.check()
         project, mr = self._noteable(ctx, id, noteable_id)
+        self._may_note(ctx, project, mr)
         discussion, note, changes, messages = self.forge.create_note(
             project, mr, ctx.user, body,
             internal=bool(internal or confidential), diff_head_sha=head_sha)
@@ -751,6 +769,7 @@ class Api:
         position = _position_params(p)
         p.check()
         project, mr = self._noteable(ctx, id, noteable_id)
+        self._may_note(ctx, project, mr)
         checked = None
         if position is not None:
             checked = self.forge.check_position(project, mr, position)
@@ -795,6 +814,7 @@ class Api:
         discussion = self._discussion(ctx, mr, discussion_id)
         if discussion.notes[0].system:
             raise errors.bad_request("Discussion can not be replied to.")
+        self._may_note(ctx, project, mr)
         _, note, changes, messages = self.forge.create_note(
             project, mr, ctx.user, body, reply_to=discussion)
         if note is None:

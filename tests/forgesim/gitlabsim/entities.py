@@ -211,7 +211,7 @@ def mr_basic(forge, project_, mr):
         "sha": mr.latest.head_sha if mr.latest else None,
         "merge_commit_sha": mr.merge_commit_sha,
         "squash_commit_sha": mr.squash_commit_sha,
-        "discussion_locked": None,
+        "discussion_locked": mr.discussion_locked,
         "should_remove_source_branch": None,
         "force_remove_source_branch": False,
         "allow_collaboration": False, "allow_maintainer_to_push": False,

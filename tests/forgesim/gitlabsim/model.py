@@ -214,6 +214,9 @@ class MergeRequest:
     closed_by: typing.Optional[int] = None
     closed_at: typing.Any = None
     has_conflicts: bool = False
+    # null until someone locks or unlocks it (lib/api/entities/
+    # issuable_entity.rb exposes the column as it is)
+    discussion_locked: typing.Optional[bool] = None
     prepared_at: typing.Any = None     # in the future while "preparing"
     last_edited_at: typing.Any = None
     last_edited_by: typing.Optional[int] = None
