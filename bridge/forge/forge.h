@@ -93,6 +93,9 @@ struct forge_mr {
 	char *merge_commit_sha;
 	char *squash_commit_sha;
 	int squash;
+	/* Only project members may comment (app/policies/
+	 * issuable_policy.rb); null reads as 0. */
+	int discussion_locked;
 };
 
 /* A diff version (GitLab's merge request diff), the bridge's revision. */

@@ -1035,6 +1035,8 @@ static int mr_from_json(struct forge_mr *mr, const struct json_value *v)
 				   "detailed_merge_status")) < 0 ||
 	    (rc = json_get_str_opt(&mr->web_url, v, "web_url")) < 0 ||
 	    (rc = json_get_bool_opt(&mr->draft, v, "draft")) < 0 ||
+	    (rc = json_get_bool_opt(&mr->discussion_locked, v,
+				    "discussion_locked")) < 0 ||
 	    (rc = strings_from_json(&mr->labels, v, "labels")) < 0 ||
 	    (rc = json_get_str_opt(&mr->merge_commit_sha, v,
 				   "merge_commit_sha")) < 0 ||

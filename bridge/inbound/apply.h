@@ -66,6 +66,9 @@ struct apply_target {
 	 * or NULL for a new discussion. */
 	const char *reply_discussion;
 	const char *nak_label; /* e.g. "Acks::NACKed" */
+	/* The MR as read before the actions, or NULL when it could not be
+	 * read. */
+	const struct forge_mr *mr;
 };
 
 struct apply_result {

@@ -74,5 +74,72 @@ class ResourceLockTest(unittest.TestCase):
         self.assertEqual(actions[1000], ("approve", "done"))
 
 
+def merge(b):
+    status, out = sim.api("PUT", "projects/1/merge_requests/1/merge",
+                          {"sha": b.head}, token="bob-token")
+    assert status == 200, (status, out)
+    return out
+
+
+def pb_why(b, mid):
+    return sim.run([sim.PB, "-c", b.conf(), "why", "<%s>" % mid])
+
+
+class LockedDiscussionTest(unittest.TestCase):
+    """discussion_locked: IssuablePolicy lets only members comment."""
+
+    def setUp(self):
+        self.b = sim.Bridge()
+
+    def tearDown(self):
+        self.b.close()
+
+    def lock(self, locked=True):
+        status, out = sim.api("PUT", "projects/1/merge_requests/1",
+                              {"discussion_locked": locked},
+                              token="bob-token")
+        self.assertEqual(status, 200, out)
+        self.assertEqual(out["discussion_locked"], locked)
+
+    def check_not_posted(self, token):
+        b = self.b
+        with open(os.path.join(b.dir, "token"), "w") as f:
+            f.write(token + "\n")
+        self.lock()
+        path, mid = b.reply("Said while it was locked.\n\n" + ACK,
+                            ar=sim.DKIM_PASS)
+        p = b.replay("--apply-now", path)
+        self.assertNotIn("dead 1", p.stdout)
+        self.assertIn("ignored 1", p.stdout)
+        mr = sim.mr_state()
+        self.assertEqual(sim.user_notes(mr), [])
+        self.assertEqual(mr["approvals"], [])
+        row, actions = b.dump(mid)
+        self.assertEqual(row[0], "ignored")
+        self.assertIn("discussion is locked", row[2])
+        self.assertEqual(actions, {})
+        self.assertIn("discussion is locked", pb_why(b, mid))
+        self.assertEqual(os.listdir(os.path.join(b.dir, "spool", "dead")),
+                         [])
+        # Unlocked later: what came while it was locked stays recorded
+        # as not posted; what comes now is posted.
+        self.lock(False)
+        b.replay("--apply-now", "--retry-now")
+        self.assertEqual(sim.user_notes(sim.mr_state()), [])
+        path, mid2 = b.reply("After the unlock.\n", ar=sim.DKIM_PASS)
+        b.replay("--apply-now", path)
+        mr = sim.mr_state()
+        self.assertEqual(sim.marker_count(mr, sim.key(mid2, 0)), 1)
+        self.assertEqual(sim.marker_count(mr, sim.key(mid, 0)), 0)
+
+    def test_locked_bot_no_member(self):
+        # root: GitLab would answer 403 to the comment
+        self.check_not_posted(sim.ADMIN)
+
+    def test_locked_bot_member(self):
+        # the bot's own user is a Developer: GitLab would let it through
+        self.check_not_posted("bot-token")
+
+
 if __name__ == "__main__":
     sys.exit(sim.main())
