@@ -360,14 +360,58 @@ static int mark_list_approval(struct run *r, const char *user)
 	return rc;
 }
 
+/*
+ * A merged or closed MR takes no approval, and that is no word about the
+ * reviewer: ApprovalService#execute and RemoveApprovalService#execute
+ * both `return if merge_request.merged?` (app/services/merge_requests/),
+ * which the endpoints answer with 401 and 404, the answers of a refused
+ * user and of nothing to withdraw.  So the state is read from the MR
+ * before asking (t->mr), not guessed from the answer.  A closed MR is not
+ * approved either: it is not under review.  Writes why into dst and
+ * returns the metric's reason, or NULL for an open MR (or none read).
+ */
+static const char *mr_shut(char *dst, size_t size, const struct forge_mr *mr)
+{
+	const char *sha;
+
+	if (!mr || !mr->state)
+		return NULL;
+	if (!strcmp(mr->state, "merged")) {
+		/* a fast-forward makes no merge commit: the head landed */
+		sha = mr->merge_commit_sha  ? mr->merge_commit_sha :
+		      mr->squash_commit_sha ? mr->squash_commit_sha :
+					      mr->sha;
+		if (sha)
+			snprintf(dst, size,
+				 "the merge request was already merged (at "
+				 "%.12s).",
+				 sha);
+		else
+			snprintf(dst, size,
+				 "the merge request was already merged.");
+		return "merged";
+	}
+	if (!strcmp(mr->state, "closed")) {
+		snprintf(dst, size, "the merge request was closed.");
+		return "closed";
+	}
+	return NULL;
+}
+
 static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 {
 	const struct apply_target *t = r->t;
 	enum forge_approve_result res = FORGE_APPROVE_DONE;
 	char why[PB_ERRMSG_MAX + 256];
+	const char *reason;
 	int rc, rc2;
 
 	(void)arg;
+	if ((reason = mr_shut(why, sizeof(why), t->mr))) {
+		log_notice("approval as %s not asked for: %s", a->user, why);
+		metrics_inc1(MET_APPROVALS_REFUSED, reason);
+		return approval_note(r, a, why);
+	}
 	if (!t->head_sha) {
 		metrics_inc1(MET_APPROVALS_REFUSED, "head_unknown");
 		return approval_note(r, a,
@@ -435,6 +479,13 @@ static int do_unapprove(struct run *r, const struct plan_action *a, void *arg)
 	int rc, rc2;
 
 	(void)arg;
+	if (mr_shut(msg, sizeof(msg), r->t->mr) &&
+	    !strcmp(r->t->mr->state, "merged")) {
+		/* Its approvals stay (a closed MR's can be withdrawn):
+		 * nothing to do, nothing failed. */
+		log_info("approval of %s not withdrawn: %s", a->user, msg);
+		return 0;
+	}
 	rc = act_as(r, a->user);
 	if (rc)
 		return rc;

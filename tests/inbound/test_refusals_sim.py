@@ -85,6 +85,79 @@ def pb_why(b, mid):
     return sim.run([sim.PB, "-c", b.conf(), "why", "<%s>" % mid])
 
 
+class AfterMergeTest(unittest.TestCase):
+    """ApprovalService / RemoveApprovalService: `return if
+    merge_request.merged?`, answered 401 and 404."""
+
+    def setUp(self):
+        self.b = sim.Bridge()
+
+    def tearDown(self):
+        self.b.close()
+
+    def refusal_free(self, mr):
+        for text in bodies(mr):
+            self.assertNotIn("not allowed", text)
+            self.assertNotIn("did not accept", text)
+
+    def test_ack_after_merge(self):
+        b = self.b
+        out = merge(b)
+        landed = out["merge_commit_sha"] or out["sha"]
+        path, mid = b.reply(ACK, ar=sim.DKIM_PASS)
+        p = b.replay("--apply-now", path)
+        self.assertIn("applied 1", p.stdout)
+        mr = sim.mr_state()
+        self.assertEqual(mr["approvals"], [])
+        self.assertEqual(sim.marker_count(mr, sim.key(mid, 0)), 1)
+        notes = [n["body"] for _, n in sim.user_notes(mr)
+                 if sim.key(mid, 1500) in n["body"]]
+        self.assertEqual(len(notes), 1, bodies(mr))
+        self.assertIn("Acked-by", notes[0])
+        self.assertIn("the merge request was already merged (at %s)"
+                      % landed[:12], notes[0])
+        self.refusal_free(mr)
+        row, _ = b.dump(mid)
+        self.assertEqual(row[0], "applied")
+
+    def test_nak_after_merge(self):
+        b = self.b
+        status, _ = sim.api("POST", "projects/1/merge_requests/1/approve",
+                            {"sha": b.head}, token="bob-token")
+        self.assertEqual(status, 201)
+        merge(b)
+        path, mid = b.reply(NAK, ar=sim.DKIM_PASS)
+        p = b.replay("--apply-now", path)
+        self.assertIn("applied 1", p.stdout)
+        self.assertNotIn("dead 1", p.stdout)
+        mr = sim.mr_state()
+        # GitLab keeps a merged MR's approvals; the NAK is said.
+        self.assertEqual([a["user"] for a in mr["approvals"]], ["bob"])
+        self.assertEqual(sim.marker_count(mr, sim.key(mid, 2001)), 1)
+        self.refusal_free(mr)
+        row, actions = b.dump(mid)
+        self.assertEqual(row[0], "applied")
+        self.assertTrue(all(s == "done" for _, s in actions.values()),
+                        actions)
+        self.assertEqual(os.listdir(os.path.join(b.dir, "spool", "dead")),
+                         [])
+
+    def test_ack_after_close(self):
+        b = self.b
+        status, _ = sim.api("PUT", "projects/1/merge_requests/1",
+                            {"state_event": "close"}, token="bob-token")
+        self.assertEqual(status, 200)
+        path, mid = b.reply(ACK, ar=sim.DKIM_PASS)
+        b.replay("--apply-now", path)
+        mr = sim.mr_state()
+        self.assertEqual(mr["approvals"], [])
+        notes = [n["body"] for _, n in sim.user_notes(mr)
+                 if sim.key(mid, 1500) in n["body"]]
+        self.assertEqual(len(notes), 1, bodies(mr))
+        self.assertIn("the merge request was closed", notes[0])
+        self.refusal_free(mr)
+
+
 class LockedDiscussionTest(unittest.TestCase):
     """discussion_locked: IssuablePolicy lets only members comment."""
 
