@@ -769,6 +769,21 @@ class ApprovalTest(SimTestCase):
         self.assertEqual([a["user"] for a in self.state_mr()["approvals"]],
                          ["bob"])
 
+    def test_password_to_approve_is_401(self):
+        SIM.ctl("PUT", "/projects/1/settings",
+                {"require_password_to_approve": True})
+        state = SIM.api("GET", "/projects/1/merge_requests/1/approvals",
+                        "bob-token").json
+        self.assertTrue(state["require_password_to_approve"])
+        self.assertBody(self.approve(), 401, {"message": "401 Unauthorized"})
+        reply = SIM.api("POST", "/projects/1/merge_requests/1/approve",
+                        "bob-token", body={"approval_password": "guess"})
+        self.assertEqual(reply.status, 401)
+        self.assertEqual(self.state_mr()["approvals"], [])
+        SIM.ctl("PUT", "/projects/1/settings",
+                {"require_password_to_approve": False})
+        self.assertEqual(self.approve().status, 201)
+
     def test_reset_approvals_on_push(self):
         self.assertEqual(self.approve().status, 201)
         SIM.ctl("POST", "/projects/1/merge_requests/1/push", {

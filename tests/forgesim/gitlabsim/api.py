@@ -593,6 +593,16 @@ class Api:
         p.check()
         project, mr = self._approvable(ctx, id, iid)
         _check_sha(sha, mr)
+        # EE's ApprovalService#execute first `return if
+        # incorrect_approval_password?`: the project requires a password
+        # and Gitlab::Auth.find_with_user_password(username,
+        # approval_password) fails (ee/app/services/ee/merge_requests/
+        # approval_service.rb), answered 401 like any refusal.  The
+        # simulator's users have no password, so no approval_password is
+        # ever right.
+        if self.forge.settings.edition != "ce" and \
+                project.settings.require_password_to_approve:
+            raise errors.unauthorized()
         # ApprovalService#execute returns nil unless can_be_approved_by?
         # (app/models/concerns/approvable_base.rb: the user may approve
         # and has not yet), and the endpoint answers `unauthorized! unless

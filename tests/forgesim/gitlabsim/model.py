@@ -61,6 +61,8 @@ class ProjectSettings:
     approvals_required: int = 0
     reset_approvals_on_push: bool = False
     merge_requests_author_approval: bool = False
+    # EE "Require user re-authentication (password) to approve"
+    require_password_to_approve: bool = False
     scoped_labels_exclusive: bool = False
     only_allow_merge_if_all_discussions_are_resolved: bool = False
     # Project settings "Merge method" and "Squash commits when merging".
