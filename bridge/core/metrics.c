@@ -45,7 +45,7 @@ static const char *const v_refused[] = {
 	"nak", "ambiguous", "in_sentence", "not_in_block", "loose",
 	"not_sender", "thread_conflict", "quoted", "unaccounted", "unverified",
 	"disabled", "unmapped", "not_owner", "head_unknown", "moved_on",
-	"forge_refused", "merged", "closed", NULL };
+	"forge_refused", "merged", "closed", "reauth_required", NULL };
 static const char *const v_smtp[] = {
 	"tempfail", "rejected", "unknown", NULL };
 static const char *const v_area[] = {
@@ -161,7 +161,8 @@ static const struct metric_def defs[MET__COUNT] = {
 		"`unmapped`, "
 		"`not_owner` (the rules of README's \"Applying replies\"), "
 		"`head_unknown`, `moved_on` (409), `forge_refused` "
-		"(401/403/404), `merged`, `closed` (the MR was)" },
+		"(401/403/404), `merged`, `closed` (the MR was), "
+		"`reauth_required` (the project's setting)" },
 	[MET_NAKS] = {
 		"patchbridge_naks_total", METRIC_COUNTER, D,
 		{ "project" }, { NULL }, 256, NULL, 0,

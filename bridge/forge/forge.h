@@ -221,6 +221,9 @@ struct forge_approvals {
 	int user_has_approved;
 	int64_t approvals_required; /* -1 when the forge does not say */
 	int64_t approvals_left; /* -1 when the forge does not say */
+	/* The project wants approvers to re-authenticate (a password) to
+	 * approve, which no caller of the API can do for them. */
+	int reauth_required;
 	struct forge_user *approved_by;
 	size_t nr_approved_by;
 };
@@ -235,6 +238,9 @@ enum forge_approve_result {
 	 * (forge_sudo_problem() says why); nothing about the user */
 	FORGE_APPROVE_NO_SUDO,
 	FORGE_APPROVE_NO_USER, /* only with PB_ENOTFOUND: no such user */
+	/* only with PB_EPERM: the project requires re-authentication to
+	 * approve; nothing about the user */
+	FORGE_APPROVE_REAUTH,
 };
 
 /* Why the forge refused to let the token act as another user. */

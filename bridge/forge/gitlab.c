@@ -1292,6 +1292,16 @@ static int approvals_from_json(struct forge_approvals *a,
 	    (rc = json_get_bool(&a->user_has_approved, v,
 				"user_has_approved")) < 0)
 		goto fail;
+	/* EE's approval state shows the project's "require user
+	 * re-authentication to approve" (ee/lib/ee/api/entities/
+	 * approval_state.rb); later versions name it for what it became. */
+	if ((rc = json_get_bool_opt(&a->reauth_required, v,
+				    "require_password_to_approve")) < 0 ||
+	    (!a->reauth_required &&
+	     (rc = json_get_bool_opt(&a->reauth_required, v,
+				     "require_reauthentication_to_approve")) <
+		     0))
+		goto fail;
 	if ((rc = json_get_bool_opt(&a->approved, v, "approved")) < 0 ||
 	    (rc = json_get_int_opt(&a->approvals_required, &has, v,
 				   "approvals_required")) < 0)
@@ -2313,8 +2323,8 @@ out:
  * everyone, for a forge that leaves the former out.  0/1, or an error
  * (with a Sudo refusal classified as by call_do).
  */
-static int approved_now(int *out, struct gitlab *gl, const char *project,
-			int64_t iid)
+static int approved_now(int *out, int *reauth, struct gitlab *gl,
+			const char *project, int64_t iid)
 {
 	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	struct forge_approvals a;
@@ -2328,6 +2338,8 @@ static int approved_now(int *out, struct gitlab *gl, const char *project,
 	    (rc = call_get_object(gl, &c, u.data)) < 0 ||
 	    (rc = CONVERT(&c, approvals_from_json, &a)) < 0)
 		goto out;
+	if (reauth)
+		*reauth = a.reauth_required;
 	if (a.user_has_approved >= 0) {
 		*out = a.user_has_approved;
 	} else if (gl->sudo) {
@@ -2385,7 +2397,7 @@ static int gl_approve(enum forge_approve_result *out, struct forge *f,
 	char why[PB_ERRMSG_MAX];
 	struct jsonw w;
 	struct gl_call c;
-	int rc, r, has = 0;
+	int rc, r, has = 0, reauth = 0;
 
 	*out = FORGE_APPROVE_DONE;
 	call_init(&c, gl);
@@ -2393,13 +2405,19 @@ static int gl_approve(enum forge_approve_result *out, struct forge *f,
 		rc = err_set(PB_EINVAL, "approve needs the head SHA");
 		goto out;
 	}
-	rc = approved_now(&has, gl, project, iid);
+	rc = approved_now(&has, &reauth, gl, project, iid);
 	if (rc)
 		goto sudo;
 	if (has) {
 		*out = FORGE_APPROVE_ALREADY;
 		goto out;
 	}
+	/* EE's ApprovalService#execute returns first when the project
+	 * requires a password and approval_password is not the user's
+	 * (ee/app/services/ee/merge_requests/approval_service.rb), a 401
+	 * like any refusal: not asked, and not the user's fault. */
+	if (reauth)
+		goto reauth;
 	if ((rc = url_mr(&u, gl, project, iid, "/approve")) < 0)
 		goto out;
 	body_begin(&w, &json);
@@ -2420,7 +2438,7 @@ static int gl_approve(enum forge_approve_result *out, struct forge *f,
 	}
 	if (c.resp.status == 401 && gl->sudo_problem == FORGE_SUDO_OK) {
 		snprintf(why, sizeof(why), "%s", err_msg());
-		r = approved_now(&has, gl, project, iid);
+		r = approved_now(&has, &reauth, gl, project, iid);
 		if (r) {
 			rc = err_prefix(r, "after a 401 to approve (%s)", why);
 			goto out;
@@ -2431,6 +2449,8 @@ static int gl_approve(enum forge_approve_result *out, struct forge *f,
 			rc = 0;
 			goto out;
 		}
+		if (reauth)
+			goto reauth;
 		*out = FORGE_APPROVE_REFUSED;
 		rc = err_set(PB_EPERM, "%s", why);
 		goto out;
@@ -2440,6 +2460,11 @@ sudo:
 		*out = (enum forge_approve_result)r;
 	else if (rc == PB_EPERM)
 		*out = FORGE_APPROVE_REFUSED;
+	goto out;
+reauth:
+	*out = FORGE_APPROVE_REAUTH;
+	rc = err_set(PB_EPERM, "the project requires re-authentication "
+			       "(a password) to approve");
 out:
 	call_release(&c);
 	buf_release(&u);
@@ -2464,7 +2489,7 @@ static int gl_unapprove(enum forge_approve_result *out, struct forge *f,
 
 	*out = FORGE_APPROVE_DONE;
 	call_init(&c, gl);
-	rc = approved_now(&has, gl, project, iid);
+	rc = approved_now(&has, NULL, gl, project, iid);
 	if (rc)
 		goto sudo;
 	if (!has) {
@@ -2479,7 +2504,7 @@ static int gl_unapprove(enum forge_approve_result *out, struct forge *f,
 	/* Nothing to withdraw (a retry whose first try landed), or the MR
 	 * went away: the state says which. */
 	snprintf(why, sizeof(why), "%s", err_msg());
-	r = approved_now(&has, gl, project, iid);
+	r = approved_now(&has, NULL, gl, project, iid);
 	if (r) {
 		rc = err_prefix(r, "after a 404 to unapprove (%s)", why);
 		goto out;

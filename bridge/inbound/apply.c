@@ -350,6 +350,45 @@ static void operator_problem_gone(struct run *r)
 	buf_release(&v);
 }
 
+/*
+ * The project requires approvers to re-authenticate (their password) to
+ * approve: EE's ApprovalService refuses any approval without it
+ * (ee/app/services/ee/merge_requests/approval_service.rb), and a mail
+ * cannot carry one.  A project setting, so the operator is told through
+ * `status` (set, with when it was seen) until an approval goes through
+ * again (cleared).
+ */
+static void reauth_mark(struct run *r, int on)
+{
+	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	char *name = xasprintf("%s%s", STORE_CURSOR_APPROVAL_REAUTH_PREFIX,
+			       r->t->project);
+	char when[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	int rc = 0;
+
+	if (on) {
+		gmtime_r(&now, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		rc = buf_addf(&v,
+			      "approvals by mail cannot work: the project "
+			      "requires re-authentication (a password) to "
+			      "approve (seen %s); turn that approval setting "
+			      "off on the forge, or set approval_policy = none "
+			      "to have acks only listed",
+			      when);
+		if (!rc)
+			rc = store_cursor_set(r->st, name, v.data);
+	} else if (!store_cursor_get(&v, r->st, name) && v.len) {
+		rc = store_cursor_set(r->st, name, "");
+	}
+	if (rc)
+		log_warn("recording the approval setting: %s", err_msg());
+	free(name);
+	buf_release(&v);
+}
+
 static int mark_list_approval(struct run *r, const char *user)
 {
 	char *name = xasprintf(STORE_CURSOR_LIST_APPROVAL, r->t->project,
@@ -437,6 +476,7 @@ static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 			 res == FORGE_APPROVE_ALREADY ? " (it stood already)" :
 							"");
 		operator_problem_gone(r);
+		reauth_mark(r, 0);
 		metrics_inc1(MET_APPROVALS_MADE, t->project);
 		return 0;
 	}
@@ -444,6 +484,21 @@ static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 		return rc;
 	if (res == FORGE_APPROVE_NO_SUDO)
 		return operator_problem(r, a->user, why);
+	if (res == FORGE_APPROVE_REAUTH) {
+		/* The project's setting, not the reviewer's rights. */
+		log_notice("approval as %s: %s; approvals by mail cannot work "
+			   "on %s",
+			   a->user, why, t->project);
+		metrics_inc1(MET_APPROVALS_REFUSED, "reauth_required");
+		reauth_mark(r, 1);
+		return approval_note(r, a,
+				     "this project requires approvers to "
+				     "re-authenticate (enter their password) "
+				     "to approve, and a mail cannot carry a "
+				     "password: the project's setting stops "
+				     "approvals by email. Please approve on "
+				     "the forge.");
+	}
 	if (rc == PB_EINVAL && res == FORGE_APPROVE_SHA_MISMATCH) {
 		snprintf(why, sizeof(why),
 			 "it was given for v%d (head %.12s), which is no "

@@ -6,6 +6,7 @@
 # one without the sudo scope, and an administrator's without admin_mode
 # under Admin Mode each get a line saying what to do, and exit 78 while an
 # approval policy needs Sudo; with approval_policy = none only a note.
+# A project that requires re-authentication to approve is a problem too.
 set -u
 pb=$1
 url=${PB_FORGESIM_URL:?run me under tests/forgesim/run-with-sim.sh}
@@ -71,6 +72,15 @@ check admin-nosudo-token forge 78 'acting as an administrator' \
 check bob-token none 0 'note: it cannot act as other users' 'forge: ok'
 check readonly-token none 78 'lacks the api scope'
 check no-such-token forge 78 'cannot tell who the token is'
+
+# A project that requires re-authentication to approve: no approval by
+# mail can work there (EE's ApprovalService refuses it), whatever the token.
+sim PUT projects/1/settings '{"require_password_to_approve": true}'
+check admin-token forge 78 'problem: group/project requires re-authentication' \
+	'approvals by mail cannot work there'
+check admin-token none 0 'forge: ok'
+sim PUT projects/1/settings '{"require_password_to_approve": false}'
+check admin-token forge 0 'forge: ok'
 
 # Admin Mode: an administrator's token needs the admin_mode scope.
 sim PUT settings '{"admin_mode": true}'

@@ -214,5 +214,49 @@ class LockedDiscussionTest(unittest.TestCase):
         self.check_not_posted("bot-token")
 
 
+class ReauthenticationTest(unittest.TestCase):
+    """EE's require_password_to_approve: every approval by API is 401."""
+
+    def setUp(self):
+        self.b = sim.Bridge()
+
+    def tearDown(self):
+        self.b.close()
+
+    def test_password_to_approve(self):
+        b = self.b
+        sim.sim("PUT", "projects/1/settings",
+                {"require_password_to_approve": True})
+        path, mid = b.reply(ACK, ar=sim.DKIM_PASS)
+        p = b.replay("--apply-now", path)
+        self.assertIn("applied 1", p.stdout)
+        mr = sim.mr_state()
+        self.assertEqual(mr["approvals"], [])
+        notes = [n["body"] for _, n in sim.user_notes(mr)
+                 if sim.key(mid, 1500) in n["body"]]
+        self.assertEqual(len(notes), 1, bodies(mr))
+        self.assertIn("the project's setting stops approvals by email",
+                      notes[0])
+        for text in bodies(mr):
+            self.assertNotIn("not allowed", text)
+            self.assertNotIn("did not accept", text)
+        # No approval was even asked for: the state said it would fail.
+        reqs = sim.sim("GET", "requests")
+        self.assertFalse([r for r in reqs if r["method"] == "POST" and
+                          r["path"].endswith("/approve")])
+        out = sim.run([sim.PB, "-c", b.conf(), "status"])
+        self.assertIn("approvals by mail cannot work: the project requires "
+                      "re-authentication", out)
+        # The operator turns it off: the next ack lands, status is quiet.
+        sim.sim("PUT", "projects/1/settings",
+                {"require_password_to_approve": False})
+        path, mid = b.reply(ACK, ar=sim.DKIM_PASS)
+        b.replay("--apply-now", path)
+        self.assertEqual([a["user"] for a in sim.mr_state()["approvals"]],
+                         ["bob"])
+        out = sim.run([sim.PB, "-c", b.conf(), "status"])
+        self.assertNotIn("approvals by mail cannot work", out)
+
+
 if __name__ == "__main__":
     sys.exit(sim.main())
