@@ -437,6 +437,23 @@ static const char *mr_shut(char *dst, size_t size, const struct forge_mr *mr)
 	return NULL;
 }
 
+/*
+ * The MR read again after a refusal: merged or closed since t->mr was
+ * read, or t->mr could not be read.  The reason as mr_shut(), or NULL
+ * (also when it cannot be read: the refusal stands as it came).
+ */
+static const char *shut_now(char *dst, size_t size, struct run *r)
+{
+	const char *reason = NULL;
+	struct forge_mr mr;
+
+	memset(&mr, 0, sizeof(mr));
+	if (!forge_get_mr(&mr, r->f, r->t->project, r->t->iid))
+		reason = mr_shut(dst, size, &mr);
+	forge_mr_release(&mr);
+	return reason;
+}
+
 static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 {
 	const struct apply_target *t = r->t;
@@ -508,6 +525,11 @@ static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 		log_notice("approval as %s: the MR moved on from %.12s",
 			   a->user, t->head_sha);
 		metrics_inc1(MET_APPROVALS_REFUSED, "moved_on");
+	} else if (res == FORGE_APPROVE_REFUSED &&
+		   (reason = shut_now(why, sizeof(why), r))) {
+		/* merged or closed after it was read: the same 401 */
+		log_notice("approval as %s refused: %s", a->user, why);
+		metrics_inc1(MET_APPROVALS_REFUSED, reason);
 	} else if (rc == PB_EPERM || rc == PB_ENOTFOUND) {
 		char forge_msg[sizeof(why)];
 
@@ -531,6 +553,7 @@ static int do_unapprove(struct run *r, const struct plan_action *a, void *arg)
 {
 	enum forge_approve_result res = FORGE_APPROVE_DONE;
 	char msg[PB_ERRMSG_MAX];
+	const char *reason;
 	int rc, rc2;
 
 	(void)arg;
@@ -553,6 +576,12 @@ static int do_unapprove(struct run *r, const struct plan_action *a, void *arg)
 		/* nothing of theirs to withdraw: not allowed to approve, or
 		 * no such user */
 		log_info("unapprove as %s: %s", a->user, msg);
+		rc = 0;
+	}
+	if (rc && rc != PB_ETEMP && (reason = shut_now(msg, sizeof(msg), r)) &&
+	    !strcmp(reason, "merged")) {
+		/* merged after it was read: its 404, the approval stays */
+		log_info("approval of %s not withdrawn: %s", a->user, msg);
 		rc = 0;
 	}
 	if (!rc && !rc2)

@@ -30,7 +30,9 @@
  *  - an approval for an MR that t->mr shows merged or closed is not asked
  *    for: the note says the MR was merged (at which commit) or closed,
  *    nothing about the reviewer; an unapproval of a merged MR is done
- *    (GitLab keeps a merged MR's approvals);
+ *    (GitLab keeps a merged MR's approvals); a refusal to approve or a
+ *    404 to unapprove is judged by reading the MR again (merged or closed
+ *    since, or not read before);
  *  - a token that may not act as the reviewer at all (Sudo refused: not
  *    an administrator's, no sudo scope, Admin Mode without admin_mode) is
  *    an operator's problem: no note on the MR, a log line, the problem

@@ -142,6 +142,48 @@ class AfterMergeTest(unittest.TestCase):
         self.assertEqual(os.listdir(os.path.join(b.dir, "spool", "dead")),
                          [])
 
+    def mr_unreadable_once(self):
+        """The MR cannot be read before the actions (a 404 for it): the
+        answers to approve and unapprove are judged by reading it
+        again."""
+        sim.sim("POST", "faults", {"kind": "error", "status": 404,
+                                   "method": "GET",
+                                   "path": "/merge_requests/1$",
+                                   "body": '{"message":"404 Not found"}',
+                                   "content_type": "application/json"})
+
+    def test_ack_after_merge_unread_before(self):
+        b = self.b
+        out = merge(b)
+        landed = out["merge_commit_sha"] or out["sha"]
+        self.mr_unreadable_once()
+        path, mid = b.reply(ACK, ar=sim.DKIM_PASS)
+        p = b.replay("--apply-now", path)
+        self.assertIn("applied 1", p.stdout)
+        mr = sim.mr_state()
+        self.assertEqual(mr["approvals"], [])
+        notes = [n["body"] for _, n in sim.user_notes(mr)
+                 if sim.key(mid, 1500) in n["body"]]
+        self.assertEqual(len(notes), 1, bodies(mr))
+        self.assertIn("already merged (at %s)" % landed[:12], notes[0])
+        self.refusal_free(mr)
+
+    def test_nak_after_merge_unread_before(self):
+        b = self.b
+        status, _ = sim.api("POST", "projects/1/merge_requests/1/approve",
+                            {"sha": b.head}, token="bob-token")
+        self.assertEqual(status, 201)
+        merge(b)
+        self.mr_unreadable_once()
+        path, mid = b.reply(NAK, ar=sim.DKIM_PASS)
+        p = b.replay("--apply-now", path)
+        self.assertIn("applied 1", p.stdout)
+        mr = sim.mr_state()
+        self.assertEqual([a["user"] for a in mr["approvals"]], ["bob"])
+        self.refusal_free(mr)
+        self.assertEqual(os.listdir(os.path.join(b.dir, "spool", "dead")),
+                         [])
+
     def test_ack_after_close(self):
         b = self.b
         status, _ = sim.api("PUT", "projects/1/merge_requests/1",
