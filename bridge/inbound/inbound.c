@@ -1147,6 +1147,23 @@ static int read_mr(struct inbound *ib, struct job *j, struct forge_mr *mr,
 }
 
 /*
+ * Actions were refused: was the discussion locked after read_mr() read
+ * the MR (or when it could not)?  Then a bridge that is no member met
+ * IssuablePolicy's 403, which is the lock, not a dead letter.
+ */
+static int locked_now(struct inbound *ib, const struct store_inbound *row)
+{
+	struct forge_mr mr;
+	int locked = 0;
+
+	memset(&mr, 0, sizeof(mr));
+	if (!forge_get_mr(&mr, ib->forge, row->project, row->iid))
+		locked = mr.discussion_locked;
+	forge_mr_release(&mr);
+	return locked;
+}
+
+/*
  * Work out and apply one mail.  Returns 0 with j->state set, PB_ETEMP to
  * retry the mail, or another error from the store.
  */
@@ -1453,7 +1470,13 @@ static int work(struct inbound *ib, struct job *j)
 		 "found done, %zu failed",
 		 row->project, (long long)row->iid, row->revision, row->patch,
 		 res.done, res.skipped, res.failed.nr);
-	if (res.failed.nr)
+	if (res.failed.nr && locked_now(ib, row))
+		rc = finish(j, STORE_INBOUND_IGNORED, "discussion_locked",
+			    "not posted: the merge request's discussion is "
+			    "locked (only project members may comment); the "
+			    "sender was not told; %zu action(s) refused: %s",
+			    res.failed.nr, res.failed.items[0]);
+	else if (res.failed.nr)
 		rc = finish(j, STORE_INBOUND_DEAD, "forge_refused",
 			    "%zu action(s) failed: %s", res.failed.nr,
 			    res.failed.items[0]);

@@ -247,6 +247,27 @@ class LockedDiscussionTest(unittest.TestCase):
         self.assertEqual(sim.marker_count(mr, sim.key(mid2, 0)), 1)
         self.assertEqual(sim.marker_count(mr, sim.key(mid, 0)), 0)
 
+    def test_locked_unread_before(self):
+        """The MR could not be read before the actions: GitLab's 403 to a
+        bridge that is no member is judged by reading it again."""
+        b = self.b
+        self.lock()
+        sim.sim("POST", "faults", {"kind": "error", "status": 404,
+                                   "method": "GET",
+                                   "path": "/merge_requests/1$",
+                                   "body": '{"message":"404 Not found"}',
+                                   "content_type": "application/json"})
+        path, mid = b.reply("Said while it was locked.\n",
+                            ar=sim.DKIM_PASS)
+        p = b.replay("--apply-now", path)
+        self.assertIn("ignored 1", p.stdout)
+        self.assertEqual(sim.user_notes(sim.mr_state()), [])
+        row, _ = b.dump(mid)
+        self.assertEqual(row[0], "ignored")
+        self.assertIn("discussion is locked", row[2])
+        self.assertEqual(os.listdir(os.path.join(b.dir, "spool", "dead")),
+                         [])
+
     def test_locked_bot_no_member(self):
         # root: GitLab would answer 403 to the comment
         self.check_not_posted(sim.ADMIN)
