@@ -142,6 +142,68 @@ static int hooks_check(const struct config *cfg, struct forge *f)
 	return problems;
 }
 
+static int first_mr(const struct forge_mr *mr, void *arg)
+{
+	*(int64_t *)arg = mr->iid;
+	return 1; /* one is enough */
+}
+
+/*
+ * A project that requires approvers to re-authenticate (their password)
+ * to approve refuses every approval made through the API (EE's
+ * ApprovalService, ee/app/services/ee/merge_requests/approval_service.rb),
+ * and a mail cannot carry a password: approvals by mail cannot work
+ * there.  GitLab shows the setting on an MR's approvals, so it is read
+ * from an open MR of each project that turns trailers into approvals.
+ * Returns the number of problems found.
+ */
+static int reauth_check(const struct config *cfg, struct forge *f)
+{
+	size_t i, n = config_project_count(cfg);
+	int problems = 0;
+
+	for (i = 0; i < n; i++) {
+		const struct config_project *p = config_project_at(cfg, i);
+		const char *name = config_project_name(p);
+		struct forge_mr_query q = { "opened", 0, 1 };
+		struct forge_mr_cursor cur;
+		struct forge_approvals a;
+		int64_t iid = 0;
+		int rc;
+
+		if (!config_project_bool(p, CFG_PROJECT_ENABLED) ||
+		    config_project_enum(p, CFG_INBOUND_APPROVAL_POLICY) ==
+			    CONFIG_APPROVAL_NONE)
+			continue;
+		forge_mr_cursor_init(&cur);
+		rc = forge_list_mrs(f, name, &cur, &q, first_mr, &iid);
+		forge_mr_cursor_release(&cur);
+		memset(&a, 0, sizeof(a));
+		if (rc >= 0 && iid)
+			rc = forge_get_approvals(&a, f, name, iid);
+		if (rc < 0)
+			printf("forge: %s: its approval settings cannot be "
+			       "read: %s\n",
+			       name, err_msg());
+		else if (!iid)
+			printf("forge: %s: no open merge request yet to read "
+			       "its approval settings from\n",
+			       name);
+		else if (a.reauth_required) {
+			printf("forge: problem: %s requires re-authentication "
+			       "(a password) to approve: approvals by mail "
+			       "cannot work there, a mail cannot carry a "
+			       "password; turn that off in its merge request "
+			       "approval settings, or set approval_policy = "
+			       "none for it to have acks only listed\n",
+			       name);
+			problems++;
+		}
+		forge_approvals_release(&a);
+	}
+	return problems;
+}
+
 int forgecheck_run(const struct config *cfg)
 {
 	struct buf token = BUF_INIT(SECRET_MAX + 1);
@@ -233,6 +295,8 @@ int forgecheck_run(const struct config *cfg)
 			problems++;
 		}
 	}
+	if (want)
+		problems += reauth_check(cfg, f);
 	if (w.admin <= 0)
 		printf("forge: note: a reviewer's address is matched to a "
 		       "forge user only by public email (or user_map, "

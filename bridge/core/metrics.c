@@ -36,7 +36,7 @@ static const char *const v_received[] = {
 /* inbound.c's tokens for finish(). */
 static const char *const v_ignored[] = {
 	"not_placed", "own_mail", "not_bridged", "disabled", "not_a_reply",
-	"nothing_to_apply", NULL };
+	"nothing_to_apply", "discussion_locked", NULL };
 static const char *const v_dead[] = {
 	"corrupt", "unreadable", "unparsable", "planning", "forge_refused",
 	"gave_up", NULL };
@@ -45,7 +45,7 @@ static const char *const v_refused[] = {
 	"nak", "ambiguous", "in_sentence", "not_in_block", "loose",
 	"not_sender", "thread_conflict", "quoted", "unaccounted", "unverified",
 	"disabled", "unmapped", "not_owner", "head_unknown", "moved_on",
-	"forge_refused", NULL };
+	"forge_refused", "merged", "closed", "reauth_required", NULL };
 static const char *const v_smtp[] = {
 	"tempfail", "rejected", "unknown", NULL };
 static const char *const v_area[] = {
@@ -145,7 +145,8 @@ static const struct metric_def defs[MET__COUNT] = {
 		{ "reason" }, { v_ignored }, 16, NULL, 0,
 		"Spooled mails the daemon found nothing to do with",
 		"`reason`: `not_placed`, `own_mail`, `not_bridged`, "
-		"`disabled`, `not_a_reply`, `nothing_to_apply`" },
+		"`disabled`, `not_a_reply`, `nothing_to_apply`, "
+		"`discussion_locked` (the MR's discussion is locked)" },
 	[MET_REPLIES_RETRIED] = {
 		"patchbridge_replies_retried_total", METRIC_COUNTER, D,
 		{ "project" }, { NULL }, 256, NULL, 0,
@@ -175,7 +176,8 @@ static const struct metric_def defs[MET__COUNT] = {
 		"`unmapped`, "
 		"`not_owner` (the rules of README's \"Applying replies\"), "
 		"`head_unknown`, `moved_on` (409), `forge_refused` "
-		"(401/403/404)" },
+		"(401/403/404), `merged`, `closed` (the MR was), "
+		"`reauth_required` (the project's setting)" },
 	[MET_NAKS] = {
 		"patchbridge_naks_total", METRIC_COUNTER, D,
 		{ "project" }, { NULL }, 256, NULL, 0,

@@ -97,6 +97,9 @@ struct forge_mr {
 	char *merge_commit_sha;
 	char *squash_commit_sha;
 	int squash;
+	/* Only project members may comment (app/policies/
+	 * issuable_policy.rb); null reads as 0. */
+	int discussion_locked;
 };
 
 /* A diff version (GitLab's merge request diff), the bridge's revision. */
@@ -264,6 +267,9 @@ struct forge_approvals {
 	int user_has_approved;
 	int64_t approvals_required; /* -1 when the forge does not say */
 	int64_t approvals_left; /* -1 when the forge does not say */
+	/* The project wants approvers to re-authenticate (a password) to
+	 * approve, which no caller of the API can do for them. */
+	int reauth_required;
 	struct forge_user *approved_by;
 	size_t nr_approved_by;
 };
@@ -278,6 +284,9 @@ enum forge_approve_result {
 	 * (forge_sudo_problem() says why); nothing about the user */
 	FORGE_APPROVE_NO_SUDO,
 	FORGE_APPROVE_NO_USER, /* only with PB_ENOTFOUND: no such user */
+	/* only with PB_EPERM: the project requires re-authentication to
+	 * approve; nothing about the user */
+	FORGE_APPROVE_REAUTH,
 };
 
 /* Why the forge refused to let the token act as another user. */

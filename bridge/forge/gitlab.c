@@ -480,11 +480,42 @@ static enum forge_sudo_problem sudo_refusal(const struct gitlab *gl,
 	return p;
 }
 
+/*
+ * GitLab's 409 for a lock it could not take: lib/api/api.rb rescues
+ * ActiveRecord::StaleObjectError and ExclusiveLeaseHelpers::
+ * FailedToObtainLockError with {"message":"409 Conflict: Resource lock"}.
+ * Another request held the record: temporary, retried as a 5xx is.  The
+ * same status means a stale `sha` to approve, a conflict of state that no
+ * retry mends, so the body tells the two apart.
+ */
+static int is_resource_lock(const struct gl_call *c)
+{
+	static const char lock[] = "409 Conflict: Resource lock";
+	const struct json_value *m;
+	struct json_doc *doc = NULL;
+	const char *t;
+	size_t n;
+	int yes = 0;
+
+	if (c->resp.status != 409 ||
+	    json_parse(&doc, c->resp.body.data, c->resp.body.len,
+		       PB_JSON_DEPTH_MAX) < 0)
+		return 0;
+	m = json_member(json_doc_root(doc), "message");
+	if (json_kind_of(m) == JSON_STRING &&
+	    !json_value_strref(&t, &n, m, "message") && n == sizeof(lock) - 1 &&
+	    !memcmp(t, lock, n))
+		yes = 1;
+	json_doc_free(doc);
+	return yes;
+}
+
 static int status_error(struct gl_call *c)
 {
 	struct buf t = BUF_INIT(GL_ERRTEXT_MAX);
 	char text[GL_ERRTEXT_MAX];
-	int code = gitlab_status_code(c->resp.status);
+	int code = is_resource_lock(c) ? PB_ETEMP :
+					 gitlab_status_code(c->resp.status);
 
 	gitlab_error_text(&t, c->resp.body.data, c->resp.body.len);
 	printable_copy(text, sizeof(text), t.data, t.len);
@@ -630,9 +661,13 @@ static int call_do(struct gitlab *gl, struct gl_call *c, enum http_method m,
 							gl->sudo_problem));
 				goto out;
 			}
-			if (st != 429 && (st < 500 || st > 599))
+			if (st != 429 && (st < 500 || st > 599) &&
+			    rc != PB_ETEMP)
 				goto out;
-			/* A 5xx may come after the write was committed. */
+			/* A 5xx may come after the write was committed; a
+			 * Resource lock may too (a note saved, then a touch
+			 * of the MR losing its lock), so it is treated as
+			 * one. */
 			if (kind == GL_ONCE && st != 429) {
 				c->uncertain = 1;
 				goto out;
@@ -1052,6 +1087,8 @@ static int mr_from_json(struct forge_mr *mr, const struct json_value *v)
 				   "detailed_merge_status")) < 0 ||
 	    (rc = json_get_str_opt(&mr->web_url, v, "web_url")) < 0 ||
 	    (rc = json_get_bool_opt(&mr->draft, v, "draft")) < 0 ||
+	    (rc = json_get_bool_opt(&mr->discussion_locked, v,
+				    "discussion_locked")) < 0 ||
 	    (rc = strings_from_json(&mr->labels, v, "labels")) < 0 ||
 	    (rc = json_get_str_opt(&mr->merge_commit_sha, v,
 				   "merge_commit_sha")) < 0 ||
@@ -1378,6 +1415,16 @@ static int approvals_from_json(struct forge_approvals *a,
 	if (json_kind_of(json_member(v, "user_has_approved")) == JSON_BOOL &&
 	    (rc = json_get_bool(&a->user_has_approved, v,
 				"user_has_approved")) < 0)
+		goto fail;
+	/* EE's approval state shows the project's "require user
+	 * re-authentication to approve" (ee/lib/ee/api/entities/
+	 * approval_state.rb); later versions name it for what it became. */
+	if ((rc = json_get_bool_opt(&a->reauth_required, v,
+				    "require_password_to_approve")) < 0 ||
+	    (!a->reauth_required &&
+	     (rc = json_get_bool_opt(&a->reauth_required, v,
+				     "require_reauthentication_to_approve")) <
+		     0))
 		goto fail;
 	if ((rc = json_get_bool_opt(&a->approved, v, "approved")) < 0 ||
 	    (rc = json_get_int_opt(&a->approvals_required, &has, v,
@@ -2400,8 +2447,8 @@ out:
  * everyone, for a forge that leaves the former out.  0/1, or an error
  * (with a Sudo refusal classified as by call_do).
  */
-static int approved_now(int *out, struct gitlab *gl, const char *project,
-			int64_t iid)
+static int approved_now(int *out, int *reauth, struct gitlab *gl,
+			const char *project, int64_t iid)
 {
 	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	struct forge_approvals a;
@@ -2415,6 +2462,8 @@ static int approved_now(int *out, struct gitlab *gl, const char *project,
 	    (rc = call_get_object(gl, &c, u.data)) < 0 ||
 	    (rc = CONVERT(&c, approvals_from_json, &a)) < 0)
 		goto out;
+	if (reauth)
+		*reauth = a.reauth_required;
 	if (a.user_has_approved >= 0) {
 		*out = a.user_has_approved;
 	} else if (gl->sudo) {
@@ -2472,7 +2521,7 @@ static int gl_approve(enum forge_approve_result *out, struct forge *f,
 	char why[PB_ERRMSG_MAX];
 	struct jsonw w;
 	struct gl_call c;
-	int rc, r, has = 0;
+	int rc, r, has = 0, reauth = 0;
 
 	*out = FORGE_APPROVE_DONE;
 	call_init(&c, gl);
@@ -2480,13 +2529,19 @@ static int gl_approve(enum forge_approve_result *out, struct forge *f,
 		rc = err_set(PB_EINVAL, "approve needs the head SHA");
 		goto out;
 	}
-	rc = approved_now(&has, gl, project, iid);
+	rc = approved_now(&has, &reauth, gl, project, iid);
 	if (rc)
 		goto sudo;
 	if (has) {
 		*out = FORGE_APPROVE_ALREADY;
 		goto out;
 	}
+	/* EE's ApprovalService#execute returns first when the project
+	 * requires a password and approval_password is not the user's
+	 * (ee/app/services/ee/merge_requests/approval_service.rb), a 401
+	 * like any refusal: not asked, and not the user's fault. */
+	if (reauth)
+		goto reauth;
 	if ((rc = url_mr(&u, gl, project, iid, "/approve")) < 0)
 		goto out;
 	body_begin(&w, &json);
@@ -2498,14 +2553,17 @@ static int gl_approve(enum forge_approve_result *out, struct forge *f,
 	rc = call_do(gl, &c, HTTP_POST, u.data, &json, GL_SAFE);
 	if (rc == 0)
 		goto out;
-	if (c.resp.status == 409) {
+	/* A Resource lock is a 409 too, and PB_ETEMP (status_error()):
+	 * only the other 409, a stale sha (check_sha_param!), means the
+	 * MR moved on. */
+	if (c.resp.status == 409 && rc != PB_ETEMP) {
 		*out = FORGE_APPROVE_SHA_MISMATCH;
 		goto out;
 	}
 	if (c.resp.status == 401 && gl->sudo_problem == FORGE_SUDO_OK &&
 	    gl->token_problem == FORGE_TOKEN_OK) {
 		snprintf(why, sizeof(why), "%s", err_msg());
-		r = approved_now(&has, gl, project, iid);
+		r = approved_now(&has, &reauth, gl, project, iid);
 		if (r) {
 			rc = err_prefix(r, "after a 401 to approve (%s)", why);
 			goto out;
@@ -2516,6 +2574,8 @@ static int gl_approve(enum forge_approve_result *out, struct forge *f,
 			rc = 0;
 			goto out;
 		}
+		if (reauth)
+			goto reauth;
 		*out = FORGE_APPROVE_REFUSED;
 		rc = err_set(PB_EPERM, "%s", why);
 		goto out;
@@ -2525,6 +2585,11 @@ sudo:
 		*out = (enum forge_approve_result)r;
 	else if (rc == PB_EPERM)
 		*out = FORGE_APPROVE_REFUSED;
+	goto out;
+reauth:
+	*out = FORGE_APPROVE_REAUTH;
+	rc = err_set(PB_EPERM, "the project requires re-authentication "
+			       "(a password) to approve");
 out:
 	call_release(&c);
 	buf_release(&u);
@@ -2549,7 +2614,7 @@ static int gl_unapprove(enum forge_approve_result *out, struct forge *f,
 
 	*out = FORGE_APPROVE_DONE;
 	call_init(&c, gl);
-	rc = approved_now(&has, gl, project, iid);
+	rc = approved_now(&has, NULL, gl, project, iid);
 	if (rc)
 		goto sudo;
 	if (!has) {
@@ -2564,7 +2629,7 @@ static int gl_unapprove(enum forge_approve_result *out, struct forge *f,
 	/* Nothing to withdraw (a retry whose first try landed), or the MR
 	 * went away: the state says which. */
 	snprintf(why, sizeof(why), "%s", err_msg());
-	r = approved_now(&has, gl, project, iid);
+	r = approved_now(&has, NULL, gl, project, iid);
 	if (r) {
 		rc = err_prefix(r, "after a 404 to unapprove (%s)", why);
 		goto out;

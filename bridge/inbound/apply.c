@@ -350,6 +350,45 @@ static void operator_problem_gone(struct run *r)
 	buf_release(&v);
 }
 
+/*
+ * The project requires approvers to re-authenticate (their password) to
+ * approve: EE's ApprovalService refuses any approval without it
+ * (ee/app/services/ee/merge_requests/approval_service.rb), and a mail
+ * cannot carry one.  A project setting, so the operator is told through
+ * `status` (set, with when it was seen) until an approval goes through
+ * again (cleared).
+ */
+static void reauth_mark(struct run *r, int on)
+{
+	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	char *name = xasprintf("%s%s", STORE_CURSOR_APPROVAL_REAUTH_PREFIX,
+			       r->t->project);
+	char when[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	int rc = 0;
+
+	if (on) {
+		gmtime_r(&now, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		rc = buf_addf(&v,
+			      "approvals by mail cannot work: the project "
+			      "requires re-authentication (a password) to "
+			      "approve (seen %s); turn that approval setting "
+			      "off on the forge, or set approval_policy = none "
+			      "to have acks only listed",
+			      when);
+		if (!rc)
+			rc = store_cursor_set(r->st, name, v.data);
+	} else if (!store_cursor_get(&v, r->st, name) && v.len) {
+		rc = store_cursor_set(r->st, name, "");
+	}
+	if (rc)
+		log_warn("recording the approval setting: %s", err_msg());
+	free(name);
+	buf_release(&v);
+}
+
 static int mark_list_approval(struct run *r, const char *user)
 {
 	char *name = xasprintf(STORE_CURSOR_LIST_APPROVAL, r->t->project,
@@ -448,14 +487,75 @@ static int rebased_note(struct run *r, const struct plan_action *a,
 	return rc;
 }
 
+/*
+ * A merged or closed MR takes no approval, and that is no word about the
+ * reviewer: ApprovalService#execute and RemoveApprovalService#execute
+ * both `return if merge_request.merged?` (app/services/merge_requests/),
+ * which the endpoints answer with 401 and 404, the answers of a refused
+ * user and of nothing to withdraw.  So the state is read from the MR
+ * before asking (t->mr), not guessed from the answer.  A closed MR is not
+ * approved either: it is not under review.  Writes why into dst and
+ * returns the metric's reason, or NULL for an open MR (or none read).
+ */
+static const char *mr_shut(char *dst, size_t size, const struct forge_mr *mr)
+{
+	const char *sha;
+
+	if (!mr || !mr->state)
+		return NULL;
+	if (!strcmp(mr->state, "merged")) {
+		/* a fast-forward makes no merge commit: the head landed */
+		sha = mr->merge_commit_sha  ? mr->merge_commit_sha :
+		      mr->squash_commit_sha ? mr->squash_commit_sha :
+					      mr->sha;
+		if (sha)
+			snprintf(dst, size,
+				 "the merge request was already merged (at "
+				 "%.12s).",
+				 sha);
+		else
+			snprintf(dst, size,
+				 "the merge request was already merged.");
+		return "merged";
+	}
+	if (!strcmp(mr->state, "closed")) {
+		snprintf(dst, size, "the merge request was closed.");
+		return "closed";
+	}
+	return NULL;
+}
+
+/*
+ * The MR read again after a refusal: merged or closed since t->mr was
+ * read, or t->mr could not be read.  The reason as mr_shut(), or NULL
+ * (also when it cannot be read: the refusal stands as it came).
+ */
+static const char *shut_now(char *dst, size_t size, struct run *r)
+{
+	const char *reason = NULL;
+	struct forge_mr mr;
+
+	memset(&mr, 0, sizeof(mr));
+	if (!forge_get_mr(&mr, r->f, r->t->project, r->t->iid))
+		reason = mr_shut(dst, size, &mr);
+	forge_mr_release(&mr);
+	return reason;
+}
+
 static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 {
 	const struct apply_target *t = r->t;
 	enum forge_approve_result res = FORGE_APPROVE_DONE;
 	char why[PB_ERRMSG_MAX + 256], head[64] = "";
+	const char *reason;
 	int rc, same = 0;
 
 	(void)arg;
+	if ((reason = mr_shut(why, sizeof(why), t->mr))) {
+		log_notice("approval as %s not asked for: %s", a->user, why);
+		metrics_inc1(MET_APPROVALS_REFUSED, reason);
+		return approval_note(r, a, why);
+	}
 	if (!t->head_sha) {
 		metrics_inc1(MET_APPROVALS_REFUSED, "head_unknown");
 		return approval_note(r, a,
@@ -485,6 +585,7 @@ static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 			 res == FORGE_APPROVE_ALREADY ? " (it stood already)" :
 							"");
 		operator_problem_gone(r);
+		reauth_mark(r, 0);
 		metrics_inc1(MET_APPROVALS_MADE, t->project);
 		return same ? rebased_note(r, a, head) : 0;
 	}
@@ -492,6 +593,21 @@ static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 		return rc;
 	if (res == FORGE_APPROVE_NO_SUDO)
 		return operator_problem(r, a->user, why);
+	if (res == FORGE_APPROVE_REAUTH) {
+		/* The project's setting, not the reviewer's rights. */
+		log_notice("approval as %s: %s; approvals by mail cannot work "
+			   "on %s",
+			   a->user, why, t->project);
+		metrics_inc1(MET_APPROVALS_REFUSED, "reauth_required");
+		reauth_mark(r, 1);
+		return approval_note(r, a,
+				     "this project requires approvers to "
+				     "re-authenticate (enter their password) "
+				     "to approve, and a mail cannot carry a "
+				     "password: the project's setting stops "
+				     "approvals by email. Please approve on "
+				     "the forge.");
+	}
 	if (rc == PB_EINVAL && res == FORGE_APPROVE_SHA_MISMATCH) {
 		if (head[0] && !same)
 			snprintf(why, sizeof(why),
@@ -511,6 +627,11 @@ static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 		log_notice("approval as %s: the MR moved on from %.12s",
 			   a->user, t->head_sha);
 		metrics_inc1(MET_APPROVALS_REFUSED, "moved_on");
+	} else if (res == FORGE_APPROVE_REFUSED &&
+		   (reason = shut_now(why, sizeof(why), r))) {
+		/* merged or closed after it was read: the same 401 */
+		log_notice("approval as %s refused: %s", a->user, why);
+		metrics_inc1(MET_APPROVALS_REFUSED, reason);
 	} else if (rc == PB_EPERM || rc == PB_ENOTFOUND) {
 		char forge_msg[sizeof(why)];
 
@@ -534,9 +655,17 @@ static int do_unapprove(struct run *r, const struct plan_action *a, void *arg)
 {
 	enum forge_approve_result res = FORGE_APPROVE_DONE;
 	char msg[PB_ERRMSG_MAX];
+	const char *reason;
 	int rc, rc2;
 
 	(void)arg;
+	if (mr_shut(msg, sizeof(msg), r->t->mr) &&
+	    !strcmp(r->t->mr->state, "merged")) {
+		/* Its approvals stay (a closed MR's can be withdrawn):
+		 * nothing to do, nothing failed. */
+		log_info("approval of %s not withdrawn: %s", a->user, msg);
+		return 0;
+	}
 	rc = act_as(r, a->user);
 	if (rc)
 		return rc;
@@ -549,6 +678,12 @@ static int do_unapprove(struct run *r, const struct plan_action *a, void *arg)
 		/* nothing of theirs to withdraw: not allowed to approve, or
 		 * no such user */
 		log_info("unapprove as %s: %s", a->user, msg);
+		rc = 0;
+	}
+	if (rc && rc != PB_ETEMP && (reason = shut_now(msg, sizeof(msg), r)) &&
+	    !strcmp(reason, "merged")) {
+		/* merged after it was read: its 404, the approval stays */
+		log_info("approval of %s not withdrawn: %s", a->user, msg);
 		rc = 0;
 	}
 	if (!rc && !rc2)

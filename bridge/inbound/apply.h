@@ -31,6 +31,12 @@
  *    not approve, or Sudo knows no such user) is final for that action; a
  *    note saying so (action PLAN_IDX_APPROVE_NOTE) is posted in the
  *    comment's thread;
+ *  - an approval for an MR that t->mr shows merged or closed is not asked
+ *    for: the note says the MR was merged (at which commit) or closed,
+ *    nothing about the reviewer; an unapproval of a merged MR is done
+ *    (GitLab keeps a merged MR's approvals); a refusal to approve or a
+ *    404 to unapprove is judged by reading the MR again (merged or closed
+ *    since, or not read before);
  *  - a token that may not act as the reviewer at all (Sudo refused: not
  *    an administrator's, no sudo scope, Admin Mode without admin_mode) is
  *    an operator's problem: no note on the MR, a log line, the problem
@@ -70,6 +76,9 @@ struct apply_target {
 	 * or NULL for a new discussion. */
 	const char *reply_discussion;
 	const char *nak_label; /* e.g. "Acks::NACKed" */
+	/* The MR as read before the actions, or NULL when it could not be
+	 * read: a merged or closed one takes no approval. */
+	const struct forge_mr *mr;
 };
 
 struct apply_result {

@@ -1141,6 +1141,62 @@ static void count_applied(const struct job *j, const char *project)
 }
 
 /*
+ * The MR as it is now, read once before its actions.  A locked discussion
+ * (discussion_locked) takes comments from project members only
+ * (app/policies/issuable_policy.rb: `rule { locked & ~is_project_member
+ * }.prevent :create_note`, answered 403): the maintainers closed the
+ * conversation, so the bridge, member or not, posts nothing there.  The
+ * mail is finished as ignored with the reason, never dead, so that `why`
+ * says it and its sender can be told; it is not posted after an unlock
+ * either, when the conversation has moved on.  A merged or closed MR is
+ * handed to apply.c in t->mr.  An MR that cannot be read for good (gone,
+ * no access) leaves t->mr NULL: the actions meet the forge's answer.
+ */
+static int read_mr(struct inbound *ib, struct job *j, struct forge_mr *mr,
+		   struct apply_target *t)
+{
+	const struct store_inbound *row = j->row;
+	int rc;
+
+	rc = forge_get_mr(mr, ib->forge, row->project, row->iid);
+	if (rc == PB_ETEMP)
+		return rc;
+	if (rc) {
+		log_notice("inbound: %s!%lld not read (%s); applying as it "
+			   "comes",
+			   row->project, (long long)row->iid, err_msg());
+		return 0;
+	}
+	t->mr = mr;
+	if (!mr->discussion_locked)
+		return 0;
+	log_notice("inbound: %s!%lld: the discussion is locked; the reply "
+		   "is not posted",
+		   row->project, (long long)row->iid);
+	return finish(j, STORE_INBOUND_IGNORED, "discussion_locked",
+		      "not posted: the merge request's discussion is locked "
+		      "(only project members may comment); the sender was "
+		      "not told");
+}
+
+/*
+ * Actions were refused: was the discussion locked after read_mr() read
+ * the MR (or when it could not)?  Then a bridge that is no member met
+ * IssuablePolicy's 403, which is the lock, not a dead letter.
+ */
+static int locked_now(struct inbound *ib, const struct store_inbound *row)
+{
+	struct forge_mr mr;
+	int locked = 0;
+
+	memset(&mr, 0, sizeof(mr));
+	if (!forge_get_mr(&mr, ib->forge, row->project, row->iid))
+		locked = mr.discussion_locked;
+	forge_mr_release(&mr);
+	return locked;
+}
+
+/*
  * Work out and apply one mail.  Returns 0 with j->state set, PB_ETEMP to
  * retry the mail, or another error from the store.
  */
@@ -1262,9 +1318,11 @@ static int work(struct inbound *ib, struct job *j)
 	struct store_revision latest;
 	struct provenance pv;
 	struct provenance_ops pops = { prov_place, prov_archived, ib };
+	struct forge_mr mr;
 	void *obj = NULL;
 	int rc, ours = 0, enabled, conflict = 0;
 
+	memset(&mr, 0, sizeof(mr));
 	plan_init(&plan);
 	provenance_init(&pv);
 	apply_result_init(&res);
@@ -1430,6 +1488,9 @@ static int work(struct inbound *ib, struct job *j)
 			    "nothing to apply");
 		goto out;
 	}
+	rc = read_mr(ib, j, &mr, &t);
+	if (rc || j->token) /* an error, or finished: locked */
+		goto out;
 	/* What became of each trailer, for `patchbridge why`: worth a
 	 * line in the log when it cannot be kept, not a retry. */
 	if (plan.verdicts.nr &&
@@ -1442,7 +1503,13 @@ static int work(struct inbound *ib, struct job *j)
 		 "found done, %zu failed",
 		 row->project, (long long)row->iid, row->revision, row->patch,
 		 res.done, res.skipped, res.failed.nr);
-	if (res.failed.nr)
+	if (res.failed.nr && locked_now(ib, row))
+		rc = finish(j, STORE_INBOUND_IGNORED, "discussion_locked",
+			    "not posted: the merge request's discussion is "
+			    "locked (only project members may comment); the "
+			    "sender was not told; %zu action(s) refused: %s",
+			    res.failed.nr, res.failed.items[0]);
+	else if (res.failed.nr)
 		rc = finish(j, STORE_INBOUND_DEAD, "forge_refused",
 			    "%zu action(s) failed: %s", res.failed.nr,
 			    res.failed.items[0]);
@@ -1452,6 +1519,7 @@ static int work(struct inbound *ib, struct job *j)
 			    res.done + res.skipped);
 	}
 out:
+	forge_mr_release(&mr);
 	provenance_release(&pv);
 	store_revision_release(&latest);
 	plan_release(&plan);

@@ -686,6 +686,14 @@ int store_cursor_set(struct store *st, const char *name, const char *value);
 #define STORE_CURSOR_FORGE_TOKEN "forge:token-problem"
 
 /*
+ * Prefix of a project's cursor saying approvals by mail cannot work there
+ * (the project requires re-authentication to approve): the text for
+ * `patchbridge status`, set by the inbound side when an approval meets
+ * the setting, emptied when one goes through in the project.
+ */
+#define STORE_CURSOR_APPROVAL_REAUTH_PREFIX "approvals:reauth:"
+
+/*
  * Revisions of a project (all of them when project is NULL), by project,
  * MR and revision, at most limit (0: STORE_LIST_MAX); appended to out.
  */

@@ -6,6 +6,7 @@
 # one without the sudo scope, and an administrator's without admin_mode
 # under Admin Mode each get a line saying what to do, and exit 78 while an
 # approval policy needs Sudo; with approval_policy = none only a note.
+# A project that requires re-authentication to approve is a problem too.
 # With [webhook] enabled, a webhook that GitLab disabled after failed
 # deliveries (for a while, then for good) is a problem until re-enabled.
 set -u
@@ -95,6 +96,15 @@ check soon-token forge 78 'problem: the token has expired' \
 	"put it in $tmp/token ([forge] token_file)"
 sim PUT tokens/later-token '{"revoked": true}'
 check later-token forge 78 'problem: the token was revoked'
+
+# A project that requires re-authentication to approve: no approval by
+# mail can work there (EE's ApprovalService refuses it), whatever the token.
+sim PUT projects/1/settings '{"require_password_to_approve": true}'
+check admin-token forge 78 'problem: group/project requires re-authentication' \
+	'approvals by mail cannot work there'
+check admin-token none 0 'forge: ok'
+sim PUT projects/1/settings '{"require_password_to_approve": false}'
+check admin-token forge 0 'forge: ok'
 
 # Admin Mode: an administrator's token needs the admin_mode scope.
 sim PUT settings '{"admin_mode": true}'

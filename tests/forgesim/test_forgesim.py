@@ -900,6 +900,37 @@ class ApprovalTest(SimTestCase):
         self.assertEqual(SIM.api("GET", "/projects/1/merge_requests/1/"
                                  "approval_state").status, 404)
 
+    def test_merged_mr_approve_401_unapprove_404(self):
+        """ApprovalService and RemoveApprovalService both `return if
+        merge_request.merged?`: 401 and 404, and the approval stays."""
+        self.assertEqual(self.approve().status, 201)
+        reply = SIM.api("PUT", "/projects/1/merge_requests/1/merge",
+                        "bob-token", body={})
+        self.assertEqual(reply.status, 200, reply.body)
+        # root: an owner who has not approved and did not write the MR
+        self.assertBody(self.approve("admin-token"), 401,
+                        {"message": "401 Unauthorized"})
+        self.assertBody(SIM.api("POST", "/projects/1/merge_requests/1/"
+                                "unapprove", "bob-token"), 404,
+                        {"message": "404 Not Found"})
+        self.assertEqual([a["user"] for a in self.state_mr()["approvals"]],
+                         ["bob"])
+
+    def test_password_to_approve_is_401(self):
+        SIM.ctl("PUT", "/projects/1/settings",
+                {"require_password_to_approve": True})
+        state = SIM.api("GET", "/projects/1/merge_requests/1/approvals",
+                        "bob-token").json
+        self.assertTrue(state["require_password_to_approve"])
+        self.assertBody(self.approve(), 401, {"message": "401 Unauthorized"})
+        reply = SIM.api("POST", "/projects/1/merge_requests/1/approve",
+                        "bob-token", body={"approval_password": "guess"})
+        self.assertEqual(reply.status, 401)
+        self.assertEqual(self.state_mr()["approvals"], [])
+        SIM.ctl("PUT", "/projects/1/settings",
+                {"require_password_to_approve": False})
+        self.assertEqual(self.approve().status, 201)
+
     def test_reset_approvals_on_push(self):
         self.assertEqual(self.approve().status, 201)
         SIM.ctl("POST", "/projects/1/merge_requests/1/push", {
@@ -1094,6 +1125,26 @@ class NotesTest(SimTestCase):
 
     def approve_as_bob(self):
         SIM.api("POST", "/projects/1/merge_requests/1/approve", "bob-token")
+
+    def test_locked_discussion_only_members_comment(self):
+        """IssuablePolicy: locked & ~is_project_member prevents
+        create_note; root is an administrator but no member."""
+        mr = "/projects/1/merge_requests/1"
+        self.assertIsNone(self.mr()["discussion_locked"])
+        reply = SIM.api("PUT", mr, "bob-token",
+                        body={"discussion_locked": True})
+        self.assertEqual(reply.status, 200, reply.body)
+        self.assertTrue(reply.json["discussion_locked"])
+        for path, body in ((mr + "/notes", {"body": "n"}),
+                           (mr + "/discussions", {"body": "d"})):
+            self.assertBody(SIM.api("POST", path, "admin-token", body=body),
+                            403, {"message": "403 Forbidden"})
+            self.assertEqual(SIM.api("POST", path, "bot-token",
+                                     body=body).status, 201)
+        SIM.api("PUT", mr, "bob-token", body={"discussion_locked": False})
+        self.assertFalse(self.mr()["discussion_locked"])
+        self.assertEqual(SIM.api("POST", mr + "/notes", "admin-token",
+                                 body={"body": "open"}).status, 201)
 
 
 # -- pagination ---------------------------------------------------------------
@@ -1712,6 +1763,19 @@ class FaultTest(SimTestCase):
         self.assertEqual(faults[0]["hits"], 1)
         log = SIM.ctl("GET", "/requests")
         self.assertEqual(log[-1]["fault"], "drop")
+
+    def test_resource_lock(self):
+        """lib/api/api.rb's 409 for a lock: nothing is written."""
+        SIM.ctl("POST", "/faults", {"kind": "resource_lock",
+                                    "method": "POST", "path": "/notes$"})
+        reply = SIM.api("POST", self.NOTES, body={"body": "locked out"})
+        self.assertBody(reply, 409,
+                        {"message": "409 Conflict: Resource lock"})
+        self.assertNotIn("locked out", self.bodies())
+        self.assertEqual(SIM.api("POST", self.NOTES,
+                                 body={"body": "after"}).status, 201)
+        self.assertEqual(SIM.ctl("GET", "/requests")[-2]["fault"],
+                         "resource_lock")
 
 
 # -- webhooks -----------------------------------------------------------------

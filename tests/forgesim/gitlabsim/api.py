@@ -497,6 +497,7 @@ class Api:
         reviewer_ids = p.int_list("reviewer_ids")
         assignee_ids = p.int_list("assignee_ids")
         squash = p.boolean("squash")
+        discussion_locked = p.boolean("discussion_locked")
         if not any(p.has(k) for k in _MR_UPDATE_PARAMS):
             p.errors.append(", ".join(_MR_UPDATE_PARAMS) + " are missing, "
                             "at least one parameter must be provided")
@@ -516,6 +517,12 @@ class Api:
             raise errors.message(400, {"reviewers": ["is invalid"]})
         if squash is not None:
             mr.squash = squash
+        # IssuableBaseService#filter_params drops discussion_locked unless
+        # the user may admin_merge_request (Developer and up,
+        # app/policies/project_policy.rb).
+        if discussion_locked is not None and \
+                self.forge.access_level(project, ctx.user) >= DEVELOPER:
+            mr.discussion_locked = discussion_locked
         if state_event == "close":
             self.forge.close(project, mr, ctx.user)
         elif state_event == "reopen":
@@ -609,6 +616,16 @@ class Api:
         p.check()
         project, mr = self._approvable(ctx, id, iid)
         _check_sha(sha, mr)
+        # EE's ApprovalService#execute first `return if
+        # incorrect_approval_password?`: the project requires a password
+        # and Gitlab::Auth.find_with_user_password(username,
+        # approval_password) fails (ee/app/services/ee/merge_requests/
+        # approval_service.rb), answered 401 like any refusal.  The
+        # simulator's users have no password, so no approval_password is
+        # ever right.
+        if self.forge.settings.edition != "ce" and \
+                project.settings.require_password_to_approve:
+            raise errors.unauthorized()
         # ApprovalService#execute returns nil unless can_be_approved_by?
         # (app/models/concerns/approvable_base.rb: the user may approve
         # and has not yet), and the endpoint answers `unauthorized! unless
@@ -643,6 +660,16 @@ class Api:
                                                      mr))
 
     # -- notes ----------------------------------------------------------------
+
+    def _may_note(self, ctx, project, mr):
+        """authorize!(:create_note) (lib/api/helpers/notes_helpers.rb):
+        IssuablePolicy's `rule { locked & ~is_project_member }.prevent
+        :create_note` (app/policies/issuable_policy.rb).  Only a member
+        may comment on a locked discussion; an administrator who is no
+        member may not (a prevent wins over the admin's enable)."""
+        if mr.discussion_locked and (ctx.user is None or
+                                     ctx.user.id not in project.members):
+            raise errors.forbidden()
 
     def _noteable(self, ctx, id, noteable_id):
         iid = _iid(Params({"noteable_id": noteable_id}), "noteable_id")
@@ -696,6 +723,7 @@ class Api:
         head_sha = p.string("merge_request_diff_head_sha")
         p.check()
         project, mr = self._noteable(ctx, id, noteable_id)
+        self._may_note(ctx, project, mr)
         discussion, note, changes, messages = self.forge.create_note(
             project, mr, ctx.user, body,
             internal=bool(internal or confidential), diff_head_sha=head_sha)
@@ -774,6 +802,7 @@ class Api:
         position = _position_params(p)
         p.check()
         project, mr = self._noteable(ctx, id, noteable_id)
+        self._may_note(ctx, project, mr)
         checked = None
         if position is not None:
             checked = self.forge.check_position(project, mr, position)
@@ -818,6 +847,7 @@ class Api:
         discussion = self._discussion(ctx, mr, discussion_id)
         if discussion.notes[0].system:
             raise errors.bad_request("Discussion can not be replied to.")
+        self._may_note(ctx, project, mr)
         _, note, changes, messages = self.forge.create_note(
             project, mr, ctx.user, body, reply_to=discussion)
         if note is None:

@@ -214,7 +214,7 @@ def mr_basic(forge, project_, mr):
         "sha": mr.latest.head_sha if mr.latest else None,
         "merge_commit_sha": mr.merge_commit_sha,
         "squash_commit_sha": mr.squash_commit_sha,
-        "discussion_locked": None,
+        "discussion_locked": mr.discussion_locked,
         "should_remove_source_branch": None,
         "force_remove_source_branch": False,
         "allow_collaboration": False, "allow_maintainer_to_push": False,
@@ -400,7 +400,10 @@ def approvals(forge, project_, mr, viewer):
         "merge_status": "cannot_be_merged" if mr.has_conflicts
         else "can_be_merged",
         "approvals_required": project_.settings.approvals_required,
-        "approvals_left": left, "require_password_to_approve": False,
+        "approvals_left": left,
+        # ee/lib/ee/api/entities/approval_state.rb: the project's setting
+        "require_password_to_approve":
+            project_.settings.require_password_to_approve,
         "suggested_approvers": [], "approvers": [], "approver_groups": [],
         "approval_rules_left": [], "has_approval_rules": False,
         "merge_request_approvers_available": True,

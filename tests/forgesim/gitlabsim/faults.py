@@ -11,6 +11,8 @@ API runs:
                       close the connection without answering
   error_after_commit  run the request, then answer `status` (default 502)
                       instead of the real response
+  resource_lock       answer GitLab's 409 for a lock it could not take,
+                      without running the request
 
 Each rule matches a method ("*", a method name, or "write" for anything
 but GET/HEAD) and a path regex (re.search on the path, query excluded),
@@ -31,7 +33,13 @@ import threading
 import time
 
 _KINDS = ("error", "drop", "latency", "drop_after_commit",
-          "error_after_commit")
+          "error_after_commit", "resource_lock")
+
+# lib/api/api.rb: rescue_from ActiveRecord::StaleObjectError and
+# Gitlab::ExclusiveLeaseHelpers::FailedToObtainLockError answer this (a
+# lost optimistic lock, or a lease another worker holds): temporary, and
+# nothing was written.  Its status is that of a stale `sha` to approve.
+RESOURCE_LOCK_BODY = '{"message":"409 Conflict: Resource lock"}'
 
 # What nginx/Workhorse answer when Rails is unreachable: HTML, not JSON.
 _PROXY_PAGE = ("<!DOCTYPE html>\n<html>\n<head><title>%d %s</title></head>\n"
@@ -74,6 +82,10 @@ class Rule:
         self.ms = int(spec.get("ms") or 0)
         self.body = spec.get("body")
         self.content_type = spec.get("content_type")
+        if self.kind == "resource_lock":
+            self.status = 409
+            self.body = RESOURCE_LOCK_BODY
+            self.content_type = "application/json"
         self.hits = 0
         if self.kind == "latency" and self.ms <= 0:
             raise FaultError("latency needs ms > 0")

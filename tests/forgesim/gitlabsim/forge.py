@@ -734,7 +734,10 @@ class Forge:
         return any(a.user_id == user.id for a in mr.approvals)
 
     def eligible_to_approve(self, project, mr, user):
-        """MergeRequest#can_be_approved_by? (ApprovalService's gate)."""
+        """MergeRequest#can_be_approved_by? (ApprovalService's gate), and
+        ApprovalService#execute's `return if merge_request.merged?`
+        (app/services/merge_requests/approval_service.rb): a merged MR
+        answers 401 to anyone."""
         if user is None or mr.state != "opened" or \
                 not self.can_approve(project, user):
             return False
@@ -757,7 +760,11 @@ class Forge:
         return True
 
     def unapprove(self, project, mr, user):
-        if not self.approved_by(mr, user):
+        # RemoveApprovalService#execute: `return unless approved_by?` and
+        # `return if merge_request.merged?` (app/services/merge_requests/
+        # remove_approval_service.rb): an approval on a merged MR stays,
+        # and the endpoint answers 404.
+        if not self.approved_by(mr, user) or mr.state == "merged":
             return False
         was_approved = self.approvals_left(project, mr) == 0
         mr.approvals = [a for a in mr.approvals if a.user_id != user.id]

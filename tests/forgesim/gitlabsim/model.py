@@ -65,6 +65,8 @@ class ProjectSettings:
     approvals_required: int = 0
     reset_approvals_on_push: bool = False
     merge_requests_author_approval: bool = False
+    # EE "Require user re-authentication (password) to approve"
+    require_password_to_approve: bool = False
     scoped_labels_exclusive: bool = False
     only_allow_merge_if_all_discussions_are_resolved: bool = False
     # Project settings "Merge method" and "Squash commits when merging".
@@ -268,6 +270,9 @@ class MergeRequest:
     closed_by: typing.Optional[int] = None
     closed_at: typing.Any = None
     has_conflicts: bool = False
+    # null until someone locks or unlocks it (lib/api/entities/
+    # issuable_entity.rb exposes the column as it is)
+    discussion_locked: typing.Optional[bool] = None
     prepared_at: typing.Any = None     # in the future while "preparing"
     last_edited_at: typing.Any = None
     last_edited_by: typing.Optional[int] = None

@@ -134,7 +134,8 @@ class SimServer:
         try:
             if rule is not None and rule.kind == "drop":
                 return None
-            if rule is not None and rule.kind == "error":
+            if rule is not None and rule.kind in ("error",
+                                                  "resource_lock"):
                 response = _injected_error(rule)
             else:
                 response = self._serve(request, entry)
@@ -149,7 +150,7 @@ class SimServer:
         finally:
             self.log_request(entry)
             injected = rule is not None and rule.kind in (
-                "error", "error_after_commit")
+                "error", "error_after_commit", "resource_lock")
             self._conform(request, None if injected else response)
 
     def _conform(self, request, response):
