@@ -458,7 +458,8 @@ class MonitorTest(unittest.TestCase):
             == 3 else None)(self.scrape()), timeout=60)
         self.assertEqual(total(e, "patchbridge_forge_token_failing"), 0)
         self.assertEqual(total(e, "patchbridge_replies_dead_total"), 0)
-        wait_until("ready again", lambda: self.readyz()[0] == 200)
+        wait_until("ready again", lambda: self.readyz()[0] == 200,
+                   timeout=120)
         out = sim.run([sim.PB, "-c", self.b.conf(), "status"])
         self.assertNotIn("forge token", out)
         mr = sim.mr_state()
