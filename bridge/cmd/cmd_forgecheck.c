@@ -4,6 +4,7 @@
 #include "core/config.h"
 #include "core/secret.h"
 #include "forge/forge.h"
+#include "outbound/detect.h"
 #include "state/store.h"
 #include "state/storeconf.h"
 #include "util/buf.h"
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sysexits.h>
 
 /* Does any enabled project turn list trailers into approvals? */
@@ -68,6 +70,48 @@ static int sudo_probe(struct forge *f, const struct forge_whoami *w)
 	if (forge_sudo_problem(f) != FORGE_SUDO_OK)
 		return forge_sudo_problem(f);
 	return -1;
+}
+
+/*
+ * Each enabled project as the forge has it: a configured path the project
+ * no longer has is followed to it (GitLab redirects GETs on an old path,
+ * lib/api/helpers.rb find_project!); the daemon goes on by the id, the
+ * configuration is to be changed.  The number of problems.
+ */
+static int projects_check(struct forge *f, const struct config *cfg)
+{
+	char text[5 * 1024], path[1024];
+	int problems = 0;
+	size_t i;
+
+	for (i = 0; i < config_project_count(cfg); i++) {
+		const struct config_project *cp = config_project_at(cfg, i);
+		const char *name = config_project_name(cp);
+		struct forge_project p;
+
+		if (!config_project_bool(cp, CFG_PROJECT_ENABLED))
+			continue;
+		if (forge_get_project(&p, f, name)) {
+			printf("forge: problem: project %s: %s\n", name,
+			       err_msg());
+			problems++;
+			continue;
+		}
+		printable_copy(path, sizeof(path), p.path_with_namespace,
+			       strlen(p.path_with_namespace));
+		if (strcasecmp(p.path_with_namespace, name)) {
+			detect_moved_text(text, sizeof(text), name, path);
+			printf("forge: problem: %s (the bridge reaches it by "
+			       "its id, %lld, meanwhile)\n",
+			       text, (long long)p.id);
+			problems++;
+		} else {
+			printf("forge: project %s (id %lld)\n", name,
+			       (long long)p.id);
+		}
+		forge_project_release(&p);
+	}
+	return problems;
 }
 
 int forgecheck_run(const struct config *cfg)
@@ -150,6 +194,7 @@ int forgecheck_run(const struct config *cfg)
 			problems++;
 		}
 	}
+	problems += projects_check(f, cfg);
 	if (w.admin <= 0)
 		printf("forge: note: a reviewer's address is matched to a "
 		       "forge user only by public email (or user_map, "
