@@ -978,10 +978,14 @@ def scenario_renamed(bed):
                           "--foreground"], stdout=log, stderr=log)
     log.close()
     bed.procs.append(d)
-    # Each start says it again, once the first poll pinned the id.
+    # Each start says it again, once the first poll pinned the id; the
+    # spool is watched once the first round is over, after which only the
+    # webhook brings the MR up (poll_interval = 1h).
     told = bed.log_text().count(MOVED)
+    watching = bed.log_text().count("inbound: watching")
     deadline = time.monotonic() + 30
-    while bed.log_text().count(MOVED) == told:
+    while bed.log_text().count(MOVED) == told or \
+            bed.log_text().count("inbound: watching") == watching:
         check(d.poll() is None and time.monotonic() < deadline,
               "the daemon did not tell the rename at its start")
         time.sleep(0.1)
