@@ -334,6 +334,12 @@ class MovedProjectTest(SimTestCase):
         reply = SIM.api("GET", "/projects/" + self.old)
         self.assertEqual(reply.status, 200, reply.body)
         self.assertNotEqual(reply.json["id"], self.pid)
+        # ... and git on the old path reads the newcomer's repository.
+        for path, has_topic in (("grp/old", False), ("other/new", True)):
+            reply = SIM.raw("GET", "/%s.git/info/refs?service="
+                            "git-upload-pack" % path)
+            self.assertEqual(reply.status, 200, reply.body[:200])
+            self.assertEqual(b"refs/heads/topic" in reply.body, has_topic)
 
     def test_the_repository_answers_on_both_paths(self):
         for path in ("grp/old", "other/new"):

@@ -234,13 +234,17 @@ class Forge:
             raise SimError("visibility must be private, internal or public")
         pid = self.next_id("project")
         # A new project on a moved project's old path takes it over
-        # (Route#delete_conflicting_redirects, app/models/route.rb).
+        # (Route#delete_conflicting_redirects, app/models/route.rb); its
+        # repository is its own, while the moved one's stays where it was
+        # made (hashed storage keys it by id, not path).
         self.redirect_routes.pop(path.lower(), None)
+        repo_dir = os.path.join(self.repo_root, path + ".git")
+        if any(p.repo_dir == repo_dir for p in self.projects.values()):
+            repo_dir = os.path.join(self.repo_root, "%s@%d.git" % (path, pid))
         project = Project(
             id=pid, path=parts[-1], namespace="/".join(parts[:-1]),
             description=description or "", default_branch=default_branch,
-            visibility=visibility,
-            repo_dir=os.path.join(self.repo_root, path + ".git"),
+            visibility=visibility, repo_dir=repo_dir,
             created_at=self.now())
         project.last_activity_at = project.created_at
         if settings:
