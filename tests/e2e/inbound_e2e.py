@@ -56,7 +56,8 @@ Scenarios:
             says the field was ignored; a verified maintainer's ack in the
             same run approves.
   renamed   the project is moved to another group and renamed between
-            replies and between revisions: replies after it are applied
+            replies and between revisions, and a new project takes its
+            old path over: replies after it are applied
             (comments, an approval) with no dead letter and no write
             refused as moved, v2 and v3 are mailed, a webhook naming the
             new path is recognised by the project's id, and the log,
@@ -957,7 +958,14 @@ def scenario_renamed(bed):
     say("status: " + next(line.strip() for line in status.splitlines()
                           if MOVED in line))
 
-    say("a new revision after the rename is mailed")
+    say("someone makes a new project on the old path: it takes the path "
+        "over from the redirect")
+    other = sim("POST", "/_sim/projects", {
+        "path": "group/project", "members": {"patchbridge": "developer"}})
+    check(other["id"] != 1, "the old path is still project 1")
+
+    say("a new revision after the rename is mailed, from the project's "
+        "repository, not the newcomer's")
     sim("POST", "/_sim/projects/1/merge_requests/1/push",
         {"commits": [commit("counter: name the step", "Say what it is.",
                             {"docs/step.txt": "the step counts.\n"})]})
