@@ -76,14 +76,19 @@ static int sudo_probe(struct forge *f, const struct forge_whoami *w)
  * Each enabled project as the forge has it: a configured path the project
  * no longer has is followed to it (GitLab redirects GETs on an old path,
  * lib/api/helpers.rb find_project!); the daemon goes on by the id, the
- * configuration is to be changed.  The number of problems.
+ * configuration is to be changed.  The id the daemon keeps in the state
+ * is asked for when the state can be read: a project made later on the
+ * old path is not ours.  The number of problems.
  */
 static int projects_check(struct forge *f, const struct config *cfg)
 {
 	char text[5 * 1024], path[1024];
+	struct store *st = NULL;
 	int problems = 0;
 	size_t i;
 
+	if (storeconf_open(&st, cfg, STORE_RO))
+		st = NULL; /* no state yet: by the configured paths */
 	for (i = 0; i < config_project_count(cfg); i++) {
 		const struct config_project *cp = config_project_at(cfg, i);
 		const char *name = config_project_name(cp);
@@ -91,6 +96,8 @@ static int projects_check(struct forge *f, const struct config *cfg)
 
 		if (!config_project_bool(cp, CFG_PROJECT_ENABLED))
 			continue;
+		if (st)
+			detect_pin_stored(st, f, name);
 		if (forge_get_project(&p, f, name)) {
 			printf("forge: problem: project %s: %s\n", name,
 			       err_msg());
@@ -111,6 +118,7 @@ static int projects_check(struct forge *f, const struct config *cfg)
 		}
 		forge_project_release(&p);
 	}
+	store_free(st);
 	return problems;
 }
 

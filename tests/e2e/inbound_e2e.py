@@ -963,6 +963,10 @@ def scenario_renamed(bed):
     other = sim("POST", "/_sim/projects", {
         "path": "group/project", "members": {"patchbridge": "developer"}})
     check(other["id"] != 1, "the old path is still project 1")
+    out = bed.pb_run(["check-config", "--forge"])
+    check(out.returncode == 78 and MOVED in out.stdout,
+          "check-config --forge after the takeover: %d\n%s" %
+          (out.returncode, out.stdout))
 
     say("a new revision after the rename is mailed, from the project's "
         "repository, not the newcomer's")
