@@ -4,6 +4,7 @@
 #include "core/config.h"
 #include "core/secret.h"
 #include "forge/forge.h"
+#include "outbound/detect.h"
 #include "state/store.h"
 #include "state/storeconf.h"
 #include "util/buf.h"
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sysexits.h>
 #include <time.h>
 
@@ -204,6 +206,56 @@ static int reauth_check(const struct config *cfg, struct forge *f)
 	return problems;
 }
 
+/*
+ * Each enabled project as the forge has it: a configured path the project
+ * no longer has is followed to it (GitLab redirects GETs on an old path,
+ * lib/api/helpers.rb find_project!); the daemon goes on by the id, the
+ * configuration is to be changed.  The id the daemon keeps in the state
+ * is asked for when the state can be read: a project made later on the
+ * old path is not ours.  The number of problems.
+ */
+static int projects_check(struct forge *f, const struct config *cfg)
+{
+	char text[5 * 1024], path[1024];
+	struct store *st = NULL;
+	int problems = 0;
+	size_t i;
+
+	if (storeconf_open(&st, cfg, STORE_RO))
+		st = NULL; /* no state yet: by the configured paths */
+	for (i = 0; i < config_project_count(cfg); i++) {
+		const struct config_project *cp = config_project_at(cfg, i);
+		const char *name = config_project_name(cp);
+		struct forge_project p;
+
+		if (!config_project_bool(cp, CFG_PROJECT_ENABLED))
+			continue;
+		if (st)
+			detect_pin_stored(st, f, name);
+		if (forge_get_project(&p, f, name)) {
+			printf("forge: problem: project %s: %s\n", name,
+			       err_msg());
+			problems++;
+			continue;
+		}
+		printable_copy(path, sizeof(path), p.path_with_namespace,
+			       strlen(p.path_with_namespace));
+		if (strcasecmp(p.path_with_namespace, name)) {
+			detect_moved_text(text, sizeof(text), name, path);
+			printf("forge: problem: %s (the bridge reaches it by "
+			       "its id, %lld, meanwhile)\n",
+			       text, (long long)p.id);
+			problems++;
+		} else {
+			printf("forge: project %s (id %lld)\n", name,
+			       (long long)p.id);
+		}
+		forge_project_release(&p);
+	}
+	store_free(st);
+	return problems;
+}
+
 int forgecheck_run(const struct config *cfg)
 {
 	struct buf token = BUF_INIT(SECRET_MAX + 1);
@@ -284,6 +336,7 @@ int forgecheck_run(const struct config *cfg)
 				"api and sudo (and admin_mode) scopes - "
 				"gitlab.com gives none" :
 				"the forge did not answer the Sudo test";
+	problems += projects_check(f, cfg);
 
 		printf("forge: %s: it cannot act as other users (Sudo): %s\n",
 		       want ? "problem" : "note", what);

@@ -5,6 +5,7 @@
 #include "core/secret.h"
 #include "forge/forge.h"
 #include "inbound/inbound.h"
+#include "outbound/detect.h"
 #include "mail/classify.h"
 #include "mail/mail.h"
 #include "state/spool.h"
@@ -184,6 +185,7 @@ static int apply_now(struct replay *rp, int retry_now)
 	struct inbound *ib = NULL;
 	struct inbound_opts o;
 	struct inbound_stats s;
+	size_t i;
 	int rc, ex = EX_OK;
 
 	rc = env_forge_open(&forge, &token, rp->cfg, NULL);
@@ -192,6 +194,11 @@ static int apply_now(struct replay *rp, int retry_now)
 		ex = env_exit_code(rc);
 		goto out;
 	}
+	/* Renamed projects are written to by id, as the daemon does. */
+	for (i = 0; i < config_project_count(rp->cfg); i++)
+		detect_pin_stored(
+			rp->st, forge,
+			config_project_name(config_project_at(rp->cfg, i)));
 	memset(&o, 0, sizeof(o));
 	o.cfg = rp->cfg;
 	o.store = rp->st;

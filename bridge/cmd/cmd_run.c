@@ -305,8 +305,8 @@ static int on_event(const struct webhook_event *ev, void *arg)
 	 * minute).  Internal notes come as "Confidential Note Hook", which
 	 * the receiver ignores. */
 	if (ev->kind == WEBHOOK_NOTE) {
-		rc = workq_push(d->notes_q, ev->project, ev->iid, 0,
-				"webhook note");
+		rc = workq_push_id(d->notes_q, ev->project, ev->project_id,
+				   ev->iid, 0, "webhook note");
 		if (rc == PB_EEXISTS)
 			rc = 0;
 		if (!rc)
@@ -320,8 +320,29 @@ static int on_event(const struct webhook_event *ev, void *arg)
 		return 0;
 	snprintf(reason, sizeof(reason), "webhook %s",
 		 ev->code_changed ? "push" : webhook_action_name(ev->action));
-	rc = workq_push(q, ev->project, ev->iid, 0, reason);
+	rc = workq_push_id(q, ev->project, ev->project_id, ev->iid, 0, reason);
 	return rc == PB_EEXISTS ? 0 : rc;
+}
+
+/*
+ * A webhook names the project by its path now; after a rename or a move
+ * that is not the configured one, but project.id is the id the project
+ * was pinned to (detect_project_pin()), so the event is the configured
+ * project's.  Rewrites it->project to the configured path then.
+ */
+static void configured_item(struct daemon *d, struct workq_item *it)
+{
+	const struct config_project *proj;
+	const char *path;
+
+	if (it->project_id <= 0 ||
+	    !config_project_get(&proj, d->env.cfg, it->project) ||
+	    !(path = forge_pinned_path(d->env.forge, it->project_id)) ||
+	    strlen(path) >= sizeof(it->project))
+		return;
+	log_debug("%s: project %s (id %lld) is the configured %s", it->reason,
+		  it->project, (long long)it->project_id, path);
+	snprintf(it->project, sizeof(it->project), "%s", path);
 }
 
 /* check-config reads the webhook secret with the same cap (preflight.c). */
@@ -691,6 +712,7 @@ static void forge_comments(struct daemon *d)
 	while (!stop_flag && !workq_pop(&it, d->notes_q)) {
 		const struct config_project *proj;
 
+		configured_item(d, &it);
 		if (config_project_get(&proj, d->env.cfg, it.project) ||
 		    !config_project_bool(proj, CFG_PROJECT_ENABLED) ||
 		    !config_project_bool(proj, CFG_OUTBOUND_FORGE_COMMENTS))
@@ -744,8 +766,10 @@ static void cycle(struct daemon *d)
 			log_debug("poll: %zu merge request(s) queued", queued);
 	}
 	retries_due(d, t);
-	while (!stop_flag && !reload_flag && !workq_pop(&it, d->q))
+	while (!stop_flag && !reload_flag && !workq_pop(&it, d->q)) {
+		configured_item(d, &it);
 		process(d, &it);
+	}
 	/* What a stop leaves queued is held in detect: listed again at the
 	 * next start.  Worked off, the stored watermark may move on. */
 	if (!stop_flag && !reload_flag)

@@ -46,6 +46,24 @@ static void show_cursor(struct store *st, const char *prefix,
 	buf_release(&v);
 }
 
+/* A project renamed or moved since it was configured (detect.h). */
+static void show_moved(struct store *st, const char *project)
+{
+	char name[STORE_CURSOR_NAME_MAX + 1];
+	char text[5 * STORE_CURSOR_VALUE_MAX], p[STORE_CURSOR_VALUE_MAX];
+	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+
+	snprintf(name, sizeof(name), "%s%s", DETECT_MOVED_PREFIX, project);
+	if (!store_cursor_get(&v, st, name) && v.len) {
+		detect_moved_text(text, sizeof(text), project,
+				  printable_copy(p, sizeof(p), v.data, v.len));
+		printf("  needs the operator: %s (until then the bridge "
+		       "reaches it by its id)\n",
+		       text);
+	}
+	buf_release(&v);
+}
+
 /* Forge comments kept on the forge (internal): "COUNT IID:NOTE". */
 static void show_kept(struct store *st, const char *project)
 {
@@ -603,6 +621,7 @@ int cmd_status(const char *config_path, int argc, char **argv)
 		       config_project_bool(p, CFG_PROJECT_ENABLED) ?
 			       "" :
 			       " (disabled)");
+		show_moved(st, name);
 		show_cursor(st, DETECT_TIME_PREFIX, name, "last poll");
 		show_cursor(st, DETECT_CURSOR_PREFIX, name, "watermark");
 		show_cursor(st, DETECT_ERROR_PREFIX, name, "last poll failed");

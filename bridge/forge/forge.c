@@ -6,6 +6,7 @@
 #include "util/scan.h"
 #include "util/xalloc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -16,8 +17,75 @@
 
 void forge_free(struct forge *f)
 {
-	if (f)
-		f->ops->free(f);
+	size_t i;
+
+	if (!f)
+		return;
+	for (i = 0; i < f->nr_pins; i++)
+		free(f->pins[i].path);
+	free(f->pins);
+	f->pins = NULL;
+	f->nr_pins = f->alloc_pins = 0;
+	f->ops->free(f);
+}
+
+static struct forge_pin *pin_of(const struct forge *f, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < f->nr_pins; i++)
+		if (!strcasecmp(f->pins[i].path, path))
+			return &f->pins[i];
+	return NULL;
+}
+
+void forge_pin_project(struct forge *f, const char *path, int64_t id)
+{
+	struct forge_pin *p = pin_of(f, path);
+
+	BUG_ON(id <= 0);
+	if (!p) {
+		ALLOC_GROW(f->pins, f->nr_pins + 1, f->alloc_pins);
+		p = &f->pins[f->nr_pins++];
+		p->path = xstrdup(path);
+	}
+	p->id = id;
+}
+
+const char *forge_pinned_path(const struct forge *f, int64_t id)
+{
+	size_t i;
+
+	for (i = 0; id > 0 && i < f->nr_pins; i++)
+		if (f->pins[i].id == id)
+			return f->pins[i].path;
+	return NULL;
+}
+
+const char *forge_project_ref(const struct forge *f, const char *project,
+			      char *buf, size_t size)
+{
+	const struct forge_pin *p;
+
+	if (!project || !(p = pin_of(f, project)))
+		return project;
+	snprintf(buf, size, "%lld", (long long)p->id);
+	return buf;
+}
+
+int forge_get_project(struct forge_project *out, struct forge *f,
+		      const char *project)
+{
+	memset(out, 0, sizeof(*out));
+	if (!f->ops->get_project)
+		return NOT_SUPPORTED(f, "look up projects");
+	return f->ops->get_project(out, f, project);
+}
+
+void forge_project_release(struct forge_project *p)
+{
+	free(p->path_with_namespace);
+	memset(p, 0, sizeof(*p));
 }
 
 void forge_set_pause(struct forge *f, forge_pause_fn fn, void *arg)

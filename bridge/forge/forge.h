@@ -14,7 +14,11 @@
  * {items, nr} structs with their own _release.
  *
  * Projects are named by numeric id ("42") or full path ("group/project");
- * the implementation encodes them.  MRs are named by their iid.
+ * the implementation encodes them.  A path pinned to its id
+ * (forge_pin_project()) is sent as the id: a project keeps its id when it
+ * is renamed or moved to another group, while its old path only redirects
+ * reads (GitLab answers every write on it with 405, lib/api/helpers.rb
+ * find_project!).  MRs are named by their iid.
  *
  * Acting for a user: forge_act_as() makes every following call run as
  * that user (GitLab: the Sudo header, which needs an administrator's token
@@ -321,6 +325,18 @@ struct forge_whoami {
 	char *token_name;
 };
 
+/* A project as the forge has it now (GitLab: GET /projects/:id). */
+struct forge_project {
+	int64_t id;
+	char *path_with_namespace;
+};
+
+/* A configured project path and the id it stands for (forge_pin_project()). */
+struct forge_pin {
+	char *path;
+	int64_t id;
+};
+
 /*
  * MR listing state the caller keeps between polls: the watermark (the
  * largest updated_at seen) and the (iid, updated_at) pairs already
@@ -432,6 +448,8 @@ struct forge_ops {
 				  const char *email);
 	int (*get_user)(struct forge_user *out, struct forge *f, int64_t id);
 	int (*whoami)(struct forge_whoami *out, struct forge *f);
+	int (*get_project)(struct forge_project *out, struct forge *f,
+			   const char *project);
 	int (*commit_email_host)(char **out, struct forge *f);
 	int (*list_hooks)(struct forge_hook_list *out, struct forge *f,
 			  const char *project);
@@ -451,6 +469,10 @@ struct forge {
 	/* forge_set_guard(); the implementation zeroes them. */
 	forge_guard_fn guard;
 	void *guard_arg;
+	/* forge_pin_project(); the implementation zeroes them, forge_free()
+	 * frees them. */
+	struct forge_pin *pins;
+	size_t nr_pins, alloc_pins;
 };
 
 /* Free the handle (NULL allowed). */
@@ -604,6 +626,30 @@ int forge_find_user_by_email(struct forge_user *out, struct forge *f,
  * email, for anyone; the private one for an admin).  PB_ENOTFOUND when
  * there is no such user. */
 int forge_get_user(struct forge_user *out, struct forge *f, int64_t id);
+
+/*
+ * The project as the forge has it now: its id and its path, which differ
+ * from the name asked for after a rename or a move to another group (a
+ * path is followed to the project that had it; a pinned path is asked by
+ * its id).  PB_ENOTFOUND: no such project, or no access.
+ */
+int forge_get_project(struct forge_project *out, struct forge *f,
+		      const char *project);
+void forge_project_release(struct forge_project *p);
+
+/*
+ * From now on, address the project named path by id (ASCII case ignored,
+ * as GitLab matches paths).  Pinning again replaces the id.
+ */
+void forge_pin_project(struct forge *f, const char *path, int64_t id);
+/* The path pinned to id, or NULL (owned by f, valid until it is freed). */
+const char *forge_pinned_path(const struct forge *f, int64_t id);
+/*
+ * What to put in a URL for project: the pinned id as decimal text in buf
+ * (size at least 24), or project itself.
+ */
+const char *forge_project_ref(const struct forge *f, const char *project,
+			      char *buf, size_t size);
 
 /* Who the token is and what it may do (as itself, whoever it acts as). */
 int forge_whoami(struct forge_whoami *out, struct forge *f);

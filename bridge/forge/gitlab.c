@@ -520,6 +520,12 @@ static int status_error(struct gl_call *c)
 	gitlab_error_text(&t, c->resp.body.data, c->resp.body.len);
 	printable_copy(text, sizeof(text), t.data, t.len);
 	buf_release(&t);
+	/* A write on a project's old path (lib/api/helpers.rb find_project!):
+	 * an operator's matter that the project's id settles, never the
+	 * request's; what waits is tried again once the id is pinned. */
+	if (c->resp.status == 405 &&
+	    strstr(text, "not allowed for moved projects"))
+		code = PB_ETEMP;
 	return err_set(code, "%s %s: HTTP %ld%s%s", http_method_name(c->method),
 		       c->where, c->resp.status, text[0] ? ": " : "", text);
 }
@@ -765,10 +771,19 @@ static int url_fail(void)
 	return err_set(PB_ELIMIT, "URL longer than %d bytes", PB_HTTP_URL_MAX);
 }
 
+/*
+ * A pinned path goes out as its id: after a rename or a move, GitLab
+ * redirects GETs on the old path but answers every write on it with 405
+ * "Non GET methods are not allowed for moved projects" (lib/api/helpers.rb
+ * find_project!, project_moved?), and the id never changes.
+ */
 static int url_project(struct buf *u, struct gitlab *gl, const char *project)
 {
+	char id[24];
+
 	if (!project || !*project)
 		return err_set(PB_EINVAL, "no project given");
+	project = forge_project_ref(&gl->base, project, id, sizeof(id));
 	if (buf_adds(u, gl->api) < 0 || buf_adds(u, "/projects/") < 0 ||
 	    http_escape(u, project) < 0)
 		return url_fail();
@@ -2955,6 +2970,47 @@ out:
 	return rc;
 }
 
+static int project_from_json(struct forge_project *out,
+			     const struct json_value *v)
+{
+	int rc;
+
+	if ((rc = json_get_int(&out->id, v, "id")) < 0 ||
+	    (rc = json_get_str(&out->path_with_namespace, v,
+			       "path_with_namespace")) < 0)
+		return rc;
+	if (out->id <= 0 || !*out->path_with_namespace)
+		return err_set(PB_EINVAL, "a project without id or path");
+	return 0;
+}
+
+/*
+ * GET /projects/:id: an old path answers 301 to the same URL with the id
+ * (lib/api/helpers.rb url_with_project_id), which call_do follows for a
+ * GET; path_with_namespace is the path now (lib/api/entities/
+ * project.rb).
+ */
+static int gl_get_project(struct forge_project *out, struct forge *f,
+			  const char *project)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct gl_call c;
+	int rc;
+
+	call_init(&c, gl);
+	if ((rc = url_project(&u, gl, project)) < 0 ||
+	    (rc = call_get_object(gl, &c, u.data)) < 0)
+		goto out;
+	rc = CONVERT(&c, project_from_json, out);
+out:
+	if (rc)
+		forge_project_release(out);
+	call_release(&c);
+	buf_release(&u);
+	return rc;
+}
+
 /*
  * Who the token is: GET /user (is_admin is shown only when the token acts
  * as an administrator, lib/api/users.rb: UserWithAdmin for
@@ -3146,6 +3202,7 @@ static const struct forge_ops gitlab_ops = {
 	.find_user_by_email = gl_find_user_by_email,
 	.get_user = gl_get_user,
 	.whoami = gl_whoami,
+	.get_project = gl_get_project,
 	.commit_email_host = gl_commit_email_host,
 	.list_hooks = gl_list_hooks,
 	.sudo_problem = gl_sudo_problem,

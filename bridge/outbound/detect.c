@@ -9,11 +9,14 @@
 #include "util/err.h"
 #include "util/limits.h"
 #include "util/log.h"
+#include "util/printable.h"
+#include "util/scan.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 struct hold {
@@ -27,6 +30,7 @@ struct watch {
 	struct forge_mr_cursor cursor;
 	int loaded; /* the stored watermark was read */
 	int listed; /* listed since the last checkpoint */
+	int told; /* a rename was logged (detect_project_pin()) */
 	time_t hooks_checked; /* when the webhooks were last looked at */
 };
 
@@ -151,6 +155,111 @@ static void set_cursor(struct detect *d, const char *prefix,
 		log_warn("poll: cannot record %s: %s", name, err_msg());
 }
 
+void detect_moved_text(char *out, size_t size, const char *project,
+		       const char *path)
+{
+	snprintf(out, size,
+		 "project %s was renamed to %s: change [project \"%s\"] to "
+		 "[project \"%s\"] in the configuration",
+		 project, path, project, path);
+}
+
+static int read_cursor(struct buf *v, struct store *st, const char *prefix,
+		       const char *project)
+{
+	char name[STORE_CURSOR_NAME_MAX + 1];
+
+	cursor_name(name, sizeof(name), prefix, project);
+	return store_cursor_get(v, st, name);
+}
+
+static void write_cursor(struct store *st, const char *prefix,
+			 const char *project, const char *value)
+{
+	char name[STORE_CURSOR_NAME_MAX + 1];
+
+	cursor_name(name, sizeof(name), prefix, project);
+	if (store_cursor_set(st, name, value))
+		log_warn("poll: cannot record %s: %s", name, err_msg());
+}
+
+static uint64_t stored_id(struct store *st, const char *project)
+{
+	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	uint64_t id = 0;
+
+	if (read_cursor(&v, st, DETECT_PROJECT_ID_PREFIX, project) || !v.len ||
+	    !mem_to_u64(v.data, v.len, INT64_MAX, &id))
+		id = 0;
+	buf_release(&v);
+	return id;
+}
+
+void detect_pin_stored(struct store *st, struct forge *f, const char *project)
+{
+	uint64_t id = stored_id(st, project);
+
+	if (id)
+		forge_pin_project(f, project, (int64_t)id);
+}
+
+int detect_project_pin(struct store *st, struct forge *f, const char *project,
+		       int *told)
+{
+	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	char text[4 * STORE_CURSOR_VALUE_MAX];
+	char pv[STORE_CURSOR_VALUE_MAX];
+	struct forge_project p;
+	uint64_t id = stored_id(st, project);
+	int rc, changed;
+
+	if (id)
+		forge_pin_project(f, project, (int64_t)id);
+	rc = forge_get_project(&p, f, project);
+	if (rc) {
+		err_prefix(rc, "project %s", project);
+		goto out;
+	}
+	if (!id) {
+		/* The first time: the path names the project (an old path
+		 * is followed to it); from now on its id does. */
+		char t[24];
+
+		snprintf(t, sizeof(t), "%lld", (long long)p.id);
+		write_cursor(st, DETECT_PROJECT_ID_PREFIX, project, t);
+		forge_pin_project(f, project, p.id);
+		log_info("project %s has id %lld", project, (long long)p.id);
+	}
+	buf_reset(&v);
+	if (read_cursor(&v, st, DETECT_MOVED_PREFIX, project))
+		buf_reset(&v);
+	printable_copy(pv, sizeof(pv), p.path_with_namespace,
+		       strlen(p.path_with_namespace));
+	if (!strcasecmp(p.path_with_namespace, project)) {
+		if (v.len) {
+			write_cursor(st, DETECT_MOVED_PREFIX, project, "");
+			log_notice("project %s: the configured path is the "
+				   "project's path again",
+				   project);
+		}
+		goto out;
+	}
+	changed = strcmp(v.data, pv) != 0;
+	if (changed)
+		write_cursor(st, DETECT_MOVED_PREFIX, project, pv);
+	if (changed || !told || !*told) {
+		detect_moved_text(text, sizeof(text), project, pv);
+		log_warn("%s; until then it is reached by its id (%lld)", text,
+			 (long long)p.id);
+		if (told)
+			*told = 1;
+	}
+out:
+	forge_project_release(&p);
+	buf_release(&v);
+	return rc;
+}
+
 /* The watermark as far as it may go: before every MR still held. */
 static void save_watermark(struct detect *d, struct watch *w)
 {
@@ -264,6 +373,10 @@ int detect_poll(struct detect *d, struct workq *q, size_t *queued)
 		if (!config_project_bool(w->proj, CFG_PROJECT_ENABLED))
 			continue;
 		log_ctx_set(project);
+		/* By id from now on; a project the forge cannot show is
+		 * still listed by its path, so that the listing says why. */
+		if (detect_project_pin(d->store, d->forge, project, &w->told))
+			log_info("%s", err_msg());
 		load_watermark(d, w);
 		rc = forge_list_mrs(d->forge, project, &w->cursor, &fq,
 				    mr_found, &pw);

@@ -29,6 +29,15 @@
  * disabled after failed deliveries (forge_hooks_problem(); "" when none
  * is), for `status`, and each look that finds one logs it.
  *
+ * Each project is addressed by its numeric id once known (forge.h,
+ * forge_pin_project()): before each listing, detect_project_pin() pins
+ * the id kept as "project-id:PROJECT" (or, the first time, the id the
+ * forge gives for the configured path, then kept) and asks the forge for
+ * the project's path now.  A project renamed or moved to another group
+ * keeps its id, so polling, mailing and applying replies go on; its new
+ * path is kept as "project-moved:PROJECT" ("" while the configured path
+ * is right) for `status`, and a warning tells the operator.
+ *
  * Ownership: detect_new() borrows cfg, store and forge (they must outlive
  * it).  Threads: the thread that owns the store and forge handles.
  * Errors: detect_poll() logs and records each project's failure and goes
@@ -49,6 +58,8 @@ struct workq;
 #define DETECT_CURSOR_PREFIX "poll:"
 #define DETECT_TIME_PREFIX "poll-time:"
 #define DETECT_ERROR_PREFIX "poll-error:"
+#define DETECT_PROJECT_ID_PREFIX "project-id:"
+#define DETECT_MOVED_PREFIX "project-moved:"
 #define DETECT_HOOKS_PREFIX "webhook-problem:"
 /* How often the webhooks are looked at (seconds). */
 #define DETECT_HOOKS_CHECK_S 900
@@ -62,6 +73,24 @@ void detect_free(struct detect *d);
 /* One listing of every enabled project; *queued (may be NULL) counts the
  * MRs put on q. */
 int detect_poll(struct detect *d, struct workq *q, size_t *queued);
+
+/*
+ * Pin project (a configured path) to its id on f, as above, and find
+ * where it is now.  *told (may be NULL) is set once the rename was
+ * logged, so that a caller that pins at every poll warns once per
+ * process and again only when the path changes.  0, or the forge's
+ * error when the project could not be read (a known id stays pinned).
+ */
+int detect_project_pin(struct store *st, struct forge *f, const char *project,
+		       int *told);
+
+/* Pin project to the id kept in st, if any, asking the forge nothing
+ * (for commands that apply replies without polling). */
+void detect_pin_stored(struct store *st, struct forge *f, const char *project);
+
+/* The sentence that tells the operator project is now at path. */
+void detect_moved_text(char *out, size_t size, const char *project,
+		       const char *path);
 
 /* Keep project's stored watermark at or before updated_ms (> 0) until
  * detect_release() of the same MR. */

@@ -6,6 +6,7 @@
 #include "core/owners.h"
 #include "forge/forge.h"
 #include "mail/diff.h"
+#include "outbound/detect.h"
 #include "outbound/gitrepo.h"
 #include "outbound/listarchive.h"
 #include "outbound/mailhdr.h"
@@ -24,6 +25,7 @@
 #include "util/strlist.h"
 #include "util/xalloc.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -844,18 +846,43 @@ static void job_release(struct job *j)
 	buf_release(&j->git_url);
 }
 
-/* The project's git URL: the forge's base URL (without /api/v4). */
-static int git_url(struct buf *out, const struct config *cfg,
-		   const char *project)
+/* A project path as GitLab makes them (letters, digits, "_.-/"). */
+static int plain_path(const char *p)
 {
-	const char *base = config_str(cfg, CFG_FORGE_URL);
-	size_t n = strlen(base);
+	if (!*p)
+		return 0;
+	for (; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr("_.-/", *p))
+			return 0;
+	return 1;
+}
 
+/*
+ * The project's git URL: the forge's base URL (without /api/v4) and the
+ * project's path as the forge has it now.  After a rename or a move
+ * (detect.h keeps the new path) the old path only redirects, and a
+ * project made on it later takes it over (app/models/route.rb,
+ * delete_conflicting_redirects): fetching from there would read another
+ * repository.
+ */
+static int git_url(struct buf *out, struct outbound *ob, const char *project)
+{
+	const char *base = config_str(ob->cfg, CFG_FORGE_URL);
+	char name[STORE_CURSOR_NAME_MAX + 1];
+	struct buf now = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	size_t n = strlen(base);
+	int rc;
+
+	snprintf(name, sizeof(name), "%s%s", DETECT_MOVED_PREFIX, project);
+	if (!store_cursor_get(&now, ob->store, name) && plain_path(now.data))
+		project = now.data;
 	while (n && base[n - 1] == '/')
 		n--;
 	if (n >= 7 && !memcmp(base + n - 7, "/api/v4", 7))
 		n -= 7;
-	return buf_addf(out, "%.*s/%s.git", (int)n, base, project);
+	rc = buf_addf(out, "%.*s/%s.git", (int)n, base, project);
+	buf_release(&now);
+	return rc;
 }
 
 /* Fetch and load the current range and the previous one. */
@@ -868,7 +895,7 @@ static int load_ranges(struct outbound *ob, struct job *j)
 	int rc;
 
 	memset(&mo, 0, sizeof(mo));
-	rc = git_url(&j->git_url, ob->cfg, j->project);
+	rc = git_url(&j->git_url, ob, j->project);
 	if (rc)
 		return rc;
 	mo.root = ob->mirror_root;
@@ -957,7 +984,7 @@ int outbound_landed(struct outbound_landed *landed, struct outbound *ob,
 	if (rc)
 		return rc;
 	memset(&mo, 0, sizeof(mo));
-	rc = git_url(&url, ob->cfg, project);
+	rc = git_url(&url, ob, project);
 	if (rc)
 		goto out;
 	mo.root = ob->mirror_root;

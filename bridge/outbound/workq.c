@@ -105,6 +105,12 @@ static void grow(struct workq *q)
 int workq_push(struct workq *q, const char *project, int64_t iid,
 	       int64_t updated_ms, const char *reason)
 {
+	return workq_push_id(q, project, 0, iid, updated_ms, reason);
+}
+
+int workq_push_id(struct workq *q, const char *project, int64_t project_id,
+		  int64_t iid, int64_t updated_ms, const char *reason)
+{
 	struct workq_item *it;
 	size_t i, len = project ? strlen(project) : 0;
 	int rc = 0;
@@ -117,6 +123,8 @@ int workq_push(struct workq *q, const char *project, int64_t iid,
 		if (it->iid == iid && !strcmp(it->project, project)) {
 			if (updated_ms > it->updated_ms)
 				it->updated_ms = updated_ms;
+			if (project_id > 0)
+				it->project_id = project_id;
 			rc = PB_EEXISTS;
 			goto out;
 		}
@@ -132,6 +140,7 @@ int workq_push(struct workq *q, const char *project, int64_t iid,
 	memcpy(it->project, project, len + 1);
 	it->iid = iid;
 	it->updated_ms = updated_ms;
+	it->project_id = project_id > 0 ? project_id : 0;
 	if (reason)
 		snprintf(it->reason, sizeof(it->reason), "%s", reason);
 	q->nr++;

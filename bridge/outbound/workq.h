@@ -35,6 +35,10 @@ struct workq_item {
 	int64_t iid;
 	int64_t updated_ms; /* the MR's updated_at when known, else 0 */
 	char reason[WORKQ_REASON_MAX + 1]; /* "poll", "webhook open" ... */
+	/* The project's numeric id when the pusher knew it (a webhook's
+	 * project.id), else 0: a webhook names a renamed project by its new
+	 * path, which the configuration may not have yet. */
+	int64_t project_id;
 };
 
 struct workq;
@@ -45,6 +49,9 @@ void workq_free(struct workq *q);
 
 int workq_push(struct workq *q, const char *project, int64_t iid,
 	       int64_t updated_ms, const char *reason);
+/* The same, with the project's numeric id (> 0) as well. */
+int workq_push_id(struct workq *q, const char *project, int64_t project_id,
+		  int64_t iid, int64_t updated_ms, const char *reason);
 /* Oldest first. */
 int workq_pop(struct workq_item *out, struct workq *q);
 size_t workq_len(struct workq *q);

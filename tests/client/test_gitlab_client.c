@@ -1547,6 +1547,50 @@ static void test_whoami(void **state)
 	forge_free(f);
 }
 
+/*
+ * A renamed project: GitLab refuses writes on the old path with 405 (lib/
+ * api/helpers.rb find_project!), which waits rather than fails; the old
+ * path is followed to the project, and once pinned the same calls go by
+ * the id.
+ */
+static void test_moved_project(void **state)
+{
+	struct forge_project p;
+	struct forge_note note;
+	struct forge *f;
+	struct hooks h;
+
+	f = simple_client("admin-token", &h);
+	sim_post("/_sim/projects/1/move", "{\"path\":\"elsewhere/renamed\"}");
+	sim_clear_requests();
+	assert_int_equal(forge_create_note(&note, f, PROJECT, 1, "By path.",
+					   NULL),
+			 PB_ETEMP);
+	assert_non_null(strstr(err_msg(), "not allowed for moved projects"));
+	assert_int_equal(forge_get_project(&p, f, PROJECT), 0);
+	assert_int_equal(p.id, 1);
+	assert_string_equal(p.path_with_namespace, "elsewhere/renamed");
+	forge_project_release(&p);
+	assert_int_equal(
+		sim_count_requests("GET", "/projects/group%2Fproject", 301), 1);
+
+	forge_pin_project(f, "GROUP/Project", 1); /* paths ignore case */
+	assert_string_equal(forge_pinned_path(f, 1), "GROUP/Project");
+	assert_null(forge_pinned_path(f, 2));
+	assert_int_equal(
+		forge_create_note(&note, f, PROJECT, 1, "By id.", NULL), 0);
+	forge_note_release(&note);
+	assert_int_equal(
+		sim_count_requests("POST", "/projects/1/merge_requests/1/notes",
+				   201),
+		1);
+	assert_int_equal(forge_get_project(&p, f, PROJECT), 0);
+	assert_string_equal(p.path_with_namespace, "elsewhere/renamed");
+	forge_project_release(&p);
+	assert_int_equal(sim_count_notes(1, "By id."), 1);
+	forge_free(f);
+}
+
 static void test_labels(void **state)
 {
 	struct strlist add = STRLIST_INIT, remove = STRLIST_INIT;
@@ -1810,6 +1854,7 @@ int main(void)
 		cmocka_unit_test_setup(test_pause_between_pages, reset),
 		cmocka_unit_test_setup(test_guard_before_each_try, reset),
 		cmocka_unit_test_setup(test_whoami, reset),
+		cmocka_unit_test_setup(test_moved_project, reset),
 		cmocka_unit_test_setup(test_labels, reset),
 		cmocka_unit_test_setup(test_token_expired_or_revoked, reset),
 		cmocka_unit_test_setup(test_user_lookup, reset),

@@ -55,6 +55,14 @@ Scenarios:
             the verifier's two fields, nobody is approved, and each comment
             says the field was ignored; a verified maintainer's ack in the
             same run approves.
+  renamed   the project is moved to another group and renamed between
+            replies and between revisions, and a new project takes its
+            old path over: replies after it are applied
+            (comments, an approval) with no dead letter and no write
+            refused as moved, v2 and v3 are mailed, a webhook naming the
+            new path is recognised by the project's id, and the log,
+            `status` and `check-config --forge` tell the operator to
+            change the configured path.
 
 Exit status: 0 pass, 1 fail, 77 skipped (not root, no Postfix, no
 libmilter build).
@@ -187,6 +195,10 @@ class Bed(bedlib.Bed):
 
     def exe(self, *parts):
         return os.path.join(self.bin, *parts)
+
+    def log_text(self):
+        with open(self.log, encoding="utf-8", errors="replace") as f:
+            return f.read()
 
 
 def start(bed, inbound_extra="", seed=None, forge_retries=2):
@@ -860,9 +872,172 @@ def scenario_forged(bed):
         "was ignored; the verified control approved as mary")
 
 
+# --- scenario: renamed -----------------------------------------------------
+
+NEW_PATH = "counting/counter"
+MOVED = ('project group/project was renamed to %s: change [project '
+         '"group/project"] to [project "%s"] in the configuration' %
+         (NEW_PATH, NEW_PATH))
+
+
+def dead_letters(bed):
+    return DEAD.findall(bed.pb("status"))
+
+
+def wait_log(bed, text, proc, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if text in bed.log_text():
+            return
+        check(proc.poll() is None, "the daemon exited %s" % proc.poll())
+        time.sleep(0.1)
+    raise Fail("no log line %r" % text)
+
+
+def send_all(bed, mails):
+    """Submit each (raw, sender) to the list; wait until it is archived."""
+    n = len(bed.archive())
+    for raw, sender in mails:
+        bed.send(raw, sender)
+    bed.wait_mail(n + len(mails))
+    bed.settle()
+
+
+def wait_series(bed, rev, count, timeout=60):
+    """The mails of revision rev once count of them are archived."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = [m for m in bed.archive()
+               if re.search(r"\[PATCH v%d \d+/\d+\]" % rev, m["Subject"])]
+        if len(got) >= count or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    check(len(got) == count, "v%d mails: %s" %
+          (rev, [m["Subject"] for m in got]))
+    return got
+
+
+def scenario_renamed(bed):
+    patches, _ = start(bed)
+
+    say("round 1, on group/project: rob comments on patch 1")
+    raw, _ = reply(patches[1], ROB, "RENAMED-1: fine so far.\n")
+    send_all(bed, [(raw, "rob@review.example")])
+    bed.pb("run", "--once", ok=(0,))
+    one_note(the_mr(), "RENAMED-1", "the comment before the rename")
+
+    say("the project moves to another group and is renamed: %s" % NEW_PATH)
+    moved = sim("POST", "/_sim/projects/1/move", {"path": NEW_PATH})
+    check(moved["id"] == 1, "the project's id changed: %s" % moved["id"])
+
+    say("round 2, after the rename: mary acks patch 2, rob NAKs nothing "
+        "but comments on patch 3")
+    ack, _ = reply(patches[2], MARY, "RENAMED-2: reset is right.\n\n"
+                   "Acked-by: " + MARY + "\n")
+    raw, _ = reply(patches[3], ROB, "RENAMED-3: the manual reads well.\n")
+    send_all(bed, [(ack, "mary@kernel.example"),
+                   (raw, "rob@review.example")])
+    bed.pb("run", "--once", ok=(0,))
+    mr = the_mr()
+    one_note(mr, "RENAMED-2", "mary's comment after the rename")
+    one_note(mr, "RENAMED-3", "rob's comment after the rename")
+    check(approvers(mr) == ["mary"], "approvals after the rename: %s" %
+          approvers(mr))
+    check(not dead_letters(bed), "dead letters after the rename:\n" +
+          bed.pb("status"))
+    say("replies after the rename applied, by the project's id; no dead "
+        "letter")
+
+    say("the operator is told: log, status, check-config --forge")
+    check(MOVED in bed.log_text(), "the log does not say: " + MOVED)
+    status = bed.pb("status")
+    check(MOVED in status, "status does not say it:\n" + status)
+    out = bed.pb_run(["check-config", "--forge"])
+    check(out.returncode == 78 and MOVED in out.stdout,
+          "check-config --forge: %d\n%s" % (out.returncode, out.stdout))
+    say("status: " + next(line.strip() for line in status.splitlines()
+                          if MOVED in line))
+
+    say("someone makes a new project on the old path: it takes the path "
+        "over from the redirect")
+    other = sim("POST", "/_sim/projects", {
+        "path": "group/project", "members": {"patchbridge": "developer"}})
+    check(other["id"] != 1, "the old path is still project 1")
+    out = bed.pb_run(["check-config", "--forge"])
+    check(out.returncode == 78 and MOVED in out.stdout,
+          "check-config --forge after the takeover: %d\n%s" %
+          (out.returncode, out.stdout))
+
+    say("a new revision after the rename is mailed, from the project's "
+        "repository, not the newcomer's")
+    sim("POST", "/_sim/projects/1/merge_requests/1/push",
+        {"commits": [commit("counter: name the step", "Say what it is.",
+                            {"docs/step.txt": "the step counts.\n"})]})
+    bed.pb("run", "--once", ok=(0,))
+    v2 = wait_series(bed, 2, 5)
+
+    say("a webhook names the project by its new path and its id: the "
+        "daemon knows it")
+    port = bedlib.free_port()
+    secret = bed.write("webhook.secret", "s3cret-token\n", 0o600)
+    with open(bed.cfg, "a", encoding="utf-8") as f:
+        f.write("[webhook]\nenabled = yes\nlisten = 127.0.0.1:%d\n"
+                "secret_file = %s\n" % (port, secret))
+    log = open(bed.log, "a", encoding="utf-8")
+    log.write("\n$ patchbridge run --foreground\n")
+    log.flush()
+    d = subprocess.Popen([bed.patchbridge, "-c", bed.cfg, "run",
+                          "--foreground"], stdout=log, stderr=log)
+    log.close()
+    bed.procs.append(d)
+    # Each start says it again, once the first poll pinned the id; the
+    # spool is watched once the first round is over, after which only the
+    # webhook brings the MR up (poll_interval = 1h).
+    told = bed.log_text().count(MOVED)
+    watching = bed.log_text().count("inbound: watching")
+    deadline = time.monotonic() + 30
+    while bed.log_text().count(MOVED) == told or \
+            bed.log_text().count("inbound: watching") == watching:
+        check(d.poll() is None and time.monotonic() < deadline,
+              "the daemon did not tell the rename at its start")
+        time.sleep(0.1)
+    url = "http://127.0.0.1:%d/hooks/gitlab" % port
+    sim("POST", "/_sim/webhooks", {"project": 1, "url": url,
+                                   "token": "s3cret-token"})
+    sim("POST", "/_sim/projects/1/merge_requests/1/push",
+        {"commits": [commit("counter: one more word", "Still counting.",
+                            {"docs/step.txt": "the step counts up.\n"})]})
+    sim("POST", "/_sim/webhooks/wait", {"timeout_s": 20})
+    got = [x for x in sim("GET", "/_sim/webhooks/deliveries")
+           if x["url"] == url]
+    check(got and all(x["response_status"] == 200 for x in got),
+          "deliveries: %s" % [(x["event"], x["response_status"])
+                              for x in got])
+    wait_log(bed, "webhook push: mailed v3", d)
+    v3 = wait_series(bed, 3, 6)
+    d.send_signal(signal.SIGTERM)
+    check(d.wait(timeout=30) == 0, "the daemon did not stop cleanly")
+    check("not a bridged project" not in bed.log_text(),
+          "a webhook of the renamed project was ignored")
+
+    say("a reply to v3 after a restart, still by the id")
+    raw, _ = reply(sorted(v3, key=lambda m: m["Subject"])[1], ROB,
+                   "RENAMED-4: v3 is fine.\n")
+    send_all(bed, [(raw, "rob@review.example")])
+    bed.pb("run", "--once", ok=(0,))
+    one_note(the_mr(), "RENAMED-4", "rob's comment on v3")
+    check(not dead_letters(bed), "dead letters:\n" + bed.pb("status"))
+    log = sim("GET", "/_sim/requests")
+    refused = [r for r in log if r["status"] == 405]
+    check(not refused, "writes refused as moved: %s" %
+          [(r["method"], r["path"]) for r in refused])
+    say("4 replies applied, v2 and v3 mailed, the webhook recognised, "
+        "no dead letter, no write refused")
+
+
 SCENARIOS = {"replies": scenario_replies, "outage": scenario_outage,
              "export": scenario_export, "acks": scenario_acks,
-             "forged": scenario_forged}
+             "forged": scenario_forged, "renamed": scenario_renamed}
 
 
 def main():

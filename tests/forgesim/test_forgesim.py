@@ -284,6 +284,71 @@ class ThrottledTouchTest(SimTestCase):
         self.assertGreaterEqual(self.mr()["updated_at"], second["created_at"])
 
 
+class MovedProjectTest(SimTestCase):
+    """A renamed or transferred project (lib/api/helpers.rb find_project!,
+    project_moved?, url_with_project_id; doc/api/rest/_index.md)."""
+
+    def setUp(self):
+        super().setUp()
+        self.old = self.make_mr({"a.txt": "a\n"}, {"a.txt": "b\n"},
+                                path="grp/old")
+        self.pid = SIM.api("GET", "/projects/" + self.old).json["id"]
+        moved = SIM.ctl("POST", "/projects/%s/move" % self.old,
+                        {"path": "other/new"})
+        self.assertEqual(moved["path_with_namespace"], "other/new")
+        self.assertEqual(moved["previous_path"], "grp/old")
+        self.assertEqual(moved["id"], self.pid)
+
+    def test_get_on_the_old_path_redirects_to_the_id(self):
+        reply = SIM.api("GET", "/projects/%s/merge_requests/1" % self.old,
+                        query={"render_html": "false"})
+        self.assertEqual(reply.status, 301, reply.body)
+        want = "%s/api/v4/projects/%d/merge_requests/1?render_html=false" % (
+            SIM.url, self.pid)
+        self.assertEqual(reply.header("Location"), want)
+        self.assertEqual(reply.body.decode(),
+                         "This resource has been moved permanently to " +
+                         want)
+        for ident in ("other%2Fnew", "OTHER%2FNEW", str(self.pid)):
+            reply = SIM.api("GET", "/projects/%s" % ident)
+            self.assertEqual(reply.status, 200, reply.body)
+            self.assertEqual(reply.json["path_with_namespace"], "other/new")
+
+    def test_writes_on_the_old_path_are_refused(self):
+        for method, path, body in (
+                ("POST", "/merge_requests/1/notes", {"body": "hi"}),
+                ("POST", "/merge_requests/1/approve", {}),
+                ("PUT", "/merge_requests/1", {"add_labels": "x"})):
+            reply = SIM.api(method, "/projects/%s%s" % (self.old, path),
+                            body=body)
+            self.assertBody(reply, 405, {
+                "message": "Non GET methods are not allowed for moved "
+                           "projects"})
+        reply = SIM.api("POST", "/projects/%d/merge_requests/1/notes" %
+                        self.pid, body={"body": "hi"})
+        self.assertEqual(reply.status, 201, reply.body)
+
+    def test_a_new_project_on_the_old_path_takes_it_over(self):
+        SIM.ctl("POST", "/projects", {"path": "grp/old",
+                                      "members": {"alice": "developer"}})
+        reply = SIM.api("GET", "/projects/" + self.old)
+        self.assertEqual(reply.status, 200, reply.body)
+        self.assertNotEqual(reply.json["id"], self.pid)
+        # ... and git on the old path reads the newcomer's repository.
+        for path, has_topic in (("grp/old", False), ("other/new", True)):
+            reply = SIM.raw("GET", "/%s.git/info/refs?service="
+                            "git-upload-pack" % path)
+            self.assertEqual(reply.status, 200, reply.body[:200])
+            self.assertEqual(b"refs/heads/topic" in reply.body, has_topic)
+
+    def test_the_repository_answers_on_both_paths(self):
+        for path in ("grp/old", "other/new"):
+            reply = SIM.raw("GET", "/%s.git/info/refs?service="
+                            "git-upload-pack" % path)
+            self.assertEqual(reply.status, 200, reply.body[:200])
+            self.assertIn(b"refs/heads/topic", reply.body)
+
+
 class ExternalUrlTest(SimTestCase):
     """Link headers and web_url from the configured external URL."""
 

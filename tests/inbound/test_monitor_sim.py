@@ -211,7 +211,7 @@ class MonitorTest(unittest.TestCase):
             if self.readyz()[0] == 503 else None)
         self.assertEqual(body.split("\n")[0], "not ready")
         self.assertRegex(body, r"forge: not ready: the last poll failed: "
-                         r"GET /projects/group%2Fproject/merge_requests: "
+                         r"GET /projects/1/merge_requests: "
                          r"HTTP 401: 401 Unauthorized")
         self.assertIn("spool: ok", body)
         b = wait_until("two dead letters", lambda: (

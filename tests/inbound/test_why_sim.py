@@ -194,7 +194,7 @@ class WhyTest(unittest.TestCase):
         self.assertEqual(len(dead), 1)
         out = self.why(mid)
         self.assertIn("  dead letter: 1 action(s) failed: action 0 "
-                      "(comment): POST /projects/group%2Fproject/"
+                      "(comment): POST /projects/1/"
                       "merge_requests/1/discussions: HTTP 403: 403 "
                       "Forbidden\n", out)
         self.assertIn("    (the forge refused an action for good; its "

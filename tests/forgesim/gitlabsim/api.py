@@ -108,11 +108,31 @@ class Context:
     # -- lookups --------------------------------------------------------------
 
     def project(self, ident):
-        project = self.forge.find_project(ident)
+        project = self.forge.find_project(ident, follow_redirects=True)
         if project is None or \
                 not self.forge.can_read_project(project, self.user):
             raise errors.not_found("Project")
+        # lib/api/helpers.rb find_project!: a path the project no longer
+        # has (project_moved?) redirects a GET to the same URL with the
+        # numeric id (url_with_project_id) and refuses everything else.
+        ident = str(ident)
+        if "/" in ident and project.full_path.lower() != ident.lower():
+            if self.request.method not in ("GET", "HEAD"):
+                raise errors.not_allowed(
+                    "Non GET methods are not allowed for moved projects")
+            raise errors.moved(self._url_with_project_id(project))
         return project
+
+    def _url_with_project_id(self, project):
+        """The request's own URL (Rack::Request#url: its host, path and
+        query) with the :id segment replaced by the project's id."""
+        segs = self.request.path.split("/")
+        # /api/v4/projects/:id/...
+        segs[4] = str(project.id)
+        url = self.request.base_url + "/".join(segs)
+        if self.request.query_string:
+            url += "?" + self.request.query_string
+        return url
 
     def mr(self, project, iid):
         return self.forge.mr_by_iid(project, iid)
@@ -225,6 +245,12 @@ class Api:
                     "/discussions" in path or path == "/user"
                 ctx.authenticate(needs_user)
                 response = handler(ctx, **args)
+        except errors.Moved as e:
+            # lib/api/api.rb: rescue_from MovedPermanentlyError answers
+            # its message as plain text with Location.
+            response = Response.text(
+                301, "This resource has been moved permanently to %s" %
+                e.location, headers={"Location": e.location})
         except errors.ApiError as e:
             response = Response.error(e)
         except SimError as e:

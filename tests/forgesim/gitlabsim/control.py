@@ -43,6 +43,7 @@ class Control:
         r("PUT", "/tokens/:token", self.steer_token)
         r("POST", "/projects", self.create_project)
         r("PUT", "/projects/:id/settings", self.project_settings)
+        r("POST", "/projects/:id/move", self.move_project)
         r("POST", "/projects/:id/members", self.add_member)
         r("POST", "/projects/:id/commits", self.create_commits)
         r("POST", "/projects/:id/refresh", self.refresh)
@@ -185,6 +186,16 @@ class Control:
         project = self.forge.project(id)
         self.forge.update_project_settings(project, body)
         return Response.json(200, vars(project.settings))
+
+    def move_project(self, body, id):
+        """{"path": "group/name"}: rename the project or transfer it to
+        another group (Projects::UpdateService on a path change,
+        Projects::TransferService), as in the UI."""
+        project = self.forge.project(id)
+        old = self.forge.move_project(project, body["path"])
+        out = self._project(project)
+        out["previous_path"] = old
+        return Response.json(200, out)
 
     def add_member(self, body, id):
         project = self.forge.project(id)

@@ -58,8 +58,23 @@ def record_not_found():
     return message(404, "404 Not found")
 
 
-def not_allowed():
-    return message(405, "405 Method Not Allowed")
+def not_allowed(text=None):
+    """not_allowed!(message = nil) in lib/api/helpers.rb."""
+    return message(405, text or "405 Method Not Allowed")
+
+
+class Moved(Exception):
+    """redirect! in lib/api/helpers.rb (API::API::MovedPermanentlyError):
+    301 with Location; the body says where (doc/api/rest/_index.md,
+    "Redirects")."""
+
+    def __init__(self, location):
+        super().__init__(location)
+        self.location = location
+
+
+def moved(location):
+    return Moved(location)
 
 
 def conflict(text):

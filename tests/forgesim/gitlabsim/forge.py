@@ -136,6 +136,8 @@ class Forge:
             self.users = {}
             self.tokens = {}
             self.projects = {}
+            # RedirectRoute: an old full path (lower case) -> project id.
+            self.redirect_routes = {}
             self.counters = dict(ID_BASES)
             self.settings = SimSettings()
             self.held_notes = []   # (project, mr, author, note)
@@ -271,11 +273,18 @@ class Forge:
         if visibility not in ("private", "internal", "public"):
             raise SimError("visibility must be private, internal or public")
         pid = self.next_id("project")
+        # A new project on a moved project's old path takes it over
+        # (Route#delete_conflicting_redirects, app/models/route.rb); its
+        # repository is its own, while the moved one's stays where it was
+        # made (hashed storage keys it by id, not path).
+        self.redirect_routes.pop(path.lower(), None)
+        repo_dir = os.path.join(self.repo_root, path + ".git")
+        if any(p.repo_dir == repo_dir for p in self.projects.values()):
+            repo_dir = os.path.join(self.repo_root, "%s@%d.git" % (path, pid))
         project = Project(
             id=pid, path=parts[-1], namespace="/".join(parts[:-1]),
             description=description or "", default_branch=default_branch,
-            visibility=visibility,
-            repo_dir=os.path.join(self.repo_root, path + ".git"),
+            visibility=visibility, repo_dir=repo_dir,
             created_at=self.now())
         project.last_activity_at = project.created_at
         if settings:
@@ -305,8 +314,14 @@ class Forge:
             raise SimError("unknown role %r" % (role,))
         project.members[user.id] = level
 
-    def find_project(self, ident):
-        """By numeric id or full path (case-insensitive, as GitLab)."""
+    def find_project(self, ident, follow_redirects=False):
+        """By numeric id or full path (case-insensitive, as GitLab).
+
+        follow_redirects: a path no project has now may be one a project
+        had before a rename or transfer (Routable.find_by_full_path with
+        follow_redirects: true, app/models/concerns/routable.rb, reading
+        app/models/redirect_route.rb); the API's find_project does so.
+        """
         if ident is None:
             return None
         if isinstance(ident, int) or str(ident).isdigit():
@@ -315,7 +330,33 @@ class Forge:
         for project in self.projects.values():
             if project.full_path.lower() == wanted:
                 return project
+        if follow_redirects and wanted in self.redirect_routes:
+            return self.projects.get(self.redirect_routes[wanted])
         return None
+
+    def move_project(self, project, new_path):
+        """Rename a project or transfer it to another group.
+
+        The old full path becomes a RedirectRoute (Routable's
+        route.create_redirect_for_old_path, app/models/route.rb); a route
+        taking a path drops a redirect on it (Route#
+        delete_conflicting_redirects).  The repository keeps its place on
+        disk (hashed storage) and the project its id.
+        """
+        parts = (new_path or "").split("/")
+        if len(parts) < 2 or not all(re.fullmatch(r"[A-Za-z0-9_.-]+", p)
+                                     for p in parts):
+            raise SimError("project path must look like group/name")
+        other = self.find_project(new_path)
+        if other is not None and other is not project:
+            raise SimError("project %r exists" % new_path, 409)
+        old = project.full_path
+        project.namespace = "/".join(parts[:-1])
+        project.path = parts[-1]
+        if old.lower() != new_path.lower():
+            self.redirect_routes[old.lower()] = project.id
+        self.redirect_routes.pop(new_path.lower(), None)
+        return old
 
     def project(self, ident):
         found = self.find_project(ident)
@@ -327,11 +368,21 @@ class Forge:
         return Repo(project.repo_dir)
 
     def project_for_repo_path(self, relpath):
-        """The project whose bare repo is <repo_root>/<relpath>.git."""
-        for project in self.projects.values():
-            if project.full_path == relpath:
-                return project
-        return None
+        """The project a git URL <relpath>.git names: its path now, or one
+        it had before a move (git over HTTP follows a RedirectRoute and
+        tells the client "Project ... was moved",
+        lib/gitlab/checks/container_moved.rb)."""
+        return self.find_project(relpath, follow_redirects=True)
+
+    def repo_relpath(self, relpath):
+        """Where on disk (below repo_root, without .git) the repository a
+        git URL names lives: it stays where it was made when the project
+        moves, as with hashed storage."""
+        with self.lock:
+            project = self.project_for_repo_path(relpath)
+            if project is None:
+                return relpath
+            return os.path.relpath(project.repo_dir, self.repo_root)[:-4]
 
     # -- permissions (app/policies, simplified to roles) ---------------------
 

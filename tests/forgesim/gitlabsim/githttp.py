@@ -27,6 +27,7 @@ def match(path):
 
 
 def serve(forge, request, m):
+    relpath = forge.repo_relpath(m.group("repo"))
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "GIT_PROJECT_ROOT": forge.repo_root,
@@ -35,7 +36,7 @@ def serve(forge, request, m):
         "GIT_CONFIG_GLOBAL": "/dev/null",
         "HOME": "/nonexistent",
         "REQUEST_METHOD": request.method,
-        "PATH_INFO": "/%s.git%s" % (m.group("repo"), m.group("rest")),
+        "PATH_INFO": "/%s.git%s" % (relpath, m.group("rest")),
         "QUERY_STRING": request.query_string,
         "CONTENT_TYPE": request.header("Content-Type", ""),
         "CONTENT_LENGTH": str(len(request.body)),
