@@ -336,7 +336,6 @@ int forgecheck_run(const struct config *cfg)
 				"api and sudo (and admin_mode) scopes - "
 				"gitlab.com gives none" :
 				"the forge did not answer the Sudo test";
-	problems += projects_check(f, cfg);
 
 		printf("forge: %s: it cannot act as other users (Sudo): %s\n",
 		       want ? "problem" : "note", what);
@@ -348,6 +347,7 @@ int forgecheck_run(const struct config *cfg)
 			problems++;
 		}
 	}
+	problems += projects_check(f, cfg);
 	if (want)
 		problems += reauth_check(cfg, f);
 	if (w.admin <= 0)
