@@ -620,8 +620,18 @@ static void test_transactions(void **state)
 	 * (SQLite: the first holds the write lock; PostgreSQL: the row). */
 	{
 		struct store *other = NULL;
+		int tries, rc;
 
-		assert_int_equal(storebed_open(&other, path, STORE_RW, 50), 0);
+		/* Its open may wait behind another test program creating
+		 * the shared PostgreSQL test database: wait for that, up to
+		 * a minute, and keep the short timeout for what is tested. */
+		for (tries = 0;
+		     (rc = storebed_open(&other, path, STORE_RW, 50)) ==
+			     PB_ETEMP &&
+		     tries < 600;
+		     tries++)
+			usleep(100 * 1000);
+		assert_int_equal(rc, 0);
 		assert_int_equal(store_begin(st), 0);
 		assert_int_equal(store_cursor_set(st, "c", "0"), 0);
 		assert_int_equal(store_cursor_set(other, "c", "3"), PB_ETEMP);
