@@ -31,6 +31,11 @@ metrics` (Debian's prometheus package) and python3-prometheus-client's.
       contrib/prometheus/alerts.yml (`promtool test rules`): the forge
       alert and the token alert fire in the 401 phase (the dead letters
       do not), the stuck spool in the 503 phase, and all clear after.
+  test_unknown_token_replaced
+      The token file holds a token GitLab does not know (its plain
+      401): the replies wait uncounted, /readyz and status say to
+      install a new token, and a working one written to the file is
+      taken up with no command: every reply applied, none dead.
   test_readyz_names_each_failure
       /readyz with the MTA's port closed (smtp), then the spool's tmp/
       not a directory (spool) and the state database not a file
@@ -506,6 +511,66 @@ class MonitorTest(unittest.TestCase):
         self.assertIn("a new token in %s" % token_file, d.text())
         self.assertEqual(total(e, expiry) - total(a, expiry), 358 * 86400)
         self.token_alerts_on([a, b, e], total(a, expiry) - 7 * 86400)
+
+    def test_unknown_token_replaced(self):
+        """The token in the file is one GitLab does not know (mistyped,
+        or deleted on the forge): GitLab's plain 401.  The daemon starts,
+        the comment and the ack that arrive wait uncounted (max_attempts
+        is 2), nothing is dead, /readyz and status tell the operator to
+        install a new token; once a working one is in the file (no
+        SIGHUP, no command) both are applied."""
+        with open(self.b.conf()) as f:
+            conf = f.read()
+        with open(self.b.conf(), "w") as f:
+            f.write(conf.replace("max_attempts = 30", "max_attempts = 2"))
+        token_file = os.path.join(self.b.dir, "token")
+        with open(token_file) as f:
+            good = f.read()
+        with open(token_file, "w") as f:
+            f.write("glpat-mistyped\n")
+        d = self.start()
+        mids = [self.spool("A comment with the wrong token.\n"),
+                self.spool("Fine.\n\nAcked-by: Bob Maintainer "
+                           "<bob@corp.example>\n")]
+        d.kick()
+        status, body = wait_until("not ready", lambda: self.readyz()
+                                  if self.readyz()[0] == 503 else None)
+        self.assertIn("forge: not ready: the forge token was not accepted: "
+                      "GitLab does not know it (deleted, mistyped, or from "
+                      "another instance): install a new one in %s"
+                      % token_file, body)
+        # more tries than max_attempts: none counted, none dead
+        wait_until("retries", lambda: d.text().count(
+            "waits for a working forge token") >= 6, timeout=60)
+        b = self.scrape()
+        self.assertEqual(total(b, "patchbridge_forge_token_failing"), 1)
+        self.assertEqual(total(b, "patchbridge_spool_records", area="dead"),
+                         0)
+        self.assertEqual(total(b, "patchbridge_replies_dead_total"), 0)
+        self.assertEqual(total(b, "patchbridge_replies_applied_total"), 0)
+        out = sim.run([sim.PB, "-c", self.b.conf(), "status"])
+        self.assertIn("the forge token was not accepted: GitLab does not "
+                      "know it", out)
+        self.assertNotIn(" dead ", out)
+        for mid in mids:
+            row, _ = self.b.dump(mid)
+            self.assertIn(row[0], ("received", "applying", "failed"))
+            self.assertLessEqual(int(row[1]), 1, row)
+
+        # a working token in the file: no signal, no command
+        with open(token_file, "w") as f:
+            f.write(good)
+        e = wait_until("both applied", lambda: (
+            lambda s: s if total(s, "patchbridge_replies_applied_total")
+            == 2 else None)(self.scrape()), timeout=60)
+        self.assertEqual(total(e, "patchbridge_forge_token_failing"), 0)
+        self.assertEqual(total(e, "patchbridge_replies_dead_total"), 0)
+        wait_until("ready again", lambda: self.readyz()[0] == 200,
+                   timeout=120)
+        mr = sim.mr_state()
+        self.assertEqual(sim.marker_count(mr, sim.key(mids[0], 0)), 1)
+        self.assertEqual(self.b.dump(mids[1])[1][1000], ("approve", "done"))
+        self.assertIn("a new token in %s" % token_file, d.text())
 
     def token_alerts_on(self, scrapes, today):
         """The token alerts of contrib/prometheus/alerts.yml on the
