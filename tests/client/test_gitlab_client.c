@@ -1234,7 +1234,8 @@ static void test_approve_retry_after_5xx(void **state)
  * An expired or revoked token (lib/api/api_guard.rb: 401 invalid_token)
  * is the operator's problem: PB_ETEMP without a retry, whatever the call
  * (a read, a note, an approval), and forge_token_problem() says why
- * until a call works again.  A plain 401 (an unknown token) is not it.
+ * until a call works again.  A token GitLab does not know at all:
+ * test_token_unknown.
  */
 static void test_token_expired_or_revoked(void **state)
 {
