@@ -274,7 +274,9 @@ int forgecheck_run(const struct config *cfg)
 	}
 	rc = forge_whoami(&w, f);
 	if (rc && forge_token_problem(f) != FORGE_TOKEN_OK) {
-		/* 401 invalid_token (lib/api/api_guard.rb): the operator's */
+		/* 401 invalid_token (lib/api/api_guard.rb), or the plain
+		 * 401 of an unknown token (lib/api/helpers.rb): the
+		 * operator's */
 		printf("forge %s: problem: the token %s: make a new one and "
 		       "put it in %s ([forge] token_file); replies wait "
 		       "until then\n",

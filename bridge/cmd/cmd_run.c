@@ -180,7 +180,8 @@ static void metrics_for(const struct config *cfg)
 
 /*
  * What the operator is told while the forge refuses the token (GitLab:
- * 401 invalid_token, lib/api/api_guard.rb): /readyz, `status` (the
+ * 401 invalid_token, lib/api/api_guard.rb, or the plain 401 of a token
+ * it does not know, lib/api/helpers.rb): /readyz, `status` (the
  * store's cursor), the gauge and the log; and, once it works again, that
  * it does.  Called after each step that used the forge.
  */

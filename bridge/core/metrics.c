@@ -118,9 +118,9 @@ static const struct metric_def defs[MET__COUNT] = {
 	[MET_FORGE_TOKEN_FAILING] = {
 		"patchbridge_forge_token_failing", METRIC_GAUGE, D,
 		{ NULL }, { NULL }, 1, NULL, 0,
-		"1 while the forge refuses the token itself (expired or "
-		"revoked: replies wait until a new one is in [forge] "
-		"token_file), else 0",
+		"1 while the forge refuses the token itself (expired, "
+		"revoked or unknown to it: replies wait until a new one is "
+		"in [forge] token_file), else 0",
 		"" },
 	[MET_FORGE_TOKEN_EXPIRY] = {
 		"patchbridge_forge_token_expiry_timestamp_seconds",

@@ -424,6 +424,9 @@ const char *forge_token_problem_text(enum forge_token_problem p)
 		return "was revoked";
 	case FORGE_TOKEN_INVALID:
 		return "is refused as invalid";
+	case FORGE_TOKEN_UNKNOWN:
+		return "was not accepted: GitLab does not know it (deleted, "
+		       "mistyped, or from another instance)";
 	case FORGE_TOKEN_OK:
 		break;
 	}

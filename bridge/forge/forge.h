@@ -27,9 +27,10 @@
  * anyone, calls fail with PB_EPERM and forge_sudo_problem() says why: an
  * operator's problem, not the user's.
  *
- * A token the forge no longer takes (expired, revoked) is the operator's
- * problem too, never the request's: every call then fails with PB_ETEMP,
- * and forge_token_problem() says why until a call succeeds again.
+ * A token the forge no longer takes (expired, revoked, or one it does not
+ * know at all) is the operator's problem too, never the request's: every
+ * call then fails with PB_ETEMP, and forge_token_problem() says why until
+ * a call succeeds again.
  *
  * Idempotence: writes that are not idempotent (notes, discussions,
  * replies) take a marker key; the body then carries a hidden marker, and
@@ -303,12 +304,14 @@ enum forge_sudo_problem {
 };
 
 /* Why the forge refuses the token itself (GitLab: 401 invalid_token,
- * lib/api/api_guard.rb). */
+ * lib/api/api_guard.rb; or the plain 401 of authenticate!,
+ * lib/api/helpers.rb, to a request made as the token's own user). */
 enum forge_token_problem {
 	FORGE_TOKEN_OK = 0,
 	FORGE_TOKEN_EXPIRED, /* "Token is expired. ..." */
 	FORGE_TOKEN_REVOKED, /* "Token was revoked. ..." */
 	FORGE_TOKEN_INVALID, /* another invalid_token (impersonation off) */
+	FORGE_TOKEN_UNKNOWN, /* "401 Unauthorized": no such token */
 };
 
 /*

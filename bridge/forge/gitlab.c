@@ -397,15 +397,38 @@ static void call_release(struct gl_call *c)
 	c->root = NULL;
 }
 
+/* The endpoints that answer an authenticated user's refusal with 401
+ * rather than 403: approve (`unauthorized! unless success`,
+ * lib/api/merge_request_approvals.rb), unapprove beside it, and merge
+ * (`unauthorized! unless merge_request.can_be_merged_by?`,
+ * lib/api/merge_requests.rb). */
+static int refuses_with_401(const struct gitlab *gl, const char *url)
+{
+	size_t alen = strlen(gl->api);
+	const char *cls;
+
+	if (!strncmp(url, gl->api, alen))
+		url += alen;
+	cls = gitlab_endpoint_class(url);
+	return !strcmp(cls, "approve") || !strcmp(cls, "unapprove") ||
+	       !strcmp(cls, "merge");
+}
+
 /*
- * The forge refused the token itself: 401 with the OAuth error
+ * The forge refused the token itself.  Either 401 with the OAuth error
  * invalid_token (lib/api/api_guard.rb, oauth2_bearer_token_error_handler:
  * ExpiredError "Token is expired. ...", RevokedError "Token was revoked.
- * ...", ImpersonationDisabled).  Not the request's fault: whatever it
- * was, it works once the operator installs a working token.  A plain
- * "401 Unauthorized" (no such token, or a refused approval) is not this.
+ * ...", ImpersonationDisabled), or the plain "401 Unauthorized" of
+ * authenticate! (lib/api/helpers.rb: no user found for the token, as
+ * when it was deleted, mistyped or made on another instance).  The plain
+ * one is the token's only when the request was made as the token's own
+ * user and not to an endpoint that refuses with 401 (refuses_with_401());
+ * everywhere else GitLab tells an authenticated user no with 403 or 404.
+ * Not the request's fault: whatever it was, it works once the operator
+ * installs a working token.
  */
-static enum forge_token_problem token_refusal(const struct gl_call *c)
+static enum forge_token_problem
+token_refusal(const struct gitlab *gl, const struct gl_call *c, const char *url)
 {
 	enum forge_token_problem p = FORGE_TOKEN_OK;
 	const struct json_value *root, *e, *d;
@@ -413,10 +436,13 @@ static enum forge_token_problem token_refusal(const struct gl_call *c)
 	const char *t;
 	size_t n;
 
-	if (c->resp.status != 401 ||
-	    json_parse(&doc, c->resp.body.data, c->resp.body.len,
-		       PB_JSON_DEPTH_MAX) < 0)
+	if (c->resp.status != 401)
 		return FORGE_TOKEN_OK;
+	if (!gl->sudo && !refuses_with_401(gl, url))
+		p = FORGE_TOKEN_UNKNOWN;
+	if (json_parse(&doc, c->resp.body.data, c->resp.body.len,
+		       PB_JSON_DEPTH_MAX) < 0)
+		return p;
 	root = json_doc_root(doc);
 	e = json_member(root, "error");
 	d = json_member(root, "error_description");
@@ -592,6 +618,7 @@ static int call_do(struct gitlab *gl, struct gl_call *c, enum http_method m,
 	struct http_request req;
 	char *url = xstrdup(url0);
 	unsigned attempt = 0;
+	enum forge_token_problem tp;
 	int hops = 0, rc;
 	int64_t delay, t0;
 	long st;
@@ -650,8 +677,13 @@ static int call_do(struct gitlab *gl, struct gl_call *c, enum http_method m,
 				continue;
 			}
 			rc = status_error(c);
-			gl->token_problem = token_refusal(c);
-			if (gl->token_problem != FORGE_TOKEN_OK) {
+			tp = token_refusal(gl, c, url);
+			/* Any other 401 (with Sudo, or refusing an approval)
+			 * says nothing for the token: GitLab answers an
+			 * unknown token so too, before it looks at Sudo. */
+			if (tp != FORGE_TOKEN_OK || st != 401)
+				gl->token_problem = tp;
+			if (tp != FORGE_TOKEN_OK) {
 				/* Waits for the operator, not retried here:
 				 * the token file must change first. */
 				rc = err_prefix(PB_ETEMP, "the forge token %s",

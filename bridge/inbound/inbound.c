@@ -1592,8 +1592,9 @@ static int apply_row(struct inbound *ib, struct store_inbound *row,
 		}
 		if (forge_token_problem(ib->forge) != FORGE_TOKEN_OK) {
 			/* The forge refuses the token itself (expired or
-			 * revoked, lib/api/api_guard.rb): the operator's to
-			 * fix, no fault of the mail.  It waits, uncounted,
+			 * revoked, lib/api/api_guard.rb; unknown, lib/api/
+			 * helpers.rb): the operator's to fix, no fault of
+			 * the mail.  It waits, uncounted,
 			 * and is tried again every retry_base, which is
 			 * when the daemon looks for a new token. */
 			int64_t next = sched_now + backoff(ib, 1);

@@ -79,7 +79,10 @@ check admin-nosudo-token forge 78 'acting as an administrator' \
 	'make one with the api and sudo scopes'
 check bob-token none 0 'note: it cannot act as other users' 'forge: ok'
 check readonly-token none 78 'lacks the api scope'
-check no-such-token forge 78 'cannot tell who the token is'
+# A token GitLab does not know (its plain 401): the operator's, told so.
+check no-such-token forge 78 \
+	'problem: the token was not accepted: GitLab does not know it' \
+	"put it in $tmp/token"
 
 # The token's expiry date (GET /personal_access_tokens/self): none is
 # fine; a warning from 14 days before; expired or revoked, a problem

@@ -1234,7 +1234,8 @@ static void test_approve_retry_after_5xx(void **state)
  * An expired or revoked token (lib/api/api_guard.rb: 401 invalid_token)
  * is the operator's problem: PB_ETEMP without a retry, whatever the call
  * (a read, a note, an approval), and forge_token_problem() says why
- * until a call works again.  A plain 401 (an unknown token) is not it.
+ * until a call works again.  A token GitLab does not know at all:
+ * test_token_unknown.
  */
 static void test_token_expired_or_revoked(void **state)
 {
@@ -1282,12 +1283,68 @@ static void test_token_expired_or_revoked(void **state)
 	assert_int_equal(forge_token_problem(f), FORGE_TOKEN_OK);
 	forge_mr_release(&mr);
 	forge_free(f);
+}
 
-	/* No such token: GitLab's plain 401, refused for good. */
-	f = simple_client("no-such-token", &h);
+/*
+ * A token GitLab does not know at all (deleted, mistyped, from another
+ * instance) gets the plain 401 of authenticate! (lib/api/helpers.rb,
+ * unauthorized!).  Asked as the token's own user of anything but an
+ * approval it is the operator's problem, as an expired one is: PB_ETEMP
+ * without a retry, FORGE_TOKEN_UNKNOWN until a call works.  The 401
+ * that refuses an approval (lib/api/merge_request_approvals.rb) is a
+ * refusal still, and so is a 401 with Sudo; neither clears what an
+ * earlier call found.
+ */
+static void test_token_unknown(void **state)
+{
+	enum forge_approve_result res = FORGE_APPROVE_DONE;
+	struct forge_note note;
+	struct forge *f, *alice;
+	struct forge_mr mr;
+	struct hooks h, ha;
+	char sha[64];
+
+	alice = simple_client("user-token", &ha);
+	assert_int_equal(forge_get_mr(&mr, alice, PROJECT, 1), 0);
+	snprintf(sha, sizeof(sha), "%s", mr.sha);
+	forge_mr_release(&mr);
+
+	f = simple_client("gone", &h);
+	sim_clear_requests();
+	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), PB_ETEMP);
+	assert_non_null(strstr(err_msg(), "the forge token was not accepted: "
+					  "GitLab does not know it"));
+	assert_int_equal(forge_token_problem(f), FORGE_TOKEN_UNKNOWN);
+	assert_int_equal(h.nr, 0); /* no retry: nothing changes by waiting */
+	assert_int_equal(sim_count_requests("GET", "/merge_requests/1", 401),
+			 1);
+	assert_int_equal(forge_create_note(&note, f, PROJECT, 1, "hi", NULL),
+			 PB_ETEMP);
+	assert_int_equal(forge_token_problem(f), FORGE_TOKEN_UNKNOWN);
+	assert_non_null(strstr(forge_token_problem_text(FORGE_TOKEN_UNKNOWN),
+			       "deleted, mistyped, or from another instance"));
+
+	/* With Sudo the 401 is what it was, and the token stays unknown. */
+	assert_int_equal(forge_act_as(f, "bob"), 0);
 	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), PB_EPERM);
+	assert_int_equal(forge_token_problem(f), FORGE_TOKEN_UNKNOWN);
+	assert_int_equal(forge_act_as(f, NULL), 0);
+
+	/* The operator makes the token: it works, with no new client. */
+	sim_post("/_sim/tokens", "{\"user\":\"root\",\"token\":\"gone\","
+				 "\"scopes\":[\"api\",\"sudo\"]}");
+	assert_int_equal(forge_get_mr(&mr, f, PROJECT, 1), 0);
 	assert_int_equal(forge_token_problem(f), FORGE_TOKEN_OK);
+	forge_mr_release(&mr);
 	forge_free(f);
+
+	/* The author's approval: GitLab's 401 on approve, made as the
+	 * token's own user, is a refusal, not a token problem. */
+	assert_int_equal(forge_approve(&res, alice, PROJECT, 1, sha), PB_EPERM);
+	assert_int_equal(res, FORGE_APPROVE_REFUSED);
+	assert_int_equal(sim_count_requests("POST", "/approve", 401), 1);
+	assert_int_equal(forge_token_problem(alice), FORGE_TOKEN_OK);
+	forge_free(alice);
 }
 
 static void test_sudo(void **state)
@@ -1857,6 +1914,7 @@ int main(void)
 		cmocka_unit_test_setup(test_moved_project, reset),
 		cmocka_unit_test_setup(test_labels, reset),
 		cmocka_unit_test_setup(test_token_expired_or_revoked, reset),
+		cmocka_unit_test_setup(test_token_unknown, reset),
 		cmocka_unit_test_setup(test_user_lookup, reset),
 		cmocka_unit_test_setup(test_quick_actions_only, reset),
 		cmocka_unit_test_setup(test_stop_ends_retries, reset),

@@ -15,21 +15,27 @@ scrape is checked with Prometheus' own parsers: `promtool check
 metrics` (Debian's prometheus package) and python3-prometheus-client's.
 
   test_forge_401_and_the_spool
-      The forge answers 401 to everything (GitLab's body): /readyz turns
-      503 naming the forge and the 401, the replies spooled meanwhile
-      become dead letters (the forge refuses them for good), and the
-      counters say so.  Then the forge fails writes with 503: a reply
-      waits in cur/ for its retry, aged by its spool name (the clock
-      cannot be moved), and the oldest record's age shows it.  Then the
-      forge is back and the operator moves the dead letters away:
-      ready, the reply applied, the spool empty.  The daemon logs with
+      The forge answers 401 to everything (GitLab's body for a token it
+      does not know): /readyz turns 503 telling the operator to install
+      a new token, the replies spooled meanwhile wait in cur/ uncounted
+      (no dead letter: the operator's to fix), and the counters and
+      `status` say so.  Then the forge fails writes with 503: the
+      replies wait for their retries, one aged by its spool name (the
+      clock cannot be moved), and the oldest record's age shows it.
+      Then the forge is back: ready, every reply applied, the spool
+      empty, nothing dead.  The daemon logs with
       [log] format = json: every line is a JSON object, and the lines
       about each reply carry its Message-ID as the correlation id.
       The four scrapes,
       laid one after the other on promtool's clock, drive
       contrib/prometheus/alerts.yml (`promtool test rules`): the forge
-      alert and the dead letters fire in the 401 phase, the stuck spool
-      in the 503 phase, and all clear after.
+      alert and the token alert fire in the 401 phase (the dead letters
+      do not), the stuck spool in the 503 phase, and all clear after.
+  test_unknown_token_replaced
+      The token file holds a token GitLab does not know (its plain
+      401): the replies wait uncounted, /readyz and status say to
+      install a new token, and a working one written to the file is
+      taken up with no command: every reply applied, none dead.
   test_readyz_names_each_failure
       /readyz with the MTA's port closed (smtp), then the spool's tmp/
       not a directory (spool) and the state database not a file
@@ -201,7 +207,10 @@ class MonitorTest(unittest.TestCase):
                          1)
         self.assertEqual(total(a, "patchbridge_build_info"), 1)
 
-        # 1. GitLab refuses the token
+        # 1. GitLab does not know the token (deleted, mistyped, from
+        # another instance): its plain 401 to everything.  The operator's
+        # to fix, so the replies spooled meanwhile wait, uncounted.
+        token_file = os.path.join(self.b.dir, "token")
         sim.sim("POST", "faults", UNAUTHORIZED)
         mids = [self.spool("LGTM, but a nit.\n"),
                 self.spool("Another comment.\n")]
@@ -210,15 +219,25 @@ class MonitorTest(unittest.TestCase):
             "not ready", lambda: self.readyz()
             if self.readyz()[0] == 503 else None)
         self.assertEqual(body.split("\n")[0], "not ready")
-        self.assertRegex(body, r"forge: not ready: the last poll failed: "
-                         r"GET /projects/1/merge_requests: "
-                         r"HTTP 401: 401 Unauthorized")
+        self.assertIn("forge: not ready: the forge token was not accepted: "
+                      "GitLab does not know it (deleted, mistyped, or from "
+                      "another instance): install a new one in %s"
+                      % token_file, body)
         self.assertIn("spool: ok", body)
-        b = wait_until("two dead letters", lambda: (
-            lambda s: s if total(s, "patchbridge_spool_records",
-                                 area="dead") == 2 else None)(
-                                     self.scrape()))
+        def waited():
+            ids = set()
+            for line in d.text().splitlines():
+                try:
+                    o = json.loads(line)
+                except ValueError:
+                    continue
+                if "waits for a working forge token" in o.get("msg", ""):
+                    ids.add(o.get("id"))
+            return set(mids) <= ids
+        wait_until("both replies waiting", waited)
+        b = self.scrape()
         self.assertEqual(total(b, "patchbridge_ready", check="forge"), 0)
+        self.assertEqual(total(b, "patchbridge_forge_token_failing"), 1)
         self.assertEqual(total(b, "patchbridge_polls_total",
                                result="auth"), 1)
         self.assertGreaterEqual(total(b, "patchbridge_forge_requests_"
@@ -228,14 +247,27 @@ class MonitorTest(unittest.TestCase):
                          total(a, "patchbridge_replies_received_total",
                                result="journaled"), 2)
         self.assertEqual(total(b, "patchbridge_replies_dead_total") -
-                         total(a, "patchbridge_replies_dead_total"), 2)
+                         total(a, "patchbridge_replies_dead_total"), 0)
+        self.assertEqual(total(b, "patchbridge_spool_records", area="dead"),
+                         0)
+        self.assertEqual(total(b, "patchbridge_spool_records", area="cur"),
+                         2)
         self.assertEqual(total(b, "patchbridge_replies_applied_total"), 0)
-        self.assertEqual(total(b, "patchbridge_spool_oldest_record_age_"
-                               "seconds"), 0)
+        self.assertLess(total(b, "patchbridge_spool_oldest_record_age_"
+                              "seconds"), 900)
+        out = sim.run([sim.PB, "-c", self.b.conf(), "status"])
+        self.assertIn("the forge token was not accepted: GitLab does not "
+                      "know it", out)
+        self.assertNotIn(" dead ", out)
+        for mid in mids:
+            row, _ = self.b.dump(mid)
+            self.assertIn(row[0], ("received", "applying", "failed"))
+            self.assertLessEqual(int(row[1]), 1, row)
 
-        # 2. the token works again, but the forge fails writes: a reply
-        # waits for its retry.  It is aged by its name while the daemon
-        # is stopped (SIGSTOP), so it cannot be claimed half renamed.
+        # 2. the token works again, but the forge fails writes: the
+        # replies wait for their retries, counted now.  One more is aged
+        # by its name while the daemon is stopped (SIGSTOP), so it
+        # cannot be claimed half renamed.
         sim.sim("DELETE", "faults")
         sim.sim("POST", "faults", {"kind": "error", "status": 503,
                                    "method": "write", "count": None})
@@ -249,41 +281,40 @@ class MonitorTest(unittest.TestCase):
         finally:
             d.proc.send_signal(signal.SIGCONT)
         d.kick()
-        c = wait_until("a reply waiting in cur/", lambda: (
+        c = wait_until("three replies waiting in cur/", lambda: (
             lambda s: s if total(s, "patchbridge_spool_records", area="cur")
-            == 1 and total(s, "patchbridge_replies_retried_total") >= 1
+            == 3 and total(s, "patchbridge_replies_retried_total") >= 1
+            and total(s, "patchbridge_forge_token_failing") == 0
             else None)(self.scrape()))
         self.assertGreaterEqual(total(c, "patchbridge_spool_oldest_record_"
                                       "age_seconds"), 1200)
         self.assertEqual(total(c, "patchbridge_ready", check="forge"), 1)
         self.assertEqual(self.readyz()[0], 200)
 
-        # 3. the forge is back; the operator has dealt with the dead
-        # letters and moves them away
+        # 3. the forge is back: every reply applied, none dead, with no
+        # command
         sim.sim("DELETE", "faults")
-        dead = os.path.join(spool, "dead")
-        os.makedirs(os.path.join(self.tmp, "handled"))
-        for n in os.listdir(dead):
-            shutil.move(os.path.join(dead, n),
-                        os.path.join(self.tmp, "handled", n))
         d.kick()
-        e = wait_until("the reply applied", lambda: (
+        e = wait_until("the replies applied", lambda: (
             lambda s: s if total(s, "patchbridge_replies_applied_total")
-            == 1 and total(s, "patchbridge_spool_records", area="cur") == 0
+            == 3 and total(s, "patchbridge_spool_records", area="cur") == 0
             else None)(self.scrape()), timeout=30)
         self.assertEqual(total(e, "patchbridge_spool_oldest_record_age_"
                                "seconds"), 0)
         self.assertEqual(total(e, "patchbridge_spool_records", area="dead"),
                          0)
+        self.assertEqual(total(e, "patchbridge_replies_dead_total"), 0)
         self.assertEqual(total(e, "patchbridge_ready"), 4)
         self.assertEqual(self.readyz()[0], 200)
-        self.assertEqual(sim.marker_count(sim.mr_state(),
-                                          sim.key(waiting, 0)), 1)
-        for mid in mids:
+        for mid in [waiting] + mids:
             self.assertEqual(sim.marker_count(sim.mr_state(),
-                                              sim.key(mid, 0)), 0)
+                                              sim.key(mid, 0)), 1)
+        out = sim.run([sim.PB, "-c", self.b.conf(), "status"])
+        self.assertNotIn("forge token", out)
 
-        self.json_log({mids[0]: "dead letter", mids[1]: "dead letter",
+        self.json_log({mids[0]: "waits for a working forge token",
+                       mids[1]: "waits for a working forge token"})
+        self.json_log({mids[0]: "applied", mids[1]: "applied",
                        waiting: "applied"})
         self.alerts_on([a, b, c, e])
 
@@ -323,7 +354,8 @@ class MonitorTest(unittest.TestCase):
                     "patchbridge_spool_records",
                     "patchbridge_forge_requests_total",
                     "patchbridge_milter_tempfails_total",
-                    "patchbridge_milter_up", "patchbridge_ready")
+                    "patchbridge_milter_up", "patchbridge_ready",
+                    "patchbridge_forge_token_failing")
         keys = sorted({k for s in scrapes for k in s if k[0] in families})
         runs = (9, 19, 19, 19)  # samples after the first of each phase
         series = []
@@ -346,25 +378,30 @@ class MonitorTest(unittest.TestCase):
 
         silent = alert("PatchbridgeMilterSilent")  # no milter here
         expect = {
-            # the 401 phase (minutes 10 to 29)
+            # the 401 phase (minutes 10 to 29): the token alert, no
+            # dead letters (the replies wait for a working token)
             # (the 401s stopped at minute 10: gone from the window)
             25: {"PatchbridgeForgeAuth": [],
-                 "PatchbridgeDeadLetters": [alert("PatchbridgeDeadLetters",
-                                                  area="dead")],
+                 "PatchbridgeDeadLetters": [],
+                 "PatchbridgeForgeTokenFailing": [
+                     alert("PatchbridgeForgeTokenFailing")],
                  "PatchbridgeNotReady": [alert("PatchbridgeNotReady",
                                                check="forge")],
                  "PatchbridgeSpoolStuck": []},
             15: {"PatchbridgeForgeAuth": [alert("PatchbridgeForgeAuth")],
+                 "PatchbridgeForgeTokenFailing": [
+                     alert("PatchbridgeForgeTokenFailing")],
                  "PatchbridgeMilterSilent": [silent]},
             # the 503 phase (30 to 49): a record waits
             45: {"PatchbridgeSpoolStuck": [alert("PatchbridgeSpoolStuck")],
-                 "PatchbridgeDeadLetters": [alert("PatchbridgeDeadLetters",
-                                                  area="dead")],
+                 "PatchbridgeDeadLetters": [],
+                 "PatchbridgeForgeTokenFailing": [],
                  "PatchbridgeForgeAuth": [],
                  "PatchbridgeNotReady": []},
             # recovered (50 to 69)
             65: {"PatchbridgeSpoolStuck": [], "PatchbridgeDeadLetters": [],
                  "PatchbridgeForgeAuth": [], "PatchbridgeNotReady": [],
+                 "PatchbridgeForgeTokenFailing": [],
                  "PatchbridgeMilterTempfails": [],
                  "PatchbridgeMilterSilent": [silent]},
             # healthy before (0 to 9)
@@ -474,6 +511,66 @@ class MonitorTest(unittest.TestCase):
         self.assertIn("a new token in %s" % token_file, d.text())
         self.assertEqual(total(e, expiry) - total(a, expiry), 358 * 86400)
         self.token_alerts_on([a, b, e], total(a, expiry) - 7 * 86400)
+
+    def test_unknown_token_replaced(self):
+        """The token in the file is one GitLab does not know (mistyped,
+        or deleted on the forge): GitLab's plain 401.  The daemon starts,
+        the comment and the ack that arrive wait uncounted (max_attempts
+        is 2), nothing is dead, /readyz and status tell the operator to
+        install a new token; once a working one is in the file (no
+        SIGHUP, no command) both are applied."""
+        with open(self.b.conf()) as f:
+            conf = f.read()
+        with open(self.b.conf(), "w") as f:
+            f.write(conf.replace("max_attempts = 30", "max_attempts = 2"))
+        token_file = os.path.join(self.b.dir, "token")
+        with open(token_file) as f:
+            good = f.read()
+        with open(token_file, "w") as f:
+            f.write("glpat-mistyped\n")
+        d = self.start()
+        mids = [self.spool("A comment with the wrong token.\n"),
+                self.spool("Fine.\n\nAcked-by: Bob Maintainer "
+                           "<bob@corp.example>\n")]
+        d.kick()
+        status, body = wait_until("not ready", lambda: self.readyz()
+                                  if self.readyz()[0] == 503 else None)
+        self.assertIn("forge: not ready: the forge token was not accepted: "
+                      "GitLab does not know it (deleted, mistyped, or from "
+                      "another instance): install a new one in %s"
+                      % token_file, body)
+        # more tries than max_attempts: none counted, none dead
+        wait_until("retries", lambda: d.text().count(
+            "waits for a working forge token") >= 6, timeout=60)
+        b = self.scrape()
+        self.assertEqual(total(b, "patchbridge_forge_token_failing"), 1)
+        self.assertEqual(total(b, "patchbridge_spool_records", area="dead"),
+                         0)
+        self.assertEqual(total(b, "patchbridge_replies_dead_total"), 0)
+        self.assertEqual(total(b, "patchbridge_replies_applied_total"), 0)
+        out = sim.run([sim.PB, "-c", self.b.conf(), "status"])
+        self.assertIn("the forge token was not accepted: GitLab does not "
+                      "know it", out)
+        self.assertNotIn(" dead ", out)
+        for mid in mids:
+            row, _ = self.b.dump(mid)
+            self.assertIn(row[0], ("received", "applying", "failed"))
+            self.assertLessEqual(int(row[1]), 1, row)
+
+        # a working token in the file: no signal, no command
+        with open(token_file, "w") as f:
+            f.write(good)
+        e = wait_until("both applied", lambda: (
+            lambda s: s if total(s, "patchbridge_replies_applied_total")
+            == 2 else None)(self.scrape()), timeout=60)
+        self.assertEqual(total(e, "patchbridge_forge_token_failing"), 0)
+        self.assertEqual(total(e, "patchbridge_replies_dead_total"), 0)
+        wait_until("ready again", lambda: self.readyz()[0] == 200,
+                   timeout=120)
+        mr = sim.mr_state()
+        self.assertEqual(sim.marker_count(mr, sim.key(mids[0], 0)), 1)
+        self.assertEqual(self.b.dump(mids[1])[1][1000], ("approve", "done"))
+        self.assertIn("a new token in %s" % token_file, d.text())
 
     def token_alerts_on(self, scrapes, today):
         """The token alerts of contrib/prometheus/alerts.yml on the
