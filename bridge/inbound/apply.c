@@ -301,6 +301,17 @@ static int act_as(struct run *r, const char *user)
 	return rc;
 }
 
+/* "The approval asked for by this mail (Acked-by: ...)", the start of
+ * the bridge's notes about an approval. */
+static int approval_intro(struct buf *b, const struct plan_action *a)
+{
+	int rc = buf_adds(b, "The approval asked for by this mail (");
+
+	if (!rc)
+		rc = buf_adds(b, a->who ? a->who : "a trailer");
+	return rc;
+}
+
 /* The bridge's own note about an approval that did not land. */
 static int approval_note(struct run *r, const struct plan_action *a,
 			 const char *why)
@@ -308,9 +319,7 @@ static int approval_note(struct run *r, const struct plan_action *a,
 	struct buf b = BUF_INIT(PLAN_BODY_MAX);
 	int rc;
 
-	rc = buf_adds(&b, "The approval asked for by this mail (");
-	if (!rc)
-		rc = buf_adds(&b, a->who ? a->who : "a trailer");
+	rc = approval_intro(&b, a);
 	if (!rc)
 		rc = buf_addf(&b, ") was not recorded: %s\n", why);
 	if (!rc)
@@ -470,9 +479,7 @@ static int rebased_note(struct run *r, const struct plan_action *a,
 	struct buf b = BUF_INIT(PLAN_BODY_MAX);
 	int rc;
 
-	rc = buf_adds(&b, "The approval asked for by this mail (");
-	if (!rc)
-		rc = buf_adds(&b, a->who ? a->who : "a trailer");
+	rc = approval_intro(&b, a);
 	if (!rc)
 		rc = buf_addf(&b,
 			      ") was given for v%d (head %.12s). It is "
