@@ -1369,9 +1369,19 @@ static int decide(struct outbound *ob, struct outbound_report *rep,
 	memset(&vl.items[0], 0, sizeof(vl.items[0]));
 	forge_version_list_release(&vl);
 
+	/*
+	 * A revision is a head on a base.  A retarget (app/models/
+	 * merge_request.rb, after_update :reload_diff_if_branch_changed),
+	 * or a push to the target branch that took some of the MR's
+	 * commits (app/services/merge_requests/refresh_service.rb,
+	 * reload_merge_requests), gives GitLab a new diff version with the
+	 * same head on a new base, and another series of patches: a new
+	 * revision.  Whether it is mailed is then the rebase rule's below,
+	 * as for a push: with the same patch-ids it is a pure rebase.
+	 */
 	store_revision_init(&r);
-	rc = store_revision_by_head(&r, ob->store, j->project, j->iid,
-				    j->ver.head_sha);
+	rc = store_revision_by_base(&r, ob->store, j->project, j->iid,
+				    j->ver.head_sha, j->ver.base_sha);
 	if (!rc) {
 		rep->outcome = OUTBOUND_ALREADY;
 		rep->revision = r.revision;

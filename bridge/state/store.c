@@ -212,8 +212,8 @@ static const char *const sqlite_migrations[] = {
 
 	/* 9: a revision is a head on a base, so that an MR retargeted with
 	 * its head unchanged is a new revision (GitLab makes a new diff
-	 * version: MergeRequests::UpdateService#handle_target_branch_change
-	 * calls merge_request.reload_diff).  SQLite cannot drop a UNIQUE
+	 * version: app/models/merge_request.rb, after_update
+	 * :reload_diff_if_branch_changed).  SQLite cannot drop a UNIQUE
 	 * constraint, so the table is made again and its rows copied; the
 	 * step runs with foreign keys off (see open_rw()), as SQLite's
 	 * lang_altertable.html prescribes, so that the thread map's rows,
