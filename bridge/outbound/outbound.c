@@ -1256,7 +1256,8 @@ static int start_tx(struct store *st, void *arg)
  * transaction.  *revision gets the number the store allocated.  When that
  * is not `planned` (another process started a revision of the MR
  * meanwhile), nothing is kept and 1 is returned: render again with the
- * next number.  PB_EEXISTS when this head was started meanwhile.
+ * next number.  PB_EEXISTS when this head on this base was started
+ * meanwhile.
  */
 static int start_revision(struct outbound *ob, struct job *j, int planned,
 			  int *revision)
@@ -1443,7 +1444,8 @@ static int mail_new_revision(struct outbound *ob, struct outbound_report *rep,
 	if (rc == 1)
 		return err_set(PB_ETEMP, "the revision number kept changing");
 	if (rc == PB_EEXISTS) {
-		/* Another process started this head: deliver with it. */
+		/* Another process started this head on this base: deliver
+		 * with it. */
 		rep->outcome = OUTBOUND_ALREADY;
 		rep->revision = revision;
 		return 0;
@@ -1451,8 +1453,10 @@ static int mail_new_revision(struct outbound *ob, struct outbound_report *rep,
 	if (rc)
 		return rc;
 	ctx_set(j->project, j->iid, revision);
-	log_notice("new revision: head %.12s, %u patch(es), %zu mail(s)%s",
-		   j->ver.head_sha, j->series->total, j->series->nr,
+	log_notice("new revision: head %.12s on base %.12s, %u patch(es), "
+		   "%zu mail(s)%s",
+		   j->ver.head_sha, j->ver.base_sha, j->series->total,
+		   j->series->nr,
 		   j->series->cover_only ? " (cover letter only: longer than "
 					   "max_series)" :
 					   "");
