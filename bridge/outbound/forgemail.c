@@ -493,10 +493,11 @@ static int commit_patch(struct store_mail *out, struct buf *quote,
 		return PB_ENOTFOUND;
 	store_revision_init(&rev);
 	store_mail_init(&row);
-	if (!store_revision_by_head(&rev, c->fm->store, c->project, c->iid,
-				    p->head_sha) &&
-	    rev.base_sha && !strcmp(rev.base_sha, p->base_sha))
-		goto out; /* the diff of a whole version */
+	/* The diff of a whole version: its head on its base (a retarget
+	 * gives one head several bases). */
+	if (!store_revision_by_base(&rev, c->fm->store, c->project, c->iid,
+				    p->head_sha, p->base_sha))
+		goto out;
 	for (r = c->latest.revision; rc == PB_ENOTFOUND && r >= 1; r--) {
 		store_revision_release(&rev);
 		if (store_revision_get(&rev, c->fm->store, c->project, c->iid,
@@ -871,9 +872,14 @@ static int handle_note(struct mrctx *c, const struct fnote *fn,
 		int r = c->latest.revision, total = c->latest.patches;
 
 		rc = 0;
+		/* The revision of the note's version: its head on its
+		 * base, else the newest with its head. */
 		if (n->position.head_sha &&
-		    !store_revision_by_head(&rev, c->fm->store, c->project,
-					    c->iid, n->position.head_sha)) {
+		    (!store_revision_by_base(&rev, c->fm->store, c->project,
+					     c->iid, n->position.head_sha,
+					     n->position.base_sha) ||
+		     !store_revision_by_head(&rev, c->fm->store, c->project,
+					     c->iid, n->position.head_sha))) {
 			r = rev.revision;
 			total = rev.patches;
 			store_mail_release(&cover);

@@ -1256,7 +1256,8 @@ static int start_tx(struct store *st, void *arg)
  * transaction.  *revision gets the number the store allocated.  When that
  * is not `planned` (another process started a revision of the MR
  * meanwhile), nothing is kept and 1 is returned: render again with the
- * next number.  PB_EEXISTS when this head was started meanwhile.
+ * next number.  PB_EEXISTS when this head on this base was started
+ * meanwhile.
  */
 static int start_revision(struct outbound *ob, struct job *j, int planned,
 			  int *revision)
@@ -1369,9 +1370,19 @@ static int decide(struct outbound *ob, struct outbound_report *rep,
 	memset(&vl.items[0], 0, sizeof(vl.items[0]));
 	forge_version_list_release(&vl);
 
+	/*
+	 * A revision is a head on a base.  A retarget (app/models/
+	 * merge_request.rb, after_update :reload_diff_if_branch_changed),
+	 * or a push to the target branch that took some of the MR's
+	 * commits (app/services/merge_requests/refresh_service.rb,
+	 * reload_merge_requests), gives GitLab a new diff version with the
+	 * same head on a new base, and another series of patches: a new
+	 * revision.  Whether it is mailed is then the rebase rule's below,
+	 * as for a push: with the same patch-ids it is a pure rebase.
+	 */
 	store_revision_init(&r);
-	rc = store_revision_by_head(&r, ob->store, j->project, j->iid,
-				    j->ver.head_sha);
+	rc = store_revision_by_base(&r, ob->store, j->project, j->iid,
+				    j->ver.head_sha, j->ver.base_sha);
 	if (!rc) {
 		rep->outcome = OUTBOUND_ALREADY;
 		rep->revision = r.revision;
@@ -1433,7 +1444,8 @@ static int mail_new_revision(struct outbound *ob, struct outbound_report *rep,
 	if (rc == 1)
 		return err_set(PB_ETEMP, "the revision number kept changing");
 	if (rc == PB_EEXISTS) {
-		/* Another process started this head: deliver with it. */
+		/* Another process started this head on this base: deliver
+		 * with it. */
 		rep->outcome = OUTBOUND_ALREADY;
 		rep->revision = revision;
 		return 0;
@@ -1441,8 +1453,10 @@ static int mail_new_revision(struct outbound *ob, struct outbound_report *rep,
 	if (rc)
 		return rc;
 	ctx_set(j->project, j->iid, revision);
-	log_notice("new revision: head %.12s, %u patch(es), %zu mail(s)%s",
-		   j->ver.head_sha, j->series->total, j->series->nr,
+	log_notice("new revision: head %.12s on base %.12s, %u patch(es), "
+		   "%zu mail(s)%s",
+		   j->ver.head_sha, j->ver.base_sha, j->series->total,
+		   j->series->nr,
 		   j->series->cover_only ? " (cover letter only: longer than "
 					   "max_series)" :
 					   "");

@@ -209,6 +209,38 @@ static const char *const sqlite_migrations[] = {
 	 * MTA's answer): see enum store_sent_how. */
 	"ALTER TABLE thread_map ADD COLUMN sent_how TEXT;"
 	"PRAGMA user_version = 8;",
+
+	/* 9: a revision is a head on a base, so that an MR retargeted with
+	 * its head unchanged is a new revision (GitLab makes a new diff
+	 * version: app/models/merge_request.rb, after_update
+	 * :reload_diff_if_branch_changed).  SQLite cannot drop a UNIQUE
+	 * constraint, so the table is made again and its rows copied; the
+	 * step runs with foreign keys off (see open_rw()), as SQLite's
+	 * lang_altertable.html prescribes, so that the thread map's rows,
+	 * which name revisions, are kept as they are. */
+	"CREATE TABLE revisions_new ("
+	" project TEXT NOT NULL,"
+	" iid INTEGER NOT NULL CHECK (iid > 0),"
+	" revision INTEGER NOT NULL CHECK (revision > 0),"
+	" head_sha TEXT NOT NULL,"
+	" base_sha TEXT,"
+	" start_sha TEXT,"
+	" version_id INTEGER,"
+	" patch_id TEXT,"
+	" patches INTEGER NOT NULL CHECK (patches >= 0),"
+	" cover_msgid TEXT,"
+	" state TEXT NOT NULL CHECK (state IN ('sending', 'sent')),"
+	" created INTEGER NOT NULL,"
+	" sent INTEGER,"
+	" PRIMARY KEY (project, iid, revision));"
+	"INSERT INTO revisions_new SELECT project, iid, revision, head_sha,"
+	" base_sha, start_sha, version_id, patch_id, patches, cover_msgid,"
+	" state, created, sent FROM revisions;"
+	"DROP TABLE revisions;"
+	"ALTER TABLE revisions_new RENAME TO revisions;"
+	"CREATE UNIQUE INDEX revisions_head_base ON revisions"
+	" (project, iid, head_sha, COALESCE(base_sha, ''));"
+	"PRAGMA user_version = 9;",
 };
 
 /*
@@ -375,6 +407,13 @@ static const char *const pg_migrations[] = {
 	/* 8 */
 	"ALTER TABLE thread_map ADD COLUMN sent_how BYTEA;"
 	"UPDATE schema_version SET version = 8;",
+
+	/* 9: PostgreSQL drops the constraint by the name it gave it. */
+	"ALTER TABLE revisions"
+	" DROP CONSTRAINT revisions_project_iid_head_sha_key;"
+	"CREATE UNIQUE INDEX revisions_head_base ON revisions"
+	" (project, iid, head_sha, COALESCE(base_sha, ''::BYTEA));"
+	"UPDATE schema_version SET version = 9;",
 };
 
 #define SCHEMA_LATEST ((int)ARRAY_SIZE(sqlite_migrations))
@@ -522,6 +561,7 @@ enum stmt_id {
 	S_REV_GET,
 	S_REV_LATEST,
 	S_REV_BY_HEAD,
+	S_REV_BY_BASE,
 	S_IN_RECORD,
 	S_IN_CLAIM,
 	S_IN_FINISH,
@@ -700,8 +740,15 @@ static const char *const stmt_sql[S_NR] = {
 	[S_REV_LATEST] = "SELECT " REV_COLS " FROM revisions"
 			 " WHERE project = ?1 AND iid = ?2"
 			 " ORDER BY revision DESC LIMIT 1",
+	/* A head may be on several bases (retargets): the newest. */
 	[S_REV_BY_HEAD] = "SELECT " REV_COLS " FROM revisions"
-			  " WHERE project = ?1 AND iid = ?2 AND head_sha = ?3",
+			  " WHERE project = ?1 AND iid = ?2 AND head_sha = ?3"
+			  " ORDER BY revision DESC LIMIT 1",
+	[S_REV_BY_BASE] = "SELECT " REV_COLS " FROM revisions"
+			  " WHERE project = ?1 AND iid = ?2 AND head_sha = ?3"
+			  " AND (base_sha = ?4 OR (base_sha IS NULL"
+			  " AND ?4 IS NULL))"
+			  " ORDER BY revision DESC LIMIT 1",
 
 	[S_IN_RECORD] = "INSERT INTO inbound (" IN_COLS ", record)"
 			" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'received', 0,"
@@ -1465,8 +1512,6 @@ static int open_rw(struct store *st, int target)
 		if (!rc)
 			rc = pragma(st, "PRAGMA synchronous = FULL", NULL);
 		if (!rc)
-			rc = pragma(st, "PRAGMA foreign_keys = ON", NULL);
-		if (!rc)
 			rc = pragma(
 				st,
 				"PRAGMA journal_size_limit = " STORE_WAL_LIMIT,
@@ -1474,7 +1519,14 @@ static int open_rw(struct store *st, int target)
 		if (rc)
 			return rc;
 	}
-	return migrate(st, target);
+	rc = migrate(st, target);
+	/* Foreign keys on only after the schema steps: a step that makes
+	 * a table again (9) drops the old one while rows name it, and
+	 * SQLite cannot turn them off inside the step's transaction
+	 * (sqlite.org/lang_altertable.html, "other kinds of changes"). */
+	if (!rc && st->backend == STORE_BACKEND_SQLITE)
+		rc = pragma(st, "PRAGMA foreign_keys = ON", NULL);
+	return rc;
 }
 
 static int open_ro(struct store *st)
@@ -2402,10 +2454,10 @@ static int rev_start_unit(struct store *st, void *arg)
 	q_end(&q);
 	if (rc < 0 || r->revision)
 		return rc;
-	/* Nothing inserted: the head (or, between two writers, the
-	 * number - which a unit never sees) was taken. */
-	rc = store_revision_by_head(&old, st, rev->project, rev->iid,
-				    rev->head_sha);
+	/* Nothing inserted: the head on this base (or, between two
+	 * writers, the number - which a unit never sees) was taken. */
+	rc = store_revision_by_base(&old, st, rev->project, rev->iid,
+				    rev->head_sha, rev->base_sha);
 	if (rc == PB_ENOTFOUND)
 		return err_set(PB_ETEMP,
 			       "state db %s: revision number taken meanwhile",
@@ -2445,8 +2497,11 @@ int store_revision_start(int *revision, struct store *st,
 	*revision = r.revision;
 	if (r.taken)
 		return err_set(PB_EEXISTS,
-			       "state db: head %s was already mailed as v%d",
-			       rev->head_sha, *revision);
+			       "state db: head %s on base %s was already "
+			       "mailed as v%d",
+			       rev->head_sha,
+			       rev->base_sha ? rev->base_sha : "(none)",
+			       *revision);
 	return 0;
 }
 
@@ -2527,6 +2582,27 @@ int store_revision_by_head(struct store_revision *out, struct store *st,
 	q_text(&q, 1, project);
 	q_int(&q, 2, iid);
 	q_text(&q, 3, head_sha);
+	return revision_one(out, &q, project, iid);
+}
+
+int store_revision_by_base(struct store_revision *out, struct store *st,
+			   const char *project, int64_t iid,
+			   const char *head_sha, const char *base_sha)
+{
+	struct query q;
+	int rc;
+
+	if ((rc = check_mr(project, iid)) ||
+	    (rc = check_sha("head sha", head_sha, 1)) ||
+	    (rc = check_sha("base sha", base_sha, 0)))
+		return rc;
+	rc = q_start(&q, st, S_REV_BY_BASE, "revision by head and base");
+	if (rc)
+		return rc;
+	q_text(&q, 1, project);
+	q_int(&q, 2, iid);
+	q_text(&q, 3, head_sha);
+	q_opt(&q, 4, base_sha);
 	return revision_one(out, &q, project, iid);
 }
 

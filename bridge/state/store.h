@@ -376,9 +376,11 @@ void store_revision_release(struct store_revision *rev);
 /*
  * Start mailing a revision: allocate the MR's next revision number
  * atomically and record rev (its ->revision, ->state and times are
- * ignored) as SENDING.  *revision gets the number.  A head SHA is mailed
- * once per MR: when rev->head_sha was already started, nothing changes,
- * *revision gets the existing number and the result is PB_EEXISTS.
+ * ignored) as SENDING.  *revision gets the number.  A head SHA on a base
+ * is mailed once per MR: when rev->head_sha on rev->base_sha was already
+ * started, nothing changes, *revision gets the existing number and the
+ * result is PB_EEXISTS.  The same head on a new base (a retarget) is a
+ * new revision.
  */
 int store_revision_start(int *revision, struct store *st,
 			 const struct store_revision *rev);
@@ -389,9 +391,14 @@ int store_revision_get(struct store_revision *out, struct store *st,
 /* The highest-numbered revision of an MR; PB_ENOTFOUND for none. */
 int store_revision_latest(struct store_revision *out, struct store *st,
 			  const char *project, int64_t iid);
+/* The newest revision mailed with this head (on any base). */
 int store_revision_by_head(struct store_revision *out, struct store *st,
 			   const char *project, int64_t iid,
 			   const char *head_sha);
+/* The newest revision of this head on this base (NULL: none known). */
+int store_revision_by_base(struct store_revision *out, struct store *st,
+			   const char *project, int64_t iid,
+			   const char *head_sha, const char *base_sha);
 
 /*
  * Inbound journal: one row per mail the milter spooled, keyed by its

@@ -3,7 +3,7 @@
 -> private Postfix (pfbed) -> list archive.  Reuses outbound_e2e's bed.
 
 usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
-                        noreply|pushed|late|commit|suggest|unack
+                        noreply|pushed|late|commit|suggest|unack|retargeted
                         --patchbridge BIN --work DIR
 
   comments  an MR mailed as a 3-patch series; rob's diff note on patch 1
@@ -64,6 +64,10 @@ usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
             comes back through the milter; the daemon, with merge
             request hooks firing, mails a second approval and its
             withdrawal once each.
+  retargeted an MR stacked on another branch is retargeted onto it: the
+            same head on a new base is v2; rob's diff note on v1's
+            version, on the file only v1 has, is mailed under v1's
+            patch of that file, quoting it.
   stuck     every git fetch fails: a rebased MR's applied mail waits
             (pending cursor) while a later MR's comment is mailed; with
             its first failure an hour back, the mail names the tip and
@@ -1163,13 +1167,60 @@ def scenario_unack(bed):
     check(d.wait(timeout=30) == 0, "the daemon did not stop cleanly")
 
 
+def scenario_retargeted(bed):
+    start_list(bed)
+    sim("POST", "/_sim/projects/1/commits",
+        {"branch": "dep", "start": "main", "commits": [
+            ob.commit("lib: add a helper",
+                      {"src/lib/h.c": "int h(void)\n{\n\treturn 0;\n}\n"})]})
+    sim("POST", "/_sim/projects/1/commits",
+        {"branch": "topic", "start": "dep", "commits": ob.V1})
+    sim("POST", "/_sim/projects/1/merge_requests",
+        {"source_branch": "topic", "target_branch": "main",
+         "title": "Teach x and y to count", "author": "alice"})
+    bed.run("run", "--once")
+    bed.wait_mail(5)
+    bed.settle()
+    v1 = ob.series_of(bed.archive(), 1, 1)
+    ver1 = api("GET", "/projects/1/merge_requests/1/versions",
+               "rob-token")[0]
+
+    say("retarget onto dep: v2, the same head on a new base")
+    api("PUT", "/projects/1/merge_requests/1", "rob-token",
+        {"target_branch": "dep"})
+    bed.run("run", "--once")
+    bed.wait_mail(9)
+    bed.settle()
+    check(ob.series_of(bed.archive(), 1, 2), "v2 not mailed")
+
+    say("rob: a diff note on src/lib/h.c line 3 of v1's version")
+    pos = {"position_type": "text", "base_sha": ver1["base_commit_sha"],
+           "start_sha": ver1["start_commit_sha"],
+           "head_sha": ver1["head_commit_sha"],
+           "old_path": "src/lib/h.c", "new_path": "src/lib/h.c",
+           "new_line": 3}
+    api("POST", "/projects/1/merge_requests/1/discussions", "rob-token",
+        {"body": "Why 0?", "position": pos})
+    bed.run("run", "--once")
+    bed.wait_mail(10)
+    bed.settle()
+    d = [m for m in forge_mails(bed) if "Why 0?" in text(m)]
+    check(len(d) == 1, "the diff note was mailed %d times" % len(d))
+    d = d[0]
+    check("[PATCH 1/4]" in d["Subject"],
+          "diff note subject: %s" % d["Subject"])
+    check(d["In-Reply-To"].strip("<> ") == msgid(v1[1]),
+          "the note is not under v1's patch 1")
+    check("> +\treturn 0;" in text(d), "no quote of h.c:\n" + text(d))
+
+
 SCENARIOS = {"comments": scenario_comments, "merges": scenario_merges,
              "internal": scenario_internal, "quick": scenario_quick,
              "stuck": scenario_stuck, "quicklook": scenario_quicklook,
              "noreply": scenario_noreply,
              "pushed": scenario_pushed, "late": scenario_late,
              "commit": scenario_commit, "suggest": scenario_suggest,
-             "unack": scenario_unack}
+             "unack": scenario_unack, "retargeted": scenario_retargeted}
 
 
 def main():

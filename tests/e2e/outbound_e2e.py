@@ -29,6 +29,11 @@ Scenarios:
   drafts    a draft MR is skipped; a malformed owners.yaml is reported with
             line and column and the series goes out without owners Cc; a
             pure rebase is not mailed with mail_rebases = no
+  retarget  an MR stacked on another branch, retargeted onto it: GitLab's
+            new version has the same head on a new base, mailed as v2
+            with the range-diff; its target branch takes one of its
+            commits: v3; retargeted to a branch with the same merge
+            base: nothing is mailed
 
 Exit status: 0 pass, 1 fail, 77 skipped (not root, no Postfix).
 """
@@ -601,6 +606,81 @@ def scenario_drafts(bed):
     check(len(bed.archive()) == 4, "the draft or the rebase was mailed")
 
 
+def scenario_retarget(bed):
+    bed.start_postfix()
+    bed.config(outbound="mail_rebases = no")
+    sim("POST", "/_sim/projects/1/commits",
+        {"branch": "dep", "start": "main", "commits": [
+            commit("lib: add a helper", {"src/lib/h.c": "int h(void)\n{\n"
+                                         "\treturn 0;\n}\n"})]})
+    sim("POST", "/_sim/projects/1/commits",
+        {"branch": "topic", "start": "dep", "commits": V1})
+    sim("POST", "/_sim/projects/1/merge_requests",
+        {"source_branch": "topic", "target_branch": "main",
+         "title": "Teach x and y to count", "author": "alice",
+         "description": "Teach x and y to count.", "reviewers": ["bob"]})
+    bed.run("run", "--once")
+    bed.wait_mail(5)
+    bed.settle()
+    s1 = series_of(bed.archive(), 1, 1)
+    check(s1[0]["Subject"].startswith("[PATCH 0/4]"),
+          "v1 cover subject: %s" % s1[0]["Subject"])
+    base1, head1 = version_shas(1)
+
+    say("retarget onto dep: the same head on a new base is v2")
+    mr = sim("PUT", "/api/v4/projects/1/merge_requests/1",
+             {"target_branch": "dep"})
+    check(mr["target_branch"] == "dep", "not retargeted: %s" % mr)
+    base2, head2 = version_shas(1)
+    check(head2 == head1 and base2 != base1,
+          "the retarget gave no new base: %s..%s" % (base2, head2))
+    bed.run("run", "--once")
+    bed.wait_mail(9)
+    bed.settle()
+    mails = bed.archive()
+    check(len(mails) == 9, "want 9 mails, got %d" % len(mails))
+    s2 = series_of(mails, 1, 2)
+    check_threading(s2, 3)
+    check(s2[0]["Subject"].startswith("[PATCH v2 0/3]"),
+          "v2 cover subject: %s" % s2[0]["Subject"])
+    check(s2[0]["In-Reply-To"].strip("<> ") == msgid(s1[0]),
+          "v2 cover is not a reply to the v1 cover")
+    body = s2[0].get_content()
+    check("Changes in v2" in body and "lib: add a helper" in body,
+          "the range-diff does not show the patch left out:\n" + body)
+    check_git_am(bed, s2, 3, base2, head2)
+    out = bed.run("send", "group/project!1")
+    check("already mailed as v2" in out, "send said: %s" % out)
+
+    say("dep takes the first patch: the same head on a new base is v3")
+    first = [c["id"] for c in
+             sim("GET", "/api/v4/projects/1/merge_requests/1/commits")
+             if c["title"] == "a: count in x"][0]
+    moved = sim("PUT", "/_sim/projects/1/branches/dep", {"sha": first})
+    check([u["iid"] for u in moved["updated"]] == [1],
+          "moving dep reloaded: %s" % moved)
+    base3, head3 = version_shas(1)
+    check(head3 == head1 and base3 == first, "v3 is %s..%s" % (base3, head3))
+    bed.run("run", "--once")
+    bed.wait_mail(12)
+    bed.settle()
+    s3 = series_of(bed.archive(), 1, 3)
+    check(s3[0]["Subject"].startswith("[PATCH v3 0/2]"),
+          "v3 cover subject: %s" % s3[0]["Subject"])
+
+    say("retarget to a branch at dep: the same head and base, not mailed")
+    sim("PUT", "/_sim/projects/1/branches/stable", {"sha": first})
+    sim("PUT", "/api/v4/projects/1/merge_requests/1",
+        {"target_branch": "stable"})
+    base4, head4 = version_shas(1)
+    check((base4, head4) == (base3, head3), "a new base: %s" % base4)
+    out = bed.run("send", "group/project!1")
+    check("already mailed as v3" in out, "send said: %s" % out)
+    time.sleep(1)
+    bed.settle()
+    check(len(bed.archive()) == 12, "the same head and base was mailed")
+
+
 HANDED_WRAPPER = """#!/bin/sh
 # Count deliveries; on the 2nd while %(taken)s exists, hand the mail to
 # Postfix and then hang (the MTA took it; no answer reaches the daemon);
@@ -914,7 +994,8 @@ def dbgone_steps(bed, pgdir, own):
 
 SCENARIOS = {"series": scenario_series, "crash": scenario_crash,
              "webhook": scenario_webhook, "drafts": scenario_drafts,
-             "handed": scenario_handed, "dbgone": scenario_dbgone}
+             "handed": scenario_handed, "dbgone": scenario_dbgone,
+             "retarget": scenario_retarget}
 
 
 def main():

@@ -1595,6 +1595,57 @@ class VersionsAndGitTest(SimTestCase):
         self.assertTrue(notes[0]["system"])
         self.assertTrue(notes[0]["body"].startswith("added 1 commit"))
 
+    def test_retarget_makes_a_version_of_the_same_head(self):
+        # app/models/merge_request.rb, reload_diff_if_branch_changed.
+        first = self.versions()[0]
+        commits = SIM.api("GET", "/projects/1/merge_requests/1/commits").json
+        oldest = commits[-1]["id"]
+        moved = SIM.ctl("PUT", "/projects/1/branches/next", {"sha": oldest})
+        self.assertEqual(moved["updated"], [])
+        mr = SIM.api("PUT", "/projects/1/merge_requests/1",
+                     body={"target_branch": "next"}).json
+        self.assertEqual(mr["target_branch"], "next")
+        versions = self.versions()
+        self.assertEqual(len(versions), 2)
+        self.assertEqual(versions[0]["head_commit_sha"],
+                         first["head_commit_sha"])
+        self.assertEqual(versions[0]["base_commit_sha"], oldest)
+        self.assertEqual(versions[0]["start_commit_sha"], oldest)
+        notes = SIM.api("GET", "/projects/1/merge_requests/1/notes").json
+        self.assertEqual(notes[0]["body"],
+                         "changed target branch from `main` to `next`")
+        # The same target again changes nothing.
+        SIM.api("PUT", "/projects/1/merge_requests/1",
+                body={"target_branch": "next"})
+        self.assertEqual(len(self.versions()), 2)
+        # The source branch as its own target: validate_branches.
+        r = SIM.api("PUT", "/projects/1/merge_requests/1",
+                    body={"target_branch": self.mr()["source_branch"]})
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json, {"message": {"branch_conflict": [
+            "You can't use same project/branch for source and target"]}})
+
+    def test_target_push_with_an_mr_commit_reloads_its_diff(self):
+        # app/services/merge_requests/refresh_service.rb,
+        # reload_merge_requests: only an MR whose diff has a pushed commit.
+        first = self.versions()[0]
+        other = SIM.ctl("POST", "/projects/1/commits", {
+            "branch": "side", "start": "main", "message": "side\n",
+            "files": {"SIDE": "s\n"}})["head"]
+        moved = SIM.ctl("PUT", "/projects/1/branches/main", {"sha": other})
+        self.assertEqual(moved["updated"], [])
+        self.assertEqual(len(self.versions()), 1)
+        commits = SIM.api("GET", "/projects/1/merge_requests/1/commits").json
+        oldest = commits[-1]["id"]
+        SIM.ctl("PUT", "/projects/1/branches/main", {"sha": oldest})
+        # main went back to before "side" and took the MR's first commit
+        # (a push that is not a fast-forward is a push too).
+        versions = self.versions()
+        self.assertEqual(len(versions), 2)
+        self.assertEqual(versions[0]["head_commit_sha"],
+                         first["head_commit_sha"])
+        self.assertEqual(versions[0]["base_commit_sha"], oldest)
+
     def test_rebase_keeps_patch_id(self):
         before = self.versions()[0]
         SIM.ctl("POST", "/projects/1/commits", {

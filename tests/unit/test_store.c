@@ -528,14 +528,19 @@ static void test_revision_numbers(void **state)
 	assert_int_equal(start_rev(st, "g/q", 1, SHA1), 1);
 	assert_int_equal(start_rev(st, "g/p", 1, SHA3), 3);
 
-	/* A head is mailed once: the existing number comes back. */
+	/* A head on a base is mailed once: the existing number comes
+	 * back. */
 	rev.project = "g/p";
 	rev.iid = 1;
 	rev.head_sha = SHA2;
+	rev.base_sha = BASE;
 	assert_int_equal(store_revision_start(&n, st, &rev), PB_EEXISTS);
 	assert_int_equal(n, 2);
 	assert_int_equal(store_revision_latest(&got, st, "g/p", 1), 0);
 	assert_int_equal(got.revision, 3);
+	assert_int_equal(store_revision_by_base(&got, st, "g/p", 1, SHA2,
+						START),
+			 PB_ENOTFOUND);
 
 	assert_int_equal(store_revision_by_head(&got, st, "g/p", 1, SHA2), 0);
 	assert_int_equal(got.revision, 2);
@@ -561,6 +566,28 @@ static void test_revision_numbers(void **state)
 			 PB_ENOTFOUND);
 	assert_int_equal(store_revision_get(&got, st, "g/p", 1, 9),
 			 PB_ENOTFOUND);
+
+	/* The same head on a new base (a retarget) is a new revision;
+	 * the head then names the newest, the head and base each. */
+	rev.base_sha = START;
+	assert_int_equal(store_revision_start(&n, st, &rev), 0);
+	assert_int_equal(n, 4);
+	assert_int_equal(store_revision_start(&n, st, &rev), PB_EEXISTS);
+	assert_int_equal(n, 4);
+	assert_int_equal(store_revision_by_head(&got, st, "g/p", 1, SHA2), 0);
+	assert_int_equal(got.revision, 4);
+	assert_int_equal(store_revision_by_base(&got, st, "g/p", 1, SHA2, BASE),
+			 0);
+	assert_int_equal(got.revision, 2);
+	/* No base known is a base of its own, and kept once too. */
+	rev.base_sha = NULL;
+	assert_int_equal(store_revision_start(&n, st, &rev), 0);
+	assert_int_equal(n, 5);
+	assert_int_equal(store_revision_start(&n, st, &rev), PB_EEXISTS);
+	assert_int_equal(n, 5);
+	assert_int_equal(store_revision_by_base(&got, st, "g/p", 1, SHA2, NULL),
+			 0);
+	assert_int_equal(got.revision, 5);
 
 	rev.head_sha = "xyz";
 	assert_int_equal(store_revision_start(&n, st, &rev), PB_EINVAL);
@@ -1410,6 +1437,81 @@ static void test_migrate_steps(void **state)
 	store_inbound_release(&in);
 }
 
+/*
+ * Both engines: a database at schema 8, where a head was mailed once per
+ * MR, keeps its revisions and the mails that name them when the step to
+ * 9 makes a revision a head on a base; then the same head on a new base
+ * (a retarget) takes the next number, and the mails' references to the
+ * revisions still hold.
+ */
+#define RETARGET_ROWS                                                        \
+	"INSERT INTO revisions (project, iid, revision, head_sha, base_sha," \
+	" version_id, patch_id, patches, cover_msgid, state, created, sent)" \
+	" VALUES ('g/p', 1, 1, '" SHA1 "', '" BASE "', 7, 'p1', 2,"          \
+	" 'old-cover@x', 'sent', 10, 11);"                                   \
+	"INSERT INTO thread_map (message_id, project, iid, revision, patch," \
+	" total, kind, commit_sha, head_sha, diff, state, created, sent)"    \
+	" VALUES ('old-1@x', 'g/p', 1, 1, 1, 2, 'patch', '" SHA3 "',"        \
+	" '" SHA1 "', 'diff', 'sent', 10, 11);"
+static void test_migrate_retarget(void **state)
+{
+	const char *path = db_path("retarget");
+	struct store_opts o;
+	struct store *st = NULL;
+	struct store_revision rev = { 0 }, got = { 0 };
+	struct store_mail m = STORE_MAIL_INIT;
+	int v = 0, n = 0;
+
+	(void)state;
+	memset(&o, 0, sizeof(o));
+	o.backend = storebed_backend();
+	o.target = path;
+	o.flags = STORE_RW;
+	o.busy_timeout_ms = BUSY_MS;
+	o.schema_version = 8;
+	assert_int_equal(store_open_opts(&st, &o), 0);
+	assert_int_equal(store_schema_version(&v, st), 0);
+	assert_int_equal(v, 8);
+	store_free(st);
+	storebed_exec(path, RETARGET_ROWS, RETARGET_ROWS);
+
+	st = open_rw(path);
+	assert_int_equal(store_schema_version(&v, st), 0);
+	assert_int_equal(v, store_schema_latest());
+	assert_int_equal(store_revision_by_head(&got, st, "g/p", 1, SHA1), 0);
+	assert_int_equal(got.revision, 1);
+	assert_string_equal(got.base_sha, BASE);
+	assert_int_equal(got.version_id, 7);
+	assert_string_equal(got.patch_id, "p1");
+	assert_string_equal(got.cover_msgid, "old-cover@x");
+	assert_int_equal(got.state, STORE_REVISION_SENT);
+	assert_int_equal(got.sent, 11);
+	assert_int_equal(store_mail_get(&m, st, "old-1@x"), 0);
+	assert_int_equal(m.revision, 1);
+
+	rev.project = "g/p";
+	rev.iid = 1;
+	rev.head_sha = SHA1;
+	rev.base_sha = BASE;
+	assert_int_equal(store_revision_start(&n, st, &rev), PB_EEXISTS);
+	assert_int_equal(n, 1);
+	rev.base_sha = START;
+	assert_int_equal(store_revision_start(&n, st, &rev), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(store_revision_by_head(&got, st, "g/p", 1, SHA1), 0);
+	assert_int_equal(got.revision, 2);
+	/* A mail of a revision that does not exist is still refused. */
+	store_mail_release(&m);
+	fill_patch(&m, "new-1@x", 3, 1, 1, "diff");
+	assert_int_not_equal(store_mail_put(st, &m), 0);
+	fill_patch(&m, "new-1@x", 2, 1, 1, "diff");
+	assert_int_equal(store_mail_put(st, &m), 0);
+	assert_int_equal(store_check(st), 0);
+	store_free(st);
+	store_revision_release(&got);
+	store_mail_release(&m);
+}
+
 /* A reader that opens a version-1 file before the daemon migrated it. */
 static void test_reader_before_migration(void **state)
 {
@@ -1785,6 +1887,7 @@ int main(void)
 		cmocka_unit_test(test_trailer_verdicts),
 		cmocka_unit_test(test_migrate_from_v1),
 		cmocka_unit_test(test_migrate_steps),
+		cmocka_unit_test(test_migrate_retarget),
 		cmocka_unit_test(test_reader_before_migration),
 		cmocka_unit_test(test_concurrent_reader_writer),
 		cmocka_unit_test(test_crash_mid_transaction),

@@ -524,6 +524,7 @@ class Api:
         assignee_ids = p.int_list("assignee_ids")
         squash = p.boolean("squash")
         discussion_locked = p.boolean("discussion_locked")
+        target_branch = p.string("target_branch")
         if not any(p.has(k) for k in _MR_UPDATE_PARAMS):
             p.errors.append(", ".join(_MR_UPDATE_PARAMS) + " are missing, "
                             "at least one parameter must be provided")
@@ -543,6 +544,16 @@ class Api:
             raise errors.message(400, {"reviewers": ["is invalid"]})
         if squash is not None:
             mr.squash = squash
+        # UpdateService#execute drops target_branch on a closed or merged
+        # MR (closed_or_merged_without_fork?); MergeRequest's
+        # validate_branches refuses the source branch as the target
+        # (app/models/merge_request.rb), with render_validation_error!.
+        if target_branch is not None and mr.state == "opened":
+            if target_branch == mr.source_branch:
+                raise errors.message(400, {"branch_conflict": [
+                    "You can't use same project/branch for source and "
+                    "target"]})
+            self.forge.retarget(project, mr, ctx.user, target_branch)
         # IssuableBaseService#filter_params drops discussion_locked unless
         # the user may admin_merge_request (Developer and up,
         # app/policies/project_policy.rb).

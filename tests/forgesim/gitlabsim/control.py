@@ -47,6 +47,7 @@ class Control:
         r("POST", "/projects/:id/members", self.add_member)
         r("POST", "/projects/:id/commits", self.create_commits)
         r("POST", "/projects/:id/refresh", self.refresh)
+        r("PUT", "/projects/:id/branches/:branch", self.move_branch)
         r("POST", "/projects/:id/merge_requests", self.create_mr)
         r("POST", "/projects/:id/merge_requests/:iid/push", self.push)
         r("POST", "/projects/:id/merge_requests/:iid/clone", self.clone_mr)
@@ -222,6 +223,28 @@ class Control:
         return Response.json(200, {"updated": [
             {"iid": mr.iid, "version": ent.version(self.forge, mr, v)}
             for mr, v in created]})
+
+    def move_branch(self, body, id, branch):
+        """{"sha": SHA} or {"ref": REV}: a push that moves (or makes)
+        `branch`.  Open MRs that target it and whose diff has a pushed
+        commit get a new version of the same head (Forge.target_pushed);
+        MRs whose source branch it is are left to /refresh or /push."""
+        project = self.forge.project(id)
+        repo = self.forge.repo(project)
+        rev = body.get("sha") or body.get("ref")
+        new = repo.rev_parse(rev) if rev else None
+        if new is None:
+            raise SimError("%r is not a commit in the repository" % rev)
+        ref = "refs/heads/" + branch
+        old = repo.rev_parse(ref)
+        repo.update_ref(ref, new)
+        made = self.forge.target_pushed(project, branch, old, new)
+        return Response.json(200, {"branch": branch, "head": new,
+                                   "updated": [
+                                       {"iid": mr.iid,
+                                        "version": ent.version(
+                                            self.forge, mr, v)}
+                                       for mr, v in made]})
 
     # -- merge requests -------------------------------------------------------
 

@@ -646,6 +646,74 @@ class Forge:
                       action="update", changes={}, oldrev=old)
         return version
 
+    def reload_diff(self, project, mr):
+        """A new diff version of the same head: GitLab's
+        MergeRequests::ReloadDiffsService (app/services/merge_requests/
+        reload_diffs_service.rb) makes a new MergeRequestDiff against the
+        target branch as it is now and moves the diff threads to it.
+        Returns the new Version, or None when a branch is gone (the
+        model's reload_diff_if_branch_changed needs both heads)."""
+        repo = self.repo(project)
+        head = repo.rev_parse("refs/heads/" + mr.source_branch)
+        if head is None or mr.latest is None or \
+                repo.rev_parse("refs/heads/" + mr.target_branch) is None:
+            return None
+        version = self._new_version(project, mr, mr.latest.head_sha)
+        self._trace_positions(mr, version)
+        return version
+
+    def retarget(self, project, mr, user, target_branch):
+        """PUT target_branch.  MergeRequest's after_update
+        :reload_diff_if_branch_changed (app/models/merge_request.rb)
+        reloads the diff when the target branch changed and both branch
+        heads exist: a new version with the same head and the new
+        target's merge base.  UpdateService#handle_target_branch_change
+        (app/services/merge_requests/update_service.rb) adds the system
+        note (SystemNotes::MergeRequestsService#change_branch) and, where
+        approvals reset on push, drops them
+        (ee/app/services/ee/merge_requests/update_service.rb,
+        delete_approvals_on_target_branch_change).  Returns the hook's
+        changes ({} when the branch is the same)."""
+        old = mr.target_branch
+        if target_branch == old:
+            return {}
+        mr.target_branch = target_branch
+        self.reload_diff(project, mr)
+        self._system_note(project, mr, user,
+                          "changed target branch from `%s` to `%s`" %
+                          (old, target_branch))
+        if project.settings.reset_approvals_on_push:
+            mr.approvals = []
+        self._touch(project, mr)
+        changes = {"target_branch": {"previous": old,
+                                     "current": target_branch}}
+        self.on_event("merge_request", project=project, mr=mr, actor=user,
+                      action="update", changes=changes)
+        return changes
+
+    def target_pushed(self, project, branch, old, new):
+        """A push moved `branch` from old to new.  MergeRequests::
+        RefreshService#reload_merge_requests (app/services/merge_requests/
+        refresh_service.rb) reloads the diff of each open MR that targets
+        it and whose diff has one of the pushed commits (the target took
+        some of the MR's commits): the same head on a new base.  Other
+        MRs targeting the branch keep their version.  Returns the MRs
+        given a version."""
+        repo = self.repo(project)
+        pushed = {c["id"] for c in repo.commits(old, new)} if new else set()
+        made = []
+        for mr in sorted(project.mrs.values(), key=lambda m: m.iid):
+            if mr.state != "opened" or mr.target_branch != branch or \
+                    mr.latest is None:
+                continue
+            if not pushed & {c["id"] for c in mr.latest.commits}:
+                continue
+            version = self.reload_diff(project, mr)
+            if version is not None:
+                self._touch(project, mr)
+                made.append((mr, version))
+        return made
+
     @staticmethod
     def _traced(mr, position, version_id, new):
         """A text position moved to version new, or None.
