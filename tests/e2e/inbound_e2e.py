@@ -63,12 +63,26 @@ Scenarios:
             new path is recognised by the project's id, and the log,
             `status` and `check-config --forge` tell the operator to
             change the configured path.
+  year      a year in an afternoon: on one MR, the simulator's clock
+            moved over a year, replies keep arriving (comments, answers
+            to an inline comment, acks, a NAK) while the bot's token
+            expires and is replaced in its file (the replies wait and are
+            applied with no command), the project is renamed, the MR is
+            pushed four times (one a pure rebase, acked at the rebased
+            head), its discussion is locked (the replies meanwhile are
+            recorded as not posted, counted apart) and unlocked, and it is
+            merged; then more replies.  Printed: replies sent and
+            applied, dead letters, answers that split from their diff
+            thread, notes blaming a reviewer's rights (each must be 0),
+            and what the operator was told, with the simulated date.
 
 Exit status: 0 pass, 1 fail, 77 skipped (not root, no Postfix, no
 libmilter build).
 """
 
 import argparse
+import datetime
+import email
 import email.utils
 import html
 import json
@@ -79,6 +93,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -314,6 +330,7 @@ def footer_ok(body, name, k, verified):
 MARY = "Mary Maintainer <mary@kernel.example>"
 ROB = "Rob Reviewer <rob@review.example>"
 NED = "Ned Maintainer <ned@corp.example>"
+ALICE = "Alice Author <alice@example.com>"
 
 
 def inline_review(patch):
@@ -1035,9 +1052,305 @@ def scenario_renamed(bed):
         "no dead letter, no write refused")
 
 
+# --- scenario: year ----------------------------------------------------------
+
+DAY = 86400
+NOT_ALLOWED = re.compile(r"not allowed|not permitted|no right|"
+                         r"permission|not a member", re.I)
+
+
+class Year:
+    """The story's bookkeeping: what was sent, what the operator was
+    told and on which simulated date."""
+
+    def __init__(self, bed, patches):
+        self.bed = bed
+        self.patches = patches
+        self.sent = []          # (mid, text, kind)
+        self.locked = []        # mids sent while the discussion was locked
+        self.told = []          # (simulated date, where, line)
+        self.daemon = None
+
+    def today(self):
+        return sim("GET", "/_sim/time")["now"]
+
+    def advance(self, days, what):
+        now = sim("POST", "/_sim/time", {"advance_s": days * DAY})["now"]
+        say("%s: %s" % (now[:10], what))
+
+    def tell(self, where, line):
+        self.told.append((self.today()[:10], where, line.strip()))
+
+    def send(self, parent, frm, body, text, kind="reply"):
+        raw, mid = reply(parent, frm, body)
+        send_all(self.bed, [(raw, re.search(r"<(.*)>", frm).group(1))])
+        self.sent.append((mid, text, kind))
+        return raw, mid
+
+    def daemon_log(self):
+        path = os.path.join(self.bed.work, "daemon.log")
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def wait(self, what, cond, timeout=120):
+        """Until cond() is true; the daemon must stay up."""
+        deadline = time.monotonic() + timeout
+        while True:
+            got = cond()
+            if got:
+                return got
+            check(self.daemon.poll() is None, "the daemon exited %s" %
+                  self.daemon.poll())
+            check(time.monotonic() < deadline, "after %d s, still no %s"
+                  % (timeout, what))
+            time.sleep(0.2)
+
+    def applied(self, text):
+        self.wait("note %r on the forge" % text,
+                  lambda: notes_with(the_mr(), text))
+
+    def readyz(self):
+        try:
+            with urllib.request.urlopen(self.ready_url, timeout=10) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+        except OSError:
+            return 0, ""
+
+
+def set_token(bed, name, expires):
+    sim("POST", "/_sim/tokens", {"user": "patchbridge", "token": name,
+                                 "scopes": ["api", "sudo"],
+                                 "expires_at": expires.isoformat()})
+    path = os.path.join(bed.work, "gitlab-token")
+    with open(path + ".new", "w", encoding="utf-8") as f:
+        f.write(name + "\n")
+    os.chmod(path + ".new", 0o600)
+    os.replace(path + ".new", path)
+    return path
+
+
+def scenario_year(bed):
+    patches, _ = start(bed, "retry_base = 1s\nretry_max = 2s\n")
+    y = Year(bed, patches)
+    today = datetime.date.fromisoformat(y.today()[:10])
+    # The bot's token was made a year ago: ten days are left of it.
+    token_file = set_token(bed, "bot-last-year",
+                           today + datetime.timedelta(days=10))
+    port = bedlib.free_port()
+    # The daemon polls as an installation does, only more often: a
+    # rename is noticed by the poll, and each revision is mailed.
+    with open(bed.cfg, encoding="utf-8") as f:
+        conf = f.read().replace("poll_interval = 1h", "poll_interval = 5s\n"
+                                "mail_rebases = no")
+    with open(bed.cfg, "w", encoding="utf-8") as f:
+        f.write(conf + "[metrics]\nenabled = yes\nlisten = 127.0.0.1:%d\n"
+                % port)
+    y.ready_url = "http://127.0.0.1:%d/readyz" % port
+    metrics_url = "http://127.0.0.1:%d/metrics" % port
+    sim("POST", "/_sim/tokens", {"user": "mary", "token": "mary-token",
+                                 "scopes": ["api"]})
+
+    out = bed.pb_run(["check-config", "--forge"])
+    for line in out.stdout.splitlines():
+        if "expires" in line:
+            y.tell("check-config --forge", line)
+    y.daemon = bed.spawn([bed.exe("bridge", "patchbridge"), "-c", bed.cfg,
+                          "run", "--foreground"], "daemon.log")
+    y.wait("ready", lambda: y.readyz()[0] == 200)
+    warn = y.wait("a warning of the expiry", lambda: next(
+        (l for l in y.daemon_log().splitlines() if "days left" in l), None))
+    y.tell("log", warn)
+    with urllib.request.urlopen(metrics_url, timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith("patchbridge_forge_token_expiry"):
+                y.tell("/metrics", line)
+
+    say("%s: v1 mailed; rob reviews patch 1 inline, comments on patch 3"
+        % y.today()[:10])
+    inline, _ = inline_review(patches[1])
+    rob_raw, _ = y.send(patches[1], ROB, inline, "INLINE-ADDED")
+    y.send(patches[3], ROB, "YEAR-1: the manual reads well.\n", "YEAR-1")
+    y.applied("INLINE-ADDED")
+    y.applied("YEAR-1")
+    rob_mail = email.message_from_string(rob_raw)
+
+    def answer(text):
+        # Alice answers under rob's comment at the added line.
+        body = inline.split("INLINE-ADDED")[0] + "INLINE-ADDED" + \
+            inline.split("INLINE-ADDED")[1].split("\n")[0] + "\n"
+        y.send(rob_mail, ALICE, quote(body.rstrip("\n")) + "\n" + text +
+               ": fixed, the step is checked now.\n", text, "answer")
+
+    y.advance(10, "the token's day has come: GitLab refuses it")
+    answer("YEAR-ANSWER-1")
+    y.send(patches[2], ROB, "YEAR-2: reset looks fine.\n", "YEAR-2")
+    y.wait("replies waiting for a token", lambda: "waits for a working "
+           "forge token" in y.daemon_log())
+    code, body = y.wait("/readyz failing", lambda: (
+        lambda r: r if r[0] == 503 else None)(y.readyz()))
+    y.tell("/readyz", next(l for l in body.splitlines() if "token" in l))
+    status = bed.pb("status")
+    y.tell("status", next(l for l in status.splitlines() if "token" in l))
+    y.tell("log", next(l for l in y.daemon_log().splitlines()
+                       if "waits for a working forge token" in l))
+    check(not dead_letters(bed), "dead letters with the token expired:\n"
+          + status)
+    check(not notes_with(the_mr(), "YEAR-2"), "applied with a dead token")
+
+    say("%s: the operator installs a new token; no command" %
+        y.today()[:10])
+    set_token(bed, "bot-this-year", datetime.date.fromisoformat(
+        y.today()[:10]) + datetime.timedelta(days=364))
+    y.applied("YEAR-ANSWER-1")
+    y.applied("YEAR-2")
+    y.wait("ready again", lambda: y.readyz()[0] == 200)
+    y.tell("log", next(l for l in y.daemon_log().splitlines()
+                       if "a new token in %s" % token_file in l))
+
+    y.advance(40, "v2: a commit is added")
+    sim("POST", "/_sim/projects/1/merge_requests/1/push",
+        {"commits": [commit("counter: name the step", "Say what it is.",
+                            {"docs/step.txt": "the step counts.\n"})]})
+    v2 = wait_series(bed, 2, 5)
+    answer("YEAR-ANSWER-2")
+    y.applied("YEAR-ANSWER-2")
+
+    y.advance(30, "the project moves to %s" % NEW_PATH)
+    sim("POST", "/_sim/projects/1/move", {"path": NEW_PATH})
+    y.send(patches[3], ROB, "YEAR-3: still fine after the move.\n",
+           "YEAR-3")
+    y.applied("YEAR-3")
+    line = y.wait("the rename told", lambda: next(
+        (l for l in y.daemon_log().splitlines() if MOVED in l), None))
+    y.tell("log", line)
+    y.tell("status", next(l for l in bed.pb("status").splitlines()
+                          if MOVED in l))
+
+    y.advance(30, "v3: a pure rebase on a moved main")
+    sim("POST", "/_sim/projects/1/commits",
+        {"branch": "main", "commits": [commit(
+            "README: say what it counts", "Words.",
+            {"README": "counter: counts things, by steps\n"})]})
+    sim("POST", "/_sim/projects/1/merge_requests/1/rebase", {})
+    # Mary acks v2's patch 2, which the rebase left as it was: the
+    # approval is made at the rebased head (v3 is not mailed).
+    y.send(next(m for m in v2 if " 2/4]" in m["Subject"]), MARY, "YEAR-ACK: reset is right.\n\nAcked-by: " +
+           MARY + "\n", "YEAR-ACK", "ack")
+    y.applied("YEAR-ACK")
+    y.wait("mary's approval", lambda: "mary" in approvers(the_mr()))
+    y.wait("the note on the rebase", lambda: notes_with(
+        the_mr(), "unchanged by the rebase"))
+    answer("YEAR-ANSWER-3")
+    y.applied("YEAR-ANSWER-3")
+
+    y.advance(70, "v4: another commit")
+    sim("POST", "/_sim/projects/1/merge_requests/1/push",
+        {"commits": [commit("counter: one more word", "Still counting.",
+                            {"docs/step.txt": "the step counts up.\n"})]})
+    say("%s: mary locks the discussion" % y.today()[:10])
+    sim("PUT", "/api/v4/projects/1/merge_requests/1",
+        {"discussion_locked": True}, token="mary-token")
+    for k, text in ((1, "YEAR-LOCKED-1"), (3, "YEAR-LOCKED-2")):
+        _, mid = y.send(patches[k], ROB, text + ": while it is locked.\n",
+                        text, "locked")
+        y.locked.append(mid)
+    for mid in y.locked:
+        y.wait("a reply during the lock handled", lambda: re.search(
+            r"journal: (applied|dead|ignored)",
+            bed.pb_run(["why", "<%s>" % mid]).stdout))
+    y.tell("why", next((l for l in bed.pb_run(
+        ["why", "<%s>" % y.locked[0]]).stdout.splitlines()
+        if "locked" in l), "(nothing about the lock)"))
+    y.advance(30, "mary unlocks it")
+    sim("PUT", "/api/v4/projects/1/merge_requests/1",
+        {"discussion_locked": False}, token="mary-token")
+    answer("YEAR-ANSWER-4")
+    y.applied("YEAR-ANSWER-4")
+
+    y.advance(80, "v5: the last commit, then the merge")
+    sim("POST", "/_sim/projects/1/merge_requests/1/push",
+        {"commits": [commit("docs: the last word", "Done.",
+                            {"docs/step.txt": "the step counts up by n.\n"})]})
+    sim("PUT", "/api/v4/projects/1/merge_requests/1/merge", {},
+        token="mary-token")
+    check(the_mr()["state"] == "merged", "the MR did not merge")
+
+    y.advance(75, "replies after the merge: a comment, an ack, a NAK, an "
+              "answer")
+    late = len(y.sent)
+    y.send(patches[3], ROB, "YEAR-4: thanks for merging.\n", "YEAR-4")
+    # rob, who has not approved, may approve patch 1 (he reviews src/):
+    # GitLab answers 401 for the merged MR, which is no word about him.
+    y.send(patches[1], ROB, "YEAR-LATE-ACK: late, but yes.\n\n"
+           "Reviewed-by: " + ROB + "\n", "YEAR-LATE-ACK", "ack")
+    y.send(patches[2], MARY, "YEAR-NAK: the reset must go after all.\n\n"
+           "Nacked-by: " + MARY + "\n", "YEAR-NAK", "nak")
+    answer("YEAR-ANSWER-5")
+    # Each handled, for good or ill: the figures say which.
+    for mid, text, _ in y.sent[late:]:
+        y.wait("%s handled" % text, lambda: re.search(
+            r"journal: (applied|dead|ignored)",
+            bed.pb_run(["why", "<%s>" % mid]).stdout))
+
+    # The figures.
+    mr = the_mr()
+    status = bed.pb("status")
+    applied = applied_count(status)
+    # status lists the dead letters; the spool's dead/ holds each as a
+    # record and its NAME.reason.
+    dead_dir = os.path.join(bed.work, "spool", "dead")
+    dead = max(len(dead_letters(bed)), len(
+        [f for f in os.listdir(dead_dir) if not f.endswith(".reason")]
+        if os.path.isdir(dead_dir) else []))
+    first = one_note(mr, "INLINE-ADDED", "rob's inline comment")[0]
+    split = 0
+    for mid, text, kind in y.sent:
+        if kind != "answer":
+            continue
+        d, n, b = one_note(mr, text, "an answer")
+        if d["id"] != first["id"]:
+            split += 1
+            say("split: %s started its own thread" % text)
+    blamed = [b for d, n, b in user_notes(mr) if NOT_ALLOWED.search(b)]
+    for b in blamed:
+        say("blames a reviewer: %s" % b[:200])
+    posted_locked = [t for _, t, k in y.sent
+                     if k == "locked" and notes_with(mr, t)]
+    say("")
+    say("a year, %s to %s:" % (today.isoformat(), y.today()[:10]))
+    say("  replies sent:              %d" % len(y.sent))
+    say("  replies applied:           %d" % applied)
+    say("  not posted (locked):       %d of %d" % (
+        len(y.locked) - len(posted_locked), len(y.locked)))
+    say("  dead letters:              %d" % dead)
+    say("  threads split:             %d" % split)
+    say("  false \"not allowed\" notes: %d" % len(blamed))
+    say("  the operator was told:")
+    for date, where, line in y.told:
+        say("    %s %s: %s" % (date, where, line))
+    check(dead == 0, "dead letters:\n" + status)
+    check(split == 0, "%d answers split from their thread" % split)
+    check(not blamed, "notes blame a reviewer")
+    for mid, text, kind in y.sent[late:]:
+        one_note(mr, text, "a reply after the merge")
+    check(NAK_LABEL in mr["labels"], "no NAK label after the merge")
+    check(notes_with(mr, "already merged"), "the late ack is not listed "
+          "as given after the merge")
+    check(not posted_locked, "posted through the lock: %s" % posted_locked)
+    check(applied == len(y.sent) - len(y.locked),
+          "%d applied of %d sent, %d locked" %
+          (applied, len(y.sent), len(y.locked)))
+    check(len(first["notes"]) == 1 + sum(
+        1 for _, _, k in y.sent if k == "answer"),
+        "rob's thread holds %d notes" % len(first["notes"]))
+
+
 SCENARIOS = {"replies": scenario_replies, "outage": scenario_outage,
              "export": scenario_export, "acks": scenario_acks,
-             "forged": scenario_forged, "renamed": scenario_renamed}
+             "forged": scenario_forged, "renamed": scenario_renamed,
+             "year": scenario_year}
 
 
 def main():
