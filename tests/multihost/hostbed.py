@@ -33,6 +33,7 @@ is what both hosts delivered.
 import os
 import re
 import shutil
+import socket
 import signal
 import subprocess
 import tempfile
@@ -122,9 +123,14 @@ def text(col):
 # --- a host -------------------------------------------------------------------
 
 def bindable(addr):
-    """A free port of addr; a Fail saying why when addr cannot be bound."""
+    """A free port of addr, held: (port, the bound socket), closed just
+    before Postfix binds it, so that another test's free port (bind to
+    port 0) cannot be this one meanwhile; a Fail saying why when addr
+    cannot be bound."""
     try:
-        return bedlib.free_port(addr)
+        so = socket.socket()
+        so.bind((addr, 0))
+        return so.getsockname()[1], so
     except OSError as e:
         raise Fail("cannot bind to %s (%s): the hosts of the bed need their "
                    "own loopback addresses (on Linux all of 127.0.0.0/8 is "
@@ -143,7 +149,7 @@ class Host(bedlib.Bed):
         self.name = name
         self.short = name.split(".")[0]
         self.addr = ADDRESSES[name]
-        self.port_hint = bindable(self.addr)
+        self.port_hint, self.port_held = bindable(self.addr)
         self.daemon_proc = None
         self.sockdir = None
 
@@ -356,6 +362,9 @@ class PairMixin:
         if "--port" not in opts:
             opts = ["--port", self.env["PORT"]] + opts
         for h in self.hosts:
+            if h.port_held:
+                h.port_held.close()
+                h.port_held = None
             h.start_postfix(*[self.localize(h, o) for o in opts])
             say("host %s: postfix on %s port %d, archive %s" %
                 (h.name, h.addr, h.port, h.env["ARCHIVE"]))
