@@ -1034,6 +1034,56 @@ def scenario_renamed(bed):
     say("4 replies applied, v2 and v3 mailed, the webhook recognised, "
         "no dead letter, no write refused")
 
+    say("mary acks a v1 mail sent before the rename; then the operator "
+        "renames the section as told and restarts")
+    raw, mid = reply(patches[1], MARY, "RENAMED-5: still fine.\n\n"
+                     "Acked-by: " + MARY + "\n")
+    send_all(bed, [(raw, "mary@kernel.example")])
+    with open(bed.cfg, encoding="utf-8") as f:
+        text = f.read()
+    with open(bed.cfg, "w", encoding="utf-8") as f:
+        f.write(text.replace('[project "group/project"]',
+                             '[project "%s"]' % NEW_PATH))
+    series = len([m for m in bed.archive()
+                  if re.search(r"\[PATCH", m["Subject"])])
+    bed.pb("run", "--once", ok=(0,))
+    followed = ('the state of group/project now belongs to [project '
+                '"%s"]' % NEW_PATH)
+    check(bed.log_text().count(followed) == 1,
+          "the log does not say once: " + followed)
+    bed.settle()
+    again = [m["Subject"] for m in bed.archive()
+             if re.search(r"\[PATCH", m["Subject"])]
+    check(len(again) == series, "mailed again after the section was "
+          "renamed: %s" % again[series:])
+    one_note(the_mr(), "RENAMED-5", "mary's comment spooled before the "
+             "section was renamed")
+    why = bed.pb("why", mid)
+    check("not bridged" not in why and "thread_conflict" not in why and
+          "more than one merge request" not in bed.log_text(),
+          "the reply spooled under the old name:\n" + why)
+
+    say("a reply to a v1 mail after the section was renamed")
+    raw, mid = reply(patches[1], ROB, "RENAMED-6: still fine.\n")
+    send_all(bed, [(raw, "rob@review.example")])
+    bed.pb("run", "--once", ok=(0,))
+    one_note(the_mr(), "RENAMED-6", "rob's comment after the section "
+             "was renamed")
+    check("not bridged" not in bed.pb("why", mid),
+          "the reply was not bridged")
+    check(bed.log_text().count(followed) == 1,
+          "the state was moved again: " + bed.log_text())
+    check(not dead_letters(bed), "dead letters:\n" + bed.pb("status"))
+    status = bed.pb("status")
+    check(MOVED not in status and "needs the operator" not in status,
+          "status after the section was renamed:\n" + status)
+    out = bed.pb_run(["check-config", "--forge"])
+    check(MOVED not in out.stdout,
+          "check-config --forge after the section was renamed: %d\n%s" %
+          (out.returncode, out.stdout))
+    say("the state followed the section: nothing mailed again, the reply "
+        "applied, the rename no longer reported")
+
 
 SCENARIOS = {"replies": scenario_replies, "outage": scenario_outage,
              "export": scenario_export, "acks": scenario_acks,
