@@ -62,7 +62,12 @@ Scenarios:
             refused as moved, v2 and v3 are mailed, a webhook naming the
             new path is recognised by the project's id, and the log,
             `status` and `check-config --forge` tell the operator to
-            change the configured path.
+            change the configured path; once the section is renamed as
+            told, the state follows it (logged once): nothing is mailed
+            again, replies spooled before and after the restart are
+            applied, and the rename is no longer reported; a third
+            name with state of the same project is not merged, and the
+            log, `status` and `check-config --forge` say so.
 
 Exit status: 0 pass, 1 fail, 77 skipped (not root, no Postfix, no
 libmilter build).
@@ -1083,6 +1088,33 @@ def scenario_renamed(bed):
           (out.returncode, out.stdout))
     say("the state followed the section: nothing mailed again, the reply "
         "applied, the rename no longer reported")
+
+    say("state kept under a third name of the same project (a run with "
+        "both sections): not merged, the operator told")
+    import sqlite3
+    db = sqlite3.connect(os.path.join(bed.work, "state", "state.db"))
+    db.executemany("INSERT INTO cursors (name, value, updated) "
+                   "VALUES (?, ?, 0)",
+                   [("project-id:group/older", "1"),
+                    ("poll:group/older", "2020-01-01T00:00:00Z")])
+    db.commit()
+    db.close()
+    bed.pb("run", "--once", ok=(0,))
+    apart = ('the state db keeps state under both group/older and '
+             '[project "%s"], the same project: it is not merged' %
+             NEW_PATH)
+    check(apart in bed.log_text(), "the log does not say: " + apart)
+    status = bed.pb("status")
+    check(apart in status, "status does not say it:\n" + status)
+    out = bed.pb_run(["check-config", "--forge"])
+    check(out.returncode == 78 and apart in out.stdout,
+          "check-config --forge: %d\n%s" % (out.returncode, out.stdout))
+    check(bed.state_cursor("poll:group/older") == "2020-01-01T00:00:00Z" and
+          bed.state_cursor("project-id:%s" % NEW_PATH) == "1",
+          "a state was changed")
+    one_note(the_mr(), "RENAMED-6", "rob's comment, after the refusal")
+    say("status: " + next(line.strip() for line in status.splitlines()
+                          if apart in line))
 
 
 SCENARIOS = {"replies": scenario_replies, "outage": scenario_outage,
