@@ -206,6 +206,25 @@ static int reauth_check(const struct config *cfg, struct forge *f)
 	return problems;
 }
 
+/* The state of the project's old name was not merged into this section's
+ * (detect_project_follow()): the daemon's refusal, kept for the operator. */
+static int followed_apart(struct store *st, const char *project)
+{
+	char name[STORE_CURSOR_NAME_MAX + 1];
+	char p[STORE_CURSOR_VALUE_MAX * 4];
+	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	int found = 0;
+
+	snprintf(name, sizeof(name), "%s%s", DETECT_FOLLOW_PREFIX, project);
+	if (!store_cursor_get(&v, st, name) && v.len) {
+		printf("forge: problem: %s\n",
+		       printable_copy(p, sizeof(p), v.data, v.len));
+		found = 1;
+	}
+	buf_release(&v);
+	return found;
+}
+
 /*
  * Each enabled project as the forge has it: a configured path the project
  * no longer has is followed to it (GitLab redirects GETs on an old path,
@@ -250,6 +269,8 @@ static int projects_check(struct forge *f, const struct config *cfg)
 			printf("forge: project %s (id %lld)\n", name,
 			       (long long)p.id);
 		}
+		if (st && followed_apart(st, name))
+			problems++;
 		forge_project_release(&p);
 	}
 	store_free(st);

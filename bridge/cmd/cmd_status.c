@@ -626,6 +626,8 @@ int cmd_status(const char *config_path, int argc, char **argv)
 		show_cursor(st, DETECT_CURSOR_PREFIX, name, "watermark");
 		show_cursor(st, DETECT_ERROR_PREFIX, name, "last poll failed");
 		show_cursor(st, DETECT_HOOKS_PREFIX, name, "webhook");
+		show_cursor(st, DETECT_FOLLOW_PREFIX, name,
+			    "needs the operator");
 		show_cursor(st, STORE_CURSOR_APPROVAL_REAUTH_PREFIX, name,
 			    "problem");
 		if ((rc = show_revisions(st, name)) ||

@@ -1264,6 +1264,7 @@ static int place_by_parent(struct inbound *ib, struct job *j, int *conflict)
 {
 	struct store_inbound *row = j->row;
 	struct provenance_ops ops = { prov_place, NULL, ib };
+	const struct config_project *other;
 	struct provenance pv;
 	struct review *r = NULL;
 	int rc;
@@ -1280,6 +1281,21 @@ static int place_by_parent(struct inbound *ib, struct job *j, int *conflict)
 	review_free(r);
 	if (rc)
 		return rc;
+	if (pv.parent_placed && strcmp(pv.parent.project, row->project) &&
+	    pv.parent.iid == row->iid && pv.parent.revision == row->revision &&
+	    pv.parent.patch == row->patch &&
+	    config_project_get(&other, ib->cfg, row->project)) {
+		/* Placed under a name no section has any more: the state
+		 * followed a renamed section (detect_project_follow()) after
+		 * the mail was spooled.  The same mail, not another MR. */
+		row->project = strlist_push(&row->owned, pv.parent.project);
+		rc = store_inbound_place(ib->st, row->message_id, row->project,
+					 row->iid, row->revision, row->patch);
+		if (rc) {
+			provenance_release(&pv);
+			return rc;
+		}
+	}
 	if (pv.parent_placed &&
 	    (pv.parent.iid != row->iid || strcmp(pv.parent.project,
 						 row->project)))

@@ -5,6 +5,7 @@
 #include "forge/forge.h"
 #include "outbound/workq.h"
 #include "state/store.h"
+#include "state/storeconf.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/limits.h"
@@ -31,6 +32,7 @@ struct watch {
 	int loaded; /* the stored watermark was read */
 	int listed; /* listed since the last checkpoint */
 	int told; /* a rename was logged (detect_project_pin()) */
+	int followed; /* the state of an old name was looked for */
 	time_t hooks_checked; /* when the webhooks were last looked at */
 };
 
@@ -203,6 +205,89 @@ void detect_pin_stored(struct store *st, struct forge *f, const char *project)
 		forge_pin_project(f, project, (int64_t)id);
 }
 
+void detect_follow_text(char *out, size_t size, const char *old,
+			const char *project)
+{
+	snprintf(out, size,
+		 "the state db keeps state under both %s and [project \"%s\"], "
+		 "the same project: it is not merged; %s goes on without the "
+		 "threads, replies and revisions of %s",
+		 old, project, project, old);
+}
+
+/*
+ * This host's copy of the thread map, which the milter reads when the
+ * database is PostgreSQL, is renamed as the database was: its rows are
+ * copied by creation time, and a moved row is not new.
+ */
+static void follow_copy(const struct config *cfg, const char *old,
+			const char *project)
+{
+	struct store *copy = NULL;
+
+	if (storeconf_backend(cfg) != STORE_BACKEND_POSTGRESQL)
+		return;
+	if (store_open(&copy, config_str(cfg, CFG_STATE_PATH), STORE_RW,
+		       (int)config_duration_ms(cfg, CFG_STATE_BUSY_TIMEOUT)) ||
+	    store_project_rename(copy, old, project, DETECT_PROJECT_ID_PREFIX))
+		log_warn("thread map copy: %s", err_msg());
+	store_free(copy);
+}
+
+int detect_project_follow(struct store *st, struct forge *f,
+			  const struct config *cfg, const char *project)
+{
+	const struct config_project *other;
+	struct strlist names = STRLIST_INIT;
+	char text[4 * STORE_CURSOR_VALUE_MAX];
+	struct forge_project p;
+	char t[24];
+	uint64_t id = stored_id(st, project);
+	size_t i, n = strlen(DETECT_PROJECT_ID_PREFIX);
+	int rc = 0;
+
+	if (!id) {
+		rc = forge_get_project(&p, f, project);
+		if (!rc)
+			id = (uint64_t)p.id;
+		forge_project_release(&p);
+		if (rc) {
+			err_prefix(rc, "project %s", project);
+			return rc;
+		}
+	}
+	snprintf(t, sizeof(t), "%llu", (unsigned long long)id);
+	rc = store_cursor_names(&names, st, DETECT_PROJECT_ID_PREFIX, t);
+	if (rc)
+		goto out;
+	write_cursor(st, DETECT_FOLLOW_PREFIX, project, "");
+	for (i = 0; i < names.nr; i++) {
+		const char *old = names.items[i] + n;
+
+		/* Another section of the same project keeps its own. */
+		if (!strcmp(old, project) ||
+		    !config_project_get(&other, cfg, old))
+			continue;
+		rc = store_project_rename(st, old, project,
+					  DETECT_PROJECT_ID_PREFIX);
+		if (rc == PB_EEXISTS) {
+			detect_follow_text(text, sizeof(text), old, project);
+			write_cursor(st, DETECT_FOLLOW_PREFIX, project, text);
+			log_error("%s", text);
+			rc = 0;
+			continue;
+		}
+		if (rc)
+			break;
+		log_notice("the state of %s now belongs to [project \"%s\"]",
+			   old, project);
+		follow_copy(cfg, old, project);
+	}
+out:
+	strlist_release(&names);
+	return rc;
+}
+
 int detect_project_pin(struct store *st, struct forge *f, const char *project,
 		       int *told)
 {
@@ -373,6 +458,15 @@ int detect_poll(struct detect *d, struct workq *q, size_t *queued)
 		if (!config_project_bool(w->proj, CFG_PROJECT_ENABLED))
 			continue;
 		log_ctx_set(project);
+		/* Before anything is kept under this name: the state of the
+		 * name it had, once per start and reload. */
+		if (!w->followed) {
+			if (detect_project_follow(d->store, d->forge, d->cfg,
+						  project))
+				log_warn("%s", err_msg());
+			else
+				w->followed = 1;
+		}
 		/* By id from now on; a project the forge cannot show is
 		 * still listed by its path, so that the listing says why. */
 		if (detect_project_pin(d->store, d->forge, project, &w->told))

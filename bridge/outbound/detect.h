@@ -61,6 +61,7 @@ struct workq;
 #define DETECT_PROJECT_ID_PREFIX "project-id:"
 #define DETECT_MOVED_PREFIX "project-moved:"
 #define DETECT_HOOKS_PREFIX "webhook-problem:"
+#define DETECT_FOLLOW_PREFIX "project-follow:"
 /* How often the webhooks are looked at (seconds). */
 #define DETECT_HOOKS_CHECK_S 900
 
@@ -83,6 +84,24 @@ int detect_poll(struct detect *d, struct workq *q, size_t *queued);
  */
 int detect_project_pin(struct store *st, struct forge *f, const char *project,
 		       int *told);
+
+/*
+ * A section renamed as the operator was told: project's id (kept, or the
+ * forge's for the path) is kept under another name that no section has
+ * any more, so the state of that name (store_project_rename()) becomes
+ * project's, and this host's copy of the thread map follows.  When
+ * project has state of its own, the two are not merged: the refusal is
+ * logged and kept as "project-follow:PROJECT" ("" otherwise) for
+ * `status` and `check-config --forge`.  0, or the error that stopped it
+ * (the forge's, the state db's): try again later.
+ */
+int detect_project_follow(struct store *st, struct forge *f,
+			  const struct config *cfg, const char *project);
+
+/* The sentence that tells the operator the state of old was not merged
+ * into that of project. */
+void detect_follow_text(char *out, size_t size, const char *old,
+			const char *project);
 
 /* Pin project to the id kept in st, if any, asking the forge nothing
  * (for commands that apply replies without polling). */

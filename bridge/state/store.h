@@ -701,6 +701,22 @@ int store_cursor_set(struct store *st, const char *name, const char *value);
 #define STORE_CURSOR_APPROVAL_REAUTH_PREFIX "approvals:reauth:"
 
 /*
+ * Move everything kept under project name from to name to, in one
+ * transaction: the revisions, the thread map, the inbound journal, the
+ * archive and every cursor whose name holds the path (a trailer's
+ * verdict, a forge action and a queued mail are kept by Message-ID and
+ * follow their mail).  PB_EEXISTS, changing nothing, when to has state
+ * of its own (a row, or its cursor id_prefix + to): two histories are
+ * not merged.
+ */
+int store_project_rename(struct store *st, const char *from, const char *to,
+			 const char *id_prefix);
+/* The names of the cursors that begin with prefix and hold value,
+ * appended to out. */
+int store_cursor_names(struct strlist *out, struct store *st,
+		       const char *prefix, const char *value);
+
+/*
  * Revisions of a project (all of them when project is NULL), by project,
  * MR and revision, at most limit (0: STORE_LIST_MAX); appended to out.
  */

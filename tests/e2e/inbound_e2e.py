@@ -62,7 +62,12 @@ Scenarios:
             refused as moved, v2 and v3 are mailed, a webhook naming the
             new path is recognised by the project's id, and the log,
             `status` and `check-config --forge` tell the operator to
-            change the configured path.
+            change the configured path; once the section is renamed as
+            told, the state follows it (logged once): nothing is mailed
+            again, replies spooled before and after the restart are
+            applied, and the rename is no longer reported; a third
+            name with state of the same project is not merged, and the
+            log, `status` and `check-config --forge` say so.
   year      a year in an afternoon: on one MR, the simulator's clock
             moved over a year, replies keep arriving (comments, answers
             to an inline comment, acks, a NAK) while the bot's token
@@ -1050,6 +1055,83 @@ def scenario_renamed(bed):
           [(r["method"], r["path"]) for r in refused])
     say("4 replies applied, v2 and v3 mailed, the webhook recognised, "
         "no dead letter, no write refused")
+
+    say("mary acks a v1 mail sent before the rename; then the operator "
+        "renames the section as told and restarts")
+    raw, mid = reply(patches[1], MARY, "RENAMED-5: still fine.\n\n"
+                     "Acked-by: " + MARY + "\n")
+    send_all(bed, [(raw, "mary@kernel.example")])
+    with open(bed.cfg, encoding="utf-8") as f:
+        text = f.read()
+    with open(bed.cfg, "w", encoding="utf-8") as f:
+        f.write(text.replace('[project "group/project"]',
+                             '[project "%s"]' % NEW_PATH))
+    series = len([m for m in bed.archive()
+                  if re.search(r"\[PATCH", m["Subject"])])
+    bed.pb("run", "--once", ok=(0,))
+    followed = ('the state of group/project now belongs to [project '
+                '"%s"]' % NEW_PATH)
+    check(bed.log_text().count(followed) == 1,
+          "the log does not say once: " + followed)
+    bed.settle()
+    again = [m["Subject"] for m in bed.archive()
+             if re.search(r"\[PATCH", m["Subject"])]
+    check(len(again) == series, "mailed again after the section was "
+          "renamed: %s" % again[series:])
+    one_note(the_mr(), "RENAMED-5", "mary's comment spooled before the "
+             "section was renamed")
+    why = bed.pb("why", mid)
+    check("not bridged" not in why and "thread_conflict" not in why and
+          "more than one merge request" not in bed.log_text(),
+          "the reply spooled under the old name:\n" + why)
+
+    say("a reply to a v1 mail after the section was renamed")
+    raw, mid = reply(patches[1], ROB, "RENAMED-6: still fine.\n")
+    send_all(bed, [(raw, "rob@review.example")])
+    bed.pb("run", "--once", ok=(0,))
+    one_note(the_mr(), "RENAMED-6", "rob's comment after the section "
+             "was renamed")
+    check("not bridged" not in bed.pb("why", mid),
+          "the reply was not bridged")
+    check(bed.log_text().count(followed) == 1,
+          "the state was moved again: " + bed.log_text())
+    check(not dead_letters(bed), "dead letters:\n" + bed.pb("status"))
+    status = bed.pb("status")
+    check(MOVED not in status and "needs the operator" not in status,
+          "status after the section was renamed:\n" + status)
+    out = bed.pb_run(["check-config", "--forge"])
+    check(MOVED not in out.stdout,
+          "check-config --forge after the section was renamed: %d\n%s" %
+          (out.returncode, out.stdout))
+    say("the state followed the section: nothing mailed again, the reply "
+        "applied, the rename no longer reported")
+
+    say("state kept under a third name of the same project (a run with "
+        "both sections): not merged, the operator told")
+    import sqlite3
+    db = sqlite3.connect(os.path.join(bed.work, "state", "state.db"))
+    db.executemany("INSERT INTO cursors (name, value, updated) "
+                   "VALUES (?, ?, 0)",
+                   [("project-id:group/older", "1"),
+                    ("poll:group/older", "2020-01-01T00:00:00Z")])
+    db.commit()
+    db.close()
+    bed.pb("run", "--once", ok=(0,))
+    apart = ('the state db keeps state under both group/older and '
+             '[project "%s"], the same project: it is not merged' %
+             NEW_PATH)
+    check(apart in bed.log_text(), "the log does not say: " + apart)
+    status = bed.pb("status")
+    check(apart in status, "status does not say it:\n" + status)
+    out = bed.pb_run(["check-config", "--forge"])
+    check(out.returncode == 78 and apart in out.stdout,
+          "check-config --forge: %d\n%s" % (out.returncode, out.stdout))
+    check(bed.state_cursor("poll:group/older") == "2020-01-01T00:00:00Z" and
+          bed.state_cursor("project-id:%s" % NEW_PATH) == "1",
+          "a state was changed")
+    one_note(the_mr(), "RENAMED-6", "rob's comment, after the refusal")
+    say("status: " + next(line.strip() for line in status.splitlines()
+                          if apart in line))
 
 
 # --- scenario: year ----------------------------------------------------------

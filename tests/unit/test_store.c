@@ -1865,6 +1865,115 @@ static void test_reader_permissions(void **state)
 	assert_true(rc > 0 && rc != 77);
 }
 
+/*
+ * A renamed [project] section: everything kept under the old name moves
+ * to the new one in one go - revisions, thread map (with the revisions
+ * its rows refer to), journal, archive, and the cursors whose names hold
+ * the path, whichever module named them - and nothing of another
+ * project whose path begins the same way.  A name with state of its own
+ * is not merged into.
+ */
+static void test_project_rename(void **state)
+{
+	const char *path = db_path("rename");
+	struct store *st = open_rw(path);
+	struct store_mail m, got = STORE_MAIL_INIT;
+	struct store_inbound in = { 0 };
+	struct store_archived a, ga;
+	struct store_revision rev;
+	struct strlist names = STRLIST_INIT;
+	struct buf b = BUF_INIT(64);
+	static const char *const moved[][2] = {
+		{ "poll:g/p", "poll:g/q" },
+		{ "project-id:g/p", "project-id:g/q" },
+		{ "forgemail:notes:g/p!1", "forgemail:notes:g/q!1" },
+		{ "list-approval:g/p!1:alice", "list-approval:g/q!1:alice" },
+		{ "approvals:reauth:g/p", "approvals:reauth:g/q" },
+	};
+	size_t i;
+
+	assert_int_equal(start_rev(st, "g/p", 1, SHA1), 1);
+	fill_patch(&m, "patch@bridge", 1, 1, 2, "diff");
+	assert_int_equal(store_mail_put(st, &m), 0);
+	record(st, "reply@x", 0);
+	memset(&a, 0, sizeof(a));
+	a.message_id = "reply@x";
+	a.project = "g/p";
+	a.iid = 1;
+	a.origin = STORE_ARCHIVE_LIST;
+	a.message = "Subject: x\n\nbody\n";
+	a.message_len = strlen(a.message);
+	assert_int_equal(store_archive_put(st, &a), 0);
+	for (i = 0; i < sizeof(moved) / sizeof(moved[0]); i++)
+		assert_int_equal(store_cursor_set(st, moved[i][0], "7"), 0);
+	/* Another project's, whose path the old one begins. */
+	assert_int_equal(start_rev(st, "g/pp", 1, SHA2), 1);
+	assert_int_equal(store_cursor_set(st, "poll:g/pp", "8"), 0);
+	assert_int_equal(store_cursor_set(st, "forgemail:notes:g/pp!1", "8"),
+			 0);
+	/* The new name's own progress alone gives way. */
+	assert_int_equal(store_cursor_set(st, "poll-error:g/q", "old"), 0);
+	assert_int_equal(store_cursor_set(st, "poll-error:g/p", ""), 0);
+
+	assert_int_equal(store_cursor_names(&names, st, "project-id:", "7"), 0);
+	assert_int_equal(names.nr, 1);
+	assert_string_equal(names.items[0], "project-id:g/p");
+	strlist_release(&names);
+
+	assert_int_equal(store_project_rename(st, "g/p", "g/q", "project-id:"),
+			 0);
+	assert_int_equal(store_mail_get(&got, st, "patch@bridge"), 0);
+	assert_string_equal(got.project, "g/q");
+	store_revision_init(&rev);
+	assert_int_equal(store_revision_get(&rev, st, "g/q", 1, 1), 0);
+	assert_string_equal(rev.head_sha, SHA1);
+	assert_string_equal(rev.cover_msgid, "cover@x");
+	assert_int_equal(store_revision_get(&rev, st, "g/p", 1, 1),
+			 PB_ENOTFOUND);
+	assert_int_equal(store_revision_get(&rev, st, "g/pp", 1, 1), 0);
+	store_revision_release(&rev);
+	assert_int_equal(store_inbound_get(&in, st, "reply@x"), 0);
+	assert_string_equal(in.project, "g/q");
+	store_inbound_release(&in);
+	memset(&ga, 0, sizeof(ga));
+	assert_int_equal(store_archive_get(&ga, st, "reply@x"), 0);
+	assert_string_equal(ga.project, "g/q");
+	store_archived_release(&ga);
+	for (i = 0; i < sizeof(moved) / sizeof(moved[0]); i++) {
+		assert_int_equal(store_cursor_get(&b, st, moved[i][0]),
+				 PB_ENOTFOUND);
+		assert_int_equal(store_cursor_get(&b, st, moved[i][1]), 0);
+		assert_string_equal(b.data, "7");
+	}
+	assert_int_equal(store_cursor_get(&b, st, "poll-error:g/q"), 0);
+	assert_string_equal(b.data, "");
+	assert_int_equal(store_cursor_get(&b, st, "poll:g/pp"), 0);
+	assert_int_equal(store_cursor_get(&b, st, "forgemail:notes:g/pp!1"), 0);
+	/* A revision started after the move numbers on from the old ones. */
+	assert_int_equal(start_rev(st, "g/q", 1, SHA3), 2);
+
+	/* Both names with state: refused, nothing changed. */
+	assert_int_equal(store_project_rename(st, "g/pp", "g/q", "project-id:"),
+			 PB_EEXISTS);
+	assert_int_equal(store_mail_get(&got, st, "patch@bridge"), 0);
+	assert_string_equal(got.project, "g/q");
+	assert_int_equal(store_cursor_get(&b, st, "poll:g/pp"), 0);
+	assert_string_equal(b.data, "8");
+	/* Only the new name's id, kept by a run with both sections. */
+	assert_int_equal(store_cursor_set(st, "project-id:g/r", "9"), 0);
+	assert_int_equal(store_cursor_set(st, "poll:g/o", "9"), 0);
+	assert_int_equal(store_project_rename(st, "g/o", "g/r", "project-id:"),
+			 PB_EEXISTS);
+	assert_int_equal(store_cursor_get(&b, st, "poll:g/o"), 0);
+	/* Nothing kept under the old name: nothing to do. */
+	assert_int_equal(
+		store_project_rename(st, "g/none", "g/z", "project-id:"), 0);
+	raw_integrity_ok(path);
+	store_mail_release(&got);
+	buf_release(&b);
+	store_free(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1893,6 +2002,7 @@ int main(void)
 		cmocka_unit_test(test_crash_mid_transaction),
 		cmocka_unit_test(test_crash_random_point),
 		cmocka_unit_test(test_reader_permissions),
+		cmocka_unit_test(test_project_rename),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
