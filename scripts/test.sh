@@ -1,6 +1,6 @@
 #!/bin/sh
 # The whole test suite, from a fresh clone, as root on Debian 12, in
-# tiers (README.md, "Building and testing by hand"):
+# tiers (HACKING.md, "Building and testing by hand"):
 #   1. install the Debian packages (scripts/install-deps.sh);
 #   2. build as shipped (RelWithDebInfo, -Werror) and run the quick tier,
 #      ctest -L quick: unit tests, golden files, the parser graded on the

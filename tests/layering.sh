@@ -1,5 +1,5 @@
 #!/bin/sh
-# The layering of the code, checked at three levels (docs/DESIGN.md,
+# The layering of the code, checked at three levels (HACKING.md,
 # "Layout"):
 #
 #   1. folders: a module includes headers of its own layer and the layers
