@@ -111,7 +111,7 @@ static void note_out(struct forge_note *out, const struct fake_note *n)
 
 static void fake_free(struct forge *f)
 {
-	(void)f; /* fakeforge_release() */
+	(void)f; /* the struct is the test's: fakeforge_release() */
 }
 
 static int fake_act_as(struct forge *f, const char *user)
@@ -356,6 +356,57 @@ static int fake_update_labels(struct forge *f, const char *project, int64_t iid,
 	return lost(&r);
 }
 
+/* The scripted MRs, each through fn; the cursor as the client moves it
+ * on success. */
+static int fake_list_mrs(struct forge *f, const char *project,
+			 struct forge_mr_cursor *cursor,
+			 const struct forge_mr_query *q, forge_mr_fn fn,
+			 void *arg)
+{
+	struct fakeforge *ff = ff_of(f);
+	struct fake_result r;
+	size_t i;
+	int rc;
+
+	record(ff, FAKE_LIST_MRS, project, 0, q ? q->state : NULL, NULL, NULL);
+	r = next(ff, FAKE_LIST_MRS);
+	rc = answer(ff, &r);
+	if (rc)
+		return rc;
+	for (i = 0; i < ff->nr_mrs; i++) {
+		const struct forge_mr *mr = &ff->mrs[i];
+
+		if (forge_mr_cursor_has(cursor, mr->iid, mr->updated_ms))
+			continue;
+		rc = fn(mr, arg);
+		if (rc)
+			return rc;
+		forge_mr_cursor_add(cursor, mr->iid, mr->updated_ms);
+		if (mr->updated_ms > cursor->watermark_ms)
+			cursor->watermark_ms = mr->updated_ms;
+	}
+	return 0;
+}
+
+static int fake_get_project(struct forge_project *out, struct forge *f,
+			    const char *project)
+{
+	struct fakeforge *ff = ff_of(f);
+	struct fake_result r;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	record(ff, FAKE_GET_PROJECT, project, 0, NULL, NULL, NULL);
+	r = next(ff, FAKE_GET_PROJECT);
+	rc = answer(ff, &r);
+	if (rc)
+		return rc;
+	out->id = ff->project_id ? ff->project_id : 42;
+	out->path_with_namespace =
+		xstrdup(ff->project_path ? ff->project_path : project);
+	return 0;
+}
+
 static enum forge_token_problem fake_token_problem(const struct forge *f)
 {
 	return ((const struct fakeforge *)f)->token;
@@ -374,6 +425,8 @@ static const struct forge_ops fake_ops = {
 	.approve = fake_approve,
 	.unapprove = fake_unapprove,
 	.update_labels = fake_update_labels,
+	.list_mrs = fake_list_mrs,
+	.get_project = fake_get_project,
 	.token_problem = fake_token_problem,
 };
 
@@ -415,7 +468,7 @@ void fakeforge_release(struct fakeforge *ff)
 	}
 	free(ff->acting);
 	strlist_release(&ff->labels);
-	free(ff->base.pins);
+	forge_free(&ff->base); /* the pins; fake_free() frees nothing */
 	memset(ff, 0, sizeof(*ff));
 }
 

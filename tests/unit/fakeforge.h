@@ -42,6 +42,8 @@ enum fake_op {
 	FAKE_APPROVE,
 	FAKE_UNAPPROVE,
 	FAKE_UPDATE_LABELS,
+	FAKE_LIST_MRS,
+	FAKE_GET_PROJECT,
 	FAKE__COUNT,
 };
 
@@ -104,6 +106,13 @@ struct fakeforge {
 	const char *version_head;
 	const char *version_patch_id;
 	unsigned approvals; /* approvals that landed */
+	/* What list_mrs reports, each once, in this order (borrowed). */
+	const struct forge_mr *mrs;
+	size_t nr_mrs;
+	/* What get_project answers: id 0 is 42; path NULL is the one
+	 * asked for. */
+	int64_t project_id;
+	const char *project_path;
 };
 
 void fakeforge_init(struct fakeforge *ff);
