@@ -407,6 +407,109 @@ static int fake_get_project(struct forge_project *out, struct forge *f,
 	return 0;
 }
 
+static void user_copy(struct forge_user *out, const struct forge_user *u)
+{
+	out->id = u->id;
+	out->username = dup_or_null(u->username);
+	out->name = dup_or_null(u->name);
+	out->public_email = dup_or_null(u->public_email);
+}
+
+static void note_copy(struct forge_note *out, const struct forge_note *n)
+{
+	memset(out, 0, sizeof(*out));
+	out->id = n->id;
+	out->type = dup_or_null(n->type);
+	out->body = dup_or_null(n->body);
+	user_copy(&out->author, &n->author);
+	out->created_at = dup_or_null(n->created_at);
+	out->updated_at = dup_or_null(n->updated_at);
+	out->system = n->system;
+	out->internal = n->internal;
+	out->resolvable = n->resolvable;
+	out->resolved = n->resolved;
+}
+
+static int fake_list_discussions(struct forge_discussion_list *out,
+				 struct forge *f, const char *project,
+				 int64_t iid)
+{
+	struct fakeforge *ff = ff_of(f);
+	struct fake_result r;
+	size_t i, j;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	record(ff, FAKE_LIST_DISCUSSIONS, project, iid, NULL, NULL, NULL);
+	r = next(ff, FAKE_LIST_DISCUSSIONS);
+	rc = answer(ff, &r);
+	if (rc || !ff->nr_discussions)
+		return rc;
+	out->items = xcalloc(ff->nr_discussions, sizeof(*out->items));
+	out->nr = ff->nr_discussions;
+	for (i = 0; i < ff->nr_discussions; i++) {
+		const struct forge_discussion *d = &ff->discussions[i];
+		struct forge_discussion *o = &out->items[i];
+
+		o->id = dup_or_null(d->id);
+		o->individual_note = d->individual_note;
+		o->notes = xcalloc(d->nr_notes ? d->nr_notes : 1,
+				   sizeof(*o->notes));
+		o->nr_notes = d->nr_notes;
+		for (j = 0; j < d->nr_notes; j++)
+			note_copy(&o->notes[j], &d->notes[j]);
+	}
+	return 0;
+}
+
+static int fake_list_notes(struct forge_note_list *out, struct forge *f,
+			   const char *project, int64_t iid,
+			   const struct forge_note_query *q)
+{
+	struct fakeforge *ff = ff_of(f);
+	struct fake_result r;
+	size_t i, j, n = 0, k = 0;
+	int rc, desc = q && q->sort && !strcmp(q->sort, "desc");
+
+	memset(out, 0, sizeof(*out));
+	record(ff, FAKE_LIST_NOTES, project, iid, q ? q->sort : NULL, NULL,
+	       NULL);
+	r = next(ff, FAKE_LIST_NOTES);
+	rc = answer(ff, &r);
+	if (rc)
+		return rc;
+	for (i = 0; i < ff->nr_discussions; i++)
+		n += ff->discussions[i].nr_notes;
+	if (!n)
+		return 0;
+	out->items = xcalloc(n, sizeof(*out->items));
+	out->nr = n;
+	for (i = 0; i < ff->nr_discussions; i++)
+		for (j = 0; j < ff->discussions[i].nr_notes; j++, k++)
+			note_copy(&out->items[desc ? n - 1 - k : k],
+				  &ff->discussions[i].notes[j]);
+	return 0;
+}
+
+static int fake_whoami(struct forge_whoami *out, struct forge *f)
+{
+	struct fakeforge *ff = ff_of(f);
+	struct fake_result r;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	strlist_init(&out->scopes);
+	record(ff, FAKE_WHOAMI, NULL, 0, NULL, NULL, NULL);
+	r = next(ff, FAKE_WHOAMI);
+	rc = answer(ff, &r);
+	if (rc)
+		return rc;
+	out->user.id = 1;
+	out->user.username = xstrdup(ff->whoami ? ff->whoami : "patchbridge");
+	out->active = 1;
+	return 0;
+}
+
 static enum forge_token_problem fake_token_problem(const struct forge *f)
 {
 	return ((const struct fakeforge *)f)->token;
@@ -427,6 +530,9 @@ static const struct forge_ops fake_ops = {
 	.update_labels = fake_update_labels,
 	.list_mrs = fake_list_mrs,
 	.get_project = fake_get_project,
+	.list_notes = fake_list_notes,
+	.list_discussions = fake_list_discussions,
+	.whoami = fake_whoami,
 	.token_problem = fake_token_problem,
 };
 

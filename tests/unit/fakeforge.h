@@ -44,6 +44,9 @@ enum fake_op {
 	FAKE_UPDATE_LABELS,
 	FAKE_LIST_MRS,
 	FAKE_GET_PROJECT,
+	FAKE_LIST_NOTES,
+	FAKE_LIST_DISCUSSIONS,
+	FAKE_WHOAMI,
 	FAKE__COUNT,
 };
 
@@ -113,6 +116,12 @@ struct fakeforge {
 	 * asked for. */
 	int64_t project_id;
 	const char *project_path;
+	/* The MR's discussions as list_discussions answers them, copied
+	 * (borrowed); list_notes answers their notes, newest first when
+	 * asked "desc". */
+	const struct forge_discussion *discussions;
+	size_t nr_discussions;
+	const char *whoami; /* the token's user; NULL: "patchbridge" */
 };
 
 void fakeforge_init(struct fakeforge *ff);
