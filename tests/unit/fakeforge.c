@@ -510,6 +510,11 @@ static int fake_whoami(struct forge_whoami *out, struct forge *f)
 	return 0;
 }
 
+static enum forge_sudo_problem fake_sudo_problem(const struct forge *f)
+{
+	return ((const struct fakeforge *)f)->sudo;
+}
+
 static enum forge_token_problem fake_token_problem(const struct forge *f)
 {
 	return ((const struct fakeforge *)f)->token;
@@ -533,6 +538,7 @@ static const struct forge_ops fake_ops = {
 	.list_notes = fake_list_notes,
 	.list_discussions = fake_list_discussions,
 	.whoami = fake_whoami,
+	.sudo_problem = fake_sudo_problem,
 	.token_problem = fake_token_problem,
 };
 

@@ -101,6 +101,8 @@ struct fakeforge {
 	int64_t next_id;
 	char *acting;
 	enum forge_token_problem token;
+	/* What forge_sudo_problem() says, as the test sets it. */
+	enum forge_sudo_problem sudo;
 	/* What get_mr answers: the state and labels the test sets, and the
 	 * labels update_labels leaves. */
 	const char *mr_state; /* NULL: "opened" */

@@ -349,6 +349,51 @@ static void approval_refused_user(void **state)
 	assert_null(b->ff.acting);
 }
 
+static void approval_no_sudo_waits_for_operator(void **state)
+{
+	struct bed *b = *state;
+	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+
+	b->ff.sudo = FORGE_SUDO_NO_SCOPE;
+	fakeforge_script_approve(&b->ff, FAKE_APPROVE, PB_EPERM,
+				 FORGE_APPROVE_NO_SUDO,
+				 "403 insufficient_scope");
+	add_approve(b, "alice");
+	assert_int_equal(run(b), PB_ETEMP);
+	/* An operator's problem: nothing said on the MR, kept for status. */
+	assert_int_equal(b->ff.nr_notes, 0);
+	assert_int_equal(b->res.failed.nr, 0);
+	assert_int_equal(
+		store_cursor_get(&v, b->st, STORE_CURSOR_FORGE_PROBLEM), 0);
+	assert_true(v.len > 0);
+
+	/* The token fixed: the approval lands and the problem is gone. */
+	b->ff.sudo = FORGE_SUDO_OK;
+	assert_int_equal(run(b), 0);
+	assert_int_equal(b->ff.approvals, 1);
+	buf_reset(&v);
+	assert_int_equal(
+		store_cursor_get(&v, b->st, STORE_CURSOR_FORGE_PROBLEM), 0);
+	assert_int_equal(v.len, 0);
+	assert_int_equal(metric(MADE), 1);
+	buf_release(&v);
+}
+
+static void approval_reauth_required(void **state)
+{
+	struct bed *b = *state;
+	const struct fake_call *c;
+
+	fakeforge_script_approve(&b->ff, FAKE_APPROVE, PB_EPERM,
+				 FORGE_APPROVE_REAUTH, "401 reauthenticate");
+	add_approve(b, "alice");
+	assert_int_equal(run(b), 0);
+	c = fakeforge_call(&b->ff, FAKE_CREATE_DISCUSSION, 0);
+	assert_non_null(c);
+	assert_non_null(strstr(c->body, "re-authenticate"));
+	assert_int_equal(metric(REFUSED("reauth_required")), 1);
+}
+
 static void nak_label_discussion_unapprove(void **state)
 {
 	struct bed *b = *state;
@@ -481,6 +526,8 @@ int main(void)
 		T(approval_without_head_not_asked),
 		T(approval_409_moved_on),
 		T(approval_refused_user),
+		T(approval_no_sudo_waits_for_operator),
+		T(approval_reauth_required),
 		T(nak_label_discussion_unapprove),
 		T(token_401_waits_then_lands_once),
 		T(forge_5xx_retried_later),
