@@ -252,6 +252,31 @@ static void diff_note_refused_position_falls_back(void **state)
 	assert_int_equal(b->ff.nr_notes, 1);
 }
 
+static void diff_reply_gone_thread_becomes_diff_note(void **state)
+{
+	struct bed *b = *state;
+	struct plan_action *a;
+	const struct fake_call *c;
+
+	fakeforge_script(&b->ff, FAKE_REPLY_DISCUSSION, FAKE_FAIL, PB_ENOTFOUND,
+			 "404 Not found");
+	a = add(b, PLAN_IDX_INLINE(0), PLAN_DIFF_REPLY, "Still wrong.\n");
+	a->discussion = (char *)"feedbeef";
+	a->fallback = (char *)"On a.c:12: Still wrong.\n";
+	a->old_path = a->new_path = (char *)"a.c";
+	a->new_line = 12;
+	a->line_kind = FORGE_LINE_ADDED;
+	assert_int_equal(run(b), 0);
+	c = fakeforge_call(&b->ff, FAKE_REPLY_DISCUSSION, 0);
+	assert_string_equal(c->arg, "feedbeef");
+	c = fakeforge_call(&b->ff, FAKE_CREATE_DISCUSSION, 0);
+	assert_non_null(c);
+	assert_string_equal(c->arg, "a.c:12");
+	assert_string_equal(c->body, "Still wrong.\n");
+	assert_int_equal(b->ff.nr_notes, 1);
+	assert_int_equal(b->res.done, 1);
+}
+
 static void approval_as_the_reviewer(void **state)
 {
 	struct bed *b = *state;
@@ -521,6 +546,7 @@ int main(void)
 		T(comment_gone_thread_starts_one),
 		T(diff_note_at_its_position),
 		T(diff_note_refused_position_falls_back),
+		T(diff_reply_gone_thread_becomes_diff_note),
 		T(approval_as_the_reviewer),
 		T(approval_of_merged_mr_not_asked),
 		T(approval_without_head_not_asked),
