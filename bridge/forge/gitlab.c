@@ -2350,6 +2350,29 @@ out:
 	return rc;
 }
 
+/* post_marked() for the endpoints whose answer is one note. */
+static int post_marked_note(struct forge_note *out, struct gitlab *gl,
+			    const char *url, const char *body, const char *key,
+			    gl_recover_fn recover, struct recover_where *where)
+{
+	struct marker_search ms;
+	struct gl_call c;
+	int rc;
+
+	call_init(&c, gl);
+	memset(&ms, 0, sizeof(ms));
+	rc = post_marked(gl, &c, &ms, url, body, NULL, key, recover, where);
+	if (rc > 0) {
+		marker_take_note(&ms, out);
+		rc = 0;
+	} else if (rc == 0) {
+		rc = CONVERT(&c, note_from_json, out);
+	}
+	marker_search_release(&ms);
+	call_release(&c);
+	return rc;
+}
+
 static int gl_create_note(struct forge_note *out, struct forge *f,
 			  const char *project, int64_t iid, const char *body,
 			  const char *marker_key)
@@ -2357,25 +2380,11 @@ static int gl_create_note(struct forge_note *out, struct forge *f,
 	struct gitlab *gl = gl_of(f);
 	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	struct recover_where where = { project, iid, NULL };
-	struct marker_search ms;
-	struct gl_call c;
 	int rc;
 
-	call_init(&c, gl);
-	memset(&ms, 0, sizeof(ms));
-	if ((rc = url_mr(&u, gl, project, iid, "/notes")) < 0)
-		goto out;
-	rc = post_marked(gl, &c, &ms, u.data, body, NULL, marker_key,
-			 recover_note, &where);
-	if (rc > 0) {
-		marker_take_note(&ms, out);
-		rc = 0;
-	} else if (rc == 0) {
-		rc = CONVERT(&c, note_from_json, out);
-	}
-out:
-	marker_search_release(&ms);
-	call_release(&c);
+	if ((rc = url_mr(&u, gl, project, iid, "/notes")) == 0)
+		rc = post_marked_note(out, gl, u.data, body, marker_key,
+				      recover_note, &where);
 	buf_release(&u);
 	return rc;
 }
@@ -2423,12 +2432,8 @@ static int gl_reply_discussion(struct forge_note *out, struct forge *f,
 	struct gitlab *gl = gl_of(f);
 	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	struct recover_where where = { project, iid, discussion_id };
-	struct marker_search ms;
-	struct gl_call c;
 	int rc;
 
-	call_init(&c, gl);
-	memset(&ms, 0, sizeof(ms));
 	if ((rc = discussion_id_check(discussion_id)) < 0 ||
 	    (rc = url_mr(&u, gl, project, iid, "/discussions/")) < 0)
 		goto out;
@@ -2436,17 +2441,9 @@ static int gl_reply_discussion(struct forge_note *out, struct forge *f,
 		rc = url_fail();
 		goto out;
 	}
-	rc = post_marked(gl, &c, &ms, u.data, body, NULL, marker_key,
-			 recover_reply, &where);
-	if (rc > 0) {
-		marker_take_note(&ms, out);
-		rc = 0;
-	} else if (rc == 0) {
-		rc = CONVERT(&c, note_from_json, out);
-	}
+	rc = post_marked_note(out, gl, u.data, body, marker_key, recover_reply,
+			      &where);
 out:
-	marker_search_release(&ms);
-	call_release(&c);
 	buf_release(&u);
 	return rc;
 }
