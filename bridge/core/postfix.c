@@ -1,6 +1,7 @@
 #include "core/postfix.h"
 
 #include "util/err.h"
+#include "util/fileio.h"
 #include "util/limits.h"
 #include "util/printable.h"
 #include "util/scan.h"
@@ -30,27 +31,6 @@ static long now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Read fd into b (up to its cap) until EOF; 0, or 1 when it would block. */
-static int drain(struct buf *b, int fd, int *over)
-{
-	char tmp[4096];
-
-	for (;;) {
-		ssize_t n = read(fd, tmp, sizeof(tmp));
-
-		if (n > 0) {
-			if (buf_add(b, tmp, (size_t)n))
-				*over = 1;
-			continue;
-		}
-		if (n == 0)
-			return 0;
-		if (errno == EINTR)
-			continue;
-		return errno == EAGAIN || errno == EWOULDBLOCK ? 1 : 0;
-	}
 }
 
 /*
@@ -114,12 +94,14 @@ static int run_postconf(struct buf *out, struct buf *err, const char **argv)
 			break;
 		if (poll(fds, 2, (int)left) < 0 && errno != EINTR)
 			break;
-		if (po[0] >= 0 && fds[0].revents && !drain(out, po[0], &over)) {
+		if (po[0] >= 0 && fds[0].revents &&
+		    !fd_drain(out, po[0], &over)) {
 			close(po[0]);
 			po[0] = -1;
 			open_fds--;
 		}
-		if (pe[0] >= 0 && fds[1].revents && !drain(err, pe[0], &over)) {
+		if (pe[0] >= 0 && fds[1].revents &&
+		    !fd_drain(err, pe[0], &over)) {
 			close(pe[0]);
 			pe[0] = -1;
 			open_fds--;

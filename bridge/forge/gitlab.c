@@ -2254,52 +2254,6 @@ static int check_saved(struct gl_call *c)
 	return 0;
 }
 
-static int gl_create_note(struct forge_note *out, struct forge *f,
-			  const char *project, int64_t iid, const char *body,
-			  const char *marker_key)
-{
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct buf text = BUF_INIT(PB_NOTE_BODY_MAX);
-	struct buf json = BUF_INIT(GL_REQUEST_BODY_MAX);
-	struct recover_where where = { project, iid, NULL };
-	struct marker_search ms;
-	struct jsonw w;
-	struct gl_call c;
-	int rc;
-
-	call_init(&c, gl);
-	memset(&ms, 0, sizeof(ms));
-	if ((rc = url_mr(&u, gl, project, iid, "/notes")) < 0 ||
-	    (rc = note_body(&text, body, marker_key)) < 0)
-		goto out;
-	if (marker_key && (rc = marker_search_init(&ms, gl, marker_key)) < 0)
-		goto out;
-	body_begin(&w, &json);
-	member_str(&w, "body", text.data, text.len);
-	if ((rc = body_finish(&w)) < 0)
-		goto out;
-
-	rc = post_once(gl, &c, u.data, &json, marker_key, recover_note, &where,
-		       &ms);
-	if (rc)
-		goto out;
-	if (ms.found) {
-		marker_take_note(&ms, out);
-		goto out;
-	}
-	if ((rc = check_saved(&c)) < 0 || (rc = call_json(&c)) < 0)
-		goto out;
-	rc = CONVERT(&c, note_from_json, out);
-out:
-	marker_search_release(&ms);
-	call_release(&c);
-	buf_release(&u);
-	buf_release(&text);
-	buf_release(&json);
-	return rc;
-}
-
 static int position_check(const struct forge_position *p)
 {
 	if (!p->base_sha || !p->start_sha || !p->head_sha || !*p->base_sha ||
@@ -2332,29 +2286,29 @@ static int check_diff_note(const struct forge_discussion *d)
 		       d->id, n && n->type ? n->type : "a plain note");
 }
 
-static int gl_create_discussion(struct forge_discussion *out, struct forge *f,
-				const char *project, int64_t iid,
-				const char *body,
-				const struct forge_position *pos,
-				const char *marker_key)
+/*
+ * The write path of every note: the body with its marker, the JSON
+ * (with a diff position when pos is set), one POST, and after a lost
+ * response the marker search recover() does (post_once()).  Returns 1
+ * when the search found the note (it is in *ms), 0 when c holds the
+ * parsed answer for the caller to convert, or an error.  *ms is the
+ * caller's, zeroed before and released after.
+ */
+static int post_marked(struct gitlab *gl, struct gl_call *c,
+		       struct marker_search *ms, const char *url,
+		       const char *body, const struct forge_position *pos,
+		       const char *key, gl_recover_fn recover,
+		       struct recover_where *where)
 {
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	struct buf text = BUF_INIT(PB_NOTE_BODY_MAX);
 	struct buf json = BUF_INIT(GL_REQUEST_BODY_MAX);
-	struct recover_where where = { project, iid, NULL };
-	struct marker_search ms;
 	struct jsonw w;
-	struct gl_call c;
 	int rc;
 
-	call_init(&c, gl);
-	memset(&ms, 0, sizeof(ms));
-	if ((rc = url_mr(&u, gl, project, iid, "/discussions")) < 0 ||
-	    (rc = note_body(&text, body, marker_key)) < 0 ||
+	if ((rc = note_body(&text, body, key)) < 0 ||
 	    (pos && (rc = position_check(pos)) < 0))
 		goto out;
-	if (marker_key && (rc = marker_search_init(&ms, gl, marker_key)) < 0)
+	if (key && (rc = marker_search_init(ms, gl, key)) < 0)
 		goto out;
 	body_begin(&w, &json);
 	member_str(&w, "body", text.data, text.len);
@@ -2380,27 +2334,93 @@ static int gl_create_discussion(struct forge_discussion *out, struct forge *f,
 	if ((rc = body_finish(&w)) < 0)
 		goto out;
 
-	rc = post_once(gl, &c, u.data, &json, marker_key, recover_discussion,
-		       &where, &ms);
+	rc = post_once(gl, c, url, &json, key, recover, where, ms);
 	if (rc)
 		goto out;
-	if (ms.found) {
+	if (ms->found) {
+		rc = 1;
+		goto out;
+	}
+	if ((rc = check_saved(c)) < 0)
+		goto out;
+	rc = call_json(c);
+out:
+	buf_release(&text);
+	buf_release(&json);
+	return rc;
+}
+
+/* post_marked() for the endpoints whose answer is one note. */
+static int post_marked_note(struct forge_note *out, struct gitlab *gl,
+			    const char *url, const char *body, const char *key,
+			    gl_recover_fn recover, struct recover_where *where)
+{
+	struct marker_search ms;
+	struct gl_call c;
+	int rc;
+
+	call_init(&c, gl);
+	memset(&ms, 0, sizeof(ms));
+	rc = post_marked(gl, &c, &ms, url, body, NULL, key, recover, where);
+	if (rc > 0) {
+		marker_take_note(&ms, out);
+		rc = 0;
+	} else if (rc == 0) {
+		rc = CONVERT(&c, note_from_json, out);
+	}
+	marker_search_release(&ms);
+	call_release(&c);
+	return rc;
+}
+
+static int gl_create_note(struct forge_note *out, struct forge *f,
+			  const char *project, int64_t iid, const char *body,
+			  const char *marker_key)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct recover_where where = { project, iid, NULL };
+	int rc;
+
+	if ((rc = url_mr(&u, gl, project, iid, "/notes")) == 0)
+		rc = post_marked_note(out, gl, u.data, body, marker_key,
+				      recover_note, &where);
+	buf_release(&u);
+	return rc;
+}
+
+static int gl_create_discussion(struct forge_discussion *out, struct forge *f,
+				const char *project, int64_t iid,
+				const char *body,
+				const struct forge_position *pos,
+				const char *marker_key)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct recover_where where = { project, iid, NULL };
+	struct marker_search ms;
+	struct gl_call c;
+	int rc;
+
+	call_init(&c, gl);
+	memset(&ms, 0, sizeof(ms));
+	if ((rc = url_mr(&u, gl, project, iid, "/discussions")) < 0)
+		goto out;
+	rc = post_marked(gl, &c, &ms, u.data, body, pos, marker_key,
+			 recover_discussion, &where);
+	if (rc > 0) {
 		*out = ms.discussion;
 		memset(&ms.discussion, 0, sizeof(ms.discussion));
-	} else {
-		if ((rc = check_saved(&c)) < 0 || (rc = call_json(&c)) < 0 ||
-		    (rc = CONVERT(&c, discussion_from_json, out)) < 0)
-			goto out;
+	} else if (rc < 0 ||
+		   (rc = CONVERT(&c, discussion_from_json, out)) < 0) {
+		goto out;
 	}
 	/* Keep out filled: the discussion exists either way. */
-	if (pos)
-		rc = check_diff_note(out);
+	rc = pos ? check_diff_note(out) : 0;
 out:
 	marker_search_release(&ms);
 	call_release(&c);
 	buf_release(&u);
-	buf_release(&text);
-	buf_release(&json);
 	return rc;
 }
 
@@ -2411,48 +2431,20 @@ static int gl_reply_discussion(struct forge_note *out, struct forge *f,
 {
 	struct gitlab *gl = gl_of(f);
 	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct buf text = BUF_INIT(PB_NOTE_BODY_MAX);
-	struct buf json = BUF_INIT(GL_REQUEST_BODY_MAX);
 	struct recover_where where = { project, iid, discussion_id };
-	struct marker_search ms;
-	struct jsonw w;
-	struct gl_call c;
 	int rc;
 
-	call_init(&c, gl);
-	memset(&ms, 0, sizeof(ms));
 	if ((rc = discussion_id_check(discussion_id)) < 0 ||
-	    (rc = url_mr(&u, gl, project, iid, "/discussions/")) < 0 ||
-	    (rc = note_body(&text, body, marker_key)) < 0)
+	    (rc = url_mr(&u, gl, project, iid, "/discussions/")) < 0)
 		goto out;
 	if (buf_adds(&u, discussion_id) < 0 || buf_adds(&u, "/notes") < 0) {
 		rc = url_fail();
 		goto out;
 	}
-	if (marker_key && (rc = marker_search_init(&ms, gl, marker_key)) < 0)
-		goto out;
-	body_begin(&w, &json);
-	member_str(&w, "body", text.data, text.len);
-	if ((rc = body_finish(&w)) < 0)
-		goto out;
-
-	rc = post_once(gl, &c, u.data, &json, marker_key, recover_reply, &where,
-		       &ms);
-	if (rc)
-		goto out;
-	if (ms.found) {
-		marker_take_note(&ms, out);
-		goto out;
-	}
-	if ((rc = check_saved(&c)) < 0 || (rc = call_json(&c)) < 0)
-		goto out;
-	rc = CONVERT(&c, note_from_json, out);
+	rc = post_marked_note(out, gl, u.data, body, marker_key, recover_reply,
+			      &where);
 out:
-	marker_search_release(&ms);
-	call_release(&c);
 	buf_release(&u);
-	buf_release(&text);
-	buf_release(&json);
 	return rc;
 }
 

@@ -12,61 +12,9 @@ static const char q_open[] = "=?UTF-8?q?";
 /* Room for the opener, the widest character (4 bytes as =XX) and "?=". */
 #define Q_MIN_WORD (Q_OPEN_LEN + 12 + 2)
 
-static int is_c1_or_bidi(uint32_t cp)
-{
-	/* C1 controls, and the bidi embedding/override/isolate controls that
-	 * make text display in an order other than the one it is read in. */
-	return (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
-	       (cp >= 0x2066 && cp <= 0x2069);
-}
-
 int mailhdr_sanitize(struct buf *out, const char *s, size_t len)
 {
-	size_t i = 0, start = out->len, n;
-	int space = 0, rc = 0;
-	uint32_t cp;
-
-	while (i < len && !rc) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == ' ' || c == '\t' || c == '\r' || c == '\n' ||
-		    c == '\v' || c == '\f') {
-			space = out->len > start;
-			i++;
-			continue;
-		}
-		if (c < 0x20 || c == 0x7f) {
-			i++;
-			continue;
-		}
-		n = utf8_decode(&cp, s + i, len - i);
-		if (n > 1 && (cp == 0x2028 || cp == 0x2029)) {
-			/* LINE / PARAGRAPH SEPARATOR: a line break too. */
-			space = out->len > start;
-			i += n;
-			continue;
-		}
-		if (n > 1 && is_c1_or_bidi(cp)) {
-			i += n;
-			continue;
-		}
-		if (space) {
-			rc = buf_addch(out, ' ');
-			space = 0;
-			if (rc)
-				break;
-		}
-		if (n == 0) {
-			rc = buf_adds(out, "\xef\xbf\xbd"); /* U+FFFD */
-			i++;
-		} else {
-			rc = buf_add(out, s + i, n);
-			i += n;
-		}
-	}
-	if (rc)
-		buf_truncate(out, start);
-	return rc;
+	return utf8_clean(out, s, len, UTF8_CLEAN_LINE);
 }
 
 static int word_needs_encoding(const char *w, size_t len)

@@ -41,10 +41,11 @@
 #define MAILHDR_WORD_MAX 900
 
 /*
- * Append s[0..len) made safe for a header: CR, LF, TAB (and runs of them
- * and of spaces) become one space, other C0 controls, DEL and the C1
- * controls are removed, invalid UTF-8 bytes become U+FFFD, leading and
- * trailing spaces are trimmed.
+ * Append s[0..len) made safe for a header: CR, LF, TAB, U+2028, U+2029
+ * (and runs of them and of spaces) become one space, other C0 controls,
+ * DEL, the C1 controls and the bidi controls are removed, invalid UTF-8
+ * bytes become U+FFFD, leading and trailing spaces are trimmed: the
+ * one-line mode of utf8_clean().
  */
 int mailhdr_sanitize(struct buf *out, const char *s, size_t len);
 

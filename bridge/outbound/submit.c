@@ -2,6 +2,7 @@
 #include "outbound/submit.h"
 #include "util/buf.h"
 #include "util/err.h"
+#include "util/fileio.h"
 #include "util/limits.h"
 #include "util/log.h"
 #include "util/printable.h"
@@ -1049,28 +1050,6 @@ out:
  * The sendmail pipe
  */
 
-/* Keep the first SUBMIT_STDERR_MAX bytes of fd; 0 at EOF, 1 if open. */
-static int drain(struct buf *err, int fd)
-{
-	char tmp[4096];
-
-	for (;;) {
-		ssize_t n = read(fd, tmp, sizeof(tmp));
-
-		if (n > 0) {
-			size_t room = err->max - err->len;
-
-			buf_add(err, tmp, (size_t)n < room ? (size_t)n : room);
-			continue;
-		}
-		if (n == 0)
-			return 0;
-		if (errno == EINTR)
-			continue;
-		return errno == EAGAIN || errno == EWOULDBLOCK ? 1 : 0;
-	}
-}
-
 /* Wait for pid until deadline; 1 when it was reaped. */
 static int reap_until(pid_t pid, int *wst, long deadline)
 {
@@ -1156,7 +1135,7 @@ static int pipe_pump(struct pipe_run *r, pid_t pid, int *wst, long deadline)
 		w = waitpid(pid, wst, WNOHANG);
 		if (w == pid) {
 			if (r->err >= 0)
-				drain(&r->errout, r->err);
+				fd_drain(&r->errout, r->err, NULL);
 			return 1;
 		}
 		if (w < 0 && errno != EINTR)
@@ -1188,7 +1167,7 @@ static int pipe_pump(struct pipe_run *r, pid_t pid, int *wst, long deadline)
 			}
 		}
 		if (r->err >= 0 && fds[nfds - 1].revents &&
-		    !drain(&r->errout, r->err)) {
+		    !fd_drain(&r->errout, r->err, NULL)) {
 			close(r->err);
 			r->err = -1;
 		}

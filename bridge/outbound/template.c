@@ -110,50 +110,6 @@ int template_render(struct buf *out, const char *tmpl, size_t len,
 	return rc;
 }
 
-/* Cleaned copy of untrusted prose: LF line ends, no controls but TAB,
- * valid UTF-8 only. */
-static int clean_text(struct buf *out, const char *s, size_t len)
-{
-	size_t i = 0, n;
-	uint32_t cp;
-	int rc = 0;
-
-	while (i < len && !rc) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '\r') {
-			rc = buf_addch(out, '\n');
-			i += (i + 1 < len && s[i + 1] == '\n') ? 2 : 1;
-			continue;
-		}
-		if (c == '\n' || c == '\t') {
-			rc = buf_addch(out, (char)c);
-			i++;
-			continue;
-		}
-		if (c < 0x20 || c == 0x7f) {
-			i++;
-			continue;
-		}
-		n = utf8_decode(&cp, s + i, len - i);
-		if (n == 0) {
-			rc = buf_adds(out, "\xef\xbf\xbd");
-			i++;
-			continue;
-		}
-		/* C1 controls and bidi overrides: invisible, misleading. */
-		if ((cp >= 0x80 && cp <= 0x9f) ||
-		    (cp >= 0x202a && cp <= 0x202e) ||
-		    (cp >= 0x2066 && cp <= 0x2069)) {
-			i += n;
-			continue;
-		}
-		rc = buf_add(out, s + i, n);
-		i += n;
-	}
-	return rc;
-}
-
 struct para {
 	struct buf *out;
 	size_t width;
@@ -243,7 +199,8 @@ int template_wrap(struct buf *out, const char *text, size_t len, size_t width)
 	struct scan s;
 	int rc, fence = 0, blank = 0;
 
-	rc = clean_text(&clean, text, len);
+	/* untrusted prose: LF line ends, no controls but TAB, valid UTF-8 */
+	rc = utf8_clean(&clean, text, len, 0);
 	scan_init(&s, clean.data, clean.len);
 	while (!rc && scan_line(&s, &line, &llen)) {
 		while (llen &&

@@ -77,6 +77,29 @@ int fd_read_all(struct buf *out, int fd)
 	}
 }
 
+int fd_drain(struct buf *out, int fd, int *over)
+{
+	char tmp[4096];
+
+	for (;;) {
+		ssize_t n = read(fd, tmp, sizeof(tmp));
+
+		if (n > 0) {
+			size_t room = out->max - out->len;
+
+			if ((size_t)n > room && over)
+				*over = 1;
+			buf_add(out, tmp, (size_t)n < room ? (size_t)n : room);
+			continue;
+		}
+		if (n == 0)
+			return 0;
+		if (errno == EINTR)
+			continue;
+		return errno == EAGAIN || errno == EWOULDBLOCK ? 1 : 0;
+	}
+}
+
 int file_read(struct buf *out, const char *path)
 {
 	int fd, rc;

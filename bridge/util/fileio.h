@@ -95,6 +95,16 @@ int file_read(struct buf *out, const char *path);
 /* Read everything from fd into out (appending); PB_ELIMIT past max. */
 int fd_read_all(struct buf *out, int fd);
 
+/*
+ * Read a non-blocking fd (a child's pipe) into out until EOF or until a
+ * read would block.  What does not fit under out->max is dropped, the
+ * head that fits is kept, and *over (when not NULL) is set to 1: a
+ * child's output is read to its end either way, so the child never
+ * blocks on a full pipe.  Returns 1 while the fd stays open, 0 at EOF or
+ * on a read error (the caller closes it either way).
+ */
+int fd_drain(struct buf *out, int fd, int *over);
+
 /* Write all of data to fd, retrying on EINTR and short writes. */
 int fd_write_all(int fd, const void *data, size_t len);
 

@@ -40,11 +40,11 @@ int printable_check(const char *s, size_t len)
 	return 1;
 }
 
-/* Code points that end or reorder a line although they are not C0. */
+/* Code points that end or reorder a line although they are not C0: in a
+ * log line the separators are replaced too, since a viewer breaks there. */
 static int is_line_control(uint32_t cp)
 {
-	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 ||
-	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+	return utf8_is_display_control(cp) || cp == 0x2028 || cp == 0x2029;
 }
 
 size_t printable_line(char *s, size_t len)

@@ -49,16 +49,10 @@ char *strlist_push(struct strlist *sl, const char *s)
 char *strlist_pushf(struct strlist *sl, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
 	char *p;
 
 	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	BUG_ON(n < 0);
-	p = xmalloc((size_t)n + 1);
-	va_start(ap, fmt);
-	vsnprintf(p, (size_t)n + 1, fmt, ap);
+	p = xvasprintf(fmt, ap);
 	va_end(ap);
 	strlist_push_owned(sl, p);
 	return p;

@@ -112,3 +112,73 @@ int utf8_has_hidden(const char *p, size_t len)
 	}
 	return 0;
 }
+
+int utf8_is_display_control(uint32_t cp)
+{
+	return (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
+	       (cp >= 0x2066 && cp <= 0x2069);
+}
+
+static int is_line_space(unsigned char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' ||
+	       c == '\f';
+}
+
+int utf8_clean(struct buf *out, const char *s, size_t len, unsigned flags)
+{
+	int line = !!(flags & UTF8_CLEAN_LINE), space = 0, rc = 0;
+	size_t i = 0, start = out->len, n;
+	uint32_t cp;
+
+	while (i < len && !rc) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (line && is_line_space(c)) {
+			space = out->len > start;
+			i++;
+			continue;
+		}
+		if (!line && c == '\r') {
+			rc = buf_addch(out, '\n');
+			i += (i + 1 < len && s[i + 1] == '\n') ? 2 : 1;
+			continue;
+		}
+		if (!line && (c == '\n' || c == '\t')) {
+			rc = buf_addch(out, (char)c);
+			i++;
+			continue;
+		}
+		if (c < 0x20 || c == 0x7f) {
+			i++;
+			continue;
+		}
+		n = utf8_decode(&cp, s + i, len - i);
+		if (line && n > 1 && (cp == 0x2028 || cp == 0x2029)) {
+			/* LINE / PARAGRAPH SEPARATOR: a line break too. */
+			space = out->len > start;
+			i += n;
+			continue;
+		}
+		if (n > 1 && utf8_is_display_control(cp)) {
+			i += n;
+			continue;
+		}
+		if (space) {
+			rc = buf_addch(out, ' ');
+			space = 0;
+			if (rc)
+				break;
+		}
+		if (n == 0) {
+			rc = buf_adds(out, "\xef\xbf\xbd"); /* U+FFFD */
+			i++;
+		} else {
+			rc = buf_add(out, s + i, n);
+			i += n;
+		}
+	}
+	if (rc)
+		buf_truncate(out, start);
+	return rc;
+}

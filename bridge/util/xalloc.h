@@ -8,6 +8,7 @@
 #ifndef PB_UTIL_XALLOC_H
 #define PB_UTIL_XALLOC_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 void *xmalloc(size_t size);
@@ -19,6 +20,10 @@ char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 /* Allocate a formatted string; the caller frees it. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same with a va_list, for wrappers that take a format of their own;
+ * ap is left for the caller to va_end(). */
+char *xvasprintf(const char *fmt, va_list ap)
+	__attribute__((format(printf, 1, 0)));
 
 /* Grow *cap for at least need elements (doubling). */
 #define ALLOC_GROW(ptr, need, cap)                                  \

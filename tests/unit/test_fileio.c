@@ -4,6 +4,7 @@
 #include "util/fileio.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,6 +273,32 @@ static void test_tmp_names(void **state)
 	assert_int_equal(count_entries(sub), 1);
 }
 
+/* A child's pipe: the head that fits is kept, the rest is read and
+ * dropped, and the return says whether the writer is still there. */
+static void test_drain(void **state)
+{
+	struct buf b = BUF_INIT(4);
+	int p[2], over = 0;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	assert_int_equal(write(p[1], "ab", 2), 2);
+	assert_int_equal(fd_drain(&b, p[0], &over), 1);
+	assert_string_equal(b.data, "ab");
+	assert_int_equal(over, 0);
+	assert_int_equal(write(p[1], "cdefgh", 6), 6);
+	assert_int_equal(fd_drain(&b, p[0], &over), 1);
+	assert_string_equal(b.data, "abcd");
+	assert_int_equal(over, 1);
+	assert_int_equal(write(p[1], "ij", 2), 2);
+	close(p[1]);
+	assert_int_equal(fd_drain(&b, p[0], NULL), 0);
+	assert_string_equal(b.data, "abcd");
+	close(p[0]);
+	buf_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -282,6 +309,7 @@ int main(void)
 		cmocka_unit_test(test_linked_dir),
 		cmocka_unit_test(test_tmp_names),
 		cmocka_unit_test(test_remove_tree_links),
+		cmocka_unit_test(test_drain),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -171,6 +171,154 @@ static void test_scan_scope_and_paragraphs(void **state)
 	trailer_list_release(&l);
 }
 
+/*
+ * Every entry of the type tables in trailers.c (the known types and the
+ * aliases), each with near misses: a letter dropped, two letters
+ * swapped, the last letter lost, and for words of eight letters or more
+ * two letters dropped.  A new word in a table moves where near misses
+ * land (a tie resolves to no type at all), so adding one must show here
+ * as a changed line.
+ */
+static const struct {
+	const char *tag;
+	const char *type; /* NULL: not a trailer type */
+	int irregular;
+} spellings[] = {
+	/* "acked" */
+	{ "Acked-by", "Acked-by", 0 },
+	{ "Aked-by", NULL, 0 },
+	{ "Akced-by", "Acked-by", 1 },
+	{ "Acke-by", NULL, 0 },
+	/* "reviewed" */
+	{ "Reviewed-by", "Reviewed-by", 0 },
+	{ "Rviewed-by", "Reviewed-by", 1 },
+	{ "Rveiewed-by", "Reviewed-by", 1 },
+	{ "Reviewe-by", "Reviewed-by", 1 },
+	{ "Riewed-by", NULL, 0 },
+	/* "tested" */
+	{ "Tested-by", "Tested-by", 0 },
+	{ "Tsted-by", "Tested-by", 1 },
+	{ "Tseted-by", "Tested-by", 1 },
+	{ "Teste-by", "Tested-by", 1 },
+	/* "nacked" */
+	{ "Nacked-by", "Nacked-by", 0 },
+	{ "Ncked-by", NULL, 0 },
+	{ "Ncaked-by", "Nacked-by", 1 },
+	{ "Nacke-by", "Nacked-by", 1 },
+	/* "reported" */
+	{ "Reported-by", "Reported-by", 0 },
+	{ "Rported-by", "Reported-by", 1 },
+	{ "Rpeorted-by", "Reported-by", 1 },
+	{ "Reporte-by", "Reported-by", 1 },
+	{ "Rorted-by", NULL, 0 },
+	/* "suggested" */
+	{ "Suggested-by", "Suggested-by", 0 },
+	{ "Sggested-by", "Suggested-by", 1 },
+	{ "Sgugested-by", "Suggested-by", 1 },
+	{ "Suggeste-by", "Suggested-by", 1 },
+	{ "Sgested-by", NULL, 0 },
+	/* "signed-off" */
+	{ "Signed-off-by", "Signed-off-by", 0 },
+	{ "Sgned-off-by", "Signed-off-by", 1 },
+	{ "Sgined-off-by", "Signed-off-by", 1 },
+	{ "Signed-of-by", "Signed-off-by", 1 },
+	{ "Sned-off-by", "Signed-off-by", 1 },
+	/* "co-developed" */
+	{ "Co-developed-by", "Co-developed-by", 0 },
+	{ "C-developed-by", "Co-developed-by", 1 },
+	{ "C-odeveloped-by", "Co-developed-by", 1 },
+	{ "Co-develope-by", "Co-developed-by", 1 },
+	{ "Cdeveloped-by", "Co-developed-by", 1 },
+	/* "requested" */
+	{ "Requested-by", "Requested-by", 0 },
+	{ "Rquested-by", "Requested-by", 1 },
+	{ "Rqeuested-by", "Requested-by", 1 },
+	{ "Requeste-by", "Requested-by", 1 },
+	{ "Ruested-by", NULL, 0 },
+	/* "debugged" */
+	{ "Debugged-by", "Debugged-by", 0 },
+	{ "Dbugged-by", "Debugged-by", 1 },
+	{ "Dbeugged-by", "Debugged-by", 1 },
+	{ "Debugge-by", "Debugged-by", 1 },
+	{ "Dugged-by", NULL, 0 },
+	/* "bisected" */
+	{ "Bisected-by", "Bisected-by", 0 },
+	{ "Bsected-by", "Bisected-by", 1 },
+	{ "Bsiected-by", "Bisected-by", 1 },
+	{ "Bisecte-by", "Bisected-by", 1 },
+	{ "Bected-by", NULL, 0 },
+	/* "helped" */
+	{ "Helped-by", "Helped-by", 0 },
+	{ "Hlped-by", "Helped-by", 1 },
+	{ "Hleped-by", "Helped-by", 1 },
+	{ "Helpe-by", "Helped-by", 1 },
+	/* "originally" */
+	{ "Originally-by", "Originally-by", 0 },
+	{ "Oiginally-by", "Originally-by", 1 },
+	{ "Oirginally-by", "Originally-by", 1 },
+	{ "Originall-by", "Originally-by", 1 },
+	{ "Oginally-by", "Originally-by", 1 },
+	/* "analyzed" */
+	{ "Analyzed-by", "Analyzed-by", 0 },
+	{ "Aalyzed-by", "Analyzed-by", 1 },
+	{ "Aanlyzed-by", "Analyzed-by", 1 },
+	{ "Analyze-by", "Analyzed-by", 1 },
+	{ "Alyzed-by", NULL, 0 },
+	/* "analysed" */
+	{ "Analysed-by", "Analyzed-by", 1 },
+	{ "Aalysed-by", "Analyzed-by", 1 },
+	{ "Aanlysed-by", "Analyzed-by", 1 },
+	{ "Analyse-by", "Analyzed-by", 1 },
+	{ "Alysed-by", NULL, 0 },
+	/* "ack" */
+	{ "Ack-by", "Acked-by", 1 },
+	/* "nack" */
+	{ "Nack-by", "Nacked-by", 1 },
+	/* "nak" */
+	{ "Nak-by", "Nacked-by", 1 },
+	/* "naked" */
+	{ "Naked-by", "Nacked-by", 1 },
+	/* "nak'd" */
+	{ "Nak'd-by", "Nacked-by", 1 },
+	/* "signed-of" */
+	{ "Signed-of-by", "Signed-off-by", 1 },
+	/* "signed" */
+	{ "Signed-by", "Signed-off-by", 1 },
+	/* near no type, or as near to two (a tie) */
+	{ "Hacked-by", NULL, 0 },
+	{ "Packed-by", NULL, 0 },
+	{ "Rested-by", "Tested-by", 1 },
+	{ "Reviewer-by", "Reviewed-by", 1 },
+	{ "Testing-by", NULL, 0 },
+	{ "Unacked-by", NULL, 0 },
+	{ "Reposted-by", "Reported-by", 1 },
+	{ "Required-by", NULL, 0 },
+	{ "Helper-by", "Helped-by", 1 },
+	{ "Bisect-by", NULL, 0 },
+};
+
+static void test_type_table(void **state)
+{
+	const char *type;
+	size_t i;
+	int irr;
+
+	(void)state;
+	for (i = 0; i < sizeof(spellings) / sizeof(spellings[0]); i++) {
+		type = trailer_type_canonical(spellings[i].tag,
+					      strlen(spellings[i].tag), &irr);
+		if (!spellings[i].type) {
+			if (type)
+				fail_msg("%s: %s", spellings[i].tag, type);
+			continue;
+		}
+		if (!type)
+			fail_msg("%s: no type", spellings[i].tag);
+		assert_string_equal(type, spellings[i].type);
+		assert_int_equal(irr, spellings[i].irregular);
+	}
+}
+
 static void test_canonical(void **state)
 {
 	int irr;
@@ -592,6 +740,7 @@ int main(void)
 		cmocka_unit_test(test_combined),
 		cmocka_unit_test(test_scan_scope_and_paragraphs),
 		cmocka_unit_test(test_canonical),
+		cmocka_unit_test(test_type_table),
 		cmocka_unit_test(test_embedded_nul),
 		cmocka_unit_test(test_negated_sentences),
 		cmocka_unit_test(test_nak_family),
