@@ -1,0 +1,537 @@
+/*
+ * inbound_ingest_spool() and inbound_apply_due() end to end against the
+ * recording fake forge (fakeforge.h), a store on SQLite and a real spool:
+ * which replies approve (a verified ack in its own trailer block) and
+ * which do not (quoted from the parent, a thread that names two MRs),
+ * how a NAK labels, and how a row waits when the forge fails (5xx:
+ * counted; an expired token: not counted; neither dead-lettered).  The
+ * simulator tier runs the same stories through the GitLab client; here a
+ * changed rule fails in seconds.
+ */
+#include "cmocka_all.h"
+#include "core/config.h"
+#include "fakeforge.h"
+#include "inbound/inbound.h"
+#include "mail/mail.h"
+#include "state/spool.h"
+#include "storebed.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/strlist.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define PROJECT "group/project"
+#define HEAD "1111111111111111111111111111111111111111"
+#define BASE "2222222222222222222222222222222222222222"
+#define COVER7 "v1-0.1-7@bridge.example.org"
+#define PATCH7 "v1-1.1-7@bridge.example.org"
+#define COVER8 "v1-0.1-8@bridge.example.org"
+#define PATCH8 "v1-1.1-8@bridge.example.org"
+#define AUTHSERV "lists.example.test"
+#define DKIM_PASS \
+	AUTHSERV "; dkim=pass header.d=corp.example header.i=@corp.example"
+#define BOB "Bob Maintainer <bob@corp.example>"
+#define ACK "Acked-by: " BOB "\n"
+#define NOW 1800000000
+
+/* The patch as mailed: the diff replies are read against. */
+#define PATCH_MAIL                                    \
+	"From: Alice Developer <alice@example.com>\n" \
+	"Subject: [PATCH v1 1/1] hello: flush\n"      \
+	"Message-ID: <" PATCH7 ">\n"                  \
+	"\n"                                          \
+	"Flush before leaving.\n"                     \
+	"---\n"                                       \
+	" src/hello.c | 1 +\n"                        \
+	" 1 file changed, 1 insertion(+)\n"           \
+	"\n"                                          \
+	"diff --git a/src/hello.c b/src/hello.c\n"    \
+	"index 1234567..89abcde 100644\n"             \
+	"--- a/src/hello.c\n"                         \
+	"+++ b/src/hello.c\n"                         \
+	"@@ -1,3 +1,4 @@\n"                           \
+	" #include <stdio.h>\n"                       \
+	" int main(void)\n"                           \
+	" {\n"                                        \
+	"+\tfflush(stdout);\n"                        \
+	"-- \n"                                       \
+	"2.43.0\n"
+
+#define OWNERS                          \
+	"users:\n"                      \
+	"  - &bob\n"                    \
+	"    name: Bob Maintainer\n"    \
+	"    email: bob@corp.example\n" \
+	"    gluser: bob\n"             \
+	"subsystems:\n"                 \
+	"  - subsystem: Greeting\n"     \
+	"    labels:\n"                 \
+	"      name: greet\n"           \
+	"    status: Supported\n"       \
+	"    maintainers:\n"            \
+	"      - *bob\n"                \
+	"    paths:\n"                  \
+	"      includes:\n"             \
+	"        - src/\n"
+
+struct bed {
+	struct fakeforge ff;
+	struct store *st;
+	struct config *cfg;
+	struct spool *sp; /* the milter's side */
+	struct inbound *ib;
+	char dir[600];
+	unsigned n; /* mails spooled */
+};
+
+static char top[512];
+static unsigned seq;
+
+static int group_setup(void **state)
+{
+	const char *base = getenv("PB_TEST_TMP");
+
+	(void)state;
+	if (mail_init())
+		return -1;
+	snprintf(top, sizeof(top), "%s/inbound.XXXXXX", base ? base : "/tmp");
+	if (!mkdtemp(top))
+		return -1;
+	storebed_init("inbound", top);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	char cmd[1100];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "chmod -R u+rwx '%s'; rm -rf '%s'", top,
+		 top);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Revision 1 of MR iid mailed as the outbound side leaves it: the thread
+ * map (cover letter, one patch with its diff) and the mail archive. */
+static void mailed(struct bed *b, int64_t iid, const char *cover,
+		   const char *patch)
+{
+	struct store_revision rev;
+	struct store_mail m;
+	struct store_archived a;
+	int n = 0, i;
+
+	store_revision_init(&rev);
+	rev.project = PROJECT;
+	rev.iid = iid;
+	rev.base_sha = rev.start_sha = BASE;
+	rev.head_sha = rev.patch_id = HEAD;
+	rev.version_id = 100 + iid;
+	rev.patches = 1;
+	rev.cover_msgid = cover;
+	assert_int_equal(store_revision_start(&n, b->st, &rev), 0);
+	assert_int_equal(n, 1);
+	for (i = 0; i <= 1; i++) {
+		store_mail_init(&m);
+		m.project = PROJECT;
+		m.iid = iid;
+		m.revision = 1;
+		m.patch = i;
+		m.total = 1;
+		m.kind = i ? STORE_MAIL_PATCH : STORE_MAIL_COVER;
+		m.base_sha = m.start_sha = BASE;
+		m.head_sha = HEAD;
+		m.version_id = rev.version_id;
+		m.state = STORE_MAIL_SENT;
+		m.message_id = i ? patch : cover;
+		if (i) {
+			m.commit_sha = HEAD;
+			m.diff = PATCH_MAIL;
+			m.diff_len = strlen(PATCH_MAIL);
+		}
+		assert_int_equal(store_mail_put(b->st, &m), 0);
+		store_archived_init(&a);
+		a.message_id = m.message_id;
+		a.project = PROJECT;
+		a.iid = iid;
+		a.origin = STORE_ARCHIVE_BRIDGE;
+		a.message = i ? PATCH_MAIL :
+				"Subject: [PATCH 0/1] cover\n\nC.\n";
+		a.message_len = strlen(a.message);
+		assert_int_equal(store_archive_put(b->st, &a), 0);
+	}
+	assert_int_equal(store_revision_mark_sent(b->st, PROJECT, iid, 1), 0);
+}
+
+static int setup(void **state)
+{
+	struct bed *b = calloc(1, sizeof(*b));
+	struct strlist errs = STRLIST_INIT;
+	struct buf conf = BUF_INIT(1 << 16);
+	char path[700], name[32];
+
+	if (!b)
+		return -1;
+	snprintf(name, sizeof(name), "inbound%u", seq);
+	snprintf(b->dir, sizeof(b->dir), "%s/t%u", top, seq++);
+	assert_int_equal(mkdir(b->dir, 0700), 0);
+	if (storebed_open(&b->st, storebed_fresh(name), STORE_RW, 5000))
+		fail_msg("store: %s", err_msg());
+	snprintf(path, sizeof(path), "%s/owners.yaml", b->dir);
+	write_file(path, OWNERS);
+	assert_int_equal(buf_addf(&conf,
+				  "[bridge]\n"
+				  "address = patchbridge@bridge.example.org\n"
+				  "domain = bridge.example.org\n"
+				  "list_address = list@example.org\n"
+				  "[forge]\n"
+				  "url = https://gitlab.example.org\n"
+				  "token_file = %s/token\n"
+				  "[milter]\n"
+				  "trusted_authserv_id = " AUTHSERV "\n"
+				  "[spool]\n"
+				  "dir = %s/spool\n"
+				  "[inbound]\n"
+				  "approval_policy = owners\n"
+				  "owners_file = %s\n"
+				  "retry_base = 1s\n"
+				  "retry_max = 2s\n"
+				  "max_attempts = 3\n"
+				  "[project \"" PROJECT "\"]\n",
+				  b->dir, b->dir, path),
+			 0);
+	if (config_load_mem(&b->cfg, &errs, "t.conf", conf.data, conf.len))
+		fail_msg("config: %s", errs.nr ? errs.items[0] : err_msg());
+	strlist_release(&errs);
+	buf_release(&conf);
+	snprintf(path, sizeof(path), "%s/spool", b->dir);
+	if (spool_open(&b->sp, path, SPOOL_WRITER | SPOOL_READER))
+		fail_msg("spool: %s", err_msg());
+	fakeforge_init(&b->ff);
+	b->ff.version_head = HEAD;
+	b->ff.version_patch_id = HEAD;
+	mailed(b, 7, COVER7, PATCH7);
+	*state = b;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct bed *b = *state;
+
+	inbound_free(b->ib);
+	spool_free(b->sp);
+	fakeforge_release(&b->ff);
+	config_free(b->cfg);
+	store_free(b->st);
+	free(b);
+	return 0;
+}
+
+/*
+ * Spool a reply from sender as the milter would; parent NULL: the patch
+ * of MR 7; refs: more References after the patch's.  Its Message-ID
+ * (without <>) goes to mid.
+ */
+static void spool_reply(struct bed *b, char *mid, size_t size,
+			const char *sender, const char *ar, const char *parent,
+			const char *refs, const char *body)
+{
+	struct buf m = BUF_INIT(1 << 16);
+	struct spool_meta meta = { 0 };
+	char name[SPOOL_NAME_MAX + 1];
+
+	snprintf(mid, size, "reply-%u@corp.example", ++b->n);
+	if (ar)
+		assert_int_equal(
+			buf_addf(&m, "Authentication-Results: %s\n", ar), 0);
+	assert_int_equal(
+		buf_addf(&m,
+			 "From: %s\n"
+			 "To: list@example.org\n"
+			 "Subject: Re: [PATCH v1 1/1] hello: flush\n"
+			 "Date: Thu, 03 Dec 2026 10:00:00 +0000\n"
+			 "Message-ID: <%s>\n"
+			 "In-Reply-To: <%s>\n"
+			 "References: <" COVER7 "> <" PATCH7 ">%s%s%s%s%s%s\n"
+			 "MIME-Version: 1.0\n"
+			 "Content-Type: text/plain; charset=utf-8\n"
+			 "\n%s",
+			 sender, mid, parent ? parent : PATCH7,
+			 refs ? " <" : "", refs ? refs : "", refs ? ">" : "",
+			 parent ? " <" : "", parent ? parent : "",
+			 parent ? ">" : "", body),
+		0);
+	meta.queue_id = "4Y3ZQk1XyZz9";
+	meta.message_id = mid;
+	meta.sender = "x@corp.example";
+	meta.kind = "reply";
+	meta.project = PROJECT;
+	meta.iid = 7;
+	meta.revision = 1;
+	meta.patch = 1;
+	assert_int_equal(
+		spool_put(name, sizeof(name), b->sp, &meta, m.data, m.len), 0);
+	buf_release(&m);
+}
+
+/* Ingest what is spooled and apply what is due at now. */
+static void run(struct bed *b, int64_t now)
+{
+	struct inbound_opts o = { 0 };
+
+	if (!b->ib) {
+		o.cfg = b->cfg;
+		o.store = b->st;
+		o.forge = &b->ff.base;
+		if (inbound_new(&b->ib, &o))
+			fail_msg("inbound_new: %s", err_msg());
+	}
+	assert_int_equal(inbound_ingest_spool(b->ib, now), 0);
+	assert_int_equal(inbound_apply_due(b->ib, now), 0);
+}
+
+/* The journal row of mid: its state, and its attempts in *attempts. */
+static enum store_inbound_state row(struct bed *b, const char *mid,
+				    int *attempts)
+{
+	struct store_inbound in;
+	enum store_inbound_state s;
+
+	store_inbound_init(&in);
+	assert_int_equal(store_inbound_get(&in, b->st, mid), 0);
+	s = in.state;
+	if (attempts)
+		*attempts = in.attempts;
+	store_inbound_release(&in);
+	return s;
+}
+
+/* Whether the journal holds action index of mid, done. */
+static int action_done(struct bed *b, const char *mid, int index)
+{
+	struct store_action_list l = { 0 };
+	int done = 0;
+	size_t i;
+
+	assert_int_equal(store_action_list(&l, b->st, mid), 0);
+	for (i = 0; i < l.nr; i++)
+		if (l.items[i].index == index)
+			done = l.items[i].state == STORE_ACTION_DONE;
+	store_action_list_release(&l);
+	return done;
+}
+
+/* The body of the first note posted with a marker of mid's, or NULL. */
+static const char *note_of(struct bed *b, const char *mid)
+{
+	unsigned i;
+
+	(void)mid;
+	for (i = 0; i < b->ff.nr_calls; i++)
+		if (b->ff.calls[i].op == FAKE_CREATE_DISCUSSION ||
+		    b->ff.calls[i].op == FAKE_REPLY_DISCUSSION ||
+		    b->ff.calls[i].op == FAKE_CREATE_NOTE)
+			return b->ff.calls[i].body;
+	return NULL;
+}
+
+static size_t dead(struct bed *b)
+{
+	size_t n = 99;
+
+	assert_int_equal(spool_count(&n, b->sp, SPOOL_DEAD), 0);
+	return n;
+}
+
+static void verified_ack_approves(void **state)
+{
+	struct bed *b = *state;
+	const struct fake_call *c;
+	struct inbound_stats s;
+	char mid[64];
+
+	spool_reply(b, mid, sizeof(mid), BOB, DKIM_PASS, NULL, NULL,
+		    "Looks right.\n\n" ACK);
+	run(b, NOW);
+	assert_int_equal(row(b, mid, NULL), STORE_INBOUND_APPLIED);
+	assert_int_equal(fakeforge_count(&b->ff, FAKE_APPROVE), 1);
+	c = fakeforge_call(&b->ff, FAKE_APPROVE, 0);
+	assert_string_equal(c->user, "bob");
+	assert_string_equal(c->project, PROJECT);
+	assert_int_equal(c->iid, 7);
+	assert_string_equal(c->arg, HEAD);
+	assert_int_equal(b->ff.approvals, 1);
+	assert_true(action_done(b, mid, 1000));
+	assert_non_null(strstr(note_of(b, mid), "approval by GitLab user bob"));
+	inbound_get_stats(&s, b->ib);
+	assert_int_equal(s.ingested, 1);
+	assert_int_equal(s.applied, 1);
+	assert_int_equal(dead(b), 0);
+
+	/* Run again: an applied row is never due, nothing more asked. */
+	fakeforge_clear_calls(&b->ff);
+	run(b, NOW + 1);
+	assert_int_equal(fakeforge_count(&b->ff, FAKE_APPROVE), 0);
+}
+
+static void ack_from_parent_is_a_quotation(void **state)
+{
+	struct bed *b = *state;
+	char bait[64], mid[64];
+
+	spool_reply(b, bait, sizeof(bait), "Mallory <mallory@evil.example>",
+		    NULL, NULL, NULL,
+		    "Bob, can you check this? Here is what I need from "
+		    "you:\n\n" ACK);
+	run(b, NOW);
+	assert_int_equal(b->ff.approvals, 0);
+	fakeforge_clear_calls(&b->ff);
+	spool_reply(b, mid, sizeof(mid), BOB, DKIM_PASS, bait, NULL,
+		    "Will do.\n\n" ACK);
+	run(b, NOW + 1);
+	assert_int_equal(row(b, mid, NULL), STORE_INBOUND_APPLIED);
+	assert_int_equal(fakeforge_count(&b->ff, FAKE_APPROVE), 0);
+	assert_int_equal(b->ff.approvals, 0);
+	assert_non_null(note_of(b, mid));
+	assert_non_null(
+		strstr(note_of(b, mid), "is in a mail this one answers"));
+	assert_int_equal(dead(b), 0);
+}
+
+static void two_mrs_in_headers_stays_with_parent(void **state)
+{
+	struct bed *b = *state;
+	const struct fake_call *c;
+	char x[64], mid[64];
+	unsigned i;
+
+	mailed(b, 8, COVER8, PATCH8);
+	spool_reply(b, x, sizeof(x), "Mallory <mallory@evil.example>", NULL,
+		    NULL, PATCH8, "What do you think, Bob?\n");
+	run(b, NOW);
+	fakeforge_clear_calls(&b->ff);
+	spool_reply(b, mid, sizeof(mid), BOB, DKIM_PASS, x, PATCH8,
+		    "Fine by me.\n\n" ACK);
+	run(b, NOW + 1);
+	assert_int_equal(fakeforge_count(&b->ff, FAKE_APPROVE), 0);
+	assert_int_equal(b->ff.approvals, 0);
+	for (i = 0; i < b->ff.nr_calls; i++) {
+		c = &b->ff.calls[i];
+		if (c->project)
+			assert_int_equal(c->iid, 7);
+	}
+	assert_non_null(
+		strstr(note_of(b, mid), "do not agree on one merge request"));
+	assert_int_equal(row(b, mid, NULL), STORE_INBOUND_APPLIED);
+}
+
+static void nak_labels(void **state)
+{
+	struct bed *b = *state;
+	const struct fake_call *c;
+	char mid[64];
+
+	strlist_push(&b->ff.labels, "Acks::ACKed");
+	strlist_push(&b->ff.labels, "keep");
+	spool_reply(b, mid, sizeof(mid), BOB, DKIM_PASS, NULL, NULL,
+		    "NAK.\n\nThis breaks the build on 32-bit.\n");
+	run(b, NOW);
+	assert_int_equal(row(b, mid, NULL), STORE_INBOUND_APPLIED);
+	c = fakeforge_call(&b->ff, FAKE_UPDATE_LABELS, 0);
+	assert_non_null(c);
+	assert_string_equal(c->arg, "+Acks::NACKed -Acks::ACKed");
+	assert_true(strlist_find(&b->ff.labels, "keep") >= 0);
+	assert_true(action_done(b, mid, 2000));
+	assert_true(action_done(b, mid, 2001));
+	assert_int_equal(fakeforge_count(&b->ff, FAKE_APPROVE), 0);
+}
+
+static void forge_5xx_waits_for_retry(void **state)
+{
+	struct bed *b = *state;
+	struct inbound_stats s;
+	int attempts = 0;
+	char mid[64];
+
+	fakeforge_script(&b->ff, FAKE_CREATE_DISCUSSION, FAKE_5XX, 0,
+			 "503 Service Unavailable");
+	spool_reply(b, mid, sizeof(mid), BOB, DKIM_PASS, NULL, NULL,
+		    "Looks right.\n\n" ACK);
+	run(b, NOW);
+	assert_int_equal(row(b, mid, &attempts), STORE_INBOUND_FAILED);
+	assert_int_equal(attempts, 1);
+	inbound_get_stats(&s, b->ib);
+	assert_int_equal(s.retried, 1);
+	assert_int_equal(s.dead, 0);
+	assert_int_equal(dead(b), 0);
+
+	/* Not due before its backoff; then it lands. */
+	fakeforge_clear_calls(&b->ff);
+	run(b, NOW);
+	assert_int_equal(b->ff.nr_calls, 0);
+	run(b, NOW + 10);
+	assert_int_equal(row(b, mid, NULL), STORE_INBOUND_APPLIED);
+	assert_int_equal(b->ff.approvals, 1);
+	assert_int_equal(b->ff.nr_notes, 1);
+}
+
+static void expired_token_waits_uncounted(void **state)
+{
+	struct bed *b = *state;
+	struct inbound_stats s;
+	int attempts = 99, k;
+	char mid[64];
+
+	for (k = 0; k < 5; k++)
+		fakeforge_script(&b->ff, FAKE_CREATE_DISCUSSION, FAKE_TOKEN, 0,
+				 "Token is expired");
+	spool_reply(b, mid, sizeof(mid), BOB, DKIM_PASS, NULL, NULL,
+		    "Looks right.\n\n" ACK);
+	/* More tries than max_attempts: an operator's problem is never
+	 * the mail's dead letter. */
+	for (k = 0; k < 5; k++)
+		run(b, NOW + 10 * k);
+	assert_int_equal(row(b, mid, &attempts), STORE_INBOUND_FAILED);
+	assert_int_equal(attempts, 0);
+	inbound_get_stats(&s, b->ib);
+	assert_int_equal(s.dead, 0);
+	assert_int_equal(dead(b), 0);
+	assert_int_equal(b->ff.approvals, 0);
+	assert_int_equal(forge_token_problem(&b->ff.base), FORGE_TOKEN_EXPIRED);
+
+	/* A new token: it lands. */
+	run(b, NOW + 100);
+	assert_int_equal(row(b, mid, NULL), STORE_INBOUND_APPLIED);
+	assert_int_equal(b->ff.approvals, 1);
+	assert_int_equal(forge_token_problem(&b->ff.base), FORGE_TOKEN_OK);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(verified_ack_approves),
+		T(ack_from_parent_is_a_quotation),
+		T(two_mrs_in_headers_stays_with_parent),
+		T(nak_labels),
+		T(forge_5xx_waits_for_retry),
+		T(expired_token_waits_uncounted),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
