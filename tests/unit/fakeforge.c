@@ -173,6 +173,7 @@ static int fake_list_versions(struct forge_version_list *out, struct forge *f,
 	out->items[0].id = 1;
 	out->items[0].head_sha = xstrdup(ff->version_head);
 	out->items[0].patch_id_sha = dup_or_null(ff->version_patch_id);
+	out->items[0].base_sha = dup_or_null(ff->version_base);
 	return 0;
 }
 

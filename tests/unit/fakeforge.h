@@ -107,9 +107,12 @@ struct fakeforge {
 	 * labels update_labels leaves. */
 	const char *mr_state; /* NULL: "opened" */
 	struct strlist labels;
-	/* What list_versions answers (newest only); NULL: no versions. */
+	/* What list_versions answers (newest only); NULL: no versions.
+	 * The base NULL: a version without one, which outbound_mr() takes
+	 * for none yet. */
 	const char *version_head;
 	const char *version_patch_id;
+	const char *version_base;
 	unsigned approvals; /* approvals that landed */
 	/* What list_mrs reports, each once, in this order (borrowed). */
 	const struct forge_mr *mrs;
