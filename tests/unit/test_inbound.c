@@ -10,6 +10,7 @@
  */
 #include "cmocka_all.h"
 #include "core/config.h"
+#include "core/metrics.h"
 #include "fakeforge.h"
 #include "inbound/inbound.h"
 #include "mail/mail.h"
@@ -224,6 +225,7 @@ static int setup(void **state)
 	b->ff.version_head = HEAD;
 	b->ff.version_patch_id = HEAD;
 	mailed(b, 7, COVER7, PATCH7);
+	metrics_reset();
 	*state = b;
 	return 0;
 }
@@ -349,6 +351,29 @@ static const char *note_of(struct bed *b, const char *mid)
 	return NULL;
 }
 
+/* The value of one series in the daemon's exposition, -1 when absent. */
+static long metric(const char *series)
+{
+	struct buf out = BUF_INIT(1 << 20);
+	const char *at;
+	long v = -1;
+
+	assert_int_equal(metrics_render(&out, METRIC_DAEMON), 0);
+	at = out.data ? strstr(out.data, series) : NULL;
+	if (at && at[strlen(series)] == ' ')
+		v = strtol(at + strlen(series) + 1, NULL, 10);
+	buf_release(&out);
+	return v;
+}
+
+#define ON "{project=\"" PROJECT "\"}"
+#define RECEIVED "patchbridge_replies_received_total{result=\"journaled\"}"
+#define APPLIED "patchbridge_replies_applied_total" ON
+#define RETRIED "patchbridge_replies_retried_total" ON
+#define NAKS "patchbridge_naks_total" ON
+#define MADE "patchbridge_approvals_made_total" ON
+#define REFUSED(r) "patchbridge_approvals_refused_total{reason=\"" r "\"}"
+
 static size_t dead(struct bed *b)
 {
 	size_t n = 99;
@@ -381,6 +406,9 @@ static void verified_ack_approves(void **state)
 	assert_int_equal(s.ingested, 1);
 	assert_int_equal(s.applied, 1);
 	assert_int_equal(dead(b), 0);
+	assert_int_equal(metric(RECEIVED), 1);
+	assert_int_equal(metric(APPLIED), 1);
+	assert_int_equal(metric(MADE), 1);
 
 	/* Run again: an applied row is never due, nothing more asked. */
 	fakeforge_clear_calls(&b->ff);
@@ -410,6 +438,9 @@ static void ack_from_parent_is_a_quotation(void **state)
 	assert_non_null(
 		strstr(note_of(b, mid), "is in a mail this one answers"));
 	assert_int_equal(dead(b), 0);
+	assert_int_equal(metric(REFUSED("quoted")), 1);
+	assert_int_equal(metric(APPLIED), 2);
+	assert_true(metric(MADE) <= 0);
 }
 
 static void two_mrs_in_headers_stays_with_parent(void **state)
@@ -436,6 +467,7 @@ static void two_mrs_in_headers_stays_with_parent(void **state)
 	}
 	assert_non_null(
 		strstr(note_of(b, mid), "do not agree on one merge request"));
+	assert_int_equal(metric(REFUSED("thread_conflict")), 1);
 	assert_int_equal(row(b, mid, NULL), STORE_INBOUND_APPLIED);
 }
 
@@ -457,6 +489,7 @@ static void nak_labels(void **state)
 	assert_true(strlist_find(&b->ff.labels, "keep") >= 0);
 	assert_true(action_done(b, mid, 2000));
 	assert_true(action_done(b, mid, 2001));
+	assert_int_equal(metric(NAKS), 1);
 	assert_int_equal(fakeforge_count(&b->ff, FAKE_APPROVE), 0);
 }
 
@@ -478,6 +511,8 @@ static void forge_5xx_waits_for_retry(void **state)
 	assert_int_equal(s.retried, 1);
 	assert_int_equal(s.dead, 0);
 	assert_int_equal(dead(b), 0);
+	assert_int_equal(metric(RETRIED), 1);
+	assert_true(metric(APPLIED) <= 0);
 
 	/* Not due before its backoff; then it lands. */
 	fakeforge_clear_calls(&b->ff);
@@ -487,6 +522,8 @@ static void forge_5xx_waits_for_retry(void **state)
 	assert_int_equal(row(b, mid, NULL), STORE_INBOUND_APPLIED);
 	assert_int_equal(b->ff.approvals, 1);
 	assert_int_equal(b->ff.nr_notes, 1);
+	assert_int_equal(metric(APPLIED), 1);
+	assert_int_equal(metric(RETRIED), 1);
 }
 
 static void expired_token_waits_uncounted(void **state)
