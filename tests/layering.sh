@@ -78,7 +78,7 @@ check_tree() { # top [milter-binary]
 	confine 'gmime/' 'bridge/mail/mail'
 	confine 'glib\.h|glib/' 'bridge/mail/mail|bridge/mail/digest'
 	confine 'yaml\.h' 'bridge/core/owners'
-	confine 'microhttpd' 'bridge/forge/webhook'
+	confine 'microhttpd' 'bridge/forge/httpd'
 	confine 'libmilter/' 'milter/glue'
 	# SQL text only in the store and its engine drivers.
 	sql='"[^"]*\b(SELECT [^"]*FROM|INSERT INTO|UPDATE [a-z_]+ SET|DELETE FROM|CREATE (UNIQUE )?(TABLE|INDEX)|ALTER TABLE|DROP TABLE|PRAGMA [a-z_]+|BEGIN (IMMEDIATE|TRANSACTION)|SAVEPOINT |ROLLBACK|COMMIT\b)'

@@ -3,7 +3,7 @@
 #include "core/config.h"
 #include "core/health.h"
 #include "core/metrics.h"
-#include "forge/webhook.h"
+#include "forge/statusd.h"
 #include "outbound/submit.h"
 #include "state/spool.h"
 #include "state/store.h"

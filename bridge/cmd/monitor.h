@@ -2,7 +2,7 @@
  * monitor - the daemon's status server: /metrics, /healthz, /readyz.
  *
  * With [metrics] enabled, `patchbridge run` serves on [metrics] listen
- * (loopback by default; forge/webhook.h's status server, so
+ * (loopback by default; forge/statusd.h, on forge/httpd.h, so
  * libmicrohttpd stays behind one module):
  *
  *   /metrics  the Prometheus text exposition format (0.0.4): the

@@ -1,5 +1,6 @@
 #include "forge/webhook.h"
 
+#include "forge/httpd.h"
 #include "forge/json.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -11,26 +12,14 @@
 #include "util/scan.h"
 #include "util/xalloc.h"
 
-#include <microhttpd.h>
-
 #include <errno.h>
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
-/* libmicrohttpd's per-connection pool: request line and headers. */
-#define WH_CONN_MEMORY (32 * 1024)
-#define WH_LISTEN_BACKLOG 64
 #define WH_PEER_MAX 64
 #define WH_DEDUPE_MAX (1024 * 1024)
 
@@ -57,247 +46,8 @@ struct lru {
 	uint32_t newest, oldest;
 };
 
-/*
- * The connection guard of both listeners: slowloris.  libmicrohttpd's
- * idle timeout restarts at every byte, and a full server refuses the
- * newest connection, so a local user with a few dozen clients that send
- * nothing, or one byte a second, could hold every slot for ever and keep
- * /healthz (and GitLab's deliveries) out.  The guard keeps a list of the
- * server's connections, oldest first, and
- *
- *   - gives each one header_ms to deliver a whole request head, from its
- *     connect or from the end of its previous request, however it
- *     trickles: a reaper thread shuts down one that is late;
- *   - when more than limit are open, shuts down the oldest one that is
- *     not being answered: a new client always gets a slot, and to keep
- *     it from the health check an attacker would have to open limit
- *     connections between the check's connect and its request.
- *
- * A connection is cut with shutdown(2) on a descriptor of our own (a
- * dup() of its socket, taken when it starts): libmicrohttpd sees the end
- * of the stream and closes it in its own thread, and the socket cannot
- * be another one's by then, since our descriptor keeps it until the
- * connection's close notice.  No per-address limit: on loopback, and
- * behind a TLS terminator, the health check, GitLab and an attacker all
- * come from one address.
- */
-struct guard_conn {
-	struct guard_conn *prev, *next; /* the list, oldest first */
-	int fd; /* our dup() of the socket; -1: none */
-	int busy; /* its request head is in: being answered */
-	int cut; /* shut down already */
-	int64_t since_ms; /* connected, or its last request done */
-};
-
-struct guard {
-	pthread_mutex_t lock;
-	pthread_cond_t wake;
-	pthread_t reaper;
-	int started, stop;
-	struct guard_conn list; /* sentinel */
-	unsigned count, limit;
-	int64_t header_ms;
-	const char *name; /* the server's, in the log */
-};
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void guard_unlink(struct guard_conn *c)
-{
-	c->prev->next = c->next;
-	c->next->prev = c->prev;
-}
-
-static void guard_append(struct guard *g, struct guard_conn *c)
-{
-	c->next = &g->list;
-	c->prev = g->list.prev;
-	g->list.prev->next = c;
-	g->list.prev = c;
-}
-
-/* Shut c down (the lock held); libmicrohttpd closes it. */
-static void guard_cut(struct guard_conn *c)
-{
-	if (c->cut || c->fd < 0)
-		return;
-	c->cut = 1;
-	shutdown(c->fd, SHUT_RDWR);
-}
-
-static void *guard_reap(void *arg)
-{
-	struct guard *g = arg;
-	struct guard_conn *c;
-	struct timespec until;
-	int64_t now, tick = g->header_ms / 4;
-	unsigned late;
-
-	if (tick < 50)
-		tick = 50;
-	if (tick > 500)
-		tick = 500;
-	pthread_mutex_lock(&g->lock);
-	while (!g->stop) {
-		now = mono_ms();
-		late = 0;
-		for (c = g->list.next; c != &g->list; c = c->next)
-			if (!c->busy && !c->cut &&
-			    now - c->since_ms >= g->header_ms) {
-				guard_cut(c);
-				late++;
-			}
-		if (late)
-			log_info("%s: closed %u connection%s that sent no "
-				 "whole request in %lld ms",
-				 g->name, late, late == 1 ? "" : "s",
-				 (long long)g->header_ms);
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += (time_t)(tick / 1000);
-		until.tv_nsec += (long)(tick % 1000) * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&g->wake, &g->lock, &until);
-	}
-	pthread_mutex_unlock(&g->lock);
-	return NULL;
-}
-
-static int guard_start(struct guard *g, unsigned limit, unsigned header_s,
-		       const char *name)
-{
-	pthread_condattr_t ca;
-
-	memset(g, 0, sizeof(*g));
-	g->list.next = g->list.prev = &g->list;
-	g->limit = limit;
-	g->header_ms = (int64_t)header_s * 1000;
-	g->name = name;
-	pthread_mutex_init(&g->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&g->wake, &ca);
-	pthread_condattr_destroy(&ca);
-	if (pthread_create(&g->reaper, NULL, guard_reap, g))
-		return err_set(PB_ERROR, "%s: cannot start a thread", name);
-	g->started = 1;
-	return 0;
-}
-
-/* After the server stopped: the reaper and what is left of the list. */
-static void guard_stop(struct guard *g)
-{
-	struct guard_conn *c;
-
-	if (!g->list.next)
-		return; /* never started */
-	if (g->started) {
-		pthread_mutex_lock(&g->lock);
-		g->stop = 1;
-		pthread_cond_signal(&g->wake);
-		pthread_mutex_unlock(&g->lock);
-		pthread_join(g->reaper, NULL);
-	}
-	while ((c = g->list.next) != &g->list) {
-		guard_unlink(c);
-		if (c->fd >= 0)
-			close(c->fd);
-		free(c);
-	}
-	pthread_cond_destroy(&g->wake);
-	pthread_mutex_destroy(&g->lock);
-	memset(g, 0, sizeof(*g));
-}
-
-/* MHD_OPTION_NOTIFY_CONNECTION: a connection starts or is closed. */
-static void guard_notify(void *cls, struct MHD_Connection *conn,
-			 void **socket_context,
-			 enum MHD_ConnectionNotificationCode toe)
-{
-	struct guard *g = cls;
-	struct guard_conn *c = *socket_context, *old;
-	const union MHD_ConnectionInfo *ci;
-
-	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
-		if (!c)
-			return;
-		pthread_mutex_lock(&g->lock);
-		guard_unlink(c);
-		g->count--;
-		pthread_mutex_unlock(&g->lock);
-		if (c->fd >= 0)
-			close(c->fd);
-		free(c);
-		*socket_context = NULL;
-		return;
-	}
-	c = xcalloc(1, sizeof(*c));
-	c->fd = -1;
-	c->since_ms = mono_ms();
-	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-	if (ci)
-		c->fd = fcntl(ci->connect_fd, F_DUPFD_CLOEXEC, 0);
-	if (c->fd < 0 && ci) {
-		/* Out of descriptors: this one cannot be watched, so it is
-		 * not kept (we are in its thread, its socket is valid). */
-		shutdown(ci->connect_fd, SHUT_RDWR);
-		c->cut = 1;
-	}
-	*socket_context = c;
-	pthread_mutex_lock(&g->lock);
-	guard_append(g, c);
-	g->count++;
-	if (g->count > g->limit) {
-		/* Full: the oldest that is not being answered makes room,
-		 * else the oldest of all. */
-		for (old = g->list.next; old != c; old = old->next)
-			if (!old->busy && !old->cut)
-				break;
-		if (old == c)
-			for (old = g->list.next; old != c && old->cut;
-			     old = old->next)
-				;
-		if (old != c)
-			guard_cut(old);
-	}
-	pthread_mutex_unlock(&g->lock);
-}
-
-/* A request's head is in (busy), or its answer is done (idle again: the
- * connection's next request head must come within header_ms). */
-static void guard_busy(struct guard *g, struct MHD_Connection *conn, int busy)
-{
-	const union MHD_ConnectionInfo *ci;
-	struct guard_conn *c;
-
-	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	if (!ci || !ci->socket_context)
-		return;
-	c = ci->socket_context;
-	pthread_mutex_lock(&g->lock);
-	c->busy = busy;
-	if (!busy) {
-		c->since_ms = mono_ms();
-		/* the newest idle connection now: last in line to go */
-		guard_unlink(c);
-		guard_append(g, c);
-	}
-	pthread_mutex_unlock(&g->lock);
-}
-
 struct webhook {
-	struct MHD_Daemon *daemon;
-	struct guard guard; /* slowloris */
-	int listen_fd; /* ours until MHD starts with it */
-	unsigned port;
+	struct httpd *httpd;
 	char *path;
 	size_t max_request;
 	unsigned timeout_s;
@@ -709,73 +459,21 @@ out:
 }
 
 /*
- * The server.
+ * The server's side of a delivery (httpd.h carries the HTTP).
  */
-
-/* cls: the server's name for the log ("webhook", "status server"). */
-__attribute__((format(printf, 2, 0))) static void
-mhd_log(void *cls, const char *fmt, va_list ap)
-{
-	char line[512], clean[512];
-	size_t n;
-
-	vsnprintf(line, sizeof(line), fmt, ap);
-	n = strlen(line);
-	while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-		n--;
-	log_notice("%s: libmicrohttpd: %s", (const char *)cls,
-		   printable_copy(clean, sizeof(clean), line, n));
-}
-
-static void peer_name(char *dst, size_t size, struct MHD_Connection *conn)
-{
-	const union MHD_ConnectionInfo *ci;
-	char host[WH_PEER_MAX];
-	socklen_t len;
-
-	snprintf(dst, size, "?");
-	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	if (!ci || !ci->client_addr)
-		return;
-	len = ci->client_addr->sa_family == AF_INET6 ?
-		      sizeof(struct sockaddr_in6) :
-		      sizeof(struct sockaddr_in);
-	if (getnameinfo(ci->client_addr, len, host, sizeof(host), NULL, 0,
-			NI_NUMERICHOST) == 0)
-		snprintf(dst, size, "%s", host);
-}
-
-static const char *header(struct MHD_Connection *conn, const char *name)
-{
-	return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
-}
 
 /*
  * Queue a short text/plain answer.  close: the connection ends after it
- * (libmicrohttpd honours our "Connection: close").
+ * (HTTPD_CLOSE: "Connection: close").
  */
-static enum MHD_Result answer(struct wh_req *r, struct MHD_Connection *conn,
-			      unsigned status, const char *text, int close)
+static int answer(struct wh_req *r, struct httpd_req *req, unsigned status,
+		  const char *text, int close)
 {
-	struct MHD_Response *resp;
-	enum MHD_Result ret;
-
 	r->answered = 1;
-	/* PERSISTENT: the text is a literal, never copied or freed. */
-	resp = MHD_create_response_from_buffer(strlen(text), (void *)text,
-					       MHD_RESPMEM_PERSISTENT);
-	if (!resp)
-		return MHD_NO;
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-				"text/plain; charset=utf-8");
-	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "POST");
-	if (close)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION,
-					"close");
-	ret = MHD_queue_response(conn, status, resp);
-	MHD_destroy_response(resp);
-	return ret;
+	return httpd_answer(req, status, "text/plain; charset=utf-8", text,
+			    strlen(text),
+			    status == HTTPD_METHOD_NOT_ALLOWED ? "POST" : NULL,
+			    HTTPD_STATIC | (close ? HTTPD_CLOSE : 0));
 }
 
 static void count(struct webhook *wh, uint64_t *counter)
@@ -788,17 +486,16 @@ static void count(struct webhook *wh, uint64_t *counter)
 }
 
 /* A refusal before the body is read: log, count, answer, close. */
-static enum MHD_Result refuse(struct webhook *wh, struct wh_req *r,
-			      struct MHD_Connection *conn, unsigned status,
-			      const char *text, const char *why)
+static int refuse(struct webhook *wh, struct wh_req *r, struct httpd_req *req,
+		  unsigned status, const char *text, const char *why)
 {
-	int prio = status == MHD_HTTP_UNAUTHORIZED ? LOG_WARNING : LOG_NOTICE;
+	int prio = status == HTTPD_UNAUTHORIZED ? LOG_WARNING : LOG_NOTICE;
 
 	log_msg(prio, "webhook: %s: %u, %s", r->peer, status, why);
-	count(wh, status == MHD_HTTP_UNAUTHORIZED ? &wh->stats.unauthorized :
-		  status == MHD_HTTP_SERVICE_UNAVAILABLE ? NULL :
-							   &wh->stats.rejected);
-	return answer(r, conn, status, text, 1);
+	count(wh, status == HTTPD_UNAUTHORIZED ? &wh->stats.unauthorized :
+		  status == HTTPD_SERVICE_UNAVAILABLE ? NULL :
+							&wh->stats.rejected);
+	return answer(r, req, status, text, 1);
 }
 
 /* "application/json", optionally with parameters (charset=utf-8). */
@@ -816,14 +513,14 @@ static int is_json_type(const char *v)
 }
 
 /* The delivery key into r->key ("i:"/"e:" prefixed); 0 or -1 if bad. */
-static int take_key(struct wh_req *r, struct MHD_Connection *conn)
+static int take_key(struct wh_req *r, struct httpd_req *req)
 {
-	const char *v = header(conn, "Idempotency-Key");
+	const char *v = httpd_header(req, "Idempotency-Key");
 	const char *prefix = "i:";
 	size_t len;
 
 	if (!v || !*v) {
-		v = header(conn, "X-Gitlab-Event-UUID");
+		v = httpd_header(req, "X-Gitlab-Event-UUID");
 		prefix = "e:";
 	}
 	if (!v || !*v)
@@ -836,9 +533,9 @@ static int take_key(struct wh_req *r, struct MHD_Connection *conn)
 }
 
 /* The first call: everything that can be decided from the headers. */
-static enum MHD_Result on_headers(struct webhook *wh, struct wh_req *r,
-				  struct MHD_Connection *conn, const char *url,
-				  const char *method)
+static int on_headers(struct webhook *wh, struct wh_req *r,
+		      struct httpd_req *req, const char *url,
+		      const char *method)
 {
 	unsigned char given[WEBHOOK_SECRET_MAX];
 	char shown[PB_LOG_QUOTE_MAX], shown2[PB_LOG_QUOTE_MAX];
@@ -851,7 +548,7 @@ static enum MHD_Result on_headers(struct webhook *wh, struct wh_req *r,
 	stopping = wh->stopping;
 	pthread_mutex_unlock(&wh->lock);
 	if (stopping)
-		return refuse(wh, r, conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+		return refuse(wh, r, req, HTTPD_SERVICE_UNAVAILABLE,
 			      "shutting down\n", "shutting down");
 	if (strcmp(url, wh->path)) {
 		log_debug("webhook: %s: 404 for %s %s", r->peer,
@@ -860,14 +557,14 @@ static enum MHD_Result on_headers(struct webhook *wh, struct wh_req *r,
 			  printable_copy(shown2, sizeof(shown2), url,
 					 strlen(url)));
 		count(wh, &wh->stats.rejected);
-		return answer(r, conn, MHD_HTTP_NOT_FOUND, "not found\n", 0);
+		return answer(r, req, HTTPD_NOT_FOUND, "not found\n", 0);
 	}
-	if (strcmp(method, MHD_HTTP_METHOD_POST)) {
+	if (strcmp(method, "POST")) {
 		log_debug("webhook: %s: 405 for %s", r->peer,
 			  printable_copy(shown, sizeof(shown), method,
 					 strlen(method)));
 		count(wh, &wh->stats.rejected);
-		return answer(r, conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+		return answer(r, req, HTTPD_METHOD_NOT_ALLOWED,
 			      "method not allowed\n", 0);
 	}
 
@@ -877,21 +574,21 @@ static enum MHD_Result on_headers(struct webhook *wh, struct wh_req *r,
 	 * WEBHOOK_SECRET_MAX, so neither a differing byte nor a differing
 	 * length ends the comparison early.
 	 */
-	token = header(conn, "X-Gitlab-Token");
+	token = httpd_header(req, "X-Gitlab-Token");
 	ct_pad(given, &given_len, token ? token : "");
 	ok = ct_equal(wh->secret, wh->secret_len, given, given_len);
 	explicit_bzero(given, sizeof(given));
 	if (!token)
-		return refuse(wh, r, conn, MHD_HTTP_UNAUTHORIZED,
-			      "unauthorized\n", "no X-Gitlab-Token");
+		return refuse(wh, r, req, HTTPD_UNAUTHORIZED, "unauthorized\n",
+			      "no X-Gitlab-Token");
 	if (!ok)
-		return refuse(wh, r, conn, MHD_HTTP_UNAUTHORIZED,
-			      "unauthorized\n", "wrong X-Gitlab-Token");
+		return refuse(wh, r, req, HTTPD_UNAUTHORIZED, "unauthorized\n",
+			      "wrong X-Gitlab-Token");
 
-	cl = header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	cl = httpd_header(req, "Content-Length");
 	if (cl) {
 		if (!mem_to_u64(cl, strlen(cl), UINT64_MAX, &length))
-			return refuse(wh, r, conn, MHD_HTTP_BAD_REQUEST,
+			return refuse(wh, r, req, HTTPD_BAD_REQUEST,
 				      "bad Content-Length\n",
 				      "bad Content-Length");
 		if (length > WEBHOOK_DISCARD_MAX) {
@@ -901,35 +598,35 @@ static enum MHD_Result on_headers(struct webhook *wh, struct wh_req *r,
 				 "body of %llu bytes, more than GitLab ever "
 				 "sends",
 				 (unsigned long long)length);
-			return refuse(wh, r, conn, MHD_HTTP_CONTENT_TOO_LARGE,
+			return refuse(wh, r, req, HTTPD_CONTENT_TOO_LARGE,
 				      "payload too large\n", why);
 		}
 		if (length > wh->max_request) {
-			event = header(conn, "X-Gitlab-Event");
+			event = httpd_header(req, "X-Gitlab-Event");
 			printable_copy(r->event, sizeof(r->event),
 				       event ? event : "?",
 				       strlen(event ? event : "?"));
 			r->discarding = 1;
-			return MHD_YES;
+			return 0;
 		}
 		if (buf_grow(&r->body, (size_t)length))
 			BUG("body cap checked above");
 	}
-	if (!is_json_type(header(conn, MHD_HTTP_HEADER_CONTENT_TYPE)))
-		return refuse(wh, r, conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+	if (!is_json_type(httpd_header(req, "Content-Type")))
+		return refuse(wh, r, req, HTTPD_UNSUPPORTED_MEDIA_TYPE,
 			      "expected application/json\n",
 			      "Content-Type is not application/json");
-	event = header(conn, "X-Gitlab-Event");
+	event = httpd_header(req, "X-Gitlab-Event");
 	if (!event || !*event)
-		return refuse(wh, r, conn, MHD_HTTP_BAD_REQUEST,
+		return refuse(wh, r, req, HTTPD_BAD_REQUEST,
 			      "no X-Gitlab-Event\n", "no X-Gitlab-Event");
 	printable_copy(r->event, sizeof(r->event), event, strlen(event));
-	if (take_key(r, conn))
-		return refuse(wh, r, conn, MHD_HTTP_BAD_REQUEST,
+	if (take_key(r, req))
+		return refuse(wh, r, req, HTTPD_BAD_REQUEST,
 			      "bad delivery key\n",
 			      "Idempotency-Key or X-Gitlab-Event-UUID "
 			      "too long or unprintable");
-	return MHD_YES;
+	return 0;
 }
 
 /* Log one line for an event; ctx is "project!iid". */
@@ -972,8 +669,8 @@ static void log_event(int prio, const struct wh_req *r,
  * thrown away, the answer is 200, and the log says so: polling reads the
  * MR in any case.
  */
-static enum MHD_Result on_oversized(struct webhook *wh, struct wh_req *r,
-				    struct MHD_Connection *conn)
+static int on_oversized(struct webhook *wh, struct wh_req *r,
+			struct httpd_req *req)
 {
 	log_warn("webhook: %s: %s of %llu bytes over [webhook] "
 		 "max_request_size (%zu): answered 200 and not read; the next "
@@ -981,11 +678,10 @@ static enum MHD_Result on_oversized(struct webhook *wh, struct wh_req *r,
 		 r->peer, r->event, (unsigned long long)r->discarded,
 		 wh->max_request);
 	count(wh, &wh->stats.oversized);
-	return answer(r, conn, MHD_HTTP_OK, "too large, ignored\n", 0);
+	return answer(r, req, HTTPD_OK, "too large, ignored\n", 0);
 }
 
-static enum MHD_Result on_body(struct webhook *wh, struct wh_req *r,
-			       struct MHD_Connection *conn)
+static int on_body(struct webhook *wh, struct wh_req *r, struct httpd_req *req)
 {
 	struct webhook_event ev;
 	char why[PB_LOG_QUOTE_MAX];
@@ -998,8 +694,7 @@ static enum MHD_Result on_body(struct webhook *wh, struct wh_req *r,
 			   printable_copy(why, sizeof(why), err_msg(),
 					  strlen(err_msg())));
 		count(wh, &wh->stats.rejected);
-		return answer(r, conn, MHD_HTTP_BAD_REQUEST, "bad payload\n",
-			      0);
+		return answer(r, req, HTTPD_BAD_REQUEST, "bad payload\n", 0);
 	}
 	if (ev.kind == WEBHOOK_IGNORED) {
 		/* 2xx: GitLab disables hooks that keep failing. */
@@ -1007,7 +702,7 @@ static enum MHD_Result on_body(struct webhook *wh, struct wh_req *r,
 			  r->event, ev.noteable_type[0] ? " on " : "",
 			  ev.noteable_type);
 		count(wh, &wh->stats.ignored);
-		return answer(r, conn, MHD_HTTP_OK, "ignored\n", 0);
+		return answer(r, req, HTTPD_OK, "ignored\n", 0);
 	}
 	if (r->key[0])
 		snprintf(ev.delivery, sizeof(ev.delivery), "%s", r->key + 2);
@@ -1019,8 +714,8 @@ static enum MHD_Result on_body(struct webhook *wh, struct wh_req *r,
 		lru_touch(&wh->seen, seen);
 		wh->stats.duplicates++;
 		pthread_mutex_unlock(&wh->lock);
-		log_event(LOG_INFO, r, &ev, MHD_HTTP_OK, "duplicate, ignored");
-		return answer(r, conn, MHD_HTTP_OK, "duplicate\n", 0);
+		log_event(LOG_INFO, r, &ev, HTTPD_OK, "duplicate, ignored");
+		return answer(r, req, HTTPD_OK, "duplicate\n", 0);
 	}
 	/* Under the lock: a concurrent retry of the same delivery waits
 	 * here and then finds the key.  The callback only enqueues. */
@@ -1035,42 +730,37 @@ static enum MHD_Result on_body(struct webhook *wh, struct wh_req *r,
 	pthread_mutex_unlock(&wh->lock);
 
 	if (rc) {
-		log_event(LOG_WARNING, r, &ev, MHD_HTTP_SERVICE_UNAVAILABLE,
+		log_event(LOG_WARNING, r, &ev, HTTPD_SERVICE_UNAVAILABLE,
 			  "could not queue");
-		return answer(r, conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+		return answer(r, req, HTTPD_SERVICE_UNAVAILABLE,
 			      "try again later\n", 0);
 	}
-	log_event(LOG_INFO, r, &ev, MHD_HTTP_OK,
+	log_event(LOG_INFO, r, &ev, HTTPD_OK,
 		  r->key[0] ? "queued" : "queued (no delivery key)");
-	return answer(r, conn, MHD_HTTP_OK, "ok\n", 0);
+	return answer(r, req, HTTPD_OK, "ok\n", 0);
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
-				  const char *url, const char *method,
-				  const char *version, const char *upload,
-				  size_t *upload_size, void **con_cls)
+static int on_request(struct httpd_req *req, enum httpd_call call,
+		      const char *upload, size_t upload_size, void *arg)
 {
-	struct webhook *wh = cls;
-	struct wh_req *r = *con_cls;
+	struct webhook *wh = arg;
+	struct wh_req *r = httpd_req_data(req);
 
-	if (!r) {
+	if (call == HTTPD_HEAD) {
 		r = xcalloc(1, sizeof(*r));
 		buf_init(&r->body, wh->max_request);
-		peer_name(r->peer, sizeof(r->peer), conn);
-		*con_cls = r;
-		guard_busy(&wh->guard, conn, 1);
+		httpd_peer(req, r->peer, sizeof(r->peer));
+		httpd_req_set_data(req, r);
 		pthread_mutex_lock(&wh->lock);
 		wh->stats.inflight++;
 		pthread_mutex_unlock(&wh->lock);
-		return on_headers(wh, r, conn, url, method);
+		return on_headers(wh, r, req, httpd_url(req),
+				  httpd_method(req));
 	}
-	if (r->answered) {
-		*upload_size = 0;
-		return MHD_YES;
-	}
-	if (*upload_size && r->discarding) {
-		r->discarded += *upload_size;
-		*upload_size = 0;
+	if (r->answered)
+		return 0;
+	if (upload_size && r->discarding) {
+		r->discarded += upload_size;
 		if (r->discarded > WEBHOOK_DISCARD_MAX) {
 			/* More than GitLab ever sends: not GitLab. */
 			log_notice("webhook: %s: body over %d bytes, "
@@ -1078,33 +768,30 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 				   r->peer, WEBHOOK_DISCARD_MAX);
 			count(wh, &wh->stats.rejected);
 			r->answered = 1;
-			return MHD_NO;
+			return -1;
 		}
-		return MHD_YES;
+		return 0;
 	}
-	if (*upload_size) {
-		if (buf_add(&r->body, upload, *upload_size)) {
+	if (upload_size) {
+		if (buf_add(&r->body, upload, upload_size)) {
 			/* A chunked body past the cap: the rest is thrown
 			 * away, as for a Content-Length over it. */
 			r->discarding = 1;
-			r->discarded = r->body.len + *upload_size;
+			r->discarded = r->body.len + upload_size;
 			buf_reset(&r->body);
 		}
-		*upload_size = 0;
-		return MHD_YES;
+		return 0;
 	}
 	if (r->discarding)
-		return on_oversized(wh, r, conn);
-	return on_body(wh, r, conn);
+		return on_oversized(wh, r, req);
+	return on_body(wh, r, req);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-			 enum MHD_RequestTerminationCode toe)
+static void on_done(struct httpd_req *req, enum httpd_end how, void *arg)
 {
-	struct webhook *wh = cls;
-	struct wh_req *r = *con_cls;
+	struct webhook *wh = arg;
+	struct wh_req *r = httpd_req_data(req);
 
-	guard_busy(&wh->guard, conn, 0);
 	if (!r)
 		return;
 	if (!r->answered) {
@@ -1112,16 +799,14 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		log_notice("webhook: %s: request dropped before it was "
 			   "complete (%s)",
 			   r->peer,
-			   toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ?
-				   "timeout" :
-			   toe == MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN ?
-				   "shutdown" :
-				   "connection closed");
+			   how == HTTPD_END_TIMEOUT  ? "timeout" :
+			   how == HTTPD_END_SHUTDOWN ? "shutdown" :
+						       "connection closed");
 		count(wh, NULL);
 	}
 	buf_release(&r->body);
 	free(r);
-	*con_cls = NULL;
+	httpd_req_set_data(req, NULL);
 	pthread_mutex_lock(&wh->lock);
 	if (--wh->stats.inflight == 0)
 		pthread_cond_broadcast(&wh->drained);
@@ -1131,100 +816,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 /*
  * Setup and teardown.
  */
-
-/* Split "host:port" / "[v6]:port" into host and port (0 allowed). */
-static int split_listen(char **host, char **port, const char *addr)
-{
-	const char *colon, *h = addr, *hend;
-	uint64_t n;
-	size_t len;
-
-	*host = *port = NULL;
-	colon = strrchr(addr, ':');
-	if (!colon)
-		goto bad;
-	hend = colon;
-	if (h[0] == '[') {
-		if (colon == h || colon[-1] != ']')
-			goto bad;
-		h++;
-		hend--;
-	}
-	len = strlen(colon + 1);
-	if (hend <= h || !mem_to_u64(colon + 1, len, 65535, &n))
-		goto bad;
-	*host = xstrndup(h, (size_t)(hend - h));
-	*port = xstrdup(colon + 1);
-	return 0;
-bad:
-	return err_set(PB_EINVAL, "listen address \"%s\": expected host:port",
-		       addr);
-}
-
-/* A listening, non-blocking socket; the port bound in *port. */
-static int listen_on(int *fd_out, unsigned *port, const char *addr)
-{
-	struct addrinfo hints, *res = NULL, *ai;
-	struct sockaddr_storage ss;
-	socklen_t sslen = sizeof(ss);
-	char *host, *service;
-	int rc, fd = -1, one = 1, saved = 0;
-
-	*fd_out = -1;
-	rc = split_listen(&host, &service, addr);
-	if (rc)
-		return rc;
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-	rc = getaddrinfo(host, service, &hints, &res);
-	if (rc) {
-		rc = err_set(rc == EAI_AGAIN ? PB_ETEMP : PB_EINVAL,
-			     "listen address \"%s\": %s", addr,
-			     gai_strerror(rc));
-		goto out;
-	}
-	for (ai = res; ai; ai = ai->ai_next) {
-		fd = socket(ai->ai_family,
-			    ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-			    ai->ai_protocol);
-		if (fd < 0) {
-			saved = errno;
-			continue;
-		}
-		/* A restarted daemon must not wait out TIME_WAIT. */
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
-		    listen(fd, WH_LISTEN_BACKLOG) == 0)
-			break;
-		saved = errno;
-		close(fd);
-		fd = -1;
-	}
-	if (fd < 0) {
-		errno = saved;
-		rc = err_set_errno(err_from_errno(saved), "cannot listen on %s",
-				   addr);
-		goto out;
-	}
-	if (getsockname(fd, (struct sockaddr *)&ss, &sslen) != 0) {
-		rc = err_set_errno(PB_ERROR, "getsockname");
-		close(fd);
-		goto out;
-	}
-	*port = ss.ss_family == AF_INET6 ?
-			ntohs(((struct sockaddr_in6 *)&ss)->sin6_port) :
-			ntohs(((struct sockaddr_in *)&ss)->sin_port);
-	*fd_out = fd;
-	rc = 0;
-out:
-	if (res)
-		freeaddrinfo(res);
-	free(host);
-	free(service);
-	return rc;
-}
 
 static int check_opts(const struct webhook_opts *o)
 {
@@ -1259,39 +850,9 @@ static int check_opts(const struct webhook_opts *o)
 	return 0;
 }
 
-/*
- * The server on listen_fd: internal threads, each an epoll loop over its
- * share of the connections (so a slow client holds no thread); ITC so
- * the daemon can be quiesced for a clean stop.  g guards conns
- * connections (above); libmicrohttpd's own limit is twice that, room
- * for those the guard shut down until their threads close them.  done
- * may be NULL; name is the server's in the log.  NULL when
- * libmicrohttpd will not start.
- */
-static struct MHD_Daemon *
-mhd_start(int listen_fd, unsigned conns, unsigned threads, unsigned timeout_s,
-	  struct guard *g, MHD_AccessHandlerCallback handler, void *cls,
-	  MHD_RequestCompletedCallback done, const char *name)
-{
-	if (conns < threads)
-		threads = conns;
-	if (guard_start(g, conns, timeout_s, name))
-		return NULL;
-	return MHD_start_daemon(
-		MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG,
-		0, NULL, NULL, handler, cls, MHD_OPTION_EXTERNAL_LOGGER,
-		(MHD_LogCallback)mhd_log, (void *)name,
-		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
-		MHD_OPTION_THREAD_POOL_SIZE, threads,
-		MHD_OPTION_CONNECTION_LIMIT, 2 * conns,
-		MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)WH_CONN_MEMORY,
-		MHD_OPTION_NOTIFY_CONNECTION, guard_notify, g,
-		MHD_OPTION_NOTIFY_COMPLETED, done, cls, MHD_OPTION_END);
-}
-
 int webhook_new(struct webhook **out, const struct webhook_opts *opts)
 {
+	struct httpd_opts ho;
 	struct webhook *wh;
 	pthread_condattr_t ca;
 	int rc;
@@ -1302,7 +863,6 @@ int webhook_new(struct webhook **out, const struct webhook_opts *opts)
 		return rc;
 
 	wh = xcalloc(1, sizeof(*wh));
-	wh->listen_fd = -1;
 	wh->path = xstrdup(opts->path ? opts->path : WEBHOOK_PATH_DEFAULT);
 	wh->max_request = opts->max_request_size ? opts->max_request_size :
 						   WEBHOOK_MAX_REQUEST_DEFAULT;
@@ -1319,29 +879,22 @@ int webhook_new(struct webhook **out, const struct webhook_opts *opts)
 	lru_init(&wh->seen, opts->dedupe_entries ? opts->dedupe_entries :
 						   WEBHOOK_DEDUPE_DEFAULT);
 
-	rc = listen_on(&wh->listen_fd, &wh->port,
-		       opts->listen ? opts->listen : WEBHOOK_LISTEN_DEFAULT);
+	memset(&ho, 0, sizeof(ho));
+	ho.listen = opts->listen ? opts->listen : WEBHOOK_LISTEN_DEFAULT;
+	ho.name = "webhook";
+	ho.max_connections = opts->max_connections ?
+				     opts->max_connections :
+				     WEBHOOK_CONNECTIONS_DEFAULT;
+	ho.threads = opts->threads ? opts->threads : WEBHOOK_THREADS_DEFAULT;
+	ho.timeout_s = wh->timeout_s;
+	ho.on_request = on_request;
+	ho.on_done = on_done;
+	ho.arg = wh;
+	rc = httpd_new(&wh->httpd, &ho);
 	if (rc)
 		goto out;
-
-	wh->daemon = mhd_start(
-		wh->listen_fd,
-		opts->max_connections ? opts->max_connections :
-					WEBHOOK_CONNECTIONS_DEFAULT,
-		opts->threads ? opts->threads : WEBHOOK_THREADS_DEFAULT,
-		wh->timeout_s, &wh->guard, on_request, wh, on_completed,
-		"webhook");
-	if (!wh->daemon) {
-		rc = err_set(PB_ERROR,
-			     "webhook: libmicrohttpd did not start "
-			     "on %s",
-			     opts->listen ? opts->listen :
-					    WEBHOOK_LISTEN_DEFAULT);
-		goto out;
-	}
-	log_info("webhook: listening on %s (port %u), path %s",
-		 opts->listen ? opts->listen : WEBHOOK_LISTEN_DEFAULT, wh->port,
-		 wh->path);
+	log_info("webhook: listening on %s (port %u), path %s", ho.listen,
+		 httpd_port(wh->httpd), wh->path);
 	*out = wh;
 	wh = NULL;
 out:
@@ -1352,16 +905,14 @@ out:
 void webhook_free(struct webhook *wh)
 {
 	struct timespec deadline;
-	MHD_socket fd = MHD_INVALID_SOCKET;
 
 	if (!wh)
 		return;
-	if (wh->daemon) {
+	if (wh->httpd) {
 		pthread_mutex_lock(&wh->lock);
 		wh->stopping = 1;
 		pthread_mutex_unlock(&wh->lock);
-		/* No new connections; the listening socket comes back. */
-		fd = MHD_quiesce_daemon(wh->daemon);
+		httpd_quiesce(wh->httpd);
 		/* Let requests in flight finish, for a while. */
 		clock_gettime(CLOCK_MONOTONIC, &deadline);
 		deadline.tv_sec += (time_t)wh->timeout_s;
@@ -1371,13 +922,8 @@ void webhook_free(struct webhook *wh)
 						   &deadline) == ETIMEDOUT)
 				break;
 		pthread_mutex_unlock(&wh->lock);
-		MHD_stop_daemon(wh->daemon);
-		if (fd != MHD_INVALID_SOCKET)
-			close(fd);
-	} else if (wh->listen_fd >= 0) {
-		close(wh->listen_fd);
+		httpd_free(wh->httpd);
 	}
-	guard_stop(&wh->guard);
 	explicit_bzero(wh->secret, sizeof(wh->secret));
 	lru_release(&wh->seen);
 	pthread_cond_destroy(&wh->drained);
@@ -1388,7 +934,7 @@ void webhook_free(struct webhook *wh)
 
 unsigned webhook_port(const struct webhook *wh)
 {
-	return wh->port;
+	return httpd_port(wh->httpd);
 }
 
 void webhook_stats(struct webhook_stats *out, struct webhook *wh)
@@ -1396,149 +942,4 @@ void webhook_stats(struct webhook_stats *out, struct webhook *wh)
 	pthread_mutex_lock(&wh->lock);
 	*out = wh->stats;
 	pthread_mutex_unlock(&wh->lock);
-}
-
-/*
- * The status server.
- */
-
-struct statusd {
-	struct MHD_Daemon *daemon;
-	struct guard guard; /* slowloris */
-	int listen_fd; /* ours until MHD starts with it */
-	unsigned port;
-	void (*on_get)(struct statusd_reply *r, const char *path, void *arg);
-	void *arg;
-};
-
-static enum MHD_Result sd_queue(struct MHD_Connection *conn, unsigned status,
-				const char *type, const char *data, size_t len,
-				int head)
-{
-	struct MHD_Response *resp;
-	enum MHD_Result ret;
-
-	/* HEAD: the headers of the GET, Content-Length included. */
-	resp = MHD_create_response_from_buffer(head ? 0 : len, (void *)data,
-					       MHD_RESPMEM_MUST_COPY);
-	if (!resp)
-		return MHD_NO;
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
-				"no-store");
-	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
-					"GET, HEAD");
-	ret = MHD_queue_response(conn, status, resp);
-	MHD_destroy_response(resp);
-	return ret;
-}
-
-static enum MHD_Result sd_request(void *cls, struct MHD_Connection *conn,
-				  const char *url, const char *method,
-				  const char *version, const char *upload,
-				  size_t *upload_size, void **con_cls)
-{
-	static int seen; /* a marker: the request's first call is done */
-	struct statusd *sd = cls;
-	struct statusd_reply r;
-	char path[256];
-	int head = !strcmp(method, MHD_HTTP_METHOD_HEAD);
-	enum MHD_Result ret;
-
-	(void)version;
-	(void)upload;
-	if (*con_cls) {
-		/* a body nobody asked for: dropped, the answer is queued */
-		*upload_size = 0;
-		return MHD_YES;
-	}
-	*con_cls = &seen;
-	guard_busy(&sd->guard, conn, 1);
-	if (!head && strcmp(method, MHD_HTTP_METHOD_GET)) {
-		static const char text[] = "method not allowed\n";
-
-		return sd_queue(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
-				"text/plain; charset=utf-8", text,
-				sizeof(text) - 1, 0);
-	}
-	printable_copy(path, sizeof(path), url, strcspn(url, "?"));
-	r.status = MHD_HTTP_NOT_FOUND;
-	r.content_type = "text/plain; charset=utf-8";
-	buf_init(&r.body, STATUSD_BODY_MAX);
-	sd->on_get(&r, path, sd->arg);
-	if (r.status == MHD_HTTP_NOT_FOUND && !r.body.len)
-		buf_adds(&r.body, "not found\n");
-	ret = sd_queue(conn, r.status, r.content_type, r.body.data, r.body.len,
-		       head);
-	buf_release(&r.body);
-	return ret;
-}
-
-/* An answer sent: the connection is idle again. */
-static void sd_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-			 enum MHD_RequestTerminationCode toe)
-{
-	struct statusd *sd = cls;
-
-	(void)con_cls;
-	(void)toe;
-	guard_busy(&sd->guard, conn, 0);
-}
-
-int statusd_new(struct statusd **out, const struct statusd_opts *opts)
-{
-	struct statusd *sd;
-	int rc;
-
-	*out = NULL;
-	if (!opts->on_get || !opts->listen)
-		return err_set(PB_EINVAL, "status server: no handler or "
-					  "address");
-	sd = xcalloc(1, sizeof(*sd));
-	sd->listen_fd = -1;
-	sd->on_get = opts->on_get;
-	sd->arg = opts->arg;
-	rc = listen_on(&sd->listen_fd, &sd->port, opts->listen);
-	if (rc)
-		goto out;
-	sd->daemon = mhd_start(
-		sd->listen_fd,
-		opts->max_connections ? opts->max_connections :
-					STATUSD_CONNECTIONS_DEFAULT,
-		opts->threads ? opts->threads : STATUSD_THREADS_DEFAULT,
-		opts->timeout_s ? opts->timeout_s : STATUSD_TIMEOUT_DEFAULT,
-		&sd->guard, sd_request, sd, sd_completed, "status server");
-	if (!sd->daemon) {
-		rc = err_set(PB_ERROR,
-			     "status server: libmicrohttpd did not start on %s",
-			     opts->listen);
-		goto out;
-	}
-	sd->listen_fd = -1; /* MHD's now */
-	log_info("status server: listening on %s (port %u): /metrics, "
-		 "/healthz, /readyz",
-		 opts->listen, sd->port);
-	*out = sd;
-	sd = NULL;
-out:
-	statusd_free(sd);
-	return rc;
-}
-
-void statusd_free(struct statusd *sd)
-{
-	if (!sd)
-		return;
-	if (sd->daemon)
-		MHD_stop_daemon(sd->daemon);
-	if (sd->listen_fd >= 0)
-		close(sd->listen_fd);
-	guard_stop(&sd->guard);
-	free(sd);
-}
-
-unsigned statusd_port(const struct statusd *sd)
-{
-	return sd->port;
 }

@@ -1,7 +1,7 @@
 /*
- * webhook - the GitLab webhook receiver, and the daemon's status server.
+ * webhook - the GitLab webhook receiver.
  *
- * A small HTTP server (libmicrohttpd, the only user of it) that accepts
+ * A small HTTP server (on httpd.h, the daemon's HTTP module) that accepts
  * GitLab's Merge Request Hook and Note Hook deliveries on one path, checks
  * the shared secret, reads the JSON body strictly and hands a small plain
  * struct webhook_event to a callback.  It complements polling: both feed
@@ -45,15 +45,10 @@
  * TLS terminator (nginx, stunnel, haproxy) that forwards to loopback.  The
  * token travels in the clear otherwise.
  *
- * Denial of service (slowloris): a client has timeout_s seconds for a
- * whole request head however it trickles it, and idle between requests;
- * when max_connections are open, a new one shuts down the oldest that is
- * not being answered, so idle and trickling clients, whatever their
- * number, never keep a new one out; header memory is capped
- * (libmicrohttpd's pool, 32 KiB), and so is the body; the server is
- * event-driven, so an idle client holds no thread and never delays
- * another.  Only a peer that knows the secret gets its body read or
- * reaches the de-duplication table.
+ * Denial of service (slowloris): httpd.h's connection guard, with
+ * timeout_s seconds for a whole request head and max_connections; the
+ * body is capped here.  Only a peer that knows the secret gets its body
+ * read or reaches the de-duplication table.
  *
  * Ownership: webhook_new() copies everything in opts (the secret into
  * memory that is wiped on free).  An event passed to the callback is
@@ -70,15 +65,6 @@
  * PB_ERROR when libmicrohttpd will not start.  webhook_parse() returns
  * PB_EINVAL with a message naming the field.
  *
- * The status server (statusd_*, at the end) is the other HTTP listener
- * of the daemon, on its own address ([metrics] listen), so that
- * libmicrohttpd stays behind this one module: it answers GET and HEAD
- * with what a callback puts in a struct statusd_reply (/metrics,
- * /healthz, /readyz: cmd_run.c), never reads a request body, and
- * refuses every other method (405).  The same defences as the receiver,
- * with STATUSD_TIMEOUT_DEFAULT (3 s) for a request head: a handful of
- * slow local clients never keep /healthz from answering.  No TLS, so
- * keep it on loopback or behind a proxy.
  */
 #ifndef PB_FORGE_WEBHOOK_H
 #define PB_FORGE_WEBHOOK_H
@@ -227,46 +213,6 @@ int webhook_parse(struct webhook_event *out, const char *event_header,
 
 /* "open", "merge", … for an action; "other" for WEBHOOK_ACTION_OTHER. */
 const char *webhook_action_name(enum webhook_action a);
-
-/*
- * The status server.
- */
-
-/* What a GET gets: status (404 unless the callback says otherwise), a
- * static content type and the body (capped at STATUSD_BODY_MAX). */
-#define STATUSD_BODY_MAX (8 * 1024 * 1024)
-#define STATUSD_CONNECTIONS_DEFAULT 16
-#define STATUSD_THREADS_DEFAULT 2
-/* Seconds a client has for a whole request head, and idle: a health
- * check's request comes at once, and its probe gives up in seconds. */
-#define STATUSD_TIMEOUT_DEFAULT 3
-
-struct statusd_reply {
-	unsigned status;
-	const char *content_type;
-	struct buf body;
-};
-
-struct statusd_opts {
-	const char *listen; /* "host:port" as for the receiver; required */
-	unsigned max_connections; /* 0: STATUSD_CONNECTIONS_DEFAULT */
-	unsigned timeout_s; /* 0: STATUSD_TIMEOUT_DEFAULT */
-	unsigned threads; /* 0: STATUSD_THREADS_DEFAULT */
-	/*
-	 * Called from the server's threads (possibly in parallel) with the
-	 * request's path (printable, without the query) and whether it is a
-	 * HEAD request (the body is then not sent).
-	 */
-	void (*on_get)(struct statusd_reply *r, const char *path, void *arg);
-	void *arg;
-};
-
-struct statusd;
-
-int statusd_new(struct statusd **out, const struct statusd_opts *opts);
-/* Stop serving; requests in flight finish first.  NULL is allowed. */
-void statusd_free(struct statusd *sd);
-unsigned statusd_port(const struct statusd *sd);
 
 /* True when a and b (C strings) are equal, in time that depends only on
  * WEBHOOK_SECRET_MAX, not on where or whether they differ, nor on their

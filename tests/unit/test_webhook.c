@@ -6,6 +6,7 @@
  * read one fails.
  */
 #include "cmocka_all.h"
+#include "forge/statusd.h"
 #include "forge/webhook.h"
 #include "util/buf.h"
 #include "util/err.h"
