@@ -388,8 +388,12 @@ def story(bed, bindir):
     subprocess.run(["git", "clone", "-q", os.environ["PB_FORGESIM_URL"] +
                     "/group/project.git", clone], check=True)
     mbox = os.path.join(bed.work, "series.mbox")
+    # The archive has them in the order Postfix delivered them, which
+    # need not be the order they were sent in: git am wants 1/3 first.
+    patches = sorted((m for m in series if " 0/3]" not in m["Subject"]),
+                     key=lambda m: m["Subject"].split("/3]")[0][-1])
     with open(mbox, "wb") as f:
-        for m in series[1:]:
+        for m in patches:
             f.write(b"From patchbridge Mon Sep 17 00:00:00 2001\n")
             f.write(m.raw.replace(b"\r\n", b"\n"))
             f.write(b"\n")
