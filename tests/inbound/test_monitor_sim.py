@@ -114,7 +114,16 @@ class Daemon:
         return prom_scrape.get(self.port, path, timeout)
 
     def scrape(self):
-        status, text = self.get("/metrics")
+        # No answer at all (status 0) while the daemon lives is the
+        # moment it reloads (SIGHUP, or a new token in its file) and
+        # starts its status server again: wait for it, up to a minute.
+        t = time.monotonic()
+        while True:
+            status, text = self.get("/metrics")
+            if status != 0 or self.proc.poll() is not None or \
+                    time.monotonic() - t > 60:
+                break
+            time.sleep(0.1)
         if status != 200:
             raise AssertionError("/metrics: %d %s" % (status, text))
         return text
