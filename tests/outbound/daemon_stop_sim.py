@@ -69,7 +69,9 @@ retry_max = 2s
 url = sendmail
 sendmail_path = %(dir)s/sendmail.sh
 [state]
-%(state)s[log]
+%(state)s[spool]
+dir = %(dir)s/spool
+[log]
 level = debug
 [outbound]
 poll_interval = 1h
