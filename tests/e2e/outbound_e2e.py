@@ -196,6 +196,8 @@ retry_max = 2s
 [state]
 path = %s/state/state.db
 %s
+[spool]
+dir = %s/spool
 [log]
 level = debug
 [outbound]
@@ -210,7 +212,7 @@ owners_file = %s
 %s
 [project "group/project"]
 """ % (LIST, os.environ["PB_FORGESIM_URL"], token, smtp_part, self.work,
-            state, outbound, owners_file, extra)
+            state, self.work, outbound, owners_file, extra)
         os.makedirs(os.path.join(self.work, "state"), exist_ok=True)
         self.write("patchbridge.conf", text)
 
