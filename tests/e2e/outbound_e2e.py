@@ -180,6 +180,9 @@ class Bed(bedlib.Bed):
             smtp_part = "url = sendmail\nsendmail_path = %s\n" % sendmail
         else:
             smtp_part = "url = smtp://%s:%d\n" % (self.addr, self.port)
+        # the spool under the bed, unless the scenario names its own
+        spool = "" if "[spool]" in extra + outbound + state else \
+            "[spool]\ndir = %s/spool\n" % self.work
         text = """\
 [bridge]
 name = patchbridge
@@ -196,9 +199,7 @@ retry_max = 2s
 [state]
 path = %s/state/state.db
 %s
-[spool]
-dir = %s/spool
-[log]
+%s[log]
 level = debug
 [outbound]
 poll_interval = 1h
@@ -212,7 +213,7 @@ owners_file = %s
 %s
 [project "group/project"]
 """ % (LIST, os.environ["PB_FORGESIM_URL"], token, smtp_part, self.work,
-            state, self.work, outbound, owners_file, extra)
+            state, spool, outbound, owners_file, extra)
         os.makedirs(os.path.join(self.work, "state"), exist_ok=True)
         self.write("patchbridge.conf", text)
 
