@@ -1212,8 +1212,7 @@ static int prov_place(struct provenance_place *out, const char *id, void *arg)
 	store_mail_init(&row);
 	rc = store_mail_get(&row, ib->st, id);
 	if (!rc && row.project) {
-		snprintf(out->project, sizeof(out->project), "%s",
-			 row.project);
+		snprintf(out->project, sizeof(out->project), "%s", row.project);
 		out->iid = row.iid;
 		out->revision = row.revision;
 		out->patch = row.patch;
@@ -1296,9 +1295,8 @@ static int place_by_parent(struct inbound *ib, struct job *j, int *conflict)
 			return rc;
 		}
 	}
-	if (pv.parent_placed &&
-	    (pv.parent.iid != row->iid || strcmp(pv.parent.project,
-						 row->project)))
+	if (pv.parent_placed && (pv.parent.iid != row->iid ||
+				 strcmp(pv.parent.project, row->project)))
 		pv.thread_conflict = 1;
 	*conflict = pv.thread_conflict;
 	if (pv.thread_conflict && pv.parent_placed &&

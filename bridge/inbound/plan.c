@@ -314,8 +314,7 @@ static const char *nak_refusal(const struct review *r,
 	if (ctx->parent_unknown)
 		return approval_verdict_text(APPROVAL_UNACCOUNTED);
 	for (i = 0; i < r->trailers.nr; i++)
-		if (trailer_is_nak(r->trailers.v[i].type) &&
-		    quoted(r, i, ctx))
+		if (trailer_is_nak(r->trailers.v[i].type) && quoted(r, i, ctx))
 			return "the Nacked-by trailer is in a mail this one "
 			       "answers, so it is read as a quotation";
 	if (ctx->ancestor_nak)

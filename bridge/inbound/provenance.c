@@ -92,9 +92,9 @@ static int has_tag(const char *p, size_t len, const char *w)
 		if (k < wl)
 			continue;
 		j = i + wl;
-		for (k = 0; k < 4 && j < len &&
-			    lower((unsigned char)p[j]) >= 'a' &&
-			    lower((unsigned char)p[j]) <= 'z';
+		for (k = 0;
+		     k < 4 && j < len && lower((unsigned char)p[j]) >= 'a' &&
+		     lower((unsigned char)p[j]) <= 'z';
 		     k++)
 			j++;
 		if (j < len && (p[j] == '-' || p[j] == ' ' || p[j] == '_'))
@@ -153,8 +153,7 @@ static int has_by(const char *p, size_t len)
 	return 0;
 }
 
-int provenance_text_names(const char *text, size_t len,
-			  const struct trailer *t)
+int provenance_text_names(const char *text, size_t len, const struct trailer *t)
 {
 	struct scan s;
 	struct trailer_list l;
@@ -186,11 +185,10 @@ int provenance_text_names(const char *text, size_t len,
 			pair[pn] = ' ';
 			memcpy(pair + pn + 1, line, n);
 			hit = names_loosely(pair, pn + 1 + n, t);
-			if (!hit && trailers_parse_line(&l, pair, pn + 1 + n) >
-					    0)
+			if (!hit &&
+			    trailers_parse_line(&l, pair, pn + 1 + n) > 0)
 				for (i = 0; i < l.nr && !hit; i++)
-					hit = approval_same_trailer(t,
-								    &l.v[i]);
+					hit = approval_same_trailer(t, &l.v[i]);
 			trailer_list_release(&l);
 			trailer_list_init(&l);
 		}
@@ -278,8 +276,7 @@ static int read_ancestor(struct provenance *out, const struct review *r,
 		 * bytes as sent (an encoding the reader's client undid) */
 		out->quoted[i] =
 			provenance_text_names(m->text.data, m->text.len, t) ||
-			provenance_text_names(m->patch.data, m->patch.len,
-					      t) ||
+			provenance_text_names(m->patch.data, m->patch.len, t) ||
 			provenance_text_names(raw, len, t);
 	}
 	if (!out->ancestor_nak)

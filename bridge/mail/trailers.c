@@ -1147,8 +1147,8 @@ int trailers_line_continues(const char *prev, size_t plen, const char *line,
 static int other_trailer_line(const char *p, size_t len)
 {
 	static const char *const tokens[] = {
-		"fixes",     "link",	 "closes",    "cc",   "bug",
-		"buglink",   "change-id", "message-id", NULL,
+		"fixes",   "link",	"closes",     "cc", "bug",
+		"buglink", "change-id", "message-id", NULL,
 	};
 	const char *const *t;
 	size_t n = 0;

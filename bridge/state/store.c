@@ -3014,8 +3014,10 @@ int store_inbound_place(struct store *st, const char *message_id,
 	int rc;
 
 	if (!project || !project[0] || iid <= 0)
-		return err_set(PB_EINVAL, "state db: no merge request to "
-					  "place <%s> in", message_id);
+		return err_set(PB_EINVAL,
+			       "state db: no merge request to "
+			       "place <%s> in",
+			       message_id);
 	rc = q_start(&q, st, S_IN_PLACE, "place inbound mail");
 	if (rc)
 		return rc;

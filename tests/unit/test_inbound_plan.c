@@ -219,9 +219,9 @@ static const char nak_mail[] = REPLY_HEAD "\n"
 
 /* The same objection in a sentence: a mention, not acted on. */
 static const char nak_prose_mail[] = REPLY_HEAD "\n"
-					"> +\tprintf(\"HELLO\\n\");\n"
-					"\n"
-					"NAK, shouting is rude.\n";
+						"> +\tprintf(\"HELLO\\n\");\n"
+						"\n"
+						"NAK, shouting is rude.\n";
 
 struct fake {
 	int lookups;
@@ -779,7 +779,7 @@ static size_t count(const char *hay, const char *needle)
 }
 
 /* The bridge's footer, as only the bridge can write it. */
-#define OWN_FOOTER                                                   \
+#define OWN_FOOTER                                                         \
 	"<sub>\xe2\x80\x94 Bob &lt;bob@corp.example&gt; via email, on v1 " \
 	"1/2 (DKIM verified)</sub>\n"
 

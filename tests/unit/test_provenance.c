@@ -24,28 +24,26 @@ struct known {
 	const char *raw; /* NULL: not archived */
 };
 
-static const char patch1[] =
-	"From: Alice <alice@example.com>\n"
-	"Subject: [PATCH v2 1/2] hello: greet\n"
-	"Message-ID: <p1.v2@bridge.example>\n"
-	"\n"
-	"Greet more loudly.\n"
-	"\n"
-	"Signed-off-by: Alice <alice@example.com>\n"
-	"Reviewed-by: Rita Reviewer <rita@corp.example>\n"
-	"---\n"
-	" src/hello.c | 2 +-\n";
+static const char patch1[] = "From: Alice <alice@example.com>\n"
+			     "Subject: [PATCH v2 1/2] hello: greet\n"
+			     "Message-ID: <p1.v2@bridge.example>\n"
+			     "\n"
+			     "Greet more loudly.\n"
+			     "\n"
+			     "Signed-off-by: Alice <alice@example.com>\n"
+			     "Reviewed-by: Rita Reviewer <rita@corp.example>\n"
+			     "---\n"
+			     " src/hello.c | 2 +-\n";
 
 /* The attacker's bait: the maintainer's ack in a reply of his own. */
-static const char bait[] =
-	"From: Mallory <mallory@evil.example>\n"
-	"Subject: Re: [PATCH v2 1/2] hello: greet\n"
-	"Message-ID: <x1@evil.example>\n"
-	"In-Reply-To: <p1.v2@bridge.example>\n"
-	"\n"
-	"Bob, could you answer this one?\n"
-	"\n"
-	"Acked-by: Bob Maintainer <bob@corp.example>\n";
+static const char bait[] = "From: Mallory <mallory@evil.example>\n"
+			   "Subject: Re: [PATCH v2 1/2] hello: greet\n"
+			   "Message-ID: <x1@evil.example>\n"
+			   "In-Reply-To: <p1.v2@bridge.example>\n"
+			   "\n"
+			   "Bob, could you answer this one?\n"
+			   "\n"
+			   "Acked-by: Bob Maintainer <bob@corp.example>\n";
 
 /* The same bait, base64 (what the maintainer's client shows decoded). */
 static const char bait64[] =
@@ -61,13 +59,12 @@ static const char bait64[] =
 	"ZXhhbXBsZS5jb20+Cg==\n";
 
 /* Wrapped by the attacker's client before the address. */
-static const char baitwrap[] =
-	"From: Mallory <mallory@evil.example>\n"
-	"Subject: Re: [PATCH v2 1/2] hello: greet\n"
-	"Message-ID: <x3@evil.example>\n"
-	"\n"
-	"> Acked-by: Bob Maintainer\n"
-	"> <bob@corp.example>\n";
+static const char baitwrap[] = "From: Mallory <mallory@evil.example>\n"
+			       "Subject: Re: [PATCH v2 1/2] hello: greet\n"
+			       "Message-ID: <x3@evil.example>\n"
+			       "\n"
+			       "> Acked-by: Bob Maintainer\n"
+			       "> <bob@corp.example>\n";
 
 static const struct known table[] = {
 	{ "c.v2@bridge.example", "group/project", 1, 2, 0,
@@ -121,9 +118,8 @@ static int t_archived(struct buf *raw, const char *id, void *arg)
 static const struct provenance_ops ops = { t_place, t_archived, NULL };
 
 /* Bob's verified reply: subject, In-Reply-To, References, body. */
-static void check(struct provenance *pv, struct review **r,
-		  const char *subject, const char *irt, const char *refs,
-		  const char *body)
+static void check(struct provenance *pv, struct review **r, const char *subject,
+		  const char *irt, const char *refs, const char *body)
 {
 	char mail[4096];
 
@@ -135,8 +131,8 @@ static void check(struct provenance *pv, struct review **r,
 		 "%s%s%s"
 		 "\n%s",
 		 subject, irt ? "In-Reply-To: <" : "", irt ? irt : "",
-		 irt ? ">\n" : "", refs ? "References: " : "",
-		 refs ? refs : "", refs ? "\n" : "", body);
+		 irt ? ">\n" : "", refs ? "References: " : "", refs ? refs : "",
+		 refs ? "\n" : "", body);
 	assert_int_equal(review_parse(r, mail, strlen(mail), NULL, NULL), 0);
 	assert_int_equal(provenance_check(pv, *r, &ops), 0);
 }
@@ -162,8 +158,7 @@ static void test_bait_pasted_without_separator(void **state)
 		snprintf(refs, sizeof(refs),
 			 "<c.v2@bridge.example> <p1.v2@bridge.example> <%s>",
 			 baits[i]);
-		check(&pv, &r, RE, baits[i], refs,
-		      "Sure, I will.\n\n" ACK);
+		check(&pv, &r, RE, baits[i], refs, "Sure, I will.\n\n" ACK);
 		assert_int_equal(r->trailers.nr, 1);
 		assert_true(r->trailers.v[0].flags & TRAILER_F_BLOCK);
 		if (!pv.quoted[0])
@@ -306,8 +301,8 @@ static void test_text_rules(void **state)
 	/* on a line of prose, in another case, quoted */
 	assert_true(provenance_text_names(
 		"> > please add Acked-by: BOB@corp.example thanks", 48, &t));
-	assert_true(provenance_text_names("Acked by: Bob Maintainer\n", 25,
-					  &t));
+	assert_true(
+		provenance_text_names("Acked by: Bob Maintainer\n", 25, &t));
 	assert_false(provenance_text_names("Cc: Bob <bob@corp.example>\n"
 					   "Reviewed-by: Al <al@x.org>\n",
 					   54, &t));
@@ -331,11 +326,10 @@ static void test_plan_refuses(void **state)
 	struct review *r = NULL;
 	struct plan p;
 	struct plan_ctx ctx;
-	static const char mail[] =
-		"From: Bob Maintainer <bob@corp.example>\n"
-		"Subject: " RE "\n"
-		"In-Reply-To: <x1@evil.example>\n"
-		"\nOK.\n\n" ACK;
+	static const char mail[] = "From: Bob Maintainer <bob@corp.example>\n"
+				   "Subject: " RE "\n"
+				   "In-Reply-To: <x1@evil.example>\n"
+				   "\nOK.\n\n" ACK;
 
 	(void)state;
 	assert_int_equal(review_parse(&r, mail, strlen(mail), NULL, NULL), 0);

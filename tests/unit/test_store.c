@@ -652,10 +652,9 @@ static void test_transactions(void **state)
 		/* Its open may wait behind another test program creating
 		 * the shared PostgreSQL test database: wait for that, up to
 		 * a minute, and keep the short timeout for what is tested. */
-		for (tries = 0;
-		     (rc = storebed_open(&other, path, STORE_RW, 50)) ==
-			     PB_ETEMP &&
-		     tries < 600;
+		for (tries = 0; (rc = storebed_open(&other, path, STORE_RW,
+						    50)) == PB_ETEMP &&
+				tries < 600;
 		     tries++)
 			usleep(100 * 1000);
 		assert_int_equal(rc, 0);

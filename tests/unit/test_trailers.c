@@ -660,8 +660,8 @@ static const struct form forms[] = {
 	{ "Acked-by: Jane Doe <jane@example.org>\n"
 	  "but only once the locking is fixed.\n",
 	  0, 0 },
-	{ "If you drop patch 3:\nAcked-by: Jane Doe <jane@example.org>\n",
-	  0, 0 },
+	{ "If you drop patch 3:\nAcked-by: Jane Doe <jane@example.org>\n", 0,
+	  0 },
 	{ "Looks good.\nAcked-by: Jane Doe <jane@example.org>\n", 0, 0 },
 	{ "Not yet\nReviewed-by: Jane Doe <jane@example.org>\n", 0, 0 },
 	/* text after the address */
@@ -674,8 +674,8 @@ static const struct form forms[] = {
 	{ "Acked-by: Jane Doe\n", 1, 1 },
 	/* hidden and direction-changing characters anywhere on the line */
 	{ "Acked-by: Jane Doe <jane@example.org>\xe2\x80\xae\n", 1, 1 },
-	{ "Acked-by: \xe2\x81\xa7Jane Doe <jane@example.org>\xe2\x81\xa9\n",
-	  1, 1 },
+	{ "Acked-by: \xe2\x81\xa7Jane Doe <jane@example.org>\xe2\x81\xa9\n", 1,
+	  1 },
 	{ "Acked-by: Jane\xe2\x80\x8b Doe <jane@example.org>\n", 1, 1 },
 	{ "Acked-by: Jane Doe <jane@exa\xc2\xadmple.org>\n", 1, 1 },
 };

@@ -28,9 +28,13 @@ static void test_clean_line(void **state)
 	struct buf b = BUF_INIT(64);
 
 	(void)state;
-	assert_int_equal(utf8_clean(&b, " a\r\n\tb\xe2\x80\xa8" "c\x01"
-				    "\xe2\x80\xae" "d\xff ", 17,
-				    UTF8_CLEAN_LINE), 0);
+	assert_int_equal(utf8_clean(&b,
+				    " a\r\n\tb\xe2\x80\xa8"
+				    "c\x01"
+				    "\xe2\x80\xae"
+				    "d\xff ",
+				    17, UTF8_CLEAN_LINE),
+			 0);
 	assert_string_equal(b.data, "a b cd\xef\xbf\xbd");
 	buf_release(&b);
 }
@@ -40,8 +44,11 @@ static void test_clean_prose(void **state)
 	struct buf b = BUF_INIT(64);
 
 	(void)state;
-	assert_int_equal(utf8_clean(&b, "a\r\nb\rc\td\xc2\x85"
-				    "e\xe2\x80\xa8\x0b", 15, 0), 0);
+	assert_int_equal(utf8_clean(&b,
+				    "a\r\nb\rc\td\xc2\x85"
+				    "e\xe2\x80\xa8\x0b",
+				    15, 0),
+			 0);
 	assert_string_equal(b.data, "a\nb\nc\tde\xe2\x80\xa8");
 	buf_release(&b);
 }
