@@ -1,11 +1,13 @@
 #include "cmocka_all.h"
 #include "storebed.h"
 #include "util/err.h"
+#include "util/fileio.h"
 
 #include <libpq-fe.h>
 #include <sqlite3.h>
 
 #include <ctype.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,4 +209,21 @@ void storebed_set_version(const char *target, int version)
 	snprintf(b, sizeof(b), "UPDATE schema_version SET version = %d",
 		 version);
 	storebed_exec(target, a, b);
+}
+
+int storebed_tmpdir(char *dir, size_t size, const char *prog)
+{
+	const char *tmp = getenv("PB_TEST_TMP");
+
+	if ((size_t)snprintf(dir, size, "%s/%s.XXXXXX", tmp ? tmp : "/tmp",
+			     prog) >= size ||
+	    !mkdtemp(dir))
+		return -1;
+	storebed_init(prog, dir);
+	return 0;
+}
+
+int storebed_tmpdir_remove(const char *dir)
+{
+	return dir_remove_tree_at(AT_FDCWD, dir) ? -1 : 0;
 }

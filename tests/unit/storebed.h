@@ -23,6 +23,13 @@
 
 /* prog: a short name ("store"); dir: where SQLite files go. */
 void storebed_init(const char *prog, const char *dir);
+/*
+ * A group's temporary directory: dir[size] made under $PB_TEST_TMP (else
+ * /tmp) as PROG.XXXXXX, and storebed_init(prog, dir).  0 or -1.
+ * storebed_tmpdir_remove() removes it again, following no link.
+ */
+int storebed_tmpdir(char *dir, size_t size, const char *prog);
+int storebed_tmpdir_remove(const char *dir);
 int storebed_pg(void);
 enum store_backend storebed_backend(void);
 

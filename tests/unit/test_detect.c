@@ -43,23 +43,14 @@ static unsigned seq;
 
 static int group_setup(void **state)
 {
-	const char *base = getenv("PB_TEST_TMP");
-
 	(void)state;
-	snprintf(dir, sizeof(dir), "%s/detect.XXXXXX", base ? base : "/tmp");
-	if (!mkdtemp(dir))
-		return -1;
-	storebed_init("detect", dir);
-	return 0;
+	return storebed_tmpdir(dir, sizeof(dir), "detect");
 }
 
 static int group_teardown(void **state)
 {
-	char cmd[600];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return storebed_tmpdir_remove(dir);
 }
 
 static void start(struct bed *b, const char *project_text)

@@ -40,23 +40,14 @@ static unsigned seq;
 
 static int group_setup(void **state)
 {
-	const char *base = getenv("PB_TEST_TMP");
-
 	(void)state;
-	snprintf(dir, sizeof(dir), "%s/outbound.XXXXXX", base ? base : "/tmp");
-	if (!mkdtemp(dir))
-		return -1;
-	storebed_init("outbound", dir);
-	return 0;
+	return storebed_tmpdir(dir, sizeof(dir), "outbound");
 }
 
 static int group_teardown(void **state)
 {
-	char cmd[1100];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return storebed_tmpdir_remove(dir);
 }
 
 /* Revision 1 of MR 7 mailed: HEAD on BASE, its cover letter. */
