@@ -520,6 +520,9 @@ def scenario_webhook(bed):
     bed.config(extra=extra)
     d = bed.daemon()
     wait_listen(port, d, bed)
+    # The daemon's first poll, before the MR exists: what it mails later
+    # comes from a delivery, or from nothing.
+    wait_log(bed, "merge request(s) to look at")
     url = "http://127.0.0.1:%d/hooks/gitlab" % port
 
     say("a hook with the wrong token")
