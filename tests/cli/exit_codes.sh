@@ -60,6 +60,9 @@ path = $tmp/state/state.db
 dir = $tmp/spool
 EOF
 printf '[bridge]\ncolour = blue\n' >"$tmp/bad.conf"
+# --check reads Postfix's settings: from a configuration of our own.
+. "$(dirname "$0")/private_postfix.sh"
+private_postfix "$tmp/postfix" || exit 1
 printf 'Subject: hello\nMessage-ID: <x@example.org>\n\nhi\n' >"$tmp/mail.eml"
 
 # --- patchbridge ---------------------------------------------------------
