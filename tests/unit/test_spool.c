@@ -804,12 +804,29 @@ static void test_recover(void **state)
 	assert_int_equal(entries("tmp", ""), 0);
 
 	/* done/ is pruned after the retention period only. */
-	assert_int_equal(spool_prune_done(&removed, sp, 3600, time(NULL)), 0);
-	assert_int_equal(removed, 0);
 	assert_int_equal(
-		spool_prune_done(&removed, sp, 3600, time(NULL) + 7200), 0);
+		spool_prune(&removed, sp, SPOOL_DONE, 3600, time(NULL)), 0);
+	assert_int_equal(removed, 0);
+	assert_int_equal(spool_prune(&removed, sp, SPOOL_DONE, 3600,
+				     time(NULL) + 7200),
+			 0);
 	assert_int_equal(removed, 3);
 	assert_int_equal(count(sp, SPOOL_DONE), 0);
+	/* So is dead/ ([spool] keep_dead): records with their reasons. */
+	i = count(sp, SPOOL_DEAD);
+	assert_int_equal(spool_put(NULL, 0, sp, &plain_meta, "x", 1), 0);
+	assert_int_equal(spool_claim_next(name, sizeof(name), sp), 0);
+	assert_int_equal(spool_dead(sp, name, "forge said 400"), 0);
+	assert_int_equal(count(sp, SPOOL_DEAD), i + 1);
+	assert_int_equal(
+		spool_prune(&removed, sp, SPOOL_DEAD, 3600, time(NULL)), 0);
+	assert_int_equal(removed, 0);
+	assert_int_equal(spool_prune(&removed, sp, SPOOL_DEAD, 3600,
+				     time(NULL) + 7200),
+			 0);
+	assert_int_equal(removed, i + 1);
+	assert_int_equal(count(sp, SPOOL_DEAD), 0);
+	assert_int_equal(entries("dead", ""), 0); /* no reason left */
 	spool_record_release(&rec);
 	spool_free(sp);
 }
@@ -1016,7 +1033,7 @@ static int daemon_side(void)
 	else if (spool_claim_next(name, sizeof(name), sp) ||
 		 spool_dead(sp, name, "test") ||
 		 spool_recover(NULL, NULL, sp, 0, time(NULL) + 10) ||
-		 spool_prune_done(NULL, sp, 0, time(NULL) + 10))
+		 spool_prune(NULL, sp, SPOOL_DONE, 0, time(NULL) + 10))
 		rc = 3;
 	if (rc)
 		fprintf(stderr, "daemon: %s\n", err_msg());
