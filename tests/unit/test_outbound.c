@@ -14,8 +14,10 @@
  */
 #include "cmocka_all.h"
 #include "core/config.h"
+#include "core/metrics.h"
 #include "fakeforge.h"
 #include "forge/httpd.h"
+#include "metricval.h"
 #include "outbound/outbound.h"
 #include "outbound/submit.h"
 #include "util/fileio.h"
@@ -454,12 +456,17 @@ static int setup_mta(void **state)
 	so.sendmail_path = path;
 	if (submit_new(&b->submit, &so))
 		fail_msg("submit_new: %s", err_msg());
+	metrics_reset();
 	outbound_open(b);
 	mailed(b);
 	queue_revision2(b);
 	*state = b;
 	return 0;
 }
+
+#define MAILS_SENT "patchbridge_mails_sent_total{project=\"" PROJECT "\"}"
+#define SERIES_SENT "patchbridge_series_sent_total{project=\"" PROJECT "\"}"
+#define SMTP_FAILED(r) "patchbridge_smtp_failures_total{result=\"" r "\"}"
 
 /* The daemon stops and starts again on the same store. */
 static void restart(struct bed *b)
@@ -511,6 +518,9 @@ static void looked_at_again(struct bed *b)
 	assert_int_equal(mta_count(b, V2_COVER), 1);
 	assert_int_equal(mta_count(b, V2_PATCH), 1);
 	revision2_sent(b);
+	/* Counted once too (the registry outlives the restart here). */
+	assert_int_equal(metric(MAILS_SENT), 2);
+	assert_int_equal(metric(SERIES_SENT), 1);
 }
 
 static void new_revision_mailed_once(void **state)
@@ -524,6 +534,9 @@ static void new_revision_mailed_once(void **state)
 	assert_int_equal(mta_count(b, V2_COVER), 1);
 	assert_int_equal(mta_count(b, V2_PATCH), 1);
 	revision2_sent(b);
+	assert_int_equal(metric(MAILS_SENT), 2);
+	assert_int_equal(metric(SERIES_SENT), 1);
+	assert_true(metric(SMTP_FAILED("tempfail")) <= 0);
 	looked_at_again(b);
 }
 
@@ -539,6 +552,8 @@ static void tempfail_mailed_once(void **state)
 	/* The cover letter, and the patch it holds back. */
 	assert_int_equal(b->rep.deferred, 2);
 	assert_int_equal(mta_count(b, V2_COVER), 0);
+	assert_int_equal(metric(SMTP_FAILED("tempfail")), 1);
+	assert_true(metric(MAILS_SENT) <= 0);
 	/* Not due yet: a poll leaves it waiting. */
 	mta_mode(b, "ok");
 	assert_int_equal(run(b), 0);
@@ -569,6 +584,7 @@ static void lost_response_mailed_once(void **state)
 	assert_int_equal(b->rep.deferred, 2);
 	assert_int_equal(mta_count(b, V2_COVER), 1);
 	assert_int_equal(mta_count(b, V2_PATCH), 0);
+	assert_int_equal(metric(SMTP_FAILED("unknown")), 1);
 	mta_mode(b, "ok");
 	restart(b);
 	assert_int_equal(run_flags(b, OUTBOUND_FORCE), 0);
