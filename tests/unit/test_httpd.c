@@ -299,57 +299,68 @@ static void test_routes(void **state)
 	httpd_free(h);
 }
 
-/* A body comes in pieces, all handed on, then HTTPD_END once. */
-static void test_body(void **state)
+/* The calls a request made, as seen once it was over. */
+struct counts {
+	unsigned heads, datas, ends, late;
+	size_t body;
+};
+
+/* POST len bytes to path on a server of its own; the reply and calls. */
+static void post_big(struct raw_reply *r, struct counts *c, const char *path,
+		     size_t len)
 {
 	struct httpd *h = start(8, 10);
-	size_t len = 300 * 1024;
-	char *body = malloc(len), expect[32];
-	struct raw_reply r;
+	char *body = malloc(len), head[64];
 
-	(void)state;
 	assert_non_null(body);
 	memset(body, 'b', len);
-	exchange(&r, httpd_port(h), "POST /echo HTTP/1.1\r\nHost: x\r\n", body,
-		 len);
-	assert_int_equal(r.status, 200);
-	snprintf(expect, sizeof(expect), "%zu\n", len);
-	assert_string_equal(body_of(&r), expect);
+	snprintf(head, sizeof(head), "POST %s HTTP/1.1\r\nHost: x\r\n", path);
+	exchange(r, httpd_port(h), head, body, len);
 	assert_true(wait_for(&seen.done[HTTPD_END_CLOSED], 1));
 	pthread_mutex_lock(&seen.lock);
-	assert_int_equal(seen.heads, 1);
-	assert_true(seen.datas >= 1);
-	assert_int_equal(seen.body, len);
-	assert_int_equal(seen.ends, 1);
-	assert_int_equal(seen.late, 0);
+	c->heads = seen.heads;
+	c->datas = seen.datas;
+	c->ends = seen.ends;
+	c->late = seen.late;
+	c->body = seen.body;
 	pthread_mutex_unlock(&seen.lock);
 	httpd_free(h);
 	free(body);
 }
 
+/* A body comes in pieces, all handed on, then HTTPD_END once. */
+static void test_body(void **state)
+{
+	size_t len = 300 * 1024;
+	struct raw_reply r;
+	struct counts c;
+	char expect[32];
+
+	(void)state;
+	post_big(&r, &c, "/echo", len);
+	assert_int_equal(r.status, 200);
+	snprintf(expect, sizeof(expect), "%zu\n", len);
+	assert_string_equal(body_of(&r), expect);
+	assert_int_equal(c.heads, 1);
+	assert_true(c.datas >= 1);
+	assert_int_equal(c.body, len);
+	assert_int_equal(c.ends, 1);
+	assert_int_equal(c.late, 0);
+}
+
 /* Answered at the head: the body is read and dropped, no further call. */
 static void test_answer_early(void **state)
 {
-	struct httpd *h = start(8, 10);
-	size_t len = 200 * 1024;
-	char *body = malloc(len);
 	struct raw_reply r;
+	struct counts c;
 
 	(void)state;
-	assert_non_null(body);
-	memset(body, 'e', len);
-	exchange(&r, httpd_port(h), "POST /early HTTP/1.1\r\nHost: x\r\n", body,
-		 len);
+	post_big(&r, &c, "/early", 200 * 1024);
 	assert_int_equal(r.status, 413);
-	assert_true(wait_for(&seen.done[HTTPD_END_CLOSED], 1));
-	pthread_mutex_lock(&seen.lock);
-	assert_int_equal(seen.heads, 1);
-	assert_int_equal(seen.datas, 0);
-	assert_int_equal(seen.ends, 0);
-	assert_int_equal(seen.late, 0);
-	pthread_mutex_unlock(&seen.lock);
-	httpd_free(h);
-	free(body);
+	assert_int_equal(c.heads, 1);
+	assert_int_equal(c.datas, 0);
+	assert_int_equal(c.ends, 0);
+	assert_int_equal(c.late, 0);
 }
 
 /*

@@ -69,35 +69,54 @@ static int group_teardown(void **state)
 	return storebed_tmpdir_remove(dir);
 }
 
-/* Revision 1 of MR 7 mailed: HEAD on BASE, its cover letter. */
-static void mailed(struct bed *b)
+/* Revision n of MR 7 started: head on base, one patch. */
+static void start_revision(struct bed *b, int n, const char *head,
+			   const char *base, const char *patch_id,
+			   const char *cover)
 {
 	struct store_revision rev;
-	struct store_mail m;
-	int n = 0;
+	int got = 0;
 
 	store_revision_init(&rev);
 	rev.project = PROJECT;
 	rev.iid = 7;
-	rev.head_sha = HEAD;
-	rev.base_sha = rev.start_sha = BASE;
-	rev.patch_id = PATCH_ID;
-	rev.version_id = 1;
+	rev.head_sha = head;
+	rev.base_sha = rev.start_sha = base;
+	rev.patch_id = patch_id;
+	rev.version_id = n;
 	rev.patches = 1;
-	rev.cover_msgid = COVER;
-	assert_int_equal(store_revision_start(&n, b->st, &rev), 0);
-	assert_int_equal(n, 1);
+	rev.cover_msgid = cover;
+	assert_int_equal(store_revision_start(&got, b->st, &rev), 0);
+	assert_int_equal(got, n);
+}
+
+/* Mail patch (0: the cover letter) of revision n in the thread map. */
+static void put_mail(struct bed *b, const char *id, int n, int patch,
+		     const char *head, const char *base,
+		     enum store_mail_state state)
+{
+	struct store_mail m;
+
 	store_mail_init(&m);
-	m.message_id = COVER;
+	m.message_id = id;
 	m.project = PROJECT;
 	m.iid = 7;
-	m.revision = 1;
+	m.revision = n;
+	m.patch = patch;
 	m.total = 1;
-	m.kind = STORE_MAIL_COVER;
-	m.head_sha = HEAD;
-	m.base_sha = m.start_sha = BASE;
-	m.state = STORE_MAIL_SENT;
+	m.kind = patch ? STORE_MAIL_PATCH : STORE_MAIL_COVER;
+	m.commit_sha = patch ? head : NULL;
+	m.head_sha = head;
+	m.base_sha = m.start_sha = base;
+	m.state = state;
 	assert_int_equal(store_mail_put(b->st, &m), 0);
+}
+
+/* Revision 1 of MR 7 mailed: HEAD on BASE, its cover letter. */
+static void mailed(struct bed *b)
+{
+	start_revision(b, 1, HEAD, BASE, PATCH_ID, COVER);
+	put_mail(b, COVER, 1, 0, HEAD, BASE, STORE_MAIL_SENT);
 	assert_int_equal(store_revision_mark_sent(b->st, PROJECT, 7, 1), 0);
 }
 
@@ -368,22 +387,9 @@ static int on_archive(struct httpd_req *req, enum httpd_call call,
 static void queue_mail(struct bed *b, const char *id, int patch)
 {
 	struct store_outmail om;
-	struct store_mail m;
 	char text[512];
 
-	store_mail_init(&m);
-	m.message_id = id;
-	m.project = PROJECT;
-	m.iid = 7;
-	m.revision = 2;
-	m.patch = patch;
-	m.total = 1;
-	m.kind = patch ? STORE_MAIL_PATCH : STORE_MAIL_COVER;
-	m.commit_sha = patch ? NEW_HEAD : NULL;
-	m.head_sha = NEW_HEAD;
-	m.base_sha = m.start_sha = NEW_BASE;
-	m.state = STORE_MAIL_PENDING;
-	assert_int_equal(store_mail_put(b->st, &m), 0);
+	put_mail(b, id, 2, patch, NEW_HEAD, NEW_BASE, STORE_MAIL_PENDING);
 	snprintf(text, sizeof(text),
 		 "From: patchbridge@bridge.example.org\n"
 		 "To: list@example.org\n"
@@ -402,20 +408,7 @@ static void queue_mail(struct bed *b, const char *id, int patch)
 
 static void queue_revision2(struct bed *b)
 {
-	struct store_revision rev;
-	int n = 0;
-
-	store_revision_init(&rev);
-	rev.project = PROJECT;
-	rev.iid = 7;
-	rev.head_sha = NEW_HEAD;
-	rev.base_sha = rev.start_sha = NEW_BASE;
-	rev.patch_id = V2_PATCH_ID;
-	rev.version_id = 2;
-	rev.patches = 1;
-	rev.cover_msgid = V2_COVER;
-	assert_int_equal(store_revision_start(&n, b->st, &rev), 0);
-	assert_int_equal(n, 2);
+	start_revision(b, 2, NEW_HEAD, NEW_BASE, V2_PATCH_ID, V2_COVER);
 	queue_mail(b, V2_COVER, 0);
 	queue_mail(b, V2_PATCH, 1);
 	b->ff.version_head = NEW_HEAD;
@@ -484,11 +477,19 @@ static int run_flags(struct bed *b, unsigned flags)
 	return outbound_mr(&b->rep, b->ob, PROJECT, 7, flags);
 }
 
-/* Revision 2 recorded sent, nothing left in the queue. */
-static void revision2_sent(struct bed *b)
+/*
+ * Each mail of revision 2 given to the MTA once and counted once (the
+ * registry outlives a restart here); revision 2 recorded sent, nothing
+ * left in the queue.
+ */
+static void each_mailed_once(struct bed *b)
 {
 	struct store_revision r;
 
+	assert_int_equal(mta_count(b, V2_COVER), 1);
+	assert_int_equal(mta_count(b, V2_PATCH), 1);
+	assert_int_equal(metric(MAILS_SENT), 2);
+	assert_int_equal(metric(SERIES_SENT), 1);
 	store_revision_init(&r);
 	assert_int_equal(store_revision_latest(&r, b->st, PROJECT, 7), 0);
 	assert_int_equal(r.revision, 2);
@@ -515,12 +516,7 @@ static void looked_at_again(struct bed *b)
 	assert_int_equal(run_flags(b, OUTBOUND_FORCE), 0);
 	assert_int_equal(b->rep.outcome, OUTBOUND_ALREADY);
 	assert_int_equal(b->rep.sent, 0);
-	assert_int_equal(mta_count(b, V2_COVER), 1);
-	assert_int_equal(mta_count(b, V2_PATCH), 1);
-	revision2_sent(b);
-	/* Counted once too (the registry outlives the restart here). */
-	assert_int_equal(metric(MAILS_SENT), 2);
-	assert_int_equal(metric(SERIES_SENT), 1);
+	each_mailed_once(b);
 }
 
 static void new_revision_mailed_once(void **state)
@@ -531,13 +527,25 @@ static void new_revision_mailed_once(void **state)
 	assert_int_equal(b->rep.revision, 2);
 	assert_int_equal(b->rep.sent, 2);
 	assert_int_equal(b->rep.deferred, 0);
-	assert_int_equal(mta_count(b, V2_COVER), 1);
-	assert_int_equal(mta_count(b, V2_PATCH), 1);
-	revision2_sent(b);
-	assert_int_equal(metric(MAILS_SENT), 2);
-	assert_int_equal(metric(SERIES_SENT), 1);
+	each_mailed_once(b);
 	assert_true(metric(SMTP_FAILED("tempfail")) <= 0);
 	looked_at_again(b);
+}
+
+/*
+ * The first attempt fails as the MTA's mode says: nothing recorded sent,
+ * the cover letter deferred and the patch it holds back.
+ */
+static void first_attempt_deferred(struct bed *b, const char *mode)
+{
+	mta_mode(b, mode);
+	assert_int_equal(run(b), 0);
+	assert_int_equal(b->rep.outcome, OUTBOUND_PENDING);
+	assert_int_equal(b->rep.sent, 0);
+	assert_int_equal(b->rep.deferred, 2);
+	assert_int_equal(mta_count(b, V2_PATCH), 0);
+	assert_true(metric(MAILS_SENT) <= 0);
+	mta_mode(b, "ok");
 }
 
 /* The MTA failed for now: nothing was taken, so it all goes again, once. */
@@ -545,17 +553,10 @@ static void tempfail_mailed_once(void **state)
 {
 	struct bed *b = *state;
 
-	mta_mode(b, "temp");
-	assert_int_equal(run(b), 0);
-	assert_int_equal(b->rep.outcome, OUTBOUND_PENDING);
-	assert_int_equal(b->rep.sent, 0);
-	/* The cover letter, and the patch it holds back. */
-	assert_int_equal(b->rep.deferred, 2);
+	first_attempt_deferred(b, "temp");
 	assert_int_equal(mta_count(b, V2_COVER), 0);
 	assert_int_equal(metric(SMTP_FAILED("tempfail")), 1);
-	assert_true(metric(MAILS_SENT) <= 0);
 	/* Not due yet: a poll leaves it waiting. */
-	mta_mode(b, "ok");
 	assert_int_equal(run(b), 0);
 	assert_int_equal(b->rep.outcome, OUTBOUND_PENDING);
 	assert_int_equal(mta_count(b, V2_COVER), 0);
@@ -576,16 +577,9 @@ static void lost_response_mailed_once(void **state)
 {
 	struct bed *b = *state;
 
-	mta_mode(b, "lost");
-	assert_int_equal(run(b), 0);
-	assert_int_equal(b->rep.outcome, OUTBOUND_PENDING);
-	assert_int_equal(b->rep.sent, 0);
-	/* The cover letter, and the patch it holds back. */
-	assert_int_equal(b->rep.deferred, 2);
+	first_attempt_deferred(b, "lost");
 	assert_int_equal(mta_count(b, V2_COVER), 1);
-	assert_int_equal(mta_count(b, V2_PATCH), 0);
 	assert_int_equal(metric(SMTP_FAILED("unknown")), 1);
-	mta_mode(b, "ok");
 	restart(b);
 	assert_int_equal(run_flags(b, OUTBOUND_FORCE), 0);
 	/* Both recorded sent now; the MTA was given the patch only. */
