@@ -871,6 +871,20 @@ static int discussion_id_check(const char *id)
 	return 0;
 }
 
+/* A discussion of a merge request, then suffix ("/notes") if any. */
+static int url_discussion(struct buf *u, struct gitlab *gl, const char *project,
+			  int64_t iid, const char *id, const char *suffix)
+{
+	int rc;
+
+	if ((rc = discussion_id_check(id)) < 0 ||
+	    (rc = url_mr(u, gl, project, iid, "/discussions/")) < 0)
+		return rc;
+	if (buf_adds(u, id) < 0 || (suffix && buf_adds(u, suffix) < 0))
+		return url_fail();
+	return 0;
+}
+
 /*
  * Pagination.  GitLab builds its Link header from the configured external
  * URL (lib/gitlab/pagination/offset_header_builder.rb replaces the
@@ -1045,11 +1059,15 @@ out:
 
 /*
  * JSON to our structs.  Ids and the fields we act on are required; the
- * rest may be missing or null.
+ * rest may be missing or null.  A converter zeroes out first and leaves
+ * nothing to release when it fails; out is the forge.h struct its name
+ * says, so that the read and write paths below take any of them.
  */
+typedef int (*gl_from_json_fn)(void *out, const struct json_value *v);
 
-static int user_from_json(struct forge_user *u, const struct json_value *v)
+static int user_from_json(void *out, const struct json_value *v)
 {
+	struct forge_user *u = out;
 	int rc;
 
 	memset(u, 0, sizeof(*u));
@@ -1110,8 +1128,9 @@ static int reviewers_from_json(struct forge_mr *mr, const struct json_value *v)
 	return 0;
 }
 
-static int mr_from_json(struct forge_mr *mr, const struct json_value *v)
+static int mr_from_json(void *out, const struct json_value *v)
 {
+	struct forge_mr *mr = out;
 	const struct json_value *o;
 	int64_t n;
 	int has, rc;
@@ -1224,9 +1243,9 @@ static int diff_from_json(struct forge_diff_file *d, const struct json_value *v)
 	return 0;
 }
 
-static int version_from_json(struct forge_version *ver,
-			     const struct json_value *v)
+static int version_from_json(void *out, const struct json_value *v)
 {
+	struct forge_version *ver = out;
 	const struct json_value *arr;
 	size_t i, n;
 	int rc;
@@ -1390,8 +1409,9 @@ hole:
 	}
 }
 
-static int note_from_json(struct forge_note *n, const struct json_value *v)
+static int note_from_json(void *out, const struct json_value *v)
 {
+	struct forge_note *n = out;
 	const struct json_value *o;
 	int rc;
 
@@ -1422,9 +1442,9 @@ fail:
 	return err_prefix(rc, "note");
 }
 
-static int discussion_from_json(struct forge_discussion *d,
-				const struct json_value *v)
+static int discussion_from_json(void *out, const struct json_value *v)
 {
+	struct forge_discussion *d = out;
 	const struct json_value *arr;
 	size_t i, n;
 	int rc;
@@ -1450,9 +1470,9 @@ fail:
 	return err_prefix(rc, "discussion");
 }
 
-static int approvals_from_json(struct forge_approvals *a,
-			       const struct json_value *v)
+static int approvals_from_json(void *out, const struct json_value *v)
 {
+	struct forge_approvals *a = out;
 	const struct json_value *arr, *item, *u;
 	size_t i, n;
 	int has, rc;
@@ -1505,12 +1525,148 @@ fail:
 	return err_prefix(rc, "approvals");
 }
 
-/* Convert c->root (an object) with fn, logging what does not fit. */
-#define CONVERT(c, fn, out)                                      \
-	((json_expect((c)->root, JSON_OBJECT, "response") < 0 || \
-	  fn((out), (c)->root) < 0) ?                            \
-		 bad_data(c) :                                   \
-		 0)
+/* Convert v, an object of c's answer (what names it), into out with
+ * fn; what does not fit is logged and PB_EINVAL. */
+static int convert(struct gl_call *c, const struct json_value *v,
+		   const char *what, gl_from_json_fn fn, void *out)
+{
+	if (json_expect(v, JSON_OBJECT, what) < 0 || fn(out, v) < 0)
+		return bad_data(c);
+	return 0;
+}
+
+/*
+ * The read path: one object, or every page of a list, converted.
+ */
+
+/* GET url (retried) and convert its object into out with fn. */
+static int get_one(struct gitlab *gl, const char *url, gl_from_json_fn fn,
+		   void *out)
+{
+	struct gl_call c;
+	int rc;
+
+	call_init(&c, gl);
+	rc = call_get_object(gl, &c, url);
+	if (!rc)
+		rc = convert(&c, c.root, "response", fn, out);
+	call_release(&c);
+	return rc;
+}
+
+/* get_one() on a merge request's URL (url_mr()). */
+static int get_mr_one(struct gitlab *gl, const char *project, int64_t iid,
+		      const char *suffix, gl_from_json_fn fn, void *out)
+{
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	int rc = url_mr(&u, gl, project, iid, suffix);
+
+	if (!rc)
+		rc = get_one(gl, u.data, fn, out);
+	buf_release(&u);
+	return rc;
+}
+
+/* GET /users/:id. */
+static int get_user_by_id(struct forge_user *out, struct gitlab *gl, int64_t id)
+{
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	int rc;
+
+	if (buf_addf(&u, "%s/users/%lld", gl->api, (long long)id) < 0)
+		rc = url_fail();
+	else
+		rc = get_one(gl, u.data, user_from_json, out);
+	buf_release(&u);
+	return rc;
+}
+
+/*
+ * GET api + path as ourselves, never through Sudo (who the token is, the
+ * instance's settings); c holds the object.
+ */
+static int get_as_self(struct gitlab *gl, struct gl_call *c, const char *path)
+{
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	char *sudo = gl->sudo;
+	int rc;
+
+	gl->sudo = NULL;
+	if (buf_adds(&u, gl->api) < 0 || buf_adds(&u, path) < 0)
+		rc = url_fail();
+	else
+		rc = call_get_object(gl, c, u.data);
+	gl->sudo = sudo;
+	buf_release(&u);
+	return rc;
+}
+
+/*
+ * Every page of the listing at u (per_page appended) through fn.  With
+ * what, more than PB_PAGES_MAX pages is PB_ELIMIT ("more than N pages of
+ * what"); without, what the pages held is enough.
+ */
+static int paginate_all(struct gitlab *gl, struct buf *u, gl_item_fn fn,
+			void *arg, const char *what)
+{
+	int truncated, rc;
+
+	if ((rc = url_param_int(u, "per_page", gl->per_page)) < 0)
+		return rc;
+	rc = paginate(gl, u->data, 0, fn, arg, &truncated);
+	if (!rc && truncated && what)
+		rc = err_set(PB_ELIMIT, "more than %d pages of %s",
+			     PB_PAGES_MAX, what);
+	return rc;
+}
+
+/* paginate_all() on a merge request's URL (url_mr()). */
+static int paginate_mr(struct gitlab *gl, const char *project, int64_t iid,
+		       const char *suffix, gl_item_fn fn, void *arg,
+		       const char *what)
+{
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	int rc = url_mr(&u, gl, project, iid, suffix);
+
+	if (!rc)
+		rc = paginate_all(gl, &u, fn, arg, what);
+	buf_release(&u);
+	return rc;
+}
+
+/*
+ * A listing read into an array of forge.h structs, converted one by one
+ * with fn (what names one in messages).  The caller moves items and nr
+ * into its list, also after a failure, and releases the list then.
+ */
+struct list_walk {
+	void *items;
+	size_t nr, alloc, size;
+	gl_from_json_fn fn;
+	const char *what;
+};
+
+#define LIST_WALK(list, fn, what)                                \
+	{                                                        \
+		NULL, 0, 0, sizeof(*(list)->items), (fn), (what) \
+	}
+
+static int list_item(struct gl_call *c, const struct json_value *item,
+		     void *arg)
+{
+	struct list_walk *w = arg;
+	int rc;
+
+	if (w->nr >= w->alloc) {
+		w->alloc = w->alloc ? 2 * w->alloc : 8;
+		w->items = xreallocarray(w->items, w->alloc, w->size);
+	}
+	rc = convert(c, item, w->what, w->fn,
+		     (char *)w->items + w->nr * w->size);
+	if (!rc)
+		w->nr++;
+	return rc;
+}
 
 /*
  * Request bodies: one JSON object, written with util/jsonw.
@@ -1608,9 +1764,8 @@ static int mr_item(struct gl_call *c, const struct json_value *item, void *arg)
 	struct forge_mr mr;
 	int rc;
 
-	if (json_expect(item, JSON_OBJECT, "merge request") < 0 ||
-	    mr_from_json(&mr, item) < 0)
-		return bad_data(c);
+	if ((rc = convert(c, item, "merge request", mr_from_json, &mr)) < 0)
+		return rc;
 	if (mr.updated_ms > w->newest)
 		w->newest = mr.updated_ms;
 	/* The same (iid, updated_at) twice: an overlap or a shifted page. */
@@ -1678,60 +1833,20 @@ out:
 static int gl_get_mr(struct forge_mr *out, struct forge *f, const char *project,
 		     int64_t iid)
 {
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct gl_call c;
-	int rc;
-
-	call_init(&c, gl);
-	if ((rc = url_mr(&u, gl, project, iid, NULL)) < 0 ||
-	    (rc = call_get_object(gl, &c, u.data)) < 0)
-		goto out;
-	rc = CONVERT(&c, mr_from_json, out);
-out:
-	call_release(&c);
-	buf_release(&u);
-	return rc;
-}
-
-struct version_walk {
-	struct forge_version_list *list;
-	size_t alloc;
-};
-
-static int version_item(struct gl_call *c, const struct json_value *item,
-			void *arg)
-{
-	struct version_walk *w = arg;
-	struct forge_version_list *l = w->list;
-
-	ALLOC_GROW(l->items, l->nr + 1, w->alloc);
-	if (json_expect(item, JSON_OBJECT, "version") < 0 ||
-	    version_from_json(&l->items[l->nr], item) < 0)
-		return bad_data(c);
-	l->nr++;
-	return 0;
+	return get_mr_one(gl_of(f), project, iid, NULL, mr_from_json, out);
 }
 
 static int gl_list_versions(struct forge_version_list *out, struct forge *f,
 			    const char *project, int64_t iid)
 {
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct version_walk w = { out, 0 };
-	int truncated, rc;
+	struct list_walk w = LIST_WALK(out, version_from_json, "version");
+	int rc = paginate_mr(gl_of(f), project, iid, "/versions", list_item, &w,
+			     "versions");
 
-	if ((rc = url_mr(&u, gl, project, iid, "/versions")) < 0 ||
-	    (rc = url_param_int(&u, "per_page", gl->per_page)) < 0)
-		goto out;
-	rc = paginate(gl, u.data, 0, version_item, &w, &truncated);
-	if (!rc && truncated)
-		rc = err_set(PB_ELIMIT, "more than %d pages of versions",
-			     PB_PAGES_MAX);
-out:
+	out->items = w.items;
+	out->nr = w.nr;
 	if (rc)
 		forge_version_list_release(out);
-	buf_release(&u);
 	return rc;
 }
 
@@ -1740,11 +1855,9 @@ static int gl_get_version(struct forge_version *out, struct forge *f,
 {
 	struct gitlab *gl = gl_of(f);
 	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct gl_call c;
 	char suffix[48];
 	int rc;
 
-	call_init(&c, gl);
 	snprintf(suffix, sizeof(suffix), "/versions/%lld",
 		 (long long)version_id);
 	if (version_id <= 0) {
@@ -1753,11 +1866,12 @@ static int gl_get_version(struct forge_version *out, struct forge *f,
 	}
 	if ((rc = url_mr(&u, gl, project, iid, suffix)) < 0)
 		goto out;
-	rc = call_get_object(gl, &c, u.data);
+	rc = get_one(gl, u.data, version_from_json, out);
 	/* GitLab sends every diff of a version at once (lib/api/entities/
 	 * merge_request_diff_full.rb: raw_diffs(limits: false)), so a huge
-	 * series can outgrow the response cap: say which cap. */
-	if (rc == PB_ELIMIT || c.resp.too_large) {
+	 * series can outgrow the response cap (http_do()'s PB_ELIMIT): say
+	 * which cap. */
+	if (rc == PB_ELIMIT)
 		rc = err_set(PB_ELIMIT,
 			     "diff version %lld of %s!%lld is larger than "
 			     "[forge] max_response_size (%zu bytes): GitLab "
@@ -1765,20 +1879,13 @@ static int gl_get_version(struct forge_version *out, struct forge *f,
 			     "max_response_size to mail it",
 			     (long long)version_id, project, (long long)iid,
 			     gl->body_max);
-		goto out;
-	}
-	if (rc < 0)
-		goto out;
-	rc = CONVERT(&c, version_from_json, out);
 out:
-	call_release(&c);
 	buf_release(&u);
 	return rc;
 }
 
 struct note_walk {
-	struct forge_note_list *list;
-	size_t alloc;
+	struct list_walk list;
 	int64_t stop_before_ms; /* forge_note_query's; 0: none */
 	int stopped;
 };
@@ -1787,15 +1894,13 @@ static int note_item(struct gl_call *c, const struct json_value *item,
 		     void *arg)
 {
 	struct note_walk *w = arg;
-	struct forge_note_list *l = w->list;
 	const struct forge_note *n;
 	int64_t ms;
+	int rc;
 
-	ALLOC_GROW(l->items, l->nr + 1, w->alloc);
-	if (json_expect(item, JSON_OBJECT, "note") < 0 ||
-	    note_from_json(&l->items[l->nr], item) < 0)
-		return bad_data(c);
-	n = &l->items[l->nr++];
+	if ((rc = list_item(c, item, &w->list)) < 0)
+		return rc;
+	n = (const struct forge_note *)w->list.items + w->list.nr - 1;
 	/* A time that does not parse stops nothing: read on. */
 	if (w->stop_before_ms && n->updated_at &&
 	    !forge_time_parse(&ms, n->updated_at) && ms < w->stop_before_ms) {
@@ -1827,7 +1932,7 @@ static int gl_list_notes(struct forge_note_list *out, struct forge *f,
 {
 	struct gitlab *gl = gl_of(f);
 	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct note_walk w = { out, 0, 0, 0 };
+	struct note_walk w = { LIST_WALK(out, note_from_json, "note"), 0, 0 };
 	int max_pages = q ? q->max_pages : 0;
 	int truncated, rc;
 
@@ -1843,51 +1948,26 @@ static int gl_list_notes(struct forge_note_list *out, struct forge *f,
 		rc = err_set(PB_ELIMIT, "more than %d pages of notes",
 			     PB_PAGES_MAX);
 out:
+	out->items = w.list.items;
+	out->nr = w.list.nr;
 	if (rc)
 		forge_note_list_release(out);
 	buf_release(&u);
 	return rc;
 }
 
-struct discussion_walk {
-	struct forge_discussion_list *list;
-	size_t alloc;
-};
-
-static int discussion_item(struct gl_call *c, const struct json_value *item,
-			   void *arg)
-{
-	struct discussion_walk *w = arg;
-	struct forge_discussion_list *l = w->list;
-
-	ALLOC_GROW(l->items, l->nr + 1, w->alloc);
-	if (json_expect(item, JSON_OBJECT, "discussion") < 0 ||
-	    discussion_from_json(&l->items[l->nr], item) < 0)
-		return bad_data(c);
-	l->nr++;
-	return 0;
-}
-
 static int gl_list_discussions(struct forge_discussion_list *out,
 			       struct forge *f, const char *project,
 			       int64_t iid)
 {
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct discussion_walk w = { out, 0 };
-	int truncated, rc;
+	struct list_walk w = LIST_WALK(out, discussion_from_json, "discussion");
+	int rc = paginate_mr(gl_of(f), project, iid, "/discussions", list_item,
+			     &w, "discussions");
 
-	if ((rc = url_mr(&u, gl, project, iid, "/discussions")) < 0 ||
-	    (rc = url_param_int(&u, "per_page", gl->per_page)) < 0)
-		goto out;
-	rc = paginate(gl, u.data, 0, discussion_item, &w, &truncated);
-	if (!rc && truncated)
-		rc = err_set(PB_ELIMIT, "more than %d pages of discussions",
-			     PB_PAGES_MAX);
-out:
+	out->items = w.items;
+	out->nr = w.nr;
 	if (rc)
 		forge_discussion_list_release(out);
-	buf_release(&u);
 	return rc;
 }
 
@@ -1898,29 +1978,18 @@ out:
 /* Our own user id (the token's user), asked once. */
 static int self_id(int64_t *out, struct gitlab *gl)
 {
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	struct gl_call c;
-	char *sudo;
 	int rc;
 
 	*out = gl->self_id;
 	if (gl->self_id)
 		return 0;
 	call_init(&c, gl);
-	sudo = gl->sudo;
-	gl->sudo = NULL;
-	if (buf_adds(&u, gl->api) < 0 || buf_adds(&u, "/user") < 0) {
-		rc = url_fail();
-		goto out;
-	}
-	rc = call_get_object(gl, &c, u.data);
+	rc = get_as_self(gl, &c, "/user");
 	if (!rc && json_get_int(&gl->self_id, c.root, "id") < 0)
 		rc = bad_data(&c);
 	*out = gl->self_id;
-out:
-	gl->sudo = sudo;
 	call_release(&c);
-	buf_release(&u);
 	return rc;
 }
 
@@ -1990,10 +2059,10 @@ static int marker_note_item(struct gl_call *c, const struct json_value *item,
 {
 	struct marker_search *ms = arg;
 	struct forge_note n;
+	int rc;
 
-	if (json_expect(item, JSON_OBJECT, "note") < 0 ||
-	    note_from_json(&n, item) < 0)
-		return bad_data(c);
+	if ((rc = convert(c, item, "note", note_from_json, &n)) < 0)
+		return rc;
 	if (!note_is_ours(ms, &n)) {
 		forge_note_release(&n);
 		return 0;
@@ -2010,10 +2079,10 @@ static int marker_discussion_item(struct gl_call *c,
 	struct marker_search *ms = arg;
 	struct forge_discussion d;
 	size_t i;
+	int rc;
 
-	if (json_expect(item, JSON_OBJECT, "discussion") < 0 ||
-	    discussion_from_json(&d, item) < 0)
-		return bad_data(c);
+	if ((rc = convert(c, item, "discussion", discussion_from_json, &d)) < 0)
+		return rc;
 	for (i = 0; i < d.nr_notes; i++) {
 		if (!note_is_ours(ms, &d.notes[i]))
 			continue;
@@ -2050,17 +2119,8 @@ out:
 static int search_discussions(struct marker_search *ms, const char *project,
 			      int64_t iid)
 {
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	int truncated, rc;
-
-	if ((rc = url_mr(&u, ms->gl, project, iid, "/discussions")) < 0 ||
-	    (rc = url_param_int(&u, "per_page", ms->gl->per_page)) < 0)
-		goto out;
-	rc = paginate(ms->gl, u.data, 0, marker_discussion_item, ms,
-		      &truncated);
-out:
-	buf_release(&u);
-	return rc;
+	return paginate_mr(ms->gl, project, iid, "/discussions",
+			   marker_discussion_item, ms, NULL);
 }
 
 static int search_one_discussion(struct marker_search *ms, const char *project,
@@ -2068,20 +2128,12 @@ static int search_one_discussion(struct marker_search *ms, const char *project,
 {
 	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	struct forge_discussion d;
-	struct gl_call c;
 	size_t i;
 	int rc;
 
-	call_init(&c, ms->gl);
-	if ((rc = discussion_id_check(discussion_id)) < 0 ||
-	    (rc = url_mr(&u, ms->gl, project, iid, "/discussions/")) < 0)
-		goto out;
-	if (buf_adds(&u, discussion_id) < 0) {
-		rc = url_fail();
-		goto out;
-	}
-	if ((rc = call_get_object(ms->gl, &c, u.data)) < 0 ||
-	    (rc = CONVERT(&c, discussion_from_json, &d)) < 0)
+	if ((rc = url_discussion(&u, ms->gl, project, iid, discussion_id,
+				 NULL)) < 0 ||
+	    (rc = get_one(ms->gl, u.data, discussion_from_json, &d)) < 0)
 		goto out;
 	for (i = d.nr_notes; i-- > 0;) {
 		if (note_is_ours(ms, &d.notes[i])) {
@@ -2094,9 +2146,28 @@ static int search_one_discussion(struct marker_search *ms, const char *project,
 	}
 	forge_discussion_release(&d);
 out:
-	call_release(&c);
 	buf_release(&u);
 	return rc;
+}
+
+/* Where a note with a marker may be: in one discussion, in any of the
+ * MR's discussions, or among its newest notes. */
+struct marker_where {
+	const char *project;
+	int64_t iid;
+	const char *discussion_id; /* one discussion; NULL: not one */
+	int discussions; /* without discussion_id: all discussions */
+};
+
+static int marker_search_run(struct marker_search *ms,
+			     const struct marker_where *w)
+{
+	if (w->discussion_id)
+		return search_one_discussion(ms, w->project, w->iid,
+					     w->discussion_id);
+	if (w->discussions)
+		return search_discussions(ms, w->project, w->iid);
+	return search_mr_notes(ms, w->project, w->iid);
 }
 
 static int gl_find_note_by_marker(struct forge_note *out,
@@ -2105,19 +2176,14 @@ static int gl_find_note_by_marker(struct forge_note *out,
 				  const char *discussion_id,
 				  const char *marker_key)
 {
-	struct gitlab *gl = gl_of(f);
+	struct marker_where where = { project, iid, discussion_id,
+				      out_discussion_id != NULL };
 	struct marker_search ms;
 	int rc;
 
-	rc = marker_search_init(&ms, gl, marker_key);
-	if (rc)
-		goto out;
-	if (discussion_id)
-		rc = search_one_discussion(&ms, project, iid, discussion_id);
-	else if (out_discussion_id)
-		rc = search_discussions(&ms, project, iid);
-	else
-		rc = search_mr_notes(&ms, project, iid);
+	rc = marker_search_init(&ms, gl_of(f), marker_key);
+	if (!rc)
+		rc = marker_search_run(&ms, &where);
 	if (rc)
 		goto out;
 	if (!ms.found) {
@@ -2142,11 +2208,9 @@ out:
  * when it is absent: GitLab's REST API takes no idempotency key
  * (docs/DESIGN.md rule 3).
  */
-typedef int (*gl_recover_fn)(struct marker_search *ms, void *arg);
-
 static int post_once(struct gitlab *gl, struct gl_call *c, const char *url,
 		     const struct buf *json, const char *key,
-		     gl_recover_fn recover, void *arg, struct marker_search *ms)
+		     const struct marker_where *where, struct marker_search *ms)
 {
 	char first[PB_ERRMSG_MAX];
 	unsigned attempt = 0;
@@ -2186,7 +2250,7 @@ static int post_once(struct gitlab *gl, struct gl_call *c, const char *url,
 
 		gl->stats.marker_scans++;
 		marker_search_release(ms);
-		rc = recover(ms, arg);
+		rc = marker_search_run(ms, where);
 		if (rc == 0 && ms->found) {
 			gl->stats.marker_hits++;
 			log_notice("forge: %s: found marker %s; not posting "
@@ -2202,33 +2266,6 @@ static int post_once(struct gitlab *gl, struct gl_call *c, const char *url,
 		log_info("forge: %s: marker %s absent; posting again", c->where,
 			 key);
 	}
-}
-
-struct recover_where {
-	const char *project;
-	int64_t iid;
-	const char *discussion_id;
-};
-
-static int recover_note(struct marker_search *ms, void *arg)
-{
-	struct recover_where *w = arg;
-
-	return search_mr_notes(ms, w->project, w->iid);
-}
-
-static int recover_discussion(struct marker_search *ms, void *arg)
-{
-	struct recover_where *w = arg;
-
-	return search_discussions(ms, w->project, w->iid);
-}
-
-static int recover_reply(struct marker_search *ms, void *arg)
-{
-	struct recover_where *w = arg;
-
-	return search_one_discussion(ms, w->project, w->iid, w->discussion_id);
 }
 
 static int note_body(struct buf *text, const char *body, const char *key)
@@ -2287,28 +2324,30 @@ static int check_diff_note(const struct forge_discussion *d)
 }
 
 /*
- * The write path of every note: the body with its marker, the JSON
- * (with a diff position when pos is set), one POST, and after a lost
- * response the marker search recover() does (post_once()).  Returns 1
- * when the search found the note (it is in *ms), 0 when c holds the
- * parsed answer for the caller to convert, or an error.  *ms is the
- * caller's, zeroed before and released after.
+ * The write path of every note: the body with its marker, the JSON (with
+ * a diff position when pos is set), one POST, and after a lost response
+ * the marker search where says (post_once()).  out, a forge_note (or a
+ * forge_discussion when discussion is set), gets the answer or the note
+ * the search found.
  */
-static int post_marked(struct gitlab *gl, struct gl_call *c,
-		       struct marker_search *ms, const char *url,
-		       const char *body, const struct forge_position *pos,
-		       const char *key, gl_recover_fn recover,
-		       struct recover_where *where)
+static int post_marked(void *out, int discussion, struct gitlab *gl,
+		       const char *url, const char *body,
+		       const struct forge_position *pos, const char *key,
+		       const struct marker_where *where)
 {
 	struct buf text = BUF_INIT(PB_NOTE_BODY_MAX);
 	struct buf json = BUF_INIT(GL_REQUEST_BODY_MAX);
+	struct marker_search ms;
+	struct gl_call c;
 	struct jsonw w;
 	int rc;
 
+	call_init(&c, gl);
+	memset(&ms, 0, sizeof(ms));
 	if ((rc = note_body(&text, body, key)) < 0 ||
 	    (pos && (rc = position_check(pos)) < 0))
 		goto out;
-	if (key && (rc = marker_search_init(ms, gl, key)) < 0)
+	if (key && (rc = marker_search_init(&ms, gl, key)) < 0)
 		goto out;
 	body_begin(&w, &json);
 	member_str(&w, "body", text.data, text.len);
@@ -2331,45 +2370,24 @@ static int post_marked(struct gitlab *gl, struct gl_call *c,
 			member_int(&w, "new_line", pos->new_line);
 		jsonw_obj_end(&w);
 	}
-	if ((rc = body_finish(&w)) < 0)
+	if ((rc = body_finish(&w)) < 0 ||
+	    (rc = post_once(gl, &c, url, &json, key, where, &ms)) < 0)
 		goto out;
-
-	rc = post_once(gl, c, url, &json, key, recover, where, ms);
-	if (rc)
-		goto out;
-	if (ms->found) {
-		rc = 1;
-		goto out;
-	}
-	if ((rc = check_saved(c)) < 0)
-		goto out;
-	rc = call_json(c);
-out:
-	buf_release(&text);
-	buf_release(&json);
-	return rc;
-}
-
-/* post_marked() for the endpoints whose answer is one note. */
-static int post_marked_note(struct forge_note *out, struct gitlab *gl,
-			    const char *url, const char *body, const char *key,
-			    gl_recover_fn recover, struct recover_where *where)
-{
-	struct marker_search ms;
-	struct gl_call c;
-	int rc;
-
-	call_init(&c, gl);
-	memset(&ms, 0, sizeof(ms));
-	rc = post_marked(gl, &c, &ms, url, body, NULL, key, recover, where);
-	if (rc > 0) {
+	if (ms.found && discussion) {
+		*(struct forge_discussion *)out = ms.discussion;
+		memset(&ms.discussion, 0, sizeof(ms.discussion));
+	} else if (ms.found) {
 		marker_take_note(&ms, out);
-		rc = 0;
-	} else if (rc == 0) {
-		rc = CONVERT(&c, note_from_json, out);
+	} else if ((rc = check_saved(&c)) == 0 && (rc = call_json(&c)) == 0) {
+		rc = convert(&c, c.root, "response",
+			     discussion ? discussion_from_json : note_from_json,
+			     out);
 	}
+out:
 	marker_search_release(&ms);
 	call_release(&c);
+	buf_release(&text);
+	buf_release(&json);
 	return rc;
 }
 
@@ -2379,12 +2397,12 @@ static int gl_create_note(struct forge_note *out, struct forge *f,
 {
 	struct gitlab *gl = gl_of(f);
 	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct recover_where where = { project, iid, NULL };
+	struct marker_where where = { project, iid, NULL, 0 };
 	int rc;
 
 	if ((rc = url_mr(&u, gl, project, iid, "/notes")) == 0)
-		rc = post_marked_note(out, gl, u.data, body, marker_key,
-				      recover_note, &where);
+		rc = post_marked(out, 0, gl, u.data, body, NULL, marker_key,
+				 &where);
 	buf_release(&u);
 	return rc;
 }
@@ -2397,29 +2415,15 @@ static int gl_create_discussion(struct forge_discussion *out, struct forge *f,
 {
 	struct gitlab *gl = gl_of(f);
 	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct recover_where where = { project, iid, NULL };
-	struct marker_search ms;
-	struct gl_call c;
+	struct marker_where where = { project, iid, NULL, 1 };
 	int rc;
 
-	call_init(&c, gl);
-	memset(&ms, 0, sizeof(ms));
-	if ((rc = url_mr(&u, gl, project, iid, "/discussions")) < 0)
-		goto out;
-	rc = post_marked(gl, &c, &ms, u.data, body, pos, marker_key,
-			 recover_discussion, &where);
-	if (rc > 0) {
-		*out = ms.discussion;
-		memset(&ms.discussion, 0, sizeof(ms.discussion));
-	} else if (rc < 0 ||
-		   (rc = CONVERT(&c, discussion_from_json, out)) < 0) {
-		goto out;
-	}
+	if ((rc = url_mr(&u, gl, project, iid, "/discussions")) == 0)
+		rc = post_marked(out, 1, gl, u.data, body, pos, marker_key,
+				 &where);
 	/* Keep out filled: the discussion exists either way. */
-	rc = pos ? check_diff_note(out) : 0;
-out:
-	marker_search_release(&ms);
-	call_release(&c);
+	if (!rc && pos)
+		rc = check_diff_note(out);
 	buf_release(&u);
 	return rc;
 }
@@ -2431,20 +2435,36 @@ static int gl_reply_discussion(struct forge_note *out, struct forge *f,
 {
 	struct gitlab *gl = gl_of(f);
 	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct recover_where where = { project, iid, discussion_id };
+	struct marker_where where = { project, iid, discussion_id, 0 };
 	int rc;
 
-	if ((rc = discussion_id_check(discussion_id)) < 0 ||
-	    (rc = url_mr(&u, gl, project, iid, "/discussions/")) < 0)
-		goto out;
-	if (buf_adds(&u, discussion_id) < 0 || buf_adds(&u, "/notes") < 0) {
-		rc = url_fail();
-		goto out;
-	}
-	rc = post_marked_note(out, gl, u.data, body, marker_key, recover_reply,
-			      &where);
-out:
+	if ((rc = url_discussion(&u, gl, project, iid, discussion_id,
+				 "/notes")) == 0)
+		rc = post_marked(out, 0, gl, u.data, body, NULL, marker_key,
+				 &where);
 	buf_release(&u);
+	return rc;
+}
+
+/*
+ * A write whose repeat converges (setting a state; an approval, judged
+ * by the state afterwards), so retried freely: w's body finished (w
+ * NULL: no body), then the request.  c keeps the answer; NULL when the
+ * caller needs only the code.
+ */
+static int write_state(struct gitlab *gl, struct gl_call *c, enum http_method m,
+		       const char *url, struct jsonw *w)
+{
+	struct gl_call own;
+	int rc = w ? body_finish(w) : 0;
+
+	if (rc < 0)
+		return rc;
+	if (c)
+		return call_do(gl, c, m, url, w ? w->out : NULL, GL_SAFE);
+	call_init(&own, gl);
+	rc = call_do(gl, &own, m, url, w ? w->out : NULL, GL_SAFE);
+	call_release(&own);
 	return rc;
 }
 
@@ -2456,25 +2476,15 @@ static int gl_resolve_discussion(struct forge *f, const char *project,
 	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	struct buf json = BUF_INIT(64);
 	struct jsonw w;
-	struct gl_call c;
 	int rc;
 
-	call_init(&c, gl);
-	if ((rc = discussion_id_check(discussion_id)) < 0 ||
-	    (rc = url_mr(&u, gl, project, iid, "/discussions/")) < 0)
-		goto out;
-	if (buf_adds(&u, discussion_id) < 0) {
-		rc = url_fail();
-		goto out;
+	if ((rc = url_discussion(&u, gl, project, iid, discussion_id, NULL)) ==
+	    0) {
+		body_begin(&w, &json);
+		member_bool(&w, "resolved", resolved);
+		/* Setting a state: repeating it converges. */
+		rc = write_state(gl, NULL, HTTP_PUT, u.data, &w);
 	}
-	body_begin(&w, &json);
-	member_bool(&w, "resolved", resolved);
-	if ((rc = body_finish(&w)) < 0)
-		goto out;
-	/* Setting a state: repeating it converges. */
-	rc = call_do(gl, &c, HTTP_PUT, u.data, &json, GL_SAFE);
-out:
-	call_release(&c);
 	buf_release(&u);
 	buf_release(&json);
 	return rc;
@@ -2489,17 +2499,13 @@ out:
 static int approved_now(int *out, int *reauth, struct gitlab *gl,
 			const char *project, int64_t iid)
 {
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	struct forge_approvals a;
-	struct gl_call c;
 	int rc;
 
 	*out = 0;
 	memset(&a, 0, sizeof(a));
-	call_init(&c, gl);
-	if ((rc = url_mr(&u, gl, project, iid, "/approvals")) < 0 ||
-	    (rc = call_get_object(gl, &c, u.data)) < 0 ||
-	    (rc = CONVERT(&c, approvals_from_json, &a)) < 0)
+	if ((rc = get_mr_one(gl, project, iid, "/approvals",
+			     approvals_from_json, &a)) < 0)
 		goto out;
 	if (reauth)
 		*reauth = a.reauth_required;
@@ -2520,8 +2526,6 @@ static int approved_now(int *out, int *reauth, struct gitlab *gl,
 	}
 out:
 	forge_approvals_release(&a);
-	call_release(&c);
-	buf_release(&u);
 	return rc;
 }
 
@@ -2585,11 +2589,9 @@ static int gl_approve(enum forge_approve_result *out, struct forge *f,
 		goto out;
 	body_begin(&w, &json);
 	member_strz(&w, "sha", sha);
-	if ((rc = body_finish(&w)) < 0)
-		goto out;
 	/* A retry after a 5xx is safe: the state check below finds an
 	 * approval that landed. */
-	rc = call_do(gl, &c, HTTP_POST, u.data, &json, GL_SAFE);
+	rc = write_state(gl, &c, HTTP_POST, u.data, &w);
 	if (rc == 0)
 		goto out;
 	/* A Resource lock is a 409 too, and PB_ETEMP (status_error()):
@@ -2648,11 +2650,9 @@ static int gl_unapprove(enum forge_approve_result *out, struct forge *f,
 	struct gitlab *gl = gl_of(f);
 	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	char why[PB_ERRMSG_MAX];
-	struct gl_call c;
 	int rc, r, has = 0;
 
 	*out = FORGE_APPROVE_DONE;
-	call_init(&c, gl);
 	rc = approved_now(&has, NULL, gl, project, iid);
 	if (rc)
 		goto sudo;
@@ -2662,7 +2662,7 @@ static int gl_unapprove(enum forge_approve_result *out, struct forge *f,
 	}
 	if ((rc = url_mr(&u, gl, project, iid, "/unapprove")) < 0)
 		goto out;
-	rc = call_do(gl, &c, HTTP_POST, u.data, NULL, GL_SAFE);
+	rc = write_state(gl, NULL, HTTP_POST, u.data, NULL);
 	if (rc != PB_ENOTFOUND || gl->sudo_problem != FORGE_SUDO_OK)
 		goto sudo;
 	/* Nothing to withdraw (a retry whose first try landed), or the MR
@@ -2686,7 +2686,6 @@ sudo:
 	else if (rc == PB_EPERM)
 		*out = FORGE_APPROVE_REFUSED;
 out:
-	call_release(&c);
 	buf_release(&u);
 	return rc;
 }
@@ -2694,20 +2693,8 @@ out:
 static int gl_get_approvals(struct forge_approvals *out, struct forge *f,
 			    const char *project, int64_t iid)
 {
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct gl_call c;
-	int rc;
-
-	call_init(&c, gl);
-	if ((rc = url_mr(&u, gl, project, iid, "/approvals")) < 0 ||
-	    (rc = call_get_object(gl, &c, u.data)) < 0)
-		goto out;
-	rc = CONVERT(&c, approvals_from_json, out);
-out:
-	call_release(&c);
-	buf_release(&u);
-	return rc;
+	return get_mr_one(gl_of(f), project, iid, "/approvals",
+			  approvals_from_json, out);
 }
 
 /* Grape's CommaSeparatedToArray splits every item at commas, so a label
@@ -2746,10 +2733,8 @@ static int gl_update_labels(struct forge *f, const char *project, int64_t iid,
 	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	struct buf json = BUF_INIT(64 * 1024);
 	struct jsonw w;
-	struct gl_call c;
 	int rc;
 
-	call_init(&c, gl);
 	if ((rc = labels_check(add)) < 0 || (rc = labels_check(remove)) < 0 ||
 	    (rc = url_mr(&u, gl, project, iid, NULL)) < 0)
 		goto out;
@@ -2758,11 +2743,8 @@ static int gl_update_labels(struct forge *f, const char *project, int64_t iid,
 	body_begin(&w, &json);
 	write_labels(&w, "add_labels", add);
 	write_labels(&w, "remove_labels", remove);
-	if ((rc = body_finish(&w)) < 0)
-		goto out;
-	rc = call_do(gl, &c, HTTP_PUT, u.data, &json, GL_SAFE);
+	rc = write_state(gl, NULL, HTTP_PUT, u.data, &w);
 out:
-	call_release(&c);
 	buf_release(&u);
 	buf_release(&json);
 	return rc;
@@ -2802,10 +2784,10 @@ static int user_item(struct gl_call *c, const struct json_value *item,
 {
 	struct user_walk *w = arg;
 	struct forge_user u;
+	int rc;
 
-	if (json_expect(item, JSON_OBJECT, "user") < 0 ||
-	    user_from_json(&u, item) < 0)
-		return bad_data(c);
+	if ((rc = convert(c, item, "user", user_from_json, &u)) < 0)
+		return rc;
 	if (email_eq(u.email, w->email) || email_eq(u.public_email, w->email)) {
 		if (!w->nr_found++)
 			w->found = u;
@@ -2863,22 +2845,19 @@ static int secondary_match(int *out, struct gitlab *gl, int64_t id,
 {
 	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	struct email_walk w = { email, 0 };
-	int truncated, rc;
+	int rc;
 
 	*out = 0;
-	if (buf_addf(&u, "%s/users/%lld/emails", gl->api, (long long)id) < 0 ||
-	    url_param_int(&u, "per_page", gl->per_page) < 0) {
+	if (buf_addf(&u, "%s/users/%lld/emails", gl->api, (long long)id) < 0)
 		rc = url_fail();
-		goto out;
-	}
-	rc = paginate(gl, u.data, 0, email_item, &w, &truncated);
+	else
+		rc = paginate_all(gl, &u, email_item, &w, NULL);
 	if (rc == PB_EPERM) {
 		log_info("forge: the token cannot read users' secondary "
 			 "emails (not an administrator's)");
 		rc = 0;
 	}
 	*out = w.found;
-out:
 	buf_release(&u);
 	return rc;
 }
@@ -2890,12 +2869,10 @@ static int gl_find_user_by_email(struct forge_user *out, struct forge *f,
 	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	struct user_walk w;
 	struct forge_user cand;
-	struct gl_call c;
 	int truncated, rc, i;
 
 	memset(&w, 0, sizeof(w));
 	w.email = email;
-	call_init(&c, gl);
 	if ((rc = email_check(email)) < 0)
 		goto out;
 	/*
@@ -2922,26 +2899,12 @@ static int gl_find_user_by_email(struct forge_user *out, struct forge *f,
 			goto out;
 		if (!match)
 			continue;
-		buf_reset(&u);
-		if (buf_addf(&u, "%s/users/%lld", gl->api,
-			     (long long)w.secondary[i]) < 0) {
-			rc = url_fail();
-			goto out;
-		}
-		if ((rc = call_get_object(gl, &c, u.data)) < 0 ||
-		    (rc = CONVERT(&c, user_from_json, &w.found)) < 0)
+		if ((rc = get_user_by_id(&w.found, gl, w.secondary[i])) < 0)
 			goto out;
 		w.nr_found = 1;
 	}
 	for (i = 0; !w.nr_found && i < w.nr_candidates; i++) {
-		buf_reset(&u);
-		if (buf_addf(&u, "%s/users/%lld", gl->api,
-			     (long long)w.candidates[i]) < 0) {
-			rc = url_fail();
-			goto out;
-		}
-		if ((rc = call_get_object(gl, &c, u.data)) < 0 ||
-		    (rc = CONVERT(&c, user_from_json, &cand)) < 0)
+		if ((rc = get_user_by_id(&cand, gl, w.candidates[i])) < 0)
 			goto out;
 		if (email_eq(cand.email, email) ||
 		    email_eq(cand.public_email, email)) {
@@ -2964,46 +2927,27 @@ static int gl_find_user_by_email(struct forge_user *out, struct forge *f,
 	memset(&w.found, 0, sizeof(w.found));
 out:
 	forge_user_release(&w.found);
-	call_release(&c);
 	buf_release(&u);
 	return rc;
 }
 
 static int gl_get_user(struct forge_user *out, struct forge *f, int64_t id)
 {
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct gl_call c;
-	int rc;
-
-	call_init(&c, gl);
-	if (id <= 0) {
-		rc = err_set(PB_EINVAL, "bad user id %lld", (long long)id);
-		goto out;
-	}
-	if (buf_addf(&u, "%s/users/%lld", gl->api, (long long)id) < 0) {
-		rc = url_fail();
-		goto out;
-	}
-	if ((rc = call_get_object(gl, &c, u.data)) < 0)
-		goto out;
-	rc = CONVERT(&c, user_from_json, out);
-out:
-	call_release(&c);
-	buf_release(&u);
-	return rc;
+	if (id <= 0)
+		return err_set(PB_EINVAL, "bad user id %lld", (long long)id);
+	return get_user_by_id(out, gl_of(f), id);
 }
 
-static int project_from_json(struct forge_project *out,
-			     const struct json_value *v)
+static int project_from_json(void *out, const struct json_value *v)
 {
+	struct forge_project *p = out;
 	int rc;
 
-	if ((rc = json_get_int(&out->id, v, "id")) < 0 ||
-	    (rc = json_get_str(&out->path_with_namespace, v,
+	if ((rc = json_get_int(&p->id, v, "id")) < 0 ||
+	    (rc = json_get_str(&p->path_with_namespace, v,
 			       "path_with_namespace")) < 0)
 		return rc;
-	if (out->id <= 0 || !*out->path_with_namespace)
+	if (p->id <= 0 || !*p->path_with_namespace)
 		return err_set(PB_EINVAL, "a project without id or path");
 	return 0;
 }
@@ -3019,18 +2963,12 @@ static int gl_get_project(struct forge_project *out, struct forge *f,
 {
 	struct gitlab *gl = gl_of(f);
 	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct gl_call c;
 	int rc;
 
-	call_init(&c, gl);
-	if ((rc = url_project(&u, gl, project)) < 0 ||
-	    (rc = call_get_object(gl, &c, u.data)) < 0)
-		goto out;
-	rc = CONVERT(&c, project_from_json, out);
-out:
+	if ((rc = url_project(&u, gl, project)) == 0)
+		rc = get_one(gl, u.data, project_from_json, out);
 	if (rc)
 		forge_project_release(out);
-	call_release(&c);
 	buf_release(&u);
 	return rc;
 }
@@ -3045,30 +2983,19 @@ out:
 static int gl_whoami(struct forge_whoami *out, struct forge *f)
 {
 	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	struct gl_call c;
-	char *sudo = gl->sudo;
 	int rc, b;
 
 	call_init(&c, gl);
-	gl->sudo = NULL;
-	if (buf_addf(&u, "%s/user", gl->api) < 0) {
-		rc = url_fail();
-		goto out;
-	}
-	if ((rc = call_get_object(gl, &c, u.data)) < 0 ||
-	    (rc = CONVERT(&c, user_from_json, &out->user)) < 0)
+	if ((rc = get_as_self(gl, &c, "/user")) < 0 ||
+	    (rc = convert(&c, c.root, "response", user_from_json, &out->user)) <
+		    0)
 		goto out;
 	out->admin = 0;
 	if (json_kind_of(json_member(c.root, "is_admin")) == JSON_BOOL &&
 	    !json_get_bool(&b, c.root, "is_admin"))
 		out->admin = b;
-	buf_reset(&u);
-	if (buf_addf(&u, "%s/personal_access_tokens/self", gl->api) < 0) {
-		rc = url_fail();
-		goto out;
-	}
-	rc = call_get_object(gl, &c, u.data);
+	rc = get_as_self(gl, &c, "/personal_access_tokens/self");
 	if (rc == PB_ENOTFOUND || rc == PB_EPERM) {
 		/* An OAuth token, or a GitLab older than 15.5: not known. */
 		log_info("forge: the token's own record cannot be read: %s",
@@ -3089,9 +3016,7 @@ static int gl_whoami(struct forge_whoami *out, struct forge *f)
 	out->active = b;
 	out->token_known = 1;
 out:
-	gl->sudo = sudo;
 	call_release(&c);
-	buf_release(&u);
 	return rc;
 }
 
@@ -3107,18 +3032,11 @@ out:
 static int gl_commit_email_host(char **out, struct forge *f)
 {
 	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	struct gl_call c;
-	char *sudo = gl->sudo;
 	int rc;
 
 	call_init(&c, gl);
-	gl->sudo = NULL;
-	if (buf_addf(&u, "%s/application/settings", gl->api) < 0) {
-		rc = url_fail();
-		goto out;
-	}
-	if ((rc = call_get_object(gl, &c, u.data)) < 0)
+	if ((rc = get_as_self(gl, &c, "/application/settings")) < 0)
 		goto out;
 	if (json_get_str_opt(out, c.root, "commit_email_hostname") < 0) {
 		rc = bad_data(&c);
@@ -3131,38 +3049,29 @@ static int gl_commit_email_host(char **out, struct forge *f)
 		rc = err_set(PB_ENOTFOUND, "no usable commit_email_hostname");
 	}
 out:
-	gl->sudo = sudo;
 	call_release(&c);
-	buf_release(&u);
 	return rc;
 }
 
-struct hook_walk {
-	struct forge_hook_list *list;
-	size_t alloc;
-};
-
-static int hook_item(struct gl_call *c, const struct json_value *item,
-		     void *arg)
+static int hook_from_json(void *out, const struct json_value *v)
 {
-	struct hook_walk *w = arg;
-	struct forge_hook_list *l = w->list;
-	struct forge_hook *h;
+	struct forge_hook *h = out;
 	int present;
 
-	ALLOC_GROW(l->items, l->nr + 1, w->alloc);
-	h = &l->items[l->nr];
 	memset(h, 0, sizeof(*h));
-	l->nr++;
-	if (json_expect(item, JSON_OBJECT, "hook") < 0 ||
-	    json_get_int_opt(&h->id, &present, item, "id") < 0 ||
-	    json_get_str_opt(&h->url, item, "url") < 0 ||
-	    json_get_str_opt(&h->alert_status, item, "alert_status") < 0 ||
-	    json_get_str_opt(&h->disabled_until, item, "disabled_until") < 0 ||
-	    json_get_bool_opt(&h->merge_requests_events, item,
+	if (json_get_int_opt(&h->id, &present, v, "id") < 0 ||
+	    json_get_str_opt(&h->url, v, "url") < 0 ||
+	    json_get_str_opt(&h->alert_status, v, "alert_status") < 0 ||
+	    json_get_str_opt(&h->disabled_until, v, "disabled_until") < 0 ||
+	    json_get_bool_opt(&h->merge_requests_events, v,
 			      "merge_requests_events") < 0 ||
-	    json_get_bool_opt(&h->note_events, item, "note_events") < 0)
-		return bad_data(c);
+	    json_get_bool_opt(&h->note_events, v, "note_events") < 0) {
+		free(h->url);
+		free(h->alert_status);
+		free(h->disabled_until);
+		memset(h, 0, sizeof(*h));
+		return PB_EINVAL;
+	}
 	return 0;
 }
 
@@ -3172,8 +3081,8 @@ static int gl_list_hooks(struct forge_hook_list *out, struct forge *f,
 {
 	struct gitlab *gl = gl_of(f);
 	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct hook_walk w = { out, 0 };
-	int truncated, rc;
+	struct list_walk w = LIST_WALK(out, hook_from_json, "hook");
+	int rc;
 
 	if ((rc = url_project(&u, gl, project)) < 0)
 		goto out;
@@ -3181,13 +3090,10 @@ static int gl_list_hooks(struct forge_hook_list *out, struct forge *f,
 		rc = url_fail();
 		goto out;
 	}
-	if ((rc = url_param_int(&u, "per_page", gl->per_page)) < 0)
-		goto out;
-	rc = paginate(gl, u.data, 0, hook_item, &w, &truncated);
-	if (!rc && truncated)
-		rc = err_set(PB_ELIMIT, "more than %d pages of webhooks",
-			     PB_PAGES_MAX);
+	rc = paginate_all(gl, &u, list_item, &w, "webhooks");
 out:
+	out->items = w.items;
+	out->nr = w.nr;
 	if (rc)
 		forge_hook_list_release(out);
 	buf_release(&u);
