@@ -2324,19 +2324,21 @@ static int check_diff_note(const struct forge_discussion *d)
 }
 
 /*
- * The write path of every note: the body with its marker, the JSON (with
- * a diff position when pos is set), one POST, and after a lost response
- * the marker search where says (post_once()).  out, a forge_note (or a
- * forge_discussion when discussion is set), gets the answer or the note
- * the search found.
+ * The write path of every note, posted where the marker search of where
+ * would look: to one discussion, as a new discussion, or as a note of
+ * the MR.  The body with its marker, the JSON (with a diff position when
+ * pos is set), one POST, and after a lost response the marker search
+ * (post_once()).  out, a forge_note (a forge_discussion for a new
+ * discussion), gets the answer or the note the search found.
  */
-static int post_marked(void *out, int discussion, struct gitlab *gl,
-		       const char *url, const char *body,
-		       const struct forge_position *pos, const char *key,
-		       const struct marker_where *where)
+static int post_marked(void *out, struct gitlab *gl,
+		       const struct marker_where *where, const char *body,
+		       const struct forge_position *pos, const char *key)
 {
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	struct buf text = BUF_INIT(PB_NOTE_BODY_MAX);
 	struct buf json = BUF_INIT(GL_REQUEST_BODY_MAX);
+	int discussion = !where->discussion_id && where->discussions;
 	struct marker_search ms;
 	struct gl_call c;
 	struct jsonw w;
@@ -2344,7 +2346,13 @@ static int post_marked(void *out, int discussion, struct gitlab *gl,
 
 	call_init(&c, gl);
 	memset(&ms, 0, sizeof(ms));
-	if ((rc = note_body(&text, body, key)) < 0 ||
+	if (where->discussion_id)
+		rc = url_discussion(&u, gl, where->project, where->iid,
+				    where->discussion_id, "/notes");
+	else
+		rc = url_mr(&u, gl, where->project, where->iid,
+			    discussion ? "/discussions" : "/notes");
+	if (rc < 0 || (rc = note_body(&text, body, key)) < 0 ||
 	    (pos && (rc = position_check(pos)) < 0))
 		goto out;
 	if (key && (rc = marker_search_init(&ms, gl, key)) < 0)
@@ -2371,7 +2379,7 @@ static int post_marked(void *out, int discussion, struct gitlab *gl,
 		jsonw_obj_end(&w);
 	}
 	if ((rc = body_finish(&w)) < 0 ||
-	    (rc = post_once(gl, &c, url, &json, key, where, &ms)) < 0)
+	    (rc = post_once(gl, &c, u.data, &json, key, where, &ms)) < 0)
 		goto out;
 	if (ms.found && discussion) {
 		*(struct forge_discussion *)out = ms.discussion;
@@ -2386,6 +2394,7 @@ static int post_marked(void *out, int discussion, struct gitlab *gl,
 out:
 	marker_search_release(&ms);
 	call_release(&c);
+	buf_release(&u);
 	buf_release(&text);
 	buf_release(&json);
 	return rc;
@@ -2395,16 +2404,9 @@ static int gl_create_note(struct forge_note *out, struct forge *f,
 			  const char *project, int64_t iid, const char *body,
 			  const char *marker_key)
 {
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	struct marker_where where = { project, iid, NULL, 0 };
-	int rc;
 
-	if ((rc = url_mr(&u, gl, project, iid, "/notes")) == 0)
-		rc = post_marked(out, 0, gl, u.data, body, NULL, marker_key,
-				 &where);
-	buf_release(&u);
-	return rc;
+	return post_marked(out, gl_of(f), &where, body, NULL, marker_key);
 }
 
 static int gl_create_discussion(struct forge_discussion *out, struct forge *f,
@@ -2413,18 +2415,12 @@ static int gl_create_discussion(struct forge_discussion *out, struct forge *f,
 				const struct forge_position *pos,
 				const char *marker_key)
 {
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	struct marker_where where = { project, iid, NULL, 1 };
-	int rc;
+	int rc = post_marked(out, gl_of(f), &where, body, pos, marker_key);
 
-	if ((rc = url_mr(&u, gl, project, iid, "/discussions")) == 0)
-		rc = post_marked(out, 1, gl, u.data, body, pos, marker_key,
-				 &where);
 	/* Keep out filled: the discussion exists either way. */
 	if (!rc && pos)
 		rc = check_diff_note(out);
-	buf_release(&u);
 	return rc;
 }
 
@@ -2433,17 +2429,9 @@ static int gl_reply_discussion(struct forge_note *out, struct forge *f,
 			       const char *discussion_id, const char *body,
 			       const char *marker_key)
 {
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	struct marker_where where = { project, iid, discussion_id, 0 };
-	int rc;
 
-	if ((rc = url_discussion(&u, gl, project, iid, discussion_id,
-				 "/notes")) == 0)
-		rc = post_marked(out, 0, gl, u.data, body, NULL, marker_key,
-				 &where);
-	buf_release(&u);
-	return rc;
+	return post_marked(out, gl_of(f), &where, body, NULL, marker_key);
 }
 
 /*
