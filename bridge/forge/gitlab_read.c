@@ -172,7 +172,8 @@ out:
  * JSON to our structs.  Ids and the fields we act on are required; the
  * rest may be missing or null.  A converter zeroes out first and leaves
  * nothing to release when it fails; out is the forge.h struct its name
- * says, so that the read and write paths below take any of them.
+ * says (void *, so that the read and write paths take any of them:
+ * gl_from_json_fn).
  */
 
 int gl_user_from_json(void *out, const struct json_value *v)
@@ -765,13 +766,17 @@ int gl_project_from_json(void *out, const struct json_value *v)
 	struct forge_project *p = out;
 	int rc;
 
+	memset(p, 0, sizeof(*p));
 	if ((rc = json_get_int(&p->id, v, "id")) < 0 ||
 	    (rc = json_get_str(&p->path_with_namespace, v,
 			       "path_with_namespace")) < 0)
-		return rc;
-	if (p->id <= 0 || !*p->path_with_namespace)
-		return err_set(PB_EINVAL, "a project without id or path");
-	return 0;
+		goto fail;
+	if (p->id > 0 && *p->path_with_namespace)
+		return 0;
+	rc = err_set(PB_EINVAL, "a project without id or path");
+fail:
+	forge_project_release(p);
+	return rc;
 }
 
 int gl_hook_from_json(void *out, const struct json_value *v)
