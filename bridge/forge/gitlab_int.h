@@ -184,57 +184,35 @@ int gl_list_item(struct gl_call *c, const struct json_value *item, void *arg);
 int gl_self_id(int64_t *out, struct gitlab *gl);
 
 /*
- * The operations of forge_ops, by file.
+ * The operations of forge_ops, gl_NAME() for the member NAME, declared
+ * with the type forge.h gives the member (forge_ops is where each one's
+ * parameters are written and explained).
  */
+#define GL_OP(name) extern __typeof__(*((struct forge_ops *)0)->name) gl_##name
 
 /* gitlab_notes.c */
-int gl_list_notes(struct forge_note_list *out, struct forge *f,
-		  const char *project, int64_t iid,
-		  const struct forge_note_query *q);
-int gl_create_note(struct forge_note *out, struct forge *f, const char *project,
-		   int64_t iid, const char *body, const char *marker_key);
-int gl_list_discussions(struct forge_discussion_list *out, struct forge *f,
-			const char *project, int64_t iid);
-int gl_create_discussion(struct forge_discussion *out, struct forge *f,
-			 const char *project, int64_t iid, const char *body,
-			 const struct forge_position *pos,
-			 const char *marker_key);
-int gl_reply_discussion(struct forge_note *out, struct forge *f,
-			const char *project, int64_t iid,
-			const char *discussion_id, const char *body,
-			const char *marker_key);
-int gl_resolve_discussion(struct forge *f, const char *project, int64_t iid,
-			  const char *discussion_id, int resolved);
-int gl_find_note_by_marker(struct forge_note *out, char **out_discussion_id,
-			   struct forge *f, const char *project, int64_t iid,
-			   const char *discussion_id, const char *marker_key);
+GL_OP(list_notes);
+GL_OP(create_note);
+GL_OP(list_discussions);
+GL_OP(create_discussion);
+GL_OP(reply_discussion);
+GL_OP(resolve_discussion);
+GL_OP(find_note_by_marker);
 
 /* gitlab_mr.c */
-int gl_list_mrs(struct forge *f, const char *project,
-		struct forge_mr_cursor *cursor, const struct forge_mr_query *q,
-		forge_mr_fn fn, void *arg);
-int gl_get_mr(struct forge_mr *out, struct forge *f, const char *project,
-	      int64_t iid);
-int gl_list_versions(struct forge_version_list *out, struct forge *f,
-		     const char *project, int64_t iid);
-int gl_get_version(struct forge_version *out, struct forge *f,
-		   const char *project, int64_t iid, int64_t version_id);
-int gl_approve(enum forge_approve_result *out, struct forge *f,
-	       const char *project, int64_t iid, const char *sha);
-int gl_unapprove(enum forge_approve_result *out, struct forge *f,
-		 const char *project, int64_t iid);
-int gl_get_approvals(struct forge_approvals *out, struct forge *f,
-		     const char *project, int64_t iid);
-int gl_update_labels(struct forge *f, const char *project, int64_t iid,
-		     const struct strlist *add, const struct strlist *remove);
-int gl_find_user_by_email(struct forge_user *out, struct forge *f,
-			  const char *email);
-int gl_get_user(struct forge_user *out, struct forge *f, int64_t id);
-int gl_whoami(struct forge_whoami *out, struct forge *f);
-int gl_get_project(struct forge_project *out, struct forge *f,
-		   const char *project);
-int gl_commit_email_host(char **out, struct forge *f);
-int gl_list_hooks(struct forge_hook_list *out, struct forge *f,
-		  const char *project);
+GL_OP(list_mrs);
+GL_OP(get_mr);
+GL_OP(list_versions);
+GL_OP(get_version);
+GL_OP(approve);
+GL_OP(unapprove);
+GL_OP(get_approvals);
+GL_OP(update_labels);
+GL_OP(find_user_by_email);
+GL_OP(get_user);
+GL_OP(whoami);
+GL_OP(get_project);
+GL_OP(commit_email_host);
+GL_OP(list_hooks);
 
 #endif
