@@ -180,7 +180,7 @@ static char *from_addr(const char *value)
 	struct hdrdecode_mailbox mb;
 	char *out = NULL;
 
-	hdrdecode_mailbox(&mb, value, strlen(value), NULL, NULL);
+	hdrdecode_mailbox(&mb, value, strlen(value), mail_header_conv, NULL);
 	if (mb.email[0])
 		out = lower_dup(mb.email, strlen(mb.email));
 	hdrdecode_mailbox_release(&mb);
