@@ -133,7 +133,8 @@ static int addr_is(const char *addr, const char *name, const char *domain)
 	const char *at = strrchr(addr, '@');
 
 	return at && !strncasecmp(addr, name, n) &&
-	       (addr + n == at || addr[n] == '+') && !strcasecmp(at + 1, domain);
+	       (addr + n == at || addr[n] == '+') &&
+	       !strcasecmp(at + 1, domain);
 }
 
 const char *review_bot(const struct mail *m)
