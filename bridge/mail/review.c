@@ -165,23 +165,32 @@ const char *review_bot(const struct mail *m)
 	return NULL;
 }
 
-/* The N of a numbered patch of the thread that answers this mail. */
+/*
+ * The patches of the thread that answer this mail: the M of their
+ * "k/M", or how many they are when they carry no number (an unnumbered
+ * series: "[PATCH] a", "[PATCH] b" under a "[PATCH] cover"); 0 when
+ * none does.  Replies ("Re: [PATCH] ...") are no patches of a series.
+ */
 static int answered_by_series(const struct review *r,
 			      const struct review_options *o)
 {
 	const char *id = r->mail->message_id;
+	int n = 0, total = 0;
 	size_t i;
 
 	for (i = 0; o && id && i < o->nr_thread; i++) {
 		const struct review_thread_mail *t = &o->thread[i];
 
-		if (t->index < 1 || t->total < t->index)
+		if (t->reply || t->index < 1 || t->total < t->index)
 			continue;
 		if ((t->in_reply_to && !strcmp(t->in_reply_to, id)) ||
-		    (t->root && !strcmp(t->root, id)))
-			return t->total;
+		    (t->root && !strcmp(t->root, id))) {
+			n++;
+			if (t->total > total)
+				total = t->total;
+		}
 	}
-	return 0;
+	return n > total ? n : total;
 }
 
 static enum review_kind classify(const struct review *r,
@@ -596,6 +605,7 @@ int review_thread_mail_read(struct review_thread_mail *out, struct strlist *ids,
 		out->index = subj.index;
 		out->total = subj.total;
 	}
+	out->reply = subj.reply;
 	if (m->in_reply_to)
 		out->in_reply_to = strlist_push(ids, m->in_reply_to);
 	if (m->references.nr)

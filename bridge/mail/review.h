@@ -86,6 +86,7 @@ struct review_thread_mail {
 	const char *in_reply_to; /* "<id>" or NULL */
 	const char *root; /* the first References entry, or NULL */
 	int index, total; /* the subject's counter; -1 without one */
+	int reply; /* the subject is a reply's ("Re: [PATCH] ...") */
 };
 
 enum review_nak_form {
