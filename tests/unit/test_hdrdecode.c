@@ -93,6 +93,11 @@ static const struct {
 	{ "=?iso-8859-7?B?yuHr5+zd8eE=?=",
 	  "\xce\x9a\xce\xb1\xce\xbb\xce\xb7\xce\xbc\xce\xad\xcf\x81\xce\xb1" },
 	{ "=?windows-1252?Q?=84quoted=93?=", "\xe2\x80\x9equoted\xe2\x80\x9c" },
+	/* Gmail, git@vger.kernel.org
+	 * <CAECJ0BmcxeS1q8bw4hN9jDja2g8GGzNyN_v7jC3ehOW70x6CRA@mail.gmail.com>:
+	 * ASCII and kanji in one ISO-2022-JP word */
+	{ "=?ISO-2022-JP?B?S2VudGEgTXVyYXRhICgbJEJCPEVEGyhCIBskQjgtQkAbKEIp?=",
+	  "Kenta Murata (\xe6\x9d\x91\xe7\x94\xb0 \xe8\xb3\xa2\xe5\xa4\xaa)" },
 	/* ISO-2022-JP split between two words: the escapes carry over */
 	{ "=?ISO-2022-JP?B?GyRCRnxLXBsoQg==?= =?ISO-2022-JP?B?GyRCOGwbKEI=?=",
 	  "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e" },
