@@ -375,6 +375,7 @@ def unseen_copies(bed):
 def converge(bed, stream, timeout=120):
     """Wait until every accepted reply is applied and every mail sent;
     the forge's MR then."""
+    timeout = bedlib.bound(timeout)
     t = time.monotonic()
     while True:
         open_in = bed.pg.query("SELECT count(*) FROM inbound WHERE state "
