@@ -46,6 +46,9 @@
 #     OpenDMARC here): the settings stay those of the recipe; with the
 #     milter stopped, a reply is accepted and delivered, not bridged, as
 #     README and contrib/postfix/README.md say of default_action=accept
+#  7. README "Uninstalling", its Postfix steps: main.cf names no milter
+#     and no header_checks table, the table is gone, and mail is still
+#     accepted and delivered
 #
 # Exit 0 pass, 1 fail, 77 skipped (not root; postfix, useradd, setpriv,
 # runuser missing).
@@ -392,4 +395,20 @@ now=$(ls "$S/var/spool/patchbridge/new" "$S/var/spool/patchbridge/cur" \
 	"$S/var/spool/patchbridge/done" 2>/dev/null | grep -c '^[0-9]')
 [ "$now" = "$spooled" ] || fail "spooled while the milter was down ($spooled -> $now)"
 say "accepted and delivered, not bridged (default_action=accept)"
+
+say "[7] uninstalling: the milter out of Postfix first, then its table"
+run_step uninstall-postfix
+[ -e "$CONFIG/patchbridge_header_checks" ] && fail "the header_checks table is still there"
+left=$(postconf -n smtpd_milters non_smtpd_milters header_checks 2>/dev/null)
+[ -z "$left" ] || fail "main.cf still names: $left"
+reply "$W/reply3.eml" recipe-reply-3 "Sent after the bridge was taken out."
+"$PFBED" send "$PF" "$W/reply3.eml" --from bob@corp.example >"$W/send3" 2>&1 ||
+	fail "after the uninstall steps the reply was refused: $(cat "$W/send3")"
+for _ in $(seq 100); do
+	got=$(grep -l 'recipe-reply-3@' "$ARCHIVE"/new/* "$ARCHIVE"/cur/* 2>/dev/null | head -1)
+	[ -n "$got" ] && break
+	sleep 0.2
+done
+[ -n "$got" ] || fail "after the uninstall steps the reply was not delivered"
+say "Postfix takes and delivers mail without the bridge"
 say "PASS"
