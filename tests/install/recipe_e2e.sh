@@ -70,6 +70,7 @@ SRC=$(cd "$1" && pwd)
 BUILD=$(cd "$2" && pwd)
 README=$SRC/README.md
 PFBED=$SRC/tests/postfix/pfbed
+. "$SRC/tests/tools/slowdown.sh"
 rm -rf "$3"
 mkdir -p "$3" && W=$(cd "$3" && pwd) || fail "cannot create $3"
 # Everything the two users touch is below /tmp, 0755: the build tree may
@@ -85,7 +86,7 @@ pid_alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
 stop_pid() {
 	pid_alive "$1" || return 0
 	kill -TERM "$1" 2>/dev/null
-	for _ in $(seq 300); do pid_alive "$1" || return 0; sleep 0.1; done
+	for _ in $(seq "$(scaled 300)"); do pid_alive "$1" || return 0; sleep 0.1; done
 	kill -KILL "$1" 2>/dev/null
 }
 cleanup() {
@@ -299,7 +300,7 @@ PIDS=${PIDS% }
 [ "$(echo $PIDS | wc -w)" -eq 2 ] || fail "not two programs started: $PIDS"
 MPID=${PIDS%% *}
 SOCK=$QUEUE/patchbridge/milter.sock
-for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.1; done
+for _ in $(seq "$(scaled 100)"); do [ -S "$SOCK" ] && break; sleep 0.1; done
 [ -S "$SOCK" ] || fail "no socket $SOCK"
 [ "$(stat -c '%U:%G %a' "$SOCK")" = "patchbridge-milter:postfix 660" ] ||
 	fail "socket is $(stat -c '%U:%G %a' "$SOCK")"
@@ -309,7 +310,7 @@ for p in $PIDS; do
 done
 # The daemon's first poll mails the seeded merge request.
 patch=""
-for _ in $(seq 600); do
+for _ in $(seq "$(scaled 600)"); do
 	patch=$(grep -l '^Subject: \[PATCH.* 1/' "$ARCHIVE"/new/* "$ARCHIVE"/cur/* 2>/dev/null |
 		head -1)
 	[ -n "$patch" ] && break
@@ -355,7 +356,7 @@ with urllib.request.urlopen(req, timeout=10) as r:
         print(n["body"].replace("\n", " "))
 EOF
 }
-for _ in $(seq 60); do
+for _ in $(seq "$(scaled 60)"); do
 	notes 2>/dev/null | grep -q 'behind its own chroot' && break
 	sleep 0.5
 done
@@ -381,7 +382,7 @@ stop_pid "$MPID"
 reply "$W/reply2.eml" recipe-reply-2 "Sent while the milter is down."
 "$PFBED" send "$PF" "$W/reply2.eml" --from bob@corp.example >"$W/send2" 2>&1 ||
 	fail "with the milter down the reply was refused: $(cat "$W/send2")"
-for _ in $(seq 100); do
+for _ in $(seq "$(scaled 100)"); do
 	got=$(grep -l 'recipe-reply-2@' "$ARCHIVE"/new/* "$ARCHIVE"/cur/* 2>/dev/null | head -1)
 	[ -n "$got" ] && break
 	sleep 0.2
@@ -404,7 +405,7 @@ left=$(postconf -n smtpd_milters non_smtpd_milters header_checks 2>/dev/null)
 reply "$W/reply3.eml" recipe-reply-3 "Sent after the bridge was taken out."
 "$PFBED" send "$PF" "$W/reply3.eml" --from bob@corp.example >"$W/send3" 2>&1 ||
 	fail "after the uninstall steps the reply was refused: $(cat "$W/send3")"
-for _ in $(seq 100); do
+for _ in $(seq "$(scaled 100)"); do
 	got=$(grep -l 'recipe-reply-3@' "$ARCHIVE"/new/* "$ARCHIVE"/cur/* 2>/dev/null | head -1)
 	[ -n "$got" ] && break
 	sleep 0.2
