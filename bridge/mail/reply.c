@@ -356,6 +356,50 @@ static size_t address_attribution_at(const struct reply *r, size_t i)
 	return 0;
 }
 
+/*
+ * A line "--" without the space (line i) is a signature separator only
+ * when what follows it looks like a signature: a few short lines of
+ * the author's, no trailer among them, maybe an original quoted under
+ * them, but no quoted diff and no text of the author's between quotes.
+ * Review robots and some people write it between a summary and the
+ * review itself, which then quotes the diff and comments under it
+ * (RFC 3676, 4.3, makes only "-- " the separator).
+ */
+#define BARE_SIG_LINES 8 /* own lines of a signature under "--" */
+#define BARE_SIG_WIDTH 80 /* bytes of one of them */
+
+static int bare_dashes_sig(const struct reply *r, size_t i)
+{
+	size_t j, tail = 0;
+	int quote = 0;
+
+	for (j = i + 1; j < r->nr; j++) {
+		const struct reply_line *l = &r->lines[j];
+
+		if (l->depth) {
+			/* a quoted diff: the review goes on below */
+			if ((l->clen > 4 && !memcmp(l->content, "@@ -", 4)) ||
+			    (l->clen > 11 &&
+			     !memcmp(l->content, "diff --git ", 11)))
+				return 0;
+			quote = 1;
+			continue;
+		}
+		if (!l->len || l->kind == RL_BLANK)
+			continue;
+		if (list_footer_at(r, j))
+			break;
+		/* own text between quotes: comments, not a signature
+		 * above a top-posted original */
+		if (quote)
+			return 0;
+		if (++tail > BARE_SIG_LINES || l->len > BARE_SIG_WIDTH ||
+		    rl_is_trailer(l->p, l->len))
+			return 0;
+	}
+	return 1;
+}
+
 static void classify(struct reply *r)
 {
 	struct own_state st = { 0, -1 };
@@ -381,17 +425,11 @@ static void classify(struct reply *r)
 		if (l->kind != RL_OWN)
 			continue;
 		if (rl_is_sig_marker(l->p, l->len)) {
-			/* "--" without the space only before a short tail */
-			if (l->len == 2) {
-				size_t tail = 0;
-
-				for (j = i + 1; j < r->nr && j < i + 64 &&
-						!r->lines[j].depth && tail <= 8;
-				     j++)
-					if (r->lines[j].kind == RL_OWN)
-						tail++;
-				if (tail > 8)
-					continue;
+			/* "--" without the space only before what looks
+			 * like a signature */
+			if (l->len == 2 && !bare_dashes_sig(r, i)) {
+				l->kind = RL_TRIM; /* a rule, no words */
+				continue;
 			}
 			set_kind(r, i, r->nr, RL_SIG, 1);
 			break;
