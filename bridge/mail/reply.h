@@ -43,8 +43,9 @@
  *   trim markers ("...", "[...]", "<snip>", "[skipped the patch]");
  *   the signature ("-- " and below; "--" without the space only above
  *   a few short lines, never above a quoted diff or text between
- *   quotes, where it is a rule between a summary and a review), a phone's "Sent from my iPhone"
- *   line (that line alone), mailing list footers and legal disclaimers.
+ *   quotes, where it is a rule between a summary and a review), a
+ *   phone's "Sent from my iPhone" line (that line alone), mailing list
+ *   footers and legal disclaimers.
  * A signature is known by its form, never by its length: a name (with a
  * title or company under it) below a closing such as "Thanks,", or a
  * line that is the sender's name or first name; a short comment such as
