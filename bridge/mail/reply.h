@@ -74,7 +74,10 @@
  *
  * reply_anchor() places the quoted lines on the diff that was mailed and
  * anchors each block to the last quoted diff line before it (DESIGN.md,
- * "Inline comments").  A block with no quoted diff line before it, or
+ * "Inline comments").  A quoted diff line the reply's mail client
+ * wrapped again (its tail on a line of its own under the same "> ") is
+ * joined first, so the tail is neither a line of the diff nor the
+ * author's (replyquote.c says how a tail is known).  A block with no quoted diff line before it, or
  * after the last line of a completely quoted patch, is general.
  *
  * Ownership: a struct reply owns a copy of the text; lines point into
