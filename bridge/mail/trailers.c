@@ -1023,6 +1023,45 @@ static int says_series(const char *p, size_t len)
 	return 0;
 }
 
+/*
+ * Scope words after the trailer at line j of the paragraph ending
+ * before line end: "Acked-by: X <x@y>" / "for the whole series".  The
+ * first line after the paragraph's trailers counts, or a short
+ * paragraph of one line right under it.  They say which patches the
+ * trailer is for, never whether it is one: in the trailer's own
+ * paragraph they make it no trailer block (docs/SECURITY.md).
+ */
+static int series_after(const char *const *lines, const size_t *lens,
+			size_t nr, size_t j, size_t end)
+{
+	const char *q;
+	size_t k, ql;
+
+	for (k = j + 1; k < nr; k++) {
+		q = lines[k];
+		ql = lens[k];
+		mem_trim(&q, &ql);
+		if (k < end && (mem_find(q, ql, "-by:", 4) ||
+				mem_find(q, ql, "-By:", 4)))
+			continue;
+		if (!ql && k == end)
+			continue; /* the blank line after the paragraph */
+		break;
+	}
+	if (k >= nr || !ql || ql >= 80 || !says_series(q, ql))
+		return 0;
+	/* past the paragraph: a paragraph of that one line */
+	if (k > end && k + 1 < nr) {
+		const char *n1 = lines[k + 1];
+		size_t nl = lens[k + 1];
+
+		mem_trim(&n1, &nl);
+		if (nl)
+			return 0;
+	}
+	return 1;
+}
+
 /* checkpatch (or similar) output pasted into a reply */
 static int tool_output_line(const char *p, size_t len)
 {
@@ -1280,6 +1319,9 @@ int trailers_scan(struct trailer_list *out, const char *text, size_t len,
 					series = says_series(q, ql) && ql < 80;
 					break;
 				}
+				if (!series)
+					series = series_after(lines, lens, nr, j,
+							      i);
 				if (series)
 					for (; before < out->nr; before++)
 						out->v[before].scope =

@@ -35,7 +35,11 @@
  *
  * Scope is "series" when the caller says so (a reply to a cover letter)
  * or when the line or the one before it says "for the series",
- * "Series:", "for all patches" and the like.
+ * "Series:", "for all patches" and the like, or the first line after
+ * the trailers of its paragraph does, or a paragraph of that one line
+ * right under it ("Acked-by: X <x@y>" / "for the whole series").  Scope
+ * words never make a trailer a block trailer: in its paragraph they
+ * make it none.
  *
  * Ownership: a trailer_list owns its entries' strings (type points to a
  * static canonical name).  Functions are pure over (pointer, length),
