@@ -1031,8 +1031,8 @@ static int says_series(const char *p, size_t len)
  * trailer is for, never whether it is one: in the trailer's own
  * paragraph they make it no trailer block (docs/SECURITY.md).
  */
-static int series_after(const char *const *lines, const size_t *lens,
-			size_t nr, size_t j, size_t end)
+static int series_after(const char *const *lines, const size_t *lens, size_t nr,
+			size_t j, size_t end)
 {
 	const char *q;
 	size_t k, ql;
@@ -1041,8 +1041,8 @@ static int series_after(const char *const *lines, const size_t *lens,
 		q = lines[k];
 		ql = lens[k];
 		mem_trim(&q, &ql);
-		if (k < end && (mem_find(q, ql, "-by:", 4) ||
-				mem_find(q, ql, "-By:", 4)))
+		if (k < end &&
+		    (mem_find(q, ql, "-by:", 4) || mem_find(q, ql, "-By:", 4)))
 			continue;
 		if (!ql && k == end)
 			continue; /* the blank line after the paragraph */
@@ -1320,8 +1320,8 @@ int trailers_scan(struct trailer_list *out, const char *text, size_t len,
 					break;
 				}
 				if (!series)
-					series = series_after(lines, lens, nr, j,
-							      i);
+					series = series_after(lines, lens, nr,
+							      j, i);
 				if (series)
 					for (; before < out->nr; before++)
 						out->v[before].scope =
