@@ -558,7 +558,17 @@ static int parse_value(struct value *v, const char *p, size_t len, int strict)
 		v->name = p;
 		v->name_len = (size_t)(lt - p);
 		clean_name(&v->name, &v->name_len);
-		if (gt && one_address(&v->email, &v->email_len, q, n)) {
+		if (!gt && *lt == '<' && !strict && q + n == end &&
+		    valid_email(q, n)) {
+			/*
+			 * "Name <a@b.c" and the line ends: Outlook lost the
+			 * closing '>'.  Nothing follows the address, so it
+			 * reads one way only (docs/SECURITY.md, "What the
+			 * bridge acts on").
+			 */
+			v->email = q;
+			v->email_len = n;
+		} else if (gt && one_address(&v->email, &v->email_len, q, n)) {
 			/* anything after the address: a remark, a scope, a
 			 * second address - a value that reads two ways */
 			const char *t = gt + 1;

@@ -14,7 +14,8 @@
  * A trailer is a line of its own (after optional indentation), as git
  * interpret-trailers and b4 read it.  Accepted forms: any case,
  * indented, "Name <email>", "Name<email>", "<email>", a bare email, a
- * name alone, a broken address ("<user" or no "@": email NULL), no-break
+ * name alone, "Name <email" ending the line (Outlook lost the ">": read
+ * as exact), a broken address ("<user" or no "@": email NULL), no-break
  * spaces; the address as mailers repeat it ("a@b<mailto:a@b>",
  * "[mailto:a@b]", "&lt;a@b&gt;": one address, or none when they
  * differ); a trailer wrapped before its address ("Reviewed-by: Name" /
