@@ -28,7 +28,8 @@
  * A line is taken for the tail of the one above when both are quoted
  * with the same marks, the one above is a diff line (or a diff header,
  * whose paths wrap too), and the first word of the tail would not have
- * fitted on it: the width of the widest quoted line is the client's
+ * fitted on it: the width of the widest quoted line (in bytes or in
+ * columns, as clients count either way) is the client's
  * column, as near as the mail tells it.  A tail that itself reads as a
  * diff line ("-EINVAL;" under "return") is joined only when the diff
  * says so: with the patch that was mailed, when the joined line is one
@@ -114,6 +115,58 @@ static size_t first_word(const char *p, size_t n)
 	return i;
 }
 
+/*
+ * The client's column, as near as the mail tells it: the widest quoted
+ * line, in bytes and in columns (a tab to the next multiple of 8, a
+ * UTF-8 character one), since clients count either way.
+ */
+struct width {
+	size_t bytes, cols;
+};
+
+static size_t columns(const char *p, size_t n)
+{
+	size_t i, c = 0;
+
+	for (i = 0; i < n; i++) {
+		if (p[i] == '\t')
+			c = (c / 8 + 1) * 8;
+		else if (((unsigned char)p[i] & 0xc0) != 0x80)
+			c++;
+	}
+	return c;
+}
+
+static void width_of(struct width *w, const struct reply *r,
+		     const struct qent *e, size_t n)
+{
+	size_t i, c;
+
+	w->bytes = w->cols = 0;
+	for (i = 0; i < n; i++) {
+		const struct reply_line *l = &r->lines[e[i].line];
+
+		if (!l->depth)
+			continue;
+		c = columns(l->p, l->len);
+		if (l->len > w->bytes)
+			w->bytes = l->len;
+		if (c > w->cols)
+			w->cols = c;
+	}
+}
+
+/* How far past the column a word of fw bytes would have gone on the
+ * line l; 0 or less when it fitted. */
+static long overshoot(const struct reply_line *l, size_t fw,
+		      const struct width *w)
+{
+	long b = (long)(l->len + 1 + fw) - (long)w->bytes;
+	long c = (long)(columns(l->p, l->len) + 1 + fw) - (long)w->cols;
+
+	return b > c ? b : c;
+}
+
 /* The quote marks of a line: what comes before its content. */
 static size_t marks(const struct reply_line *l)
 {
@@ -131,15 +184,11 @@ static size_t group_start(const struct qent *e, size_t i)
 
 /* Find the tails of wrapped lines among the quoted entries e[0..n). */
 static void find_tails(const struct reply *r, struct qent *e, size_t n,
-		       int have_diff)
+		       int have_diff, const struct width *w)
 {
-	size_t i, width = 0;
+	size_t i;
 	int hunk_depth = -1;
-
-	for (i = 0; i < n; i++)
-		if (r->lines[e[i].line].depth &&
-		    r->lines[e[i].line].len > width)
-			width = r->lines[e[i].line].len;
+	long over;
 	for (i = 0; i < n; i++) {
 		const struct reply_line *l = &r->lines[e[i].line], *above,
 					*head;
@@ -164,12 +213,13 @@ static void find_tails(const struct reply *r, struct qent *e, size_t n,
 		       (have_diff || head->depth == hunk_depth))))
 			continue;
 		fw = first_word(t, tn);
-		if (above->len + 1 + fw <= width)
+		over = overshoot(above, fw, w);
+		if (over <= 0)
 			continue;
 		if (diff_header(t, tn) || git_extended_header(t, tn) ||
 		    rl_is_trim_marker(t, tn))
 			continue;
-		e[i].score = (int)(above->len + 1 + fw - width);
+		e[i].score = (int)over;
 		e[i].frag = reads_as_diff(t, tn) ? FRAG_MAYBE : FRAG_SURE;
 		/* under a file's header, a tail that reads as a diff line
 		 * is one; under a hunk's, the count tells */
@@ -186,7 +236,8 @@ static void find_tails(const struct reply *r, struct qent *e, size_t n,
 /* The text of the group of entry h (h and the tails joined right under
  * it, up to entry n) into out. */
 static int group_text(struct buf *out, const struct reply *r,
-		      const struct qent *e, size_t n, size_t h, size_t width)
+		      const struct qent *e, size_t n, size_t h,
+		      const struct width *w)
 {
 	const struct reply_line *head = &r->lines[e[h].line];
 	size_t i, m = marks(head);
@@ -198,7 +249,7 @@ static int group_text(struct buf *out, const struct reply *r,
 		const struct reply_line *l = &r->lines[e[i].line];
 
 		/* a line that reached the column was cut in a word */
-		if (r->lines[e[i - 1].line].len < width)
+		if (overshoot(&r->lines[e[i - 1].line], 0, w) <= 0)
 			buf_addch(out, ' ');
 		rc = buf_add(out, l->p + m, l->len - m);
 	}
@@ -237,16 +288,11 @@ static int cmp_u32(const void *a, const void *b)
  * the joined line is a line of the diff and the line above alone is
  * not. */
 static void tails_by_diff(const struct reply *r, struct qent *e, size_t n,
-			  const struct diff *d)
+			  const struct diff *d, const struct width *w)
 {
 	uint32_t *hs;
 	struct buf t = BUF_INIT(REPLY_TEXT_MAX);
-	size_t i, width = 0;
-
-	for (i = 0; i < n; i++)
-		if (r->lines[e[i].line].depth &&
-		    r->lines[e[i].line].len > width)
-			width = r->lines[e[i].line].len;
+	size_t i;
 	hs = xmalloc((d->nr_lines ? d->nr_lines : 1) * sizeof(*hs));
 	for (i = 0; i < d->nr_lines; i++)
 		hs[i] = d->lines[i].hash;
@@ -257,11 +303,11 @@ static void tails_by_diff(const struct reply *r, struct qent *e, size_t n,
 
 		if (e[i].frag != FRAG_MAYBE)
 			continue;
-		if (group_text(&t, r, e, i, group_start(e, i - 1), width))
+		if (group_text(&t, r, e, i, group_start(e, i - 1), w))
 			break;
 		h1 = key_hash(t.data, t.len, 1);
 		e[i].join = 1;
-		if (group_text(&t, r, e, i + 1, group_start(e, i), width))
+		if (group_text(&t, r, e, i + 1, group_start(e, i), w))
 			break;
 		h2 = key_hash(t.data, t.len, 1);
 		alone = bsearch(&h1, hs, d->nr_lines, sizeof(*hs), cmp_u32) !=
@@ -380,7 +426,8 @@ int reply_anchor(struct reply *r, const struct diff *d, struct diff **pseudo)
 {
 	struct diff_quote *q = NULL;
 	struct qent *e = NULL;
-	size_t *idx = NULL, nq = 0, ne = 0, i, b, last_text, width = 0;
+	size_t *idx = NULL, nq = 0, ne = 0, i, b, last_text;
+	struct width w;
 	struct diff *own = NULL;
 	struct buf joined = BUF_INIT(2 * REPLY_TEXT_MAX);
 	size_t *off = NULL;
@@ -395,14 +442,13 @@ int reply_anchor(struct reply *r, const struct diff *d, struct diff **pseudo)
 		if (l->kind != RL_QUOTE && l->kind != RL_ORIG)
 			continue;
 		e[ne++].line = i;
-		if (l->depth && l->len > width)
-			width = l->len;
 	}
-	find_tails(r, e, ne, !use_pseudo);
+	width_of(&w, r, e, ne);
+	find_tails(r, e, ne, !use_pseudo, &w);
 	if (use_pseudo)
 		tails_by_count(r, e, ne);
 	else
-		tails_by_diff(r, e, ne, d);
+		tails_by_diff(r, e, ne, d, &w);
 
 	/* one quoted line per group: a line and its tails joined */
 	q = xmalloc((ne ? ne : 1) * sizeof(*q));
@@ -415,7 +461,7 @@ int reply_anchor(struct reply *r, const struct diff *d, struct diff **pseudo)
 		if (e[i].join)
 			continue;
 		if (i + 1 < ne && e[i + 1].join) {
-			rc = group_text(&t, r, e, ne, i, width);
+			rc = group_text(&t, r, e, ne, i, &w);
 			off[nq] = joined.len;
 			q[nq].p = NULL;
 			q[nq].len = t.len;

@@ -7,7 +7,8 @@
  * Real patch mails (tests/data/corpus) are quoted with "> ", the quote
  * wrapped at 72, 76 or 78 columns the way the clients do it (Outlook
  * breaks at the last space before the column, others in the middle of a
- * word; the tail goes on a line of its own under the same "> "), and a
+ * word, Thunderbird and KMail count a tab as up to 8 columns; the tail
+ * goes on a line of its own under the same "> "), and a
  * few comments are put under random diff lines.  Each comment must map
  * to the file and line the test itself counted from the patch's "@@"
  * headers.  Seeded: PB_SEED picks the first seed, PB_ITERATIONS how
@@ -37,8 +38,9 @@ static const char *const patches[] = {
 #define MAX_LINES 4096
 #define MAX_COMMENTS 6
 
-enum wrap { WRAP_SPACE, WRAP_WORD, WRAP_NONE };
-static const char *const wrap_name[] = { "last-space", "mid-word", "none" };
+enum wrap { WRAP_SPACE, WRAP_WORD, WRAP_TABS, WRAP_NONE };
+static const char *const wrap_name[] = { "last-space", "mid-word",
+					 "last-space, tabs of 8", "none" };
 
 struct pline {
 	const char *p;
@@ -191,6 +193,17 @@ static int commentable(const struct pline *l)
 	return 0;
 }
 
+/* The columns p[0..n) takes after "> ", a tab to the next multiple
+ * of 8 (as Thunderbird and KMail count). */
+static size_t cols_of(const char *p, size_t n)
+{
+	size_t i, c = 2;
+
+	for (i = 0; i < n; i++)
+		c = p[i] == '\t' ? (c / 8 + 1) * 8 : c + 1;
+	return c;
+}
+
 /* Append "> " + line, wrapped at col the way mode does it. */
 static void quote_wrapped(struct buf *out, const char *p, size_t n,
 			  enum wrap mode, size_t col)
@@ -200,7 +213,21 @@ static void quote_wrapped(struct buf *out, const char *p, size_t n,
 	for (;;) {
 		size_t cut = n, skip = 0;
 
-		if (mode != WRAP_NONE && pre + n > col) {
+		if (mode == WRAP_TABS && cols_of(p, n) > col) {
+			size_t k;
+
+			/* the most that fits, then back to its last space */
+			for (cut = 0; cut < n && cols_of(p, cut + 1) <= col;
+			     cut++)
+				;
+			for (k = cut; k > 0 && p[k] != ' '; k--)
+				;
+			if (k > 0) {
+				cut = k;
+				skip = 1;
+			}
+		} else if ((mode == WRAP_SPACE || mode == WRAP_WORD) &&
+			   pre + n > col) {
 			cut = col - pre;
 			if (mode == WRAP_SPACE) {
 				size_t k;
@@ -344,7 +371,7 @@ static void test_wrapped_quote_property(void **state)
 
 		rng_state = seed * 0x9e3779b97f4a7c15ULL + 1;
 		p = &pt[rnd_below(NPATCHES)];
-		mode = (enum wrap)rnd_below(3);
+		mode = (enum wrap)rnd_below(4);
 		col = cols[rnd_below(3)];
 		for (i = 0; i < p->nr; i++)
 			if (commentable(&p->l[i]))
