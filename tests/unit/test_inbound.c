@@ -12,6 +12,7 @@
 #include "core/config.h"
 #include "core/metrics.h"
 #include "fakeforge.h"
+#include "metricval.h"
 #include "inbound/inbound.h"
 #include "mail/mail.h"
 #include "state/spool.h"
@@ -349,21 +350,6 @@ static const char *note_of(struct bed *b, const char *mid)
 		    b->ff.calls[i].op == FAKE_CREATE_NOTE)
 			return b->ff.calls[i].body;
 	return NULL;
-}
-
-/* The value of one series in the daemon's exposition, -1 when absent. */
-static long metric(const char *series)
-{
-	struct buf out = BUF_INIT(1 << 20);
-	const char *at;
-	long v = -1;
-
-	assert_int_equal(metrics_render(&out, METRIC_DAEMON), 0);
-	at = out.data ? strstr(out.data, series) : NULL;
-	if (at && at[strlen(series)] == ' ')
-		v = strtol(at + strlen(series) + 1, NULL, 10);
-	buf_release(&out);
-	return v;
 }
 
 #define ON "{project=\"" PROJECT "\"}"
