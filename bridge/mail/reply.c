@@ -1,6 +1,5 @@
 #include "mail/reply.h"
-#include "mail/replyline.h"
-#include "mail/replynak.h"
+#include "mail/reply_int.h"
 #include "mail/trailers.h"
 #include "util/err.h"
 #include "util/scan.h"

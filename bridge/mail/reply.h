@@ -77,8 +77,12 @@
  * "Inline comments").  A quoted diff line the reply's mail client
  * wrapped again (its tail on a line of its own under the same "> ") is
  * joined first, so the tail is neither a line of the diff nor the
- * author's (replyquote.c says how a tail is known).  A block with no quoted diff line before it, or
- * after the last line of a completely quoted patch, is general.
+ * author's (reply_quote.c says how a tail is known).  A block with no
+ * quoted diff line before it, or after the last line of a completely
+ * quoted patch, is general.
+ *
+ * The module is four files over mail/reply_int.h, a header for them
+ * alone (it says which file does what).
  *
  * Ownership: a struct reply owns a copy of the text; lines point into
  * it.  Pure, bounded and thread-safe: lines past REPLY_LINES_MAX are

@@ -1,4 +1,4 @@
-#include "mail/replyline.h"
+#include "mail/reply_int.h"
 #include "mail/trailers.h"
 #include "util/scan.h"
 

@@ -1,15 +1,19 @@
 /*
- * replyline - what one line of a reply is, read alone: the quote
- * markers, trim markers, attribution lines, header fields and separator
- * lines of a quoted original, signature and disclaimer markers,
- * greetings, closings and trailer lines.  reply.c classifies a reply's
- * lines with these; the rules they follow are those of mail/reply.h.
- *
- * Internal to reply.c, replyline.c and replynak.c.  Pure and
- * thread-safe; nothing is allocated.
+ * reply_int - what the files of the reply module (mail/reply.h) share,
+ * for them alone: one module too long for one file.
+ *   reply.c        the lines classified and grouped into blocks;
+ *   reply_line.c   what one line is, read alone: quote and trim
+ *                  markers, attribution lines, header fields and
+ *                  separator lines of a quoted original, signature and
+ *                  disclaimer markers, greetings, closings, trailers;
+ *   reply_nak.c    the author's NAK, read three ways;
+ *   reply_quote.c  the quote against the diff: wrapped lines joined,
+ *                  aligned, each block anchored (reply_anchor()).
+ * The rules they follow are those of mail/reply.h.  Pure and
+ * thread-safe; nothing here allocates.
  */
-#ifndef PB_MAIL_REPLYLINE_H
-#define PB_MAIL_REPLYLINE_H
+#ifndef PB_MAIL_REPLY_INT_H
+#define PB_MAIL_REPLY_INT_H
 
 #include "mail/reply.h"
 
@@ -213,5 +217,9 @@ int rl_is_trailer_intro(const char *p, size_t n);
 int rl_is_trailer(const char *p, size_t n);
 
 int rl_is_trailer_at(const struct reply *r, size_t i);
+
+/* Set r->nak, r->nak_alone and r->nak_mention from its own lines
+ * (reply_nak.c). */
+void reply_read_nak(struct reply *r);
 
 #endif

@@ -6,7 +6,7 @@
  * text is anchored on the last quoted diff line above it.
  */
 #include "mail/reply.h"
-#include "mail/replyline.h"
+#include "mail/reply_int.h"
 #include "util/err.h"
 #include "util/hashmap.h"
 #include "util/xalloc.h"

@@ -1,5 +1,4 @@
-#include "mail/replynak.h"
-#include "mail/replyline.h"
+#include "mail/reply_int.h"
 #include "mail/trailers.h"
 #include "util/scan.h"
 #include "util/xalloc.h"
