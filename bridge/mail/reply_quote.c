@@ -182,6 +182,24 @@ static size_t group_start(const struct qent *e, size_t i)
 	return i;
 }
 
+/*
+ * A line wrapped into more than TAILS_MAX tails is no line a client
+ * wrapped (at 72 columns, some 600 bytes of code): the lines stay
+ * apart, which also bounds the work on each tail.
+ */
+#define TAILS_MAX 8
+
+/* The size entry j's group would have with j joined to the group
+ * above it: that group, j, and the tails already joined under j. */
+static size_t joined_size(const struct qent *e, size_t n, size_t j)
+{
+	size_t k = j + 1;
+
+	while (k < n && e[k].join)
+		k++;
+	return k - group_start(e, j - 1);
+}
+
 /* Find the tails of wrapped lines among the quoted entries e[0..n). */
 static void find_tails(const struct reply *r, struct qent *e, size_t n,
 		       int have_diff, const struct width *w)
@@ -217,7 +235,8 @@ static void find_tails(const struct reply *r, struct qent *e, size_t n,
 		if (over <= 0)
 			continue;
 		if (diff_header(t, tn) || git_extended_header(t, tn) ||
-		    rl_is_trim_marker(t, tn))
+		    rl_is_trim_marker(t, tn) ||
+		    joined_size(e, i, i) > TAILS_MAX)
 			continue;
 		e[i].score = (int)over;
 		e[i].frag = reads_as_diff(t, tn) ? FRAG_MAYBE : FRAG_SURE;
@@ -301,7 +320,7 @@ static void tails_by_diff(const struct reply *r, struct qent *e, size_t n,
 		uint32_t h1, h2;
 		int alone, joined;
 
-		if (e[i].frag != FRAG_MAYBE)
+		if (e[i].frag != FRAG_MAYBE || joined_size(e, n, i) > TAILS_MAX)
 			continue;
 		if (group_text(&t, r, e, i, group_start(e, i - 1), w))
 			break;
@@ -409,7 +428,8 @@ static void tails_by_count(const struct reply *r, struct qent *e, size_t n)
 			goto next;
 		f.nr = 0;
 		for (j = i + 1; j < end && f.nr < FIT_MAX; j++)
-			if (e[j].frag == FRAG_MAYBE && !e[j].join)
+			if (e[j].frag == FRAG_MAYBE && !e[j].join &&
+			    joined_size(e, n, j) <= TAILS_MAX)
 				f.at[f.nr++] = j;
 		f.best = -1;
 		f.pick = 0;
