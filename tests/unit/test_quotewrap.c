@@ -4,11 +4,12 @@
  * client re-wrapped the quote, with and without the patch that was
  * mailed.
  *
- * Real patch mails (tests/data/corpus) are quoted with "> ", the quote
+ * Real patch mails (tests/data/corpus) are quoted with "> " (or "> > ",
+ * a reply to a reply), the quote
  * wrapped at 72, 76 or 78 columns the way the clients do it (Outlook
  * breaks at the last space before the column, others in the middle of a
  * word, Thunderbird and KMail count a tab as up to 8 columns; the tail
- * goes on a line of its own under the same "> "), and a
+ * goes on a line of its own under the same marks), and a
  * few comments are put under random diff lines.  Each comment must map
  * to the file and line the test itself counted from the patch's "@@"
  * headers.  Seeded: PB_SEED picks the first seed, PB_ITERATIONS how
@@ -193,22 +194,25 @@ static int commentable(const struct pline *l)
 	return 0;
 }
 
-/* The columns p[0..n) takes after "> ", a tab to the next multiple
- * of 8 (as Thunderbird and KMail count). */
+/* The quote marks: "> ", or "> > " in a reply to a reply. */
+static const char *marks = "> ";
+
+/* The columns p[0..n) takes after the marks, a tab to the next
+ * multiple of 8 (as Thunderbird and KMail count). */
 static size_t cols_of(const char *p, size_t n)
 {
-	size_t i, c = 2;
+	size_t i, c = strlen(marks);
 
 	for (i = 0; i < n; i++)
 		c = p[i] == '\t' ? (c / 8 + 1) * 8 : c + 1;
 	return c;
 }
 
-/* Append "> " + line, wrapped at col the way mode does it. */
+/* Append the marks and the line, wrapped at col the way mode does it. */
 static void quote_wrapped(struct buf *out, const char *p, size_t n,
 			  enum wrap mode, size_t col)
 {
-	const size_t pre = 2;
+	const size_t pre = strlen(marks);
 
 	for (;;) {
 		size_t cut = n, skip = 0;
@@ -240,7 +244,11 @@ static void quote_wrapped(struct buf *out, const char *p, size_t n,
 				}
 			}
 		}
-		assert_int_equal(buf_add(out, n ? "> " : ">", n ? 2 : 1), 0);
+		/* an empty line's marks without their last space */
+		assert_int_equal(buf_add(out, marks,
+					 n || marks[pre - 1] != ' ' ? pre :
+								      pre - 1),
+				 0);
 		assert_int_equal(buf_add(out, p, cut), 0);
 		assert_int_equal(buf_addch(out, '\n'), 0);
 		if (cut + skip >= n)
@@ -372,6 +380,8 @@ static void test_wrapped_quote_property(void **state)
 		rng_state = seed * 0x9e3779b97f4a7c15ULL + 1;
 		p = &pt[rnd_below(NPATCHES)];
 		mode = (enum wrap)rnd_below(4);
+		marks = (const char *[]){ "> ", "> ", "> > ",
+					  ">" }[rnd_below(4)];
 		col = cols[rnd_below(3)];
 		for (i = 0; i < p->nr; i++)
 			if (commentable(&p->l[i]))
