@@ -29,13 +29,14 @@
  * with the same marks, the one above is a diff line (or a diff header,
  * whose paths wrap too), and the first word of the tail would not have
  * fitted on it: the width of the widest quoted line (in bytes or in
- * columns, as clients count either way) is the client's
- * column, as near as the mail tells it.  A tail that itself reads as a
- * diff line ("-EINVAL;" under "return") is joined only when the diff
- * says so: with the patch that was mailed, when the joined line is one
- * of its lines and the line above alone is not; without it, when the
- * quoted hunk holds more lines than its "@@" header counts, the most
- * likely tails taking up the difference.
+ * columns, as clients count either way) is the client's column, as
+ * near as the mail tells it.  A tail that itself reads as a diff line
+ * ("-EINVAL;" under "return") is joined only when the diff says so:
+ * with the patch that was mailed, when the joined line is one of its
+ * lines and the line above alone is not; without it, when the quoted
+ * hunk holds more lines than its "@@" header counts, the most likely
+ * tails taking up the difference exactly.  A trim marker, a diff or
+ * git header line is never a tail.
  */
 
 enum frag {
