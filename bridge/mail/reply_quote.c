@@ -9,6 +9,7 @@
 #include "mail/reply_int.h"
 #include "util/err.h"
 #include "util/hashmap.h"
+#include "util/scan.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -383,25 +384,23 @@ static void tails_by_count(const struct reply *r, struct qent *e, size_t n)
 
 	for (i = 0; i < n; i++) {
 		const struct reply_line *l = &r->lines[e[i].line];
-		unsigned long oc = 1, nc = 1;
+		uint64_t start, oc = 1, nc = 1;
 		long xo, xn, blank;
 		struct fit f;
-		const char *p;
-		char *q;
+		struct scan s;
 
-		if (!l->depth || l->clen < 5 || memcmp(l->content, "@@ -", 4))
+		if (!l->depth)
 			continue;
-		p = l->content + 4;
-		oc = 1;
-		nc = 1;
-		(void)strtoul(p, &q, 10);
-		if (*q == ',')
-			oc = strtoul(q + 1, &q, 10);
-		if (q[0] != ' ' || q[1] != '+')
+		/* "@@ -a[,b] +c[,d] @@" */
+		scan_init(&s, l->content, l->clen);
+		if (!scan_lit(&s, "@@ -") || !scan_u64(&s, 10000000, &start))
 			continue;
-		(void)strtoul(q + 2, &q, 10);
-		if (*q == ',')
-			nc = strtoul(q + 1, &q, 10);
+		if (scan_char(&s, ','))
+			scan_u64(&s, 10000000, &oc);
+		if (!scan_lit(&s, " +") || !scan_u64(&s, 10000000, &start))
+			continue;
+		if (scan_char(&s, ','))
+			scan_u64(&s, 10000000, &nc);
 		xo = -(long)oc;
 		xn = -(long)nc;
 		blank = 0;
