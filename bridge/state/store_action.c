@@ -19,44 +19,38 @@ static const char *const action_state_names[] = {
 
 /* Forge action journal. */
 
+#define ACT(k, ...) COL_##k(struct store_action, __VA_ARGS__)
+/* A row of ACT_COLS. */
+static const struct col action_cols[] = {
+	[AC_MSGID] = ACT(TEXT, message_id),
+	[AC_INDEX] = ACT(INT, index),
+	[AC_KIND] = ACT(TEXT, kind),
+	[AC_MARKER] = ACT(TEXT, marker),
+	[AC_STATE] = ACT(ENUM, state, action_state_names),
+	[AC_NOTE] = ACT(INT, note_id),
+	[AC_DISCUSSION] = ACT(TEXT, discussion_id),
+	[AC_ATTEMPTS] = ACT(INT, attempts),
+	[AC_ERROR] = ACT(TEXT, last_error),
+	[AC_CREATED] = ACT(INT, created),
+	[AC_UPDATED] = ACT(INT, updated),
+	[AC_HOST] = ACT(TEXT, host),
+};
+static const struct row_type action_row =
+	ROW_TYPE(struct store_action, action_cols);
+
 void store_action_init(struct store_action *act)
 {
-	memset(act, 0, sizeof(*act));
+	row_init(&action_row, act);
 }
 
 void store_action_release(struct store_action *act)
 {
-	strlist_release(&act->owned);
-	store_action_init(act);
+	row_release(&action_row, act);
 }
 
 void store_action_list_release(struct store_action_list *list)
 {
-	LIST_RELEASE(list, store_action_release);
-}
-
-static int action_from_row(struct store_action *act, struct query *q)
-{
-	int state;
-
-	state = col_enum(q, AC_STATE, action_state_names,
-			 ARRAY_SIZE(action_state_names));
-	if (state < 0)
-		return state;
-	store_action_release(act);
-	act->message_id = col_own(&act->owned, q, AC_MSGID);
-	act->index = (int)col_int(q, AC_INDEX);
-	act->kind = col_own(&act->owned, q, AC_KIND);
-	act->marker = col_own(&act->owned, q, AC_MARKER);
-	act->state = (enum store_action_state)state;
-	act->note_id = col_int(q, AC_NOTE);
-	act->discussion_id = col_own(&act->owned, q, AC_DISCUSSION);
-	act->attempts = (int)col_int(q, AC_ATTEMPTS);
-	act->last_error = col_own(&act->owned, q, AC_ERROR);
-	act->created = col_int(q, AC_CREATED);
-	act->updated = col_int(q, AC_UPDATED);
-	act->host = col_own(&act->owned, q, AC_HOST);
-	return 0;
+	ROW_LIST_RELEASE(&action_row, list);
 }
 
 static int check_action_key(const char *message_id, int index)
@@ -85,7 +79,7 @@ static int action_get(struct store_action *out, struct store *st,
 	q_int(&q, 2, index);
 	rc = q_step(&q);
 	if (rc == 1)
-		rc = action_from_row(out, &q);
+		rc = row_read(&action_row, out, &q);
 	else if (rc == 0)
 		rc = err_set(PB_ENOTFOUND, "state db: no action %d of <%s>",
 			     index, quote(qb, sizeof(qb), message_id));
@@ -284,14 +278,7 @@ int store_action_list(struct store_action_list *out, struct store *st,
 	if (rc)
 		return rc;
 	q_text(&q, 1, message_id);
-	while ((rc = q_step(&q)) == 1) {
-		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
-		store_action_init(&out->items[out->nr]);
-		rc = action_from_row(&out->items[out->nr], &q);
-		if (rc)
-			break;
-		out->nr++;
-	}
+	ROW_LIST_READ(rc, &action_row, out, &q);
 	q_end(&q);
 	return rc;
 }

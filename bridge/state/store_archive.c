@@ -18,15 +18,28 @@ static const char *const archive_origin_names[] = {
 
 /* Mail archive. */
 
+#define ARCH(k, ...) COL_##k(struct store_archived, __VA_ARGS__)
+/* A row of S_ARCH_GET and S_ARCH_LIST: message_id, project, iid,
+ * origin, message, created. */
+static const struct col archived_cols[] = {
+	ARCH(TEXT, message_id),
+	ARCH(TEXT, project),
+	ARCH(INT, iid),
+	ARCH(ENUM, origin, archive_origin_names),
+	ARCH(BLOB, message, message_len),
+	ARCH(INT, created),
+};
+static const struct row_type archived_row =
+	ROW_TYPE(struct store_archived, archived_cols);
+
 void store_archived_init(struct store_archived *a)
 {
-	memset(a, 0, sizeof(*a));
+	row_init(&archived_row, a);
 }
 
 void store_archived_release(struct store_archived *a)
 {
-	strlist_release(&a->owned);
-	store_archived_init(a);
+	row_release(&archived_row, a);
 }
 
 const char *store_archive_origin_name(enum store_archive_origin origin)
@@ -37,26 +50,7 @@ const char *store_archive_origin_name(enum store_archive_origin origin)
 
 void store_archived_list_release(struct store_archived_list *list)
 {
-	LIST_RELEASE(list, store_archived_release);
-}
-
-/* Columns: message_id, project, iid, origin, message, created. */
-static int archived_from_row(struct store_archived *a, struct query *q)
-{
-	int origin;
-
-	origin = col_enum(q, 3, archive_origin_names,
-			  ARRAY_SIZE(archive_origin_names));
-	if (origin < 0)
-		return origin;
-	store_archived_release(a);
-	a->message_id = col_own(&a->owned, q, 0);
-	a->project = col_own(&a->owned, q, 1);
-	a->iid = col_int(q, 2);
-	a->origin = (enum store_archive_origin)origin;
-	a->message = col_own_blob(&a->owned, q, 4, &a->message_len);
-	a->created = col_int(q, 5);
-	return 0;
+	ROW_LIST_RELEASE(&archived_row, list);
 }
 
 int store_archive_put(struct store *st, const struct store_archived *a)
@@ -109,7 +103,7 @@ int store_archive_get(struct store_archived *out, struct store *st,
 	q_text(&q, 1, message_id);
 	rc = q_step(&q);
 	if (rc == 1)
-		rc = archived_from_row(out, &q);
+		rc = row_read(&archived_row, out, &q);
 	else if (rc == 0)
 		rc = err_set(PB_ENOTFOUND,
 			     "state db: mail <%s> is not archived",
@@ -133,14 +127,7 @@ int store_archive_list(struct store_archived_list *out, struct store *st,
 	q_text(&q, 1, project);
 	q_int(&q, 2, iid);
 	q_int(&q, 3, limit ? (int64_t)limit : NO_LIMIT);
-	while ((rc = q_step(&q)) == 1) {
-		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
-		store_archived_init(&out->items[out->nr]);
-		rc = archived_from_row(&out->items[out->nr], &q);
-		if (rc)
-			break;
-		out->nr++;
-	}
+	ROW_LIST_READ(rc, &archived_row, out, &q);
 	q_end(&q);
 	return rc;
 }

@@ -11,19 +11,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void host_release(struct store_host *h)
-{
-	strlist_release(&h->owned);
-}
+#define HOST(k, ...) COL_##k(struct store_host, __VA_ARGS__)
+/* A row of S_HOSTS. */
+static const struct col host_cols[] = {
+	HOST(TEXT, host),	HOST(INT, journaled),	HOST(INT, applied),
+	HOST(INT, applying),	HOST(INT, sending),	HOST(INT, sent),
+	HOST(INT, lease_until), HOST(INT, last_active),
+};
+static const struct row_type host_row = ROW_TYPE(struct store_host, host_cols);
 
 void store_host_list_release(struct store_host_list *list)
 {
-	LIST_RELEASE(list, host_release);
+	ROW_LIST_RELEASE(&host_row, list);
 }
 
 int store_hosts(struct store_host_list *out, struct store *st)
 {
-	struct store_host *h;
 	struct query q;
 	size_t seen = 0;
 	int rc;
@@ -39,16 +42,11 @@ int store_hosts(struct store_host_list *out, struct store *st)
 			break;
 		}
 		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
-		h = &out->items[out->nr++];
-		memset(h, 0, sizeof(*h));
-		h->host = col_own(&h->owned, &q, 0);
-		h->journaled = col_int(&q, 1);
-		h->applied = col_int(&q, 2);
-		h->applying = col_int(&q, 3);
-		h->sending = col_int(&q, 4);
-		h->sent = col_int(&q, 5);
-		h->lease_until = col_int(&q, 6);
-		h->last_active = col_int(&q, 7);
+		row_init(&host_row, &out->items[out->nr]);
+		rc = row_read(&host_row, &out->items[out->nr], &q);
+		if (rc)
+			break;
+		out->nr++;
 	}
 	q_end(&q);
 	return rc;

@@ -22,15 +22,37 @@ static const char *const inbound_state_names[] = {
 
 /* Inbound journal. */
 
+#define IN(k, ...) COL_##k(struct store_inbound, __VA_ARGS__)
+/* A row of IN_COLS. */
+static const struct col inbound_cols[] = {
+	[IC_MSGID] = IN(TEXT, message_id),
+	[IC_SPOOL] = IN(TEXT, spool_name),
+	[IC_PROJECT] = IN(TEXT, project),
+	[IC_IID] = IN(INT, iid),
+	[IC_REVISION] = IN(INT, revision),
+	[IC_PATCH] = IN(INT, patch),
+	[IC_CLASS] = IN(TEXT, classification),
+	[IC_STATE] = IN(ENUM, state, inbound_state_names),
+	[IC_ATTEMPTS] = IN(INT, attempts),
+	[IC_NEXT] = IN(INT, next_attempt),
+	[IC_ERROR] = IN(TEXT, last_error),
+	[IC_CREATED] = IN(INT, created),
+	[IC_UPDATED] = IN(INT, updated),
+	[IC_SPOOLED_BY] = IN(TEXT, spooled_by),
+	[IC_CLAIMED_BY] = IN(TEXT, claimed_by),
+	[IC_LEASE] = IN(INT, lease_until),
+};
+static const struct row_type inbound_row =
+	ROW_TYPE(struct store_inbound, inbound_cols);
+
 void store_inbound_init(struct store_inbound *in)
 {
-	memset(in, 0, sizeof(*in));
+	row_init(&inbound_row, in);
 }
 
 void store_inbound_release(struct store_inbound *in)
 {
-	strlist_release(&in->owned);
-	store_inbound_init(in);
+	row_release(&inbound_row, in);
 }
 
 const char *store_inbound_state_name(enum store_inbound_state state)
@@ -55,48 +77,17 @@ int store_inbound_state_from_name(enum store_inbound_state *out,
 
 void store_inbound_list_release(struct store_inbound_list *list)
 {
-	LIST_RELEASE(list, store_inbound_release);
-}
-
-static int inbound_from_row(struct store_inbound *in, struct query *q)
-{
-	int state;
-
-	state = col_enum(q, IC_STATE, inbound_state_names,
-			 ARRAY_SIZE(inbound_state_names));
-	if (state < 0)
-		return state;
-	store_inbound_release(in);
-	in->message_id = col_own(&in->owned, q, IC_MSGID);
-	in->spool_name = col_own(&in->owned, q, IC_SPOOL);
-	in->project = col_own(&in->owned, q, IC_PROJECT);
-	in->iid = col_int(q, IC_IID);
-	in->revision = (int)col_int(q, IC_REVISION);
-	in->patch = (int)col_int(q, IC_PATCH);
-	in->classification = col_own(&in->owned, q, IC_CLASS);
-	in->state = (enum store_inbound_state)state;
-	in->attempts = (int)col_int(q, IC_ATTEMPTS);
-	in->next_attempt = col_int(q, IC_NEXT);
-	in->last_error = col_own(&in->owned, q, IC_ERROR);
-	in->created = col_int(q, IC_CREATED);
-	in->updated = col_int(q, IC_UPDATED);
-	in->spooled_by = col_own(&in->owned, q, IC_SPOOLED_BY);
-	in->claimed_by = col_own(&in->owned, q, IC_CLAIMED_BY);
-	in->lease_until = col_int(q, IC_LEASE);
-	return 0;
+	ROW_LIST_RELEASE(&inbound_row, list);
 }
 
 static int inbound_one(struct store_inbound *out, struct query *q,
 		       const char *missing)
 {
-	int rc = q_step(q);
+	int rc = row_get(&inbound_row, out, q);
 
-	if (rc == 1)
-		rc = inbound_from_row(out, q);
-	else if (rc == 0)
+	if (rc == 0)
 		rc = err_set(PB_ENOTFOUND, "state db: %s", missing);
-	q_end(q);
-	return rc;
+	return rc < 0 ? rc : 0;
 }
 
 int store_inbound_record(struct store *st, const struct store_inbound *in)
@@ -171,7 +162,7 @@ int store_inbound_claim(struct store_inbound *out, struct store *st,
 	q_int(&q, 5, t - st->lease);
 	rc = q_step(&q);
 	if (rc == 1) {
-		rc = inbound_from_row(out, &q);
+		rc = row_read(&inbound_row, out, &q);
 		if (!rc)
 			rc = q_exec(&q);
 	} else if (rc == 0) {
@@ -402,14 +393,7 @@ int store_inbound_list(struct store_inbound_list *out, struct store *st,
 		return rc;
 	q_text(&q, 1, inbound_state_names[state]);
 	q_int(&q, 2, (int64_t)limit);
-	while ((rc = q_step(&q)) == 1) {
-		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
-		store_inbound_init(&out->items[out->nr]);
-		rc = inbound_from_row(&out->items[out->nr], &q);
-		if (rc)
-			break;
-		out->nr++;
-	}
+	ROW_LIST_READ(rc, &inbound_row, out, &q);
 	q_end(&q);
 	return rc;
 }
@@ -433,22 +417,26 @@ int store_inbound_get(struct store_inbound *out, struct store *st,
 	return inbound_one(out, &q, missing);
 }
 
-static void inbound_count_release(struct store_inbound_count *c)
-{
-	strlist_release(&c->owned);
-}
+#define COUNT(k, ...) COL_##k(struct store_inbound_count, __VA_ARGS__)
+/* A row of S_IN_COUNT. */
+static const struct col count_cols[] = {
+	COUNT(TEXT, project),
+	COUNT(ENUM, state, inbound_state_names),
+	COUNT(INT, count),
+};
+static const struct row_type count_row =
+	ROW_TYPE(struct store_inbound_count, count_cols);
 
 void store_inbound_count_list_release(struct store_inbound_count_list *list)
 {
-	LIST_RELEASE(list, inbound_count_release);
+	ROW_LIST_RELEASE(&count_row, list);
 }
 
 int store_inbound_count(struct store_inbound_count_list *out, struct store *st)
 {
-	struct store_inbound_count *c;
 	struct query q;
 	size_t seen = 0;
-	int rc, state;
+	int rc;
 
 	rc = q_start(&q, st, S_IN_COUNT, "count inbound mails");
 	if (rc)
@@ -463,18 +451,12 @@ int store_inbound_count(struct store_inbound_count_list *out, struct store *st)
 				     STORE_LIST_MAX);
 			break;
 		}
-		state = col_enum(&q, 1, inbound_state_names,
-				 ARRAY_SIZE(inbound_state_names));
-		if (state < 0) {
-			rc = state;
-			break;
-		}
 		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
-		c = &out->items[out->nr++];
-		memset(c, 0, sizeof(*c));
-		c->project = col_own(&c->owned, &q, 0);
-		c->state = (enum store_inbound_state)state;
-		c->count = col_int(&q, 2);
+		row_init(&count_row, &out->items[out->nr]);
+		rc = row_read(&count_row, &out->items[out->nr], &q);
+		if (rc)
+			break;
+		out->nr++;
 	}
 	q_end(&q);
 	return rc;

@@ -31,15 +31,41 @@ static const char *const sent_how_names[] = {
 
 /* Thread map. */
 
+#define MAIL(k, ...) COL_##k(struct store_mail, __VA_ARGS__)
+/* A row of MAIL_READ_COLS. */
+static const struct col mail_cols[] = {
+	[MC_MSGID] = MAIL(TEXT, message_id),
+	[MC_PROJECT] = MAIL(TEXT, project),
+	[MC_IID] = MAIL(INT, iid),
+	[MC_REVISION] = MAIL(INT, revision),
+	[MC_PATCH] = MAIL(INT, patch),
+	[MC_TOTAL] = MAIL(INT, total),
+	[MC_KIND] = MAIL(ENUM, kind, mail_kind_names),
+	[MC_COMMIT] = MAIL(TEXT, commit_sha),
+	[MC_BASE] = MAIL(TEXT, base_sha),
+	[MC_START] = MAIL(TEXT, start_sha),
+	[MC_HEAD] = MAIL(TEXT, head_sha),
+	[MC_VERSION] = MAIL(INT, version_id),
+	[MC_DIFF] = MAIL(BLOB, diff, diff_len),
+	[MC_DISCUSSION] = MAIL(TEXT, discussion_id),
+	[MC_NOTE] = MAIL(INT, note_id),
+	[MC_STATE] = MAIL(ENUM, state, mail_state_names),
+	[MC_CREATED] = MAIL(INT, created),
+	[MC_SENT] = MAIL(INT, sent),
+	[MC_SENT_BY] = MAIL(TEXT, sent_by),
+	/* NULL: the MTA's answer, as every row from before schema 8 */
+	[MC_SENT_HOW] = MAIL(ENUM_NULL, sent_how, sent_how_names),
+};
+static const struct row_type mail_row = ROW_TYPE(struct store_mail, mail_cols);
+
 void store_mail_init(struct store_mail *m)
 {
-	memset(m, 0, sizeof(*m));
+	row_init(&mail_row, m);
 }
 
 void store_mail_release(struct store_mail *m)
 {
-	strlist_release(&m->owned);
-	store_mail_init(m);
+	row_release(&mail_row, m);
 }
 
 const char *store_mail_kind_name(enum store_mail_kind kind)
@@ -50,7 +76,7 @@ const char *store_mail_kind_name(enum store_mail_kind kind)
 
 void store_mail_list_release(struct store_mail_list *list)
 {
-	LIST_RELEASE(list, store_mail_release);
+	ROW_LIST_RELEASE(&mail_row, list);
 }
 
 static int mail_check(const struct store_mail *m)
@@ -183,61 +209,15 @@ int store_mail_mark_sent(struct store *st, const char *message_id)
 	return mail_mark_sent(st, message_id, STORE_SENT_MTA);
 }
 
-static int mail_from_row(struct store_mail *m, struct query *q)
-{
-	int kind, state, how = STORE_SENT_MTA;
-
-	kind = col_enum(q, MC_KIND, mail_kind_names,
-			ARRAY_SIZE(mail_kind_names));
-	if (kind < 0)
-		return kind;
-	state = col_enum(q, MC_STATE, mail_state_names,
-			 ARRAY_SIZE(mail_state_names));
-	if (state < 0)
-		return state;
-	/* NULL: the MTA's answer, as every row from before schema 8 */
-	if (!db_column_null(q->st->db, q->stmt, MC_SENT_HOW)) {
-		how = col_enum(q, MC_SENT_HOW, sent_how_names,
-			       ARRAY_SIZE(sent_how_names));
-		if (how < 0)
-			return how;
-	}
-	store_mail_release(m);
-	m->message_id = col_own(&m->owned, q, MC_MSGID);
-	m->project = col_own(&m->owned, q, MC_PROJECT);
-	m->iid = col_int(q, MC_IID);
-	m->revision = (int)col_int(q, MC_REVISION);
-	m->patch = (int)col_int(q, MC_PATCH);
-	m->total = (int)col_int(q, MC_TOTAL);
-	m->kind = (enum store_mail_kind)kind;
-	m->commit_sha = col_own(&m->owned, q, MC_COMMIT);
-	m->base_sha = col_own(&m->owned, q, MC_BASE);
-	m->start_sha = col_own(&m->owned, q, MC_START);
-	m->head_sha = col_own(&m->owned, q, MC_HEAD);
-	m->version_id = col_int(q, MC_VERSION);
-	m->diff = col_own_blob(&m->owned, q, MC_DIFF, &m->diff_len);
-	m->discussion_id = col_own(&m->owned, q, MC_DISCUSSION);
-	m->note_id = col_int(q, MC_NOTE);
-	m->state = (enum store_mail_state)state;
-	m->created = col_int(q, MC_CREATED);
-	m->sent = col_int(q, MC_SENT);
-	m->sent_by = col_own(&m->owned, q, MC_SENT_BY);
-	m->sent_how = (enum store_sent_how)how;
-	return 0;
-}
-
 /* Fetch at most one mail row of a started query into out. */
 static int mail_one(struct store_mail *out, struct query *q,
 		    const char *missing)
 {
-	int rc = q_step(q);
+	int rc = row_get(&mail_row, out, q);
 
-	if (rc == 1)
-		rc = mail_from_row(out, q);
-	else if (rc == 0)
+	if (rc == 0)
 		rc = err_set(PB_ENOTFOUND, "state db: %s", missing);
-	q_end(q);
-	return rc;
+	return rc < 0 ? rc : 0;
 }
 
 int store_mail_get(struct store_mail *out, struct store *st,
@@ -297,14 +277,7 @@ int store_mail_list_revision(struct store_mail_list *out, struct store *st,
 	q_text(&q, 1, project);
 	q_int(&q, 2, iid);
 	q_int(&q, 3, revision);
-	while ((rc = q_step(&q)) == 1) {
-		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
-		store_mail_init(&out->items[out->nr]);
-		rc = mail_from_row(&out->items[out->nr], &q);
-		if (rc)
-			break;
-		out->nr++;
-	}
+	ROW_LIST_READ(rc, &mail_row, out, &q);
 	q_end(&q);
 	return rc;
 }
@@ -324,14 +297,7 @@ static int mail_page(struct store_mail_list *out, struct store *st,
 	q_int(&q, 1, created);
 	q_text(&q, 2, after);
 	q_int(&q, 3, limit);
-	while ((rc = q_step(&q)) == 1) {
-		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
-		store_mail_init(&out->items[out->nr]);
-		rc = mail_from_row(&out->items[out->nr], &q);
-		if (rc)
-			break;
-		out->nr++;
-	}
+	ROW_LIST_READ(rc, &mail_row, out, &q);
 	q_end(&q);
 	return rc;
 }
@@ -385,7 +351,7 @@ static int mirror_page(struct store *dst, struct store *src,
 			rc = store_revision_get(&rev, src, m->project, m->iid,
 						m->revision);
 			if (!rc)
-				rc = mirror_revision(dst, &rev);
+				rc = revision_mirror(dst, &rev);
 		}
 		if (!rc)
 			rc = mirror_mail(dst, m);

@@ -18,15 +18,38 @@ static const char *const outmail_state_names[] = {
 
 /* Outbound mail queue. */
 
+#define OUT(k, ...) COL_##k(struct store_outmail, __VA_ARGS__)
+/* A row of OUT_SELECT. */
+static const struct col outmail_cols[] = {
+	[OC_MSGID] = OUT(TEXT, message_id),
+	[OC_PROJECT] = OUT(TEXT, project),
+	[OC_IID] = OUT(INT, iid),
+	[OC_REVISION] = OUT(INT, revision),
+	[OC_PATCH] = OUT(INT, patch),
+	[OC_FROM] = OUT(TEXT, envelope_from),
+	[OC_RCPTS] = OUT(TEXT, recipients),
+	[OC_MESSAGE] = OUT(BLOB, message, message_len),
+	[OC_STATE] = OUT(ENUM, state, outmail_state_names),
+	[OC_ATTEMPTS] = OUT(INT, attempts),
+	[OC_NEXT] = OUT(INT, next_attempt),
+	[OC_ERROR] = OUT(TEXT, last_error),
+	[OC_CREATED] = OUT(INT, created),
+	[OC_UPDATED] = OUT(INT, updated),
+	[OC_CLAIMED_BY] = OUT(TEXT, claimed_by),
+	[OC_LEASE] = OUT(INT, lease_until),
+	[OC_HANDED] = OUT(INT, handed),
+};
+static const struct row_type outmail_row =
+	ROW_TYPE(struct store_outmail, outmail_cols);
+
 void store_outmail_init(struct store_outmail *m)
 {
-	memset(m, 0, sizeof(*m));
+	row_init(&outmail_row, m);
 }
 
 void store_outmail_release(struct store_outmail *m)
 {
-	strlist_release(&m->owned);
-	store_outmail_init(m);
+	row_release(&outmail_row, m);
 }
 
 const char *store_outmail_state_name(enum store_outmail_state state)
@@ -37,36 +60,7 @@ const char *store_outmail_state_name(enum store_outmail_state state)
 
 void store_outmail_list_release(struct store_outmail_list *list)
 {
-	LIST_RELEASE(list, store_outmail_release);
-}
-
-static int outmail_from_row(struct store_outmail *m, struct query *q)
-{
-	int state;
-
-	state = col_enum(q, OC_STATE, outmail_state_names,
-			 ARRAY_SIZE(outmail_state_names));
-	if (state < 0)
-		return state;
-	store_outmail_release(m);
-	m->message_id = col_own(&m->owned, q, OC_MSGID);
-	m->project = col_own(&m->owned, q, OC_PROJECT);
-	m->iid = col_int(q, OC_IID);
-	m->revision = (int)col_int(q, OC_REVISION);
-	m->patch = (int)col_int(q, OC_PATCH);
-	m->envelope_from = col_own(&m->owned, q, OC_FROM);
-	m->recipients = col_own(&m->owned, q, OC_RCPTS);
-	m->message = col_own_blob(&m->owned, q, OC_MESSAGE, &m->message_len);
-	m->state = (enum store_outmail_state)state;
-	m->attempts = (int)col_int(q, OC_ATTEMPTS);
-	m->next_attempt = col_int(q, OC_NEXT);
-	m->last_error = col_own(&m->owned, q, OC_ERROR);
-	m->created = col_int(q, OC_CREATED);
-	m->updated = col_int(q, OC_UPDATED);
-	m->claimed_by = col_own(&m->owned, q, OC_CLAIMED_BY);
-	m->lease_until = col_int(q, OC_LEASE);
-	m->handed = col_int(q, OC_HANDED);
-	return 0;
+	ROW_LIST_RELEASE(&outmail_row, list);
 }
 
 static int outmail_missing(const char *message_id)
@@ -149,7 +143,7 @@ int store_outmail_get(struct store_outmail *out, struct store *st,
 	q_text(&q, 1, message_id);
 	rc = q_step(&q);
 	if (rc == 1)
-		rc = outmail_from_row(out, &q);
+		rc = row_read(&outmail_row, out, &q);
 	else if (rc == 0)
 		rc = outmail_missing(message_id);
 	q_end(&q);
@@ -176,14 +170,7 @@ int store_outmail_list(struct store_outmail_list *out, struct store *st,
 	q_text(&q, 1, project);
 	q_int(&q, 2, iid);
 	q_int(&q, 3, list_limit(limit));
-	while ((rc = q_step(&q)) == 1) {
-		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
-		store_outmail_init(&out->items[out->nr]);
-		rc = outmail_from_row(&out->items[out->nr], &q);
-		if (rc)
-			break;
-		out->nr++;
-	}
+	ROW_LIST_READ(rc, &outmail_row, out, &q);
 	q_end(&q);
 	return rc;
 }

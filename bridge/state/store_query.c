@@ -707,3 +707,106 @@ int claim_holder(int *found, struct store *st, enum stmt_id stmt,
 	free(holder);
 	return rc;
 }
+
+/* ---- the row binding ---------------------------------------------------- */
+
+void row_init(const struct row_type *t, void *row)
+{
+	memset(row, 0, t->size);
+}
+
+void row_release(const struct row_type *t, void *row)
+{
+	strlist_release((struct strlist *)((char *)row + t->owned));
+	row_init(t, row);
+}
+
+void row_array_release(const struct row_type *t, void *items, size_t nr)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++)
+		row_release(t, (char *)items + i * t->size);
+	free(items);
+}
+
+/* An integer (an enum is one) into a field of its size. */
+static void put_int(const struct row_type *t, void *field, size_t size,
+		    int64_t v)
+{
+	int i = (int)v;
+
+	if (size == sizeof(int64_t))
+		memcpy(field, &v, sizeof(v));
+	else if (size == sizeof(int))
+		memcpy(field, &i, sizeof(i));
+	else
+		BUG("%s: a field of %zu bytes", t->name, size);
+}
+
+int row_read(const struct row_type *t, void *row, struct query *q)
+{
+	struct strlist *owned = (struct strlist *)((char *)row + t->owned);
+	int vals[32];
+	size_t i, len;
+	char *field;
+
+	if (t->nr > ARRAY_SIZE(vals))
+		BUG("%s: %zu columns", t->name, t->nr);
+	for (i = 0; i < t->nr; i++) {
+		const struct col *c = &t->cols[i];
+
+		if (c->kind == COL_NONE)
+			BUG("%s: column %zu is not described", t->name, i);
+		vals[i] = 0;
+		if (c->kind == COL_K_ENUM_NULL &&
+		    db_column_null(q->st->db, q->stmt, (int)i))
+			continue;
+		if (c->kind == COL_K_ENUM || c->kind == COL_K_ENUM_NULL) {
+			vals[i] = col_enum(q, (int)i, c->names, c->nr);
+			if (vals[i] < 0)
+				return vals[i];
+		}
+	}
+	row_release(t, row);
+	for (i = 0; i < t->nr; i++) {
+		const struct col *c = &t->cols[i];
+		const char *s;
+
+		field = (char *)row + c->off;
+		switch (c->kind) {
+		case COL_K_TEXT:
+			s = col_own(owned, q, (int)i);
+			memcpy(field, &s, sizeof(s));
+			break;
+		case COL_K_BLOB:
+			s = col_own_blob(owned, q, (int)i, &len);
+			memcpy(field, &s, sizeof(s));
+			memcpy((char *)row + c->len_off, &len, sizeof(len));
+			break;
+		case COL_K_INT:
+			put_int(t, field, c->size, col_int(q, (int)i));
+			break;
+		case COL_K_ENUM:
+		case COL_K_ENUM_NULL:
+			put_int(t, field, c->size, vals[i]);
+			break;
+		case COL_NONE:
+			break;
+		}
+	}
+	return 0;
+}
+
+int row_get(const struct row_type *t, void *row, struct query *q)
+{
+	int rc = q_step(q);
+
+	if (rc == 1) {
+		rc = row_read(t, row, q);
+		if (!rc)
+			rc = 1;
+	}
+	q_end(q);
+	return rc;
+}

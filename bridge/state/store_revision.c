@@ -18,57 +18,48 @@ static const char *const revision_state_names[] = {
 
 /* Mailed revisions. */
 
+#define REV(k, ...) COL_##k(struct store_revision, __VA_ARGS__)
+/* A row of REV_COLS. */
+static const struct col revision_cols[] = {
+	[RC_PROJECT] = REV(TEXT, project),
+	[RC_IID] = REV(INT, iid),
+	[RC_REVISION] = REV(INT, revision),
+	[RC_HEAD] = REV(TEXT, head_sha),
+	[RC_BASE] = REV(TEXT, base_sha),
+	[RC_START] = REV(TEXT, start_sha),
+	[RC_VERSION] = REV(INT, version_id),
+	[RC_PATCH_ID] = REV(TEXT, patch_id),
+	[RC_PATCHES] = REV(INT, patches),
+	[RC_COVER] = REV(TEXT, cover_msgid),
+	[RC_STATE] = REV(ENUM, state, revision_state_names),
+	[RC_CREATED] = REV(INT, created),
+	[RC_SENT] = REV(INT, sent),
+};
+static const struct row_type revision_row =
+	ROW_TYPE(struct store_revision, revision_cols);
+
 void store_revision_init(struct store_revision *rev)
 {
-	memset(rev, 0, sizeof(*rev));
+	row_init(&revision_row, rev);
 }
 
 void store_revision_release(struct store_revision *rev)
 {
-	strlist_release(&rev->owned);
-	store_revision_init(rev);
-}
-
-static int revision_from_row(struct store_revision *rev, struct query *q)
-{
-	int state;
-
-	state = col_enum(q, RC_STATE, revision_state_names,
-			 ARRAY_SIZE(revision_state_names));
-	if (state < 0)
-		return state;
-	store_revision_release(rev);
-	rev->project = col_own(&rev->owned, q, RC_PROJECT);
-	rev->iid = col_int(q, RC_IID);
-	rev->revision = (int)col_int(q, RC_REVISION);
-	rev->head_sha = col_own(&rev->owned, q, RC_HEAD);
-	rev->base_sha = col_own(&rev->owned, q, RC_BASE);
-	rev->start_sha = col_own(&rev->owned, q, RC_START);
-	rev->version_id = col_int(q, RC_VERSION);
-	rev->patch_id = col_own(&rev->owned, q, RC_PATCH_ID);
-	rev->patches = (int)col_int(q, RC_PATCHES);
-	rev->cover_msgid = col_own(&rev->owned, q, RC_COVER);
-	rev->state = (enum store_revision_state)state;
-	rev->created = col_int(q, RC_CREATED);
-	rev->sent = col_int(q, RC_SENT);
-	return 0;
+	row_release(&revision_row, rev);
 }
 
 static int revision_one(struct store_revision *out, struct query *q,
 			const char *project, int64_t iid)
 {
 	char qb[PB_LOG_QUOTE_MAX];
-	int rc = q_step(q);
+	int rc = row_get(&revision_row, out, q);
 
-	if (rc == 1)
-		rc = revision_from_row(out, q);
-	else if (rc == 0)
+	if (rc == 0)
 		rc = err_set(PB_ENOTFOUND,
 			     "state db: %s: no such revision of %s!%lld",
 			     q->what, quote(qb, sizeof(qb), project),
 			     (long long)iid);
-	q_end(q);
-	return rc;
+	return rc < 0 ? rc : 0;
 }
 
 struct rev_start {
@@ -263,7 +254,7 @@ int store_revision_by_base(struct store_revision *out, struct store *st,
 }
 
 /* The row as it is, then its changing columns (state, sent, sent by). */
-int mirror_revision(struct store *dst, const struct store_revision *r)
+int revision_mirror(struct store *dst, const struct store_revision *r)
 {
 	struct query q;
 	int rc;
@@ -307,7 +298,7 @@ int mirror_revision(struct store *dst, const struct store_revision *r)
 
 void store_revision_list_release(struct store_revision_list *list)
 {
-	LIST_RELEASE(list, store_revision_release);
+	ROW_LIST_RELEASE(&revision_row, list);
 }
 
 int store_revision_list(struct store_revision_list *out, struct store *st,
@@ -331,14 +322,7 @@ int store_revision_list(struct store_revision_list *out, struct store *st,
 			return rc;
 		q_int(&q, 1, list_limit(limit));
 	}
-	while ((rc = q_step(&q)) == 1) {
-		ALLOC_GROW(out->items, out->nr + 1, out->alloc);
-		store_revision_init(&out->items[out->nr]);
-		rc = revision_from_row(&out->items[out->nr], &q);
-		if (rc)
-			break;
-		out->nr++;
-	}
+	ROW_LIST_READ(rc, &revision_row, out, &q);
 	q_end(&q);
 	return rc;
 }

@@ -17,7 +17,9 @@
 #include "state/db.h"
 #include "state/store.h"
 #include "util/printable.h"
+#include "util/err.h"
 #include "util/strlist.h"
+#include "util/xalloc.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -238,18 +240,6 @@ static inline const char *name_of(const char *const *names, size_t nr, size_t v)
 	return v < nr && names[v] ? names[v] : "unknown";
 }
 
-/* The body of every *_list_release(): each item, then the array. */
-#define LIST_RELEASE(list, release_item)                  \
-	do {                                              \
-		size_t i_;                                \
-                                                          \
-		for (i_ = 0; i_ < (list)->nr; i_++)       \
-			release_item(&(list)->items[i_]); \
-		free((list)->items);                      \
-		(list)->items = NULL;                     \
-		(list)->nr = (list)->alloc = 0;           \
-	} while (0)
-
 /*
  * Queries.  A query borrows a cached prepared statement; q_end() resets
  * it for the next user.  Binding failures are reported by the first
@@ -286,6 +276,109 @@ const char *col_own_blob(struct strlist *owned, struct query *q, int i,
 int64_t col_int(struct query *q, int i);
 int col_enum(struct query *q, int i, const char *const *names, size_t nr);
 
+/*
+ * The row binding, written once for every table: a row type is a record
+ * struct of store_*.h - its size, where its `owned` list is - and the
+ * columns its SELECTs return, in order, each a field of the record
+ * described by one struct col (a small table read by row_read(), in
+ * place of a hand-written reader per table).  Descriptors are indexed by
+ * the table's column enum, so a gap is a bug that row_read() catches.
+ */
+enum col_kind {
+	COL_NONE, /* a gap in a descriptor table: a bug */
+	COL_K_TEXT, /* const char *, kept in owned; NULL for SQL NULL */
+	COL_K_BLOB, /* const char * (NUL-terminated) and its size_t length */
+	COL_K_INT, /* int64_t or int, by the field's size; SQL NULL is 0 */
+	COL_K_ENUM, /* an enum from its names[]; an unknown name is PB_ERROR */
+	COL_K_ENUM_NULL, /* the same, with SQL NULL read as value 0 */
+};
+
+struct col {
+	enum col_kind kind;
+	size_t off; /* the field */
+	size_t size; /* its size */
+	size_t len_off; /* COL_K_BLOB: the size_t field of its length */
+	const char *const *names; /* COL_K_ENUM*: value -> name */
+	size_t nr;
+};
+
+#define COL_FIELD_(type, f) offsetof(type, f), sizeof(((type *)0)->f)
+#define COL_TEXT(type, f)                                   \
+	{                                                   \
+		COL_K_TEXT, COL_FIELD_(type, f), 0, NULL, 0 \
+	}
+#define COL_INT(type, f)                                   \
+	{                                                  \
+		COL_K_INT, COL_FIELD_(type, f), 0, NULL, 0 \
+	}
+#define COL_BLOB(type, f, len)                                                \
+	{                                                                     \
+		COL_K_BLOB, COL_FIELD_(type, f), offsetof(type, len), NULL, 0 \
+	}
+#define COL_ENUM(type, f, names)                                             \
+	{                                                                    \
+		COL_K_ENUM, COL_FIELD_(type, f), 0, names, ARRAY_SIZE(names) \
+	}
+#define COL_ENUM_NULL(type, f, names)                           \
+	{                                                       \
+		COL_K_ENUM_NULL, COL_FIELD_(type, f), 0, names, \
+			ARRAY_SIZE(names)                       \
+	}
+
+struct row_type {
+	const char *name; /* for BUG() */
+	size_t size; /* sizeof the record */
+	size_t owned; /* offsetof its struct strlist owned */
+	const struct col *cols;
+	size_t nr;
+};
+
+#define ROW_TYPE(type, cols)                                      \
+	{                                                         \
+#type, sizeof(type), offsetof(type, owned), cols, \
+			ARRAY_SIZE(cols)                          \
+	}
+
+/* The record emptied; _release() also frees what its owned list holds. */
+void row_init(const struct row_type *t, void *row);
+void row_release(const struct row_type *t, void *row);
+/*
+ * The current row of q into row, an initialised record: the enums are
+ * read first, so a row with an unknown value (PB_ERROR) leaves the record
+ * as it was; then what it held is released and every column copied in.
+ */
+int row_read(const struct row_type *t, void *row, struct query *q);
+/* Step q and read its row into row, then end q: 1, 0 when q had no row,
+ * or an error. */
+int row_get(const struct row_type *t, void *row, struct query *q);
+/* Each record of an array released, then the array freed. */
+void row_array_release(const struct row_type *t, void *items, size_t nr);
+
+/* The rows left in q appended to list (a store_*_list: items, nr,
+ * alloc, of t's records); rc is 0 when they are all read, or the error
+ * of the step or row that failed.  q stays open for q_end(). */
+#define ROW_LIST_READ(rc, t, list, q)                                          \
+	do {                                                                   \
+		BUG_ON(sizeof(*(list)->items) != (t)->size);                   \
+		while (((rc) = q_step(q)) == 1) {                              \
+			ALLOC_GROW((list)->items, (list)->nr + 1,              \
+				   (list)->alloc);                             \
+			row_init((t), &(list)->items[(list)->nr]);             \
+			(rc) = row_read((t), &(list)->items[(list)->nr], (q)); \
+			if (rc)                                                \
+				break;                                         \
+			(list)->nr++;                                          \
+		}                                                              \
+	} while (0)
+
+/* The body of every *_list_release(): each record, then the array. */
+#define ROW_LIST_RELEASE(t, list)                                  \
+	do {                                                       \
+		row_array_release((t), (list)->items, (list)->nr); \
+		(list)->items = NULL;                              \
+		(list)->nr = (list)->alloc = 0;                    \
+	} while (0)
+
 /* Name -> enum through a table; -1 when unknown. */
 int name_index(const char *const *names, size_t nr, const char *s, size_t len);
 /* Prefix the driver's message with the database and what was done. */
@@ -320,6 +413,6 @@ static inline int64_t list_limit(size_t limit)
 
 /* A revision copied as it is into another store (store_mail.c's
  * store_threadmap_mirror()). */
-int mirror_revision(struct store *dst, const struct store_revision *r);
+int revision_mirror(struct store *dst, const struct store_revision *r);
 
 #endif
