@@ -38,20 +38,8 @@ static const struct col action_cols[] = {
 static const struct row_type action_row =
 	ROW_TYPE(struct store_action, action_cols);
 
-void store_action_init(struct store_action *act)
-{
-	row_init(&action_row, act);
-}
-
-void store_action_release(struct store_action *act)
-{
-	row_release(&action_row, act);
-}
-
-void store_action_list_release(struct store_action_list *list)
-{
-	ROW_LIST_RELEASE(&action_row, list);
-}
+/* store_action_init(), store_action_release(), store_action_list_release() */
+ROW_FUNCTIONS(action, action_row);
 
 static int check_action_key(const char *message_id, int index)
 {

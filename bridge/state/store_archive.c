@@ -32,25 +32,13 @@ static const struct col archived_cols[] = {
 static const struct row_type archived_row =
 	ROW_TYPE(struct store_archived, archived_cols);
 
-void store_archived_init(struct store_archived *a)
-{
-	row_init(&archived_row, a);
-}
-
-void store_archived_release(struct store_archived *a)
-{
-	row_release(&archived_row, a);
-}
+/* store_archived_init(), store_archived_release(), store_archived_list_release() */
+ROW_FUNCTIONS(archived, archived_row);
 
 const char *store_archive_origin_name(enum store_archive_origin origin)
 {
 	return name_of(archive_origin_names, ARRAY_SIZE(archive_origin_names),
 		       (size_t)origin);
-}
-
-void store_archived_list_release(struct store_archived_list *list)
-{
-	ROW_LIST_RELEASE(&archived_row, list);
 }
 
 int store_archive_put(struct store *st, const struct store_archived *a)

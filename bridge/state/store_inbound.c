@@ -45,15 +45,8 @@ static const struct col inbound_cols[] = {
 static const struct row_type inbound_row =
 	ROW_TYPE(struct store_inbound, inbound_cols);
 
-void store_inbound_init(struct store_inbound *in)
-{
-	row_init(&inbound_row, in);
-}
-
-void store_inbound_release(struct store_inbound *in)
-{
-	row_release(&inbound_row, in);
-}
+/* store_inbound_init(), store_inbound_release(), store_inbound_list_release() */
+ROW_FUNCTIONS(inbound, inbound_row);
 
 const char *store_inbound_state_name(enum store_inbound_state state)
 {
@@ -73,11 +66,6 @@ int store_inbound_state_from_name(enum store_inbound_state *out,
 			       quote(qb, sizeof(qb), name));
 	*out = (enum store_inbound_state)v;
 	return 0;
-}
-
-void store_inbound_list_release(struct store_inbound_list *list)
-{
-	ROW_LIST_RELEASE(&inbound_row, list);
 }
 
 static int inbound_one(struct store_inbound *out, struct query *q,

@@ -58,25 +58,13 @@ static const struct col mail_cols[] = {
 };
 static const struct row_type mail_row = ROW_TYPE(struct store_mail, mail_cols);
 
-void store_mail_init(struct store_mail *m)
-{
-	row_init(&mail_row, m);
-}
-
-void store_mail_release(struct store_mail *m)
-{
-	row_release(&mail_row, m);
-}
+/* store_mail_init(), store_mail_release(), store_mail_list_release() */
+ROW_FUNCTIONS(mail, mail_row);
 
 const char *store_mail_kind_name(enum store_mail_kind kind)
 {
 	return name_of(mail_kind_names, ARRAY_SIZE(mail_kind_names),
 		       (size_t)kind);
-}
-
-void store_mail_list_release(struct store_mail_list *list)
-{
-	ROW_LIST_RELEASE(&mail_row, list);
 }
 
 static int mail_check(const struct store_mail *m)

@@ -42,25 +42,13 @@ static const struct col outmail_cols[] = {
 static const struct row_type outmail_row =
 	ROW_TYPE(struct store_outmail, outmail_cols);
 
-void store_outmail_init(struct store_outmail *m)
-{
-	row_init(&outmail_row, m);
-}
-
-void store_outmail_release(struct store_outmail *m)
-{
-	row_release(&outmail_row, m);
-}
+/* store_outmail_init(), store_outmail_release(), store_outmail_list_release() */
+ROW_FUNCTIONS(outmail, outmail_row);
 
 const char *store_outmail_state_name(enum store_outmail_state state)
 {
 	return name_of(outmail_state_names, ARRAY_SIZE(outmail_state_names),
 		       (size_t)state);
-}
-
-void store_outmail_list_release(struct store_outmail_list *list)
-{
-	ROW_LIST_RELEASE(&outmail_row, list);
 }
 
 static int outmail_missing(const char *message_id)

@@ -38,15 +38,8 @@ static const struct col revision_cols[] = {
 static const struct row_type revision_row =
 	ROW_TYPE(struct store_revision, revision_cols);
 
-void store_revision_init(struct store_revision *rev)
-{
-	row_init(&revision_row, rev);
-}
-
-void store_revision_release(struct store_revision *rev)
-{
-	row_release(&revision_row, rev);
-}
+/* store_revision_init(), store_revision_release(), store_revision_list_release() */
+ROW_FUNCTIONS(revision, revision_row);
 
 static int revision_one(struct store_revision *out, struct query *q,
 			const char *project, int64_t iid)
@@ -295,11 +288,6 @@ int revision_mirror(struct store *dst, const struct store_revision *r)
 }
 
 /* Revision listing. */
-
-void store_revision_list_release(struct store_revision_list *list)
-{
-	ROW_LIST_RELEASE(&revision_row, list);
-}
 
 int store_revision_list(struct store_revision_list *out, struct store *st,
 			const char *project, size_t limit)

@@ -379,6 +379,26 @@ void row_array_release(const struct row_type *t, void *items, size_t nr);
 		(list)->nr = (list)->alloc = 0;                    \
 	} while (0)
 
+/*
+ * The public store_X_init(), store_X_release() and store_X_list_release()
+ * of a record type (store.h) over its row type, at file scope; the
+ * trailing declaration takes the semicolon.
+ */
+#define ROW_FUNCTIONS(x, row)                                         \
+	void store_##x##_init(struct store_##x *r)                    \
+	{                                                             \
+		row_init(&(row), r);                                  \
+	}                                                             \
+	void store_##x##_release(struct store_##x *r)                 \
+	{                                                             \
+		row_release(&(row), r);                               \
+	}                                                             \
+	void store_##x##_list_release(struct store_##x##_list *list)  \
+	{                                                             \
+		ROW_LIST_RELEASE(&(row), list);                       \
+	}                                                             \
+	void store_##x##_init(struct store_##x *r)
+
 /* Name -> enum through a table; -1 when unknown. */
 int name_index(const char *const *names, size_t nr, const char *s, size_t len);
 /* Prefix the driver's message with the database and what was done. */
