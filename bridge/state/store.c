@@ -1,17 +1,21 @@
 /*
- * store - the state database.  See store.h.
+ * store - the state database: the connection, the schema and its
+ * migrations, transactions.  See store.h.
  *
- * The store's logic and every statement are here, over the small engine
- * interface of db.h with its two drivers (db_sqlite.c, db_pg.c).  One
- * file rather than two implementations of store.h because the SQL is
- * nearly all the same: what differs is the schema's types, where the
+ * The store is this file, store_query.c (every statement and the query
+ * layer, storeq.h) and one file per table or concern (store_mail.c,
+ * store_revision.c, store_inbound.c, store_host.c, store_action.c,
+ * store_cursor.c, store_outmail.c, store_archive.c), over the small
+ * engine interface of db.h with its two drivers (db_sqlite.c, db_pg.c).
+ * One store rather than two implementations of store.h because the SQL
+ * is nearly all the same: what differs is the schema's types, where the
  * schema version lives and how a row is claimed, and each of those is a
  * PostgreSQL variant next to the statement it replaces, so a change to
  * the store is made once and the same tests judge both engines.
  *
- * Every statement is a constant string in stmt_sql[] below (PostgreSQL
- * variants in stmt_sql_pg[]), prepared once per connection (lazily) with
- * bound parameters; nothing here formats SQL.  The schema is the ordered
+ * Every statement is a constant string in stmt_sql[] of store_query.c
+ * (PostgreSQL variants in stmt_sql_pg[]), prepared once per connection
+ * (lazily) with bound parameters; nothing formats SQL.  The schema is the ordered
  * list of migrations of each engine: step i takes a database from
  * version i to i + 1 and ends by recording version i + 1 (SQLite's
  * PRAGMA user_version, PostgreSQL's schema_version table), so a step and

@@ -384,19 +384,19 @@ void row_array_release(const struct row_type *t, void *items, size_t nr);
  * of a record type (store.h) over its row type, at file scope; the
  * trailing declaration takes the semicolon.
  */
-#define ROW_FUNCTIONS(x, row)                                         \
-	void store_##x##_init(struct store_##x *r)                    \
-	{                                                             \
-		row_init(&(row), r);                                  \
-	}                                                             \
-	void store_##x##_release(struct store_##x *r)                 \
-	{                                                             \
-		row_release(&(row), r);                               \
-	}                                                             \
-	void store_##x##_list_release(struct store_##x##_list *list)  \
-	{                                                             \
-		ROW_LIST_RELEASE(&(row), list);                       \
-	}                                                             \
+#define ROW_FUNCTIONS(x, row)                                        \
+	void store_##x##_init(struct store_##x *r)                   \
+	{                                                            \
+		row_init(&(row), r);                                 \
+	}                                                            \
+	void store_##x##_release(struct store_##x *r)                \
+	{                                                            \
+		row_release(&(row), r);                              \
+	}                                                            \
+	void store_##x##_list_release(struct store_##x##_list *list) \
+	{                                                            \
+		ROW_LIST_RELEASE(&(row), list);                      \
+	}                                                            \
 	void store_##x##_init(struct store_##x *r)
 
 /* Name -> enum through a table; -1 when unknown. */
