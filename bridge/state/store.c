@@ -15,13 +15,13 @@
  *
  * Every statement is a constant string in stmt_sql[] of store_query.c
  * (PostgreSQL variants in stmt_sql_pg[]), prepared once per connection
- * (lazily) with bound parameters; nothing formats SQL.  The schema is the ordered
- * list of migrations of each engine: step i takes a database from
- * version i to i + 1 and ends by recording version i + 1 (SQLite's
+ * (lazily) with bound parameters; nothing formats SQL.  The schema is
+ * the ordered list of migrations of each engine: step i takes a database
+ * from version i to i + 1 and ends by recording version i + 1 (SQLite's
  * PRAGMA user_version, PostgreSQL's schema_version table), so a step and
  * its version number cannot drift apart, and version N is the same
- * tables on both.  A shipped step is never edited; changes go into a
- * new step, for both engines.
+ * tables on both.  A shipped step is never edited; changes go into a new
+ * step, for both engines.
  *
  * Transactions (db.h): the caller's store_begin() is a DB_TX_WRITE (or
  * DB_TX_READ on a read-only store).  Functions made of several

@@ -38,7 +38,7 @@ static const struct col action_cols[] = {
 static const struct row_type action_row =
 	ROW_TYPE(struct store_action, action_cols);
 
-/* store_action_init(), store_action_release(), store_action_list_release() */
+/* store_action_init(), _release() and _list_release() */
 ROW_FUNCTIONS(action, action_row);
 
 static int check_action_key(const char *message_id, int index)

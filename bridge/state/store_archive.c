@@ -32,7 +32,7 @@ static const struct col archived_cols[] = {
 static const struct row_type archived_row =
 	ROW_TYPE(struct store_archived, archived_cols);
 
-/* store_archived_init(), store_archived_release(), store_archived_list_release() */
+/* store_archived_init(), _release() and _list_release() */
 ROW_FUNCTIONS(archived, archived_row);
 
 const char *store_archive_origin_name(enum store_archive_origin origin)

@@ -45,7 +45,7 @@ static const struct col inbound_cols[] = {
 static const struct row_type inbound_row =
 	ROW_TYPE(struct store_inbound, inbound_cols);
 
-/* store_inbound_init(), store_inbound_release(), store_inbound_list_release() */
+/* store_inbound_init(), _release() and _list_release() */
 ROW_FUNCTIONS(inbound, inbound_row);
 
 const char *store_inbound_state_name(enum store_inbound_state state)

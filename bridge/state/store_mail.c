@@ -58,7 +58,7 @@ static const struct col mail_cols[] = {
 };
 static const struct row_type mail_row = ROW_TYPE(struct store_mail, mail_cols);
 
-/* store_mail_init(), store_mail_release(), store_mail_list_release() */
+/* store_mail_init(), _release() and _list_release() */
 ROW_FUNCTIONS(mail, mail_row);
 
 const char *store_mail_kind_name(enum store_mail_kind kind)

@@ -42,7 +42,7 @@ static const struct col outmail_cols[] = {
 static const struct row_type outmail_row =
 	ROW_TYPE(struct store_outmail, outmail_cols);
 
-/* store_outmail_init(), store_outmail_release(), store_outmail_list_release() */
+/* store_outmail_init(), _release() and _list_release() */
 ROW_FUNCTIONS(outmail, outmail_row);
 
 const char *store_outmail_state_name(enum store_outmail_state state)

@@ -38,7 +38,7 @@ static const struct col revision_cols[] = {
 static const struct row_type revision_row =
 	ROW_TYPE(struct store_revision, revision_cols);
 
-/* store_revision_init(), store_revision_release(), store_revision_list_release() */
+/* store_revision_init(), _release() and _list_release() */
 ROW_FUNCTIONS(revision, revision_row);
 
 static int revision_one(struct store_revision *out, struct query *q,
