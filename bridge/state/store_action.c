@@ -259,13 +259,10 @@ int store_action_list(struct store_action_list *out, struct store *st,
 	struct query q;
 	int rc;
 
-	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	rc = q_start_msgid(&q, st, S_ACT_LIST, "list forge actions",
+			   message_id);
 	if (rc)
 		return rc;
-	rc = q_start(&q, st, S_ACT_LIST, "list forge actions");
-	if (rc)
-		return rc;
-	q_text(&q, 1, message_id);
 	ROW_LIST_READ(rc, &action_row, out, &q);
 	q_end(&q);
 	return rc;
@@ -325,13 +322,10 @@ int store_verdicts_get(struct strlist *out, struct store *st,
 	struct query q;
 	int rc;
 
-	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	rc = q_start_msgid(&q, st, S_VERDICT_LIST, "list trailer verdicts",
+			   message_id);
 	if (rc)
 		return rc;
-	rc = q_start(&q, st, S_VERDICT_LIST, "list trailer verdicts");
-	if (rc)
-		return rc;
-	q_text(&q, 1, message_id);
 	while ((rc = q_step(&q)) == 1 && out->nr < STORE_VERDICTS_MAX)
 		strlist_push_owned(out, col_str(&q, 0));
 	q_end(&q);

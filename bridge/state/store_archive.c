@@ -82,13 +82,9 @@ int store_archive_get(struct store_archived *out, struct store *st,
 	struct query q;
 	int rc;
 
-	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	rc = q_start_msgid(&q, st, S_ARCH_GET, "get archived mail", message_id);
 	if (rc)
 		return rc;
-	rc = q_start(&q, st, S_ARCH_GET, "get archived mail");
-	if (rc)
-		return rc;
-	q_text(&q, 1, message_id);
 	rc = q_step(&q);
 	if (rc == 1)
 		rc = row_read(&archived_row, out, &q);
@@ -106,14 +102,10 @@ int store_archive_list(struct store_archived_list *out, struct store *st,
 	struct query q;
 	int rc;
 
-	rc = check_mr(project, iid);
+	rc = q_start_mr(&q, st, S_ARCH_LIST, "list archived mails", project,
+			iid);
 	if (rc)
 		return rc;
-	rc = q_start(&q, st, S_ARCH_LIST, "list archived mails");
-	if (rc)
-		return rc;
-	q_text(&q, 1, project);
-	q_int(&q, 2, iid);
 	q_int(&q, 3, limit ? (int64_t)limit : NO_LIMIT);
 	ROW_LIST_READ(rc, &archived_row, out, &q);
 	q_end(&q);
@@ -127,14 +119,10 @@ int store_archive_missing(int64_t *count, struct store *st, const char *project,
 	int rc;
 
 	*count = 0;
-	rc = check_mr(project, iid);
+	rc = q_start_mr(&q, st, S_ARCH_MISSING, "count unarchived mails",
+			project, iid);
 	if (rc)
 		return rc;
-	rc = q_start(&q, st, S_ARCH_MISSING, "count unarchived mails");
-	if (rc)
-		return rc;
-	q_text(&q, 1, project);
-	q_int(&q, 2, iid);
 	rc = q_step(&q);
 	if (rc == 1) {
 		*count = col_int(&q, 0);

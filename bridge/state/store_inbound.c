@@ -180,13 +180,9 @@ int store_inbound_renew(struct store *st, const char *message_id)
 	struct query q;
 	int rc;
 
-	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	rc = q_start_msgid(&q, st, S_IN_RENEW, "renew a claim", message_id);
 	if (rc)
 		return rc;
-	rc = q_start(&q, st, S_IN_RENEW, "renew a claim");
-	if (rc)
-		return rc;
-	q_text(&q, 1, message_id);
 	q_text(&q, 2, st->host);
 	q_int(&q, 3, now() + st->lease);
 	rc = q_exec(&q);
@@ -211,13 +207,10 @@ int store_inbound_spool_record(char **out, size_t *len, struct store *st,
 
 	*out = NULL;
 	*len = 0;
-	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	rc = q_start_msgid(&q, st, S_IN_SPOOL_RECORD, "read a spool record",
+			   message_id);
 	if (rc)
 		return rc;
-	rc = q_start(&q, st, S_IN_SPOOL_RECORD, "read a spool record");
-	if (rc)
-		return rc;
-	q_text(&q, 1, message_id);
 	rc = q_step(&q);
 	if (rc == 1) {
 		*out = col_blob(&q, 0, len);
@@ -305,13 +298,9 @@ int store_inbound_wait(struct store *st, const char *message_id,
 
 	if (next_attempt <= 0)
 		return err_set(PB_EINVAL, "state db: bad retry time");
-	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	rc = q_start_msgid(&q, st, S_IN_WAIT, "wait", message_id);
 	if (rc)
 		return rc;
-	rc = q_start(&q, st, S_IN_WAIT, "wait");
-	if (rc)
-		return rc;
-	q_text(&q, 1, message_id);
 	q_int(&q, 2, next_attempt);
 	q_error(&q, 3, why);
 	q_int(&q, 4, now());
@@ -393,13 +382,10 @@ int store_inbound_get(struct store_inbound *out, struct store *st,
 	struct query q;
 	int rc;
 
-	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	rc = q_start_msgid(&q, st, S_IN_GET, "look up inbound mail",
+			   message_id);
 	if (rc)
 		return rc;
-	rc = q_start(&q, st, S_IN_GET, "look up inbound mail");
-	if (rc)
-		return rc;
-	q_text(&q, 1, message_id);
 	snprintf(missing, sizeof(missing), "no inbound mail <%s>",
 		 quote(qb, sizeof(qb), message_id));
 	return inbound_one(out, &q, missing);

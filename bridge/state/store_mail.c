@@ -215,13 +215,9 @@ int store_mail_get(struct store_mail *out, struct store *st,
 	struct query q;
 	int rc;
 
-	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	rc = q_start_msgid(&q, st, S_MAIL_GET, "look up mail", message_id);
 	if (rc)
 		return rc;
-	rc = q_start(&q, st, S_MAIL_GET, "look up mail");
-	if (rc)
-		return rc;
-	q_text(&q, 1, message_id);
 	snprintf(missing, sizeof(missing), "no mail <%s>",
 		 quote(qb, sizeof(qb), message_id));
 	return mail_one(out, &q, missing);
@@ -234,14 +230,9 @@ int store_mail_find(struct store_mail *out, struct store *st,
 	struct query q;
 	int rc;
 
-	rc = check_mr(project, iid);
+	rc = q_start_mr(&q, st, S_MAIL_FIND, "find mail", project, iid);
 	if (rc)
 		return rc;
-	rc = q_start(&q, st, S_MAIL_FIND, "find mail");
-	if (rc)
-		return rc;
-	q_text(&q, 1, project);
-	q_int(&q, 2, iid);
 	q_int(&q, 3, revision);
 	q_int(&q, 4, patch);
 	snprintf(missing, sizeof(missing), "no mail %s!%lld v%d %d",
@@ -256,14 +247,10 @@ int store_mail_list_revision(struct store_mail_list *out, struct store *st,
 	struct query q;
 	int rc;
 
-	rc = check_mr(project, iid);
+	rc = q_start_mr(&q, st, S_MAIL_LIST_REVISION, "list mails", project,
+			iid);
 	if (rc)
 		return rc;
-	rc = q_start(&q, st, S_MAIL_LIST_REVISION, "list mails");
-	if (rc)
-		return rc;
-	q_text(&q, 1, project);
-	q_int(&q, 2, iid);
 	q_int(&q, 3, revision);
 	ROW_LIST_READ(rc, &mail_row, out, &q);
 	q_end(&q);

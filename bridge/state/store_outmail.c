@@ -122,13 +122,9 @@ int store_outmail_get(struct store_outmail *out, struct store *st,
 	struct query q;
 	int rc;
 
-	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	rc = q_start_msgid(&q, st, S_OUT_GET, "get queued mail", message_id);
 	if (rc)
 		return rc;
-	rc = q_start(&q, st, S_OUT_GET, "get queued mail");
-	if (rc)
-		return rc;
-	q_text(&q, 1, message_id);
 	rc = q_step(&q);
 	if (rc == 1)
 		rc = row_read(&outmail_row, out, &q);
@@ -194,13 +190,9 @@ int store_outmail_claim(struct store *st, const char *message_id)
 	int64_t t = now();
 	int rc;
 
-	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	rc = q_start_msgid(&q, st, S_OUT_CLAIM, "claim mail", message_id);
 	if (rc)
 		return rc;
-	rc = q_start(&q, st, S_OUT_CLAIM, "claim mail");
-	if (rc)
-		return rc;
-	q_text(&q, 1, message_id);
 	q_text(&q, 2, st->host);
 	q_int(&q, 3, t + st->lease);
 	q_int(&q, 4, t);
@@ -235,13 +227,10 @@ int store_outmail_hand(struct store *st, const char *message_id)
 	struct query q;
 	int rc;
 
-	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	rc = q_start_msgid(&q, st, S_OUT_HAND,
+			   "record a mail handed to the MTA", message_id);
 	if (rc)
 		return rc;
-	rc = q_start(&q, st, S_OUT_HAND, "record a mail handed to the MTA");
-	if (rc)
-		return rc;
-	q_text(&q, 1, message_id);
 	q_int(&q, 2, now());
 	q_text(&q, 3, st->host);
 	rc = q_exec(&q);
@@ -263,13 +252,9 @@ int store_outmail_wait(struct store *st, const char *message_id,
 	struct query q;
 	int rc;
 
-	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	rc = q_start_msgid(&q, st, S_OUT_WAIT, "hold mail", message_id);
 	if (rc)
 		return rc;
-	rc = q_start(&q, st, S_OUT_WAIT, "hold mail");
-	if (rc)
-		return rc;
-	q_text(&q, 1, message_id);
 	q_int(&q, 2, next_attempt);
 	q_error(&q, 3, error);
 	q_int(&q, 4, now());
@@ -293,13 +278,9 @@ int store_outmail_defer(struct store *st, const char *message_id,
 	struct query q;
 	int rc;
 
-	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	rc = q_start_msgid(&q, st, S_OUT_DEFER, "defer mail", message_id);
 	if (rc)
 		return rc;
-	rc = q_start(&q, st, S_OUT_DEFER, "defer mail");
-	if (rc)
-		return rc;
-	q_text(&q, 1, message_id);
 	q_int(&q, 2, next_attempt);
 	q_error(&q, 3, error);
 	q_int(&q, 4, now());
@@ -313,13 +294,9 @@ int store_outmail_fail(struct store *st, const char *message_id,
 	struct query q;
 	int rc;
 
-	rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+	rc = q_start_msgid(&q, st, S_OUT_FAIL, "fail mail", message_id);
 	if (rc)
 		return rc;
-	rc = q_start(&q, st, S_OUT_FAIL, "fail mail");
-	if (rc)
-		return rc;
-	q_text(&q, 1, message_id);
 	q_error(&q, 2, error);
 	q_int(&q, 3, now());
 	q_text(&q, 4, st->host);
@@ -333,14 +310,10 @@ int store_outmail_requeue(int *count, struct store *st, const char *project,
 	int rc;
 
 	*count = 0;
-	rc = check_mr(project, iid);
+	rc = q_start_mr(&q, st, S_OUT_REQUEUE, "requeue failed mails", project,
+			iid);
 	if (rc)
 		return rc;
-	rc = q_start(&q, st, S_OUT_REQUEUE, "requeue failed mails");
-	if (rc)
-		return rc;
-	q_text(&q, 1, project);
-	q_int(&q, 2, iid);
 	q_int(&q, 3, now());
 	rc = q_exec(&q);
 	if (!rc)

@@ -516,6 +516,32 @@ int q_start(struct query *q, struct store *st, enum stmt_id id,
 	return 0;
 }
 
+int q_start_msgid(struct query *q, struct store *st, enum stmt_id id,
+		  const char *what, const char *message_id)
+{
+	int rc = check_str("Message-ID", message_id, STORE_MSGID_MAX, 1);
+
+	if (!rc)
+		rc = q_start(q, st, id, what);
+	if (!rc)
+		q_text(q, 1, message_id);
+	return rc;
+}
+
+int q_start_mr(struct query *q, struct store *st, enum stmt_id id,
+	       const char *what, const char *project, int64_t iid)
+{
+	int rc = check_mr(project, iid);
+
+	if (!rc)
+		rc = q_start(q, st, id, what);
+	if (!rc) {
+		q_text(q, 1, project);
+		q_int(q, 2, iid);
+	}
+	return rc;
+}
+
 /* NULL binds SQL NULL. */
 void q_text(struct query *q, int i, const char *s)
 {

@@ -152,14 +152,10 @@ int store_revision_mark_sent(struct store *st, const char *project, int64_t iid,
 	struct query q;
 	int rc;
 
-	rc = check_mr(project, iid);
+	rc = q_start_mr(&q, st, S_REV_MARK_SENT, "mark revision sent", project,
+			iid);
 	if (rc)
 		return rc;
-	rc = q_start(&q, st, S_REV_MARK_SENT, "mark revision sent");
-	if (rc)
-		return rc;
-	q_text(&q, 1, project);
-	q_int(&q, 2, iid);
 	q_int(&q, 3, revision);
 	q_int(&q, 4, now());
 	rc = q_exec(&q);
@@ -177,14 +173,9 @@ int store_revision_get(struct store_revision *out, struct store *st,
 	struct query q;
 	int rc;
 
-	rc = check_mr(project, iid);
+	rc = q_start_mr(&q, st, S_REV_GET, "get revision", project, iid);
 	if (rc)
 		return rc;
-	rc = q_start(&q, st, S_REV_GET, "get revision");
-	if (rc)
-		return rc;
-	q_text(&q, 1, project);
-	q_int(&q, 2, iid);
 	q_int(&q, 3, revision);
 	return revision_one(out, &q, project, iid);
 }
@@ -195,14 +186,9 @@ int store_revision_latest(struct store_revision *out, struct store *st,
 	struct query q;
 	int rc;
 
-	rc = check_mr(project, iid);
+	rc = q_start_mr(&q, st, S_REV_LATEST, "latest revision", project, iid);
 	if (rc)
 		return rc;
-	rc = q_start(&q, st, S_REV_LATEST, "latest revision");
-	if (rc)
-		return rc;
-	q_text(&q, 1, project);
-	q_int(&q, 2, iid);
 	return revision_one(out, &q, project, iid);
 }
 

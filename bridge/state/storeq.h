@@ -256,6 +256,13 @@ struct query {
 const char *stmt_text(const struct store *st, enum stmt_id id);
 int q_start(struct query *q, struct store *st, enum stmt_id id,
 	    const char *what);
+/* q_start() for a statement whose ?1 is a Message-ID: checked (as
+ * check_str()) before the statement starts, then bound. */
+int q_start_msgid(struct query *q, struct store *st, enum stmt_id id,
+		  const char *what, const char *message_id);
+/* The same for an MR: ?1 its project and ?2 its iid (as check_mr()). */
+int q_start_mr(struct query *q, struct store *st, enum stmt_id id,
+	       const char *what, const char *project, int64_t iid);
 /* Bind parameter i (from 1). */
 void q_text(struct query *q, int i, const char *s);
 void q_opt(struct query *q, int i, const char *s);
