@@ -10,6 +10,9 @@
 #      thread map through core/threadmap.h);
 #   2. modules: each third-party library is included by exactly one
 #      module (one .c/.h pair), which converts its conventions to ours;
+#   2a. the GitLab client's internal header (forge/gitlab_int.h) is
+#       included by the client's own files (bridge/forge/gitlab*.c)
+#       only;
 #   2b. SQL: statements are written in the state store only
 #      (bridge/state/store.c, its table files store_*.c, and the two
 #      engine drivers): no other file of bridge/ or milter/ holds SQL
@@ -82,6 +85,15 @@ check_tree() { # top [milter-binary]
 	confine 'yaml\.h' 'bridge/core/owners'
 	confine 'microhttpd' 'bridge/forge/httpd'
 	confine 'libmilter/' 'milter/glue'
+	# The GitLab client's shared header stays inside the client.
+	bad=$(grep -rlE '#[[:space:]]*include[[:space:]]*"forge/gitlab_int\.h"' \
+		"$t/bridge" "$t/milter" "$t/tests" --include='*.[ch]' 2>/dev/null |
+		sed "s#^$t/##" | grep -vE '^bridge/forge/gitlab(_[a-z]+)?\.[ch]$')
+	if [ -n "$bad" ]; then
+		echo "layering: forge/gitlab_int.h may be included only by bridge/forge/gitlab*.c:"
+		echo "$bad"
+		rc=1
+	fi
 	# SQL text only in the store and its engine drivers.
 	sql='"[^"]*\b(SELECT [^"]*FROM|INSERT INTO|UPDATE [a-z_]+ SET|DELETE FROM|CREATE (UNIQUE )?(TABLE|INDEX)|ALTER TABLE|DROP TABLE|PRAGMA [a-z_]+|BEGIN (IMMEDIATE|TRANSACTION)|SAVEPOINT |ROLLBACK|COMMIT\b)'
 	bad=$(grep -rnE "$sql" "$t/bridge" "$t/milter" --include='*.c' \
@@ -93,8 +105,8 @@ check_tree() { # top [milter-binary]
 		rc=1
 	fi
 	bad=$(grep -rlE '#[[:space:]]*include[[:space:]]*"state/storeq\.h"' \
-		"$t/bridge" "$t/milter" 2>/dev/null | sed "s#^$t/##" |
-		grep -vE '^bridge/state/')
+		"$t/bridge" "$t/milter" "$t/tests" --include='*.[ch]' \
+		2>/dev/null | sed "s#^$t/##" | grep -vE '^bridge/state/')
 	if [ -n "$bad" ]; then
 		echo "layering: state/storeq.h is included outside bridge/state/:"
 		echo "$bad"
@@ -141,6 +153,10 @@ if [ -n "${self_test:-}" ]; then
 	plant "a second SQLite user" bridge/state/store.c '#include <sqlite3.h>'
 	plant "a second libpq user" bridge/state/store.c '#include <libpq-fe.h>'
 	plant "a second GMime user" bridge/mail/review.c '#include <gmime/gmime.h>'
+	plant "the GitLab client's header outside it" bridge/forge/webhook.c \
+		'#include "forge/gitlab_int.h"'
+	plant "the GitLab client's header in a command" bridge/cmd/x.c \
+		'#include "forge/gitlab_int.h"'
 	plant "SQL in a command" bridge/cmd/cmd_status.c \
 		'static const char q[] = "SELECT count(*) FROM inbound";'
 	plant "SQL in the milter" milter/session.c \
