@@ -428,6 +428,13 @@ int inbound_holder(struct store *st, const char *message_id);
 int mail_mark_sent(struct store *st, const char *message_id,
 		   enum store_sent_how how);
 
+/* The schema (store_schema.c): the version the database is at (0: none
+ * yet), the error for one newer than this code knows, and the steps to
+ * target in one transaction. */
+int schema_read_version(struct store *st, int *out);
+int schema_too_new(struct store *st, int version);
+int schema_migrate(struct store *st, int target);
+
 typedef store_tx_fn unit_fn;
 int unit_run(struct store *st, unit_fn fn, void *arg);
 
