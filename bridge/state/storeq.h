@@ -16,8 +16,8 @@
 
 #include "state/db.h"
 #include "state/store.h"
-#include "util/printable.h"
 #include "util/err.h"
+#include "util/printable.h"
 #include "util/strlist.h"
 #include "util/xalloc.h"
 
