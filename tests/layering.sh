@@ -13,9 +13,13 @@
 #   2a. the GitLab client's internal header (forge/gitlab_int.h) is
 #       included by the client's own files (bridge/forge/gitlab*.c)
 #       only;
-#   2b. SQL: statements are written in the state store only
-#      (bridge/state/store.c and the two engine drivers): no other file
-#      of bridge/ or milter/ holds SQL text in a string;
+#   2b. likewise the reply parser's (mail/reply_int.h): bridge/mail/reply*.c
+#       only;
+#   2c. SQL: statements are written in the state store only
+#      (bridge/state/store.c, its table files store_*.c, and the two
+#      engine drivers): no other file of bridge/ or milter/ holds SQL
+#      text in a string, and the store's inside (state/storeq.h) is
+#      included by bridge/state/ only;
 #   3. links: with --milter BINARY, the milter program carries no symbol
 #      of the forge, outbound or inbound layers and imports no HTTP,
 #      JSON or git library.
@@ -83,22 +87,36 @@ check_tree() { # top [milter-binary]
 	confine 'yaml\.h' 'bridge/core/owners'
 	confine 'microhttpd' 'bridge/forge/httpd'
 	confine 'libmilter/' 'milter/glue'
-	# The GitLab client's shared header stays inside the client.
-	bad=$(grep -rlE '#[[:space:]]*include[[:space:]]*"forge/gitlab_int\.h"' \
-		"$t/bridge" "$t/milter" "$t/tests" --include='*.[ch]' 2>/dev/null |
-		sed "s#^$t/##" | grep -vE '^bridge/forge/gitlab(_[a-z]+)?\.[ch]$')
-	if [ -n "$bad" ]; then
-		echo "layering: forge/gitlab_int.h may be included only by bridge/forge/gitlab*.c:"
-		echo "$bad"
-		rc=1
-	fi
+	# A module cut into files shares a header among them alone: the
+	# GitLab client's and the reply parser's stay inside them.
+	internal() { # header (dir/name_int.h) and the module's files' prefix
+		bad=$(grep -rlE "#[[:space:]]*include[[:space:]]*\"$1\"" \
+			"$t/bridge" "$t/milter" "$t/tests" --include='*.[ch]' \
+			2>/dev/null | sed "s#^$t/##" |
+			grep -vE "^bridge/$2(_[a-z]+)?\.[ch]\$")
+		if [ -n "$bad" ]; then
+			echo "layering: $1 may be included only by bridge/$2*.c:"
+			echo "$bad"
+			rc=1
+		fi
+	}
+	internal forge/gitlab_int.h forge/gitlab
+	internal mail/reply_int.h mail/reply
 	# SQL text only in the store and its engine drivers.
 	sql='"[^"]*\b(SELECT [^"]*FROM|INSERT INTO|UPDATE [a-z_]+ SET|DELETE FROM|CREATE (UNIQUE )?(TABLE|INDEX)|ALTER TABLE|DROP TABLE|PRAGMA [a-z_]+|BEGIN (IMMEDIATE|TRANSACTION)|SAVEPOINT |ROLLBACK|COMMIT\b)'
 	bad=$(grep -rnE "$sql" "$t/bridge" "$t/milter" --include='*.c' \
 		--include='*.h' 2>/dev/null | sed "s#^$t/##" |
-		grep -vE '^bridge/state/(store|db_sqlite|db_pg)\.c:')
+		grep -vE '^bridge/state/(store(_[a-z_]+)?|db_sqlite|db_pg)\.c:')
 	if [ -n "$bad" ]; then
-		echo "layering: SQL outside bridge/state/store.c and the drivers:"
+		echo "layering: SQL outside bridge/state/store*.c and the drivers:"
+		echo "$bad"
+		rc=1
+	fi
+	bad=$(grep -rlE '#[[:space:]]*include[[:space:]]*"state/storeq\.h"' \
+		"$t/bridge" "$t/milter" "$t/tests" --include='*.[ch]' \
+		2>/dev/null | sed "s#^$t/##" | grep -vE '^bridge/state/')
+	if [ -n "$bad" ]; then
+		echo "layering: state/storeq.h is included outside bridge/state/:"
 		echo "$bad"
 		rc=1
 	fi
@@ -147,10 +165,27 @@ if [ -n "${self_test:-}" ]; then
 		'#include "forge/gitlab_int.h"'
 	plant "the GitLab client's header in a command" bridge/cmd/x.c \
 		'#include "forge/gitlab_int.h"'
+	plant "the reply parser's header outside it" bridge/mail/review.c \
+		'#include "mail/reply_int.h"'
 	plant "SQL in a command" bridge/cmd/cmd_status.c \
 		'static const char q[] = "SELECT count(*) FROM inbound";'
 	plant "SQL in the milter" milter/session.c \
 		'const char *q = "UPDATE thread_map SET state = 1";'
+	plant "SQL in the store's configuration" bridge/state/storeconf.c \
+		'static const char q[] = "DELETE FROM cursors";'
+	plant "the store's inside included by a command" bridge/cmd/cmd_status.c \
+		'#include "state/storeq.h"'
+	# SQL in a table file of the store is where it belongs
+	rm -rf "$tmp/t"
+	mkdir -p "$tmp/t/bridge/state"
+	printf '%s\n' 'static const char q[] = "DELETE FROM cursors";' \
+		>"$tmp/t/bridge/state/store_cursor.c"
+	if check_tree "$tmp/t" "" >/dev/null; then
+		echo "layering self-test: passed: SQL in a store table file"
+	else
+		echo "layering self-test: WRONGLY caught: SQL in a store table file"
+		fails=1
+	fi
 	# a milter binary that carries a forge symbol / imports libcurl
 	mkdir -p "$tmp/b"
 	printf 'int forge_open(void);\nint forge_open(void) { return 0; }\nint main(void) { return forge_open(); }\n' >"$tmp/b/f.c"

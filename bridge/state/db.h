@@ -1,9 +1,9 @@
 /*
  * db - the SQL engine under the state store, internal to bridge/state.
  *
- * store.c holds the store's logic and every statement; it runs them
- * through this small interface (prepare, bind, step, column,
- * transactions), which two drivers implement:
+ * The store (store.c and store_*.c) holds the logic and every
+ * statement; it runs them through this small interface (prepare, bind,
+ * step, column, transactions), which two drivers implement:
  *
  *	db_sqlite.c   SQLite, the embedded default (the only SQLite user)
  *	db_pg.c       PostgreSQL through libpq (the only libpq user)
@@ -13,7 +13,8 @@
  * (ON CONFLICT, RETURNING, row values, NULLS FIRST); the PostgreSQL
  * driver turns "?N" into "$N".  Where the engines must differ (the
  * schema's types, the schema version's home, row claims with FOR UPDATE
- * SKIP LOCKED) store.c keeps a PostgreSQL variant beside the statement.
+ * SKIP LOCKED) store_query.c keeps a PostgreSQL variant beside the
+ * statement.
  *
  * Values: integers are 64 bits; text and blobs are bytes with a length
  * (PostgreSQL keeps both as BYTEA, so any byte but NUL is kept as SQLite
@@ -41,7 +42,7 @@
  * transaction.
  *
  * On PostgreSQL a failed statement spoils the transaction it ran in:
- * every later statement fails until the rollback.  store.c therefore
+ * every later statement fails until the rollback.  The store therefore
  * never goes on after a database error inside a transaction (inserts
  * that may meet an existing row use ON CONFLICT DO NOTHING and count the
  * changed rows instead).

@@ -9,7 +9,7 @@
  * fixed by the first run's bindings.
  *
  * Sessions: every connection sets lock_timeout (the busy timeout),
- * READ COMMITTED as the default isolation (store.c picks a stronger one
+ * READ COMMITTED as the default isolation (the store picks a stronger one
  * per transaction through db_begin()) and, read-only, default
  * read-only transactions.  Before a statement or a transaction starts,
  * a connection the server closed (a restart, an administrator's

@@ -1183,7 +1183,8 @@ static void test_forge_actions(void **state)
 
 /*
  * Version 1 exactly as it shipped.  A shipped migration is never edited,
- * so this copy must keep matching what store.c creates at version 1.
+ * so this copy must keep matching what store_schema.c creates at
+ * version 1.
  */
 static const char schema_v1[] =
 	"CREATE TABLE revisions ("
