@@ -379,15 +379,20 @@ spooled=$(ls "$S/var/spool/patchbridge/new" "$S/var/spool/patchbridge/cur" \
 LOG0=$(wc -l <"$PF/postfix.log")
 stop_pid "$MPID"
 [ -e "$SOCK" ] && fail "the stopped milter left its socket"
-reply "$W/reply2.eml" recipe-reply-2 "Sent while the milter is down."
-"$PFBED" send "$PF" "$W/reply2.eml" --from bob@corp.example >"$W/send2" 2>&1 ||
-	fail "with the milter down the reply was refused: $(cat "$W/send2")"
-for _ in $(seq "$(scaled 100)"); do
-	got=$(grep -l 'recipe-reply-2@' "$ARCHIVE"/new/* "$ARCHIVE"/cur/* 2>/dev/null | head -1)
-	[ -n "$got" ] && break
-	sleep 0.2
-done
-[ -n "$got" ] || fail "with the milter down the reply was not delivered"
+# delivered N WHEN: send reply N (sent WHEN) and wait until the archive
+# has it: its file in $got.
+delivered() {
+	reply "$W/reply$1.eml" "recipe-reply-$1" "Sent $2."
+	"$PFBED" send "$PF" "$W/reply$1.eml" --from bob@corp.example >"$W/send$1" 2>&1 ||
+		fail "$2, the reply was refused: $(cat "$W/send$1")"
+	for _ in $(seq "$(scaled 100)"); do
+		got=$(grep -l "recipe-reply-$1@" "$ARCHIVE"/new/* "$ARCHIVE"/cur/* 2>/dev/null | head -1)
+		[ -n "$got" ] && return
+		sleep 0.2
+	done
+	fail "$2, the reply was not delivered"
+}
+delivered 2 "while the milter is down"
 grep -qi '^X-Patchbridge' "$got" && fail "a reply marked while the milter was down"
 tail -n +"$((LOG0 + 1))" "$PF/postfix.log" |
 	grep -q 'connect to Milter service unix:patchbridge/milter.sock: No such file or directory' ||
@@ -402,14 +407,6 @@ run_step uninstall-postfix
 [ -e "$CONFIG/patchbridge_header_checks" ] && fail "the header_checks table is still there"
 left=$(postconf -n smtpd_milters non_smtpd_milters header_checks 2>/dev/null)
 [ -z "$left" ] || fail "main.cf still names: $left"
-reply "$W/reply3.eml" recipe-reply-3 "Sent after the bridge was taken out."
-"$PFBED" send "$PF" "$W/reply3.eml" --from bob@corp.example >"$W/send3" 2>&1 ||
-	fail "after the uninstall steps the reply was refused: $(cat "$W/send3")"
-for _ in $(seq "$(scaled 100)"); do
-	got=$(grep -l 'recipe-reply-3@' "$ARCHIVE"/new/* "$ARCHIVE"/cur/* 2>/dev/null | head -1)
-	[ -n "$got" ] && break
-	sleep 0.2
-done
-[ -n "$got" ] || fail "after the uninstall steps the reply was not delivered"
+delivered 3 "after the bridge was taken out of Postfix"
 say "Postfix takes and delivers mail without the bridge"
 say "PASS"
