@@ -1844,16 +1844,34 @@ static void prune_archive(struct inbound *ib, int64_t now)
 			 (long long)keep);
 }
 
+/* Records older than the [spool] parameter id from area (0: keep). */
+static void prune_area(struct inbound *ib, enum spool_area area,
+		       enum config_id id, const char *what, int64_t now)
+{
+	int64_t keep = config_duration_ms(ib->cfg, id) / 1000;
+	size_t removed = 0;
+
+	if (!keep)
+		return;
+	if (spool_prune(&removed, ib->sp, area, keep, now))
+		log_warn("inbound: pruning the spool's %s/: %s",
+			 spool_area_name(area), err_msg());
+	else if (removed)
+		log_info("inbound: removed %zu %s record%s older than %lld s "
+			 "from the spool's %s/",
+			 removed, what, removed == 1 ? "" : "s",
+			 (long long)keep, spool_area_name(area));
+}
+
 /*
- * Remove applied records older than [spool] keep_done from done/, at most
- * once an hour: the journal and the mail archive keep what they said.
- * Archived mail older than [state] archive_keep goes at the same time.
+ * Remove applied records older than [spool] keep_done from done/, and
+ * records that could not be applied older than [spool] keep_dead from
+ * dead/, at most once an hour: the journal and the mail archive keep
+ * what they said.  Archived mail older than [state] archive_keep goes at
+ * the same time.
  */
 static void prune(struct inbound *ib, int64_t now)
 {
-	int64_t keep = config_duration_ms(ib->cfg, CFG_SPOOL_KEEP_DONE) / 1000;
-	size_t removed = 0;
-
 	if (!ib->backfilled) {
 		if (now < ib->next_prune)
 			return;
@@ -1867,15 +1885,8 @@ static void prune(struct inbound *ib, int64_t now)
 		return;
 	ib->next_prune = now + 3600;
 	prune_archive(ib, now);
-	if (!keep)
-		return;
-	if (spool_prune_done(&removed, ib->sp, keep, now))
-		log_warn("inbound: pruning the spool's done/: %s", err_msg());
-	else if (removed)
-		log_info(
-			"inbound: removed %zu applied record%s older than %lld "
-			"s from the spool's done/",
-			removed, removed == 1 ? "" : "s", (long long)keep);
+	prune_area(ib, SPOOL_DONE, CFG_SPOOL_KEEP_DONE, "applied", now);
+	prune_area(ib, SPOOL_DEAD, CFG_SPOOL_KEEP_DEAD, "dead", now);
 }
 
 int inbound_run_once(struct inbound *ib, int64_t now)

@@ -1683,20 +1683,30 @@ int spool_recover(size_t *requeued, size_t *removed, struct spool *sp,
 	return rc;
 }
 
-int spool_prune_done(size_t *removed, struct spool *sp, int64_t retention,
-		     int64_t now)
+int spool_prune(size_t *removed, struct spool *sp, enum spool_area area,
+		int64_t retention, int64_t now)
 {
 	struct strlist names = STRLIST_INIT;
+	char reason[SPOOL_NAME_MAX + sizeof(REASON_SUFFIX)];
 	size_t i, n = 0;
 	int rc;
 
 	BUG_ON(!(sp->flags & SPOOL_READER));
-	rc = list_area(&names, sp, SPOOL_DONE, 0);
-	for (i = 0; !rc && i < names.nr; i++)
-		if (older_than(sp, SPOOL_DONE, names.items[i], now - retention,
-			       1) &&
-		    unlinkat(sp->fd[SPOOL_DONE], names.items[i], 0) == 0)
-			n++;
+	BUG_ON(area != SPOOL_DONE && area != SPOOL_DEAD);
+	rc = list_area(&names, sp, area, 0);
+	for (i = 0; !rc && i < names.nr; i++) {
+		if (!older_than(sp, area, names.items[i], now - retention, 1) ||
+		    unlinkat(sp->fd[area], names.items[i], 0) < 0)
+			continue;
+		n++;
+		/* a dead record's reason goes with it (a reason left alone
+		 * is swept by spool_recover()) */
+		if (area == SPOOL_DEAD) {
+			snprintf(reason, sizeof(reason), "%s" REASON_SUFFIX,
+				 names.items[i]);
+			unlinkat(sp->fd[area], reason, 0);
+		}
+	}
 	strlist_release(&names);
 	if (removed)
 		*removed = n;

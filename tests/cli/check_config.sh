@@ -83,8 +83,12 @@ has "$tmp/err" "$tmp/bad.conf:10: [forge] colour: unknown key"
 run 78 -c "$tmp/bad.conf" --dump-config
 [ -s "$tmp/out" ] && fail "--dump-config printed a bad configuration"
 
-# The shipped example is a valid file ...
-example=$src/contrib/patchbridge.conf.example
+# The shipped example is a valid file ...  (A copy with the mode an
+# install gives it: a checkout or an archive extracted with umask 002
+# leaves it group-writable, which check-config rightly refuses.)
+mkdir -p "$tmp/contrib"
+example=$tmp/contrib/patchbridge.conf.example
+install -m 0644 "$src/contrib/patchbridge.conf.example" "$example" || exit 1
 run 0 check-config --file-only "$example"
 has "$tmp/out" "$example: ok"
 run_env "$example" 0 check-config --file-only
