@@ -303,6 +303,8 @@ static int cmd_check_config(const struct command *cmd, int argc, char **argv)
 	if (!file_only) {
 		/* What is around the file (core/preflight.h). */
 		preflight_init(&pf);
+		/* What run checks at its start, first: "ok" means it starts. */
+		preflight_start(&pf, cfg, PREFLIGHT_START_CHECK);
 		preflight_files(&pf, cfg, PREFLIGHT_DAEMON);
 		preflight_spool(&pf, cfg, PREFLIGHT_DAEMON);
 		if (!no_postfix)
