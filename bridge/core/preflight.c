@@ -202,6 +202,15 @@ static int owner_from_dir(struct preflight_owner *o, const char *dir)
 	return 1;
 }
 
+void preflight_owner_stat(struct preflight_owner *o, const struct stat *st,
+			  int self)
+{
+	if (st->st_uid != 0)
+		owner_set(o, st->st_uid, st->st_gid);
+	else
+		preflight_owner_dirs(o, NULL, NULL, self);
+}
+
 void preflight_owner_dirs(struct preflight_owner *o, const char *state_dir,
 			  const char *spool_dir, int self)
 {

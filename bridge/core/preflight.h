@@ -48,6 +48,7 @@
 #include "util/buf.h"
 #include "util/strlist.h"
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 struct config;
@@ -103,6 +104,9 @@ void preflight_owner(struct preflight_owner *o, const struct config *cfg,
 		     const char *path, int self);
 void preflight_owner_dirs(struct preflight_owner *o, const char *state_dir,
 			  const char *spool_dir, int self);
+/* The same for a directory already looked at (its stat st). */
+void preflight_owner_stat(struct preflight_owner *o, const struct stat *st,
+			  int self);
 
 void preflight_init(struct preflight *pf);
 void preflight_release(struct preflight *pf);
