@@ -248,10 +248,13 @@ void preflight_owner(struct preflight_owner *o, const struct config *cfg,
 	}
 	spec = config_str(cfg, CFG_MILTER_SOCKET);
 	if (path && (!strncmp(spec, "unix:", 5) || !strncmp(spec, "local:", 6))) {
-		dir_of(sock, sizeof(sock), strchr(spec, ':') + 1);
+		const char *at = strchr(spec, ':') + 1;
+
+		/* The socket's directory and the socket: nothing else is
+		 * the milter's, even below that directory. */
+		dir_of(sock, sizeof(sock), at);
 		len = strlen(sock);
-		if (len && !strncmp(path, sock, len) &&
-		    (path[len] == '/' || !path[len])) {
+		if (len && (!strcmp(path, sock) || !strcmp(path, at))) {
 			struct stat st;
 
 			if (stat(sock, &st) == 0 && st.st_uid != 0) {

@@ -84,8 +84,8 @@ struct preflight {
 
 /*
  * The documented owner of path, a file or directory the programs use.
- * Below the directory of the milter's socket ([milter] socket): the
- * milter's user and that directory's group.  Anything else (the spool,
+ * The milter's socket ([milter] socket) and its directory: the milter's
+ * user and that directory's group (Postfix's).  Anything else (the spool,
  * the state database and its files, the locks, the secrets): the
  * daemon's user and its group, which is the first that applies of
  *
