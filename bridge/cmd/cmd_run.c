@@ -1069,6 +1069,13 @@ int cmd_run(const char *config_path, int argc, char **argv)
 		rc = rc == PB_EINVAL ? EX_CONFIG : env_exit_code(rc);
 		goto out_cfg;
 	}
+	/* The last mail the MTA took, for the milter's check (health.h). */
+	{
+		int64_t last = 0;
+
+		if (!store_mail_last_sent(&last, d.env.store))
+			metrics_set0(MET_MAILS_LAST_SENT, (double)last);
+	}
 	/*
 	 * The receiver runs threads, and fork() keeps only the caller's:
 	 * when detaching, try it here (so a port in use is reported on the

@@ -7,6 +7,8 @@
 #include "cmd/env.h"
 
 #include "core/config.h"
+#include "core/health.h"
+#include "core/metrics.h"
 #include "inbound/inbound.h"
 #include "outbound/detect.h"
 #include "outbound/forgemail.h"
@@ -15,15 +17,20 @@
 #include "state/storeconf.h"
 #include "util/buf.h"
 #include "util/err.h"
+#include "util/fileio.h"
 #include "util/limits.h"
 #include "util/printable.h"
 #include "util/scan.h"
 #include "util/xalloc.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sysexits.h>
+#include <time.h>
+#include <unistd.h>
 
 /* Dead letters without a journal row listed at most; the rest counted. */
 #define STATUS_DEAD_SHOWN 20
@@ -431,6 +438,38 @@ static const char *pr_host(char *out, size_t size, const char *host)
 	return printable_copy(out, size, host, strlen(host));
 }
 
+/*
+ * Whether the milter sees the list's mail, by the rule of /readyz
+ * (health_milter_blind()): the store's last mail sent, the milter's file
+ * in the spool (opened as the daemon's status server opens it).
+ */
+static int show_milter(struct store *st, const char *dir)
+{
+	struct buf text = BUF_INIT(METRICS_MILTER_FILE_MAX);
+	char why[PB_ERRMSG_MAX];
+	char *path = xasprintf("%s/%s", dir, METRICS_MILTER_FILE);
+	int64_t sent = 0, seen = 0;
+	struct stat sb;
+	int fd, rc;
+
+	rc = store_mail_last_sent(&sent, st);
+	if (rc)
+		goto out;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0) {
+		if (!fstat(fd, &sb) && S_ISREG(sb.st_mode) &&
+		    !fd_read_all(&text, fd))
+			seen = health_milter_last_seen(text.data, text.len);
+		close(fd);
+	}
+	health_milter_blind(why, sizeof(why), (int64_t)time(NULL), sent, seen);
+	printf("milter: %s\n", why);
+out:
+	free(path);
+	buf_release(&text);
+	return rc;
+}
+
 static int show_hosts(struct store *st)
 {
 	struct store_host_list l = { 0 };
@@ -652,6 +691,8 @@ int cmd_status(const char *config_path, int argc, char **argv)
 	/* The inbound side: totals, and replies no project claims. */
 	if (!rc)
 		show_inbound(&rows, cfg);
+	if (!rc)
+		rc = show_milter(st, dir);
 	if (!rc)
 		rc = show_hosts(st);
 	if (rc) {

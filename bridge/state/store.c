@@ -550,6 +550,7 @@ enum stmt_id {
 	S_MAIL_LIST_REVISION,
 	S_MAIL_BY_DISCUSSION,
 	S_MAIL_BY_NOTE,
+	S_MAIL_LAST_SENT,
 	S_MAIL_SINCE,
 	S_HOSTS,
 	S_MIRROR_MAIL,
@@ -709,6 +710,9 @@ static const char *const stmt_sql[S_NR] = {
 		    " UNION ALL SELECT sent_by, 0, 0, 0, 0, 1, 0, sent"
 		    "  FROM thread_map WHERE sent_by IS NOT NULL) h"
 		    " GROUP BY host ORDER BY host LIMIT ?1",
+	/* When the MTA last took a mail of the bridge's (health.h). */
+	[S_MAIL_LAST_SENT] = "SELECT COALESCE(MAX(sent), 0) FROM thread_map"
+			     " WHERE state = 'sent'",
 	/* The thread map from a time on, in pages (store_threadmap_mirror). */
 	[S_MAIL_SINCE] = "SELECT " MAIL_READ_COLS " FROM thread_map"
 			 " WHERE (created, message_id) > (?1, ?2)"
@@ -2061,6 +2065,24 @@ static int mark_sent(struct store *st, const char *message_id,
 int store_mail_mark_sent(struct store *st, const char *message_id)
 {
 	return mark_sent(st, message_id, STORE_SENT_MTA);
+}
+
+int store_mail_last_sent(int64_t *out, struct store *st)
+{
+	struct query q;
+	int rc;
+
+	*out = 0;
+	rc = q_start(&q, st, S_MAIL_LAST_SENT, "find the last mail sent");
+	if (rc)
+		return rc;
+	rc = q_step(&q);
+	if (rc == 1) {
+		*out = col_int(&q, 0);
+		rc = 0;
+	}
+	q_end(&q);
+	return rc;
 }
 
 static int mail_from_row(struct store_mail *m, struct query *q)
