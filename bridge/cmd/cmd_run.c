@@ -964,8 +964,8 @@ static int start_check(const struct config *cfg, int once)
 	strlist_for_each (&pf.problems, i)
 		fprintf(stderr, "patchbridge run: %s\n", pf.problems.items[i]);
 	/* The codes the start gave for each before this check. */
-	rc = !pf.problems.nr	    ? EX_OK :
-	     pf.code == PB_ETEMP ? EX_UNAVAILABLE :
+	rc = !pf.problems.nr	  ? EX_OK :
+	     pf.code == PB_ETEMP  ? EX_UNAVAILABLE :
 	     pf.code == PB_EINVAL ? EX_CONFIG :
 				    env_exit_code(pf.code);
 	preflight_release(&pf);

@@ -11,10 +11,8 @@
 #include <time.h>
 
 static const char *const names[HEALTH__COUNT] = {
-	[HEALTH_STORE] = "store",
-	[HEALTH_SPOOL] = "spool",
-	[HEALTH_FORGE] = "forge",
-	[HEALTH_SMTP] = "smtp",
+	[HEALTH_STORE] = "store",   [HEALTH_SPOOL] = "spool",
+	[HEALTH_FORGE] = "forge",   [HEALTH_SMTP] = "smtp",
 	[HEALTH_MILTER] = "milter",
 };
 
@@ -97,14 +95,16 @@ int health_milter_blind(char *out, size_t size, int64_t now, int64_t sent,
 		snprintf(out, size,
 			 "the milter sees the list's mail (it last saw one "
 			 "%s; the bridge's last mail reached the MTA %s)",
-			 when(l, sizeof(l), last_seen), when(s, sizeof(s), sent));
+			 when(l, sizeof(l), last_seen),
+			 when(s, sizeof(s), sent));
 		return 0;
 	}
 	if (now - sent < HEALTH_MILTER_BLIND_S) {
 		snprintf(out, size,
 			 "the bridge's last mail reached the MTA %s; the "
 			 "milter has not shown it yet (it last saw one %s)",
-			 when(s, sizeof(s), sent), when(l, sizeof(l), last_seen));
+			 when(s, sizeof(s), sent),
+			 when(l, sizeof(l), last_seen));
 		return 0;
 	}
 	snprintf(out, size,

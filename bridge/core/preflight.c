@@ -247,7 +247,8 @@ void preflight_owner(struct preflight_owner *o, const struct config *cfg,
 		return;
 	}
 	spec = config_str(cfg, CFG_MILTER_SOCKET);
-	if (path && (!strncmp(spec, "unix:", 5) || !strncmp(spec, "local:", 6))) {
+	if (path &&
+	    (!strncmp(spec, "unix:", 5) || !strncmp(spec, "local:", 6))) {
 		const char *at = strchr(spec, ':') + 1;
 
 		/* The socket's directory and the socket: nothing else is
@@ -582,10 +583,8 @@ static void check_spool_files(struct preflight *pf, const struct config *cfg,
 	check_own_file(pf, "[spool] dir", path, top.st_uid, &o,
 		       "the daemon cannot take the spool's lock (\"Permission "
 		       "denied\" every five seconds, no reply applied)");
-	check_records(pf, dir, "new", &top, &o, records_as_warnings,
-		      &reported);
-	check_records(pf, dir, "cur", &top, &o, records_as_warnings,
-		      &reported);
+	check_records(pf, dir, "new", &top, &o, records_as_warnings, &reported);
+	check_records(pf, dir, "cur", &top, &o, records_as_warnings, &reported);
 	if (reported > SPOOL_RECORDS_SHOWN) {
 		if (records_as_warnings)
 			warning(pf,
