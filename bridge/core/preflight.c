@@ -705,7 +705,7 @@ void preflight_start(struct preflight *pf, const struct config *cfg,
 			"what root makes there (the database's journal, "
 			"locks, the spool's lock) would be root's and stop "
 			"the daemon run as %s; run it as %s: runuser -u %s -- "
-			"patchbridge-daemon run%s",
+			"patchbridge run%s",
 			state, o.user, o.user, o.user, o.user,
 			what == PREFLIGHT_START_ONCE ? " --once" : "");
 		return;

@@ -117,7 +117,7 @@ static int take_lock(struct inbound *ib, const char *dir)
 			   0660);
 	if (ib->lock_fd < 0 && errno == EACCES) {
 		rc = err_set(PB_EPERM,
-			     "inbound: %s: %s: the spool's lock is not the "
+			     "%s: %s: the spool's lock is not the "
 			     "daemon's user's (left by a run as root?): "
 			     "chown %s:%s %s",
 			     path, strerror(EACCES), o.user, o.group, path);

@@ -391,7 +391,7 @@ static int check_top(const char *dir, int top, struct stat *st, unsigned flags)
 		return err_set(PB_EPERM,
 			       "spool: %s is owned by %s: the daemon runs as "
 			       "root; run it as %s: runuser -u %s -- "
-			       "patchbridge-daemon run",
+			       "patchbridge run",
 			       dir, perm_user(who, sizeof(who), st->st_uid),
 			       o.user, o.user);
 	}

@@ -176,7 +176,7 @@ check_pb 0
 
 echo "[2] run --once as root, on the daemon's user's state"
 run 77 "$PB" -c "$T/etc/pb.conf" run --once --foreground
-said "patchbridge run: running as root, but the state directory $T/state is nobody's: what root makes there (the database's journal, locks, the spool's lock) would be root's and stop the daemon run as nobody; run it as nobody: runuser -u nobody -- patchbridge-daemon run --once"
+said "patchbridge run: running as root, but the state directory $T/state is nobody's: what root makes there (the database's journal, locks, the spool's lock) would be root's and stop the daemon run as nobody; run it as nobody: runuser -u nobody -- patchbridge run --once"
 not_said "owned by root"
 not_said "chown root"
 [ -z "$(find "$T/state" "$T/spool" -user root)" ] ||
