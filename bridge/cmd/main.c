@@ -38,6 +38,7 @@
 #include "cmd/cmd_why.h"
 #include "cmd/env.h"
 #include "core/config.h"
+#include "core/configdoc.h"
 #include "core/metrics.h"
 #include "core/preflight.h"
 #include "core/version.h"
@@ -397,9 +398,9 @@ static int cmd_list_params(const struct command *cmd, int argc, char **argv)
 	size_t i;
 
 	if (argc == 2 && !strcmp(argv[1], "--markdown"))
-		return print_doc(config_doc_markdown);
+		return print_doc(configdoc_markdown);
 	if (argc == 2 && !strcmp(argv[1], "--man"))
-		return print_doc(config_doc_man);
+		return print_doc(configdoc_man);
 	if (argc > 1)
 		return bad_usage(cmd, "unknown argument: %s", argv[1]);
 	/* Global parameters, then what a [project] section may set. */

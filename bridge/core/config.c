@@ -1,4 +1,5 @@
 #include "core/config.h"
+#include "core/configdoc.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fileio.h"
@@ -508,64 +509,12 @@ const struct config_param *config_param(enum config_id id)
 	return &params[id];
 }
 
-/*
- * Formatting numbers back into the file's syntax: the largest unit that
- * divides the value exactly, so 500ms, 30s, 5m, 16M, 1000 round-trip.
- */
-static void fmt_duration(struct buf *out, int64_t ms)
+const char *config_section(size_t i, const char **desc)
 {
-	static const struct {
-		int64_t mult;
-		const char *unit;
-	} units[] = { { DAY, "d" },
-		      { HOUR, "h" },
-		      { MIN, "m" },
-		      { SEC, "s" },
-		      { 1, "ms" } };
-	size_t i;
-
-	if (ms == 0) {
-		buf_adds(out, "0s");
-		return;
-	}
-	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (ms % units[i].mult == 0) {
-			buf_addf(out, "%lld%s", (long long)(ms / units[i].mult),
-				 units[i].unit);
-			return;
-		}
-	}
-}
-
-static void fmt_size(struct buf *out, int64_t bytes)
-{
-	if (bytes && bytes % GIB == 0)
-		buf_addf(out, "%lldG", (long long)(bytes / GIB));
-	else if (bytes && bytes % MIB == 0)
-		buf_addf(out, "%lldM", (long long)(bytes / MIB));
-	else if (bytes && bytes % KIB == 0)
-		buf_addf(out, "%lldk", (long long)(bytes / KIB));
-	else
-		buf_addf(out, "%lld", (long long)bytes);
-}
-
-static void fmt_number(struct buf *out, enum config_type t, int64_t v)
-{
-	if (t == CONFIG_DURATION)
-		fmt_duration(out, v);
-	else if (t == CONFIG_SIZE)
-		fmt_size(out, v);
-	else
-		buf_addf(out, "%lld", (long long)v);
-}
-
-/* Append the words of a NULL-ended list: "a, b, c". */
-static void fmt_words(struct buf *out, const char *const *w, const char *quote)
-{
-	size_t i;
-
-	for (i = 0; w[i]; i++)
-		buf_addf(out, "%s%s%s%s", i ? ", " : "", quote, w[i], quote);
+	if (i >= SECTIONS_NR)
+		return NULL;
+	*desc = sections[i].desc;
+	return sections[i].name;
 }
 
 /* "value" quoted for a message: printable, cut when long. */
@@ -741,7 +690,7 @@ static int valid_url(struct buf *why, const char *v, size_t len,
 	}
 	if (!ok) {
 		buf_adds(why, "scheme must be one of ");
-		fmt_words(why, schemes, "");
+		configdoc_words(why, schemes, "");
 		return 0;
 	}
 	if (mem_find(v, len, "?", 1) || mem_find(v, len, "#", 1)) {
@@ -1018,12 +967,12 @@ static int number_parse(int64_t *out, const struct config_param *p,
 	}
 	if (*out < p->min) {
 		buf_addf(why, "%s is below the minimum ", q);
-		fmt_number(why, p->type, p->min);
+		configdoc_number(why, p->type, p->min);
 		return -1;
 	}
 	if (*out > p->max) {
 		buf_addf(why, "%s is above the maximum ", q);
-		fmt_number(why, p->type, p->max);
+		configdoc_number(why, p->type, p->max);
 		return -1;
 	}
 	return 0;
@@ -1067,7 +1016,7 @@ static int value_parse(struct config_value *out, const struct config_param *p,
 				break;
 		if (!p->values[i]) {
 			buf_addf(why, "\"%s\" is not one of: ", q);
-			fmt_words(why, p->values, "");
+			configdoc_words(why, p->values, "");
 			return -1;
 		}
 		out->text = xstrdup(p->values[i]);
@@ -1078,7 +1027,7 @@ static int value_parse(struct config_value *out, const struct config_param *p,
 	case CONFIG_SIZE:
 		if (number_parse(&n, p, v, len, q, why))
 			return -1;
-		fmt_number(&text, p->type, n);
+		configdoc_number(&text, p->type, n);
 		if (buf_error(&text))
 			BUG("a number does not fit in %zu bytes", text.max);
 		out->text = buf_detach(&text, NULL);
@@ -1555,7 +1504,7 @@ static void check_lease(struct parser *ps)
 		/* the shortest lease that passes, in whole seconds */
 		int64_t need = step * 4 / 3 + 1;
 
-		fmt_duration(&worst, (need + SEC - 1) / SEC * SEC);
+		configdoc_duration(&worst, (need + SEC - 1) / SEC * SEC);
 		if (v[CFG_FORGE_MAX_RETRIES].num > 0)
 			perr(ps, latest_line(v, forge_ids, 4),
 			     "[state] lease: %s is too short for a forge "
@@ -1746,7 +1695,7 @@ static int load(struct config **out, struct strlist *errs, const char *name,
 	if (!data || len > PB_CONFIG_FILE_MAX) {
 		struct buf m = BUF_INIT(64);
 
-		fmt_size(&m, PB_CONFIG_FILE_MAX);
+		configdoc_size(&m, PB_CONFIG_FILE_MAX);
 		perr(&ps, 0, "larger than the maximum %s", m.data);
 		buf_release(&m);
 	} else {
@@ -2010,181 +1959,5 @@ out:
 	if (rc)
 		return err_set(rc, "configuration dump larger than %zu bytes",
 			       out->max);
-	return 0;
-}
-
-/* The bounds column: "1s to 1h", "`a`, `b`", "at most 64 bytes". */
-static void doc_bounds(struct buf *out, const struct config_param *p)
-{
-	switch (p->type) {
-	case CONFIG_INT:
-	case CONFIG_DURATION:
-	case CONFIG_SIZE:
-		fmt_number(out, p->type, p->min);
-		buf_adds(out, " to ");
-		fmt_number(out, p->type, p->max);
-		break;
-	case CONFIG_ENUM:
-		fmt_words(out, p->values, "`");
-		break;
-	case CONFIG_BOOL:
-		buf_adds(out, "`yes`, `no`");
-		break;
-	case CONFIG_URL:
-		fmt_words(out, p->values, "`");
-		buf_adds(out, " URL");
-		break;
-	case CONFIG_MAILER:
-		fmt_words(out, p->values, "`");
-		buf_adds(out, " URL, or `sendmail`");
-		break;
-	case CONFIG_SOCKET:
-		buf_adds(out, "`unix:/path`, `inet:port@host`, "
-			      "`inet6:port@host`");
-		break;
-	case CONFIG_PATH:
-		buf_adds(out, "absolute");
-		break;
-	default:
-		buf_addf(out, "at most %lld bytes", (long long)p->max);
-		break;
-	}
-}
-
-static void doc_row(struct buf *out, enum config_id id, int in_project)
-{
-	const struct config_param *p = &params[id];
-
-	buf_addf(out, "| `%s` | %s | ", p->key, config_type_name(p->type));
-	if (in_project && !is_project_only(id))
-		buf_addf(out, "`[%s] %s`", p->section, p->key);
-	else if (p->flags & CONFIG_REQUIRED)
-		buf_adds(out, "required");
-	else if (!p->def[0])
-		buf_adds(out, "unset");
-	else
-		buf_addf(out, "`%s`", p->def);
-	buf_adds(out, " | ");
-	doc_bounds(out, p);
-	buf_addf(out, " | %s |\n", p->desc);
-}
-
-int config_doc_markdown(struct buf *out)
-{
-	size_t s, i;
-
-	for (s = 0; s < SECTIONS_NR; s++) {
-		if (s == SECTION_PROJECT)
-			buf_adds(out, "### [project \"group/name\"]\n\n");
-		else
-			buf_addf(out, "### [%s]\n\n", sections[s].name);
-		buf_addf(out, "%s\n\n", sections[s].desc);
-		buf_adds(out, "| parameter | type | default | bounds | "
-			      "description |\n"
-			      "| --- | --- | --- | --- | --- |\n");
-		for (i = 0; i < CFG__COUNT; i++) {
-			const struct config_param *p = &params[i];
-
-			if (s == SECTION_PROJECT &&
-			    (is_project_only((enum config_id)i) ||
-			     (p->flags & CONFIG_PER_PROJECT)))
-				doc_row(out, (enum config_id)i, 1);
-			else if (s != SECTION_PROJECT &&
-				 !strcmp(p->section, sections[s].name))
-				doc_row(out, (enum config_id)i, 0);
-		}
-		if (buf_addch(out, s + 1 < SECTIONS_NR ? '\n' : '\0'))
-			return err_set(PB_ELIMIT, "documentation too long");
-		if (s + 1 == SECTIONS_NR)
-			buf_truncate(out, out->len - 1);
-	}
-	return 0;
-}
-
-/* (config.h) */
-void config_man_text(struct buf *out, const char *s)
-{
-	int bold = 0;
-
-	for (; *s; s++) {
-		if (*s == '\\')
-			buf_adds(out, "\\e");
-		else if (*s == '-')
-			buf_adds(out, "\\-");
-		else if (*s == '`')
-			buf_adds(out, (bold = !bold) ? "\\fB" : "\\fR");
-		else
-			buf_addch(out, *s);
-	}
-	if (bold)
-		buf_adds(out, "\\fR");
-}
-
-/* One parameter: ".TP", then "key (type, default; bounds)" and the
- * description, every line starting with \& so a value cannot become a
- * request. */
-static int man_param(struct buf *out, enum config_id id, int in_project)
-{
-	const struct config_param *p = &params[id];
-	struct buf cell = BUF_INIT(4096);
-	int rc;
-
-	buf_adds(out, ".TP\n\\&\\fB");
-	config_man_text(out, p->key);
-	buf_addf(out, "\\fR (%s; ", config_type_name(p->type));
-	if (in_project && !is_project_only(id))
-		buf_addf(&cell, "default `[%s] %s`", p->section, p->key);
-	else if (p->flags & CONFIG_REQUIRED)
-		buf_adds(&cell, "required");
-	else if (!p->def[0])
-		buf_adds(&cell, "unset by default");
-	else
-		buf_addf(&cell, "default `%s`", p->def);
-	buf_adds(&cell, "; ");
-	doc_bounds(&cell, p);
-	rc = buf_error(&cell);
-	if (!rc) {
-		config_man_text(out, cell.data);
-		buf_adds(out, ")\n\\&");
-		config_man_text(out, p->desc);
-		rc = buf_addch(out, '\n');
-	}
-	buf_release(&cell);
-	return rc;
-}
-
-int config_doc_man(struct buf *out)
-{
-	size_t s, i;
-	int rc = 0;
-
-	for (s = 0; s < SECTIONS_NR; s++) {
-		if (s == SECTION_PROJECT)
-			buf_adds(out,
-				 ".SS \"[project \\(dqgroup/name\\(dq]\"\n");
-		else
-			buf_addf(out, ".SS \"[%s]\"\n", sections[s].name);
-		buf_adds(out, "\\&");
-		config_man_text(out, sections[s].desc);
-		buf_addch(out, '\n');
-		for (i = 0; i < CFG__COUNT; i++) {
-			const struct config_param *p = &params[i];
-
-			if (s == SECTION_PROJECT &&
-			    (is_project_only((enum config_id)i) ||
-			     (p->flags & CONFIG_PER_PROJECT)))
-				rc = man_param(out, (enum config_id)i, 1);
-			else if (s != SECTION_PROJECT &&
-				 !strcmp(p->section, sections[s].name))
-				rc = man_param(out, (enum config_id)i, 0);
-			if (rc)
-				return err_set(PB_ELIMIT,
-					       "documentation too long");
-		}
-	}
-	/* A full buffer shows as a failed last append. */
-	if (buf_addch(out, '\0'))
-		return err_set(PB_ELIMIT, "documentation too long");
-	buf_truncate(out, out->len - 1);
 	return 0;
 }

@@ -293,24 +293,10 @@ const struct config_param *config_param(enum config_id id);
 const char *config_type_name(enum config_type type);
 
 /*
- * The documentation of every parameter: for each section a "### [name]"
- * heading and a Markdown table with one "| `key` | type | default |
- * bounds | description |" row per parameter.  The README's configuration
- * section is written from this.
+ * The sections in the order of the dump and the documentation: the name
+ * of the i-th ("project" last) and its one-line description in *desc;
+ * NULL when i is past the last.  (configdoc.h writes the documentation.)
  */
-int config_doc_markdown(struct buf *out);
-
-/*
- * The same for patchbridge.conf(5): for each section a ".SS [name]"
- * subsection and one ".TP" paragraph per parameter, in man(7) macros.
- */
-int config_doc_man(struct buf *out);
-/*
- * Append s as roff text: a backslash becomes \e, a '-' \- (so that
- * man(1) does not hyphenate option-like words or turn them into Unicode
- * hyphens), and `word` bold, as the Markdown cells mark literal values.
- * (metrics.c documents the metrics with it too.)
- */
-void config_man_text(struct buf *out, const char *s);
+const char *config_section(size_t i, const char **desc);
 
 #endif

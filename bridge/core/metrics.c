@@ -1,6 +1,7 @@
 #include "core/metrics.h"
 
 #include "core/config.h"
+#include "core/configdoc.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/scan.h"
@@ -879,15 +880,15 @@ int metrics_doc_man(struct buf *out)
 		const struct metric_def *d = &defs[id];
 
 		buf_adds(out, ".TP\n\\&\\fB");
-		config_man_text(out, d->name);
+		configdoc_man_text(out, d->name);
 		buf_addf(out, "\\fR (%s, %s", type_name(d->type),
 			 owner_name(d->owner));
 		if (d->doc[0]) {
 			buf_adds(out, "; ");
-			config_man_text(out, d->doc);
+			configdoc_man_text(out, d->doc);
 		}
 		buf_adds(out, ")\n\\&");
-		config_man_text(out, d->help);
+		configdoc_man_text(out, d->help);
 		buf_addch(out, '\n');
 	}
 	if (buf_addch(out, '\0'))

@@ -1,5 +1,6 @@
 #include "cmocka_all.h"
 #include "core/config.h"
+#include "core/configdoc.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fileio.h"
@@ -1069,7 +1070,7 @@ static void test_doc_markdown(void **state)
 	struct buf out = BUF_INIT(1024 * 1024);
 	size_t i;
 
-	assert_int_equal(config_doc_markdown(&out), 0);
+	assert_int_equal(configdoc_markdown(&out), 0);
 	assert_non_null(strstr(out.data, "### [forge]\n"));
 	assert_non_null(strstr(out.data, "### [project \"group/name\"]\n"));
 	assert_non_null(strstr(out.data,
