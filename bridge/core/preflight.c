@@ -487,6 +487,21 @@ static void check_secrets(struct preflight *pf, const struct config *cfg,
 			     "write the connection string into it, mode 0600");
 }
 
+/* A problem (PB_EPERM), or only a warning when as_warning. */
+static void finding(struct preflight *pf, int as_warning, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void finding(struct preflight *pf, int as_warning, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	add(as_warning ? &pf->warnings : &pf->problems, fmt, ap);
+	va_end(ap);
+	if (!as_warning && !pf->code)
+		pf->code = PB_EPERM;
+}
+
 /*
  * A file the daemon (uid) opens for writing, when it exists: it must be
  * the daemon's user's, or the daemon gets "Permission denied" (or, for a
@@ -494,14 +509,15 @@ static void check_secrets(struct preflight *pf, const struct config *cfg,
  */
 static void check_own_file(struct preflight *pf, const char *where,
 			   const char *path, uid_t uid,
-			   const struct preflight_owner *o, const char *what)
+			   const struct preflight_owner *o, const char *what,
+			   int as_warning)
 {
 	char d[128];
 	struct stat st;
 
 	if (lstat(path, &st) < 0 || st.st_uid == uid)
 		return;
-	problem(pf, PB_EPERM,
+	finding(pf, as_warning,
 		"%s: %s is %s, not the daemon's user's (%s): %s: "
 		"chown %s:%s %s",
 		where, path, describe(d, sizeof(d), &st), o->user, what,
@@ -541,34 +557,26 @@ static void check_records(struct preflight *pf, const char *dir,
 		/* A record root made in a spool that is not root's. */
 		if (st.st_uid == 0 && top->st_uid != 0)
 			ok = 0;
-		if (ok)
+		if (ok || ++*reported > SPOOL_RECORDS_SHOWN)
 			continue;
-		if (++*reported > SPOOL_RECORDS_SHOWN)
-			continue;
-		if (as_warning)
-			warning(pf,
-				"[spool] dir: the record %s is %s, which the "
-				"daemon's user %s cannot read or move on: "
-				"chown %s:%s %s",
-				path, describe(d, sizeof(d), &st), o->user,
-				o->user, o->group, path);
-		else
-			problem(pf, PB_EPERM,
-				"[spool] dir: the record %s is %s, which the "
-				"daemon's user %s cannot read or move on: "
-				"chown %s:%s %s",
-				path, describe(d, sizeof(d), &st), o->user,
-				o->user, o->group, path);
+		finding(pf, as_warning,
+			"[spool] dir: the record %s is %s, which the daemon's "
+			"user %s cannot read or move on: chown %s:%s %s",
+			path, describe(d, sizeof(d), &st), o->user, o->user,
+			o->group, path);
 	}
 	closedir(dh);
 }
 
 /*
  * The spool's files the daemon opens: its lock and the records waiting
- * in new/ and cur/.  The daemon is the spool's owner (spool.h).
+ * in new/ and cur/.  The daemon is the spool's owner (spool.h).  What
+ * each finding is: a problem, or a warning (the milter's check, which
+ * must not keep the milter from starting for the daemon's files; a
+ * record at the daemon's start, which it sets aside).
  */
 static void check_spool_files(struct preflight *pf, const struct config *cfg,
-			      int records_as_warnings)
+			      int lock_warns, int records_warn)
 {
 	const char *dir = config_str(cfg, CFG_SPOOL_DIR);
 	char path[PATH_MAX];
@@ -582,25 +590,16 @@ static void check_spool_files(struct preflight *pf, const struct config *cfg,
 	snprintf(path, sizeof(path), "%s/.inbound.lock", dir);
 	check_own_file(pf, "[spool] dir", path, top.st_uid, &o,
 		       "the daemon cannot take the spool's lock (\"Permission "
-		       "denied\" every five seconds, no reply applied)");
-	check_records(pf, dir, "new", &top, &o, records_as_warnings, &reported);
-	check_records(pf, dir, "cur", &top, &o, records_as_warnings, &reported);
-	if (reported > SPOOL_RECORDS_SHOWN) {
-		if (records_as_warnings)
-			warning(pf,
-				"[spool] dir: %d more records the daemon's "
-				"user cannot read: chown %s:%s %s/new/* "
-				"%s/cur/*",
-				reported - SPOOL_RECORDS_SHOWN, o.user, o.group,
-				dir, dir);
-		else
-			problem(pf, PB_EPERM,
-				"[spool] dir: %d more records the daemon's "
-				"user cannot read: chown %s:%s %s/new/* "
-				"%s/cur/*",
-				reported - SPOOL_RECORDS_SHOWN, o.user, o.group,
-				dir, dir);
-	}
+		       "denied\" every five seconds, no reply applied)",
+		       lock_warns);
+	check_records(pf, dir, "new", &top, &o, records_warn, &reported);
+	check_records(pf, dir, "cur", &top, &o, records_warn, &reported);
+	if (reported > SPOOL_RECORDS_SHOWN)
+		finding(pf, records_warn,
+			"[spool] dir: %d more records the daemon's user cannot "
+			"read: chown %s:%s %s/new/* %s/cur/*",
+			reported - SPOOL_RECORDS_SHOWN, o.user, o.group, dir,
+			dir);
 }
 
 /* The state database's files and the locks beside it. */
@@ -621,12 +620,13 @@ static void check_state_files(struct preflight *pf, const struct config *cfg,
 			check_own_file(pf, "[state] path", path, uid, o,
 				       "the daemon cannot write the state "
 				       "(\"attempt to write a readonly "
-				       "database\", or no start)");
+				       "database\", or no start)",
+				       0);
 		}
 	for (i = 0; i < sizeof(locks) / sizeof(locks[0]); i++) {
 		snprintf(path, sizeof(path), "%s%s", state, locks[i]);
 		check_own_file(pf, "[state] path", path, uid, o,
-			       "the daemon cannot take its lock");
+			       "the daemon cannot take its lock", 0);
 	}
 }
 
@@ -712,7 +712,7 @@ void preflight_start(struct preflight *pf, const struct config *cfg,
 	}
 	check_secrets(pf, cfg, uid, gid, &o);
 	check_state_files(pf, cfg, uid, &o);
-	check_spool_files(pf, cfg, what != PREFLIGHT_START_CHECK);
+	check_spool_files(pf, cfg, 0, what != PREFLIGHT_START_CHECK);
 	if (what == PREFLIGHT_START_ONCE)
 		return;
 	if (config_bool(cfg, CFG_METRICS_ENABLED))
@@ -786,7 +786,7 @@ void preflight_spool(struct preflight *pf, const struct config *cfg,
 			o.user, o.group);
 	/* What the daemon opens there; check-config: preflight_start(). */
 	if (who == PREFLIGHT_MILTER)
-		check_spool_files(pf, cfg, 0);
+		check_spool_files(pf, cfg, 1, 1);
 	/*
 	 * A spool root owns is a single-user layout (root runs both, as
 	 * test set-ups do): no group to share.  Otherwise daemon and milter

@@ -148,7 +148,10 @@ void preflight_start(struct preflight *pf, const struct config *cfg,
 /*
  * The spool: [spool] dir and its subdirectories exist with the
  * documented owners and modes, and the user running the check (when it
- * is the daemon's, or the milter) can use them.
+ * is the daemon's, or the milter) can use them.  For the milter, the
+ * daemon's files in the spool too (its lock, the waiting records, as
+ * preflight_start() checks them), as warnings: they stop the daemon,
+ * and must not keep the milter from starting.
  */
 void preflight_spool(struct preflight *pf, const struct config *cfg,
 		     enum preflight_who who);
