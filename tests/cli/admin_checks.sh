@@ -27,6 +27,7 @@ unset PATCHBRIDGE_CONFIG
 }
 PB=$1
 MILTER=$2
+. "$(dirname "$0")/daemon_conf.sh"
 skip() {
 	echo "SKIP: $*" >&2
 	exit 77
@@ -37,8 +38,10 @@ getent passwd nobody >/dev/null && getent group nogroup >/dev/null ||
 	skip "user nobody or group nogroup missing"
 T=$(mktemp -d "${PB_TEST_TMP:-/tmp}/cli_admin.XXXXXX") || exit 1
 HOLDER=
+DPID=
 cleanup() {
 	[ -n "$HOLDER" ] && kill "$HOLDER" 2>/dev/null && wait "$HOLDER"
+	[ -n "$DPID" ] && kill "$DPID" 2>/dev/null && wait "$DPID"
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -89,31 +92,7 @@ chown nobody:nogroup "$T/etc/token"
 chmod 0600 "$T/etc/token"
 # conf [METRICS_PORT]
 conf() {
-	cat >"$T/etc/pb.conf" <<EOF
-[bridge]
-address = bridge@example.org
-domain = bridge.example.org
-list_address = list@example.org
-[forge]
-url = http://127.0.0.1:9/
-token_file = $T/etc/token
-connect_timeout = 1s
-max_retries = 0
-[smtp]
-url = smtp://127.0.0.1:9
-[milter]
-socket = unix:$T/run/milter.sock
-[state]
-path = $T/state/state.db
-[spool]
-dir = $T/spool
-[inbound]
-approval_policy = none
-[project "g/p"]
-EOF
-	[ -z "${1:-}" ] ||
-		printf '[metrics]\nenabled = yes\nlisten = 127.0.0.1:%s\n' "$1" \
-			>>"$T/etc/pb.conf"
+	daemon_conf "$T/etc/pb.conf" "$T" "${1:-}"
 	chmod 0644 "$T/etc/pb.conf"
 }
 conf
@@ -142,24 +121,15 @@ chown nobody:nogroup "$T/spool/.inbound.lock"
 check_pb 0
 "${AS[@]}" "$PB" -c "$T/etc/pb.conf" run --foreground 2>"$T/log" &
 DPID=$!
-n=0
-until grep -q "inbound: watching" "$T/log"; do
-	n=$((n + 1))
-	[ $n -le 600 ] || { kill "$DPID"; fail "daemon not looking at the spool: $(cat "$T/log")"; }
-	sleep 0.1
-done
+wait_log "$T/log" "inbound: watching" "the daemon does not look at the spool"
 rm -f "$T/spool/.inbound.lock"
 (umask 022 && : >"$T/spool/.inbound.lock")
 # A reload lets go of the lock; the next cycle takes it again.
 kill -HUP "$DPID"
-n=0
-until grep -q "inbound.lock:" "$T/log"; do
-	n=$((n + 1))
-	[ $n -le 600 ] || { kill "$DPID"; fail "no error on the lock: $(cat "$T/log")"; }
-	sleep 0.1
-done
+wait_log "$T/log" "inbound\.lock:" "no error on the lock"
 kill "$DPID"
 wait "$DPID"
+DPID=
 cp "$T/log" "$ERR"
 said "$T/spool/.inbound.lock: Permission denied: the spool's lock is not the daemon's user's (left by a run as root?): chown nobody:nogroup $T/spool/.inbound.lock"
 chown nobody:nogroup "$T/spool/.inbound.lock"

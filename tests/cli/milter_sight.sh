@@ -23,6 +23,7 @@ unset PATCHBRIDGE_CONFIG
 	exit 2
 }
 PB=$1
+. "$(dirname "$0")/daemon_conf.sh"
 command -v sqlite3 >/dev/null 2>&1 || {
 	echo "SKIP: sqlite3 is not installed" >&2
 	exit 77
@@ -39,36 +40,12 @@ fail() {
 	[ -f "$T/log" ] && sed 's/^/  | /' "$T/log" >&2
 	exit 1
 }
-mkdir -m 0700 "$T/etc" "$T/state"
+mkdir -m 0700 "$T/etc" "$T/state" "$T/run"
 mkdir -m 2770 "$T/spool"
 printf 'token\n' >"$T/etc/token"
 chmod 0600 "$T/etc/token"
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-cat >"$T/etc/pb.conf" <<EOF
-[bridge]
-address = bridge@example.org
-domain = bridge.example.org
-list_address = list@example.org
-[forge]
-url = http://127.0.0.1:9/
-token_file = $T/etc/token
-connect_timeout = 1s
-max_retries = 0
-[smtp]
-url = smtp://127.0.0.1:9
-[milter]
-socket = unix:$T/milter.sock
-[state]
-path = $T/state/state.db
-[spool]
-dir = $T/spool
-[metrics]
-enabled = yes
-listen = 127.0.0.1:$PORT
-[inbound]
-approval_policy = none
-[project "g/p"]
-EOF
+daemon_conf "$T/etc/pb.conf" "$T" "$PORT"
 chmod 0600 "$T/etc/pb.conf"
 "$PB" -c "$T/etc/pb.conf" run --once --foreground 2>"$T/log" ||
 	fail "run --once failed"
