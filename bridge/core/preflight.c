@@ -111,7 +111,9 @@ static const char *describe(char *out, size_t size, const struct stat *st)
 {
 	char u[64], g[64];
 
-	snprintf(out, size, "%s:%s %04o", user_name(u, sizeof(u), st->st_uid),
+	/* Names cut so that the mode always fits the callers' 128 bytes. */
+	snprintf(out, size, "%.60s:%.60s %04o",
+		 user_name(u, sizeof(u), st->st_uid),
 		 group_name(g, sizeof(g), st->st_gid),
 		 (unsigned)(st->st_mode & 07777));
 	return out;
