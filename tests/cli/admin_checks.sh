@@ -154,6 +154,12 @@ not_said "chown root"
 [ -z "$(find "$T/state" "$T/spool" -user root)" ] ||
 	fail "run as root made: $(find "$T/state" "$T/spool" -user root)"
 
+# A file root refuses to trust: the fix is to run as its owner.
+install -d -o nobody -g nogroup -m 0755 "$T/nb"
+install -o nobody -g nogroup -m 0644 "$T/etc/pb.conf" "$T/nb/pb.conf"
+run 78 "$PB" check-config --no-postfix --no-database "$T/nb/pb.conf"
+said "$T/nb/pb.conf is owned by nobody (uid $(id -u nobody)) (mode 0644): a file this program trusts, and every directory above it, must be owned by root, and not writable by group or others; or run the program as nobody, not as root (runuser -u nobody -- ...)"
+
 echo "[3a] a token at mode 0644"
 chmod 0644 "$T/etc/token"
 TOKMSG="[forge] token_file: secret file $T/etc/token: mode 0644 lets the group or others in: chown nobody:nogroup $T/etc/token; chmod 0600 $T/etc/token"
