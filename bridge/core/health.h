@@ -49,7 +49,8 @@ const char *health_check_name(enum health_check c);
 
 /*
  * Is the milter not seeing the list's mail?  The rule (README,
- * "Troubleshooting"; DESIGN.md, "Monitoring"): the bridge's own mails go
+ * "Monitoring"; DESIGN.md, "What the checks promise"): the bridge's own
+ * mails go
  * to the list through the same Postfix as the replies, so each is a mail
  * the milter must see.  It is blind when the bridge's last mail reached
  * the MTA (sent: the MTA's 250, Unix time) HEALTH_MILTER_BLIND_S or more
@@ -61,7 +62,7 @@ const char *health_check_name(enum health_check c);
  * (sent 0) it cannot tell, and is not blind.
  *
  * Returns 1 when blind, 0 when not; out gets one line either way, the
- * same for /readyz, `patchbridge status` and the log.
+ * same for /readyz and `patchbridge status`.
  */
 #define HEALTH_MILTER_BLIND_S 300
 #define HEALTH_MILTER_SLACK_S 60
