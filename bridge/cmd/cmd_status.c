@@ -9,6 +9,7 @@
 #include "core/config.h"
 #include "core/health.h"
 #include "core/metrics.h"
+#include "core/preflight.h"
 #include "inbound/inbound.h"
 #include "outbound/detect.h"
 #include "outbound/forgemail.h"
@@ -439,6 +440,23 @@ static const char *pr_host(char *out, size_t size, const char *host)
 }
 
 /*
+ * What stops the daemon among the files it opens (a lock or a record
+ * left by a run as root ...), in check-config's words: a spool that
+ * only shows "1 waiting" would hide it.
+ */
+static void show_daemon_files(const struct config *cfg)
+{
+	struct preflight pf;
+	size_t i;
+
+	preflight_init(&pf);
+	preflight_start(&pf, cfg, PREFLIGHT_START_FILES);
+	strlist_for_each (&pf.problems, i)
+		printf("stops the daemon: %s\n", pf.problems.items[i]);
+	preflight_release(&pf);
+}
+
+/*
  * Whether the milter sees the list's mail, by the rule of /readyz
  * (health_milter_blind()): the store's last mail sent, the milter's file
  * in the spool (opened as the daemon's status server opens it).
@@ -688,6 +706,8 @@ int cmd_status(const char *config_path, int argc, char **argv)
 		env_perm_hint(spool_rc, "patchbridge status", dir);
 	} else if (!rc)
 		rc = show_spool_totals(&d, dir);
+	if (!rc)
+		show_daemon_files(cfg);
 	/* The inbound side: totals, and replies no project claims. */
 	if (!rc)
 		show_inbound(&rows, cfg);

@@ -700,7 +700,8 @@ void preflight_start(struct preflight *pf, const struct config *cfg,
 	daemon_ids(cfg, &uid, &gid);
 	dir_of(state, sizeof(state), config_str(cfg, CFG_STATE_PATH));
 	preflight_owner(&o, cfg, state, 1);
-	if (what != PREFLIGHT_START_CHECK && geteuid() == 0 && uid != 0) {
+	if ((what == PREFLIGHT_START_RUN || what == PREFLIGHT_START_ONCE) &&
+	    geteuid() == 0 && uid != 0) {
 		/* What root would make there stops the daemon's user. */
 		problem(pf, PB_EPERM,
 			"running as root, but the state directory %s is %s's: "
@@ -712,10 +713,13 @@ void preflight_start(struct preflight *pf, const struct config *cfg,
 			what == PREFLIGHT_START_ONCE ? " --once" : "");
 		return;
 	}
-	check_secrets(pf, cfg, uid, gid, &o);
+	if (what != PREFLIGHT_START_FILES)
+		check_secrets(pf, cfg, uid, gid, &o);
 	check_state_files(pf, cfg, uid, &o);
-	check_spool_files(pf, cfg, 0, what != PREFLIGHT_START_CHECK);
-	if (what == PREFLIGHT_START_ONCE)
+	check_spool_files(pf, cfg, 0,
+			  what == PREFLIGHT_START_RUN ||
+				  what == PREFLIGHT_START_ONCE);
+	if (what == PREFLIGHT_START_ONCE || what == PREFLIGHT_START_FILES)
 		return;
 	if (config_bool(cfg, CFG_METRICS_ENABLED))
 		check_port(pf, "[metrics] listen",

@@ -127,6 +127,7 @@ enum preflight_start {
 	PREFLIGHT_START_CHECK, /* check-config: as run would start */
 	PREFLIGHT_START_RUN, /* run: the daemon, with its ports */
 	PREFLIGHT_START_ONCE, /* run --once: no ports */
+	PREFLIGHT_START_FILES, /* status: the files alone, as problems */
 };
 
 /*
@@ -138,7 +139,9 @@ enum preflight_start {
  * be the daemon's user's, and the ports of [metrics] and [webhook] when
  * enabled (not for PREFLIGHT_START_ONCE).  Run as root for
  * PREFLIGHT_START_RUN or _ONCE, on a state directory of another user: a
- * problem naming the runuser line.  check-config runs it before its other
+ * problem naming the runuser line.  PREFLIGHT_START_FILES checks the
+ * files the daemon opens alone (for `patchbridge status`, run by anyone
+ * who may read the state).  check-config runs it before its other
  * checks, and run before it opens anything, so that check-config's "ok"
  * means run will start.
  */

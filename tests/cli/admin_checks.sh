@@ -115,6 +115,10 @@ run 0 "${AS[@]}" "$MILTER" -c "$T/etc/pb.conf" --check \
 said "patchbridge-milter: warning: $LOCKMSG"
 run 77 "${AS[@]}" "$PB" -c "$T/etc/pb.conf" run --once --foreground
 said "patchbridge run: $LOCKMSG"
+# status, which would show only the records waiting, says it too.
+run 0 "$PB" -c "$T/etc/pb.conf" status
+cp "$OUT" "$ERR"
+said "stops the daemon: $LOCKMSG"
 
 echo "[1b] the daemon's own error, on a lock gone bad while it runs"
 chown nobody:nogroup "$T/spool/.inbound.lock"
