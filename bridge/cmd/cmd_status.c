@@ -461,8 +461,9 @@ static void show_daemon_files(const struct config *cfg)
  * (health_milter_blind()): the store's last mail sent, the milter's file
  * in the spool (opened as the daemon's status server opens it).
  */
-static int show_milter(struct store *st, const char *dir)
+static int show_milter(struct store *st, const struct config *cfg)
 {
+	const char *dir = config_str(cfg, CFG_SPOOL_DIR);
 	struct buf text = BUF_INIT(METRICS_MILTER_FILE_MAX);
 	char why[PB_ERRMSG_MAX];
 	char *path = xasprintf("%s/%s", dir, METRICS_MILTER_FILE);
@@ -470,6 +471,13 @@ static int show_milter(struct store *st, const char *dir)
 	struct stat sb;
 	int fd, rc;
 
+	/* The milter writes its file only with [metrics] enabled. */
+	if (!config_bool(cfg, CFG_METRICS_ENABLED)) {
+		printf("milter: not checked: with [metrics] enabled = no the "
+		       "milter writes no counters to tell by\n");
+		rc = 0;
+		goto out;
+	}
 	rc = store_mail_last_sent(&sent, st);
 	if (rc)
 		goto out;
@@ -712,7 +720,7 @@ int cmd_status(const char *config_path, int argc, char **argv)
 	if (!rc)
 		show_inbound(&rows, cfg);
 	if (!rc)
-		rc = show_milter(st, dir);
+		rc = show_milter(st, cfg);
 	if (!rc)
 		rc = show_hosts(st);
 	if (rc) {

@@ -123,4 +123,11 @@ grep -qxF "milter: $OK" "$T/out" || fail "status: $(cat "$T/out")"
 kill "$DPID"
 wait "$DPID"
 DPID=
+
+echo "[no metrics] without the milter's counters, status does not guess"
+daemon_conf "$T/etc/pb.conf" "$T"
+"$PB" -c "$T/etc/pb.conf" status >"$T/out" 2>"$T/err" ||
+	fail "status failed: $(cat "$T/err")"
+grep -qxF "milter: not checked: with [metrics] enabled = no the milter writes no counters to tell by" "$T/out" ||
+	fail "status: $(cat "$T/out")"
 echo PASS
