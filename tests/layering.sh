@@ -10,7 +10,12 @@
 #      thread map through core/threadmap.h);
 #   2. modules: each third-party library is included by exactly one
 #      module (one .c/.h pair), which converts its conventions to ours;
-#   2b. SQL: statements are written in the state store only
+#   2a. the GitLab client's internal header (forge/gitlab_int.h) is
+#       included by the client's own files (bridge/forge/gitlab*.c)
+#       only;
+#   2b. likewise the reply parser's (mail/reply_int.h): bridge/mail/reply*.c
+#       only;
+#   2c. SQL: statements are written in the state store only
 #      (bridge/state/store.c and the two engine drivers): no other file
 #      of bridge/ or milter/ holds SQL text in a string;
 #   3. links: with --milter BINARY, the milter program carries no symbol
@@ -80,6 +85,21 @@ check_tree() { # top [milter-binary]
 	confine 'yaml\.h' 'bridge/core/owners'
 	confine 'microhttpd' 'bridge/forge/httpd'
 	confine 'libmilter/' 'milter/glue'
+	# A module cut into files shares a header among them alone: the
+	# GitLab client's and the reply parser's stay inside them.
+	internal() { # header (dir/name_int.h) and the module's files' prefix
+		bad=$(grep -rlE "#[[:space:]]*include[[:space:]]*\"$1\"" \
+			"$t/bridge" "$t/milter" "$t/tests" --include='*.[ch]' \
+			2>/dev/null | sed "s#^$t/##" |
+			grep -vE "^bridge/$2(_[a-z]+)?\.[ch]\$")
+		if [ -n "$bad" ]; then
+			echo "layering: $1 may be included only by bridge/$2*.c:"
+			echo "$bad"
+			rc=1
+		fi
+	}
+	internal forge/gitlab_int.h forge/gitlab
+	internal mail/reply_int.h mail/reply
 	# SQL text only in the store and its engine drivers.
 	sql='"[^"]*\b(SELECT [^"]*FROM|INSERT INTO|UPDATE [a-z_]+ SET|DELETE FROM|CREATE (UNIQUE )?(TABLE|INDEX)|ALTER TABLE|DROP TABLE|PRAGMA [a-z_]+|BEGIN (IMMEDIATE|TRANSACTION)|SAVEPOINT |ROLLBACK|COMMIT\b)'
 	bad=$(grep -rnE "$sql" "$t/bridge" "$t/milter" --include='*.c' \
@@ -131,6 +151,12 @@ if [ -n "${self_test:-}" ]; then
 	plant "a second SQLite user" bridge/state/store.c '#include <sqlite3.h>'
 	plant "a second libpq user" bridge/state/store.c '#include <libpq-fe.h>'
 	plant "a second GMime user" bridge/mail/review.c '#include <gmime/gmime.h>'
+	plant "the GitLab client's header outside it" bridge/forge/webhook.c \
+		'#include "forge/gitlab_int.h"'
+	plant "the GitLab client's header in a command" bridge/cmd/x.c \
+		'#include "forge/gitlab_int.h"'
+	plant "the reply parser's header outside it" bridge/mail/review.c \
+		'#include "mail/reply_int.h"'
 	plant "SQL in a command" bridge/cmd/cmd_status.c \
 		'static const char q[] = "SELECT count(*) FROM inbound";'
 	plant "SQL in the milter" milter/session.c \

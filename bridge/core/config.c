@@ -386,6 +386,11 @@ static const struct config_param params[CFG__COUNT] = {
 		"vouch for the sender of a post the list wrapped for DMARC "
 		"(From list_address, verified); empty: such a sender is never "
 		"verified" },
+	[CFG_INBOUND_BOTS] = {
+		"inbound", "bots", CONFIG_STRING, "", 0, 4096, NULL, PP,
+		"Addresses of review bots, separated by commas or blanks: "
+		"their mail is read for comments, never for approvals or "
+		"NAKs (besides Auto-Submitted mail and the well-known bots)" },
 	[CFG_INBOUND_USER_MAP] = {
 		"inbound", "user_map", CONFIG_PATH, "", 0, PATH_LEN_MAX, NULL,
 		PP,

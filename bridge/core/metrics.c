@@ -43,7 +43,7 @@ static const char *const v_dead[] = {
 	"gave_up", NULL };
 /* approval_verdict_token() but grant and not_approval; apply.c's. */
 static const char *const v_refused[] = {
-	"nak", "ambiguous", "in_sentence", "not_in_block", "loose",
+	"bot", "nak", "ambiguous", "in_sentence", "not_in_block", "loose",
 	"not_sender", "thread_conflict", "quoted", "unaccounted", "unverified",
 	"disabled", "unmapped", "not_owner", "head_unknown", "moved_on",
 	"forge_refused", "merged", "closed", "reauth_required", NULL };
@@ -171,7 +171,7 @@ static const struct metric_def defs[MET__COUNT] = {
 		{ "reason" }, { v_refused }, 32, NULL, 0,
 		"Acked-by, Reviewed-by or Tested-by trailers not honoured "
 		"as approvals",
-		"`reason`: `nak`, `ambiguous`, `in_sentence`, "
+		"`reason`: `bot`, `nak`, `ambiguous`, `in_sentence`, "
 		"`not_in_block`, `loose`, `not_sender`, `thread_conflict`, "
 		"`quoted`, `unaccounted`, `unverified`, `disabled`, "
 		"`unmapped`, "

@@ -1,10 +1,7 @@
-#include "forge/gitlab.h"
+#include "forge/gitlab_int.h"
 
 #include "core/metrics.h"
-#include "forge/http.h"
-#include "forge/json.h"
 #include "util/err.h"
-#include "util/jsonw.h"
 #include "util/limits.h"
 #include "util/log.h"
 #include "util/printable.h"
@@ -15,49 +12,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
-#define GL_WHERE_MAX 160 /* a request's path in messages */
 #define GL_ERRTEXT_MAX 512 /* GitLab's error text in messages */
 #define GL_REDIRECTS_MAX 5
-#define GL_USER_CANDIDATES_MAX 20 /* users checked one by one */
 #define GL_USERNAME_MAX 255
 #define GL_DISCUSSION_ID_MAX 64
-/* A JSON-escaped note body: at worst 6 bytes per input byte. */
-#define GL_REQUEST_BODY_MAX (6 * (size_t)PB_NOTE_BODY_MAX + 64 * 1024)
-
-struct gitlab {
-	struct forge base; /* first, so a struct forge * is a gitlab * */
-	struct http_client *http;
-	char *api; /* "https://host[/prefix]/api/v4" */
-	char *origin; /* "https://host[:port]" */
-	char *sudo; /* act as this user; NULL: ourselves */
-	int max_retries;
-	struct http_backoff backoff;
-	size_t body_max;
-	int marker_scan_pages;
-	int per_page;
-	int64_t (*now_ms)(void *arg);
-	void (*sleep_ms)(void *arg, int64_t ms); /* NULL: gl_wait() naps */
-	uint32_t (*random)(void *arg);
-	void *hook_arg;
-	const volatile sig_atomic_t *stop;
-	int stop_failed; /* a call gave up because of the stop */
-	uint64_t rng; /* xorshift state when random is NULL */
-	int64_t self_id; /* the token's own user, 0 until asked */
-	/* Why the last call's Sudo was refused (FORGE_SUDO_OK: it was not). */
-	enum forge_sudo_problem sudo_problem;
-	/* Why the forge refused the token (sticky until a call works). */
-	enum forge_token_problem token_problem;
-	int links_elsewhere_logged; /* the external-URL notice, once */
-	struct forge_gitlab_stats stats;
-};
 
 static const struct forge_ops gitlab_ops;
 
-static struct gitlab *gl_of(struct forge *f)
+struct gitlab *gl_of(struct forge *f)
 {
 	BUG_ON(f->ops != &gitlab_ops);
 	return (struct gitlab *)f;
@@ -83,7 +48,7 @@ static int64_t monotonic_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int stopping(const struct gitlab *gl)
+int gl_stopping(const struct gitlab *gl)
 {
 	return gl->stop && *gl->stop;
 }
@@ -101,7 +66,7 @@ static int stop_give_up(struct gitlab *gl)
  * nap only ends it early), or the test hook's whole wait.  0 to try
  * again; PB_ETEMP (stop_give_up) when stopping.
  */
-static int gl_wait(struct gitlab *gl, int64_t ms)
+int gl_wait(struct gitlab *gl, int64_t ms)
 {
 	int64_t until = monotonic_ms() + ms, left;
 	struct timespec ts;
@@ -109,7 +74,8 @@ static int gl_wait(struct gitlab *gl, int64_t ms)
 	if (gl->sleep_ms) {
 		gl->sleep_ms(gl->hook_arg, ms);
 	} else {
-		while (!stopping(gl) && (left = until - monotonic_ms()) > 0) {
+		while (!gl_stopping(gl) &&
+		       (left = until - monotonic_ms()) > 0) {
 			if (left > PB_FORGE_WAIT_SLICE_MS)
 				left = PB_FORGE_WAIT_SLICE_MS;
 			ts.tv_sec = 0;
@@ -117,10 +83,10 @@ static int gl_wait(struct gitlab *gl, int64_t ms)
 			nanosleep(&ts, NULL);
 		}
 	}
-	return stopping(gl) ? stop_give_up(gl) : 0;
+	return gl_stopping(gl) ? stop_give_up(gl) : 0;
 }
 
-static uint32_t gl_random(struct gitlab *gl)
+uint32_t gl_random(struct gitlab *gl)
 {
 	uint64_t x;
 
@@ -369,27 +335,13 @@ static void count_request(const struct gitlab *gl, enum http_method m,
 	sdnotify_watchdog();
 }
 
-enum gl_kind {
-	GL_SAFE, /* GET or idempotent write: retry freely */
-	GL_ONCE, /* not idempotent: retry only what surely did not arrive */
-};
-
-struct gl_call {
-	struct http_response resp;
-	struct json_doc *doc;
-	const struct json_value *root;
-	char where[GL_WHERE_MAX];
-	enum http_method method;
-	int uncertain; /* GL_ONCE failed after the request may have landed */
-};
-
-static void call_init(struct gl_call *c, const struct gitlab *gl)
+void gl_call_init(struct gl_call *c, const struct gitlab *gl)
 {
 	memset(c, 0, sizeof(*c));
 	http_response_init(&c->resp, gl->body_max);
 }
 
-static void call_release(struct gl_call *c)
+void gl_call_release(struct gl_call *c)
 {
 	http_response_release(&c->resp);
 	json_doc_free(c->doc);
@@ -612,8 +564,8 @@ static int follow_redirect(struct gitlab *gl, struct gl_call *c, char **url,
  * tells a caller which 4xx it was) and c->uncertain set when a GL_ONCE
  * request may have been applied.
  */
-static int call_do(struct gitlab *gl, struct gl_call *c, enum http_method m,
-		   const char *url0, const struct buf *body, enum gl_kind kind)
+int gl_call_do(struct gitlab *gl, struct gl_call *c, enum http_method m,
+	       const char *url0, const struct buf *body, enum gl_kind kind)
 {
 	struct http_request req;
 	char *url = xstrdup(url0);
@@ -629,7 +581,7 @@ static int call_do(struct gitlab *gl, struct gl_call *c, enum http_method m,
 	c->method = m;
 	c->uncertain = 0;
 	gl->sudo_problem = FORGE_SUDO_OK;
-	if (!stopping(gl)) {
+	if (!gl_stopping(gl)) {
 		gl->stop_failed = 0;
 	} else if (gl->stop_failed) {
 		/* Stopping, and the forge failed us already: no request. */
@@ -720,7 +672,7 @@ static int call_do(struct gitlab *gl, struct gl_call *c, enum http_method m,
 			}
 		}
 
-		if (stopping(gl)) {
+		if (gl_stopping(gl)) {
 			rc = stop_give_up(gl);
 			goto out;
 		}
@@ -755,7 +707,7 @@ out:
 }
 
 /* Log a response we cannot use and turn the error into PB_EINVAL. */
-static int bad_data(struct gl_call *c)
+int gl_bad_data(struct gl_call *c)
 {
 	char ex[PB_LOG_QUOTE_MAX];
 
@@ -766,7 +718,7 @@ static int bad_data(struct gl_call *c)
 			  http_method_name(c->method), c->where);
 }
 
-static int call_json(struct gl_call *c)
+int gl_call_json(struct gl_call *c)
 {
 	int rc;
 
@@ -776,21 +728,20 @@ static int call_json(struct gl_call *c)
 	rc = json_parse(&c->doc, c->resp.body.data, c->resp.body.len,
 			PB_JSON_DEPTH_MAX);
 	if (rc < 0)
-		return bad_data(c);
+		return gl_bad_data(c);
 	c->root = json_doc_root(c->doc);
 	return 0;
 }
 
 /* GET url (retried) and parse it; root must be an object. */
-static int call_get_object(struct gitlab *gl, struct gl_call *c,
-			   const char *url)
+int gl_call_get_object(struct gitlab *gl, struct gl_call *c, const char *url)
 {
-	int rc = call_do(gl, c, HTTP_GET, url, NULL, GL_SAFE);
+	int rc = gl_call_do(gl, c, HTTP_GET, url, NULL, GL_SAFE);
 
 	if (!rc)
-		rc = call_json(c);
+		rc = gl_call_json(c);
 	if (!rc && json_expect(c->root, JSON_OBJECT, "response") < 0)
-		rc = bad_data(c);
+		rc = gl_bad_data(c);
 	return rc;
 }
 
@@ -798,7 +749,7 @@ static int call_get_object(struct gitlab *gl, struct gl_call *c,
  * URLs.
  */
 
-static int url_fail(void)
+int gl_url_fail(void)
 {
 	return err_set(PB_ELIMIT, "URL longer than %d bytes", PB_HTTP_URL_MAX);
 }
@@ -809,7 +760,7 @@ static int url_fail(void)
  * "Non GET methods are not allowed for moved projects" (lib/api/helpers.rb
  * find_project!, project_moved?), and the id never changes.
  */
-static int url_project(struct buf *u, struct gitlab *gl, const char *project)
+int gl_url_project(struct buf *u, struct gitlab *gl, const char *project)
 {
 	char id[24];
 
@@ -818,43 +769,43 @@ static int url_project(struct buf *u, struct gitlab *gl, const char *project)
 	project = forge_project_ref(&gl->base, project, id, sizeof(id));
 	if (buf_adds(u, gl->api) < 0 || buf_adds(u, "/projects/") < 0 ||
 	    http_escape(u, project) < 0)
-		return url_fail();
+		return gl_url_fail();
 	return 0;
 }
 
-static int url_mr(struct buf *u, struct gitlab *gl, const char *project,
-		  int64_t iid, const char *suffix)
+int gl_url_mr(struct buf *u, struct gitlab *gl, const char *project,
+	      int64_t iid, const char *suffix)
 {
 	int rc;
 
 	if (iid <= 0)
 		return err_set(PB_EINVAL, "bad merge request iid %lld",
 			       (long long)iid);
-	rc = url_project(u, gl, project);
+	rc = gl_url_project(u, gl, project);
 	if (rc < 0)
 		return rc;
 	if (buf_addf(u, "/merge_requests/%lld%s", (long long)iid,
 		     suffix ? suffix : "") < 0)
-		return url_fail();
+		return gl_url_fail();
 	return 0;
 }
 
 /* Append "?name=value" or "&name=value", value percent-encoded. */
-static int url_param(struct buf *u, const char *name, const char *value)
+int gl_url_param(struct buf *u, const char *name, const char *value)
 {
 	if (buf_addch(u, strchr(u->data, '?') ? '&' : '?') < 0 ||
 	    buf_adds(u, name) < 0 || buf_addch(u, '=') < 0 ||
 	    http_escape(u, value) < 0)
-		return url_fail();
+		return gl_url_fail();
 	return 0;
 }
 
-static int url_param_int(struct buf *u, const char *name, int64_t v)
+int gl_url_param_int(struct buf *u, const char *name, int64_t v)
 {
 	char num[32];
 
 	snprintf(num, sizeof(num), "%lld", (long long)v);
-	return url_param(u, name, num);
+	return gl_url_param(u, name, num);
 }
 
 static int discussion_id_check(const char *id)
@@ -871,104 +822,18 @@ static int discussion_id_check(const char *id)
 	return 0;
 }
 
-/*
- * Pagination.  GitLab builds its Link header from the configured external
- * URL (lib/gitlab/pagination/offset_header_builder.rb replaces the
- * request's host and port with Gitlab.config.gitlab's), so a bridge that
- * reaches GitLab under another name or port - behind a proxy, on an
- * internal address - gets next-page links to another origin.  As
- * python-gitlab's keep_base_url does, the next page is asked for on the
- * configured URL: the current URL with page=X-Next-Page; a Link without
- * X-Next-Page (keyset pagination) only when it is on our origin, or
- * rewritten onto it from its /api/v4/ on.  Nothing is ever requested
- * from another origin, so the token goes nowhere else.  The listing
- * ends on an empty X-Next-Page or no next link, never on X-Total (absent
- * past 10,000 rows).
- */
-typedef int (*gl_item_fn)(struct gl_call *c, const struct json_value *item,
-			  void *arg);
-
-/* url with its page parameter set to page (appended when it has none). */
-static int url_with_page(struct buf *out, const char *url, const char *page)
+/* A discussion of a merge request, then suffix ("/notes") if any. */
+int gl_url_discussion(struct buf *u, struct gitlab *gl, const char *project,
+		      int64_t iid, const char *id, const char *suffix)
 {
-	const char *q = strchr(url, '?'), *p, *amp;
-	size_t n;
-
-	buf_reset(out);
-	if (!q)
-		return buf_addf(out, "%s?page=%s", url, page) < 0 ? url_fail() :
-								    0;
-	if (buf_add(out, url, (size_t)(q - url) + 1) < 0)
-		return url_fail();
-	for (p = q + 1; *p; p = amp ? amp + 1 : p + n) {
-		amp = strchr(p, '&');
-		n = amp ? (size_t)(amp - p) : strlen(p);
-		if (n >= 5 && !strncmp(p, "page=", 5))
-			continue;
-		if (n && (buf_add(out, p, n) < 0 || buf_addch(out, '&') < 0))
-			return url_fail();
-		if (!amp)
-			break;
-	}
-	if (buf_addf(out, "page=%s", page) < 0)
-		return url_fail();
-	return 0;
-}
-
-/*
- * The URL of the next page in next, or "" for none.  X-Next-Page first,
- * on the configured URL; else Link rel="next", kept on our origin.
- */
-static int next_page_url(struct gitlab *gl, struct gl_call *c, const char *url,
-			 struct buf *next)
-{
-	const char *np = c->resp.next_page, *api;
-	size_t i;
 	int rc;
 
-	buf_reset(next);
-	if (np) {
-		if (!*np)
-			return 0;
-		for (i = 0; np[i]; i++)
-			if (np[i] < '0' || np[i] > '9' || i >= 9)
-				return err_set(PB_EINVAL,
-					       "%s: X-Next-Page is not a "
-					       "page number",
-					       c->where);
-		return url_with_page(next, url, np);
-	}
-	rc = c->resp.link ? http_link_find(next, c->resp.link, "next") :
-			    PB_ENOTFOUND;
-	if (rc == PB_ENOTFOUND) {
-		buf_reset(next);
-		return 0;
-	}
-	if (rc < 0)
+	if ((rc = discussion_id_check(id)) < 0 ||
+	    (rc = gl_url_mr(u, gl, project, iid, "/discussions/")) < 0)
 		return rc;
-	if (http_same_origin(next->data, gl->api))
-		return 0;
-	/* keep_base_url: the same path on the configured URL. */
-	api = strstr(next->data, "/api/v4/");
-	if (!api || !strchr(api, '?'))
-		return err_set(PB_EINVAL,
-			       "%s: the next-page link leaves the forge's "
-			       "origin",
-			       c->where);
-	{
-		char *rest = xstrdup(api + 7);
-
-		buf_reset(next);
-		rc = buf_addf(next, "%s%s", gl->api, rest) < 0 ? url_fail() : 0;
-		free(rest);
-	}
-	if (!rc && !gl->links_elsewhere_logged) {
-		gl->links_elsewhere_logged = 1;
-		log_notice("forge: next-page links name another origin than "
-			   "[forge] url (GitLab's external_url differs); "
-			   "following them on [forge] url");
-	}
-	return rc;
+	if (buf_adds(u, id) < 0 || (suffix && buf_adds(u, suffix) < 0))
+		return gl_url_fail();
+	return 0;
 }
 
 /*
@@ -988,541 +853,17 @@ static void gl_pause(struct forge *f, forge_pause_fn fn, void *arg)
 	gl->sudo_problem = problem;
 }
 
-static int paginate(struct gitlab *gl, const char *first, int max_pages,
-		    gl_item_fn fn, void *arg, int *truncated)
-{
-	struct buf next = BUF_INIT(PB_HTTP_URL_MAX);
-	char *url = xstrdup(first);
-	struct gl_call c;
-	int pages = 0, rc;
-	size_t i, n;
-
-	*truncated = 0;
-	if (max_pages <= 0 || max_pages > PB_PAGES_MAX)
-		max_pages = PB_PAGES_MAX;
-	call_init(&c, gl);
-	for (;;) {
-		rc = call_do(gl, &c, HTTP_GET, url, NULL, GL_SAFE);
-		if (!rc)
-			rc = call_json(&c);
-		if (rc)
-			goto out;
-		if (json_expect(c.root, JSON_ARRAY, "response") < 0) {
-			rc = bad_data(&c);
-			goto out;
-		}
-		n = json_array_len(c.root);
-		for (i = 0; i < n; i++) {
-			rc = fn(&c, json_array_at(c.root, i), arg);
-			if (rc)
-				goto out;
-		}
-		pages++;
-		if (n == 0)
-			break;
-		rc = next_page_url(gl, &c, url, &next);
-		if (rc < 0) {
-			rc = bad_data(&c);
-			goto out;
-		}
-		if (!next.len)
-			break;
-		if (pages >= max_pages) {
-			*truncated = 1;
-			break;
-		}
-		free(url);
-		url = xstrdup(next.data);
-		/* Between two pages: what the caller serves meanwhile. */
-		forge_pause(&gl->base);
-	}
-out:
-	call_release(&c);
-	buf_release(&next);
-	free(url);
-	return rc;
-}
-
-/*
- * JSON to our structs.  Ids and the fields we act on are required; the
- * rest may be missing or null.
- */
-
-static int user_from_json(struct forge_user *u, const struct json_value *v)
-{
-	int rc;
-
-	memset(u, 0, sizeof(*u));
-	if ((rc = json_get_int(&u->id, v, "id")) < 0 ||
-	    (rc = json_get_str(&u->username, v, "username")) < 0 ||
-	    (rc = json_get_str_opt(&u->name, v, "name")) < 0 ||
-	    (rc = json_get_str_opt(&u->state, v, "state")) < 0 ||
-	    (rc = json_get_str_opt(&u->email, v, "email")) < 0 ||
-	    (rc = json_get_str_opt(&u->public_email, v, "public_email")) < 0) {
-		forge_user_release(u);
-		return err_prefix(rc, "user");
-	}
-	return 0;
-}
-
-static int strings_from_json(struct strlist *l, const struct json_value *obj,
-			     const char *key)
-{
-	const struct json_value *arr;
-	size_t i, n;
-	char *s;
-	int rc;
-
-	rc = json_get_array_opt(&arr, obj, key);
-	if (rc < 0 || !arr)
-		return rc;
-	n = json_array_len(arr);
-	for (i = 0; i < n; i++) {
-		rc = json_value_str(&s, json_array_at(arr, i), key);
-		if (rc < 0)
-			return rc;
-		strlist_push_owned(l, s);
-	}
-	return 0;
-}
-
-/* "reviewers": [{user}, ...]; missing or null is none. */
-static int reviewers_from_json(struct forge_mr *mr, const struct json_value *v)
-{
-	const struct json_value *arr, *item;
-	size_t i, n;
-	int rc;
-
-	rc = json_get_array_opt(&arr, v, "reviewers");
-	if (rc < 0 || !arr)
-		return rc;
-	n = json_array_len(arr);
-	if (!n)
-		return 0;
-	mr->reviewers = xcalloc(n, sizeof(*mr->reviewers));
-	for (i = 0; i < n; i++) {
-		item = json_array_at(arr, i);
-		if ((rc = json_expect(item, JSON_OBJECT, "reviewer")) < 0 ||
-		    (rc = user_from_json(&mr->reviewers[i], item)) < 0)
-			return rc;
-		mr->nr_reviewers++;
-	}
-	return 0;
-}
-
-static int mr_from_json(struct forge_mr *mr, const struct json_value *v)
-{
-	const struct json_value *o;
-	int64_t n;
-	int has, rc;
-
-	memset(mr, 0, sizeof(*mr));
-	if ((rc = json_get_int(&mr->id, v, "id")) < 0 ||
-	    (rc = json_get_int(&mr->iid, v, "iid")) < 0 ||
-	    (rc = json_get_int(&mr->project_id, v, "project_id")) < 0 ||
-	    (rc = json_get_str(&mr->title, v, "title")) < 0 ||
-	    (rc = json_get_str_opt(&mr->description, v, "description")) < 0 ||
-	    (rc = json_get_str(&mr->state, v, "state")) < 0 ||
-	    (rc = json_get_str_opt(&mr->created_at, v, "created_at")) < 0 ||
-	    (rc = json_get_str(&mr->updated_at, v, "updated_at")) < 0 ||
-	    (rc = json_get_str_opt(&mr->source_branch, v, "source_branch")) <
-		    0 ||
-	    (rc = json_get_str_opt(&mr->target_branch, v, "target_branch")) <
-		    0 ||
-	    (rc = json_get_str_opt(&mr->sha, v, "sha")) < 0 ||
-	    (rc = json_get_str_opt(&mr->detailed_merge_status, v,
-				   "detailed_merge_status")) < 0 ||
-	    (rc = json_get_str_opt(&mr->web_url, v, "web_url")) < 0 ||
-	    (rc = json_get_bool_opt(&mr->draft, v, "draft")) < 0 ||
-	    (rc = json_get_bool_opt(&mr->discussion_locked, v,
-				    "discussion_locked")) < 0 ||
-	    (rc = strings_from_json(&mr->labels, v, "labels")) < 0 ||
-	    (rc = json_get_str_opt(&mr->merge_commit_sha, v,
-				   "merge_commit_sha")) < 0 ||
-	    (rc = json_get_str_opt(&mr->squash_commit_sha, v,
-				   "squash_commit_sha")) < 0)
-		goto fail;
-	/* squash_on_merge (GitLab 16.x) folds in the project's option. */
-	if (json_has(v, "squash_on_merge"))
-		rc = json_get_bool_opt(&mr->squash, v, "squash_on_merge");
-	else
-		rc = json_get_bool_opt(&mr->squash, v, "squash");
-	if (rc < 0)
-		goto fail;
-	if ((rc = json_get_int_opt(&n, &has, v, "source_project_id")) < 0)
-		goto fail;
-	mr->source_project_id = has ? n : mr->project_id;
-	if ((rc = json_get_int_opt(&n, &has, v, "target_project_id")) < 0)
-		goto fail;
-	mr->target_project_id = has ? n : mr->project_id;
-	rc = forge_time_parse(&mr->updated_ms, mr->updated_at);
-	if (rc < 0) {
-		rc = err_set(PB_EINVAL, "field 'updated_at': bad timestamp");
-		goto fail;
-	}
-	if ((rc = json_get_obj_opt(&o, v, "author")) < 0 ||
-	    (o && (rc = user_from_json(&mr->author, o)) < 0))
-		goto fail;
-	if ((rc = reviewers_from_json(mr, v)) < 0)
-		goto fail;
-	if ((rc = json_get_obj_opt(&o, v, "diff_refs")) < 0)
-		goto fail;
-	if (o && ((rc = json_get_str_opt(&mr->base_sha, o, "base_sha")) < 0 ||
-		  (rc = json_get_str_opt(&mr->start_sha, o, "start_sha")) < 0 ||
-		  (rc = json_get_str_opt(&mr->head_sha, o, "head_sha")) < 0))
-		goto fail;
-	return 0;
-fail:
-	forge_mr_release(mr);
-	return err_prefix(rc, "merge request");
-}
-
-static int commit_from_json(struct forge_commit *c, const struct json_value *v)
-{
-	int rc;
-
-	memset(c, 0, sizeof(*c));
-	if ((rc = json_get_str(&c->id, v, "id")) < 0 ||
-	    (rc = json_get_str_opt(&c->short_id, v, "short_id")) < 0 ||
-	    (rc = json_get_str_opt(&c->title, v, "title")) < 0 ||
-	    (rc = json_get_str_opt(&c->message, v, "message")) < 0 ||
-	    (rc = json_get_str_opt(&c->author_name, v, "author_name")) < 0 ||
-	    (rc = json_get_str_opt(&c->author_email, v, "author_email")) < 0 ||
-	    (rc = json_get_str_opt(&c->authored_date, v, "authored_date")) <
-		    0 ||
-	    (rc = json_get_str_opt(&c->committer_name, v, "committer_name")) <
-		    0 ||
-	    (rc = json_get_str_opt(&c->committer_email, v, "committer_email")) <
-		    0 ||
-	    (rc = json_get_str_opt(&c->committed_date, v, "committed_date")) <
-		    0 ||
-	    (rc = strings_from_json(&c->parent_ids, v, "parent_ids")) < 0) {
-		forge_commit_release(c);
-		return err_prefix(rc, "commit");
-	}
-	return 0;
-}
-
-static int diff_from_json(struct forge_diff_file *d, const struct json_value *v)
-{
-	int rc;
-
-	memset(d, 0, sizeof(*d));
-	if ((rc = json_get_str(&d->old_path, v, "old_path")) < 0 ||
-	    (rc = json_get_str(&d->new_path, v, "new_path")) < 0 ||
-	    (rc = json_get_str_opt(&d->a_mode, v, "a_mode")) < 0 ||
-	    (rc = json_get_str_opt(&d->b_mode, v, "b_mode")) < 0 ||
-	    (rc = json_get_str_opt(&d->diff, v, "diff")) < 0 ||
-	    (rc = json_get_bool_opt(&d->new_file, v, "new_file")) < 0 ||
-	    (rc = json_get_bool_opt(&d->renamed_file, v, "renamed_file")) < 0 ||
-	    (rc = json_get_bool_opt(&d->deleted_file, v, "deleted_file")) < 0 ||
-	    (rc = json_get_bool_opt(&d->generated_file, v, "generated_file")) <
-		    0) {
-		forge_diff_file_release(d);
-		return err_prefix(rc, "diff");
-	}
-	return 0;
-}
-
-static int version_from_json(struct forge_version *ver,
-			     const struct json_value *v)
-{
-	const struct json_value *arr;
-	size_t i, n;
-	int rc;
-
-	memset(ver, 0, sizeof(*ver));
-	if ((rc = json_get_int(&ver->id, v, "id")) < 0 ||
-	    (rc = json_get_str(&ver->head_sha, v, "head_commit_sha")) < 0 ||
-	    (rc = json_get_str_opt(&ver->base_sha, v, "base_commit_sha")) < 0 ||
-	    (rc = json_get_str_opt(&ver->start_sha, v, "start_commit_sha")) <
-		    0 ||
-	    (rc = json_get_str_opt(&ver->created_at, v, "created_at")) < 0 ||
-	    (rc = json_get_str_opt(&ver->state, v, "state")) < 0 ||
-	    (rc = json_get_str_opt(&ver->real_size, v, "real_size")) < 0 ||
-	    (rc = json_get_str_opt(&ver->patch_id_sha, v, "patch_id_sha")) < 0)
-		goto fail;
-
-	if ((rc = json_get_array_opt(&arr, v, "commits")) < 0)
-		goto fail;
-	n = json_array_len(arr);
-	if (n) {
-		ver->commits = xcalloc(n, sizeof(*ver->commits));
-		for (i = 0; i < n; i++) {
-			rc = commit_from_json(&ver->commits[i],
-					      json_array_at(arr, i));
-			if (rc < 0)
-				goto fail;
-			ver->nr_commits++;
-		}
-	}
-	if ((rc = json_get_array_opt(&arr, v, "diffs")) < 0)
-		goto fail;
-	n = json_array_len(arr);
-	if (n) {
-		ver->diffs = xcalloc(n, sizeof(*ver->diffs));
-		for (i = 0; i < n; i++) {
-			rc = diff_from_json(&ver->diffs[i],
-					    json_array_at(arr, i));
-			if (rc < 0)
-				goto fail;
-			ver->nr_diffs++;
-		}
-	}
-	return 0;
-fail:
-	forge_version_release(ver);
-	return err_prefix(rc, "diff version");
-}
-
-static int position_from_json(struct forge_position *p,
-			      const struct json_value *v)
-{
-	int has, rc;
-
-	memset(p, 0, sizeof(*p));
-	if ((rc = json_get_str_opt(&p->base_sha, v, "base_sha")) < 0 ||
-	    (rc = json_get_str_opt(&p->start_sha, v, "start_sha")) < 0 ||
-	    (rc = json_get_str_opt(&p->head_sha, v, "head_sha")) < 0 ||
-	    (rc = json_get_str_opt(&p->old_path, v, "old_path")) < 0 ||
-	    (rc = json_get_str_opt(&p->new_path, v, "new_path")) < 0 ||
-	    (rc = json_get_int_opt(&p->old_line, &has, v, "old_line")) < 0 ||
-	    (rc = json_get_int_opt(&p->new_line, &has, v, "new_line")) < 0) {
-		forge_position_release(p);
-		return err_prefix(rc, "position");
-	}
-	return 0;
-}
-
-/*
- * Whether a note is internal: "internal" (GitLab 15.3+), else the older
- * "confidential" (lib/api/entities/note.rb exposes both).  Neither, or a
- * value that is not a boolean, reads as internal: a note whose
- * visibility we cannot read must not leave the forge.
- */
-static int note_internal(const struct json_value *v)
-{
-	static const char *const keys[] = { "internal", "confidential" };
-	const struct json_value *m;
-	size_t i;
-	int b;
-
-	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		if (!json_has(v, keys[i]))
-			continue;
-		m = json_member(v, keys[i]);
-		if (json_kind_of(m) != JSON_BOOL ||
-		    json_get_bool(&b, v, keys[i]) < 0)
-			return 1;
-		return b;
-	}
-	return 1;
-}
-
-/* A member of kind k, else NULL; never an error (and err_msg() is kept:
- * a note that reads well leaves no message behind). */
-static const struct json_value *member_of(const struct json_value *o,
-					  const char *key, enum json_kind k)
-{
-	const struct json_value *m;
-
-	if (!json_has(o, key))
-		return NULL;
-	m = json_member(o, key);
-	return json_kind_of(m) == k ? m : NULL;
-}
-
-/* A string member without NUL bytes, copied; NULL otherwise. */
-static char *str_of(const struct json_value *o, const char *key)
-{
-	const struct json_value *m = member_of(o, key, JSON_STRING);
-	const char *s;
-	size_t len;
-
-	if (!m || json_value_strref(&s, &len, m, key) < 0 ||
-	    memchr(s, '\0', len))
-		return NULL;
-	return xstrndup(s, len);
-}
-
-/*
- * A diff note's "suggestions" (lib/api/entities/note.rb, for a
- * MergeRequest DiffNote).  They only shape how the note is mailed, so a
- * list in another form is left out, never the note; an entry that cannot
- * be read stays a hole (from_line 0), so the others keep their order.
- */
-static void suggestions_from_json(struct forge_note *n,
-				  const struct json_value *v)
-{
-	const struct json_value *arr = member_of(v, "suggestions", JSON_ARRAY);
-	size_t i, nr = arr ? json_array_len(arr) : 0;
-
-	if (nr > FORGE_SUGGESTIONS_MAX)
-		nr = FORGE_SUGGESTIONS_MAX;
-	if (nr)
-		n->suggestions = xcalloc(nr, sizeof(*n->suggestions));
-	for (i = 0; i < nr; i++) {
-		const struct json_value *o = json_array_at(arr, i);
-		const struct json_value *from =
-			member_of(o, "from_line", JSON_INT);
-		const struct json_value *to = member_of(o, "to_line", JSON_INT);
-		const struct json_value *ap =
-			member_of(o, "applied", JSON_BOOL);
-		struct forge_suggestion *s = &n->suggestions[i];
-
-		n->nr_suggestions++;
-		if (!from || !to || json_value_int(&s->from_line, from, "") ||
-		    json_value_int(&s->to_line, to, "") || s->from_line < 1 ||
-		    s->to_line < s->from_line)
-			goto hole;
-		s->from_content = str_of(o, "from_content");
-		s->to_content = str_of(o, "to_content");
-		if (!s->from_content || !s->to_content)
-			goto hole;
-		s->applied = ap &&
-			     json_get_bool(&s->applied, o, "applied") >= 0 &&
-			     s->applied;
-		continue;
-hole:
-		free(s->from_content);
-		free(s->to_content);
-		memset(s, 0, sizeof(*s));
-	}
-}
-
-static int note_from_json(struct forge_note *n, const struct json_value *v)
-{
-	const struct json_value *o;
-	int rc;
-
-	memset(n, 0, sizeof(*n));
-	if ((rc = json_get_int(&n->id, v, "id")) < 0 ||
-	    (rc = json_get_str_opt(&n->type, v, "type")) < 0 ||
-	    (rc = json_get_str(&n->body, v, "body")) < 0 ||
-	    (rc = json_get_str_opt(&n->created_at, v, "created_at")) < 0 ||
-	    (rc = json_get_str_opt(&n->updated_at, v, "updated_at")) < 0 ||
-	    (rc = json_get_bool_opt(&n->system, v, "system")) < 0 ||
-	    (rc = json_get_bool_opt(&n->resolvable, v, "resolvable")) < 0 ||
-	    (rc = json_get_bool_opt(&n->resolved, v, "resolved")) < 0 ||
-	    (rc = json_get_obj(&o, v, "author")) < 0 ||
-	    (rc = user_from_json(&n->author, o)) < 0 ||
-	    (rc = json_get_obj_opt(&o, v, "position")) < 0)
-		goto fail;
-	if (o) {
-		rc = position_from_json(&n->position, o);
-		if (rc < 0)
-			goto fail;
-		n->has_position = 1;
-	}
-	suggestions_from_json(n, v);
-	n->internal = note_internal(v);
-	return 0;
-fail:
-	forge_note_release(n);
-	return err_prefix(rc, "note");
-}
-
-static int discussion_from_json(struct forge_discussion *d,
-				const struct json_value *v)
-{
-	const struct json_value *arr;
-	size_t i, n;
-	int rc;
-
-	memset(d, 0, sizeof(*d));
-	if ((rc = json_get_str(&d->id, v, "id")) < 0 ||
-	    (rc = json_get_bool_opt(&d->individual_note, v,
-				    "individual_note")) < 0 ||
-	    (rc = json_get_array(&arr, v, "notes")) < 0)
-		goto fail;
-	n = json_array_len(arr);
-	if (n)
-		d->notes = xcalloc(n, sizeof(*d->notes));
-	for (i = 0; i < n; i++) {
-		rc = note_from_json(&d->notes[i], json_array_at(arr, i));
-		if (rc < 0)
-			goto fail;
-		d->nr_notes++;
-	}
-	return 0;
-fail:
-	forge_discussion_release(d);
-	return err_prefix(rc, "discussion");
-}
-
-static int approvals_from_json(struct forge_approvals *a,
-			       const struct json_value *v)
-{
-	const struct json_value *arr, *item, *u;
-	size_t i, n;
-	int has, rc;
-
-	memset(a, 0, sizeof(*a));
-	a->user_has_approved = -1;
-	if (json_kind_of(json_member(v, "user_has_approved")) == JSON_BOOL &&
-	    (rc = json_get_bool(&a->user_has_approved, v,
-				"user_has_approved")) < 0)
-		goto fail;
-	/* EE's approval state shows the project's "require user
-	 * re-authentication to approve" (ee/lib/ee/api/entities/
-	 * approval_state.rb); later versions name it for what it became. */
-	if ((rc = json_get_bool_opt(&a->reauth_required, v,
-				    "require_password_to_approve")) < 0 ||
-	    (!a->reauth_required &&
-	     (rc = json_get_bool_opt(&a->reauth_required, v,
-				     "require_reauthentication_to_approve")) <
-		     0))
-		goto fail;
-	if ((rc = json_get_bool_opt(&a->approved, v, "approved")) < 0 ||
-	    (rc = json_get_int_opt(&a->approvals_required, &has, v,
-				   "approvals_required")) < 0)
-		goto fail;
-	if (!has)
-		a->approvals_required = -1;
-	if ((rc = json_get_int_opt(&a->approvals_left, &has, v,
-				   "approvals_left")) < 0)
-		goto fail;
-	if (!has)
-		a->approvals_left = -1;
-	/* The EE shape has no "approved": no approvals left means approved. */
-	if (!json_has(v, "approved") && a->approvals_left == 0)
-		a->approved = 1;
-	if ((rc = json_get_array_opt(&arr, v, "approved_by")) < 0)
-		goto fail;
-	n = json_array_len(arr);
-	if (n)
-		a->approved_by = xcalloc(n, sizeof(*a->approved_by));
-	for (i = 0; i < n; i++) {
-		item = json_array_at(arr, i);
-		if ((rc = json_get_obj(&u, item, "user")) < 0 ||
-		    (rc = user_from_json(&a->approved_by[i], u)) < 0)
-			goto fail;
-		a->nr_approved_by++;
-	}
-	return 0;
-fail:
-	forge_approvals_release(a);
-	return err_prefix(rc, "approvals");
-}
-
-/* Convert c->root (an object) with fn, logging what does not fit. */
-#define CONVERT(c, fn, out)                                      \
-	((json_expect((c)->root, JSON_OBJECT, "response") < 0 || \
-	  fn((out), (c)->root) < 0) ?                            \
-		 bad_data(c) :                                   \
-		 0)
-
 /*
  * Request bodies: one JSON object, written with util/jsonw.
  */
 
-static void body_begin(struct jsonw *w, struct buf *out)
+void gl_body_begin(struct jsonw *w, struct buf *out)
 {
 	jsonw_init(w, out, 0);
 	jsonw_obj_begin(w);
 }
 
-static int body_finish(struct jsonw *w)
+int gl_body_finish(struct jsonw *w)
 {
 	int rc;
 
@@ -1534,29 +875,50 @@ static int body_finish(struct jsonw *w)
 	return rc;
 }
 
-static void member_str(struct jsonw *w, const char *key, const char *s,
-		       size_t len)
+void gl_member_str(struct jsonw *w, const char *key, const char *s, size_t len)
 {
 	jsonw_key(w, key);
 	jsonw_str(w, s, len);
 }
 
-static void member_strz(struct jsonw *w, const char *key, const char *s)
+void gl_member_strz(struct jsonw *w, const char *key, const char *s)
 {
 	jsonw_key(w, key);
 	jsonw_strz(w, s);
 }
 
-static void member_int(struct jsonw *w, const char *key, int64_t v)
+void gl_member_int(struct jsonw *w, const char *key, int64_t v)
 {
 	jsonw_key(w, key);
 	jsonw_int(w, v);
 }
 
-static void member_bool(struct jsonw *w, const char *key, int v)
+void gl_member_bool(struct jsonw *w, const char *key, int v)
 {
 	jsonw_key(w, key);
 	jsonw_bool(w, v);
+}
+
+/*
+ * A write whose repeat converges (setting a state; an approval, judged
+ * by the state afterwards), so retried freely: w's body finished (w
+ * NULL: no body), then the request.  c keeps the answer; NULL when the
+ * caller needs only the code.
+ */
+int gl_write_state(struct gitlab *gl, struct gl_call *c, enum http_method m,
+		   const char *url, struct jsonw *w)
+{
+	struct gl_call own;
+	int rc = w ? gl_body_finish(w) : 0;
+
+	if (rc < 0)
+		return rc;
+	if (c)
+		return gl_call_do(gl, c, m, url, w ? w->out : NULL, GL_SAFE);
+	gl_call_init(&own, gl);
+	rc = gl_call_do(gl, &own, m, url, w ? w->out : NULL, GL_SAFE);
+	gl_call_release(&own);
+	return rc;
 }
 
 /*
@@ -1593,1605 +955,6 @@ static int gl_act_as(struct forge *f, const char *user)
 	free(gl->sudo);
 	gl->sudo = user ? xstrdup(user) : NULL;
 	return 0;
-}
-
-struct mr_walk {
-	struct forge_mr_cursor *cursor;
-	forge_mr_fn fn;
-	void *arg;
-	int64_t newest;
-};
-
-static int mr_item(struct gl_call *c, const struct json_value *item, void *arg)
-{
-	struct mr_walk *w = arg;
-	struct forge_mr mr;
-	int rc;
-
-	if (json_expect(item, JSON_OBJECT, "merge request") < 0 ||
-	    mr_from_json(&mr, item) < 0)
-		return bad_data(c);
-	if (mr.updated_ms > w->newest)
-		w->newest = mr.updated_ms;
-	/* The same (iid, updated_at) twice: an overlap or a shifted page. */
-	if (forge_mr_cursor_has(w->cursor, mr.iid, mr.updated_ms)) {
-		forge_mr_release(&mr);
-		return 0;
-	}
-	rc = w->fn(&mr, w->arg);
-	if (rc == 0)
-		forge_mr_cursor_add(w->cursor, mr.iid, mr.updated_ms);
-	forge_mr_release(&mr);
-	return rc;
-}
-
-static int gl_list_mrs(struct forge *f, const char *project,
-		       struct forge_mr_cursor *cursor,
-		       const struct forge_mr_query *q, forge_mr_fn fn,
-		       void *arg)
-{
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct buf t = BUF_INIT(64);
-	struct mr_walk w = { cursor, fn, arg, 0 };
-	int64_t overlap = q && q->overlap_ms > 0 ? q->overlap_ms : 0;
-	int per_page = q && q->per_page > 0 ? q->per_page : gl->per_page;
-	int truncated = 0, rc;
-
-	if ((rc = url_project(&u, gl, project)) < 0)
-		goto out;
-	if (buf_adds(&u, "/merge_requests") < 0) {
-		rc = url_fail();
-		goto out;
-	}
-	/* updated_after is "on or after" (GitLab doc/api/merge_requests.md,
-	 * "List project merge requests"): overlap and de-duplicate. */
-	if ((rc = url_param(&u, "state", q && q->state ? q->state : "all")) <
-		    0 ||
-	    (rc = url_param(&u, "order_by", "updated_at")) < 0 ||
-	    (rc = url_param(&u, "sort", "asc")) < 0 ||
-	    (rc = url_param_int(&u, "per_page", per_page)) < 0)
-		goto out;
-	if (cursor->watermark_ms > 0) {
-		int64_t from = cursor->watermark_ms - overlap;
-
-		if ((rc = forge_time_format(&t, from > 0 ? from : 0)) < 0 ||
-		    (rc = url_param(&u, "updated_after", t.data)) < 0)
-			goto out;
-	}
-	rc = paginate(gl, u.data, PB_PAGES_MAX, mr_item, &w, &truncated);
-	if (rc)
-		goto out;
-	if (truncated)
-		log_warn("forge: %s: more than %d pages of merge requests; "
-			 "the rest comes with the next poll",
-			 project, PB_PAGES_MAX);
-	if (w.newest > cursor->watermark_ms)
-		cursor->watermark_ms = w.newest;
-	forge_mr_cursor_prune(cursor, overlap);
-out:
-	buf_release(&u);
-	buf_release(&t);
-	return rc;
-}
-
-static int gl_get_mr(struct forge_mr *out, struct forge *f, const char *project,
-		     int64_t iid)
-{
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct gl_call c;
-	int rc;
-
-	call_init(&c, gl);
-	if ((rc = url_mr(&u, gl, project, iid, NULL)) < 0 ||
-	    (rc = call_get_object(gl, &c, u.data)) < 0)
-		goto out;
-	rc = CONVERT(&c, mr_from_json, out);
-out:
-	call_release(&c);
-	buf_release(&u);
-	return rc;
-}
-
-struct version_walk {
-	struct forge_version_list *list;
-	size_t alloc;
-};
-
-static int version_item(struct gl_call *c, const struct json_value *item,
-			void *arg)
-{
-	struct version_walk *w = arg;
-	struct forge_version_list *l = w->list;
-
-	ALLOC_GROW(l->items, l->nr + 1, w->alloc);
-	if (json_expect(item, JSON_OBJECT, "version") < 0 ||
-	    version_from_json(&l->items[l->nr], item) < 0)
-		return bad_data(c);
-	l->nr++;
-	return 0;
-}
-
-static int gl_list_versions(struct forge_version_list *out, struct forge *f,
-			    const char *project, int64_t iid)
-{
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct version_walk w = { out, 0 };
-	int truncated, rc;
-
-	if ((rc = url_mr(&u, gl, project, iid, "/versions")) < 0 ||
-	    (rc = url_param_int(&u, "per_page", gl->per_page)) < 0)
-		goto out;
-	rc = paginate(gl, u.data, 0, version_item, &w, &truncated);
-	if (!rc && truncated)
-		rc = err_set(PB_ELIMIT, "more than %d pages of versions",
-			     PB_PAGES_MAX);
-out:
-	if (rc)
-		forge_version_list_release(out);
-	buf_release(&u);
-	return rc;
-}
-
-static int gl_get_version(struct forge_version *out, struct forge *f,
-			  const char *project, int64_t iid, int64_t version_id)
-{
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct gl_call c;
-	char suffix[48];
-	int rc;
-
-	call_init(&c, gl);
-	snprintf(suffix, sizeof(suffix), "/versions/%lld",
-		 (long long)version_id);
-	if (version_id <= 0) {
-		rc = err_set(PB_EINVAL, "bad version id");
-		goto out;
-	}
-	if ((rc = url_mr(&u, gl, project, iid, suffix)) < 0)
-		goto out;
-	rc = call_get_object(gl, &c, u.data);
-	/* GitLab sends every diff of a version at once (lib/api/entities/
-	 * merge_request_diff_full.rb: raw_diffs(limits: false)), so a huge
-	 * series can outgrow the response cap: say which cap. */
-	if (rc == PB_ELIMIT || c.resp.too_large) {
-		rc = err_set(PB_ELIMIT,
-			     "diff version %lld of %s!%lld is larger than "
-			     "[forge] max_response_size (%zu bytes): GitLab "
-			     "sends all of a version's diffs at once; raise "
-			     "max_response_size to mail it",
-			     (long long)version_id, project, (long long)iid,
-			     gl->body_max);
-		goto out;
-	}
-	if (rc < 0)
-		goto out;
-	rc = CONVERT(&c, version_from_json, out);
-out:
-	call_release(&c);
-	buf_release(&u);
-	return rc;
-}
-
-struct note_walk {
-	struct forge_note_list *list;
-	size_t alloc;
-	int64_t stop_before_ms; /* forge_note_query's; 0: none */
-	int stopped;
-};
-
-static int note_item(struct gl_call *c, const struct json_value *item,
-		     void *arg)
-{
-	struct note_walk *w = arg;
-	struct forge_note_list *l = w->list;
-	const struct forge_note *n;
-	int64_t ms;
-
-	ALLOC_GROW(l->items, l->nr + 1, w->alloc);
-	if (json_expect(item, JSON_OBJECT, "note") < 0 ||
-	    note_from_json(&l->items[l->nr], item) < 0)
-		return bad_data(c);
-	n = &l->items[l->nr++];
-	/* A time that does not parse stops nothing: read on. */
-	if (w->stop_before_ms && n->updated_at &&
-	    !forge_time_parse(&ms, n->updated_at) && ms < w->stop_before_ms) {
-		w->stopped = 1;
-		return 1; /* stop */
-	}
-	return 0;
-}
-
-static int notes_url(struct buf *u, struct gitlab *gl, const char *project,
-		     int64_t iid, const struct forge_note_query *q)
-{
-	int rc;
-
-	if ((rc = url_mr(u, gl, project, iid, "/notes")) < 0)
-		return rc;
-	if (q && q->sort && (rc = url_param(u, "sort", q->sort)) < 0)
-		return rc;
-	if (q && q->order_by &&
-	    (rc = url_param(u, "order_by", q->order_by)) < 0)
-		return rc;
-	return url_param_int(u, "per_page",
-			     q && q->per_page > 0 ? q->per_page : gl->per_page);
-}
-
-static int gl_list_notes(struct forge_note_list *out, struct forge *f,
-			 const char *project, int64_t iid,
-			 const struct forge_note_query *q)
-{
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct note_walk w = { out, 0, 0, 0 };
-	int max_pages = q ? q->max_pages : 0;
-	int truncated, rc;
-
-	if (q)
-		w.stop_before_ms = q->stop_before_ms;
-	if ((rc = notes_url(&u, gl, project, iid, q)) < 0)
-		goto out;
-	rc = paginate(gl, u.data, max_pages, note_item, &w, &truncated);
-	if (rc == 1 && w.stopped)
-		rc = 0;
-	/* A page limit the caller chose is not an error. */
-	if (!rc && truncated && max_pages <= 0)
-		rc = err_set(PB_ELIMIT, "more than %d pages of notes",
-			     PB_PAGES_MAX);
-out:
-	if (rc)
-		forge_note_list_release(out);
-	buf_release(&u);
-	return rc;
-}
-
-struct discussion_walk {
-	struct forge_discussion_list *list;
-	size_t alloc;
-};
-
-static int discussion_item(struct gl_call *c, const struct json_value *item,
-			   void *arg)
-{
-	struct discussion_walk *w = arg;
-	struct forge_discussion_list *l = w->list;
-
-	ALLOC_GROW(l->items, l->nr + 1, w->alloc);
-	if (json_expect(item, JSON_OBJECT, "discussion") < 0 ||
-	    discussion_from_json(&l->items[l->nr], item) < 0)
-		return bad_data(c);
-	l->nr++;
-	return 0;
-}
-
-static int gl_list_discussions(struct forge_discussion_list *out,
-			       struct forge *f, const char *project,
-			       int64_t iid)
-{
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct discussion_walk w = { out, 0 };
-	int truncated, rc;
-
-	if ((rc = url_mr(&u, gl, project, iid, "/discussions")) < 0 ||
-	    (rc = url_param_int(&u, "per_page", gl->per_page)) < 0)
-		goto out;
-	rc = paginate(gl, u.data, 0, discussion_item, &w, &truncated);
-	if (!rc && truncated)
-		rc = err_set(PB_ELIMIT, "more than %d pages of discussions",
-			     PB_PAGES_MAX);
-out:
-	if (rc)
-		forge_discussion_list_release(out);
-	buf_release(&u);
-	return rc;
-}
-
-/*
- * Markers: finding a note we may already have posted.
- */
-
-/* Our own user id (the token's user), asked once. */
-static int self_id(int64_t *out, struct gitlab *gl)
-{
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct gl_call c;
-	char *sudo;
-	int rc;
-
-	*out = gl->self_id;
-	if (gl->self_id)
-		return 0;
-	call_init(&c, gl);
-	sudo = gl->sudo;
-	gl->sudo = NULL;
-	if (buf_adds(&u, gl->api) < 0 || buf_adds(&u, "/user") < 0) {
-		rc = url_fail();
-		goto out;
-	}
-	rc = call_get_object(gl, &c, u.data);
-	if (!rc && json_get_int(&gl->self_id, c.root, "id") < 0)
-		rc = bad_data(&c);
-	*out = gl->self_id;
-out:
-	gl->sudo = sudo;
-	call_release(&c);
-	buf_release(&u);
-	return rc;
-}
-
-struct marker_search {
-	struct gitlab *gl;
-	const char *key;
-	int64_t author_id; /* when not acting via Sudo */
-	/* Result: a note of the MR's list, or note idx of a discussion. */
-	int found;
-	int in_discussion;
-	struct forge_note note;
-	struct forge_discussion discussion;
-	size_t idx;
-};
-
-static int marker_search_init(struct marker_search *ms, struct gitlab *gl,
-			      const char *key)
-{
-	int rc;
-
-	memset(ms, 0, sizeof(*ms));
-	ms->gl = gl;
-	ms->key = key;
-	rc = forge_marker_key_check(key);
-	if (!rc && !gl->sudo)
-		rc = self_id(&ms->author_id, gl);
-	return rc;
-}
-
-static void marker_search_release(struct marker_search *ms)
-{
-	forge_note_release(&ms->note);
-	forge_discussion_release(&ms->discussion);
-	ms->found = 0;
-	ms->in_discussion = 0;
-}
-
-/* Move the note found into out. */
-static void marker_take_note(struct marker_search *ms, struct forge_note *out)
-{
-	struct forge_note *n =
-		ms->in_discussion ? &ms->discussion.notes[ms->idx] : &ms->note;
-
-	*out = *n;
-	memset(n, 0, sizeof(*n));
-}
-
-/* Ours: carries the marker and was written by the acting user. */
-static int note_is_ours(const struct marker_search *ms,
-			const struct forge_note *n)
-{
-	const char *sudo = ms->gl->sudo;
-	int64_t id;
-
-	if (!forge_marker_in(n->body, ms->key))
-		return 0;
-	if (!sudo)
-		return n->author.id == ms->author_id;
-	if (mem_to_i64(sudo, strlen(sudo), 1, INT64_MAX, &id))
-		return n->author.id == id;
-	return n->author.username && !strcasecmp(n->author.username, sudo);
-}
-
-/* Newest first: the first hit is the one. */
-static int marker_note_item(struct gl_call *c, const struct json_value *item,
-			    void *arg)
-{
-	struct marker_search *ms = arg;
-	struct forge_note n;
-
-	if (json_expect(item, JSON_OBJECT, "note") < 0 ||
-	    note_from_json(&n, item) < 0)
-		return bad_data(c);
-	if (!note_is_ours(ms, &n)) {
-		forge_note_release(&n);
-		return 0;
-	}
-	ms->note = n;
-	ms->found = 1;
-	return 1; /* stop */
-}
-
-/* Discussions come oldest first: keep the last hit. */
-static int marker_discussion_item(struct gl_call *c,
-				  const struct json_value *item, void *arg)
-{
-	struct marker_search *ms = arg;
-	struct forge_discussion d;
-	size_t i;
-
-	if (json_expect(item, JSON_OBJECT, "discussion") < 0 ||
-	    discussion_from_json(&d, item) < 0)
-		return bad_data(c);
-	for (i = 0; i < d.nr_notes; i++) {
-		if (!note_is_ours(ms, &d.notes[i]))
-			continue;
-		marker_search_release(ms);
-		ms->discussion = d;
-		ms->idx = i;
-		ms->in_discussion = 1;
-		ms->found = 1;
-		return 0;
-	}
-	forge_discussion_release(&d);
-	return 0;
-}
-
-static int search_mr_notes(struct marker_search *ms, const char *project,
-			   int64_t iid)
-{
-	struct forge_note_query q = { "desc", "created_at", 0, 0, 0 };
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	int truncated, rc;
-
-	q.max_pages = ms->gl->marker_scan_pages;
-	if ((rc = notes_url(&u, ms->gl, project, iid, &q)) < 0)
-		goto out;
-	rc = paginate(ms->gl, u.data, q.max_pages, marker_note_item, ms,
-		      &truncated);
-	if (rc == 1)
-		rc = 0;
-out:
-	buf_release(&u);
-	return rc;
-}
-
-static int search_discussions(struct marker_search *ms, const char *project,
-			      int64_t iid)
-{
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	int truncated, rc;
-
-	if ((rc = url_mr(&u, ms->gl, project, iid, "/discussions")) < 0 ||
-	    (rc = url_param_int(&u, "per_page", ms->gl->per_page)) < 0)
-		goto out;
-	rc = paginate(ms->gl, u.data, 0, marker_discussion_item, ms,
-		      &truncated);
-out:
-	buf_release(&u);
-	return rc;
-}
-
-static int search_one_discussion(struct marker_search *ms, const char *project,
-				 int64_t iid, const char *discussion_id)
-{
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct forge_discussion d;
-	struct gl_call c;
-	size_t i;
-	int rc;
-
-	call_init(&c, ms->gl);
-	if ((rc = discussion_id_check(discussion_id)) < 0 ||
-	    (rc = url_mr(&u, ms->gl, project, iid, "/discussions/")) < 0)
-		goto out;
-	if (buf_adds(&u, discussion_id) < 0) {
-		rc = url_fail();
-		goto out;
-	}
-	if ((rc = call_get_object(ms->gl, &c, u.data)) < 0 ||
-	    (rc = CONVERT(&c, discussion_from_json, &d)) < 0)
-		goto out;
-	for (i = d.nr_notes; i-- > 0;) {
-		if (note_is_ours(ms, &d.notes[i])) {
-			ms->discussion = d;
-			ms->idx = i;
-			ms->in_discussion = 1;
-			ms->found = 1;
-			goto out;
-		}
-	}
-	forge_discussion_release(&d);
-out:
-	call_release(&c);
-	buf_release(&u);
-	return rc;
-}
-
-static int gl_find_note_by_marker(struct forge_note *out,
-				  char **out_discussion_id, struct forge *f,
-				  const char *project, int64_t iid,
-				  const char *discussion_id,
-				  const char *marker_key)
-{
-	struct gitlab *gl = gl_of(f);
-	struct marker_search ms;
-	int rc;
-
-	rc = marker_search_init(&ms, gl, marker_key);
-	if (rc)
-		goto out;
-	if (discussion_id)
-		rc = search_one_discussion(&ms, project, iid, discussion_id);
-	else if (out_discussion_id)
-		rc = search_discussions(&ms, project, iid);
-	else
-		rc = search_mr_notes(&ms, project, iid);
-	if (rc)
-		goto out;
-	if (!ms.found) {
-		rc = err_set(PB_ENOTFOUND, "no note with marker %s",
-			     marker_key);
-		goto out;
-	}
-	marker_take_note(&ms, out);
-	if (out_discussion_id && ms.discussion.id) {
-		*out_discussion_id = ms.discussion.id;
-		ms.discussion.id = NULL;
-	}
-out:
-	marker_search_release(&ms);
-	return rc;
-}
-
-/*
- * Posting exactly once.  A POST that failed in a way that leaves its
- * outcome unknown (timeout or reset after sending, a 5xx) is not sent
- * again blindly: after a pause we look for its marker, and post again only
- * when it is absent: GitLab's REST API takes no idempotency key
- * (docs/DESIGN.md rule 3).
- */
-typedef int (*gl_recover_fn)(struct marker_search *ms, void *arg);
-
-static int post_once(struct gitlab *gl, struct gl_call *c, const char *url,
-		     const struct buf *json, const char *key,
-		     gl_recover_fn recover, void *arg, struct marker_search *ms)
-{
-	char first[PB_ERRMSG_MAX];
-	unsigned attempt = 0;
-	int64_t delay;
-	int rc;
-
-	for (;;) {
-		rc = call_do(gl, c, HTTP_POST, url, json, GL_ONCE);
-		if (rc == 0 || !c->uncertain)
-			return rc;
-		if (!key)
-			return err_prefix(PB_ETEMP, "outcome unknown");
-		snprintf(first, sizeof(first), "%s", err_msg());
-		if (stopping(gl) || (int)attempt >= gl->max_retries) {
-			if (stopping(gl))
-				gl->stop_failed = 1;
-			return err_set(PB_ETEMP,
-				       "outcome unknown, look for "
-				       "marker %s before retrying: "
-				       "%s%s",
-				       key, first,
-				       stopping(gl) ? " (stopping)" : "");
-		}
-		attempt++;
-		http_retry_delay(&delay, &gl->backoff, attempt, NULL, NULL, 0,
-				 gl_random(gl));
-		log_warn("forge: %s; looking for marker %s in %lld ms", first,
-			 key, (long long)delay);
-		gl->stats.retries++;
-		gl->stats.last_delay_ms = delay;
-		if (gl_wait(gl, delay))
-			return err_set(PB_ETEMP,
-				       "outcome unknown, look for "
-				       "marker %s before retrying: "
-				       "%s (stopping)",
-				       key, first);
-
-		gl->stats.marker_scans++;
-		marker_search_release(ms);
-		rc = recover(ms, arg);
-		if (rc == 0 && ms->found) {
-			gl->stats.marker_hits++;
-			log_notice("forge: %s: found marker %s; not posting "
-				   "again",
-				   c->where, key);
-			return 0;
-		}
-		if (rc != 0)
-			return err_prefix(PB_ETEMP,
-					  "outcome unknown (%s); the "
-					  "marker search failed",
-					  first);
-		log_info("forge: %s: marker %s absent; posting again", c->where,
-			 key);
-	}
-}
-
-struct recover_where {
-	const char *project;
-	int64_t iid;
-	const char *discussion_id;
-};
-
-static int recover_note(struct marker_search *ms, void *arg)
-{
-	struct recover_where *w = arg;
-
-	return search_mr_notes(ms, w->project, w->iid);
-}
-
-static int recover_discussion(struct marker_search *ms, void *arg)
-{
-	struct recover_where *w = arg;
-
-	return search_discussions(ms, w->project, w->iid);
-}
-
-static int recover_reply(struct marker_search *ms, void *arg)
-{
-	struct recover_where *w = arg;
-
-	return search_one_discussion(ms, w->project, w->iid, w->discussion_id);
-}
-
-static int note_body(struct buf *text, const char *body, const char *key)
-{
-	if (!body || !*body)
-		return err_set(PB_EINVAL, "empty note body");
-	if (key)
-		return forge_body_with_marker(text, body, key);
-	if (buf_adds(text, body) < 0)
-		return err_set(PB_ELIMIT, "note body exceeds %zu bytes",
-			       text->max);
-	return 0;
-}
-
-/* GitLab answers 202 (and saves nothing) for a body of quick actions. */
-static int check_saved(struct gl_call *c)
-{
-	if (c->resp.status == 202)
-		return err_set(PB_EINVAL,
-			       "%s: the body held only quick "
-			       "actions; no note was saved",
-			       c->where);
-	return 0;
-}
-
-static int position_check(const struct forge_position *p)
-{
-	if (!p->base_sha || !p->start_sha || !p->head_sha || !*p->base_sha ||
-	    !*p->start_sha || !*p->head_sha)
-		return err_set(PB_EINVAL, "a diff position needs base, start "
-					  "and head SHAs");
-	if (!p->old_path || !p->new_path || !*p->old_path || !*p->new_path)
-		return err_set(PB_EINVAL, "a diff position needs old_path "
-					  "and new_path");
-	if (p->old_line < 0 || p->new_line < 0 ||
-	    (p->old_line == 0 && p->new_line == 0))
-		return err_set(PB_EINVAL, "a diff position needs a line");
-	return 0;
-}
-
-/* The created note must be a DiffNote that kept its position (doc/api/
- * discussions.md warns that wrong SHAs give a plain note). */
-static int check_diff_note(const struct forge_discussion *d)
-{
-	const struct forge_note *n = d->nr_notes ? &d->notes[0] : NULL;
-
-	if (n && n->type && !strcmp(n->type, "DiffNote") && n->has_position)
-		return 0;
-	log_warn("forge: discussion %s was created without its diff "
-		 "position (type %s)",
-		 d->id, n && n->type ? n->type : "null");
-	return err_set(PB_EINVAL,
-		       "discussion %s was created as %s, not as "
-		       "a diff note",
-		       d->id, n && n->type ? n->type : "a plain note");
-}
-
-/*
- * The write path of every note: the body with its marker, the JSON
- * (with a diff position when pos is set), one POST, and after a lost
- * response the marker search recover() does (post_once()).  Returns 1
- * when the search found the note (it is in *ms), 0 when c holds the
- * parsed answer for the caller to convert, or an error.  *ms is the
- * caller's, zeroed before and released after.
- */
-static int post_marked(struct gitlab *gl, struct gl_call *c,
-		       struct marker_search *ms, const char *url,
-		       const char *body, const struct forge_position *pos,
-		       const char *key, gl_recover_fn recover,
-		       struct recover_where *where)
-{
-	struct buf text = BUF_INIT(PB_NOTE_BODY_MAX);
-	struct buf json = BUF_INIT(GL_REQUEST_BODY_MAX);
-	struct jsonw w;
-	int rc;
-
-	if ((rc = note_body(&text, body, key)) < 0 ||
-	    (pos && (rc = position_check(pos)) < 0))
-		goto out;
-	if (key && (rc = marker_search_init(ms, gl, key)) < 0)
-		goto out;
-	body_begin(&w, &json);
-	member_str(&w, "body", text.data, text.len);
-	if (pos) {
-		/* Lines: added → new only, removed → old only, context →
-		 * both (GitLab doc/api/discussions.md, "Create a new thread
-		 * in the merge request diff"); forge_position_set_line()
-		 * builds them. */
-		jsonw_key(&w, "position");
-		jsonw_obj_begin(&w);
-		member_strz(&w, "position_type", "text");
-		member_strz(&w, "base_sha", pos->base_sha);
-		member_strz(&w, "start_sha", pos->start_sha);
-		member_strz(&w, "head_sha", pos->head_sha);
-		member_strz(&w, "old_path", pos->old_path);
-		member_strz(&w, "new_path", pos->new_path);
-		if (pos->old_line > 0)
-			member_int(&w, "old_line", pos->old_line);
-		if (pos->new_line > 0)
-			member_int(&w, "new_line", pos->new_line);
-		jsonw_obj_end(&w);
-	}
-	if ((rc = body_finish(&w)) < 0)
-		goto out;
-
-	rc = post_once(gl, c, url, &json, key, recover, where, ms);
-	if (rc)
-		goto out;
-	if (ms->found) {
-		rc = 1;
-		goto out;
-	}
-	if ((rc = check_saved(c)) < 0)
-		goto out;
-	rc = call_json(c);
-out:
-	buf_release(&text);
-	buf_release(&json);
-	return rc;
-}
-
-/* post_marked() for the endpoints whose answer is one note. */
-static int post_marked_note(struct forge_note *out, struct gitlab *gl,
-			    const char *url, const char *body, const char *key,
-			    gl_recover_fn recover, struct recover_where *where)
-{
-	struct marker_search ms;
-	struct gl_call c;
-	int rc;
-
-	call_init(&c, gl);
-	memset(&ms, 0, sizeof(ms));
-	rc = post_marked(gl, &c, &ms, url, body, NULL, key, recover, where);
-	if (rc > 0) {
-		marker_take_note(&ms, out);
-		rc = 0;
-	} else if (rc == 0) {
-		rc = CONVERT(&c, note_from_json, out);
-	}
-	marker_search_release(&ms);
-	call_release(&c);
-	return rc;
-}
-
-static int gl_create_note(struct forge_note *out, struct forge *f,
-			  const char *project, int64_t iid, const char *body,
-			  const char *marker_key)
-{
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct recover_where where = { project, iid, NULL };
-	int rc;
-
-	if ((rc = url_mr(&u, gl, project, iid, "/notes")) == 0)
-		rc = post_marked_note(out, gl, u.data, body, marker_key,
-				      recover_note, &where);
-	buf_release(&u);
-	return rc;
-}
-
-static int gl_create_discussion(struct forge_discussion *out, struct forge *f,
-				const char *project, int64_t iid,
-				const char *body,
-				const struct forge_position *pos,
-				const char *marker_key)
-{
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct recover_where where = { project, iid, NULL };
-	struct marker_search ms;
-	struct gl_call c;
-	int rc;
-
-	call_init(&c, gl);
-	memset(&ms, 0, sizeof(ms));
-	if ((rc = url_mr(&u, gl, project, iid, "/discussions")) < 0)
-		goto out;
-	rc = post_marked(gl, &c, &ms, u.data, body, pos, marker_key,
-			 recover_discussion, &where);
-	if (rc > 0) {
-		*out = ms.discussion;
-		memset(&ms.discussion, 0, sizeof(ms.discussion));
-	} else if (rc < 0 ||
-		   (rc = CONVERT(&c, discussion_from_json, out)) < 0) {
-		goto out;
-	}
-	/* Keep out filled: the discussion exists either way. */
-	rc = pos ? check_diff_note(out) : 0;
-out:
-	marker_search_release(&ms);
-	call_release(&c);
-	buf_release(&u);
-	return rc;
-}
-
-static int gl_reply_discussion(struct forge_note *out, struct forge *f,
-			       const char *project, int64_t iid,
-			       const char *discussion_id, const char *body,
-			       const char *marker_key)
-{
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct recover_where where = { project, iid, discussion_id };
-	int rc;
-
-	if ((rc = discussion_id_check(discussion_id)) < 0 ||
-	    (rc = url_mr(&u, gl, project, iid, "/discussions/")) < 0)
-		goto out;
-	if (buf_adds(&u, discussion_id) < 0 || buf_adds(&u, "/notes") < 0) {
-		rc = url_fail();
-		goto out;
-	}
-	rc = post_marked_note(out, gl, u.data, body, marker_key, recover_reply,
-			      &where);
-out:
-	buf_release(&u);
-	return rc;
-}
-
-static int gl_resolve_discussion(struct forge *f, const char *project,
-				 int64_t iid, const char *discussion_id,
-				 int resolved)
-{
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct buf json = BUF_INIT(64);
-	struct jsonw w;
-	struct gl_call c;
-	int rc;
-
-	call_init(&c, gl);
-	if ((rc = discussion_id_check(discussion_id)) < 0 ||
-	    (rc = url_mr(&u, gl, project, iid, "/discussions/")) < 0)
-		goto out;
-	if (buf_adds(&u, discussion_id) < 0) {
-		rc = url_fail();
-		goto out;
-	}
-	body_begin(&w, &json);
-	member_bool(&w, "resolved", resolved);
-	if ((rc = body_finish(&w)) < 0)
-		goto out;
-	/* Setting a state: repeating it converges. */
-	rc = call_do(gl, &c, HTTP_PUT, u.data, &json, GL_SAFE);
-out:
-	call_release(&c);
-	buf_release(&u);
-	buf_release(&json);
-	return rc;
-}
-
-/*
- * Has the acting user approved?  user_has_approved is relative to the
- * caller (lib/api/entities/merge_request_approvals.rb); approved_by names
- * everyone, for a forge that leaves the former out.  0/1, or an error
- * (with a Sudo refusal classified as by call_do).
- */
-static int approved_now(int *out, int *reauth, struct gitlab *gl,
-			const char *project, int64_t iid)
-{
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct forge_approvals a;
-	struct gl_call c;
-	int rc;
-
-	*out = 0;
-	memset(&a, 0, sizeof(a));
-	call_init(&c, gl);
-	if ((rc = url_mr(&u, gl, project, iid, "/approvals")) < 0 ||
-	    (rc = call_get_object(gl, &c, u.data)) < 0 ||
-	    (rc = CONVERT(&c, approvals_from_json, &a)) < 0)
-		goto out;
-	if (reauth)
-		*reauth = a.reauth_required;
-	if (a.user_has_approved >= 0) {
-		*out = a.user_has_approved;
-	} else if (gl->sudo) {
-		*out = forge_approvals_by(&a, gl->sudo);
-	} else {
-		int64_t id;
-
-		rc = self_id(&id, gl);
-		if (!rc) {
-			char num[32];
-
-			snprintf(num, sizeof(num), "%lld", (long long)id);
-			*out = forge_approvals_by(&a, num);
-		}
-	}
-out:
-	forge_approvals_release(&a);
-	call_release(&c);
-	buf_release(&u);
-	return rc;
-}
-
-/* The result for a Sudo refusal, or -1 when the error was not one. */
-static int sudo_result(const struct gitlab *gl)
-{
-	switch (gl->sudo_problem) {
-	case FORGE_SUDO_NOT_ADMIN:
-	case FORGE_SUDO_NO_SCOPE:
-		return FORGE_APPROVE_NO_SUDO;
-	case FORGE_SUDO_NO_USER:
-		return FORGE_APPROVE_NO_USER;
-	case FORGE_SUDO_OK:
-		break;
-	}
-	return -1;
-}
-
-/*
- * Approve, judged by the approval state rather than the status code.
- * GitLab has no 304 for a repeat: ApprovalService approves only when
- * can_be_approved_by? (which needs !approved_by?, app/models/concerns/
- * approvable_base.rb) and the endpoint answers `unauthorized! unless
- * success` (lib/api/merge_request_approvals.rb), so a second approval by
- * the same user - a per-patch Acked-by, a retry after a 5xx whose first
- * try landed, a replay - gets the same 401 as a refusal.  The state is
- * read before (an approval that stands is not asked for again) and after
- * a 401 (it stands: ALREADY; it does not: REFUSED).
- */
-static int gl_approve(enum forge_approve_result *out, struct forge *f,
-		      const char *project, int64_t iid, const char *sha)
-{
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct buf json = BUF_INIT(256);
-	char why[PB_ERRMSG_MAX];
-	struct jsonw w;
-	struct gl_call c;
-	int rc, r, has = 0, reauth = 0;
-
-	*out = FORGE_APPROVE_DONE;
-	call_init(&c, gl);
-	if (!sha || !*sha) {
-		rc = err_set(PB_EINVAL, "approve needs the head SHA");
-		goto out;
-	}
-	rc = approved_now(&has, &reauth, gl, project, iid);
-	if (rc)
-		goto sudo;
-	if (has) {
-		*out = FORGE_APPROVE_ALREADY;
-		goto out;
-	}
-	/* EE's ApprovalService#execute returns first when the project
-	 * requires a password and approval_password is not the user's
-	 * (ee/app/services/ee/merge_requests/approval_service.rb), a 401
-	 * like any refusal: not asked, and not the user's fault. */
-	if (reauth)
-		goto reauth;
-	if ((rc = url_mr(&u, gl, project, iid, "/approve")) < 0)
-		goto out;
-	body_begin(&w, &json);
-	member_strz(&w, "sha", sha);
-	if ((rc = body_finish(&w)) < 0)
-		goto out;
-	/* A retry after a 5xx is safe: the state check below finds an
-	 * approval that landed. */
-	rc = call_do(gl, &c, HTTP_POST, u.data, &json, GL_SAFE);
-	if (rc == 0)
-		goto out;
-	/* A Resource lock is a 409 too, and PB_ETEMP (status_error()):
-	 * only the other 409, a stale sha (check_sha_param!), means the
-	 * MR moved on. */
-	if (c.resp.status == 409 && rc != PB_ETEMP) {
-		*out = FORGE_APPROVE_SHA_MISMATCH;
-		goto out;
-	}
-	if (c.resp.status == 401 && gl->sudo_problem == FORGE_SUDO_OK &&
-	    gl->token_problem == FORGE_TOKEN_OK) {
-		snprintf(why, sizeof(why), "%s", err_msg());
-		r = approved_now(&has, &reauth, gl, project, iid);
-		if (r) {
-			rc = err_prefix(r, "after a 401 to approve (%s)", why);
-			goto out;
-		}
-		if (has) {
-			log_info("forge: %s: the approval stands already", why);
-			*out = FORGE_APPROVE_ALREADY;
-			rc = 0;
-			goto out;
-		}
-		if (reauth)
-			goto reauth;
-		*out = FORGE_APPROVE_REFUSED;
-		rc = err_set(PB_EPERM, "%s", why);
-		goto out;
-	}
-sudo:
-	if ((r = sudo_result(gl)) >= 0)
-		*out = (enum forge_approve_result)r;
-	else if (rc == PB_EPERM)
-		*out = FORGE_APPROVE_REFUSED;
-	goto out;
-reauth:
-	*out = FORGE_APPROVE_REAUTH;
-	rc = err_set(PB_EPERM, "the project requires re-authentication "
-			       "(a password) to approve");
-out:
-	call_release(&c);
-	buf_release(&u);
-	buf_release(&json);
-	return rc;
-}
-
-/*
- * Withdraw an approval.  GitLab answers 404 {"message":"404 Not Found"}
- * when there is none to withdraw (RemoveApprovalService returns nil, the
- * endpoint not_found!s), not 304; Sudo's unknown user is a 404 too, told
- * apart by its message, and a missing MR by the state check.
- */
-static int gl_unapprove(enum forge_approve_result *out, struct forge *f,
-			const char *project, int64_t iid)
-{
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	char why[PB_ERRMSG_MAX];
-	struct gl_call c;
-	int rc, r, has = 0;
-
-	*out = FORGE_APPROVE_DONE;
-	call_init(&c, gl);
-	rc = approved_now(&has, NULL, gl, project, iid);
-	if (rc)
-		goto sudo;
-	if (!has) {
-		*out = FORGE_APPROVE_ALREADY;
-		goto out;
-	}
-	if ((rc = url_mr(&u, gl, project, iid, "/unapprove")) < 0)
-		goto out;
-	rc = call_do(gl, &c, HTTP_POST, u.data, NULL, GL_SAFE);
-	if (rc != PB_ENOTFOUND || gl->sudo_problem != FORGE_SUDO_OK)
-		goto sudo;
-	/* Nothing to withdraw (a retry whose first try landed), or the MR
-	 * went away: the state says which. */
-	snprintf(why, sizeof(why), "%s", err_msg());
-	r = approved_now(&has, NULL, gl, project, iid);
-	if (r) {
-		rc = err_prefix(r, "after a 404 to unapprove (%s)", why);
-		goto out;
-	}
-	if (!has) {
-		*out = FORGE_APPROVE_ALREADY;
-		rc = 0;
-	} else {
-		rc = err_set(PB_ERROR, "%s, yet the approval stands", why);
-	}
-	goto out;
-sudo:
-	if ((r = sudo_result(gl)) >= 0)
-		*out = (enum forge_approve_result)r;
-	else if (rc == PB_EPERM)
-		*out = FORGE_APPROVE_REFUSED;
-out:
-	call_release(&c);
-	buf_release(&u);
-	return rc;
-}
-
-static int gl_get_approvals(struct forge_approvals *out, struct forge *f,
-			    const char *project, int64_t iid)
-{
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct gl_call c;
-	int rc;
-
-	call_init(&c, gl);
-	if ((rc = url_mr(&u, gl, project, iid, "/approvals")) < 0 ||
-	    (rc = call_get_object(gl, &c, u.data)) < 0)
-		goto out;
-	rc = CONVERT(&c, approvals_from_json, out);
-out:
-	call_release(&c);
-	buf_release(&u);
-	return rc;
-}
-
-/* Grape's CommaSeparatedToArray splits every item at commas, so a label
- * name with a comma would turn into two labels. */
-static int labels_check(const struct strlist *l)
-{
-	size_t i;
-
-	for (i = 0; l && i < l->nr; i++)
-		if (!*l->items[i] || strchr(l->items[i], ','))
-			return err_set(PB_EINVAL, "label names must be "
-						  "non-empty and without "
-						  "commas");
-	return 0;
-}
-
-static void write_labels(struct jsonw *w, const char *key,
-			 const struct strlist *l)
-{
-	size_t i;
-
-	if (!l || !l->nr)
-		return;
-	jsonw_key(w, key);
-	jsonw_arr_begin(w);
-	for (i = 0; i < l->nr; i++)
-		jsonw_strz(w, l->items[i]);
-	jsonw_arr_end(w);
-}
-
-static int gl_update_labels(struct forge *f, const char *project, int64_t iid,
-			    const struct strlist *add,
-			    const struct strlist *remove)
-{
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct buf json = BUF_INIT(64 * 1024);
-	struct jsonw w;
-	struct gl_call c;
-	int rc;
-
-	call_init(&c, gl);
-	if ((rc = labels_check(add)) < 0 || (rc = labels_check(remove)) < 0 ||
-	    (rc = url_mr(&u, gl, project, iid, NULL)) < 0)
-		goto out;
-	/* Arrays, as GitLab's OpenAPI document types them (GitLab takes
-	 * comma strings too, validators do not). */
-	body_begin(&w, &json);
-	write_labels(&w, "add_labels", add);
-	write_labels(&w, "remove_labels", remove);
-	if ((rc = body_finish(&w)) < 0)
-		goto out;
-	rc = call_do(gl, &c, HTTP_PUT, u.data, &json, GL_SAFE);
-out:
-	call_release(&c);
-	buf_release(&u);
-	buf_release(&json);
-	return rc;
-}
-
-static int email_check(const char *email)
-{
-	size_t n = email ? strlen(email) : 0;
-
-	if (n == 0 || n > PB_ADDR_MAX || !strchr(email, '@') ||
-	    !printable_check(email, n) || strchr(email, ' '))
-		return err_set(PB_EINVAL, "bad email address");
-	return 0;
-}
-
-static int email_eq(const char *a, const char *email)
-{
-	return a && *a && !strcasecmp(a, email);
-}
-
-struct user_walk {
-	const char *email;
-	struct forge_user found;
-	int nr_found;
-	/* Users shown without addresses (a non-admin's view): their public
-	 * email is read one by one. */
-	int64_t candidates[GL_USER_CANDIDATES_MAX];
-	int nr_candidates;
-	/* Users shown with another primary address (an admin's view): the
-	 * search may have matched a secondary one. */
-	int64_t secondary[GL_USER_CANDIDATES_MAX];
-	int nr_secondary;
-};
-
-static int user_item(struct gl_call *c, const struct json_value *item,
-		     void *arg)
-{
-	struct user_walk *w = arg;
-	struct forge_user u;
-
-	if (json_expect(item, JSON_OBJECT, "user") < 0 ||
-	    user_from_json(&u, item) < 0)
-		return bad_data(c);
-	if (email_eq(u.email, w->email) || email_eq(u.public_email, w->email)) {
-		if (!w->nr_found++)
-			w->found = u;
-		else
-			forge_user_release(&u);
-		return 0;
-	}
-	/* A non-admin sees no addresses in the list; check one by one. */
-	if (!u.email && !u.public_email &&
-	    w->nr_candidates < GL_USER_CANDIDATES_MAX)
-		w->candidates[w->nr_candidates++] = u.id;
-	/* An admin sees the primary address only, though the search also
-	 * matches confirmed secondary ones (app/models/user.rb
-	 * search_by_email). */
-	else if (u.email && w->nr_secondary < GL_USER_CANDIDATES_MAX)
-		w->secondary[w->nr_secondary++] = u.id;
-	forge_user_release(&u);
-	return 0;
-}
-
-struct email_walk {
-	const char *email;
-	int found;
-};
-
-/* One of GET /users/:id/emails: {id, email, confirmed_at}. */
-static int email_item(struct gl_call *c, const struct json_value *item,
-		      void *arg)
-{
-	struct email_walk *w = arg;
-	char *email = NULL, *confirmed = NULL;
-	int rc;
-
-	if ((rc = json_expect(item, JSON_OBJECT, "email")) < 0 ||
-	    (rc = json_get_str(&email, item, "email")) < 0 ||
-	    (rc = json_get_str_opt(&confirmed, item, "confirmed_at")) < 0) {
-		free(email);
-		return bad_data(c);
-	}
-	/* An unconfirmed address proves nothing: anyone may add one. */
-	if (confirmed && *confirmed && email_eq(email, w->email))
-		w->found = 1;
-	free(email);
-	free(confirmed);
-	return 0;
-}
-
-/*
- * Is email one of user id's confirmed secondary addresses?  GET
- * /users/:id/emails is for administrators (lib/api/users.rb); a 403 means
- * the token cannot tell, and is no match.
- */
-static int secondary_match(int *out, struct gitlab *gl, int64_t id,
-			   const char *email)
-{
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct email_walk w = { email, 0 };
-	int truncated, rc;
-
-	*out = 0;
-	if (buf_addf(&u, "%s/users/%lld/emails", gl->api, (long long)id) < 0 ||
-	    url_param_int(&u, "per_page", gl->per_page) < 0) {
-		rc = url_fail();
-		goto out;
-	}
-	rc = paginate(gl, u.data, 0, email_item, &w, &truncated);
-	if (rc == PB_EPERM) {
-		log_info("forge: the token cannot read users' secondary "
-			 "emails (not an administrator's)");
-		rc = 0;
-	}
-	*out = w.found;
-out:
-	buf_release(&u);
-	return rc;
-}
-
-static int gl_find_user_by_email(struct forge_user *out, struct forge *f,
-				 const char *email)
-{
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct user_walk w;
-	struct forge_user cand;
-	struct gl_call c;
-	int truncated, rc, i;
-
-	memset(&w, 0, sizeof(w));
-	w.email = email;
-	call_init(&c, gl);
-	if ((rc = email_check(email)) < 0)
-		goto out;
-	/*
-	 * search= matches names fuzzily and emails exactly: public ones,
-	 * and for an administrator private and confirmed secondary ones
-	 * (GitLab doc/api/users.md, "List users"); compare the answers
-	 * ourselves.
-	 */
-	if (buf_adds(&u, gl->api) < 0 || buf_adds(&u, "/users") < 0) {
-		rc = url_fail();
-		goto out;
-	}
-	if ((rc = url_param(&u, "search", email)) < 0 ||
-	    (rc = url_param_int(&u, "per_page", GL_USER_CANDIDATES_MAX)) < 0)
-		goto out;
-	rc = paginate(gl, u.data, 1, user_item, &w, &truncated);
-	if (rc)
-		goto out;
-	for (i = 0; !w.nr_found && i < w.nr_secondary; i++) {
-		int match;
-
-		if ((rc = secondary_match(&match, gl, w.secondary[i], email)) <
-		    0)
-			goto out;
-		if (!match)
-			continue;
-		buf_reset(&u);
-		if (buf_addf(&u, "%s/users/%lld", gl->api,
-			     (long long)w.secondary[i]) < 0) {
-			rc = url_fail();
-			goto out;
-		}
-		if ((rc = call_get_object(gl, &c, u.data)) < 0 ||
-		    (rc = CONVERT(&c, user_from_json, &w.found)) < 0)
-			goto out;
-		w.nr_found = 1;
-	}
-	for (i = 0; !w.nr_found && i < w.nr_candidates; i++) {
-		buf_reset(&u);
-		if (buf_addf(&u, "%s/users/%lld", gl->api,
-			     (long long)w.candidates[i]) < 0) {
-			rc = url_fail();
-			goto out;
-		}
-		if ((rc = call_get_object(gl, &c, u.data)) < 0 ||
-		    (rc = CONVERT(&c, user_from_json, &cand)) < 0)
-			goto out;
-		if (email_eq(cand.email, email) ||
-		    email_eq(cand.public_email, email)) {
-			w.found = cand;
-			w.nr_found = 1;
-		} else {
-			forge_user_release(&cand);
-		}
-	}
-	if (!w.nr_found) {
-		rc = err_set(PB_ENOTFOUND, "no forge user with that email");
-		goto out;
-	}
-	if (w.nr_found > 1) {
-		rc = err_set(PB_EINVAL, "%d forge users share that email",
-			     w.nr_found);
-		goto out;
-	}
-	*out = w.found;
-	memset(&w.found, 0, sizeof(w.found));
-out:
-	forge_user_release(&w.found);
-	call_release(&c);
-	buf_release(&u);
-	return rc;
-}
-
-static int gl_get_user(struct forge_user *out, struct forge *f, int64_t id)
-{
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct gl_call c;
-	int rc;
-
-	call_init(&c, gl);
-	if (id <= 0) {
-		rc = err_set(PB_EINVAL, "bad user id %lld", (long long)id);
-		goto out;
-	}
-	if (buf_addf(&u, "%s/users/%lld", gl->api, (long long)id) < 0) {
-		rc = url_fail();
-		goto out;
-	}
-	if ((rc = call_get_object(gl, &c, u.data)) < 0)
-		goto out;
-	rc = CONVERT(&c, user_from_json, out);
-out:
-	call_release(&c);
-	buf_release(&u);
-	return rc;
-}
-
-static int project_from_json(struct forge_project *out,
-			     const struct json_value *v)
-{
-	int rc;
-
-	if ((rc = json_get_int(&out->id, v, "id")) < 0 ||
-	    (rc = json_get_str(&out->path_with_namespace, v,
-			       "path_with_namespace")) < 0)
-		return rc;
-	if (out->id <= 0 || !*out->path_with_namespace)
-		return err_set(PB_EINVAL, "a project without id or path");
-	return 0;
-}
-
-/*
- * GET /projects/:id: an old path answers 301 to the same URL with the id
- * (lib/api/helpers.rb url_with_project_id), which call_do follows for a
- * GET; path_with_namespace is the path now (lib/api/entities/
- * project.rb).
- */
-static int gl_get_project(struct forge_project *out, struct forge *f,
-			  const char *project)
-{
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct gl_call c;
-	int rc;
-
-	call_init(&c, gl);
-	if ((rc = url_project(&u, gl, project)) < 0 ||
-	    (rc = call_get_object(gl, &c, u.data)) < 0)
-		goto out;
-	rc = CONVERT(&c, project_from_json, out);
-out:
-	if (rc)
-		forge_project_release(out);
-	call_release(&c);
-	buf_release(&u);
-	return rc;
-}
-
-/*
- * Who the token is: GET /user (is_admin is shown only when the token acts
- * as an administrator, lib/api/users.rb: UserWithAdmin for
- * can_admin_all_resources?) and GET /personal_access_tokens/self (its
- * scopes; doc/api/personal_access_tokens.md).  Asked as ourselves, never
- * through Sudo.
- */
-static int gl_whoami(struct forge_whoami *out, struct forge *f)
-{
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct gl_call c;
-	char *sudo = gl->sudo;
-	int rc, b;
-
-	call_init(&c, gl);
-	gl->sudo = NULL;
-	if (buf_addf(&u, "%s/user", gl->api) < 0) {
-		rc = url_fail();
-		goto out;
-	}
-	if ((rc = call_get_object(gl, &c, u.data)) < 0 ||
-	    (rc = CONVERT(&c, user_from_json, &out->user)) < 0)
-		goto out;
-	out->admin = 0;
-	if (json_kind_of(json_member(c.root, "is_admin")) == JSON_BOOL &&
-	    !json_get_bool(&b, c.root, "is_admin"))
-		out->admin = b;
-	buf_reset(&u);
-	if (buf_addf(&u, "%s/personal_access_tokens/self", gl->api) < 0) {
-		rc = url_fail();
-		goto out;
-	}
-	rc = call_get_object(gl, &c, u.data);
-	if (rc == PB_ENOTFOUND || rc == PB_EPERM) {
-		/* An OAuth token, or a GitLab older than 15.5: not known. */
-		log_info("forge: the token's own record cannot be read: %s",
-			 err_msg());
-		rc = 0;
-		goto out;
-	}
-	if (rc < 0)
-		goto out;
-	if ((rc = strings_from_json(&out->scopes, c.root, "scopes")) < 0 ||
-	    (rc = json_get_str_opt(&out->token_name, c.root, "name")) < 0 ||
-	    (rc = json_get_str_opt(&out->expires_at, c.root, "expires_at")) <
-		    0 ||
-	    (rc = json_get_bool_opt(&b, c.root, "active")) < 0) {
-		rc = bad_data(&c);
-		goto out;
-	}
-	out->active = b;
-	out->token_known = 1;
-out:
-	gl->sudo = sudo;
-	call_release(&c);
-	buf_release(&u);
-	return rc;
-}
-
-/*
- * The host of GitLab's private commit emails, "ID-USERNAME@HOST"
- * (lib/gitlab/private_commit_email.rb): the application setting
- * commit_email_hostname, "users.noreply." and the instance's host unless
- * an administrator changed it (app/models/
- * application_setting_implementation.rb).  GET /application/settings is
- * for administrators only (lib/api/settings.rb, doc/api/settings.md).
- * Asked as ourselves, never through Sudo.
- */
-static int gl_commit_email_host(char **out, struct forge *f)
-{
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct gl_call c;
-	char *sudo = gl->sudo;
-	int rc;
-
-	call_init(&c, gl);
-	gl->sudo = NULL;
-	if (buf_addf(&u, "%s/application/settings", gl->api) < 0) {
-		rc = url_fail();
-		goto out;
-	}
-	if ((rc = call_get_object(gl, &c, u.data)) < 0)
-		goto out;
-	if (json_get_str_opt(out, c.root, "commit_email_hostname") < 0) {
-		rc = bad_data(&c);
-		goto out;
-	}
-	if (!*out || !**out || strchr(*out, '@') || strchr(*out, '>') ||
-	    strchr(*out, ' ')) {
-		free(*out);
-		*out = NULL;
-		rc = err_set(PB_ENOTFOUND, "no usable commit_email_hostname");
-	}
-out:
-	gl->sudo = sudo;
-	call_release(&c);
-	buf_release(&u);
-	return rc;
-}
-
-struct hook_walk {
-	struct forge_hook_list *list;
-	size_t alloc;
-};
-
-static int hook_item(struct gl_call *c, const struct json_value *item,
-		     void *arg)
-{
-	struct hook_walk *w = arg;
-	struct forge_hook_list *l = w->list;
-	struct forge_hook *h;
-	int present;
-
-	ALLOC_GROW(l->items, l->nr + 1, w->alloc);
-	h = &l->items[l->nr];
-	memset(h, 0, sizeof(*h));
-	l->nr++;
-	if (json_expect(item, JSON_OBJECT, "hook") < 0 ||
-	    json_get_int_opt(&h->id, &present, item, "id") < 0 ||
-	    json_get_str_opt(&h->url, item, "url") < 0 ||
-	    json_get_str_opt(&h->alert_status, item, "alert_status") < 0 ||
-	    json_get_str_opt(&h->disabled_until, item, "disabled_until") < 0 ||
-	    json_get_bool_opt(&h->merge_requests_events, item,
-			      "merge_requests_events") < 0 ||
-	    json_get_bool_opt(&h->note_events, item, "note_events") < 0)
-		return bad_data(c);
-	return 0;
-}
-
-/* GET /projects/:id/hooks (lib/api/project_hooks.rb; Maintainer). */
-static int gl_list_hooks(struct forge_hook_list *out, struct forge *f,
-			 const char *project)
-{
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
-	struct hook_walk w = { out, 0 };
-	int truncated, rc;
-
-	if ((rc = url_project(&u, gl, project)) < 0)
-		goto out;
-	if (buf_adds(&u, "/hooks") < 0) {
-		rc = url_fail();
-		goto out;
-	}
-	if ((rc = url_param_int(&u, "per_page", gl->per_page)) < 0)
-		goto out;
-	rc = paginate(gl, u.data, 0, hook_item, &w, &truncated);
-	if (!rc && truncated)
-		rc = err_set(PB_ELIMIT, "more than %d pages of webhooks",
-			     PB_PAGES_MAX);
-out:
-	if (rc)
-		forge_hook_list_release(out);
-	buf_release(&u);
-	return rc;
 }
 
 static enum forge_sudo_problem gl_sudo_problem(const struct forge *f)

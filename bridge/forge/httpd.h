@@ -101,8 +101,8 @@ void httpd_free(struct httpd *h);
 /* The port actually bound (useful after port 0). */
 unsigned httpd_port(const struct httpd *h);
 
-/* The request's path (with its query), method and a header (NULL when
- * absent); untrusted bytes. */
+/* The request's path (libmicrohttpd strips the query string), method and
+ * a header (NULL when absent); untrusted bytes. */
 const char *httpd_url(const struct httpd_req *req);
 const char *httpd_method(const struct httpd_req *req);
 const char *httpd_header(struct httpd_req *req, const char *name);

@@ -91,6 +91,8 @@ enum approval_verdict approval_decide(const struct approval_facts *f)
 {
 	if (!f->type || !trailer_is_approval(f->type))
 		return APPROVAL_NOT_APPROVAL;
+	if (f->bot)
+		return APPROVAL_BOT;
 	if (f->nak)
 		return APPROVAL_NAK;
 	if (f->ambiguous)
@@ -127,6 +129,8 @@ const char *approval_verdict_token(enum approval_verdict v)
 		return "grant";
 	case APPROVAL_NOT_APPROVAL:
 		return "not_approval";
+	case APPROVAL_BOT:
+		return "bot";
 	case APPROVAL_NAK:
 		return "nak";
 	case APPROVAL_AMBIGUOUS:
@@ -166,6 +170,9 @@ const char *approval_verdict_text(enum approval_verdict v)
 		return "";
 	case APPROVAL_NOT_APPROVAL:
 		return "not an approval";
+	case APPROVAL_BOT:
+		return "the sender is a review bot, whose trailers are read "
+		       "as words, never as approvals";
 	case APPROVAL_NAK:
 		return "the same mail NAKs the patch, or mentions a NAK";
 	case APPROVAL_AMBIGUOUS:

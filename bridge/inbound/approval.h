@@ -9,6 +9,8 @@
  *
  *   1. the type is Acked-by, Reviewed-by or Tested-by (others - Reported-
  *      by, Suggested-by, Cc ... - are only mentioned in the comment);
+ *   1a. the sender is not a review bot (a bot's Tested-by reports a
+ *      run, not a person's judgement: the trailer is posted as words);
  *   2. the same mail does not NAK;
  *   2a. the MIME parser raised no critical warning (MAIL_F_AMBIGUOUS:
  *      other software may read the message differently, so what we
@@ -58,6 +60,7 @@
 enum approval_verdict {
 	APPROVAL_GRANT,
 	APPROVAL_NOT_APPROVAL, /* a trailer type that never approves */
+	APPROVAL_BOT, /* the sender is a review bot */
 	APPROVAL_NAK, /* the mail NAKs as well */
 	APPROVAL_AMBIGUOUS, /* the MIME structure reads two ways */
 	APPROVAL_IN_SENTENCE, /* the tag sits inside a sentence */
@@ -77,6 +80,7 @@ enum approval_verdict {
 struct approval_facts {
 	const char *type; /* canonical trailer type */
 	int names_sender; /* approval_names_sender() */
+	int bot; /* the sender is a review bot (plan_ctx bot) */
 	int nak; /* the mail NAKs */
 	int ambiguous; /* MAIL_F_AMBIGUOUS */
 	int in_sentence; /* TRAILER_F_IN_SENTENCE */

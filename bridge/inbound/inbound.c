@@ -1266,6 +1266,29 @@ static int prov_archived(struct buf *raw, const char *id, void *arg)
 }
 
 /*
+ * Is the review's sender a review bot: one review_bot() knows, or an
+ * address of list ([inbound] bots: separated by commas or blanks, ASCII
+ * case ignored)?  What says so, or NULL.
+ */
+static const char *bot_of(const struct review *r, const char *list)
+{
+	const char *from = r->mail->from.email;
+	const char *p = list ? list : "";
+	size_t n, flen = from ? strlen(from) : 0;
+
+	if (r->bot)
+		return r->bot;
+	while (flen && *p) {
+		p += strspn(p, ", \t");
+		n = strcspn(p, ", \t");
+		if (n == flen && !strncasecmp(p, from, n))
+			return "named in the configured bots";
+		p += n;
+	}
+	return NULL;
+}
+
+/*
  * The headers name more than one MR or revision (provenance.h): the
  * mail is applied where its parent is, and nothing in it is acted on
  * (plan_ctx thread_conflict).  *conflict is set.
@@ -1493,6 +1516,8 @@ static int work(struct inbound *ib, struct job *j)
 	if (rc)
 		goto out;
 	ctx.quoted = pv.quoted;
+	ctx.bot = bot_of(j->review,
+			 config_project_str(j->proj, CFG_INBOUND_BOTS));
 	ctx.ancestor_nak = pv.ancestor_nak;
 	ctx.parent_unknown = pv.parent_unknown;
 	ctx.thread_conflict = conflict || pv.thread_conflict;

@@ -244,6 +244,14 @@ static int add_reason(struct buf *b, const struct style *st,
 			rc = buf_adds(b, ", not the sender; only the sender "
 					 "may approve by mail");
 		return rc;
+	case APPROVAL_BOT:
+		rc = buf_adds(b, "the sender is a review bot (");
+		if (!rc)
+			rc = st->text(b, ctx->bot);
+		if (!rc)
+			rc = buf_adds(b, "), whose trailers are read as words, "
+					 "never as approvals");
+		return rc;
 	case APPROVAL_UNMAPPED:
 		rc = buf_adds(b, "no forge user is known for ");
 		if (!rc)
@@ -307,6 +315,9 @@ static const char *nak_refusal(const struct review *r,
 
 	if (r->nak_form != REVIEW_NAK_EXPLICIT)
 		return NULL;
+	if (ctx->bot)
+		return "the sender is a review bot, whose NAK is read as "
+		       "words";
 	if (r->mail->flags & MAIL_F_AMBIGUOUS)
 		return approval_verdict_text(APPROVAL_AMBIGUOUS);
 	if (ctx->thread_conflict)
@@ -344,6 +355,7 @@ static int decide_all(struct decided *d, const struct review *r,
 		memset(&f, 0, sizeof(f));
 		f.type = t->type;
 		f.names_sender = approval_names_sender(t, &r->mail->from);
+		f.bot = ctx->bot != NULL;
 		/* an approval beside a NAK, even one only mentioned, is
 		 * a mail that reads two ways */
 		f.nak = says_nak(r);

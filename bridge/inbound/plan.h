@@ -200,6 +200,13 @@ struct plan_ctx {
 	 * approval is made and no NAK acted on; the words are posted.
 	 */
 	const unsigned char *quoted;
+	/*
+	 * The sender is a review bot (review_bot(), or [inbound] bots):
+	 * what says so, e.g. "syzbot"; NULL for a person.  Its words and
+	 * inline comments are posted like anyone's; its trailers are
+	 * refused with the verdict "bot" and its NAK is not acted on.
+	 */
+	const char *bot;
 	int ancestor_nak;
 	int parent_unknown;
 	int thread_conflict;

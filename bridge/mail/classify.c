@@ -180,7 +180,7 @@ static char *from_addr(const char *value)
 	struct hdrdecode_mailbox mb;
 	char *out = NULL;
 
-	hdrdecode_mailbox(&mb, value, strlen(value), NULL, NULL);
+	hdrdecode_mailbox(&mb, value, strlen(value), mail_header_conv, NULL);
 	if (mb.email[0])
 		out = lower_dup(mb.email, strlen(mb.email));
 	hdrdecode_mailbox_release(&mb);
@@ -232,9 +232,11 @@ void classify_header(struct classify_input *in, const char *name,
 
 		len = strcspn(p, ";(");
 		mem_trim(&p, &len);
-		/* RFC 3834 5.1: "no" is the only value a person sends */
-		if (!mem_eq_icase(p, len, "no"))
-			in->auto_submitted = 1;
+		/* RFC 3834 5.2: an automatic answer to a mail (vacation,
+		 * out of office) says auto-replied; a bot's report says
+		 * auto-generated and is read like a person's words */
+		if (mem_eq_icase(p, len, "auto-replied"))
+			in->auto_replied = 1;
 	}
 }
 
@@ -273,7 +275,7 @@ void classify_early(struct classify_result *res,
 		res->reason = "x-patchbridge-header";
 		return;
 	}
-	if (in->auto_submitted) {
+	if (in->auto_replied) {
 		res->reason = "auto-submitted";
 		return;
 	}

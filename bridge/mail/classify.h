@@ -15,8 +15,11 @@
  *   loop guard (DESIGN.md rule 6): mail the bridge itself sent is never
  *   bridged back - its own Message-ID follows our scheme with our domain,
  *   it carries an X-Patchbridge or X-Patchbridge-* field, it says
- *   Auto-Submitted (anything but "no", RFC 3834 section 5), or its From
- *   or envelope sender is the bridge's address;
+ *   "Auto-Submitted: auto-replied" (RFC 3834 section 5: an automatic
+ *   answer to a mail, such as an out-of-office notice), or its From or
+ *   envelope sender is the bridge's address.  Other Auto-Submitted
+ *   values (auto-generated: a CI run's report) pass: a review bot's
+ *   mail is read for its words (review_bot());
  *   unthreaded: no In-Reply-To, no References and no "Re: [PATCH ...
  *   k/M]" subject - nothing can tie it to a series.
  *
@@ -88,7 +91,7 @@ struct classify_input {
 	int subj_version;
 	int subj_total;
 	int pb_header; /* an X-Patchbridge or X-Patchbridge-* field */
-	int auto_submitted; /* Auto-Submitted with a value other than no */
+	int auto_replied; /* Auto-Submitted: auto-replied */
 };
 
 void classify_input_init(struct classify_input *in);

@@ -20,54 +20,6 @@ static int is_wsp(int c)
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-static int is_ascii_label(const char *cs)
-{
-	return !strcasecmp(cs, "us-ascii") || !strcasecmp(cs, "ascii");
-}
-
-static int is_latin1_label(const char *cs)
-{
-	return !strcasecmp(cs, "iso-8859-1") || !strcasecmp(cs, "latin1") ||
-	       !strcasecmp(cs, "iso_8859-1") || !strcasecmp(cs, "l1");
-}
-
-/*
- * The converter used without the caller's: UTF-8 (and unlabelled text)
- * when it decodes, ISO-8859-1 byte for byte, anything else U+FFFD.
- */
-static int conv_builtin(struct buf *out, const char *p, size_t len,
-			const char *cs, void *arg)
-{
-	int latin1 = cs && is_latin1_label(cs);
-	int utf8 = !cs || is_ascii_label(cs) || !strcasecmp(cs, "utf-8") ||
-		   !strcasecmp(cs, "utf8");
-	size_t i = 0, n;
-	uint32_t cp;
-	char u[4];
-	int rc = 0;
-
-	(void)arg;
-	while (i < len && !rc) {
-		unsigned char c = (unsigned char)p[i];
-
-		if (c < 0x80) {
-			rc = buf_addch(out, c);
-			i++;
-		} else if (latin1) {
-			n = utf8_encode(u, c);
-			rc = buf_add(out, u, n);
-			i++;
-		} else if (utf8 && (n = utf8_decode(&cp, p + i, len - i))) {
-			rc = buf_add(out, p + i, n);
-			i += n;
-		} else {
-			rc = buf_add(out, "\xef\xbf\xbd", 3);
-			i++;
-		}
-	}
-	return rc;
-}
-
 /* Copy p[0..len) without CR and LF: RFC 5322 2.2.3 unfolding. */
 static char *unfold_copy(const char *p, size_t len, size_t *outlen)
 {
@@ -348,8 +300,8 @@ int hdrdecode_text(struct buf *out, const char *p, size_t len,
 	char *u = unfold_copy(p, len, &n);
 	int rc;
 
-	rc = decode_unfolded(out, u, n, conv ? conv : conv_builtin,
-			     conv ? arg : NULL);
+	BUG_ON(!conv);
+	rc = decode_unfolded(out, u, n, conv, arg);
 	one_line(out, from);
 	free(u);
 	return rc;
@@ -510,7 +462,7 @@ static int word_char(int c)
 
 static void lex(struct lexer *lx, const char *p, const char *end)
 {
-	int ws = 0;
+	int ws = 0, unclosed_quote = 0;
 
 	while (p < end && lx->nr < TOKENS_MAX) {
 		int c = (unsigned char)*p;
@@ -545,14 +497,30 @@ static void lex(struct lexer *lx, const char *p, const char *end)
 			ws = 1;
 			continue;
 		case '"':
+			/* after an unclosed quote no later one closes:
+			 * skip them without looking again (quadratic) */
+			if (unclosed_quote) {
+				ws = 1;
+				p++;
+				continue;
+			}
 			for (p++; p < end && *p != '"'; p++)
 				if (*p == '\\' && p + 1 < end)
 					p++;
-			if (p >= end)
+			if (p >= end) {
+				/* never closed: the '"' is no quote, what
+				 * follows is read as words, as git mailinfo's
+				 * unquote_quoted_pair() drops it and takes
+				 * the address around the "@" after it
+				 * ("\"Name <a@b.c>" gives a@b.c) */
 				lx->flags |= HDRDECODE_F_UNCLOSED;
+				unclosed_quote = 1;
+				ws = 1;
+				p = s + 1;
+				continue;
+			}
 			push(lx, T_QSTR, s + 1, (size_t)(p - s - 1), ws);
-			if (p < end)
-				p++;
+			p++;
 			break;
 		case '<':
 		case '>':

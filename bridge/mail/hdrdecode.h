@@ -25,11 +25,12 @@
  * Control characters (CR, LF, TAB, NUL, the rest of C0, DEL) in the
  * result become spaces: a decoded value is one line.
  *
- * The charset conversion is the caller's (mail.c owns GMime's charset
- * table): conv(out, bytes, len, charset, arg) appends UTF-8 to out,
- * charset NULL meaning unlabelled 8-bit text; it must replace what does
- * not convert with U+FFFD.  conv NULL uses a built-in one that knows
- * UTF-8, US-ASCII and ISO-8859-1 and replaces every other non-ASCII byte.
+ * The charset conversion is the caller's, and never NULL: the system's
+ * converter, iconv through GMime's names (mail.c's mail_header_conv(),
+ * which reads ISO-2022-JP, GB2312/GBK, KOI8-R, windows-125x and
+ * ISO-8859-x alike): conv(out, bytes, len, charset, arg) appends UTF-8
+ * to out, charset NULL meaning unlabelled 8-bit text; it must replace
+ * what does not convert with U+FFFD.
  *
  * The mailbox (RFC 5322 3.4 with the obsolete forms of 4.4): the first
  * mailbox of the field (group syntax and a list read through), its
@@ -37,6 +38,8 @@
  * broken clients are read for what they mean:
  *   "a@b.c (A U Thor)"            name from the comment
  *   "bob (smith <bob@example.com>" an unclosed comment is no comment
+ *   "\"Bob Smith <bob@example.com>" nor an unclosed quote (the address
+ *                                  git mailinfo takes)
  *   "Name a@b.c", "\"Name\"a@b.c"   an address without angle brackets
  *   "=?utf-8?b?...?=a@b.c"         an encoded word glued to the local
  *                                  part is the name, not the address

@@ -982,6 +982,19 @@ static const char *iconv_name(const char *cs)
 	return g_mime_charset_iconv_name(cs);
 }
 
+/*
+ * Charsets that write non-ASCII text in 7-bit bytes with shift sequences
+ * (RFC 1468 ISO-2022-JP, RFC 1557 ISO-2022-KR, RFC 1842 HZ, RFC 2152
+ * UTF-7): their text has no 8-bit byte and must still be converted.
+ */
+static int is_7bit_shifted(const char *cs)
+{
+	return !strncasecmp(cs, "iso-2022-", 9) ||
+	       !strncasecmp(cs, "csiso2022", 9) || !strcasecmp(cs, "utf-7") ||
+	       !strcasecmp(cs, "unicode-1-1-utf-7") ||
+	       !strncasecmp(cs, "hz-gb-2312", 10) || !strcasecmp(cs, "hz");
+}
+
 static int has_8bit(const char *p, size_t len)
 {
 	size_t i;
@@ -1066,7 +1079,7 @@ static int to_utf8(struct buf *out, const char *p, size_t len, const char *cs,
 	size_t bad = 0;
 	int rc = 0, utf8 = cs && is_utf8_name(cs);
 
-	if (!has_8bit(p, len))
+	if (!has_8bit(p, len) && !(cs && is_7bit_shifted(cs)))
 		return mailtext_clean(out, p, len);
 	if (cs && !utf8 && !is_ascii_name(cs)) {
 		if (is_latin1_name(cs) && utf8_valid(p, len)) {
@@ -1114,8 +1127,8 @@ out:
 /* ------------------------------------------------------------------ */
 /* header fields */
 
-static int conv_header(struct buf *out, const char *p, size_t len,
-		       const char *charset, void *arg)
+int mail_header_conv(struct buf *out, const char *p, size_t len,
+		     const char *charset, void *arg)
 {
 	unsigned flags = 0;
 
@@ -1126,14 +1139,14 @@ static int conv_header(struct buf *out, const char *p, size_t len,
 int mail_charset_to_utf8(struct buf *out, const char *p, size_t len,
 			 const char *charset)
 {
-	return conv_header(out, p, len, charset, NULL);
+	return mail_header_conv(out, p, len, charset, NULL);
 }
 
 /* Subject: RFC 2047 decoded (hdrdecode.h), unfolded, trimmed. */
 static char *decode_text(const char *raw)
 {
 	return hdrdecode_text_dup(raw ? raw : "", raw ? strlen(raw) : 0,
-				  conv_header, NULL);
+				  mail_header_conv, NULL);
 }
 
 static void decode_mailbox(struct mail_addr *out, const char *raw)
@@ -1141,7 +1154,7 @@ static void decode_mailbox(struct mail_addr *out, const char *raw)
 	struct hdrdecode_mailbox mb;
 
 	hdrdecode_mailbox(&mb, raw ? raw : "", raw ? strlen(raw) : 0,
-			  conv_header, NULL);
+			  mail_header_conv, NULL);
 	out->name = mb.name;
 	out->email = mb.email;
 }

@@ -145,4 +145,8 @@ const char *mail_inner_header_get(const struct mail *m, const char *name,
 int mail_charset_to_utf8(struct buf *out, const char *p, size_t len,
 			 const char *charset);
 
+/* The same as a converter for hdrdecode (hdrdecode_conv_fn; arg unused). */
+int mail_header_conv(struct buf *out, const char *p, size_t len,
+		     const char *charset, void *arg);
+
 #endif

@@ -41,8 +41,11 @@
  *     the block opens the message, the original ends with the patch it
  *     carries;
  *   trim markers ("...", "[...]", "<snip>", "[skipped the patch]");
- *   the signature ("-- " and below), a phone's "Sent from my iPhone"
- *   line (that line alone), mailing list footers and legal disclaimers.
+ *   the signature ("-- " and below; "--" without the space only above
+ *   a few short lines, never above a quoted diff or text between
+ *   quotes, where it is a rule between a summary and a review), a
+ *   phone's "Sent from my iPhone" line (that line alone), mailing list
+ *   footers and legal disclaimers.
  * A signature is known by its form, never by its length: a name (with a
  * title or company under it) below a closing such as "Thanks,", or a
  * line that is the sender's name or first name; a short comment such as
@@ -71,8 +74,15 @@
  *
  * reply_anchor() places the quoted lines on the diff that was mailed and
  * anchors each block to the last quoted diff line before it (DESIGN.md,
- * "Inline comments").  A block with no quoted diff line before it, or
- * after the last line of a completely quoted patch, is general.
+ * "Inline comments").  A quoted diff line the reply's mail client
+ * wrapped again (its tail on a line of its own under the same "> ") is
+ * joined first, so the tail is neither a line of the diff nor the
+ * author's (reply_quote.c says how a tail is known).  A block with no
+ * quoted diff line before it, or after the last line of a completely
+ * quoted patch, is general.
+ *
+ * The module is four files over mail/reply_int.h, a header for them
+ * alone (it says which file does what).
  *
  * Ownership: a struct reply owns a copy of the text; lines point into
  * it.  Pure, bounded and thread-safe: lines past REPLY_LINES_MAX are

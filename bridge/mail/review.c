@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 const char *review_kind_name(enum review_kind k)
 {
@@ -125,23 +126,71 @@ static int cover_shape(const char *p, size_t len)
 	return shortlog && stat ? total : 0;
 }
 
-/* The N of a numbered patch of the thread that answers this mail. */
+/* local@domain with local "name" or "name+anything", ASCII case ignored */
+static int addr_is(const char *addr, const char *name, const char *domain)
+{
+	size_t n = strlen(name);
+	const char *at = strrchr(addr, '@');
+
+	return at && !strncasecmp(addr, name, n) &&
+	       (addr + n == at || addr[n] == '+') &&
+	       !strcasecmp(at + 1, domain);
+}
+
+const char *review_bot(const struct mail *m)
+{
+	const char *as = mail_header_get(m, "Auto-Submitted", 0);
+	const char *from = m->from.email;
+
+	if (as) {
+		size_t len = strcspn(as, ";(");
+
+		mem_trim(&as, &len);
+		/* RFC 3834 5.1: "no" is the only value a person sends */
+		if (len && !mem_eq_icase(as, len, "no"))
+			return "Auto-Submitted";
+	}
+	if (!from || !from[0])
+		return NULL;
+	/* the addresses these bots post from, as list archives show them
+	 * (tests/data/parse/README.md) */
+	if (!strcasecmp(from, "lkp@intel.com"))
+		return "the kernel test robot";
+	if (addr_is(from, "syzbot", "syzkaller.appspotmail.com"))
+		return "syzbot";
+	if (addr_is(from, "patchwork-bot", "kernel.org"))
+		return "patchwork-bot";
+	if (addr_is(from, "bot", "kernel.org"))
+		return "a kernel.org CI bot";
+	return NULL;
+}
+
+/*
+ * The patches of the thread that answer this mail: the M of their
+ * "k/M", or how many they are when they carry no number (an unnumbered
+ * series: "[PATCH] a", "[PATCH] b" under a "[PATCH] cover"); 0 when
+ * none does.  Replies ("Re: [PATCH] ...") are no patches of a series.
+ */
 static int answered_by_series(const struct review *r,
 			      const struct review_options *o)
 {
 	const char *id = r->mail->message_id;
+	int n = 0, total = 0;
 	size_t i;
 
 	for (i = 0; o && id && i < o->nr_thread; i++) {
 		const struct review_thread_mail *t = &o->thread[i];
 
-		if (t->index < 1 || t->total < t->index)
+		if (t->reply || t->index < 1 || t->total < t->index)
 			continue;
 		if ((t->in_reply_to && !strcmp(t->in_reply_to, id)) ||
-		    (t->root && !strcmp(t->root, id)))
-			return t->total;
+		    (t->root && !strcmp(t->root, id))) {
+			n++;
+			if (t->total > total)
+				total = t->total;
+		}
 	}
-	return 0;
+	return n > total ? n : total;
 }
 
 static enum review_kind classify(const struct review *r,
@@ -478,6 +527,7 @@ int review_parse(struct review **out, const char *raw, size_t len,
 	subject_parse(&r->subject, r->mail->subject, strlen(r->mail->subject));
 	r->diff = diff_where(r->mail);
 	r->kind = classify(r, opts, &total);
+	r->bot = review_bot(r->mail);
 	if (r->kind == REVIEW_COVER && total) {
 		/* found by its thread or its shape: the series' numbers */
 		r->subject.index = 0;
@@ -555,6 +605,7 @@ int review_thread_mail_read(struct review_thread_mail *out, struct strlist *ids,
 		out->index = subj.index;
 		out->total = subj.total;
 	}
+	out->reply = subj.reply;
 	if (m->in_reply_to)
 		out->in_reply_to = strlist_push(ids, m->in_reply_to);
 	if (m->references.nr)
@@ -702,6 +753,11 @@ static void json_members(struct jsonw *w, const struct review *r)
 
 	jsonw_key(w, "kind");
 	jsonw_strz(w, review_kind_name(r->kind));
+	if (r->bot) {
+		/* only for a bot: the other mails' output is unchanged */
+		jsonw_key(w, "bot");
+		jsonw_strz(w, r->bot);
+	}
 	jsonw_key(w, "target");
 	jsonw_null(w); /* needs the thread map; offline there is none */
 	jsonw_key(w, "trailers");

@@ -86,6 +86,7 @@ struct review_thread_mail {
 	const char *in_reply_to; /* "<id>" or NULL */
 	const char *root; /* the first References entry, or NULL */
 	int index, total; /* the subject's counter; -1 without one */
+	int reply; /* the subject is a reply's ("Re: [PATCH] ...") */
 };
 
 enum review_nak_form {
@@ -132,6 +133,12 @@ struct review {
 	 * that knows the mail was cut before it got here (a spool record's
 	 * Received-Size) */
 	int truncated;
+	/*
+	 * A review bot wrote the mail (review_bot()): what says so, a
+	 * static string; NULL for a person.  Its words are read like
+	 * anyone's; the inbound side makes no approval or NAK of them.
+	 */
+	const char *bot;
 };
 
 /*
@@ -141,6 +148,17 @@ struct review {
 int review_parse(struct review **out, const char *raw, size_t len,
 		 const struct diff *parent, const struct review_options *opts);
 void review_free(struct review *r);
+
+/*
+ * Is m from a review bot?  Auto-Submitted with any value but "no"
+ * (RFC 3834 section 5), or the From address of a well-known one: the
+ * kernel test robot (lkp@intel.com), syzbot
+ * (syzbot[+hash]@syzkaller.appspotmail.com), patchwork-bot
+ * (patchwork-bot+LIST@kernel.org) and kernel.org's CI bots such as the
+ * BPF CI's (bot+bpf-ci@kernel.org).  Returns what says so (a static
+ * string) or NULL.  The operator's own list is [inbound] bots.
+ */
+const char *review_bot(const struct mail *m);
 
 /* The diff carried by a patch mail raw[0..len): its text part, or else
  * its patch attachment. */

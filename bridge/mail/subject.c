@@ -243,6 +243,7 @@ struct tag_info {
 	int rfc, resend;
 	int has_patch, has_counter;
 	int all_known; /* every word of the bracket is a tag word */
+	int branch; /* a "tree:branch" word (a build robot's report) */
 };
 
 static int is_sep(int c)
@@ -360,16 +361,6 @@ static int tag_word(struct tag_info *ti, const char *w, size_t n)
 	return pieces > 0;
 }
 
-static int all_digits(const char *w, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (!is_digit((unsigned char)w[i]))
-			return 0;
-	return n > 0;
-}
-
 /* The next word of p[0..len) from *pos, split at blanks and commas. */
 static int next_word(const char *p, size_t len, size_t *pos, const char **w,
 		     size_t *n)
@@ -389,6 +380,45 @@ static int next_word(const char *p, size_t len, size_t *pos, const char **w,
 }
 
 /*
+ * Mercurial patchbomb's counter "N of M", in the forms people type it
+ * ("PATCH1 of 3", "1of3", "1 of3"), written as git's "N/M" into out (at
+ * least len + 1 bytes): "of" between two numbers, blanks around it or
+ * none.  Returns the new length.
+ */
+static size_t of_to_slash(char *out, const char *p, size_t len)
+{
+	size_t i = 0, o = 0, k;
+
+	while (i < len) {
+		out[o++] = p[i];
+		if (!is_digit((unsigned char)p[i++]))
+			continue;
+		k = i;
+		while (k < len && (p[k] == ' ' || p[k] == '\t'))
+			k++;
+		if (len - k < 2 || !mem_eq_icase(p + k, 2, "of"))
+			continue;
+		k += 2;
+		while (k < len && (p[k] == ' ' || p[k] == '\t'))
+			k++;
+		if (k < len && is_digit((unsigned char)p[k])) {
+			out[o++] = '/';
+			i = k;
+		}
+	}
+	out[o] = '\0';
+	return o;
+}
+
+/* "linux-next:master", "tip:x86/urgent": a robot's tree and branch. */
+static int is_branch_word(const char *w, size_t n)
+{
+	const char *colon = memchr(w, ':', n);
+
+	return colon && colon > w && colon < w + n - 1;
+}
+
+/*
  * Read the words of one bracket into ti (which may hold what an earlier
  * bracket of the same tag said).  Besides git's "vN" and "N/M", the
  * counter may be Mercurial patchbomb's "N of M", and words may be
@@ -396,34 +426,21 @@ static int next_word(const char *p, size_t len, size_t *pos, const char **w,
  */
 static void read_bracket(struct tag_info *ti, const char *p, size_t len)
 {
-	size_t pos = 0, save;
-	const char *w, *w2, *w3;
-	size_t n, n2, n3;
+	char *copy = xmalloc(len + 1);
+	size_t pos = 0;
+	const char *w;
+	size_t n;
 
+	len = of_to_slash(copy, p, len);
+	p = copy;
 	ti->all_known = 1;
 	while (next_word(p, len, &pos, &w, &n)) {
-		save = pos;
-		if (all_digits(w, n) && next_word(p, len, &pos, &w2, &n2) &&
-		    mem_eq_icase(w2, n2, "of") &&
-		    next_word(p, len, &pos, &w3, &n3) && all_digits(w3, n3)) {
-			int a, b;
-			size_t k = 0, k2 = 0;
-
-			a = number_at(w, n, &k);
-			b = number_at(w3, n3, &k2);
-			if (a >= 0 && b >= 0 && !ti->has_counter) {
-				ti->has_counter = 1;
-				ti->index = a;
-				ti->total = b;
-			}
-			if (a < 0 || b < 0)
-				ti->all_known = 0;
-			continue;
-		}
-		pos = save;
+		if (is_branch_word(w, n))
+			ti->branch = 1;
 		if (!tag_word(ti, w, n))
 			ti->all_known = 0;
 	}
+	free(copy);
 }
 
 static void classify_tag(struct tag_info *ti, const char *p, size_t len)
@@ -431,7 +448,9 @@ static void classify_tag(struct tag_info *ti, const char *p, size_t len)
 	memset(ti, 0, sizeof(*ti));
 	ti->version = -1;
 	read_bracket(ti, p, len);
-	ti->is_tag = ti->has_patch || ti->has_counter;
+	/* the kernel test robot's "[linux-next:master 3/5]" counts the
+	 * commits of a branch it built: no patch number */
+	ti->is_tag = ti->has_patch || (ti->has_counter && !ti->branch);
 }
 
 /* What a tag without a counter or a version number means: 1/1, v1. */
@@ -477,6 +496,30 @@ static int find_close(const char *p, const char *end, const char **close)
 	return 1;
 }
 
+/*
+ * Where the title starts after the tag: blanks, colons ("[Patch]: Fix",
+ * the colon belongs to the tag), "Re:" and every further bracket
+ * ("[media]", "[Set 8]") go, as git mailinfo's cleanup_subject() removes
+ * them from the front of the subject (without -k or -b).
+ */
+static const char *title_start(const char *q, const char *end)
+{
+	const char *close;
+
+	for (;;) {
+		if (q < end && (is_space((unsigned char)*q) || *q == ':'))
+			q++;
+		else if (end - q >= 3 && !memcmp(q, "\xef\xbc\x9a", 3))
+			q += 3;
+		else if (end - q > 3 && mem_eq_icase(q, 3, "re:"))
+			q += 3;
+		else if (q < end && *q == '[' && find_close(q + 1, end, &close))
+			q = close + 1;
+		else
+			return q;
+	}
+}
+
 /* Brackets after the tag that hold only tag words: "[PATCH] [RFC,1/2]". */
 #define SUBJECT_EXTRA_BRACKETS 3
 
@@ -508,17 +551,7 @@ static void take_tag(struct subject *out, struct tag_info *ti,
 		rest = close + 1;
 	}
 	tag_defaults(ti);
-	/* "[Patch]: Fix ...": the colon belongs to the tag, not the title */
-	{
-		const char *q = rest;
-
-		while (q < end && is_space((unsigned char)*q))
-			q++;
-		if (q < end && *q == ':')
-			rest = q + 1;
-		else if (end - q >= 3 && !memcmp(q, "\xef\xbc\x9a", 3))
-			rest = q + 3;
-	}
+	rest = title_start(rest, end);
 	out->has_tag = 1;
 	out->prefix = prefix;
 	out->version = ti->version;

@@ -558,7 +558,17 @@ static int parse_value(struct value *v, const char *p, size_t len, int strict)
 		v->name = p;
 		v->name_len = (size_t)(lt - p);
 		clean_name(&v->name, &v->name_len);
-		if (gt && one_address(&v->email, &v->email_len, q, n)) {
+		if (!gt && *lt == '<' && !strict && q + n == end &&
+		    valid_email(q, n)) {
+			/*
+			 * "Name <a@b.c" and the line ends: Outlook lost the
+			 * closing '>'.  Nothing follows the address, so it
+			 * reads one way only (docs/SECURITY.md, "What the
+			 * bridge acts on").
+			 */
+			v->email = q;
+			v->email_len = n;
+		} else if (gt && one_address(&v->email, &v->email_len, q, n)) {
 			/* anything after the address: a remark, a scope, a
 			 * second address - a value that reads two ways */
 			const char *t = gt + 1;
@@ -1023,6 +1033,45 @@ static int says_series(const char *p, size_t len)
 	return 0;
 }
 
+/*
+ * Scope words after the trailer at line j of the paragraph ending
+ * before line end: "Acked-by: X <x@y>" / "for the whole series".  The
+ * first line after the paragraph's trailers counts, or a short
+ * paragraph of one line right under it.  They say which patches the
+ * trailer is for, never whether it is one: in the trailer's own
+ * paragraph they make it no trailer block (docs/SECURITY.md).
+ */
+static int series_after(const char *const *lines, const size_t *lens, size_t nr,
+			size_t j, size_t end)
+{
+	const char *q;
+	size_t k, ql;
+
+	for (k = j + 1; k < nr; k++) {
+		q = lines[k];
+		ql = lens[k];
+		mem_trim(&q, &ql);
+		if (k < end &&
+		    (mem_find(q, ql, "-by:", 4) || mem_find(q, ql, "-By:", 4)))
+			continue;
+		if (!ql && k == end)
+			continue; /* the blank line after the paragraph */
+		break;
+	}
+	if (k >= nr || !ql || ql >= 80 || !says_series(q, ql))
+		return 0;
+	/* past the paragraph: a paragraph of that one line */
+	if (k > end && k + 1 < nr) {
+		const char *n1 = lines[k + 1];
+		size_t nl = lens[k + 1];
+
+		mem_trim(&n1, &nl);
+		if (nl)
+			return 0;
+	}
+	return 1;
+}
+
 /* checkpatch (or similar) output pasted into a reply */
 static int tool_output_line(const char *p, size_t len)
 {
@@ -1280,6 +1329,9 @@ int trailers_scan(struct trailer_list *out, const char *text, size_t len,
 					series = says_series(q, ql) && ql < 80;
 					break;
 				}
+				if (!series)
+					series = series_after(lines, lens, nr,
+							      j, i);
 				if (series)
 					for (; before < out->nr; before++)
 						out->v[before].scope =

@@ -14,7 +14,8 @@
  * A trailer is a line of its own (after optional indentation), as git
  * interpret-trailers and b4 read it.  Accepted forms: any case,
  * indented, "Name <email>", "Name<email>", "<email>", a bare email, a
- * name alone, a broken address ("<user" or no "@": email NULL), no-break
+ * name alone, "Name <email" ending the line (Outlook lost the ">": read
+ * as exact), a broken address ("<user" or no "@": email NULL), no-break
  * spaces; the address as mailers repeat it ("a@b<mailto:a@b>",
  * "[mailto:a@b]", "&lt;a@b&gt;": one address, or none when they
  * differ); a trailer wrapped before its address ("Reviewed-by: Name" /
@@ -35,7 +36,11 @@
  *
  * Scope is "series" when the caller says so (a reply to a cover letter)
  * or when the line or the one before it says "for the series",
- * "Series:", "for all patches" and the like.
+ * "Series:", "for all patches" and the like, or the first line after
+ * the trailers of its paragraph does, or a paragraph of that one line
+ * right under it ("Acked-by: X <x@y>" / "for the whole series").  Scope
+ * words never make a trailer a block trailer: in its paragraph they
+ * make it none.
  *
  * Ownership: a trailer_list owns its entries' strings (type points to a
  * static canonical name).  Functions are pure over (pointer, length),

@@ -5,6 +5,7 @@
 #include "core/version.h"
 #include "forge/forge.h"
 #include "mail/diff.h"
+#include "outbound/fmlist.h"
 #include "outbound/forgetext.h"
 #include "outbound/mailhdr.h"
 #include "outbound/outbound.h"
@@ -28,13 +29,11 @@
  * the store, the git mirror's fetch) waits in the project's pending
  * cursor, retried apart from the listing after FORGEMAIL_RETRY_BASE_MS,
  * doubling up to FORGEMAIL_RETRY_MAX_MS, so the MRs after it go on.  At
- * most FORGEMAIL_PENDING_MAX wait; one more stops the listing as before.
+ * most FORGEMAIL_PENDING_MAX wait; one more stops the listing as before
+ * (fmlist.h).
  * After FORGEMAIL_DEFER_MAX_MS of failures the applied mail stops
  * waiting for the mirror and names the tip only.
  */
-#define FORGEMAIL_PENDING_MAX 16
-#define FORGEMAIL_RETRY_BASE_MS (30 * 1000)
-#define FORGEMAIL_RETRY_MAX_MS (5 * 60 * 1000)
 #define FORGEMAIL_DEFER_MAX_MS (60 * 60 * 1000)
 
 struct forgemail {
@@ -1626,182 +1625,10 @@ int forgemail_mr(struct forgemail *fm, const char *project, int64_t iid,
 	return rc;
 }
 
-/* --- MRs waiting after a temporary failure -------------------------------- */
-
-struct pending {
-	int64_t iid;
-	int64_t first_ms; /* the first failure, wall clock */
-	int64_t next_ms; /* not retried before */
-	int64_t tries; /* failures so far */
-};
-
-struct pending_list {
-	struct pending items[FORGEMAIL_PENDING_MAX];
-	size_t nr;
-	int changed; /* to be saved */
-};
-
-static void pending_cursor_name(char *out, size_t size, const char *project)
-{
-	snprintf(out, size, "forgemail:pending:%s", project);
-}
-
-/*
- * Cursors of entries of numbers: "N:N:...", separated by spaces, each of
- * `fields` non-negative numbers, the first (an iid) not 0.  Loading hands
- * each entry to take(); one that is malformed, or that take() refuses (a
- * full list), is dropped with a log line and *changed set, so that the
- * next save writes the cursor without it.
- */
-#define TUPLE_FIELDS_MAX 4
-
-static int tuples_load(struct store *st, const char *cname, int fields,
-		       int (*take)(void *arg, const uint64_t *v), void *arg,
-		       int *changed)
-{
-	struct buf val = BUF_INIT(STORE_CURSOR_VALUE_MAX);
-	struct scan sc;
-	int rc;
-
-	rc = store_cursor_get(&val, st, cname);
-	if (rc == PB_ENOTFOUND)
-		rc = 0;
-	if (rc)
-		goto out;
-	scan_init(&sc, val.data, val.len);
-	for (;;) {
-		uint64_t v[TUPLE_FIELDS_MAX];
-		int i, ok = 1;
-
-		scan_blanks(&sc);
-		if (scan_eof(&sc))
-			break;
-		for (i = 0; i < fields && ok; i++)
-			ok = (!i || scan_char(&sc, ':')) &&
-			     scan_u64(&sc, INT64_MAX, &v[i]);
-		if (ok && (!v[0] || (!scan_eof(&sc) && scan_peek(&sc) != ' ')))
-			ok = 0;
-		if (!ok || take(arg, v) < 0) {
-			log_warn("cursor %s: %s entry dropped", cname,
-				 ok ? "an extra" : "a malformed");
-			*changed = 1;
-			while (!scan_eof(&sc) && scan_peek(&sc) != ' ')
-				sc.p++;
-		}
-	}
-out:
-	buf_release(&val);
-	return rc;
-}
-
-/* Write nr entries of `fields` numbers each (v, entry by entry). */
-static int tuples_save(struct store *st, const char *cname, int fields,
-		       const int64_t *v, size_t nr)
-{
-	struct buf val = BUF_INIT(STORE_CURSOR_VALUE_MAX);
-	size_t i;
-	int k, rc = 0;
-
-	for (i = 0; i < nr && !rc; i++)
-		for (k = 0; k < fields && !rc; k++)
-			rc = buf_addf(
-				&val, "%s%lld",
-				k ? ":" :
-				i ? " " :
-				    "",
-				(long long)v[i * (size_t)fields + (size_t)k]);
-	if (!rc)
-		rc = store_cursor_set(st, cname, val.data);
-	buf_release(&val);
-	return rc;
-}
-
-/* The pending cursor holds "IID:FIRST:NEXT:TRIES" entries.  A malformed
- * entry is dropped (logged): its MR is then mailed when the listing
- * reports it again, as before pending entries existed. */
-static int pending_take(void *arg, const uint64_t *v)
-{
-	struct pending_list *pl = arg;
-	struct pending *e;
-
-	if (pl->nr == FORGEMAIL_PENDING_MAX)
-		return -1;
-	e = &pl->items[pl->nr++];
-	e->iid = (int64_t)v[0];
-	e->first_ms = (int64_t)v[1];
-	e->next_ms = (int64_t)v[2];
-	e->tries = (int64_t)v[3];
-	return 0;
-}
-
-static int pending_load(struct pending_list *pl, struct store *st,
-			const char *project)
-{
-	char cname[STORE_CURSOR_NAME_MAX];
-
-	memset(pl, 0, sizeof(*pl));
-	pending_cursor_name(cname, sizeof(cname), project);
-	return tuples_load(st, cname, 4, pending_take, pl, &pl->changed);
-}
-
-static int pending_save(struct pending_list *pl, struct store *st,
-			const char *project)
-{
-	char cname[STORE_CURSOR_NAME_MAX];
-	int64_t v[FORGEMAIL_PENDING_MAX * 4];
-	size_t i;
-	int rc;
-
-	if (!pl->changed)
-		return 0;
-	for (i = 0; i < pl->nr; i++) {
-		v[i * 4] = pl->items[i].iid;
-		v[i * 4 + 1] = pl->items[i].first_ms;
-		v[i * 4 + 2] = pl->items[i].next_ms;
-		v[i * 4 + 3] = pl->items[i].tries;
-	}
-	pending_cursor_name(cname, sizeof(cname), project);
-	rc = tuples_save(st, cname, 4, v, pl->nr);
-	if (!rc)
-		pl->changed = 0;
-	return rc;
-}
-
-static struct pending *pending_find(struct pending_list *pl, int64_t iid)
-{
-	size_t i;
-
-	for (i = 0; i < pl->nr; i++)
-		if (pl->items[i].iid == iid)
-			return &pl->items[i];
-	return NULL;
-}
-
-static void pending_drop(struct pending_list *pl, struct pending *e)
-{
-	size_t i = (size_t)(e - pl->items);
-
-	memmove(e, e + 1, (pl->nr - i - 1) * sizeof(*e));
-	pl->nr--;
-	pl->changed = 1;
-}
-
-/* One more failure of e's MR: when to try it next. */
-static void pending_failed(struct pending *e, int64_t now)
-{
-	int64_t d = FORGEMAIL_RETRY_BASE_MS;
-	int64_t k;
-
-	if (e->tries < INT64_MAX)
-		e->tries++;
-	for (k = 1; k < e->tries && d < FORGEMAIL_RETRY_MAX_MS; k++)
-		d *= 2;
-	e->next_ms =
-		now + (d < FORGEMAIL_RETRY_MAX_MS ? d : FORGEMAIL_RETRY_MAX_MS);
-}
+/* --- MRs waiting after a temporary failure (fmlist.h) --------------------- */
 
 /* Retry the MRs whose time has come; drop those that went through. */
-static void pending_retry(struct pending_list *pl, struct forgemail *fm,
+static void pending_retry(struct fmlist_pendings *pl, struct forgemail *fm,
 			  const char *project, size_t *queued)
 {
 	int64_t now = wall_ms();
@@ -1809,7 +1636,7 @@ static void pending_retry(struct pending_list *pl, struct forgemail *fm,
 	int rc;
 
 	while (i < pl->nr) {
-		struct pending *e = &pl->items[i];
+		struct fmlist_pending *e = &pl->items[i];
 
 		if (e->next_ms > now) {
 			i++;
@@ -1824,10 +1651,10 @@ static void pending_retry(struct pending_list *pl, struct forgemail *fm,
 				   project, (long long)e->iid,
 				   (long long)e->tries);
 		if (!err_is_temporary(rc)) {
-			pending_drop(pl, e);
+			fmlist_pending_drop(pl, e);
 			continue;
 		}
-		pending_failed(e, now);
+		fmlist_pending_failed(e, now);
 		pl->changed = 1;
 		log_warn("%s!%lld: %s (failing for %lld s, try %lld; "
 			 "retried in %lld s)",
@@ -1839,71 +1666,7 @@ static void pending_retry(struct pending_list *pl, struct forgemail *fm,
 	}
 }
 
-/* --- MRs read again for comments that did not move updated_at ----------- */
-
-struct recent {
-	int64_t iid;
-	int64_t until_ms; /* wall clock; read once more after it */
-};
-
-struct recent_list {
-	struct recent items[FORGEMAIL_RECENT_MAX];
-	size_t nr;
-	int changed;
-	int64_t seen[FORGEMAIL_RECENT_MAX]; /* read in this poll already */
-	size_t nr_seen;
-	unsigned dropped; /* entries given up in this poll (logged once) */
-};
-
-static void recent_cursor_name(char *out, size_t size, const char *project)
-{
-	snprintf(out, size, "forgemail:recent:%s", project);
-}
-
-/* "IID:UNTIL_MS" entries; a malformed one is dropped (its MR is read
- * again when it next changes). */
-static int recent_take(void *arg, const uint64_t *v)
-{
-	struct recent_list *rl = arg;
-
-	if (rl->nr == FORGEMAIL_RECENT_MAX)
-		return -1;
-	rl->items[rl->nr].iid = (int64_t)v[0];
-	rl->items[rl->nr].until_ms = (int64_t)v[1];
-	rl->nr++;
-	return 0;
-}
-
-static int recent_load(struct recent_list *rl, struct store *st,
-		       const char *project)
-{
-	char cname[STORE_CURSOR_NAME_MAX];
-
-	memset(rl, 0, sizeof(*rl));
-	recent_cursor_name(cname, sizeof(cname), project);
-	return tuples_load(st, cname, 2, recent_take, rl, &rl->changed);
-}
-
-static int recent_save(struct recent_list *rl, struct store *st,
-		       const char *project)
-{
-	char cname[STORE_CURSOR_NAME_MAX];
-	int64_t v[FORGEMAIL_RECENT_MAX * 2];
-	size_t i;
-	int rc;
-
-	if (!rl->changed)
-		return 0;
-	for (i = 0; i < rl->nr; i++) {
-		v[i * 2] = rl->items[i].iid;
-		v[i * 2 + 1] = rl->items[i].until_ms;
-	}
-	recent_cursor_name(cname, sizeof(cname), project);
-	rc = tuples_save(st, cname, 2, v, rl->nr);
-	if (!rc)
-		rl->changed = 0;
-	return rc;
-}
+/* --- MRs read again for comments that did not move updated_at ---------- */
 
 /* How long after a change an MR is read again: GitLab's touch interval,
  * and the poll overlap for the clocks' skew. */
@@ -1911,35 +1674,6 @@ static int64_t recent_window_ms(const struct config *cfg)
 {
 	return config_duration_ms(cfg, CFG_FORGE_TOUCH_INTERVAL) +
 	       config_duration_ms(cfg, CFG_OUTBOUND_POLL_OVERLAP);
-}
-
-/* iid changed (or was read) now: read it again until now + window.  A
- * full list gives up the entry that ends first (logged). */
-static void recent_note(struct recent_list *rl, int64_t iid, int64_t until)
-{
-	size_t i, first = 0;
-
-	if (rl->nr_seen < FORGEMAIL_RECENT_MAX)
-		rl->seen[rl->nr_seen++] = iid;
-	for (i = 0; i < rl->nr; i++) {
-		if (rl->items[i].iid == iid) {
-			if (until > rl->items[i].until_ms) {
-				rl->items[i].until_ms = until;
-				rl->changed = 1;
-			}
-			return;
-		}
-		if (rl->items[i].until_ms < rl->items[first].until_ms)
-			first = i;
-	}
-	if (rl->nr == FORGEMAIL_RECENT_MAX) {
-		rl->dropped++;
-		rl->items[first] = rl->items[--rl->nr];
-	}
-	rl->items[rl->nr].iid = iid;
-	rl->items[rl->nr].until_ms = until;
-	rl->nr++;
-	rl->changed = 1;
 }
 
 /* Has the MR a mailed revision (the only MRs whose comments are mailed)? */
@@ -1954,28 +1688,19 @@ static int mailed(struct forgemail *fm, const char *project, int64_t iid)
 	return found;
 }
 
-static int recent_seen(const struct recent_list *rl, int64_t iid)
-{
-	size_t i;
-
-	for (i = 0; i < rl->nr_seen; i++)
-		if (rl->seen[i] == iid)
-			return 1;
-	return 0;
-}
-
 static int recent_remember(struct forgemail *fm, const char *project,
 			   int64_t iid)
 {
-	struct recent_list rl;
+	struct fmlist_recents rl;
 	int rc;
 
 	if (!mailed(fm, project, iid))
 		return 0;
-	rc = recent_load(&rl, fm->store, project);
+	rc = fmlist_recent_load(&rl, fm->store, project);
 	if (!rc) {
-		recent_note(&rl, iid, wall_ms() + recent_window_ms(fm->cfg));
-		rc = recent_save(&rl, fm->store, project);
+		fmlist_recent_note(&rl, iid,
+				   wall_ms() + recent_window_ms(fm->cfg));
+		rc = fmlist_recent_save(&rl, fm->store, project);
 	}
 	return rc;
 }
@@ -1985,8 +1710,8 @@ static int recent_remember(struct forgemail *fm, const char *project,
  * touch interval of the last change left updated_at - and so the listing
  * - as it was.  An entry past its time is read once more, then dropped.
  */
-static void recent_rescan(struct recent_list *rl, struct forgemail *fm,
-			  const char *project, struct pending_list *pl,
+static void recent_rescan(struct fmlist_recents *rl, struct forgemail *fm,
+			  const char *project, struct fmlist_pendings *pl,
 			  size_t *queued)
 {
 	int64_t now = wall_ms();
@@ -1994,9 +1719,10 @@ static void recent_rescan(struct recent_list *rl, struct forgemail *fm,
 	int rc;
 
 	while (i < rl->nr) {
-		struct recent *e = &rl->items[i];
+		struct fmlist_recent *e = &rl->items[i];
 
-		if (recent_seen(rl, e->iid) || pending_find(pl, e->iid)) {
+		if (fmlist_recent_seen(rl, e->iid) ||
+		    fmlist_pending_find(pl, e->iid)) {
 			i++;
 			continue;
 		}
@@ -2026,8 +1752,8 @@ struct pollctx {
 	struct forgemail *fm;
 	const char *project;
 	size_t *queued;
-	struct pending_list *pending;
-	struct recent_list *recent;
+	struct fmlist_pendings *pending;
+	struct fmlist_recents *recent;
 };
 
 /*
@@ -2039,29 +1765,25 @@ struct pollctx {
 static int on_mr(const struct forge_mr *mr, void *arg)
 {
 	struct pollctx *p = arg;
-	struct pending_list *pl = p->pending;
-	struct pending *e;
+	struct fmlist_pendings *pl = p->pending;
+	struct fmlist_pending *e;
 	int64_t now;
 	int rc;
 
-	if (pending_find(pl, mr->iid))
+	if (fmlist_pending_find(pl, mr->iid))
 		return 0;
 	rc = mr_once(p->fm, p->project, mr->iid, 0, p->queued);
 	if (!err_is_temporary(rc)) {
 		if (mailed(p->fm, p->project, mr->iid))
-			recent_note(p->recent, mr->iid,
-				    wall_ms() + recent_window_ms(p->fm->cfg));
+			fmlist_recent_note(
+				p->recent, mr->iid,
+				wall_ms() + recent_window_ms(p->fm->cfg));
 		return 0;
 	}
-	if (pl->nr == FORGEMAIL_PENDING_MAX)
-		return rc; /* the listing stops here, as for a forge outage */
 	now = wall_ms();
-	e = &pl->items[pl->nr++];
-	e->iid = mr->iid;
-	e->first_ms = now;
-	e->tries = 0;
-	pending_failed(e, now);
-	pl->changed = 1;
+	e = fmlist_pending_add(pl, mr->iid, now);
+	if (!e)
+		return rc; /* the listing stops here, as for a forge outage */
 	log_warn("%s!%lld: %s (retried in %lld s; the other merge requests "
 		 "go on)",
 		 p->project, (long long)mr->iid, err_msg(),
@@ -2081,8 +1803,8 @@ int forgemail_poll(struct forgemail *fm, size_t *queued)
 		const char *project = config_project_name(p);
 		struct forge_mr_cursor cur;
 		struct forge_mr_query q;
-		struct pending_list pl;
-		struct recent_list rl;
+		struct fmlist_pendings pl;
+		struct fmlist_recents rl;
 		struct pollctx pc = { fm, project, queued, &pl, &rl };
 		struct buf val = BUF_INIT(STORE_CURSOR_VALUE_MAX);
 		char cname[STORE_CURSOR_NAME_MAX], num[32];
@@ -2095,9 +1817,9 @@ int forgemail_poll(struct forgemail *fm, size_t *queued)
 		log_ctx_set(project);
 		snprintf(cname, sizeof(cname), "forgemail:poll:%s", project);
 		forge_mr_cursor_init(&cur);
-		r = pending_load(&pl, fm->store, project);
+		r = fmlist_pending_load(&pl, fm->store, project);
 		if (!r)
-			r = recent_load(&rl, fm->store, project);
+			r = fmlist_recent_load(&rl, fm->store, project);
 		if (r)
 			goto next;
 		pending_retry(&pl, fm, project, queued);
@@ -2119,10 +1841,10 @@ int forgemail_poll(struct forgemail *fm, size_t *queued)
 				 "minute waits for their next change",
 				 rl.dropped, FORGEMAIL_RECENT_MAX);
 		/* The pending MRs first: the watermark moves past them. */
-		r2 = pending_save(&pl, fm->store, project);
+		r2 = fmlist_pending_save(&pl, fm->store, project);
 		if (!r)
 			r = r2;
-		r2 = recent_save(&rl, fm->store, project);
+		r2 = fmlist_recent_save(&rl, fm->store, project);
 		if (!r)
 			r = r2;
 		if (!r && cur.watermark_ms > 0) {

@@ -8,6 +8,7 @@
 #include "cmocka_all.h"
 #include "core/metrics.h"
 #include "fakeforge.h"
+#include "metricval.h"
 #include "inbound/apply.h"
 #include "storebed.h"
 #include "util/buf.h"
@@ -127,21 +128,6 @@ static int journal(struct bed *b, int index)
 			state = (int)l.items[i].state;
 	store_action_list_release(&l);
 	return state;
-}
-
-/* The value of one series in the daemon's exposition, -1 when absent. */
-static long metric(const char *series)
-{
-	struct buf out = BUF_INIT(1 << 20);
-	const char *at;
-	long v = -1;
-
-	assert_int_equal(metrics_render(&out, METRIC_DAEMON), 0);
-	at = out.data ? strstr(out.data, series) : NULL;
-	if (at && at[strlen(series)] == ' ')
-		v = strtol(at + strlen(series) + 1, NULL, 10);
-	buf_release(&out);
-	return v;
 }
 
 #define MADE "patchbridge_approvals_made_total{project=\"group/project\"}"

@@ -547,7 +547,7 @@ static void test_loop_guards(void **state)
 	expect_loop(hdr.data, NULL, "x-patchbridge-header");
 
 	buf_reset(&hdr);
-	buf_addf(&hdr, "Auto-Submitted: auto-generated\n%s", threaded);
+	buf_addf(&hdr, "Auto-Submitted: auto-replied\n%s", threaded);
 	expect_loop(hdr.data, NULL, "auto-submitted");
 	buf_reset(&hdr);
 	buf_addf(&hdr, "Auto-Submitted: Auto-Replied (vacation)\n%s", threaded);
@@ -589,6 +589,15 @@ static void test_not_loops(void **state)
 	    "Message-ID: <pb.v1.2-3.g.p.12.111111111111@other.example.org>\n"
 	    "In-Reply-To: <s12-2@lists.example.org>\n",
 	    "Looks good.\n", st);
+	assert_int_equal(res.verdict, CLASSIFY_BRIDGE);
+	classify_result_release(&res);
+	/* a bot's report (RFC 3834 auto-generated) is read for its words;
+	 * the inbound side makes no approval of it (review_bot()) */
+	run(&res,
+	    "Auto-Submitted: auto-generated\n"
+	    "From: CI <ci@example.org>\n"
+	    "In-Reply-To: <s12-2@lists.example.org>\n",
+	    "Build failed.\n", st);
 	assert_int_equal(res.verdict, CLASSIFY_BRIDGE);
 	classify_result_release(&res);
 	store_free(st);

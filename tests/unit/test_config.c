@@ -465,6 +465,10 @@ static void test_strings(void **state)
 		    "\"a@-example.org\" is not an email address "
 		    "(local@domain)");
 	check_value("bridge", "address", "", "must not be empty");
+	/* [inbound] bots: addresses, commas or blanks between them */
+	check_value("inbound", "bots",
+		    "ci@example.org, lint@example.org bot+x@example.org", NULL);
+	check_value("inbound", "bots", "", NULL);
 	check_value("bridge", "domain", "bridge.example.org", NULL);
 	check_value("bridge", "domain", "exa_mple.org",
 		    "\"exa_mple.org\" is not a domain name");
@@ -731,6 +735,7 @@ static void test_projects(void **state)
 		      "enabled = no\n"
 		      "[project \"linux/net\"]\n"
 		      "approval_policy = forge\n"
+		      "bots = ci@net.example.org\n"
 		      "owners_file = /srv/net/owners.yaml\n");
 	assert_int_equal(config_project_count(cfg), 3);
 	assert_string_equal(config_project_name(config_project_at(cfg, 0)),
@@ -751,9 +756,12 @@ static void test_projects(void **state)
 			 CONFIG_APPROVAL_FORGE);
 	assert_string_equal(config_project_str(p, CFG_INBOUND_OWNERS_FILE),
 			    "/srv/net/owners.yaml");
+	assert_string_equal(config_project_str(p, CFG_INBOUND_BOTS),
+			    "ci@net.example.org");
 	assert_true(config_project_bool(p, CFG_PROJECT_ENABLED));
 	/* Inherited: from the global section, else the default. */
 	assert_int_equal(config_project_get(&p, cfg, "a/b"), 0);
+	assert_string_equal(config_project_str(p, CFG_INBOUND_BOTS), "");
 	assert_string_equal(config_project_str(p, CFG_BRIDGE_LIST_ADDRESS),
 			    "list@example.org");
 	assert_string_equal(config_project_str(p, CFG_INBOUND_OWNERS_FILE),

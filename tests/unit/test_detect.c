@@ -7,6 +7,7 @@
 #include "core/config.h"
 #include "core/metrics.h"
 #include "fakeforge.h"
+#include "metricval.h"
 #include "outbound/detect.h"
 #include "outbound/workq.h"
 #include "storebed.h"
@@ -114,20 +115,6 @@ static void cursor(struct buf *out, struct bed *b, const char *prefix)
 	buf_reset(out);
 	if (store_cursor_get(out, b->st, name))
 		buf_reset(out);
-}
-
-static long metric(const char *series)
-{
-	struct buf out = BUF_INIT(1 << 20);
-	const char *at;
-	long v = -1;
-
-	assert_int_equal(metrics_render(&out, METRIC_DAEMON), 0);
-	at = out.data ? strstr(out.data, series) : NULL;
-	if (at && at[strlen(series)] == ' ')
-		v = strtol(at + strlen(series) + 1, NULL, 10);
-	buf_release(&out);
-	return v;
 }
 
 #define POLLS(r) \

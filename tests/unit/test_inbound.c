@@ -12,6 +12,7 @@
 #include "core/config.h"
 #include "core/metrics.h"
 #include "fakeforge.h"
+#include "metricval.h"
 #include "inbound/inbound.h"
 #include "mail/mail.h"
 #include "state/spool.h"
@@ -211,6 +212,7 @@ static int setup(void **state)
 				  "retry_base = 1s\n"
 				  "retry_max = 2s\n"
 				  "max_attempts = 3\n"
+				  "bots = lint@corp.example, ci@corp.example\n"
 				  "[project \"" PROJECT "\"]\n",
 				  b->dir, b->dir, path),
 			 0);
@@ -351,21 +353,6 @@ static const char *note_of(struct bed *b, const char *mid)
 	return NULL;
 }
 
-/* The value of one series in the daemon's exposition, -1 when absent. */
-static long metric(const char *series)
-{
-	struct buf out = BUF_INIT(1 << 20);
-	const char *at;
-	long v = -1;
-
-	assert_int_equal(metrics_render(&out, METRIC_DAEMON), 0);
-	at = out.data ? strstr(out.data, series) : NULL;
-	if (at && at[strlen(series)] == ' ')
-		v = strtol(at + strlen(series) + 1, NULL, 10);
-	buf_release(&out);
-	return v;
-}
-
 #define ON "{project=\"" PROJECT "\"}"
 #define RECEIVED "patchbridge_replies_received_total{result=\"journaled\"}"
 #define APPLIED "patchbridge_replies_applied_total" ON
@@ -493,6 +480,45 @@ static void nak_labels(void **state)
 	assert_int_equal(fakeforge_count(&b->ff, FAKE_APPROVE), 0);
 }
 
+/*
+ * A review bot's trailers are words: one of [inbound] bots, and Bob's
+ * own address when the mail says Auto-Submitted (RFC 3834).  The
+ * comment is posted with the reason, nothing is approved, the refusal
+ * is counted under "bot", and the bot's NAK labels nothing.
+ */
+static void bot_trailers_are_words(void **state)
+{
+	struct bed *b = *state;
+	const char *note;
+	char mid[64];
+
+	spool_reply(b, mid, sizeof(mid), "CI <ci@corp.example>", DKIM_PASS,
+		    NULL, NULL,
+		    "Build passed on 12 configurations.\n\n"
+		    "Tested-by: CI <ci@corp.example>\n");
+	run(b, NOW);
+	assert_int_equal(row(b, mid, NULL), STORE_INBOUND_APPLIED);
+	assert_int_equal(fakeforge_count(&b->ff, FAKE_APPROVE), 0);
+	note = note_of(b, mid);
+	assert_non_null(note);
+	assert_non_null(strstr(note, "Build passed on 12 configurations."));
+	assert_non_null(strstr(note, "review bot (named in the configured "
+				     "bots)"));
+	assert_int_equal(metric(REFUSED("bot")), 1);
+
+	/* Auto-Submitted makes a bot of anyone, and its NAK counts not */
+	fakeforge_clear_calls(&b->ff);
+	spool_reply(b, mid, sizeof(mid), BOB,
+		    DKIM_PASS "\nAuto-Submitted: auto-generated", NULL, NULL,
+		    "NAK.\n\n" ACK);
+	run(b, NOW);
+	assert_int_equal(row(b, mid, NULL), STORE_INBOUND_APPLIED);
+	assert_int_equal(fakeforge_count(&b->ff, FAKE_APPROVE), 0);
+	assert_int_equal(fakeforge_count(&b->ff, FAKE_UPDATE_LABELS), 0);
+	assert_int_equal(metric(REFUSED("bot")), 2);
+	assert_int_equal(metric(NAKS), -1);
+}
+
 static void forge_5xx_waits_for_retry(void **state)
 {
 	struct bed *b = *state;
@@ -566,6 +592,7 @@ int main(void)
 		T(ack_from_parent_is_a_quotation),
 		T(two_mrs_in_headers_stays_with_parent),
 		T(nak_labels),
+		T(bot_trailers_are_words),
 		T(forge_5xx_waits_for_retry),
 		T(expired_token_waits_uncounted),
 	};

@@ -676,6 +676,45 @@ static void test_plan_large(void **state)
 	buf_release(&mail);
 }
 
+/*
+ * A review bot (syzbot, the kernel test robot, Auto-Submitted mail, an
+ * address of [inbound] bots): its words are posted, its Tested-by is no
+ * approval and its NAK blocks nothing; the verdict "bot" says why.
+ */
+static void test_plan_bot(void **state)
+{
+	struct fixture fx;
+	size_t i;
+
+	(void)state;
+	parse(&fx, reply_mail);
+	fx.ctx.bot = "syzbot";
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	assert_false(approves(&fx.plan));
+	assert_int_equal(fx.plan.refused[APPROVAL_BOT],
+			 2); /* Acked, Reviewed */
+	assert_non_null(strstr(fx.plan.v[0].body,
+			       "the sender is a review bot (syzbot), whose "
+			       "trailers are read as words"));
+	/* the inline comment is posted like anyone's */
+	assert_true(fx.plan.nr >= 2);
+	assert_non_null(strstr(fx.plan.verdicts.items[0], "review bot"));
+	assert_string_equal(approval_verdict_token(APPROVAL_BOT), "bot");
+	done(&fx);
+
+	/* its NAK, however plain, is not acted on */
+	parse(&fx, nak_mail);
+	fx.ctx.bot = "named in the configured bots";
+	fx.ctx.require_auth = 0;
+	assert_int_equal(plan_build(&fx.plan, fx.r, &fx.ctx), 0);
+	for (i = 0; i < fx.plan.nr; i++) {
+		assert_int_not_equal(fx.plan.v[i].kind, PLAN_NAK_LABEL);
+		assert_int_not_equal(fx.plan.v[i].kind, PLAN_UNAPPROVE);
+	}
+	assert_non_null(strstr(fx.plan.nak_verdict, "review bot"));
+	done(&fx);
+}
+
 static void test_plan_nak(void **state)
 {
 	struct fixture fx;
@@ -1264,6 +1303,7 @@ int main(void)
 		cmocka_unit_test(test_plan_dmarc_wrap),
 		cmocka_unit_test(test_plan_large),
 		cmocka_unit_test(test_plan_nak),
+		cmocka_unit_test(test_plan_bot),
 		cmocka_unit_test(test_plan_what_a_reply_says),
 		cmocka_unit_test(test_plan_footer_unforgeable),
 		cmocka_unit_test(test_plan_fold_inline),

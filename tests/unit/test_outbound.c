@@ -3,13 +3,24 @@
  * store on SQLite: what it decides before any git fetch or mail - a
  * head mailed before is not mailed again, a pure rebase (same patch-id
  * on a new base) is not mailed with mail_rebases = no, a merged MR is
- * left alone - and that nothing is queued for the MTA then.  Mailing a
- * new revision needs a mirror and an MTA: the simulator tier covers it.
+ * left alone - and that nothing is queued for the MTA then.  Rendering
+ * a new revision needs a mirror: the simulator tier covers it.  What
+ * happens after (a revision queued for the MTA, as outbound_mr() leaves
+ * it in the store) is here too, with a sendmail script standing in for
+ * the MTA and a list archive of the test's (forge/httpd.h): the revision
+ * reaches the list exactly once however often it is looked at again - a
+ * second poll, a restart on the same store, a temporary failure, a
+ * response lost after the mail was handed over.
  */
 #include "cmocka_all.h"
 #include "core/config.h"
+#include "core/metrics.h"
 #include "fakeforge.h"
+#include "forge/httpd.h"
+#include "metricval.h"
 #include "outbound/outbound.h"
+#include "outbound/submit.h"
+#include "util/fileio.h"
 #include "storebed.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -18,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define PROJECT "group/project"
 #define HEAD "1111111111111111111111111111111111111111"
@@ -33,6 +46,12 @@ struct bed {
 	struct config *cfg;
 	struct outbound *ob;
 	struct outbound_report rep;
+	/* The MTA tests: the store's target (reopened on a restart), the
+	 * sendmail script and what it was given, the list archive. */
+	char *target;
+	struct submit *submit;
+	struct httpd *archive;
+	char mta[600];
 };
 
 static char dir[512];
@@ -50,50 +69,83 @@ static int group_teardown(void **state)
 	return storebed_tmpdir_remove(dir);
 }
 
-/* Revision 1 of MR 7 mailed: HEAD on BASE, its cover letter. */
-static void mailed(struct bed *b)
+/* Revision n of MR 7 started: head on base, one patch. */
+static void start_revision(struct bed *b, int n, const char *head,
+			   const char *base, const char *patch_id,
+			   const char *cover)
 {
 	struct store_revision rev;
-	struct store_mail m;
-	int n = 0;
+	int got = 0;
 
 	store_revision_init(&rev);
 	rev.project = PROJECT;
 	rev.iid = 7;
-	rev.head_sha = HEAD;
-	rev.base_sha = rev.start_sha = BASE;
-	rev.patch_id = PATCH_ID;
-	rev.version_id = 1;
+	rev.head_sha = head;
+	rev.base_sha = rev.start_sha = base;
+	rev.patch_id = patch_id;
+	rev.version_id = n;
 	rev.patches = 1;
-	rev.cover_msgid = COVER;
-	assert_int_equal(store_revision_start(&n, b->st, &rev), 0);
-	assert_int_equal(n, 1);
+	rev.cover_msgid = cover;
+	assert_int_equal(store_revision_start(&got, b->st, &rev), 0);
+	assert_int_equal(got, n);
+}
+
+/* Mail patch (0: the cover letter) of revision n in the thread map. */
+static void put_mail(struct bed *b, const char *id, int n, int patch,
+		     const char *head, const char *base,
+		     enum store_mail_state state)
+{
+	struct store_mail m;
+
 	store_mail_init(&m);
-	m.message_id = COVER;
+	m.message_id = id;
 	m.project = PROJECT;
 	m.iid = 7;
-	m.revision = 1;
+	m.revision = n;
+	m.patch = patch;
 	m.total = 1;
-	m.kind = STORE_MAIL_COVER;
-	m.head_sha = HEAD;
-	m.base_sha = m.start_sha = BASE;
-	m.state = STORE_MAIL_SENT;
+	m.kind = patch ? STORE_MAIL_PATCH : STORE_MAIL_COVER;
+	m.commit_sha = patch ? head : NULL;
+	m.head_sha = head;
+	m.base_sha = m.start_sha = base;
+	m.state = state;
 	assert_int_equal(store_mail_put(b->st, &m), 0);
+}
+
+/* Revision 1 of MR 7 mailed: HEAD on BASE, its cover letter. */
+static void mailed(struct bed *b)
+{
+	start_revision(b, 1, HEAD, BASE, PATCH_ID, COVER);
+	put_mail(b, COVER, 1, 0, HEAD, BASE, STORE_MAIL_SENT);
 	assert_int_equal(store_revision_mark_sent(b->st, PROJECT, 7, 1), 0);
 }
 
-static int setup(void **state)
+/* The outbound object on b's config, store and fake forge (and MTA). */
+static void outbound_open(struct bed *b)
+{
+	struct outbound_opts o = { 0 };
+
+	o.cfg = b->cfg;
+	o.store = b->st;
+	o.forge = &b->ff.base;
+	o.submit = b->submit;
+	if (outbound_new(&b->ob, &o))
+		fail_msg("outbound_new: %s", err_msg());
+}
+
+/* A bed on a fresh store; inbound: more [inbound] lines. */
+static struct bed *bed_new(const char *inbound)
 {
 	struct bed *b = calloc(1, sizeof(*b));
 	struct strlist errs = STRLIST_INIT;
 	struct buf conf = BUF_INIT(1 << 16);
-	struct outbound_opts o = { 0 };
 	char name[32];
 
-	if (!b)
-		return -1;
+	assert_non_null(b);
 	snprintf(name, sizeof(name), "outbound%u", seq++);
-	if (storebed_open(&b->st, storebed_fresh(name), STORE_RW, 5000))
+	b->target = strdup(storebed_fresh(name));
+	assert_non_null(b->target);
+	if (storebed_open(&b->st, b->target, STORE_RW, 5000))
 		fail_msg("store: %s", err_msg());
 	assert_int_equal(buf_addf(&conf,
 				  "[bridge]\n"
@@ -105,22 +157,26 @@ static int setup(void **state)
 				  "token_file = %s/token\n"
 				  "[inbound]\n"
 				  "owners_file = /etc/patchbridge/owners.yaml\n"
+				  "%s"
 				  "[state]\n"
 				  "path = %s/%s.state\n"
 				  "[project \"" PROJECT "\"]\n"
 				  "mail_rebases = no\n",
-				  dir, dir, name),
+				  dir, inbound, dir, name),
 			 0);
 	if (config_load_mem(&b->cfg, &errs, "t.conf", conf.data, conf.len))
 		fail_msg("config: %s", errs.nr ? errs.items[0] : err_msg());
 	strlist_release(&errs);
 	buf_release(&conf);
 	fakeforge_init(&b->ff);
-	o.cfg = b->cfg;
-	o.store = b->st;
-	o.forge = &b->ff.base;
-	if (outbound_new(&b->ob, &o))
-		fail_msg("outbound_new: %s", err_msg());
+	return b;
+}
+
+static int setup(void **state)
+{
+	struct bed *b = bed_new("");
+
+	outbound_open(b);
 	mailed(b);
 	*state = b;
 	return 0;
@@ -131,9 +187,12 @@ static int teardown(void **state)
 	struct bed *b = *state;
 
 	outbound_free(b->ob);
+	submit_free(b->submit);
+	httpd_free(b->archive);
 	fakeforge_release(&b->ff);
 	config_free(b->cfg);
 	store_free(b->st);
+	free(b->target);
 	free(b);
 	return 0;
 }
@@ -232,7 +291,306 @@ static void version_without_base_is_none_yet(void **state)
 	assert_int_equal(queued(b), 0);
 }
 
+/*
+ * A revision on its way to the list: revision 2 (NEW_HEAD on NEW_BASE)
+ * queued for the MTA - its cover letter and its patch - as outbound_mr()
+ * leaves it in one transaction before it hands the mails over, the fake
+ * forge reporting that head.  The MTA is a sendmail script that appends
+ * what it is given to MTA/sent, or, as MTA/mode says, fails for now
+ * ("temp": EX_TEMPFAIL, nothing kept) or takes the mail and dies before
+ * it answers ("lost": the outcome unknown).  The list archive answers
+ * for the mails in MTA/sent (listarchive.h: GET BASE/ID/raw).
+ */
+#define V2_COVER "v2-0.1-7@bridge.example.org"
+#define V2_PATCH "v2-1.1-7@bridge.example.org"
+#define V2_PATCH_ID "7777777777777777777777777777777777777777"
+
+static const char sendmail_script[] =
+	"#!/bin/sh\n"
+	"d=$(dirname \"$0\")\n"
+	"mode=$(cat \"$d/mode\")\n"
+	"if [ \"$mode\" = temp ]; then\n"
+	"\tcat >/dev/null; echo 'try again later' >&2; exit 75\n"
+	"fi\n"
+	"cat >>\"$d/sent\"\n"
+	"if [ \"$mode\" = lost ]; then kill -KILL $$; fi\n"
+	"exit 0\n";
+
+static void mta_file(char *out, size_t size, struct bed *b, const char *name)
+{
+	snprintf(out, size, "%s/%s", b->mta, name);
+}
+
+static void mta_mode(struct bed *b, const char *mode)
+{
+	char path[700];
+
+	mta_file(path, sizeof(path), b, "mode");
+	assert_int_equal(file_write_atomic(path, mode, strlen(mode), 0600), 0);
+}
+
+/* How many times the MTA was given the mail <id>. */
+static int mta_count(struct bed *b, const char *id)
+{
+	struct buf text = BUF_INIT(1 << 20);
+	char path[700], needle[128];
+	const char *p;
+	int n = 0;
+
+	mta_file(path, sizeof(path), b, "sent");
+	if (file_read(&text, path)) {
+		buf_release(&text);
+		return 0;
+	}
+	snprintf(needle, sizeof(needle), "Message-ID: <%s>\n", id);
+	for (p = text.data; (p = strstr(p, needle)); p++)
+		n++;
+	buf_release(&text);
+	return n;
+}
+
+/* The bed whose MTA the list archive answers for (one test at a time). */
+static struct bed *archive_bed;
+
+/* The list archive: BASE/ID/raw is 200 when the MTA was given <ID>. */
+static int on_archive(struct httpd_req *req, enum httpd_call call,
+		      const char *data, size_t len, void *arg)
+{
+	const char *url = httpd_url(req), *end, *id;
+	char mid[128], body[256];
+
+	(void)data;
+	(void)len;
+	(void)arg;
+	if (call != HTTPD_HEAD)
+		return 0;
+	end = url + strlen(url);
+	mid[0] = '\0';
+	if (end - url > 4 && !strcmp(end - 4, "/raw")) {
+		end -= 4;
+		for (id = end; id > url && id[-1] != '/'; id--)
+			;
+		snprintf(mid, sizeof(mid), "%.*s", (int)(end - id), id);
+	}
+	/* The ids here need no escaping (core/msgid.h). */
+	if (!mid[0] || !mta_count(archive_bed, mid))
+		return httpd_answer(req, HTTPD_NOT_FOUND, "text/plain", "", 0,
+				    NULL, HTTPD_STATIC | HTTPD_CLOSE);
+	snprintf(body, sizeof(body),
+		 "From mboxrd@z Thu Jan  1 00:00:00 1970\n"
+		 "Message-ID: <%s>\n\nas mailed\n",
+		 mid);
+	return httpd_answer(req, HTTPD_OK, "text/plain", body, strlen(body),
+			    NULL, HTTPD_CLOSE);
+}
+
+static void queue_mail(struct bed *b, const char *id, int patch)
+{
+	struct store_outmail om;
+	char text[512];
+
+	put_mail(b, id, 2, patch, NEW_HEAD, NEW_BASE, STORE_MAIL_PENDING);
+	snprintf(text, sizeof(text),
+		 "From: patchbridge@bridge.example.org\n"
+		 "To: list@example.org\n"
+		 "Message-ID: <%s>\n"
+		 "Subject: [PATCH v2 %d/1] change\n\n"
+		 "the mail as rendered\n",
+		 id, patch);
+	store_outmail_init(&om);
+	om.message_id = id;
+	om.envelope_from = "patchbridge@bridge.example.org";
+	om.recipients = "list@example.org\n";
+	om.message = text;
+	om.message_len = strlen(text);
+	assert_int_equal(store_outmail_put(b->st, &om), 0);
+}
+
+static void queue_revision2(struct bed *b)
+{
+	start_revision(b, 2, NEW_HEAD, NEW_BASE, V2_PATCH_ID, V2_COVER);
+	queue_mail(b, V2_COVER, 0);
+	queue_mail(b, V2_PATCH, 1);
+	b->ff.version_head = NEW_HEAD;
+	b->ff.version_base = NEW_BASE;
+	b->ff.version_patch_id = V2_PATCH_ID;
+}
+
+/* A bed with the sendmail script, the archive and revision 2 queued. */
+static int setup_mta(void **state)
+{
+	struct httpd_opts ho = { .listen = "127.0.0.1:0",
+				 .name = "list archive",
+				 .max_connections = 8,
+				 .threads = 2,
+				 .timeout_s = 30,
+				 .on_request = on_archive };
+	struct submit_opts so = { .url = "sendmail" };
+	struct bed *b;
+	char inbound[128], path[700];
+	struct httpd *archive;
+
+	/* The archive first: its port goes in the configuration. */
+	if (httpd_new(&archive, &ho))
+		fail_msg("archive: %s", err_msg());
+	snprintf(inbound, sizeof(inbound),
+		 "archive_url = http://127.0.0.1:%u/list\n",
+		 httpd_port(archive));
+	b = bed_new(inbound);
+	b->archive = archive;
+	archive_bed = b;
+	snprintf(b->mta, sizeof(b->mta), "%s/mta%u", dir, seq);
+	assert_int_equal(mkdir(b->mta, 0700), 0);
+	mta_mode(b, "ok");
+	mta_file(path, sizeof(path), b, "sendmail");
+	assert_int_equal(file_write_atomic(path, sendmail_script,
+					   strlen(sendmail_script), 0700),
+			 0);
+	so.sendmail_path = path;
+	if (submit_new(&b->submit, &so))
+		fail_msg("submit_new: %s", err_msg());
+	metrics_reset();
+	outbound_open(b);
+	mailed(b);
+	queue_revision2(b);
+	*state = b;
+	return 0;
+}
+
+#define MAILS_SENT "patchbridge_mails_sent_total{project=\"" PROJECT "\"}"
+#define SERIES_SENT "patchbridge_series_sent_total{project=\"" PROJECT "\"}"
+#define SMTP_FAILED(r) "patchbridge_smtp_failures_total{result=\"" r "\"}"
+
+/* The daemon stops and starts again on the same store. */
+static void restart(struct bed *b)
+{
+	outbound_free(b->ob);
+	store_free(b->st);
+	if (storebed_open(&b->st, b->target, STORE_RW, 5000))
+		fail_msg("store: %s", err_msg());
+	outbound_open(b);
+}
+
+static int run_flags(struct bed *b, unsigned flags)
+{
+	memset(&b->rep, 0, sizeof(b->rep));
+	return outbound_mr(&b->rep, b->ob, PROJECT, 7, flags);
+}
+
+/*
+ * Each mail of revision 2 given to the MTA once and counted once (the
+ * registry outlives a restart here); revision 2 recorded sent, nothing
+ * left in the queue.
+ */
+static void each_mailed_once(struct bed *b)
+{
+	struct store_revision r;
+
+	assert_int_equal(mta_count(b, V2_COVER), 1);
+	assert_int_equal(mta_count(b, V2_PATCH), 1);
+	assert_int_equal(metric(MAILS_SENT), 2);
+	assert_int_equal(metric(SERIES_SENT), 1);
+	store_revision_init(&r);
+	assert_int_equal(store_revision_latest(&r, b->st, PROJECT, 7), 0);
+	assert_int_equal(r.revision, 2);
+	assert_int_equal(r.state, STORE_REVISION_SENT);
+	store_revision_release(&r);
+	assert_int_equal(queued(b), 0);
+}
+
+/* Looked at again and again - polls, a restart, the resume at start-up:
+ * the MTA is given each mail of revision 2 once. */
+static void looked_at_again(struct bed *b)
+{
+	int sent = -1;
+	int64_t next = -1;
+
+	assert_int_equal(run(b), 0);
+	assert_int_equal(b->rep.outcome, OUTBOUND_ALREADY);
+	assert_int_equal(b->rep.revision, 2);
+	assert_int_equal(b->rep.sent, 0);
+	restart(b);
+	assert_int_equal(outbound_deliver_due(b->ob, &next, &sent), 0);
+	assert_int_equal(sent, 0);
+	assert_int_equal(next, 0);
+	assert_int_equal(run_flags(b, OUTBOUND_FORCE), 0);
+	assert_int_equal(b->rep.outcome, OUTBOUND_ALREADY);
+	assert_int_equal(b->rep.sent, 0);
+	each_mailed_once(b);
+}
+
+static void new_revision_mailed_once(void **state)
+{
+	struct bed *b = *state;
+
+	assert_int_equal(run(b), 0);
+	assert_int_equal(b->rep.revision, 2);
+	assert_int_equal(b->rep.sent, 2);
+	assert_int_equal(b->rep.deferred, 0);
+	each_mailed_once(b);
+	assert_true(metric(SMTP_FAILED("tempfail")) <= 0);
+	looked_at_again(b);
+}
+
+/*
+ * The first attempt fails as the MTA's mode says: nothing recorded sent,
+ * the cover letter deferred and the patch it holds back.
+ */
+static void first_attempt_deferred(struct bed *b, const char *mode)
+{
+	mta_mode(b, mode);
+	assert_int_equal(run(b), 0);
+	assert_int_equal(b->rep.outcome, OUTBOUND_PENDING);
+	assert_int_equal(b->rep.sent, 0);
+	assert_int_equal(b->rep.deferred, 2);
+	assert_int_equal(mta_count(b, V2_PATCH), 0);
+	assert_true(metric(MAILS_SENT) <= 0);
+	mta_mode(b, "ok");
+}
+
+/* The MTA failed for now: nothing was taken, so it all goes again, once. */
+static void tempfail_mailed_once(void **state)
+{
+	struct bed *b = *state;
+
+	first_attempt_deferred(b, "temp");
+	assert_int_equal(mta_count(b, V2_COVER), 0);
+	assert_int_equal(metric(SMTP_FAILED("tempfail")), 1);
+	/* Not due yet: a poll leaves it waiting. */
+	assert_int_equal(run(b), 0);
+	assert_int_equal(b->rep.outcome, OUTBOUND_PENDING);
+	assert_int_equal(mta_count(b, V2_COVER), 0);
+	/* Retried (now, as an operator's send would). */
+	assert_int_equal(run_flags(b, OUTBOUND_FORCE), 0);
+	assert_int_equal(b->rep.sent, 2);
+	looked_at_again(b);
+}
+
+/*
+ * The MTA took the cover letter and the answer was lost (sendmail died
+ * after reading it all; the same as a host that died before it recorded
+ * the 250).  After a restart the list archive is asked: the cover letter
+ * is there, so it is recorded sent and not given to the MTA again; the
+ * patch it held back goes out once.
+ */
+static void lost_response_mailed_once(void **state)
+{
+	struct bed *b = *state;
+
+	first_attempt_deferred(b, "lost");
+	assert_int_equal(mta_count(b, V2_COVER), 1);
+	assert_int_equal(metric(SMTP_FAILED("unknown")), 1);
+	restart(b);
+	assert_int_equal(run_flags(b, OUTBOUND_FORCE), 0);
+	/* Both recorded sent now; the MTA was given the patch only. */
+	assert_int_equal(b->rep.sent, 2);
+	assert_int_equal(mta_count(b, V2_COVER), 1);
+	assert_int_equal(mta_count(b, V2_PATCH), 1);
+	looked_at_again(b);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T_MTA(f) cmocka_unit_test_setup_teardown(f, setup_mta, teardown)
 
 int main(void)
 {
@@ -241,6 +599,9 @@ int main(void)
 		T(pure_rebase_is_not_mailed),
 		T(merged_mr_is_left_alone),
 		T(version_without_base_is_none_yet),
+		T_MTA(new_revision_mailed_once),
+		T_MTA(tempfail_mailed_once),
+		T_MTA(lost_response_mailed_once),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

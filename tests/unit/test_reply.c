@@ -198,6 +198,15 @@ static void test_kinds(void **state)
 	kinds_are("> q\n...\n[...]\n<snip>\n[skipped the patch]\nown\n-- \n"
 		  "sig\n> after sig\n",
 		  "qttttossq");
+	/* "--" without the space: a signature above a few short lines,
+	 * also with an original quoted under them; a rule above a quoted
+	 * diff, text between quotes, a trailer or long text */
+	kinds_are("own\n--\nJane Doe\nAcme\n", "osss");
+	kinds_are("own\n--\nJane\n\n> q\n", "osssq");
+	kinds_are("sum\n--\n> @@ -1,2 +1,2 @@\n> -a\n> +b\nwhy?\n", "otqqqo");
+	kinds_are("sum\n--\n> -a\nwhy?\n", "otqo");
+	kinds_are("sum\n--\nAcked-by: J <j@example.org>\n", "oto");
+	kinds_are("sum\n--\n1\n2\n3\n4\n5\n6\n7\n8\n9\n", "otooooooooo");
 	/* "--" without the space before a short signature */
 	kinds_are("own\n--\nJane\n", "oss");
 	/* top-posting above an Outlook header block: the rest is the

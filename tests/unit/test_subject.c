@@ -35,7 +35,7 @@ static const struct want cases[] = {
 	{ "Re: [3/3] ASoC: hdmi-codec: drop include", "3/3", 1, 3, 3, 1,
 	  "ASoC: hdmi-codec: drop include" },
 	{ "Re: [Freedreno] [PATCH 00/40] [Set 8] Rid W=1 warnings",
-	  "PATCH 00/40", 1, 0, 40, 1, "[Set 8] Rid W=1 warnings" },
+	  "PATCH 00/40", 1, 0, 40, 1, "Rid W=1 warnings" },
 	{ "[nf-next PATCH v3 3/3] netfilter: lock", "nf-next PATCH v3 3/3", 3,
 	  3, 3, 0, "netfilter: lock" },
 	{ "[RFC PATCH v12 1/1] x", "RFC PATCH v12 1/1", 12, 1, 1, 0, "x" },
@@ -61,8 +61,29 @@ static const struct want cases[] = {
 	{ "[PATCH] [RFC] [v2] [1/2] x", "PATCH RFC v2 1/2", 2, 1, 2, 0, "x" },
 	{ "[Patch]: Fix x", "Patch", 1, 1, 1, 0, "Fix x" },
 	{ "Re: [PATCH 2/2]: x", "PATCH 2/2", 1, 2, 2, 1, "x" },
-	/* not tag words: a second bracket stays in the title */
-	{ "[PATCH] [media] x", "PATCH", 1, 1, 1, 0, "[media] x" },
+	/* not tag words: a second bracket is not the tag's, and leaves the
+	 * title as git mailinfo strips it */
+	{ "[PATCH] [media] x", "PATCH", 1, 1, 1, 0, "x" },
+	{ "[PATCH] [media] [v4l] Re: x [y]", "PATCH", 1, 1, 1, 0, "x [y]" },
+	/* "N of M" glued to the keyword or to its numbers */
+	{ "[PATCH1 of 3] x", "PATCH1 of 3", 1, 1, 3, 0, "x" },
+	{ "[PATCH 1of3] x", "PATCH 1of3", 1, 1, 3, 0, "x" },
+	{ "[PATCH 2 of3] x", "PATCH 2 of3", 1, 2, 3, 0, "x" },
+	{ "[PATCH2of3 v2] x", "PATCH2of3 v2", 2, 2, 3, 0, "x" },
+	{ "[PATCH 0 OF 4] x", "PATCH 0 OF 4", 1, 0, 4, 0, "x" },
+	{ "[PATCH offline 1/2] x", "PATCH offline 1/2", 1, 1, 2, 0, "x" },
+	/* "Re" without a colon before a tag (patchwork's "re[:\s]") */
+	{ "Re [PATCH 1/2] x", "PATCH 1/2", 1, 1, 2, 1, "x" },
+	{ "RE [PATCH v3] x", "PATCH v3", 3, 1, 1, 1, "x" },
+	{ "Re x [PATCH] y", "PATCH", 1, 1, 1, 0, "y" },
+	/* a build robot's tree and branch: its counter is no patch's */
+	{ "[linux-next:master 3/5] drivers/a.c:7:5: warning: x", "", -1, -1, -1,
+	  0, "drivers/a.c:7:5: warning: x" },
+	{ "Re: [tip:x86/urgent 1/2] x", "", -1, -1, -1, 1, "x" },
+	{ "[PATCH net-next:main 1/2] x", "PATCH net-next:main 1/2", 1, 1, 2, 0,
+	  "x" },
+	/* a single patch's cover letter */
+	{ "[PATCH 0/1] x", "PATCH 0/1", 1, 0, 1, 0, "x" },
 	{ "[PATCH v4l2-next 5.10 1/2] x", "PATCH v4l2-next 5.10 1/2", 1, 1, 2,
 	  0, "x" },
 	{ "[PATCHES] x", "PATCHES", 1, 1, 1, 0, "x" },
@@ -257,7 +278,7 @@ static const struct marker_want markers[] = {
 	  0, 0, 0,
 	  "\xd0\x9e\xd1\x82\xd0\xb2\xd0\xb5\xd1\x82\xd0\xb8\xd1\x82\xd1\x8c: x" },
 	{ "[PATCH v2 1/3] x", 0, 0, 1, "x" },
-	{ "[PATCH v2 1/3] Re: x", 0, 0, 1, "Re: x" },
+	{ "[PATCH v2 1/3] Re: x", 0, 0, 1, "x" },
 	{ "[PATCH] R: fix the R bindings", 0, 0, 1, "R: fix the R bindings" },
 };
 

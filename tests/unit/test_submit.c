@@ -647,7 +647,9 @@ static void test_sendmail_timeout(void **state)
 	t0 = now_ms();
 	assert_int_equal(run_sendmail(&res, p, 500, msg, strlen(msg)),
 			 PB_ETEMP);
-	assert_true(now_ms() - t0 < 5000);
+	/* Killed, not waited for: well before the 30 s sleep ends (a bound
+	 * a loaded machine keeps, not a timing). */
+	assert_true(now_ms() - t0 < 25000);
 	/* The small message fit in the pipe: all of it was handed over. */
 	assert_int_equal(res.status, SUBMIT_UNKNOWN);
 	assert_int_equal(res.code, -1);
@@ -657,7 +659,7 @@ static void test_sendmail_timeout(void **state)
 	t0 = now_ms();
 	assert_int_equal(run_sendmail(&res, p, 300, msg, strlen(msg)),
 			 PB_ETEMP);
-	assert_true(now_ms() - t0 < 6000);
+	assert_true(now_ms() - t0 < 25000);
 	submit_result_release(&res);
 }
 

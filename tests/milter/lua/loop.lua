@@ -14,9 +14,9 @@ local cases = {
 		{ "Message-ID", "<forge-note-1@example.org>" },
 		{ "In-Reply-To", our_id(2) },
 		{ "X-Patchbridge-Note", "group/project!12 #501" } } },
-	{ "Auto-Submitted", {
-		{ "From", "Robot <ci@example.org>" },
-		{ "Auto-Submitted", "auto-generated" },
+	{ "Auto-Submitted: auto-replied", {
+		{ "From", "Away <away@example.org>" },
+		{ "Auto-Submitted", "auto-replied" },
 		{ "In-Reply-To", our_id(2) } } },
 	{ "From the bridge", {
 		{ "From", "patchbridge <patchbridge@bridge.example.org>" },
