@@ -2,6 +2,7 @@
 
 #include "core/metrics.h"
 #include "core/owners.h"
+#include "core/preflight.h"
 #include "inbound/approval.h"
 #include "inbound/apply.h"
 #include "inbound/marker.h"
@@ -102,28 +103,38 @@ static int stopping(const struct inbound *ib)
 static int take_lock(struct inbound *ib, const char *dir)
 {
 	char *path = xasprintf("%s/%s", dir, LOCK_NAME);
+	struct preflight_owner o;
 	struct stat st;
 	int rc = 0;
 
 	/* The spool's top is writable by the milter's group: never follow
 	 * a link planted at the name, never lock a file someone else made
-	 * (and could hold locked). */
+	 * (and could hold locked).  A fix names the daemon's user, never
+	 * root (core/preflight.h). */
+	preflight_owner(&o, ib->cfg, dir, 1);
 	ib->lock_fd = open(path,
 			   O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
 			   0660);
+	if (ib->lock_fd < 0 && errno == EACCES) {
+		rc = err_set(PB_EPERM,
+			     "%s: %s: the spool's lock is not the "
+			     "daemon's user's (left by a run as root?): "
+			     "chown %s:%s %s",
+			     path, strerror(EACCES), o.user, o.group, path);
+		goto out;
+	}
 	if (ib->lock_fd < 0) {
-		rc = err_set_errno(errno == EACCES ? PB_EPERM : PB_ERROR,
-				   "inbound: %s%s", path,
+		rc = err_set_errno(PB_ERROR, "inbound: %s%s", path,
 				   errno == ELOOP ? " is a symbolic link" : "");
 		goto out;
 	}
 	if (fstat(ib->lock_fd, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    st.st_uid != geteuid()) {
-		rc = err_set(
-			PB_EPERM,
-			"inbound: %s is not a file of this user (uid %lu); "
-			"remove it",
-			path, (unsigned long)geteuid());
+		rc = err_set(PB_EPERM,
+			     "inbound: %s is not a file of this user (uid "
+			     "%lu): chown %s:%s %s, or remove it",
+			     path, (unsigned long)geteuid(), o.user, o.group,
+			     path);
 		close(ib->lock_fd);
 		ib->lock_fd = -1;
 		goto out;

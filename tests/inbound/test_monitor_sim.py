@@ -203,7 +203,8 @@ class MonitorTest(unittest.TestCase):
         status, body = wait_until("ready", lambda: self.readyz()
                                   if self.readyz()[0] == 200 else None)
         self.assertEqual(body.split("\n")[0], "ready")
-        for check in ("store: ok", "spool: ok", "forge: ok", "smtp: ok"):
+        for check in ("store: ok", "spool: ok", "forge: ok", "smtp: ok",
+                      "milter: ok"):
             self.assertIn(check, body)
         a = self.scrape()
         # every metric the code has is in the output, with its HELP
@@ -211,7 +212,7 @@ class MonitorTest(unittest.TestCase):
         text = d.scrape()
         for n in names:
             self.assertIn("# HELP %s " % n, text)
-        self.assertEqual(total(a, "patchbridge_ready"), 4)
+        self.assertEqual(total(a, "patchbridge_ready"), 5)
         self.assertEqual(total(a, "patchbridge_polls_total", result="ok"),
                          1)
         self.assertEqual(total(a, "patchbridge_build_info"), 1)
@@ -313,7 +314,7 @@ class MonitorTest(unittest.TestCase):
         self.assertEqual(total(e, "patchbridge_spool_records", area="dead"),
                          0)
         self.assertEqual(total(e, "patchbridge_replies_dead_total"), 0)
-        self.assertEqual(total(e, "patchbridge_ready"), 4)
+        self.assertEqual(total(e, "patchbridge_ready"), 5)
         self.assertEqual(self.readyz()[0], 200)
         for mid in [waiting] + mids:
             self.assertEqual(sim.marker_count(sim.mr_state(),
