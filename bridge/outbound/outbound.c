@@ -11,6 +11,7 @@
 #include "outbound/listarchive.h"
 #include "outbound/mailhdr.h"
 #include "outbound/mirror.h"
+#include "outbound/openthreads.h"
 #include "outbound/series.h"
 #include "outbound/submit.h"
 #include "state/store.h"
@@ -823,6 +824,8 @@ struct job {
 	struct cc_list *cc; /* per mail of the series */
 	struct buf git_url;
 	int64_t date;
+	/* The cover letter's review threads (openthreads.h); NULL: none. */
+	char *threads;
 };
 
 static void job_release(struct job *j)
@@ -838,6 +841,7 @@ static void job_release(struct job *j)
 	mirror_free(j->mirror);
 	strlist_release(&j->prev_roots);
 	owners_free(j->owners);
+	free(j->threads);
 	cc_release(&j->cc_common);
 	if (j->series && j->cc)
 		for (i = 0; i < j->series->nr; i++)
@@ -1164,6 +1168,7 @@ static int render(struct outbound *ob, struct job *j, int revision)
 	o.date_tz = 0;
 	o.prev_range = j->prev_range;
 	o.prev_revision = j->have_prev ? (unsigned)j->prev.revision : 0;
+	o.review_threads = j->threads;
 	rc = series_build(&j->series, j->range, &o);
 	strlist_release(&to);
 	return rc;
@@ -1412,6 +1417,79 @@ static int decide(struct outbound *ob, struct outbound_report *rep,
 	return 1;
 }
 
+struct rev_of_arg {
+	struct outbound *ob;
+	struct job *j;
+};
+
+/* The mailed revision of the diff version head on base (openthreads.h). */
+static int rev_of(const char *head, const char *base, void *arg)
+{
+	struct rev_of_arg *a = arg;
+	struct store_revision r;
+	int rev = 0;
+
+	if (!head)
+		return 0;
+	store_revision_init(&r);
+	if ((base && !store_revision_by_base(&r, a->ob->store, a->j->project,
+					     a->j->iid, head, base)) ||
+	    !store_revision_by_head(&r, a->ob->store, a->j->project, a->j->iid,
+				    head))
+		rev = r.revision;
+	store_revision_release(&r);
+	return rev;
+}
+
+/*
+ * The review threads of the earlier versions for the cover letter of the
+ * next (openthreads.h), read once per revision: the threads still open
+ * on the forge, and those resolved since the last revision was mailed.
+ * A forge that fails for now makes the revision wait (nothing is mailed
+ * without them); any other failure mails it without the list.
+ */
+static int load_threads(struct outbound *ob, struct job *j, int revision)
+{
+	struct forge_discussion_list dl;
+	struct openthreads_opts o;
+	struct rev_of_arg a = { ob, j };
+	struct buf text = BUF_INIT(PB_TEXT_PART_MAX);
+	int rc;
+
+	if (!j->have_prev ||
+	    !config_project_bool(j->proj, CFG_OUTBOUND_COVER_OPEN_THREADS))
+		return 0;
+	memset(&dl, 0, sizeof(dl));
+	rc = forge_list_discussions(&dl, ob->forge, j->project, j->iid);
+	if (err_is_temporary(rc))
+		goto out;
+	if (rc) {
+		log_warn("review threads not listed in the cover letter: %s",
+			 err_msg());
+		rc = 0;
+		goto out;
+	}
+	memset(&o, 0, sizeof(o));
+	o.revision = revision;
+	o.prev_revision = j->prev.revision;
+	o.prev_ms = j->prev.created * 1000;
+	o.url = j->mr.web_url;
+	o.rev_of = rev_of;
+	o.arg = &a;
+	rc = openthreads_cover(&text, &dl, &o);
+	if (rc) {
+		log_warn("review threads not listed in the cover letter: %s",
+			 err_msg());
+		rc = 0;
+	} else if (text.len) {
+		j->threads = xstrdup(text.data);
+	}
+out:
+	forge_discussion_list_release(&dl);
+	buf_release(&text);
+	return rc;
+}
+
 static int mail_new_revision(struct outbound *ob, struct outbound_report *rep,
 			     struct job *j)
 {
@@ -1431,6 +1509,9 @@ static int mail_new_revision(struct outbound *ob, struct outbound_report *rep,
 			      j->range->empty_skipped);
 		return 0;
 	}
+	rc = load_threads(ob, j, planned);
+	if (rc)
+		return rc;
 	/* The date of the revision: when it is first rendered. */
 	j->date = now_s();
 	for (tries = 0; tries < OUTBOUND_START_TRIES; tries++) {

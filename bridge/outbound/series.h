@@ -114,6 +114,9 @@ struct series_opts {
 	size_t cover_template_len;
 	const struct gitrepo_range *prev_range; /* for "Changes in vN" */
 	unsigned prev_revision; /* its number (0: revision - 1) */
+	/* The cover letter's {{review_threads}} block as written
+	 * (openthreads.h), ending in a blank line; NULL: none. */
+	const char *review_threads;
 };
 
 struct series_mail {
