@@ -8,6 +8,7 @@
 #include "outbound/fmlist.h"
 #include "outbound/forgetext.h"
 #include "outbound/mailhdr.h"
+#include "outbound/openthreads.h"
 #include "outbound/outbound.h"
 #include "outbound/qp.h"
 #include "state/store.h"
@@ -1227,6 +1228,159 @@ out:
 	return rc;
 }
 
+/* --- threads resolved ----------------------------------------------------- */
+
+static void open_cursor_name(char *out, size_t size, const char *project,
+			     int64_t iid)
+{
+	snprintf(out, size, "forgemail:open:%s!%lld", project, (long long)iid);
+}
+
+/*
+ * A review thread mailed to the list and resolved on the forge since:
+ * "This thread (PATH:LINE) was resolved by NAME on the forge." under the
+ * thread's newest mail, once per thread (event "resolved", the id of its
+ * first note).  A thread resolved before its newest mail was queued
+ * (less poll_overlap, for the clocks) is not mailed: the list heard of
+ * it already, or the thread is older than this notice.  1: nothing to
+ * mail.
+ */
+static int resolved(struct mrctx *c, const struct forge_discussion *d,
+		    const struct forge_note *r)
+{
+	const struct forge_note *first = &d->notes[0];
+	const char *by = name_of(&r->resolved_by);
+	struct store_mail parent, cover;
+	struct buf where = BUF_INIT(4096 + 32);
+	struct outmsg m;
+	int64_t at = 0;
+	int rc;
+
+	store_mail_init(&parent);
+	store_mail_init(&cover);
+	memset(&m, 0, sizeof(m));
+	buf_init(&m.body, 64 * 1024);
+	rc = store_mail_by_discussion(&parent, c->fm->store, c->project, d->id);
+	if (rc == PB_ENOTFOUND || mailed_before(c, "resolved", first->id)) {
+		rc = 1;
+		goto out;
+	}
+	if (rc)
+		goto out;
+	if (!r->resolved_at || forge_time_parse(&at, r->resolved_at) ||
+	    at / 1000 + config_duration_ms(c->fm->cfg,
+					   CFG_OUTBOUND_POLL_OVERLAP) /
+				    1000 <
+		    parent.created) {
+		log_debug("thread %s resolved before its last mail; not "
+			  "mailed",
+			  d->id);
+		rc = 1;
+		goto out;
+	}
+	if (!find_cover(&cover, c, parent.revision))
+		m.root = cover.message_id;
+	rc = openthreads_where(&where, first);
+	if (!rc)
+		rc = buf_addf(&m.body,
+			      "This thread (%s) was resolved by %s on the "
+			      "forge.\n",
+			      where.data, by);
+	if (!rc && c->mr.web_url)
+		rc = buf_addf(&m.body, "\n-- \nOn the forge: %s#note_%lld\n",
+			      c->mr.web_url, (long long)first->id);
+	if (rc)
+		goto out;
+	m.event = "resolved";
+	m.event_id = (uint64_t)first->id;
+	m.who = by;
+	m.date = at / 1000;
+	m.parent = &parent;
+	/* A list reply to it goes on in the thread. */
+	m.discussion_id = d->id;
+	rc = queue(c, &m);
+out:
+	buf_release(&where);
+	buf_release(&m.body);
+	store_mail_release(&parent);
+	store_mail_release(&cover);
+	return rc;
+}
+
+/*
+ * Mail the threads resolved since they were mailed ([outbound]
+ * mail_resolved), and count those mailed and still open (cursor
+ * "forgemail:open:P!IID"): while there are any, every reading of the MR
+ * reads its discussions, as resolving a thread makes no note the quick
+ * look would see (GitLab sets resolved_at on the notes, app/models/
+ * concerns/resolvable_discussion.rb).
+ */
+static int resolutions(struct mrctx *c)
+{
+	char name[STORE_CURSOR_NAME_MAX], val[32];
+	struct buf old = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	struct store_mail row;
+	size_t i, open = 0;
+	int rc = 0, r;
+
+	if (!config_project_bool(c->proj, CFG_OUTBOUND_MAIL_RESOLVED) || !c->dl)
+		return 0;
+	store_mail_init(&row);
+	for (i = 0; i < c->dl->nr && !err_is_temporary(rc); i++) {
+		const struct forge_discussion *d = &c->dl->items[i];
+		const struct forge_note *by = NULL;
+		enum openthreads_state s = openthreads_state(d, &by);
+
+		if (s == OPENTHREADS_OPEN) {
+			store_mail_release(&row);
+			if (!store_mail_by_discussion(&row, c->fm->store,
+						      c->project, d->id))
+				open++;
+			continue;
+		}
+		if (s != OPENTHREADS_RESOLVED || !by)
+			continue;
+		r = resolved(c, d, by);
+		if (r < 0 && !err_is_temporary(r))
+			log_error("thread %s: resolution not mailed: %s", d->id,
+				  err_msg());
+		if (r < 0)
+			rc = r;
+	}
+	store_mail_release(&row);
+	if (err_is_temporary(rc))
+		goto out;
+	rc = 0;
+	open_cursor_name(name, sizeof(name), c->project, c->iid);
+	snprintf(val, sizeof(val), "%zu", open);
+	r = store_cursor_get(&old, c->fm->store, name);
+	if (r == PB_ENOTFOUND ? open > 0 : (!r && strcmp(old.data, val)))
+		rc = store_cursor_set(c->fm->store, name, val);
+	else if (r && r != PB_ENOTFOUND)
+		rc = r;
+out:
+	buf_release(&old);
+	return rc;
+}
+
+/* Does the MR have threads mailed and open (see resolutions())? */
+static int threads_open(struct mrctx *c)
+{
+	char name[STORE_CURSOR_NAME_MAX];
+	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	uint64_t n = 0;
+	int rc;
+
+	if (!config_project_bool(c->proj, CFG_OUTBOUND_MAIL_RESOLVED))
+		return 0;
+	open_cursor_name(name, sizeof(name), c->project, c->iid);
+	rc = store_cursor_get(&v, c->fm->store, name);
+	if (!rc && !mem_to_u64(v.data, v.len, INT64_MAX, &n))
+		n = 0;
+	buf_release(&v);
+	return n > 0;
+}
+
 /* --- one MR, every project ------------------------------------------------- */
 
 /* The newest updated_at of n (ms), or keep *newest. */
@@ -1524,7 +1678,7 @@ static int mr_once(struct forgemail *fm, const char *project, int64_t iid,
 		idwin_release(&w);
 		rc = idwin_load(&w, fm, iname, seen);
 	}
-	if (!rc)
+	if (!rc && !threads_open(&c))
 		rc = quick_look(&full, &newest, &w, &c, cname, last, seen);
 	if (!rc && full) {
 		w.nr_now = 0; /* the discussions have them all */
@@ -1589,6 +1743,11 @@ static int mr_once(struct forgemail *fm, const char *project, int64_t iid,
 		goto out;
 	snprintf(ctx, sizeof(ctx), "%s!%lld", project, (long long)iid);
 	log_ctx_set(ctx);
+	if (full) {
+		rc = resolutions(&c);
+		if (rc)
+			goto out;
+	}
 	rc = state_event(&c);
 	if (rc && !err_is_temporary(rc)) {
 		log_error("%s: %s", c.mr.state, err_msg());

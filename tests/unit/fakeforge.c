@@ -429,6 +429,16 @@ static void note_copy(struct forge_note *out, const struct forge_note *n)
 	out->internal = n->internal;
 	out->resolvable = n->resolvable;
 	out->resolved = n->resolved;
+	user_copy(&out->resolved_by, &n->resolved_by);
+	out->resolved_at = dup_or_null(n->resolved_at);
+	out->has_position = n->has_position;
+	out->position.base_sha = dup_or_null(n->position.base_sha);
+	out->position.start_sha = dup_or_null(n->position.start_sha);
+	out->position.head_sha = dup_or_null(n->position.head_sha);
+	out->position.old_path = dup_or_null(n->position.old_path);
+	out->position.new_path = dup_or_null(n->position.new_path);
+	out->position.old_line = n->position.old_line;
+	out->position.new_line = n->position.new_line;
 }
 
 static int fake_list_discussions(struct forge_discussion_list *out,

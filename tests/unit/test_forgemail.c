@@ -2,10 +2,12 @@
  * forgemail_mr() against the recording fake forge (fakeforge.h) and a
  * real store: a forge comment becomes one mail in the outbound queue and
  * the thread map, once; the bridge's own notes and internal notes stay on
- * the forge; a failing forge moves no cursor.
+ * the forge; a failing forge moves no cursor; a review thread resolved on
+ * the forge after its mail is a reply in it, once.
  */
 #include "cmocka_all.h"
 #include "core/config.h"
+#include "core/msgid.h"
 #include "fakeforge.h"
 #include "outbound/forgemail.h"
 #include "storebed.h"
@@ -206,6 +208,112 @@ static void forge_5xx_mails_nothing_yet(void **state)
 	assert_int_equal(queued, 0);
 }
 
+/* A review thread by bob on drivers/x.c:42 of v1. */
+static struct forge_note *thread(struct bed *b, int64_t id, const char *body)
+{
+	struct forge_note *n = said(b, id, "bob", body);
+
+	b->disc[b->ff.nr_discussions - 1].individual_note = 0;
+	n->type = (char *)"DiffNote";
+	n->author.name = (char *)"Bob Reviewer";
+	n->resolvable = 1;
+	n->has_position = 1;
+	n->position.head_sha = (char *)HEAD;
+	n->position.base_sha = (char *)BASE;
+	n->position.start_sha = (char *)BASE;
+	n->position.new_path = (char *)"drivers/x.c";
+	n->position.new_line = 42;
+	return n;
+}
+
+static void resolve(struct forge_note *n, const char *at)
+{
+	n->resolved = 1;
+	n->resolved_by.id = 5;
+	n->resolved_by.username = (char *)"alice";
+	n->resolved_by.name = (char *)"Alice Developer";
+	n->resolved_at = (char *)at;
+}
+
+/* The queued mail of forge event ev for note id, or NULL. */
+static char *queued_text(struct bed *b, const char *ev, int64_t id)
+{
+	struct buf mid = BUF_INIT(PB_MSGID_MAX);
+	struct store_outmail om;
+	char *text = NULL;
+
+	assert_int_equal(msgid_format_forge(&mid, ev, PROJECT, 7, (uint64_t)id,
+					    "example.org"),
+			 0);
+	store_outmail_init(&om);
+	if (!store_outmail_get(&om, b->st, mid.data))
+		text = strndup(om.message, om.message_len);
+	store_outmail_release(&om);
+	buf_release(&mid);
+	return text;
+}
+
+static void resolved_thread_mailed_once(void **state)
+{
+	struct bed *b = *state;
+	struct forge_note *n = thread(b, 801, "Why not a lock here?");
+	size_t queued = 0;
+	char *text, *note;
+
+	assert_int_equal(forgemail_mr(b->fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 1);
+	note = queued_text(b, "note", 801);
+	assert_non_null(note);
+
+	/* Resolved on the forge: no new note, yet read and mailed. */
+	resolve(n, "2099-01-01T00:00:00.000Z");
+	queued = 0;
+	assert_int_equal(forgemail_mr(b->fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 1);
+	text = queued_text(b, "resolved", 801);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "This thread (drivers/x.c:42) was "
+				     "resolved by Alice Developer on the "
+				     "forge."));
+	assert_non_null(strstr(text, "From: Alice Developer via"));
+	/* In the thread: a reply to the comment's mail. */
+	assert_non_null(strstr(text, "In-Reply-To: <pb.f.note.801."));
+	free(text);
+	free(note);
+
+	queued = 0;
+	assert_int_equal(forgemail_mr(b->fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 0);
+}
+
+static void resolved_before_its_mail_not_mailed(void **state)
+{
+	struct bed *b = *state;
+	size_t queued = 0;
+	char *text;
+
+	resolve(thread(b, 811, "Typo."), "2020-01-01T00:00:00.000Z");
+	assert_int_equal(forgemail_mr(b->fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 1); /* the comment only */
+	text = queued_text(b, "resolved", 811);
+	assert_null(text);
+}
+
+static void resolved_off_or_internal_not_mailed(void **state)
+{
+	struct bed *b = *state;
+	struct forge_note *n = thread(b, 821, "Members only.");
+	size_t queued = 0;
+
+	n->internal = 1;
+	assert_int_equal(forgemail_mr(b->fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 0);
+	resolve(n, "2099-01-01T00:00:00.000Z");
+	assert_int_equal(forgemail_mr(b->fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 0);
+	assert_null(queued_text(b, "resolved", 821));
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -214,6 +322,9 @@ int main(void)
 		T(comment_mailed_once),
 		T(own_and_internal_notes_kept),
 		T(forge_5xx_mails_nothing_yet),
+		T(resolved_thread_mailed_once),
+		T(resolved_before_its_mail_not_mailed),
+		T(resolved_off_or_internal_not_mailed),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
