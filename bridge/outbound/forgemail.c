@@ -1308,6 +1308,91 @@ out:
 }
 
 /*
+ * The MRs of a project with threads mailed and open (cursor
+ * "forgemail:threads:P", decimal iids), which every poll reads again:
+ * GitLab resolves a thread without touching the MR (forgesim's README,
+ * "updated_at"), so the listing does not bring it.  At most
+ * FORGEMAIL_OPEN_MRS_MAX; past them, the oldest entry is given up (its
+ * resolutions are mailed when the MR changes next).
+ */
+#define FORGEMAIL_OPEN_MRS_MAX 64
+
+struct open_mrs {
+	int64_t iid[FORGEMAIL_OPEN_MRS_MAX];
+	size_t nr;
+};
+
+static void open_mrs_name(char *out, size_t size, const char *project)
+{
+	snprintf(out, size, "forgemail:threads:%s", project);
+}
+
+static int open_mrs_load(struct open_mrs *l, struct forgemail *fm,
+			 const char *project)
+{
+	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	char name[STORE_CURSOR_NAME_MAX];
+	struct scan sc;
+	uint64_t id;
+	int rc;
+
+	l->nr = 0;
+	open_mrs_name(name, sizeof(name), project);
+	rc = store_cursor_get(&v, fm->store, name);
+	if (rc == PB_ENOTFOUND)
+		rc = 0;
+	scan_init(&sc, v.data, v.len);
+	while (!rc && l->nr < FORGEMAIL_OPEN_MRS_MAX) {
+		scan_blanks(&sc);
+		if (scan_eof(&sc) || !scan_u64(&sc, INT64_MAX, &id))
+			break;
+		l->iid[l->nr++] = (int64_t)id;
+	}
+	buf_release(&v);
+	return rc;
+}
+
+static int open_mrs_mark(struct forgemail *fm, const char *project, int64_t iid,
+			 int open)
+{
+	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	char name[STORE_CURSOR_NAME_MAX];
+	struct open_mrs l;
+	size_t i, at;
+	int rc = open_mrs_load(&l, fm, project);
+
+	if (rc)
+		goto out;
+	for (at = 0; at < l.nr && l.iid[at] != iid; at++)
+		;
+	if ((at < l.nr) == !!open)
+		goto out;
+	if (open) {
+		if (l.nr == FORGEMAIL_OPEN_MRS_MAX) {
+			log_warn(
+				"more than %d merge requests with open threads "
+				"on the list: !%lld's resolutions wait for its "
+				"next change",
+				FORGEMAIL_OPEN_MRS_MAX, (long long)l.iid[0]);
+			memmove(l.iid, l.iid + 1, --l.nr * sizeof(*l.iid));
+		}
+		l.iid[l.nr++] = iid;
+	} else {
+		memmove(l.iid + at, l.iid + at + 1,
+			(--l.nr - at) * sizeof(*l.iid));
+	}
+	for (i = 0; i < l.nr; i++)
+		buf_addf(&v, "%s%lld", i ? " " : "", (long long)l.iid[i]);
+	rc = buf_error(&v);
+	open_mrs_name(name, sizeof(name), project);
+	if (!rc)
+		rc = store_cursor_set(fm->store, name, v.data);
+out:
+	buf_release(&v);
+	return rc;
+}
+
+/*
  * Mail the threads resolved since they were mailed ([outbound]
  * mail_resolved), and count those mailed and still open (cursor
  * "forgemail:open:P!IID"): while there are any, every reading of the MR
@@ -1351,13 +1436,19 @@ static int resolutions(struct mrctx *c)
 	if (err_is_temporary(rc))
 		goto out;
 	rc = 0;
+	/* A merged or closed MR is no longer watched for them. */
+	if (!c->mr.state || strcmp(c->mr.state, "opened"))
+		open = 0;
 	open_cursor_name(name, sizeof(name), c->project, c->iid);
 	snprintf(val, sizeof(val), "%zu", open);
 	r = store_cursor_get(&old, c->fm->store, name);
-	if (r == PB_ENOTFOUND ? open > 0 : (!r && strcmp(old.data, val)))
+	if (r == PB_ENOTFOUND ? open > 0 : (!r && strcmp(old.data, val))) {
 		rc = store_cursor_set(c->fm->store, name, val);
-	else if (r && r != PB_ENOTFOUND)
+		if (!rc)
+			rc = open_mrs_mark(c->fm, c->project, c->iid, open > 0);
+	} else if (r && r != PB_ENOTFOUND) {
 		rc = r;
+	}
 out:
 	buf_release(&old);
 	return rc;
@@ -1905,6 +1996,38 @@ static void recent_rescan(struct fmlist_recents *rl, struct forgemail *fm,
 	}
 }
 
+/*
+ * Read again the MRs with threads mailed and open that this poll has
+ * not read (struct open_mrs), for the threads resolved meanwhile.
+ */
+static void open_rescan(struct forgemail *fm, const char *project,
+			struct fmlist_recents *rl, struct fmlist_pendings *pl,
+			size_t *queued)
+{
+	struct open_mrs l;
+	size_t i, k;
+	int rc;
+
+	if (open_mrs_load(&l, fm, project)) {
+		log_warn("%s: %s", project, err_msg());
+		return;
+	}
+	for (i = 0; i < l.nr; i++) {
+		int read = fmlist_recent_seen(rl, l.iid[i]) ||
+			   fmlist_pending_find(pl, l.iid[i]);
+
+		for (k = 0; !read && k < rl->nr; k++)
+			read = rl->items[k].iid == l.iid[i];
+		if (read)
+			continue;
+		rc = mr_once(fm, project, l.iid[i], 0, queued);
+		if (rc)
+			log_warn("%s!%lld: %s (its threads read again at the "
+				 "next poll)",
+				 project, (long long)l.iid[i], err_msg());
+	}
+}
+
 /* --- every project ---------------------------------------------------------- */
 
 struct pollctx {
@@ -1992,6 +2115,8 @@ int forgemail_poll(struct forgemail *fm, size_t *queued)
 		r = forge_list_mrs(fm->forge, project, &cur, &q, on_mr, &pc);
 		if (!r)
 			recent_rescan(&rl, fm, project, &pl, queued);
+		if (!r)
+			open_rescan(fm, project, &rl, &pl, queued);
 		log_ctx_set(project);
 		if (rl.dropped)
 			log_warn("%u merge request(s) changed within [forge] "
