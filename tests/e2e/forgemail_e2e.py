@@ -3,7 +3,8 @@
 -> private Postfix (pfbed) -> list archive.  Reuses outbound_e2e's bed.
 
 usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
-                        noreply|pushed|late|commit|suggest|unack|retargeted
+                        noreply|pushed|late|commit|suggest|unack|retargeted|
+                        threads
                         --patchbridge BIN --work DIR
 
   comments  an MR mailed as a 3-patch series; rob's diff note on patch 1
@@ -68,6 +69,16 @@ usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
             same head on a new base is v2; rob's diff note on v1's
             version, on the file only v1 has, is mailed under v1's
             patch of that file, quoting it.
+  threads   rob opens three review threads on v1 (diff notes on
+            src/a/x.c, src/b/y.c and docs/readme.txt), mailed under
+            their patches; alice resolves the docs thread on the forge
+            (which touches neither the MR nor its notes): the list gets
+            "This thread (docs/readme.txt:1) was resolved by Alice
+            Developer on the forge." as a reply to that thread's mail,
+            once; a push (v2) is mailed with a cover letter that lists
+            the two open threads under "Open from v1:" with file:line,
+            who, the first line and the link, and the resolved one under
+            "Resolved since v1:"; the v2 series still applies with git am.
   stuck     every git fetch fails: a rebased MR's applied mail waits
             (pending cursor) while a later MR's comment is mailed; with
             its first failure an hour back, the mail names the tip and
@@ -99,7 +110,8 @@ SEED["tokens"] = ob.SEED["tokens"] + [
     {"token": "rob-token", "user": "rob", "scopes": ["api"]},
     {"token": "bob-token", "user": "bob", "scopes": ["api"]},
     {"token": "carol-token", "user": "carol", "scopes": ["api"]},
-    {"token": "root-token", "user": "root", "scopes": ["api"]}]
+    {"token": "root-token", "user": "root", "scopes": ["api"]},
+    {"token": "alice-token", "user": "alice", "scopes": ["api"]}]
 SEED["projects"] = [dict(ob.SEED["projects"][0])]
 SEED["projects"][0]["members"] = dict(SEED["projects"][0]["members"],
                                       rob="developer")
@@ -1214,13 +1226,100 @@ def scenario_retargeted(bed):
     check("> +\treturn 0;" in text(d), "no quote of h.c:\n" + text(d))
 
 
+def scenario_threads(bed):
+    bed.start_postfix()
+    bed.config()
+    ob.create_mr("topic", "Teach x and y to count")
+    bed.run("run", "--once")
+    bed.wait_mail(4)
+    bed.settle()
+    mrp = "/projects/1/merge_requests/1"
+    ver = api("GET", mrp + "/versions", "rob-token")[0]
+
+    def thread(path, line, body):
+        pos = {"position_type": "text", "base_sha": ver["base_commit_sha"],
+               "start_sha": ver["start_commit_sha"],
+               "head_sha": ver["head_commit_sha"],
+               "old_path": path, "new_path": path, "new_line": line}
+        return api("POST", mrp + "/discussions", "rob-token",
+                   {"body": body, "position": pos})
+
+    say("rob: three review threads on v1")
+    dx = thread("src/a/x.c", 3, "Why + 1?")
+    dy = thread("src/b/y.c", 3, "Why + 2?\n\nAnd not + 1 as in x?")
+    dd = thread("docs/readme.txt", 1, "Say what they count.")
+    bed.run("run", "--once")
+    bed.wait_mail(7)
+    bed.settle()
+    mailed = {}
+    for key, what in (("x", "Why + 1?"), ("y", "Why + 2?"),
+                      ("docs", "Say what they count.")):
+        got = [m for m in forge_mails(bed) if what in text(m)]
+        check(len(got) == 1, "%s: %d mails" % (what, len(got)))
+        mailed[key] = got[0]
+
+    say("alice resolves the docs thread on the forge")
+    before = len(bed.archive())
+    updated = api("GET", mrp, "bob-token")["updated_at"]
+    api("PUT", mrp + "/discussions/%s?resolved=true" % dd["id"],
+        "alice-token")
+    check(api("GET", mrp, "bob-token")["updated_at"] == updated,
+          "resolving a thread touched the MR")
+    bed.run("run", "--once")
+    bed.wait_mail(before + 1)
+    bed.settle()
+    res = [m for m in forge_mails(bed) if "was resolved by" in text(m)]
+    check(len(res) == 1, "%d resolution mails" % len(res))
+    res = res[0]
+    want = ("This thread (docs/readme.txt:1) was resolved by Alice "
+            "Developer on the forge.")
+    check(want in text(res), "resolution mail: %r" % text(res))
+    check(res["In-Reply-To"].strip() == mailed["docs"]["Message-ID"].strip(),
+          "resolution not in its thread: In-Reply-To %s, want %s" %
+          (res["In-Reply-To"], mailed["docs"]["Message-ID"]))
+    check(res["Subject"].startswith("Re: [PATCH 3/3]"),
+          "resolution subject: %s" % res["Subject"])
+    say("the list got: %s" % want)
+    bed.run("run", "--once")
+    bed.settle()
+    check(len(bed.archive()) == before + 1, "the resolution mailed again")
+
+    say("push v2: its cover letter carries the open threads")
+    sim("POST", "/_sim/projects/1/merge_requests/1/push",
+        {"commits": [ob.commit("docs: more on counting",
+                               {"docs/more.txt": "more\n"})]})
+    before = len(bed.archive())
+    bed.run("run", "--once")
+    bed.wait_mail(before + 5)
+    bed.settle()
+    v2 = ob.series_of(bed.archive(), 1, 2)
+    check(sorted(v2) == [0, 1, 2, 3, 4], "v2 series: %s" % sorted(v2))
+    body = text(v2[0])
+    url = api("GET", mrp, "bob-token")["web_url"]
+    block = ("Open from v1:\n"
+             "- src/a/x.c:3 (Rob Reviewer): Why + 1?\n"
+             "  %s#note_%d\n"
+             "- src/b/y.c:3 (Rob Reviewer): Why + 2?\n"
+             "  %s#note_%d\n"
+             "\n"
+             "Resolved since v1:\n"
+             "- docs/readme.txt:1 (Rob Reviewer), resolved by Alice "
+             "Developer\n" % (url, dx["notes"][0]["id"],
+                              url, dy["notes"][0]["id"]))
+    check(block in body, "v2 cover letter without the threads:\n%s" % body)
+    say("v2 cover letter:\n    " + "\n    ".join(block.splitlines()))
+    base, head = ob.version_shas(1)
+    ob.check_git_am(bed, v2, 4, base, head)
+
+
 SCENARIOS = {"comments": scenario_comments, "merges": scenario_merges,
              "internal": scenario_internal, "quick": scenario_quick,
              "stuck": scenario_stuck, "quicklook": scenario_quicklook,
              "noreply": scenario_noreply,
              "pushed": scenario_pushed, "late": scenario_late,
              "commit": scenario_commit, "suggest": scenario_suggest,
-             "unack": scenario_unack, "retargeted": scenario_retargeted}
+             "unack": scenario_unack, "retargeted": scenario_retargeted,
+             "threads": scenario_threads}
 
 
 def main():
