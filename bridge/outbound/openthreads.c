@@ -1,6 +1,8 @@
 #include "outbound/openthreads.h"
 
+#include "outbound/forgetext.h"
 #include "util/err.h"
+#include "util/limits.h"
 #include "util/utf8.h"
 #include "util/xalloc.h"
 
@@ -31,8 +33,10 @@ enum openthreads_state openthreads_state(const struct forge_discussion *d,
 
 	if (resolver)
 		*resolver = NULL;
-	/* An internal thread stays on the forge (forgemail.h). */
-	if (!d->nr_notes || d->notes[0].internal)
+	/* An internal thread stays on the forge (forgemail.h); a thread on
+	 * no line of the diff is a general comment (the bridge starts one
+	 * for each list reply, so that answers continue it). */
+	if (!d->nr_notes || d->notes[0].internal || !d->notes[0].has_position)
 		return OPENTHREADS_NONE;
 	for (i = 0; i < d->nr_notes; i++) {
 		const struct forge_note *n = &d->notes[i];
@@ -74,13 +78,57 @@ static const char *who(const struct forge_user *u)
 	return u->username && *u->username ? u->username : "someone";
 }
 
-/* The first line of text that is not blank, cut at max bytes on a
- * character boundary ("..." then). */
-static int first_line(struct buf *out, const char *body, size_t max)
+#define FOOTER "<sub>\xe2\x80\x94 " /* plan_footer(): "<sub>— " */
+
+/*
+ * Who wrote n: its author, or for a note the bridge's user posted for a
+ * list reply, the sender its footer names (inbound/plan.c, plan_footer():
+ * "<sub>— Name &lt;email&gt; via email...", which text relayed from the
+ * list cannot forge, escape.c writing its every "<" as "&lt;").
+ */
+static int author(struct buf *out, const struct forge_note *n, const char *bot)
 {
-	const char *p = body ? body : "", *e;
+	const char *name = who(&n->author), *p = NULL, *q, *e;
+	struct buf t = BUF_INIT(1024);
+	int rc;
+
+	if (bot && *bot && n->author.username &&
+	    !strcmp(n->author.username, bot) && n->body)
+		for (q = n->body; (q = strstr(q, FOOTER)); q++)
+			p = q + strlen(FOOTER);
+	if (!p)
+		return utf8_clean(out, name, strlen(name), UTF8_CLEAN_LINE);
+	e = p + strcspn(p, "\n");
+	if ((q = strstr(p, " via email")) && q < e)
+		e = q;
+	if (!strncmp(p, "&lt;", 4) && (q = strstr(p, "&gt;")) && q < e) {
+		p += 4; /* no name: the address */
+		e = q;
+	} else if ((q = strstr(p, " &lt;")) && q < e) {
+		e = q;
+	}
+	rc = forgetext_markdown(&t, p, (size_t)(e - p));
+	if (!rc && !t.len)
+		rc = buf_adds(&t, name);
+	if (!rc)
+		rc = utf8_clean(out, t.data, t.len, UTF8_CLEAN_LINE);
+	buf_release(&t);
+	return rc;
+}
+
+/* The first line of text that is not blank, cut at max bytes on a
+ * character boundary ("..." then); of the note as plain text
+ * (forgetext_markdown(): escapes resolved, our marker gone). */
+static int first_line(struct buf *out, const char *md, size_t max)
+{
+	struct buf plain = BUF_INIT(PB_TEXT_PART_MAX);
+	const char *p, *e;
 	size_t len, cut;
 	int rc;
+
+	if (forgetext_markdown(&plain, md ? md : "", md ? strlen(md) : 0))
+		buf_clear_error(&plain); /* what fitted: its first line */
+	p = plain.data;
 
 	for (;;) {
 		p += strspn(p, " \t\r\n");
@@ -102,6 +150,7 @@ static int first_line(struct buf *out, const char *body, size_t max)
 	rc = utf8_clean(out, p, cut, UTF8_CLEAN_LINE);
 	if (!rc && cut < len)
 		rc = buf_adds(out, "...");
+	buf_release(&plain);
 	return rc;
 }
 
@@ -124,9 +173,11 @@ static int cmp_item(const void *a, const void *b)
 		       x->d->notes[0].id > y->d->notes[0].id;
 }
 
-static int open_item(struct buf *out, const struct item *it, const char *url)
+static int open_item(struct buf *out, const struct item *it,
+		     const struct openthreads_opts *o)
 {
 	const struct forge_note *n = &it->d->notes[0];
+	const char *url = o->url;
 	int rc = buf_adds(out, "- ");
 
 	if (!rc)
@@ -134,8 +185,7 @@ static int open_item(struct buf *out, const struct item *it, const char *url)
 	if (!rc)
 		rc = buf_adds(out, " (");
 	if (!rc)
-		rc = utf8_clean(out, who(&n->author), strlen(who(&n->author)),
-				UTF8_CLEAN_LINE);
+		rc = author(out, n, o->bot);
 	if (!rc)
 		rc = buf_adds(out, "): ");
 	if (!rc)
@@ -147,7 +197,8 @@ static int open_item(struct buf *out, const struct item *it, const char *url)
 	return rc;
 }
 
-static int resolved_item(struct buf *out, const struct item *it)
+static int resolved_item(struct buf *out, const struct item *it,
+			 const struct openthreads_opts *o)
 {
 	const struct forge_note *n = &it->d->notes[0];
 	const char *by = who(&it->resolver->resolved_by);
@@ -158,8 +209,7 @@ static int resolved_item(struct buf *out, const struct item *it)
 	if (!rc)
 		rc = buf_adds(out, " (");
 	if (!rc)
-		rc = utf8_clean(out, who(&n->author), strlen(who(&n->author)),
-				UTF8_CLEAN_LINE);
+		rc = author(out, n, o->bot);
 	if (!rc)
 		rc = buf_adds(out, "), resolved by ");
 	if (!rc)
@@ -214,8 +264,8 @@ int openthreads_cover(struct buf *out, const struct forge_discussion_list *dl,
 			resolved_group = 1;
 		}
 		if (!rc)
-			rc = it->resolver ? resolved_item(out, it) :
-					    open_item(out, it, o->url);
+			rc = it->resolver ? resolved_item(out, it, o) :
+					    open_item(out, it, o);
 	}
 	rest = nr - shown;
 	if (!rc && rest)

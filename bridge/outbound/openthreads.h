@@ -2,7 +2,8 @@
  * openthreads - the review threads of earlier versions, carried to the
  * cover letter of the next.
  *
- * A review thread is a discussion on the forge with a resolvable note
+ * A review thread is a discussion on a line of the diff (its first note
+ * has a position) with a resolvable note
  * (GitLab: a DiffNote or DiscussionNote by a user, app/models/concerns/
  * resolvable_note.rb); it is resolved when every resolvable note of it is
  * (ResolvableDiscussion#resolved?, app/models/concerns/
@@ -17,7 +18,9 @@
  * line each, the threads resolved since vN was mailed ("Resolved since
  * v2:") and by whom.  At most OPENTHREADS_LIST_MAX threads are named;
  * the rest are counted, with the MR's link.  Empty when there is nothing
- * to say.
+ * to say.  Who opened a thread is its first note's author, or, for a
+ * note the bridge's user posted for a list reply, the sender the note's
+ * footer names.
  *
  * Untrusted text (names, note bodies, paths) is cleaned to one line each
  * (utf8_clean()) and a note's first line cut at OPENTHREADS_LINE_MAX
@@ -66,6 +69,9 @@ struct openthreads_opts {
 	const char *url; /* the MR's web URL; NULL: no links */
 	openthreads_rev_fn rev_of; /* NULL: every thread is vN's */
 	void *arg;
+	/* The bridge's forge user: its notes name the list's sender in
+	 * their footer.  NULL: not known. */
+	const char *bot;
 };
 
 /* Append the cover letter's block (nothing when empty). */

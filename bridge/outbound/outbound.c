@@ -1454,8 +1454,11 @@ static int load_threads(struct outbound *ob, struct job *j, int revision)
 	struct openthreads_opts o;
 	struct rev_of_arg a = { ob, j };
 	struct buf text = BUF_INIT(PB_TEXT_PART_MAX);
+	struct forge_whoami w;
+	const char *bot = config_str(ob->cfg, CFG_FORGE_BOT_USERNAME);
 	int rc;
 
+	memset(&w, 0, sizeof(w));
 	if (!j->have_prev ||
 	    !config_project_bool(j->proj, CFG_OUTBOUND_COVER_OPEN_THREADS))
 		return 0;
@@ -1469,7 +1472,11 @@ static int load_threads(struct outbound *ob, struct job *j, int revision)
 		rc = 0;
 		goto out;
 	}
+	/* The bridge's user, as forgemail.c's bot_user() finds it. */
+	if ((!bot || !*bot) && !forge_whoami(&w, ob->forge))
+		bot = w.user.username;
 	memset(&o, 0, sizeof(o));
+	o.bot = bot;
 	o.revision = revision;
 	o.prev_revision = j->prev.revision;
 	o.prev_ms = j->prev.created * 1000;
@@ -1485,6 +1492,7 @@ static int load_threads(struct outbound *ob, struct job *j, int revision)
 		j->threads = xstrdup(text.data);
 	}
 out:
+	forge_whoami_release(&w);
 	forge_discussion_list_release(&dl);
 	buf_release(&text);
 	return rc;

@@ -2,8 +2,9 @@
  * openthreads_cover(): the review threads of earlier versions as vN+1's
  * cover letter lists them - the open ones grouped by the version they
  * were opened on, with file:line, who, the first line and the link; the
- * ones resolved since vN briefly; internal threads, plain comments and
- * threads resolved before vN left out; the list bounded.
+ * ones resolved since vN briefly; internal threads, comments on no line
+ * and threads resolved before vN left out; the sender of a list reply
+ * the bridge posted named; the list bounded.
  */
 #include "cmocka_all.h"
 #include "outbound/openthreads.h"
@@ -80,6 +81,7 @@ static void opts(struct openthreads_opts *o)
 	o->prev_ms = PREV_MS;
 	o->url = URL;
 	o->rev_of = rev_of;
+	o->bot = "patchbridge";
 }
 
 static void cover_lists(void **state)
@@ -110,8 +112,15 @@ static void cover_lists(void **state)
 	f.disc[f.dl.nr - 1].individual_note = 1;
 	add(&f, 80, "Erin", NULL, NULL, 0, "approved this merge request")
 		->system = 1;
-	/* A general thread, on no line. */
+	/* A general thread, on no line: a comment, not listed. */
 	add(&f, 90, "Frank", NULL, NULL, 0, "Please add a test.");
+	/* The bridge's note for a list reply: its footer names the sender,
+	 * its text is Markdown. */
+	n = add(&f, 95, "patchbridge bot", V2, "net/core.c", 99,
+		"Is n \\< 0 possible?\n\n<sub>\xe2\x80\x94 Rob Reviewer "
+		"&lt;rob@review.example&gt; via email, on v2 patch 1/1 (DKIM "
+		"verified)</sub>\n<!-- patchbridge:1 -->");
+	n->author.username = (char *)"patchbridge";
 
 	opts(&o);
 	assert_int_equal(openthreads_cover(&out, &f.dl, &o), 0);
@@ -127,8 +136,8 @@ static void cover_lists(void **state)
 		"Open from v2:\n"
 		"- net/core.c:88 (Bob Reviewer): Needs a lock.\n"
 		"  " URL "#note_30\n"
-		"- general (Frank): Please add a test.\n"
-		"  " URL "#note_90\n"
+		"- net/core.c:99 (Rob Reviewer): Is n < 0 possible?\n"
+		"  " URL "#note_95\n"
 		"\n"
 		"Resolved since v2:\n"
 		"- net/core.c:12 (Dave), resolved by Alice Developer\n"
