@@ -371,6 +371,11 @@ static const struct config_param params[CFG__COUNT] = {
 		"outbound", "mail_resolved", CONFIG_BOOL, "yes", 0, 0, NULL, PP,
 		"Mail a reply in its thread when a review thread mailed to "
 		"the list is resolved on the forge" },
+	[CFG_OUTBOUND_COVER_REVIEWERS] = {
+		"outbound", "cover_reviewers", CONFIG_BOOL, "yes", 0, 0, NULL,
+		PP,
+		"List in the cover letter, per subsystem touched, whose review "
+		"is required and whose optional ([inbound] owners_file)" },
 	[CFG_OUTBOUND_ARCHIVE_WAIT] = {
 		"outbound", "archive_wait", CONFIG_DURATION, "5m", 0, 1 * DAY,
 		NULL, 0,

@@ -12,6 +12,7 @@
 #include "outbound/mailhdr.h"
 #include "outbound/mirror.h"
 #include "outbound/openthreads.h"
+#include "outbound/reviewers.h"
 #include "outbound/series.h"
 #include "outbound/submit.h"
 #include "state/store.h"
@@ -824,8 +825,10 @@ struct job {
 	struct cc_list *cc; /* per mail of the series */
 	struct buf git_url;
 	int64_t date;
-	/* The cover letter's review threads (openthreads.h); NULL: none. */
+	/* The cover letter's review threads (openthreads.h) and reviewers
+	 * (reviewers.h); NULL: none. */
 	char *threads;
+	char *reviewers;
 };
 
 static void job_release(struct job *j)
@@ -842,6 +845,7 @@ static void job_release(struct job *j)
 	strlist_release(&j->prev_roots);
 	owners_free(j->owners);
 	free(j->threads);
+	free(j->reviewers);
 	cc_release(&j->cc_common);
 	if (j->series && j->cc)
 		for (i = 0; i < j->series->nr; i++)
@@ -1169,6 +1173,7 @@ static int render(struct outbound *ob, struct job *j, int revision)
 	o.prev_range = j->prev_range;
 	o.prev_revision = j->have_prev ? (unsigned)j->prev.revision : 0;
 	o.review_threads = j->threads;
+	o.reviewers = j->reviewers;
 	rc = series_build(&j->series, j->range, &o);
 	strlist_release(&to);
 	return rc;
@@ -1498,6 +1503,39 @@ out:
 	return rc;
 }
 
+/*
+ * Who must review, per subsystem the revision touches, for its cover
+ * letter (reviewers.h), from [inbound] owners_file.  A file that does not
+ * load mails the revision without the block, as the Cc does.
+ */
+static void load_reviewers(struct job *j)
+{
+	const char *file = config_project_str(j->proj, CFG_INBOUND_OWNERS_FILE);
+	struct strlist paths = STRLIST_INIT;
+	struct buf text = BUF_INIT(PB_TEXT_PART_MAX);
+	struct owners *o = NULL;
+	size_t i;
+
+	if (!config_project_bool(j->proj, CFG_OUTBOUND_COVER_REVIEWERS) ||
+	    !*file)
+		return;
+	if (owners_load(&o, file)) {
+		log_error("%s; the cover letter names no reviewers", err_msg());
+		return;
+	}
+	for (i = 0; i < j->range->nr; i++)
+		patch_paths(&paths, &j->range->commits[i]);
+	if (reviewers_cover(&text, o, (const char *const *)paths.items,
+			    paths.nr))
+		log_warn("reviewers not named in the cover letter: %s",
+			 err_msg());
+	else if (text.len)
+		j->reviewers = xstrdup(text.data);
+	owners_free(o);
+	strlist_release(&paths);
+	buf_release(&text);
+}
+
 static int mail_new_revision(struct outbound *ob, struct outbound_report *rep,
 			     struct job *j)
 {
@@ -1520,6 +1558,7 @@ static int mail_new_revision(struct outbound *ob, struct outbound_report *rep,
 	rc = load_threads(ob, j, planned);
 	if (rc)
 		return rc;
+	load_reviewers(j);
 	/* The date of the revision: when it is first rendered. */
 	j->date = now_s();
 	for (tries = 0; tries < OUTBOUND_START_TRIES; tries++) {

@@ -117,6 +117,8 @@ struct series_opts {
 	/* The cover letter's {{review_threads}} block as written
 	 * (openthreads.h), ending in a blank line; NULL: none. */
 	const char *review_threads;
+	/* Its {{reviewers}} block (reviewers.h); NULL: none. */
+	const char *reviewers;
 };
 
 struct series_mail {
