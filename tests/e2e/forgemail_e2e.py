@@ -78,7 +78,8 @@ usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
             once; a push (v2) is mailed with a cover letter that lists
             the two open threads under "Open from v1:" with file:line,
             who, the first line and the link, and the resolved one under
-            "Resolved since v1:"; the v2 series still applies with git am.
+            "Resolved since v1:", and the reviewers of the subsystems it
+            touches; the v2 series still applies with git am.
   stuck     every git fetch fails: a rebased MR's applied mail waits
             (pending cursor) while a later MR's comment is mailed; with
             its first failure an hour back, the mail names the tip and
@@ -1308,6 +1309,11 @@ def scenario_threads(bed):
                               url, dy["notes"][0]["id"]))
     check(block in body, "v2 cover letter without the threads:\n%s" % body)
     say("v2 cover letter:\n    " + "\n    ".join(block.splitlines()))
+    owners = ("Reviewers of the subsystems touched:\n"
+              "- sub-a: optional Anna Alpha\n"
+              "- sub-b: optional Bert Beta\n")
+    check(owners in body, "v2 cover letter without its reviewers:\n%s"
+          % body)
     base, head = ob.version_shas(1)
     ob.check_git_am(bed, v2, 4, base, head)
 
