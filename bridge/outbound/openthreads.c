@@ -173,11 +173,11 @@ static int cmp_item(const void *a, const void *b)
 		       x->d->notes[0].id > y->d->notes[0].id;
 }
 
-static int open_item(struct buf *out, const struct item *it,
+/* "- PATH:LINE (NAME)", the start of a thread's line. */
+static int item_head(struct buf *out, const struct item *it,
 		     const struct openthreads_opts *o)
 {
 	const struct forge_note *n = &it->d->notes[0];
-	const char *url = o->url;
 	int rc = buf_adds(out, "- ");
 
 	if (!rc)
@@ -187,7 +187,19 @@ static int open_item(struct buf *out, const struct item *it,
 	if (!rc)
 		rc = author(out, n, o->bot);
 	if (!rc)
-		rc = buf_adds(out, "): ");
+		rc = buf_addch(out, ')');
+	return rc;
+}
+
+static int open_item(struct buf *out, const struct item *it,
+		     const struct openthreads_opts *o)
+{
+	const struct forge_note *n = &it->d->notes[0];
+	const char *url = o->url;
+	int rc = item_head(out, it, o);
+
+	if (!rc)
+		rc = buf_adds(out, ": ");
 	if (!rc)
 		rc = first_line(out, n->body, OPENTHREADS_LINE_MAX);
 	if (!rc)
@@ -200,18 +212,11 @@ static int open_item(struct buf *out, const struct item *it,
 static int resolved_item(struct buf *out, const struct item *it,
 			 const struct openthreads_opts *o)
 {
-	const struct forge_note *n = &it->d->notes[0];
 	const char *by = who(&it->resolver->resolved_by);
-	int rc = buf_adds(out, "- ");
+	int rc = item_head(out, it, o);
 
 	if (!rc)
-		rc = openthreads_where(out, n);
-	if (!rc)
-		rc = buf_adds(out, " (");
-	if (!rc)
-		rc = author(out, n, o->bot);
-	if (!rc)
-		rc = buf_adds(out, "), resolved by ");
+		rc = buf_adds(out, ", resolved by ");
 	if (!rc)
 		rc = utf8_clean(out, by, strlen(by), UTF8_CLEAN_LINE);
 	if (!rc)

@@ -593,13 +593,18 @@ def mailed_once(bed, text_, total):
     return got[0]
 
 
-def scenario_internal(bed):
+def series_v1(bed):
+    """The list server, and MR 1 mailed as v1 (a cover and 3 patches)."""
     bed.start_postfix()
     bed.config()
     ob.create_mr("topic", "Teach x and y to count")
     bed.run("run", "--once")
     bed.wait_mail(4)
     bed.settle()
+
+
+def scenario_internal(bed):
+    series_v1(bed)
 
     say("bob: an internal note; rob replies in its thread")
     note = api("POST", "/projects/1/merge_requests/1/notes", "bob-token",
@@ -1228,12 +1233,7 @@ def scenario_retargeted(bed):
 
 
 def scenario_threads(bed):
-    bed.start_postfix()
-    bed.config()
-    ob.create_mr("topic", "Teach x and y to count")
-    bed.run("run", "--once")
-    bed.wait_mail(4)
-    bed.settle()
+    series_v1(bed)
     mrp = "/projects/1/merge_requests/1"
     ver = api("GET", mrp + "/versions", "rob-token")[0]
 
