@@ -376,6 +376,11 @@ static const struct config_param params[CFG__COUNT] = {
 		PP,
 		"List in the cover letter, per subsystem touched, whose review "
 		"is required and whose optional ([inbound] owners_file)" },
+	[CFG_OUTBOUND_MAIL_REVIEWS_IN] = {
+		"outbound", "mail_reviews_in", CONFIG_BOOL, "yes", 0, 0, NULL,
+		PP,
+		"Reply to the cover letter when all required reviews are in "
+		"([inbound] owners_file), and when that is taken back" },
 	[CFG_OUTBOUND_ARCHIVE_WAIT] = {
 		"outbound", "archive_wait", CONFIG_DURATION, "5m", 0, 1 * DAY,
 		NULL, 0,

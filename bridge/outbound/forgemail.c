@@ -1,6 +1,7 @@
 #include "outbound/forgemail.h"
 
 #include "core/config.h"
+#include "core/owners.h"
 #include "core/msgid.h"
 #include "core/version.h"
 #include "forge/forge.h"
@@ -11,6 +12,7 @@
 #include "outbound/openthreads.h"
 #include "outbound/outbound.h"
 #include "outbound/qp.h"
+#include "outbound/reviewsin.h"
 #include "state/store.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -1472,6 +1474,143 @@ static int threads_open(struct mrctx *c)
 	return n > 0;
 }
 
+/* --- required reviews ----------------------------------------------------- */
+
+/* The paths the latest revision's patches touch, as mailed. */
+static int touched_paths(struct strlist *out, struct mrctx *c)
+{
+	struct store_mail row;
+	struct diff *d = NULL;
+	size_t i;
+	int k, rc = 0;
+
+	store_mail_init(&row);
+	for (k = 1; k <= c->latest.patches && !rc; k++) {
+		store_mail_release(&row);
+		rc = store_mail_find(&row, c->fm->store, c->project, c->iid,
+				     c->latest.revision, k);
+		if (rc == PB_ENOTFOUND) {
+			rc = 0;
+			continue;
+		}
+		if (rc || !row.diff || diff_parse(&d, row.diff, row.diff_len))
+			continue;
+		for (i = 0; i < d->nr_files; i++) {
+			const struct diff_file *f = &d->files[i];
+
+			if (f->old_path && strlist_find(out, f->old_path) < 0)
+				strlist_push(out, f->old_path);
+			if (f->new_path && strlist_find(out, f->new_path) < 0)
+				strlist_push(out, f->new_path);
+		}
+		diff_free(d);
+		d = NULL;
+	}
+	store_mail_release(&row);
+	return rc;
+}
+
+/*
+ * "All required reviews are in: net (Mary Maintainer)." as a reply to
+ * the latest cover letter when the MR's required reviews (reviewsin.h)
+ * are all given, and "The required reviews are no longer all in:
+ * waiting for net." (or "a NAK blocks the merge request") when a NAK or
+ * a withdrawn approval takes that back
+ * ([outbound] mail_reviews_in, with [inbound] owners_file): once per
+ * change of state.  Cursor "forgemail:reviews:P!IID" = "N in" or "N
+ * out", N the changes mailed (the event id of the N-th mail, so a crash
+ * between the mail and the cursor does not mail it twice).
+ */
+static int reviews(struct mrctx *c)
+{
+	const char *file = config_project_str(c->proj, CFG_INBOUND_OWNERS_FILE);
+	const char *nak = config_project_str(c->proj, CFG_INBOUND_NAK_LABEL);
+	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	struct buf who = BUF_INIT(16 * 1024);
+	struct strlist paths = STRLIST_INIT;
+	char name[STORE_CURSOR_NAME_MAX], val[48];
+	struct forge_approvals a;
+	struct store_mail cover;
+	struct owners *o = NULL;
+	struct outmsg m;
+	uint64_t n = 0;
+	size_t required = 0;
+	int rc, in = 0, was = 0;
+
+	memset(&a, 0, sizeof(a));
+	memset(&m, 0, sizeof(m));
+	store_mail_init(&cover);
+	buf_init(&m.body, 64 * 1024);
+	if (!config_project_bool(c->proj, CFG_OUTBOUND_MAIL_REVIEWS_IN) ||
+	    !*file || !c->mr.state || strcmp(c->mr.state, "opened")) {
+		rc = 0;
+		goto out;
+	}
+	snprintf(name, sizeof(name), "forgemail:reviews:%s!%lld", c->project,
+		 (long long)c->iid);
+	rc = store_cursor_get(&v, c->fm->store, name);
+	if (!rc) {
+		size_t len = strcspn(v.data, " ");
+
+		if (!mem_to_u64(v.data, len, INT64_MAX, &n))
+			n = 0;
+		was = !strcmp(v.data + len, " in");
+	} else if (rc != PB_ENOTFOUND) {
+		goto out;
+	}
+	if (owners_load(&o, file)) {
+		log_warn("%s; required reviews not told", err_msg());
+		rc = 0;
+		goto out;
+	}
+	rc = touched_paths(&paths, c);
+	if (!rc)
+		rc = forge_get_approvals(&a, c->fm->forge, c->project, c->iid);
+	if (!rc)
+		rc = reviewsin_check(
+			&in, &required, &who, o,
+			(const char *const *)paths.items, paths.nr, &a,
+			*nak && strlist_find(&c->mr.labels, nak) >= 0);
+	if (rc || in == was)
+		goto out;
+	rc = find_cover(&cover, c, c->latest.revision);
+	if (!rc)
+		rc = buf_addf(&m.body,
+			      in ? "All required reviews are in: %s.\n" :
+				   "The required reviews are no longer all in: "
+				   "%s.\n",
+			      who.data);
+	if (!rc && c->mr.web_url)
+		rc = buf_addf(&m.body, "\n-- \nOn the forge: %s\n",
+			      c->mr.web_url);
+	if (rc)
+		goto out;
+	m.event = "reviews";
+	m.event_id = n + 1;
+	m.who = config_str(c->fm->cfg, CFG_BRIDGE_NAME);
+	m.date = (int64_t)time(NULL);
+	m.parent = &cover;
+	m.root = cover.message_id;
+	rc = queue(c, &m);
+	snprintf(val, sizeof(val), "%llu %s", (unsigned long long)n + 1,
+		 in ? "in" : "out");
+	if (!rc)
+		rc = store_cursor_set(c->fm->store, name, val);
+out:
+	if (rc && !err_is_temporary(rc)) {
+		log_error("required reviews not told: %s", err_msg());
+		rc = 0;
+	}
+	forge_approvals_release(&a);
+	owners_free(o);
+	strlist_release(&paths);
+	store_mail_release(&cover);
+	buf_release(&m.body);
+	buf_release(&who);
+	buf_release(&v);
+	return rc;
+}
+
 /* --- one MR, every project ------------------------------------------------- */
 
 /* The newest updated_at of n (ms), or keep *newest. */
@@ -1839,6 +1978,9 @@ static int mr_once(struct forgemail *fm, const char *project, int64_t iid,
 		if (rc)
 			goto out;
 	}
+	rc = reviews(&c);
+	if (rc)
+		goto out;
 	rc = state_event(&c);
 	if (rc && !err_is_temporary(rc)) {
 		log_error("%s: %s", c.mr.state, err_msg());

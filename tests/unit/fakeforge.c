@@ -531,6 +531,32 @@ static enum forge_token_problem fake_token_problem(const struct forge *f)
 	return ((const struct fakeforge *)f)->token;
 }
 
+static int fake_get_approvals(struct forge_approvals *out, struct forge *f,
+			      const char *project, int64_t iid)
+{
+	struct fakeforge *ff = ff_of(f);
+	struct fake_result r;
+	size_t i;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	record(ff, FAKE_GET_APPROVALS, project, iid, NULL, NULL, NULL);
+	r = next(ff, FAKE_GET_APPROVALS);
+	rc = answer(ff, &r);
+	if (rc)
+		return rc;
+	out->approvals_required = -1;
+	out->approvals_left = -1;
+	out->user_has_approved = -1;
+	out->approved = ff->nr_approved_by > 0;
+	out->approved_by =
+		xcalloc(ff->nr_approved_by + 1, sizeof(*out->approved_by));
+	out->nr_approved_by = ff->nr_approved_by;
+	for (i = 0; i < ff->nr_approved_by; i++)
+		user_copy(&out->approved_by[i], &ff->approved_by[i]);
+	return 0;
+}
+
 static const struct forge_ops fake_ops = {
 	.name = "fake",
 	.free = fake_free,
@@ -549,6 +575,7 @@ static const struct forge_ops fake_ops = {
 	.list_notes = fake_list_notes,
 	.list_discussions = fake_list_discussions,
 	.whoami = fake_whoami,
+	.get_approvals = fake_get_approvals,
 	.sudo_problem = fake_sudo_problem,
 	.token_problem = fake_token_problem,
 };

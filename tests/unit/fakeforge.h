@@ -47,6 +47,7 @@ enum fake_op {
 	FAKE_LIST_NOTES,
 	FAKE_LIST_DISCUSSIONS,
 	FAKE_WHOAMI,
+	FAKE_GET_APPROVALS,
 	FAKE__COUNT,
 };
 
@@ -127,6 +128,9 @@ struct fakeforge {
 	const struct forge_discussion *discussions;
 	size_t nr_discussions;
 	const char *whoami; /* the token's user; NULL: "patchbridge" */
+	/* Who get_approvals says approved (borrowed). */
+	const struct forge_user *approved_by;
+	size_t nr_approved_by;
 };
 
 void fakeforge_init(struct fakeforge *ff);

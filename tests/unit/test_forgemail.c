@@ -3,7 +3,9 @@
  * real store: a forge comment becomes one mail in the outbound queue and
  * the thread map, once; the bridge's own notes and internal notes stay on
  * the forge; a failing forge moves no cursor; a review thread resolved on
- * the forge after its mail is a reply in it, once.
+ * the forge after its mail is a reply in it, once; the required reviews
+ * all given, and taken back, are a reply to the cover letter, once per
+ * change.
  */
 #include "cmocka_all.h"
 #include "core/config.h"
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PROJECT "group/project"
 #define HEAD "1111111111111111111111111111111111111111"
@@ -314,6 +317,119 @@ static void resolved_off_or_internal_not_mailed(void **state)
 	assert_null(queued_text(b, "resolved", 821));
 }
 
+static const char REVIEW_OWNERS[] = "users:\n"
+				    "  - &mary\n"
+				    "    name: Mary Maintainer\n"
+				    "    email: mary@kernel.example\n"
+				    "    gluser: mary\n"
+				    "subsystems:\n"
+				    "  - subsystem: Networking\n"
+				    "    labels:\n"
+				    "      name: net\n"
+				    "    requiredApproval: true\n"
+				    "    maintainers:\n"
+				    "      - *mary\n"
+				    "    paths:\n"
+				    "      includes:\n"
+				    "        - src/\n";
+
+static void reviews_in_and_taken_back(void **state)
+{
+	struct bed *b = *state;
+	struct forge_user mary;
+	struct strlist errs = STRLIST_INIT;
+	struct store_mail pm;
+	struct config *cfg;
+	struct forgemail *fm;
+	char path[600], conf[2048];
+	size_t queued = 0;
+	char *text;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/owners-reviews.yaml", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(REVIEW_OWNERS, f);
+	fclose(f);
+	snprintf(conf, sizeof(conf),
+		 "[bridge]\naddress = bridge@example.org\n"
+		 "domain = example.org\nlist_address = list@example.org\n"
+		 "[forge]\nurl = https://gitlab.example.org\n"
+		 "token_file = /etc/patchbridge/token\n"
+		 "[inbound]\nowners_file = %s\nnak_label = nak\n"
+		 "[project \"" PROJECT "\"]\n",
+		 path);
+	if (config_load_mem(&cfg, &errs, "t.conf", conf, strlen(conf)))
+		fail_msg("config: %s", errs.nr ? errs.items[0] : err_msg());
+	strlist_release(&errs);
+	assert_int_equal(forgemail_new(&fm, cfg, b->st, &b->ff.base), 0);
+	/* v1's patch touches src/x.c, which net owns. */
+	store_mail_init(&pm);
+	pm.message_id = "patch.1@example.org";
+	pm.project = PROJECT;
+	pm.iid = 7;
+	pm.revision = 1;
+	pm.patch = 1;
+	pm.total = 1;
+	pm.kind = STORE_MAIL_PATCH;
+	pm.commit_sha = HEAD;
+	pm.diff = "diff --git a/src/x.c b/src/x.c\n--- a/src/x.c\n"
+		  "+++ b/src/x.c\n@@ -1 +1 @@\n-a\n+b\n";
+	pm.diff_len = strlen(pm.diff);
+	assert_int_equal(store_mail_put(b->st, &pm), 0);
+
+	/* Nobody approved: nothing to say. */
+	assert_int_equal(forgemail_mr(fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 0);
+
+	memset(&mary, 0, sizeof(mary));
+	mary.id = 9;
+	mary.username = (char *)"mary";
+	mary.name = (char *)"Mary M.";
+	b->ff.approved_by = &mary;
+	b->ff.nr_approved_by = 1;
+	assert_int_equal(forgemail_mr(fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 1);
+	text = queued_text(b, "reviews", 1);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "All required reviews are in: net "
+				     "(Mary Maintainer).\n"));
+	assert_non_null(strstr(text, "In-Reply-To: <" COVER ">"));
+	free(text);
+	queued = 0;
+	assert_int_equal(forgemail_mr(fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 0);
+
+	/* A NAK takes it back, once. */
+	strlist_push(&b->ff.labels, "nak");
+	assert_int_equal(forgemail_mr(fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 1);
+	text = queued_text(b, "reviews", 2);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "The required reviews are no longer all "
+				     "in: a NAK blocks the merge request.\n"));
+	free(text);
+	queued = 0;
+	assert_int_equal(forgemail_mr(fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 0);
+
+	/* The NAK gone, all in again; the approval withdrawn, out again. */
+	strlist_release(&b->ff.labels);
+	assert_int_equal(forgemail_mr(fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 1);
+	b->ff.nr_approved_by = 0;
+	assert_int_equal(forgemail_mr(fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 2);
+	text = queued_text(b, "reviews", 4);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "The required reviews are no longer all "
+				     "in: waiting for net.\n"));
+	free(text);
+	forgemail_free(fm);
+	config_free(cfg);
+	unlink(path);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -325,6 +441,7 @@ int main(void)
 		T(resolved_thread_mailed_once),
 		T(resolved_before_its_mail_not_mailed),
 		T(resolved_off_or_internal_not_mailed),
+		T(reviews_in_and_taken_back),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
