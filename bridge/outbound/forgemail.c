@@ -1239,6 +1239,59 @@ static void open_cursor_name(char *out, size_t size, const char *project,
 }
 
 /*
+ * The mail on the list a thread's resolution answers: its newest mail
+ * from the forge (thread map), else the list reply whose inline comment
+ * the bridge made into the thread (its action, and its record for the
+ * patch it answered: the mail is that patch's row, under the reply's id
+ * and time).
+ */
+struct thread_mail {
+	struct store_mail mail;
+	struct store_action act;
+	struct store_inbound in;
+};
+
+static void thread_mail_init(struct thread_mail *t)
+{
+	store_mail_init(&t->mail);
+	store_action_init(&t->act);
+	store_inbound_init(&t->in);
+}
+
+static void thread_mail_release(struct thread_mail *t)
+{
+	store_mail_release(&t->mail);
+	store_action_release(&t->act);
+	store_inbound_release(&t->in);
+}
+
+static int thread_mail_find(struct thread_mail *t, struct mrctx *c,
+			    const char *discussion_id)
+{
+	struct store *st = c->fm->store;
+	int rc;
+
+	thread_mail_release(t);
+	rc = store_mail_by_discussion(&t->mail, st, c->project, discussion_id);
+	if (rc != PB_ENOTFOUND)
+		return rc;
+	rc = store_action_by_discussion(&t->act, st, c->project, c->iid,
+					discussion_id);
+	if (!rc)
+		rc = store_inbound_get(&t->in, st, t->act.message_id);
+	if (!rc && t->in.revision <= 0)
+		rc = err_set(PB_ENOTFOUND, "the reply's revision is unknown");
+	if (!rc)
+		rc = store_mail_find(&t->mail, st, c->project, c->iid,
+				     t->in.revision, t->in.patch);
+	if (!rc) {
+		t->mail.message_id = t->act.message_id;
+		t->mail.created = t->in.created;
+	}
+	return rc;
+}
+
+/*
  * A review thread mailed to the list and resolved on the forge since:
  * "This thread (PATH:LINE) was resolved by NAME on the forge." under the
  * thread's newest mail, once per thread (event "resolved", the id of its
@@ -1252,35 +1305,38 @@ static int resolved(struct mrctx *c, const struct forge_discussion *d,
 {
 	const struct forge_note *first = &d->notes[0];
 	const char *by = name_of(&r->resolved_by);
-	struct store_mail parent, cover;
+	struct thread_mail t;
+	struct store_mail *parent = &t.mail, cover;
 	struct buf where = BUF_INIT(4096 + 32);
 	struct outmsg m;
 	int64_t at = 0;
 	int rc;
 
-	store_mail_init(&parent);
+	thread_mail_init(&t);
 	store_mail_init(&cover);
 	memset(&m, 0, sizeof(m));
 	buf_init(&m.body, 64 * 1024);
-	rc = store_mail_by_discussion(&parent, c->fm->store, c->project, d->id);
-	if (rc == PB_ENOTFOUND || mailed_before(c, "resolved", first->id)) {
+	if (mailed_before(c, "resolved", first->id)) {
 		rc = 1;
 		goto out;
 	}
+	rc = thread_mail_find(&t, c, d->id);
+	if (rc == PB_ENOTFOUND)
+		rc = 1;
 	if (rc)
 		goto out;
 	if (!r->resolved_at || forge_time_parse(&at, r->resolved_at) ||
 	    at / 1000 + config_duration_ms(c->fm->cfg,
 					   CFG_OUTBOUND_POLL_OVERLAP) /
 				    1000 <
-		    parent.created) {
+		    parent->created) {
 		log_debug("thread %s resolved before its last mail; not "
 			  "mailed",
 			  d->id);
 		rc = 1;
 		goto out;
 	}
-	if (!find_cover(&cover, c, parent.revision))
+	if (!find_cover(&cover, c, parent->revision))
 		m.root = cover.message_id;
 	rc = openthreads_where(&where, first);
 	if (!rc)
@@ -1297,14 +1353,14 @@ static int resolved(struct mrctx *c, const struct forge_discussion *d,
 	m.event_id = (uint64_t)first->id;
 	m.who = by;
 	m.date = at / 1000;
-	m.parent = &parent;
+	m.parent = parent;
 	/* A list reply to it goes on in the thread. */
 	m.discussion_id = d->id;
 	rc = queue(c, &m);
 out:
 	buf_release(&where);
 	buf_release(&m.body);
-	store_mail_release(&parent);
+	thread_mail_release(&t);
 	store_mail_release(&cover);
 	return rc;
 }
@@ -1406,22 +1462,20 @@ static int resolutions(struct mrctx *c)
 {
 	char name[STORE_CURSOR_NAME_MAX], val[32];
 	struct buf old = BUF_INIT(STORE_CURSOR_VALUE_MAX);
-	struct store_mail row;
+	struct thread_mail row;
 	size_t i, open = 0;
 	int rc = 0, r;
 
 	if (!config_project_bool(c->proj, CFG_OUTBOUND_MAIL_RESOLVED) || !c->dl)
 		return 0;
-	store_mail_init(&row);
+	thread_mail_init(&row);
 	for (i = 0; i < c->dl->nr && !err_is_temporary(rc); i++) {
 		const struct forge_discussion *d = &c->dl->items[i];
 		const struct forge_note *by = NULL;
 		enum openthreads_state s = openthreads_state(d, &by);
 
 		if (s == OPENTHREADS_OPEN) {
-			store_mail_release(&row);
-			if (!store_mail_by_discussion(&row, c->fm->store,
-						      c->project, d->id))
+			if (!thread_mail_find(&row, c, d->id))
 				open++;
 			continue;
 		}
@@ -1434,7 +1488,7 @@ static int resolutions(struct mrctx *c)
 		if (r < 0)
 			rc = r;
 	}
-	store_mail_release(&row);
+	thread_mail_release(&row);
 	if (err_is_temporary(rc))
 		goto out;
 	rc = 0;

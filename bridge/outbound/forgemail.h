@@ -42,7 +42,9 @@
  *    cover letter of vN; no trailer in it, so no tool collects one;
  *  - a review thread mailed to the list and resolved on the forge after
  *    its newest mail ([outbound] mail_resolved): "This thread (PATH:LINE)
- *    was resolved by NAME on the forge." under that mail, once per thread
+ *    was resolved by NAME on the forge." under that mail (for a thread
+ *    the bridge made of a list reply's inline comment, under that list
+ *    mail: store_action_by_discussion()), once per thread
  *    (event "resolved", its first note's id); resolving makes no note, so
  *    while an MR has threads mailed and open (cursor
  *    "forgemail:open:P!IID", their count) every reading of it reads its

@@ -4,7 +4,7 @@
 
 usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
                         noreply|pushed|late|commit|suggest|unack|retargeted|
-                        threads
+                        threads|listthread
                         --patchbridge BIN --work DIR
 
   comments  an MR mailed as a 3-patch series; rob's diff note on patch 1
@@ -82,6 +82,9 @@ usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
             who, the first line and the link, and the resolved one under
             "Resolved since v1:", and the reviewers of the subsystems it
             touches; the v2 series still applies with git am.
+  listthread dave comments inline on patch 1 from the list; the bridge
+            makes it a diff thread; alice resolves it on the forge: the
+            list gets the resolution as a reply to dave's mail, once.
   stuck     every git fetch fails: a rebased MR's applied mail waits
             (pending cursor) while a later MR's comment is mailed; with
             its first failure an hour back, the mail names the tip and
@@ -1323,6 +1326,50 @@ def scenario_threads(bed):
     ob.check_git_am(bed, v2, 4, base, head)
 
 
+def scenario_listthread(bed):
+    start_list(bed)
+    ob.create_mr("topic", "Teach x and y to count")
+    bed.run("run", "--once")
+    bed.wait_mail(4)
+    bed.settle()
+    p1 = ob.series_of(bed.archive(), 1, 1)[1]
+    body = text(p1)
+    lines = body[body.index("diff --git"):].splitlines()
+    cut = next(i for i, l in enumerate(lines) if l == "+\treturn n + 1;")
+    say("dave comments inline on patch 1 from the list")
+    before = len(bed.archive())
+    raw, rid = reply(p1, DAVE, quote("\n".join(lines[:cut + 1])) +
+                     "\nLIST-INLINE: why n + 1 and not n?\n")
+    bed.send(raw, "dave@reader.example")
+    bed.wait_mail(before + 1)
+    bed.settle()
+    bed.run("run", "--once")
+    found = discussion_with(the_mr(), "LIST-INLINE")
+    check(len(found) == 1 and found[0]["notes"][0]["type"] == "DiffNote",
+          "the inline comment is no diff thread: %s" % found)
+    say("alice resolves dave's thread on the forge")
+    api("PUT", "/projects/1/merge_requests/1/discussions/%s?resolved=true"
+        % found[0]["id"], "alice-token")
+    before = len(bed.archive())
+    bed.run("run", "--once")
+    bed.wait_mail(before + 1)
+    bed.settle()
+    res = [m for m in forge_mails(bed) if "was resolved by" in text(m)]
+    check(len(res) == 1, "%d resolution mails" % len(res))
+    want = ("This thread (src/a/x.c:3) was resolved by Alice Developer on "
+            "the forge.")
+    check(want in text(res[0]), "resolution mail: %r" % text(res[0]))
+    check(res[0]["In-Reply-To"].strip("<> ") == rid,
+          "not a reply to dave's mail: %s, want %s" %
+          (res[0]["In-Reply-To"], rid))
+    check(res[0]["Subject"].startswith("Re: [PATCH 1/3]"),
+          "resolution subject: %s" % res[0]["Subject"])
+    say("the list got, under dave's mail: %s" % want)
+    bed.run("run", "--once")
+    bed.settle()
+    check(len(bed.archive()) == before + 1, "the resolution mailed again")
+
+
 SCENARIOS = {"comments": scenario_comments, "merges": scenario_merges,
              "internal": scenario_internal, "quick": scenario_quick,
              "stuck": scenario_stuck, "quicklook": scenario_quicklook,
@@ -1330,7 +1377,8 @@ SCENARIOS = {"comments": scenario_comments, "merges": scenario_merges,
              "pushed": scenario_pushed, "late": scenario_late,
              "commit": scenario_commit, "suggest": scenario_suggest,
              "unack": scenario_unack, "retargeted": scenario_retargeted,
-             "threads": scenario_threads}
+             "threads": scenario_threads,
+             "listthread": scenario_listthread}
 
 
 def main():

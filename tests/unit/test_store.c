@@ -1164,6 +1164,34 @@ static void test_forge_actions(void **state)
 	assert_int_equal(list.items[2].index, 2);
 	store_action_list_release(&list);
 
+	/* The action that made a discussion, among an MR's mails only
+	 * (the archive's): none before the mail is archived. */
+	assert_int_equal(store_action_by_discussion(&act, st, "g/p", 1,
+						    "abc123"),
+			 PB_ENOTFOUND);
+	{
+		struct store_archived a;
+
+		memset(&a, 0, sizeof(a));
+		a.message_id = mid;
+		a.project = "g/p";
+		a.iid = 1;
+		a.origin = STORE_ARCHIVE_LIST;
+		a.message = "Subject: x\n\nbody\n";
+		a.message_len = strlen(a.message);
+		assert_int_equal(store_archive_put(st, &a), 0);
+	}
+	assert_int_equal(
+		store_action_by_discussion(&act, st, "g/p", 1, "abc123"), 0);
+	assert_string_equal(act.message_id, mid);
+	assert_int_equal(act.index, 0);
+	assert_int_equal(store_action_by_discussion(&act, st, "g/p", 2,
+						    "abc123"),
+			 PB_ENOTFOUND);
+	assert_int_equal(store_action_by_discussion(&act, st, "g/p", 1,
+						    "other"),
+			 PB_ENOTFOUND);
+
 	/* Inside a caller's transaction, rolled back with it. */
 	assert_int_equal(store_begin(st), 0);
 	assert_int_equal(
