@@ -1333,7 +1333,7 @@ static void test_reader_permissions(void **state)
 	int rc;
 
 	if (storebed_pg())
-		skip(); /* SQLite files: see test_migrate_steps */
+		skip(); /* SQLite files (test_store_migrate.c: test_migrate_steps) */
 
 	if (geteuid() != 0)
 		skip();
