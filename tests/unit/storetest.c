@@ -26,10 +26,11 @@ int storetest_setup(const char *prog)
 	return 0;
 }
 
-int storetest_teardown(void)
+int storetest_teardown(void **state)
 {
 	char cmd[600];
 
+	(void)state;
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	return system(cmd) == 0 ? 0 : -1;
 }

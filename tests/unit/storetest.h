@@ -22,10 +22,10 @@
 /* The program's temporary directory (SQLite files go there). */
 extern char dir[512];
 
-/* Group setup and teardown: the directory made, storebed_init(prog),
- * then the directory removed. */
+/* For a group setup: the directory made, storebed_init(prog). */
 int storetest_setup(const char *prog);
-int storetest_teardown(void);
+/* The group teardown: the directory removed. */
+int storetest_teardown(void **state);
 
 /* A fresh database for one test: its file, or its connection string. */
 const char *db_path(const char *name);

@@ -37,12 +37,6 @@ static int setup(void **state)
 	return storetest_setup("store");
 }
 
-static int teardown(void **state)
-{
-	(void)state;
-	return storetest_teardown();
-}
-
 static void test_open_errors(void **state)
 {
 	struct store *st = (struct store *)1;
@@ -1509,5 +1503,5 @@ int main(void)
 		cmocka_unit_test(test_reader_permissions),
 		cmocka_unit_test(test_project_rename),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, storetest_teardown);
 }

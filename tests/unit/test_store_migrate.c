@@ -34,12 +34,6 @@ static int setup(void **state)
 	return storetest_setup("store_migrate");
 }
 
-static int teardown(void **state)
-{
-	(void)state;
-	return storetest_teardown();
-}
-
 /* Run one statement on the file with SQLite itself. */
 static void raw_exec(const char *path, const char *sql)
 {
@@ -433,5 +427,5 @@ int main(void)
 		cmocka_unit_test(test_migrate_retarget),
 		cmocka_unit_test(test_reader_before_migration),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, storetest_teardown);
 }
