@@ -346,8 +346,7 @@ static int output_special(struct file_atomic *f, const struct stat *st)
 		       O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC |
 			       O_NONBLOCK);
 	if (f->fd < 0)
-		return err_set_errno(err_from_errno(errno), "open %s",
-				     f->path);
+		return err_set_errno(err_from_errno(errno), "open %s", f->path);
 	flags = fcntl(f->fd, F_GETFL);
 	if (flags < 0 || fcntl(f->fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
 		return err_set_errno(err_from_errno(errno), "fcntl %s",
