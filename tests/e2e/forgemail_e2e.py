@@ -4,7 +4,7 @@
 
 usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
                         noreply|pushed|late|commit|suggest|unack|retargeted|
-                        threads|listthread
+                        threads|listthread|reviews
                         --patchbridge BIN --work DIR
 
   comments  an MR mailed as a 3-patch series; rob's diff note on patch 1
@@ -85,6 +85,12 @@ usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
   listthread dave comments inline on patch 1 from the list; the bridge
             makes it a diff thread; alice resolves it on the forge: the
             list gets the resolution as a reply to dave's mail, once.
+  reviews   owners.yaml requires bob's approval for src/a/ and tells
+            anna of src/b/: v1's cover letter says so; bob approves on
+            the forge: "All required reviews are in: sub-a (Bob
+            Maintainer)." under the cover letter, once; he withdraws it:
+            "The required reviews are no longer all in: waiting for
+            sub-a."
   stuck     every git fetch fails: a rebased MR's applied mail waits
             (pending cursor) while a later MR's comment is mailed; with
             its first failure an hour back, the mail names the tip and
@@ -1370,6 +1376,87 @@ def scenario_listthread(bed):
     check(len(bed.archive()) == before + 1, "the resolution mailed again")
 
 
+# src/a/ needs bob's approval; src/b/ only tells anna.
+REVIEW_OWNERS = """\
+users:
+  - &anna
+    name: Anna Alpha
+    email: anna@alpha.example
+  - &bob
+    name: Bob Maintainer
+    email: bob@corp.example
+    gluser: bob
+subsystems:
+  - subsystem: Subsystem A
+    labels:
+      name: sub-a
+    requiredApproval: true
+    maintainers:
+      - *bob
+    paths:
+      includes:
+        - src/a/
+  - subsystem: Subsystem B
+    labels:
+      name: sub-b
+    maintainers:
+      - *anna
+    paths:
+      includes:
+        - src/b/
+"""
+
+
+def scenario_reviews(bed):
+    bed.start_postfix()
+    bed.config(owners=REVIEW_OWNERS)
+    ob.create_mr("topic", "Teach x and y to count")
+    bed.run("run", "--once")
+    bed.wait_mail(4)
+    bed.settle()
+    cover = ob.series_of(bed.archive(), 1, 1)[0]
+    body = text(cover)
+    want = ("Reviewers of the subsystems touched:\n"
+            "- sub-a: required Bob Maintainer\n"
+            "- sub-b: optional Anna Alpha\n")
+    check(want in body, "v1 cover letter without its reviewers:\n%s" % body)
+    say("v1 cover letter:\n    " + "\n    ".join(want.splitlines()))
+
+    def told(what):
+        return [m for m in forge_mails(bed) if what in text(m)]
+
+    say("bob approves on the forge")
+    before = len(bed.archive())
+    api("POST", "/projects/1/merge_requests/1/approve", "bob-token", {})
+    bed.run("run", "--once")
+    bed.wait_mail(before + 2)  # the approval's trailer, and this
+    bed.settle()
+    got = told("All required reviews are in")
+    check(len(got) == 1, "%d 'all in' mails" % len(got))
+    check("All required reviews are in: sub-a (Bob Maintainer)." in
+          text(got[0]), "all in: %r" % text(got[0]))
+    check(got[0]["In-Reply-To"].strip() == cover["Message-ID"].strip(),
+          "not a reply to the cover letter: %s" % got[0]["In-Reply-To"])
+    say("the list got: All required reviews are in: sub-a (Bob Maintainer).")
+    bed.run("run", "--once")
+    bed.settle()
+    check(len(told("All required reviews are in")) == 1,
+          "'all in' mailed again")
+
+    say("bob withdraws the approval")
+    before = len(bed.archive())
+    api("POST", "/projects/1/merge_requests/1/unapprove", "bob-token")
+    bed.run("run", "--once")
+    bed.wait_mail(before + 2)  # the withdrawal, and this
+    bed.settle()
+    got = told("no longer all in")
+    check(len(got) == 1, "%d 'no longer' mails" % len(got))
+    check("The required reviews are no longer all in: waiting for sub-a."
+          in text(got[0]), "taken back: %r" % text(got[0]))
+    say("the list got: The required reviews are no longer all in: "
+        "waiting for sub-a.")
+
+
 SCENARIOS = {"comments": scenario_comments, "merges": scenario_merges,
              "internal": scenario_internal, "quick": scenario_quick,
              "stuck": scenario_stuck, "quicklook": scenario_quicklook,
@@ -1378,7 +1465,8 @@ SCENARIOS = {"comments": scenario_comments, "merges": scenario_merges,
              "commit": scenario_commit, "suggest": scenario_suggest,
              "unack": scenario_unack, "retargeted": scenario_retargeted,
              "threads": scenario_threads,
-             "listthread": scenario_listthread}
+             "listthread": scenario_listthread,
+             "reviews": scenario_reviews}
 
 
 def main():
