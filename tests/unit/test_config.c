@@ -755,6 +755,10 @@ static void test_projects(void **state)
 		      "list_address = netdev@example.org\n"
 		      "threading = deep\n"
 		      "max_series = 300\n"
+		      "cover_open_threads = no\n"
+		      "mail_resolved = no\n"
+		      "cover_reviewers = no\n"
+		      "mail_reviews_in = no\n"
 		      "[project \"a/b\"]\n"
 		      "[project \"group/sub/name.js\"]\n"
 		      "enabled = no\n"
@@ -784,6 +788,10 @@ static void test_projects(void **state)
 	assert_string_equal(config_project_str(p, CFG_INBOUND_BOTS),
 			    "ci@net.example.org");
 	assert_true(config_project_bool(p, CFG_PROJECT_ENABLED));
+	assert_false(config_project_bool(p, CFG_OUTBOUND_COVER_OPEN_THREADS));
+	assert_false(config_project_bool(p, CFG_OUTBOUND_MAIL_RESOLVED));
+	assert_false(config_project_bool(p, CFG_OUTBOUND_COVER_REVIEWERS));
+	assert_false(config_project_bool(p, CFG_OUTBOUND_MAIL_REVIEWS_IN));
 	/* Inherited: from the global section, else the default. */
 	assert_int_equal(config_project_get(&p, cfg, "a/b"), 0);
 	assert_string_equal(config_project_str(p, CFG_INBOUND_BOTS), "");
@@ -794,6 +802,11 @@ static void test_projects(void **state)
 	assert_string_equal(config_project_str(p, CFG_OUTBOUND_THREADING),
 			    "shallow");
 	assert_true(config_project_bool(p, CFG_OUTBOUND_SKIP_DRAFTS));
+	/* What the list is told of threads and reviews: on by default. */
+	assert_true(config_project_bool(p, CFG_OUTBOUND_COVER_OPEN_THREADS));
+	assert_true(config_project_bool(p, CFG_OUTBOUND_MAIL_RESOLVED));
+	assert_true(config_project_bool(p, CFG_OUTBOUND_COVER_REVIEWERS));
+	assert_true(config_project_bool(p, CFG_OUTBOUND_MAIL_REVIEWS_IN));
 	assert_int_equal(config_project_get(&p, cfg, "group/sub/name.js"), 0);
 	assert_false(config_project_bool(p, CFG_PROJECT_ENABLED));
 	/* A project without a section is not bridged. */
