@@ -1535,7 +1535,6 @@ static int touched_paths(struct strlist *out, struct mrctx *c)
 {
 	struct store_mail row;
 	struct diff *d = NULL;
-	size_t i;
 	int k, rc = 0;
 
 	store_mail_init(&row);
@@ -1549,14 +1548,7 @@ static int touched_paths(struct strlist *out, struct mrctx *c)
 		}
 		if (rc || !row.diff || diff_parse(&d, row.diff, row.diff_len))
 			continue;
-		for (i = 0; i < d->nr_files; i++) {
-			const struct diff_file *f = &d->files[i];
-
-			if (f->old_path && strlist_find(out, f->old_path) < 0)
-				strlist_push(out, f->old_path);
-			if (f->new_path && strlist_find(out, f->new_path) < 0)
-				strlist_push(out, f->new_path);
-		}
+		diff_paths(out, d);
 		diff_free(d);
 		d = NULL;
 	}

@@ -713,7 +713,6 @@ static void cc_add_user(struct cc_list *cc, struct forge *f,
 static void patch_paths(struct strlist *out, const struct gitrepo_commit *c)
 {
 	struct diff *d = NULL;
-	size_t i;
 
 	if (!c->patch.len)
 		return;
@@ -723,14 +722,7 @@ static void patch_paths(struct strlist *out, const struct gitrepo_commit *c)
 			 c->sha, err_msg());
 		return;
 	}
-	for (i = 0; i < d->nr_files; i++) {
-		const struct diff_file *f = &d->files[i];
-
-		if (f->old_path && strlist_find(out, f->old_path) < 0)
-			strlist_push(out, f->old_path);
-		if (f->new_path && strlist_find(out, f->new_path) < 0)
-			strlist_push(out, f->new_path);
-	}
+	diff_paths(out, d);
 	diff_free(d);
 }
 
