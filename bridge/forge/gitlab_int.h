@@ -147,6 +147,8 @@ int gl_discussion_from_json(void *out, const struct json_value *v);
 int gl_approvals_from_json(void *out, const struct json_value *v);
 int gl_project_from_json(void *out, const struct json_value *v);
 int gl_hook_from_json(void *out, const struct json_value *v);
+int gl_pipeline_from_json(void *out, const struct json_value *v);
+int gl_job_from_json(void *out, const struct json_value *v);
 /* The strings of the array obj[key], appended to l. */
 int gl_strings_from_json(struct strlist *l, const struct json_value *obj,
 			 const char *key);
@@ -214,5 +216,8 @@ GL_OP(whoami);
 GL_OP(get_project);
 GL_OP(commit_email_host);
 GL_OP(list_hooks);
+GL_OP(list_pipelines);
+GL_OP(list_jobs);
+GL_OP(job_trace);
 
 #endif
