@@ -95,10 +95,14 @@ int cimail_log_tail(struct buf *out, const char *log, size_t len)
 	int rc = 0;
 
 	if (len > CIMAIL_SCAN_BYTES) {
-		/* From the first whole line of the scanned end. */
+		/* From the first whole line of the scanned end, or the
+		 * first whole character of a line longer than it. */
 		p = end - CIMAIL_SCAN_BYTES;
 		nl = memchr(p, '\n', (size_t)(end - p));
-		p = nl ? nl + 1 : end;
+		if (nl)
+			p = nl + 1;
+		while (p < end && ((unsigned char)*p & 0xc0) == 0x80)
+			p++;
 	}
 	while (p < end && !rc) {
 		nl = memchr(p, '\n', (size_t)(end - p));
