@@ -156,11 +156,22 @@ SPEC_DEFECTS = [
     # so this only documents it.
     ("schema", "APIEntitiesNote", "internal",
      {"type": "boolean", "nullable": True}),
+    # GET .../merge_requests/:iid/pipelines presents a page of pipelines
+    # (lib/api/merge_requests.rb: present paginate(pipelines), with:
+    # Entities::Ci::PipelineBasic), not one.
+    ("response", "get", "/api/v4/projects/{id}/merge_requests/"
+     "{merge_request_iid}/pipelines", "200",
+     {"type": "array",
+      "items": {"$ref": "#/components/schemas/APIEntitiesCiPipelineBasic"}}),
 ]
 
 # Not defects but deliberate: the operations whose bodies are not JSON.
+# A job's log is sent as it is kept, text/plain (lib/api/ci/jobs.rb "Get
+# a trace of a specific job": content_type 'text/plain',
+# env['api.format'] = :binary); the document says a job entity.
 _TEXT_RESPONSES = {("get", "/api/v4/projects/{id}/merge_requests/"
-                    "{merge_request_iid}/raw_diffs")}
+                    "{merge_request_iid}/raw_diffs"),
+                   ("get", "/api/v4/projects/{id}/jobs/{job_id}/trace")}
 
 
 def _nullable(schema):
