@@ -729,7 +729,8 @@ static void test_pipelines_jobs_trace(void **state)
 	small.token = "guest-token";
 	memset(&h2, 0, sizeof(h2));
 	guest = client(&small, &h2);
-	assert_int_equal(forge_list_pipelines(&pl, guest, PROJECT, 1), PB_EPERM);
+	assert_int_equal(forge_list_pipelines(&pl, guest, PROJECT, 1),
+			 PB_EPERM);
 	forge_free(guest);
 	buf_release(&log);
 	buf_release(&tiny);
