@@ -666,7 +666,7 @@ static void test_get_mr_and_versions(void **state)
  * them). */
 static void test_pipelines_jobs_trace(void **state)
 {
-	struct client_opts small = { "user-token", 0, 0, 0, 0 };
+	struct client_opts small = { "guest-token", 0, 0, 0, 0 };
 	struct forge_pipeline_list pl;
 	struct forge_job_list jl;
 	struct buf log = BUF_INIT(4096);
@@ -724,9 +724,6 @@ static void test_pipelines_jobs_trace(void **state)
 			 PB_ENOTFOUND);
 	assert_int_equal(forge_job_trace(&log, f, PROJECT, 999999),
 			 PB_ENOTFOUND);
-	guest = client(&small, &h2);
-	forge_free(guest);
-	small.token = "guest-token";
 	memset(&h2, 0, sizeof(h2));
 	guest = client(&small, &h2);
 	assert_int_equal(forge_list_pipelines(&pl, guest, PROJECT, 1),
