@@ -328,6 +328,13 @@ static int on_event(const struct webhook_event *ev, void *arg)
 				   ev->iid, 0, "webhook pipeline");
 		if (rc == PB_EEXISTS)
 			rc = 0;
+		/* A revision held for its pipeline ([project]
+		 * wait_for_pipeline) is mailed now. */
+		if (!rc && cimail_passed(ev->pipeline_status) == 1)
+			rc = workq_push_id(q, ev->project, ev->project_id,
+					   ev->iid, 0, "webhook pipeline");
+		if (rc == PB_EEXISTS)
+			rc = 0;
 		if (!rc)
 			workq_wake(q);
 		return rc;
