@@ -664,10 +664,14 @@ static void process(struct daemon *d, const struct workq_item *it)
 	case OUTBOUND_PENDING:
 		log_warn("%s: %s", it->reason, rep.reason);
 		break;
+	case OUTBOUND_WAITING:
+		log_info("%s: not mailed yet: %s", it->reason, rep.reason);
+		break;
 	}
 	/* Held back by an earlier revision's deferred mail: look again
 	 * once that is due. */
-	if (rep.outcome == OUTBOUND_PENDING && !rep.revision)
+	if ((rep.outcome == OUTBOUND_PENDING && !rep.revision) ||
+	    rep.outcome == OUTBOUND_WAITING)
 		retry_later(d, it,
 			    rep.next_attempt ? rep.next_attempt : now_s() + 60);
 	else

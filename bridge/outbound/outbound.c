@@ -1420,8 +1420,9 @@ static int decide(struct outbound *ob, struct outbound_report *rep,
  * [project] wait_for_pipeline: a new head is mailed once the newest of
  * the MR's pipelines on it passed, or pipeline_wait_max after the bridge
  * first saw it (cursor "ciwait:P!IID:HEAD", Unix time) with a note in the
- * cover letter saying why; meanwhile the MR is PENDING (revision 0) and
- * looked at again within a minute (a Pipeline Hook brings it sooner).
+ * cover letter saying why; meanwhile the MR is WAITING and looked at
+ * again within a minute (a Pipeline Hook brings it sooner).  An
+ * operator's send --force does not wait (and says so in the cover).
  * 1: mail now; 0: wait (rep says why); or an error.
  */
 #define OUTBOUND_CI_RECHECK_S 60
@@ -1439,7 +1440,7 @@ static void wait_words(char *out, size_t size, int64_t s)
 }
 
 static int pipeline_gate(struct outbound *ob, struct outbound_report *rep,
-			 struct job *j)
+			 struct job *j, unsigned flags)
 {
 	struct forge_pipeline_list pl;
 	const struct forge_pipeline *p = NULL;
@@ -1451,6 +1452,13 @@ static int pipeline_gate(struct outbound *ob, struct outbound_report *rep,
 
 	if (!config_project_bool(j->proj, CFG_PROJECT_WAIT_FOR_PIPELINE))
 		return 1;
+	if (flags & OUTBOUND_FORCE) {
+		/* An operator asked (patchbridge send --force). */
+		snprintf(j->ci_note, sizeof(j->ci_note),
+			 "Note: mailed by hand, without waiting for its "
+			 "pipeline.\n");
+		return 1;
+	}
 	rc = forge_list_pipelines(&pl, ob->forge, j->project, j->iid);
 	if (rc)
 		return rc;
@@ -1503,7 +1511,7 @@ static int pipeline_gate(struct outbound *ob, struct outbound_report *rep,
 		rc = 1;
 		goto out;
 	}
-	rep->outcome = OUTBOUND_PENDING;
+	rep->outcome = OUTBOUND_WAITING;
 	rep->revision = 0;
 	rep->next_attempt = since + max < now + OUTBOUND_CI_RECHECK_S ?
 				    since + max :
@@ -1619,7 +1627,7 @@ int outbound_mr(struct outbound_report *rep, struct outbound *ob,
 	rc = decide(ob, rep, &j, flags);
 	if (rc <= 0)
 		goto unlock;
-	rc = pipeline_gate(ob, rep, &j);
+	rc = pipeline_gate(ob, rep, &j, flags);
 	if (rc <= 0)
 		goto unlock;
 	rc = mail_new_revision(ob, rep, &j);

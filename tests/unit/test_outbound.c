@@ -321,7 +321,7 @@ static int setup_ci(void **state)
 static void held_for_its_pipeline(struct bed *b, const char *status)
 {
 	assert_int_equal(run(b), 0);
-	assert_int_equal(b->rep.outcome, OUTBOUND_PENDING);
+	assert_int_equal(b->rep.outcome, OUTBOUND_WAITING);
 	assert_int_equal(b->rep.revision, 0);
 	assert_non_null(strstr(b->rep.reason, "waiting for the pipeline of "
 					      "444444444444"));
