@@ -7,7 +7,11 @@
  * is due.  The webhook receiver, when enabled, runs in libmicrohttpd's
  * threads and only puts MRs on the queue, which wakes the main thread: a
  * push or an opened MR on the work queue, a comment (Note Hook) on the
- * comments queue, whose MRs' comments are mailed at once.  A record the
+ * comments queue, whose MRs' comments are mailed at once, a finished
+ * pipeline (Pipeline Hook) on the pipelines queue, whose results are
+ * mailed with the comments (and, when it passed, on the work queue too:
+ * a revision held for it, wait_for_pipeline, is mailed).  At each poll
+ * the pipelines of the MRs mailed lately are read as well.  A record the
  * milter renames into the spool's new/ wakes it too ([spool] watch:
  * inotify), for the inbound step alone; the spool is also looked at
  * every INBOUND_SCAN_S seconds.  A record that arrives while the forge

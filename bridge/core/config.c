@@ -278,7 +278,7 @@ static const struct config_param params[CFG__COUNT] = {
 
 	[CFG_WEBHOOK_ENABLED] = {
 		"webhook", "enabled", CONFIG_BOOL, "no", 0, 0, NULL, 0,
-		"Receive GitLab merge request and note webhooks" },
+		"Receive GitLab merge request, note and pipeline webhooks" },
 	[CFG_WEBHOOK_LISTEN] = {
 		"webhook", "listen", CONFIG_HOSTPORT, "127.0.0.1:8787", 0,
 		NAME_LEN_MAX, NULL, 0,
