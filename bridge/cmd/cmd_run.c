@@ -302,6 +302,20 @@ out:
 
 /* --- the webhook ----------------------------------------------------- */
 
+/* ev's MR onto queue to (once), waking the main loop's queue q. */
+static int push_wake(struct workq *to, struct workq *q,
+		     const struct webhook_event *ev, const char *reason)
+{
+	int rc = workq_push_id(to, ev->project, ev->project_id, ev->iid, 0,
+			       reason);
+
+	if (rc == PB_EEXISTS)
+		rc = 0;
+	if (!rc)
+		workq_wake(q);
+	return rc;
+}
+
 /* Called from the receiver's threads: enqueue only. */
 static int on_event(const struct webhook_event *ev, void *arg)
 {
@@ -314,33 +328,18 @@ static int on_event(const struct webhook_event *ev, void *arg)
 	 * may not show (ThrottledTouch leaves updated_at as it was for a
 	 * minute).  Internal notes come as "Confidential Note Hook", which
 	 * the receiver ignores. */
-	if (ev->kind == WEBHOOK_NOTE) {
-		rc = workq_push_id(d->notes_q, ev->project, ev->project_id,
-				   ev->iid, 0, "webhook note");
-		if (rc == PB_EEXISTS)
-			rc = 0;
-		if (!rc)
-			workq_wake(q);
-		return rc;
-	}
+	if (ev->kind == WEBHOOK_NOTE)
+		return push_wake(d->notes_q, q, ev, "webhook note");
 	/* A pipeline of an MR changed: its result is mailed when it is a
 	 * finished one (forgemail.h). */
 	if (ev->kind == WEBHOOK_PIPELINE) {
 		if (cimail_passed(ev->pipeline_status) < 0)
 			return 0;
-		rc = workq_push_id(d->ci_q, ev->project, ev->project_id,
-				   ev->iid, 0, "webhook pipeline");
-		if (rc == PB_EEXISTS)
-			rc = 0;
+		rc = push_wake(d->ci_q, q, ev, "webhook pipeline");
 		/* A revision held for its pipeline ([project]
 		 * wait_for_pipeline) is mailed now. */
 		if (!rc && cimail_passed(ev->pipeline_status) == 1)
-			rc = workq_push_id(q, ev->project, ev->project_id,
-					   ev->iid, 0, "webhook pipeline");
-		if (rc == PB_EEXISTS)
-			rc = 0;
-		if (!rc)
-			workq_wake(q);
+			rc = push_wake(q, q, ev, "webhook pipeline");
 		return rc;
 	}
 	if (ev->kind != WEBHOOK_MR)

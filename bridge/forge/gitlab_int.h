@@ -135,6 +135,10 @@ int gl_paginate_all(struct gitlab *gl, struct buf *u, gl_item_fn fn, void *arg,
 int gl_paginate_mr(struct gitlab *gl, const char *project, int64_t iid,
 		   const char *suffix, gl_item_fn fn, void *arg,
 		   const char *what);
+/* Every page of the project's listing at suffix ("/hooks"). */
+int gl_paginate_project(struct gitlab *gl, const char *project,
+			const char *suffix, gl_item_fn fn, void *arg,
+			const char *what);
 
 /* JSON into one of forge.h's structs (out, of the type the name says). */
 typedef int (*gl_from_json_fn)(void *out, const struct json_value *v);

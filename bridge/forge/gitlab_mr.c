@@ -703,24 +703,14 @@ out:
 int gl_list_hooks(struct forge_hook_list *out, struct forge *f,
 		  const char *project)
 {
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	struct list_walk w = LIST_WALK(out, gl_hook_from_json, "hook");
-	int rc;
+	int rc = gl_paginate_project(gl_of(f), project, "/hooks", gl_list_item,
+				     &w, "webhooks");
 
-	if ((rc = gl_url_project(&u, gl, project)) < 0)
-		goto out;
-	if (buf_adds(&u, "/hooks") < 0) {
-		rc = gl_url_fail();
-		goto out;
-	}
-	rc = gl_paginate_all(gl, &u, gl_list_item, &w, "webhooks");
-out:
 	out->items = w.items;
 	out->nr = w.nr;
 	if (rc)
 		forge_hook_list_release(out);
-	buf_release(&u);
 	return rc;
 }
 
@@ -757,24 +747,18 @@ out:
 int gl_list_jobs(struct forge_job_list *out, struct forge *f,
 		 const char *project, int64_t pipeline_id)
 {
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	struct list_walk w = LIST_WALK(out, gl_job_from_json, "job");
+	char suffix[48];
 	int rc;
 
-	if ((rc = gl_url_project(&u, gl, project)) < 0)
-		goto out;
-	if (buf_addf(&u, "/pipelines/%lld/jobs", (long long)pipeline_id) < 0) {
-		rc = gl_url_fail();
-		goto out;
-	}
-	rc = gl_paginate_all(gl, &u, gl_list_item, &w, "jobs");
-out:
+	snprintf(suffix, sizeof(suffix), "/pipelines/%lld/jobs",
+		 (long long)pipeline_id);
+	rc = gl_paginate_project(gl_of(f), project, suffix, gl_list_item, &w,
+				 "jobs");
 	out->items = w.items;
 	out->nr = w.nr;
 	if (rc)
 		forge_job_list_release(out);
-	buf_release(&u);
 	return rc;
 }
 

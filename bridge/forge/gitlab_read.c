@@ -745,6 +745,21 @@ int gl_paginate_mr(struct gitlab *gl, const char *project, int64_t iid,
 	return rc;
 }
 
+int gl_paginate_project(struct gitlab *gl, const char *project,
+			const char *suffix, gl_item_fn fn, void *arg,
+			const char *what)
+{
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	int rc = gl_url_project(&u, gl, project);
+
+	if (!rc && buf_adds(&u, suffix) < 0)
+		rc = gl_url_fail();
+	if (!rc)
+		rc = gl_paginate_all(gl, &u, fn, arg, what);
+	buf_release(&u);
+	return rc;
+}
+
 int gl_list_item(struct gl_call *c, const struct json_value *item, void *arg)
 {
 	struct list_walk *w = arg;

@@ -593,13 +593,20 @@ def mailed_once(bed, text_, total):
     return got[0]
 
 
-def scenario_internal(bed):
+def mail_v1(bed):
+    """The list server without the milter, and MR !1 mailed as v1 (a
+    cover letter and 3 patches): its series by patch number."""
     bed.start_postfix()
     bed.config()
     ob.create_mr("topic", "Teach x and y to count")
     bed.run("run", "--once")
     bed.wait_mail(4)
     bed.settle()
+    return ob.series_of(bed.archive(), 1, 1)
+
+
+def scenario_internal(bed):
+    mail_v1(bed)
 
     say("bob: an internal note; rob replies in its thread")
     note = api("POST", "/projects/1/merge_requests/1/notes", "bob-token",
@@ -1259,14 +1266,14 @@ def ci_mails(bed):
     return [m for m in forge_mails(bed) if m["From"].startswith("CI via")]
 
 
+def push_v2():
+    sim("POST", "/_sim/projects/1/merge_requests/1/push", {
+        "commits": [ob.commit("docs: say more", {
+            "docs/readme.txt": "x and y count now, by one and two.\n"})]})
+
+
 def scenario_pipelines(bed):
-    bed.start_postfix()
-    bed.config()
-    ob.create_mr("topic", "Teach x and y to count")
-    bed.run("run", "--once")
-    bed.wait_mail(4)
-    bed.settle()
-    v1 = ob.series_of(bed.archive(), 1, 1)
+    v1 = mail_v1(bed)
     ob.check_threading(v1, 3)
 
     say("v1's pipeline: unit fails, lint fails as it may")
@@ -1302,9 +1309,7 @@ def scenario_pipelines(bed):
           "not the last 20 lines")
 
     say("v2 pushed and mailed; its pipeline passes, told by a Pipeline Hook")
-    sim("POST", "/_sim/projects/1/merge_requests/1/push", {
-        "commits": [ob.commit("docs: say more", {
-            "docs/readme.txt": "x and y count now, by one and two.\n"})]})
+    push_v2()
     bed.run("run", "--once")
     bed.wait_mail(10)
     bed.settle()
@@ -1407,9 +1412,7 @@ def scenario_waitci(bed):
     check("Note: mailed" not in text(v1[0]), "a note in v1's cover")
 
     say("v2's pipeline never finishes: mailed after pipeline_wait_max")
-    sim("POST", "/_sim/projects/1/merge_requests/1/push", {
-        "commits": [ob.commit("docs: say more", {
-            "docs/readme.txt": "x and y count now, by one and two.\n"})]})
+    push_v2()
     p2 = pipeline(1)
     bed.run("run", "--once", ok=(0, 75))
     check(len(ob.series_of(bed.archive(), 1, 2)) == 0,

@@ -511,18 +511,26 @@ static int fake_whoami(struct forge_whoami *out, struct forge *f)
 	return 0;
 }
 
+/* Record a call of op and give its scripted answer. */
+static int scripted(struct fakeforge *ff, enum fake_op op, const char *project,
+		    int64_t id)
+{
+	struct fake_result r;
+
+	record(ff, op, project, id, NULL, NULL, NULL);
+	r = next(ff, op);
+	return answer(ff, &r);
+}
+
 static int fake_list_pipelines(struct forge_pipeline_list *out, struct forge *f,
 			       const char *project, int64_t iid)
 {
 	struct fakeforge *ff = ff_of(f);
-	struct fake_result r;
 	size_t i;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	record(ff, FAKE_LIST_PIPELINES, project, iid, NULL, NULL, NULL);
-	r = next(ff, FAKE_LIST_PIPELINES);
-	rc = answer(ff, &r);
+	rc = scripted(ff, FAKE_LIST_PIPELINES, project, iid);
 	if (rc || !ff->nr_pipelines)
 		return rc;
 	out->items = xcalloc(ff->nr_pipelines, sizeof(*out->items));
@@ -544,14 +552,11 @@ static int fake_list_jobs(struct forge_job_list *out, struct forge *f,
 			  const char *project, int64_t pipeline_id)
 {
 	struct fakeforge *ff = ff_of(f);
-	struct fake_result r;
 	size_t i;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	record(ff, FAKE_LIST_JOBS, project, pipeline_id, NULL, NULL, NULL);
-	r = next(ff, FAKE_LIST_JOBS);
-	rc = answer(ff, &r);
+	rc = scripted(ff, FAKE_LIST_JOBS, project, pipeline_id);
 	if (rc || !ff->nr_jobs)
 		return rc;
 	out->items = xcalloc(ff->nr_jobs, sizeof(*out->items));
@@ -573,12 +578,9 @@ static int fake_job_trace(struct buf *out, struct forge *f, const char *project,
 			  int64_t job_id)
 {
 	struct fakeforge *ff = ff_of(f);
-	struct fake_result r;
 	int rc;
 
-	record(ff, FAKE_JOB_TRACE, project, job_id, NULL, NULL, NULL);
-	r = next(ff, FAKE_JOB_TRACE);
-	rc = answer(ff, &r);
+	rc = scripted(ff, FAKE_JOB_TRACE, project, job_id);
 	if (rc || !ff->trace)
 		return rc;
 	if (buf_adds(out, ff->trace)) {
