@@ -1932,6 +1932,9 @@ static int ci_result(struct mrctx *c, const struct forge_pipeline *p,
 		rc = 0;
 		goto out;
 	}
+	/* The MR's title for the subject, read once a mail is due. */
+	if (!rc && !c->mr.iid)
+		rc = forge_get_mr(&c->mr, c->fm->forge, c->project, c->iid);
 	if (!rc && !passed) {
 		rc = forge_list_jobs(&jobs, c->fm->forge, c->project, p->id);
 		first = rc ? NULL : cimail_first_failed(&jobs);
@@ -2028,8 +2031,6 @@ int forgemail_pipelines(struct forgemail *fm, const char *project, int64_t iid,
 	}
 	if (!rc && !ci_recent(&c, &c.latest))
 		goto out;
-	if (!rc)
-		rc = forge_get_mr(&c.mr, fm->forge, project, iid);
 	if (!rc)
 		rc = ci_pipelines(&c);
 out:

@@ -347,6 +347,7 @@ static void pipeline_failed_then_passed(void **state)
 	assert_int_equal(forgemail_pipelines(b->fm, PROJECT, 7, &queued), 0);
 	assert_int_equal(queued, 0);
 	assert_int_equal(fakeforge_count(&b->ff, FAKE_LIST_PIPELINES), 2);
+	assert_int_equal(fakeforge_count(&b->ff, FAKE_GET_MR), 0);
 	assert_int_equal(fakeforge_count(&b->ff, FAKE_LIST_JOBS), 0);
 	assert_int_equal(fakeforge_count(&b->ff, FAKE_JOB_TRACE), 0);
 	buf_release(&mid);
