@@ -812,15 +812,15 @@ static void test_projects(void **state)
 	assert_int_equal(config_project_get(&p, cfg, "g/ci"), 0);
 	assert_true(config_project_bool(p, CFG_PROJECT_MAIL_PIPELINES));
 	assert_true(config_project_bool(p, CFG_PROJECT_WAIT_FOR_PIPELINE));
-	assert_int_equal(config_project_duration_ms(
-				 p, CFG_PROJECT_PIPELINE_WAIT_MAX),
-			 30 * 60 * 1000);
+	assert_int_equal(
+		config_project_duration_ms(p, CFG_PROJECT_PIPELINE_WAIT_MAX),
+		30 * 60 * 1000);
 	assert_int_equal(config_project_get(&p, cfg, "g/quiet"), 0);
 	assert_false(config_project_bool(p, CFG_PROJECT_MAIL_PIPELINES));
 	assert_false(config_project_bool(p, CFG_PROJECT_WAIT_FOR_PIPELINE));
-	assert_int_equal(config_project_duration_ms(
-				 p, CFG_PROJECT_PIPELINE_WAIT_MAX),
-			 2 * 3600 * 1000);
+	assert_int_equal(
+		config_project_duration_ms(p, CFG_PROJECT_PIPELINE_WAIT_MAX),
+		2 * 3600 * 1000);
 	config_free(cfg);
 	{
 		const char *want[] = {
