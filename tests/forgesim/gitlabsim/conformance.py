@@ -120,11 +120,11 @@ SPEC_DEFECTS = [
                 }}}}}},
     }),
     # GET /application/settings (lib/api/settings.rb, administrators
-    # only; doc/api/settings.md): the document's APIEntitiesApplication-
-    # Setting types id as a string, GitLab's is the row's integer ("id":
-    # 1 in doc/api/settings.md); the fields of Entities::
-    # ApplicationSetting the simulator serves, as doc/api/settings.md
-    # shows them.
+    # only; doc/api/settings.md): the fields of Entities::ApplicationSetting
+    # the simulator serves, as doc/api/settings.md shows them, in place of
+    # the document's own description (APIEntitiesApplicationSetting),
+    # against which the simulator's answers still fail (it types id as
+    # a string; GitLab's is the row's integer, "id": 1 in the page).
     ("operation", "get", "/api/v4/application/settings", {
         "operationId": "getApiV4ApplicationSettings",
         "parameters": [],
