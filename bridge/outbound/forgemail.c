@@ -2060,12 +2060,14 @@ int forgemail_poll_pipelines(struct forgemail *fm, size_t *queued)
 		    !config_project_bool(p, CFG_PROJECT_MAIL_PIPELINES))
 			continue;
 		memset(&rl, 0, sizeof(rl));
-		r = store_revision_list(&rl, fm->store, project, 0);
-		/* By MR and revision: the last row of an MR is its latest. */
+		r = store_revision_recent(
+			&rl, fm->store, project,
+			(int64_t)time(NULL) - FORGEMAIL_CI_WINDOW_S -
+				config_project_duration_ms(
+					p, CFG_PROJECT_PIPELINE_WAIT_MAX) /
+					1000,
+			0);
 		for (j = 0; !r && j < rl.nr; j++) {
-			if (j + 1 < rl.nr &&
-			    rl.items[j + 1].iid == rl.items[j].iid)
-				continue;
 			r = forgemail_pipelines(fm, project, rl.items[j].iid,
 						queued);
 			if (r && err_is_temporary(r)) {
