@@ -433,11 +433,10 @@ static void test_revision_numbers(void **state)
 		assert_int_equal(rl.items[1].iid, 2);
 		assert_int_equal(rl.items[1].revision, 1);
 		store_revision_list_release(&rl);
-		assert_int_equal(store_revision_recent(&rl, st, "g/p",
-						       (int64_t)time(NULL) +
-							       3600,
-						       0),
-				 0);
+		assert_int_equal(
+			store_revision_recent(&rl, st, "g/p",
+					      (int64_t)time(NULL) + 3600, 0),
+			0);
 		assert_int_equal(rl.nr, 0);
 		store_revision_list_release(&rl);
 	}
