@@ -1266,6 +1266,14 @@ def ci_mails(bed):
     return [m for m in forge_mails(bed) if m["From"].startswith("CI via")]
 
 
+def project_set(bed, lines):
+    """More lines in the project's section (the last one), on every host
+    of a pair."""
+    with open(bed.cfg, encoding="utf-8") as f:
+        cfg = f.read()
+    bed.write("patchbridge.conf", cfg + lines)
+
+
 def push_v2():
     sim("POST", "/_sim/projects/1/merge_requests/1/push", {
         "commits": [ob.commit("docs: say more", {
@@ -1346,8 +1354,7 @@ def scenario_pipelines(bed):
 
     say("looked at again, nothing more; mail_pipelines = no: nothing")
     bed.run("run", "--once")
-    with open(bed.cfg, "a", encoding="utf-8") as f:
-        f.write("mail_pipelines = no\n")
+    project_set(bed, "mail_pipelines = no\n")
     finish(p2, results={"unit": "failed"})
     bed.run("run", "--once")
     time.sleep(1)  # a mail that must not come has its chance
@@ -1388,8 +1395,7 @@ def stop_daemon(d):
 def scenario_waitci(bed):
     bed.start_postfix()
     bed.config()
-    with open(bed.cfg, "a", encoding="utf-8") as f:
-        f.write("wait_for_pipeline = yes\npipeline_wait_max = 20s\n")
+    project_set(bed, "wait_for_pipeline = yes\npipeline_wait_max = 20s\n")
     ob.create_mr("topic", "Teach x and y to count")
     p1 = pipeline(1)
     bed.run("run", "--once", ok=(0, 75))
