@@ -47,6 +47,9 @@ enum fake_op {
 	FAKE_LIST_NOTES,
 	FAKE_LIST_DISCUSSIONS,
 	FAKE_WHOAMI,
+	FAKE_LIST_PIPELINES,
+	FAKE_LIST_JOBS,
+	FAKE_JOB_TRACE,
 	FAKE__COUNT,
 };
 
@@ -127,6 +130,15 @@ struct fakeforge {
 	const struct forge_discussion *discussions;
 	size_t nr_discussions;
 	const char *whoami; /* the token's user; NULL: "patchbridge" */
+	/* What list_pipelines answers (newest first), list_jobs answers
+	 * (the jobs of every pipeline alike) and job_trace answers (the
+	 * same log for every job; NULL: an empty log); borrowed, copied
+	 * into each answer. */
+	const struct forge_pipeline *pipelines;
+	size_t nr_pipelines;
+	const struct forge_job *jobs;
+	size_t nr_jobs;
+	const char *trace;
 };
 
 void fakeforge_init(struct fakeforge *ff);
