@@ -157,16 +157,17 @@ P = "group/project"
 # (a cover letter and 3 patches) and Rob's forge comment.  The milter
 # sees those 9 mails of the bridge's and the 3 replies.
 METRICS_MOVED = [
-    ("patchbridge_milter_mails_seen_total", {}, 12),
+    ("patchbridge_milter_mails_seen_total", {}, 13),
     ("patchbridge_milter_mails_spooled_total", {}, 3),
     ("patchbridge_milter_mails_classified_total", {"kind": "reply"}, 3),
-    ("patchbridge_milter_mails_classified_total", {"kind": "own"}, 9),
-    # the patches by their Message-ID, the forge comment by its header
+    ("patchbridge_milter_mails_classified_total", {"kind": "own"}, 10),
+    # the patches by their Message-ID, the forge comment and the
+    # pipeline's result by their header
     ("patchbridge_milter_mails_ignored_total",
      {"reason": "own-message-id"}, 8),
     ("patchbridge_milter_mails_ignored_total",
-     {"reason": "x-patchbridge-header"}, 1),
-    ("patchbridge_milter_mails_ignored_total", {}, 9),
+     {"reason": "x-patchbridge-header"}, 2),
+    ("patchbridge_milter_mails_ignored_total", {}, 10),
     ("patchbridge_milter_tempfails_total", {}, 0),
     ("patchbridge_replies_received_total", {"result": "journaled"}, 3),
     ("patchbridge_replies_received_total", {"result": "duplicate"}, 0),
@@ -177,7 +178,7 @@ METRICS_MOVED = [
     ("patchbridge_approvals_refused_total", {}, 1),
     ("patchbridge_naks_total", {}, 0),
     ("patchbridge_series_sent_total", {"project": P}, 1),
-    ("patchbridge_mails_sent_total", {"project": P}, 5),
+    ("patchbridge_mails_sent_total", {"project": P}, 6),
     ("patchbridge_smtp_failures_total", {}, 0),
     ("patchbridge_polls_total", {"project": P, "result": "auth"}, 0),
     ("patchbridge_polls_total", {"project": P, "result": "unreachable"}, 0),
@@ -399,12 +400,41 @@ def story(bed, bindir):
     say("git am applied 3 patches:")
     say(log.strip())
 
+    ci_result(bed, d, cover)
+
     if not have_milter:
         say("(the inbound half of the story needs patchbridge-milter)")
         return
 
     the_story_in_replies(bed, d, cover, patch1, patch2, made)
     show_metrics(d, before)
+
+
+def ci_result(bed, d, cover):
+    """Revision 1's pipeline passes on the forge; the list gets the result
+    in reply to the cover letter ([project] mail_pipelines)."""
+    step("GitLab CI runs revision 1's pipeline; it passes, the list is told")
+    pl = sim("POST", "/_sim/projects/1/merge_requests/1/pipelines",
+             {"jobs": [{"name": "build", "stage": "build"},
+                       {"name": "unit-tests", "stage": "test"}]})
+    sim("POST", "/_sim/projects/1/pipelines/%d/finish" % pl["id"], {})
+    say("pipeline #%d on %.12s: build and unit-tests passed" %
+        (pl["id"], pl["sha"]))
+    before = len(bed.archive())
+    d.cycle()
+    bed.wait_mail(before + 1)
+    bed.settle()
+    mail = next(m for m in bed.archive()
+                if m.get("From", "").startswith("CI via"))
+    say("archive: %s" % mail["Subject"])
+    say("From: %s" % mail["From"])
+    say("In-Reply-To: %s (the cover letter)" % mail["In-Reply-To"])
+    for line in patch_body(mail).strip().splitlines():
+        say("  | " + line)
+    check(mail["In-Reply-To"] == cover["Message-ID"],
+          "the pipeline's result does not answer the cover letter")
+    check(patch_body(mail).startswith("Pipeline #%d for v1 " % pl["id"]) and
+          " passed." in patch_body(mail), "the result does not say passed")
 
 
 def show_metrics(d, before):
@@ -465,7 +495,7 @@ def the_story_in_replies(bed, d, cover, patch1, patch2, made):
     bed.send(reply(patch1, "Mallory Spoofer <mallory@example.net>",
                    "Ship it.\n/merge\n\nAcked-by: Mallory Spoofer "
                    "<mallory@example.net>\n")[0], "mallory@example.net")
-    bed.wait_mail(7)
+    bed.wait_mail(8)
     bed.settle()
     for m in bed.archive():
         if m["Subject"].startswith("Re:"):
@@ -492,7 +522,7 @@ def the_story_in_replies(bed, d, cover, patch1, patch2, made):
          "user": "alice"})
     say("patchbridge notices the new version on its next poll")
     d.cycle()
-    bed.wait_mail(11)
+    bed.wait_mail(12)
     bed.settle()
     v2 = [m for m in bed.archive() if "PATCH v2" in m["Subject"] and
           not m["Subject"].startswith("Re:")]

@@ -166,6 +166,9 @@ enum config_id {
 	CFG_INBOUND_MAX_ATTEMPTS,
 	/* [project "group/name"] only */
 	CFG_PROJECT_ENABLED,
+	CFG_PROJECT_MAIL_PIPELINES,
+	CFG_PROJECT_WAIT_FOR_PIPELINE,
+	CFG_PROJECT_PIPELINE_WAIT_MAX,
 
 	CFG__COUNT
 };
@@ -281,6 +284,8 @@ const char *config_project_str(const struct config_project *p,
 int config_project_bool(const struct config_project *p, enum config_id id);
 int64_t config_project_int(const struct config_project *p, enum config_id id);
 int config_project_enum(const struct config_project *p, enum config_id id);
+int64_t config_project_duration_ms(const struct config_project *p,
+				   enum config_id id);
 
 enum config_dump_flags {
 	CONFIG_DUMP_SET_ONLY = 1 << 0, /* only what the file sets (-n) */

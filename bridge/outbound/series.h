@@ -119,6 +119,9 @@ struct series_opts {
 	const char *review_threads;
 	/* Its {{reviewers}} block (reviewers.h); NULL: none. */
 	const char *reviewers;
+	/* A paragraph for the cover letter's notes (NULL: none), e.g. why
+	 * it is mailed before its pipeline passed; plain text, LF ends. */
+	const char *note;
 };
 
 struct series_mail {

@@ -303,6 +303,12 @@ static const char *const stmt_sql[S_NR] = {
 		       " ORDER BY iid, revision LIMIT ?2",
 	[S_REV_LIST_ALL] = "SELECT " REV_COLS " FROM revisions"
 			   " ORDER BY project, iid, revision LIMIT ?1",
+	/* Each MR's latest revision, when it was started since ?2. */
+	[S_REV_RECENT] = "SELECT " REV_COLS " FROM revisions r"
+			 " WHERE project = ?1 AND created >= ?2"
+			 " AND revision = (SELECT MAX(revision) FROM revisions"
+			 " WHERE project = r.project AND iid = r.iid)"
+			 " ORDER BY iid LIMIT ?3",
 
 	/* Only for a thread-map row that exists (and is ours to send). */
 	[S_OUT_PUT] = "INSERT INTO outmail (message_id, envelope_from,"

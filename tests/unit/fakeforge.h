@@ -48,6 +48,9 @@ enum fake_op {
 	FAKE_LIST_DISCUSSIONS,
 	FAKE_WHOAMI,
 	FAKE_GET_APPROVALS,
+	FAKE_LIST_PIPELINES,
+	FAKE_LIST_JOBS,
+	FAKE_JOB_TRACE,
 	FAKE__COUNT,
 };
 
@@ -131,6 +134,15 @@ struct fakeforge {
 	/* Who get_approvals says approved (borrowed). */
 	const struct forge_user *approved_by;
 	size_t nr_approved_by;
+	/* What list_pipelines answers (newest first), list_jobs answers
+	 * (the jobs of every pipeline alike) and job_trace answers (the
+	 * same log for every job; NULL: an empty log); borrowed, copied
+	 * into each answer. */
+	const struct forge_pipeline *pipelines;
+	size_t nr_pipelines;
+	const struct forge_job *jobs;
+	size_t nr_jobs;
+	const char *trace;
 };
 
 void fakeforge_init(struct fakeforge *ff);
