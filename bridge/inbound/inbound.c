@@ -1199,8 +1199,7 @@ static int read_mr(struct inbound *ib, struct job *j, struct forge_mr *mr,
 		   row->project, (long long)row->iid);
 	return finish(j, STORE_INBOUND_IGNORED, "discussion_locked",
 		      "not posted: the merge request's discussion is locked "
-		      "(only project members may comment); the sender was "
-		      "not told");
+		      "(only project members may comment)");
 }
 
 /*
@@ -1581,8 +1580,8 @@ static int work(struct inbound *ib, struct job *j)
 	if (res.failed.nr && locked_now(ib, row))
 		rc = finish(j, STORE_INBOUND_IGNORED, "discussion_locked",
 			    "not posted: the merge request's discussion is "
-			    "locked (only project members may comment); the "
-			    "sender was not told; %zu action(s) refused: %s",
+			    "locked (only project members may comment); "
+			    "%zu action(s) refused: %s",
 			    res.failed.nr, res.failed.items[0]);
 	else if (res.failed.nr)
 		rc = finish(j, STORE_INBOUND_DEAD, "forge_refused",
