@@ -169,6 +169,7 @@ static int queue(struct store *st, const struct notify_in *in,
 	sm.iid = in->iid;
 	sm.revision = in->revision > 0 ? in->revision : 0;
 	sm.patch = in->patch > 0 ? in->patch : 0;
+	sm.total = sm.patch; /* k of M needs M >= k; not a series mail */
 	sm.kind = STORE_MAIL_RECEIPT;
 	sm.state = STORE_MAIL_PENDING;
 	rc = store_mail_put(st, &sm);
