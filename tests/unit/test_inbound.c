@@ -642,9 +642,6 @@ static void notices_say_why(void **state)
 		{ "lists.example.test; dkim=pass header.d=corp.example",
 		  "Fine.\n\nAcked-by: " MALLORY "\n",
 		  "set aside for the bridge's operator" },
-		/* inside a sentence */
-		{ NULL, "You have my Acked-by: " MALLORY " for this.\n",
-		  "line of its own" },
 		/* names someone else */
 		{ NULL, "Fine.\n\n" ACK, "Only the sender approves" },
 		/* a NAK not acted on */
