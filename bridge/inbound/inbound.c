@@ -1705,7 +1705,10 @@ static int finish_row(struct inbound *ib, struct job *j)
 	n.review = j->review && j->review->mail ? j->review : NULL;
 	n.raw = j->rec.message.data;
 	n.raw_len = j->rec.message.len;
-	n.envelope_sender = j->rec.sender;
+	/* The MTA's envelope sender; a replayed file without Return-Path
+	 * has none (its "" says unknown, not the null sender). */
+	n.envelope_sender =
+		j->rec.queue_id && j->rec.queue_id[0] ? j->rec.sender : NULL;
 	n.reasons = &j->reasons;
 	n.link = j->link;
 	n.request = j->request;

@@ -726,6 +726,66 @@ class InboundTest(unittest.TestCase):
         self.assertEqual(row[0], "applied")
         self.assertTrue(all(s == "done" for _, s in actions.values()))
 
+    def notices(self, mid):
+        """The notices queued for reply mid (SQLite state only)."""
+        import sqlite3
+        db = sqlite3.connect(self.b.db())
+        try:
+            row = db.execute("SELECT decision, notice_id FROM notices"
+                             " WHERE message_id = ?", (mid,)).fetchone()
+            queued = db.execute(
+                "SELECT o.recipients, o.message FROM outmail o"
+                " JOIN thread_map t ON t.message_id = o.message_id"
+                " WHERE t.kind = 'receipt'").fetchall()
+        finally:
+            db.close()
+        return row, queued
+
+    # An unverified ack's notice to its sender: one, though the daemon
+    # was killed -9 while applying the reply and applied it again.
+    def test_notice_once_across_kill(self):
+        b = self.b
+        sim("POST", "faults", {"kind": "latency", "ms": 20000,
+                               "method": "POST", "path": "/discussions$",
+                               "count": 1})
+        path, mid = b.reply("Ship it.\n\n"
+                            "Acked-by: Mallory <mallory@corp.example>\n",
+                            sender="Mallory <mallory@corp.example>")
+        proc = subprocess.Popen([PB, "-c", b.conf(), "replay",
+                                 "--apply-now", path],
+                                stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(600):
+                if marker_count(mr_state(), key(mid, 0)):
+                    break
+                time.sleep(0.05)
+            else:
+                self.fail("the comment never arrived")
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        row, _ = b.dump(mid)
+        self.assertEqual(row[0], "applying")
+        self.assertEqual(self.notices(mid), (None, []))
+        sim("DELETE", "faults")
+        p = b.replay("--apply-now")
+        self.assertIn("applied 1", p.stdout)
+        p = b.replay("--apply-now", "--retry-now")
+        notice, queued = self.notices(mid)
+        self.assertEqual(notice[0], "sent")
+        self.assertEqual(len(queued), 1)
+        self.assertEqual(queued[0][0], "mallory@corp.example")
+        text = bytes(queued[0][1]).decode() \
+            if not isinstance(queued[0][1], str) else queued[0][1]
+        self.assertIn("Message-ID: <%s>" % notice[1], text)
+        self.assertIn("In-Reply-To: <%s>" % mid, text)
+        self.assertIn("Auto-Submitted: auto-replied", text)
+        self.assertIn("not verified", text)
+        self.assertEqual(marker_count(mr_state(), key(mid, 0)), 1)
+        out = run([PB, "-c", b.conf(), "why", mid])
+        self.assertIn("notice to the sender: sent as <%s>" % notice[1], out)
+
     # (f)
     def test_forge_down_then_back(self):
         b = self.b
