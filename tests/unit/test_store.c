@@ -1318,6 +1318,83 @@ static void test_trailer_verdicts(void **state)
 	store_free(st);
 }
 
+/*
+ * Both engines: the notices to senders (schema 10), from a database at
+ * schema 9 with a reply in it: one decision per reply, the queued ones
+ * counted per recipient since a time, and the opt-outs.
+ */
+static void test_notices(void **state)
+{
+	const char *path = db_path("notices");
+	struct store_opts o;
+	struct store *st = NULL;
+	struct store_notice n, got;
+	int64_t count = -1;
+	int v = 0, out = -1;
+
+	(void)state;
+	memset(&o, 0, sizeof(o));
+	o.backend = storebed_backend();
+	o.target = path;
+	o.flags = STORE_RW;
+	o.busy_timeout_ms = BUSY_MS;
+	o.schema_version = 9;
+	assert_int_equal(store_open_opts(&st, &o), 0);
+	store_free(st);
+	storebed_exec(path, MIGRATE_ROWS, MIGRATE_ROWS);
+	st = open_rw(path);
+	assert_int_equal(store_schema_version(&v, st), 0);
+	assert_int_equal(v, store_schema_latest());
+
+	store_notice_init(&n);
+	store_notice_init(&got);
+	assert_int_equal(store_notice_get(&got, st, "old-in@x"), PB_ENOTFOUND);
+	n.message_id = "old-in@x";
+	n.notice_id = "pb.n.1@bridge.example";
+	n.recipient = "mallory@corp.example";
+	n.decision = "sent";
+	n.reasons = "Your ack was not counted.\nAnd more.\n";
+	assert_int_equal(store_notice_put(st, &n), 0);
+	/* one decision per reply */
+	n.decision = "rate_limit";
+	assert_int_equal(store_notice_put(st, &n), PB_EEXISTS);
+	assert_int_equal(store_notice_get(&got, st, "old-in@x"), 0);
+	assert_string_equal(got.decision, "sent");
+	assert_string_equal(got.notice_id, "pb.n.1@bridge.example");
+	assert_string_equal(got.reasons, n.reasons);
+	/* a notice not sent counts not */
+	n.message_id = "other@x";
+	n.notice_id = NULL;
+	assert_int_equal(store_notice_put(st, &n), 0);
+	assert_int_equal(store_notice_get(&got, st, "other@x"), 0);
+	assert_null(got.notice_id);
+	assert_int_equal(store_notice_count(&count, st, "mallory@corp.example",
+					    time(NULL) - 3600),
+			 0);
+	assert_int_equal(count, 1);
+	assert_int_equal(store_notice_count(&count, st, "mallory@corp.example",
+					    time(NULL) + 10),
+			 0);
+	assert_int_equal(count, 0);
+	n.decision = "Not A Token";
+	n.message_id = "third@x";
+	assert_int_equal(store_notice_put(st, &n), PB_EINVAL);
+
+	assert_int_equal(store_notice_optout_get(&out, st, "m@x"), 0);
+	assert_int_equal(out, 0);
+	assert_int_equal(store_notice_optout_set(st, "m@x", 1), 0);
+	assert_int_equal(store_notice_optout_set(st, "m@x", 1), 0);
+	assert_int_equal(store_notice_optout_get(&out, st, "m@x"), 0);
+	assert_int_equal(out, 1);
+	assert_int_equal(store_notice_optout_set(st, "m@x", 0), 0);
+	assert_int_equal(store_notice_optout_get(&out, st, "m@x"), 0);
+	assert_int_equal(out, 0);
+	assert_int_equal(store_check(st), 0);
+	store_notice_release(&n);
+	store_notice_release(&got);
+	store_free(st);
+}
+
 static void test_migrate_from_v1(void **state)
 {
 	const char *path = db_path("v1");
@@ -1995,6 +2072,7 @@ int main(void)
 		cmocka_unit_test(test_forge_actions),
 		cmocka_unit_test(test_trailer_verdicts),
 		cmocka_unit_test(test_migrate_from_v1),
+		cmocka_unit_test(test_notices),
 		cmocka_unit_test(test_migrate_steps),
 		cmocka_unit_test(test_migrate_retarget),
 		cmocka_unit_test(test_reader_before_migration),
