@@ -134,6 +134,7 @@ static void screen_field(struct screen *s, const char *name, size_t nlen,
 	const char *w;
 	size_t n;
 
+	v += strspn(v, " \t");
 #define IS(f) (nlen == strlen(f) && !strncasecmp(name, f, nlen))
 	if (IS("Auto-Submitted") && !word_is(v, "no")) {
 		hit(s, "auto_submitted",

@@ -64,21 +64,25 @@
 	"-- \n"                                       \
 	"2.43.0\n"
 
-#define OWNERS                          \
-	"users:\n"                      \
-	"  - &bob\n"                    \
-	"    name: Bob Maintainer\n"    \
-	"    email: bob@corp.example\n" \
-	"    gluser: bob\n"             \
-	"subsystems:\n"                 \
-	"  - subsystem: Greeting\n"     \
-	"    labels:\n"                 \
-	"      name: greet\n"           \
-	"    status: Supported\n"       \
-	"    maintainers:\n"            \
-	"      - *bob\n"                \
-	"    paths:\n"                  \
-	"      includes:\n"             \
+#define OWNERS                              \
+	"users:\n"                          \
+	"  - &bob\n"                        \
+	"    name: Bob Maintainer\n"        \
+	"    email: bob@corp.example\n"     \
+	"    gluser: bob\n"                 \
+	"  - &mallory\n"                    \
+	"    name: Mallory\n"               \
+	"    email: mallory@corp.example\n" \
+	"    gluser: mallory\n"             \
+	"subsystems:\n"                     \
+	"  - subsystem: Greeting\n"         \
+	"    labels:\n"                     \
+	"      name: greet\n"               \
+	"    status: Supported\n"           \
+	"    maintainers:\n"                \
+	"      - *bob\n"                    \
+	"    paths:\n"                      \
+	"      includes:\n"                 \
 	"        - src/\n"
 
 struct bed {
@@ -605,7 +609,6 @@ static char *notice(struct bed *b, const char *mid, struct buf *mail)
 	if (mail && n.notice_id) {
 		store_outmail_init(&om);
 		assert_int_equal(store_outmail_get(&om, b->st, n.notice_id), 0);
-		assert_string_equal(om.recipients, "mallory@corp.example");
 		assert_int_equal(buf_add(mail, om.message, om.message_len), 0);
 		store_outmail_release(&om);
 	}
@@ -638,10 +641,9 @@ static void notices_say_why(void **state)
 		/* unverified */
 		{ NULL, "Fine.\n\nAcked-by: " MALLORY "\n",
 		  "the address your DKIM signs" },
-		/* a dead letter (the fake forge looks up no users) */
-		{ "lists.example.test; dkim=pass header.d=corp.example",
-		  "Fine.\n\nAcked-by: " MALLORY "\n",
-		  "set aside for the bridge's operator" },
+		/* verified, but no owner of the files */
+		{ DKIM_PASS, "Fine.\n\nAcked-by: " MALLORY "\n",
+		  "owners.yaml" },
 		/* names someone else */
 		{ NULL, "Fine.\n\n" ACK, "Only the sender approves" },
 		/* a NAK not acted on */
@@ -751,6 +753,85 @@ static void notices_rate_and_opt_out(void **state)
 	assert_int_equal(k, 0);
 }
 
+/* The mail as one line of single blanks (its body is wrapped). */
+static void flatten(struct buf *mail)
+{
+	char *p = mail->data, *q = mail->data;
+
+	for (; *p; p++) {
+		char c = *p == '\n' ? ' ' : *p;
+
+		if (c == ' ' && q > mail->data && q[-1] == ' ')
+			continue;
+		*q++ = c;
+	}
+	*q = '\0';
+	mail->len = (size_t)(q - mail->data);
+}
+
+/* A reply from sender; its notice must be queued and say text. */
+static void says(struct bed *b, const char *sender, const char *ar,
+		 const char *body, const char *text)
+{
+	struct buf mail = BUF_INIT(1 << 20);
+	char mid[64], *d;
+
+	spool_reply(b, mid, sizeof(mid), sender, ar, NULL, NULL, body);
+	run(b, NOW);
+	d = notice(b, mid, &mail);
+	if (!d || strcmp(d, "sent"))
+		fail_msg("no notice for \"%s\": %s", body, d ? d : "none");
+	free(d);
+	flatten(&mail);
+	if (!strstr(mail.data, text))
+		fail_msg("want \"%s\" in %s", text, mail.data);
+	buf_release(&mail);
+}
+
+/*
+ * One notice per reason the README lists, each saying what to do: the
+ * verdicts a trailer gets, an approval the forge did not take (merged,
+ * closed), a locked discussion, a dead letter.  (An inline comment
+ * posted as a general one: client_inbound, against the simulator.)
+ */
+static void notices_each_reason(void **state)
+{
+	struct bed *b = *state;
+	const char *own = "Fine.\n\nAcked-by: " MALLORY "\n";
+
+	/* not an owner of the files (Mallory is a user of owners.yaml) */
+	says(b, MALLORY, DKIM_PASS, own, "owners.yaml names for these files");
+	/* in a sentence; loose */
+	says(b, MALLORY, NULL, "Series is Acked-by: " MALLORY "\n",
+	     "inside a sentence");
+	says(b, MALLORY, NULL, "Fine.\n\nReviewed by : Mallory\n",
+	     "line of its own");
+	/* a review bot's trailer */
+	says(b, "CI <ci@corp.example>", DKIM_PASS,
+	     "Passed.\n\nTested-by: CI <ci@corp.example>\n", "review bot");
+	/* no forge user for the address */
+	b->ff.no_users = 1;
+	says(b, "Carol <carol@corp.example>", DKIM_PASS,
+	     "Fine.\n\nAcked-by: Carol <carol@corp.example>\n",
+	     "link your address to your forge account");
+	b->ff.no_users = 0;
+	/* the MR merged, then closed: Bob's approval is not asked for */
+	b->ff.mr_state = "merged";
+	says(b, BOB, DKIM_PASS, "Good.\n\n" ACK, "already merged");
+	b->ff.mr_state = "closed";
+	says(b, BOB, DKIM_PASS, "Good.\n\n" ACK, "was closed");
+	b->ff.mr_state = NULL;
+	/* the discussion locked: not posted, and the sender is told */
+	b->ff.discussion_locked = 1;
+	says(b, MALLORY, NULL, "Fine by me.\n", "discussion is locked");
+	b->ff.discussion_locked = 0;
+	/* a dead letter: the forge refuses the comment for good */
+	fakeforge_script(&b->ff, FAKE_CREATE_DISCUSSION, FAKE_FAIL, PB_EPERM,
+			 "403 Forbidden");
+	says(b, MALLORY, NULL, "Fine by me.\n",
+	     "set aside for the bridge's operator");
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -766,6 +847,7 @@ int main(void)
 		T(notices_say_why),
 		T(notices_rfc3834),
 		T(notices_rate_and_opt_out),
+		T(notices_each_reason),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
