@@ -240,13 +240,24 @@ class Bed:
         self.spawn([binary, "-c", self.cfg, "-f"], "milter.log")
         self.wait_socket(sock, "patchbridge-milter")
 
-    def start_postfix(self, *options):
+    def start_postfix(self, *options, mailboxes=()):
         """pfbed start with options, on addr; mail not for the list is
-        discarded."""
+        discarded, but for the addresses of mailboxes: each has a Maildir
+        of its own (mailbox()), as a subscriber's mailbox elsewhere."""
         self.pf_started = True
         options = list(options)
         if "--address" not in options:
             options += ["--address", self.addr]
+        if mailboxes:
+            # virtual(8): the list's domain and each mailbox's domain,
+            # an address to its own Maildir first, else the archive
+            domains = sorted({a.split("@")[1] for a in mailboxes})
+            options += ["--set", "virtual_mailbox_domains = %s %s" % (
+                        AUTHSERV, " ".join(domains)),
+                        "--set", "virtual_mailbox_maps = inline:{ %s }, "
+                        "static:inbox/" % " ".join(
+                            "{%s=box-%s/}" % (a, a.split("@")[0])
+                            for a in mailboxes)]
         out = subprocess.run([PFBED, "start", self.pf] + options +
                              ["--set", "default_transport = discard:"],
                              capture_output=True, text=True,
@@ -272,6 +283,25 @@ class Bed:
         if self.pf_started:
             subprocess.run([PFBED, "stop", self.pf], capture_output=True,
                            timeout=bound(60))
+
+    def mailbox(self, address):
+        """The mails delivered to address's own Maildir (start_postfix()
+        mailboxes), as archive() reads the list's."""
+        d = os.path.join(os.path.dirname(self.env.get("ARCHIVE", "")),
+                         "box-" + address.split("@")[0])
+        mails = []
+        for sub in ("new", "cur"):
+            path = os.path.join(d, sub)
+            if not os.path.isdir(path):
+                continue
+            for name in sorted(os.listdir(path)):
+                with open(os.path.join(path, name), "rb") as f:
+                    raw = f.read()
+                m = email.message_from_bytes(raw,
+                                             policy=email.policy.default)
+                m.raw = raw
+                mails.append(m)
+        return mails
 
     def archive(self):
         """The list archive's mails (each with its bytes as .raw), sorted
