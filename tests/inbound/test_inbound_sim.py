@@ -786,6 +786,33 @@ class InboundTest(unittest.TestCase):
         out = run([PB, "-c", b.conf(), "why", mid])
         self.assertIn("notice to the sender: sent as <%s>" % notice[1], out)
 
+    # An inline comment the bridge cannot place on the diff (the MR
+    # version it answers is not known: no start commit) is posted as a
+    # general comment quoting file:line, and its sender is told so.
+    def test_notice_inline_as_general_comment(self):
+        b = self.b
+        import sqlite3
+        db = sqlite3.connect(b.db())
+        db.execute("UPDATE thread_map SET start_sha = NULL")
+        db.execute("UPDATE revisions SET start_sha = NULL")
+        db.commit()
+        db.close()
+        path, mid = b.reply("Comment.\n\n" + QUOTE_ADDED + "\nInline.\n",
+                            ar=DKIM_PASS)
+        p = b.replay("--apply-now", path)
+        self.assertIn("applied 1", p.stdout)
+        mr = mr_state()
+        self.assertFalse(any(n.get("position") for _, n in
+                             user_notes(mr)))
+        notice, queued = self.notices(mid)
+        self.assertEqual(notice[0], "sent")
+        self.assertEqual(queued[0][0], "bob@corp.example")
+        text = queued[0][1]
+        text = " ".join((text if isinstance(text, str) else
+                         bytes(text).decode()).split())
+        self.assertIn("could not be placed on a line of the merge "
+                      "request's diff", text)
+
     # (f)
     def test_forge_down_then_back(self):
         b = self.b
