@@ -108,7 +108,7 @@ int noticemail_render(struct buf *out, const struct notice *n, void *arg)
 	struct buf mb = BUF_INIT(PB_HEADER_VALUE_MAX);
 	struct buf text = BUF_INIT(NOTICE_BODY_MAX);
 	size_t i;
-	int rc, qp;
+	int rc;
 
 	rc = mailhdr_format_addr(&mb, config_str(cfg, CFG_BRIDGE_NAME),
 				 config_str(cfg, CFG_BRIDGE_ADDRESS));
@@ -149,17 +149,9 @@ int noticemail_render(struct buf *out, const struct notice *n, void *arg)
 		rc = body(&text, n, cfg);
 	if (rc)
 		goto out;
-	qp = qp_needed(text.data, text.len);
 	rc = buf_addbuf(out, &hdr);
 	if (!rc)
-		rc = buf_addf(out,
-			      "MIME-Version: 1.0\n"
-			      "Content-Type: text/plain; charset=UTF-8\n"
-			      "Content-Transfer-Encoding: %s\n\n",
-			      qp ? "quoted-printable" : "8bit");
-	if (!rc)
-		rc = qp ? qp_encode(out, text.data, text.len) :
-			  buf_addbuf(out, &text);
+		rc = qp_text_body(out, text.data, text.len);
 out:
 	buf_release(&hdr);
 	buf_release(&mb);

@@ -115,6 +115,23 @@ def free_port(addr="127.0.0.1"):
         return so.getsockname()[1]
 
 
+def read_maildir(d):
+    """The mails of the Maildir d (new/ and cur/, none when it is not
+    there), each with its bytes as .raw."""
+    mails = []
+    for sub in ("new", "cur"):
+        path = os.path.join(d, sub) if d else None
+        if not path or not os.path.isdir(path):
+            continue
+        for name in sorted(os.listdir(path)):
+            with open(os.path.join(path, name), "rb") as f:
+                raw = f.read()
+            m = email.message_from_bytes(raw, policy=email.policy.default)
+            m.raw = raw
+            mails.append(m)
+    return mails
+
+
 # --- the list server and the bridge ----------------------------------------
 
 class Bed:
@@ -287,38 +304,14 @@ class Bed:
     def mailbox(self, address):
         """The mails delivered to address's own Maildir (start_postfix()
         mailboxes), as archive() reads the list's."""
-        d = os.path.join(os.path.dirname(self.env.get("ARCHIVE", "")),
-                         "box-" + address.split("@")[0])
-        mails = []
-        for sub in ("new", "cur"):
-            path = os.path.join(d, sub)
-            if not os.path.isdir(path):
-                continue
-            for name in sorted(os.listdir(path)):
-                with open(os.path.join(path, name), "rb") as f:
-                    raw = f.read()
-                m = email.message_from_bytes(raw,
-                                             policy=email.policy.default)
-                m.raw = raw
-                mails.append(m)
-        return mails
+        return read_maildir(os.path.join(
+            os.path.dirname(self.env.get("ARCHIVE", "")),
+            "box-" + address.split("@")[0]))
 
     def archive(self):
         """The list archive's mails (each with its bytes as .raw), sorted
         by Date and Subject."""
-        mails = []
-        d = self.env.get("ARCHIVE")
-        for sub in ("new", "cur"):
-            path = os.path.join(d, sub) if d else None
-            if not path or not os.path.isdir(path):
-                continue
-            for name in sorted(os.listdir(path)):
-                with open(os.path.join(path, name), "rb") as f:
-                    raw = f.read()
-                m = email.message_from_bytes(raw,
-                                             policy=email.policy.default)
-                m.raw = raw
-                mails.append(m)
+        mails = read_maildir(self.env.get("ARCHIVE"))
         mails.sort(key=lambda m: (m.get("Date", ""), m.get("Subject", "")))
         return mails
 

@@ -686,17 +686,10 @@ class InboundTest(unittest.TestCase):
         self.assertEqual(actions, {0: ("comment", "done"),
                                    1: ("diff-note", "done")})
 
-    def test_kill_between_intent_and_completion(self):
-        b = self.b
-        # The first discussion is written, then its answer is held back:
-        # the daemon dies with the action journaled as an intent.
-        sim("POST", "faults", {"kind": "latency", "ms": 20000,
-                               "method": "POST", "path": "/discussions$",
-                               "count": 1})
-        path, mid = b.reply("Comment.\n\n" + QUOTE_ADDED + "\nInline.\n\n"
-                            "Acked-by: Bob Maintainer <bob@corp.example>\n",
-                            ar=DKIM_PASS)
-        proc = subprocess.Popen([PB, "-c", b.conf(), "replay",
+    def kill_after_comment(self, path, mid):
+        """Apply the reply at path; kill -9 the applier once its first
+        note is on the forge (its answer held back by a fault)."""
+        proc = subprocess.Popen([PB, "-c", self.b.conf(), "replay",
                                  "--apply-now", path],
                                 stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
@@ -710,6 +703,18 @@ class InboundTest(unittest.TestCase):
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
+
+    def test_kill_between_intent_and_completion(self):
+        b = self.b
+        # The first discussion is written, then its answer is held back:
+        # the daemon dies with the action journaled as an intent.
+        sim("POST", "faults", {"kind": "latency", "ms": 20000,
+                               "method": "POST", "path": "/discussions$",
+                               "count": 1})
+        path, mid = b.reply("Comment.\n\n" + QUOTE_ADDED + "\nInline.\n\n"
+                            "Acked-by: Bob Maintainer <bob@corp.example>\n",
+                            ar=DKIM_PASS)
+        self.kill_after_comment(path, mid)
         row, actions = b.dump(mid)
         self.assertEqual(row[0], "applying")
         self.assertEqual(actions[0], ("comment", "intent"))
@@ -751,20 +756,7 @@ class InboundTest(unittest.TestCase):
         path, mid = b.reply("Ship it.\n\n"
                             "Acked-by: Mallory <mallory@corp.example>\n",
                             sender="Mallory <mallory@corp.example>")
-        proc = subprocess.Popen([PB, "-c", b.conf(), "replay",
-                                 "--apply-now", path],
-                                stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        try:
-            for _ in range(600):
-                if marker_count(mr_state(), key(mid, 0)):
-                    break
-                time.sleep(0.05)
-            else:
-                self.fail("the comment never arrived")
-        finally:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
+        self.kill_after_comment(path, mid)
         row, _ = b.dump(mid)
         self.assertEqual(row[0], "applying")
         self.assertEqual(self.notices(mid), (None, []))

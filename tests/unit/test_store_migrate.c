@@ -207,6 +207,22 @@ static char *schema_dump(const char *path)
 	" created, updated) VALUES ('old-in@x', '1.q.2.3', 'g/p', 1, 1, 1,"  \
 	" 'reply', 'applying', 1, 0, 10, 10);"
 
+/* A new database of either engine at an old schema version, open RW. */
+static struct store *open_at(const char *path, int version)
+{
+	struct store_opts o;
+	struct store *st = NULL;
+
+	memset(&o, 0, sizeof(o));
+	o.backend = storebed_backend();
+	o.target = path;
+	o.flags = STORE_RW;
+	o.busy_timeout_ms = BUSY_MS;
+	o.schema_version = version;
+	assert_int_equal(store_open_opts(&st, &o), 0);
+	return st;
+}
+
 /*
  * Both engines: the notices to senders (schema 10), from a database at
  * schema 9 with a reply in it: one decision per reply, the queued ones
@@ -215,21 +231,13 @@ static char *schema_dump(const char *path)
 static void test_notices(void **state)
 {
 	const char *path = db_path("notices");
-	struct store_opts o;
-	struct store *st = NULL;
+	struct store *st;
 	struct store_notice n, got;
 	int64_t count = -1;
 	int v = 0, out = -1;
 
 	(void)state;
-	memset(&o, 0, sizeof(o));
-	o.backend = storebed_backend();
-	o.target = path;
-	o.flags = STORE_RW;
-	o.busy_timeout_ms = BUSY_MS;
-	o.schema_version = 9;
-	assert_int_equal(store_open_opts(&st, &o), 0);
-	store_free(st);
+	store_free(open_at(path, 9));
 	storebed_exec(path, MIGRATE_ROWS, MIGRATE_ROWS);
 	st = open_rw(path);
 	assert_int_equal(store_schema_version(&v, st), 0);
@@ -422,20 +430,13 @@ static void test_migrate_steps(void **state)
 static void test_migrate_retarget(void **state)
 {
 	const char *path = db_path("retarget");
-	struct store_opts o;
-	struct store *st = NULL;
+	struct store *st;
 	struct store_revision rev = { 0 }, got = { 0 };
 	struct store_mail m = STORE_MAIL_INIT;
 	int v = 0, n = 0;
 
 	(void)state;
-	memset(&o, 0, sizeof(o));
-	o.backend = storebed_backend();
-	o.target = path;
-	o.flags = STORE_RW;
-	o.busy_timeout_ms = BUSY_MS;
-	o.schema_version = 8;
-	assert_int_equal(store_open_opts(&st, &o), 0);
+	st = open_at(path, 8);
 	assert_int_equal(store_schema_version(&v, st), 0);
 	assert_int_equal(v, 8);
 	store_free(st);
