@@ -178,6 +178,8 @@ METRICS_MOVED = [
     ("patchbridge_approvals_refused_total", {"reason": "unverified"}, 1),
     ("patchbridge_approvals_refused_total", {}, 1),
     ("patchbridge_naks_total", {}, 0),
+    ("patchbridge_notices_total", {"decision": "sent"}, 1),
+    ("patchbridge_notices_total", {}, 1),
     ("patchbridge_series_sent_total", {"project": P}, 1),
     ("patchbridge_mails_sent_total", {"project": P}, 6),
     ("patchbridge_smtp_failures_total", {}, 0),

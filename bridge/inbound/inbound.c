@@ -758,6 +758,7 @@ struct job {
 	struct strlist reasons;
 	char *link;
 	int request;
+	const char *notice; /* the decision recorded (static), or NULL */
 };
 
 static void job_init(struct job *j, struct store_inbound *row)
@@ -1692,6 +1693,7 @@ static int finish_row(struct inbound *ib, struct job *j)
 	struct store_inbound *row = j->row;
 	struct notify_in n;
 	struct finish_tx f = { row, j, &n };
+	int rc;
 
 	final_reasons(ib, j);
 	memset(&n, 0, sizeof(n));
@@ -1714,7 +1716,9 @@ static int finish_row(struct inbound *ib, struct job *j)
 	n.request = j->request;
 	n.render = ib->render_notice;
 	n.render_arg = ib->render_arg;
-	return store_transaction(ib->st, finish_tx, &f);
+	rc = store_transaction(ib->st, finish_tx, &f);
+	j->notice = rc ? NULL : n.decision;
+	return rc;
 }
 
 static int apply_row(struct inbound *ib, struct store_inbound *row,
@@ -1790,6 +1794,8 @@ static int apply_row(struct inbound *ib, struct store_inbound *row,
 	rc = finish_row(ib, &j);
 	if (rc)
 		goto out;
+	if (j.notice)
+		metrics_inc1(MET_NOTICES, j.notice);
 	switch (j.state) {
 	case STORE_INBOUND_APPLIED:
 		ib->stats.applied++;

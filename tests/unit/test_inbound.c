@@ -369,6 +369,7 @@ static const char *note_of(struct bed *b, const char *mid)
 #define NAKS "patchbridge_naks_total" ON
 #define MADE "patchbridge_approvals_made_total" ON
 #define REFUSED(r) "patchbridge_approvals_refused_total{reason=\"" r "\"}"
+#define NOTICES(d) "patchbridge_notices_total{decision=\"" d "\"}"
 
 static size_t dead(struct bed *b)
 {
@@ -716,6 +717,10 @@ static void notices_rfc3834(void **state)
 	d = mallory(b, DKIM_PASS "\nList-Id: <list.example.org>", ack, NULL);
 	assert_string_equal(d, "sent");
 	free(d);
+	assert_int_equal(metric(NOTICES("auto_submitted")), 1);
+	assert_int_equal(metric(NOTICES("bounce")), 2);
+	assert_int_equal(metric(NOTICES("list")), 1);
+	assert_int_equal(metric(NOTICES("sent")), 1);
 }
 
 /* [inbound] notice_rate (5) an hour, then none; an opt-out. */
