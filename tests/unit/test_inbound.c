@@ -795,8 +795,10 @@ static void says(struct bed *b, const char *sender, const char *ar,
 
 /*
  * One notice per reason the README lists, each saying what to do: the
- * verdicts a trailer gets, an approval the forge did not take (merged,
- * closed), a locked discussion, a dead letter.  (An inline comment
+ * verdicts a trailer gets (not an owner, in a sentence, loose, a bot,
+ * no forge user, quoted), an approval the forge did not take (the
+ * revision changed, the MR merged or closed), a locked discussion, a
+ * dead letter.  (An inline comment
  * posted as a general one: client_inbound, against the simulator.)
  */
 static void notices_each_reason(void **state)
@@ -826,6 +828,34 @@ static void notices_each_reason(void **state)
 	b->ff.mr_state = "closed";
 	says(b, BOB, DKIM_PASS, "Good.\n\n" ACK, "was closed");
 	b->ff.mr_state = NULL;
+	/* the revision changed: the forge refuses the approval (409) and
+	 * the MR's head is no rebase of the acked one */
+	fakeforge_script_approve(
+		&b->ff, FAKE_APPROVE, PB_EINVAL, FORGE_APPROVE_SHA_MISMATCH,
+		"409 SHA does not match HEAD of source branch");
+	b->ff.version_head = "5555555555555555555555555555555555555555";
+	b->ff.version_patch_id = "6666666666666666666666666666666666666666";
+	says(b, BOB, DKIM_PASS, "Good.\n\n" ACK, "no longer the head");
+	b->ff.version_head = HEAD;
+	b->ff.version_patch_id = HEAD;
+	/* quoted: Bob's ack is in the mail he answers */
+	{
+		char bait[64], mid[64], *d;
+		struct buf mail = BUF_INIT(1 << 20);
+
+		spool_reply(b, bait, sizeof(bait), "Carol <carol@corp.example>",
+			    NULL, NULL, NULL, "Bob, please send:\n\n" ACK);
+		spool_reply(b, mid, sizeof(mid), BOB, DKIM_PASS, bait, NULL,
+			    "Will do.\n\n" ACK);
+		run(b, NOW);
+		d = notice(b, mid, &mail);
+		assert_non_null(d);
+		assert_string_equal(d, "sent");
+		free(d);
+		flatten(&mail);
+		assert_non_null(strstr(mail.data, "read as a quotation"));
+		buf_release(&mail);
+	}
 	/* the discussion locked: not posted, and the sender is told */
 	b->ff.discussion_locked = 1;
 	says(b, MALLORY, NULL, "Fine by me.\n", "discussion is locked");
