@@ -216,6 +216,8 @@ static int decide(const char **decision, char *why, size_t size,
 	sc.list_address = config_project_str(in->proj, CFG_BRIDGE_LIST_ADDRESS);
 	sc.bridge_address = config_str(in->cfg, CFG_BRIDGE_ADDRESS);
 	sc.bridge_domain = config_str(in->cfg, CFG_BRIDGE_DOMAIN);
+	sc.wrapped = in->review->mail->wrapper.email &&
+		     in->review->mail->wrapper.email[0];
 	rule = notice_screen(&sc, why, size);
 	if (rule) {
 		*decision = rule;

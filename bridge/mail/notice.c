@@ -144,7 +144,7 @@ static void screen_field(struct screen *s, const char *name, size_t nlen,
 		if (!addr[0])
 			hit(s, "bounce", "%s",
 			    "the reply has a null Return-Path (RFC 3834)");
-	} else if (IS("From")) {
+	} else if (IS("From") && !in->wrapped) {
 		addr_of(addr, sizeof(addr), v);
 		if (local_is(addr, "mailer-daemon"))
 			hit(s, "bounce", "%s",

@@ -48,6 +48,9 @@ struct notice_screen_in {
 	const char *list_address; /* [bridge] list_address; may be "" */
 	const char *bridge_address; /* [bridge] address */
 	const char *bridge_domain; /* [bridge] domain */
+	/* The list wrapped the post for DMARC (mail.h wrapper): its From
+	 * is the list's, its author the sender; From is not read. */
+	int wrapped;
 };
 
 /* NULL when an automatic answer is allowed, else the rule's token (see

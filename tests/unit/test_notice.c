@@ -16,6 +16,8 @@
 	"Message-ID: <r1@corp.example>\nContent-Type: text/plain\n" \
 	"\nAcked-by: Mallory <mallory@corp.example>\n"
 
+static int wrapped;
+
 static const char *screen(const char *head, const char *env)
 {
 	static char why[256];
@@ -32,6 +34,7 @@ static const char *screen(const char *head, const char *env)
 	in.list_address = "list@example.org";
 	in.bridge_address = "patchbridge@bridge.example.org";
 	in.bridge_domain = "bridge.example.org";
+	in.wrapped = wrapped;
 	return notice_screen(&in, why, sizeof(why));
 }
 
@@ -97,6 +100,13 @@ static void test_list_robot(void **state)
 	/* another list's robot, or a person called list elsewhere */
 	assert_null(screen("From: list-owner@other.example\n", NULL));
 	assert_null(screen("From: listy@example.org\n", NULL));
+	/* a post the list wrapped for DMARC: From is the list's, the
+	 * author is inside and is answered */
+	wrapped = 1;
+	assert_null(
+		screen("From: Mallory via list <list@example.org>\n", NULL));
+	assert_string_equal(screen("Precedence: list\n" PERSON, NULL), "list");
+	wrapped = 0;
 }
 
 static void test_ours(void **state)
