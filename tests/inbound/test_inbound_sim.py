@@ -805,6 +805,28 @@ class InboundTest(unittest.TestCase):
         self.assertIn("could not be placed on a line of the merge "
                       "request's diff", text)
 
+    # `why` says why a reply's sender was not told: an automatic mail
+    # (RFC 3834), whose unverified ack still did not count.
+    def test_why_no_notice_to_automatic_mail(self):
+        b = self.b
+        path, mid = b.reply("Ship it.\n\n"
+                            "Acked-by: Mallory <mallory@corp.example>\n",
+                            sender="Mallory <mallory@corp.example>",
+                            ar="other.example; none\n"
+                            "Auto-Submitted: auto-generated")
+        p = b.replay("--apply-now", path)
+        self.assertIn("applied 1", p.stdout)
+        notice, queued = self.notices(mid)
+        self.assertEqual(notice[0], "auto_submitted")
+        self.assertEqual(queued, [])
+        out = run([PB, "-c", b.conf(), "why", mid])
+        self.assertIn("notice to the sender: not sent: the reply is "
+                      "automatic", out)
+        self.assertIn("not counted as an approval", out)
+        j = json.loads(run([PB, "-c", b.conf(), "why", "--json", mid]))
+        self.assertEqual(j["notice"]["decision"], "auto_submitted")
+        self.assertIsNone(j["notice"]["message_id"])
+
     # (f)
     def test_forge_down_then_back(self):
         b = self.b
