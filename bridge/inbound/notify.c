@@ -66,6 +66,7 @@ void notify_plan_reasons(struct strlist *out, const struct review *r,
 			 const struct plan *p)
 {
 	unsigned placed_plain = 0;
+	const char *why;
 	size_t i;
 
 	for (i = 0; i < p->nr_verdicts && i < r->trailers.nr; i++) {
@@ -82,16 +83,19 @@ void notify_plan_reasons(struct strlist *out, const struct review *r,
 			      "%s. %s",
 			      shown, approval_verdict_text(v), advice(v));
 	}
-	if (p->nak_verdict &&
-	    !strncmp(p->nak_verdict, "possibly an objection", 21))
+	/* plan.h: "possibly an objection, not acted on: " and why */
+	why = p->nak_verdict && !strncmp(p->nak_verdict, "possibly", 8) ?
+		      strstr(p->nak_verdict, "on: ") :
+		      NULL;
+	if (why)
 		strlist_pushf(
 			out,
 			"Your mail mentions a NAK that the bridge did not "
-			"act on (%s). It was posted as a comment that "
+			"act on: %s. It was posted as a comment that "
 			"opens with \"Possibly an objection\". To block "
 			"the merge request, reply with a paragraph that "
 			"is NAK alone, or a Nacked-by: trailer.",
-			p->nak_verdict + 22 + strspn(p->nak_verdict + 22, " "));
+			why + 4);
 	for (i = 0; i < p->nr; i++)
 		placed_plain += p->v[i].kind == PLAN_NOTE;
 	if (placed_plain)
