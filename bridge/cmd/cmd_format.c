@@ -218,19 +218,21 @@ static char *project_from_repo(const char *dir)
 	return res;
 }
 
-static int write_out(int fd, const struct series *s)
-{
-	struct buf b = BUF_INIT(SERIES_MAIL_MAX + 1024);
-	size_t i;
-	int rc = 0;
+/* Each mail written as it is made (series_build_each()). */
+struct writer {
+	int fd;
+	struct buf b;
+};
 
-	for (i = 0; i < s->nr && !rc; i++) {
-		buf_reset(&b);
-		rc = series_mbox_append(&b, &s->mails[i]);
-		if (!rc)
-			rc = fd_write_all(fd, b.data, b.len);
-	}
-	buf_release(&b);
+static int write_mail(void *arg, const struct series_mail *m)
+{
+	struct writer *w = arg;
+	int rc;
+
+	buf_reset(&w->b);
+	rc = series_mbox_append(&w->b, m);
+	if (!rc)
+		rc = fd_write_all(w->fd, w->b.data, w->b.len);
 	return rc;
 }
 
@@ -242,6 +244,7 @@ static int run(struct format_args *a)
 	struct series_opts o;
 	struct mrjson mr;
 	struct buf tmpl = BUF_INIT(PB_TEMPLATE_MAX);
+	struct writer w = { 1, BUF_INIT(0) };
 	char *project = NULL, *domain = NULL, *prev_base = NULL, *irt = NULL;
 	const char *dots;
 	int rc;
@@ -340,9 +343,9 @@ static int run(struct format_args *a)
 	}
 	o.prev_range = prev;
 
-	rc = series_build(&s, range, &o);
-	if (rc)
-		goto out;
+	/* One mail in memory at a time, as git format-patch: the series'
+	 * mails are written as they are made. */
+	buf_init(&w.b, SERIES_MAIL_MAX + 1024);
 	if (a->output && strcmp(a->output, "-")) {
 		struct file_atomic f;
 
@@ -351,15 +354,18 @@ static int run(struct format_args *a)
 		rc = file_atomic_open(&f, a->output, 0644);
 		if (rc)
 			goto out;
-		rc = write_out(f.fd, s);
+		w.fd = f.fd;
+		rc = series_build_each(&s, range, &o, write_mail, &w);
 		if (rc)
 			file_atomic_abort(&f);
 		else
 			rc = file_atomic_commit(&f);
 	} else {
-		rc = write_out(1, s);
+		w.fd = 1;
+		rc = series_build_each(&s, range, &o, write_mail, &w);
 	}
 out:
+	buf_release(&w.b);
 	free(irt);
 	series_free(s);
 	gitrepo_range_free(range);

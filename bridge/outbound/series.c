@@ -759,6 +759,13 @@ static void root_threading(struct ctx *c)
 int series_build(struct series **out, const struct gitrepo_range *range,
 		 const struct series_opts *opts)
 {
+	return series_build_each(out, range, opts, NULL, NULL);
+}
+
+int series_build_each(struct series **out, const struct gitrepo_range *range,
+		      const struct series_opts *opts, series_each_fn each,
+		      void *arg)
+{
 	struct strlist seen = STRLIST_INIT, patch_refs = STRLIST_INIT;
 	struct ctx c;
 	struct series *s;
@@ -818,6 +825,10 @@ int series_build(struct series **out, const struct gitrepo_range *range,
 		else
 			rc = patch_mail(&c, m, &range->commits[m->index - 1],
 					cover, irt, refs);
+		if (!rc && each) {
+			rc = each(arg, m);
+			buf_release(&m->text);
+		}
 	}
 out:
 	strlist_release(&seen);

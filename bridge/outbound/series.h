@@ -137,6 +137,19 @@ int series_build(struct series **out, const struct gitrepo_range *range,
 void series_free(struct series *s);
 
 /*
+ * series_build() for a writer that needs one mail at a time (patchbridge
+ * format): each mail is handed to each(arg, mail) as soon as it is made,
+ * in order, and its text released after, so that the series' mails are
+ * never all in memory.  A non-zero return of each() stops the build and
+ * is returned.  The series left in *out holds every mail's index, sha,
+ * Message-ID and subject, with an empty text.
+ */
+typedef int (*series_each_fn)(void *arg, const struct series_mail *mail);
+int series_build_each(struct series **out, const struct gitrepo_range *range,
+		      const struct series_opts *opts, series_each_fn each,
+		      void *arg);
+
+/*
  * Append one mail in mbox form: the "From <sha> Mon Sep 17 00:00:00 2001"
  * line git format-patch writes, the mail, and a blank line.  Bodies never
  * hold a line starting with "From " (those are quoted-printable), so no
