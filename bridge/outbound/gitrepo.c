@@ -931,53 +931,63 @@ static int print_line(const git_diff_delta *delta, const git_diff_hunk *hunk,
 }
 
 /*
- * Render a diff: "---\n", diffstat, summary, "\n", the patch (when patch
- * is not NULL, with its patch-id into patch_id; otherwise stat and
- * summary only, into stat_out).
+ * Render a diff into out: diffstat and summary; then, with patch_id not
+ * NULL, a blank line, the patch, and its patch-id into patch_id.  The
+ * patches are all made before the diffstat is written (it needs their
+ * line counts) and printed straight into out after it.
  */
-static int diff_render(struct buf *stat_out, struct buf *patch_out,
-		       char *patch_id, git_repository *repo, git_diff *diff,
-		       size_t *files, size_t *ins, size_t *del)
+static int diff_render(struct buf *out, char *patch_id, git_repository *repo,
+		       git_diff *diff, size_t *files, size_t *ins, size_t *del)
 {
 	struct stats st;
 	struct delta_order *order;
 	struct patchid pid;
-	struct print_ctx pc = { patch_out, &pid, 0 };
+	struct print_ctx pc = { out, &pid, 0 };
+	git_patch **patches;
 	size_t n, i;
 	int rc = 0;
 
 	memset(&pid, 0, sizeof(pid));
-	if (patch_out)
-		pid.sha = digest_sha1_new();
 	stats_init(&st);
 	order = diff_order(diff, &n);
+	patches = xcalloc(n ? n : 1, sizeof(*patches));
 	for (i = 0; i < n && !rc; i++) {
 		const git_diff_delta *d =
 			git_diff_get_delta(diff, order[i].idx);
-		git_patch *p = NULL;
 
 		/* A patch is needed for line counts of text files. */
-		if (patch_out || !(d->flags & GIT_DIFF_FLAG_BINARY)) {
-			rc = git_patch_from_diff(&p, diff, order[i].idx);
+		if (patch_id || !(d->flags & GIT_DIFF_FLAG_BINARY)) {
+			rc = git_patch_from_diff(&patches[i], diff,
+						 order[i].idx);
 			if (rc < 0) {
 				rc = git_fail(rc, 0, "patch");
 				break;
 			}
 		}
-		rc = stat_add(&st, repo, d, p);
-		if (!rc && patch_out && p) {
-			rc = git_patch_print(p, print_line, &pc);
+		rc = stat_add(&st, repo, d, patches[i]);
+		/* Without the text, only the counts are kept. */
+		if (!patch_id) {
+			git_patch_free(patches[i]);
+			patches[i] = NULL;
+		}
+	}
+	if (!rc)
+		rc = stats_render(out, &st);
+	if (!rc && patch_id) {
+		pid.sha = digest_sha1_new();
+		rc = buf_addch(out, '\n');
+		for (i = 0; i < n && !rc; i++) {
+			if (!patches[i])
+				continue;
+			rc = git_patch_print(patches[i], print_line, &pc);
 			if (pc.rc)
 				rc = pc.rc;
 			else if (rc < 0)
 				rc = git_fail(rc, 0, "patch text");
 		}
-		git_patch_free(p);
+		if (!rc)
+			pid_hex(patch_id, &pid);
 	}
-	if (!rc && patch_out)
-		pid_hex(patch_id, &pid);
-	if (!rc)
-		rc = stats_render(stat_out, &st);
 	if (!rc && files) {
 		*files = st.nr;
 		*ins = *del = 0;
@@ -988,6 +998,9 @@ static int diff_render(struct buf *stat_out, struct buf *patch_out,
 			*del += st.files[i].deleted;
 		}
 	}
+	for (i = 0; i < n; i++)
+		git_patch_free(patches[i]);
+	free(patches);
 	free(order);
 	stats_release(&st);
 	digest_sha1_free(pid.sha);
@@ -1000,7 +1013,6 @@ static int commit_patch(struct gitrepo_commit *c, git_repository *repo,
 	git_tree *tree = NULL, *ptree = NULL;
 	git_commit *parent = NULL;
 	git_diff *diff = NULL;
-	struct buf body = BUF_INIT(GITREPO_PATCH_MAX);
 	int rc;
 
 	rc = git_commit_tree(&tree, commit);
@@ -1018,16 +1030,11 @@ static int commit_patch(struct gitrepo_commit *c, git_repository *repo,
 		goto out;
 	rc = buf_adds(&c->patch, "---\n");
 	if (!rc)
-		rc = diff_render(&c->patch, &body, c->patch_id, repo, diff,
-				 &c->files, &c->insertions, &c->deletions);
-	if (!rc)
-		rc = buf_addch(&c->patch, '\n');
-	if (!rc)
-		rc = buf_addbuf(&c->patch, &body);
+		rc = diff_render(&c->patch, c->patch_id, repo, diff, &c->files,
+				 &c->insertions, &c->deletions);
 	if (rc)
 		err_prefix(rc, "commit %.12s", c->sha);
 out:
-	buf_release(&body);
 	git_diff_free(diff);
 	git_tree_free(tree);
 	git_tree_free(ptree);
@@ -1197,8 +1204,8 @@ static int range_diffstat(struct gitrepo_range *r, git_repository *repo,
 	}
 	rc = diff_trees(&diff, repo, ta, tb);
 	if (!rc)
-		rc = diff_render(&r->diffstat, NULL, NULL, repo, diff, NULL,
-				 NULL, NULL);
+		rc = diff_render(&r->diffstat, NULL, repo, diff, NULL, NULL,
+				 NULL);
 out:
 	git_diff_free(diff);
 	git_tree_free(ta);
