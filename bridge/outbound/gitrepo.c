@@ -1215,8 +1215,9 @@ out:
 	return rc;
 }
 
-int gitrepo_range_load(struct gitrepo_range **out, struct gitrepo *repo,
-		       const char *base, const char *head, size_t patch_limit)
+static int range_load(struct gitrepo_range **out, struct gitrepo *repo,
+		      const char *base, const char *head, size_t patch_limit,
+		      int deferred)
 {
 	struct gitrepo_range *r;
 	git_oid base_oid, head_oid, mb;
@@ -1258,7 +1259,7 @@ int gitrepo_range_load(struct gitrepo_range **out, struct gitrepo *repo,
 	r->commits = xcalloc(n ? n : 1, sizeof(*r->commits));
 	for (i = 0; i < n && !rc; i++) {
 		rc = commit_load(&r->commits[i], repo->repo, &list[i],
-				 r->have_patches);
+				 r->have_patches && !deferred);
 		r->nr = i + 1;
 	}
 	if (!rc)
@@ -1272,6 +1273,46 @@ out:
 	}
 	*out = r;
 	return 0;
+}
+
+int gitrepo_range_load(struct gitrepo_range **out, struct gitrepo *repo,
+		       const char *base, const char *head, size_t patch_limit)
+{
+	return range_load(out, repo, base, head, patch_limit, 0);
+}
+
+int gitrepo_range_load_deferred(struct gitrepo_range **out,
+				struct gitrepo *repo, const char *base,
+				const char *head, size_t patch_limit)
+{
+	return range_load(out, repo, base, head, patch_limit, 1);
+}
+
+int gitrepo_range_patch(struct gitrepo *repo, struct gitrepo_range *range,
+			size_t i)
+{
+	struct gitrepo_commit *c = &range->commits[i];
+	git_commit *commit = NULL;
+	git_oid oid;
+	int rc;
+
+	BUG_ON(i >= range->nr || !range->have_patches);
+	if (c->patch.len)
+		return 0;
+	rc = git_oid_fromstr(&oid, c->sha);
+	if (!rc)
+		rc = git_commit_lookup(&commit, repo->repo, &oid);
+	if (rc < 0)
+		return git_fail(rc, 0, "commit");
+	rc = commit_patch(c, repo->repo, commit);
+	git_commit_free(commit);
+	return rc;
+}
+
+void gitrepo_range_patch_release(struct gitrepo_range *range, size_t i)
+{
+	BUG_ON(i >= range->nr);
+	buf_release(&range->commits[i].patch);
 }
 
 /* --- shortlog --------------------------------------------------------- */
