@@ -926,23 +926,26 @@ static int print_line(const git_diff_delta *delta, const git_diff_hunk *hunk,
 		pc->rc = rc;
 		return -1;
 	}
-	pid_line(pc->pid, line);
+	if (pc->pid)
+		pid_line(pc->pid, line);
 	return 0;
 }
 
 /*
- * Render a diff into out: diffstat and summary; then, with patch_id not
- * NULL, a blank line, the patch, and its patch-id into patch_id.  The
+ * Render a diff into out: diffstat and summary; then, with with_patch, a
+ * blank line and the patch, and its patch-id into patch_id unless that
+ * is NULL.  The
  * patches are all made before the diffstat is written (it needs their
  * line counts) and printed straight into out after it.
  */
-static int diff_render(struct buf *out, char *patch_id, git_repository *repo,
-		       git_diff *diff, size_t *files, size_t *ins, size_t *del)
+static int diff_render(struct buf *out, int with_patch, char *patch_id,
+		       git_repository *repo, git_diff *diff, size_t *files,
+		       size_t *ins, size_t *del)
 {
 	struct stats st;
 	struct delta_order *order;
 	struct patchid pid;
-	struct print_ctx pc = { out, &pid, 0 };
+	struct print_ctx pc = { out, patch_id ? &pid : NULL, 0 };
 	git_patch **patches;
 	size_t n, i;
 	int rc = 0;
@@ -956,7 +959,7 @@ static int diff_render(struct buf *out, char *patch_id, git_repository *repo,
 			git_diff_get_delta(diff, order[i].idx);
 
 		/* A patch is needed for line counts of text files. */
-		if (patch_id || !(d->flags & GIT_DIFF_FLAG_BINARY)) {
+		if (with_patch || !(d->flags & GIT_DIFF_FLAG_BINARY)) {
 			rc = git_patch_from_diff(&patches[i], diff,
 						 order[i].idx);
 			if (rc < 0) {
@@ -966,15 +969,16 @@ static int diff_render(struct buf *out, char *patch_id, git_repository *repo,
 		}
 		rc = stat_add(&st, repo, d, patches[i]);
 		/* Without the text, only the counts are kept. */
-		if (!patch_id) {
+		if (!with_patch) {
 			git_patch_free(patches[i]);
 			patches[i] = NULL;
 		}
 	}
 	if (!rc)
 		rc = stats_render(out, &st);
-	if (!rc && patch_id) {
-		pid.sha = digest_sha1_new();
+	if (!rc && with_patch) {
+		if (patch_id)
+			pid.sha = digest_sha1_new();
 		rc = buf_addch(out, '\n');
 		for (i = 0; i < n && !rc; i++) {
 			if (!patches[i])
@@ -985,7 +989,7 @@ static int diff_render(struct buf *out, char *patch_id, git_repository *repo,
 			else if (rc < 0)
 				rc = git_fail(rc, 0, "patch text");
 		}
-		if (!rc)
+		if (!rc && patch_id)
 			pid_hex(patch_id, &pid);
 	}
 	if (!rc && files) {
@@ -1007,8 +1011,9 @@ static int diff_render(struct buf *out, char *patch_id, git_repository *repo,
 	return rc;
 }
 
+/* The commit's text from "---" on; its patch-id too with with_id. */
 static int commit_patch(struct gitrepo_commit *c, git_repository *repo,
-			git_commit *commit)
+			git_commit *commit, int with_id)
 {
 	git_tree *tree = NULL, *ptree = NULL;
 	git_commit *parent = NULL;
@@ -1030,8 +1035,9 @@ static int commit_patch(struct gitrepo_commit *c, git_repository *repo,
 		goto out;
 	rc = buf_adds(&c->patch, "---\n");
 	if (!rc)
-		rc = diff_render(&c->patch, c->patch_id, repo, diff, &c->files,
-				 &c->insertions, &c->deletions);
+		rc = diff_render(&c->patch, 1, with_id ? c->patch_id : NULL,
+				 repo, diff, &c->files, &c->insertions,
+				 &c->deletions);
 	if (rc)
 		err_prefix(rc, "commit %.12s", c->sha);
 out:
@@ -1175,7 +1181,7 @@ static int commit_load(struct gitrepo_commit *c, git_repository *repo,
 		      enc);
 	rc = split_message(&c->subject, &c->body, msg);
 	if (!rc && with_patch)
-		rc = commit_patch(c, repo, commit);
+		rc = commit_patch(c, repo, commit, 1);
 	free(msg);
 	git_commit_free(commit);
 	return rc;
@@ -1204,7 +1210,7 @@ static int range_diffstat(struct gitrepo_range *r, git_repository *repo,
 	}
 	rc = diff_trees(&diff, repo, ta, tb);
 	if (!rc)
-		rc = diff_render(&r->diffstat, NULL, repo, diff, NULL, NULL,
+		rc = diff_render(&r->diffstat, 0, NULL, repo, diff, NULL, NULL,
 				 NULL);
 out:
 	git_diff_free(diff);
@@ -1304,7 +1310,7 @@ int gitrepo_range_patch(struct gitrepo *repo, struct gitrepo_range *range,
 		rc = git_commit_lookup(&commit, repo->repo, &oid);
 	if (rc < 0)
 		return git_fail(rc, 0, "commit");
-	rc = commit_patch(c, repo->repo, commit);
+	rc = commit_patch(c, repo->repo, commit, 0);
 	git_commit_free(commit);
 	return rc;
 }
