@@ -359,7 +359,7 @@ static int run_header_checks(const char *path, const char *out)
 				  strerror(errno));
 			ex = EX_IOERR;
 		}
-	} else if (file_write_atomic(out, text.data, text.len, 0644)) {
+	} else if (file_write_output(out, text.data, text.len, 0644)) {
 		log_error("%s", err_msg());
 		ex = EX_CANTCREAT;
 	}
