@@ -16,11 +16,8 @@
 set -eu
 pb=$(realpath "$1")
 here=$(cd "$(dirname "$0")" && pwd)
-data=$(cd "$here/../data/outbound" && pwd)
-tmp=$(mktemp -d "${PB_TEST_TMP:-/tmp}/format-digest.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-export HOME="$tmp/home" GIT_CONFIG_NOSYSTEM=1 LC_ALL=C.UTF-8 TZ=UTC
-mkdir -p "$HOME"
+name=format-digest
+. "$here/testenv.sh"
 
 root=a31311f5c1bd6c96d04ba980ea198970b4cd01bd
 head=3a875bc50b2fb7ae49ee65fa9d32991e05a37fbd
