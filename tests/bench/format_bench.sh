@@ -174,9 +174,10 @@ for name in $names; do
 		"$(median "$out/$name.runs" 3)" "$(maxrss "$out/$name.runs")" \
 		"$(mails "$out/$name.mbox")" "$(wc -c <"$out/$name.mbox")"
 done
+# ratio A B COLUMN: of the medians; 0 when B's is 0 (too short to time).
 ratio() {
-	echo "$(median "$out/$1.runs" "$3") / $(median "$out/$2.runs" "$3")" |
-		bc -l
+	echo "d = $(median "$out/$2.runs" "$3")
+		if (d == 0) 0 else $(median "$out/$1.runs" "$3") / d" | bc -l
 }
 # The median of the per-round ratios: steadier than the ratio of the
 # medians when the load moves during the run.
