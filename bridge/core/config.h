@@ -160,8 +160,14 @@ enum config_id {
 	CFG_INBOUND_RETRY_BASE,
 	CFG_INBOUND_RETRY_MAX,
 	CFG_INBOUND_MAX_ATTEMPTS,
+	CFG_INBOUND_NOTIFY_SENDER,
+	CFG_INBOUND_NOTICE_RATE,
+	CFG_INBOUND_NOTICE_TEMPLATE,
 	/* [project "group/name"] only */
 	CFG_PROJECT_ENABLED,
+	CFG_PROJECT_MAIL_PIPELINES,
+	CFG_PROJECT_WAIT_FOR_PIPELINE,
+	CFG_PROJECT_PIPELINE_WAIT_MAX,
 
 	CFG__COUNT
 };
@@ -277,6 +283,8 @@ const char *config_project_str(const struct config_project *p,
 int config_project_bool(const struct config_project *p, enum config_id id);
 int64_t config_project_int(const struct config_project *p, enum config_id id);
 int config_project_enum(const struct config_project *p, enum config_id id);
+int64_t config_project_duration_ms(const struct config_project *p,
+				   enum config_id id);
 
 enum config_dump_flags {
 	CONFIG_DUMP_SET_ONLY = 1 << 0, /* only what the file sets (-n) */
