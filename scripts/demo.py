@@ -157,17 +157,19 @@ P = "group/project"
 # (a cover letter and 3 patches) and Rob's forge comment.  The milter
 # sees those 9 mails of the bridge's and the 3 replies.
 METRICS_MOVED = [
-    ("patchbridge_milter_mails_seen_total", {}, 13),
+    # the 12 mails of the list, the pipeline's result, and Mallory's
+    # notice on its way out
+    ("patchbridge_milter_mails_seen_total", {}, 14),
     ("patchbridge_milter_mails_spooled_total", {}, 3),
     ("patchbridge_milter_mails_classified_total", {"kind": "reply"}, 3),
-    ("patchbridge_milter_mails_classified_total", {"kind": "own"}, 10),
-    # the patches by their Message-ID, the forge comment and the
-    # pipeline's result by their header
+    ("patchbridge_milter_mails_classified_total", {"kind": "own"}, 11),
+    # the patches by their Message-ID; the forge comment, the pipeline's
+    # result and the notice by their header
     ("patchbridge_milter_mails_ignored_total",
      {"reason": "own-message-id"}, 8),
     ("patchbridge_milter_mails_ignored_total",
-     {"reason": "x-patchbridge-header"}, 2),
-    ("patchbridge_milter_mails_ignored_total", {}, 10),
+     {"reason": "x-patchbridge-header"}, 3),
+    ("patchbridge_milter_mails_ignored_total", {}, 11),
     ("patchbridge_milter_tempfails_total", {}, 0),
     ("patchbridge_replies_received_total", {"result": "journaled"}, 3),
     ("patchbridge_replies_received_total", {"result": "duplicate"}, 0),
@@ -177,8 +179,10 @@ METRICS_MOVED = [
     ("patchbridge_approvals_refused_total", {"reason": "unverified"}, 1),
     ("patchbridge_approvals_refused_total", {}, 1),
     ("patchbridge_naks_total", {}, 0),
+    ("patchbridge_notices_total", {"decision": "sent"}, 1),
+    ("patchbridge_notices_total", {}, 1),
     ("patchbridge_series_sent_total", {"project": P}, 1),
-    ("patchbridge_mails_sent_total", {"project": P}, 6),
+    ("patchbridge_mails_sent_total", {"project": P}, 7),
     ("patchbridge_smtp_failures_total", {}, 0),
     ("patchbridge_polls_total", {"project": P, "result": "auth"}, 0),
     ("patchbridge_polls_total", {"project": P, "result": "unreachable"}, 0),
@@ -332,7 +336,8 @@ def story(bed, bindir):
     else:
         say("patchbridge-milter is not built yet: replies are not read")
 
-    bed.start_postfix("--port", bed.env["PORT"], "--milter", milters)
+    bed.start_postfix("--port", bed.env["PORT"], "--milter", milters,
+                      mailboxes=("mallory@example.net",))
     say("GitLab simulator at %s (project group/project)" %
         os.environ["PB_FORGESIM_URL"])
     say("list server: Postfix on 127.0.0.1:%s, list %s, archive %s" %
@@ -506,6 +511,8 @@ def the_story_in_replies(bed, d, cover, patch1, patch2, made):
     d.cycle()
     show_forge(sim("GET", "/_sim/state"))
 
+    mallory_hears_back(bed, d)
+
     step("An operator asks: what did the bridge do with Mallory's mail?")
     mallory = next(m for m in bed.archive()
                    if "mallory@" in m.get("From", ""))
@@ -633,6 +640,40 @@ sub show { my ($m, $d) = @_; print "  " x $d, $m->{subject}, "
            show($_, $d + 1) for @{$kids{$m->{mid}} // []}; }
 show($_, 0) for @roots;
 """
+
+
+def mallory_hears_back(bed, d):
+    """Mallory's ack counted for nothing: a private notice tells her so
+    (README "Notices to senders"), in her mailbox, not on the list."""
+    step("Mallory hears back")
+    mine = next(m for m in bed.archive()
+                if "mallory@" in m.get("From", ""))
+
+    def delivered():
+        d.cycle()
+        bed.settle()
+        return bed.mailbox("mallory@example.net")
+    wait_for(delivered, 60, "no notice reached Mallory's mailbox")
+    box = bed.mailbox("mallory@example.net")
+    notice = box[0]
+    say("Mallory's mailbox: \"%s\" from %s" % (notice["Subject"],
+                                                notice["From"]))
+    body = notice.get_content()
+    for line in body.split("\n\n")[1:3]:
+        for part in line.splitlines():
+            say("  " + part)
+    check(len(box) == 1, "Mallory got %d mails, want one notice" % len(box))
+    check(notice["To"].addresses[0].addr_spec == "mallory@example.net" and
+          not notice["Cc"], "the notice is not to Mallory alone")
+    check(notice["In-Reply-To"] == mine["Message-ID"],
+          "the notice does not answer Mallory's mail")
+    check(notice["Auto-Submitted"] == "auto-replied",
+          "the notice does not say Auto-Submitted: auto-replied")
+    check("not verified" in " ".join(body.split()) and
+          "DKIM signs" in " ".join(body.split()),
+          "the notice does not say why nor what to do")
+    check(not any(m.get("X-Patchbridge-Origin") == "notice"
+                  for m in bed.archive()), "the notice reached the list")
 
 
 def show_forge(state, checks=True):

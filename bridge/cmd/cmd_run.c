@@ -70,6 +70,7 @@
 #include "outbound/detect.h"
 #include "outbound/cimail.h"
 #include "outbound/forgemail.h"
+#include "outbound/noticemail.h"
 #include "outbound/outbound.h"
 #include "outbound/workq.h"
 #include "state/store.h"
@@ -540,6 +541,8 @@ static void inbound_cycle(struct daemon *d, int rescan)
 		o.store = d->env.store;
 		o.forge = d->env.forge;
 		o.stop = &stop_flag;
+		o.render_notice = noticemail_render;
+		o.render_arg = (void *)d->env.cfg;
 		/* PB_ETEMP: a `replay --apply-now` applies meanwhile */
 		if (inbound_new(&d->ib, &o)) {
 			log_warn("inbound: %s", err_msg());

@@ -441,6 +441,19 @@ static const struct config_param params[CFG__COUNT] = {
 	[CFG_INBOUND_MAX_ATTEMPTS] = {
 		"inbound", "max_attempts", CONFIG_INT, "30", 1, 1000, NULL, 0,
 		"Attempts before a mail becomes a dead letter" },
+	[CFG_INBOUND_NOTIFY_SENDER] = {
+		"inbound", "notify_sender", CONFIG_BOOL, "yes", 0, 0, NULL, PP,
+		"Mail the sender of a reply, privately, when the bridge did "
+		"not do all it asked (README \"Notices to senders\")" },
+	[CFG_INBOUND_NOTICE_RATE] = {
+		"inbound", "notice_rate", CONFIG_INT, "5", 1, 1000, NULL, 0,
+		"Notices mailed to one sender in an hour, at most; the "
+		"others are recorded, not mailed" },
+	[CFG_INBOUND_NOTICE_TEMPLATE] = {
+		"inbound", "notice_template", CONFIG_PATH, "", 0, PATH_LEN_MAX,
+		NULL, 0,
+		"Template of the notice to senders (templates/sender-notice."
+		"txt); empty: the built-in one" },
 
 	[CFG_PROJECT_ENABLED] = {
 		"project", "enabled", CONFIG_BOOL, "yes", 0, 0, NULL, 0,

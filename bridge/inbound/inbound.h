@@ -75,6 +75,7 @@
 
 #include "core/config.h"
 #include "forge/forge.h"
+#include "inbound/notify.h"
 #include "mail/mail.h"
 #include "state/store.h"
 
@@ -97,6 +98,11 @@ struct inbound_opts {
 	 * then gives up at once, gitlab.h): such a row is not counted
 	 * against max_attempts' dead letter and is due again at once. */
 	const volatile sig_atomic_t *stop;
+	/* How a notice to a sender becomes a mail (inbound/notify.h;
+	 * the daemon passes outbound/noticemail.h's); NULL: notices are
+	 * recorded, never mailed. */
+	notify_render_fn render_notice;
+	void *render_arg;
 };
 
 struct inbound_stats {

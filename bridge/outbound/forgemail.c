@@ -248,7 +248,7 @@ static int render(struct buf *text, struct mrctx *c, const struct outmsg *m,
 	struct buf mb = BUF_INIT(PB_HEADER_VALUE_MAX);
 	struct buf via = BUF_INIT(PB_HEADER_VALUE_MAX);
 	const char *list = config_project_str(c->proj, CFG_BRIDGE_LIST_ADDRESS);
-	int rc, qp;
+	int rc;
 
 	rc = buf_addf(&via, "%s via %s", m->who,
 		      config_str(cfg, CFG_BRIDGE_NAME));
@@ -292,17 +292,9 @@ static int render(struct buf *text, struct mrctx *c, const struct outmsg *m,
 			      (long long)m->note_id);
 	if (rc)
 		goto out;
-	qp = qp_needed(m->body.data, m->body.len);
 	rc = buf_addbuf(text, &hdr);
 	if (!rc)
-		rc = buf_addf(text,
-			      "MIME-Version: 1.0\n"
-			      "Content-Type: text/plain; charset=UTF-8\n"
-			      "Content-Transfer-Encoding: %s\n\n",
-			      qp ? "quoted-printable" : "8bit");
-	if (!rc)
-		rc = qp ? qp_encode(text, m->body.data, m->body.len) :
-			  buf_addbuf(text, &m->body);
+		rc = qp_text_body(text, m->body.data, m->body.len);
 out:
 	buf_release(&hdr);
 	buf_release(&mb);

@@ -198,6 +198,21 @@ static const char *const sqlite_migrations[] = {
 	"CREATE UNIQUE INDEX revisions_head_base ON revisions"
 	" (project, iid, head_sha, COALESCE(base_sha, ''));"
 	"PRAGMA user_version = 9;",
+
+	/* 10: what a sender was told about each reply (or why nothing),
+	 * and the senders who want no notices (store_notice.h). */
+	"CREATE TABLE notices ("
+	" message_id TEXT PRIMARY KEY,"
+	" notice_id TEXT,"
+	" recipient TEXT,"
+	" decision TEXT NOT NULL,"
+	" reasons TEXT NOT NULL,"
+	" created INTEGER NOT NULL);"
+	"CREATE INDEX notices_by_recipient ON notices (recipient, created);"
+	"CREATE TABLE notice_optouts ("
+	" address TEXT PRIMARY KEY,"
+	" created INTEGER NOT NULL);"
+	"PRAGMA user_version = 10;",
 };
 
 /*
@@ -371,6 +386,20 @@ static const char *const pg_migrations[] = {
 	"CREATE UNIQUE INDEX revisions_head_base ON revisions"
 	" (project, iid, head_sha, COALESCE(base_sha, ''::BYTEA));"
 	"UPDATE schema_version SET version = 9;",
+
+	/* 10 */
+	"CREATE TABLE notices ("
+	" message_id BYTEA PRIMARY KEY,"
+	" notice_id BYTEA,"
+	" recipient BYTEA,"
+	" decision BYTEA NOT NULL,"
+	" reasons BYTEA NOT NULL,"
+	" created BIGINT NOT NULL);"
+	"CREATE INDEX notices_by_recipient ON notices (recipient, created);"
+	"CREATE TABLE notice_optouts ("
+	" address BYTEA PRIMARY KEY,"
+	" created BIGINT NOT NULL);"
+	"UPDATE schema_version SET version = 10;",
 };
 
 #define SCHEMA_LATEST ((int)ARRAY_SIZE(sqlite_migrations))

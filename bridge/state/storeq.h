@@ -114,6 +114,16 @@ enum {
 	OC_HANDED,
 };
 
+/* Positions in NOTICE_COLS, a notice row. */
+enum {
+	NC_MSGID,
+	NC_NOTICE,
+	NC_RECIPIENT,
+	NC_DECISION,
+	NC_REASONS,
+	NC_CREATED,
+};
+
 /* Positions in ACT_COLS, a forge action row. */
 enum {
 	AC_MSGID,
@@ -211,6 +221,12 @@ enum stmt_id {
 	S_VERDICT_CLEAR,
 	S_VERDICT_PUT,
 	S_VERDICT_LIST,
+	S_NOTICE_PUT,
+	S_NOTICE_GET,
+	S_NOTICE_COUNT,
+	S_OPTOUT_PUT,
+	S_OPTOUT_DELETE,
+	S_OPTOUT_GET,
 	S_NR
 };
 

@@ -150,6 +150,7 @@ static int fake_get_mr(struct forge_mr *out, struct forge *f,
 		return rc;
 	out->iid = iid;
 	out->state = xstrdup(ff->mr_state ? ff->mr_state : "opened");
+	out->discussion_locked = ff->discussion_locked;
 	for (i = 0; i < ff->labels.nr; i++)
 		strlist_push(&out->labels, ff->labels.items[i]);
 	return 0;
@@ -637,7 +638,18 @@ static int fake_get_approvals(struct forge_approvals *out, struct forge *f,
 	return 0;
 }
 
+/* GitLab's GET /users?search=EMAIL finding nobody (doc/api/users.md). */
+static int fake_find_user(struct forge_user *out, struct forge *f,
+			  const char *email)
+{
+	(void)out;
+	if (!ff_of(f)->no_users)
+		return err_set(PB_ERROR, "the fake forge cannot look up users");
+	return err_set(PB_ENOTFOUND, "no forge user has the address %s", email);
+}
+
 static const struct forge_ops fake_ops = {
+	.find_user_by_email = fake_find_user,
 	.name = "fake",
 	.free = fake_free,
 	.act_as = fake_act_as,

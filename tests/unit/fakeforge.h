@@ -110,6 +110,10 @@ struct fakeforge {
 	/* What get_mr answers: the state and labels the test sets, and the
 	 * labels update_labels leaves. */
 	const char *mr_state; /* NULL: "opened" */
+	int discussion_locked; /* what get_mr says of the discussion */
+	/* find_user_by_email answers "no such user" (PB_ENOTFOUND) for
+	 * every address; 0: the op is missing, as before. */
+	int no_users;
 	struct strlist labels;
 	/* What list_versions answers (newest only); NULL: no versions.
 	 * The base NULL: a version without one, which outbound_mr() takes
