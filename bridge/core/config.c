@@ -38,13 +38,16 @@ static const char *const log_levels[] = { "debug",   "info", "notice",
 					  "warning", "err",  NULL };
 /* Order matches enum log_format (util/log.h). */
 static const char *const log_formats[] = { "text", "json", NULL };
-/* Orders match enum config_threading, _from_mode, _approval_policy. */
+/* Orders match enum config_threading, _from_mode, _approval_policy,
+ * _email_submissions. */
 static const char *const threading_values[] = { "shallow", "deep", "none",
 						NULL };
 static const char *const from_values[] = { "bridge", "author", NULL };
 static const char *const backend_values[] = { "sqlite", "postgresql", NULL };
 static const char *const approval_values[] = { "owners", "forge", "none",
 					       NULL };
+static const char *const submission_values[] = { "off", "verified", "anyone",
+						 NULL };
 
 /* The sections, in the order of the dump and the documentation. */
 static const struct {
@@ -419,6 +422,12 @@ static const struct config_param params[CFG__COUNT] = {
 	[CFG_PROJECT_ENABLED] = {
 		"project", "enabled", CONFIG_BOOL, "yes", 0, 0, NULL, 0,
 		"Bridge this project (no: keep the section, stop bridging)" },
+	[CFG_PROJECT_EMAIL_SUBMISSIONS] = {
+		"project", "email_submissions", CONFIG_ENUM, "verified", 0, 0,
+		submission_values, 0,
+		"Who may open a merge request by posting a series to the "
+		"list: nobody, DKIM/DMARC-verified senders (as for "
+		"approvals), anyone" },
 };
 /* clang-format on */
 

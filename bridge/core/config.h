@@ -161,6 +161,7 @@ enum config_id {
 	CFG_INBOUND_MAX_ATTEMPTS,
 	/* [project "group/name"] only */
 	CFG_PROJECT_ENABLED,
+	CFG_PROJECT_EMAIL_SUBMISSIONS,
 
 	CFG__COUNT
 };
@@ -221,6 +222,11 @@ enum config_approval_policy {
 	CONFIG_APPROVAL_OWNERS,
 	CONFIG_APPROVAL_FORGE,
 	CONFIG_APPROVAL_NONE,
+};
+enum config_email_submissions {
+	CONFIG_SUBMISSIONS_OFF,
+	CONFIG_SUBMISSIONS_VERIFIED,
+	CONFIG_SUBMISSIONS_ANYONE,
 };
 
 struct config;
