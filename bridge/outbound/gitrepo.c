@@ -1746,3 +1746,102 @@ int gitrepo_ref_set(struct gitrepo *repo, const char *name, const char *sha,
 	git_reference_free(ref);
 	return 0;
 }
+
+/* One patch of gitrepo_am() applied onto *tip, *tip moved to the commit. */
+static int am_one(git_oid *tip, git_repository *repo,
+		  const struct gitrepo_am_patch *p, const git_signature *cs)
+{
+	git_commit *parent = NULL;
+	git_tree *ptree = NULL, *tree = NULL;
+	git_diff *diff = NULL;
+	git_index *index = NULL;
+	git_signature *as = NULL;
+	git_oid tree_id;
+	char *name = sig_part(p->author.name, "unknown");
+	char *email = sig_part(p->author.email, "unknown");
+	int rc;
+
+	rc = git_commit_lookup(&parent, repo, tip);
+	if (!rc)
+		rc = git_commit_tree(&ptree, parent);
+	if (rc) {
+		rc = git_fail(rc, 0, "read the commit to apply onto");
+		goto out;
+	}
+	rc = git_diff_from_buffer(&diff, p->patch, p->patch_len);
+	if (rc) {
+		rc = git_fail(GIT_EINVALID, 0, "read the patch");
+		goto out;
+	}
+	/* git apply's rules: the context must match, no fuzz */
+	rc = git_apply_to_tree(&index, repo, ptree, diff, NULL);
+	if (rc) {
+		rc = git_fail(GIT_EINVALID, 0, "apply the patch");
+		goto out;
+	}
+	rc = git_index_write_tree_to(&tree_id, index, repo);
+	if (!rc)
+		rc = git_tree_lookup(&tree, repo, &tree_id);
+	if (!rc)
+		rc = git_signature_new(&as, name, email,
+				       (git_time_t)p->author.time,
+				       p->author.tz_minutes);
+	if (!rc)
+		rc = git_commit_create_v(tip, repo, NULL, as, cs, NULL,
+					 p->message, tree, 1, parent);
+	if (rc)
+		rc = git_fail(rc, 0, "commit the patch");
+out:
+	git_signature_free(as);
+	git_tree_free(tree);
+	git_index_free(index);
+	git_diff_free(diff);
+	git_tree_free(ptree);
+	git_commit_free(parent);
+	free(name);
+	free(email);
+	return rc;
+}
+
+int gitrepo_am(char out[GITREPO_HEXSZ + 1], size_t *failed,
+	       struct gitrepo *repo, const char *base,
+	       const struct gitrepo_am_patch *patches, size_t nr,
+	       const struct gitrepo_person *committer)
+{
+	git_signature *cs = NULL;
+	char *name = sig_part(committer->name, "patchbridge");
+	char *email = sig_part(committer->email, "patchbridge");
+	git_oid tip;
+	size_t i;
+	int rc;
+
+	out[0] = '\0';
+	*failed = 0;
+	if (!base || git_oid_fromstr(&tip, base) < 0 ||
+	    !gitrepo_has_commit(repo, base)) {
+		rc = err_set(PB_ENOTFOUND, "base %s is not in the repository",
+			     base ? base : "(none)");
+		goto out;
+	}
+	rc = committer->time ? git_signature_new(&cs, name, email,
+						 (git_time_t)committer->time,
+						 committer->tz_minutes) :
+			       git_signature_now(&cs, name, email);
+	if (rc) {
+		rc = git_fail(rc, 0, "committer");
+		goto out;
+	}
+	for (i = 0; i < nr; i++) {
+		rc = am_one(&tip, repo->repo, &patches[i], cs);
+		if (rc) {
+			*failed = i;
+			goto out;
+		}
+	}
+	git_oid_tostr(out, GITREPO_HEXSZ + 1, &tip);
+out:
+	git_signature_free(cs);
+	free(name);
+	free(email);
+	return rc;
+}

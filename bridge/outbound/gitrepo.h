@@ -185,6 +185,31 @@ int gitrepo_rangediff_render(struct buf *out,
 			     const struct gitrepo_range *new_range);
 
 /*
+ * Apply patches as `git am` does (git's builtin/am.c), with libgit2:
+ * each patch (git_diff_from_buffer(): the "diff --git" text of a mail)
+ * is applied to the tree of the commit before it (git_apply_to_tree(),
+ * no fuzz, as git apply), and committed on it with its author (name,
+ * email, time and zone as given) and message, and committer as the
+ * committer, now unless committer->time is set.  The first applies onto
+ * base (a commit's full hex id).  No reference changes: out gets the
+ * last commit's id (gitrepo_ref_set() then names it).  When a patch
+ * does not apply: PB_EINVAL, *failed its index and err_msg() libgit2's
+ * message (the caller names the patch and the base to the sender);
+ * PB_ENOTFOUND when base is not in the repository.
+ */
+struct gitrepo_am_patch {
+	struct gitrepo_person author;
+	const char *message; /* the commit message, ending in "\n" */
+	const char *patch; /* the diff */
+	size_t patch_len;
+};
+
+int gitrepo_am(char out[GITREPO_HEXSZ + 1], size_t *failed,
+	       struct gitrepo *repo, const char *base,
+	       const struct gitrepo_am_patch *patches, size_t nr,
+	       const struct gitrepo_person *committer);
+
+/*
  * A mail archive epoch in public-inbox's v2 format (public-inbox-v2-
  * format(5)): a bare repository in which every commit holds one message,
  * byte for byte, as the blob "m" alone at the top of its tree, on
