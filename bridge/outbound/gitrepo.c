@@ -1718,6 +1718,85 @@ out:
 	return rc;
 }
 
+struct push_state {
+	struct cred_state cs;
+	char *rejected; /* the server's status of a refused reference */
+};
+
+static int push_cred_cb(git_credential **out, const char *url, const char *user,
+			unsigned int allowed, void *payload)
+{
+	struct push_state *ps = payload;
+
+	return cred_cb(out, url, user, allowed, &ps->cs);
+}
+
+static int push_ref_cb(const char *refname, const char *status, void *payload)
+{
+	struct push_state *ps = payload;
+
+	(void)refname;
+	if (status && !ps->rejected)
+		ps->rejected = xstrdup(status);
+	return 0;
+}
+
+int gitrepo_push(struct gitrepo *repo, const char *url, const char *token,
+		 const char *local_ref, const char *remote_ref, int force)
+{
+	git_push_options po;
+	git_remote_create_options ro;
+	git_remote *remote = NULL;
+	git_strarray arr;
+	struct push_state ps = { { token && *token ? token : NULL, 0 }, NULL };
+	const git_error *e;
+	char *spec = NULL;
+	int rc;
+
+	if (!gitrepo_ref_name_valid(local_ref) ||
+	    !gitrepo_ref_name_valid(remote_ref))
+		return err_set(PB_EINVAL, "push: bad reference name");
+	spec = xasprintf("%s%s:%s", force ? "+" : "", local_ref, remote_ref);
+	rc = git_push_options_init(&po, GIT_PUSH_OPTIONS_VERSION);
+	if (rc >= 0)
+		rc = git_remote_create_options_init(
+			&ro, GIT_REMOTE_CREATE_OPTIONS_VERSION);
+	if (rc >= 0) {
+		/* as for a fetch: the URL configured, nothing rewrites it */
+		ro.repository = repo->repo;
+		ro.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF;
+		rc = git_remote_create_with_opts(&remote, url, &ro);
+	}
+	if (rc < 0) {
+		rc = git_fail(rc, 0, "remote");
+		goto out;
+	}
+	po.callbacks.credentials = push_cred_cb;
+	po.callbacks.push_update_reference = push_ref_cb;
+	po.callbacks.payload = &ps;
+	arr.strings = &spec;
+	arr.count = 1;
+	rc = git_remote_push(remote, &arr, &po);
+	e = rc < 0 ? git_error_last() : NULL;
+	/* libgit2 1.5 says a 403 only in words: the role is missing */
+	if (rc == GIT_EAUTH ||
+	    (e && e->message && strstr(e->message, "status code: 403"))) {
+		rc = err_set(PB_EPERM, "push: %s",
+			     e && e->message ? e->message :
+					       "the credentials were refused");
+	} else if (rc < 0) {
+		rc = git_fail(rc, 1, "push");
+	} else if (ps.rejected) {
+		rc = err_set(PB_ERROR, "push %s: refused: %s", remote_ref,
+			     ps.rejected);
+	}
+out:
+	free(ps.rejected);
+	free(spec);
+	git_remote_free(remote);
+	return rc;
+}
+
 int gitrepo_has_commit(struct gitrepo *repo, const char *sha)
 {
 	git_commit *c = NULL;

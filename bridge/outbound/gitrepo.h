@@ -3,7 +3,8 @@
  * user.
  *
  * Opens a repository (a bare mirror or a work tree), fetches into the
- * daemon's mirror, resolves revisions,
+ * daemon's mirror and pushes from it, applies patch mails as git am does,
+ * resolves revisions,
  * and loads a range base..head the way `git format-patch base..head`
  * sees it: the commits reachable from head and not from base, oldest
  * first in topological order (date order where topology leaves a
@@ -113,6 +114,16 @@ void gitrepo_free(struct gitrepo *repo);
 int gitrepo_mirror_open(struct gitrepo **out, const char *path, int create);
 int gitrepo_fetch(struct gitrepo *repo, const char *url, const char *token,
 		  const struct strlist *specs);
+/*
+ * Push local_ref to remote_ref at url (force: "+", a force-push), with
+ * the token offered once as HTTP basic auth "oauth2:TOKEN" when the
+ * server asks (GitLab takes any user name with the token as password).
+ * PB_EPERM when the server refuses the credentials, PB_ETEMP for other
+ * transport failures, PB_ERROR when it refuses the update (a protected
+ * branch, a hook), PB_EINVAL for a bad reference name.
+ */
+int gitrepo_push(struct gitrepo *repo, const char *url, const char *token,
+		 const char *local_ref, const char *remote_ref, int force);
 int gitrepo_has_commit(struct gitrepo *repo, const char *sha);
 int gitrepo_ref_set(struct gitrepo *repo, const char *name, const char *sha,
 		    const char *log_message);
