@@ -134,6 +134,9 @@ static int replay_file(struct replay *rp, const char *path)
 	opts.domain = config_str(rp->cfg, CFG_BRIDGE_DOMAIN);
 	opts.address = config_str(rp->cfg, CFG_BRIDGE_ADDRESS);
 	opts.diffs = NULL;
+	/* replay feeds replies; a series posted to the list is not
+	 * replayed into the daemon's collection */
+	opts.submissions = 0;
 	classify_early(&res, &in, &opts);
 	if (res.verdict == CLASSIFY_CANDIDATE) {
 		if (rp->st)

@@ -1886,6 +1886,21 @@ int config_project_enum(const struct config_project *p, enum config_id id)
 	return (int)project_value(p, id, CONFIG_ENUM)->num;
 }
 
+int config_takes_submissions(const struct config *cfg)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->projects_nr; i++) {
+		const struct config_project *p = cfg->projects[i];
+
+		if (config_project_bool(p, CFG_PROJECT_ENABLED) &&
+		    config_project_enum(p, CFG_PROJECT_EMAIL_SUBMISSIONS) !=
+			    CONFIG_SUBMISSIONS_OFF)
+			return 1;
+	}
+	return 0;
+}
+
 /* Append v as the file would spell it: quoted when it has to be. */
 static void dump_value(struct buf *out, const char *v)
 {

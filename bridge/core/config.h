@@ -282,6 +282,9 @@ const char *config_project_str(const struct config_project *p,
 int config_project_bool(const struct config_project *p, enum config_id id);
 int64_t config_project_int(const struct config_project *p, enum config_id id);
 int config_project_enum(const struct config_project *p, enum config_id id);
+/* Does an enabled project take series posted to the list ([project]
+ * email_submissions other than off)? */
+int config_takes_submissions(const struct config *cfg);
 
 enum config_dump_flags {
 	CONFIG_DUMP_SET_ONLY = 1 << 0, /* only what the file sets (-n) */
