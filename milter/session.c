@@ -678,8 +678,8 @@ static void bridge(struct session_outcome *out, struct session *s,
 			      NULL;
 	/* a series posted to the list: the daemon collects it */
 	meta.kind = res->verdict == CLASSIFY_SUBMIT ? "submission" :
-		    r			       ? review_kind_name(r->kind) :
-						 "reply";
+		    r ? review_kind_name(r->kind) :
+			"reply";
 	out->kind = meta.kind;
 	meta.project = res->project;
 	meta.iid = res->iid;

@@ -428,6 +428,17 @@ static const struct config_param params[CFG__COUNT] = {
 		"Who may open a merge request by posting a series to the "
 		"list: nobody, DKIM/DMARC-verified senders (as for "
 		"approvals), anyone" },
+	[CFG_PROJECT_EMAIL_BRANCH_PREFIX] = {
+		"project", "email_branch_prefix", CONFIG_STRING, "email/", 0,
+		64, NULL, 0,
+		"Branches of series posted to the list are pushed under "
+		"this prefix (then the sender's local part, the title cut "
+		"to [a-z0-9-] and a hash)" },
+	[CFG_PROJECT_EMAIL_TARGET_BRANCH] = {
+		"project", "email_target_branch", CONFIG_STRING, "main", 0,
+		255, NULL, 0,
+		"The branch a series posted to the list is applied onto and "
+		"targets when its mails name no base-commit the mirror has" },
 };
 /* clang-format on */
 

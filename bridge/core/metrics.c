@@ -37,7 +37,7 @@ static const char *const v_received[] = {
 /* inbound.c's tokens for finish(). */
 static const char *const v_ignored[] = {
 	"not_placed", "own_mail", "not_bridged", "disabled", "not_a_reply",
-	"nothing_to_apply", "discussion_locked", NULL };
+	"nothing_to_apply", "discussion_locked", "not_submission", NULL };
 static const char *const v_dead[] = {
 	"corrupt", "unreadable", "unparsable", "planning", "forge_refused",
 	"gave_up", NULL };
@@ -147,7 +147,9 @@ static const struct metric_def defs[MET__COUNT] = {
 		"Spooled mails the daemon found nothing to do with",
 		"`reason`: `not_placed`, `own_mail`, `not_bridged`, "
 		"`disabled`, `not_a_reply`, `nothing_to_apply`, "
-		"`discussion_locked` (the MR's discussion is locked)" },
+		"`discussion_locked` (the MR's discussion is locked), "
+		"`not_submission` (a new patch's mail that is no series "
+		"the project takes)" },
 	[MET_REPLIES_RETRIED] = {
 		"patchbridge_replies_retried_total", METRIC_COUNTER, D,
 		{ "project" }, { NULL }, 256, NULL, 0,

@@ -296,16 +296,16 @@ static void test_submission(void **state)
 		classify_headers(&res, &in, &tm, &sub);
 		assert_int_equal(res.verdict, CLASSIFY_CANDIDATE);
 		assert_string_equal(res.reason, "submission");
-		assert_int_equal(classify_eom(&res, &in, raw.data, raw.len,
-					      &tm, &sub),
+		assert_int_equal(classify_eom(&res, &in, raw.data, raw.len, &tm,
+					      &sub),
 				 0);
 		assert_int_equal(res.verdict, CLASSIFY_SUBMIT);
 		assert_string_equal(res.reason, "submission");
 		/* no project takes any: as before */
 		classify_headers(&res, &in, &tm, &opts);
 		assert_int_equal(res.verdict, CLASSIFY_PASS);
-		assert_int_equal(classify_eom(&res, &in, raw.data, raw.len,
-					      &tm, &opts),
+		assert_int_equal(classify_eom(&res, &in, raw.data, raw.len, &tm,
+					      &opts),
 				 0);
 		assert_int_equal(res.verdict, CLASSIFY_PASS);
 		classify_result_release(&res);
