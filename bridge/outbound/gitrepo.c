@@ -1669,11 +1669,31 @@ static int cred_cb(git_credential **out, const char *url, const char *user,
 	return git_credential_userpass_plaintext_new(out, "oauth2", cs->token);
 }
 
+/*
+ * An anonymous remote that ignores url.*.insteadOf: the forge's URL is
+ * the one configured, whatever a gitconfig on the host says.  (Skipping
+ * that lookup also avoids a leak in libgit2 1.5's pcre2 matching of
+ * config names.)
+ */
+static int anon_remote(git_remote **out, struct gitrepo *repo, const char *url)
+{
+	git_remote_create_options ro;
+	int rc;
+
+	rc = git_remote_create_options_init(&ro,
+					    GIT_REMOTE_CREATE_OPTIONS_VERSION);
+	if (rc >= 0) {
+		ro.repository = repo->repo;
+		ro.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF;
+		rc = git_remote_create_with_opts(out, url, &ro);
+	}
+	return rc < 0 ? git_fail(rc, 0, "remote") : 0;
+}
+
 int gitrepo_fetch(struct gitrepo *repo, const char *url, const char *token,
 		  const struct strlist *specs)
 {
 	git_fetch_options fo;
-	git_remote_create_options ro;
 	git_remote *remote = NULL;
 	git_strarray arr;
 	struct cred_state cs = { token && *token ? token : NULL, 0 };
@@ -1685,23 +1705,9 @@ int gitrepo_fetch(struct gitrepo *repo, const char *url, const char *token,
 		rc = git_fail(rc, 0, "fetch options");
 		goto out;
 	}
-	/*
-	 * An anonymous remote that ignores url.*.insteadOf: the forge's URL
-	 * is the one configured, whatever a gitconfig on the host says.
-	 * (Skipping that lookup also avoids a leak in libgit2 1.5's pcre2
-	 * matching of config names.)
-	 */
-	rc = git_remote_create_options_init(&ro,
-					    GIT_REMOTE_CREATE_OPTIONS_VERSION);
-	if (rc >= 0) {
-		ro.repository = repo->repo;
-		ro.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF;
-		rc = git_remote_create_with_opts(&remote, url, &ro);
-	}
-	if (rc < 0) {
-		rc = git_fail(rc, 0, "remote");
+	rc = anon_remote(&remote, repo, url);
+	if (rc < 0)
 		goto out;
-	}
 	fo.callbacks.credentials = cred_cb;
 	fo.callbacks.transfer_progress = fetch_progress;
 	fo.callbacks.payload = &cs;
@@ -1745,7 +1751,6 @@ int gitrepo_push(struct gitrepo *repo, const char *url, const char *token,
 		 const char *local_ref, const char *remote_ref, int force)
 {
 	git_push_options po;
-	git_remote_create_options ro;
 	git_remote *remote = NULL;
 	git_strarray arr;
 	struct push_state ps = { { token && *token ? token : NULL, 0 }, NULL };
@@ -1758,19 +1763,13 @@ int gitrepo_push(struct gitrepo *repo, const char *url, const char *token,
 		return err_set(PB_EINVAL, "push: bad reference name");
 	spec = xasprintf("%s%s:%s", force ? "+" : "", local_ref, remote_ref);
 	rc = git_push_options_init(&po, GIT_PUSH_OPTIONS_VERSION);
-	if (rc >= 0)
-		rc = git_remote_create_options_init(
-			&ro, GIT_REMOTE_CREATE_OPTIONS_VERSION);
-	if (rc >= 0) {
-		/* as for a fetch: the URL configured, nothing rewrites it */
-		ro.repository = repo->repo;
-		ro.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF;
-		rc = git_remote_create_with_opts(&remote, url, &ro);
-	}
 	if (rc < 0) {
-		rc = git_fail(rc, 0, "remote");
+		rc = git_fail(rc, 0, "push options");
 		goto out;
 	}
+	rc = anon_remote(&remote, repo, url);
+	if (rc < 0)
+		goto out;
 	po.callbacks.credentials = push_cred_cb;
 	po.callbacks.push_update_reference = push_ref_cb;
 	po.callbacks.payload = &ps;

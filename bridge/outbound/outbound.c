@@ -958,6 +958,26 @@ static int commit_patch_id(char out[GITREPO_HEXSZ + 1], struct gitrepo *repo,
 	return rc;
 }
 
+/* The project's mirror opened; url gets its git URL. */
+static int project_mirror(struct mirror **out, struct buf *url,
+			  struct outbound *ob, const char *project)
+{
+	struct mirror_opts mo;
+	int rc;
+
+	*out = NULL;
+	memset(&mo, 0, sizeof(mo));
+	rc = git_url(url, ob, project);
+	if (rc)
+		return rc;
+	mo.root = ob->mirror_root;
+	mo.project = project;
+	mo.url = url->data;
+	mo.token = ob->token;
+	mo.ca_file = config_str(ob->cfg, CFG_FORGE_CA_FILE);
+	return mirror_open(out, &mo);
+}
+
 int outbound_landed(struct outbound_landed *landed, struct outbound *ob,
 		    const char *project, int64_t iid, const char *target_branch,
 		    const char *const *mailed, size_t n,
@@ -967,7 +987,6 @@ int outbound_landed(struct outbound_landed *landed, struct outbound *ob,
 	struct mirror *m = NULL;
 	struct gitrepo *repo = NULL;
 	struct gitrepo_range *r = NULL;
-	struct mirror_opts mo;
 	struct buf url = BUF_INIT(PB_HTTP_URL_MAX);
 	const char *need[2] = { landed_head, landed_base };
 	char pid[GITREPO_HEXSZ + 1];
@@ -986,16 +1005,7 @@ int outbound_landed(struct outbound_landed *landed, struct outbound *ob,
 	rc = lock(ob);
 	if (rc)
 		return rc;
-	memset(&mo, 0, sizeof(mo));
-	rc = git_url(&url, ob, project);
-	if (rc)
-		goto out;
-	mo.root = ob->mirror_root;
-	mo.project = project;
-	mo.url = url.data;
-	mo.token = ob->token;
-	mo.ca_file = config_str(ob->cfg, CFG_FORGE_CA_FILE);
-	rc = mirror_open(&m, &mo);
+	rc = project_mirror(&m, &url, ob, project);
 	if (!rc)
 		rc = mirror_fetch_mr(m, iid, target_branch, need, 2);
 	if (!rc)
@@ -1605,7 +1615,6 @@ static int submission_open(struct outbound *ob,
 		config_project_str(proj, CFG_PROJECT_EMAIL_TARGET_BRANCH);
 	struct mirror *m = NULL;
 	struct gitrepo *repo = NULL;
-	struct mirror_opts mo;
 	struct strlist specs = STRLIST_INIT;
 	struct buf url = BUF_INIT(PB_HTTP_URL_MAX);
 	struct emailmr_ctx c;
@@ -1616,20 +1625,11 @@ static int submission_open(struct outbound *ob,
 	rc = lock(ob);
 	if (rc)
 		return rc;
-	memset(&mo, 0, sizeof(mo));
-	rc = git_url(&url, ob, project);
-	if (rc)
-		goto out;
-	mo.root = ob->mirror_root;
-	mo.project = project;
-	mo.url = url.data;
-	mo.token = ob->token;
-	mo.ca_file = config_str(ob->cfg, CFG_FORGE_CA_FILE);
 	ref = xasprintf("refs/patchbridge/target/%s", target);
 	spec = xasprintf("+refs/heads/%s:%s", target, ref);
 	strlist_push(&specs, spec);
 	free(spec);
-	rc = mirror_open(&m, &mo);
+	rc = project_mirror(&m, &url, ob, project);
 	if (!rc)
 		rc = gitrepo_open(&repo, mirror_path(m));
 	if (!rc)

@@ -1453,26 +1453,35 @@ static void test_migrate_steps(void **state)
 	" total, kind, commit_sha, head_sha, diff, state, created, sent)"    \
 	" VALUES ('old-1@x', 'g/p', 1, 1, 1, 2, 'patch', '" SHA3 "',"        \
 	" '" SHA1 "', 'diff', 'sent', 10, 11);"
+/* A database at schema version, made by a writer that stops there. */
+static void make_at_version(const char *path, int version)
+{
+	struct store_opts o;
+	struct store *st = NULL;
+	int v = 0;
+
+	memset(&o, 0, sizeof(o));
+	o.backend = storebed_backend();
+	o.target = path;
+	o.flags = STORE_RW;
+	o.busy_timeout_ms = BUSY_MS;
+	o.schema_version = version;
+	assert_int_equal(store_open_opts(&st, &o), 0);
+	assert_int_equal(store_schema_version(&v, st), 0);
+	assert_int_equal(v, version);
+	store_free(st);
+}
+
 static void test_migrate_retarget(void **state)
 {
 	const char *path = db_path("retarget");
-	struct store_opts o;
 	struct store *st = NULL;
 	struct store_revision rev = { 0 }, got = { 0 };
 	struct store_mail m = STORE_MAIL_INIT;
 	int v = 0, n = 0;
 
 	(void)state;
-	memset(&o, 0, sizeof(o));
-	o.backend = storebed_backend();
-	o.target = path;
-	o.flags = STORE_RW;
-	o.busy_timeout_ms = BUSY_MS;
-	o.schema_version = 8;
-	assert_int_equal(store_open_opts(&st, &o), 0);
-	assert_int_equal(store_schema_version(&v, st), 0);
-	assert_int_equal(v, 8);
-	store_free(st);
+	make_at_version(path, 8);
 	storebed_exec(path, RETARGET_ROWS, RETARGET_ROWS);
 
 	st = open_rw(path);
@@ -1656,23 +1665,13 @@ static void test_submissions(void **state)
 static void test_migrate_submissions(void **state)
 {
 	const char *path = db_path("submigrate");
-	struct store_opts o;
 	struct store *st = NULL;
 	struct store_revision got = { 0 };
 	struct store_mail m = STORE_MAIL_INIT;
 	int v = 0, whole = 0;
 
 	(void)state;
-	memset(&o, 0, sizeof(o));
-	o.backend = storebed_backend();
-	o.target = path;
-	o.flags = STORE_RW;
-	o.busy_timeout_ms = BUSY_MS;
-	o.schema_version = 9;
-	assert_int_equal(store_open_opts(&st, &o), 0);
-	assert_int_equal(store_schema_version(&v, st), 0);
-	assert_int_equal(v, 9);
-	store_free(st);
+	make_at_version(path, 9);
 	storebed_exec(path, RETARGET_ROWS, RETARGET_ROWS);
 
 	st = open_rw(path);
