@@ -7,7 +7,8 @@
 #   share/man/man8/patchbridge.8, patchbridge-milter.8, man5/patchbridge.conf.5
 #   share/patchbridge/templates/                 copies of the built-in
 #                                                templates, for --template
-#   share/doc/patchbridge/postfix/, systemd/     fragments and README files
+#   share/doc/patchbridge/postfix/, systemd/, logrotate/
+#                                                fragments and README files
 #   lib/systemd/system/, lib/sysusers.d/, lib/tmpfiles.d/  (PB_INSTALL_SYSTEMD)
 #   PB_SYSCONFDIR/patchbridge/patchbridge.conf.example
 #
@@ -64,6 +65,9 @@ foreach(f patchbridge.service patchbridge-milter.service
 endforeach()
 install(FILES contrib/systemd/README.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/systemd)
+# For /etc/logrotate.d, where the programs log to files (README.md).
+install(FILES contrib/logrotate/patchbridge
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/logrotate)
 if(PB_INSTALL_SYSTEMD)
   install(FILES ${CMAKE_BINARY_DIR}/contrib/systemd/patchbridge.service
                 ${CMAKE_BINARY_DIR}/contrib/systemd/patchbridge-milter.service
@@ -83,6 +87,7 @@ set(PB_INSTALL_DIRS
   ${CMAKE_INSTALL_MANDIR}/man5 ${CMAKE_INSTALL_MANDIR}/man8
   ${CMAKE_INSTALL_DATADIR}/patchbridge/templates
   ${CMAKE_INSTALL_DOCDIR}/postfix ${CMAKE_INSTALL_DOCDIR}/systemd
+  ${CMAKE_INSTALL_DOCDIR}/logrotate
   ${PB_SYSCONFDIR}/patchbridge)
 if(PB_INSTALL_SYSTEMD)
   list(APPEND PB_INSTALL_DIRS lib/systemd/system lib/sysusers.d

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The buffer before the first message knows its cap. */
@@ -560,6 +561,8 @@ static void outcome_init(struct session_outcome *out)
 static void count(const struct session_outcome *out, size_t bytes)
 {
 	metrics_inc0(MET_MILTER_MAILS_SEEN);
+	/* The daemon tells by it whether Postfix calls us (core/health.h). */
+	metrics_set0(MET_MILTER_LAST_SEEN, (double)time(NULL));
 	if (out->kind[0])
 		metrics_inc1(MET_MILTER_MAILS_CLASSIFIED, out->kind);
 	if (out->action == SESSION_TEMPFAIL) {

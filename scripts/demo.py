@@ -40,8 +40,8 @@ sys.path.insert(0, os.path.join(TOP, "tests", "e2e"))
 sys.path.insert(0, os.path.join(TOP, "tests", "tools"))
 import bedlib  # noqa: E402
 import prom_scrape  # noqa: E402
-from bedlib import (LIST, Fail, check, patch_body, quote, reply,  # noqa: E402
-                    sim, the_mr)
+from bedlib import (LIST, Fail, bound, check, patch_body, quote,  # noqa: E402
+                    reply, sim, the_mr, wait_for)
 
 T0 = time.time()
 STEP = [0]
@@ -204,13 +204,11 @@ class Daemon:
         self.bed, self.port = bed, port
         self.proc = bed.spawn([bed.patchbridge, "-c", bed.cfg, "run",
                                "--foreground"], "daemon.log")
-        for _ in range(300):
-            if self.get("/healthz")[0] == 200:
-                return
+        def healthy():
             check(self.proc.poll() is None, "the daemon exited: " +
                   bed.log_tail(2000))
-            time.sleep(0.1)
-        raise Fail("the daemon's /healthz does not answer")
+            return self.get("/healthz")[0] == 200
+        wait_for(healthy, 30, "the daemon's /healthz does not answer")
 
     def get(self, path):
         return prom_scrape.get(self.port, path)
@@ -231,26 +229,25 @@ class Daemon:
         c0 = total(self.scrape(), "patchbridge_loop_cycles_total")
         for k in (1, 2):
             self.proc.send_signal(signal.SIGUSR1)
-            for _ in range(1200):
-                if total(self.scrape(),
-                         "patchbridge_loop_cycles_total") >= c0 + k:
-                    break
+
+            def done():
                 check(self.proc.poll() is None, "the daemon exited")
-                time.sleep(0.05)
-            else:
-                raise Fail("the daemon did not finish a round")
+                return total(self.scrape(),
+                             "patchbridge_loop_cycles_total") >= c0 + k
+            wait_for(done, 60, "the daemon did not finish a round",
+                     every=0.05)
 
     def settled(self, before, moved, timeout=30):
         """The scrape once every counter of moved has moved by its
         delta from before (the milter's file lags by up to its
         interval), or the last one."""
-        for _ in range(int(timeout / 0.2)):
+        deadline = time.monotonic() + bound(timeout)
+        while True:
             now = self.scrape()
             if all(total(now, n, ls) - total(before, n, ls) == d
-                   for n, ls, d in moved):
+                   for n, ls, d in moved) or time.monotonic() >= deadline:
                 return now
             time.sleep(0.2)
-        return now
 
 
 def main():
@@ -342,21 +339,17 @@ def story(bed, bindir):
     d = Daemon(bed, mport)
     say("patchbridge run --foreground: /metrics, /healthz and /readyz on "
         "127.0.0.1:%d" % mport)
-    for _ in range(300):  # the first poll, the first probe of the MTA
-        ready = d.get("/readyz")
-        if ready[0] == 200:
-            break
-        time.sleep(0.1)
-    check(ready[0] == 200, "/readyz: %d %s" % ready)
+    # the first poll, the first probe of the MTA
+    wait_for(lambda: d.get("/readyz")[0] == 200, 30,
+             "/readyz: %d %s" % d.get("/readyz"))
     before = d.settled({}, [])
     if have_milter:
-        for _ in range(100):
-            if total(before, "patchbridge_milter_up") == 1:
-                break
-            time.sleep(0.1)
+        def milter_up():
+            nonlocal before
             before = d.scrape()
-        check(total(before, "patchbridge_milter_up") == 1,
-              "the milter's counters do not reach /metrics")
+            return total(before, "patchbridge_milter_up") == 1
+        wait_for(milter_up, 10,
+                 "the milter's counters do not reach /metrics")
 
     step("Alice opens a merge request with 3 commits on the forge")
     made = sim("POST", "/_sim/projects/1/commits",

@@ -19,7 +19,7 @@ postfix swaks miltertest
 python3 python3-yaml python3-jsonschema
 prometheus python3-prometheus-client
 b4 public-inbox
-man-db groff-base
+man-db groff-base logrotate
 "
 
 if [ "$(id -u)" != 0 ]; then

@@ -276,7 +276,7 @@ static int sink_open(struct sink *k)
 	perm_dir_init(&k->dir);
 	k->git_fd = -1;
 	if (k->mbox && strcmp(k->mbox, "-")) {
-		rc = file_atomic_open(&k->file, k->mbox, 0644);
+		rc = file_output_open(&k->file, k->mbox, 0644);
 		if (rc) {
 			fprintf(stderr, "patchbridge export: %s\n", err_msg());
 			return rc;

@@ -348,7 +348,7 @@ static int run(struct format_args *a)
 
 		/* As export: never through a link planted in a shared
 		 * directory, and no half-written mbox. */
-		rc = file_atomic_open(&f, a->output, 0644);
+		rc = file_output_open(&f, a->output, 0644);
 		if (rc)
 			goto out;
 		rc = write_out(f.fd, s);

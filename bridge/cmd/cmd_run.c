@@ -56,6 +56,7 @@
 #include "core/config.h"
 #include "core/health.h"
 #include "core/metrics.h"
+#include "core/preflight.h"
 #include "core/secret.h"
 #include "core/version.h"
 #include "forge/forge.h"
@@ -959,6 +960,29 @@ static int take_run_lock(int *fd, const struct config *cfg)
 	return rc;
 }
 
+/* preflight_start(): its warnings logged, its problems stop the start. */
+static int start_check(const struct config *cfg, int once)
+{
+	struct preflight pf;
+	size_t i;
+	int rc;
+
+	preflight_init(&pf);
+	preflight_start(&pf, cfg,
+			once ? PREFLIGHT_START_ONCE : PREFLIGHT_START_RUN);
+	strlist_for_each (&pf.warnings, i)
+		log_warn("%s", pf.warnings.items[i]);
+	strlist_for_each (&pf.problems, i)
+		fprintf(stderr, "patchbridge run: %s\n", pf.problems.items[i]);
+	/* The codes the start gave for each before this check. */
+	rc = !pf.problems.nr	  ? EX_OK :
+	     pf.code == PB_ETEMP  ? EX_UNAVAILABLE :
+	     pf.code == PB_EINVAL ? EX_CONFIG :
+				    env_exit_code(pf.code);
+	preflight_release(&pf);
+	return rc;
+}
+
 static int detach(void)
 {
 	pid_t pid = fork();
@@ -1027,6 +1051,16 @@ int cmd_run(const char *config_path, int argc, char **argv)
 	apply_log_level(cfg);
 	metrics_start(METRIC_DAEMON, pb_version());
 	metrics_for(cfg);
+	/*
+	 * What check-config checks first (core/preflight.h), before this
+	 * process makes anything: a file it would make as the wrong user,
+	 * a token it will refuse, a port in use, each with its fix.
+	 */
+	rc = start_check(cfg, d.once);
+	if (rc) {
+		config_free(cfg);
+		return rc;
+	}
 	if (take_run_lock(&lock_fd, cfg)) {
 		fprintf(stderr, "patchbridge run: %s\n", err_msg());
 		config_free(cfg);
@@ -1045,6 +1079,13 @@ int cmd_run(const char *config_path, int argc, char **argv)
 		fprintf(stderr, "patchbridge run: %s\n", err_msg());
 		rc = rc == PB_EINVAL ? EX_CONFIG : env_exit_code(rc);
 		goto out_cfg;
+	}
+	/* The last mail the MTA took, for the milter's check (health.h). */
+	{
+		int64_t last = 0;
+
+		if (!store_mail_last_sent(&last, d.env.store))
+			metrics_set0(MET_MAILS_LAST_SENT, (double)last);
 	}
 	/*
 	 * The receiver runs threads, and fork() keeps only the caller's:

@@ -7,6 +7,9 @@
 #include "cmd/env.h"
 
 #include "core/config.h"
+#include "core/health.h"
+#include "core/metrics.h"
+#include "core/preflight.h"
 #include "inbound/inbound.h"
 #include "outbound/detect.h"
 #include "outbound/forgemail.h"
@@ -15,15 +18,20 @@
 #include "state/storeconf.h"
 #include "util/buf.h"
 #include "util/err.h"
+#include "util/fileio.h"
 #include "util/limits.h"
 #include "util/printable.h"
 #include "util/scan.h"
 #include "util/xalloc.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sysexits.h>
+#include <time.h>
+#include <unistd.h>
 
 /* Dead letters without a journal row listed at most; the rest counted. */
 #define STATUS_DEAD_SHOWN 20
@@ -431,6 +439,63 @@ static const char *pr_host(char *out, size_t size, const char *host)
 	return printable_copy(out, size, host, strlen(host));
 }
 
+/*
+ * What stops the daemon among the files it opens (a lock or a record
+ * left by a run as root ...), in check-config's words: a spool that
+ * only shows "1 waiting" would hide it.
+ */
+static void show_daemon_files(const struct config *cfg)
+{
+	struct preflight pf;
+	size_t i;
+
+	preflight_init(&pf);
+	preflight_start(&pf, cfg, PREFLIGHT_START_FILES);
+	strlist_for_each (&pf.problems, i)
+		printf("stops the daemon: %s\n", pf.problems.items[i]);
+	preflight_release(&pf);
+}
+
+/*
+ * Whether the milter sees the list's mail, by the rule of /readyz
+ * (health_milter_blind()): the store's last mail sent, the milter's file
+ * in the spool (opened as the daemon's status server opens it).
+ */
+static int show_milter(struct store *st, const struct config *cfg)
+{
+	const char *dir = config_str(cfg, CFG_SPOOL_DIR);
+	struct buf text = BUF_INIT(METRICS_MILTER_FILE_MAX);
+	char why[PB_ERRMSG_MAX];
+	char *path = xasprintf("%s/%s", dir, METRICS_MILTER_FILE);
+	int64_t sent = 0, seen = 0;
+	struct stat sb;
+	int fd, rc;
+
+	/* The milter writes its file only with [metrics] enabled. */
+	if (!config_bool(cfg, CFG_METRICS_ENABLED)) {
+		printf("milter: not checked: with [metrics] enabled = no the "
+		       "milter writes no counters to tell by\n");
+		rc = 0;
+		goto out;
+	}
+	rc = store_mail_last_sent(&sent, st);
+	if (rc)
+		goto out;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0) {
+		if (!fstat(fd, &sb) && S_ISREG(sb.st_mode) &&
+		    !fd_read_all(&text, fd))
+			seen = health_milter_last_seen(text.data, text.len);
+		close(fd);
+	}
+	health_milter_blind(why, sizeof(why), (int64_t)time(NULL), sent, seen);
+	printf("milter: %s\n", why);
+out:
+	free(path);
+	buf_release(&text);
+	return rc;
+}
+
 static int show_hosts(struct store *st)
 {
 	struct store_host_list l = { 0 };
@@ -649,9 +714,13 @@ int cmd_status(const char *config_path, int argc, char **argv)
 		env_perm_hint(spool_rc, "patchbridge status", dir);
 	} else if (!rc)
 		rc = show_spool_totals(&d, dir);
+	if (!rc)
+		show_daemon_files(cfg);
 	/* The inbound side: totals, and replies no project claims. */
 	if (!rc)
 		show_inbound(&rows, cfg);
+	if (!rc)
+		rc = show_milter(st, cfg);
 	if (!rc)
 		rc = show_hosts(st);
 	if (rc) {

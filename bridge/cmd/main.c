@@ -105,10 +105,14 @@ static const struct command commands[] = {
 	  "check the configuration and report every error",
 	  "Reads FILE (default: the configuration file) and checks every\n"
 	  "line: syntax, known sections and keys, types, bounds, and the\n"
-	  "rules between parameters.  Then what is around it: the files it\n"
-	  "names exist (token_file, owners_file and user_map, password and\n"
-	  "secret files when used; owners.yaml is loaded, secrets are never\n"
-	  "opened), the spool's owners and modes, the milter socket's\n"
+	  "rules between parameters.  Then what run checks at its start,\n"
+	  "so that ok means it starts: the secret files read as the\n"
+	  "daemon's user reads them, the files it opens and must own (the\n"
+	  "spool's lock, waiting records, the state database and its\n"
+	  "-journal, -wal and -shm files, its locks) and the ports of\n"
+	  "[metrics] and [webhook].  Then what is around it: the files it\n"
+	  "names exist (owners_file and user_map, the CA files; owners.yaml\n"
+	  "is loaded), the spool's owners and modes, the milter socket's\n"
 	  "directory, and whether Postfix will connect to the socket the\n"
 	  "milter listens on (its settings read with postconf).  Prints\n"
 	  "\"FILE: ok\" and exits 0, or prints every problem as\n"
@@ -304,6 +308,8 @@ static int cmd_check_config(const struct command *cmd, int argc, char **argv)
 	if (!file_only) {
 		/* What is around the file (core/preflight.h). */
 		preflight_init(&pf);
+		/* What run checks at its start, first: "ok" means it starts. */
+		preflight_start(&pf, cfg, PREFLIGHT_START_CHECK);
 		preflight_files(&pf, cfg, PREFLIGHT_DAEMON);
 		preflight_spool(&pf, cfg, PREFLIGHT_DAEMON);
 		if (!no_postfix)

@@ -122,6 +122,23 @@ out:
 	pthread_mutex_unlock(&m->lock);
 }
 
+static void load_milter(struct monitor *m);
+
+/* The milter's sight of the list's mail (health_milter_blind()). */
+static void check_milter(struct monitor *m)
+{
+	char why[PB_ERRMSG_MAX];
+	int blind;
+
+	load_milter(m);
+	blind = health_milter_blind(
+		why, sizeof(why), (int64_t)time(NULL),
+		(int64_t)metrics_get0(MET_MAILS_LAST_SENT),
+		(int64_t)metrics_get0(MET_MILTER_LAST_SEEN));
+	metrics_set0(MET_MILTER_SEES_LIST, blind ? 0 : 1);
+	health_report(HEALTH_MILTER, !blind, "%s", why);
+}
+
 /* Every check; 1 when all pass.  body (may be NULL) gets one line each. */
 static int check_all(struct monitor *m, struct buf *body, int gauges)
 {
@@ -133,6 +150,7 @@ static int check_all(struct monitor *m, struct buf *body, int gauges)
 	check_spool(m, gauges);
 	check_forge(m);
 	check_smtp(m);
+	check_milter(m);
 	for (c = 0; c < HEALTH__COUNT; c++) {
 		health_get(&h, (enum health_check)c);
 		ok &= h.ok;
@@ -214,8 +232,7 @@ static void on_get(struct statusd_reply *r, const char *path, void *arg)
 		buf_addbuf(&r->body, &lines);
 		buf_release(&lines);
 	} else if (!strcmp(path, "/metrics")) {
-		check_all(m, NULL, 1);
-		load_milter(m);
+		check_all(m, NULL, 1); /* the milter's file with it */
 		r->content_type = CT_METRICS;
 		rc = metrics_render(&r->body, METRIC_DAEMON | METRIC_MILTER);
 		if (rc) {

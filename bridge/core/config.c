@@ -244,9 +244,10 @@ static const struct config_param params[CFG__COUNT] = {
 		NULL, 0,
 		"How long a database access waits for another's lock" },
 	[CFG_STATE_ARCHIVE_KEEP] = {
-		"state", "archive_keep", CONFIG_DURATION, "0s", 0, 36500 * DAY,
-		NULL, 0,
-		"How long archived mail is kept for export (0: for ever)" },
+		"state", "archive_keep", CONFIG_DURATION, "365d", 0,
+		36500 * DAY, NULL, 0,
+		"How long archived mail is kept for export and for the "
+		"threads of replies to it (0: for ever)" },
 
 	[CFG_SPOOL_DIR] = {
 		"spool", "dir", CONFIG_PATH, "/var/spool/patchbridge", 0,
@@ -260,6 +261,11 @@ static const struct config_param params[CFG__COUNT] = {
 		"spool", "keep_done", CONFIG_DURATION, "30d", 0, 3650 * DAY,
 		NULL, 0,
 		"How long applied records stay in done/ (0: for ever)" },
+	[CFG_SPOOL_KEEP_DEAD] = {
+		"spool", "keep_dead", CONFIG_DURATION, "90d", 0, 3650 * DAY,
+		NULL, 0,
+		"How long records that could not be applied stay in dead/ "
+		"for replay (0: for ever)" },
 	[CFG_SPOOL_WATCH] = {
 		"spool", "watch", CONFIG_BOOL, "yes", 0, 0, NULL, 0,
 		"The daemon watches new/ (inotify) and takes a record as it "

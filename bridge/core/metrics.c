@@ -21,7 +21,7 @@
 
 /* clang-format off */
 static const char *const v_check[] = {
-	"store", "spool", "forge", "smtp", NULL };
+	"store", "spool", "forge", "smtp", "milter", NULL };
 static const char *const v_poll[] = {
 	"ok", "auth", "not_found", "unreachable", "error", NULL };
 /* gitlab.c's endpoint classes (gitlab_endpoint_class()). */
@@ -85,7 +85,7 @@ static const struct metric_def defs[MET__COUNT] = {
 		"patchbridge_ready", METRIC_GAUGE, D,
 		{ "check" }, { v_check }, 8, NULL, 0,
 		"1 when the check of /readyz passes, else 0",
-		"`check`: `store`, `spool`, `forge`, `smtp`" },
+		"`check`: `store`, `spool`, `forge`, `smtp`, `milter`" },
 	[MET_POLLS] = {
 		"patchbridge_polls_total", METRIC_COUNTER, D,
 		{ "project", "result" }, { NULL, v_poll }, 1024, NULL, 0,
@@ -195,6 +195,12 @@ static const struct metric_def defs[MET__COUNT] = {
 		{ "project" }, { NULL }, 256, NULL, 0,
 		"Mails the MTA accepted (patches, cover letters, forge "
 		"comments)", "`project`" },
+	[MET_MAILS_LAST_SENT] = {
+		"patchbridge_mails_last_sent_timestamp_seconds", METRIC_GAUGE,
+		D, { NULL }, { NULL }, 1, NULL, 0,
+		"When the MTA last accepted a mail of the bridge's (Unix "
+		"time; 0: none since the daemon started, nor in the store)",
+		"" },
 	[MET_SMTP_FAILURES] = {
 		"patchbridge_smtp_failures_total", METRIC_COUNTER, D,
 		{ "result" }, { v_smtp }, 4, NULL, 0,
@@ -223,6 +229,13 @@ static const struct metric_def defs[MET__COUNT] = {
 		{ NULL }, { NULL }, 1, NULL, 0,
 		"Age of the milter's statistics file (absent: never "
 		"written)", "" },
+	[MET_MILTER_SEES_LIST] = {
+		"patchbridge_milter_sees_list_mail", METRIC_GAUGE, D,
+		{ NULL }, { NULL }, 1, NULL, 0,
+		"0 when the milter is not seeing the list's mail: the bridge's "
+		"last mail reached the MTA 5 minutes ago or more, and the "
+		"milter has seen no mail since a minute before it; else 1",
+		"" },
 	[MET_MILTER_START_TIME] = {
 		"patchbridge_milter_start_time_seconds", METRIC_GAUGE, M,
 		{ NULL }, { NULL }, 1, NULL, 0,
@@ -232,6 +245,11 @@ static const struct metric_def defs[MET__COUNT] = {
 		{ NULL }, { NULL }, 1, NULL, 0,
 		"Mails the milter saw to their end (spooled + tempfails + "
 		"ignored)", "" },
+	[MET_MILTER_LAST_SEEN] = {
+		"patchbridge_milter_last_seen_timestamp_seconds", METRIC_GAUGE,
+		M, { NULL }, { NULL }, 1, NULL, 0,
+		"When the milter last saw a mail to its end (Unix time; 0: "
+		"none since it started)", "" },
 	[MET_MILTER_MAILS_CLASSIFIED] = {
 		"patchbridge_milter_mails_classified_total", METRIC_COUNTER,
 		M, { "kind" }, { v_kind }, 8, NULL, 0,
@@ -463,6 +481,21 @@ void metrics_add3(enum metric_id id, double v, const char *l1, const char *l2,
 void metrics_set0(enum metric_id id, double v)
 {
 	update(id, OP_SET, v, NULL, 0);
+}
+
+double metrics_get0(enum metric_id id)
+{
+	const struct metric_def *d = metrics_def(id);
+	struct family *f = &reg.f[id];
+	double v = 0;
+
+	if (nr_labels(d) || d->type == METRIC_HISTOGRAM)
+		BUG("metrics_get0(%s)", d->name);
+	pthread_mutex_lock(&reg.lock);
+	if (f->nr)
+		v = f->s[0].v;
+	pthread_mutex_unlock(&reg.lock);
+	return v;
 }
 
 void metrics_set1(enum metric_id id, double v, const char *l1)

@@ -82,14 +82,17 @@ enum metric_id {
 	MET_NAKS,
 	MET_SERIES_SENT,
 	MET_MAILS_SENT,
+	MET_MAILS_LAST_SENT,
 	MET_SMTP_FAILURES,
 	MET_SPOOL_RECORDS,
 	MET_SPOOL_OLDEST_AGE,
 	MET_MILTER_UP,
 	MET_MILTER_STATS_AGE,
+	MET_MILTER_SEES_LIST,
 	/* the milter, through its file */
 	MET_MILTER_START_TIME,
 	MET_MILTER_MAILS_SEEN,
+	MET_MILTER_LAST_SEEN,
 	MET_MILTER_MAILS_CLASSIFIED,
 	MET_MILTER_MAILS_SPOOLED,
 	MET_MILTER_SPOOLED_BYTES,
@@ -142,6 +145,8 @@ void metrics_set0(enum metric_id id, double v);
 void metrics_set1(enum metric_id id, double v, const char *l1);
 /* Drop a family's series (a gauge that has become unknown). */
 void metrics_unset(enum metric_id id);
+/* The value of a family without labels (0 before any update). */
+double metrics_get0(enum metric_id id);
 /* A histogram's observation (seconds, for the duration). */
 void metrics_observe1(enum metric_id id, double v, const char *l1);
 

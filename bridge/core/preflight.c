@@ -8,24 +8,29 @@
 #include "util/limits.h"
 #include "util/xalloc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
+#include <netdb.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 /* The names the documented layout gives (contrib/systemd, sysusers). */
-#define LAYOUT_DAEMON "patchbridge"
-#define LAYOUT_MILTER "patchbridge-milter"
+#define LAYOUT_DAEMON PREFLIGHT_DAEMON_USER
+#define LAYOUT_MILTER PREFLIGHT_MILTER_USER
 #define LAYOUT_SOCKDIR "patchbridge"
 #define LAYOUT_SOCKNAME "milter.sock"
 /* One finding, as printed. */
 #define FINDING_MAX 2048
+/* Unreadable spool records named one by one, then counted. */
+#define SPOOL_RECORDS_SHOWN 5
 /* Supplementary groups looked at. */
 #define GROUPS_MAX 256
 
@@ -106,7 +111,9 @@ static const char *describe(char *out, size_t size, const struct stat *st)
 {
 	char u[64], g[64];
 
-	snprintf(out, size, "%s:%s %04o", user_name(u, sizeof(u), st->st_uid),
+	/* Names cut so that the mode always fits the callers' 128 bytes. */
+	snprintf(out, size, "%.60s:%.60s %04o",
+		 user_name(u, sizeof(u), st->st_uid),
 		 group_name(g, sizeof(g), st->st_gid),
 		 (unsigned)(st->st_mode & 07777));
 	return out;
@@ -146,6 +153,124 @@ static const char *who_am_i(char *out, size_t size)
 			 group_name(name, sizeof(name), g[i]));
 	}
 	return out;
+}
+
+/* --- who must own what ----------------------------------------------------- */
+
+/* o's names and ids from uid and gid. */
+static void owner_set(struct preflight_owner *o, uid_t uid, gid_t gid)
+{
+	char scratch[4096];
+	struct passwd pw, *u = NULL;
+	struct group gr, *g = NULL;
+
+	o->uid = uid;
+	o->gid = gid;
+	if (getpwuid_r(uid, &pw, scratch, sizeof(scratch), &u) || !u)
+		snprintf(o->user, sizeof(o->user), "%lu", (unsigned long)uid);
+	else
+		snprintf(o->user, sizeof(o->user), "%s", u->pw_name);
+	if (getgrgid_r(gid, &gr, scratch, sizeof(scratch), &g) || !g)
+		snprintf(o->group, sizeof(o->group), "%lu", (unsigned long)gid);
+	else
+		snprintf(o->group, sizeof(o->group), "%s", g->gr_name);
+}
+
+/* The documented user name's ids, or the names alone without them. */
+static void owner_documented(struct preflight_owner *o, const char *user,
+			     const char *group)
+{
+	char scratch[4096];
+	struct passwd pw, *u = NULL;
+
+	if (!getpwnam_r(user, &pw, scratch, sizeof(scratch), &u) && u) {
+		owner_set(o, u->pw_uid, u->pw_gid);
+		return;
+	}
+	o->uid = (uid_t)-1;
+	o->gid = (gid_t)-1;
+	snprintf(o->user, sizeof(o->user), "%s", user);
+	snprintf(o->group, sizeof(o->group), "%s", group);
+}
+
+/* dir's owner and group when dir exists and root does not own it. */
+static int owner_from_dir(struct preflight_owner *o, const char *dir)
+{
+	struct stat st;
+
+	if (!dir || !dir[0] || stat(dir, &st) < 0 || st.st_uid == 0)
+		return 0;
+	owner_set(o, st.st_uid, st.st_gid);
+	return 1;
+}
+
+void preflight_owner_stat(struct preflight_owner *o, const struct stat *st,
+			  int self)
+{
+	if (st->st_uid != 0)
+		owner_set(o, st->st_uid, st->st_gid);
+	else
+		preflight_owner_dirs(o, NULL, NULL, self);
+}
+
+void preflight_owner_dirs(struct preflight_owner *o, const char *state_dir,
+			  const char *spool_dir, int self)
+{
+	if (owner_from_dir(o, state_dir) || owner_from_dir(o, spool_dir))
+		return;
+	if (self && geteuid() != 0) {
+		owner_set(o, geteuid(), getegid());
+		return;
+	}
+	owner_documented(o, LAYOUT_DAEMON, LAYOUT_DAEMON);
+}
+
+/* The directory of path into out ("" when it has none). */
+static void dir_of(char *out, size_t size, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	out[0] = '\0';
+	if (slash && (size_t)(slash - path) < size) {
+		memcpy(out, path, (size_t)(slash - path));
+		out[slash - path] = '\0';
+	}
+}
+
+void preflight_owner(struct preflight_owner *o, const struct config *cfg,
+		     const char *path, int self)
+{
+	char state[PATH_MAX], sock[PATH_MAX];
+	const char *spec;
+	size_t len;
+
+	if (!cfg) {
+		preflight_owner_dirs(o, NULL, NULL, self);
+		return;
+	}
+	spec = config_str(cfg, CFG_MILTER_SOCKET);
+	if (path &&
+	    (!strncmp(spec, "unix:", 5) || !strncmp(spec, "local:", 6))) {
+		const char *at = strchr(spec, ':') + 1;
+
+		/* The socket's directory and the socket: nothing else is
+		 * the milter's, even below that directory. */
+		dir_of(sock, sizeof(sock), at);
+		len = strlen(sock);
+		if (len && (!strcmp(path, sock) || !strcmp(path, at))) {
+			struct stat st;
+
+			if (stat(sock, &st) == 0 && st.st_uid != 0) {
+				owner_set(o, st.st_uid, st.st_gid);
+				return;
+			}
+			owner_documented(o, LAYOUT_MILTER, "postfix");
+			snprintf(o->group, sizeof(o->group), "postfix");
+			return;
+		}
+	}
+	dir_of(state, sizeof(state), config_str(cfg, CFG_STATE_PATH));
+	preflight_owner_dirs(o, state, config_str(cfg, CFG_SPOOL_DIR), self);
 }
 
 /* --- the files the configuration names ----------------------------------- */
@@ -275,40 +400,10 @@ void preflight_files(struct preflight *pf, const struct config *cfg,
 {
 	struct strlist seen = STRLIST_INIT;
 	char where[CONFIG_PROJECT_MAX + 64], why[CONFIG_PROJECT_MAX + 64];
-	const char *tok = config_str(cfg, CFG_FORGE_TOKEN_FILE);
 	size_t i;
 
 	if (who == PREFLIGHT_DAEMON) {
-		char fix[FINDING_MAX];
-		uid_t uid;
-		gid_t gid;
-
-		daemon_ids(cfg, &uid, &gid);
-		snprintf(fix, sizeof(fix),
-			 "create it for the daemon's user alone and write the "
-			 "token into it: install -o " LAYOUT_DAEMON
-			 " -g " LAYOUT_DAEMON " -m 0600 /dev/null %s",
-			 tok);
-		check_secret(pf, "[forge] token_file", tok, 0, uid, gid, fix);
-		if (config_str(cfg, CFG_SMTP_USERNAME)[0])
-			check_secret(pf, "[smtp] password_file",
-				     config_str(cfg, CFG_SMTP_PASSWORD_FILE), 0,
-				     uid, gid,
-				     "write the SMTP password into it, mode "
-				     "0600");
-		if (config_bool(cfg, CFG_WEBHOOK_ENABLED))
-			check_secret(pf, "[webhook] secret_file",
-				     config_str(cfg, CFG_WEBHOOK_SECRET_FILE),
-				     SECRET_WEBHOOK_MAX, uid, gid,
-				     "write the webhook's secret token into "
-				     "it, mode 0600, or set enabled = no");
-		if (config_enum(cfg, CFG_STATE_BACKEND) ==
-		    CONFIG_BACKEND_POSTGRESQL)
-			check_secret(pf, "[state] conninfo_file",
-				     config_str(cfg, CFG_STATE_CONNINFO_FILE),
-				     0, uid, gid,
-				     "write the connection string into it, "
-				     "mode 0600");
+		/* The secrets are preflight_start()'s: they stop the start. */
 		if (config_str(cfg, CFG_FORGE_CA_FILE)[0])
 			need_file(pf, "[forge] ca_file",
 				  config_str(cfg, CFG_FORGE_CA_FILE),
@@ -363,44 +458,305 @@ void preflight_files(struct preflight *pf, const struct config *cfg,
 	strlist_release(&seen);
 }
 
-/* --- the spool ------------------------------------------------------------ */
+/* --- what stops the daemon at start --------------------------------------- */
+
+/* The secret files run reads, as the daemon's user uid reads them. */
+static void check_secrets(struct preflight *pf, const struct config *cfg,
+			  uid_t uid, gid_t gid, const struct preflight_owner *o)
+{
+	const char *tok = config_str(cfg, CFG_FORGE_TOKEN_FILE);
+	char fix[FINDING_MAX];
+
+	snprintf(fix, sizeof(fix),
+		 "create it for the daemon's user alone and write the "
+		 "token into it: install -o %s -g %s -m 0600 /dev/null %s",
+		 o->user, o->group, tok);
+	check_secret(pf, "[forge] token_file", tok, 0, uid, gid, fix);
+	if (config_str(cfg, CFG_SMTP_USERNAME)[0])
+		check_secret(pf, "[smtp] password_file",
+			     config_str(cfg, CFG_SMTP_PASSWORD_FILE), 0, uid,
+			     gid, "write the SMTP password into it, mode 0600");
+	if (config_bool(cfg, CFG_WEBHOOK_ENABLED))
+		check_secret(pf, "[webhook] secret_file",
+			     config_str(cfg, CFG_WEBHOOK_SECRET_FILE),
+			     SECRET_WEBHOOK_MAX, uid, gid,
+			     "write the webhook's secret token into it, mode "
+			     "0600, or set enabled = no");
+	if (config_enum(cfg, CFG_STATE_BACKEND) == CONFIG_BACKEND_POSTGRESQL)
+		check_secret(pf, "[state] conninfo_file",
+			     config_str(cfg, CFG_STATE_CONNINFO_FILE), 0, uid,
+			     gid,
+			     "write the connection string into it, mode 0600");
+}
+
+/* A problem (PB_EPERM), or only a warning when as_warning. */
+static void finding(struct preflight *pf, int as_warning, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void finding(struct preflight *pf, int as_warning, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	add(as_warning ? &pf->warnings : &pf->problems, fmt, ap);
+	va_end(ap);
+	if (!as_warning && !pf->code)
+		pf->code = PB_EPERM;
+}
 
 /*
- * The daemon's user and group: the state directory's owner and group,
- * else the layout's names (and *uid (uid_t)-1).
+ * A file the daemon (uid) opens for writing, when it exists: it must be
+ * the daemon's user's, or the daemon gets "Permission denied" (or, for a
+ * lock, refuses a file another user could hold).
  */
-static void daemon_user(char *user, char *group, size_t size,
-			const struct config *cfg, uid_t *uid)
+static void check_own_file(struct preflight *pf, const char *where,
+			   const char *path, uid_t uid,
+			   const struct preflight_owner *o, const char *what,
+			   int as_warning)
 {
-	char dir[PATH_MAX];
-	const char *state = config_str(cfg, CFG_STATE_PATH);
-	const char *slash = strrchr(state, '/');
+	char d[128];
 	struct stat st;
 
-	*uid = (uid_t)-1;
-	snprintf(user, size, LAYOUT_DAEMON);
-	snprintf(group, size, LAYOUT_DAEMON);
-	if (!slash || (size_t)(slash - state) >= sizeof(dir))
+	if (lstat(path, &st) < 0 || st.st_uid == uid)
 		return;
-	memcpy(dir, state, (size_t)(slash - state));
-	dir[slash - state] = '\0';
+	finding(pf, as_warning,
+		"%s: %s is %s, not the daemon's user's (%s): %s: "
+		"chown %s:%s %s",
+		where, path, describe(d, sizeof(d), &st), o->user, what,
+		o->user, o->group, path);
+}
+
+/* Records in the spool's area sub that the daemon's user cannot read. */
+static void check_records(struct preflight *pf, const char *dir,
+			  const char *sub, const struct stat *top,
+			  const struct preflight_owner *o, int as_warning,
+			  int *reported)
+{
+	char path[PATH_MAX], d[128];
+	struct dirent *e;
+	struct stat st;
+	DIR *dh;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, sub);
+	dh = opendir(path);
+	if (!dh)
+		return;
+	while ((e = readdir(dh))) {
+		int ok;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/%s", dir, sub, e->d_name);
+		if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		/* What the daemon (the spool's owner) may read: all, for
+		 * root (a single-user layout, as in test set-ups). */
+		if (top->st_uid == 0)
+			ok = 1;
+		else if (st.st_uid == top->st_uid)
+			ok = (st.st_mode & 0400) != 0;
+		else if (st.st_gid == top->st_gid)
+			ok = (st.st_mode & 0040) != 0;
+		else
+			ok = (st.st_mode & 0004) != 0;
+		/* A record root made in a spool that is not root's. */
+		if (st.st_uid == 0 && top->st_uid != 0)
+			ok = 0;
+		if (ok || ++*reported > SPOOL_RECORDS_SHOWN)
+			continue;
+		finding(pf, as_warning,
+			"[spool] dir: the record %s is %s, which the daemon's "
+			"user %s cannot read or move on: chown %s:%s %s",
+			path, describe(d, sizeof(d), &st), o->user, o->user,
+			o->group, path);
+	}
+	closedir(dh);
+}
+
+/*
+ * The spool's files the daemon opens: its lock and the records waiting
+ * in new/ and cur/.  The daemon is the spool's owner (spool.h).  What
+ * each finding is: a problem, or a warning (the milter's check, which
+ * must not keep the milter from starting for the daemon's files; a
+ * record at the daemon's start, which it sets aside).
+ */
+static void check_spool_files(struct preflight *pf, const struct config *cfg,
+			      int lock_warns, int records_warn)
+{
+	const char *dir = config_str(cfg, CFG_SPOOL_DIR);
+	char path[PATH_MAX];
+	struct preflight_owner o;
+	struct stat top;
+	int reported = 0;
+
+	if (stat(dir, &top) < 0 || !S_ISDIR(top.st_mode))
+		return; /* preflight_spool() says so */
+	preflight_owner(&o, cfg, dir, 1);
+	snprintf(path, sizeof(path), "%s/.inbound.lock", dir);
+	check_own_file(pf, "[spool] dir", path, top.st_uid, &o,
+		       "the daemon cannot take the spool's lock (\"Permission "
+		       "denied\" every five seconds, no reply applied)",
+		       lock_warns);
+	check_records(pf, dir, "new", &top, &o, records_warn, &reported);
+	check_records(pf, dir, "cur", &top, &o, records_warn, &reported);
+	if (reported > SPOOL_RECORDS_SHOWN)
+		finding(pf, records_warn,
+			"[spool] dir: %d more records the daemon's user cannot "
+			"read: chown %s:%s %s/new/* %s/cur/*",
+			reported - SPOOL_RECORDS_SHOWN, o.user, o.group, dir,
+			dir);
+}
+
+/* The state database's files and the locks beside it. */
+static void check_state_files(struct preflight *pf, const struct config *cfg,
+			      uid_t uid, const struct preflight_owner *o)
+{
+	static const char *const db_files[] = { "", "-journal", "-wal",
+						"-shm" };
+	static const char *const locks[] = { ".run.lock", ".lock" };
+	const char *state = config_str(cfg, CFG_STATE_PATH);
+	char path[PATH_MAX];
+	size_t i;
+
+	if (config_enum(cfg, CFG_STATE_BACKEND) != CONFIG_BACKEND_POSTGRESQL)
+		for (i = 0; i < sizeof(db_files) / sizeof(db_files[0]); i++) {
+			snprintf(path, sizeof(path), "%s%s", state,
+				 db_files[i]);
+			check_own_file(pf, "[state] path", path, uid, o,
+				       "the daemon cannot write the state "
+				       "(\"attempt to write a readonly "
+				       "database\", or no start)",
+				       0);
+		}
+	for (i = 0; i < sizeof(locks) / sizeof(locks[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", state, locks[i]);
+		check_own_file(pf, "[state] path", path, uid, o,
+			       "the daemon cannot take its lock", 0);
+	}
+}
+
+/* Can the daemon listen on addr ("host:port")? */
+static void check_port(struct preflight *pf, const char *where,
+		       const char *addr)
+{
+	struct addrinfo hints, *res = NULL, *ai;
+	char host[256];
+	const char *colon = strrchr(addr, ':');
+	const char *h = addr;
+	size_t hlen;
+	int fd, one = 1, saved = 0, bound = 0;
+
+	if (!colon || !strcmp(colon + 1, "0"))
+		return; /* a bad address is the configuration's problem */
+	hlen = (size_t)(colon - addr);
+	if (h[0] == '[' && hlen >= 2 && colon[-1] == ']') {
+		h++;
+		hlen -= 2;
+	}
+	if (hlen >= sizeof(host))
+		return;
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	if (getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &res))
+		return;
+	for (ai = res; ai && !bound; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
+			    ai->ai_protocol);
+		if (fd < 0) {
+			saved = errno;
+			continue;
+		}
+		/* As the daemon binds (httpd.c): TIME_WAIT is no obstacle. */
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+			bound = 1;
+		else
+			saved = errno;
+		close(fd);
+	}
+	freeaddrinfo(res);
+	if (bound)
+		return;
+	if (saved == EADDRINUSE)
+		problem(pf, PB_ETEMP,
+			"%s: %s: %s: another program listens there (ss -ltnp "
+			"'sport = :%s' names it), and the daemon would not "
+			"start: stop it, or set listen to a free port",
+			where, addr, strerror(saved), colon + 1);
+	else
+		problem(pf, PB_EPERM, "%s: %s: %s: the daemon would not start",
+			where, addr, strerror(saved));
+}
+
+void preflight_start(struct preflight *pf, const struct config *cfg,
+		     enum preflight_start what)
+{
+	struct preflight_owner o;
+	char state[PATH_MAX];
+	uid_t uid;
+	gid_t gid;
+
+	daemon_ids(cfg, &uid, &gid);
+	dir_of(state, sizeof(state), config_str(cfg, CFG_STATE_PATH));
+	preflight_owner(&o, cfg, state, 1);
+	if ((what == PREFLIGHT_START_RUN || what == PREFLIGHT_START_ONCE) &&
+	    geteuid() == 0 && uid != 0) {
+		/* What root would make there stops the daemon's user. */
+		problem(pf, PB_EPERM,
+			"running as root, but the state directory %s is %s's: "
+			"what root makes there (the database's journal, "
+			"locks, the spool's lock) would be root's and stop "
+			"the daemon run as %s; run it as %s: runuser -u %s -- "
+			"patchbridge run%s",
+			state, o.user, o.user, o.user, o.user,
+			what == PREFLIGHT_START_ONCE ? " --once" : "");
+		return;
+	}
+	if (what != PREFLIGHT_START_FILES)
+		check_secrets(pf, cfg, uid, gid, &o);
+	check_state_files(pf, cfg, uid, &o);
+	check_spool_files(pf, cfg, 0,
+			  what == PREFLIGHT_START_RUN ||
+				  what == PREFLIGHT_START_ONCE);
+	if (what == PREFLIGHT_START_ONCE || what == PREFLIGHT_START_FILES)
+		return;
+	if (config_bool(cfg, CFG_METRICS_ENABLED))
+		check_port(pf, "[metrics] listen",
+			   config_str(cfg, CFG_METRICS_LISTEN));
+	if (config_bool(cfg, CFG_WEBHOOK_ENABLED))
+		check_port(pf, "[webhook] listen",
+			   config_str(cfg, CFG_WEBHOOK_LISTEN));
+}
+
+/* --- the spool ------------------------------------------------------------ */
+
+/* The state directory's owner, or (uid_t)-1 when there is none. */
+static uid_t state_dir_uid(const struct config *cfg, char *dir, size_t size)
+{
+	struct stat st;
+
+	dir_of(dir, size, config_str(cfg, CFG_STATE_PATH));
 	if (!dir[0] || stat(dir, &st) < 0)
-		return;
-	*uid = st.st_uid;
-	user_name(user, size, st.st_uid);
-	group_name(group, size, st.st_gid);
+		return (uid_t)-1;
+	return st.st_uid;
 }
 
 void preflight_spool(struct preflight *pf, const struct config *cfg,
 		     enum preflight_who who)
 {
 	const char *dir = config_str(cfg, CFG_SPOOL_DIR);
-	char d[128], u[64], g[64], me[512], du[64], dg[64], sub[PATH_MAX];
+	char d[128], u[64], g[64], me[512], sub[PATH_MAX], sdir[PATH_MAX];
+	struct preflight_owner o;
 	struct stat st, ss;
 	uid_t duid;
 	size_t i;
 
-	daemon_user(du, dg, sizeof(du), cfg, &duid);
+	duid = state_dir_uid(cfg, sdir, sizeof(sdir));
+	preflight_owner(&o, cfg, dir, 0);
 	if (stat(dir, &st) < 0) {
 		if (errno == EACCES)
 			return;
@@ -409,8 +765,8 @@ void preflight_spool(struct preflight *pf, const struct config *cfg,
 			"daemon's user and the group it shares with the "
 			"milter: install -d -o %s -g %s -m 2770 %s %s/tmp "
 			"%s/new %s/cur %s/done %s/dead",
-			dir, strerror(errno), du, dg, dir, dir, dir, dir, dir,
-			dir);
+			dir, strerror(errno), o.user, o.group, dir, dir, dir,
+			dir, dir, dir);
 		return;
 	}
 	if (!S_ISDIR(st.st_mode)) {
@@ -425,14 +781,21 @@ void preflight_spool(struct preflight *pf, const struct config *cfg,
 	    duid != st.st_uid)
 		problem(pf, PB_EPERM,
 			"[spool] dir: %s belongs to %s, the state directory "
-			"to %s: the daemon's user owns both: chown %s:%s %s",
-			dir, u, du, du, dg, dir);
+			"%s to %s: the daemon's user owns both: chown %s:%s %s",
+			dir, u, sdir, user_name(me, sizeof(me), duid), o.user,
+			o.group, duid == 0 ? sdir : dir);
 	if (geteuid() && st.st_uid != geteuid() && !in_groups(st.st_gid))
 		problem(pf, PB_EPERM,
 			"[spool] dir: %s is %s, and this process (%s) is "
-			"neither its owner nor in its group: run the daemon "
-			"as %s and the milter as a member of group %s",
-			dir, d, who_am_i(me, sizeof(me)), u, g);
+			"neither its owner nor in its group: the spool is the "
+			"daemon's user's, shared with the milter through its "
+			"group: chown %s:%s %s; run the daemon as %s and the "
+			"milter as a member of group %s",
+			dir, d, who_am_i(me, sizeof(me)), o.user, o.group, dir,
+			o.user, o.group);
+	/* What the daemon opens there; check-config: preflight_start(). */
+	if (who == PREFLIGHT_MILTER)
+		check_spool_files(pf, cfg, 1, 1);
 	/*
 	 * A spool root owns is a single-user layout (root runs both, as
 	 * test set-ups do): no group to share.  Otherwise daemon and milter
@@ -460,7 +823,7 @@ void preflight_spool(struct preflight *pf, const struct config *cfg,
 			problem(pf, PB_EPERM,
 				"[spool] dir: %s is %s, made by a run as "
 				"root; the spool is %s's: chown %s:%s %s",
-				sub, d, u, u, g, sub);
+				sub, d, o.user, o.user, o.group, sub);
 		else if (ss.st_uid != st.st_uid)
 			problem(pf, PB_EPERM,
 				"[spool] dir: %s is %s, not the spool's owner's "
@@ -582,6 +945,23 @@ int preflight_access_hint(struct buf *out, const char *path)
 				 dir, describe(d, sizeof(d), &st),
 				 who_am_i(me, sizeof(me)),
 				 S_ISDIR(st.st_mode) ? "enter" : "read");
+			if (st.st_uid == 0 || st.st_gid == 0) {
+				struct preflight_owner o;
+
+				/* Never "run it as root": the layout's owner. */
+				preflight_owner_dirs(&o, NULL, NULL, 0);
+				return buf_addf(
+					out,
+					"it is root's, not the daemon's "
+					"user's: chown %s:%s %s (the layout: "
+					"state directory 2750, files 0640, "
+					"spool 2770), then join its group %s "
+					"(adduser %s %s, then log in again), "
+					"or run it as %s (runuser -u %s -- "
+					"patchbridge ...)",
+					o.user, o.group, dir, o.group, self,
+					o.group, o.user, o.user);
+			}
 			if (((st.st_mode >> 3) & bit) && !in_groups(st.st_gid))
 				return buf_addf(
 					out,

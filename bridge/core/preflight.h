@@ -48,9 +48,27 @@
 #include "util/buf.h"
 #include "util/strlist.h"
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 struct config;
+
+/* The users the documentation installs (README, "Users and directories"). */
+#define PREFLIGHT_DAEMON_USER "patchbridge"
+#define PREFLIGHT_MILTER_USER "patchbridge-milter"
+/* Room for a user or group name in struct preflight_owner. */
+#define PREFLIGHT_NAME_MAX 96
+
+/*
+ * Who must own a file or directory of the programs: the documented owner
+ * a fix names ("chown USER:GROUP FILE", "runuser -u USER --"), never root.
+ */
+struct preflight_owner {
+	char user[PREFLIGHT_NAME_MAX]; /* a name, or the uid's number */
+	char group[PREFLIGHT_NAME_MAX];
+	uid_t uid; /* (uid_t)-1 when no such user exists here */
+	gid_t gid; /* (gid_t)-1 likewise */
+};
 
 /* Who runs the check: the files and accesses each needs differ. */
 enum preflight_who {
@@ -63,6 +81,32 @@ struct preflight {
 	struct strlist warnings;
 	int code; /* the first problem's code (PB_EINVAL, PB_EPERM ...) */
 };
+
+/*
+ * The documented owner of path, a file or directory the programs use.
+ * The milter's socket ([milter] socket) and its directory: the milter's
+ * user and that directory's group (Postfix's).  Anything else (the spool,
+ * the state database and its files, the locks, the secrets): the
+ * daemon's user and its group, which is the first that applies of
+ *
+ *   - the owner and group of the state directory, or else of the spool,
+ *     when that owner is not root (the layout the admin made);
+ *   - this process's user and group when it is not root (self: the
+ *     daemon naming what it needs);
+ *   - the documented user patchbridge, with its primary group, or the
+ *     documented names when there is no such user.
+ *
+ * So a fix never says to run a program as root, or to give root a
+ * file.  cfg may be NULL, and then state_dir and spool_dir (either may be
+ * NULL) say where to look.
+ */
+void preflight_owner(struct preflight_owner *o, const struct config *cfg,
+		     const char *path, int self);
+void preflight_owner_dirs(struct preflight_owner *o, const char *state_dir,
+			  const char *spool_dir, int self);
+/* The same for a directory already looked at (its stat st). */
+void preflight_owner_stat(struct preflight_owner *o, const struct stat *st,
+			  int self);
 
 void preflight_init(struct preflight *pf);
 void preflight_release(struct preflight *pf);
@@ -78,10 +122,39 @@ void preflight_release(struct preflight *pf);
 void preflight_files(struct preflight *pf, const struct config *cfg,
 		     enum preflight_who who);
 
+/* Which program's start preflight_start() checks for. */
+enum preflight_start {
+	PREFLIGHT_START_CHECK, /* check-config: as run would start */
+	PREFLIGHT_START_RUN, /* run: the daemon, with its ports */
+	PREFLIGHT_START_ONCE, /* run --once: no ports */
+	PREFLIGHT_START_FILES, /* status: the files alone, as problems */
+};
+
+/*
+ * What stops the daemon at its start, checked the way it will meet it:
+ * the secret files (secret_open(), as the daemon's user), the files it
+ * opens or creates in the spool and beside the state database (the
+ * spool's lock, the records in new/ and cur/, the database, its
+ * -journal, -wal and -shm files, the run and outbound locks), which must
+ * be the daemon's user's, and the ports of [metrics] and [webhook] when
+ * enabled (not for PREFLIGHT_START_ONCE).  Run as root for
+ * PREFLIGHT_START_RUN or _ONCE, on a state directory of another user: a
+ * problem naming the runuser line.  PREFLIGHT_START_FILES checks the
+ * files the daemon opens alone (for `patchbridge status`, run by anyone
+ * who may read the state).  check-config runs it before its other
+ * checks, and run before it opens anything, so that check-config's "ok"
+ * means run will start.
+ */
+void preflight_start(struct preflight *pf, const struct config *cfg,
+		     enum preflight_start what);
+
 /*
  * The spool: [spool] dir and its subdirectories exist with the
  * documented owners and modes, and the user running the check (when it
- * is the daemon's, or the milter) can use them.
+ * is the daemon's, or the milter) can use them.  For the milter, the
+ * daemon's files in the spool too (its lock, the waiting records, as
+ * preflight_start() checks them), as warnings: they stop the daemon,
+ * and must not keep the milter from starting.
  */
 void preflight_spool(struct preflight *pf, const struct config *cfg,
 		     enum preflight_who who);

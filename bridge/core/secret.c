@@ -1,5 +1,6 @@
 #include "core/secret.h"
 
+#include "core/preflight.h"
 #include "util/err.h"
 #include "util/fileio.h"
 #include "util/limits.h"
@@ -35,6 +36,14 @@ static const char *owner_pair(char *out, size_t size)
 	struct group gr, *g = NULL;
 	char uname[PERM_NAME_MAX], gname[PERM_NAME_MAX];
 
+	if (geteuid() == 0) {
+		struct preflight_owner o;
+
+		/* Never "chown root:root": the documented owner. */
+		preflight_owner_dirs(&o, NULL, NULL, 0);
+		snprintf(out, size, "%s:%s", o.user, o.group);
+		return out;
+	}
 	if (getpwuid_r(geteuid(), &pw, scratch, sizeof(scratch), &u) || !u)
 		snprintf(uname, sizeof(uname), "%lu", (unsigned long)geteuid());
 	else
@@ -88,6 +97,17 @@ int secret_open(int *out, const char *path)
 	}
 	/* Owned by root or this user: whoever owns it may change its mode
 	 * and what it says. */
+	if (st.st_uid != 0 && geteuid() == 0) {
+		perm_user(owner, sizeof(owner), st.st_uid);
+		owner[strcspn(owner, " ")] = '\0';
+		rc = err_set(PB_EPERM,
+			     "secret file %s: owned by %s, and this program "
+			     "runs as root, which trusts only root's files: "
+			     "run the program as %s, not as root: "
+			     "runuser -u %s -- COMMAND",
+			     p, owner, owner, owner);
+		goto out;
+	}
 	if (st.st_uid != 0 && st.st_uid != geteuid()) {
 		rc = err_set(PB_EPERM,
 			     "secret file %s: owned by %s, not by this "

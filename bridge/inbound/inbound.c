@@ -2,6 +2,7 @@
 
 #include "core/metrics.h"
 #include "core/owners.h"
+#include "core/preflight.h"
 #include "inbound/approval.h"
 #include "inbound/apply.h"
 #include "inbound/marker.h"
@@ -105,28 +106,38 @@ static int stopping(const struct inbound *ib)
 static int take_lock(struct inbound *ib, const char *dir)
 {
 	char *path = xasprintf("%s/%s", dir, LOCK_NAME);
+	struct preflight_owner o;
 	struct stat st;
 	int rc = 0;
 
 	/* The spool's top is writable by the milter's group: never follow
 	 * a link planted at the name, never lock a file someone else made
-	 * (and could hold locked). */
+	 * (and could hold locked).  A fix names the daemon's user, never
+	 * root (core/preflight.h). */
+	preflight_owner(&o, ib->cfg, dir, 1);
 	ib->lock_fd = open(path,
 			   O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
 			   0660);
+	if (ib->lock_fd < 0 && errno == EACCES) {
+		rc = err_set(PB_EPERM,
+			     "%s: %s: the spool's lock is not the "
+			     "daemon's user's (left by a run as root?): "
+			     "chown %s:%s %s",
+			     path, strerror(EACCES), o.user, o.group, path);
+		goto out;
+	}
 	if (ib->lock_fd < 0) {
-		rc = err_set_errno(errno == EACCES ? PB_EPERM : PB_ERROR,
-				   "inbound: %s%s", path,
+		rc = err_set_errno(PB_ERROR, "inbound: %s%s", path,
 				   errno == ELOOP ? " is a symbolic link" : "");
 		goto out;
 	}
 	if (fstat(ib->lock_fd, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    st.st_uid != geteuid()) {
-		rc = err_set(
-			PB_EPERM,
-			"inbound: %s is not a file of this user (uid %lu); "
-			"remove it",
-			path, (unsigned long)geteuid());
+		rc = err_set(PB_EPERM,
+			     "inbound: %s is not a file of this user (uid "
+			     "%lu): chown %s:%s %s, or remove it",
+			     path, (unsigned long)geteuid(), o.user, o.group,
+			     path);
 		close(ib->lock_fd);
 		ib->lock_fd = -1;
 		goto out;
@@ -1880,16 +1891,34 @@ static void prune_archive(struct inbound *ib, int64_t now)
 			 (long long)keep);
 }
 
+/* Records older than the [spool] parameter id from area (0: keep). */
+static void prune_area(struct inbound *ib, enum spool_area area,
+		       enum config_id id, const char *what, int64_t now)
+{
+	int64_t keep = config_duration_ms(ib->cfg, id) / 1000;
+	size_t removed = 0;
+
+	if (!keep)
+		return;
+	if (spool_prune(&removed, ib->sp, area, keep, now))
+		log_warn("inbound: pruning the spool's %s/: %s",
+			 spool_area_name(area), err_msg());
+	else if (removed)
+		log_info("inbound: removed %zu %s record%s older than %lld s "
+			 "from the spool's %s/",
+			 removed, what, removed == 1 ? "" : "s",
+			 (long long)keep, spool_area_name(area));
+}
+
 /*
- * Remove applied records older than [spool] keep_done from done/, at most
- * once an hour: the journal and the mail archive keep what they said.
- * Archived mail older than [state] archive_keep goes at the same time.
+ * Remove applied records older than [spool] keep_done from done/, and
+ * records that could not be applied older than [spool] keep_dead from
+ * dead/, at most once an hour: the journal and the mail archive keep
+ * what they said.  Archived mail older than [state] archive_keep goes at
+ * the same time.
  */
 static void prune(struct inbound *ib, int64_t now)
 {
-	int64_t keep = config_duration_ms(ib->cfg, CFG_SPOOL_KEEP_DONE) / 1000;
-	size_t removed = 0;
-
 	if (!ib->backfilled) {
 		if (now < ib->next_prune)
 			return;
@@ -1903,15 +1932,8 @@ static void prune(struct inbound *ib, int64_t now)
 		return;
 	ib->next_prune = now + 3600;
 	prune_archive(ib, now);
-	if (!keep)
-		return;
-	if (spool_prune_done(&removed, ib->sp, keep, now))
-		log_warn("inbound: pruning the spool's done/: %s", err_msg());
-	else if (removed)
-		log_info(
-			"inbound: removed %zu applied record%s older than %lld "
-			"s from the spool's done/",
-			removed, removed == 1 ? "" : "s", (long long)keep);
+	prune_area(ib, SPOOL_DONE, CFG_SPOOL_KEEP_DONE, "applied", now);
+	prune_area(ib, SPOOL_DEAD, CFG_SPOOL_KEEP_DEAD, "dead", now);
 }
 
 int inbound_run_once(struct inbound *ib, int64_t now)

@@ -259,6 +259,7 @@ static int record_sent(struct outbound *ob, struct delivery *d,
 		return rc;
 	d->sent++;
 	metrics_inc1(MET_MAILS_SENT, m->project);
+	metrics_set0(MET_MAILS_LAST_SENT, (double)time(NULL));
 	if (done) {
 		metrics_inc1(MET_SERIES_SENT, m->project);
 		log_notice("revision sent: all mails accepted");

@@ -7,6 +7,8 @@
  * run cannot send a record somewhere else.
  */
 #include "state/spool.h"
+
+#include "core/preflight.h"
 #include "util/err.h"
 #include "util/fileio.h"
 #include "util/hashmap.h"
@@ -241,17 +243,18 @@ static int refuse_dir(const char *shown, const char *what,
 		      const struct stat *top)
 {
 	char owner[PERM_NAME_MAX], group[PERM_NAME_MAX];
+	struct preflight_owner o;
 
 	perm_user(owner, sizeof(owner), top->st_uid);
 	perm_group(group, sizeof(group), top->st_gid);
+	preflight_owner_stat(&o, top, 1);
 	return err_set(PB_EPERM,
 		       "spool: %s %s; expected a real directory, not a "
 		       "symbolic link, owned by the spool's owner %s, group "
 		       "%s, mode 2770 (never writable by others), as "
-		       "`install -d -o %lu -g %lu -m 2770 %s` makes it; the "
+		       "`install -d -o %s -g %s -m 2770 %s` makes it; the "
 		       "spool is not used until then",
-		       shown, what, owner, group, (unsigned long)top->st_uid,
-		       (unsigned long)top->st_gid, shown);
+		       shown, what, owner, group, o.user, o.group, shown);
 }
 
 /*
@@ -263,18 +266,20 @@ static int access_refused(const char *shown, int need, const struct stat *top)
 {
 	char me[PERM_NAME_MAX], owner[PERM_NAME_MAX], group[PERM_NAME_MAX];
 
+	struct preflight_owner o;
+
 	perm_user(me, sizeof(me), geteuid());
 	perm_user(owner, sizeof(owner), top->st_uid);
 	perm_group(group, sizeof(group), top->st_gid);
+	preflight_owner_stat(&o, top, 1);
 	return err_set(PB_EPERM,
 		       "spool: %s: %s lacks %s%s%s access; expected the "
 		       "spool's owner %s, group %s (both programs' users in "
-		       "it), mode 2770, as `install -d -o %lu -g %lu -m 2770 "
+		       "it), mode 2770, as `install -d -o %s -g %s -m 2770 "
 		       "%s` makes it",
 		       shown, me, need & R_OK ? "r" : "",
 		       need & W_OK ? "w" : "", need & X_OK ? "x" : "", owner,
-		       group, (unsigned long)top->st_uid,
-		       (unsigned long)top->st_gid, shown);
+		       group, o.user, o.group, shown);
 }
 
 /* How st differs from the layout of top (NULL: it does not). */
@@ -377,15 +382,32 @@ static int check_top(const char *dir, int top, struct stat *st, unsigned flags)
 	if (fstat(top, st) < 0)
 		return err_set_errno(err_from_errno(errno), "spool: stat %s",
 				     dir);
-	if ((flags & SPOOL_READER) && st->st_uid != geteuid())
+	if ((flags & SPOOL_READER) && st->st_uid != geteuid() &&
+	    geteuid() == 0) {
+		struct preflight_owner o;
+
+		/* Root: not "give root the spool", but run as its owner. */
+		preflight_owner_stat(&o, st, 0);
+		return err_set(PB_EPERM,
+			       "spool: %s is owned by %s: the daemon runs as "
+			       "root; run it as %s: runuser -u %s -- "
+			       "patchbridge run",
+			       dir, perm_user(who, sizeof(who), st->st_uid),
+			       o.user, o.user);
+	}
+	if ((flags & SPOOL_READER) && st->st_uid != geteuid()) {
+		struct preflight_owner o;
+
+		preflight_owner_dirs(&o, NULL, NULL, 1);
 		return err_set(PB_EPERM,
 			       "spool: %s is owned by %s: the daemon, running "
 			       "as %s, must own its spool directory, mode "
 			       "2770 (never writable by others) "
-			       "(install -d -o %lu -m 2770 %s)",
+			       "(install -d -o %s -m 2770 %s)",
 			       dir, perm_user(who, sizeof(who), st->st_uid),
-			       perm_user(me, sizeof(me), geteuid()),
-			       (unsigned long)geteuid(), dir);
+			       perm_user(me, sizeof(me), geteuid()), o.user,
+			       dir);
+	}
 	if (st->st_mode & S_IWOTH)
 		return err_set(PB_EPERM,
 			       "spool: %s is writable by others (mode %04o): "
@@ -1683,20 +1705,30 @@ int spool_recover(size_t *requeued, size_t *removed, struct spool *sp,
 	return rc;
 }
 
-int spool_prune_done(size_t *removed, struct spool *sp, int64_t retention,
-		     int64_t now)
+int spool_prune(size_t *removed, struct spool *sp, enum spool_area area,
+		int64_t retention, int64_t now)
 {
 	struct strlist names = STRLIST_INIT;
+	char reason[SPOOL_NAME_MAX + sizeof(REASON_SUFFIX)];
 	size_t i, n = 0;
 	int rc;
 
 	BUG_ON(!(sp->flags & SPOOL_READER));
-	rc = list_area(&names, sp, SPOOL_DONE, 0);
-	for (i = 0; !rc && i < names.nr; i++)
-		if (older_than(sp, SPOOL_DONE, names.items[i], now - retention,
-			       1) &&
-		    unlinkat(sp->fd[SPOOL_DONE], names.items[i], 0) == 0)
-			n++;
+	BUG_ON(area != SPOOL_DONE && area != SPOOL_DEAD);
+	rc = list_area(&names, sp, area, 0);
+	for (i = 0; !rc && i < names.nr; i++) {
+		if (!older_than(sp, area, names.items[i], now - retention, 1) ||
+		    unlinkat(sp->fd[area], names.items[i], 0) < 0)
+			continue;
+		n++;
+		/* a dead record's reason goes with it (a reason left alone
+		 * is swept by spool_recover()) */
+		if (area == SPOOL_DEAD) {
+			snprintf(reason, sizeof(reason), "%s" REASON_SUFFIX,
+				 names.items[i]);
+			unlinkat(sp->fd[area], reason, 0);
+		}
+	}
 	strlist_release(&names);
 	if (removed)
 		*removed = n;

@@ -15,7 +15,7 @@
  *	DIR/new/   complete records, waiting (the milter renames them here)
  *	DIR/cur/   records claimed by the daemon (renamed here from new/)
  *	DIR/done/  applied records, kept for `patchbridge why` and removed
- *	           by spool_prune_done() after a retention period
+ *	           by spool_prune() after a retention period
  *	DIR/dead/  dead letters: records that cannot be applied or parsed,
  *	           each with a NAME.reason file; never removed by the code
  *
@@ -323,12 +323,13 @@ int spool_recover(size_t *requeued, size_t *removed, struct spool *sp,
 		  int64_t tmp_stale, int64_t now);
 
 /*
- * Remove records from done/ moved there more than retention seconds
- * before now (by the file's change time, which the rename into done/
- * sets on Linux filesystems).  removed may be NULL.
+ * Remove records from area (SPOOL_DONE or SPOOL_DEAD) moved there more
+ * than retention seconds before now (by the file's change time, which
+ * the rename into the area sets on Linux filesystems); a dead record's
+ * reason goes with it.  removed may be NULL.
  */
-int spool_prune_done(size_t *removed, struct spool *sp, int64_t retention,
-		     int64_t now);
+int spool_prune(size_t *removed, struct spool *sp, enum spool_area area,
+		int64_t retention, int64_t now);
 
 /* How many records an area holds (for `patchbridge status`). */
 int spool_count(size_t *out, struct spool *sp, enum spool_area area);

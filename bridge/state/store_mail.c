@@ -197,6 +197,24 @@ int store_mail_mark_sent(struct store *st, const char *message_id)
 	return mail_mark_sent(st, message_id, STORE_SENT_MTA);
 }
 
+int store_mail_last_sent(int64_t *out, struct store *st)
+{
+	struct query q;
+	int rc;
+
+	*out = 0;
+	rc = q_start(&q, st, S_MAIL_LAST_SENT, "find the last mail sent");
+	if (rc)
+		return rc;
+	rc = q_step(&q);
+	if (rc == 1) {
+		*out = col_int(&q, 0);
+		rc = 0;
+	}
+	q_end(&q);
+	return rc;
+}
+
 /* Fetch at most one mail row of a started query into out. */
 static int mail_one(struct store_mail *out, struct query *q,
 		    const char *missing)

@@ -122,6 +122,9 @@ int store_mail_put(struct store *st, const struct store_mail *m);
 /* pending -> sent, at now, by this host.  PB_ENOTFOUND for an unknown
  * Message-ID. */
 int store_mail_mark_sent(struct store *st, const char *message_id);
+/* When the MTA last accepted a mail of the bridge's (Unix time; 0: none
+ * yet): what tells whether the milter sees the list's mail (health.h). */
+int store_mail_last_sent(int64_t *out, struct store *st);
 int store_mail_get(struct store_mail *out, struct store *st,
 		   const char *message_id);
 /* The cover letter (patch 0) or patch k of a mailed revision. */

@@ -156,6 +156,9 @@ static const char *const stmt_sql[S_NR] = {
 	[S_MAIL_BY_NOTE] = "SELECT " MAIL_READ_COLS " FROM thread_map"
 			   " WHERE project = ?1 AND note_id = ?2"
 			   " ORDER BY created, rowid LIMIT 1",
+	/* When the MTA last took a mail of the bridge's (health.h). */
+	[S_MAIL_LAST_SENT] = "SELECT COALESCE(MAX(sent), 0) FROM thread_map"
+			     " WHERE state = 'sent'",
 
 	/* Nothing when the head (or, racing, the number) is taken. */
 	[S_REV_START] =

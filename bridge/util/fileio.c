@@ -279,9 +279,12 @@ static int atomic_create(struct file_atomic *f, mode_t mode)
 		       f->dir, TMP_TRIES);
 }
 
+static int output_start(struct file_atomic *f, mode_t mode);
+
 /* What open and openat share; dirfd is f's from now on. */
 static int atomic_start(struct file_atomic *f, int dirfd, int own_dirfd,
-			const char *dir, const char *name, mode_t mode)
+			const char *dir, const char *name, mode_t mode,
+			int output)
 {
 	int rc;
 
@@ -293,6 +296,8 @@ static int atomic_start(struct file_atomic *f, int dirfd, int own_dirfd,
 	if (!*name || strchr(name, '/') || !strcmp(name, ".") ||
 	    !strcmp(name, ".."))
 		rc = err_set(PB_EINVAL, "%s: not a file name", f->path);
+	else if (output)
+		rc = output_start(f, mode);
 	else
 		rc = atomic_create(f, mode);
 	if (rc)
@@ -312,7 +317,7 @@ int file_atomic_open(struct file_atomic *f, const char *path, mode_t mode)
 	rc = dir_open_nofollow(&dirfd, dir);
 	if (!rc)
 		rc = atomic_start(f, dirfd, 1, dir, base ? base + 1 : path,
-				  mode);
+				  mode, 0);
 	free(dir);
 	return rc;
 }
@@ -323,7 +328,71 @@ int file_atomic_openat(struct file_atomic *f, int dirfd, const char *dir,
 	memset(f, 0, sizeof(*f));
 	f->fd = -1;
 	f->dirfd = -1;
-	return atomic_start(f, dirfd, 0, dir, name, mode);
+	return atomic_start(f, dirfd, 0, dir, name, mode, 0);
+}
+
+/* A device or FIFO at f's name, opened for writing in place. */
+static int output_special(struct file_atomic *f, const struct stat *st)
+{
+	int flags;
+
+	if (!S_ISCHR(st->st_mode) && !S_ISFIFO(st->st_mode))
+		return err_set(PB_EINVAL,
+			       "%s: not a regular file, a character device "
+			       "or a FIFO",
+			       f->path);
+	/* O_NONBLOCK: a FIFO with no reader fails (ENXIO), never hangs. */
+	f->fd = openat(f->dirfd, f->name,
+		       O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC |
+			       O_NONBLOCK);
+	if (f->fd < 0)
+		return err_set_errno(err_from_errno(errno), "open %s", f->path);
+	flags = fcntl(f->fd, F_GETFL);
+	if (flags < 0 || fcntl(f->fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+		return err_set_errno(err_from_errno(errno), "fcntl %s",
+				     f->path);
+	f->direct = 1;
+	return 0;
+}
+
+/* What file_output_open() finds at f's name, before any temporary. */
+static int output_start(struct file_atomic *f, mode_t mode)
+{
+	struct stat st, target;
+
+	if (fstatat(f->dirfd, f->name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    S_ISREG(st.st_mode))
+		return atomic_create(f, mode); /* absent or a file */
+	if (S_ISLNK(st.st_mode)) {
+		/* A link is replaced, never followed; but not one that
+		 * names a device (/dev/stdout as root). */
+		if (fstatat(f->dirfd, f->name, &target, 0) < 0 ||
+		    S_ISREG(target.st_mode))
+			return atomic_create(f, mode);
+		return err_set(PB_EINVAL,
+			       "%s: a symbolic link to something other than "
+			       "a file: name the file itself, or write to "
+			       "standard output (-)",
+			       f->path);
+	}
+	return output_special(f, &st);
+}
+
+int file_output_open(struct file_atomic *f, const char *path, mode_t mode)
+{
+	const char *base = strrchr(path, '/');
+	char *dir = path_dir(path);
+	int dirfd, rc;
+
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+	f->dirfd = -1;
+	rc = dir_open_nofollow(&dirfd, dir);
+	if (!rc)
+		rc = atomic_start(f, dirfd, 1, dir, base ? base + 1 : path,
+				  mode, 1);
+	free(dir);
+	return rc;
 }
 
 int file_atomic_write(struct file_atomic *f, const void *data, size_t len)
@@ -335,6 +404,15 @@ int file_atomic_commit(struct file_atomic *f)
 {
 	int rc = 0;
 
+	if (f->direct) {
+		/* A device or FIFO: nothing to sync or rename. */
+		if (close(f->fd) < 0)
+			rc = err_set_errno(err_from_errno(errno), "close %s",
+					   f->path);
+		f->fd = -1;
+		file_atomic_abort(f);
+		return rc;
+	}
 	if (fsync(f->fd) < 0)
 		rc = err_set_errno(err_from_errno(errno), "fsync %s/%s", f->dir,
 				   f->tmp);
@@ -391,6 +469,15 @@ int file_write_atomic(const char *path, const void *data, size_t len,
 {
 	struct file_atomic f;
 	int rc = file_atomic_open(&f, path, mode);
+
+	return rc ? rc : write_commit(&f, data, len);
+}
+
+int file_write_output(const char *path, const void *data, size_t len,
+		      mode_t mode)
+{
+	struct file_atomic f;
+	int rc = file_output_open(&f, path, mode);
 
 	return rc ? rc : write_commit(&f, data, len);
 }

@@ -50,6 +50,7 @@ struct file_atomic {
 	char *name; /* the target's name in dirfd */
 	char *path; /* dir/name, for messages */
 	char *tmp; /* the temporary's name in dirfd */
+	int direct; /* file_output_open() on a device or FIFO: no rename */
 };
 
 int file_atomic_open(struct file_atomic *f, const char *path, mode_t mode);
@@ -63,6 +64,17 @@ int file_atomic_openat(struct file_atomic *f, int dirfd, const char *dir,
 int file_atomic_write(struct file_atomic *f, const void *data, size_t len);
 int file_atomic_commit(struct file_atomic *f);
 void file_atomic_abort(struct file_atomic *f);
+
+/*
+ * A command's output file (`-o FILE`): file_atomic_open(), but a FILE that
+ * exists and is a character device or a FIFO (/dev/null, a pipe) is
+ * written in place - renaming over it would put a regular file where
+ * the device was.  A symbolic link to one is refused (name it, or use
+ * standard output), a directory too.  Commit and abort as above.
+ */
+int file_output_open(struct file_atomic *f, const char *path, mode_t mode);
+int file_write_output(const char *path, const void *data, size_t len,
+		      mode_t mode);
 
 /* file_write_atomic() into the directory dirfd (see file_atomic_openat). */
 int file_write_atomicat(int dirfd, const char *dir, const char *name,

@@ -2,9 +2,13 @@
 #include "util/log.h"
 #include "util/printable.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -13,6 +17,35 @@ static enum log_sink log_sink = LOG_SINK_STDERR;
 static const char *log_ident = "patchbridge";
 static int log_level = LOG_INFO;
 static enum log_format log_format = LOG_FORMAT_TEXT;
+/* Text lines to stderr begin with a time stamp: stderr is a file. */
+static int log_stamp;
+
+/*
+ * Repeats of a warning or an error: the same text from the same place
+ * (its format string) is logged once, then at most once a window, with
+ * the count of the repeats left out in between.  A small table, looked
+ * up by hash; a line whose slot another holds is logged as it comes.
+ */
+#define REPEAT_SLOTS 64
+struct repeat {
+	const char *fmt; /* the place; NULL: free slot */
+	uint64_t hash; /* of the line and its id */
+	int64_t logged; /* when it was last written (monotonic seconds) */
+	unsigned long more; /* left out since then */
+};
+static struct repeat repeats[REPEAT_SLOTS];
+static int64_t repeat_window = PB_LOG_REPEAT_WINDOW;
+static pthread_mutex_t repeat_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int64_t monotonic_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec;
+}
+
+static int64_t (*repeat_clock)(void) = monotonic_seconds;
 
 static _Thread_local char log_ctx[PB_LOG_CTX_MAX];
 
@@ -23,10 +56,33 @@ static const char *const level_names[] = {
 	[LOG_INFO] = "info",	   [LOG_DEBUG] = "debug",
 };
 
+/*
+ * Whether stderr is a log file of our own (the README's ">>FILE 2>&1"),
+ * which has no time of its own: not a terminal, not a pipe to a
+ * supervisor that stamps lines itself (runit's svlogd), not the
+ * journal's stream (systemd names it in $JOURNAL_STREAM as
+ * "DEVICE:INODE", systemd.exec(5)).
+ */
+static int stderr_is_file(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	if (fstat(2, &st) || !S_ISREG(st.st_mode))
+		return 0;
+	if (js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 &&
+	    dev == (unsigned long long)st.st_dev &&
+	    ino == (unsigned long long)st.st_ino)
+		return 0;
+	return 1;
+}
+
 void log_open(const char *ident, enum log_sink sink)
 {
 	log_ident = ident;
 	log_sink = sink;
+	log_stamp = sink == LOG_SINK_STDERR && stderr_is_file();
 	if (sink == LOG_SINK_SYSLOG)
 		openlog(ident, LOG_PID | LOG_NDELAY, LOG_MAIL);
 }
@@ -46,6 +102,15 @@ void log_set_level(int priority)
 int log_get_level(void)
 {
 	return log_level;
+}
+
+void log_set_repeat_window(int64_t seconds, int64_t (*clock)(void))
+{
+	pthread_mutex_lock(&repeat_lock);
+	repeat_window = seconds;
+	repeat_clock = clock ? clock : monotonic_seconds;
+	memset(repeats, 0, sizeof(repeats));
+	pthread_mutex_unlock(&repeat_lock);
 }
 
 int log_level_from_name(const char *name)
@@ -201,9 +266,75 @@ void log_ctx_pop(const struct log_ctx_saved *saved)
 	memcpy(log_ctx, saved->id, sizeof(log_ctx));
 }
 
+/* The time now as RFC 3339 (UTC, milliseconds) and a space. */
+static void stamp(char *out, size_t cap)
+{
+	struct timespec ts;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	snprintf(out, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ ",
+		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		 tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+}
+
+/* FNV-1a over s, continuing from h. */
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/*
+ * Whether the line (from the place fmt) is to be written: 1 with *more
+ * set to the repeats left out before it, 0 when it is a repeat inside
+ * the window.
+ */
+static int repeat_check(const char *fmt, const char *line, unsigned long *more)
+{
+	struct repeat *r;
+	uint64_t h;
+	int64_t now;
+	int ok = 1;
+
+	*more = 0;
+	h = fnv1a(fnv1a(0xcbf29ce484222325ULL, log_ctx), line);
+	pthread_mutex_lock(&repeat_lock);
+	if (repeat_window <= 0) {
+		pthread_mutex_unlock(&repeat_lock);
+		return 1;
+	}
+	now = repeat_clock();
+	r = &repeats[(h ^ (uint64_t)(uintptr_t)fmt) % REPEAT_SLOTS];
+	if (r->fmt == fmt && r->hash == h) {
+		if (now - r->logged < repeat_window) {
+			r->more++;
+			ok = 0;
+		} else {
+			*more = r->more;
+			r->more = 0;
+			r->logged = now;
+		}
+	} else if (!r->fmt || now - r->logged >= repeat_window) {
+		/* free, or the one there is quiet: take the slot (its
+		 * count of repeats, if any, is lost) */
+		r->fmt = fmt;
+		r->hash = h;
+		r->logged = now;
+		r->more = 0;
+	}
+	pthread_mutex_unlock(&repeat_lock);
+	return ok;
+}
+
 void log_msg(int priority, const char *fmt, ...)
 {
-	char line[PB_LOGLINE_MAX];
+	char line[PB_LOGLINE_MAX], stamp_buf[64] = "";
+	unsigned long more = 0;
 	va_list ap;
 
 	if (priority > log_level)
@@ -215,6 +346,14 @@ void log_msg(int priority, const char *fmt, ...)
 	 * answer, an error message quoting either), the line stays one
 	 * line: no caller has to remember printable_copy(). */
 	printable_line(line, strlen(line));
+	if (priority <= LOG_WARNING && !repeat_check(fmt, line, &more))
+		return;
+	if (more) {
+		size_t len = strlen(line);
+
+		snprintf(line + len, sizeof(line) - len, " (%lu more like it)",
+			 more);
+	}
 
 	if (log_format == LOG_FORMAT_JSON) {
 		char obj[2 * PB_LOGLINE_MAX + 2 * PB_LOG_CTX_MAX + 256];
@@ -234,10 +373,12 @@ void log_msg(int priority, const char *fmt, ...)
 		return;
 	}
 	/* One fprintf per line so concurrent threads do not interleave. */
+	if (log_stamp)
+		stamp(stamp_buf, sizeof(stamp_buf));
 	if (log_ctx[0])
-		fprintf(stderr, "%s: %s: %s: %s\n", log_ident,
+		fprintf(stderr, "%s%s: %s: %s: %s\n", stamp_buf, log_ident,
 			level_names[priority & 7], log_ctx, line);
 	else
-		fprintf(stderr, "%s: %s: %s\n", log_ident,
+		fprintf(stderr, "%s%s: %s: %s\n", stamp_buf, log_ident,
 			level_names[priority & 7], line);
 }

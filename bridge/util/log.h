@@ -25,6 +25,20 @@
  * text format, then escaped as RFC 8259 section 7 asks, so an object is
  * always one line of valid JSON whatever the arguments held.
  *
+ * A text line written to a file (stderr redirected to a regular file
+ * that is not the journal's stream, as the README's ">>FILE 2>&1")
+ * begins with its time in RFC 3339, "2026-12-03T10:00:05.123Z ", which
+ * syslog, the journal and a terminal do not need.
+ *
+ * Repeats: a warning or an error (LOG_WARNING and more important) with
+ * the same text and id from the same place (format string) as one
+ * logged less than PB_LOG_REPEAT_WINDOW seconds ago is left out and
+ * counted; the first one after the window is logged with " (N more
+ * like it)" appended.  So a fault retried every five seconds writes a
+ * line every five minutes, not sixty (Postfix does the like for its
+ * repeated warnings).  A line from another place or with another text
+ * is logged as it comes.
+ *
  * Thread safety: log_msg() may be called from any thread; log_open(),
  * log_set_level() and log_set_format() are called once from main()
  * before threads start.
@@ -34,7 +48,11 @@
 
 #include "util/limits.h"
 
+#include <stdint.h>
 #include <syslog.h>
+
+/* Seconds in which a repeated warning or error is logged once. */
+#define PB_LOG_REPEAT_WINDOW 300
 
 enum log_sink {
 	LOG_SINK_STDERR,
@@ -52,6 +70,11 @@ void log_close(void);
 /* Lines above this syslog priority (e.g. LOG_DEBUG) are dropped. */
 void log_set_level(int priority);
 int log_get_level(void);
+
+/* The window for repeats in seconds (0: log every repeat) and the clock
+ * it is measured with (NULL: CLOCK_MONOTONIC); forgets the repeats seen.
+ * For tests. */
+void log_set_repeat_window(int64_t seconds, int64_t (*clock)(void));
 
 /* Parse "debug", "info", "notice", "warning", "err"; -1 when unknown. */
 int log_level_from_name(const char *name);

@@ -61,6 +61,29 @@ static const char *trusted_owners(char *buf, size_t size)
 	return buf;
 }
 
+/*
+ * Run as root, a file another user owns is refused; the fix is seldom to
+ * give it to root, but to run the program as that user, the one the
+ * layout made it for: "; or run the program as NAME (runuser -u NAME
+ * -- ...)".  Empty when not root.
+ */
+static const char *as_root_hint(char *buf, size_t size, const struct stat *st)
+{
+	char scratch[1024];
+	struct passwd pw, *u = NULL;
+
+	buf[0] = '\0';
+	if (geteuid() != 0 || st->st_uid == 0)
+		return buf;
+	if (getpwuid_r(st->st_uid, &pw, scratch, sizeof(scratch), &u) || !u)
+		return buf;
+	snprintf(buf, size,
+		 "; or run the program as %s, not as root (runuser -u %s "
+		 "-- ...)",
+		 u->pw_name, u->pw_name);
+	return buf;
+}
+
 /* "its group (NAME)", "others", or both: who besides the owner writes. */
 static const char *writers(char *buf, size_t size, const struct stat *st)
 {
@@ -85,6 +108,7 @@ static int refuse(const char *path, const char *what, const struct stat *st,
 {
 	char owner[PERM_NAME_MAX], me[PERM_NAME_MAX + 16];
 	char who[2 * PERM_NAME_MAX], where[PATH_MAX + 64];
+	char hint[2 * PERM_NAME_MAX + 64];
 
 	perm_user(owner, sizeof(owner), st->st_uid);
 	trusted_owners(me, sizeof(me));
@@ -98,9 +122,9 @@ static int refuse(const char *path, const char *what, const struct stat *st,
 			       "%s is owned by %s (mode %04o): a file this "
 			       "program trusts, and every directory above "
 			       "it, must be owned by %s, and not writable by "
-			       "group or others",
+			       "group or others%s",
 			       where, owner, (unsigned)(st->st_mode & 07777),
-			       me);
+			       me, as_root_hint(hint, sizeof(hint), st));
 	return err_set(PB_EINVAL,
 		       "%s is writable by %s (owner %s, mode %04o): a file "
 		       "this program trusts, and every directory above it, "
@@ -224,7 +248,7 @@ static int refuse_chain(const char *what, const char *target, const char *shown,
 			const struct stat *st, int last)
 {
 	char owner[PERM_NAME_MAX], me[PERM_NAME_MAX + 16];
-	char who[2 * PERM_NAME_MAX];
+	char who[2 * PERM_NAME_MAX], hint[2 * PERM_NAME_MAX + 64];
 
 	perm_user(owner, sizeof(owner), st->st_uid);
 	trusted_owners(me, sizeof(me));
@@ -233,9 +257,10 @@ static int refuse_chain(const char *what, const char *target, const char *shown,
 			       "%s %s: %s is owned by %s (mode %04o); it and "
 			       "every directory above it must be owned by "
 			       "%s, or another user could redirect what is "
-			       "written there",
+			       "written there%s",
 			       what, target, shown, owner,
-			       (unsigned)(st->st_mode & 07777), me);
+			       (unsigned)(st->st_mode & 07777), me,
+			       as_root_hint(hint, sizeof(hint), st));
 	return err_set(PB_EPERM,
 		       "%s %s: %s is writable by %s (owner %s, mode %04o); "
 		       "only its owner may change it and every directory "

@@ -83,8 +83,12 @@ has "$tmp/err" "$tmp/bad.conf:10: [forge] colour: unknown key"
 run 78 -c "$tmp/bad.conf" --dump-config
 [ -s "$tmp/out" ] && fail "--dump-config printed a bad configuration"
 
-# The shipped example is a valid file ...
-example=$src/contrib/patchbridge.conf.example
+# The shipped example is a valid file ...  (A copy with the mode an
+# install gives it: a checkout or an archive extracted with umask 002
+# leaves it group-writable, which check-config rightly refuses.)
+mkdir -p "$tmp/contrib"
+example=$tmp/contrib/patchbridge.conf.example
+install -m 0644 "$src/contrib/patchbridge.conf.example" "$example" || exit 1
 run 0 check-config --file-only "$example"
 has "$tmp/out" "$example: ok"
 run_env "$example" 0 check-config --file-only
@@ -113,7 +117,18 @@ printf 'token\n' >"$tmp/etc/gitlab-token"
 printf 'subsystems: []\n' >"$tmp/etc/owners.yaml"
 # The token as run takes it: mode 0600 (cli_secret_files has the rest).
 run 78 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
-has "$tmp/err" "$tmp/example.conf: [forge] token_file: secret file $tmp/etc/gitlab-token: mode 0644 lets the group or others in: chown root:root $tmp/etc/gitlab-token; chmod 0600 $tmp/etc/gitlab-token"
+# The fix names the daemon's user: never root, the documented user when
+# root owns everything (core/preflight.h, preflight_owner()).
+if [ "$(id -u)" -eq 0 ]; then
+	if getent passwd patchbridge >/dev/null; then
+		owner=patchbridge:$(id -gn patchbridge)
+	else
+		owner=patchbridge:patchbridge
+	fi
+else
+	owner=$(id -un):$(id -gn)
+fi
+has "$tmp/err" "$tmp/example.conf: [forge] token_file: secret file $tmp/etc/gitlab-token: mode 0644 lets the group or others in: chown $owner $tmp/etc/gitlab-token; chmod 0600 $tmp/etc/gitlab-token"
 chmod 0600 "$tmp/etc/gitlab-token"
 run 0 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
 has "$tmp/out" "$tmp/example.conf: ok"

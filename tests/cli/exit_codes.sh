@@ -60,6 +60,9 @@ path = $tmp/state/state.db
 dir = $tmp/spool
 EOF
 printf '[bridge]\ncolour = blue\n' >"$tmp/bad.conf"
+# --check reads Postfix's settings: from a configuration of our own.
+. "$(dirname "$0")/private_postfix.sh"
+private_postfix "$tmp/postfix" || exit 1
 printf 'Subject: hello\nMessage-ID: <x@example.org>\n\nhi\n' >"$tmp/mail.eml"
 
 # --- patchbridge ---------------------------------------------------------
@@ -106,6 +109,27 @@ run 66 "$milter" -c "$tmp/good.conf" --test "$tmp/missing.eml"
 run 0 "$milter" -c "$tmp/good.conf" --test "$tmp/mail.eml"
 # $PATCHBRIDGE_CONFIG is the default, as for patchbridge
 PATCHBRIDGE_CONFIG=$tmp/bad.conf run 78 "$milter" --check
+
+# --header-checks -o FILE: written whole and only on success (the README
+# names the file in main.cf; an empty or missing table stops the mail).
+# Without a trusted id the table removes nothing: comments only.
+run 64 "$milter" -c "$tmp/good.conf" -o "$tmp/hc"
+[ -e "$tmp/hc" ] && fail "-o without --header-checks wrote $tmp/hc"
+run 78 "$milter" -c "$tmp/bad.conf" --header-checks -o "$tmp/hc"
+[ -e "$tmp/hc" ] && fail "--header-checks left $tmp/hc behind a failure"
+run 0 "$milter" -c "$tmp/good.conf" --header-checks -o "$tmp/hc"
+has "$tmp/hc" '^# \[milter\] trusted_authserv_id is not set'
+grep -qv '^#' "$tmp/hc" && fail "a rule without a trusted id: $(cat "$tmp/hc")"
+has "$tmp/err" 'trusted_authserv_id is not set'
+sed 's/^\[milter\]$/&\ntrusted_authserv_id = mx.example.org/' "$tmp/good.conf" \
+	>"$tmp/id.conf"
+run 0 "$milter" -c "$tmp/id.conf" --header-checks -o "$tmp/hc"
+has "$tmp/hc" '^/\^Authentication-Results.* IGNORE$'
+cp "$tmp/hc" "$tmp/hc.before"
+run 78 "$milter" -c "$tmp/bad.conf" --header-checks -o "$tmp/hc"
+cmp -s "$tmp/hc" "$tmp/hc.before" || fail "a failure changed $tmp/hc"
+run 73 "$milter" -c "$tmp/id.conf" --header-checks -o "$tmp/none/hc"
+[ -n "$(ls -A "$tmp" | grep '^\.tmp\.')" ] && fail "a temporary file left in $tmp"
 
 [ $failed = 0 ] && echo "cli_exit_codes: ok"
 exit $failed

@@ -43,6 +43,9 @@ expect() {
 }
 
 mkdir -m 0755 "$tmp/etc" "$tmp/spool" "$tmp/state"
+# The checks read Postfix's settings: from a configuration of our own.
+. "$(dirname "$0")/private_postfix.sh"
+private_postfix "$tmp/postfix" || exit 1
 printf 'token\n' >"$tmp/etc/token"
 chmod 0600 "$tmp/etc/token"
 conf=$tmp/etc/patchbridge.conf

@@ -726,7 +726,7 @@ def scenario_quick(bed):
           "the second note hook: %s" % [x["response_status"] for x in got])
     mailed_once(bed, "Quick four.", 9)
     d.send_signal(signal.SIGTERM)
-    check(d.wait(timeout=30) == 0, "the daemon did not stop cleanly")
+    check(d.wait(timeout=bedlib.bound(30)) == 0, "the daemon did not stop cleanly")
     bed.run("run", "--once")
     time.sleep(1)
     bed.settle()
@@ -1164,7 +1164,7 @@ def scenario_unack(bed):
           {msgid(acks[0]), msgid(acks[1])},
           "each withdrawal is not under its own approval's mail")
     d.send_signal(signal.SIGTERM)
-    check(d.wait(timeout=30) == 0, "the daemon did not stop cleanly")
+    check(d.wait(timeout=bedlib.bound(30)) == 0, "the daemon did not stop cleanly")
 
 
 def scenario_retargeted(bed):

@@ -106,8 +106,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "tools"))
 import authres_forms  # noqa: E402
 import bedlib  # noqa: E402
-from bedlib import (Fail, check, patch_body, quote, reply, say,  # noqa: E402
-                    sim, the_mr)
+from bedlib import (Fail, bound, check, patch_body, quote,  # noqa: E402
+                    reply, say, sim, the_mr)
 
 NAK_LABEL = "Acks::NACKed"
 
@@ -810,10 +810,11 @@ def scenario_acks(bed):
     check(approvers(mr) == ["mary"], "approvals after the 5xx: %s" %
           approvers(mr))
     say("the daemon retries the reply that met the 5xx")
-    for _ in range(20):
+    deadline = time.monotonic() + bound(10)
+    while True:
         time.sleep(0.5)
         out = bed.pb_run(["run", "--once"])
-        if out.returncode == 0:
+        if out.returncode == 0 or time.monotonic() > deadline:
             break
     check(out.returncode == 0, "the retry did not finish: %d" %
           out.returncode)
@@ -907,7 +908,7 @@ def dead_letters(bed):
 
 
 def wait_log(bed, text, proc, timeout=30):
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + bound(timeout)
     while time.monotonic() < deadline:
         if text in bed.log_text():
             return
@@ -927,7 +928,7 @@ def send_all(bed, mails):
 
 def wait_series(bed, rev, count, timeout=60):
     """The mails of revision rev once count of them are archived."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + bound(timeout)
     while True:
         got = [m for m in bed.archive()
                if re.search(r"\[PATCH v%d \d+/\d+\]" % rev, m["Subject"])]
@@ -1017,7 +1018,7 @@ def scenario_renamed(bed):
     # webhook brings the MR up (poll_interval = 1h).
     told = bed.log_text().count(MOVED)
     watching = bed.log_text().count("inbound: watching")
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + bound(30)
     while bed.log_text().count(MOVED) == told or \
             bed.log_text().count("inbound: watching") == watching:
         check(d.poll() is None and time.monotonic() < deadline,
@@ -1176,6 +1177,7 @@ class Year:
 
     def wait(self, what, cond, timeout=120):
         """Until cond() is true; the daemon must stay up."""
+        timeout = bound(timeout)
         deadline = time.monotonic() + timeout
         while True:
             got = cond()

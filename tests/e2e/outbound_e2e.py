@@ -54,7 +54,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bedlib  # noqa: E402
-from bedlib import LIST, Fail, check, free_port, say  # noqa: E402
+from bedlib import (LIST, Fail, bound, check, free_port, say,  # noqa: E402
+                    wait_for)
 
 
 # --- the simulator -------------------------------------------------------
@@ -481,15 +482,16 @@ def scenario_crash(bed):
 
 
 def wait_listen(port, proc, bed):
-    for _ in range(200):
+    def listens():
         check(proc.poll() is None,
               "the daemon died: %s" % bed.log_text()[-2000:])
         try:
             socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
+            return True
         except OSError:
-            time.sleep(0.05)
-    raise Fail("the webhook receiver does not listen")
+            return False
+    wait_for(listens, 10, "the webhook receiver does not listen",
+             every=0.05)
 
 
 def post_hook(port, token):
@@ -506,7 +508,7 @@ def post_hook(port, token):
 
 
 def deliveries(url):
-    sim("POST", "/_sim/webhooks/wait", {"timeout_s": 20})
+    sim("POST", "/_sim/webhooks/wait", {"timeout_s": bound(20)})
     return [d for d in sim("GET", "/_sim/webhooks/deliveries")
             if d["url"] == url]
 
@@ -559,11 +561,7 @@ def scenario_webhook(bed):
         broken = f.read() + "[outbound]\npoll_interval = soon\n"
     bed.write("patchbridge.conf", broken)  # (on every host of a pair)
     d.send_signal(signal.SIGHUP)
-    for _ in range(100):
-        if "reload refused" in bed.log_text():
-            break
-        time.sleep(0.05)
-    check("reload refused" in bed.log_text(), "no 'reload refused' log line")
+    wait_log(bed, "reload refused", 5)
     check(post_hook(port, "wrong") == 401, "the receiver is gone after HUP")
     d.send_signal(signal.SIGTERM)
     check(d.wait(timeout=30) == 0, "the daemon did not stop cleanly")
@@ -774,12 +772,7 @@ class ListArchive:
 
 def kill_at_the_mta(bed, d, paths):
     """Wait until the wrapper hangs, then kill -9 the daemon and it."""
-    for _ in range(600):
-        if os.path.exists(paths["pid"]):
-            break
-        check(d.poll() is None, "the daemon died: %s" % bed.log_text()[-2000:])
-        time.sleep(0.05)
-    check(os.path.exists(paths["pid"]), "the mail never reached the MTA")
+    wait_file(paths["pid"], d, bed, "the mail never reached the MTA")
     d.send_signal(signal.SIGKILL)
     d.wait()
     with open(paths["pid"]) as f:
@@ -871,7 +864,7 @@ def handed_steps(bed, paths, wrapper, arch):
     bed.settle()
     check(len(bed.archive()) == 5, "mail 6 was sent before archive_wait")
     # Sent again once archive_wait has run out since it was handed over.
-    deadline = time.monotonic() + ARCHIVE_WAIT + 30
+    deadline = time.monotonic() + ARCHIVE_WAIT + bound(30)
     while len(bed.archive()) < 6:
         check(time.monotonic() < deadline, "mail 6 not sent again %d s "
               "after archive_wait" % 30)
@@ -927,11 +920,18 @@ def pgbed(*argv):
 
 
 def wait_log(bed, text, timeout=60):
-    for _ in range(int(timeout * 10)):
-        if text in bed.log_text():
-            return
-        time.sleep(0.1)
-    raise Fail("no %r in the log" % text)
+    """The daemon's log line text, for at most bound(timeout) s."""
+    wait_for(lambda: text in bed.log_text(), timeout,
+             "no %r in the log" % text)
+
+
+def wait_file(path, d, bed, what, timeout=30):
+    """path exists (the MTA stand-in wrote it) while the daemon runs."""
+    def there():
+        check(d.poll() is None, "the daemon died: %s" %
+              bed.log_text()[-2000:])
+        return os.path.exists(path)
+    wait_for(there, timeout, what, every=0.05)
 
 
 def scenario_dbgone(bed):
@@ -968,12 +968,7 @@ def dbgone_steps(bed, pgdir, own):
 
     say("the MTA takes mail 2; the database goes before the 250 comes")
     d = bed.daemon()
-    for _ in range(600):
-        if os.path.exists(paths["pid"]):
-            break
-        check(d.poll() is None, "the daemon died: %s" % bed.log_text()[-2000:])
-        time.sleep(0.05)
-    check(os.path.exists(paths["pid"]), "mail 2 never reached the MTA")
+    wait_file(paths["pid"], d, bed, "mail 2 never reached the MTA")
     pgbed("down", pgdir, "immediate")
     open(paths["release"], "w").close()
     wait_log(bed, "but not recorded as sent")

@@ -43,11 +43,12 @@ metrics` (Debian's prometheus package) and python3-prometheus-client's.
       that check 0; each recovers once put back.
   test_watchdog_stops_while_the_forge_hangs
       With a socket of the test's as systemd's ($NOTIFY_SOCKET,
-      WATCHDOG_USEC=1 s): READY=1, then WATCHDOG=1 at least every
-      quarter second; a poll whose forge request hangs for 5 s stops the
-      pings for that long - systemd would kill and restart the daemon -
-      while /healthz and /metrics still answer; the pings come again
-      once the forge answers; SIGTERM sends STOPPING=1.
+      WATCHDOG_USEC=1 s): READY=1, then WATCHDOG=1 pings; a poll whose
+      forge request hangs for 6 s stops the pings for that long (a gap
+      of 5 s at least, whatever the machine's load) - systemd would kill
+      and restart the daemon - while /healthz and /metrics still answer;
+      the pings come again once the forge answers; SIGTERM sends
+      STOPPING=1.
 """
 
 import datetime
@@ -203,7 +204,8 @@ class MonitorTest(unittest.TestCase):
         status, body = wait_until("ready", lambda: self.readyz()
                                   if self.readyz()[0] == 200 else None)
         self.assertEqual(body.split("\n")[0], "ready")
-        for check in ("store: ok", "spool: ok", "forge: ok", "smtp: ok"):
+        for check in ("store: ok", "spool: ok", "forge: ok", "smtp: ok",
+                      "milter: ok"):
             self.assertIn(check, body)
         a = self.scrape()
         # every metric the code has is in the output, with its HELP
@@ -211,7 +213,7 @@ class MonitorTest(unittest.TestCase):
         text = d.scrape()
         for n in names:
             self.assertIn("# HELP %s " % n, text)
-        self.assertEqual(total(a, "patchbridge_ready"), 4)
+        self.assertEqual(total(a, "patchbridge_ready"), 5)
         self.assertEqual(total(a, "patchbridge_polls_total", result="ok"),
                          1)
         self.assertEqual(total(a, "patchbridge_build_info"), 1)
@@ -313,7 +315,7 @@ class MonitorTest(unittest.TestCase):
         self.assertEqual(total(e, "patchbridge_spool_records", area="dead"),
                          0)
         self.assertEqual(total(e, "patchbridge_replies_dead_total"), 0)
-        self.assertEqual(total(e, "patchbridge_ready"), 4)
+        self.assertEqual(total(e, "patchbridge_ready"), 5)
         self.assertEqual(self.readyz()[0], 200)
         for mid in [waiting] + mids:
             self.assertEqual(sim.marker_count(sim.mr_state(),
@@ -696,39 +698,34 @@ class MonitorTest(unittest.TestCase):
             lis.close()
 
     def watchdog(self, lis, sock):
+        # Every check waits on an event or bounds a gap from below: a
+        # loaded machine only makes the waits longer and the gaps wider.
         d = self.start({"NOTIFY_SOCKET": sock, "WATCHDOG_USEC": "1000000"})
         self.assertTrue(lis.wait_for("READY=1", 10), lis.messages())
         wait_until("ready", lambda: self.readyz()[0] == 200)
         t = time.monotonic()
-        time.sleep(1.5)
-        self.assertGreaterEqual(len(lis.pings(t)), 4, lis.messages())
+        wait_until("pings", lambda: len(lis.pings(t)) >= 4, timeout=30)
 
-        # the next listing answers after 5 s
-        sim.sim("POST", "faults", {"kind": "latency", "ms": 5000,
+        # the next listing answers after 6 s
+        sim.sim("POST", "faults", {"kind": "latency", "ms": 6000,
                                    "path": "/merge_requests$", "count": 1})
         d.kick()
         wait_until("the poll in the forge", lambda: sim.sim(
-            "GET", "faults")[0]["hits"] == 1, timeout=10, step=0.05)
+            "GET", "faults")[0]["hits"] == 1, timeout=30, step=0.05)
         hang = time.monotonic()
-        time.sleep(3)
-        # the status server answers meanwhile, the loop does not ping
+        # the status server answers while the loop waits on the forge
         self.assertEqual(d.get("/healthz"), (200, "ok\n"))
         self.assertIn("patchbridge_ready", d.scrape())
-        last = max([0.0] + lis.pings())
-        gap = time.monotonic() - last
-        self.assertGreaterEqual(gap, 2.5, "pinged %.1f s ago, while the "
-                                "forge hangs" % gap)
-        self.assertGreaterEqual(time.monotonic() - hang, 2.9)
         # the forge answers: progress, pings again
-        wait_until("a ping after the forge answered",
-                   lambda: lis.pings(hang + 4.5), timeout=10)
-        t = time.monotonic()
-        time.sleep(1)
-        self.assertGreaterEqual(len(lis.pings(t)), 2)
+        wait_until("pings after the forge answered",
+                   lambda: len(lis.pings(hang)) >= 2, timeout=60)
+        # The loop was held in the forge for the fault's 6 s and pinged
+        # not once meanwhile: systemd, with a 1 s watchdog, would have
+        # acted.  The gap is at least that long whatever the load.
         pings = lis.pings()
         gaps = [b - a for a, b in zip(pings, pings[1:])]
-        self.assertGreater(max(gaps), 1.0, "no gap over the watchdog "
-                           "interval: systemd would not have acted")
+        self.assertGreaterEqual(max(gaps), 5.0, "no gap for the forge's "
+                                "6 s: the loop pinged while it hung")
         self.assertEqual(self.readyz()[0], 200)
 
         d.proc.send_signal(signal.SIGTERM)

@@ -218,12 +218,14 @@ said "[spool] dir: $T/spool/new is root:root 2770, made by a run as root; the sp
 chown nobody:nogroup "$T/spool/new"
 chown root:root "$T/spool"
 check_pb 78
-said "[spool] dir: $T/spool belongs to root, the state directory to nobody: the daemon's user owns both: chown nobody:nogroup $T/spool"
+said "[spool] dir: $T/spool belongs to root, the state directory $T/state to nobody: the daemon's user owns both: chown nobody:nogroup $T/spool"
 # the daemon's user itself, on a spool it cannot use
 chgrp root "$T/spool"
 run 78 setpriv --reuid=nobody --regid=nogroup --clear-groups -- \
 	"$PB" check-config --postfix-config "$PF" "$T/etc/pb.conf"
-said "[spool] dir: $T/spool is root:root 2770, and this process (uid $(id -u nobody) (nobody), groups nogroup) is neither its owner nor in its group: run the daemon as root and the milter as a member of group root"
+said "[spool] dir: $T/spool is root:root 2770, and this process (uid $(id -u nobody) (nobody), groups nogroup) is neither its owner nor in its group: the spool is the daemon's user's, shared with the milter through its group: chown nobody:nogroup $T/spool; run the daemon as nobody and the milter as a member of group nogroup"
+not_said "as root"
+not_said "group root"
 chown nobody:nogroup "$T/spool"
 # The token is read by the daemon's user: root's own is refused for it,
 # as run as that user refuses it.
@@ -253,5 +255,11 @@ chmod 0750 "$T/state"
 chmod 0640 "$T/state/state.db"
 run 77 setpriv --reuid=nobody --regid=nogroup --clear-groups -- \
 	"$PB" -c "$T/etc/pb.conf" status
-said "patchbridge status: $T/state is root:root 0750, and this process (uid $(id -u nobody) (nobody), groups nogroup) may not enter it: join its group root (adduser nobody root, then log in again), or run it as root (runuser -u root -- patchbridge ...)"
+if getent passwd patchbridge >/dev/null; then
+	owner=patchbridge:$(id -gn patchbridge)
+else
+	owner=patchbridge:patchbridge
+fi
+said "patchbridge status: $T/state is root:root 0750, and this process (uid $(id -u nobody) (nobody), groups nogroup) may not enter it: it is root's, not the daemon's user's: chown $owner $T/state (the layout: state directory 2750, files 0640, spool 2770), then join its group ${owner#*:} (adduser nobody ${owner#*:}, then log in again), or run it as ${owner%%:*} (runuser -u ${owner%%:*} -- patchbridge ...)"
+not_said "run it as root"
 say "PASS"

@@ -38,6 +38,7 @@ getent group postfix >/dev/null || skip "no group postfix"
 [ -n "${PB_FORGESIM_URL:-}" ] || fail "run me under run-with-sim.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 PFBED=$HERE/../postfix/pfbed
+. "$HERE/../tools/slowdown.sh"
 PB=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 MILTER=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 mkdir -p "$3" && W=$(cd "$3" && pwd) || fail "cannot create $3"
@@ -57,7 +58,7 @@ pid_alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
 stop_pid() {
 	pid_alive "$1" || return 0
 	kill -TERM "$1" 2>/dev/null
-	for _ in $(seq 100); do pid_alive "$1" || return 0; sleep 0.1; done
+	for _ in $(seq "$(scaled 100)"); do pid_alive "$1" || return 0; sleep 0.1; done
 	kill -KILL "$1" 2>/dev/null
 }
 del_users() {
@@ -168,7 +169,7 @@ setpriv --reuid="$MU" --regid="$MU" --init-groups -- \
 	"$MILTER" -f -c "$T/etc/patchbridge.conf" -P "$T/run/milter.pid" \
 	>>"$W/milter.log" 2>&1 &
 MPID=$!
-for _ in $(seq 100); do
+for _ in $(seq "$(scaled 100)"); do
 	[ -s "$T/run/milter.pid" ] && break
 	pid_alive "$MPID" || fail "the milter exited: $(cat "$W/milter.log")"
 	sleep 0.05
@@ -200,7 +201,7 @@ runuser -u "$MU" -- cat "$T/etc/patchbridge.conf" >/dev/null 2>&1 ||
 setpriv --reuid="$DU" --regid="$DU" --init-groups -- \
 	"$PB" -c "$T/etc/patchbridge.conf" run --foreground >"$W/daemon.log" 2>&1 &
 DPID=$!
-for _ in $(seq 100); do
+for _ in $(seq "$(scaled 100)"); do
 	[ -f "$T/state/state.db" ] && break
 	pid_alive "$DPID" || fail "the daemon exited: $(tail -5 "$W/daemon.log")"
 	sleep 0.1

@@ -30,6 +30,8 @@ W=$3
 rm -rf "$W"
 mkdir -p "$W/state" "$W/run" "$W/mail" || fail "cannot create $W"
 W=$(cd "$W" && pwd -P)
+# The time stamp that begins a log line written to a file (util/log.h).
+STAMP="[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z"
 write_conf "$W/pb.conf" "$W"
 sed -i 's/^level = info/level = debug/' "$W/pb.conf"
 
@@ -62,7 +64,8 @@ step "not ours: passed untouched, nothing spooled"
 
 step "every log line is the milter's own"
 [ -s "$W/log" ] || fail "nothing logged at level debug"
-bad=$(grep -v -n '^patchbridge-milter: ' "$W/log")
+# (a line written to a file begins with its time, util/log.h)
+bad=$(grep -v -n -E "^$STAMP patchbridge-milter: " "$W/log")
 [ -z "$bad" ] || fail "a line the milter did not write: $bad"
 grep -q -F 'forged' "$W/log" && ! grep -q -F '?' "$W/log" &&
 	fail "control bytes logged raw: $(cat -v "$W/log")"
@@ -91,7 +94,7 @@ grep -q 'ignored 1' "$W/replay.out" ||
 	fail "the record was not ignored: $(cat "$W/replay.out")"
 grep -q 'is not bridged' "$W/replay.log" ||
 	fail "no 'not bridged' line: $(cat "$W/replay.log")"
-bad=$(grep -v -n '^patchbridge: ' "$W/replay.log")
+bad=$(grep -v -n -E "^$STAMP patchbridge: " "$W/replay.log")
 [ -z "$bad" ] || fail "a line the daemon did not write: $bad"
 LC_ALL=C grep -q -P '[\x00-\x08\x0b-\x1f\x7f]' "$W/replay.log" &&
 	fail "a control byte in the log: $(cat -v "$W/replay.log")"

@@ -20,6 +20,7 @@
 # Exit 0 = pass, 1 = fail, 77 = skipped (miltertest missing).
 NAME=watchdog
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../tools/slowdown.sh"
 
 [ $# -eq 2 ] || {
 	echo "usage: $0 MILTER_BINARY WORKDIR" >&2
@@ -77,7 +78,7 @@ NOTIFY_SOCKET=$SOCKDIR/notify WATCHDOG_USEC=1000000 \
 	"$MBIN" -f -c "$W/wd.conf" -P "$PIDFILE" 2>"$MLOG" &
 MPID=$!
 wait_file "$PIDFILE" 10 || fail "no pid file within 10s: $(cat "$MLOG")"
-for _ in $(seq 100); do
+for _ in $(seq "$(scaled 100)"); do
 	grep -q ' READY=1$' "$NOTES" && break
 	sleep 0.05
 done
@@ -94,7 +95,7 @@ wait_file "$W/spool/milter.prom" 5 || fail "no $W/spool/milter.prom"
 step "an end of message stuck on the thread map: the pings stop"
 miltertest -s "$MT_DIR/stop_eom.lua" >"$W/eom.out" 2>&1 &
 LPID=$!
-for _ in $(seq 200); do
+for _ in $(seq "$(scaled 200)"); do
 	[ -e "$MT_MARK" ] && break
 	sleep 0.02
 done

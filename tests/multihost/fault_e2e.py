@@ -73,6 +73,8 @@ REPLY_EVERY = 0.4
 EOM_DELAY = 300  # ms the DKIM stand-in holds each mail
 REVISION_EVERY = 7.0
 ARCHIVE_WAIT = 20  # [outbound] archive_wait: well above the feed's lag
+# the time that begins a log line written to a file (util/log.h)
+STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ")
 ROB = inbound_e2e.ROB
 
 
@@ -332,8 +334,10 @@ def cut_short(bed):
     for h in bed.hosts:
         with open(os.path.join(h.work, "daemon.log"), encoding="utf-8",
                   errors="replace") as f:
-            lines = [l for l in f.read().splitlines()
-                     if l.startswith("patchbridge: ")]
+            # a line written to a file begins with its time
+            # (util/log.h): left out here
+            lines = [STAMP.sub("", l) for l in f.read().splitlines()]
+            lines = [l for l in lines if l.startswith("patchbridge: ")]
         for i, line in enumerate(lines[:-1]):
             m = re.search(r"submit: message-id=<([^>]+)>.*"
                           r"result=accepted", line)
@@ -371,6 +375,7 @@ def unseen_copies(bed):
 def converge(bed, stream, timeout=120):
     """Wait until every accepted reply is applied and every mail sent;
     the forge's MR then."""
+    timeout = bedlib.bound(timeout)
     t = time.monotonic()
     while True:
         open_in = bed.pg.query("SELECT count(*) FROM inbound WHERE state "

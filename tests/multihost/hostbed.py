@@ -480,16 +480,11 @@ class PairMixin:
         mails.sort(key=lambda m: (m.get("Date", ""), m.get("Subject", "")))
         return mails
 
-    def wait_mail(self, n, timeout=60):
-        t = time.monotonic()
-        while True:
-            have = sum(count_mail(h) for h in self.hosts)
-            if have >= n:
-                return
-            if time.monotonic() - t > timeout:
-                raise Fail("the list archives hold %d mails, not %d, "
-                           "after %d s" % (have, n, timeout))
-            time.sleep(0.2)
+    def wait_mail(self, n, timeout=120):
+        def enough():
+            return sum(count_mail(h) for h in self.hosts) >= n
+        bedlib.wait_for(enough, timeout, "the list archives do not hold "
+                        "%d mails" % n, every=0.2)
 
     def settle(self):
         for h in self.hosts:

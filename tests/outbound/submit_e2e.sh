@@ -34,6 +34,7 @@ TOOL=${1:?usage: submit_e2e.sh SUBMIT_TOOL WORKDIR}
 WORK=${2:?usage: submit_e2e.sh SUBMIT_TOOL WORKDIR}
 HERE=$(cd "$(dirname "$0")" && pwd -P)
 PFBED=$HERE/../postfix/pfbed
+. "$HERE/../tools/slowdown.sh"
 PY=/usr/bin/python3
 SINK=/usr/sbin/smtp-sink
 FROM=bridge@example.org
@@ -201,7 +202,7 @@ capture() {
 	shift
 	"$PY" "$HERE/smtp_capture.py" "$dir" "$@" 2>>"$WORK/capture.log" &
 	KIDS="$KIDS $!"
-	for _ in $(seq 50); do [ -f "$dir/port" ] && break; sleep 0.1; done
+	for _ in $(seq "$(scaled 50)"); do [ -f "$dir/port" ] && break; sleep 0.1; done
 	[ -f "$dir/port" ] || fail "smtp_capture.py did not start"
 	CPORT=$(cat "$dir/port")
 }

@@ -5,8 +5,10 @@
 #ifndef PB_TESTS_METRICVAL_H
 #define PB_TESTS_METRICVAL_H
 
-/* The value of series ("name{label=\"v\"}" as rendered) in the daemon's
- * exposition, -1 when absent.  Fails the test when it cannot render. */
+/* The value of series ("name{label=\"v\"}" as rendered, or the bare name
+ * of a family without labels) in the daemon's exposition: the sample line
+ * that starts with it; -1 when absent.  Fails the test when it cannot
+ * render. */
 long metric(const char *series);
 
 #endif

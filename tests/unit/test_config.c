@@ -363,6 +363,31 @@ static void test_durations(void **state)
 	check_value("forge", "timeout", "", "must not be empty");
 }
 
+/* What grows is pruned by default: dead/ after 90 days, the mail
+ * archive after a year; 0 keeps for ever. */
+static void test_retention(void **state)
+{
+	struct config *cfg = load_ok("");
+
+	(void)state;
+	assert_int_equal(config_duration_ms(cfg, CFG_SPOOL_KEEP_DONE),
+			 30LL * 86400000);
+	assert_int_equal(config_duration_ms(cfg, CFG_SPOOL_KEEP_DEAD),
+			 90LL * 86400000);
+	assert_int_equal(config_duration_ms(cfg, CFG_STATE_ARCHIVE_KEEP),
+			 365LL * 86400000);
+	config_free(cfg);
+	cfg = load_ok("[spool]\nkeep_dead = 0\n[state]\narchive_keep = 0\n");
+	assert_int_equal(config_duration_ms(cfg, CFG_SPOOL_KEEP_DEAD), 0);
+	assert_int_equal(config_duration_ms(cfg, CFG_STATE_ARCHIVE_KEEP), 0);
+	config_free(cfg);
+	check_value("spool", "keep_dead", "3650d", NULL);
+	check_value("spool", "keep_dead", "3651d",
+		    "3651d is above the maximum 3650d");
+	check_value("state", "archive_keep", "36501d",
+		    "36501d is above the maximum 36500d");
+}
+
 static void test_sizes(void **state)
 {
 	static const struct {
@@ -1109,6 +1134,7 @@ int main(void)
 		cmocka_unit_test(test_valid_file),
 		cmocka_unit_test(test_quoting),
 		cmocka_unit_test(test_durations),
+		cmocka_unit_test(test_retention),
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_ints_bools_enums),
 		cmocka_unit_test(test_strings),

@@ -248,6 +248,15 @@ static void pin_renamed_project(void **state)
 	buf_release(&v);
 }
 
+/* The test helper metric() reads a family without labels from its
+ * sample line, not from its # HELP or # TYPE line. */
+static void metric_reads_a_family_without_labels(void **state)
+{
+	(void)state;
+	metrics_add0(MET_LOOP_CYCLES, 3);
+	assert_int_equal(metric("patchbridge_loop_cycles_total"), 3);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -259,6 +268,7 @@ int main(void)
 		T(poll_5xx_kept_for_status),
 		T(poll_401_token_counts_as_auth),
 		T(pin_renamed_project),
+		T(metric_reads_a_family_without_labels),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

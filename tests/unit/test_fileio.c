@@ -124,6 +124,58 @@ static void test_atomic_pieces(void **state)
 	buf_release(&b);
 }
 
+/*
+ * A command's output (-o) naming a FIFO or a device is written in place:
+ * renaming over /dev/null as root once left a regular file there, and
+ * every program on the machine reading it got the output.  A FIFO stands
+ * for the device here (a test must not risk the real one).
+ */
+static void test_output_special(void **state)
+{
+	char sub[600], fifo[700], file[700], link[700];
+	struct file_atomic f;
+	struct stat st;
+	char got[16] = "";
+	int rd;
+
+	(void)state;
+	snprintf(sub, sizeof(sub), "%s/output", dir);
+	assert_int_equal(dir_create(sub, 0700), 0);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", sub);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+
+	/* No reader: refused at once, never a hang. */
+	assert_int_not_equal(file_write_output(fifo, "x", 1, 0644), 0);
+	assert_int_equal(count_entries(sub), 1);
+
+	rd = open(fifo, O_RDONLY | O_NONBLOCK);
+	assert_true(rd >= 0);
+	assert_int_equal(file_output_open(&f, fifo, 0644), 0);
+	assert_int_equal(count_entries(sub), 1); /* no temporary */
+	assert_int_equal(file_atomic_write(&f, "through", 7), 0);
+	assert_int_equal(file_atomic_commit(&f), 0);
+	assert_int_equal(read(rd, got, sizeof(got) - 1), 7);
+	assert_string_equal(got, "through");
+	close(rd);
+	assert_int_equal(lstat(fifo, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+
+	/* A link to it is refused, the link and the FIFO stay. */
+	snprintf(link, sizeof(link), "%s/link", sub);
+	assert_int_equal(symlink(fifo, link), 0);
+	assert_int_equal(file_write_output(link, "x", 1, 0644), PB_EINVAL);
+	assert_int_equal(lstat(link, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+
+	/* A file or nothing: replaced atomically, as before. */
+	snprintf(file, sizeof(file), "%s/file", sub);
+	assert_int_equal(file_write_output(file, "new", 3, 0644), 0);
+	assert_int_equal(lstat(file, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	/* A directory is no output. */
+	assert_int_equal(file_write_output(sub, "x", 1, 0644), PB_EINVAL);
+}
+
 /* Write text to path as a plain file (the "victim" of an attack). */
 static void put(const char *path, const char *text)
 {
@@ -305,6 +357,7 @@ int main(void)
 		cmocka_unit_test(test_write_then_read),
 		cmocka_unit_test(test_read_limits_and_errors),
 		cmocka_unit_test(test_atomic_pieces),
+		cmocka_unit_test(test_output_special),
 		cmocka_unit_test(test_planted_links),
 		cmocka_unit_test(test_linked_dir),
 		cmocka_unit_test(test_tmp_names),

@@ -1,8 +1,10 @@
 /*
  * The log facility's foreground lines: the prefix with and without a
  * correlation id, the id made printable and cut, nested scopes
- * (push/pop), the id per thread, and the level filter.  Lines are
- * captured by pointing stderr at a temporary file around each call.
+ * (push/pop), the id per thread, the level filter, the time stamp of
+ * a line written to a file, and repeated warnings logged once a window.
+ * Lines are captured by pointing stderr at a temporary file around each
+ * call.
  */
 #include "capture.h"
 #include "cmocka_all.h"
@@ -13,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* What one log_msg() call wrote to stderr, without the final newline. */
@@ -29,10 +33,28 @@ static char captured[PB_LOGLINE_MAX + PB_LOG_CTX_MAX + 64];
 			captured[len_ - 1] = '\0';      \
 	} while (0)
 
+/*
+ * log_open() with stderr at /dev/null, not a file: lines without a time
+ * stamp, however this test's own stderr is redirected (a file, when run
+ * as `test_log 2>FILE`, would have them stamped).
+ */
+static void open_unstamped(void)
+{
+	int saved = dup(2), null = open("/dev/null", O_WRONLY);
+
+	assert_true(saved >= 0 && null >= 0);
+	fflush(stderr);
+	dup2(null, 2);
+	log_open("pbtest", LOG_SINK_STDERR);
+	dup2(saved, 2);
+	close(saved);
+	close(null);
+}
+
 static int setup(void **state)
 {
 	(void)state;
-	log_open("pbtest", LOG_SINK_STDERR);
+	open_unstamped();
 	log_set_level(LOG_INFO);
 	log_ctx_clear();
 	return 0;
@@ -172,6 +194,107 @@ static void test_level(void **state)
 	assert_int_equal(log_level_from_name("loud"), -1);
 }
 
+/* stderr a file at log_open(): each line begins with an RFC 3339 time. */
+static void test_stamp_in_file(void **state)
+{
+	char *p;
+
+	(void)state;
+	CAPTURE({
+		log_open("pbtest", LOG_SINK_STDERR);
+		log_info("stamped");
+	});
+	/* 2026-12-03T10:00:05.123Z pbtest: info: stamped */
+	assert_int_equal(strlen(captured),
+			 24 + 1 + strlen("pbtest: info: stamped"));
+	assert_true(captured[4] == '-' && captured[7] == '-' &&
+		    captured[10] == 'T' && captured[13] == ':' &&
+		    captured[16] == ':' && captured[19] == '.' &&
+		    captured[23] == 'Z' && captured[24] == ' ');
+	assert_int_equal(strtol(captured, &p, 10) >= 2024, 1);
+	assert_string_equal(captured + 25, "pbtest: info: stamped");
+
+	/* the journal's stream (systemd names it in $JOURNAL_STREAM) has
+	 * its own time */
+	CAPTURE({
+		struct stat st;
+		char js[64];
+
+		assert_int_equal(fstat(2, &st), 0);
+		snprintf(js, sizeof(js), "%llu:%llu",
+			 (unsigned long long)st.st_dev,
+			 (unsigned long long)st.st_ino);
+		setenv("JOURNAL_STREAM", js, 1);
+		log_open("pbtest", LOG_SINK_STDERR);
+		unsetenv("JOURNAL_STREAM");
+		log_info("journal");
+	});
+	assert_string_equal(captured, "pbtest: info: journal");
+	/* a device (a terminal, /dev/null) or a pipe: no stamp */
+	open_unstamped();
+	CAPTURE(log_info("plain"));
+	assert_string_equal(captured, "pbtest: info: plain");
+}
+
+static int64_t fake_now;
+
+static int64_t fake_clock(void)
+{
+	return fake_now;
+}
+
+/* The same warning every 5 s for 20 minutes: 4 lines, not 240. */
+static void test_repeats(void **state)
+{
+	static char all[16384];
+	int i;
+
+	(void)state;
+	fake_now = 1000;
+	log_set_repeat_window(300, fake_clock);
+	CAPTURE_STDERR(all, {
+		for (i = 0; i < 240; i++) {
+			log_warn("forge: %s", "connection refused");
+			/* other text, or the same text at info: as it
+			 * comes */
+			if (i == 1)
+				log_warn("forge: %s", "timed out");
+			if (i < 2)
+				log_info("forge: %s", "connection refused");
+			fake_now += 5;
+		}
+	});
+	assert_string_equal(all, "pbtest: warning: forge: connection refused\n"
+				 "pbtest: info: forge: connection refused\n"
+				 "pbtest: warning: forge: timed out\n"
+				 "pbtest: info: forge: connection refused\n"
+				 "pbtest: warning: forge: connection refused "
+				 "(59 more like it)\n"
+				 "pbtest: warning: forge: connection refused "
+				 "(59 more like it)\n"
+				 "pbtest: warning: forge: connection refused "
+				 "(59 more like it)\n");
+	/* the same text from another place, or with another id, is
+	 * another line */
+	CAPTURE(log_warn("forge: connection refused"));
+	assert_string_equal(captured,
+			    "pbtest: warning: forge: connection refused");
+	log_ctx_set("group/p!1");
+	CAPTURE(log_warn("forge: %s", "connection refused"));
+	assert_string_equal(
+		captured,
+		"pbtest: warning: group/p!1: forge: connection refused");
+	log_ctx_clear();
+	/* window 0: every repeat */
+	log_set_repeat_window(0, NULL);
+	CAPTURE_STDERR(all, {
+		log_error("%s", "x");
+		log_error("%s", "x");
+	});
+	assert_string_equal(all, "pbtest: error: x\npbtest: error: x\n");
+	log_set_repeat_window(PB_LOG_REPEAT_WINDOW, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -181,6 +304,8 @@ int main(void)
 		cmocka_unit_test_setup(test_push_pop_nest, setup),
 		cmocka_unit_test_setup(test_per_thread, setup),
 		cmocka_unit_test_setup(test_level, setup),
+		cmocka_unit_test_setup(test_stamp_in_file, setup),
+		cmocka_unit_test_setup(test_repeats, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

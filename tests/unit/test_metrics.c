@@ -9,6 +9,7 @@
  * (tests/inbound/test_monitor_sim.py, tests/e2e).
  */
 #include "cmocka_all.h"
+#include "core/health.h"
 #include "core/metrics.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -247,6 +248,49 @@ static void test_milter_file_strict(void **state)
 	has(render(METRIC_MILTER), "patchbridge_milter_tempfails_total 4");
 }
 
+/* The milter's sight of the list's mail (health.h): each side of the
+ * rule, and the line the operator reads. */
+static void test_milter_blind(void **state)
+{
+	const int64_t sent = 1796000000; /* 2026-11-30T00:53:20Z */
+	char why[PB_ERRMSG_MAX];
+	struct buf text = BUF_INIT(METRICS_MILTER_FILE_MAX);
+
+	(void)state;
+	/* nothing sent: cannot tell */
+	assert_int_equal(health_milter_blind(why, sizeof(why), sent, 0, 0), 0);
+	assert_string_equal(why, "no mail of the bridge's reached the MTA yet "
+				 "to tell by (the milter last saw one never)");
+	/* sent, seen a minute before (it sees it before the MTA answers) */
+	assert_int_equal(health_milter_blind(why, sizeof(why), sent + 3600,
+					     sent, sent - 60),
+			 0);
+	/* not seen, but under 5 minutes: wait */
+	assert_int_equal(health_milter_blind(why, sizeof(why), sent + 299, sent,
+					     sent - 61),
+			 0);
+	/* not seen for 5 minutes: blind */
+	assert_int_equal(health_milter_blind(why, sizeof(why), sent + 300, sent,
+					     sent - 61),
+			 1);
+	assert_int_equal(
+		health_milter_blind(why, sizeof(why), sent + 600, sent, 0), 1);
+	assert_string_equal(
+		why,
+		"the milter is not seeing the list's mail: the bridge's last "
+		"mail reached the MTA at 2026-11-30T00:53:20Z, 10 min ago, and "
+		"the milter has seen none since (its last: never); is it "
+		"running (systemctl status patchbridge-milter), and does "
+		"Postfix call it for every mail (postconf smtpd_milters "
+		"non_smtpd_milters; patchbridge check-config)?");
+	/* the milter's file, as it writes it */
+	metrics_set0(MET_MILTER_LAST_SEEN, (double)sent);
+	assert_int_equal(metrics_render(&text, METRIC_MILTER), 0);
+	assert_int_equal(health_milter_last_seen(text.data, text.len), sent);
+	assert_int_equal(health_milter_last_seen("x 1\n", 4), 0);
+	buf_release(&text);
+}
+
 static void test_docs(void **state)
 {
 	struct buf doc = BUF_INIT(1024 * 1024);
@@ -281,6 +325,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_milter_round_trip, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_milter_file_strict, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_milter_blind, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_docs, setup, teardown),
 	};

@@ -752,6 +752,19 @@ static void set_age(const char *sub, const char *name, time_t age)
 }
 
 /* A daemon crash leaves records in cur/, a milter crash files in tmp/. */
+/* area keeps its records until they are an hour old, then loses all n. */
+static void assert_prunes(struct spool *sp, enum spool_area area, size_t n)
+{
+	size_t removed = 99;
+
+	assert_int_equal(spool_prune(&removed, sp, area, 3600, time(NULL)), 0);
+	assert_int_equal(removed, 0);
+	assert_int_equal(
+		spool_prune(&removed, sp, area, 3600, time(NULL) + 7200), 0);
+	assert_int_equal(removed, n);
+	assert_int_equal(count(sp, area), 0);
+}
+
 static void test_recover(void **state)
 {
 	struct spool *sp = open_rw();
@@ -803,13 +816,16 @@ static void test_recover(void **state)
 	assert_int_equal(spool_recover(NULL, NULL, sp, 0, time(NULL) + 10), 0);
 	assert_int_equal(entries("tmp", ""), 0);
 
-	/* done/ is pruned after the retention period only. */
-	assert_int_equal(spool_prune_done(&removed, sp, 3600, time(NULL)), 0);
-	assert_int_equal(removed, 0);
-	assert_int_equal(
-		spool_prune_done(&removed, sp, 3600, time(NULL) + 7200), 0);
-	assert_int_equal(removed, 3);
-	assert_int_equal(count(sp, SPOOL_DONE), 0);
+	/* done/ is pruned after the retention period only, and so is
+	 * dead/ ([spool] keep_dead), a record with its reason. */
+	i = count(sp, SPOOL_DEAD);
+	assert_int_equal(spool_put(NULL, 0, sp, &plain_meta, "x", 1), 0);
+	assert_int_equal(spool_claim_next(name, sizeof(name), sp), 0);
+	assert_int_equal(spool_dead(sp, name, "forge said 400"), 0);
+	assert_int_equal(count(sp, SPOOL_DEAD), i + 1);
+	assert_prunes(sp, SPOOL_DONE, 3);
+	assert_prunes(sp, SPOOL_DEAD, i + 1);
+	assert_int_equal(entries("dead", ""), 0); /* no reason left */
 	spool_record_release(&rec);
 	spool_free(sp);
 }
@@ -1016,7 +1032,7 @@ static int daemon_side(void)
 	else if (spool_claim_next(name, sizeof(name), sp) ||
 		 spool_dead(sp, name, "test") ||
 		 spool_recover(NULL, NULL, sp, 0, time(NULL) + 10) ||
-		 spool_prune_done(NULL, sp, 0, time(NULL) + 10))
+		 spool_prune(NULL, sp, SPOOL_DONE, 0, time(NULL) + 10))
 		rc = 3;
 	if (rc)
 		fprintf(stderr, "daemon: %s\n", err_msg());

@@ -1,24 +1,24 @@
 /*
- * Tests of the state store: schema migrations, each table's API, and the
- * properties the daemon and the milter rely on - one writer with readers
- * in other processes, and no trace of a transaction a crash interrupted.
+ * Tests of the state store: each table's API, and the properties the
+ * daemon and the milter rely on - one writer with readers in other
+ * processes, and no trace of a transaction a crash interrupted.  The
+ * schema and its migrations are test_store_migrate.c's; storetest.h is
+ * what the two share.
  *
  * The same tests judge both engines (storebed.h): SQLite files, or
  * PostgreSQL databases with PB_TEST_BACKEND=postgresql (CTest's
  * test_store_pg).  What only one engine has - SQLite's -wal files, its
  * file permissions - is tested on that engine only.
  *
- * The test opens the database directly only to do what the store must
- * refuse or cannot do itself (a too-new schema version, an old schema,
- * an independent integrity check).
+ * The test opens the database directly only to do what the store cannot
+ * do itself (an independent integrity check).
  */
 #include "cmocka_all.h"
 #include "state/store.h"
 #include "storebed.h"
+#include "storetest.h"
 #include "util/buf.h"
 #include "util/err.h"
-
-#include <sqlite3.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,163 +31,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BUSY_MS 5000
-#define SHA1 "1111111111111111111111111111111111111111"
-#define SHA2 "2222222222222222222222222222222222222222"
-#define SHA3 "3333333333333333333333333333333333333333"
-#define BASE "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-#define START "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
-
-static char dir[512];
-
 static int setup(void **state)
 {
-	const char *base = getenv("PB_TEST_TMP");
-
-	snprintf(dir, sizeof(dir), "%s/store.XXXXXX", base ? base : "/tmp");
-	if (!mkdtemp(dir))
-		return -1;
-	storebed_init("store", dir);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	char cmd[600];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
-
-/* A fresh database for one test: its file, or its connection string. */
-static const char *db_path(const char *name)
-{
-	return storebed_fresh(name);
-}
-
-static struct store *open_rw(const char *path)
-{
-	struct store *st = NULL;
-
-	if (storebed_open(&st, path, STORE_RW, BUSY_MS))
-		fail_msg("open %s: %s", path, err_msg());
-	return st;
-}
-
-/* Run one statement on the file with SQLite itself. */
-static void raw_exec(const char *path, const char *sql)
-{
-	sqlite3 *db = NULL;
-
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
-		fail_msg("%s: %s", sql, sqlite3_errmsg(db));
-	sqlite3_close(db);
-}
-
-/* SQLite's own check of the file; PostgreSQL has none of the kind. */
-static void raw_integrity_ok(const char *path)
-{
-	sqlite3 *db = NULL;
-	sqlite3_stmt *s = NULL;
-
-	if (storebed_pg())
-		return;
-	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL),
-			 SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1,
-					    &s, NULL),
-			 SQLITE_OK);
-	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
-	assert_string_equal((const char *)sqlite3_column_text(s, 0), "ok");
-	sqlite3_finalize(s);
-	sqlite3_close(db);
-}
-
-static int start_rev(struct store *st, const char *project, int64_t iid,
-		     const char *head)
-{
-	struct store_revision rev = { 0 };
-	int n = -1;
-
-	rev.project = project;
-	rev.iid = iid;
-	rev.head_sha = head;
-	rev.base_sha = BASE;
-	rev.start_sha = START;
-	rev.version_id = 100;
-	rev.patch_id = "p1";
-	rev.patches = 2;
-	rev.cover_msgid = "cover@x";
-	if (store_revision_start(&n, st, &rev))
-		fail_msg("start revision: %s", err_msg());
-	return n;
-}
-
-/* A patch mail k/total of revision rev of g/p!1. */
-static void fill_patch(struct store_mail *m, const char *msgid, int rev, int k,
-		       int total, const char *diff)
-{
-	store_mail_init(m);
-	m->message_id = msgid;
-	m->project = "g/p";
-	m->iid = 1;
-	m->revision = rev;
-	m->patch = k;
-	m->total = total;
-	m->kind = k ? STORE_MAIL_PATCH : STORE_MAIL_COVER;
-	m->commit_sha = k ? SHA3 : NULL;
-	m->base_sha = BASE;
-	m->start_sha = START;
-	m->head_sha = SHA1;
-	m->version_id = 100;
-	m->diff = diff;
-	m->diff_len = diff ? strlen(diff) : 0;
-}
-
-static int file_exists(const char *path, const char *suffix)
-{
-	char p[700];
-	struct stat sb;
-
-	snprintf(p, sizeof(p), "%s%s", path, suffix);
-	return stat(p, &sb) == 0;
-}
-
-static void test_open_migrate_reopen(void **state)
-{
-	const char *path = db_path("open");
-	struct store *st;
-	int v = -1;
-
-	st = open_rw(path);
-	assert_int_equal(store_schema_version(&v, st), 0);
-	assert_int_equal(v, store_schema_latest());
-	assert_true(store_schema_latest() >= 1);
-	assert_int_equal(store_check(st), 0);
-	store_free(st);
-	/* WAL files stay after close, for read-only readers. */
-	if (!storebed_pg()) {
-		assert_true(file_exists(path, "-wal"));
-		assert_true(file_exists(path, "-shm"));
-	}
-
-	/* Re-opening runs no step twice and keeps the data. */
-	st = open_rw(path);
-	assert_int_equal(store_cursor_set(st, "poll:g/p", "2024-01-01"), 0);
-	store_free(st);
-	st = open_rw(path);
-	assert_int_equal(store_schema_version(&v, st), 0);
-	assert_int_equal(v, store_schema_latest());
-	{
-		struct buf b = BUF_INIT(64);
-
-		assert_int_equal(store_cursor_get(&b, st, "poll:g/p"), 0);
-		assert_string_equal(b.data, "2024-01-01");
-		buf_release(&b);
-	}
-	store_free(st);
-	raw_integrity_ok(path);
+	(void)state;
+	return storetest_setup("store");
 }
 
 static void test_open_errors(void **state)
@@ -275,27 +122,6 @@ static void test_open_unsafe_dir(void **state)
 	assert_non_null(strstr(err_msg(), "symbolic link"));
 	assert_int_equal(unlink(path), 0);
 	store_free(open_rw(path));
-}
-
-static void test_refuse_newer_schema(void **state)
-{
-	const char *path = db_path("newer");
-	struct store *st = NULL;
-
-	store_free(open_rw(path));
-	storebed_set_version(path, 999);
-
-	assert_int_equal(storebed_open(&st, path, STORE_RW, BUSY_MS), PB_ERROR);
-	assert_null(st);
-	assert_non_null(strstr(err_msg(), "newer"));
-	assert_non_null(strstr(err_msg(), "999"));
-	assert_int_equal(storebed_open(&st, path, STORE_RO, BUSY_MS), PB_ERROR);
-	assert_non_null(strstr(err_msg(), "newer"));
-
-	/* Nothing was changed by the refused opens. */
-	storebed_set_version(path, 1000);
-	assert_int_equal(storebed_open(&st, path, STORE_RW, BUSY_MS), PB_ERROR);
-	assert_non_null(strstr(err_msg(), "1000"));
 }
 
 static void test_read_only_store(void **state)
@@ -673,22 +499,6 @@ static void test_transactions(void **state)
 	assert_int_equal(store_cursor_get(&b, st, "d"), PB_ENOTFOUND);
 	buf_release(&b);
 	store_free(st);
-}
-
-static void record(struct store *st, const char *msgid, int64_t next)
-{
-	struct store_inbound in = { 0 };
-
-	in.message_id = msgid;
-	in.spool_name = "1700000000.12345.host";
-	in.project = "g/p";
-	in.iid = 1;
-	in.revision = 2;
-	in.patch = 1;
-	in.classification = "reply";
-	in.next_attempt = next;
-	if (store_inbound_record(st, &in))
-		fail_msg("record %s: %s", msgid, err_msg());
 }
 
 static void test_inbound_journal(void **state)
@@ -1186,101 +996,6 @@ static void test_forge_actions(void **state)
  * so this copy must keep matching what store_schema.c creates at
  * version 1.
  */
-static const char schema_v1[] =
-	"CREATE TABLE revisions ("
-	" project TEXT NOT NULL,"
-	" iid INTEGER NOT NULL CHECK (iid > 0),"
-	" revision INTEGER NOT NULL CHECK (revision > 0),"
-	" head_sha TEXT NOT NULL,"
-	" base_sha TEXT,"
-	" start_sha TEXT,"
-	" version_id INTEGER,"
-	" patch_id TEXT,"
-	" patches INTEGER NOT NULL CHECK (patches >= 0),"
-	" cover_msgid TEXT,"
-	" state TEXT NOT NULL CHECK (state IN ('sending', 'sent')),"
-	" created INTEGER NOT NULL,"
-	" sent INTEGER,"
-	" PRIMARY KEY (project, iid, revision),"
-	" UNIQUE (project, iid, head_sha));"
-	"CREATE TABLE thread_map ("
-	" message_id TEXT PRIMARY KEY NOT NULL,"
-	" project TEXT NOT NULL,"
-	" iid INTEGER NOT NULL CHECK (iid > 0),"
-	" revision INTEGER CHECK (revision > 0),"
-	" patch INTEGER NOT NULL CHECK (patch >= 0),"
-	" total INTEGER NOT NULL CHECK (total >= 0),"
-	" kind TEXT NOT NULL CHECK (kind IN"
-	"  ('cover', 'patch', 'forge-comment', 'receipt')),"
-	" commit_sha TEXT,"
-	" base_sha TEXT,"
-	" start_sha TEXT,"
-	" head_sha TEXT,"
-	" version_id INTEGER,"
-	" diff TEXT,"
-	" discussion_id TEXT,"
-	" note_id INTEGER,"
-	" state TEXT NOT NULL CHECK (state IN ('pending', 'sent')),"
-	" created INTEGER NOT NULL,"
-	" sent INTEGER,"
-	" FOREIGN KEY (project, iid, revision)"
-	"  REFERENCES revisions (project, iid, revision));"
-	"CREATE UNIQUE INDEX thread_map_series"
-	" ON thread_map (project, iid, revision, patch)"
-	" WHERE kind IN ('cover', 'patch');"
-	"CREATE INDEX thread_map_revision"
-	" ON thread_map (project, iid, revision);"
-	"CREATE INDEX thread_map_discussion"
-	" ON thread_map (project, discussion_id)"
-	" WHERE discussion_id IS NOT NULL;"
-	"CREATE INDEX thread_map_note ON thread_map (project, note_id)"
-	" WHERE note_id IS NOT NULL;"
-	"CREATE TABLE cursors ("
-	" name TEXT PRIMARY KEY NOT NULL,"
-	" value TEXT NOT NULL,"
-	" updated INTEGER NOT NULL);"
-	"PRAGMA user_version = 1;";
-
-/* The schema as text, for comparing two databases. */
-static char *schema_dump(const char *path)
-{
-	sqlite3 *db = NULL;
-	sqlite3_stmt *s = NULL;
-	struct buf b = BUF_INIT(1024 * 1024);
-
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db,
-					    "SELECT type, name, sql FROM "
-					    "sqlite_schema ORDER BY name",
-					    -1, &s, NULL),
-			 SQLITE_OK);
-	while (sqlite3_step(s) == SQLITE_ROW) {
-		const unsigned char *sql = sqlite3_column_text(s, 2);
-
-		assert_int_equal(buf_addf(&b, "%s %s %s\n",
-					  sqlite3_column_text(s, 0),
-					  sqlite3_column_text(s, 1),
-					  sql ? (const char *)sql : ""),
-				 0);
-	}
-	sqlite3_finalize(s);
-	sqlite3_close(db);
-	return buf_detach(&b, NULL);
-}
-
-/* Rows of schema 2, in SQL both engines read alike. */
-#define MIGRATE_ROWS                                                         \
-	"INSERT INTO revisions (project, iid, revision, head_sha, patches,"  \
-	" cover_msgid, state, created, sent) VALUES ('g/p', 1, 1,"           \
-	" '" SHA1 "', 1, 'old-cover@x', 'sent', 10, 11);"                    \
-	"INSERT INTO thread_map (message_id, project, iid, revision, patch," \
-	" total, kind, commit_sha, head_sha, diff, state, created, sent)"    \
-	" VALUES ('old-1@x', 'g/p', 1, 1, 1, 1, 'patch', '" SHA3 "',"        \
-	" '" SHA1 "', 'diff', 'sent', 10, 11);"                              \
-	"INSERT INTO inbound (message_id, spool_name, project, iid,"         \
-	" revision, patch, classification, state, attempts, next_attempt,"   \
-	" created, updated) VALUES ('old-in@x', '1.q.2.3', 'g/p', 1, 1, 1,"  \
-	" 'reply', 'applying', 1, 0, 10, 10);"
 /* What became of each trailer: replaced as a whole, read back in order. */
 static void test_trailer_verdicts(void **state)
 {
@@ -1316,209 +1031,6 @@ static void test_trailer_verdicts(void **state)
 	assert_int_equal(store_verdicts_set(st, "", &v), PB_EINVAL);
 	strlist_release(&v);
 	store_free(st);
-}
-
-static void test_migrate_from_v1(void **state)
-{
-	const char *path = db_path("v1");
-	char fresh[700];
-	char *want, *have;
-	struct store *st;
-	struct store_mail got = STORE_MAIL_INIT;
-	struct store_revision rev = { 0 };
-	int v = 0;
-
-	if (storebed_pg())
-		skip(); /* SQLite files: see test_migrate_steps */
-
-	raw_exec(path, schema_v1);
-	raw_exec(path,
-		 "INSERT INTO revisions VALUES ('g/p', 1, 1, '" SHA1 "', NULL,"
-		 " NULL, NULL, NULL, 1, 'old-cover@x', 'sent', 10, 11);"
-		 "INSERT INTO thread_map VALUES ('old-1@x', 'g/p', 1, 1, 1, 1,"
-		 " 'patch', '" SHA3 "', NULL, NULL, '" SHA1 "', NULL, 'diff',"
-		 " NULL, NULL, 'sent', 10, 11);");
-
-	st = open_rw(path);
-	assert_int_equal(store_schema_version(&v, st), 0);
-	assert_int_equal(v, store_schema_latest());
-	assert_true(v >= 2);
-	/* The old rows are still there ... */
-	assert_int_equal(store_mail_get(&got, st, "old-1@x"), 0);
-	assert_string_equal(got.diff, "diff");
-	assert_int_equal(got.state, STORE_MAIL_SENT);
-	assert_int_equal(store_revision_latest(&rev, st, "g/p", 1), 0);
-	assert_int_equal(rev.revision, 1);
-	assert_int_equal(start_rev(st, "g/p", 1, SHA2), 2);
-	/* ... and the new tables work. */
-	record(st, "new@x", 0);
-	assert_int_equal(store_check(st), 0);
-	store_free(st);
-
-	/* Migrating reaches exactly the schema a new database gets. */
-	snprintf(fresh, sizeof(fresh), "%s/fresh.db", dir);
-	store_free(open_rw(fresh));
-	want = schema_dump(fresh);
-	have = schema_dump(path);
-	assert_string_equal(have, want);
-	free(want);
-	free(have);
-
-	store_mail_release(&got);
-	store_revision_release(&rev);
-}
-
-/*
- * Both engines: a database at an old schema (2), with rows of that time,
- * is refused by a reader, reported by store_probe(), and migrated by the
- * next writer, its rows intact and the new columns at their defaults (a
- * claim from before hosts were recorded belongs to no host).
- */
-static void test_migrate_steps(void **state)
-{
-	const char *path = db_path("steps");
-	struct store_opts o;
-	struct store *st = NULL;
-	struct store_mail got = STORE_MAIL_INIT;
-	struct store_inbound in = { 0 };
-	char *name = NULL;
-	int v = 0, n = -1;
-
-	memset(&o, 0, sizeof(o));
-	o.backend = storebed_backend();
-	o.target = path;
-	o.flags = STORE_RW;
-	o.busy_timeout_ms = BUSY_MS;
-	o.schema_version = 2;
-	assert_int_equal(store_open_opts(&st, &o), 0);
-	assert_int_equal(store_schema_version(&v, st), 0);
-	assert_int_equal(v, 2);
-	store_free(st);
-	storebed_exec(path, MIGRATE_ROWS, MIGRATE_ROWS);
-
-	assert_int_equal(storebed_open(&st, path, STORE_RO, BUSY_MS), PB_ETEMP);
-	assert_non_null(strstr(err_msg(), "older"));
-	assert_int_equal(store_probe(&v, &name, &o), 0);
-	assert_int_equal(v, 2);
-	assert_non_null(name);
-	free(name);
-
-	assert_int_equal(storebed_open_host(&st, path, STORE_RW, "b", 0), 0);
-	assert_int_equal(store_schema_version(&v, st), 0);
-	assert_int_equal(v, store_schema_latest());
-	assert_int_equal(store_mail_get(&got, st, "old-1@x"), 0);
-	assert_string_equal(got.diff, "diff");
-	assert_int_equal(got.state, STORE_MAIL_SENT);
-	assert_null(got.sent_by);
-	assert_int_equal(start_rev(st, "g/p", 1, SHA2), 2);
-	/* The old claim has no owner: any host's start recovers it. */
-	assert_int_equal(store_inbound_get(&in, st, "old-in@x"), 0);
-	assert_int_equal(in.state, STORE_INBOUND_APPLYING);
-	assert_null(in.claimed_by);
-	assert_int_equal(store_inbound_recover(&n, st), 0);
-	assert_int_equal(n, 1);
-	assert_int_equal(store_inbound_claim(&in, st, time(NULL)), 0);
-	assert_string_equal(in.message_id, "old-in@x");
-	assert_string_equal(in.claimed_by, "b");
-	assert_null(in.spooled_by);
-	assert_int_equal(store_check(st), 0);
-	store_free(st);
-
-	/* A probe of a database with no schema, and of the current one. */
-	o.target = db_path("steps0");
-	assert_int_equal(store_probe(&v, &name, &o), 0);
-	assert_int_equal(v, 0);
-	free(name);
-	o.target = path;
-	assert_int_equal(store_probe(&v, &name, &o), 0);
-	assert_int_equal(v, store_schema_latest());
-	free(name);
-	store_mail_release(&got);
-	store_inbound_release(&in);
-}
-
-/*
- * Both engines: a database at schema 8, where a head was mailed once per
- * MR, keeps its revisions and the mails that name them when the step to
- * 9 makes a revision a head on a base; then the same head on a new base
- * (a retarget) takes the next number, and the mails' references to the
- * revisions still hold.
- */
-#define RETARGET_ROWS                                                        \
-	"INSERT INTO revisions (project, iid, revision, head_sha, base_sha," \
-	" version_id, patch_id, patches, cover_msgid, state, created, sent)" \
-	" VALUES ('g/p', 1, 1, '" SHA1 "', '" BASE "', 7, 'p1', 2,"          \
-	" 'old-cover@x', 'sent', 10, 11);"                                   \
-	"INSERT INTO thread_map (message_id, project, iid, revision, patch," \
-	" total, kind, commit_sha, head_sha, diff, state, created, sent)"    \
-	" VALUES ('old-1@x', 'g/p', 1, 1, 1, 2, 'patch', '" SHA3 "',"        \
-	" '" SHA1 "', 'diff', 'sent', 10, 11);"
-/* A database at schema version, made by a writer that stops there. */
-static void make_at_version(const char *path, int version)
-{
-	struct store_opts o;
-	struct store *st = NULL;
-	int v = 0;
-
-	memset(&o, 0, sizeof(o));
-	o.backend = storebed_backend();
-	o.target = path;
-	o.flags = STORE_RW;
-	o.busy_timeout_ms = BUSY_MS;
-	o.schema_version = version;
-	assert_int_equal(store_open_opts(&st, &o), 0);
-	assert_int_equal(store_schema_version(&v, st), 0);
-	assert_int_equal(v, version);
-	store_free(st);
-}
-
-static void test_migrate_retarget(void **state)
-{
-	const char *path = db_path("retarget");
-	struct store *st = NULL;
-	struct store_revision rev = { 0 }, got = { 0 };
-	struct store_mail m = STORE_MAIL_INIT;
-	int v = 0, n = 0;
-
-	(void)state;
-	make_at_version(path, 8);
-	storebed_exec(path, RETARGET_ROWS, RETARGET_ROWS);
-
-	st = open_rw(path);
-	assert_int_equal(store_schema_version(&v, st), 0);
-	assert_int_equal(v, store_schema_latest());
-	assert_int_equal(store_revision_by_head(&got, st, "g/p", 1, SHA1), 0);
-	assert_int_equal(got.revision, 1);
-	assert_string_equal(got.base_sha, BASE);
-	assert_int_equal(got.version_id, 7);
-	assert_string_equal(got.patch_id, "p1");
-	assert_string_equal(got.cover_msgid, "old-cover@x");
-	assert_int_equal(got.state, STORE_REVISION_SENT);
-	assert_int_equal(got.sent, 11);
-	assert_int_equal(store_mail_get(&m, st, "old-1@x"), 0);
-	assert_int_equal(m.revision, 1);
-
-	rev.project = "g/p";
-	rev.iid = 1;
-	rev.head_sha = SHA1;
-	rev.base_sha = BASE;
-	assert_int_equal(store_revision_start(&n, st, &rev), PB_EEXISTS);
-	assert_int_equal(n, 1);
-	rev.base_sha = START;
-	assert_int_equal(store_revision_start(&n, st, &rev), 0);
-	assert_int_equal(n, 2);
-	assert_int_equal(store_revision_by_head(&got, st, "g/p", 1, SHA1), 0);
-	assert_int_equal(got.revision, 2);
-	/* A mail of a revision that does not exist is still refused. */
-	store_mail_release(&m);
-	fill_patch(&m, "new-1@x", 3, 1, 1, "diff");
-	assert_int_not_equal(store_mail_put(st, &m), 0);
-	fill_patch(&m, "new-1@x", 2, 1, 1, "diff");
-	assert_int_equal(store_mail_put(st, &m), 0);
-	assert_int_equal(store_check(st), 0);
-	store_free(st);
-	store_revision_release(&got);
-	store_mail_release(&m);
 }
 
 /* Add mail id at place patch to the series key of sender (v1, total). */
@@ -1655,56 +1167,6 @@ static void test_submissions(void **state)
 	store_submitted_release(&gm);
 	store_free(st2);
 	store_free(st);
-}
-
-/*
- * Both engines: a database at schema 9, with revisions and mails, takes
- * the step to 10 (the submissions) with its rows intact, and collects a
- * series then.
- */
-static void test_migrate_submissions(void **state)
-{
-	const char *path = db_path("submigrate");
-	struct store *st = NULL;
-	struct store_revision got = { 0 };
-	struct store_mail m = STORE_MAIL_INIT;
-	int v = 0, whole = 0;
-
-	(void)state;
-	make_at_version(path, 9);
-	storebed_exec(path, RETARGET_ROWS, RETARGET_ROWS);
-
-	st = open_rw(path);
-	assert_int_equal(store_schema_version(&v, st), 0);
-	assert_int_equal(v, store_schema_latest());
-	assert_int_equal(store_revision_by_head(&got, st, "g/p", 1, SHA1), 0);
-	assert_int_equal(got.revision, 1);
-	assert_string_equal(got.cover_msgid, "old-cover@x");
-	assert_int_equal(store_mail_get(&m, st, "old-1@x"), 0);
-	assert_int_equal(m.revision, 1);
-	assert_int_equal(
-		sub_add(&whole, st, "s@x", "ann@example.org", 1, "s@x", 1), 0);
-	assert_int_equal(whole, 1);
-	assert_int_equal(store_check(st), 0);
-	store_free(st);
-	store_revision_release(&got);
-	store_mail_release(&m);
-}
-
-/* A reader that opens a version-1 file before the daemon migrated it. */
-static void test_reader_before_migration(void **state)
-{
-	const char *path = db_path("v1ro");
-	struct store *st = NULL;
-
-	if (storebed_pg())
-		skip(); /* SQLite files: see test_migrate_steps */
-
-	raw_exec(path, schema_v1);
-	raw_exec(path, "PRAGMA journal_mode = WAL");
-	assert_int_equal(storebed_open(&st, path, STORE_RO, BUSY_MS), PB_ETEMP);
-	assert_non_null(strstr(err_msg(), "older"));
-	assert_null(st);
 }
 
 /*
@@ -2001,7 +1463,7 @@ static void test_reader_permissions(void **state)
 	int rc;
 
 	if (storebed_pg())
-		skip(); /* SQLite files: see test_migrate_steps */
+		skip(); /* SQLite files (test_store_migrate.c: test_migrate_steps) */
 
 	if (geteuid() != 0)
 		skip();
@@ -2165,10 +1627,8 @@ static void test_project_rename(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_open_migrate_reopen),
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_open_unsafe_dir),
-		cmocka_unit_test(test_refuse_newer_schema),
 		cmocka_unit_test(test_read_only_store),
 		cmocka_unit_test(test_mail_roundtrip),
 		cmocka_unit_test(test_mail_validation),
@@ -2182,17 +1642,12 @@ int main(void)
 		cmocka_unit_test(test_inbound_claim_exclusive),
 		cmocka_unit_test(test_forge_actions),
 		cmocka_unit_test(test_trailer_verdicts),
-		cmocka_unit_test(test_migrate_from_v1),
-		cmocka_unit_test(test_migrate_steps),
-		cmocka_unit_test(test_migrate_retarget),
-		cmocka_unit_test(test_migrate_submissions),
 		cmocka_unit_test(test_submissions),
-		cmocka_unit_test(test_reader_before_migration),
 		cmocka_unit_test(test_concurrent_reader_writer),
 		cmocka_unit_test(test_crash_mid_transaction),
 		cmocka_unit_test(test_crash_random_point),
 		cmocka_unit_test(test_reader_permissions),
 		cmocka_unit_test(test_project_rename),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, storetest_teardown);
 }
