@@ -12,7 +12,10 @@ holds the mails as revision 1.  The same mails again change nothing (no
 second series, no second merge request).  Not collected: a pull
 request, a reply, any mail when the project takes none ("off"), an
 unverified sender under "verified".  A single patch that does not apply
-is not opened, and says which patch and which base.
+is not opened, and says which patch and which base.  A run that stops
+between the push and the merge request (the forge refuses the request
+until the run gives up: what a kill -9 there leaves) is followed by one
+that makes the same commits and opens one merge request.
 """
 
 import json
@@ -34,13 +37,24 @@ def fail(msg):
 
 
 def git(*args, cwd=None, env=None):
-    e = dict(os.environ, GIT_CONFIG_GLOBAL="/dev/null",
-             GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0")
+    e = dict(os.environ, GIT_CONFIG_GLOBAL=os.devnull,
+             GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0",
+             GIT_COMMITTER_NAME="Ann Author",
+             GIT_COMMITTER_EMAIL="ann@example.org")
     for key in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
         e.pop(key, None)
     e.update(env or {})
     return subprocess.run(["git"] + list(args), cwd=cwd, env=e, check=True,
                           stdout=subprocess.PIPE).stdout.decode()
+
+
+def ctl(method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(URL + "/_sim/" + path, data=data,
+                                 method=method,
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req) as r:
+        r.read()
 
 
 def api(path):
@@ -212,6 +226,45 @@ def main():
     if rc == 0 or "patch 1/1 does not apply on " + base not in out:
         fail("a patch that does not apply: %r" % out)
     print("refusals and a failed apply as expected")
+
+    # Stopped between the push and the merge request, then run again.
+    git("checkout", "-q", "-b", "later", base, cwd=work)
+    with open(os.path.join(work, "later.txt"), "w") as f:
+        f.write("later\n")
+    git("add", "-A", cwd=work)
+    git("commit", "-q", "-m", "later: one more", cwd=work,
+        env={"GIT_AUTHOR_NAME": "Ann Author",
+             "GIT_AUTHOR_EMAIL": "ann@example.org",
+             "GIT_COMMITTER_NAME": "Ann Author",
+             "GIT_COMMITTER_EMAIL": "ann@example.org"})
+    later = os.path.join(tmp, "later")
+    git("format-patch", "-q", "--thread", "-1", "-o", later, "HEAD",
+        cwd=work)
+    later = os.path.join(later, os.listdir(later)[0])
+    ctl("POST", "faults", {"kind": "error", "status": 503, "count": 50,
+                           "method": "POST", "path": "/merge_requests$"})
+    rc, out = tool(state, mirror, "anyone", later)
+    ctl("DELETE", "faults")
+    if rc == 0 or ": failed: " not in out:
+        fail("the forge refused the merge request, yet: %r" % out)
+    heads = git("ls-remote", URL + "/" + PROJECT + ".git",
+                "refs/heads/email/ann/later-*", cwd=work).split()
+    if len(heads) != 2:
+        fail("the branch was not pushed before the merge request: %r" %
+             heads)
+    rc, out = tool(state, mirror, "anyone")
+    if rc != 0 or "!" not in out:
+        fail("the second run: %r" % out)
+    again = git("ls-remote", URL + "/" + PROJECT + ".git",
+                "refs/heads/email/ann/later-*", cwd=work).split()
+    if again != heads:
+        fail("the second run made other commits: %r, %r" % (heads, again))
+    branch = heads[1][len("refs/heads/"):]
+    mrs = api("/projects/1/merge_requests?state=all&source_branch=" + branch)
+    if len(mrs) != 1:
+        fail("%d merge requests from %s" % (len(mrs), branch))
+    print("stopped before the merge request: one merge request, !%d, on "
+          "the same commits" % mrs[0]["iid"])
     return 0
 
 
