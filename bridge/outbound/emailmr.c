@@ -245,10 +245,45 @@ static void pick_base(char out[GITREPO_HEXSZ + 1], const struct series *s,
 	snprintf(out, GITREPO_HEXSZ + 1, "%s", c->target_sha);
 }
 
+/* The forge's diff version of head (GitLab's base, start and head of
+ * the MR's diff: what diff notes are placed in), when it has one yet. */
+struct version_shas {
+	char base[GITREPO_HEXSZ + 1], start[GITREPO_HEXSZ + 1];
+	int64_t id;
+};
+
+static void forge_version_of(struct version_shas *v,
+			     const struct emailmr_ctx *c, int64_t iid,
+			     const char *base, const char *head)
+{
+	struct forge_version_list vl;
+	size_t i;
+
+	snprintf(v->base, sizeof(v->base), "%s", base);
+	snprintf(v->start, sizeof(v->start), "%s", base);
+	v->id = 0;
+	memset(&vl, 0, sizeof(vl));
+	if (forge_list_versions(&vl, c->forge, c->project, iid))
+		return; /* logged by the caller's next step if it matters */
+	for (i = 0; i < vl.nr; i++) {
+		const struct forge_version *fv = &vl.items[i];
+
+		if (!fv->head_sha || strcmp(fv->head_sha, head) ||
+		    !fv->base_sha || !fv->start_sha)
+			continue;
+		snprintf(v->base, sizeof(v->base), "%s", fv->base_sha);
+		snprintf(v->start, sizeof(v->start), "%s", fv->start_sha);
+		v->id = fv->id;
+		break;
+	}
+	forge_version_list_release(&vl);
+}
+
 /* The thread map: the series' mails as revision 1 of the MR. */
 static int map_series(const struct emailmr_ctx *c, const struct series *s,
-		      int64_t iid, const char *base, const char *head)
+		      int64_t iid, const char *applied_on, const char *head)
 {
+	struct version_shas v;
 	struct store_revision rev;
 	struct store_mail m;
 	char *cover = s->cover ? bare_id(s->cover->message_id) : NULL;
@@ -256,11 +291,14 @@ static int map_series(const struct emailmr_ctx *c, const struct series *s,
 	int revision = 0, rc;
 	size_t i, k = 0;
 
+	forge_version_of(&v, c, iid, applied_on, head);
 	memset(&rev, 0, sizeof(rev));
 	rev.project = c->project;
 	rev.iid = iid;
 	rev.head_sha = head;
-	rev.base_sha = base;
+	rev.base_sha = v.base;
+	rev.start_sha = v.start;
+	rev.version_id = v.id;
 	rev.patches = (int)s->nr_patches;
 	rev.cover_msgid = cover;
 	rc = store_revision_start(&revision, c->st, &rev);
@@ -285,8 +323,10 @@ static int map_series(const struct emailmr_ctx *c, const struct series *s,
 		m.total = (int)s->nr_patches;
 		m.kind = sm->patch ? STORE_MAIL_PATCH : STORE_MAIL_COVER;
 		m.commit_sha = commit[0] ? commit : NULL;
-		m.base_sha = base;
+		m.base_sha = v.base;
+		m.start_sha = v.start;
 		m.head_sha = head;
+		m.version_id = v.id;
 		/* the whole mail: the classifier reads its diff from it */
 		m.diff = sm->message;
 		m.diff_len = sm->message_len;
@@ -296,6 +336,23 @@ static int map_series(const struct emailmr_ctx *c, const struct series *s,
 			rc = store_mail_put(c->st, &m);
 		if (rc == PB_EEXISTS)
 			rc = 0;
+		if (!rc) {
+			/* the conversation's first mails (store_archive.h):
+			 * what a reply quoting them is checked against */
+			struct store_archived a;
+
+			memset(&a, 0, sizeof(a));
+			a.message_id = id;
+			a.project = c->project;
+			a.iid = iid;
+			a.origin = STORE_ARCHIVE_LIST;
+			a.message = sm->message;
+			a.message_len = sm->message_len;
+			a.created = sm->created;
+			rc = store_archive_put(c->st, &a);
+			if (rc == PB_EEXISTS)
+				rc = 0;
+		}
 		store_mail_release(&m);
 		free(id);
 	}
