@@ -279,7 +279,41 @@ static void forge_version_of(struct version_shas *v,
 	forge_version_list_release(&vl);
 }
 
-/* The thread map: the series' mails as revision 1 of the MR. */
+/*
+ * The merge request of the version this one follows: a vN (N > 1) whose
+ * first mail (the cover letter, else patch 1) answers the first mail of
+ * a series of the same sender and project, of a lower version, opened as
+ * a merge request - git send-email --in-reply-to, as contributors send a
+ * new version.  0 when there is none.
+ */
+static int64_t earlier_mr(const struct emailmr_ctx *c, const struct series *s)
+{
+	const struct store_submitted *first = s->mails.nr ? &s->mails.items[0] :
+							    NULL;
+	struct store_submission prev;
+	struct mail *m = NULL;
+	char *id = NULL;
+	int64_t iid = 0;
+
+	if (s->sub.version < 2 || !first ||
+	    mail_parse(&m, first->message, first->message_len, NULL))
+		return 0;
+	if (m->in_reply_to)
+		id = bare_id(m->in_reply_to);
+	mail_free(m);
+	store_submission_init(&prev);
+	if (id && !store_submission_get(&prev, c->st, id) &&
+	    prev.state == STORE_SUBMISSION_OPENED && prev.iid > 0 &&
+	    !strcmp(prev.sender, s->sub.sender) &&
+	    !strcmp(prev.project, c->project) && prev.version < s->sub.version)
+		iid = prev.iid;
+	store_submission_release(&prev);
+	free(id);
+	return iid;
+}
+
+/* The thread map: the series' mails as the MR's next revision (1 for
+ * a new MR). */
 static int map_series(const struct emailmr_ctx *c, const struct series *s,
 		      int64_t iid, const char *applied_on, const char *head)
 {
@@ -377,6 +411,7 @@ int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,
 	char branch[EMAILMR_BRANCH_MAX + 1], *local = NULL, *remote = NULL;
 	char safe[PB_LOG_QUOTE_MAX];
 	size_t failed = 0;
+	int64_t earlier = 0;
 	int rc;
 
 	*iid = 0;
@@ -420,12 +455,31 @@ int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,
 	if (rc)
 		goto out;
 
-	/* Push: the series' own branch, forced (a second run's commits are
-	 * the same, a later version's replace them). */
-	rc = emailmr_branch(branch, sizeof(branch), c->branch_prefix,
-			    s.sub.sender, t.title.data, series_id);
-	if (rc)
-		goto out;
+	/* Push: the series' own branch, or the earlier version's, forced
+	 * (a second run's commits are the same, a later version's replace
+	 * them, and GitLab shows the versions). */
+	earlier = earlier_mr(c, &s);
+	if (earlier) {
+		rc = forge_get_mr(&mr, c->forge, c->project, earlier);
+		if (rc)
+			goto out;
+		/* only ever under the prefix */
+		if (!mr.source_branch ||
+		    strncmp(mr.source_branch, c->branch_prefix,
+			    strlen(c->branch_prefix)) ||
+		    strlen(mr.source_branch) >= sizeof(branch)) {
+			rc = err_set(PB_EINVAL,
+				     "!%lld's branch is not under %s",
+				     (long long)earlier, c->branch_prefix);
+			goto out;
+		}
+		snprintf(branch, sizeof(branch), "%s", mr.source_branch);
+	} else {
+		rc = emailmr_branch(branch, sizeof(branch), c->branch_prefix,
+				    s.sub.sender, t.title.data, series_id);
+		if (rc)
+			goto out;
+	}
 	local = xasprintf("refs/patchbridge/email/%08x",
 			  (unsigned)hash_fnv1a_str(series_id));
 	remote = xasprintf("refs/heads/%s", branch);
@@ -435,6 +489,9 @@ int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,
 				  1);
 	if (rc)
 		goto out;
+
+	if (earlier)
+		goto mapped; /* the push made the new version */
 
 	/* The merge request: found, not made again, after a restart. */
 	buf_addf(&desc, "From: %s <%s> by email\n", t.name, t.email);
@@ -455,8 +512,8 @@ int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,
 	rc = forge_create_mr(&mr, c->forge, c->project, &n);
 	if (rc)
 		goto out;
+mapped:
 	*iid = mr.iid;
-
 	rc = map_series(c, &s, mr.iid, base, head);
 	if (!rc && s.sub.state == STORE_SUBMISSION_WHOLE) {
 		rc = store_submission_finish(c->st, series_id,
@@ -465,10 +522,11 @@ int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,
 			rc = 0; /* another host finished it meanwhile */
 	}
 	if (!rc)
-		log_info("%s!%lld: opened from the series <%s> (%zu patches "
-			 "on %.12s, branch %s)",
-			 c->project, (long long)mr.iid, safe, s.nr_patches,
-			 base, branch);
+		log_info("%s!%lld: %s from the series <%s> (v%d, %zu "
+			 "patches on %.12s, branch %s)",
+			 c->project, (long long)mr.iid,
+			 earlier ? "updated" : "opened", safe, s.sub.version,
+			 s.nr_patches, base, branch);
 out:
 	forge_mr_release(&mr);
 	strlist_release(&labels);
@@ -521,6 +579,20 @@ int emailmr_collect(int *whole, char *series_id, size_t size, struct store *st,
 	key = bare_id(r->kind == REVIEW_PATCH && mail->in_reply_to ?
 			      mail->in_reply_to :
 			      mail->message_id);
+	if (r->kind == REVIEW_PATCH && mail->in_reply_to) {
+		/* a vN patch sent in reply to an earlier version's mail
+		 * starts a series of its own */
+		struct store_submission have;
+
+		store_submission_init(&have);
+		if (!store_submission_get(&have, st, key) &&
+		    have.version !=
+			    (r->subject.version > 0 ? r->subject.version : 1)) {
+			free(key);
+			key = bare_id(mail->message_id);
+		}
+		store_submission_release(&have);
+	}
 	sender = xstrdup(mail->from.email);
 	for (i = 0; sender[i]; i++)
 		sender[i] = (char)tolower((unsigned char)sender[i]);

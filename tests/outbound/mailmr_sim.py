@@ -182,6 +182,51 @@ def main():
     if len(mrs) != 1:
         fail("%d merge requests from the branch" % len(mrs))
 
+    # v2, one patch changed, sent in reply to the v1 cover letter: the
+    # same merge request, force-pushed; the forge shows two versions and
+    # the thread map follows v2.
+    v1_cover = [l.split(":", 1)[1].strip() for l in text.splitlines()
+                if l.lower().startswith("message-id:")][0]
+    git("checkout", "-q", "-B", "v2", base, cwd=work)
+    commit(work, 1, "@1700000000 +0100")
+    with open(os.path.join(work, "topic-2.txt"), "w") as f:
+        f.write("change 2, second try\n")
+    git("add", "-A", cwd=work)
+    git("commit", "-q", "-m", "topic: change 2", "-m",
+        "Why change 2 matters, said better.\n\nSigned-off-by: Ann "
+        "Author <ann@example.org>", cwd=work,
+        env={"GIT_AUTHOR_NAME": "Ann Author",
+             "GIT_AUTHOR_EMAIL": "ann@example.org",
+             "GIT_AUTHOR_DATE": "@1700000600 -0500"})
+    commit(work, 3, "@1700001200 +0530")
+    v2 = os.path.join(tmp, "v2")
+    git("format-patch", "-q", "-v2", "--cover-letter", "--thread",
+        "--in-reply-to=" + v1_cover, "--base=" + base, "-o", v2,
+        base + "..HEAD", cwd=work)
+    p2 = [os.path.join(v2, n) for n in sorted(os.listdir(v2))]
+    with open(p2[0]) as f:
+        t2 = f.read()
+    with open(p2[0], "w") as f:
+        f.write(t2.replace("*** SUBJECT HERE ***", "topic: three changes")
+                .replace("*** BLURB HERE ***", "v2: change 2 said better."))
+    rc, out = tool(state, mirror, "anyone", *p2)
+    if rc != 0 or not out.rstrip().endswith(": !%d" % iid):
+        fail("v2 did not update !%d: %r" % (iid, out))
+    versions = api("/projects/1/merge_requests/%d/versions" % iid)
+    if len(versions) != 2:
+        fail("%d versions of !%d" % (len(versions), iid))
+    db = sqlite3.connect(state)
+    rows = db.execute("SELECT patch, revision FROM thread_map WHERE"
+                      " project = ? AND iid = ? AND revision = 2"
+                      " ORDER BY patch", (PROJECT, iid)).fetchall()
+    db.close()
+    if rows != [(0, 2), (1, 2), (2, 2), (3, 2)]:
+        fail("v2 in the thread map: %r" % rows)
+    if len(api("/projects/1/merge_requests?state=opened&source_branch=" +
+               mr["source_branch"])) != 1:
+        fail("v2 opened another merge request")
+    print("v2: !%d updated, 2 versions" % iid)
+
     # Not collected.
     pull = os.path.join(tmp, "pull.eml")
     with open(pull, "w") as f:
