@@ -10,7 +10,8 @@ branch under email/, labelled from-email, whose commits have the
 originals' authors, dates, messages and patch-ids; the thread map holds
 the mails as its revision 1, nothing is mailed to the list, and a list
 reply to patch 2/3 becomes a comment on that merge request through the
-existing inbound path.  A second run changes nothing.
+existing inbound path; `patchbridge why` on a submitted mail says
+what became of it.  A second run changes nothing.
 """
 
 import json
@@ -196,6 +197,11 @@ def story(pb, tmp):
         p2 = f.read()
     p2_id = [l.split(":", 1)[1].strip() for l in p2.splitlines()
              if l.lower().startswith("message-id:")][0]
+    # `why` on the submitted mail says what became of it.
+    out = run([pb, "-c", conf, "why", p2_id.strip("<>")])
+    if "a new series posted to the list: patch 2 of v1, 3 patches" \
+            not in out or "opened as group/project!%d" % iid not in out:
+        fail("why: %r" % out)
     reply = os.path.join(tmp, "reply.eml")
     with open(reply, "w") as f:
         f.write("From: Rita Reviewer <rita@example.org>\n"
