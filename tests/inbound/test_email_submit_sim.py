@@ -10,8 +10,9 @@ branch under email/, labelled from-email, whose commits have the
 originals' authors, dates, messages and patch-ids; the thread map holds
 the mails as its revision 1, nothing is mailed to the list, and a list
 reply to patch 2/3 becomes a comment on that merge request through the
-existing inbound path; `patchbridge why` on a submitted mail says
-what became of it.  A second run changes nothing.
+existing inbound path; a forge comment is mailed in reply to the
+contributor's own cover letter; `patchbridge why` on a submitted mail
+says what became of it.  A second run changes nothing.
 """
 
 import json
@@ -218,6 +219,31 @@ def story(pb, tmp):
     if not any("Change 2 reads well." in n["body"] for n in notes):
         fail("no comment on !%d" % iid)
     print("a list reply to 2/3: a comment on !%d" % iid)
+
+    # A forge comment is mailed in reply to the contributor's own mail
+    # (queued: no MTA here).
+    req = urllib.request.Request(
+        URL + "/api/v4/projects/1/merge_requests/%d/notes" % iid,
+        data=json.dumps({"body": "Thanks, Ann: looks right."}).encode(),
+        method="POST", headers={"PRIVATE-TOKEN": "user-token",
+                                "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        r.read()
+    run([pb, "-c", conf, "run", "--once", "--foreground"], ok=DAEMON_OK)
+    with open(files[0]) as f:
+        cover_id = [l.split(":", 1)[1].strip() for l in f.read().splitlines()
+                    if l.lower().startswith("message-id:")][0]
+    db = sqlite3.connect(os.path.join(tmp, "state.db"))
+    queued = [bytes(m[0]).decode("utf-8", "replace") for m in db.execute(
+        "SELECT o.message FROM outmail o JOIN thread_map t"
+        " ON t.message_id = o.message_id WHERE t.iid = ?", (iid,))]
+    db.close()
+    answers = [m for m in queued if "Thanks, Ann: looks right." in m]
+    if len(answers) != 1 or ("In-Reply-To: %s" % cover_id) not in answers[0]:
+        fail("the forge comment is not mailed in reply to %s: %r" %
+             (cover_id, queued))
+    print("a forge comment: mailed in reply to the cover letter %s" %
+          cover_id)
 
     # Again: nothing new.
     run([pb, "-c", conf, "run", "--once", "--foreground"], ok=DAEMON_OK)
