@@ -157,16 +157,19 @@ P = "group/project"
 # (a cover letter and 3 patches) and Rob's forge comment.  The milter
 # sees those 9 mails of the bridge's and the 3 replies.
 METRICS_MOVED = [
-    ("patchbridge_milter_mails_seen_total", {}, 12),
+    # the 12 mails of the list, the pipeline's result, and Mallory's
+    # notice on its way out
+    ("patchbridge_milter_mails_seen_total", {}, 14),
     ("patchbridge_milter_mails_spooled_total", {}, 3),
     ("patchbridge_milter_mails_classified_total", {"kind": "reply"}, 3),
-    ("patchbridge_milter_mails_classified_total", {"kind": "own"}, 9),
-    # the patches by their Message-ID, the forge comment by its header
+    ("patchbridge_milter_mails_classified_total", {"kind": "own"}, 11),
+    # the patches by their Message-ID; the forge comment, the pipeline's
+    # result and the notice by their header
     ("patchbridge_milter_mails_ignored_total",
      {"reason": "own-message-id"}, 8),
     ("patchbridge_milter_mails_ignored_total",
-     {"reason": "x-patchbridge-header"}, 1),
-    ("patchbridge_milter_mails_ignored_total", {}, 9),
+     {"reason": "x-patchbridge-header"}, 3),
+    ("patchbridge_milter_mails_ignored_total", {}, 11),
     ("patchbridge_milter_tempfails_total", {}, 0),
     ("patchbridge_replies_received_total", {"result": "journaled"}, 3),
     ("patchbridge_replies_received_total", {"result": "duplicate"}, 0),
@@ -176,8 +179,10 @@ METRICS_MOVED = [
     ("patchbridge_approvals_refused_total", {"reason": "unverified"}, 1),
     ("patchbridge_approvals_refused_total", {}, 1),
     ("patchbridge_naks_total", {}, 0),
+    ("patchbridge_notices_total", {"decision": "sent"}, 1),
+    ("patchbridge_notices_total", {}, 1),
     ("patchbridge_series_sent_total", {"project": P}, 1),
-    ("patchbridge_mails_sent_total", {"project": P}, 5),
+    ("patchbridge_mails_sent_total", {"project": P}, 7),
     ("patchbridge_smtp_failures_total", {}, 0),
     ("patchbridge_polls_total", {"project": P, "result": "auth"}, 0),
     ("patchbridge_polls_total", {"project": P, "result": "unreachable"}, 0),
@@ -331,7 +336,8 @@ def story(bed, bindir):
     else:
         say("patchbridge-milter is not built yet: replies are not read")
 
-    bed.start_postfix("--port", bed.env["PORT"], "--milter", milters)
+    bed.start_postfix("--port", bed.env["PORT"], "--milter", milters,
+                      mailboxes=("mallory@example.net",))
     say("GitLab simulator at %s (project group/project)" %
         os.environ["PB_FORGESIM_URL"])
     say("list server: Postfix on 127.0.0.1:%s, list %s, archive %s" %
@@ -399,12 +405,41 @@ def story(bed, bindir):
     say("git am applied 3 patches:")
     say(log.strip())
 
+    ci_result(bed, d, cover)
+
     if not have_milter:
         say("(the inbound half of the story needs patchbridge-milter)")
         return
 
     the_story_in_replies(bed, d, cover, patch1, patch2, made)
     show_metrics(d, before)
+
+
+def ci_result(bed, d, cover):
+    """Revision 1's pipeline passes on the forge; the list gets the result
+    in reply to the cover letter ([project] mail_pipelines)."""
+    step("GitLab CI runs revision 1's pipeline; it passes, the list is told")
+    pl = sim("POST", "/_sim/projects/1/merge_requests/1/pipelines",
+             {"jobs": [{"name": "build", "stage": "build"},
+                       {"name": "unit-tests", "stage": "test"}]})
+    sim("POST", "/_sim/projects/1/pipelines/%d/finish" % pl["id"], {})
+    say("pipeline #%d on %.12s: build and unit-tests passed" %
+        (pl["id"], pl["sha"]))
+    before = len(bed.archive())
+    d.cycle()
+    bed.wait_mail(before + 1)
+    bed.settle()
+    mail = next(m for m in bed.archive()
+                if m.get("From", "").startswith("CI via"))
+    say("archive: %s" % mail["Subject"])
+    say("From: %s" % mail["From"])
+    say("In-Reply-To: %s (the cover letter)" % mail["In-Reply-To"])
+    for line in patch_body(mail).strip().splitlines():
+        say("  | " + line)
+    check(mail["In-Reply-To"] == cover["Message-ID"],
+          "the pipeline's result does not answer the cover letter")
+    check(patch_body(mail).startswith("Pipeline #%d for v1 " % pl["id"]) and
+          " passed." in patch_body(mail), "the result does not say passed")
 
 
 def show_metrics(d, before):
@@ -465,7 +500,7 @@ def the_story_in_replies(bed, d, cover, patch1, patch2, made):
     bed.send(reply(patch1, "Mallory Spoofer <mallory@example.net>",
                    "Ship it.\n/merge\n\nAcked-by: Mallory Spoofer "
                    "<mallory@example.net>\n")[0], "mallory@example.net")
-    bed.wait_mail(7)
+    bed.wait_mail(8)
     bed.settle()
     for m in bed.archive():
         if m["Subject"].startswith("Re:"):
@@ -475,6 +510,8 @@ def the_story_in_replies(bed, d, cover, patch1, patch2, made):
     step("patchbridge applies the spooled replies to the forge")
     d.cycle()
     show_forge(sim("GET", "/_sim/state"))
+
+    mallory_hears_back(bed, d)
 
     step("An operator asks: what did the bridge do with Mallory's mail?")
     mallory = next(m for m in bed.archive()
@@ -492,7 +529,7 @@ def the_story_in_replies(bed, d, cover, patch1, patch2, made):
          "user": "alice"})
     say("patchbridge notices the new version on its next poll")
     d.cycle()
-    bed.wait_mail(11)
+    bed.wait_mail(12)
     bed.settle()
     v2 = [m for m in bed.archive() if "PATCH v2" in m["Subject"] and
           not m["Subject"].startswith("Re:")]
@@ -584,6 +621,40 @@ sub show { my ($m, $d) = @_; print "  " x $d, $m->{subject}, "
            show($_, $d + 1) for @{$kids{$m->{mid}} // []}; }
 show($_, 0) for @roots;
 """
+
+
+def mallory_hears_back(bed, d):
+    """Mallory's ack counted for nothing: a private notice tells her so
+    (README "Notices to senders"), in her mailbox, not on the list."""
+    step("Mallory hears back")
+    mine = next(m for m in bed.archive()
+                if "mallory@" in m.get("From", ""))
+
+    def delivered():
+        d.cycle()
+        bed.settle()
+        return bed.mailbox("mallory@example.net")
+    wait_for(delivered, 60, "no notice reached Mallory's mailbox")
+    box = bed.mailbox("mallory@example.net")
+    notice = box[0]
+    say("Mallory's mailbox: \"%s\" from %s" % (notice["Subject"],
+                                                notice["From"]))
+    body = notice.get_content()
+    for line in body.split("\n\n")[1:3]:
+        for part in line.splitlines():
+            say("  " + part)
+    check(len(box) == 1, "Mallory got %d mails, want one notice" % len(box))
+    check(notice["To"].addresses[0].addr_spec == "mallory@example.net" and
+          not notice["Cc"], "the notice is not to Mallory alone")
+    check(notice["In-Reply-To"] == mine["Message-ID"],
+          "the notice does not answer Mallory's mail")
+    check(notice["Auto-Submitted"] == "auto-replied",
+          "the notice does not say Auto-Submitted: auto-replied")
+    check("not verified" in " ".join(body.split()) and
+          "DKIM signs" in " ".join(body.split()),
+          "the notice does not say why nor what to do")
+    check(not any(m.get("X-Patchbridge-Origin") == "notice"
+                  for m in bed.archive()), "the notice reached the list")
 
 
 def show_forge(state, checks=True):

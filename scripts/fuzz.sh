@@ -27,7 +27,7 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-20}
 bdir=${FUZZ_BUILD:-$top/build-fuzz}
-targets=${FUZZ_TARGETS:-fuzz_owners fuzz_mail fuzz_reply fuzz_trailers fuzz_header}
+targets=${FUZZ_TARGETS:-fuzz_owners fuzz_mail fuzz_reply fuzz_trailers fuzz_header fuzz_notice}
 parallel=${FUZZ_PARALLEL:-$(nproc 2>/dev/null || echo 2)}
 cd "$top"
 
@@ -63,6 +63,7 @@ dict_for() {
 	fuzz_reply) echo quote diff trailers ;;
 	fuzz_trailers) echo trailers subject authres rfc2047 ;;
 	fuzz_header) echo header rfc2047 subject ;;
+	fuzz_notice) echo notice ;;
 	esac
 }
 max_len_for() {
@@ -72,6 +73,7 @@ max_len_for() {
 	fuzz_reply) echo 8192 ;;
 	fuzz_trailers) echo 2048 ;;
 	fuzz_header) echo 2048 ;;
+	fuzz_notice) echo 4096 ;;
 	esac
 }
 

@@ -6,6 +6,7 @@
 #include "forge/forge.h"
 #include "inbound/inbound.h"
 #include "outbound/detect.h"
+#include "outbound/noticemail.h"
 #include "mail/classify.h"
 #include "mail/mail.h"
 #include "state/spool.h"
@@ -207,6 +208,9 @@ static int apply_now(struct replay *rp, int retry_now)
 	o.store = rp->st;
 	o.forge = forge;
 	o.retry_now = retry_now;
+	/* notices are queued; the daemon mails them */
+	o.render_notice = noticemail_render;
+	o.render_arg = (void *)rp->cfg;
 	rc = inbound_new(&ib, &o);
 	if (rc == PB_ETEMP) {
 		printf("%s; it applies the spooled mail\n", err_msg());

@@ -7,7 +7,11 @@
  * is due.  The webhook receiver, when enabled, runs in libmicrohttpd's
  * threads and only puts MRs on the queue, which wakes the main thread: a
  * push or an opened MR on the work queue, a comment (Note Hook) on the
- * comments queue, whose MRs' comments are mailed at once.  A record the
+ * comments queue, whose MRs' comments are mailed at once, a finished
+ * pipeline (Pipeline Hook) on the pipelines queue, whose results are
+ * mailed with the comments (and, when it passed, on the work queue too:
+ * a revision held for it, wait_for_pipeline, is mailed).  At each poll
+ * the pipelines of the MRs mailed lately are read as well.  A record the
  * milter renames into the spool's new/ wakes it too ([spool] watch:
  * inotify), for the inbound step alone; the spool is also looked at
  * every INBOUND_SCAN_S seconds.  A record that arrives while the forge
@@ -64,7 +68,9 @@
 #include "inbound/inbound.h"
 #include "mail/mail.h"
 #include "outbound/detect.h"
+#include "outbound/cimail.h"
 #include "outbound/forgemail.h"
+#include "outbound/noticemail.h"
 #include "outbound/outbound.h"
 #include "outbound/workq.h"
 #include "state/store.h"
@@ -124,6 +130,9 @@ struct daemon {
 	/* MRs a Note Hook named: their comments are mailed in the next
 	 * cycle (the webhook's threads push, the main thread pops). */
 	struct workq *notes_q;
+	/* MRs a Pipeline Hook named: their pipelines are read in the next
+	 * reading of the forge comments. */
+	struct workq *ci_q;
 	struct retry *retries;
 	size_t nr_retries, alloc_retries;
 	int64_t next_poll;
@@ -294,6 +303,20 @@ out:
 
 /* --- the webhook ----------------------------------------------------- */
 
+/* ev's MR onto queue to (once), waking the main loop's queue q. */
+static int push_wake(struct workq *to, struct workq *q,
+		     const struct webhook_event *ev, const char *reason)
+{
+	int rc = workq_push_id(to, ev->project, ev->project_id, ev->iid, 0,
+			       reason);
+
+	if (rc == PB_EEXISTS)
+		rc = 0;
+	if (!rc)
+		workq_wake(q);
+	return rc;
+}
+
 /* Called from the receiver's threads: enqueue only. */
 static int on_event(const struct webhook_event *ev, void *arg)
 {
@@ -306,13 +329,18 @@ static int on_event(const struct webhook_event *ev, void *arg)
 	 * may not show (ThrottledTouch leaves updated_at as it was for a
 	 * minute).  Internal notes come as "Confidential Note Hook", which
 	 * the receiver ignores. */
-	if (ev->kind == WEBHOOK_NOTE) {
-		rc = workq_push_id(d->notes_q, ev->project, ev->project_id,
-				   ev->iid, 0, "webhook note");
-		if (rc == PB_EEXISTS)
-			rc = 0;
-		if (!rc)
-			workq_wake(q);
+	if (ev->kind == WEBHOOK_NOTE)
+		return push_wake(d->notes_q, q, ev, "webhook note");
+	/* A pipeline of an MR changed: its result is mailed when it is a
+	 * finished one (forgemail.h). */
+	if (ev->kind == WEBHOOK_PIPELINE) {
+		if (cimail_passed(ev->pipeline_status) < 0)
+			return 0;
+		rc = push_wake(d->ci_q, q, ev, "webhook pipeline");
+		/* A revision held for its pipeline ([project]
+		 * wait_for_pipeline) is mailed now. */
+		if (!rc && cimail_passed(ev->pipeline_status) == 1)
+			rc = push_wake(q, q, ev, "webhook pipeline");
 		return rc;
 	}
 	if (ev->kind != WEBHOOK_MR)
@@ -524,6 +552,8 @@ static void inbound_cycle(struct daemon *d, int rescan)
 		o.stop = &stop_flag;
 		o.submission = take_submission;
 		o.submission_arg = d;
+		o.render_notice = noticemail_render;
+		o.render_arg = (void *)d->env.cfg;
 		/* PB_ETEMP: a `replay --apply-now` applies meanwhile */
 		if (inbound_new(&d->ib, &o)) {
 			log_warn("inbound: %s", err_msg());
@@ -651,10 +681,14 @@ static void process(struct daemon *d, const struct workq_item *it)
 	case OUTBOUND_PENDING:
 		log_warn("%s: %s", it->reason, rep.reason);
 		break;
+	case OUTBOUND_WAITING:
+		log_info("%s: not mailed yet: %s", it->reason, rep.reason);
+		break;
 	}
 	/* Held back by an earlier revision's deferred mail: look again
 	 * once that is due. */
-	if (rep.outcome == OUTBOUND_PENDING && !rep.revision)
+	if ((rep.outcome == OUTBOUND_PENDING && !rep.revision) ||
+	    rep.outcome == OUTBOUND_WAITING)
 		retry_later(d, it,
 			    rep.next_attempt ? rep.next_attempt : now_s() + 60);
 	else
@@ -709,7 +743,7 @@ static void serve_spool(void *arg)
 
 /* Forge comments, approvals, merges: mailed as replies (forgemail.h);
  * queued here, delivered by deliver_due() with the series mails. */
-static void forge_comments(struct daemon *d)
+static void forge_comments(struct daemon *d, int polled)
 {
 	struct forgemail *fm = NULL;
 	struct workq_item it;
@@ -736,8 +770,19 @@ static void forge_comments(struct daemon *d)
 				 it.project, (long long)it.iid, it.reason,
 				 err_msg());
 	}
+	while (!stop_flag && !workq_pop(&it, d->ci_q)) {
+		configured_item(d, &it);
+		if (forgemail_pipelines(fm, it.project, it.iid, &queued))
+			log_warn("pipelines of %s!%lld (%s): %s; the next "
+				 "poll reads them",
+				 it.project, (long long)it.iid, it.reason,
+				 err_msg());
+	}
 	if (forgemail_poll(fm, &queued))
 		log_warn("forge comments: %s", err_msg());
+	/* Pipelines at the poll's pace: each recent MR costs a request. */
+	if (polled && forgemail_poll_pipelines(fm, &queued))
+		log_warn("pipelines: %s", err_msg());
 	if (queued)
 		log_info("forge comments: %zu mail(s) queued", queued);
 	forge_set_pause(d->env.forge, NULL, NULL);
@@ -759,11 +804,13 @@ static void cycle(struct daemon *d)
 	struct workq_item it;
 	size_t queued = 0;
 	int64_t t = now_s();
+	int polled = 0;
 
 	token_reread(d);
 	if (t >= d->next_token_check)
 		token_expiry(d);
 	if (t >= d->next_poll) {
+		polled = 1;
 		if (detect_poll(d->detect, d->q, &queued))
 			health_report(HEALTH_FORGE, 0,
 				      "the last poll failed: %s", err_msg());
@@ -788,7 +835,7 @@ static void cycle(struct daemon *d)
 	if (!stop_flag && !reload_flag)
 		detect_checkpoint(d->detect);
 	if (!stop_flag && !reload_flag)
-		forge_comments(d);
+		forge_comments(d, polled);
 	if (!stop_flag)
 		deliver_due(d);
 	if (!stop_flag && !reload_flag &&
@@ -822,8 +869,8 @@ static int wait_for_work(struct daemon *d)
 	for (i = 0; i < d->nr_retries; i++)
 		if (d->retries[i].due < until)
 			until = d->retries[i].due;
-	if (workq_len(d->q) || workq_len(d->notes_q) || stop_flag ||
-	    reload_flag || poll_flag)
+	if (workq_len(d->q) || workq_len(d->notes_q) || workq_len(d->ci_q) ||
+	    stop_flag || reload_flag || poll_flag)
 		return 0;
 	ms = until <= t ?
 		     0 :
@@ -1066,7 +1113,8 @@ int cmd_run(const char *config_path, int argc, char **argv)
 		config_free(cfg);
 		return EX_TEMPFAIL;
 	}
-	if (workq_new(&d.q, 0) || workq_new(&d.notes_q, 0)) {
+	if (workq_new(&d.q, 0) || workq_new(&d.notes_q, 0) ||
+	    workq_new(&d.ci_q, 0)) {
 		fprintf(stderr, "patchbridge run: %s\n", err_msg());
 		rc = EX_OSERR;
 		goto out_cfg;
@@ -1187,6 +1235,7 @@ out_cfg:
 	signal_queue = NULL;
 	workq_free(d.q);
 	workq_free(d.notes_q);
+	workq_free(d.ci_q);
 	config_free(cfg);
 	if (lock_fd >= 0)
 		close(lock_fd);

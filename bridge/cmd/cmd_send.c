@@ -59,6 +59,12 @@ static int report(const char *spec, const struct outbound_report *rep)
 			printf(" (next attempt %s)", when);
 		printf(", %d failed for good\n", rep->failed);
 		return rep->deferred ? EX_TEMPFAIL : EX_UNAVAILABLE;
+	case OUTBOUND_WAITING:
+		env_time(when, sizeof(when), rep->next_attempt);
+		printf("%s: not mailed yet: %s (looked at again %s; --force "
+		       "mails it now)\n",
+		       spec, rep->reason, when);
+		return EX_TEMPFAIL;
 	}
 	return EX_SOFTWARE;
 }

@@ -49,6 +49,8 @@ struct why {
 	int total; /* M of the revision the row names; 0: unknown */
 	struct store_action_list acts;
 	struct strlist verdicts; /* per trailer, as applied (schema 5) */
+	int have_notice; /* the notice to the sender (schema 10) */
+	struct store_notice notice;
 	/* The thread map, for mail the bridge sent, and its queue row. */
 	int have_sent;
 	struct store_mail sent;
@@ -83,6 +85,7 @@ static void why_init(struct why *w, const struct config *cfg)
 	store_submission_init(&w->sub);
 	strlist_init(&w->reasons);
 	strlist_init(&w->verdicts);
+	store_notice_init(&w->notice);
 	spool_record_init(&w->rec);
 }
 
@@ -97,6 +100,7 @@ static void why_release(struct why *w)
 	spool_entry_list_release(&w->recs);
 	strlist_release(&w->reasons);
 	strlist_release(&w->verdicts);
+	store_notice_release(&w->notice);
 	spool_record_release(&w->rec);
 	review_free(w->review);
 }
@@ -206,6 +210,10 @@ static int gather_store(struct why *w)
 		rc = store_action_list(&w->acts, st, w->id);
 	if (!rc && w->have_row)
 		rc = store_verdicts_get(&w->verdicts, st, w->id);
+	if (!rc && w->have_row) {
+		rc = store_notice_get(&w->notice, st, w->id);
+		w->have_notice = !rc;
+	}
 	if (rc == PB_ENOTFOUND)
 		rc = 0;
 	if (!rc && w->have_row && w->row.project) {
@@ -751,6 +759,62 @@ warnings:
 		printf("    %s\n", pr(v, sizeof(v), m->notes.items[i]));
 }
 
+/* What the sender was told (README "Notices to senders"). */
+static const char *notice_why_not(const char *decision)
+{
+	static const struct {
+		const char *token, *text;
+	} v[] = {
+		{ "disabled", "notices are off ([inbound] notify_sender)" },
+		{ "opt_out", "the sender asked for no notices" },
+		{ "rate_limit", "the sender had [inbound] notice_rate notices "
+				"in the hour already" },
+		{ "auto_submitted", "the reply is automatic (Auto-Submitted, "
+				    "RFC 3834)" },
+		{ "bounce", "the reply is a bounce" },
+		{ "list", "the reply is a list robot's mail" },
+		{ "ours", "the reply is the bridge's own mail" },
+		{ "no_address", "the reply has no sender address" },
+		{ "unrenderable", "the notice template failed" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		if (!strcmp(v[i].token, decision))
+			return v[i].text;
+	return decision;
+}
+
+static void tell_notice(const struct why *w)
+{
+	const struct store_notice *n = &w->notice;
+	char t[PB_ERRMSG_MAX];
+	const char *p, *e;
+
+	if (!w->have_row || w->row.state == STORE_INBOUND_APPLYING ||
+	    w->row.state == STORE_INBOUND_RECEIVED ||
+	    w->row.state == STORE_INBOUND_FAILED)
+		return;
+	if (!w->have_notice) {
+		printf("  notice to the sender: none (nothing to tell)\n");
+		return;
+	}
+	if (n->notice_id)
+		printf("  notice to the sender: sent as <%s> to %s\n",
+		       pr(t, sizeof(t), n->notice_id),
+		       n->recipient ? n->recipient : "?");
+	else
+		printf("  notice to the sender: not sent: %s\n",
+		       notice_why_not(n->decision));
+	for (p = n->reasons ? n->reasons : ""; *p; p = *e ? e + 1 : e) {
+		char line[PB_ERRMSG_MAX];
+
+		e = p + strcspn(p, "\n");
+		printable_copy(line, sizeof(line), p, (size_t)(e - p));
+		printf("    - %s\n", line);
+	}
+}
+
 static void tell_spool(const struct why *w)
 {
 	char s[PB_LOG_QUOTE_MAX], r[PB_ERRMSG_MAX], t[32];
@@ -992,6 +1056,7 @@ static void tell_text(const struct why *w)
 	tell_journal(w);
 	tell_actions(w);
 	tell_trailers(w);
+	tell_notice(w);
 	tell_spool(w);
 	tell_sent(w);
 }
@@ -1019,6 +1084,25 @@ static void json_url(struct jsonw *j, const struct why *w, const char *key,
 	forge_url(url, sizeof(url), w, project, iid, note);
 	jsonw_key(j, key);
 	jsonw_strz(j, url[0] ? url : NULL);
+}
+
+static void json_notice(struct jsonw *j, const struct why *w)
+{
+	jsonw_key(j, "notice");
+	if (!w->have_notice) {
+		jsonw_null(j);
+		return;
+	}
+	jsonw_obj_begin(j);
+	jsonw_key(j, "decision");
+	jsonw_strz(j, w->notice.decision);
+	jsonw_key(j, "message_id");
+	jsonw_strz(j, w->notice.notice_id);
+	jsonw_key(j, "recipient");
+	jsonw_strz(j, w->notice.recipient);
+	jsonw_key(j, "reasons");
+	jsonw_strz(j, w->notice.reasons);
+	jsonw_obj_end(j);
 }
 
 static void json_journal(struct jsonw *j, const struct why *w)
@@ -1277,6 +1361,7 @@ static int tell_json(const struct why *w)
 	jsonw_key(&j, "verdict");
 	jsonw_strz(&j, verdict(w));
 	json_journal(&j, w);
+	json_notice(&j, w);
 	json_actions(&j, w);
 	json_mail(&j, w);
 	json_spool(&j, w);

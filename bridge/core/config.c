@@ -281,7 +281,7 @@ static const struct config_param params[CFG__COUNT] = {
 
 	[CFG_WEBHOOK_ENABLED] = {
 		"webhook", "enabled", CONFIG_BOOL, "no", 0, 0, NULL, 0,
-		"Receive GitLab merge request and note webhooks" },
+		"Receive GitLab merge request, note and pipeline webhooks" },
 	[CFG_WEBHOOK_LISTEN] = {
 		"webhook", "listen", CONFIG_HOSTPORT, "127.0.0.1:8787", 0,
 		NAME_LEN_MAX, NULL, 0,
@@ -424,6 +424,19 @@ static const struct config_param params[CFG__COUNT] = {
 	[CFG_INBOUND_MAX_ATTEMPTS] = {
 		"inbound", "max_attempts", CONFIG_INT, "30", 1, 1000, NULL, 0,
 		"Attempts before a mail becomes a dead letter" },
+	[CFG_INBOUND_NOTIFY_SENDER] = {
+		"inbound", "notify_sender", CONFIG_BOOL, "yes", 0, 0, NULL, PP,
+		"Mail the sender of a reply, privately, when the bridge did "
+		"not do all it asked (README \"Notices to senders\")" },
+	[CFG_INBOUND_NOTICE_RATE] = {
+		"inbound", "notice_rate", CONFIG_INT, "5", 1, 1000, NULL, 0,
+		"Notices mailed to one sender in an hour, at most; the "
+		"others are recorded, not mailed" },
+	[CFG_INBOUND_NOTICE_TEMPLATE] = {
+		"inbound", "notice_template", CONFIG_PATH, "", 0, PATH_LEN_MAX,
+		NULL, 0,
+		"Template of the notice to senders (templates/sender-notice."
+		"txt); empty: the built-in one" },
 
 	[CFG_PROJECT_ENABLED] = {
 		"project", "enabled", CONFIG_BOOL, "yes", 0, 0, NULL, 0,
@@ -445,6 +458,20 @@ static const struct config_param params[CFG__COUNT] = {
 		255, NULL, 0,
 		"The branch a series posted to the list is applied onto and "
 		"targets when its mails name no base-commit the mirror has" },
+	[CFG_PROJECT_MAIL_PIPELINES] = {
+		"project", "mail_pipelines", CONFIG_BOOL, "yes", 0, 0, NULL, 0,
+		"Mail each finished pipeline's result (passed, or failed with "
+		"its failed jobs) in reply to the cover letter of the "
+		"revision it ran on" },
+	[CFG_PROJECT_WAIT_FOR_PIPELINE] = {
+		"project", "wait_for_pipeline", CONFIG_BOOL, "no", 0, 0, NULL,
+		0,
+		"Mail a revision only once its pipeline passed, or after "
+		"pipeline_wait_max with a note in the cover letter" },
+	[CFG_PROJECT_PIPELINE_WAIT_MAX] = {
+		"project", "pipeline_wait_max", CONFIG_DURATION, "2h", 1 * SEC,
+		7 * DAY, NULL, 0,
+		"Longest wait for a revision's pipeline (wait_for_pipeline)" },
 };
 /* clang-format on */
 
@@ -1896,6 +1923,12 @@ int config_project_bool(const struct config_project *p, enum config_id id)
 int64_t config_project_int(const struct config_project *p, enum config_id id)
 {
 	return project_value(p, id, CONFIG_INT)->num;
+}
+
+int64_t config_project_duration_ms(const struct config_project *p,
+				   enum config_id id)
+{
+	return project_value(p, id, CONFIG_DURATION)->num;
 }
 
 int config_project_enum(const struct config_project *p, enum config_id id)

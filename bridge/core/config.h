@@ -160,11 +160,17 @@ enum config_id {
 	CFG_INBOUND_RETRY_BASE,
 	CFG_INBOUND_RETRY_MAX,
 	CFG_INBOUND_MAX_ATTEMPTS,
+	CFG_INBOUND_NOTIFY_SENDER,
+	CFG_INBOUND_NOTICE_RATE,
+	CFG_INBOUND_NOTICE_TEMPLATE,
 	/* [project "group/name"] only */
 	CFG_PROJECT_ENABLED,
 	CFG_PROJECT_EMAIL_SUBMISSIONS,
 	CFG_PROJECT_EMAIL_BRANCH_PREFIX,
 	CFG_PROJECT_EMAIL_TARGET_BRANCH,
+	CFG_PROJECT_MAIL_PIPELINES,
+	CFG_PROJECT_WAIT_FOR_PIPELINE,
+	CFG_PROJECT_PIPELINE_WAIT_MAX,
 
 	CFG__COUNT
 };
@@ -288,6 +294,8 @@ int config_project_enum(const struct config_project *p, enum config_id id);
 /* Does an enabled project take series posted to the list ([project]
  * email_submissions other than off)? */
 int config_takes_submissions(const struct config *cfg);
+int64_t config_project_duration_ms(const struct config_project *p,
+				   enum config_id id);
 
 enum config_dump_flags {
 	CONFIG_DUMP_SET_ONLY = 1 << 0, /* only what the file sets (-n) */

@@ -37,7 +37,11 @@ static const char *const v_received[] = {
 /* inbound.c's tokens for finish(). */
 static const char *const v_ignored[] = {
 	"not_placed", "own_mail", "not_bridged", "disabled", "not_a_reply",
-	"nothing_to_apply", "discussion_locked", "not_submission", NULL };
+	"nothing_to_apply", "discussion_locked", "notice_request",
+	"not_submission", NULL };
+static const char *const v_notice[] = {
+	"sent", "disabled", "opt_out", "rate_limit", "auto_submitted",
+	"bounce", "list", "ours", "no_address", "unrenderable", NULL };
 static const char *const v_dead[] = {
 	"corrupt", "unreadable", "unparsable", "planning", "forge_refused",
 	"gave_up", NULL };
@@ -148,6 +152,7 @@ static const struct metric_def defs[MET__COUNT] = {
 		"`reason`: `not_placed`, `own_mail`, `not_bridged`, "
 		"`disabled`, `not_a_reply`, `nothing_to_apply`, "
 		"`discussion_locked` (the MR's discussion is locked), "
+		"`notice_request` (a sender's \"unsubscribe notices\"), "
 		"`not_submission` (a new patch's mail that is no series "
 		"the project takes)" },
 	[MET_REPLIES_RETRIED] = {
@@ -186,6 +191,15 @@ static const struct metric_def defs[MET__COUNT] = {
 		{ "project" }, { NULL }, 256, NULL, 0,
 		"NAKs applied to the forge (label, discussion)",
 		"`project`" },
+	[MET_NOTICES] = {
+		"patchbridge_notices_total", METRIC_COUNTER, D,
+		{ "decision" }, { v_notice }, 16, NULL, 0,
+		"Replies whose sender was to be told what was not done: the "
+		"notice queued, or why not",
+		"`decision`: `sent` (queued for the sender), `disabled`, "
+		"`opt_out`, `rate_limit`, `auto_submitted`, `bounce`, `list`, "
+		"`ours`, `no_address`, `unrenderable` (README \"Notices to "
+		"senders\")" },
 	[MET_SERIES_SENT] = {
 		"patchbridge_series_sent_total", METRIC_COUNTER, D,
 		{ "project" }, { NULL }, 256, NULL, 0,

@@ -166,6 +166,32 @@ int forge_list_versions(struct forge_version_list *out, struct forge *f,
 	return f->ops->list_versions(out, f, project, iid);
 }
 
+int forge_list_pipelines(struct forge_pipeline_list *out, struct forge *f,
+			 const char *project, int64_t iid)
+{
+	memset(out, 0, sizeof(*out));
+	if (!f->ops->list_pipelines)
+		return NOT_SUPPORTED(f, "list pipelines");
+	return f->ops->list_pipelines(out, f, project, iid);
+}
+
+int forge_list_jobs(struct forge_job_list *out, struct forge *f,
+		    const char *project, int64_t pipeline_id)
+{
+	memset(out, 0, sizeof(*out));
+	if (!f->ops->list_jobs)
+		return NOT_SUPPORTED(f, "list a pipeline's jobs");
+	return f->ops->list_jobs(out, f, project, pipeline_id);
+}
+
+int forge_job_trace(struct buf *out, struct forge *f, const char *project,
+		    int64_t job_id)
+{
+	if (!f->ops->job_trace)
+		return NOT_SUPPORTED(f, "give a job's log");
+	return f->ops->job_trace(out, f, project, job_id);
+}
+
 int forge_get_version(struct forge_version *out, struct forge *f,
 		      const char *project, int64_t iid, int64_t version_id)
 {
@@ -600,6 +626,45 @@ void forge_version_release(struct forge_version *v)
 		forge_diff_file_release(&v->diffs[i]);
 	free(v->diffs);
 	memset(v, 0, sizeof(*v));
+}
+
+void forge_pipeline_release(struct forge_pipeline *p)
+{
+	free(p->sha);
+	free(p->ref);
+	free(p->status);
+	free(p->web_url);
+	free(p->updated_at);
+	memset(p, 0, sizeof(*p));
+}
+
+void forge_pipeline_list_release(struct forge_pipeline_list *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->nr; i++)
+		forge_pipeline_release(&l->items[i]);
+	free(l->items);
+	memset(l, 0, sizeof(*l));
+}
+
+void forge_job_release(struct forge_job *j)
+{
+	free(j->name);
+	free(j->stage);
+	free(j->status);
+	free(j->web_url);
+	memset(j, 0, sizeof(*j));
+}
+
+void forge_job_list_release(struct forge_job_list *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->nr; i++)
+		forge_job_release(&l->items[i]);
+	free(l->items);
+	memset(l, 0, sizeof(*l));
 }
 
 void forge_version_list_release(struct forge_version_list *l)

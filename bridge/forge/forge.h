@@ -170,6 +170,48 @@ struct forge_hook_list {
 	size_t nr;
 };
 
+/*
+ * A pipeline of an MR (GitLab: GET /projects/:id/merge_requests/:iid/
+ * pipelines, doc/api/merge_requests.md "List merge request pipelines",
+ * lib/api/entities/ci/pipeline_basic.rb).  status is one of GitLab's
+ * (app/models/concerns/ci/has_status.rb): created, waiting_for_resource,
+ * preparing, pending, running, success, failed, canceled, skipped,
+ * manual, scheduled.
+ */
+struct forge_pipeline {
+	int64_t id;
+	char *sha;
+	char *ref;
+	char *status;
+	char *web_url; /* may be NULL */
+	char *updated_at; /* may be NULL */
+};
+
+struct forge_pipeline_list {
+	struct forge_pipeline *items; /* newest first, as the forge gives */
+	size_t nr;
+};
+
+/*
+ * A job of a pipeline (GET /projects/:id/pipelines/:pipeline_id/jobs,
+ * doc/api/jobs.md "List pipeline jobs", lib/api/entities/ci/job_basic.rb).
+ * status as the pipeline's; allow_failure: a failure that does not fail
+ * the pipeline.
+ */
+struct forge_job {
+	int64_t id;
+	char *name;
+	char *stage;
+	char *status;
+	char *web_url; /* the job's page, which shows its log; may be NULL */
+	int allow_failure;
+};
+
+struct forge_job_list {
+	struct forge_job *items;
+	size_t nr;
+};
+
 struct forge_version_list {
 	struct forge_version *items; /* newest first */
 	size_t nr;
@@ -467,6 +509,12 @@ struct forge_ops {
 	int (*commit_email_host)(char **out, struct forge *f);
 	int (*list_hooks)(struct forge_hook_list *out, struct forge *f,
 			  const char *project);
+	int (*list_pipelines)(struct forge_pipeline_list *out, struct forge *f,
+			      const char *project, int64_t iid);
+	int (*list_jobs)(struct forge_job_list *out, struct forge *f,
+			 const char *project, int64_t pipeline_id);
+	int (*job_trace)(struct buf *out, struct forge *f, const char *project,
+			 int64_t job_id);
 	enum forge_sudo_problem (*sudo_problem)(const struct forge *f);
 	enum forge_token_problem (*token_problem)(const struct forge *f);
 	/* Run fn(arg) with the handle's per-call state set aside
@@ -543,6 +591,20 @@ int forge_list_versions(struct forge_version_list *out, struct forge *f,
 /* One version with its commits and diffs. */
 int forge_get_version(struct forge_version *out, struct forge *f,
 		      const char *project, int64_t iid, int64_t version_id);
+
+/* The MR's pipelines, newest first (the first page: GitLab's 20). */
+int forge_list_pipelines(struct forge_pipeline_list *out, struct forge *f,
+			 const char *project, int64_t iid);
+/* The jobs of a pipeline (the latest try of each, GitLab's default). */
+int forge_list_jobs(struct forge_job_list *out, struct forge *f,
+		    const char *project, int64_t pipeline_id);
+/*
+ * A job's log as the forge keeps it (plain text, with the runner's ANSI
+ * escapes), appended to out, whose cap is the caller's: PB_ELIMIT when
+ * the log does not fit (out is then emptied).
+ */
+int forge_job_trace(struct buf *out, struct forge *f, const char *project,
+		    int64_t job_id);
 
 /* The MR's notes, system notes included, in q's order (NULL: the
  * forge's).  No discussion ids: the forge's note entity has none. */
@@ -720,6 +782,10 @@ void forge_commit_release(struct forge_commit *c);
 void forge_diff_file_release(struct forge_diff_file *d);
 void forge_version_release(struct forge_version *v);
 void forge_version_list_release(struct forge_version_list *l);
+void forge_pipeline_release(struct forge_pipeline *p);
+void forge_pipeline_list_release(struct forge_pipeline_list *l);
+void forge_job_release(struct forge_job *j);
+void forge_job_list_release(struct forge_job_list *l);
 void forge_position_release(struct forge_position *p);
 void forge_note_release(struct forge_note *n);
 void forge_note_list_release(struct forge_note_list *l);

@@ -135,6 +135,10 @@ int gl_paginate_all(struct gitlab *gl, struct buf *u, gl_item_fn fn, void *arg,
 int gl_paginate_mr(struct gitlab *gl, const char *project, int64_t iid,
 		   const char *suffix, gl_item_fn fn, void *arg,
 		   const char *what);
+/* Every page of the project's listing at suffix ("/hooks"). */
+int gl_paginate_project(struct gitlab *gl, const char *project,
+			const char *suffix, gl_item_fn fn, void *arg,
+			const char *what);
 
 /* JSON into one of forge.h's structs (out, of the type the name says). */
 typedef int (*gl_from_json_fn)(void *out, const struct json_value *v);
@@ -147,6 +151,8 @@ int gl_discussion_from_json(void *out, const struct json_value *v);
 int gl_approvals_from_json(void *out, const struct json_value *v);
 int gl_project_from_json(void *out, const struct json_value *v);
 int gl_hook_from_json(void *out, const struct json_value *v);
+int gl_pipeline_from_json(void *out, const struct json_value *v);
+int gl_job_from_json(void *out, const struct json_value *v);
 /* The strings of the array obj[key], appended to l. */
 int gl_strings_from_json(struct strlist *l, const struct json_value *obj,
 			 const char *key);
@@ -215,5 +221,8 @@ GL_OP(whoami);
 GL_OP(get_project);
 GL_OP(commit_email_host);
 GL_OP(list_hooks);
+GL_OP(list_pipelines);
+GL_OP(list_jobs);
+GL_OP(job_trace);
 
 #endif

@@ -796,23 +796,95 @@ out:
 int gl_list_hooks(struct forge_hook_list *out, struct forge *f,
 		  const char *project)
 {
-	struct gitlab *gl = gl_of(f);
-	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
 	struct list_walk w = LIST_WALK(out, gl_hook_from_json, "hook");
-	int rc;
+	int rc = gl_paginate_project(gl_of(f), project, "/hooks", gl_list_item,
+				     &w, "webhooks");
 
-	if ((rc = gl_url_project(&u, gl, project)) < 0)
-		goto out;
-	if (buf_adds(&u, "/hooks") < 0) {
-		rc = gl_url_fail();
-		goto out;
-	}
-	rc = gl_paginate_all(gl, &u, gl_list_item, &w, "webhooks");
-out:
 	out->items = w.items;
 	out->nr = w.nr;
 	if (rc)
 		forge_hook_list_release(out);
+	return rc;
+}
+
+/*
+ * GET /projects/:id/merge_requests/:iid/pipelines (doc/api/
+ * merge_requests.md "List merge request pipelines", lib/api/
+ * merge_requests.rb): newest first, paginated.  Only the first page is
+ * read: the pipelines of the revisions the bridge is waiting on are the
+ * newest.
+ */
+int gl_list_pipelines(struct forge_pipeline_list *out, struct forge *f,
+		      const char *project, int64_t iid)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct list_walk w = LIST_WALK(out, gl_pipeline_from_json, "pipeline");
+	int truncated = 0, rc;
+
+	if ((rc = gl_url_mr(&u, gl, project, iid, "/pipelines")) < 0)
+		goto out;
+	rc = gl_paginate(gl, u.data, 1, gl_list_item, &w, &truncated);
+out:
+	out->items = w.items;
+	out->nr = w.nr;
+	if (rc)
+		forge_pipeline_list_release(out);
+	buf_release(&u);
+	return rc;
+}
+
+/* GET /projects/:id/pipelines/:pipeline_id/jobs (doc/api/jobs.md "List
+ * pipeline jobs", lib/api/ci/jobs.rb); retried jobs are left out unless
+ * include_retried is given, so each job is its latest try. */
+int gl_list_jobs(struct forge_job_list *out, struct forge *f,
+		 const char *project, int64_t pipeline_id)
+{
+	struct list_walk w = LIST_WALK(out, gl_job_from_json, "job");
+	char suffix[48];
+	int rc;
+
+	snprintf(suffix, sizeof(suffix), "/pipelines/%lld/jobs",
+		 (long long)pipeline_id);
+	rc = gl_paginate_project(gl_of(f), project, suffix, gl_list_item, &w,
+				 "jobs");
+	out->items = w.items;
+	out->nr = w.nr;
+	if (rc)
+		forge_job_list_release(out);
+	return rc;
+}
+
+/* GET /projects/:id/jobs/:job_id/trace (doc/api/jobs.md "Get a log
+ * file", lib/api/ci/jobs.rb): the log as plain text, 200 with an empty
+ * body when there is none yet. */
+int gl_job_trace(struct buf *out, struct forge *f, const char *project,
+		 int64_t job_id)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct gl_call c;
+	int rc;
+
+	gl_call_init(&c, gl);
+	if ((rc = gl_url_project(&u, gl, project)) < 0)
+		goto out;
+	if (buf_addf(&u, "/jobs/%lld/trace", (long long)job_id) < 0) {
+		rc = gl_url_fail();
+		goto out;
+	}
+	rc = gl_call_do(gl, &c, HTTP_GET, u.data, NULL, GL_SAFE);
+	if (rc)
+		goto out;
+	rc = buf_add(out, c.resp.body.data, c.resp.body.len);
+	if (rc) {
+		buf_reset(out);
+		buf_clear_error(out);
+		rc = err_set(PB_ELIMIT, "the log of job %lld is too long",
+			     (long long)job_id);
+	}
+out:
+	gl_call_release(&c);
 	buf_release(&u);
 	return rc;
 }

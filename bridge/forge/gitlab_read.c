@@ -745,6 +745,21 @@ int gl_paginate_mr(struct gitlab *gl, const char *project, int64_t iid,
 	return rc;
 }
 
+int gl_paginate_project(struct gitlab *gl, const char *project,
+			const char *suffix, gl_item_fn fn, void *arg,
+			const char *what)
+{
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	int rc = gl_url_project(&u, gl, project);
+
+	if (!rc && buf_adds(&u, suffix) < 0)
+		rc = gl_url_fail();
+	if (!rc)
+		rc = gl_paginate_all(gl, &u, fn, arg, what);
+	buf_release(&u);
+	return rc;
+}
+
 int gl_list_item(struct gl_call *c, const struct json_value *item, void *arg)
 {
 	struct list_walk *w = arg;
@@ -796,6 +811,42 @@ int gl_hook_from_json(void *out, const struct json_value *v)
 		free(h->alert_status);
 		free(h->disabled_until);
 		memset(h, 0, sizeof(*h));
+		return PB_EINVAL;
+	}
+	return 0;
+}
+
+/* lib/api/entities/ci/pipeline_basic.rb */
+int gl_pipeline_from_json(void *out, const struct json_value *v)
+{
+	struct forge_pipeline *p = out;
+
+	memset(p, 0, sizeof(*p));
+	if (json_get_int(&p->id, v, "id") < 0 ||
+	    json_get_str(&p->sha, v, "sha") < 0 ||
+	    json_get_str(&p->status, v, "status") < 0 ||
+	    json_get_str_opt(&p->ref, v, "ref") < 0 ||
+	    json_get_str_opt(&p->web_url, v, "web_url") < 0 ||
+	    json_get_str_opt(&p->updated_at, v, "updated_at") < 0) {
+		forge_pipeline_release(p);
+		return PB_EINVAL;
+	}
+	return 0;
+}
+
+/* lib/api/entities/ci/job_basic.rb */
+int gl_job_from_json(void *out, const struct json_value *v)
+{
+	struct forge_job *j = out;
+
+	memset(j, 0, sizeof(*j));
+	if (json_get_int(&j->id, v, "id") < 0 ||
+	    json_get_str(&j->status, v, "status") < 0 ||
+	    json_get_str_opt(&j->name, v, "name") < 0 ||
+	    json_get_str_opt(&j->stage, v, "stage") < 0 ||
+	    json_get_str_opt(&j->web_url, v, "web_url") < 0 ||
+	    json_get_bool_opt(&j->allow_failure, v, "allow_failure") < 0) {
+		forge_job_release(j);
 		return PB_EINVAL;
 	}
 	return 0;

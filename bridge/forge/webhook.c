@@ -253,6 +253,8 @@ static enum webhook_kind kind_from_header(const char *event)
 		return WEBHOOK_MR;
 	if (!strcmp(event, "Note Hook"))
 		return WEBHOOK_NOTE;
+	if (!strcmp(event, "Pipeline Hook"))
+		return WEBHOOK_PIPELINE;
 	return WEBHOOK_IGNORED;
 }
 
@@ -367,6 +369,43 @@ static int parse_mr(struct webhook_event *out, const struct json_value *oa)
 	return 0;
 }
 
+/*
+ * 1: a pipeline of a merge request, 0: of a branch or a tag, or an error
+ * (doc/user/project/integrations/webhook_events.md "Pipeline events":
+ * object_attributes id, sha, status; merge_request with its iid, or
+ * null; app/models/ci/pipeline.rb#merge_request_hook_attrs... through
+ * lib/gitlab/data_builder/pipeline.rb).
+ */
+static int parse_pipeline(struct webhook_event *out,
+			  const struct json_value *root,
+			  const struct json_value *oa)
+{
+	const struct json_value *mr;
+	int rc;
+
+	rc = json_get_int(&out->pipeline_id, oa, "id");
+	if (!rc)
+		rc = copy_str(out->pipeline_status,
+			      sizeof(out->pipeline_status), oa, "status", 1);
+	if (!rc)
+		rc = copy_str(out->last_commit, sizeof(out->last_commit), oa,
+			      "sha", 0);
+	if (!rc && out->last_commit[0] && !is_sha(out->last_commit))
+		rc = err_set(PB_EINVAL, "field 'sha': not a commit SHA");
+	if (rc)
+		return err_prefix(rc, "object_attributes");
+	rc = json_get_obj_opt(&mr, root, "merge_request");
+	if (rc || !mr)
+		return rc;
+	rc = json_get_int(&out->iid, mr, "iid");
+	if (!rc && out->iid < 1)
+		rc = err_set(PB_EINVAL, "field 'iid': %lld is not positive",
+			     (long long)out->iid);
+	if (rc)
+		return err_prefix(rc, "merge_request");
+	return 1;
+}
+
 /* 1: a note on a merge request, 0: on something else, or an error. */
 static int parse_note(struct webhook_event *out, const struct json_value *root,
 		      const struct json_value *oa)
@@ -425,7 +464,9 @@ int webhook_parse(struct webhook_event *out, const char *event_header,
 	rc = copy_str(object_kind, sizeof(object_kind), root, "object_kind", 1);
 	if (rc)
 		goto out;
-	want = kind == WEBHOOK_MR ? "merge_request" : "note";
+	want = kind == WEBHOOK_MR	? "merge_request" :
+	       kind == WEBHOOK_PIPELINE ? "pipeline" :
+					  "note";
 	if (strcmp(object_kind, want)) {
 		rc = err_set(PB_EINVAL,
 			     "object_kind \"%s\" does not match \"%s\"",
@@ -440,6 +481,12 @@ int webhook_parse(struct webhook_event *out, const char *event_header,
 		goto out;
 	if (kind == WEBHOOK_MR) {
 		rc = parse_mr(out, oa);
+	} else if (kind == WEBHOOK_PIPELINE) {
+		rc = parse_pipeline(out, root, oa);
+		if (rc == 0)
+			kind = WEBHOOK_IGNORED;
+		if (rc > 0)
+			rc = 0;
 	} else {
 		rc = parse_note(out, root, oa);
 		if (rc == 0)
@@ -643,6 +690,13 @@ static void log_event(int prio, const struct wh_req *r,
 			r->peer, r->event,
 			ev->action_name[0] ? ev->action_name : "-",
 			ev->code_changed ? " (code changed)" : "",
+			ev->last_commit[0] ? ev->last_commit : "-",
+			r->key[0] ? r->key + 2 : "-", status, outcome);
+	else if (ev->kind == WEBHOOK_PIPELINE)
+		log_msg(prio,
+			"webhook: %s: %s %lld %s head %s delivery %s: %u, %s",
+			r->peer, r->event, (long long)ev->pipeline_id,
+			ev->pipeline_status,
 			ev->last_commit[0] ? ev->last_commit : "-",
 			r->key[0] ? r->key + 2 : "-", status, outcome);
 	else

@@ -21,9 +21,11 @@
  *     MR anyway.  Beyond WEBHOOK_DISCARD_MAX, more than GitLab ever sends,
  *     it is 413 up front (Content-Length) or a closed connection;
  *   - Content-Type must be application/json (415);
- *   - X-Gitlab-Event other than "Merge Request Hook" or "Note Hook"
- *     ("Confidential Note Hook" too: internal notes stay on the forge),
- *     and notes on anything but a merge request: 200 and ignored, because
+ *   - X-Gitlab-Event other than "Merge Request Hook", "Note Hook" or
+ *     "Pipeline Hook" ("Confidential Note Hook" too: internal notes stay
+ *     on the forge), notes on anything but a merge request and pipelines
+ *     without one (merge_request null: a branch pipeline, which polling
+ *     finds through the MR's pipelines): 200 and ignored, because
  *     GitLab disables a hook after repeated 4xx/5xx answers;
  *   - malformed JSON, or a payload missing what we need: 400;
  *   - deliveries are de-duplicated by Idempotency-Key (GitLab 17.4+; the
@@ -97,6 +99,7 @@ enum webhook_kind {
 	WEBHOOK_IGNORED = 0, /* well-formed but not for us */
 	WEBHOOK_MR, /* Merge Request Hook */
 	WEBHOOK_NOTE, /* Note Hook on a merge request */
+	WEBHOOK_PIPELINE, /* Pipeline Hook of a merge request's pipeline */
 };
 
 /* object_attributes.action; WEBHOOK_ACTION_OTHER for anything else
@@ -147,6 +150,10 @@ struct webhook_event {
 	char note_type[WEBHOOK_NAME_MAX + 1]; /* DiffNote, DiscussionNote, "" */
 	char noteable_type[WEBHOOK_NAME_MAX + 1]; /* MergeRequest */
 	int system_note; /* object_attributes.system */
+	/* Pipeline hooks only: object_attributes.id and .status (the sha
+	 * is in last_commit). */
+	int64_t pipeline_id;
+	char pipeline_status[WEBHOOK_NAME_MAX + 1];
 };
 
 struct webhook_opts {

@@ -16,11 +16,13 @@ void apply_result_init(struct apply_result *res)
 {
 	memset(res, 0, sizeof(*res));
 	strlist_init(&res->failed);
+	strlist_init(&res->approvals_refused);
 }
 
 void apply_result_release(struct apply_result *res)
 {
 	strlist_release(&res->failed);
+	strlist_release(&res->approvals_refused);
 	apply_result_init(res);
 }
 
@@ -212,6 +214,8 @@ static int note(struct run *r, int index, const char *kind, const char *body,
 			rc = forge_create_discussion(&d, r->f, t->project,
 						     t->iid, fallback, NULL,
 						     key);
+			if (!rc)
+				r->res->plain++;
 		} else if (rc == PB_EINVAL && d.id) {
 			/* created, though not as a diff note: keep it */
 			log_warn("action %d: %s", index, err_msg());
@@ -319,6 +323,7 @@ static int approval_note(struct run *r, const struct plan_action *a,
 	struct buf b = BUF_INIT(PLAN_BODY_MAX);
 	int rc;
 
+	strlist_pushf(&r->res->approvals_refused, "%s", why);
 	rc = approval_intro(&b, a);
 	if (!rc)
 		rc = buf_addf(&b, ") was not recorded: %s\n", why);
@@ -777,6 +782,8 @@ int apply_plan(struct apply_result *res, struct forge *f, struct store *st,
 
 				plain.body = a->fallback;
 				rc = note_action(&r, &plain, NULL, in, NULL);
+				if (!rc && !in)
+					res->plain++;
 			} else {
 				rc = note_action(&r, a, &pos, in, NULL);
 			}

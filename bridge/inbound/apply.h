@@ -83,6 +83,13 @@ struct apply_target {
 
 struct apply_result {
 	struct strlist failed; /* "action 1001 (approve): why" */
+	/* Approvals this attempt did not record, each the why of its note
+	 * ("the merge request was already merged.", ...), for the notice
+	 * to the sender; an attempt that found the note done has none. */
+	struct strlist approvals_refused;
+	/* Inline comments that this attempt posted as plain discussions
+	 * (no position, or the forge refused it). */
+	unsigned plain;
 	unsigned done; /* actions performed now */
 	unsigned skipped; /* journaled DONE before, or found by marker */
 };

@@ -63,6 +63,8 @@ struct inbound {
 	int (*submission)(void *arg, char *project, size_t size,
 			  const char *raw, size_t len);
 	void *submission_arg;
+	notify_render_fn render_notice;
+	void *render_arg;
 	struct inbound_stats stats;
 	struct loaded_set owners; /* struct owners */
 	struct loaded_set maps; /* struct usermap */
@@ -204,6 +206,8 @@ int inbound_new(struct inbound **out, const struct inbound_opts *opts)
 	ib->stop = opts->stop;
 	ib->submission = opts->submission;
 	ib->submission_arg = opts->submission_arg;
+	ib->render_notice = opts->render_notice;
+	ib->render_arg = opts->render_arg;
 	ib->lock_fd = -1;
 	ib->owners.kind = LOADED_OWNERS;
 	ib->maps.kind = LOADED_USERMAP;
@@ -754,6 +758,12 @@ struct job {
 	/* applied: trailers not honoured as approvals, by verdict; a NAK */
 	unsigned refused[APPROVAL__COUNT];
 	int nak;
+	/* the notice to the sender (inbound/notify.h): what was not done,
+	 * the MR's address, an opt-out request (-1: none) */
+	struct strlist reasons;
+	char *link;
+	int request;
+	const char *notice; /* the decision recorded (static), or NULL */
 };
 
 static void job_init(struct job *j, struct store_inbound *row)
@@ -766,6 +776,8 @@ static void job_init(struct job *j, struct store_inbound *row)
 	strlist_init(&j->mc.patch_paths);
 	strlist_init(&j->mc.series_paths);
 	strlist_init(&j->mc.users);
+	strlist_init(&j->reasons);
+	j->request = -1;
 }
 
 static void job_release(struct job *j)
@@ -786,6 +798,8 @@ static void job_release(struct job *j)
 	store_action_list_release(&j->parent_acts);
 	review_free(j->parent_review);
 	free(j->threads);
+	strlist_release(&j->reasons);
+	free(j->link);
 }
 
 static int finish(struct job *j, enum store_inbound_state state,
@@ -1191,8 +1205,7 @@ static int read_mr(struct inbound *ib, struct job *j, struct forge_mr *mr,
 		   row->project, (long long)row->iid);
 	return finish(j, STORE_INBOUND_IGNORED, "discussion_locked",
 		      "not posted: the merge request's discussion is locked "
-		      "(only project members may comment); the sender was "
-		      "not told");
+		      "(only project members may comment)");
 }
 
 /*
@@ -1501,6 +1514,14 @@ static int work(struct inbound *ib, struct job *j)
 			    "the bridge's own mail");
 		goto out;
 	}
+	/* "unsubscribe notices": a request to the bridge, not a review */
+	j->request = notice_optout_request(j->review->comment);
+	if (j->request >= 0) {
+		rc = finish(j, STORE_INBOUND_IGNORED, "notice_request",
+			    "the sender asked %s notices",
+			    j->request ? "for no more" : "again for");
+		goto out;
+	}
 	rc = find_thread(ib, j);
 	if (!rc)
 		rc = loaded_get(&obj, &ib->owners,
@@ -1575,6 +1596,10 @@ static int work(struct inbound *ib, struct job *j)
 		goto out;
 	}
 	rc = read_mr(ib, j, &mr, &t);
+	if (!rc && mr.web_url) {
+		free(j->link);
+		j->link = xstrdup(mr.web_url);
+	}
 	if (rc || j->token) /* an error, or finished: locked */
 		goto out;
 	/* What became of each trailer, for `patchbridge why`: worth a
@@ -1592,8 +1617,8 @@ static int work(struct inbound *ib, struct job *j)
 	if (res.failed.nr && locked_now(ib, row))
 		rc = finish(j, STORE_INBOUND_IGNORED, "discussion_locked",
 			    "not posted: the merge request's discussion is "
-			    "locked (only project members may comment); the "
-			    "sender was not told; %zu action(s) refused: %s",
+			    "locked (only project members may comment); "
+			    "%zu action(s) refused: %s",
 			    res.failed.nr, res.failed.items[0]);
 	else if (res.failed.nr)
 		rc = finish(j, STORE_INBOUND_DEAD, "forge_refused",
@@ -1603,6 +1628,11 @@ static int work(struct inbound *ib, struct job *j)
 		count_plan(j, &plan);
 		rc = finish(j, STORE_INBOUND_APPLIED, "applied", "%u action(s)",
 			    res.done + res.skipped);
+	}
+	if (!rc && j->state == STORE_INBOUND_APPLIED) {
+		notify_plan_reasons(&j->reasons, j->review, &plan);
+		notify_apply_reasons(&j->reasons, ib->st, row->message_id,
+				     &res);
 	}
 out:
 	forge_mr_release(&mr);
@@ -1642,6 +1672,89 @@ static void file_record(struct inbound *ib, const struct store_inbound *row,
 		rc = spool_done(ib->sp, row->spool_name);
 	if (rc && rc != PB_ENOTFOUND)
 		log_warn("inbound: filing %s: %s", row->spool_name, err_msg());
+}
+
+/* What the sender is told of a reply finished unapplied. */
+static void final_reasons(struct inbound *ib, struct job *j)
+{
+	const struct store_inbound *row = j->row;
+
+	if (j->token && !strcmp(j->token, "discussion_locked")) {
+		strlist_release(&j->reasons);
+		strlist_push(&j->reasons,
+			     "The merge request's discussion is locked, so "
+			     "your reply was not posted on the forge. Ask a "
+			     "maintainer to unlock it, or comment on the "
+			     "forge if you are a project member.");
+	} else if (j->state == STORE_INBOUND_DEAD) {
+		char shown[PB_ERRMSG_MAX];
+
+		strlist_release(&j->reasons);
+		printable_copy(shown, sizeof(shown), j->reason,
+			       strlen(j->reason));
+		strlist_pushf(&j->reasons,
+			      "Your reply could not be carried to the forge "
+			      "and was set aside for the bridge's operator "
+			      "(%s). Nothing of it was posted; the operator "
+			      "may apply it again once the cause is fixed.",
+			      shown);
+	}
+	if (!j->link && row->project && row->iid > 0)
+		j->link = xasprintf("%s/%s/-/merge_requests/%lld",
+				    config_str(ib->cfg, CFG_FORGE_URL),
+				    row->project, (long long)row->iid);
+}
+
+struct finish_tx {
+	struct store_inbound *row;
+	struct job *j;
+	struct notify_in *n;
+};
+
+/* The row's final state and the notice to its sender, at once. */
+static int finish_tx(struct store *st, void *arg)
+{
+	struct finish_tx *f = arg;
+	int rc;
+
+	rc = store_inbound_finish(st, f->row->message_id, f->j->state,
+				  f->j->reason);
+	if (!rc)
+		rc = notify_finish(st, f->n);
+	return rc;
+}
+
+static int finish_row(struct inbound *ib, struct job *j)
+{
+	struct store_inbound *row = j->row;
+	struct notify_in n;
+	struct finish_tx f = { row, j, &n };
+	int rc;
+
+	final_reasons(ib, j);
+	memset(&n, 0, sizeof(n));
+	n.cfg = ib->cfg;
+	n.proj = j->proj;
+	n.message_id = row->message_id;
+	n.project = row->project;
+	n.iid = row->iid;
+	n.revision = row->revision;
+	n.patch = row->patch;
+	n.review = j->review && j->review->mail ? j->review : NULL;
+	n.raw = j->rec.message.data;
+	n.raw_len = j->rec.message.len;
+	/* The MTA's envelope sender; a replayed file without Return-Path
+	 * has none (its "" says unknown, not the null sender). */
+	n.envelope_sender =
+		j->rec.queue_id && j->rec.queue_id[0] ? j->rec.sender : NULL;
+	n.reasons = &j->reasons;
+	n.link = j->link;
+	n.request = j->request;
+	n.render = ib->render_notice;
+	n.render_arg = ib->render_arg;
+	rc = store_transaction(ib->st, finish_tx, &f);
+	j->notice = rc ? NULL : n.decision;
+	return rc;
 }
 
 static int apply_row(struct inbound *ib, struct store_inbound *row,
@@ -1714,9 +1827,11 @@ static int apply_row(struct inbound *ib, struct store_inbound *row,
 			goto out;
 		}
 	}
-	rc = store_inbound_finish(ib->st, row->message_id, j.state, j.reason);
+	rc = finish_row(ib, &j);
 	if (rc)
 		goto out;
+	if (j.notice)
+		metrics_inc1(MET_NOTICES, j.notice);
 	switch (j.state) {
 	case STORE_INBOUND_APPLIED:
 		ib->stats.applied++;

@@ -77,6 +77,7 @@
 
 #include "core/config.h"
 #include "forge/forge.h"
+#include "inbound/notify.h"
 #include "mail/mail.h"
 #include "state/store.h"
 
@@ -114,6 +115,11 @@ struct inbound_opts {
 	int (*submission)(void *arg, char *project, size_t size,
 			  const char *raw, size_t len);
 	void *submission_arg;
+	/* How a notice to a sender becomes a mail (inbound/notify.h;
+	 * the daemon passes outbound/noticemail.h's); NULL: notices are
+	 * recorded, never mailed. */
+	notify_render_fn render_notice;
+	void *render_arg;
 };
 
 struct inbound_stats {

@@ -32,6 +32,7 @@ void plan_release(struct plan *p)
 		action_release(&p->v[i]);
 	free(p->v);
 	strlist_release(&p->verdicts);
+	free(p->verdict_of);
 	free(p->nak_verdict);
 	plan_init(p);
 }
@@ -760,6 +761,10 @@ int plan_build(struct plan *out, const struct review *r,
 	if (rc)
 		goto out;
 	add_verdicts(&out->verdicts, r, ctx, d);
+	out->verdict_of = xcalloc(r->trailers.nr + 1, sizeof(*out->verdict_of));
+	out->nr_verdicts = r->trailers.nr;
+	for (i = 0; i < r->trailers.nr; i++)
+		out->verdict_of[i] = d[i].v;
 	if (nak)
 		out->nak_verdict = xstrdup("the mail NAKs the patch: the "
 					   "merge request is blocked");

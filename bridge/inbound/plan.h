@@ -132,6 +132,10 @@ struct plan {
 	 * trailers.nr, for the notice to the sender.
 	 */
 	char *nak_verdict;
+	/* The verdict of each trailer of the review (nr_verdicts of them),
+	 * for the notice to the sender. */
+	enum approval_verdict *verdict_of;
+	size_t nr_verdicts;
 	/* Trailers of an approval type not honoured, by verdict (for the
 	 * metrics; counted once the reply is applied). */
 	unsigned refused[APPROVAL__COUNT];

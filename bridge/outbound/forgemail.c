@@ -5,6 +5,7 @@
 #include "core/version.h"
 #include "forge/forge.h"
 #include "mail/diff.h"
+#include "outbound/cimail.h"
 #include "outbound/fmlist.h"
 #include "outbound/forgetext.h"
 #include "outbound/mailhdr.h"
@@ -244,7 +245,7 @@ static int render(struct buf *text, struct mrctx *c, const struct outmsg *m,
 	struct buf mb = BUF_INIT(PB_HEADER_VALUE_MAX);
 	struct buf via = BUF_INIT(PB_HEADER_VALUE_MAX);
 	const char *list = config_project_str(c->proj, CFG_BRIDGE_LIST_ADDRESS);
-	int rc, qp;
+	int rc;
 
 	rc = buf_addf(&via, "%s via %s", m->who,
 		      config_str(cfg, CFG_BRIDGE_NAME));
@@ -288,17 +289,9 @@ static int render(struct buf *text, struct mrctx *c, const struct outmsg *m,
 			      (long long)m->note_id);
 	if (rc)
 		goto out;
-	qp = qp_needed(m->body.data, m->body.len);
 	rc = buf_addbuf(text, &hdr);
 	if (!rc)
-		rc = buf_addf(text,
-			      "MIME-Version: 1.0\n"
-			      "Content-Type: text/plain; charset=UTF-8\n"
-			      "Content-Transfer-Encoding: %s\n\n",
-			      qp ? "quoted-printable" : "8bit");
-	if (!rc)
-		rc = qp ? qp_encode(text, m->body.data, m->body.len) :
-			  buf_addbuf(text, &m->body);
+		rc = qp_text_body(text, m->body.data, m->body.len);
 out:
 	buf_release(&hdr);
 	buf_release(&mb);
@@ -1864,5 +1857,223 @@ next:
 	}
 	log_ctx_pop(&saved);
 	rc = first;
+	return rc;
+}
+
+/* --- pipelines ------------------------------------------------------------ */
+
+/* The largest job log read for its last lines (the rest is not quoted). */
+#define FORGEMAIL_TRACE_MAX (8 * 1024 * 1024)
+
+/* Is rev recent enough for its pipelines' results to be mailed? */
+static int ci_recent(const struct mrctx *c, const struct store_revision *rev)
+{
+	int64_t window = FORGEMAIL_CI_WINDOW_S +
+			 config_project_duration_ms(
+				 c->proj, CFG_PROJECT_PIPELINE_WAIT_MAX) /
+				 1000;
+
+	return rev->created >= (int64_t)time(NULL) - window;
+}
+
+/* The end of the log of the job that failed first, cleaned (cimail.h);
+ * *note says why there is none. */
+static int ci_tail(struct buf *tail, const char **note, struct mrctx *c,
+		   const struct forge_job *j)
+{
+	struct buf log = BUF_INIT(FORGEMAIL_TRACE_MAX);
+	int rc;
+
+	*note = NULL;
+	rc = forge_job_trace(&log, c->fm->forge, c->project, j->id);
+	if (rc == PB_ELIMIT || rc == PB_ENOTFOUND || rc == PB_EPERM) {
+		log_warn("log of job %lld: %s; mailed without it",
+			 (long long)j->id, err_msg());
+		*note = "(The job's log could not be read; see its page.)";
+		rc = 0;
+	} else if (!rc) {
+		rc = cimail_log_tail(tail, log.data, log.len);
+		if (!rc && !tail->len)
+			*note = "(The job's log is empty.)";
+	}
+	buf_release(&log);
+	return rc;
+}
+
+/* Mail the result of p, which finished on the head of rev. */
+static int ci_result(struct mrctx *c, const struct forge_pipeline *p,
+		     const struct store_revision *rev)
+{
+	int passed = cimail_passed(p->status) == 1;
+	struct forge_job_list jobs;
+	const struct forge_job *first;
+	struct store_mail cover;
+	struct buf tail = BUF_INIT(4 * CIMAIL_TAIL_BYTES);
+	const char *note = NULL;
+	struct outmsg m;
+	int64_t ms;
+	int rc;
+
+	memset(&jobs, 0, sizeof(jobs));
+	store_mail_init(&cover);
+	memset(&m, 0, sizeof(m));
+	buf_init(&m.body, FORGEMAIL_TEXT_MAX / 2);
+	rc = find_cover(&cover, c, rev->revision);
+	if (rc == PB_ENOTFOUND) {
+		/* Still being mailed: the next reading mails the result. */
+		rc = 0;
+		goto out;
+	}
+	/* The MR's title for the subject, read once a mail is due. */
+	if (!rc && !c->mr.iid)
+		rc = forge_get_mr(&c->mr, c->fm->forge, c->project, c->iid);
+	if (!rc && !passed) {
+		rc = forge_list_jobs(&jobs, c->fm->forge, c->project, p->id);
+		first = rc ? NULL : cimail_first_failed(&jobs);
+		if (first)
+			rc = ci_tail(&tail, &note, c, first);
+	}
+	if (rc)
+		goto out;
+	m.event = passed ? "cipassed" : "cifailed";
+	m.event_id = (uint64_t)p->id;
+	m.who = "CI";
+	m.date = p->updated_at && !forge_time_parse(&ms, p->updated_at) ?
+			 ms / 1000 :
+			 (int64_t)time(NULL);
+	m.parent = &cover;
+	m.root = cover.message_id;
+	rc = cimail_body(&m.body, p, rev->revision, &jobs, tail.data, note);
+	if (!rc)
+		rc = queue(c, &m);
+	if (!rc)
+		log_info("pipeline %lld of v%d %s", (long long)p->id,
+			 rev->revision, passed ? "passed" : "failed");
+out:
+	forge_job_list_release(&jobs);
+	buf_release(&tail);
+	buf_release(&m.body);
+	store_mail_release(&cover);
+	return rc;
+}
+
+/*
+ * The MR's finished pipelines, oldest first, each on the head of a
+ * recent mailed revision and not mailed yet: one mail per result (a
+ * pipeline retried after it failed has a second result).
+ */
+static int ci_pipelines(struct mrctx *c)
+{
+	struct forge_pipeline_list pl;
+	struct store_revision rev;
+	size_t i;
+	int rc;
+
+	rc = forge_list_pipelines(&pl, c->fm->forge, c->project, c->iid);
+	store_revision_init(&rev);
+	for (i = pl.nr; !rc && i-- > 0;) {
+		const struct forge_pipeline *p = &pl.items[i];
+		int passed = cimail_passed(p->status);
+
+		if (passed < 0 || !p->sha)
+			continue;
+		if (mailed_before(c, passed ? "cipassed" : "cifailed",
+				  (uint64_t)p->id))
+			continue;
+		store_revision_release(&rev);
+		store_revision_init(&rev);
+		rc = store_revision_by_head(&rev, c->fm->store, c->project,
+					    c->iid, p->sha);
+		if (rc == PB_ENOTFOUND) {
+			rc = 0;
+			continue;
+		}
+		if (!rc && ci_recent(c, &rev))
+			rc = ci_result(c, p, &rev);
+	}
+	store_revision_release(&rev);
+	forge_pipeline_list_release(&pl);
+	return rc;
+}
+
+int forgemail_pipelines(struct forgemail *fm, const char *project, int64_t iid,
+			size_t *queued)
+{
+	struct log_ctx_saved saved;
+	struct mrctx c;
+	int rc;
+
+	forge_pause(fm->forge);
+	log_ctx_pushf(&saved, "%s!%lld", project, (long long)iid);
+	memset(&c, 0, sizeof(c));
+	c.fm = fm;
+	c.project = project;
+	c.iid = iid;
+	store_revision_init(&c.latest);
+	rc = config_project_get(&c.proj, fm->cfg, project);
+	if (rc)
+		goto out;
+	if (!config_project_bool(c.proj, CFG_PROJECT_ENABLED) ||
+	    !config_project_bool(c.proj, CFG_PROJECT_MAIL_PIPELINES))
+		goto out;
+	rc = store_revision_latest(&c.latest, fm->store, project, iid);
+	if (rc == PB_ENOTFOUND) {
+		rc = 0;
+		goto out;
+	}
+	if (!rc && !ci_recent(&c, &c.latest))
+		goto out;
+	if (!rc)
+		rc = ci_pipelines(&c);
+out:
+	if (queued)
+		*queued += c.queued;
+	forge_version_release(&c.version);
+	forge_mr_release(&c.mr);
+	store_revision_release(&c.latest);
+	log_ctx_pop(&saved);
+	return rc;
+}
+
+int forgemail_poll_pipelines(struct forgemail *fm, size_t *queued)
+{
+	size_t i, j, n = config_project_count(fm->cfg);
+	struct log_ctx_saved saved;
+	int rc = 0;
+
+	log_ctx_push(&saved, NULL);
+	for (i = 0; i < n && !rc; i++) {
+		const struct config_project *p = config_project_at(fm->cfg, i);
+		const char *project = config_project_name(p);
+		struct store_revision_list rl;
+		int r;
+
+		if (!config_project_bool(p, CFG_PROJECT_ENABLED) ||
+		    !config_project_bool(p, CFG_PROJECT_MAIL_PIPELINES))
+			continue;
+		memset(&rl, 0, sizeof(rl));
+		r = store_revision_recent(
+			&rl, fm->store, project,
+			(int64_t)time(NULL) - FORGEMAIL_CI_WINDOW_S -
+				config_project_duration_ms(
+					p, CFG_PROJECT_PIPELINE_WAIT_MAX) /
+					1000,
+			0);
+		for (j = 0; !r && j < rl.nr; j++) {
+			r = forgemail_pipelines(fm, project, rl.items[j].iid,
+						queued);
+			if (r && err_is_temporary(r)) {
+				log_warn("pipelines of %s!%lld: %s", project,
+					 (long long)rl.items[j].iid, err_msg());
+				r = 0;
+			}
+		}
+		if (r) {
+			log_warn("pipelines of %s: %s", project, err_msg());
+			rc = r;
+		}
+		store_revision_list_release(&rl);
+	}
+	log_ctx_pop(&saved);
 	return rc;
 }

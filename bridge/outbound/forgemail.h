@@ -136,4 +136,24 @@ int forgemail_poll(struct forgemail *fm, size_t *queued);
 int forgemail_mr(struct forgemail *fm, const char *project, int64_t iid,
 		 size_t *queued);
 
+/*
+ * Pipelines: for each MR whose latest revision was mailed less than
+ * FORGEMAIL_CI_WINDOW_S + [project] pipeline_wait_max ago, the MR's
+ * pipelines (the forge's first page, newest first) are read; each that
+ * finished (success or failed) on the head of a mailed revision of that
+ * age is mailed once per result, in reply to that revision's cover
+ * letter (cimail.h has the text), with Message-ID
+ * pb.f.cipassed.<pipeline>... or pb.f.cifailed.<pipeline>... recorded in
+ * the thread map with the mail in one transaction: a pipeline retried
+ * after it failed mails its second result, nothing is mailed twice.
+ * Only for projects with [project] mail_pipelines.
+ */
+#define FORGEMAIL_CI_WINDOW_S (24 * 3600)
+
+/* The pipelines of one MR (a Pipeline Hook named it). */
+int forgemail_pipelines(struct forgemail *fm, const char *project, int64_t iid,
+			size_t *queued);
+/* The pipelines of every recent MR of every enabled project. */
+int forgemail_poll_pipelines(struct forgemail *fm, size_t *queued);
+
 #endif

@@ -826,6 +826,9 @@ struct job {
 	struct cc_list *cc; /* per mail of the series */
 	struct buf git_url;
 	int64_t date;
+	/* Why the revision is mailed before its pipeline passed
+	 * (wait_for_pipeline); "" when it is not. */
+	char ci_note[512];
 };
 
 static void job_release(struct job *j)
@@ -1177,6 +1180,7 @@ static int render(struct outbound *ob, struct job *j, int revision)
 	o.date_tz = 0;
 	o.prev_range = j->prev_range;
 	o.prev_revision = j->have_prev ? (unsigned)j->prev.revision : 0;
+	o.note = j->ci_note[0] ? j->ci_note : NULL;
 	rc = series_build(&j->series, j->range, &o);
 	strlist_release(&to);
 	return rc;
@@ -1425,6 +1429,118 @@ static int decide(struct outbound *ob, struct outbound_report *rep,
 	return 1;
 }
 
+/*
+ * [project] wait_for_pipeline: a new head is mailed once the newest of
+ * the MR's pipelines on it passed, or pipeline_wait_max after the bridge
+ * first saw it (cursor "ciwait:P!IID:HEAD", Unix time) with a note in the
+ * cover letter saying why; meanwhile the MR is WAITING and looked at
+ * again within a minute (a Pipeline Hook brings it sooner).  An
+ * operator's send --force does not wait (and says so in the cover).
+ * 1: mail now; 0: wait (rep says why); or an error.
+ */
+#define OUTBOUND_CI_RECHECK_S 60
+
+/* "2 h 5 min", "7 min", "40 s". */
+static void wait_words(char *out, size_t size, int64_t s)
+{
+	if (s >= 3600)
+		snprintf(out, size, "%lld h %lld min", (long long)(s / 3600),
+			 (long long)(s % 3600 / 60));
+	else if (s >= 60)
+		snprintf(out, size, "%lld min", (long long)(s / 60));
+	else
+		snprintf(out, size, "%lld s", (long long)s);
+}
+
+static int pipeline_gate(struct outbound *ob, struct outbound_report *rep,
+			 struct job *j, unsigned flags)
+{
+	struct forge_pipeline_list pl;
+	const struct forge_pipeline *p = NULL;
+	struct buf cur = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	char name[STORE_CURSOR_NAME_MAX], num[32], span[48];
+	int64_t since = 0, now = now_s(), max, waited;
+	size_t i;
+	int rc;
+
+	if (!config_project_bool(j->proj, CFG_PROJECT_WAIT_FOR_PIPELINE))
+		return 1;
+	if (flags & OUTBOUND_FORCE) {
+		/* An operator asked (patchbridge send --force). */
+		snprintf(j->ci_note, sizeof(j->ci_note),
+			 "Note: mailed by hand, without waiting for its "
+			 "pipeline.\n");
+		return 1;
+	}
+	rc = forge_list_pipelines(&pl, ob->forge, j->project, j->iid);
+	if (rc)
+		return rc;
+	for (i = 0; i < pl.nr && !p; i++)
+		if (pl.items[i].sha &&
+		    !strcmp(pl.items[i].sha, j->ver.head_sha))
+			p = &pl.items[i];
+	if (p && !strcmp(p->status, "success")) {
+		log_info("pipeline %lld of %.12s passed", (long long)p->id,
+			 j->ver.head_sha);
+		rc = 1;
+		goto out;
+	}
+	snprintf(name, sizeof(name), "ciwait:%s!%lld:%s", j->project,
+		 (long long)j->iid, j->ver.head_sha);
+	rc = store_cursor_get(&cur, ob->store, name);
+	if (!rc && !mem_to_i64(cur.data, cur.len, 1, INT64_MAX, &since))
+		since = 0;
+	if (rc && rc != PB_ENOTFOUND)
+		goto out;
+	if (!since) {
+		since = now;
+		snprintf(num, sizeof(num), "%lld", (long long)since);
+		rc = store_cursor_set(ob->store, name, num);
+		if (rc)
+			goto out;
+	}
+	max = config_project_duration_ms(j->proj,
+					 CFG_PROJECT_PIPELINE_WAIT_MAX) /
+	      1000;
+	waited = now - since;
+	if (waited >= max) {
+		wait_words(span, sizeof(span), waited);
+		if (!p)
+			snprintf(j->ci_note, sizeof(j->ci_note),
+				 "Note: mailed without a pipeline: none had "
+				 "started after %s.\n",
+				 span);
+		else
+			snprintf(j->ci_note, sizeof(j->ci_note),
+				 "Note: mailed before its pipeline passed: "
+				 "pipeline #%lld %s after %s.\n",
+				 (long long)p->id,
+				 !strcmp(p->status, "failed") ?
+					 "failed" :
+					 "had not finished",
+				 span);
+		log_notice("mailed without a passed pipeline (waited %lld s)",
+			   (long long)waited);
+		rc = 1;
+		goto out;
+	}
+	rep->outcome = OUTBOUND_WAITING;
+	rep->revision = 0;
+	rep->next_attempt = since + max < now + OUTBOUND_CI_RECHECK_S ?
+				    since + max :
+				    now + OUTBOUND_CI_RECHECK_S;
+	report_reason(rep,
+		      "waiting for the pipeline of %.12s (%s) for at most "
+		      "%lld s more (wait_for_pipeline)",
+		      j->ver.head_sha, p ? p->status : "none yet",
+		      (long long)(max - waited));
+	rc = 0;
+out:
+	buf_release(&cur);
+	forge_pipeline_list_release(&pl);
+	return rc;
+}
+
 static int mail_new_revision(struct outbound *ob, struct outbound_report *rep,
 			     struct job *j)
 {
@@ -1522,6 +1638,9 @@ int outbound_mr(struct outbound_report *rep, struct outbound *ob,
 		goto unlock;
 	}
 	rc = decide(ob, rep, &j, flags);
+	if (rc <= 0)
+		goto unlock;
+	rc = pipeline_gate(ob, rep, &j, flags);
 	if (rc <= 0)
 		goto unlock;
 	rc = mail_new_revision(ob, rep, &j);

@@ -110,6 +110,10 @@ enum outbound_outcome {
 	OUTBOUND_ALREADY, /* the current version was mailed as revision */
 	OUTBOUND_MAILED, /* revision: every mail accepted now */
 	OUTBOUND_PENDING, /* revision: some mails deferred or failed */
+	/* Not mailed yet on purpose (a new head waiting for its pipeline,
+	 * [project] wait_for_pipeline): reason says why, next_attempt when
+	 * to look again. */
+	OUTBOUND_WAITING,
 };
 
 struct outbound_report {

@@ -81,3 +81,18 @@ int qp_encode(struct buf *out, const char *in, size_t len)
 		buf_truncate(out, start);
 	return rc;
 }
+
+int qp_text_body(struct buf *out, const char *body, size_t len)
+{
+	int qp = qp_needed(body, len);
+	int rc;
+
+	rc = buf_addf(out,
+		      "MIME-Version: 1.0\n"
+		      "Content-Type: text/plain; charset=UTF-8\n"
+		      "Content-Transfer-Encoding: %s\n\n",
+		      qp ? "quoted-printable" : "8bit");
+	if (!rc)
+		rc = qp ? qp_encode(out, body, len) : buf_add(out, body, len);
+	return rc;
+}

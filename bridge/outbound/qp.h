@@ -31,4 +31,10 @@ int qp_needed(const char *body, size_t len);
 /* Append the quoted-printable form of in[0..len). */
 int qp_encode(struct buf *out, const char *in, size_t len);
 
+/*
+ * Append the MIME fields of a UTF-8 plain-text body, the blank line and
+ * the body: 8bit, or quoted-printable when qp_needed() says so.
+ */
+int qp_text_body(struct buf *out, const char *body, size_t len);
+
 #endif

@@ -588,6 +588,8 @@ static int block_notes(struct buf *out, const struct ctx *c)
 			      r->empty_skipped == 1 ? "" : "s",
 			      r->empty_skipped == 1 ? "s" : "",
 			      r->empty_skipped == 1 ? "is" : "are");
+	if (!rc && c->o->note && *c->o->note)
+		rc = buf_addf(out, "%s\n", c->o->note);
 	return rc;
 }
 

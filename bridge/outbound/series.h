@@ -114,6 +114,9 @@ struct series_opts {
 	size_t cover_template_len;
 	const struct gitrepo_range *prev_range; /* for "Changes in vN" */
 	unsigned prev_revision; /* its number (0: revision - 1) */
+	/* A paragraph for the cover letter's notes (NULL: none), e.g. why
+	 * it is mailed before its pipeline passed; plain text, LF ends. */
+	const char *note;
 };
 
 struct series_mail {

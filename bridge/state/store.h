@@ -104,6 +104,7 @@
 #include "state/store_host.h"
 #include "state/store_inbound.h"
 #include "state/store_mail.h"
+#include "state/store_notice.h"
 #include "state/store_outmail.h"
 #include "state/store_revision.h"
 #include "state/store_submission.h"

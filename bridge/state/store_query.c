@@ -44,6 +44,8 @@
 #define ACT_COLS                                                  \
 	"message_id, action_index, kind, marker, state, note_id," \
 	" discussion_id, attempts, last_error, created, updated, host"
+#define NOTICE_COLS \
+	"message_id, notice_id, recipient, decision, reasons, created"
 
 /*
  * Claim the next due inbound row (?3 is this host, ?2 the time now):
@@ -263,6 +265,20 @@ static const char *const stmt_sql[S_NR] = {
 	[S_VERDICT_LIST] = "SELECT verdict FROM trailer_verdicts"
 			   " WHERE message_id = ?1 ORDER BY trailer_index",
 
+	/* Notices to senders and their opt-outs (store_notice.h). */
+	[S_NOTICE_PUT] = "INSERT INTO notices (" NOTICE_COLS ")"
+			 " VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+			 " ON CONFLICT (message_id) DO NOTHING",
+	[S_NOTICE_GET] = "SELECT " NOTICE_COLS " FROM notices"
+			 " WHERE message_id = ?1",
+	[S_NOTICE_COUNT] = "SELECT count(*) FROM notices"
+			   " WHERE recipient = ?1 AND created >= ?2"
+			   " AND decision = 'sent'",
+	[S_OPTOUT_PUT] = "INSERT INTO notice_optouts (address, created)"
+			 " VALUES (?1, ?2) ON CONFLICT (address) DO NOTHING",
+	[S_OPTOUT_DELETE] = "DELETE FROM notice_optouts WHERE address = ?1",
+	[S_OPTOUT_GET] = "SELECT 1 FROM notice_optouts WHERE address = ?1",
+
 	[S_CURSOR_GET] = "SELECT value FROM cursors WHERE name = ?1",
 	[S_CURSOR_SET] = "INSERT INTO cursors (name, value, updated)"
 			 " VALUES (?1, ?2, ?3) ON CONFLICT (name)"
@@ -303,6 +319,12 @@ static const char *const stmt_sql[S_NR] = {
 		       " ORDER BY iid, revision LIMIT ?2",
 	[S_REV_LIST_ALL] = "SELECT " REV_COLS " FROM revisions"
 			   " ORDER BY project, iid, revision LIMIT ?1",
+	/* Each MR's latest revision, when it was started since ?2. */
+	[S_REV_RECENT] = "SELECT " REV_COLS " FROM revisions r"
+			 " WHERE project = ?1 AND created >= ?2"
+			 " AND revision = (SELECT MAX(revision) FROM revisions"
+			 " WHERE project = r.project AND iid = r.iid)"
+			 " ORDER BY iid LIMIT ?3",
 
 	/* Only for a thread-map row that exists (and is ours to send). */
 	[S_OUT_PUT] = "INSERT INTO outmail (message_id, envelope_from,"
@@ -370,12 +392,15 @@ static const char *const stmt_sql[S_NR] = {
 			   " (SELECT project, iid, revision FROM thread_map"
 			   "  WHERE message_id = ?1)",
 
+	/* A notice to a sender (kind receipt) went to the sender alone:
+	 * not the list's, so not archived for export. */
 	[S_ARCH_FROM_OUT] = "INSERT INTO archive (message_id,"
 			    " project, iid, origin, message, created)"
 			    " SELECT o.message_id, t.project, t.iid, 'bridge',"
 			    " o.message, ?2 FROM outmail o"
 			    " JOIN thread_map t ON t.message_id = o.message_id"
 			    " WHERE o.message_id = ?1"
+			    " AND t.kind <> 'receipt'"
 			    " ON CONFLICT (message_id) DO NOTHING",
 	[S_ARCH_PUT] = "INSERT INTO archive (message_id, project,"
 		       " iid, origin, message, created)"

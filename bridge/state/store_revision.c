@@ -300,3 +300,22 @@ int store_revision_list(struct store_revision_list *out, struct store *st,
 	q_end(&q);
 	return rc;
 }
+
+int store_revision_recent(struct store_revision_list *out, struct store *st,
+			  const char *project, int64_t since, size_t limit)
+{
+	struct query q;
+	int rc = check_str("project", project, STORE_PROJECT_MAX, 1);
+
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_REV_RECENT, "list recent revisions");
+	if (rc)
+		return rc;
+	q_text(&q, 1, project);
+	q_int(&q, 2, since);
+	q_int(&q, 3, list_limit(limit));
+	ROW_LIST_READ(rc, &revision_row, out, &q);
+	q_end(&q);
+	return rc;
+}

@@ -83,5 +83,12 @@ struct store_revision_list {
 void store_revision_list_release(struct store_revision_list *list);
 int store_revision_list(struct store_revision_list *out, struct store *st,
 			const char *project, size_t limit);
+/*
+ * The latest revision of each MR of project whose latest revision was
+ * started at or after since (Unix time), by MR, at most limit (0:
+ * STORE_LIST_MAX); appended to out.
+ */
+int store_revision_recent(struct store_revision_list *out, struct store *st,
+			  const char *project, int64_t since, size_t limit);
 
 #endif

@@ -199,7 +199,22 @@ static const char *const sqlite_migrations[] = {
 	" (project, iid, head_sha, COALESCE(base_sha, ''));"
 	"PRAGMA user_version = 9;",
 
-	/* 10: series posted to the list, collected until whole
+	/* 10: what a sender was told about each reply (or why nothing),
+	 * and the senders who want no notices (store_notice.h). */
+	"CREATE TABLE notices ("
+	" message_id TEXT PRIMARY KEY,"
+	" notice_id TEXT,"
+	" recipient TEXT,"
+	" decision TEXT NOT NULL,"
+	" reasons TEXT NOT NULL,"
+	" created INTEGER NOT NULL);"
+	"CREATE INDEX notices_by_recipient ON notices (recipient, created);"
+	"CREATE TABLE notice_optouts ("
+	" address TEXT PRIMARY KEY,"
+	" created INTEGER NOT NULL);"
+	"PRAGMA user_version = 10;",
+
+	/* 11: series posted to the list, collected until whole
 	 * (store_submission.h). */
 	"CREATE TABLE submissions ("
 	" series_id TEXT PRIMARY KEY NOT NULL,"
@@ -221,7 +236,7 @@ static const char *const sqlite_migrations[] = {
 	" message BLOB NOT NULL,"
 	" created INTEGER NOT NULL,"
 	" UNIQUE (series_id, patch));"
-	"PRAGMA user_version = 10;",
+	"PRAGMA user_version = 11;",
 };
 
 /*
@@ -397,6 +412,20 @@ static const char *const pg_migrations[] = {
 	"UPDATE schema_version SET version = 9;",
 
 	/* 10 */
+	"CREATE TABLE notices ("
+	" message_id BYTEA PRIMARY KEY,"
+	" notice_id BYTEA,"
+	" recipient BYTEA,"
+	" decision BYTEA NOT NULL,"
+	" reasons BYTEA NOT NULL,"
+	" created BIGINT NOT NULL);"
+	"CREATE INDEX notices_by_recipient ON notices (recipient, created);"
+	"CREATE TABLE notice_optouts ("
+	" address BYTEA PRIMARY KEY,"
+	" created BIGINT NOT NULL);"
+	"UPDATE schema_version SET version = 10;",
+
+	/* 11 */
 	"CREATE TABLE submissions ("
 	" series_id BYTEA PRIMARY KEY NOT NULL,"
 	" sender BYTEA NOT NULL,"
@@ -417,7 +446,7 @@ static const char *const pg_migrations[] = {
 	" message BYTEA NOT NULL,"
 	" created BIGINT NOT NULL,"
 	" UNIQUE (series_id, patch));"
-	"UPDATE schema_version SET version = 10;",
+	"UPDATE schema_version SET version = 11;",
 };
 
 #define SCHEMA_LATEST ((int)ARRAY_SIZE(sqlite_migrations))

@@ -21,7 +21,7 @@ struct store;
 #define STORE_SUBMISSION_PATCHES_MAX 1000
 
 /*
- * Submissions (schema 10).  A series is keyed by the Message-ID of its
+ * Submissions (schema 11).  A series is keyed by the Message-ID of its
  * cover letter, or of its first patch when it has none (what the other
  * patches answer: git send-email threads every patch under the first
  * mail it sends), and belongs to its sender: a mail that names the

@@ -114,6 +114,16 @@ enum {
 	OC_HANDED,
 };
 
+/* Positions in NOTICE_COLS, a notice row. */
+enum {
+	NC_MSGID,
+	NC_NOTICE,
+	NC_RECIPIENT,
+	NC_DECISION,
+	NC_REASONS,
+	NC_CREATED,
+};
+
 /* Positions in ACT_COLS, a forge action row. */
 enum {
 	AC_MSGID,
@@ -200,6 +210,7 @@ enum stmt_id {
 	S_CURSOR_BY_VALUE,
 	S_REV_LIST,
 	S_REV_LIST_ALL,
+	S_REV_RECENT,
 	S_OUT_PUT,
 	S_OUT_EXISTS,
 	S_OUT_GET,
@@ -231,6 +242,12 @@ enum stmt_id {
 	S_SUBM_PUT,
 	S_SUBM_GET,
 	S_SUBM_LIST,
+	S_NOTICE_PUT,
+	S_NOTICE_GET,
+	S_NOTICE_COUNT,
+	S_OPTOUT_PUT,
+	S_OPTOUT_DELETE,
+	S_OPTOUT_GET,
 	S_NR
 };
 

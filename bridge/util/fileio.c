@@ -305,7 +305,10 @@ static int atomic_start(struct file_atomic *f, int dirfd, int own_dirfd,
 	return rc;
 }
 
-int file_atomic_open(struct file_atomic *f, const char *path, mode_t mode)
+/* file_atomic_open() and file_output_open(): path split, its directory
+ * opened without following a link. */
+static int open_path(struct file_atomic *f, const char *path, mode_t mode,
+		     int output)
 {
 	const char *base = strrchr(path, '/');
 	char *dir = path_dir(path);
@@ -317,9 +320,14 @@ int file_atomic_open(struct file_atomic *f, const char *path, mode_t mode)
 	rc = dir_open_nofollow(&dirfd, dir);
 	if (!rc)
 		rc = atomic_start(f, dirfd, 1, dir, base ? base + 1 : path,
-				  mode, 0);
+				  mode, output);
 	free(dir);
 	return rc;
+}
+
+int file_atomic_open(struct file_atomic *f, const char *path, mode_t mode)
+{
+	return open_path(f, path, mode, 0);
 }
 
 int file_atomic_openat(struct file_atomic *f, int dirfd, const char *dir,
@@ -380,19 +388,7 @@ static int output_start(struct file_atomic *f, mode_t mode)
 
 int file_output_open(struct file_atomic *f, const char *path, mode_t mode)
 {
-	const char *base = strrchr(path, '/');
-	char *dir = path_dir(path);
-	int dirfd, rc;
-
-	memset(f, 0, sizeof(*f));
-	f->fd = -1;
-	f->dirfd = -1;
-	rc = dir_open_nofollow(&dirfd, dir);
-	if (!rc)
-		rc = atomic_start(f, dirfd, 1, dir, base ? base + 1 : path,
-				  mode, 1);
-	free(dir);
-	return rc;
+	return open_path(f, path, mode, 1);
 }
 
 int file_atomic_write(struct file_atomic *f, const void *data, size_t len)

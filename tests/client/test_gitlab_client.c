@@ -661,6 +661,79 @@ static void test_get_mr_and_versions(void **state)
 	forge_free(f);
 }
 
+/* An MR's pipelines, a pipeline's jobs and a job's log, and their errors
+ * (lib/api/merge_requests.rb, lib/api/ci/jobs.rb, as the simulator has
+ * them). */
+static void test_pipelines_jobs_trace(void **state)
+{
+	struct client_opts small = { "guest-token", 0, 0, 0, 0 };
+	struct forge_pipeline_list pl;
+	struct forge_job_list jl;
+	struct buf log = BUF_INIT(4096);
+	struct buf tiny = BUF_INIT(8);
+	struct json_doc *doc;
+	struct forge *f, *guest;
+	struct hooks h, h2;
+	char path[128];
+	int64_t id;
+
+	(void)state;
+	f = simple_client("user-token", &h);
+	assert_int_equal(forge_list_pipelines(&pl, f, PROJECT, 1), 0);
+	assert_int_equal(pl.nr, 0);
+	forge_pipeline_list_release(&pl);
+	sim_call(&doc, HTTP_POST, "/_sim/projects/1/merge_requests/1/pipelines",
+		 "{\"jobs\":[{\"name\":\"build\",\"stage\":\"build\"},"
+		 "{\"name\":\"unit\",\"stage\":\"test\"}]}");
+	assert_int_equal(json_get_int(&id, json_doc_root(doc), "id"), 0);
+	json_doc_free(doc);
+	snprintf(path, sizeof(path), "/_sim/projects/1/pipelines/%lld/finish",
+		 (long long)id);
+	sim_call(NULL, HTTP_POST, path,
+		 "{\"results\":{\"unit\":\"failed\"},"
+		 "\"traces\":{\"unit\":\"\\u001b[31mFAIL\\u001b[0m\\n\"}}");
+
+	assert_int_equal(forge_list_pipelines(&pl, f, PROJECT, 1), 0);
+	assert_int_equal(pl.nr, 1);
+	assert_int_equal(pl.items[0].id, id);
+	assert_string_equal(pl.items[0].status, "failed");
+	assert_int_equal(strlen(pl.items[0].sha), 40);
+	assert_non_null(pl.items[0].web_url);
+	forge_pipeline_list_release(&pl);
+
+	assert_int_equal(forge_list_jobs(&jl, f, PROJECT, id), 0);
+	assert_int_equal(jl.nr, 2);
+	assert_string_equal(jl.items[0].name, "build");
+	assert_string_equal(jl.items[0].status, "success");
+	assert_string_equal(jl.items[1].name, "unit");
+	assert_string_equal(jl.items[1].stage, "test");
+	assert_string_equal(jl.items[1].status, "failed");
+	assert_false(jl.items[1].allow_failure);
+	assert_non_null(strstr(jl.items[1].web_url, "/-/jobs/"));
+
+	assert_int_equal(forge_job_trace(&log, f, PROJECT, jl.items[1].id), 0);
+	assert_string_equal(log.data, "\x1b[31mFAIL\x1b[0m\n");
+	/* A log longer than the caller's buffer. */
+	assert_int_equal(forge_job_trace(&tiny, f, PROJECT, jl.items[1].id),
+			 PB_ELIMIT);
+	assert_int_equal(tiny.len, 0);
+	forge_job_list_release(&jl);
+
+	/* Unknown pipeline and job: PB_ENOTFOUND; a guest: PB_EPERM. */
+	assert_int_equal(forge_list_jobs(&jl, f, PROJECT, 999999),
+			 PB_ENOTFOUND);
+	assert_int_equal(forge_job_trace(&log, f, PROJECT, 999999),
+			 PB_ENOTFOUND);
+	memset(&h2, 0, sizeof(h2));
+	guest = client(&small, &h2);
+	assert_int_equal(forge_list_pipelines(&pl, guest, PROJECT, 1),
+			 PB_EPERM);
+	forge_free(guest);
+	buf_release(&log);
+	buf_release(&tiny);
+	forge_free(f);
+}
+
 static void test_retry_on_5xx(void **state)
 {
 	struct client_opts co = { "user-token", 3, 0, 0, 0 };
@@ -1954,6 +2027,7 @@ int main(void)
 		cmocka_unit_test_setup(test_note_visibility, reset),
 		cmocka_unit_test_setup(test_huge_version, reset),
 		cmocka_unit_test_setup(test_get_mr_and_versions, reset),
+		cmocka_unit_test_setup(test_pipelines_jobs_trace, reset),
 		cmocka_unit_test_setup(test_retry_on_5xx, reset),
 		cmocka_unit_test_setup(test_429_retry_after, reset),
 		cmocka_unit_test_setup(test_429_on_note_is_retried_once, reset),

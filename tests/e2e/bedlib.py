@@ -115,6 +115,23 @@ def free_port(addr="127.0.0.1"):
         return so.getsockname()[1]
 
 
+def read_maildir(d):
+    """The mails of the Maildir d (new/ and cur/, none when it is not
+    there), each with its bytes as .raw."""
+    mails = []
+    for sub in ("new", "cur"):
+        path = os.path.join(d, sub) if d else None
+        if not path or not os.path.isdir(path):
+            continue
+        for name in sorted(os.listdir(path)):
+            with open(os.path.join(path, name), "rb") as f:
+                raw = f.read()
+            m = email.message_from_bytes(raw, policy=email.policy.default)
+            m.raw = raw
+            mails.append(m)
+    return mails
+
+
 # --- the list server and the bridge ----------------------------------------
 
 class Bed:
@@ -240,13 +257,24 @@ class Bed:
         self.spawn([binary, "-c", self.cfg, "-f"], "milter.log")
         self.wait_socket(sock, "patchbridge-milter")
 
-    def start_postfix(self, *options):
+    def start_postfix(self, *options, mailboxes=()):
         """pfbed start with options, on addr; mail not for the list is
-        discarded."""
+        discarded, but for the addresses of mailboxes: each has a Maildir
+        of its own (mailbox()), as a subscriber's mailbox elsewhere."""
         self.pf_started = True
         options = list(options)
         if "--address" not in options:
             options += ["--address", self.addr]
+        if mailboxes:
+            # virtual(8): the list's domain and each mailbox's domain,
+            # an address to its own Maildir first, else the archive
+            domains = sorted({a.split("@")[1] for a in mailboxes})
+            options += ["--set", "virtual_mailbox_domains = %s %s" % (
+                        AUTHSERV, " ".join(domains)),
+                        "--set", "virtual_mailbox_maps = inline:{ %s }, "
+                        "static:inbox/" % " ".join(
+                            "{%s=box-%s/}" % (a, a.split("@")[0])
+                            for a in mailboxes)]
         out = subprocess.run([PFBED, "start", self.pf] + options +
                              ["--set", "default_transport = discard:"],
                              capture_output=True, text=True,
@@ -273,22 +301,17 @@ class Bed:
             subprocess.run([PFBED, "stop", self.pf], capture_output=True,
                            timeout=bound(60))
 
+    def mailbox(self, address):
+        """The mails delivered to address's own Maildir (start_postfix()
+        mailboxes), as archive() reads the list's."""
+        return read_maildir(os.path.join(
+            os.path.dirname(self.env.get("ARCHIVE", "")),
+            "box-" + address.split("@")[0]))
+
     def archive(self):
         """The list archive's mails (each with its bytes as .raw), sorted
         by Date and Subject."""
-        mails = []
-        d = self.env.get("ARCHIVE")
-        for sub in ("new", "cur"):
-            path = os.path.join(d, sub) if d else None
-            if not path or not os.path.isdir(path):
-                continue
-            for name in sorted(os.listdir(path)):
-                with open(os.path.join(path, name), "rb") as f:
-                    raw = f.read()
-                m = email.message_from_bytes(raw,
-                                             policy=email.policy.default)
-                m.raw = raw
-                mails.append(m)
+        mails = read_maildir(self.env.get("ARCHIVE"))
         mails.sort(key=lambda m: (m.get("Date", ""), m.get("Subject", "")))
         return mails
 

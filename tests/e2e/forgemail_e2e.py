@@ -3,7 +3,8 @@
 -> private Postfix (pfbed) -> list archive.  Reuses outbound_e2e's bed.
 
 usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
-                        noreply|pushed|late|commit|suggest|unack|retargeted
+                        noreply|pushed|late|commit|suggest|unack|retargeted|
+                        pipelines|waitci
                         --patchbridge BIN --work DIR
 
   comments  an MR mailed as a 3-patch series; rob's diff note on patch 1
@@ -68,6 +69,18 @@ usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
             same head on a new base is v2; rob's diff note on v1's
             version, on the file only v1 has, is mailed under v1's
             patch of that file, quoting it.
+  pipelines v1's pipeline fails (a test job with a coloured log, a lint
+            job allowed to fail): one reply to v1's cover names the failed
+            jobs, their stage and links, and quotes the end of the log
+            without its escapes; v2 is pushed, its pipeline passes (the
+            daemon told by a Pipeline Hook): one reply to v2's cover says
+            so; v1's pipeline retried and passing is mailed under v1's
+            cover; nothing is mailed twice, with mail_pipelines = no
+            nothing is mailed.
+  waitci    [project] wait_for_pipeline = yes: v1 waits while its pipeline
+            runs and is mailed once it passed; v2's pipeline never
+            finishes: v2 is mailed after pipeline_wait_max with a note in
+            its cover letter saying so.
   stuck     every git fetch fails: a rebased MR's applied mail waits
             (pending cursor) while a later MR's comment is mailed; with
             its first failure an hour back, the mail names the tip and
@@ -580,13 +593,20 @@ def mailed_once(bed, text_, total):
     return got[0]
 
 
-def scenario_internal(bed):
+def mail_v1(bed):
+    """The list server without the milter, and MR !1 mailed as v1 (a
+    cover letter and 3 patches): its series by patch number."""
     bed.start_postfix()
     bed.config()
     ob.create_mr("topic", "Teach x and y to count")
     bed.run("run", "--once")
     bed.wait_mail(4)
     bed.settle()
+    return ob.series_of(bed.archive(), 1, 1)
+
+
+def scenario_internal(bed):
+    mail_v1(bed)
 
     say("bob: an internal note; rob replies in its thread")
     note = api("POST", "/projects/1/merge_requests/1/notes", "bob-token",
@@ -1214,13 +1234,218 @@ def scenario_retargeted(bed):
     check("> +\treturn 0;" in text(d), "no quote of h.c:\n" + text(d))
 
 
+# --- pipelines ------------------------------------------------------------
+
+# A runner's log: colours, a section marker, a progress line written over,
+# a terminal title; the last line the failure.
+CI_LOG = ("\x1b[0KRunning with gitlab-runner 17.0\n"
+          "section_start:1700000000:step_script\r\x1b[0K"
+          "\x1b[36;1m$ make check\x1b[0;m\n" +
+          "".join("ok %d - case %d\n" % (i, i) for i in range(1, 40)) +
+          "\x1b]0;pwned\x07Downloading 10%\rDownloading 100%\n"
+          "\x1b[31;1mFAIL: test_parse (expected 3, got 4)\x1b[0m\n")
+
+
+def pipeline(iid, jobs=None, sha=None):
+    body = {"jobs": jobs or [{"name": "build", "stage": "build"},
+                             {"name": "unit", "stage": "test"},
+                             {"name": "lint", "stage": "test",
+                              "allow_failure": True}]}
+    if sha:
+        body["sha"] = sha
+    return sim("POST", "/_sim/projects/1/merge_requests/%d/pipelines" %
+               iid, body)
+
+
+def finish(pl, **body):
+    return sim("POST", "/_sim/projects/1/pipelines/%d/finish" % pl["id"],
+               body)
+
+
+def ci_mails(bed):
+    return [m for m in forge_mails(bed) if m["From"].startswith("CI via")]
+
+
+def project_set(bed, lines):
+    """More lines in the project's section (the last one), on every host
+    of a pair."""
+    with open(bed.cfg, encoding="utf-8") as f:
+        cfg = f.read()
+    bed.write("patchbridge.conf", cfg + lines)
+
+
+def push_v2():
+    sim("POST", "/_sim/projects/1/merge_requests/1/push", {
+        "commits": [ob.commit("docs: say more", {
+            "docs/readme.txt": "x and y count now, by one and two.\n"})]})
+
+
+def scenario_pipelines(bed):
+    v1 = mail_v1(bed)
+    ob.check_threading(v1, 3)
+
+    say("v1's pipeline: unit fails, lint fails as it may")
+    p1 = pipeline(1)
+    bed.run("run", "--once")
+    finish(p1, results={"unit": "failed", "lint": "failed"},
+           traces={"unit": CI_LOG, "lint": "lint: 3 warnings\n"})
+    bed.run("run", "--once")
+    bed.wait_mail(5)
+    bed.settle()
+    [m] = ci_mails(bed)
+    body = text(m)
+    say("the result:\n    " + "\n    ".join(body.strip().splitlines()))
+    check(m["In-Reply-To"].strip("<> ") == msgid(v1[0]),
+          "the result does not answer v1's cover: %s" % m["In-Reply-To"])
+    check(m["Subject"] == "Re: [PATCH 0/3] Teach x and y to count",
+          "subject %r" % m["Subject"])
+    check(body.startswith("Pipeline #%d for v1 (%s) failed.\n" %
+                          (p1["id"], p1["sha"][:12])), "first line")
+    check(re.search(r"\n  unit \(stage test\): http://\S+/group/project/-/"
+                    r"jobs/%d\n" % p1["jobs"]["unit"], body), "unit's line")
+    check(re.search(r"\n  lint \(stage test, allowed to fail\): http://"
+                    r"\S+/-/jobs/%d\n" % p1["jobs"]["lint"], body),
+          "lint's line")
+    check("build (stage" not in body, "a job that passed is named")
+    check("The last lines of the log of unit:" in body, "no log quoted")
+    check("  | FAIL: test_parse (expected 3, got 4)\n" in body,
+          "the failure is not quoted")
+    check("  | Downloading 100%\n" in body and "10%" not in body and
+          "pwned" not in body and "\x1b" not in body,
+          "the log is not cleaned")
+    check("ok 21 - case 21" not in body and "ok 22 - case 22" in body,
+          "not the last 20 lines")
+
+    say("v2 pushed and mailed; its pipeline passes, told by a Pipeline Hook")
+    push_v2()
+    bed.run("run", "--once")
+    bed.wait_mail(10)
+    bed.settle()
+    v2 = ob.series_of(bed.archive(), 1, 2)
+    ob.check_threading(v2, 4)
+    p2 = pipeline(1)
+    d = start_hook_daemon(bed)
+    try:
+        finish(p2)
+        bed.wait_mail(11)
+        bed.settle()
+    finally:
+        stop_daemon(d)
+    passed = [m for m in ci_mails(bed) if "passed" in text(m)]
+    check(len(passed) == 1, "%d passed mails" % len(passed))
+    m = passed[0]
+    check(m["In-Reply-To"].strip("<> ") == msgid(v2[0]),
+          "v2's result does not answer v2's cover")
+    check(m["Subject"] == "Re: [PATCH v2 0/4] Teach x and y to count",
+          "subject %r" % m["Subject"])
+    check(text(m).startswith("Pipeline #%d for v2 (%s) passed.\n" %
+                             (p2["id"], p2["sha"][:12])), "v2's text")
+
+    say("v1's pipeline retried: it passes now, mailed under v1's cover")
+    finish(p1)
+    bed.run("run", "--once")
+    bed.wait_mail(12)
+    bed.settle()
+    again = [m for m in ci_mails(bed) if "Pipeline #%d for v1" % p1["id"]
+             in text(m)]
+    check(len(again) == 2 and all(
+        x["In-Reply-To"].strip("<> ") == msgid(v1[0]) for x in again),
+        "v1's second result")
+
+    say("looked at again, nothing more; mail_pipelines = no: nothing")
+    bed.run("run", "--once")
+    project_set(bed, "mail_pipelines = no\n")
+    finish(p2, results={"unit": "failed"})
+    bed.run("run", "--once")
+    time.sleep(1)  # a mail that must not come has its chance
+    bed.settle()
+    check(len(bed.archive()) == 12, "%d mails, want 12" %
+          len(bed.archive()))
+
+
+def start_hook_daemon(bed):
+    """`run --foreground` with the webhook receiver, and a Pipeline Hook
+    on the simulator pointing at it."""
+    port = bedlib.free_port()
+    with open(bed.cfg, encoding="utf-8") as f:
+        cfg = f.read()
+    secret = bed.write("hook-secret", "s3cret\n", 0o600)
+    cfg = cfg.replace("[project \"group/project\"]",
+                      "[webhook]\nenabled = yes\nlisten = 127.0.0.1:%d\n"
+                      "secret_file = %s\n[project \"group/project\"]" %
+                      (port, secret), 1)
+    bed.write("patchbridge.conf", cfg)
+    sim("POST", "/_sim/webhooks", {
+        "project": "group/project", "token": "s3cret",
+        "url": "http://127.0.0.1:%d/hooks/gitlab" % port,
+        "merge_requests_events": False, "note_events": False,
+        "pipeline_events": True})
+    d = bed.daemon()
+    ob.wait_listen(port, d, bed)
+    # Its first poll done: what comes later comes from a delivery.
+    ob.wait_log(bed, "merge request(s) to look at")
+    return d
+
+
+def stop_daemon(d):
+    d.send_signal(signal.SIGTERM)
+    d.wait(timeout=bedlib.bound(30))
+
+
+def scenario_waitci(bed):
+    bed.start_postfix()
+    bed.config()
+    project_set(bed, "wait_for_pipeline = yes\npipeline_wait_max = 20s\n")
+    ob.create_mr("topic", "Teach x and y to count")
+    p1 = pipeline(1)
+    bed.run("run", "--once", ok=(0, 75))
+    log = bed.log_text()
+    check("not mailed yet: waiting for the pipeline of" in log,
+          "v1 was not held")
+    out = bed.run("send", "group/project!1", ok=(75,))
+    check("not mailed yet: waiting for the pipeline of" in out,
+          "send says: %s" % out)
+    time.sleep(1)  # a mail that must not come has its chance
+    bed.settle()
+    check(len(bed.archive()) == 0, "v1 mailed before its pipeline passed")
+    say("v1's pipeline passes: v1 is mailed")
+    finish(p1)
+    bed.run("run", "--once")
+    bed.wait_mail(4)
+    bed.settle()
+    v1 = ob.series_of(bed.archive(), 1, 1)
+    ob.check_threading(v1, 3)
+    check("Note: mailed" not in text(v1[0]), "a note in v1's cover")
+
+    say("v2's pipeline never finishes: mailed after pipeline_wait_max")
+    push_v2()
+    p2 = pipeline(1)
+    bed.run("run", "--once", ok=(0, 75))
+    check(len(ob.series_of(bed.archive(), 1, 2)) == 0,
+          "v2 mailed at once")
+
+    def mailed():
+        bed.run("run", "--once", ok=(0, 75))
+        return len(ob.series_of(bed.archive(), 1, 2)) == 5
+    bedlib.wait_for(mailed, 120, "v2 mailed after the longest wait",
+                    every=2)
+    bed.settle()
+    v2 = ob.series_of(bed.archive(), 1, 2)
+    cover = text(v2[0])
+    check(re.search(r"Note: mailed before its pipeline passed: pipeline "
+                    r"#%d had not finished after \d+ s\." % p2["id"],
+                    cover), "no note in v2's cover:\n" + cover)
+    say("v2's cover: " + re.search(r"Note: [^\n]*", cover).group(0))
+
+
 SCENARIOS = {"comments": scenario_comments, "merges": scenario_merges,
              "internal": scenario_internal, "quick": scenario_quick,
              "stuck": scenario_stuck, "quicklook": scenario_quicklook,
              "noreply": scenario_noreply,
              "pushed": scenario_pushed, "late": scenario_late,
              "commit": scenario_commit, "suggest": scenario_suggest,
-             "unack": scenario_unack, "retargeted": scenario_retargeted}
+             "unack": scenario_unack, "retargeted": scenario_retargeted,
+             "pipelines": scenario_pipelines, "waitci": scenario_waitci}
 
 
 def main():

@@ -22,7 +22,9 @@ Scenarios:
                 unresolved discussion quoting the reason, the approval
                 withdrawn;
             (e) a quoted Acked-by approves nobody; /approve and /merge in
-                a reply do not run.
+                a reply do not run;
+            (f) the unverified sender hears back: one private notice in
+                his own mailbox, none to the others, none on the list.
   acks      the same verified maintainer acks the cover letter
             and two patches; the forge commits the first approval but
             answers 5xx to it (and to the client's retries), so the daemon
@@ -112,7 +114,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 import authres_forms  # noqa: E402
 import bedlib  # noqa: E402
 from bedlib import (Fail, bound, check, patch_body, quote,  # noqa: E402
-                    reply, say, sim, the_mr)
+                    reply, say, sim, the_mr, wait_for)
 
 NAK_LABEL = "Acks::NACKed"
 
@@ -227,8 +229,10 @@ class Bed(bedlib.Bed):
             return f.read()
 
 
-def start(bed, inbound_extra="", seed=None, forge_retries=2):
-    """The milters, the list server; the MR mailed as a series."""
+def start(bed, inbound_extra="", seed=None, forge_retries=2, mailboxes=()):
+    """The milters, the list server (mailboxes: addresses with a Maildir
+    of their own, bedlib's start_postfix()); the MR mailed as a
+    series."""
     sim("POST", "/_sim/reset", {"seed": seed or SEED})
     sockdir = bed.sockets()
     vsock = os.path.join(sockdir, "verifier.sock")
@@ -241,7 +245,8 @@ def start(bed, inbound_extra="", seed=None, forge_retries=2):
     bed.start_verifier(bed.exe("tests", "postfix", "test_milter"), vsock)
     bed.start_milter(bed.exe("milter", "patchbridge-milter"), msock)
     bed.start_postfix("--port", bed.env["PORT"], "--milter",
-                      "unix:%s, unix:%s" % (vsock, msock))
+                      "unix:%s, unix:%s" % (vsock, msock),
+                      mailboxes=mailboxes)
 
     made = sim("POST", "/_sim/projects/1/commits",
                {"branch": "step", "start": "main", "commits": SERIES})
@@ -392,7 +397,9 @@ def check_diffnotes(mr, expect, head_sha):
 
 
 def scenario_replies(bed):
-    patches, made = start(bed)
+    patches, made = start(bed, mailboxes=("ned@corp.example",
+                                          "rob@review.example",
+                                          "mary@kernel.example"))
     head = made["head"] if "head" in made else made["shas"][-1]
 
     say("round 1: comments, inline review, acks, a quoted ack, quick "
@@ -409,8 +416,8 @@ def scenario_replies(bed):
                    "Acked-by: " + MARY + "\n")
     bed.send(raw, "mary@kernel.example")
     # (c) the same from a maintainer whose domain does not verify.
-    raw, _ = reply(patches[2], NED, "ACK-TEXT-NED: reset is obviously "
-                   "right.\n\nAcked-by: " + NED + "\n")
+    raw, ned_id = reply(patches[2], NED, "ACK-TEXT-NED: reset is obviously "
+                        "right.\n\nAcked-by: " + NED + "\n")
     bed.send(raw, "ned@corp.example")
     # (e) a quoted Acked-by and quick actions, from a verified reviewer.
     raw, _ = reply(patches[3], ROB,
@@ -479,6 +486,7 @@ def scenario_replies(bed):
     check("approve" in b and "merge" in b,
           "the /approve and /merge lines were dropped from the comment")
     say("(e) ok: quoted ack and /approve, /merge did nothing")
+    notices(bed, ned_id)
 
     say("round 2: Mary NAKs patch 2")
     raw, _ = reply(patches[2], MARY,
@@ -513,6 +521,43 @@ def scenario_replies(bed):
     status = bed.pb("status")
     check(re.search(r"inbound replies: 5 applied", status),
           "status: " + status)
+
+
+def notices(bed, ned_id):
+    """(f) Ned, whose ack did not count (unverified), hears back once,
+    privately (README "Notices to senders"), in his own mailbox; Mary,
+    whose ack counted, and Rob, who only quoted one, do not; the list
+    never."""
+    def delivered():
+        bed.pb("run", "--once", ok=(0,))
+        bed.settle()
+        return bed.mailbox("ned@corp.example")
+    wait_for(delivered, 60, "the notice did not reach Ned")
+    ned = bed.mailbox("ned@corp.example")
+    check(len(ned) == 1, "Ned got %d mails, want one notice" % len(ned))
+    n = ned[0]
+    body = " ".join(n.get_content().split())
+    say("Ned's mailbox: \"%s\": %s" % (n["Subject"], body[:150]))
+    check([a.addr_spec for a in n["To"].addresses] == ["ned@corp.example"]
+          and not n["Cc"], "Ned's notice is not to Ned alone")
+    check(n["In-Reply-To"] == "<%s>" % ned_id,
+          "Ned's notice answers %s" % n["In-Reply-To"])
+    check(ned_id in n["References"], "Ned's notice has no References")
+    check(n["Auto-Submitted"] == "auto-replied",
+          "Ned's notice is not Auto-Submitted: auto-replied")
+    check("not verified" in body and "DKIM signs" in body,
+          "Ned's notice does not say why and what to do: " + body)
+    check(not bed.mailbox("rob@review.example"),
+          "Rob, who quoted an ack, got a notice")
+    check(not bed.mailbox("mary@kernel.example"),
+          "Mary, whose ack counted, got a notice")
+    check(not any(m.get("X-Patchbridge-Origin") == "notice"
+                  for m in bed.archive()), "a notice reached the list")
+    bed.pb("run", "--once", ok=(0,))
+    bed.settle()
+    check(len(bed.mailbox("ned@corp.example")) == 1,
+          "Ned's notice was mailed again")
+    say("(f) ok: Ned told privately, once; Mary, Rob and the list not")
 
 
 # --- scenario: outage -----------------------------------------------------------

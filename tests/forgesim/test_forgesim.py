@@ -2349,5 +2349,112 @@ def load_tests(loader, tests, pattern):
     return suite
 
 
+# -- pipelines and jobs -------------------------------------------------------
+
+class PipelineTest(SimTestCase):
+    """MR pipelines, their jobs and a job's log (lib/api/merge_requests.rb,
+    lib/api/ci/jobs.rb), steered through /_sim/."""
+
+    def start(self, jobs=None):
+        return SIM.ctl("POST", "/projects/1/merge_requests/1/pipelines",
+                       {"jobs": jobs or [
+                           {"name": "build", "stage": "build"},
+                           {"name": "unit", "stage": "test"},
+                           {"name": "lint", "stage": "test",
+                            "allow_failure": True}]})
+
+    def test_pipeline_runs_then_fails_then_passes_on_retry(self):
+        head = self.mr()["sha"]
+        started = self.start()
+        reply = SIM.api("GET", "/projects/1/merge_requests/1/pipelines")
+        self.assertEqual(reply.status, 200, reply.body)
+        [pl] = reply.json
+        self.assertEqual((pl["id"], pl["sha"], pl["status"]),
+                         (started["id"], head, "running"))
+        self.assertTrue(pl["web_url"].endswith(
+            "/group/project/-/pipelines/%d" % pl["id"]))
+        SIM.ctl("POST", "/projects/1/pipelines/%d/finish" % pl["id"], {
+            "results": {"unit": "failed", "lint": "failed"},
+            "traces": {"unit": "\x1b[31mFAIL\x1b[0m: test_x\n"}})
+        [pl] = SIM.api("GET", "/projects/1/merge_requests/1/pipelines").json
+        self.assertEqual(pl["status"], "failed")
+        jobs = SIM.api("GET", "/projects/1/pipelines/%d/jobs" %
+                       pl["id"]).json
+        self.assertEqual([(j["name"], j["stage"], j["status"],
+                           j["allow_failure"]) for j in jobs],
+                         [("build", "build", "success", False),
+                          ("unit", "test", "failed", False),
+                          ("lint", "test", "failed", True)])
+        unit = jobs[1]
+        self.assertTrue(unit["web_url"].endswith("/-/jobs/%d" % unit["id"]))
+        trace = SIM.api("GET", "/projects/1/jobs/%d/trace" % unit["id"])
+        self.assertEqual(trace.status, 200)
+        self.assertTrue(trace.headers["content-type"].startswith(
+            "text/plain"))
+        self.assertEqual(trace.body, b"\x1b[31mFAIL\x1b[0m: test_x\n")
+        # Only lint fails on the retry: allowed to, so the pipeline passes.
+        SIM.ctl("POST", "/projects/1/pipelines/%d/finish" % pl["id"], {
+            "results": {"lint": "failed"}})
+        [pl] = SIM.api("GET", "/projects/1/merge_requests/1/pipelines").json
+        self.assertEqual(pl["status"], "success")
+
+    def test_newest_first_and_errors(self):
+        first = self.start()
+        second = self.start()
+        ids = [p["id"] for p in SIM.api(
+            "GET", "/projects/1/merge_requests/1/pipelines").json]
+        self.assertEqual(ids, [second["id"], first["id"]])
+        self.assertEqual(SIM.api("GET", "/projects/1/pipelines/999999/jobs")
+                         .status, 404)
+        self.assertEqual(SIM.api("GET", "/projects/1/jobs/999999/trace")
+                         .status, 404)
+        # A guest may not read pipelines (app/policies/project_policy.rb).
+        self.assertEqual(SIM.api("GET", "/projects/1/merge_requests/1/"
+                                 "pipelines", "guest-token").status, 403)
+
+    def test_pipeline_hook(self):
+        received = []
+
+        class Receiver(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                received.append((self.headers["X-Gitlab-Event"],
+                                 json.loads(body)))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            SIM.ctl("POST", "/webhooks", {
+                "project": "group/project", "pipeline_events": True,
+                "merge_requests_events": False, "note_events": False,
+                "url": "http://127.0.0.1:%d/h" % server.server_port})
+            pl = self.start([{"name": "unit"}])
+            SIM.ctl("POST", "/projects/1/pipelines/%d/finish" % pl["id"],
+                    {"results": {"unit": "failed"}})
+            self.assertTrue(SIM.ctl("POST", "/webhooks/wait",
+                                    {"timeout_s": 10})["idle"])
+        finally:
+            server.shutdown()
+            server.server_close()
+        self.assertEqual([(e, p["object_attributes"]["status"])
+                          for e, p in received],
+                         [("Pipeline Hook", "running"),
+                          ("Pipeline Hook", "failed")])
+        payload = received[-1][1]
+        self.assertEqual(payload["object_kind"], "pipeline")
+        self.assertEqual(payload["merge_request"]["iid"], 1)
+        self.assertEqual(payload["object_attributes"]["id"], pl["id"])
+        self.assertEqual(payload["project"]["path_with_namespace"],
+                         "group/project")
+        self.assertEqual([b["status"] for b in payload["builds"]],
+                         ["failed"])
+
+
 if __name__ == "__main__":
     unittest.main()

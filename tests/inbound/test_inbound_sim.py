@@ -686,17 +686,10 @@ class InboundTest(unittest.TestCase):
         self.assertEqual(actions, {0: ("comment", "done"),
                                    1: ("diff-note", "done")})
 
-    def test_kill_between_intent_and_completion(self):
-        b = self.b
-        # The first discussion is written, then its answer is held back:
-        # the daemon dies with the action journaled as an intent.
-        sim("POST", "faults", {"kind": "latency", "ms": 20000,
-                               "method": "POST", "path": "/discussions$",
-                               "count": 1})
-        path, mid = b.reply("Comment.\n\n" + QUOTE_ADDED + "\nInline.\n\n"
-                            "Acked-by: Bob Maintainer <bob@corp.example>\n",
-                            ar=DKIM_PASS)
-        proc = subprocess.Popen([PB, "-c", b.conf(), "replay",
+    def kill_after_comment(self, path, mid):
+        """Apply the reply at path; kill -9 the applier once its first
+        note is on the forge (its answer held back by a fault)."""
+        proc = subprocess.Popen([PB, "-c", self.b.conf(), "replay",
                                  "--apply-now", path],
                                 stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
@@ -710,6 +703,18 @@ class InboundTest(unittest.TestCase):
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
+
+    def test_kill_between_intent_and_completion(self):
+        b = self.b
+        # The first discussion is written, then its answer is held back:
+        # the daemon dies with the action journaled as an intent.
+        sim("POST", "faults", {"kind": "latency", "ms": 20000,
+                               "method": "POST", "path": "/discussions$",
+                               "count": 1})
+        path, mid = b.reply("Comment.\n\n" + QUOTE_ADDED + "\nInline.\n\n"
+                            "Acked-by: Bob Maintainer <bob@corp.example>\n",
+                            ar=DKIM_PASS)
+        self.kill_after_comment(path, mid)
         row, actions = b.dump(mid)
         self.assertEqual(row[0], "applying")
         self.assertEqual(actions[0], ("comment", "intent"))
@@ -725,6 +730,102 @@ class InboundTest(unittest.TestCase):
         row, actions = b.dump(mid)
         self.assertEqual(row[0], "applied")
         self.assertTrue(all(s == "done" for _, s in actions.values()))
+
+    def notices(self, mid):
+        """The notices queued for reply mid (SQLite state only)."""
+        import sqlite3
+        db = sqlite3.connect(self.b.db())
+        try:
+            row = db.execute("SELECT decision, notice_id FROM notices"
+                             " WHERE message_id = ?", (mid,)).fetchone()
+            queued = db.execute(
+                "SELECT o.recipients, o.message FROM outmail o"
+                " JOIN thread_map t ON t.message_id = o.message_id"
+                " WHERE t.kind = 'receipt'").fetchall()
+        finally:
+            db.close()
+        return row, queued
+
+    # An unverified ack's notice to its sender: one, though the daemon
+    # was killed -9 while applying the reply and applied it again.
+    def test_notice_once_across_kill(self):
+        b = self.b
+        sim("POST", "faults", {"kind": "latency", "ms": 20000,
+                               "method": "POST", "path": "/discussions$",
+                               "count": 1})
+        path, mid = b.reply("Ship it.\n\n"
+                            "Acked-by: Mallory <mallory@corp.example>\n",
+                            sender="Mallory <mallory@corp.example>")
+        self.kill_after_comment(path, mid)
+        row, _ = b.dump(mid)
+        self.assertEqual(row[0], "applying")
+        self.assertEqual(self.notices(mid), (None, []))
+        sim("DELETE", "faults")
+        p = b.replay("--apply-now")
+        self.assertIn("applied 1", p.stdout)
+        p = b.replay("--apply-now", "--retry-now")
+        notice, queued = self.notices(mid)
+        self.assertEqual(notice[0], "sent")
+        self.assertEqual(len(queued), 1)
+        self.assertEqual(queued[0][0], "mallory@corp.example")
+        text = bytes(queued[0][1]).decode() \
+            if not isinstance(queued[0][1], str) else queued[0][1]
+        self.assertIn("Message-ID: <%s>" % notice[1], text)
+        self.assertIn("In-Reply-To: <%s>" % mid, text)
+        self.assertIn("Auto-Submitted: auto-replied", text)
+        self.assertIn("not verified", text)
+        self.assertEqual(marker_count(mr_state(), key(mid, 0)), 1)
+        out = run([PB, "-c", b.conf(), "why", mid])
+        self.assertIn("notice to the sender: sent as <%s>" % notice[1], out)
+
+    # An inline comment the bridge cannot place on the diff (the MR
+    # version it answers is not known: no start commit) is posted as a
+    # general comment quoting file:line, and its sender is told so.
+    def test_notice_inline_as_general_comment(self):
+        b = self.b
+        import sqlite3
+        db = sqlite3.connect(b.db())
+        db.execute("UPDATE thread_map SET start_sha = NULL")
+        db.execute("UPDATE revisions SET start_sha = NULL")
+        db.commit()
+        db.close()
+        path, mid = b.reply("Comment.\n\n" + QUOTE_ADDED + "\nInline.\n",
+                            ar=DKIM_PASS)
+        p = b.replay("--apply-now", path)
+        self.assertIn("applied 1", p.stdout)
+        mr = mr_state()
+        self.assertFalse(any(n.get("position") for _, n in
+                             user_notes(mr)))
+        notice, queued = self.notices(mid)
+        self.assertEqual(notice[0], "sent")
+        self.assertEqual(queued[0][0], "bob@corp.example")
+        text = queued[0][1]
+        text = " ".join((text if isinstance(text, str) else
+                         bytes(text).decode()).split())
+        self.assertIn("could not be placed on a line of the merge "
+                      "request's diff", text)
+
+    # `why` says why a reply's sender was not told: an automatic mail
+    # (RFC 3834), whose unverified ack still did not count.
+    def test_why_no_notice_to_automatic_mail(self):
+        b = self.b
+        path, mid = b.reply("Ship it.\n\n"
+                            "Acked-by: Mallory <mallory@corp.example>\n",
+                            sender="Mallory <mallory@corp.example>",
+                            ar="other.example; none\n"
+                            "Auto-Submitted: auto-generated")
+        p = b.replay("--apply-now", path)
+        self.assertIn("applied 1", p.stdout)
+        notice, queued = self.notices(mid)
+        self.assertEqual(notice[0], "auto_submitted")
+        self.assertEqual(queued, [])
+        out = run([PB, "-c", b.conf(), "why", mid])
+        self.assertIn("notice to the sender: not sent: the reply is "
+                      "automatic", out)
+        self.assertIn("not counted as an approval", out)
+        j = json.loads(run([PB, "-c", b.conf(), "why", "--json", mid]))
+        self.assertEqual(j["notice"]["decision"], "auto_submitted")
+        self.assertIsNone(j["notice"]["message_id"])
 
     # (f)
     def test_forge_down_then_back(self):

@@ -357,7 +357,7 @@ class PairMixin:
         return self.spawn([self.patchbridge, "-c", self.cfg, "run",
                            "--foreground"], "daemon.log")
 
-    def start_postfix(self, *options):
+    def start_postfix(self, *options, mailboxes=()):
         opts = list(options)
         if "--port" not in opts:
             opts = ["--port", self.env["PORT"]] + opts
@@ -365,7 +365,8 @@ class PairMixin:
             if h.port_held:
                 h.port_held.close()
                 h.port_held = None
-            h.start_postfix(*[self.localize(h, o) for o in opts])
+            h.start_postfix(*[self.localize(h, o) for o in opts],
+                            mailboxes=mailboxes)
             say("host %s: postfix on %s port %d, archive %s" %
                 (h.name, h.addr, h.port, h.env["ARCHIVE"]))
         # Host A's paths as placeholders that localize() makes each
@@ -470,6 +471,10 @@ class PairMixin:
         h = self.hosts[self.turn % len(self.hosts)]
         self.turn += 1
         h.send(raw, sender)
+
+    def mailbox(self, address):
+        """address's mails, whichever host's MTA delivered them."""
+        return [m for h in self.hosts for m in h.mailbox(address)]
 
     def archive(self):
         mails = []

@@ -150,6 +150,7 @@ static int fake_get_mr(struct forge_mr *out, struct forge *f,
 		return rc;
 	out->iid = iid;
 	out->state = xstrdup(ff->mr_state ? ff->mr_state : "opened");
+	out->discussion_locked = ff->discussion_locked;
 	for (i = 0; i < ff->labels.nr; i++)
 		strlist_push(&out->labels, ff->labels.items[i]);
 	return 0;
@@ -511,6 +512,86 @@ static int fake_whoami(struct forge_whoami *out, struct forge *f)
 	return 0;
 }
 
+/* Record a call of op and give its scripted answer. */
+static int scripted(struct fakeforge *ff, enum fake_op op, const char *project,
+		    int64_t id)
+{
+	struct fake_result r;
+
+	record(ff, op, project, id, NULL, NULL, NULL);
+	r = next(ff, op);
+	return answer(ff, &r);
+}
+
+static int fake_list_pipelines(struct forge_pipeline_list *out, struct forge *f,
+			       const char *project, int64_t iid)
+{
+	struct fakeforge *ff = ff_of(f);
+	size_t i;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = scripted(ff, FAKE_LIST_PIPELINES, project, iid);
+	if (rc || !ff->nr_pipelines)
+		return rc;
+	out->items = xcalloc(ff->nr_pipelines, sizeof(*out->items));
+	for (i = 0; i < ff->nr_pipelines; i++) {
+		const struct forge_pipeline *p = &ff->pipelines[i];
+
+		out->items[i].id = p->id;
+		out->items[i].sha = dup_or_null(p->sha);
+		out->items[i].ref = dup_or_null(p->ref);
+		out->items[i].status = dup_or_null(p->status);
+		out->items[i].web_url = dup_or_null(p->web_url);
+		out->items[i].updated_at = dup_or_null(p->updated_at);
+	}
+	out->nr = ff->nr_pipelines;
+	return 0;
+}
+
+static int fake_list_jobs(struct forge_job_list *out, struct forge *f,
+			  const char *project, int64_t pipeline_id)
+{
+	struct fakeforge *ff = ff_of(f);
+	size_t i;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = scripted(ff, FAKE_LIST_JOBS, project, pipeline_id);
+	if (rc || !ff->nr_jobs)
+		return rc;
+	out->items = xcalloc(ff->nr_jobs, sizeof(*out->items));
+	for (i = 0; i < ff->nr_jobs; i++) {
+		const struct forge_job *j = &ff->jobs[i];
+
+		out->items[i].id = j->id;
+		out->items[i].name = dup_or_null(j->name);
+		out->items[i].stage = dup_or_null(j->stage);
+		out->items[i].status = dup_or_null(j->status);
+		out->items[i].web_url = dup_or_null(j->web_url);
+		out->items[i].allow_failure = j->allow_failure;
+	}
+	out->nr = ff->nr_jobs;
+	return 0;
+}
+
+static int fake_job_trace(struct buf *out, struct forge *f, const char *project,
+			  int64_t job_id)
+{
+	struct fakeforge *ff = ff_of(f);
+	int rc;
+
+	rc = scripted(ff, FAKE_JOB_TRACE, project, job_id);
+	if (rc || !ff->trace)
+		return rc;
+	if (buf_adds(out, ff->trace)) {
+		buf_reset(out);
+		buf_clear_error(out);
+		return err_set(PB_ELIMIT, "the log is too long");
+	}
+	return 0;
+}
+
 static enum forge_sudo_problem fake_sudo_problem(const struct forge *f)
 {
 	return ((const struct fakeforge *)f)->sudo;
@@ -521,7 +602,18 @@ static enum forge_token_problem fake_token_problem(const struct forge *f)
 	return ((const struct fakeforge *)f)->token;
 }
 
+/* GitLab's GET /users?search=EMAIL finding nobody (doc/api/users.md). */
+static int fake_find_user(struct forge_user *out, struct forge *f,
+			  const char *email)
+{
+	(void)out;
+	if (!ff_of(f)->no_users)
+		return err_set(PB_ERROR, "the fake forge cannot look up users");
+	return err_set(PB_ENOTFOUND, "no forge user has the address %s", email);
+}
+
 static const struct forge_ops fake_ops = {
+	.find_user_by_email = fake_find_user,
 	.name = "fake",
 	.free = fake_free,
 	.act_as = fake_act_as,
@@ -539,6 +631,9 @@ static const struct forge_ops fake_ops = {
 	.list_notes = fake_list_notes,
 	.list_discussions = fake_list_discussions,
 	.whoami = fake_whoami,
+	.list_pipelines = fake_list_pipelines,
+	.list_jobs = fake_list_jobs,
+	.job_trace = fake_job_trace,
 	.sudo_problem = fake_sudo_problem,
 	.token_problem = fake_token_problem,
 };

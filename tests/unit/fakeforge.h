@@ -47,6 +47,9 @@ enum fake_op {
 	FAKE_LIST_NOTES,
 	FAKE_LIST_DISCUSSIONS,
 	FAKE_WHOAMI,
+	FAKE_LIST_PIPELINES,
+	FAKE_LIST_JOBS,
+	FAKE_JOB_TRACE,
 	FAKE__COUNT,
 };
 
@@ -106,6 +109,10 @@ struct fakeforge {
 	/* What get_mr answers: the state and labels the test sets, and the
 	 * labels update_labels leaves. */
 	const char *mr_state; /* NULL: "opened" */
+	int discussion_locked; /* what get_mr says of the discussion */
+	/* find_user_by_email answers "no such user" (PB_ENOTFOUND) for
+	 * every address; 0: the op is missing, as before. */
+	int no_users;
 	struct strlist labels;
 	/* What list_versions answers (newest only); NULL: no versions.
 	 * The base NULL: a version without one, which outbound_mr() takes
@@ -127,6 +134,15 @@ struct fakeforge {
 	const struct forge_discussion *discussions;
 	size_t nr_discussions;
 	const char *whoami; /* the token's user; NULL: "patchbridge" */
+	/* What list_pipelines answers (newest first), list_jobs answers
+	 * (the jobs of every pipeline alike) and job_trace answers (the
+	 * same log for every job; NULL: an empty log); borrowed, copied
+	 * into each answer. */
+	const struct forge_pipeline *pipelines;
+	size_t nr_pipelines;
+	const struct forge_job *jobs;
+	size_t nr_jobs;
+	const char *trace;
 };
 
 void fakeforge_init(struct fakeforge *ff);

@@ -807,6 +807,40 @@ static void test_projects(void **state)
 	assert_true(config_bool(cfg, CFG_PROJECT_ENABLED));
 	config_free(cfg);
 
+	/* Pipelines: mailed by default, not waited for; the longest wait's
+	 * default and bounds. */
+	cfg = load_ok("[project \"g/ci\"]\n"
+		      "wait_for_pipeline = yes\n"
+		      "pipeline_wait_max = 30m\n"
+		      "[project \"g/quiet\"]\n"
+		      "mail_pipelines = no\n");
+	assert_int_equal(config_project_get(&p, cfg, "g/ci"), 0);
+	assert_true(config_project_bool(p, CFG_PROJECT_MAIL_PIPELINES));
+	assert_true(config_project_bool(p, CFG_PROJECT_WAIT_FOR_PIPELINE));
+	assert_int_equal(
+		config_project_duration_ms(p, CFG_PROJECT_PIPELINE_WAIT_MAX),
+		30 * 60 * 1000);
+	assert_int_equal(config_project_get(&p, cfg, "g/quiet"), 0);
+	assert_false(config_project_bool(p, CFG_PROJECT_MAIL_PIPELINES));
+	assert_false(config_project_bool(p, CFG_PROJECT_WAIT_FOR_PIPELINE));
+	assert_int_equal(
+		config_project_duration_ms(p, CFG_PROJECT_PIPELINE_WAIT_MAX),
+		2 * 3600 * 1000);
+	config_free(cfg);
+	{
+		const char *want[] = {
+			"t.conf:11: [project \"g/x\"] pipeline_wait_max: "
+			"0 is below the minimum 1s",
+			"t.conf:13: [project \"g/y\"] pipeline_wait_max: "
+			"8d is above the maximum 7d",
+			NULL
+		};
+
+		expect_errors("[project \"g/x\"]\npipeline_wait_max = 0\n"
+			      "[project \"g/y\"]\npipeline_wait_max = 8d\n",
+			      want);
+	}
+
 	/* Each enabled project needs a list and, for owners, an owners file. */
 	{
 		static const char text[] =

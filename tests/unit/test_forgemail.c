@@ -2,10 +2,13 @@
  * forgemail_mr() against the recording fake forge (fakeforge.h) and a
  * real store: a forge comment becomes one mail in the outbound queue and
  * the thread map, once; the bridge's own notes and internal notes stay on
- * the forge; a failing forge moves no cursor.
+ * the forge; a failing forge moves no cursor.  A finished pipeline's
+ * result (forgemail_pipelines()) is one mail under the cover letter,
+ * once, across a restart too.
  */
 #include "cmocka_all.h"
 #include "core/config.h"
+#include "core/msgid.h"
 #include "fakeforge.h"
 #include "outbound/forgemail.h"
 #include "storebed.h"
@@ -206,6 +209,241 @@ static void forge_5xx_mails_nothing_yet(void **state)
 	assert_int_equal(queued, 0);
 }
 
+/* --- pipelines ------------------------------------------------------------ */
+
+static const struct forge_job ci_jobs[] = {
+	{ 801, (char *)"build", (char *)"build", (char *)"success",
+	  (char *)"https://gitlab.example.org/group/project/-/jobs/801", 0 },
+	{ 802, (char *)"unit-tests", (char *)"test", (char *)"failed",
+	  (char *)"https://gitlab.example.org/group/project/-/jobs/802", 0 },
+	{ 803, (char *)"lint", (char *)"test", (char *)"failed",
+	  (char *)"https://gitlab.example.org/group/project/-/jobs/803", 1 },
+};
+
+/* A runner's log: colours, a progress line written over, GitLab's
+ * section markers, a bidirectional override; 30 lines of output. */
+static char ci_log[4096];
+
+static void ci_log_make(void)
+{
+	size_t n = 0;
+	int i;
+
+	n += (size_t)snprintf(ci_log + n, sizeof(ci_log) - n,
+			      "\x1b[0KRunning with gitlab-runner 17.0\n"
+			      "section_start:1700000000:step_script\r"
+			      "\x1b[0K\x1b[0K\x1b[36;1mExecuting step\x1b[0;m\n"
+			      "Downloading 10%%\rDownloading 100%%\n");
+	for (i = 0; i < 30; i++)
+		n += (size_t)snprintf(ci_log + n, sizeof(ci_log) - n,
+				      "\x1b[31mline %d\x1b[0m\xe2\x80\xae\n",
+				      i);
+	snprintf(ci_log + n, sizeof(ci_log) - n,
+		 "\x1b]8;;http://evil.example/\x07"
+		 "FAIL: test_parse\x1b]8;;\x07"
+		 "\r\n\n");
+}
+
+static void ci_mid(struct buf *mid, const char *event, uint64_t id)
+{
+	buf_reset(mid);
+	assert_int_equal(msgid_format_forge(mid, event, PROJECT, 7, id,
+					    "example.org"),
+			 0);
+}
+
+static void ci_pipeline(struct forge_pipeline *p, int64_t id, const char *sha,
+			const char *status)
+{
+	memset(p, 0, sizeof(*p));
+	p->id = id;
+	p->sha = (char *)sha;
+	p->ref = (char *)"refs/merge-requests/7/head";
+	p->status = (char *)status;
+	p->web_url = (char *)"https://gitlab.example.org/group/project/-/"
+			     "pipelines/0";
+	p->updated_at = (char *)"2026-12-01T11:00:00.000Z";
+}
+
+static void pipeline_failed_then_passed(void **state)
+{
+	struct bed *b = *state;
+	struct forge_pipeline pl[2];
+	struct buf mid = BUF_INIT(PB_MSGID_MAX);
+	struct store_outmail om;
+	struct store_mail m;
+	const char *t;
+	size_t queued = 0;
+	int i;
+
+	ci_log_make();
+	ci_pipeline(&pl[0], 12, HEAD, "success");
+	ci_pipeline(&pl[1], 11, HEAD, "failed");
+	b->ff.pipelines = pl;
+	b->ff.nr_pipelines = 2;
+	b->ff.jobs = ci_jobs;
+	b->ff.nr_jobs = 3;
+	b->ff.trace = ci_log;
+	assert_int_equal(forgemail_pipelines(b->fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 2);
+	/* The log of the job that failed the pipeline, not lint's. */
+	assert_int_equal(fakeforge_count(&b->ff, FAKE_LIST_JOBS), 1);
+	assert_int_equal(fakeforge_count(&b->ff, FAKE_JOB_TRACE), 1);
+	assert_int_equal(fakeforge_call(&b->ff, FAKE_JOB_TRACE, 0)->iid, 802);
+
+	ci_mid(&mid, "cifailed", 11);
+	store_mail_init(&m);
+	assert_int_equal(store_mail_get(&m, b->st, mid.data), 0);
+	assert_int_equal(m.revision, 1);
+	assert_int_equal(m.patch, 0);
+	store_mail_release(&m);
+	store_outmail_init(&om);
+	assert_int_equal(store_outmail_get(&om, b->st, mid.data), 0);
+	t = om.message;
+	assert_non_null(strstr(t, "\nIn-Reply-To: <" COVER ">\n"));
+	assert_int_equal(strncmp(t, "From: CI via ", 13), 0);
+	if (getenv("PB_TEST_SHOW"))
+		fputs(t, stderr);
+	assert_non_null(strstr(t, "\n\nPipeline #11 for v1 (111111111111) "
+				  "failed.\nhttps://gitlab.example.org/"));
+	assert_non_null(strstr(
+		t, "\nFailed jobs:\n"
+		   "  unit-tests (stage test): https://gitlab.example.org/"
+		   "group/project/-/jobs/802\n"
+		   "  lint (stage test, allowed to fail): https://"
+		   "gitlab.example.org/group/project/-/jobs/803\n"
+		   "\nThe last lines of the log of unit-tests:\n\n"));
+	assert_null(strstr(t, "build (stage"));
+	/* The last 20 lines, cleaned: no escape, no override, no link. */
+	assert_null(strstr(t, "  | line 10\n"));
+	for (i = 11; i < 30; i++) {
+		char want[32];
+
+		snprintf(want, sizeof(want), "  | line %d\n", i);
+		assert_non_null(strstr(t, want));
+	}
+	assert_non_null(strstr(t, "  | line 29\n  | FAIL: test_parse\n"));
+	assert_null(strchr(t, '\x1b'));
+	assert_null(strstr(t, "\xe2\x80\xae"));
+	assert_null(strstr(t, "evil.example"));
+	store_outmail_release(&om);
+
+	ci_mid(&mid, "cipassed", 12);
+	store_outmail_init(&om);
+	assert_int_equal(store_outmail_get(&om, b->st, mid.data), 0);
+	assert_non_null(strstr(om.message,
+			       "\n\nPipeline #12 for v1 (111111111111) "
+			       "passed.\n"));
+	assert_null(strstr(om.message, "Failed jobs"));
+	store_outmail_release(&om);
+
+	/* Read again, and after a restart: nothing mailed, nothing more
+	 * asked of the forge than its pipelines. */
+	fakeforge_clear_calls(&b->ff);
+	queued = 0;
+	assert_int_equal(forgemail_pipelines(b->fm, PROJECT, 7, &queued), 0);
+	forgemail_free(b->fm);
+	assert_int_equal(forgemail_new(&b->fm, b->cfg, b->st, &b->ff.base), 0);
+	assert_int_equal(forgemail_pipelines(b->fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 0);
+	assert_int_equal(fakeforge_count(&b->ff, FAKE_LIST_PIPELINES), 2);
+	assert_int_equal(fakeforge_count(&b->ff, FAKE_GET_MR), 0);
+	assert_int_equal(fakeforge_count(&b->ff, FAKE_LIST_JOBS), 0);
+	assert_int_equal(fakeforge_count(&b->ff, FAKE_JOB_TRACE), 0);
+	buf_release(&mid);
+}
+
+static void pipeline_mailed_when_finished(void **state)
+{
+	struct bed *b = *state;
+	struct forge_pipeline pl[2];
+	size_t queued = 0;
+
+	/* Running, and one on a head the list never saw: nothing. */
+	ci_pipeline(&pl[0], 21, HEAD, "running");
+	ci_pipeline(&pl[1], 20, BASE, "success");
+	b->ff.pipelines = pl;
+	b->ff.nr_pipelines = 2;
+	assert_int_equal(forgemail_pipelines(b->fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 0);
+	/* Finished: mailed once. */
+	pl[0].status = (char *)"success";
+	assert_int_equal(forgemail_pipelines(b->fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 1);
+	/* Retried and failed: a second result, mailed too. */
+	pl[0].status = (char *)"failed";
+	assert_int_equal(forgemail_pipelines(b->fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 2);
+	/* A pipeline canceled or skipped has no result to mail. */
+	pl[0].id = 22;
+	pl[0].status = (char *)"canceled";
+	assert_int_equal(forgemail_pipelines(b->fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 2);
+}
+
+static void pipeline_log_unreadable(void **state)
+{
+	struct bed *b = *state;
+	struct forge_pipeline pl[1];
+	struct buf mid = BUF_INIT(PB_MSGID_MAX);
+	struct store_outmail om;
+	size_t queued = 0;
+
+	ci_pipeline(&pl[0], 31, HEAD, "failed");
+	b->ff.pipelines = pl;
+	b->ff.nr_pipelines = 1;
+	b->ff.jobs = ci_jobs;
+	b->ff.nr_jobs = 3;
+	b->ff.trace = "x";
+	/* The forge failing: nothing mailed, tried again at the next
+	 * reading. */
+	fakeforge_script(&b->ff, FAKE_JOB_TRACE, FAKE_5XX, 0,
+			 "502 Bad Gateway");
+	assert_true(err_is_temporary(
+		forgemail_pipelines(b->fm, PROJECT, 7, &queued)));
+	assert_int_equal(queued, 0);
+	/* A log the forge does not give: the mail goes without it. */
+	fakeforge_script(&b->ff, FAKE_JOB_TRACE, FAKE_FAIL, PB_ENOTFOUND,
+			 "404 Not found");
+	assert_int_equal(forgemail_pipelines(b->fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 1);
+	ci_mid(&mid, "cifailed", 31);
+	store_outmail_init(&om);
+	assert_int_equal(store_outmail_get(&om, b->st, mid.data), 0);
+	assert_non_null(strstr(om.message, "\n(The job's log could not be "
+					   "read; see its page.)\n"));
+	store_outmail_release(&om);
+	buf_release(&mid);
+}
+
+static void pipelines_off(void **state)
+{
+	struct bed *b = *state;
+	static const char conf[] = CONF "mail_pipelines = no\n";
+	struct strlist errs = STRLIST_INIT;
+	struct forge_pipeline pl[1];
+	struct config *cfg;
+	struct forgemail *fm;
+	size_t queued = 0;
+
+	assert_int_equal(
+		config_load_mem(&cfg, &errs, "t.conf", conf, strlen(conf)), 0);
+	strlist_release(&errs);
+	assert_int_equal(forgemail_new(&fm, cfg, b->st, &b->ff.base), 0);
+	ci_pipeline(&pl[0], 41, HEAD, "success");
+	b->ff.pipelines = pl;
+	b->ff.nr_pipelines = 1;
+	assert_int_equal(forgemail_pipelines(fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(forgemail_poll_pipelines(fm, &queued), 0);
+	assert_int_equal(queued, 0);
+	assert_int_equal(fakeforge_count(&b->ff, FAKE_LIST_PIPELINES), 0);
+	forgemail_free(fm);
+	config_free(cfg);
+	/* On (the default), the poll finds it. */
+	assert_int_equal(forgemail_poll_pipelines(b->fm, &queued), 0);
+	assert_int_equal(queued, 1);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -214,6 +452,10 @@ int main(void)
 		T(comment_mailed_once),
 		T(own_and_internal_notes_kept),
 		T(forge_5xx_mails_nothing_yet),
+		T(pipeline_failed_then_passed),
+		T(pipeline_mailed_when_finished),
+		T(pipeline_log_unreadable),
+		T(pipelines_off),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -15,6 +15,7 @@
 #include "metricval.h"
 #include "inbound/inbound.h"
 #include "mail/mail.h"
+#include "outbound/noticemail.h"
 #include "state/spool.h"
 #include "storebed.h"
 #include "util/buf.h"
@@ -63,21 +64,25 @@
 	"-- \n"                                       \
 	"2.43.0\n"
 
-#define OWNERS                          \
-	"users:\n"                      \
-	"  - &bob\n"                    \
-	"    name: Bob Maintainer\n"    \
-	"    email: bob@corp.example\n" \
-	"    gluser: bob\n"             \
-	"subsystems:\n"                 \
-	"  - subsystem: Greeting\n"     \
-	"    labels:\n"                 \
-	"      name: greet\n"           \
-	"    status: Supported\n"       \
-	"    maintainers:\n"            \
-	"      - *bob\n"                \
-	"    paths:\n"                  \
-	"      includes:\n"             \
+#define OWNERS                              \
+	"users:\n"                          \
+	"  - &bob\n"                        \
+	"    name: Bob Maintainer\n"        \
+	"    email: bob@corp.example\n"     \
+	"    gluser: bob\n"                 \
+	"  - &mallory\n"                    \
+	"    name: Mallory\n"               \
+	"    email: mallory@corp.example\n" \
+	"    gluser: mallory\n"             \
+	"subsystems:\n"                     \
+	"  - subsystem: Greeting\n"         \
+	"    labels:\n"                     \
+	"      name: greet\n"               \
+	"    status: Supported\n"           \
+	"    maintainers:\n"                \
+	"      - *bob\n"                    \
+	"    paths:\n"                      \
+	"      includes:\n"                 \
 	"        - src/\n"
 
 struct bed {
@@ -88,6 +93,7 @@ struct bed {
 	struct inbound *ib;
 	char dir[600];
 	unsigned n; /* mails spooled */
+	const char *envelope; /* MAIL FROM of the next replies; NULL: x@ */
 };
 
 static char top[512];
@@ -281,7 +287,7 @@ static void spool_reply(struct bed *b, char *mid, size_t size,
 		0);
 	meta.queue_id = "4Y3ZQk1XyZz9";
 	meta.message_id = mid;
-	meta.sender = "x@corp.example";
+	meta.sender = b->envelope ? b->envelope : "x@corp.example";
 	meta.kind = "reply";
 	meta.project = PROJECT;
 	meta.iid = 7;
@@ -301,11 +307,14 @@ static void run(struct bed *b, int64_t now)
 		o.cfg = b->cfg;
 		o.store = b->st;
 		o.forge = &b->ff.base;
+		o.render_notice = noticemail_render;
+		o.render_arg = b->cfg;
 		if (inbound_new(&b->ib, &o))
 			fail_msg("inbound_new: %s", err_msg());
 	}
 	assert_int_equal(inbound_ingest_spool(b->ib, now), 0);
-	assert_int_equal(inbound_apply_due(b->ib, now), 0);
+	if (inbound_apply_due(b->ib, now))
+		fail_msg("apply: %s", err_msg());
 }
 
 /* The journal row of mid: its state, and its attempts in *attempts. */
@@ -360,6 +369,7 @@ static const char *note_of(struct bed *b, const char *mid)
 #define NAKS "patchbridge_naks_total" ON
 #define MADE "patchbridge_approvals_made_total" ON
 #define REFUSED(r) "patchbridge_approvals_refused_total{reason=\"" r "\"}"
+#define NOTICES(d) "patchbridge_notices_total{decision=\"" d "\"}"
 
 static size_t dead(struct bed *b)
 {
@@ -583,6 +593,280 @@ static void expired_token_waits_uncounted(void **state)
 	assert_int_equal(forge_token_problem(&b->ff.base), FORGE_TOKEN_OK);
 }
 
+/* The notice decided for reply mid: its decision; *mail (may be NULL)
+ * gets the queued mail, "" when none was queued. */
+static char *notice(struct bed *b, const char *mid, struct buf *mail)
+{
+	struct store_notice n;
+	struct store_outmail om;
+	char *decision;
+
+	store_notice_init(&n);
+	if (store_notice_get(&n, b->st, mid)) {
+		store_notice_release(&n);
+		return NULL;
+	}
+	decision = strdup(n.decision);
+	if (mail && n.notice_id) {
+		store_outmail_init(&om);
+		assert_int_equal(store_outmail_get(&om, b->st, n.notice_id), 0);
+		assert_int_equal(buf_add(mail, om.message, om.message_len), 0);
+		store_outmail_release(&om);
+	}
+	store_notice_release(&n);
+	return decision;
+}
+
+#define MALLORY "Mallory <mallory@corp.example>"
+
+/* One reply from Mallory; its notice's decision and mail. */
+static char *mallory(struct bed *b, const char *ar, const char *body,
+		     struct buf *mail)
+{
+	char mid[64];
+
+	spool_reply(b, mid, sizeof(mid), MALLORY, ar, NULL, NULL, body);
+	run(b, NOW);
+	return notice(b, mid, mail);
+}
+
+/*
+ * Each thing a reply asked that was not done reaches its sender, once,
+ * privately: one mail per reply with every reason and what to do.
+ */
+static void notices_say_why(void **state)
+{
+	static const struct {
+		const char *ar, *body, *says;
+	} cases[] = {
+		/* unverified */
+		{ NULL, "Fine.\n\nAcked-by: " MALLORY "\n",
+		  "the address your DKIM signs" },
+		/* verified, but no owner of the files */
+		{ DKIM_PASS, "Fine.\n\nAcked-by: " MALLORY "\n",
+		  "owners.yaml" },
+		/* names someone else */
+		{ NULL, "Fine.\n\n" ACK, "Only the sender approves" },
+		/* a NAK not acted on */
+		{ NULL, "I would NAK this as it stands, I think.\n",
+		  "did not act on" },
+	};
+	struct bed *b = *state;
+	struct buf mail = BUF_INIT(1 << 20);
+	size_t i;
+	char *d;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *flat, *p;
+
+		buf_reset(&mail);
+		d = mallory(b, cases[i].ar, cases[i].body, &mail);
+		/* the body is wrapped: read it as one line */
+		flat = strdup(mail.data);
+		for (p = flat; *p; p++)
+			if (*p == '\n')
+				*p = ' ';
+		for (p = flat; *p; p++)
+			while (p[0] == ' ' && p[1] == ' ')
+				memmove(p, p + 1, strlen(p));
+		p = strstr(flat, cases[i].says);
+		free(flat);
+		if (!d || strcmp(d, "sent") || !p)
+			fail_msg("case %zu: %s: %s", i, d ? d : "(none)",
+				 strstr(mail.data, "- Your") ?
+					 strstr(mail.data, "- Your") :
+					 mail.data);
+		free(d);
+		assert_non_null(strstr(mail.data, "\nTo: Mallory "
+						  "<mallory@corp.example>\n"));
+		assert_null(strstr(mail.data, "list@example.org"));
+		assert_null(strstr(mail.data, "\nCc:"));
+		assert_non_null(strstr(mail.data, "\nAuto-Submitted: "
+						  "auto-replied\n"));
+		assert_non_null(strstr(mail.data, "\nIn-Reply-To: <reply-"));
+		assert_non_null(strstr(mail.data, "/-/merge_requests/7"));
+	}
+	/* a plain comment that was posted: nothing to tell */
+	d = mallory(b, NULL, "Looks fine to me.\n", NULL);
+	assert_null(d);
+	buf_release(&mail);
+}
+
+/* RFC 3834: no notice to an automatic mail, a bounce, a list robot. */
+static void notices_rfc3834(void **state)
+{
+	struct bed *b = *state;
+	const char *ack = "Fine.\n\nAcked-by: " MALLORY "\n";
+	char *d;
+
+	d = mallory(b, DKIM_PASS "\nAuto-Submitted: auto-replied", ack, NULL);
+	assert_string_equal(d, "auto_submitted");
+	free(d);
+	d = mallory(b, DKIM_PASS "\nPrecedence: bulk", ack, NULL);
+	assert_string_equal(d, "list");
+	free(d);
+	d = mallory(b, DKIM_PASS "\nContent-Type: multipart/report", ack, NULL);
+	assert_string_equal(d, "bounce");
+	free(d);
+	b->envelope = "";
+	d = mallory(b, NULL, ack, NULL);
+	assert_string_equal(d, "bounce");
+	free(d);
+	b->envelope = NULL;
+	/* a person's reply relayed with the list's List-Id is answered */
+	d = mallory(b, DKIM_PASS "\nList-Id: <list.example.org>", ack, NULL);
+	assert_string_equal(d, "sent");
+	free(d);
+	assert_int_equal(metric(NOTICES("auto_submitted")), 1);
+	assert_int_equal(metric(NOTICES("bounce")), 2);
+	assert_int_equal(metric(NOTICES("list")), 1);
+	assert_int_equal(metric(NOTICES("sent")), 1);
+}
+
+/* [inbound] notice_rate (5) an hour, then none; an opt-out. */
+static void notices_rate_and_opt_out(void **state)
+{
+	struct bed *b = *state;
+	const char *ack = "Fine.\n\nAcked-by: " MALLORY "\n";
+	char *d;
+	int k;
+
+	for (k = 0; k < 5; k++) {
+		d = mallory(b, NULL, ack, NULL);
+		assert_string_equal(d, "sent");
+		free(d);
+	}
+	d = mallory(b, NULL, ack, NULL);
+	assert_string_equal(d, "rate_limit");
+	free(d);
+
+	/* "unsubscribe notices" is not posted, and is obeyed */
+	fakeforge_clear_calls(&b->ff);
+	d = mallory(b, NULL, "unsubscribe notices\n", NULL);
+	assert_null(d);
+	assert_int_equal(fakeforge_count(&b->ff, FAKE_CREATE_DISCUSSION), 0);
+	assert_int_equal(
+		store_notice_optout_get(&k, b->st, "mallory@corp.example"), 0);
+	assert_int_equal(k, 1);
+	d = mallory(b, NULL, ack, NULL);
+	assert_string_equal(d, "opt_out");
+	free(d);
+	d = mallory(b, NULL, "Subscribe notices\n", NULL);
+	assert_null(d);
+	assert_int_equal(
+		store_notice_optout_get(&k, b->st, "mallory@corp.example"), 0);
+	assert_int_equal(k, 0);
+}
+
+/* The mail as one line of single blanks (its body is wrapped). */
+static void flatten(struct buf *mail)
+{
+	char *p = mail->data, *q = mail->data;
+
+	for (; *p; p++) {
+		char c = *p == '\n' ? ' ' : *p;
+
+		if (c == ' ' && q > mail->data && q[-1] == ' ')
+			continue;
+		*q++ = c;
+	}
+	*q = '\0';
+	mail->len = (size_t)(q - mail->data);
+}
+
+/* A reply from sender; its notice must be queued and say text. */
+static void says(struct bed *b, const char *sender, const char *ar,
+		 const char *body, const char *text)
+{
+	struct buf mail = BUF_INIT(1 << 20);
+	char mid[64], *d;
+
+	spool_reply(b, mid, sizeof(mid), sender, ar, NULL, NULL, body);
+	run(b, NOW);
+	d = notice(b, mid, &mail);
+	if (!d || strcmp(d, "sent"))
+		fail_msg("no notice for \"%s\": %s", body, d ? d : "none");
+	free(d);
+	flatten(&mail);
+	if (!strstr(mail.data, text))
+		fail_msg("want \"%s\" in %s", text, mail.data);
+	buf_release(&mail);
+}
+
+/*
+ * One notice per reason the README lists, each saying what to do: the
+ * verdicts a trailer gets (not an owner, in a sentence, loose, a bot,
+ * no forge user, quoted), an approval the forge did not take (the
+ * revision changed, the MR merged or closed), a locked discussion, a
+ * dead letter.  (An inline comment
+ * posted as a general one: client_inbound, against the simulator.)
+ */
+static void notices_each_reason(void **state)
+{
+	struct bed *b = *state;
+	const char *own = "Fine.\n\nAcked-by: " MALLORY "\n";
+
+	/* not an owner of the files (Mallory is a user of owners.yaml) */
+	says(b, MALLORY, DKIM_PASS, own, "owners.yaml names for these files");
+	/* in a sentence; loose */
+	says(b, MALLORY, NULL, "Series is Acked-by: " MALLORY "\n",
+	     "inside a sentence");
+	says(b, MALLORY, NULL, "Fine.\n\nReviewed by : Mallory\n",
+	     "line of its own");
+	/* a review bot's trailer */
+	says(b, "CI <ci@corp.example>", DKIM_PASS,
+	     "Passed.\n\nTested-by: CI <ci@corp.example>\n", "review bot");
+	/* no forge user for the address */
+	b->ff.no_users = 1;
+	says(b, "Carol <carol@corp.example>", DKIM_PASS,
+	     "Fine.\n\nAcked-by: Carol <carol@corp.example>\n",
+	     "link your address to your forge account");
+	b->ff.no_users = 0;
+	/* the MR merged, then closed: Bob's approval is not asked for */
+	b->ff.mr_state = "merged";
+	says(b, BOB, DKIM_PASS, "Good.\n\n" ACK, "already merged");
+	b->ff.mr_state = "closed";
+	says(b, BOB, DKIM_PASS, "Good.\n\n" ACK, "was closed");
+	b->ff.mr_state = NULL;
+	/* the revision changed: the forge refuses the approval (409) and
+	 * the MR's head is no rebase of the acked one */
+	fakeforge_script_approve(
+		&b->ff, FAKE_APPROVE, PB_EINVAL, FORGE_APPROVE_SHA_MISMATCH,
+		"409 SHA does not match HEAD of source branch");
+	b->ff.version_head = "5555555555555555555555555555555555555555";
+	b->ff.version_patch_id = "6666666666666666666666666666666666666666";
+	says(b, BOB, DKIM_PASS, "Good.\n\n" ACK, "no longer the head");
+	b->ff.version_head = HEAD;
+	b->ff.version_patch_id = HEAD;
+	/* quoted: Bob's ack is in the mail he answers */
+	{
+		char bait[64], mid[64], *d;
+		struct buf mail = BUF_INIT(1 << 20);
+
+		spool_reply(b, bait, sizeof(bait), "Carol <carol@corp.example>",
+			    NULL, NULL, NULL, "Bob, please send:\n\n" ACK);
+		spool_reply(b, mid, sizeof(mid), BOB, DKIM_PASS, bait, NULL,
+			    "Will do.\n\n" ACK);
+		run(b, NOW);
+		d = notice(b, mid, &mail);
+		assert_non_null(d);
+		assert_string_equal(d, "sent");
+		free(d);
+		flatten(&mail);
+		assert_non_null(strstr(mail.data, "read as a quotation"));
+		buf_release(&mail);
+	}
+	/* the discussion locked: not posted, and the sender is told */
+	b->ff.discussion_locked = 1;
+	says(b, MALLORY, NULL, "Fine by me.\n", "discussion is locked");
+	b->ff.discussion_locked = 0;
+	/* a dead letter: the forge refuses the comment for good */
+	fakeforge_script(&b->ff, FAKE_CREATE_DISCUSSION, FAKE_FAIL, PB_EPERM,
+			 "403 Forbidden");
+	says(b, MALLORY, NULL, "Fine by me.\n",
+	     "set aside for the bridge's operator");
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -595,6 +879,10 @@ int main(void)
 		T(bot_trailers_are_words),
 		T(forge_5xx_waits_for_retry),
 		T(expired_token_waits_uncounted),
+		T(notices_say_why),
+		T(notices_rfc3834),
+		T(notices_rate_and_opt_out),
+		T(notices_each_reason),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PROJECT "group/project"
@@ -133,8 +134,9 @@ static void outbound_open(struct bed *b)
 		fail_msg("outbound_new: %s", err_msg());
 }
 
-/* A bed on a fresh store; inbound: more [inbound] lines. */
-static struct bed *bed_new(const char *inbound)
+/* A bed on a fresh store; inbound: more [inbound] lines; project: more
+ * lines of the project's section. */
+static struct bed *bed_new_with(const char *inbound, const char *project)
 {
 	struct bed *b = calloc(1, sizeof(*b));
 	struct strlist errs = STRLIST_INIT;
@@ -161,8 +163,9 @@ static struct bed *bed_new(const char *inbound)
 				  "[state]\n"
 				  "path = %s/%s.state\n"
 				  "[project \"" PROJECT "\"]\n"
-				  "mail_rebases = no\n",
-				  dir, inbound, dir, name),
+				  "mail_rebases = no\n"
+				  "%s",
+				  dir, inbound, dir, name, project),
 			 0);
 	if (config_load_mem(&b->cfg, &errs, "t.conf", conf.data, conf.len))
 		fail_msg("config: %s", errs.nr ? errs.items[0] : err_msg());
@@ -170,6 +173,11 @@ static struct bed *bed_new(const char *inbound)
 	buf_release(&conf);
 	fakeforge_init(&b->ff);
 	return b;
+}
+
+static struct bed *bed_new(const char *inbound)
+{
+	return bed_new_with(inbound, "");
 }
 
 static int setup(void **state)
@@ -289,6 +297,82 @@ static void version_without_base_is_none_yet(void **state)
 	assert_int_equal(b->rep.outcome, OUTBOUND_NOTHING);
 	assert_non_null(strstr(b->rep.reason, "no diff version yet"));
 	assert_int_equal(queued(b), 0);
+}
+
+/*
+ * [project] wait_for_pipeline: a new head waits for its pipeline to
+ * pass, and for at most pipeline_wait_max (the time it was first seen is
+ * in the store: moved back here rather than waited for).
+ */
+static int setup_ci(void **state)
+{
+	struct bed *b = bed_new_with("", "wait_for_pipeline = yes\n"
+					 "pipeline_wait_max = 10m\n");
+
+	outbound_open(b);
+	mailed(b);
+	b->ff.version_head = NEW_HEAD;
+	b->ff.version_base = NEW_BASE;
+	b->ff.version_patch_id = "6666666666666666666666666666666666666666";
+	*state = b;
+	return 0;
+}
+
+static void held_for_its_pipeline(struct bed *b, const char *status)
+{
+	assert_int_equal(run(b), 0);
+	assert_int_equal(b->rep.outcome, OUTBOUND_WAITING);
+	assert_int_equal(b->rep.revision, 0);
+	assert_non_null(strstr(b->rep.reason, "waiting for the pipeline of "
+					      "444444444444"));
+	assert_non_null(strstr(b->rep.reason, status));
+	assert_true(b->rep.next_attempt > 0);
+	assert_int_equal(queued(b), 0);
+	assert_int_equal(latest(b), 1);
+}
+
+static void waits_for_pipeline(void **state)
+{
+	struct bed *b = *state;
+	struct forge_pipeline pl[2];
+
+	/* No pipeline yet; one on another head; running; failed. */
+	held_for_its_pipeline(b, "none yet");
+	memset(pl, 0, sizeof(pl));
+	pl[0].id = 51;
+	pl[0].sha = (char *)HEAD;
+	pl[0].status = (char *)"success";
+	b->ff.pipelines = pl;
+	b->ff.nr_pipelines = 1;
+	held_for_its_pipeline(b, "none yet");
+	pl[1] = pl[0];
+	pl[0].id = 52;
+	pl[0].sha = (char *)NEW_HEAD;
+	pl[0].status = (char *)"running";
+	b->ff.nr_pipelines = 2;
+	held_for_its_pipeline(b, "running");
+	pl[0].status = (char *)"failed";
+	held_for_its_pipeline(b, "failed");
+	/* Passed: on to rendering (which needs a mirror this bed has not:
+	 * an error past the wait, not a wait). */
+	pl[0].status = (char *)"success";
+	run(b);
+	assert_null(strstr(b->rep.reason, "waiting for the pipeline"));
+}
+
+static void mailed_after_the_longest_wait(void **state)
+{
+	struct bed *b = *state;
+	char name[STORE_CURSOR_NAME_MAX], when[32];
+
+	held_for_its_pipeline(b, "none yet");
+	/* Ten minutes and a second since it was first seen. */
+	snprintf(name, sizeof(name), "ciwait:%s!7:%s", PROJECT, NEW_HEAD);
+	snprintf(when, sizeof(when), "%lld", (long long)time(NULL) - 601);
+	assert_int_equal(store_cursor_set(b->st, name, when), 0);
+	run(b);
+	assert_null(strstr(b->rep.reason, "waiting for the pipeline"));
+	assert_int_equal(fakeforge_count(&b->ff, FAKE_LIST_PIPELINES), 2);
 }
 
 /*
@@ -590,6 +674,7 @@ static void lost_response_mailed_once(void **state)
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T_CI(f) cmocka_unit_test_setup_teardown(f, setup_ci, teardown)
 #define T_MTA(f) cmocka_unit_test_setup_teardown(f, setup_mta, teardown)
 
 int main(void)
@@ -599,6 +684,8 @@ int main(void)
 		T(pure_rebase_is_not_mailed),
 		T(merged_mr_is_left_alone),
 		T(version_without_base_is_none_yet),
+		T_CI(waits_for_pipeline),
+		T_CI(mailed_after_the_longest_wait),
 		T_MTA(new_revision_mailed_once),
 		T_MTA(tempfail_mailed_once),
 		T_MTA(lost_response_mailed_once),

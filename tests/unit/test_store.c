@@ -420,6 +420,27 @@ static void test_revision_numbers(void **state)
 	rev.head_sha = NULL;
 	assert_int_equal(store_revision_start(&n, st, &rev), PB_EINVAL);
 
+	/* The latest revision of each MR started since a time: g/p !1's
+	 * v5 and !2's v1; none started in the future. */
+	{
+		struct store_revision_list rl = { 0 };
+
+		assert_int_equal(store_revision_recent(&rl, st, "g/p", 1, 0),
+				 0);
+		assert_int_equal(rl.nr, 2);
+		assert_int_equal(rl.items[0].iid, 1);
+		assert_int_equal(rl.items[0].revision, 5);
+		assert_int_equal(rl.items[1].iid, 2);
+		assert_int_equal(rl.items[1].revision, 1);
+		store_revision_list_release(&rl);
+		assert_int_equal(
+			store_revision_recent(&rl, st, "g/p",
+					      (int64_t)time(NULL) + 3600, 0),
+			0);
+		assert_int_equal(rl.nr, 0);
+		store_revision_list_release(&rl);
+	}
+
 	store_revision_release(&got);
 	store_free(st);
 }

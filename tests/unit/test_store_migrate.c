@@ -207,6 +207,91 @@ static char *schema_dump(const char *path)
 	" created, updated) VALUES ('old-in@x', '1.q.2.3', 'g/p', 1, 1, 1,"  \
 	" 'reply', 'applying', 1, 0, 10, 10);"
 
+/* A new database of either engine at an old schema version, open RW. */
+static struct store *open_at(const char *path, int version)
+{
+	struct store_opts o;
+	struct store *st = NULL;
+
+	memset(&o, 0, sizeof(o));
+	o.backend = storebed_backend();
+	o.target = path;
+	o.flags = STORE_RW;
+	o.busy_timeout_ms = BUSY_MS;
+	o.schema_version = version;
+	assert_int_equal(store_open_opts(&st, &o), 0);
+	return st;
+}
+
+/*
+ * Both engines: the notices to senders (schema 10), from a database at
+ * schema 9 with a reply in it: one decision per reply, the queued ones
+ * counted per recipient since a time, and the opt-outs.
+ */
+static void test_notices(void **state)
+{
+	const char *path = db_path("notices");
+	struct store *st;
+	struct store_notice n, got;
+	int64_t count = -1;
+	int v = 0, out = -1;
+
+	(void)state;
+	store_free(open_at(path, 9));
+	storebed_exec(path, MIGRATE_ROWS, MIGRATE_ROWS);
+	st = open_rw(path);
+	assert_int_equal(store_schema_version(&v, st), 0);
+	assert_int_equal(v, store_schema_latest());
+
+	store_notice_init(&n);
+	store_notice_init(&got);
+	assert_int_equal(store_notice_get(&got, st, "old-in@x"), PB_ENOTFOUND);
+	n.message_id = "old-in@x";
+	n.notice_id = "pb.n.1@bridge.example";
+	n.recipient = "mallory@corp.example";
+	n.decision = "sent";
+	n.reasons = "Your ack was not counted.\nAnd more.\n";
+	assert_int_equal(store_notice_put(st, &n), 0);
+	/* one decision per reply */
+	n.decision = "rate_limit";
+	assert_int_equal(store_notice_put(st, &n), PB_EEXISTS);
+	assert_int_equal(store_notice_get(&got, st, "old-in@x"), 0);
+	assert_string_equal(got.decision, "sent");
+	assert_string_equal(got.notice_id, "pb.n.1@bridge.example");
+	assert_string_equal(got.reasons, n.reasons);
+	/* a notice not sent counts not */
+	n.message_id = "other@x";
+	n.notice_id = NULL;
+	assert_int_equal(store_notice_put(st, &n), 0);
+	assert_int_equal(store_notice_get(&got, st, "other@x"), 0);
+	assert_null(got.notice_id);
+	assert_int_equal(store_notice_count(&count, st, "mallory@corp.example",
+					    time(NULL) - 3600),
+			 0);
+	assert_int_equal(count, 1);
+	assert_int_equal(store_notice_count(&count, st, "mallory@corp.example",
+					    time(NULL) + 10),
+			 0);
+	assert_int_equal(count, 0);
+	n.decision = "Not A Token";
+	n.message_id = "third@x";
+	assert_int_equal(store_notice_put(st, &n), PB_EINVAL);
+
+	assert_int_equal(store_notice_optout_get(&out, st, "m@x"), 0);
+	assert_int_equal(out, 0);
+	assert_int_equal(store_notice_optout_set(st, "m@x", 1), 0);
+	assert_int_equal(store_notice_optout_set(st, "m@x", 1), 0);
+	assert_int_equal(store_notice_optout_get(&out, st, "m@x"), 0);
+	assert_int_equal(out, 1);
+	assert_int_equal(store_notice_optout_set(st, "m@x", 0), 0);
+	assert_int_equal(store_notice_optout_get(&out, st, "m@x"), 0);
+	assert_int_equal(out, 0);
+	assert_int_equal(store_check(st), 0);
+	store_notice_release(&n);
+	store_notice_release(&got);
+	store_free(st);
+}
+
 static void test_migrate_from_v1(void **state)
 {
 	const char *path = db_path("v1");
@@ -345,20 +430,13 @@ static void test_migrate_steps(void **state)
 static void test_migrate_retarget(void **state)
 {
 	const char *path = db_path("retarget");
-	struct store_opts o;
-	struct store *st = NULL;
+	struct store *st;
 	struct store_revision rev = { 0 }, got = { 0 };
 	struct store_mail m = STORE_MAIL_INIT;
 	int v = 0, n = 0;
 
 	(void)state;
-	memset(&o, 0, sizeof(o));
-	o.backend = storebed_backend();
-	o.target = path;
-	o.flags = STORE_RW;
-	o.busy_timeout_ms = BUSY_MS;
-	o.schema_version = 8;
-	assert_int_equal(store_open_opts(&st, &o), 0);
+	st = open_at(path, 8);
 	assert_int_equal(store_schema_version(&v, st), 0);
 	assert_int_equal(v, 8);
 	store_free(st);
@@ -421,8 +499,8 @@ static void make_at_version(const char *path, int version)
 }
 
 /*
- * Both engines: a database at schema 9, with revisions and mails, takes
- * the step to 10 (the submissions) with its rows intact, and collects a
+ * Both engines: a database at schema 10, with revisions and mails, takes
+ * the step to 11 (the submissions) with its rows intact, and collects a
  * series then.
  */
 static void test_migrate_submissions(void **state)
@@ -436,7 +514,7 @@ static void test_migrate_submissions(void **state)
 	int v = 0, whole = 0;
 
 	(void)state;
-	make_at_version(path, 9);
+	make_at_version(path, 10);
 	storebed_exec(path, RETARGET_ROWS, RETARGET_ROWS);
 
 	st = open_rw(path);
@@ -489,6 +567,7 @@ int main(void)
 		cmocka_unit_test(test_refuse_newer_schema),
 		cmocka_unit_test(test_migrate_from_v1),
 		cmocka_unit_test(test_migrate_steps),
+		cmocka_unit_test(test_notices),
 		cmocka_unit_test(test_migrate_retarget),
 		cmocka_unit_test(test_migrate_submissions),
 		cmocka_unit_test(test_reader_before_migration),

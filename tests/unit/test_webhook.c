@@ -416,7 +416,7 @@ static void test_unknown_event(void **state)
 			      &r),
 			 200);
 	assert_non_null(strstr(r.text, "ignored"));
-	h.event = "Pipeline Hook";
+	h.event = "Job Hook";
 	assert_int_equal(post(port_of(state), &h, "{}", NULL), 200);
 	assert_int_equal(event_count(), 0);
 }
@@ -985,6 +985,61 @@ static void test_parse(void **state)
 	free(note);
 }
 
+/*
+ * A Pipeline Hook (doc/user/project/integrations/webhook_events.md
+ * "Pipeline events", built by lib/gitlab/data_builder/pipeline.rb): the
+ * pipeline's id, sha and status, and merge_request for a pipeline of an
+ * MR, null for a branch's or a tag's.
+ */
+static const char pipeline_hook[] =
+	"{\"object_kind\": \"pipeline\","
+	" \"object_attributes\": {\"id\": 31, \"iid\": 3,"
+	" \"ref\": \"refs/merge-requests/1/head\", \"tag\": false,"
+	" \"sha\": \"bcbb5ec396a2c0f828686f14fac9b80b780504f2\","
+	" \"status\": \"failed\", \"stages\": [\"build\", \"test\"],"
+	" \"source\": \"merge_request_event\"},"
+	" \"merge_request\": {\"id\": 1, \"iid\": 1,"
+	" \"title\": \"Test\", \"state\": \"opened\"},"
+	" \"project\": {\"id\": 1, \"name\": \"Gitlab Test\","
+	" \"path_with_namespace\": \"gitlabhq/gitlab-test\"},"
+	" \"builds\": []}";
+
+static void test_parse_pipeline(void **state)
+{
+	struct webhook_event ev;
+	char *bad;
+
+	(void)state;
+	assert_int_equal(webhook_parse(&ev, "Pipeline Hook", pipeline_hook,
+				       strlen(pipeline_hook)),
+			 0);
+	assert_int_equal(ev.kind, WEBHOOK_PIPELINE);
+	assert_int_equal(ev.iid, 1);
+	assert_int_equal(ev.pipeline_id, 31);
+	assert_string_equal(ev.pipeline_status, "failed");
+	assert_string_equal(ev.last_commit,
+			    "bcbb5ec396a2c0f828686f14fac9b80b780504f2");
+	assert_string_equal(ev.project, "gitlabhq/gitlab-test");
+	/* A branch pipeline: not an MR's, ignored (polling reads the MR's
+	 * pipelines, branch ones among them). */
+	bad = replace(pipeline_hook,
+		      "{\"id\": 1, \"iid\": 1, \"title\": \"Test\", "
+		      "\"state\": \"opened\"}",
+		      "null");
+	assert_int_equal(webhook_parse(&ev, "Pipeline Hook", bad, strlen(bad)),
+			 0);
+	assert_int_equal(ev.kind, WEBHOOK_IGNORED);
+	free(bad);
+	/* Under another header, or without a status: refused. */
+	assert_int_equal(webhook_parse(&ev, "Note Hook", pipeline_hook,
+				       strlen(pipeline_hook)),
+			 PB_EINVAL);
+	bad = replace(pipeline_hook, "\"status\": \"failed\", ", "");
+	assert_int_equal(webhook_parse(&ev, "Pipeline Hook", bad, strlen(bad)),
+			 PB_EINVAL);
+	free(bad);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1022,6 +1077,7 @@ int main(void)
 		cmocka_unit_test(test_stop_drains),
 		cmocka_unit_test(test_bad_opts),
 		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_parse_pipeline),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

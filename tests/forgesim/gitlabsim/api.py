@@ -198,6 +198,11 @@ class Api:
         r("GET", _MR + "/versions", self.list_versions)
         r("GET", _MR + "/versions/:version_id", self.get_version)
         r("PUT", _MR + "/merge", self.merge)
+        r("GET", _MR + "/pipelines", self.mr_pipelines)
+        # lib/api/ci/jobs.rb (entities: lib/api/entities/ci/job*.rb)
+        r("GET", "/projects/:id/pipelines/:pipeline_id/jobs",
+          self.pipeline_jobs)
+        r("GET", "/projects/:id/jobs/:job_id/trace", self.job_trace)
         # lib/api/merge_request_approvals.rb (approval_state: EE's
         # ee/lib/ee/api/merge_request_approvals.rb)
         r("POST", _MR + "/approve", self.approve)
@@ -609,6 +614,52 @@ class Api:
                 return Response.json(200, ent.version_full(
                     self.forge, project, mr, v))
         raise errors.record_not_found()
+
+    # -- pipelines and jobs ---------------------------------------------------
+
+    def _may_read_builds(self, ctx, project):
+        # :read_pipeline and :read_build need Reporter on a private
+        # project (app/policies/project_policy.rb); a guest gets 403.
+        if self.forge.access_level(project, ctx.user) < REPORTER:
+            raise errors.forbidden()
+
+    def mr_pipelines(self, ctx, id, iid):
+        """lib/api/merge_requests.rb "Get single merge request pipelines":
+        authorize! :read_pipeline, then MergeRequest#all_pipelines newest
+        first, paginated, as Ci::PipelineBasic."""
+        project, mr, _ = self._latest(ctx, id, iid)
+        self._may_read_builds(ctx, project)
+        return ctx.page(self.forge.mr_pipelines(project, mr),
+                        lambda pl: ent.pipeline_basic(self.forge, project,
+                                                      pl))
+
+    def pipeline_jobs(self, ctx, id, pipeline_id):
+        """lib/api/ci/jobs.rb "List all jobs by pipeline": 404 "Pipeline
+        Not Found" for another project's, jobs in id order (the latest
+        try of each: include_retried is false by default)."""
+        p = ctx.params
+        p.boolean("include_retried", default=False)
+        p.check()
+        pid = _iid(Params({"pipeline_id": pipeline_id}), "pipeline_id")
+        project = ctx.project(id)
+        self._may_read_builds(ctx, project)
+        pipeline = self.forge.find_pipeline(project, pid)
+        if pipeline is None:
+            raise errors.not_found("Pipeline")
+        return ctx.page(sorted(pipeline.jobs, key=lambda j: j.id),
+                        lambda j: ent.job(self.forge, project, pipeline, j))
+
+    def job_trace(self, ctx, id, job_id):
+        """lib/api/ci/jobs.rb "Get a trace of a specific job of a
+        project": authorize_read_builds!, the log as text/plain (an
+        empty body when there is none)."""
+        jid = _iid(Params({"job_id": job_id}), "job_id")
+        project = ctx.project(id)
+        self._may_read_builds(ctx, project)
+        pipeline, job = self.forge.find_job(project, jid)
+        if job is None:
+            raise errors.not_found("Job")
+        return Response.text(200, job.trace)
 
     def merge(self, ctx, id, iid):
         iid = _iid(Params({"merge_request_iid": iid}), "merge_request_iid")

@@ -123,7 +123,8 @@ SPEC_DEFECTS = [
     # only; doc/api/settings.md): the fields of Entities::ApplicationSetting
     # the simulator serves, as doc/api/settings.md shows them, in place of
     # the document's own description (APIEntitiesApplicationSetting),
-    # against which the simulator's answers still fail.
+    # against which the simulator's answers still fail (it types id as
+    # a string; GitLab's is the row's integer, "id": 1 in the page).
     ("operation", "get", "/api/v4/application/settings", {
         "operationId": "getApiV4ApplicationSettings",
         "parameters": [],
@@ -156,11 +157,22 @@ SPEC_DEFECTS = [
     # so this only documents it.
     ("schema", "APIEntitiesNote", "internal",
      {"type": "boolean", "nullable": True}),
+    # GET .../merge_requests/:iid/pipelines presents a page of pipelines
+    # (lib/api/merge_requests.rb: present paginate(pipelines), with:
+    # Entities::Ci::PipelineBasic), not one.
+    ("response", "get", "/api/v4/projects/{id}/merge_requests/"
+     "{merge_request_iid}/pipelines", "200",
+     {"type": "array",
+      "items": {"$ref": "#/components/schemas/APIEntitiesCiPipelineBasic"}}),
 ]
 
 # Not defects but deliberate: the operations whose bodies are not JSON.
+# A job's log is sent as it is kept, text/plain (lib/api/ci/jobs.rb "Get
+# a trace of a specific job": content_type 'text/plain',
+# env['api.format'] = :binary); the document says a job entity.
 _TEXT_RESPONSES = {("get", "/api/v4/projects/{id}/merge_requests/"
-                    "{merge_request_iid}/raw_diffs")}
+                    "{merge_request_iid}/raw_diffs"),
+                   ("get", "/api/v4/projects/{id}/jobs/{job_id}/trace")}
 
 
 def _nullable(schema):

@@ -52,6 +52,10 @@ class Control:
         r("POST", "/projects/:id/merge_requests/:iid/push", self.push)
         r("POST", "/projects/:id/merge_requests/:iid/clone", self.clone_mr)
         r("POST", "/projects/:id/merge_requests/:iid/rebase", self.rebase)
+        r("POST", "/projects/:id/merge_requests/:iid/pipelines",
+          self.create_pipeline)
+        r("POST", "/projects/:id/pipelines/:pipeline_id/finish",
+          self.finish_pipeline)
         r("POST", "/notes/commit", self.commit_notes)
         r("POST", "/rate_limit", self.rate_limit)
         r("GET", "/faults", self.list_faults)
@@ -327,6 +331,41 @@ class Control:
 
     # -- faults, rate limits, time --------------------------------------------
 
+    def create_pipeline(self, body, id, iid):
+        """A pipeline for the MR's head, or for {"sha": SHA}, with {"jobs":
+        [{"name", "stage", "allow_failure"}]} running (default: one job
+        "test"); "source" "push" (a branch pipeline, the default) or
+        "merge_request_event".  Answers the pipeline as the API shows it,
+        with its jobs' ids by name."""
+        project = self.forge.project(id)
+        mr = self.forge.find_mr(project, int(iid))
+        if mr is None:
+            raise SimError("no merge request !%s" % iid, 404)
+        source = body.get("source", "push")
+        if source not in ("push", "merge_request_event"):
+            raise SimError("source must be push or merge_request_event")
+        pipeline = self.forge.create_pipeline(
+            project, mr, body.get("sha"), body.get("jobs", ()), source)
+        out = ent.pipeline_basic(self.forge, project, pipeline)
+        out["jobs"] = {j.name: j.id for j in pipeline.jobs}
+        return Response.json(201, out)
+
+    def finish_pipeline(self, body, id, pipeline_id):
+        """{"results": {NAME: "success"|"failed"|"canceled"|"skipped"},
+        "default": STATUS (for the jobs not named; "success"), "traces":
+        {NAME: LOG}}: every job finished, the pipeline's status follows
+        (again for a pipeline finished before: a retry)."""
+        project = self.forge.project(id)
+        pipeline = self.forge.find_pipeline(project, int(pipeline_id))
+        if pipeline is None:
+            raise SimError("no pipeline %s" % pipeline_id, 404)
+        self.forge.finish_pipeline(project, pipeline,
+                                   body.get("results", {}),
+                                   body.get("traces"),
+                                   body.get("default", "success"))
+        return Response.json(200, ent.pipeline_basic(self.forge, project,
+                                                     pipeline))
+
     def commit_notes(self, body):
         """Commit the notes held by the hold_notes setting."""
         return Response.json(200, {"committed":
@@ -381,7 +420,8 @@ class Control:
             project, body["url"], body.get("token", ""),
             body.get("merge_requests_events", True),
             body.get("note_events", True), body.get("push_events", False),
-            body.get("confidential_note_events", False))
+            body.get("confidential_note_events", False),
+            body.get("pipeline_events", False))
         out = ent.hook(self.forge, hook)
         out["uuid"] = hook.uuid
         return Response.json(201, out)

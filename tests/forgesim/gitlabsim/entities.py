@@ -143,6 +143,7 @@ def hook(forge, hook_):
         "created_at": iso(hook_.created_at), "push_events": hook_.push_events,
         "merge_requests_events": hook_.merge_requests_events,
         "note_events": hook_.note_events, "issues_events": False,
+        "pipeline_events": hook_.pipeline_events,
         "tag_push_events": False, "enable_ssl_verification": True,
         "alert_status": hook_.alert_status(forge.now()),
         "disabled_until": iso(hook_.disabled_until),
@@ -436,4 +437,46 @@ def approval_state(forge, project_, mr):
             "overridden": False, "code_owner": False, "report_type": None,
             "section": None,
         }],
+    }
+
+
+def pipeline_basic(forge, project, pipeline):
+    """Entities::Ci::PipelineBasic (lib/api/entities/ci/pipeline_basic.rb);
+    doc/api/merge_requests.md "List merge request pipelines"."""
+    return {
+        "id": pipeline.id, "iid": pipeline.iid,
+        "project_id": pipeline.project_id, "sha": pipeline.sha,
+        "ref": pipeline.ref, "status": pipeline.status,
+        "source": pipeline.source,
+        "created_at": iso(pipeline.created_at),
+        "updated_at": iso(pipeline.updated_at),
+        "web_url": "%s/%s/-/pipelines/%d" % (
+            forge.external_url(), project.full_path, pipeline.id),
+    }
+
+
+def job(forge, project, pipeline, job_):
+    """Entities::Ci::Job (lib/api/entities/ci/job.rb over job_basic.rb);
+    doc/api/jobs.md "List pipeline jobs".  No runner, artifacts or
+    user: the simulator has none."""
+    duration = None
+    if job_.started_at and job_.finished_at:
+        duration = (job_.finished_at - job_.started_at).total_seconds()
+    return {
+        "id": job_.id, "status": job_.status, "stage": job_.stage,
+        "name": job_.name, "ref": pipeline.ref, "tag": False,
+        "coverage": None, "allow_failure": job_.allow_failure,
+        "created_at": iso(job_.created_at),
+        "started_at": iso(job_.started_at),
+        "finished_at": iso(job_.finished_at), "erased_at": None,
+        "duration": duration, "queued_duration": 0.0, "user": None,
+        "pipeline": {"id": pipeline.id, "project_id": pipeline.project_id,
+                     "ref": pipeline.ref, "sha": pipeline.sha,
+                     "status": pipeline.status},
+        "failure_reason": "script_failure"
+        if job_.status == "failed" else None,
+        "web_url": "%s/%s/-/jobs/%d" % (forge.external_url(),
+                                        project.full_path, job_.id),
+        "artifacts": [], "runner": None, "artifacts_expire_at": None,
+        "archived": False, "tag_list": [],
     }

@@ -25,8 +25,9 @@ from . import suggestions
 from .clock import Clock
 from .gitrepo import ZERO_SHA, GitError, Repo
 from .model import (DEVELOPER, ID_BASES, MAINTAINER, OWNER, REPORTER,
-                    ROLES, Approval, Discussion, Hook, Label, MergeRequest,
-                    Note, Project, Token, User, Version,
+                    ROLES, Approval, Discussion, Hook, Job, Label,
+                    MergeRequest, Note, Pipeline, Project, Token, User,
+                    Version,
                     is_draft_title)
 
 MAX_NOTE_LENGTH = 1_000_000
@@ -1426,17 +1427,103 @@ class Forge:
                 note.resolved_by = note.resolved_at = None
         self._touch_noteable(project, mr)
 
+    # -- pipelines ------------------------------------------------------------
+
+    # A pipeline's status from its jobs' (Ci::HasStatus.composite_status,
+    # lib/gitlab/ci/status/composite.rb): running while a job is not
+    # finished; failed when a job failed that may not; else success
+    # (a job allowed to fail counts as a success with warnings).
+    FINISHED = ("success", "failed", "canceled", "skipped")
+
+    def _pipeline_status(self, jobs):
+        if not jobs:
+            return "created"
+        if any(j.status not in self.FINISHED for j in jobs):
+            return "running"
+        if any(j.status == "failed" and not j.allow_failure for j in jobs):
+            return "failed"
+        if all(j.status == "canceled" for j in jobs):
+            return "canceled"
+        return "success"
+
+    def create_pipeline(self, project, mr, sha=None, jobs=(), source="push"):
+        """A pipeline for the MR's head (or sha), its jobs running; a
+        Pipeline Hook goes out (Ci::Pipeline state machine,
+        app/models/ci/pipeline.rb: after_transition ... execute_hooks)."""
+        sha = sha or (mr.latest.head_sha if mr.latest else None)
+        if not sha:
+            raise SimError("the merge request has no head")
+        now = self.now()
+        pipeline = Pipeline(
+            id=self.next_id("pipeline"), iid=len(project.pipelines) + 1,
+            project_id=project.id, mr_iid=mr.iid, sha=sha,
+            ref="refs/merge-requests/%d/head" % mr.iid
+            if source == "merge_request_event" else mr.source_branch,
+            source=source, status="running", created_at=now,
+            updated_at=now, started_at=now)
+        for spec in jobs or ({"name": "test", "stage": "test"},):
+            pipeline.jobs.append(Job(
+                id=self.next_id("job"), name=spec["name"],
+                stage=spec.get("stage", "test"), status="running",
+                allow_failure=bool(spec.get("allow_failure", False)),
+                created_at=now, started_at=now))
+        project.pipelines.append(pipeline)
+        self.on_event("pipeline", project=project, mr=mr, actor=None,
+                      pipeline=pipeline)
+        return pipeline
+
+    def find_pipeline(self, project, pipeline_id):
+        for pipeline in project.pipelines:
+            if pipeline.id == pipeline_id:
+                return pipeline
+        return None
+
+    def find_job(self, project, job_id):
+        for pipeline in project.pipelines:
+            for job in pipeline.jobs:
+                if job.id == job_id:
+                    return pipeline, job
+        return None, None
+
+    def finish_pipeline(self, project, pipeline, results, traces=None,
+                        default="success"):
+        """Each job to results[name] (else default), with its log from
+        traces[name]; the pipeline's status follows, and a Pipeline Hook
+        goes out.  A finished pipeline may be finished again (a retry:
+        Ci::Pipeline#retry_failed, the same pipeline id)."""
+        now = self.now()
+        for job in pipeline.jobs:
+            job.status = results.get(job.name, default)
+            if job.status not in self.FINISHED:
+                raise SimError("job status %r is not a finished one" %
+                               job.status)
+            job.trace = (traces or {}).get(job.name, job.trace)
+            job.finished_at = now
+        pipeline.status = self._pipeline_status(pipeline.jobs)
+        pipeline.updated_at = pipeline.finished_at = now
+        mr = self.find_mr(project, pipeline.mr_iid)
+        self.on_event("pipeline", project=project, mr=mr, actor=None,
+                      pipeline=pipeline)
+        return pipeline
+
+    def mr_pipelines(self, project, mr):
+        """MergeRequest#all_pipelines, newest first: the pipelines of the
+        MR's commits (app/models/merge_request.rb all_pipelines)."""
+        return [p for p in reversed(project.pipelines)
+                if p.mr_iid == mr.iid]
+
     # -- hooks ----------------------------------------------------------------
 
     def add_hook(self, project, url, token="", merge_requests_events=True,
                  note_events=True, push_events=False,
-                 confidential_note_events=False):
+                 confidential_note_events=False, pipeline_events=False):
         hook = Hook(id=self.next_id("hook"), project_id=project.id, url=url,
                     token=token or "", uuid=str(uuid.uuid4()),
                     merge_requests_events=bool(merge_requests_events),
                     note_events=bool(note_events),
                     push_events=bool(push_events), created_at=self.now(),
-                    confidential_note_events=bool(confidential_note_events))
+                    confidential_note_events=bool(confidential_note_events),
+                    pipeline_events=bool(pipeline_events))
         project.hooks.append(hook)
         return hook
 

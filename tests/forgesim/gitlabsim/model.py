@@ -26,7 +26,8 @@ def is_draft_title(title):
 
 ID_BASES = {"user": 0, "project": 0, "mr": 100, "version": 500,
             "note": 1000, "label": 10, "hook": 0, "token": 0,
-            "delivery": 0, "email": 0, "suggestion": 0}
+            "delivery": 0, "email": 0, "suggestion": 0, "pipeline": 2000,
+            "job": 3000}
 
 
 @dataclasses.dataclass
@@ -110,6 +111,9 @@ class Hook:
     # Internal notes go to these hooks only, as "Confidential Note Hook"
     # (app/services/notes/post_process_service.rb execute_note_hooks).
     confidential_note_events: bool = False
+    # "Pipeline Hook" deliveries (doc/user/project/integrations/
+    # webhook_events.md "Pipeline events").
+    pipeline_events: bool = False
     # Auto-disabling (app/models/concerns/web_hooks/auto_disabling.rb,
     # doc/user/project/integrations/webhooks.md "Auto-disabled
     # webhooks"): failures in a row, and until when the hook rests.
@@ -176,6 +180,7 @@ class Project:
     settings: ProjectSettings = dataclasses.field(
         default_factory=ProjectSettings)
     last_activity_at: typing.Any = None
+    pipelines: list = dataclasses.field(default_factory=list)  # oldest 1st
 
     @property
     def full_path(self):
@@ -288,3 +293,38 @@ class MergeRequest:
     def notes(self):
         for d in self.discussions:
             yield from d.notes
+
+
+@dataclasses.dataclass
+class Job:
+    """One CI job (Ci::Build, app/models/ci/build.rb)."""
+    id: int
+    name: str
+    stage: str
+    status: str                # created, pending, running, success, ...
+    allow_failure: bool
+    created_at: typing.Any
+    started_at: typing.Any = None
+    finished_at: typing.Any = None
+    trace: str = ""            # the log, as the runner sent it
+
+
+@dataclasses.dataclass
+class Pipeline:
+    """One CI pipeline (Ci::Pipeline, app/models/ci/pipeline.rb) of a
+    merge request: its head's, as GitLab lists in MergeRequest#
+    all_pipelines (branch pipelines of the MR's commits and merge
+    request pipelines alike)."""
+    id: int
+    iid: int
+    project_id: int
+    mr_iid: int
+    sha: str
+    ref: str
+    source: str                # "push" or "merge_request_event"
+    status: str
+    created_at: typing.Any
+    updated_at: typing.Any
+    jobs: list = dataclasses.field(default_factory=list)   # [Job]
+    started_at: typing.Any = None
+    finished_at: typing.Any = None

@@ -186,6 +186,56 @@ def note_payload(forge, project, mr, actor, note, action):
     }
 
 
+def pipeline_payload(forge, project, mr, pipeline):
+    """Gitlab::DataBuilder::Pipeline (lib/gitlab/data_builder/pipeline.rb),
+    doc/user/project/integrations/webhook_events.md "Pipeline events":
+    the pipeline, its merge request (null for a pipeline of no MR) and
+    its jobs as "builds"."""
+    web = "%s/%s" % (forge.external_url(), project.full_path)
+    finished = pipeline.finished_at
+    return {
+        "object_kind": "pipeline",
+        "object_attributes": {
+            "id": pipeline.id, "iid": pipeline.iid, "name": None,
+            "ref": pipeline.ref, "tag": False, "sha": pipeline.sha,
+            "before_sha": "0" * 40, "source": pipeline.source,
+            "status": pipeline.status,
+            "detailed_status": pipeline.status,
+            "stages": sorted({j.stage for j in pipeline.jobs}),
+            "created_at": utc_words(pipeline.created_at),
+            "finished_at": utc_words(finished),
+            "duration": int((finished - pipeline.started_at)
+                            .total_seconds()) if finished else None,
+            "queued_duration": 0, "variables": [],
+            "url": "%s/-/pipelines/%d" % (web, pipeline.id),
+        },
+        "merge_request": {
+            "id": mr.id, "iid": mr.iid, "title": mr.title,
+            "source_branch": mr.source_branch,
+            "source_project_id": project.id,
+            "target_branch": mr.target_branch,
+            "target_project_id": project.id, "state": mr.state,
+            "merge_status": "can_be_merged",
+            "detailed_merge_status": forge.detailed_merge_status(project,
+                                                                 mr),
+            "url": "%s/-/merge_requests/%d" % (web, mr.iid),
+        } if mr is not None else None,
+        "user": None,
+        "project": _hook_project(forge, project),
+        "commit": {"id": pipeline.sha},
+        "source_pipeline": None,
+        "builds": [{
+            "id": j.id, "stage": j.stage, "name": j.name,
+            "status": j.status, "created_at": utc_words(j.created_at),
+            "started_at": utc_words(j.started_at),
+            "finished_at": utc_words(j.finished_at),
+            "allow_failure": j.allow_failure,
+            "failure_reason": "script_failure"
+            if j.status == "failed" else None,
+        } for j in pipeline.jobs],
+    }
+
+
 class Dispatcher:
     """Builds hook payloads on forge events and delivers them in order."""
 
@@ -207,8 +257,8 @@ class Dispatcher:
 
     def on_event(self, kind, project, mr, actor, **details):
         """Forge.on_event: called under the forge lock."""
-        wanted = "merge_requests_events" if kind == "merge_request" \
-            else "note_events"
+        wanted = {"merge_request": "merge_requests_events",
+                  "pipeline": "pipeline_events"}.get(kind, "note_events")
         # An internal note goes to the hooks with confidential_note_events
         # only, as "Confidential Note Hook" (app/services/notes/
         # post_process_service.rb: hooks_scope :confidential_note_hooks;
@@ -227,6 +277,10 @@ class Dispatcher:
             payload = merge_request_payload(self.forge, project, mr, actor,
                                             **details)
             event = "Merge Request Hook"
+        elif kind == "pipeline":
+            payload = pipeline_payload(self.forge, project, mr,
+                                       details["pipeline"])
+            event = "Pipeline Hook"
         else:
             if details["note"].system:
                 return

@@ -34,7 +34,10 @@ OPERATIONS = [
 ] + [("*", "/api/v4/projects/{id}/merge_requests/{merge_request_iid}/" + s)
      for s in ("commits", "diffs", "raw_diffs", "changes", "versions",
                "versions/{version_id}", "merge", "approve", "unapprove",
-               "approvals", "approval_state")] + [
+               "approvals", "approval_state", "pipelines")] + [
+    ("get", "/api/v4/projects/{id}/pipelines/{pipeline_id}/jobs"),
+    ("get", "/api/v4/projects/{id}/jobs/{job_id}/trace"),
+] + [
     ("*", "/api/v4/projects/{id}/merge_requests/{noteable_id}/" + s)
     for s in ("notes", "notes/{note_id}", "discussions",
               "discussions/{discussion_id}", "discussions/{discussion_id}/notes",
