@@ -19,6 +19,7 @@ that makes the same commits and opens one merge request.
 """
 
 import json
+import re
 import os
 import sqlite3
 import subprocess
@@ -204,6 +205,20 @@ def main():
         "--in-reply-to=" + v1_cover, "--base=" + base, "-o", v2,
         base + "..HEAD", cwd=work)
     p2 = [os.path.join(v2, n) for n in sorted(os.listdir(v2))]
+    # git format-patch makes a Message-ID of the time in seconds and the
+    # commit: v1 and v2 made within one second may share some.  As two
+    # runs of git send-email would not, give v2's its own.
+    for k, path in enumerate(p2):
+        with open(path) as f:
+            head, sep, body = f.read().partition("\n\n")
+        fields = re.split(r"\n(?![ \t])", head)
+        for i, field in enumerate(fields):
+            name = field.split(":", 1)[0].lower()
+            if name == "message-id" or (k and name in ("in-reply-to",
+                                                       "references")):
+                fields[i] = re.sub(r">(\s*)$", r".v2>\1", field)
+        with open(path, "w") as f:
+            f.write("\n".join(fields) + sep + body)
     with open(p2[0]) as f:
         t2 = f.read()
     with open(p2[0], "w") as f:
