@@ -218,19 +218,36 @@ static char *project_from_repo(const char *dir)
 	return res;
 }
 
-static int write_out(int fd, const struct series *s)
-{
-	struct buf b = BUF_INIT(SERIES_MAIL_MAX + 1024);
-	size_t i;
-	int rc = 0;
+/*
+ * Each mail written as it is made (series_build_each()); without a
+ * range-diff, each commit's patch rendered just before its mail and
+ * released after it.
+ */
+struct writer {
+	int fd;
+	struct buf b;
+	struct gitrepo *repo;
+	struct gitrepo_range *range; /* deferred patches, or NULL */
+};
 
-	for (i = 0; i < s->nr && !rc; i++) {
-		buf_reset(&b);
-		rc = series_mbox_append(&b, &s->mails[i]);
-		if (!rc)
-			rc = fd_write_all(fd, b.data, b.len);
-	}
-	buf_release(&b);
+static int patch_before(void *arg, size_t i)
+{
+	struct writer *w = arg;
+
+	return w->range ? gitrepo_range_patch(w->repo, w->range, i) : 0;
+}
+
+static int write_mail(void *arg, const struct series_mail *m)
+{
+	struct writer *w = arg;
+	int rc;
+
+	if (w->range && m->index > 0)
+		gitrepo_range_patch_release(w->range, m->index - 1);
+	buf_reset(&w->b);
+	rc = series_mbox_append(&w->b, m);
+	if (!rc)
+		rc = fd_write_all(w->fd, w->b.data, w->b.len);
 	return rc;
 }
 
@@ -242,6 +259,8 @@ static int run(struct format_args *a)
 	struct series_opts o;
 	struct mrjson mr;
 	struct buf tmpl = BUF_INIT(PB_TEMPLATE_MAX);
+	struct writer w = { 1, BUF_INIT(0), NULL, NULL };
+	struct series_sink sink = { patch_before, write_mail, &w };
 	char *project = NULL, *domain = NULL, *prev_base = NULL, *irt = NULL;
 	const char *dots;
 	int rc;
@@ -263,9 +282,11 @@ static int run(struct format_args *a)
 	rc = gitrepo_open(&repo, a->repo);
 	if (rc)
 		goto out;
-	rc = gitrepo_range_load(&range, repo, a->base, a->head,
-				a->max_series ? a->max_series :
-						PB_SERIES_MAX_DEFAULT);
+	/* A range-diff needs every patch at once; otherwise one at a
+	 * time. */
+	rc = (a->range_diff ? gitrepo_range_load : gitrepo_range_load_deferred)(
+		&range, repo, a->base, a->head,
+		a->max_series ? a->max_series : PB_SERIES_MAX_DEFAULT);
 	if (rc)
 		goto out;
 	if (a->range_diff) {
@@ -340,9 +361,11 @@ static int run(struct format_args *a)
 	}
 	o.prev_range = prev;
 
-	rc = series_build(&s, range, &o);
-	if (rc)
-		goto out;
+	/* One mail in memory at a time, as git format-patch: the series'
+	 * mails are written as they are made. */
+	buf_init(&w.b, SERIES_MAIL_MAX + 1024);
+	w.repo = repo;
+	w.range = a->range_diff ? NULL : range;
 	if (a->output && strcmp(a->output, "-")) {
 		struct file_atomic f;
 
@@ -351,15 +374,18 @@ static int run(struct format_args *a)
 		rc = file_output_open(&f, a->output, 0644);
 		if (rc)
 			goto out;
-		rc = write_out(f.fd, s);
+		w.fd = f.fd;
+		rc = series_build_each(&s, range, &o, &sink);
 		if (rc)
 			file_atomic_abort(&f);
 		else
 			rc = file_atomic_commit(&f);
 	} else {
-		rc = write_out(1, s);
+		w.fd = 1;
+		rc = series_build_each(&s, range, &o, &sink);
 	}
 out:
+	buf_release(&w.b);
 	free(irt);
 	series_free(s);
 	gitrepo_range_free(range);

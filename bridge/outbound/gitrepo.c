@@ -1,5 +1,6 @@
 #include "outbound/gitrepo.h"
 
+#include "mail/digest.h"
 #include "util/err.h"
 #include "util/limits.h"
 #include "util/printable.h"
@@ -42,6 +43,13 @@ static void lib_init(void)
 	 */
 	for (i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
 		git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, levels[i], "");
+	/*
+	 * No SHA-1 of every object read, as git reads them: libgit2 hashes
+	 * each one by default (a third of `format`'s time, sha1dc being
+	 * slow).  A fetch still checks what it receives (the indexer hashes
+	 * every object it writes), and git fsck is the tool for the disk.
+	 */
+	git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 0);
 }
 
 /*
@@ -774,47 +782,216 @@ static struct delta_order *diff_order(git_diff *diff, size_t *nr)
 }
 
 /*
- * Render a diff: "---\n", diffstat, summary, "\n", the patch (when patch
- * is not NULL; otherwise stat and summary only, into stat_out).
+ * The patch-id, computed from the lines of the patch text as they are
+ * printed, so that each blob is read and diffed once: the sum (bytes
+ * added with carry, first byte first) of one SHA-1 per file of its
+ * lines without white space, the "index" line and the hunk headers and
+ * "\ No newline" markers left out, each line cut at a NUL.  This is
+ * what git_diff_patchid() computes (libgit2's diff.c: its
+ * GIT_DIFF_FORMAT_PATCH_ID printing, strip_spaces(), flush_hunk()), the
+ * same as `git patch-id --stable`; with no file, the SHA-1 of nothing.
  */
-static int diff_render(struct buf *stat_out, struct buf *patch_out,
+struct patchid {
+	struct digest_sha1 *sha;
+	unsigned char sum[DIGEST_SHA1_SIZE];
+	int files; /* file headers hashed */
+};
+
+/* git__isspace() */
+static int pid_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' ||
+	       c == '\v';
+}
+
+/* Hash s[0..len) without its white space; returns 1 at a NUL. */
+static int pid_add(struct patchid *p, const char *s, size_t len)
+{
+	char chunk[512];
+	size_t n = 0, i;
+	int nul = 0;
+
+	for (i = 0; i < len; i++) {
+		if (!s[i]) {
+			nul = 1;
+			break;
+		}
+		if (pid_space(s[i]))
+			continue;
+		chunk[n++] = s[i];
+		if (n == sizeof(chunk)) {
+			digest_sha1_update(p->sha, chunk, n);
+			n = 0;
+		}
+	}
+	if (n)
+		digest_sha1_update(p->sha, chunk, n);
+	return nul;
+}
+
+static void pid_flush(struct patchid *p)
+{
+	unsigned char h[DIGEST_SHA1_SIZE];
+	unsigned carry = 0;
+	size_t i;
+
+	digest_sha1_final(p->sha, h);
+	for (i = 0; i < DIGEST_SHA1_SIZE; i++) {
+		carry += (unsigned)p->sum[i] + h[i];
+		p->sum[i] = (unsigned char)carry;
+		carry >>= 8;
+	}
+}
+
+/* A file header without its "index" line. */
+static void pid_header(struct patchid *p, const char *s, size_t len)
+{
+	const char *end = s + len, *nl;
+
+	if (p->files++)
+		pid_flush(p);
+	while (s < end) {
+		nl = memchr(s, '\n', (size_t)(end - s));
+		nl = nl ? nl + 1 : end;
+		if (!((size_t)(nl - s) >= 6 && !memcmp(s, "index ", 6)) &&
+		    pid_add(p, s, (size_t)(nl - s)))
+			break;
+		s = nl;
+	}
+}
+
+static void pid_line(struct patchid *p, const git_diff_line *line)
+{
+	switch (line->origin) {
+	case GIT_DIFF_LINE_FILE_HDR:
+		pid_header(p, line->content, line->content_len);
+		break;
+	case GIT_DIFF_LINE_HUNK_HDR:
+	case GIT_DIFF_LINE_CONTEXT_EOFNL:
+	case GIT_DIFF_LINE_ADD_EOFNL:
+	case GIT_DIFF_LINE_DEL_EOFNL:
+		break;
+	case GIT_DIFF_LINE_ADDITION:
+	case GIT_DIFF_LINE_DELETION: {
+		char origin = (char)line->origin;
+
+		pid_add(p, &origin, 1);
+	}
+		/* fall through */
+	default:
+		pid_add(p, line->content, line->content_len);
+		break;
+	}
+}
+
+static void pid_hex(char out[GITREPO_HEXSZ + 1], struct patchid *p)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i;
+
+	pid_flush(p);
+	for (i = 0; i < DIGEST_SHA1_SIZE; i++) {
+		out[2 * i] = hex[p->sum[i] >> 4];
+		out[2 * i + 1] = hex[p->sum[i] & 15];
+	}
+	out[2 * DIGEST_SHA1_SIZE] = '\0';
+}
+
+struct print_ctx {
+	struct buf *out;
+	struct patchid *pid;
+	int rc; /* ours, when the buffer refused */
+};
+
+/*
+ * git_patch_print() callback: the text git_patch_to_buf() makes (the
+ * origin of a context, added or removed line, then its content), and
+ * the patch-id of the same lines.
+ */
+static int print_line(const git_diff_delta *delta, const git_diff_hunk *hunk,
+		      const git_diff_line *line, void *payload)
+{
+	struct print_ctx *pc = payload;
+	int rc = 0;
+
+	(void)delta;
+	(void)hunk;
+	if (line->origin == GIT_DIFF_LINE_ADDITION ||
+	    line->origin == GIT_DIFF_LINE_DELETION ||
+	    line->origin == GIT_DIFF_LINE_CONTEXT)
+		rc = buf_addch(pc->out, line->origin);
+	if (!rc)
+		rc = buf_add(pc->out, line->content, line->content_len);
+	if (rc) {
+		pc->rc = rc;
+		return -1;
+	}
+	if (pc->pid)
+		pid_line(pc->pid, line);
+	return 0;
+}
+
+/*
+ * Render a diff into out: diffstat and summary; then, with with_patch, a
+ * blank line and the patch, and its patch-id into patch_id unless that
+ * is NULL.  The
+ * patches are all made before the diffstat is written (it needs their
+ * line counts) and printed straight into out after it.
+ */
+static int diff_render(struct buf *out, int with_patch, char *patch_id,
 		       git_repository *repo, git_diff *diff, size_t *files,
 		       size_t *ins, size_t *del)
 {
 	struct stats st;
 	struct delta_order *order;
-	git_buf gb = GIT_BUF_INIT;
+	struct patchid pid;
+	struct print_ctx pc = { out, patch_id ? &pid : NULL, 0 };
+	git_patch **patches;
 	size_t n, i;
 	int rc = 0;
 
+	memset(&pid, 0, sizeof(pid));
 	stats_init(&st);
 	order = diff_order(diff, &n);
+	patches = xcalloc(n ? n : 1, sizeof(*patches));
 	for (i = 0; i < n && !rc; i++) {
 		const git_diff_delta *d =
 			git_diff_get_delta(diff, order[i].idx);
-		git_patch *p = NULL;
 
 		/* A patch is needed for line counts of text files. */
-		if (patch_out || !(d->flags & GIT_DIFF_FLAG_BINARY)) {
-			rc = git_patch_from_diff(&p, diff, order[i].idx);
+		if (with_patch || !(d->flags & GIT_DIFF_FLAG_BINARY)) {
+			rc = git_patch_from_diff(&patches[i], diff,
+						 order[i].idx);
 			if (rc < 0) {
 				rc = git_fail(rc, 0, "patch");
 				break;
 			}
 		}
-		rc = stat_add(&st, repo, d, p);
-		if (!rc && patch_out && p) {
-			rc = git_patch_to_buf(&gb, p);
-			if (rc < 0)
-				rc = git_fail(rc, 0, "patch text");
-			else
-				rc = buf_add(patch_out, gb.ptr, gb.size);
-			git_buf_dispose(&gb);
+		rc = stat_add(&st, repo, d, patches[i]);
+		/* Without the text, only the counts are kept. */
+		if (!with_patch) {
+			git_patch_free(patches[i]);
+			patches[i] = NULL;
 		}
-		git_patch_free(p);
 	}
 	if (!rc)
-		rc = stats_render(stat_out, &st);
+		rc = stats_render(out, &st);
+	if (!rc && with_patch) {
+		if (patch_id)
+			pid.sha = digest_sha1_new();
+		rc = buf_addch(out, '\n');
+		for (i = 0; i < n && !rc; i++) {
+			if (!patches[i])
+				continue;
+			rc = git_patch_print(patches[i], print_line, &pc);
+			if (pc.rc)
+				rc = pc.rc;
+			else if (rc < 0)
+				rc = git_fail(rc, 0, "patch text");
+		}
+		if (!rc && patch_id)
+			pid_hex(patch_id, &pid);
+	}
 	if (!rc && files) {
 		*files = st.nr;
 		*ins = *del = 0;
@@ -825,19 +1002,22 @@ static int diff_render(struct buf *stat_out, struct buf *patch_out,
 			*del += st.files[i].deleted;
 		}
 	}
+	for (i = 0; i < n; i++)
+		git_patch_free(patches[i]);
+	free(patches);
 	free(order);
 	stats_release(&st);
+	digest_sha1_free(pid.sha);
 	return rc;
 }
 
+/* The commit's text from "---" on; its patch-id too with with_id. */
 static int commit_patch(struct gitrepo_commit *c, git_repository *repo,
-			git_commit *commit)
+			git_commit *commit, int with_id)
 {
 	git_tree *tree = NULL, *ptree = NULL;
 	git_commit *parent = NULL;
 	git_diff *diff = NULL;
-	struct buf body = BUF_INIT(GITREPO_PATCH_MAX);
-	git_oid pid;
 	int rc;
 
 	rc = git_commit_tree(&tree, commit);
@@ -853,24 +1033,14 @@ static int commit_patch(struct gitrepo_commit *c, git_repository *repo,
 	rc = diff_trees(&diff, repo, ptree, tree);
 	if (rc)
 		goto out;
-	rc = git_diff_patchid(&pid, diff, NULL);
-	if (rc < 0) {
-		rc = git_fail(rc, 0, "patch-id");
-		goto out;
-	}
-	git_oid_tostr(c->patch_id, sizeof(c->patch_id), &pid);
 	rc = buf_adds(&c->patch, "---\n");
 	if (!rc)
-		rc = diff_render(&c->patch, &body, repo, diff, &c->files,
-				 &c->insertions, &c->deletions);
-	if (!rc)
-		rc = buf_addch(&c->patch, '\n');
-	if (!rc)
-		rc = buf_addbuf(&c->patch, &body);
+		rc = diff_render(&c->patch, 1, with_id ? c->patch_id : NULL,
+				 repo, diff, &c->files, &c->insertions,
+				 &c->deletions);
 	if (rc)
 		err_prefix(rc, "commit %.12s", c->sha);
 out:
-	buf_release(&body);
 	git_diff_free(diff);
 	git_tree_free(tree);
 	git_tree_free(ptree);
@@ -1011,7 +1181,7 @@ static int commit_load(struct gitrepo_commit *c, git_repository *repo,
 		      enc);
 	rc = split_message(&c->subject, &c->body, msg);
 	if (!rc && with_patch)
-		rc = commit_patch(c, repo, commit);
+		rc = commit_patch(c, repo, commit, 1);
 	free(msg);
 	git_commit_free(commit);
 	return rc;
@@ -1040,7 +1210,7 @@ static int range_diffstat(struct gitrepo_range *r, git_repository *repo,
 	}
 	rc = diff_trees(&diff, repo, ta, tb);
 	if (!rc)
-		rc = diff_render(&r->diffstat, NULL, repo, diff, NULL, NULL,
+		rc = diff_render(&r->diffstat, 0, NULL, repo, diff, NULL, NULL,
 				 NULL);
 out:
 	git_diff_free(diff);
@@ -1051,8 +1221,9 @@ out:
 	return rc;
 }
 
-int gitrepo_range_load(struct gitrepo_range **out, struct gitrepo *repo,
-		       const char *base, const char *head, size_t patch_limit)
+static int range_load(struct gitrepo_range **out, struct gitrepo *repo,
+		      const char *base, const char *head, size_t patch_limit,
+		      int deferred)
 {
 	struct gitrepo_range *r;
 	git_oid base_oid, head_oid, mb;
@@ -1094,7 +1265,7 @@ int gitrepo_range_load(struct gitrepo_range **out, struct gitrepo *repo,
 	r->commits = xcalloc(n ? n : 1, sizeof(*r->commits));
 	for (i = 0; i < n && !rc; i++) {
 		rc = commit_load(&r->commits[i], repo->repo, &list[i],
-				 r->have_patches);
+				 r->have_patches && !deferred);
 		r->nr = i + 1;
 	}
 	if (!rc)
@@ -1108,6 +1279,46 @@ out:
 	}
 	*out = r;
 	return 0;
+}
+
+int gitrepo_range_load(struct gitrepo_range **out, struct gitrepo *repo,
+		       const char *base, const char *head, size_t patch_limit)
+{
+	return range_load(out, repo, base, head, patch_limit, 0);
+}
+
+int gitrepo_range_load_deferred(struct gitrepo_range **out,
+				struct gitrepo *repo, const char *base,
+				const char *head, size_t patch_limit)
+{
+	return range_load(out, repo, base, head, patch_limit, 1);
+}
+
+int gitrepo_range_patch(struct gitrepo *repo, struct gitrepo_range *range,
+			size_t i)
+{
+	struct gitrepo_commit *c = &range->commits[i];
+	git_commit *commit = NULL;
+	git_oid oid;
+	int rc;
+
+	BUG_ON(i >= range->nr || !range->have_patches);
+	if (c->patch.len)
+		return 0;
+	rc = git_oid_fromstr(&oid, c->sha);
+	if (!rc)
+		rc = git_commit_lookup(&commit, repo->repo, &oid);
+	if (rc < 0)
+		return git_fail(rc, 0, "commit");
+	rc = commit_patch(c, repo->repo, commit, 0);
+	git_commit_free(commit);
+	return rc;
+}
+
+void gitrepo_range_patch_release(struct gitrepo_range *range, size_t i)
+{
+	BUG_ON(i >= range->nr);
+	buf_release(&range->commits[i].patch);
 }
 
 /* --- shortlog --------------------------------------------------------- */

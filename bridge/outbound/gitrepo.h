@@ -145,6 +145,24 @@ int gitrepo_range_load(struct gitrepo_range **out, struct gitrepo *repo,
 void gitrepo_range_free(struct gitrepo_range *range);
 
 /*
+ * gitrepo_range_load() that renders no patch yet: have_patches is set as
+ * it would be, but commits[i].patch (and files, insertions, deletions)
+ * are filled only by gitrepo_range_patch(repo, range, i), and emptied
+ * again by gitrepo_range_patch_release(), so that a writer that mails one
+ * patch at a time (patchbridge format) holds one in memory, as git
+ * format-patch does.  patch_id stays empty: what needs it, the pairing of
+ * gitrepo_range_diff(), needs every patch at once and so a range from
+ * gitrepo_range_load().  gitrepo_range_patch() on a filled patch does
+ * nothing.
+ */
+int gitrepo_range_load_deferred(struct gitrepo_range **out,
+				struct gitrepo *repo, const char *base,
+				const char *head, size_t patch_limit);
+int gitrepo_range_patch(struct gitrepo *repo, struct gitrepo_range *range,
+			size_t i);
+void gitrepo_range_patch_release(struct gitrepo_range *range, size_t i);
+
+/*
  * Append the cover letter shortlog: "Name (N):\n  title\n...\n\n" per
  * author, authors sorted, titles oldest first and wrapped at 72 with
  * indents 2 and 4, as `git shortlog` in a git format-patch cover letter.

@@ -761,6 +761,13 @@ static void root_threading(struct ctx *c)
 int series_build(struct series **out, const struct gitrepo_range *range,
 		 const struct series_opts *opts)
 {
+	return series_build_each(out, range, opts, NULL);
+}
+
+int series_build_each(struct series **out, const struct gitrepo_range *range,
+		      const struct series_opts *opts,
+		      const struct series_sink *sink)
+{
 	struct strlist seen = STRLIST_INIT, patch_refs = STRLIST_INIT;
 	struct ctx c;
 	struct series *s;
@@ -815,11 +822,20 @@ int series_build(struct series **out, const struct gitrepo_range *range,
 		const char *irt = first ? c.root_irt : s->root_msgid;
 		const struct strlist *refs = first ? &c.root_refs : &patch_refs;
 
-		if (m->index == 0)
+		if (m->index == 0) {
 			rc = cover_mail(&c, m, irt, refs);
-		else
-			rc = patch_mail(&c, m, &range->commits[m->index - 1],
-					cover, irt, refs);
+		} else {
+			if (sink && sink->before)
+				rc = sink->before(sink->arg, m->index - 1);
+			if (!rc)
+				rc = patch_mail(&c, m,
+						&range->commits[m->index - 1],
+						cover, irt, refs);
+		}
+		if (!rc && sink) {
+			rc = sink->each(sink->arg, m);
+			buf_release(&m->text);
+		}
 	}
 out:
 	strlist_release(&seen);

@@ -140,6 +140,26 @@ int series_build(struct series **out, const struct gitrepo_range *range,
 void series_free(struct series *s);
 
 /*
+ * series_build() for a writer that needs one mail at a time (patchbridge
+ * format): each mail is handed to sink->each(arg, mail) as soon as it is
+ * made, in order, and its text released after, so that the series' mails
+ * are never all in memory.  sink->before(arg, i), when set, is called
+ * before the mail of range->commits[i] is made: the caller may render
+ * that commit's patch only then (gitrepo_range_patch(), on the range it
+ * holds without const) and release it in each().  A non-zero return of
+ * either stops the build and is returned.  The series left in *out holds
+ * every mail's index, sha, Message-ID and subject, with an empty text.
+ */
+struct series_sink {
+	int (*before)(void *arg, size_t commit);
+	int (*each)(void *arg, const struct series_mail *mail);
+	void *arg;
+};
+int series_build_each(struct series **out, const struct gitrepo_range *range,
+		      const struct series_opts *opts,
+		      const struct series_sink *sink);
+
+/*
  * Append one mail in mbox form: the "From <sha> Mon Sep 17 00:00:00 2001"
  * line git format-patch writes, the mail, and a blank line.  Bodies never
  * hold a line starting with "From " (those are quoted-printable), so no

@@ -8,11 +8,8 @@
 set -eu
 pb=$(realpath "$1")
 here=$(cd "$(dirname "$0")" && pwd)
-data=$(cd "$here/../data/outbound" && pwd)
-tmp=$(mktemp -d "${PB_TEST_TMP:-/tmp}/golden.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-export HOME="$tmp/home" GIT_CONFIG_NOSYSTEM=1 LC_ALL=C.UTF-8 TZ=UTC
-mkdir -p "$HOME"
+name=golden
+. "$here/testenv.sh"
 
 sh "$here/make-repo.sh" golden "$tmp/repo" >/dev/null
 run() {

@@ -56,11 +56,42 @@ static void test_hex128(void **state)
 	assert_string_equal(h, "ba7816bf8f01cfea414140de5dae2223");
 }
 
+/* FIPS 180-2's SHA-1 examples, fed in pieces, and the reset after a
+ * digest. */
+static void test_sha1_pieces(void **state)
+{
+	static const char two[] =
+		"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+	struct digest_sha1 *d = digest_sha1_new();
+	unsigned char out[DIGEST_SHA1_SIZE];
+	char got[2 * DIGEST_SHA1_SIZE + 1];
+	size_t i;
+
+	(void)state;
+	digest_sha1_update(d, "a", 1);
+	digest_sha1_update(d, "bc", 2);
+	digest_sha1_final(d, out);
+	hex(got, out, sizeof(out));
+	assert_string_equal(got, "a9993e364706816aba3e25717850c26c9cd0d89d");
+	for (i = 0; i < sizeof(two) - 1; i += 5)
+		digest_sha1_update(
+			d, two + i,
+			sizeof(two) - 1 - i < 5 ? sizeof(two) - 1 - i : 5);
+	digest_sha1_final(d, out);
+	hex(got, out, sizeof(out));
+	assert_string_equal(got, "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
+	digest_sha1_final(d, out);
+	hex(got, out, sizeof(out));
+	assert_string_equal(got, "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+	digest_sha1_free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nist_vectors),
 		cmocka_unit_test(test_hex128),
+		cmocka_unit_test(test_sha1_pieces),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -813,6 +813,16 @@ static void notices_each_reason(void **state)
 	     "inside a sentence");
 	says(b, MALLORY, NULL, "Fine.\n\nReviewed by : Mallory\n",
 	     "line of its own");
+	/* a trailer in a paragraph that is not trailers alone (another
+	 * sender: Mallory's notices are rate-limited) */
+	says(b, "Dave <dave@corp.example>", NULL,
+	     "Fine.\nAcked-by: Dave <dave@corp.example>\n"
+	     "But see my other mail.\n",
+	     "in a paragraph of trailers");
+	/* a NAK mentioned, not given: posted as words, not acted on */
+	says(b, "Dave <dave@corp.example>", NULL,
+	     "I would NAK this if the deadline were not so close.\n",
+	     "mentions a NAK that the bridge did not act on");
 	/* a review bot's trailer */
 	says(b, "CI <ci@corp.example>", DKIM_PASS,
 	     "Passed.\n\nTested-by: CI <ci@corp.example>\n", "review bot");

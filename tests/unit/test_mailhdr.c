@@ -304,6 +304,16 @@ static void test_qp(void **state)
 	memset(longline, 'a', sizeof(longline));
 	assert_true(qp_needed(longline, sizeof(longline)));
 	assert_false(qp_needed(longline, 998));
+	/* The limit is per line, the newline not counted. */
+	longline[998] = '\n';
+	assert_false(qp_needed(longline, 1200 - 1));
+	longline[998] = 'a';
+	longline[999] = '\n';
+	assert_true(qp_needed(longline, 1200 - 1));
+	assert_true(qp_needed("From x", 6));
+	assert_false(qp_needed("x\nFrom", 6));
+	assert_true(qp_needed("a\0b\n", 4));
+	assert_false(qp_needed("", 0));
 
 	qp_encode(&b, "a=b \nFrom x\r\n\xc3\xa4\t\n",
 		  strlen("a=b \nFrom x\r\n\xc3\xa4\t\n"));
