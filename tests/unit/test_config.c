@@ -759,6 +759,7 @@ static void test_projects(void **state)
 		      "[project \"group/sub/name.js\"]\n"
 		      "enabled = no\n"
 		      "[project \"linux/net\"]\n"
+		      "email_submissions = off\n"
 		      "approval_policy = forge\n"
 		      "bots = ci@net.example.org\n"
 		      "owners_file = /srv/net/owners.yaml\n");
@@ -784,6 +785,8 @@ static void test_projects(void **state)
 	assert_string_equal(config_project_str(p, CFG_INBOUND_BOTS),
 			    "ci@net.example.org");
 	assert_true(config_project_bool(p, CFG_PROJECT_ENABLED));
+	assert_int_equal(config_project_enum(p, CFG_PROJECT_EMAIL_SUBMISSIONS),
+			 CONFIG_SUBMISSIONS_OFF);
 	/* Inherited: from the global section, else the default. */
 	assert_int_equal(config_project_get(&p, cfg, "a/b"), 0);
 	assert_string_equal(config_project_str(p, CFG_INBOUND_BOTS), "");
@@ -794,6 +797,8 @@ static void test_projects(void **state)
 	assert_string_equal(config_project_str(p, CFG_OUTBOUND_THREADING),
 			    "shallow");
 	assert_true(config_project_bool(p, CFG_OUTBOUND_SKIP_DRAFTS));
+	assert_int_equal(config_project_enum(p, CFG_PROJECT_EMAIL_SUBMISSIONS),
+			 CONFIG_SUBMISSIONS_VERIFIED);
 	assert_int_equal(config_project_get(&p, cfg, "group/sub/name.js"), 0);
 	assert_false(config_project_bool(p, CFG_PROJECT_ENABLED));
 	/* A project without a section is not bridged. */
