@@ -98,6 +98,7 @@ int mconf_new(struct mconf **out, struct strlist *errs, const char *path)
 	c->view.authres_fields =
 		(size_t)config_int(c->cfg, CFG_MILTER_TRUSTED_AUTHRES_FIELDS);
 	c->view.state_path = config_str(c->cfg, CFG_STATE_PATH);
+	c->view.submissions = config_takes_submissions(c->cfg);
 	c->busy_timeout_ms =
 		(int)config_duration_ms(c->cfg, CFG_STATE_BUSY_TIMEOUT);
 	c->diffs = diffcache_new();

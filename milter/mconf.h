@@ -69,6 +69,7 @@ struct mconf_view {
 	const char *authserv_id; /* [milter] trusted_authserv_id or NULL */
 	size_t authres_fields; /* [milter] trusted_authres_fields */
 	const char *state_path; /* [state] path */
+	int submissions; /* config_takes_submissions() */
 	/* the parents' parsed diffs, kept for the generation's life
 	 * (diffcache.h); thread-safe */
 	const struct classify_diffs *diffs;

@@ -463,6 +463,7 @@ int session_eoh(struct session *s)
 	opts.domain = v->domain;
 	opts.address = v->address;
 	opts.diffs = v->diffs;
+	opts.submissions = v->submissions;
 	classify_at_eoh(s, &opts);
 	if (s->early.verdict == CLASSIFY_LOOP)
 		mark(s, SESSION_SKIP_LOOP);
@@ -678,7 +679,10 @@ static void bridge(struct session_outcome *out, struct session *s,
 	meta.sender = s->sender && strlen(s->sender) <= SPOOL_SENDER_MAX ?
 			      s->sender :
 			      NULL;
-	meta.kind = r ? review_kind_name(r->kind) : "reply";
+	/* a series posted to the list: the daemon collects it */
+	meta.kind = res->verdict == CLASSIFY_SUBMIT ? "submission" :
+		    r ? review_kind_name(r->kind) :
+			"reply";
 	out->kind = meta.kind;
 	meta.project = res->project;
 	meta.iid = res->iid;
@@ -797,6 +801,7 @@ static void eom(struct session_outcome *out, struct session *s)
 	opts.domain = v->domain;
 	opts.address = v->address;
 	opts.diffs = v->diffs;
+	opts.submissions = v->submissions;
 	classify_result_init(&res);
 	rc = mconf_store_get(&st, &which, s->conf);
 	if (rc)
@@ -820,6 +825,7 @@ static void eom(struct session_outcome *out, struct session *s)
 	}
 	switch (res.verdict) {
 	case CLASSIFY_BRIDGE:
+	case CLASSIFY_SUBMIT:
 		bridge(out, s, &res);
 		break;
 	case CLASSIFY_LOOP:

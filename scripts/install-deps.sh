@@ -8,7 +8,7 @@
 set -eu
 
 PKGS="
-build-essential cmake pkgconf git ca-certificates
+build-essential cmake pkgconf git git-email ca-certificates
 libgmime-3.0-dev libgit2-dev libcurl4-openssl-dev libjson-c-dev
 libsqlite3-dev sqlite3 libpq-dev postgresql libyaml-dev libcmocka-dev
 libmilter-dev

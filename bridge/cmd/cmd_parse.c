@@ -42,9 +42,9 @@ const char cmd_parse_summary[] = "mail as JSON: what the inbound side "
 const char cmd_parse_help[] =
 	"Parses each mail as the milter would (MIME, charsets, quotes,\n"
 	"trailers, NAK, inline comments) and prints what it understood as\n"
-	"JSON: message_id, in_reply_to, from, subject, kind, target,\n"
-	"trailers, own_trailers, nak, inline, comment, auth.  The format is\n"
-	"a stable interface (see DESIGN.md).\n"
+	"JSON: message_id, in_reply_to, from, subject, kind, submission,\n"
+	"target, trailers, own_trailers, nak, inline, comment, auth.  The\n"
+	"format is a stable interface (see DESIGN.md).\n"
 	"\n"
 	"One FILE prints one indented object.  Several FILEs, or --mbox,\n"
 	"print JSON Lines: one compact object per mail and line, in order,\n"
@@ -563,6 +563,9 @@ static int load_options(struct review_options *ro, struct config **cfg,
 		ro->trusted_authserv_id = NULL;
 	ro->trusted_fields =
 		(size_t)config_int(*cfg, CFG_MILTER_TRUSTED_AUTHRES_FIELDS);
+	/* the bridge's own mail is never a submission */
+	ro->own_domain = config_str(*cfg, CFG_BRIDGE_DOMAIN);
+	ro->own_address = config_str(*cfg, CFG_BRIDGE_ADDRESS);
 	return EX_OK;
 }
 

@@ -135,6 +135,9 @@ static int replay_file(struct replay *rp, const char *path)
 	opts.domain = config_str(rp->cfg, CFG_BRIDGE_DOMAIN);
 	opts.address = config_str(rp->cfg, CFG_BRIDGE_ADDRESS);
 	opts.diffs = NULL;
+	/* a series posted to the list: spooled for the daemon to collect,
+	 * as the milter does */
+	opts.submissions = config_takes_submissions(rp->cfg);
 	classify_early(&res, &in, &opts);
 	if (res.verdict == CLASSIFY_CANDIDATE) {
 		if (rp->st)
@@ -142,7 +145,7 @@ static int replay_file(struct replay *rp, const char *path)
 		classify_eom(&res, &in, raw.data, raw.len, rp->st ? &tm : NULL,
 			     &opts);
 	}
-	if (res.verdict != CLASSIFY_BRIDGE) {
+	if (res.verdict != CLASSIFY_BRIDGE && res.verdict != CLASSIFY_SUBMIT) {
 		printf("%s: not bridged (%s: %s)\n", path,
 		       res.verdict == CLASSIFY_LOOP ? "the bridge's own mail" :
 						      "not a reply to a "
@@ -154,7 +157,7 @@ static int replay_file(struct replay *rp, const char *path)
 	memset(&meta, 0, sizeof(meta));
 	meta.message_id = in.message_id;
 	meta.sender = in.sender;
-	meta.kind = "reply";
+	meta.kind = res.verdict == CLASSIFY_SUBMIT ? "submission" : "reply";
 	meta.project = res.project;
 	meta.iid = res.iid;
 	meta.revision = res.revision > 0 ? res.revision : 0;

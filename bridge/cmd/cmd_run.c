@@ -523,6 +523,15 @@ static void watch_spool(struct daemon *d)
 	free(dir);
 }
 
+/* A series posted to the list, from the inbound side (inbound.h). */
+static int take_submission(void *arg, char *project, size_t size,
+			   const char *raw, size_t len)
+{
+	struct daemon *d = arg;
+
+	return outbound_submission(d->env.ob, project, size, raw, len);
+}
+
 /*
  * Journal what the milter spooled and apply the replies that are due.
  * rescan: this is the periodic look, which sets when the next one is.
@@ -541,6 +550,8 @@ static void inbound_cycle(struct daemon *d, int rescan)
 		o.store = d->env.store;
 		o.forge = d->env.forge;
 		o.stop = &stop_flag;
+		o.submission = take_submission;
+		o.submission_arg = d;
 		o.render_notice = noticemail_render;
 		o.render_arg = (void *)d->env.cfg;
 		/* PB_ETEMP: a `replay --apply-now` applies meanwhile */

@@ -56,6 +56,10 @@ struct why {
 	struct store_mail sent;
 	int have_queued;
 	struct store_outmail queued;
+	/* A mail of a series posted to the list, and its series. */
+	int have_sub;
+	struct store_submitted subm;
+	struct store_submission sub;
 	/* The spool. */
 	int no_spool; /* no spool directory yet */
 	int spool_rc; /* 0, or why the spool cannot be read: */
@@ -77,6 +81,8 @@ static void why_init(struct why *w, const struct config *cfg)
 	store_inbound_init(&w->row);
 	store_mail_init(&w->sent);
 	store_outmail_init(&w->queued);
+	store_submitted_init(&w->subm);
+	store_submission_init(&w->sub);
 	strlist_init(&w->reasons);
 	strlist_init(&w->verdicts);
 	store_notice_init(&w->notice);
@@ -89,6 +95,8 @@ static void why_release(struct why *w)
 	store_action_list_release(&w->acts);
 	store_mail_release(&w->sent);
 	store_outmail_release(&w->queued);
+	store_submitted_release(&w->subm);
+	store_submission_release(&w->sub);
 	spool_entry_list_release(&w->recs);
 	strlist_release(&w->reasons);
 	strlist_release(&w->verdicts);
@@ -219,6 +227,15 @@ static int gather_store(struct why *w)
 	if (!rc) {
 		rc = store_mail_get(&w->sent, st, w->id);
 		w->have_sent = !rc;
+		if (rc == PB_ENOTFOUND)
+			rc = 0;
+	}
+	if (!rc) {
+		rc = store_submitted_get(&w->subm, st, w->id);
+		if (!rc)
+			rc = store_submission_get(&w->sub, st,
+						  w->subm.series_id);
+		w->have_sub = !rc;
 		if (rc == PB_ENOTFOUND)
 			rc = 0;
 	}
@@ -859,14 +876,61 @@ static const char *mail_kind_story(enum store_mail_kind k)
 	return "a mail";
 }
 
+/* A mail of a series posted to the list: its series and what became of
+ * it (README "Contributing by email"). */
+static void tell_submission(const struct why *w)
+{
+	const struct store_submission *sub = &w->sub;
+	char p[PB_LOG_QUOTE_MAX], i[PB_LOG_QUOTE_MAX], a[PB_LOG_QUOTE_MAX];
+	char url[WHY_URL_MAX];
+
+	if (!w->have_sub)
+		return;
+	printf("  a new series posted to the list: %s %d of v%d, %d "
+	       "patch%s, from %s, series <%s>\n",
+	       w->subm.patch ? "patch" : "the cover letter", w->subm.patch,
+	       sub->version, sub->total, sub->total == 1 ? "" : "es",
+	       pr(a, sizeof(a), sub->sender), pr(i, sizeof(i), sub->series_id));
+	switch (sub->state) {
+	case STORE_SUBMISSION_COLLECTING:
+		printf("    the series is not whole yet: the daemon waits for "
+		       "its other mails\n");
+		break;
+	case STORE_SUBMISSION_WHOLE:
+		printf("    the series is whole; its merge request is not "
+		       "open yet (the daemon's log says why)\n");
+		break;
+	case STORE_SUBMISSION_OPENED:
+		forge_url(url, sizeof(url), w, sub->project, sub->iid, 0);
+		printf("    opened as %s!%lld: %s\n",
+		       pr(p, sizeof(p), sub->project), (long long)sub->iid,
+		       url);
+		break;
+	case STORE_SUBMISSION_FAILED:
+		printf("    not opened: the series does not apply (the "
+		       "daemon's log names the patch, git's message and the "
+		       "base tried)\n");
+		break;
+	}
+}
+
 static void tell_sent(const struct why *w)
 {
 	const struct store_mail *m = &w->sent;
 	const struct store_outmail *q = &w->queued;
 	char p[PB_LOG_QUOTE_MAX], e[PB_ERRMSG_MAX], t[32], url[WHY_URL_MAX];
 
+	tell_submission(w);
 	if (!w->have_sent)
 		return;
+	if (w->have_sub) {
+		/* the contributor's mail, kept as the bridge keeps its own */
+		printf("  in the thread map: %s of %s!%lld v%d %d/%d\n",
+		       store_mail_kind_name(m->kind),
+		       pr(p, sizeof(p), m->project), (long long)m->iid,
+		       m->revision, m->patch, m->total);
+		return;
+	}
 	printf("  sent by the bridge: %s (%s) of %s!%lld",
 	       mail_kind_story(m->kind), store_mail_kind_name(m->kind),
 	       pr(p, sizeof(p), m->project), (long long)m->iid);

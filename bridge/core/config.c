@@ -38,13 +38,16 @@ static const char *const log_levels[] = { "debug",   "info", "notice",
 					  "warning", "err",  NULL };
 /* Order matches enum log_format (util/log.h). */
 static const char *const log_formats[] = { "text", "json", NULL };
-/* Orders match enum config_threading, _from_mode, _approval_policy. */
+/* Orders match enum config_threading, _from_mode, _approval_policy,
+ * _email_submissions. */
 static const char *const threading_values[] = { "shallow", "deep", "none",
 						NULL };
 static const char *const from_values[] = { "bridge", "author", NULL };
 static const char *const backend_values[] = { "sqlite", "postgresql", NULL };
 static const char *const approval_values[] = { "owners", "forge", "none",
 					       NULL };
+static const char *const submission_values[] = { "off", "verified", "anyone",
+						 NULL };
 
 /* The sections, in the order of the dump and the documentation. */
 static const struct {
@@ -458,6 +461,23 @@ static const struct config_param params[CFG__COUNT] = {
 	[CFG_PROJECT_ENABLED] = {
 		"project", "enabled", CONFIG_BOOL, "yes", 0, 0, NULL, 0,
 		"Bridge this project (no: keep the section, stop bridging)" },
+	[CFG_PROJECT_EMAIL_SUBMISSIONS] = {
+		"project", "email_submissions", CONFIG_ENUM, "verified", 0, 0,
+		submission_values, 0,
+		"Who may open a merge request by posting a series to the "
+		"list: nobody, DKIM/DMARC-verified senders (as for "
+		"approvals), anyone" },
+	[CFG_PROJECT_EMAIL_BRANCH_PREFIX] = {
+		"project", "email_branch_prefix", CONFIG_STRING, "email/", 0,
+		64, NULL, 0,
+		"Branches of series posted to the list are pushed under "
+		"this prefix (then the sender's local part, the title cut "
+		"to [a-z0-9-] and a hash)" },
+	[CFG_PROJECT_EMAIL_TARGET_BRANCH] = {
+		"project", "email_target_branch", CONFIG_STRING, "main", 0,
+		255, NULL, 0,
+		"The branch a series posted to the list is applied onto and "
+		"targets when its mails name no base-commit the mirror has" },
 	[CFG_PROJECT_MAIL_PIPELINES] = {
 		"project", "mail_pipelines", CONFIG_BOOL, "yes", 0, 0, NULL, 0,
 		"Mail each finished pipeline's result (passed, or failed with "
@@ -1934,6 +1954,21 @@ int64_t config_project_duration_ms(const struct config_project *p,
 int config_project_enum(const struct config_project *p, enum config_id id)
 {
 	return (int)project_value(p, id, CONFIG_ENUM)->num;
+}
+
+int config_takes_submissions(const struct config *cfg)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->projects_nr; i++) {
+		const struct config_project *p = cfg->projects[i];
+
+		if (config_project_bool(p, CFG_PROJECT_ENABLED) &&
+		    config_project_enum(p, CFG_PROJECT_EMAIL_SUBMISSIONS) !=
+			    CONFIG_SUBMISSIONS_OFF)
+			return 1;
+	}
+	return 0;
 }
 
 /* Append v as the file would spell it: quoted when it has to be. */

@@ -169,6 +169,9 @@ enum config_id {
 	CFG_INBOUND_NOTICE_TEMPLATE,
 	/* [project "group/name"] only */
 	CFG_PROJECT_ENABLED,
+	CFG_PROJECT_EMAIL_SUBMISSIONS,
+	CFG_PROJECT_EMAIL_BRANCH_PREFIX,
+	CFG_PROJECT_EMAIL_TARGET_BRANCH,
 	CFG_PROJECT_MAIL_PIPELINES,
 	CFG_PROJECT_WAIT_FOR_PIPELINE,
 	CFG_PROJECT_PIPELINE_WAIT_MAX,
@@ -233,6 +236,11 @@ enum config_approval_policy {
 	CONFIG_APPROVAL_FORGE,
 	CONFIG_APPROVAL_NONE,
 };
+enum config_email_submissions {
+	CONFIG_SUBMISSIONS_OFF,
+	CONFIG_SUBMISSIONS_VERIFIED,
+	CONFIG_SUBMISSIONS_ANYONE,
+};
 
 struct config;
 struct config_project;
@@ -287,6 +295,9 @@ const char *config_project_str(const struct config_project *p,
 int config_project_bool(const struct config_project *p, enum config_id id);
 int64_t config_project_int(const struct config_project *p, enum config_id id);
 int config_project_enum(const struct config_project *p, enum config_id id);
+/* Does an enabled project take series posted to the list ([project]
+ * email_submissions other than off)? */
+int config_takes_submissions(const struct config *cfg);
 int64_t config_project_duration_ms(const struct config_project *p,
 				   enum config_id id);
 

@@ -37,7 +37,8 @@ static const char *const v_received[] = {
 /* inbound.c's tokens for finish(). */
 static const char *const v_ignored[] = {
 	"not_placed", "own_mail", "not_bridged", "disabled", "not_a_reply",
-	"nothing_to_apply", "discussion_locked", "notice_request", NULL };
+	"nothing_to_apply", "discussion_locked", "notice_request",
+	"not_submission", NULL };
 static const char *const v_notice[] = {
 	"sent", "disabled", "opt_out", "rate_limit", "auto_submitted",
 	"bounce", "list", "ours", "no_address", "unrenderable", NULL };
@@ -151,7 +152,9 @@ static const struct metric_def defs[MET__COUNT] = {
 		"`reason`: `not_placed`, `own_mail`, `not_bridged`, "
 		"`disabled`, `not_a_reply`, `nothing_to_apply`, "
 		"`discussion_locked` (the MR's discussion is locked), "
-		"`notice_request` (a sender's \"unsubscribe notices\")" },
+		"`notice_request` (a sender's \"unsubscribe notices\"), "
+		"`not_submission` (a new patch's mail that is no series "
+		"the project takes)" },
 	[MET_REPLIES_RETRIED] = {
 		"patchbridge_replies_retried_total", METRIC_COUNTER, D,
 		{ "project" }, { NULL }, 256, NULL, 0,

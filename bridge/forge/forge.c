@@ -303,6 +303,19 @@ int forge_get_approvals(struct forge_approvals *out, struct forge *f,
 	return f->ops->get_approvals(out, f, project, iid);
 }
 
+int forge_create_mr(struct forge_mr *out, struct forge *f, const char *project,
+		    const struct forge_mr_new *mr)
+{
+	memset(out, 0, sizeof(*out));
+	if (!f->ops->create_mr)
+		return NOT_SUPPORTED(f, "open merge requests");
+	if (!mr->source_branch || !*mr->source_branch || !mr->target_branch ||
+	    !*mr->target_branch || !mr->title || !*mr->title)
+		return err_set(PB_EINVAL, "a merge request needs its branches "
+					  "and a title");
+	return f->ops->create_mr(out, f, project, mr);
+}
+
 int forge_update_labels(struct forge *f, const char *project, int64_t iid,
 			const struct strlist *add, const struct strlist *remove)
 {

@@ -420,6 +420,15 @@ struct forge_mr_query {
 	int per_page; /* 0: 100 */
 };
 
+/* A merge request to open (forge_create_mr()). */
+struct forge_mr_new {
+	const char *source_branch;
+	const char *target_branch;
+	const char *title;
+	const char *description; /* NULL: none */
+	const struct strlist *labels; /* NULL: none */
+};
+
 /* Called once per new (iid, updated_at); non-zero stops the listing and is
  * returned.  mr is borrowed for the call. */
 typedef int (*forge_mr_fn)(const struct forge_mr *mr, void *arg);
@@ -494,6 +503,8 @@ struct forge_ops {
 	int (*update_labels)(struct forge *f, const char *project, int64_t iid,
 			     const struct strlist *add,
 			     const struct strlist *remove);
+	int (*create_mr)(struct forge_mr *out, struct forge *f,
+			 const char *project, const struct forge_mr_new *mr);
 	int (*find_user_by_email)(struct forge_user *out, struct forge *f,
 				  const char *email);
 	int (*get_user)(struct forge_user *out, struct forge *f, int64_t id);
@@ -680,6 +691,17 @@ int forge_unapprove(enum forge_approve_result *out, struct forge *f,
 		    const char *project, int64_t iid);
 int forge_get_approvals(struct forge_approvals *out, struct forge *f,
 			const char *project, int64_t iid);
+
+/*
+ * Open a merge request from source_branch (which must be on the forge)
+ * into target_branch.  The forge keeps one open merge request per source
+ * and target branch, so this is exactly once by itself: when one is open
+ * already (made by an earlier call whose answer was lost, or before a
+ * restart) out gets that one and the call returns 0.  PB_EINVAL for a
+ * branch that does not exist or a missing field.
+ */
+int forge_create_mr(struct forge_mr *out, struct forge *f, const char *project,
+		    const struct forge_mr_new *mr);
 
 /* Add and remove labels without touching the others (either may be NULL
  * or empty, not both). */

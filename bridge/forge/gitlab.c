@@ -986,6 +986,7 @@ static const struct forge_ops gitlab_ops = {
 	.unapprove = gl_unapprove,
 	.get_approvals = gl_get_approvals,
 	.update_labels = gl_update_labels,
+	.create_mr = gl_create_mr,
 	.find_user_by_email = gl_find_user_by_email,
 	.get_user = gl_get_user,
 	.whoami = gl_whoami,

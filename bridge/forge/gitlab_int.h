@@ -214,6 +214,7 @@ GL_OP(approve);
 GL_OP(unapprove);
 GL_OP(get_approvals);
 GL_OP(update_labels);
+GL_OP(create_mr);
 GL_OP(find_user_by_email);
 GL_OP(get_user);
 GL_OP(whoami);

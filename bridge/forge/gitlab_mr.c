@@ -410,6 +410,99 @@ out:
 	return rc;
 }
 
+/* The first item of a listing, converted into the struct forge_mr. */
+static int first_mr_item(struct gl_call *c, const struct json_value *item,
+			 void *arg)
+{
+	int rc = gl_convert(c, item, "merge request", gl_mr_from_json, arg);
+
+	return rc < 0 ? rc : 1;
+}
+
+/* The open merge request from source into target, or PB_ENOTFOUND. */
+static int find_open_mr(struct forge_mr *out, struct gitlab *gl,
+			const char *project, const struct forge_mr_new *n)
+{
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	int truncated = 0, rc;
+
+	if ((rc = gl_url_project(&u, gl, project)) < 0)
+		goto out;
+	if (buf_adds(&u, "/merge_requests") < 0) {
+		rc = gl_url_fail();
+		goto out;
+	}
+	if ((rc = gl_url_param(&u, "state", "opened")) < 0 ||
+	    (rc = gl_url_param(&u, "source_branch", n->source_branch)) < 0 ||
+	    (rc = gl_url_param(&u, "target_branch", n->target_branch)) < 0)
+		goto out;
+	rc = gl_paginate(gl, u.data, 1, first_mr_item, out, &truncated);
+	if (rc == 1)
+		rc = 0;
+	else if (rc == 0)
+		rc = err_set(PB_ENOTFOUND,
+			     "no open merge request from %s into %s",
+			     n->source_branch, n->target_branch);
+out:
+	buf_release(&u);
+	return rc;
+}
+
+/*
+ * POST /projects/:id/merge_requests (doc/api/merge_requests.md, "Create
+ * MR"; lib/api/merge_requests.rb).  GitLab refuses a second open merge
+ * request from the same source into the same target with 409 "Another
+ * open merge request already exists for this source branch"
+ * (app/models/merge_request.rb, validate_branches), so the POST is
+ * retried freely, and a 409 - the answer to a retry whose first try
+ * landed, or to a call made again after a restart - is followed by a
+ * look for the merge request that is open.
+ */
+int gl_create_mr(struct forge_mr *out, struct forge *f, const char *project,
+		 const struct forge_mr_new *n)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	struct buf json = BUF_INIT(2 * PB_NOTE_BODY_MAX);
+	struct jsonw w;
+	struct gl_call c;
+	int rc;
+
+	gl_call_init(&c, gl);
+	if ((rc = labels_check(n->labels)) < 0 ||
+	    (rc = gl_url_project(&u, gl, project)) < 0)
+		goto out;
+	if (buf_adds(&u, "/merge_requests") < 0) {
+		rc = gl_url_fail();
+		goto out;
+	}
+	gl_body_begin(&w, &json);
+	gl_member_strz(&w, "source_branch", n->source_branch);
+	gl_member_strz(&w, "target_branch", n->target_branch);
+	gl_member_strz(&w, "title", n->title);
+	if (n->description)
+		gl_member_strz(&w, "description", n->description);
+	write_labels(&w, "labels", n->labels);
+	if ((rc = gl_body_finish(&w)) < 0)
+		goto out;
+	rc = gl_call_do(gl, &c, HTTP_POST, u.data, &json, GL_SAFE);
+	if (rc < 0 && c.resp.status == 409) {
+		rc = find_open_mr(out, gl, project, n);
+		goto out;
+	}
+	if (rc < 0)
+		goto out;
+	rc = gl_call_json(&c);
+	if (!rc)
+		rc = gl_convert(&c, c.root, "merge request", gl_mr_from_json,
+				out);
+out:
+	gl_call_release(&c);
+	buf_release(&u);
+	buf_release(&json);
+	return rc;
+}
+
 static int email_check(const char *email)
 {
 	size_t n = email ? strlen(email) : 0;

@@ -60,6 +60,9 @@ struct inbound {
 	int lock_fd;
 	int retry_now;
 	const volatile sig_atomic_t *stop;
+	int (*submission)(void *arg, char *project, size_t size,
+			  const char *raw, size_t len);
+	void *submission_arg;
 	notify_render_fn render_notice;
 	void *render_arg;
 	struct inbound_stats stats;
@@ -201,6 +204,8 @@ int inbound_new(struct inbound **out, const struct inbound_opts *opts)
 	ib->forge = opts->forge;
 	ib->retry_now = opts->retry_now;
 	ib->stop = opts->stop;
+	ib->submission = opts->submission;
+	ib->submission_arg = opts->submission_arg;
 	ib->render_notice = opts->render_notice;
 	ib->render_arg = opts->render_arg;
 	ib->lock_fd = -1;
@@ -1367,6 +1372,33 @@ static int place_by_parent(struct inbound *ib, struct job *j, int *conflict)
 	return rc;
 }
 
+/* A series posted to the list: the daemon's to collect (inbound.h). */
+static int submission(struct inbound *ib, struct job *j)
+{
+	char project[CONFIG_PROJECT_MAX + 1];
+	int rc;
+
+	/* `replay --apply-now` holds no git: left to the daemon */
+	if (!ib->submission)
+		return err_set(PB_ETEMP, "a series posted to the list is the "
+					 "daemon's to take");
+	project[0] = '\0';
+	rc = ib->submission(ib->submission_arg, project, sizeof(project),
+			    j->rec.message.data, j->rec.message.len);
+	if (!rc) {
+		j->row->project = strlist_push(&j->row->owned, project);
+		return finish(j, STORE_INBOUND_APPLIED, "applied",
+			      "collected into its series");
+	}
+	if (rc == PB_EPERM || rc == PB_EEXISTS)
+		return finish(j, STORE_INBOUND_IGNORED, "not_submission", "%s",
+			      err_msg());
+	if (rc == PB_ETEMP)
+		return rc;
+	return finish(j, STORE_INBOUND_DEAD, "planning",
+		      "the series could not be taken: %s", err_msg());
+}
+
 static int work(struct inbound *ib, struct job *j)
 {
 	const struct config *cfg = ib->cfg;
@@ -1404,6 +1436,10 @@ static int work(struct inbound *ib, struct job *j)
 	}
 	if (rc)
 		goto out;
+	if (row->classification && !strcmp(row->classification, "submission")) {
+		rc = submission(ib, j);
+		goto out;
+	}
 
 	if (!row->project) {
 		/* The milter could not place it; the thread map may now. */

@@ -15,6 +15,8 @@
  * anywhere leaves either a record in new/ or cur/ (spool_recover() puts it
  * back in new/ and ingest finds its row again) or a journal row.
  *
+ * A record of Kind submission (a series posted to the list) is handed to
+ * inbound_opts.submission instead of being applied as a reply.
  * Apply (inbound_apply_due): claim each due journal row, read the record,
  * find the target patch in the thread map, parse the mail against the
  * diff that was mailed, plan (inbound/plan.h) and apply (inbound/apply.h)
@@ -98,6 +100,21 @@ struct inbound_opts {
 	 * then gives up at once, gitlab.h): such a row is not counted
 	 * against max_attempts' dead letter and is due again at once. */
 	const volatile sig_atomic_t *stop;
+	/*
+	 * A mail the milter spooled as a series posted to the list (Kind
+	 * submission), handed over whole: raw[0..len) as received.  The
+	 * inbound side holds no git; the caller (the daemon) collects the
+	 * mail into its series and opens the merge request once it is
+	 * whole.  It returns 0 when done, with the project in project
+	 * (size bytes); PB_EPERM when the mail is no submission or not
+	 * let in (why in err_msg(): ignored); PB_EEXISTS for a mail of
+	 * its series seen already (ignored); PB_ETEMP to try again later;
+	 * another error makes it a dead letter.  NULL (`replay
+	 * --apply-now`): such a mail waits for the daemon (a retry).
+	 */
+	int (*submission)(void *arg, char *project, size_t size,
+			  const char *raw, size_t len);
+	void *submission_arg;
 	/* How a notice to a sender becomes a mail (inbound/notify.h;
 	 * the daemon passes outbound/noticemail.h's); NULL: notices are
 	 * recorded, never mailed. */

@@ -213,6 +213,9 @@ void classify_header(struct classify_input *in, const char *name,
 		in->patch_reply =
 			(subj.reply && subj.has_tag && subj.index >= 1) ||
 			strstr(value, "=?") != NULL;
+		in->patch_new =
+			(subj.has_tag && !subj.reply && !subj.forward) ||
+			strstr(value, "=?") != NULL;
 		in->subj_version = 0;
 		in->subj_total = 0;
 		if (in->patch_reply && !strstr(value, "=?")) {
@@ -285,7 +288,8 @@ void classify_early(struct classify_result *res,
 		res->reason = "from-bridge";
 		return;
 	}
-	if (!in->in_reply_to && !in->references.nr && !in->patch_reply) {
+	if (!in->in_reply_to && !in->references.nr && !in->patch_reply &&
+	    !(opts->submissions && in->patch_new)) {
 		res->verdict = CLASSIFY_PASS;
 		res->reason = "unthreaded";
 		return;
@@ -728,6 +732,10 @@ void classify_headers(struct classify_result *res,
 		if (n > 0 && n <= CLASSIFY_OPEN_MRS_MAX)
 			goto out; /* the quote decides, at the end */
 	}
+	if (opts->submissions && in->patch_new) {
+		res->reason = "submission"; /* the body decides */
+		goto out;
+	}
 	res->verdict = CLASSIFY_PASS;
 	res->reason = "not-bridged";
 out:
@@ -786,6 +794,9 @@ int classify_eom(struct classify_result *res, const struct classify_input *in,
 	if (!hit) {
 		if (tm && subject_fallback(res, &ids, 0, raw, len, tm, opts)) {
 			res->verdict = CLASSIFY_BRIDGE;
+		} else if (opts->submissions && in->patch_new) {
+			res->verdict = CLASSIFY_SUBMIT;
+			res->reason = "submission";
 		} else {
 			res->verdict = CLASSIFY_PASS;
 			res->reason = "not-bridged";

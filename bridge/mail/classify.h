@@ -21,7 +21,9 @@
  *   values (auto-generated: a CI run's report) pass: a review bot's
  *   mail is read for its words (review_bot());
  *   unthreaded: no In-Reply-To, no References and no "Re: [PATCH ...
- *   k/M]" subject - nothing can tie it to a series.
+ *   k/M]" subject - nothing can tie it to a series - unless, when some
+ *   project takes series posted to the list (opts->submissions), the
+ *   subject is "[PATCH ...]" without a reply marker: maybe a new series.
  *
  * classify_eom() then places a candidate, in this order:
  *
@@ -90,6 +92,9 @@ struct classify_input {
 	 * the subject fallback needs an open revision of); 0: unknown. */
 	int subj_version;
 	int subj_total;
+	/* Subject "[PATCH ...]" with no reply or forward marker (or
+	 * encoded): maybe a patch of a new series (review.h submission) */
+	int patch_new;
 	int pb_header; /* an X-Patchbridge or X-Patchbridge-* field */
 	int auto_replied; /* Auto-Submitted: auto-replied */
 };
@@ -123,6 +128,9 @@ struct classify_opts {
 	const char *domain; /* [bridge] domain: right side of our ids */
 	const char *address; /* [bridge] address, or NULL */
 	const struct classify_diffs *diffs; /* or NULL: parse each time */
+	/* Some project takes series posted to the list ([project]
+	 * email_submissions): a new series' mail is a SUBMIT, not a PASS. */
+	int submissions;
 };
 
 enum classify_verdict {
@@ -130,6 +138,7 @@ enum classify_verdict {
 	CLASSIFY_PASS, /* not about a bridged series */
 	CLASSIFY_LOOP, /* the bridge's own mail */
 	CLASSIFY_BRIDGE, /* a reply to a bridged series: spool it */
+	CLASSIFY_SUBMIT, /* maybe a new series' mail: spool it */
 };
 
 enum classify_via {
@@ -144,7 +153,7 @@ struct classify_result {
 	/* Why, as a short token for logs and the test mode:
 	 * "own-message-id", "x-patchbridge-header", "auto-submitted",
 	 * "from-bridge", "unthreaded", "not-bridged", "thread-map",
-	 * "msgid-scheme", "subject". */
+	 * "msgid-scheme", "subject", "submission". */
 	const char *reason;
 	enum classify_via via;
 	char project[THREADMAP_PROJECT_MAX + 1]; /* target MR's project */
@@ -190,8 +199,11 @@ void classify_headers(struct classify_result *res,
 /*
  * Place the mail: raw[0..len) is the whole message (read only by the
  * subject fallback), tm the thread map or NULL when it is unavailable.
- * res gets the verdict (PASS, LOOP or BRIDGE) and, for BRIDGE, the
- * target and parent diff.  Returns 0.
+ * res gets the verdict (PASS, LOOP, BRIDGE or SUBMIT) and, for BRIDGE,
+ * the target and parent diff.  SUBMIT ("submission"): nothing placed
+ * the mail, opts->submissions is set and its subject is a new patch's;
+ * the daemon decides on the whole mail (review.h submission) whether it
+ * is one and which series it belongs to.  Returns 0.
  */
 int classify_eom(struct classify_result *res, const struct classify_input *in,
 		 const char *raw, size_t len, const struct threadmap *tm,

@@ -105,19 +105,30 @@ const char *mail_inner_header_get(const struct mail *m, const char *name,
 	return header_get(m->inner_headers, m->nr_inner_headers, name, nth);
 }
 
-int mail_date_parse(int64_t *out, const char *date)
+int mail_date_parse_zone(int64_t *out, int *tz_minutes, const char *date)
 {
 	GDateTime *dt;
 
 	*out = 0;
+	*tz_minutes = 0;
 	if (!date || !*date)
 		return PB_EINVAL;
 	dt = g_mime_utils_header_decode_date(date);
 	if (!dt)
 		return PB_EINVAL;
 	*out = (int64_t)g_date_time_to_unix(dt);
+	/* microseconds east of UTC */
+	*tz_minutes =
+		(int)(g_date_time_get_utc_offset(dt) / G_TIME_SPAN_MINUTE);
 	g_date_time_unref(dt);
 	return 0;
+}
+
+int mail_date_parse(int64_t *out, const char *date)
+{
+	int tz;
+
+	return mail_date_parse_zone(out, &tz, date);
 }
 
 /* ------------------------------------------------------------------ */

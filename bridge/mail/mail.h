@@ -130,6 +130,9 @@ void mail_free(struct mail *m);
  * PB_EINVAL, *out = 0, when it cannot be read.  Sets no err_msg().
  */
 int mail_date_parse(int64_t *out, const char *date);
+/* The same, with the date's zone in minutes east of UTC in *tz_minutes
+ * (0 when it cannot be read). */
+int mail_date_parse_zone(int64_t *out, int *tz_minutes, const char *date);
 
 /* The nth (0-based) kept header called name (ASCII case-insensitive). */
 const char *mail_header_get(const struct mail *m, const char *name, size_t nth);

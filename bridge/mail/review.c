@@ -1,4 +1,5 @@
 #include "mail/review.h"
+#include "mail/classify.h"
 #include "mail/mailtext.h"
 #include "mail/reply.h"
 #include "util/err.h"
@@ -6,6 +7,7 @@
 #include "util/scan.h"
 #include "util/xalloc.h"
 
+#include <ctype.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +95,13 @@ static int shortlog_head(const char *line, size_t n)
 	return (int)v;
 }
 
+/* git request-pull's text: a pull request, not a series. */
+static int request_pull_text(const char *p, size_t len)
+{
+	return mem_find(p, len, "The following changes since commit", 34) ||
+	       mem_find(p, len, "are available in the Git repository at", 38);
+}
+
 /*
  * The shape of a cover letter (git format-patch --cover-letter, b4,
  * git send-email --compose with the shortlog pasted): a shortlog head
@@ -108,8 +117,7 @@ static int cover_shape(const char *p, size_t len)
 	size_t n;
 	int head = 0, shortlog = 0, stat = 0, total = 0;
 
-	if (mem_find(p, len, "The following changes since commit", 34) ||
-	    mem_find(p, len, "are available in the Git repository at", 38))
+	if (request_pull_text(p, len))
 		return 0;
 	scan_init(&sc, p, len);
 	while (scan_line(&sc, &line, &n)) {
@@ -225,6 +233,104 @@ static enum review_kind classify(const struct review *r,
 	if (diff)
 		return REVIEW_PATCH;
 	return REVIEW_OTHER;
+}
+
+/* Is the word PULL (ASCII case ignored) in p[0..len)? */
+static int has_pull_word(const char *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i + 4 <= len; i++) {
+		if (strncasecmp(p + i, "PULL", 4))
+			continue;
+		if ((i == 0 || !isalnum((unsigned char)p[i - 1])) &&
+		    (i + 4 == len || !isalnum((unsigned char)p[i + 4])))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * A pull request: a bracket before the title says PULL ("[GIT PULL]",
+ * "[PULL 00/12]" as QEMU's maintainers send them, "[PULL REQUEST]"),
+ * or the text is git request-pull's (with -p it carries a diff too).
+ */
+static int pull_request(const struct review *r)
+{
+	const char *p = r->mail->subject, *end;
+
+	for (;;) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p != '[')
+			break;
+		end = strchr(p, ']');
+		if (!end)
+			break;
+		if (has_pull_word(p + 1, (size_t)(end - p - 1)))
+			return 1;
+		p = end + 1;
+	}
+	return request_pull_text(r->mail->text.data, r->mail->text.len);
+}
+
+/*
+ * The loop guard's reason when the bridge sent the mail itself
+ * (classify_early() over the fields the mail keeps), else NULL.
+ */
+static const char *own_mail(const struct review *r,
+			    const struct review_options *o)
+{
+	const struct mail *m = r->mail;
+	struct classify_input in;
+	struct classify_result res;
+	struct classify_opts co;
+	const char *why = NULL;
+	size_t i;
+
+	memset(&co, 0, sizeof(co));
+	if (o) {
+		co.domain = o->own_domain;
+		co.address = o->own_address;
+	}
+	classify_input_init(&in);
+	classify_result_init(&res);
+	if (m->message_id)
+		classify_header(&in, "Message-ID", m->message_id);
+	if (m->from.email[0])
+		classify_header(&in, "From", m->from.email);
+	for (i = 0; i < m->nr_headers; i++)
+		classify_header(&in, m->headers[i].name, m->headers[i].value);
+	classify_early(&res, &in, &co);
+	if (res.verdict == CLASSIFY_LOOP)
+		why = res.reason;
+	classify_result_release(&res);
+	classify_input_release(&in);
+	return why;
+}
+
+/* Why the mail is no submission (review.h), or NULL when it is one. */
+static const char *not_submission(const struct review *r,
+				  const struct review_options *o)
+{
+	if (r->kind == REVIEW_REPLY)
+		return "reply";
+	if (r->subject.forward)
+		return "forward";
+	if (pull_request(r))
+		return "pull-request";
+	if (r->kind != REVIEW_PATCH && r->kind != REVIEW_COVER)
+		return "not-a-patch";
+	if (!r->subject.has_tag)
+		return "no-patch-tag";
+	/* what git am reads: the diff in the mail's own text */
+	if (r->kind == REVIEW_PATCH && r->diff != REVIEW_DIFF_BODY)
+		return "diff-not-inline";
+	if (r->truncated)
+		return "truncated";
+	if (r->bot)
+		return "bot";
+	return own_mail(r, o);
 }
 
 /* The commit message: the text above the first "---" line. */
@@ -564,6 +670,8 @@ int review_parse(struct review **out, const char *raw, size_t len,
 	}
 	if (!r->comment)
 		r->comment = xstrdup("");
+	r->submission_why = not_submission(r, opts);
+	r->submission = !r->submission_why;
 	*out = r;
 	return 0;
 fail:
@@ -758,6 +866,8 @@ static void json_members(struct jsonw *w, const struct review *r)
 		jsonw_key(w, "bot");
 		jsonw_strz(w, r->bot);
 	}
+	jsonw_key(w, "submission");
+	jsonw_bool(w, r->submission);
 	jsonw_key(w, "target");
 	jsonw_null(w); /* needs the thread map; offline there is none */
 	jsonw_key(w, "trailers");

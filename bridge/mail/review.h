@@ -25,6 +25,14 @@
  * diff that was mailed) or, without it, against the quote's own "@@"
  * headers; comment is the rest of the author's text.
  * For a patch: own_trailers are the commit message's trailers.
+ * submission: the mail is a patch or cover letter of a new series posted
+ * to the list (what a contributor sends with git send-email), which the
+ * bridge may turn into a merge request: a cover letter, or a patch whose
+ * diff is in its own text, under a PATCH/RFC tag, with no reply or
+ * forward marker; never a pull request ("[GIT PULL]", git request-pull's
+ * text), a review bot's mail, or one the bridge sent itself (the
+ * classifier's loop guard, classify_early(), with review_options'
+ * own_domain and own_address).  submission_why says why not.
  *
  * Ownership: the struct review owns everything in it (review_free()).
  * The parent diff is borrowed.  Threads: see mail.h (mail_init() first).
@@ -80,6 +88,11 @@ struct review_options {
 	 * Message-ID) makes this mail the series' cover letter. */
 	const struct review_thread_mail *thread;
 	size_t nr_thread;
+	/* [bridge] domain and address, for the loop guard's view of the
+	 * bridge's own mail (classify.h); NULL: unknown, only the
+	 * X-Patchbridge fields and Auto-Submitted tell it. */
+	const char *own_domain;
+	const char *own_address;
 };
 
 struct review_thread_mail {
@@ -139,6 +152,12 @@ struct review {
 	 * anyone's; the inbound side makes no approval or NAK of them.
 	 */
 	const char *bot;
+	/* A new series' patch or cover letter (see above), and when it is
+	 * not, why: a static token ("reply", "pull-request", "no-patch-tag",
+	 * "diff-not-inline", "bot", the loop guard's reason ...); NULL for a
+	 * submission. */
+	int submission;
+	const char *submission_why;
 };
 
 /*

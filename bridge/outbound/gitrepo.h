@@ -3,7 +3,8 @@
  * user.
  *
  * Opens a repository (a bare mirror or a work tree), fetches into the
- * daemon's mirror, resolves revisions,
+ * daemon's mirror and pushes from it, applies patch mails as git am does,
+ * resolves revisions,
  * and loads a range base..head the way `git format-patch base..head`
  * sees it: the commits reachable from head and not from base, oldest
  * first in topological order (date order where topology leaves a
@@ -113,6 +114,16 @@ void gitrepo_free(struct gitrepo *repo);
 int gitrepo_mirror_open(struct gitrepo **out, const char *path, int create);
 int gitrepo_fetch(struct gitrepo *repo, const char *url, const char *token,
 		  const struct strlist *specs);
+/*
+ * Push local_ref to remote_ref at url (force: "+", a force-push), with
+ * the token offered once as HTTP basic auth "oauth2:TOKEN" when the
+ * server asks (GitLab takes any user name with the token as password).
+ * PB_EPERM when the server refuses the credentials, PB_ETEMP for other
+ * transport failures, PB_ERROR when it refuses the update (a protected
+ * branch, a hook), PB_EINVAL for a bad reference name.
+ */
+int gitrepo_push(struct gitrepo *repo, const char *url, const char *token,
+		 const char *local_ref, const char *remote_ref, int force);
 int gitrepo_has_commit(struct gitrepo *repo, const char *sha);
 int gitrepo_ref_set(struct gitrepo *repo, const char *name, const char *sha,
 		    const char *log_message);
@@ -201,6 +212,31 @@ int gitrepo_rangediff_render(struct buf *out,
 			     const struct gitrepo_rangediff *rd,
 			     const struct gitrepo_range *old_range,
 			     const struct gitrepo_range *new_range);
+
+/*
+ * Apply patches as `git am` does (git's builtin/am.c), with libgit2:
+ * each patch (git_diff_from_buffer(): the "diff --git" text of a mail)
+ * is applied to the tree of the commit before it (git_apply_to_tree(),
+ * no fuzz, as git apply), and committed on it with its author (name,
+ * email, time and zone as given) and message, and committer as the
+ * committer, now unless committer->time is set.  The first applies onto
+ * base (a commit's full hex id).  No reference changes: out gets the
+ * last commit's id (gitrepo_ref_set() then names it).  When a patch
+ * does not apply: PB_EINVAL, *failed its index and err_msg() libgit2's
+ * message (the caller names the patch and the base to the sender);
+ * PB_ENOTFOUND when base is not in the repository.
+ */
+struct gitrepo_am_patch {
+	struct gitrepo_person author;
+	const char *message; /* the commit message, ending in "\n" */
+	const char *patch; /* the diff */
+	size_t patch_len;
+};
+
+int gitrepo_am(char out[GITREPO_HEXSZ + 1], size_t *failed,
+	       struct gitrepo *repo, const char *base,
+	       const struct gitrepo_am_patch *patches, size_t nr,
+	       const struct gitrepo_person *committer);
 
 /*
  * A mail archive epoch in public-inbox's v2 format (public-inbox-v2-

@@ -6,7 +6,10 @@
 #include "core/owners.h"
 #include "forge/forge.h"
 #include "mail/diff.h"
+#include "mail/review.h"
+#include "mail/subject.h"
 #include "outbound/detect.h"
+#include "outbound/emailmr.h"
 #include "outbound/gitrepo.h"
 #include "outbound/listarchive.h"
 #include "outbound/mailhdr.h"
@@ -959,6 +962,26 @@ static int commit_patch_id(char out[GITREPO_HEXSZ + 1], struct gitrepo *repo,
 	return rc;
 }
 
+/* The project's mirror opened; url gets its git URL. */
+static int project_mirror(struct mirror **out, struct buf *url,
+			  struct outbound *ob, const char *project)
+{
+	struct mirror_opts mo;
+	int rc;
+
+	*out = NULL;
+	memset(&mo, 0, sizeof(mo));
+	rc = git_url(url, ob, project);
+	if (rc)
+		return rc;
+	mo.root = ob->mirror_root;
+	mo.project = project;
+	mo.url = url->data;
+	mo.token = ob->token;
+	mo.ca_file = config_str(ob->cfg, CFG_FORGE_CA_FILE);
+	return mirror_open(out, &mo);
+}
+
 int outbound_landed(struct outbound_landed *landed, struct outbound *ob,
 		    const char *project, int64_t iid, const char *target_branch,
 		    const char *const *mailed, size_t n,
@@ -968,7 +991,6 @@ int outbound_landed(struct outbound_landed *landed, struct outbound *ob,
 	struct mirror *m = NULL;
 	struct gitrepo *repo = NULL;
 	struct gitrepo_range *r = NULL;
-	struct mirror_opts mo;
 	struct buf url = BUF_INIT(PB_HTTP_URL_MAX);
 	const char *need[2] = { landed_head, landed_base };
 	char pid[GITREPO_HEXSZ + 1];
@@ -987,16 +1009,7 @@ int outbound_landed(struct outbound_landed *landed, struct outbound *ob,
 	rc = lock(ob);
 	if (rc)
 		return rc;
-	memset(&mo, 0, sizeof(mo));
-	rc = git_url(&url, ob, project);
-	if (rc)
-		goto out;
-	mo.root = ob->mirror_root;
-	mo.project = project;
-	mo.url = url.data;
-	mo.token = ob->token;
-	mo.ca_file = config_str(ob->cfg, CFG_FORGE_CA_FILE);
-	rc = mirror_open(&m, &mo);
+	rc = project_mirror(&m, &url, ob, project);
 	if (!rc)
 		rc = mirror_fetch_mr(m, iid, target_branch, need, 2);
 	if (!rc)
@@ -1771,4 +1784,182 @@ out:
 	job_release(&j);
 	log_ctx_pop(&saved);
 	return rc;
+}
+
+/* The project a series posted to the list is for (outbound.h). */
+static int submission_project(const struct config_project **out,
+			      const struct config *cfg, const char *raw,
+			      size_t len)
+{
+	const struct config_project *p, *found = NULL;
+	struct review *r = NULL;
+	size_t i, takers = 0, matches = 0;
+	int rc;
+
+	*out = NULL;
+	for (i = 0; i < config_project_count(cfg); i++) {
+		p = config_project_at(cfg, i);
+		if (!config_project_bool(p, CFG_PROJECT_ENABLED) ||
+		    config_project_enum(p, CFG_PROJECT_EMAIL_SUBMISSIONS) ==
+			    CONFIG_SUBMISSIONS_OFF)
+			continue;
+		takers++;
+		found = p;
+	}
+	if (takers == 1) {
+		*out = found;
+		return 0;
+	}
+	if (!takers)
+		return err_set(PB_EPERM, "no project takes series by mail");
+	rc = review_parse(&r, raw, len, NULL, NULL);
+	if (rc)
+		return rc;
+	found = NULL;
+	for (i = 0; i < config_project_count(cfg); i++) {
+		const char *want;
+		size_t n;
+
+		p = config_project_at(cfg, i);
+		if (!config_project_bool(p, CFG_PROJECT_ENABLED) ||
+		    config_project_enum(p, CFG_PROJECT_EMAIL_SUBMISSIONS) ==
+			    CONFIG_SUBMISSIONS_OFF)
+			continue;
+		want = config_project_str(p, CFG_OUTBOUND_SUBJECT_PREFIX);
+		n = strlen(want);
+		/* "PATCH net" opens "PATCH net 1/3", not "PATCH net-next" */
+		if (n && !strncmp(r->subject.prefix, want, n) &&
+		    (r->subject.prefix[n] == '\0' ||
+		     r->subject.prefix[n] == ' ')) {
+			matches++;
+			found = p;
+		}
+	}
+	review_free(r);
+	if (matches != 1)
+		return err_set(PB_EPERM,
+			       "%zu projects take series by mail and %zu "
+			       "has the subject's prefix",
+			       takers, matches);
+	*out = found;
+	return 0;
+}
+
+/* The mirror fetched, the target resolved, the series opened. */
+static int submission_open(struct outbound *ob,
+			   const struct config_project *proj,
+			   const char *series_id)
+{
+	const char *project = config_project_name(proj);
+	const char *target =
+		config_project_str(proj, CFG_PROJECT_EMAIL_TARGET_BRANCH);
+	struct mirror *m = NULL;
+	struct gitrepo *repo = NULL;
+	struct strlist specs = STRLIST_INIT;
+	struct buf url = BUF_INIT(PB_HTTP_URL_MAX);
+	struct emailmr_ctx c;
+	char sha[GITREPO_HEXSZ + 1], *ref, *spec;
+	int64_t iid = 0;
+	int rc;
+
+	rc = lock(ob);
+	if (rc)
+		return rc;
+	ref = xasprintf("refs/patchbridge/target/%s", target);
+	spec = xasprintf("+refs/heads/%s:%s", target, ref);
+	strlist_push(&specs, spec);
+	free(spec);
+	rc = project_mirror(&m, &url, ob, project);
+	if (!rc)
+		rc = gitrepo_open(&repo, mirror_path(m));
+	if (!rc)
+		rc = gitrepo_fetch(repo, url.data, ob->token, &specs);
+	if (!rc)
+		rc = gitrepo_resolve(sha, repo, ref);
+	free(ref);
+	if (rc)
+		goto out;
+	memset(&c, 0, sizeof(c));
+	c.st = ob->store;
+	c.forge = ob->forge;
+	c.repo = repo;
+	c.project = project;
+	c.push_url = url.data;
+	c.token = ob->token;
+	c.target_branch = target;
+	c.target_sha = sha;
+	c.branch_prefix =
+		config_project_str(proj, CFG_PROJECT_EMAIL_BRANCH_PREFIX);
+	c.label = "from-email";
+	c.committer_name = config_str(ob->cfg, CFG_BRIDGE_NAME);
+	c.committer_email = config_str(ob->cfg, CFG_BRIDGE_ADDRESS);
+	rc = emailmr_open(&iid, &c, series_id);
+	if (rc == PB_EINVAL)
+		log_warn("%s", err_msg()); /* failed: the series is closed */
+out:
+	strlist_release(&specs);
+	buf_release(&url);
+	gitrepo_free(repo);
+	mirror_free(m);
+	unlock(ob);
+	return rc;
+}
+
+int outbound_submission(struct outbound *ob, char *project, size_t size,
+			const char *raw, size_t len)
+{
+	const struct config_project *proj;
+	struct review_options ro;
+	enum emailmr_policy policy;
+	char series[PB_MSGID_MAX + 1];
+	int rc, whole = 0;
+
+	rc = submission_project(&proj, ob->cfg, raw, len);
+	if (rc)
+		return rc;
+	snprintf(project, size, "%s", config_project_name(proj));
+	switch (config_project_enum(proj, CFG_PROJECT_EMAIL_SUBMISSIONS)) {
+	case CONFIG_SUBMISSIONS_ANYONE:
+		policy = EMAILMR_ANYONE;
+		break;
+	case CONFIG_SUBMISSIONS_VERIFIED:
+		policy = EMAILMR_VERIFIED;
+		break;
+	default:
+		policy = EMAILMR_OFF;
+		break;
+	}
+	/* the trust rules of approvals (inbound.c) */
+	memset(&ro, 0, sizeof(ro));
+	ro.trusted_authserv_id =
+		config_str(ob->cfg, CFG_MILTER_TRUSTED_AUTHSERV_ID);
+	if (!ro.trusted_authserv_id[0])
+		ro.trusted_authserv_id = NULL;
+	ro.trusted_fields =
+		(size_t)config_int(ob->cfg, CFG_MILTER_TRUSTED_AUTHRES_FIELDS);
+	ro.list_authserv_id =
+		config_project_str(proj, CFG_INBOUND_LIST_AUTHSERV_ID);
+	ro.list_address = config_project_str(proj, CFG_BRIDGE_LIST_ADDRESS);
+	ro.own_domain = config_str(ob->cfg, CFG_BRIDGE_DOMAIN);
+	ro.own_address = config_str(ob->cfg, CFG_BRIDGE_ADDRESS);
+	rc = emailmr_collect(&whole, series, sizeof(series), ob->store,
+			     config_project_name(proj), policy, &ro, raw, len);
+	if (rc == PB_EEXISTS && series[0]) {
+		/* seen before: the mail that made its series whole, tried
+		 * again after the merge request could not be opened */
+		struct store_submission sub;
+
+		store_submission_init(&sub);
+		if (!store_submission_get(&sub, ob->store, series) &&
+		    sub.state == STORE_SUBMISSION_WHOLE)
+			whole = 1;
+		store_submission_release(&sub);
+		if (!whole)
+			return err_set(PB_EEXISTS, "a mail of its series seen "
+						   "already");
+		rc = 0;
+	}
+	if (rc || !whole)
+		return rc;
+	return submission_open(ob, proj, series);
 }

@@ -179,6 +179,23 @@ int outbound_landed(struct outbound_landed *landed, struct outbound *ob,
 		    const char *const *mailed, size_t n,
 		    const char *landed_base, const char *landed_head);
 
+/*
+ * A mail the milter spooled as a series posted to the list (the inbound
+ * side's inbound_opts.submission): the project is the one enabled
+ * project whose [project] email_submissions is not off, or, when several
+ * are, the one whose subject_prefix opens the mail's tag ("PATCH net"
+ * in "[PATCH net 1/3]"); emailmr_collect() takes the mail into its
+ * series under that project's policy; when the mail made the series
+ * whole, the mirror fetches [project] email_target_branch and
+ * emailmr_open() opens the merge request (branch under
+ * email_branch_prefix, label from-email).  Holds the outbound lock while
+ * it uses the mirror.  project (size bytes) gets the project.  Errors
+ * as inbound_opts.submission says: PB_EPERM for a mail that is no
+ * submission, not let in, or of no project that can be told.
+ */
+int outbound_submission(struct outbound *ob, char *project, size_t size,
+			const char *raw, size_t len);
+
 /* The delay before retry number attempts (>= 1), in seconds. */
 int64_t outbound_backoff(int attempts);
 

@@ -12,7 +12,8 @@
  * This header is the connection: opening, the schema, transactions.
  * Each table's rows and functions are in a header of its own
  * (store_mail.h, store_revision.h, store_inbound.h, store_host.h,
- * store_action.h, store_cursor.h, store_outmail.h, store_archive.h),
+ * store_action.h, store_cursor.h, store_outmail.h, store_archive.h,
+ * store_submission.h),
  * all included here, so a caller includes this one; what follows holds
  * for all of them.
  *
@@ -106,6 +107,7 @@
 #include "state/store_notice.h"
 #include "state/store_outmail.h"
 #include "state/store_revision.h"
+#include "state/store_submission.h"
 
 /* Caps on what the store accepts; longer input is PB_EINVAL. */
 #define STORE_MSGID_MAX PB_MSGID_MAX

@@ -190,6 +190,9 @@ static int rename_tx(struct store *st, void *arg)
 		rc = rename_exec(st, S_RENAME_ARCHIVE, "move the archive",
 				 a->from, a->to);
 	if (!rc)
+		rc = rename_exec(st, S_RENAME_SUBMISSIONS,
+				 "move the submitted series", a->from, a->to);
+	if (!rc)
 		rc = rename_cursors(st, a->from, a->to);
 	return rc;
 }

@@ -37,6 +37,10 @@
 	" JOIN thread_map t ON t.message_id = o.message_id"
 #define OUT_SELECT OUT_SELECT_COLS("o.message")
 #define OUT_SELECT_NO_MESSAGE OUT_SELECT_COLS("NULL")
+#define SUB_COLS                                                  \
+	"series_id, sender, project, version, total, state, iid," \
+	" created, updated"
+#define SUBM_COLS "message_id, series_id, patch, message, created"
 #define ACT_COLS                                                  \
 	"message_id, action_index, kind, marker, state, note_id," \
 	" discussion_id, attempts, last_error, created, updated, host"
@@ -296,6 +300,7 @@ static const char *const stmt_sql[S_NR] = {
 		" + (SELECT COUNT(*) FROM thread_map WHERE project = ?1)"
 		" + (SELECT COUNT(*) FROM inbound WHERE project = ?1)"
 		" + (SELECT COUNT(*) FROM archive WHERE project = ?1)"
+		" + (SELECT COUNT(*) FROM submissions WHERE project = ?1)"
 		" + (SELECT COUNT(*) FROM cursors WHERE name = ?2)",
 	[S_RENAME_REV_COPY] = "INSERT INTO revisions (" REV_COLS ")"
 			      " SELECT ?2, iid, revision, head_sha, base_sha,"
@@ -309,6 +314,8 @@ static const char *const stmt_sql[S_NR] = {
 			     " WHERE project = ?1",
 	[S_RENAME_ARCHIVE] = "UPDATE archive SET project = ?2"
 			     " WHERE project = ?1",
+	[S_RENAME_SUBMISSIONS] = "UPDATE submissions SET project = ?2"
+				 " WHERE project = ?1",
 	[S_RENAME_CURSORS] = "SELECT name FROM cursors ORDER BY name",
 	[S_RENAME_CURSOR_DROP] = "DELETE FROM cursors WHERE name = ?1",
 	[S_RENAME_CURSOR] = "UPDATE cursors SET name = ?2 WHERE name = ?1",
@@ -421,6 +428,35 @@ static const char *const stmt_sql[S_NR] = {
 			   " (SELECT 1 FROM archive a"
 			   "  WHERE a.message_id = i.message_id))",
 	[S_ARCH_PRUNE] = "DELETE FROM archive WHERE created < ?1",
+
+	[S_SUB_PUT] = "INSERT INTO submissions (series_id, sender, project,"
+		      " version, total, state, iid, created, updated)"
+		      " VALUES (?1, ?2, ?3, ?4, ?5, 'collecting', NULL, ?6, ?6)"
+		      " ON CONFLICT (series_id) DO NOTHING",
+	[S_SUB_GET] = "SELECT " SUB_COLS " FROM submissions"
+		      " WHERE series_id = ?1",
+	/* Whole: patches 1 to N, and the cover letter unless the series
+	 * is keyed by patch 1 (it has none). */
+	[S_SUB_WHOLE] = "UPDATE submissions SET state = 'whole', updated = ?2"
+			" WHERE series_id = ?1 AND state = 'collecting'"
+			" AND (SELECT COUNT(*) FROM submission_mails m"
+			"  WHERE m.series_id = ?1 AND m.patch >= 1) = total"
+			" AND EXISTS (SELECT 1 FROM submission_mails m"
+			"  WHERE m.series_id = ?1 AND (m.patch = 0"
+			"  OR (m.patch = 1 AND m.message_id = ?1)))",
+	[S_SUB_LIST_WHOLE] = "SELECT " SUB_COLS " FROM submissions"
+			     " WHERE state = 'whole'"
+			     " ORDER BY updated, series_id LIMIT ?1",
+	[S_SUB_FINISH] = "UPDATE submissions SET state = ?2, iid = ?3,"
+			 " updated = ?4"
+			 " WHERE series_id = ?1 AND state = 'whole'",
+	[S_SUBM_PUT] = "INSERT INTO submission_mails (message_id, series_id,"
+		       " patch, message, created)"
+		       " VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+	[S_SUBM_GET] = "SELECT message_id, series_id, patch, NULL, created"
+		       " FROM submission_mails WHERE message_id = ?1",
+	[S_SUBM_LIST] = "SELECT " SUBM_COLS " FROM submission_mails"
+			" WHERE series_id = ?1 ORDER BY patch",
 };
 
 /* Where PostgreSQL needs other words. */

@@ -213,6 +213,30 @@ static const char *const sqlite_migrations[] = {
 	" address TEXT PRIMARY KEY,"
 	" created INTEGER NOT NULL);"
 	"PRAGMA user_version = 10;",
+
+	/* 11: series posted to the list, collected until whole
+	 * (store_submission.h). */
+	"CREATE TABLE submissions ("
+	" series_id TEXT PRIMARY KEY NOT NULL,"
+	" sender TEXT NOT NULL,"
+	" project TEXT NOT NULL,"
+	" version INTEGER NOT NULL CHECK (version > 0),"
+	" total INTEGER NOT NULL CHECK (total > 0),"
+	" state TEXT NOT NULL CHECK (state IN ('collecting', 'whole',"
+	"  'opened', 'failed')),"
+	" iid INTEGER CHECK (iid > 0),"
+	" created INTEGER NOT NULL,"
+	" updated INTEGER NOT NULL);"
+	"CREATE INDEX submissions_whole ON submissions (updated, series_id)"
+	" WHERE state = 'whole';"
+	"CREATE TABLE submission_mails ("
+	" message_id TEXT PRIMARY KEY NOT NULL,"
+	" series_id TEXT NOT NULL REFERENCES submissions (series_id),"
+	" patch INTEGER NOT NULL CHECK (patch >= 0),"
+	" message BLOB NOT NULL,"
+	" created INTEGER NOT NULL,"
+	" UNIQUE (series_id, patch));"
+	"PRAGMA user_version = 11;",
 };
 
 /*
@@ -400,6 +424,29 @@ static const char *const pg_migrations[] = {
 	" address BYTEA PRIMARY KEY,"
 	" created BIGINT NOT NULL);"
 	"UPDATE schema_version SET version = 10;",
+
+	/* 11 */
+	"CREATE TABLE submissions ("
+	" series_id BYTEA PRIMARY KEY NOT NULL,"
+	" sender BYTEA NOT NULL,"
+	" project BYTEA NOT NULL,"
+	" version BIGINT NOT NULL CHECK (version > 0),"
+	" total BIGINT NOT NULL CHECK (total > 0),"
+	" state BYTEA NOT NULL CHECK (state IN ('collecting', 'whole',"
+	"  'opened', 'failed')),"
+	" iid BIGINT CHECK (iid > 0),"
+	" created BIGINT NOT NULL,"
+	" updated BIGINT NOT NULL);"
+	"CREATE INDEX submissions_whole ON submissions (updated, series_id)"
+	" WHERE state = 'whole';"
+	"CREATE TABLE submission_mails ("
+	" message_id BYTEA PRIMARY KEY NOT NULL,"
+	" series_id BYTEA NOT NULL REFERENCES submissions (series_id),"
+	" patch BIGINT NOT NULL CHECK (patch >= 0),"
+	" message BYTEA NOT NULL,"
+	" created BIGINT NOT NULL,"
+	" UNIQUE (series_id, patch));"
+	"UPDATE schema_version SET version = 11;",
 };
 
 #define SCHEMA_LATEST ((int)ARRAY_SIZE(sqlite_migrations))

@@ -140,6 +140,19 @@ enum {
 	AC_HOST,
 };
 
+/* Positions in SUB_COLS, a submitted series' row. */
+enum {
+	SUC_SERIES,
+	SUC_SENDER,
+	SUC_PROJECT,
+	SUC_VERSION,
+	SUC_TOTAL,
+	SUC_STATE,
+	SUC_IID,
+	SUC_CREATED,
+	SUC_UPDATED,
+};
+
 /* Every statement; its text is stmt_sql[id] in store_query.c. */
 enum stmt_id {
 	S_VERSION_TABLE,
@@ -191,6 +204,7 @@ enum stmt_id {
 	S_RENAME_REV_DROP,
 	S_RENAME_INBOUND,
 	S_RENAME_ARCHIVE,
+	S_RENAME_SUBMISSIONS,
 	S_RENAME_CURSORS,
 	S_RENAME_CURSOR_DROP,
 	S_RENAME_CURSOR,
@@ -221,6 +235,14 @@ enum stmt_id {
 	S_VERDICT_CLEAR,
 	S_VERDICT_PUT,
 	S_VERDICT_LIST,
+	S_SUB_PUT,
+	S_SUB_GET,
+	S_SUB_WHOLE,
+	S_SUB_LIST_WHOLE,
+	S_SUB_FINISH,
+	S_SUBM_PUT,
+	S_SUBM_GET,
+	S_SUBM_LIST,
 	S_NOTICE_PUT,
 	S_NOTICE_GET,
 	S_NOTICE_COUNT,

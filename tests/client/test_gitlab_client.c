@@ -1758,6 +1758,73 @@ static void test_labels(void **state)
 	strlist_release(&remove);
 	forge_free(f);
 }
+/*
+ * Opening a merge request: its fields as given, the label; exactly once,
+ * as the forge keeps one open MR per source branch: a call made again
+ * (after a restart) and a POST whose answer was lost both end with the
+ * MR made first.  A branch the forge lacks is refused.
+ */
+static void test_create_mr(void **state)
+{
+	struct strlist labels = STRLIST_INIT;
+	struct forge_mr_new n;
+	struct forge_mr mr, again;
+	struct forge *f;
+	struct hooks h;
+
+	f = simple_client("user-token", &h);
+	sim_call(NULL, HTTP_POST, "/_sim/projects/1/commits",
+		 "{\"branch\":\"email/ann/louder\",\"start\":\"main\","
+		 "\"commits\":[{\"message\":\"louder\",\"files\":"
+		 "{\"louder.txt\":\"LOUD\\n\"}}]}");
+	strlist_push(&labels, "from-email");
+	memset(&n, 0, sizeof(n));
+	n.source_branch = "email/ann/louder";
+	n.target_branch = "main";
+	n.title = "hello: greet more loudly";
+	n.description = "From: Ann <ann@example.org> by email\n\nLouder.";
+	n.labels = &labels;
+	assert_int_equal(forge_create_mr(&mr, f, PROJECT, &n), 0);
+	assert_true(mr.iid > 1);
+	assert_string_equal(mr.title, n.title);
+	assert_string_equal(mr.description, n.description);
+	assert_string_equal(mr.source_branch, "email/ann/louder");
+	assert_string_equal(mr.target_branch, "main");
+	assert_int_equal(mr.labels.nr, 1);
+	assert_string_equal(mr.labels.items[0], "from-email");
+
+	/* Again: the same MR, no second one. */
+	assert_int_equal(forge_create_mr(&again, f, PROJECT, &n), 0);
+	assert_int_equal(again.iid, mr.iid);
+	forge_mr_release(&again);
+
+	/* The answer lost after the MR was made: found, not made twice. */
+	sim_call(NULL, HTTP_POST, "/_sim/projects/1/commits",
+		 "{\"branch\":\"email/ann/quiet\",\"start\":\"main\","
+		 "\"commits\":[{\"message\":\"quiet\",\"files\":"
+		 "{\"quiet.txt\":\"quiet\\n\"}}]}");
+	n.source_branch = "email/ann/quiet";
+	sim_fault("{\"kind\":\"drop_after_commit\",\"method\":\"POST\","
+		  "\"path\":\"/merge_requests$\"}");
+	sim_clear_requests();
+	assert_int_equal(forge_create_mr(&again, f, PROJECT, &n), 0);
+	assert_int_equal(again.iid, mr.iid + 1);
+	assert_string_equal(again.source_branch, "email/ann/quiet");
+	/* the first try landed (its answer dropped), the retry met it */
+	assert_int_equal(sim_count_requests("POST", "/merge_requests", 0), 2);
+	assert_int_equal(sim_count_requests("POST", "/merge_requests", 409), 1);
+	forge_mr_release(&again);
+
+	/* No such branch; no title. */
+	n.source_branch = "email/ann/none";
+	assert_int_equal(forge_create_mr(&again, f, PROJECT, &n), PB_EINVAL);
+	n.source_branch = "email/ann/louder";
+	n.title = "";
+	assert_int_equal(forge_create_mr(&again, f, PROJECT, &n), PB_EINVAL);
+	forge_mr_release(&mr);
+	strlist_release(&labels);
+	forge_free(f);
+}
 
 static void test_user_lookup(void **state)
 {
@@ -1982,6 +2049,7 @@ int main(void)
 		cmocka_unit_test_setup(test_approvals, reset),
 		cmocka_unit_test_setup(test_approve_retry_after_5xx, reset),
 		cmocka_unit_test_setup(test_sudo, reset),
+		cmocka_unit_test_setup(test_create_mr, reset),
 		cmocka_unit_test_setup(test_pause_between_pages, reset),
 		cmocka_unit_test_setup(test_guard_before_each_try, reset),
 		cmocka_unit_test_setup(test_whoami, reset),

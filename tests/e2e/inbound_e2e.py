@@ -83,6 +83,11 @@ Scenarios:
             thread, notes blaming a reviewer's rights (each must be 0),
             and what the operator was told, with the simulated date.
 
+  submission  a 5-patch topic of this repository's own history sent with
+            git send-email becomes one merge request with the originals'
+            commits; a verified maintainer's Reviewed-by on 3/5
+            approves it.
+
 Exit status: 0 pass, 1 fail, 77 skipped (not root, no Postfix, no
 libmilter build).
 """
@@ -1476,10 +1481,173 @@ def scenario_year(bed):
         "rob's thread holds %d notes" % len(first["notes"]))
 
 
+# --- a series posted to the list -------------------------------------------
+
+SUBMIT_OWNERS = """\
+users:
+  - &mary
+    name: Mary Maintainer
+    email: mary@kernel.example
+    gluser: mary
+subsystems:
+  - subsystem: The test beds
+    labels:
+      name: testbeds
+    maintainers:
+      - *mary
+    paths:
+      includes:
+        - tests/
+        - README.md
+"""
+
+
+def scenario_submission(bed):
+    """A 5-patch topic of this repository's own history (its first
+    commits after the root), sent to the list with real git send-email
+    through the private Postfix, becomes one merge request: the milter
+    spools the mails, `run --once` collects them, applies them as git am
+    would and opens the merge request; its commits have the originals'
+    patch-ids, authors and messages, and are what git am makes of the
+    list's copies (trees, authors, dates - git send-email dates each mail
+    when it sends it - and messages).  A Reviewed-by of a verified
+    maintainer in reply to 3/5 then approves it."""
+    sim("POST", "/_sim/reset", {"seed": SEED})
+    sockdir = bed.sockets()
+    vsock = os.path.join(sockdir, "verifier.sock")
+    msock = os.path.join(sockdir, "patchbridge.sock")
+    bed.env["PORT"] = str(bedlib.free_port())
+    bedlib.write_config(bed, msock, SUBMIT_OWNERS)
+    with open(bed.cfg, "a", encoding="utf-8") as f:
+        f.write("email_submissions = anyone\nemail_target_branch = "
+                "pb-base\n")
+    bed.pb("check-config")
+    bed.start_verifier(bed.exe("tests", "postfix", "test_milter"), vsock)
+    bed.start_milter(bed.exe("milter", "patchbridge-milter"), msock)
+    bed.start_postfix("--port", bed.env["PORT"], "--milter",
+                      "unix:%s, unix:%s" % (vsock, msock))
+
+    gitcfg = bed.write("gitconfig", "")
+    env = dict(os.environ, GIT_CONFIG_GLOBAL=gitcfg, GIT_CONFIG_NOSYSTEM="1",
+               GIT_TERMINAL_PROMPT="0", GIT_COMMITTER_NAME="Ann Sender",
+               GIT_COMMITTER_EMAIL="ann@example.com")
+
+    def git(*args):
+        return subprocess.run(["git"] + list(args), env=env, check=True,
+                              capture_output=True, text=True).stdout
+
+    src = git("-C", os.path.dirname(os.path.abspath(__file__)),
+              "rev-parse", "--show-toplevel").strip()
+    first = git("-C", src, "rev-list", "--reverse", "--first-parent",
+                "HEAD").split()[:6]
+    check(len(first) == 6, "the repository's history is too short")
+    for c in first[1:]:
+        check(len(git("-C", src, "rev-list", "--parents", "-n1",
+                      c).split()) == 2, "%s is a merge" % c)
+    base, head = first[0], first[5]
+    url = os.environ["PB_FORGESIM_URL"]
+    git("-C", src, "push", "-q",
+        url.replace("://", "://oauth2:bridge-token@") +
+        "/group/project.git", "%s:refs/heads/pb-base" % base)
+    mails = os.path.join(bed.work, "v1")
+    git("-C", src, "format-patch", "-q", "--cover-letter", "--thread",
+        "--base=" + base, "-o", mails, "%s..%s" % (base, head))
+    names = sorted(os.listdir(mails))
+    cover = os.path.join(mails, names[0])
+    with open(cover, encoding="utf-8") as f:
+        text = f.read()
+    with open(cover, "w", encoding="utf-8") as f:
+        f.write(text.replace("*** SUBJECT HERE ***", "The first steps")
+                .replace("*** BLURB HERE ***", "Five early patches."))
+    out = subprocess.run(
+        ["git", "send-email", "--to=" + bedlib.LIST,
+         "--from=Ann Sender <ann@example.com>", "--confirm=never",
+         "--suppress-cc=all", "--smtp-server=" + bed.addr,
+         "--smtp-server-port=" + bed.env["PORT"], "--quiet"] +
+        [os.path.join(mails, n) for n in names],
+        env=env, capture_output=True, text=True, timeout=bound(120))
+    check(out.returncode == 0, "git send-email: %s" % out.stderr[-1500:])
+    bed.wait_mail(6)
+    bed.settle()
+    say("git send-email: 6 mails in the list archive")
+
+    bed.pb("run", "--once", "--foreground", ok=(0, 75))
+    mrs = [m for m in sim("GET", "/api/v4/projects/1/merge_requests")
+           if "from-email" in m["labels"]]
+    check(len(mrs) == 1, "%d merge requests from email" % len(mrs))
+    mr = mrs[0]
+    say("!%d %s from %s" % (mr["iid"], mr["title"], mr["source_branch"]))
+    check(mr["title"] == "The first steps", "title %r" % mr["title"])
+    cmp = os.path.join(bed.work, "cmp.git")
+    git("init", "-q", "--bare", cmp)
+    git("-C", cmp, "fetch", "-q", src, head)
+    git("-C", cmp, "fetch", "-q", url + "/group/project.git",
+        "refs/heads/%s:refs/mr" % mr["source_branch"])
+    # Authors and messages are the originals'; the date is the mail's,
+    # which git send-email sets when it sends: what git am makes of the
+    # list's copies is the reference for all of it.
+    fmt = "--format=%an%x00%ae%x00%B%x01"
+    ours = git("-C", cmp, "log", "--reverse", fmt, base + "..refs/mr")
+    theirs = git("-C", cmp, "log", "--reverse", fmt,
+                 "%s..%s" % (base, head))
+    check(ours == theirs, "commits differ:\n%s\n---\n%s" % (ours, theirs))
+    am = os.path.join(bed.work, "am")
+    git("clone", "-q", "--no-checkout", cmp, am)
+    git("-C", am, "checkout", "-q", "--detach", base)
+    listed = [m for m in bed.archive() if "/5]" in m["Subject"] and
+              " 0/5]" not in m["Subject"]]
+    listed.sort(key=lambda m: m["Subject"])
+    for k, m in enumerate(listed, 1):
+        path = bed.write("listed-%d.eml" % k, m.raw.decode("utf-8",
+                                                          "replace"))
+        git("-C", am, "am", "-q", path)
+    fmt = "--format=%T%x00%an%x00%ae%x00%ad%x00%B%x01"
+    ours = git("-C", cmp, "log", "--reverse", "--date=raw", fmt,
+               base + "..refs/mr")
+    theirs = git("-C", am, "log", "--reverse", "--date=raw", fmt,
+                 base + "..HEAD")
+    check(ours == theirs, "commits differ from git am's of the list's "
+          "copies:\n%s\n---\n%s" % (ours, theirs))
+
+    def ids(rev_range):
+        out = []
+        for c in git("-C", cmp, "rev-list", "--reverse",
+                     rev_range).split():
+            p = subprocess.run(["git", "patch-id", "--stable"],
+                               input=git("-C", cmp, "format-patch", "-1",
+                                         "--stdout", c),
+                               env=env, capture_output=True, text=True,
+                               check=True)
+            out.append(p.stdout.split()[0])
+        return out
+    check(ids(base + "..refs/mr") == ids("%s..%s" % (base, head)),
+          "patch-ids differ")
+    say("5 commits with the originals' patch-ids, authors and messages, "
+        "and what git am makes of the list's copies (trees, dates)")
+
+    patch3 = [m for m in bed.archive() if " 3/5]" in m["Subject"]]
+    check(len(patch3) == 1, "no 3/5 in the archive")
+    raw, _ = reply(patch3[0], "Mary Maintainer <mary@kernel.example>",
+                   "Reads well.\n\nReviewed-by: Mary Maintainer "
+                   "<mary@kernel.example>\n")
+    bed.send(raw, "mary@kernel.example")
+    bed.wait_mail(7)
+    bed.settle()
+    bed.pb("run", "--once", "--foreground", ok=(0, 75))
+    approvals = sim("GET", "/api/v4/projects/1/merge_requests/%d/"
+                    "approvals" % mr["iid"])
+    who = [a["user"]["username"] for a in approvals.get("approved_by", [])]
+    notes = sim("GET", "/api/v4/projects/1/merge_requests/%d/notes" %
+                mr["iid"])
+    check("mary" in who, "not approved by mary: %r; notes: %r" % (
+        who, [n["body"][:300] for n in notes]))
+    say("Reviewed-by on 3/5: approved by mary")
+
+
 SCENARIOS = {"replies": scenario_replies, "outage": scenario_outage,
              "export": scenario_export, "acks": scenario_acks,
              "forged": scenario_forged, "renamed": scenario_renamed,
-             "year": scenario_year}
+             "year": scenario_year, "submission": scenario_submission}
 
 
 def main():

@@ -1568,7 +1568,8 @@ def git(*args, cwd=None):
     env = dict(os.environ, GIT_CONFIG_GLOBAL="/dev/null",
                GIT_CONFIG_NOSYSTEM="1", GIT_AUTHOR_NAME="T",
                GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="T",
-               GIT_COMMITTER_EMAIL="t@example.com")
+               GIT_COMMITTER_EMAIL="t@example.com",
+               GIT_TERMINAL_PROMPT="0")
     for key in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
         env.pop(key, None)
     return subprocess.run(["git"] + list(args), cwd=cwd, env=env,
@@ -1691,7 +1692,20 @@ class VersionsAndGitTest(SimTestCase):
             git("add", "NEW.txt", cwd=clone)
             git("commit", "-q", "-m", "Pushed over HTTP", cwd=clone)
             new_head = git("rev-parse", "HEAD", cwd=clone)
-            git("push", "-q", "origin", "feature", cwd=clone)
+            # A push needs a token as the password, as on GitLab (doc/
+            # user/profile/personal_access_tokens.md): none, a read-only
+            # token, or a guest's is refused and moves nothing.
+            for url in (SIM.url,
+                        SIM.url.replace("://", "://oauth2:readonly-token@"),
+                        SIM.url.replace("://", "://oauth2:guest-token@")):
+                with self.assertRaises(subprocess.CalledProcessError) as cm:
+                    git("-c", "credential.helper=", "push", "-q",
+                        url + "/group/project.git", "feature", cwd=clone)
+                self.assertNotEqual(cm.exception.returncode, 0)
+            self.assertEqual(len(self.versions()), 1)
+            git("push", "-q",
+                SIM.url.replace("://", "://oauth2:user-token@") +
+                "/group/project.git", "feature", cwd=clone)
             # The push alone makes a new version, as on GitLab.
             versions = self.versions()
             self.assertEqual(len(versions), 2)

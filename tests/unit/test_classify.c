@@ -210,7 +210,7 @@ static struct store *open_ro(void)
 	return st;
 }
 
-static const struct classify_opts opts = { DOMAIN, ADDRESS, NULL };
+static const struct classify_opts opts = { DOMAIN, ADDRESS, NULL, 0 };
 
 /* Headers "Name: value\n" (no folding) into in, then the body. */
 static void build(struct classify_input *in, struct buf *raw,
@@ -259,6 +259,85 @@ static void run(struct classify_result *res, const char *headers,
 			 0);
 	classify_input_release(&in);
 	buf_release(&raw);
+}
+
+/*
+ * When some project takes series posted to the list, a new patch's mail
+ * (unthreaded, or threaded under a mail the map does not know) is a
+ * SUBMIT, to be spooled; without, it passes as before.  A reply that
+ * nothing places, and the bridge's own patch, are never one.
+ */
+static void test_submission(void **state)
+{
+	static const char *const news[] = {
+		"From: Ann <ann@example.org>\n"
+		"Subject: [PATCH 0/2] louder\n"
+		"Message-ID: <c@example.org>\n",
+		"From: Ann <ann@example.org>\n"
+		"Subject: [PATCH v2 1/2] h: louder\n"
+		"Message-ID: <p1@example.org>\n"
+		"In-Reply-To: <c@example.org>\n"
+		"References: <c@example.org>\n",
+	};
+	struct classify_opts sub = opts;
+	struct classify_result res;
+	struct classify_input in;
+	struct store *st = open_ro();
+	struct threadmap tm;
+	struct buf raw;
+	size_t i;
+
+	(void)state;
+	sub.submissions = 1;
+	store_threadmap(&tm, st);
+	for (i = 0; i < sizeof(news) / sizeof(news[0]); i++) {
+		build(&in, &raw, news[i], "diff --git a/h b/h\n");
+		classify_result_init(&res);
+		classify_headers(&res, &in, &tm, &sub);
+		assert_int_equal(res.verdict, CLASSIFY_CANDIDATE);
+		assert_string_equal(res.reason, "submission");
+		assert_int_equal(classify_eom(&res, &in, raw.data, raw.len, &tm,
+					      &sub),
+				 0);
+		assert_int_equal(res.verdict, CLASSIFY_SUBMIT);
+		assert_string_equal(res.reason, "submission");
+		/* no project takes any: as before */
+		classify_headers(&res, &in, &tm, &opts);
+		assert_int_equal(res.verdict, CLASSIFY_PASS);
+		assert_int_equal(classify_eom(&res, &in, raw.data, raw.len, &tm,
+					      &opts),
+				 0);
+		assert_int_equal(res.verdict, CLASSIFY_PASS);
+		classify_result_release(&res);
+		classify_input_release(&in);
+		buf_release(&raw);
+	}
+
+	/* a reply nothing places; the bridge's own patch */
+	build(&in, &raw,
+	      "From: Rita <rita@example.org>\n"
+	      "Subject: Re: [PATCH 1/2] h: louder\n"
+	      "Message-ID: <r@example.org>\n"
+	      "In-Reply-To: <p1@example.org>\n",
+	      "Nice.\n");
+	classify_result_init(&res);
+	assert_int_equal(classify_eom(&res, &in, raw.data, raw.len, &tm, &sub),
+			 0);
+	assert_int_equal(res.verdict, CLASSIFY_PASS);
+	classify_input_release(&in);
+	buf_release(&raw);
+	build(&in, &raw,
+	      "From: Bridge <" ADDRESS ">\n"
+	      "Subject: [PATCH 1/2] h: louder\n"
+	      "Message-ID: <own@example.org>\n",
+	      "diff --git a/h b/h\n");
+	assert_int_equal(classify_eom(&res, &in, raw.data, raw.len, &tm, &sub),
+			 0);
+	assert_int_equal(res.verdict, CLASSIFY_LOOP);
+	classify_result_release(&res);
+	classify_input_release(&in);
+	buf_release(&raw);
+	store_free(st);
 }
 
 static void test_thread_map_in_reply_to(void **state)
@@ -941,6 +1020,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_thread_map_in_reply_to),
+		cmocka_unit_test(test_submission),
 		cmocka_unit_test(test_thread_map_references_newest_first),
 		cmocka_unit_test(test_msgid_fallback),
 		cmocka_unit_test(test_subject_fallback_one_candidate),

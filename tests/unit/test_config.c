@@ -763,6 +763,7 @@ static void test_projects(void **state)
 		      "[project \"group/sub/name.js\"]\n"
 		      "enabled = no\n"
 		      "[project \"linux/net\"]\n"
+		      "email_submissions = off\n"
 		      "approval_policy = forge\n"
 		      "bots = ci@net.example.org\n"
 		      "owners_file = /srv/net/owners.yaml\n");
@@ -792,6 +793,8 @@ static void test_projects(void **state)
 	assert_false(config_project_bool(p, CFG_OUTBOUND_MAIL_RESOLVED));
 	assert_false(config_project_bool(p, CFG_OUTBOUND_COVER_REVIEWERS));
 	assert_false(config_project_bool(p, CFG_OUTBOUND_MAIL_REVIEWS_IN));
+	assert_int_equal(config_project_enum(p, CFG_PROJECT_EMAIL_SUBMISSIONS),
+			 CONFIG_SUBMISSIONS_OFF);
 	/* Inherited: from the global section, else the default. */
 	assert_int_equal(config_project_get(&p, cfg, "a/b"), 0);
 	assert_string_equal(config_project_str(p, CFG_INBOUND_BOTS), "");
@@ -807,6 +810,8 @@ static void test_projects(void **state)
 	assert_true(config_project_bool(p, CFG_OUTBOUND_MAIL_RESOLVED));
 	assert_true(config_project_bool(p, CFG_OUTBOUND_COVER_REVIEWERS));
 	assert_true(config_project_bool(p, CFG_OUTBOUND_MAIL_REVIEWS_IN));
+	assert_int_equal(config_project_enum(p, CFG_PROJECT_EMAIL_SUBMISSIONS),
+			 CONFIG_SUBMISSIONS_VERIFIED);
 	assert_int_equal(config_project_get(&p, cfg, "group/sub/name.js"), 0);
 	assert_false(config_project_bool(p, CFG_PROJECT_ENABLED));
 	/* A project without a section is not bridged. */

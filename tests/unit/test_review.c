@@ -425,6 +425,110 @@ static void test_attachment_is_not_the_reply(void **state)
 	}
 }
 
+/* A patch mail with the given header lines (From, Subject, Message-ID
+ * and whatever else) and a diff in its text. */
+#define SUB_PATCH(headers)                               \
+	headers "To: dev@lists.example.org\n"            \
+		"Date: Tue, 3 Dec 2026 10:00:00 +0000\n" \
+		"\n"                                     \
+		"Louder.\n"                              \
+		"\n"                                     \
+		"Signed-off-by: Ann <ann@example.org>\n" \
+		"---\n"                                  \
+		"diff --git a/h.c b/h.c\n"               \
+		"--- a/h.c\n"                            \
+		"+++ b/h.c\n"                            \
+		"@@ -1 +1 @@\n"                          \
+		"-hello\n"                               \
+		"+HELLO\n"
+
+/* What is a submission (a new series' patch or cover), and why not. */
+static void test_submission(void **state)
+{
+	static const struct {
+		const char *mail;
+		const char *why; /* NULL: a submission */
+	} cases[] = {
+		{ SUB_PATCH("From: Ann <ann@example.org>\n"
+			    "Subject: [PATCH 1/2] h: louder\n"
+			    "Message-ID: <s1@example.org>\n"
+			    "In-Reply-To: <s0@example.org>\n"),
+		  NULL },
+		{ SUB_PATCH("From: Ann <ann@example.org>\n"
+			    "Subject: [RFC PATCH] h: louder\n"
+			    "Message-ID: <s2@example.org>\n"),
+		  NULL },
+		{ SUB_PATCH("From: Ann <ann@example.org>\n"
+			    "Subject: Re: [PATCH 1/2] h: louder\n"
+			    "Message-ID: <s3@example.org>\n"),
+		  "reply" },
+		{ SUB_PATCH("From: Ann <ann@example.org>\n"
+			    "Subject: Fwd: [PATCH 1/2] h: louder\n"
+			    "Message-ID: <s4@example.org>\n"),
+		  "forward" },
+		{ SUB_PATCH("From: Ann <ann@example.org>\n"
+			    "Subject: [GIT PULL] h: louder\n"
+			    "Message-ID: <s5@example.org>\n"),
+		  "pull-request" },
+		{ SUB_PATCH("From: Ann <ann@example.org>\n"
+			    "Subject: [PULL 1/2] h: louder\n"
+			    "Message-ID: <s6@example.org>\n"),
+		  "pull-request" },
+		{ SUB_PATCH("From: Ann <ann@example.org>\n"
+			    "Subject: h: louder\n"
+			    "Message-ID: <s7@example.org>\n"),
+		  "no-patch-tag" },
+		{ SUB_PATCH("From: Ann <ann@example.org>\n"
+			    "Subject: [PATCH 1/2] h: louder\n"
+			    "Auto-Submitted: auto-generated\n"
+			    "Message-ID: <s8@example.org>\n"),
+		  "bot" },
+		{ SUB_PATCH("From: Ann <ann@example.org>\n"
+			    "Subject: [PATCH 1/2] h: louder\n"
+			    "X-Patchbridge-MR: 7\n"
+			    "Message-ID: <s9@example.org>\n"),
+		  "x-patchbridge-header" },
+		{ SUB_PATCH("From: Ann <ann@example.org>\n"
+			    "Subject: [PATCH v3 1/2] h: louder\n"
+			    "Message-ID: <pb.v3.1-2.group.project.12."
+			    "0123456789ab@bridge.example.org>\n"),
+		  "own-message-id" },
+		{ SUB_PATCH("From: Bridge <Bridge@Example.org>\n"
+			    "Subject: [PATCH 1/2] h: louder\n"
+			    "Message-ID: <s10@example.org>\n"),
+		  "from-bridge" },
+		{ "From: Ann <ann@example.org>\n"
+		  "Subject: [PATCH 0/2] h: a louder greeting\n"
+		  "Message-ID: <s11@example.org>\n"
+		  "\n"
+		  "Two patches.\n",
+		  NULL },
+	};
+	struct review_options ro;
+	size_t i;
+
+	(void)state;
+	memset(&ro, 0, sizeof(ro));
+	ro.own_domain = "bridge.example.org";
+	ro.own_address = "bridge@example.org";
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct review *r;
+
+		print_message("case %zu\n", i);
+		assert_int_equal(review_parse(&r, cases[i].mail,
+					      strlen(cases[i].mail), NULL, &ro),
+				 0);
+		if (cases[i].why) {
+			assert_false(r->submission);
+			assert_string_equal(r->submission_why, cases[i].why);
+		} else {
+			assert_true(r->submission);
+			assert_null(r->submission_why);
+		}
+		review_free(r);
+	}
+}
+
 /* An argument names the tests to run (cmocka's filter): `test_review
  * test_golden` is the parse_golden test. */
 int main(int argc, char **argv)
@@ -434,6 +538,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_trusted_auth),
 		cmocka_unit_test(test_quoted_never_counts),
 		cmocka_unit_test(test_attachment_is_not_the_reply),
+		cmocka_unit_test(test_submission),
 	};
 
 	if (argc > 1)

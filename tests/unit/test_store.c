@@ -1087,6 +1087,142 @@ static void test_trailer_verdicts(void **state)
 	store_free(st);
 }
 
+/* Add mail id at place patch to the series key of sender (v1, total). */
+static int sub_add(int *whole, struct store *st, const char *key,
+		   const char *sender, int total, const char *id, int patch)
+{
+	struct store_submission s;
+	struct store_submitted m;
+
+	memset(&s, 0, sizeof(s));
+	memset(&m, 0, sizeof(m));
+	s.series_id = key;
+	s.sender = sender;
+	s.project = "g/p";
+	s.version = 1;
+	s.total = total;
+	m.message_id = id;
+	m.patch = patch;
+	m.message = id; /* any bytes: the store keeps them as they are */
+	m.message_len = strlen(id);
+	return store_submission_add(whole, st, &s, &m);
+}
+
+/*
+ * A series posted to the list is collected until whole, in any order,
+ * each mail once, from its sender only; whole is said once; it ends
+ * opened or failed, once.
+ */
+static void test_submissions(void **state)
+{
+	const char *path = db_path("submissions");
+	struct store *st = open_rw(path), *st2 = open_rw(path);
+	struct store_submission got;
+	struct store_submitted gm;
+	struct store_submitted_list mails = { 0 };
+	struct store_submission_list whole_list = { 0 };
+	const char *ann = "ann@example.org";
+	int whole = -1;
+
+	(void)state;
+	store_submission_init(&got);
+	store_submitted_init(&gm);
+	/* Out of order: 2/3, the cover, 3/3, then 1/3 makes it whole. */
+	assert_int_equal(sub_add(&whole, st, "c@x", ann, 3, "p2@x", 2), 0);
+	assert_int_equal(whole, 0);
+	assert_int_equal(store_submission_get(&got, st, "c@x"), 0);
+	assert_int_equal(got.state, STORE_SUBMISSION_COLLECTING);
+	assert_int_equal(sub_add(&whole, st, "c@x", ann, 3, "c@x", 0), 0);
+	assert_int_equal(whole, 0);
+	assert_int_equal(sub_add(&whole, st2, "c@x", ann, 3, "p3@x", 3), 0);
+	assert_int_equal(whole, 0);
+	/* The same mail again (the other list host): kept once. */
+	assert_int_equal(sub_add(&whole, st2, "c@x", ann, 3, "p2@x", 2),
+			 PB_EEXISTS);
+	/* Another mail at a place taken, another sender, another length. */
+	assert_int_equal(sub_add(&whole, st, "c@x", ann, 3, "p2b@x", 2),
+			 PB_EEXISTS);
+	assert_int_equal(sub_add(&whole, st, "c@x", "eve@example.org", 3,
+				 "p1e@x", 1),
+			 PB_EPERM);
+	assert_int_equal(sub_add(&whole, st, "c@x", ann, 4, "p1f@x", 1),
+			 PB_EINVAL);
+	assert_int_equal(sub_add(&whole, st, "c@x", ann, 3, "p9@x", 9),
+			 PB_EINVAL);
+	assert_int_equal(
+		sub_add(&whole, st, "c@x", "Ann@Example.ORG", 3, "p1@x", 1), 0);
+	assert_int_equal(whole, 1);
+	assert_int_equal(store_submission_get(&got, st, "c@x"), 0);
+	assert_int_equal(got.state, STORE_SUBMISSION_WHOLE);
+	assert_string_equal(got.sender, ann);
+	assert_int_equal(got.total, 3);
+	assert_int_equal(store_submission_mails(&mails, st, "c@x"), 0);
+	assert_int_equal(mails.nr, 4);
+	assert_string_equal(mails.items[0].message_id, "c@x");
+	assert_int_equal(mails.items[0].patch, 0);
+	assert_string_equal(mails.items[3].message_id, "p3@x");
+	assert_int_equal(mails.items[3].message_len, 4);
+	assert_memory_equal(mails.items[3].message, "p3@x", 4);
+	assert_int_equal(store_submitted_get(&gm, st, "p2@x"), 0);
+	assert_string_equal(gm.series_id, "c@x");
+	assert_int_equal(gm.patch, 2);
+	assert_null(gm.message);
+	assert_int_equal(store_submitted_get(&gm, st, "nope@x"), PB_ENOTFOUND);
+
+	/* No cover: keyed by patch 1, which the others answer. */
+	assert_int_equal(sub_add(&whole, st, "q1@x", ann, 2, "q2@x", 2), 0);
+	assert_int_equal(whole, 0);
+	assert_int_equal(sub_add(&whole, st, "q1@x", ann, 2, "q1@x", 1), 0);
+	assert_int_equal(whole, 1);
+	/* A single patch is whole at once. */
+	assert_int_equal(sub_add(&whole, st, "s1@x", ann, 1, "s1@x", 1), 0);
+	assert_int_equal(whole, 1);
+	/* A series keyed by a cover is not whole without it. */
+	assert_int_equal(sub_add(&whole, st, "c2@x", ann, 1, "r1@x", 1), 0);
+	assert_int_equal(whole, 0);
+
+	assert_int_equal(store_submission_list_whole(&whole_list, st, 0), 0);
+	assert_int_equal(whole_list.nr, 3);
+
+	/* Finished once: opened as an MR; a second finish is refused. */
+	assert_int_equal(store_submission_finish(st, "c@x",
+						 STORE_SUBMISSION_OPENED, 5),
+			 0);
+	assert_int_equal(store_submission_finish(st2, "c@x",
+						 STORE_SUBMISSION_OPENED, 6),
+			 PB_EEXISTS);
+	assert_int_equal(store_submission_finish(st, "q1@x",
+						 STORE_SUBMISSION_FAILED, 0),
+			 0);
+	assert_int_equal(store_submission_finish(st, "c2@x",
+						 STORE_SUBMISSION_OPENED, 7),
+			 PB_EEXISTS);
+	assert_int_equal(store_submission_finish(st, "none@x",
+						 STORE_SUBMISSION_OPENED, 7),
+			 PB_ENOTFOUND);
+	assert_int_equal(store_submission_finish(st, "s1@x",
+						 STORE_SUBMISSION_WHOLE, 0),
+			 PB_EINVAL);
+	assert_int_equal(store_submission_get(&got, st, "c@x"), 0);
+	assert_int_equal(got.state, STORE_SUBMISSION_OPENED);
+	assert_int_equal(got.iid, 5);
+	assert_int_equal(store_submission_get(&got, st, "q1@x"), 0);
+	assert_int_equal(got.state, STORE_SUBMISSION_FAILED);
+	assert_int_equal(got.iid, 0);
+	store_submission_list_release(&whole_list);
+	assert_int_equal(store_submission_list_whole(&whole_list, st, 0), 0);
+	assert_int_equal(whole_list.nr, 1);
+	assert_string_equal(whole_list.items[0].series_id, "s1@x");
+	assert_int_equal(store_check(st), 0);
+
+	store_submission_list_release(&whole_list);
+	store_submitted_list_release(&mails);
+	store_submission_release(&got);
+	store_submitted_release(&gm);
+	store_free(st2);
+	store_free(st);
+}
+
 /*
  * One writer, one reader in another process.  The parent writes 1000 thread
  * map rows in transactions of TX_ROWS; the child reads the revision's mails
@@ -1449,7 +1585,9 @@ static void test_project_rename(void **state)
 		{ "list-approval:g/p!1:alice", "list-approval:g/q!1:alice" },
 		{ "approvals:reauth:g/p", "approvals:reauth:g/q" },
 	};
+	struct store_submission sub;
 	size_t i;
+	int whole = 0;
 
 	assert_int_equal(start_rev(st, "g/p", 1, SHA1), 1);
 	fill_patch(&m, "patch@bridge", 1, 1, 2, "diff");
@@ -1467,6 +1605,9 @@ static void test_project_rename(void **state)
 	assert_int_equal(store_cursor_set(st, "poll-error:g/q", "old"), 0);
 	assert_int_equal(store_cursor_set(st, "poll-error:g/p", ""), 0);
 
+	assert_int_equal(sub_add(&whole, st, "sub@x", "ann@example.org", 1,
+				 "sub@x", 1),
+			 0);
 	assert_int_equal(store_cursor_names(&names, st, "project-id:", "7"), 0);
 	assert_int_equal(names.nr, 1);
 	assert_string_equal(names.items[0], "project-id:g/p");
@@ -1491,6 +1632,10 @@ static void test_project_rename(void **state)
 	assert_int_equal(store_archive_get(&ga, st, "reply@x"), 0);
 	assert_string_equal(ga.project, "g/q");
 	store_archived_release(&ga);
+	store_submission_init(&sub);
+	assert_int_equal(store_submission_get(&sub, st, "sub@x"), 0);
+	assert_string_equal(sub.project, "g/q");
+	store_submission_release(&sub);
 	for (i = 0; i < sizeof(moved) / sizeof(moved[0]); i++) {
 		assert_int_equal(store_cursor_get(&b, st, moved[i][0]),
 				 PB_ENOTFOUND);
@@ -1544,6 +1689,7 @@ int main(void)
 		cmocka_unit_test(test_inbound_claim_exclusive),
 		cmocka_unit_test(test_forge_actions),
 		cmocka_unit_test(test_trailer_verdicts),
+		cmocka_unit_test(test_submissions),
 		cmocka_unit_test(test_concurrent_reader_writer),
 		cmocka_unit_test(test_crash_mid_transaction),
 		cmocka_unit_test(test_crash_random_point),

@@ -479,6 +479,71 @@ static void test_migrate_retarget(void **state)
 	store_mail_release(&m);
 }
 
+/* A database at schema version, made by a writer that stops there. */
+static void make_at_version(const char *path, int version)
+{
+	struct store_opts o;
+	struct store *st = NULL;
+	int v = 0;
+
+	memset(&o, 0, sizeof(o));
+	o.backend = storebed_backend();
+	o.target = path;
+	o.flags = STORE_RW;
+	o.busy_timeout_ms = BUSY_MS;
+	o.schema_version = version;
+	assert_int_equal(store_open_opts(&st, &o), 0);
+	assert_int_equal(store_schema_version(&v, st), 0);
+	assert_int_equal(v, version);
+	store_free(st);
+}
+
+/*
+ * Both engines: a database at schema 10, with revisions and mails, takes
+ * the step to 11 (the submissions) with its rows intact, and collects a
+ * series then.
+ */
+static void test_migrate_submissions(void **state)
+{
+	const char *path = db_path("submigrate");
+	struct store *st = NULL;
+	struct store_revision got = { 0 };
+	struct store_mail m = STORE_MAIL_INIT;
+	struct store_submission s;
+	struct store_submitted sm;
+	int v = 0, whole = 0;
+
+	(void)state;
+	make_at_version(path, 10);
+	storebed_exec(path, RETARGET_ROWS, RETARGET_ROWS);
+
+	st = open_rw(path);
+	assert_int_equal(store_schema_version(&v, st), 0);
+	assert_int_equal(v, store_schema_latest());
+	assert_int_equal(store_revision_by_head(&got, st, "g/p", 1, SHA1), 0);
+	assert_int_equal(got.revision, 1);
+	assert_string_equal(got.cover_msgid, "old-cover@x");
+	assert_int_equal(store_mail_get(&m, st, "old-1@x"), 0);
+	assert_int_equal(m.revision, 1);
+	memset(&s, 0, sizeof(s));
+	s.series_id = "s@x";
+	s.sender = "ann@example.org";
+	s.project = "g/p";
+	s.version = 1;
+	s.total = 1;
+	memset(&sm, 0, sizeof(sm));
+	sm.message_id = "s@x";
+	sm.patch = 1;
+	sm.message = "Subject: [PATCH] s\n\nx\n";
+	sm.message_len = strlen(sm.message);
+	assert_int_equal(store_submission_add(&whole, st, &s, &sm), 0);
+	assert_int_equal(whole, 1);
+	assert_int_equal(store_check(st), 0);
+	store_free(st);
+	store_revision_release(&got);
+	store_mail_release(&m);
+}
+
 /* A reader that opens a version-1 file before the daemon migrated it. */
 static void test_reader_before_migration(void **state)
 {
@@ -504,6 +569,7 @@ int main(void)
 		cmocka_unit_test(test_migrate_steps),
 		cmocka_unit_test(test_notices),
 		cmocka_unit_test(test_migrate_retarget),
+		cmocka_unit_test(test_migrate_submissions),
 		cmocka_unit_test(test_reader_before_migration),
 	};
 	return cmocka_run_group_tests(tests, setup, storetest_teardown);

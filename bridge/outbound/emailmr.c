@@ -1,0 +1,622 @@
+#include "outbound/emailmr.h"
+
+#include "forge/forge.h"
+#include "mail/mail.h"
+#include "mail/mailinfo.h"
+#include "mail/review.h"
+#include "mail/subject.h"
+#include "state/store.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/hashmap.h"
+#include "util/limits.h"
+#include "util/log.h"
+#include "util/printable.h"
+#include "util/scan.h"
+#include "util/xalloc.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Lower-case letters and digits of s, other runs one dash, at most max
+ * bytes; "x" when nothing is left. */
+static void slug(struct buf *out, const char *s, size_t max)
+{
+	size_t n = 0;
+	int dash = 0;
+
+	for (; s && *s && n < max; s++) {
+		int c = tolower((unsigned char)*s);
+
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) {
+			dash = 1;
+			continue;
+		}
+		if (dash && n && n + 1 < max) {
+			buf_addch(out, '-');
+			n++;
+		}
+		dash = 0;
+		buf_addch(out, c);
+		n++;
+	}
+	if (!n)
+		buf_addch(out, 'x');
+}
+
+int emailmr_branch(char *out, size_t size, const char *prefix,
+		   const char *sender, const char *title, const char *series_id)
+{
+	struct buf b = BUF_INIT(EMAILMR_BRANCH_MAX);
+	const char *at = strrchr(sender, '@');
+	char *local = at ? xstrndup(sender, (size_t)(at - sender)) :
+			   xstrdup(sender);
+	char *ref = NULL;
+	int rc;
+
+	buf_adds(&b, prefix);
+	slug(&b, local, 40);
+	buf_addch(&b, '/');
+	slug(&b, title, 40);
+	buf_addf(&b, "-%08x", (unsigned)hash_fnv1a_str(series_id));
+	rc = buf_error(&b);
+	if (!rc) {
+		ref = xasprintf("refs/heads/%s", b.data);
+		if (!gitrepo_ref_name_valid(ref) || b.len >= size)
+			rc = err_set(PB_EINVAL,
+				     "bad branch name for a series "
+				     "(prefix \"%s\")",
+				     prefix);
+	} else {
+		rc = err_set(PB_EINVAL, "branch name too long");
+	}
+	if (!rc)
+		memcpy(out, b.data, b.len + 1);
+	free(ref);
+	free(local);
+	buf_release(&b);
+	return rc;
+}
+
+/* A Message-ID as the thread map keeps it: without "<" and ">". */
+static char *bare_id(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (n >= 2 && id[0] == '<' && id[n - 1] == '>')
+		return xstrndup(id + 1, n - 2);
+	return xstrdup(id);
+}
+
+/* A "base-commit: SHA" line (git format-patch --base) in raw, or "". */
+static void base_commit_of(char out[GITREPO_HEXSZ + 1], const char *raw,
+			   size_t len)
+{
+	const char *p = raw, *end = raw + len;
+	size_t i;
+
+	while ((p = mem_find(p, (size_t)(end - p), "\nbase-commit: ", 14))) {
+		p += 14;
+		for (i = 0; i < GITREPO_HEXSZ && p + i < end &&
+			    isxdigit((unsigned char)p[i]);
+		     i++)
+			;
+		if (i == GITREPO_HEXSZ &&
+		    (p + i == end || p[i] == '\n' || p[i] == '\r')) {
+			memcpy(out, p, GITREPO_HEXSZ);
+			out[GITREPO_HEXSZ] = '\0';
+			return;
+		}
+	}
+	out[0] = '\0';
+}
+
+/* What the merge request says: title, and the description's text. */
+struct mr_text {
+	struct buf title;
+	struct buf body;
+	char *name, *email; /* who sent it */
+};
+
+/* The cover letter's subject and text (its signature left out). */
+static int cover_text(struct mr_text *t, const char *raw, size_t len)
+{
+	struct mail *m = NULL;
+	const char *sig;
+	size_t n;
+	int rc = mail_parse(&m, raw, len, NULL);
+
+	if (rc)
+		return rc;
+	rc = mailinfo_clean_subject(&t->title, m->subject, strlen(m->subject));
+	n = m->text.len;
+	sig = m->text.len >= 4 && !memcmp(m->text.data, "-- \n", 4) ?
+		      m->text.data :
+		      mem_find(m->text.data, n, "\n-- \n", 5);
+	if (sig)
+		n = (size_t)(sig - m->text.data) + (sig != m->text.data);
+	if (!rc)
+		rc = buf_add(&t->body, m->text.data, n);
+	buf_rtrim(&t->body);
+	t->name = xstrdup(m->from.name);
+	t->email = xstrdup(m->from.email);
+	mail_free(m);
+	return rc;
+}
+
+/* A single patch: its title, and its message below the title. */
+static int patch_text(struct mr_text *t, const struct mailinfo *mi)
+{
+	const char *p = mi->message.data;
+	const char *nl = strchr(p, '\n');
+
+	buf_sets(&t->title, mi->subject);
+	if (nl)
+		buf_adds(&t->body, nl + 1 + (nl[1] == '\n'));
+	buf_rtrim(&t->body);
+	t->name = xstrdup(mi->name);
+	t->email = xstrdup(mi->email);
+	return buf_error(&t->title) ? buf_error(&t->title) :
+				      buf_error(&t->body);
+}
+
+struct series {
+	struct store_submission sub;
+	struct store_submitted_list mails;
+	struct mailinfo *mi; /* mails.items[i] read, for patches */
+	struct gitrepo_am_patch *am;
+	size_t nr_patches;
+	const struct store_submitted *cover; /* or NULL */
+};
+
+static void series_release(struct series *s)
+{
+	size_t i;
+
+	for (i = 0; s->mi && i < s->mails.nr; i++)
+		mailinfo_release(&s->mi[i]);
+	free(s->mi);
+	free(s->am);
+	store_submitted_list_release(&s->mails);
+	store_submission_release(&s->sub);
+}
+
+static int series_read(struct series *s, struct store *st, const char *id)
+{
+	size_t i;
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	store_submission_init(&s->sub);
+	rc = store_submission_get(&s->sub, st, id);
+	if (!rc && s->sub.state != STORE_SUBMISSION_WHOLE &&
+	    s->sub.state != STORE_SUBMISSION_OPENED)
+		rc = err_set(PB_ENOTFOUND, "the series is %s, not whole",
+			     store_submission_state_name(s->sub.state));
+	if (!rc)
+		rc = store_submission_mails(&s->mails, st, id);
+	if (rc)
+		return rc;
+	s->mi = xcalloc(s->mails.nr, sizeof(*s->mi));
+	s->am = xcalloc(s->mails.nr, sizeof(*s->am));
+	for (i = 0; i < s->mails.nr; i++) {
+		const struct store_submitted *m = &s->mails.items[i];
+		struct gitrepo_am_patch *p;
+		struct mailinfo *mi = &s->mi[i];
+
+		mailinfo_init(mi);
+		if (m->patch == 0) {
+			s->cover = m;
+			continue;
+		}
+		rc = mailinfo_read(mi, m->message, m->message_len);
+		if (rc)
+			return err_prefix(rc, "patch %d/%d", m->patch,
+					  s->sub.total);
+		p = &s->am[s->nr_patches++];
+		p->author.name = mi->name;
+		p->author.email = mi->email;
+		p->author.time = mi->time;
+		p->author.tz_minutes = mi->tz_minutes;
+		p->message = mi->message.data;
+		p->patch = mi->patch.data;
+		p->patch_len = mi->patch.len;
+	}
+	return 0;
+}
+
+/* The base: a "base-commit:" the mirror has, else the target. */
+static void pick_base(char out[GITREPO_HEXSZ + 1], const struct series *s,
+		      const struct emailmr_ctx *c)
+{
+	char found[GITREPO_HEXSZ + 1];
+	size_t i;
+
+	for (i = s->mails.nr; i-- > 0;) {
+		base_commit_of(found, s->mails.items[i].message,
+			       s->mails.items[i].message_len);
+		if (found[0] && gitrepo_has_commit(c->repo, found)) {
+			memcpy(out, found, sizeof(found));
+			return;
+		}
+	}
+	snprintf(out, GITREPO_HEXSZ + 1, "%s", c->target_sha);
+}
+
+/* The forge's diff version of head (GitLab's base, start and head of
+ * the MR's diff: what diff notes are placed in), when it has one yet. */
+struct version_shas {
+	char base[GITREPO_HEXSZ + 1], start[GITREPO_HEXSZ + 1];
+	int64_t id;
+};
+
+static void forge_version_of(struct version_shas *v,
+			     const struct emailmr_ctx *c, int64_t iid,
+			     const char *base, const char *head)
+{
+	struct forge_version_list vl;
+	size_t i;
+
+	snprintf(v->base, sizeof(v->base), "%s", base);
+	snprintf(v->start, sizeof(v->start), "%s", base);
+	v->id = 0;
+	memset(&vl, 0, sizeof(vl));
+	if (forge_list_versions(&vl, c->forge, c->project, iid))
+		return; /* logged by the caller's next step if it matters */
+	for (i = 0; i < vl.nr; i++) {
+		const struct forge_version *fv = &vl.items[i];
+
+		if (!fv->head_sha || strcmp(fv->head_sha, head) ||
+		    !fv->base_sha || !fv->start_sha)
+			continue;
+		snprintf(v->base, sizeof(v->base), "%s", fv->base_sha);
+		snprintf(v->start, sizeof(v->start), "%s", fv->start_sha);
+		v->id = fv->id;
+		break;
+	}
+	forge_version_list_release(&vl);
+}
+
+/*
+ * The merge request of the version this one follows: a vN (N > 1) whose
+ * first mail (the cover letter, else patch 1) answers the first mail of
+ * a series of the same sender and project, of a lower version, opened as
+ * a merge request - git send-email --in-reply-to, as contributors send a
+ * new version.  0 when there is none.
+ */
+static int64_t earlier_mr(const struct emailmr_ctx *c, const struct series *s)
+{
+	const struct store_submitted *first = s->mails.nr ? &s->mails.items[0] :
+							    NULL;
+	struct store_submission prev;
+	struct mail *m = NULL;
+	char *id = NULL;
+	int64_t iid = 0;
+
+	if (s->sub.version < 2 || !first ||
+	    mail_parse(&m, first->message, first->message_len, NULL))
+		return 0;
+	if (m->in_reply_to)
+		id = bare_id(m->in_reply_to);
+	mail_free(m);
+	store_submission_init(&prev);
+	if (id && !store_submission_get(&prev, c->st, id) &&
+	    prev.state == STORE_SUBMISSION_OPENED && prev.iid > 0 &&
+	    !strcmp(prev.sender, s->sub.sender) &&
+	    !strcmp(prev.project, c->project) && prev.version < s->sub.version)
+		iid = prev.iid;
+	store_submission_release(&prev);
+	free(id);
+	return iid;
+}
+
+/* The thread map: the series' mails as the MR's next revision (1 for
+ * a new MR). */
+static int map_series(const struct emailmr_ctx *c, const struct series *s,
+		      int64_t iid, const char *applied_on, const char *head)
+{
+	struct version_shas v;
+	struct store_revision rev;
+	struct store_mail m;
+	char *cover = s->cover ? bare_id(s->cover->message_id) : NULL;
+	char commit[GITREPO_HEXSZ + 1], spec[GITREPO_HEXSZ + 32];
+	int revision = 0, rc;
+	size_t i, k = 0;
+
+	forge_version_of(&v, c, iid, applied_on, head);
+	memset(&rev, 0, sizeof(rev));
+	rev.project = c->project;
+	rev.iid = iid;
+	rev.head_sha = head;
+	rev.base_sha = v.base;
+	rev.start_sha = v.start;
+	rev.version_id = v.id;
+	rev.patches = (int)s->nr_patches;
+	rev.cover_msgid = cover;
+	rc = store_revision_start(&revision, c->st, &rev);
+	if (rc == PB_EEXISTS)
+		rc = 0; /* a run before this one got that far */
+	for (i = 0; !rc && i < s->mails.nr; i++) {
+		const struct store_submitted *sm = &s->mails.items[i];
+		char *id = bare_id(sm->message_id);
+
+		commit[0] = '\0';
+		if (sm->patch) {
+			snprintf(spec, sizeof(spec), "%s~%zu", head,
+				 s->nr_patches - ++k);
+			rc = gitrepo_resolve(commit, c->repo, spec);
+		}
+		store_mail_init(&m);
+		m.message_id = id;
+		m.project = c->project;
+		m.iid = iid;
+		m.revision = revision;
+		m.patch = sm->patch;
+		m.total = (int)s->nr_patches;
+		m.kind = sm->patch ? STORE_MAIL_PATCH : STORE_MAIL_COVER;
+		m.commit_sha = commit[0] ? commit : NULL;
+		m.base_sha = v.base;
+		m.start_sha = v.start;
+		m.head_sha = head;
+		m.version_id = v.id;
+		/* the whole mail: the classifier reads its diff from it */
+		m.diff = sm->message;
+		m.diff_len = sm->message_len;
+		m.state = STORE_MAIL_SENT;
+		m.sent = sm->created;
+		if (!rc)
+			rc = store_mail_put(c->st, &m);
+		if (rc == PB_EEXISTS)
+			rc = 0;
+		if (!rc) {
+			/* the conversation's first mails (store_archive.h):
+			 * what a reply quoting them is checked against */
+			struct store_archived a;
+
+			memset(&a, 0, sizeof(a));
+			a.message_id = id;
+			a.project = c->project;
+			a.iid = iid;
+			a.origin = STORE_ARCHIVE_LIST;
+			a.message = sm->message;
+			a.message_len = sm->message_len;
+			a.created = sm->created;
+			rc = store_archive_put(c->st, &a);
+			if (rc == PB_EEXISTS)
+				rc = 0;
+		}
+		store_mail_release(&m);
+		free(id);
+	}
+	if (!rc)
+		rc = store_revision_mark_sent(c->st, c->project, iid, revision);
+	free(cover);
+	return rc;
+}
+
+int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,
+		 const char *series_id)
+{
+	struct series s;
+	struct mr_text t = { BUF_INIT(SUBJECT_MAX),
+			     BUF_INIT(PB_NOTE_BODY_MAX / 2), NULL, NULL };
+	struct buf desc = BUF_INIT(PB_NOTE_BODY_MAX);
+	struct strlist labels = STRLIST_INIT;
+	struct forge_mr_new n;
+	struct forge_mr mr;
+	struct gitrepo_person who;
+	char base[GITREPO_HEXSZ + 1], head[GITREPO_HEXSZ + 1];
+	char branch[EMAILMR_BRANCH_MAX + 1], *local = NULL, *remote = NULL;
+	char safe[PB_LOG_QUOTE_MAX];
+	size_t failed = 0;
+	int64_t earlier = 0;
+	int rc;
+
+	*iid = 0;
+	memset(&mr, 0, sizeof(mr));
+	printable_copy(safe, sizeof(safe), series_id, strlen(series_id));
+	rc = series_read(&s, c->st, series_id);
+	if (rc)
+		goto out;
+	if (!s.nr_patches) {
+		rc = err_set(PB_EINVAL, "the series has no patch");
+		goto out;
+	}
+	rc = s.cover ? cover_text(&t, s.cover->message, s.cover->message_len) :
+		       patch_text(&t, &s.mi[0]);
+	if (rc)
+		goto out;
+	if (!t.title.len)
+		buf_sets(&t.title, "(no subject)");
+
+	/* Apply: committed at the time the series became whole, so that a
+	 * second run makes the same commits. */
+	pick_base(base, &s, c);
+	memset(&who, 0, sizeof(who));
+	who.name = (char *)c->committer_name;
+	who.email = (char *)c->committer_email;
+	who.time = s.sub.updated;
+	rc = gitrepo_am(head, &failed, c->repo, base, s.am, s.nr_patches, &who);
+	if (rc == PB_EINVAL || rc == PB_ENOTFOUND) {
+		char msg[PB_ERRMSG_MAX];
+
+		snprintf(msg, sizeof(msg), "%s", err_msg());
+		if (s.sub.state == STORE_SUBMISSION_WHOLE)
+			(void)store_submission_finish(
+				c->st, series_id, STORE_SUBMISSION_FAILED, 0);
+		rc = err_set(PB_EINVAL,
+			     "series <%s>: patch %zu/%d does not apply on %s: "
+			     "%s",
+			     safe, failed + 1, s.sub.total, base, msg);
+		goto out;
+	}
+	if (rc)
+		goto out;
+
+	/* Push: the series' own branch, or the earlier version's, forced
+	 * (a second run's commits are the same, a later version's replace
+	 * them, and GitLab shows the versions). */
+	earlier = earlier_mr(c, &s);
+	if (earlier) {
+		rc = forge_get_mr(&mr, c->forge, c->project, earlier);
+		if (rc)
+			goto out;
+		/* only ever under the prefix */
+		if (!mr.source_branch ||
+		    strncmp(mr.source_branch, c->branch_prefix,
+			    strlen(c->branch_prefix)) ||
+		    strlen(mr.source_branch) >= sizeof(branch)) {
+			rc = err_set(PB_EINVAL,
+				     "!%lld's branch is not under %s",
+				     (long long)earlier, c->branch_prefix);
+			goto out;
+		}
+		snprintf(branch, sizeof(branch), "%s", mr.source_branch);
+	} else {
+		rc = emailmr_branch(branch, sizeof(branch), c->branch_prefix,
+				    s.sub.sender, t.title.data, series_id);
+		if (rc)
+			goto out;
+	}
+	local = xasprintf("refs/patchbridge/email/%08x",
+			  (unsigned)hash_fnv1a_str(series_id));
+	remote = xasprintf("refs/heads/%s", branch);
+	rc = gitrepo_ref_set(c->repo, local, head, "patchbridge: email series");
+	if (!rc)
+		rc = gitrepo_push(c->repo, c->push_url, c->token, local, remote,
+				  1);
+	if (rc)
+		goto out;
+
+	if (earlier)
+		goto mapped; /* the push made the new version */
+
+	/* The merge request: found, not made again, after a restart. */
+	buf_addf(&desc, "From: %s <%s> by email\n", t.name, t.email);
+	if (t.body.len)
+		buf_addf(&desc, "\n%s\n", t.body.data);
+	if (buf_error(&desc)) {
+		buf_clear_error(&desc);
+		buf_adds(&desc, "\n(cut)\n");
+	}
+	if (c->label && *c->label)
+		strlist_push(&labels, c->label);
+	memset(&n, 0, sizeof(n));
+	n.source_branch = branch;
+	n.target_branch = c->target_branch;
+	n.title = t.title.data;
+	n.description = desc.data;
+	n.labels = &labels;
+	rc = forge_create_mr(&mr, c->forge, c->project, &n);
+	if (rc)
+		goto out;
+mapped:
+	*iid = mr.iid;
+	rc = map_series(c, &s, mr.iid, base, head);
+	if (!rc && s.sub.state == STORE_SUBMISSION_WHOLE) {
+		rc = store_submission_finish(c->st, series_id,
+					     STORE_SUBMISSION_OPENED, mr.iid);
+		if (rc == PB_EEXISTS)
+			rc = 0; /* another host finished it meanwhile */
+	}
+	if (!rc)
+		log_info("%s!%lld: %s from the series <%s> (v%d, %zu "
+			 "patches on %.12s, branch %s)",
+			 c->project, (long long)mr.iid,
+			 earlier ? "updated" : "opened", safe, s.sub.version,
+			 s.nr_patches, base, branch);
+out:
+	forge_mr_release(&mr);
+	strlist_release(&labels);
+	buf_release(&desc);
+	buf_release(&t.title);
+	buf_release(&t.body);
+	free(t.name);
+	free(t.email);
+	free(local);
+	free(remote);
+	series_release(&s);
+	return rc;
+}
+
+int emailmr_collect(int *whole, char *series_id, size_t size, struct store *st,
+		    const char *project, enum emailmr_policy policy,
+		    const struct review_options *ro, const char *raw,
+		    size_t len)
+{
+	struct review *r = NULL;
+	struct store_submission sub;
+	struct store_submitted m;
+	const struct mail *mail;
+	char *key = NULL, *sender = NULL, *id = NULL;
+	size_t i;
+	int rc;
+
+	*whole = 0;
+	if (size)
+		series_id[0] = '\0';
+	if (policy == EMAILMR_OFF)
+		return err_set(PB_EPERM, "the project takes no series by mail");
+	rc = review_parse(&r, raw, len, NULL, ro);
+	if (rc)
+		return rc;
+	mail = r->mail;
+	if (!r->submission) {
+		rc = err_set(PB_EPERM, "not a new series: %s",
+			     r->submission_why);
+		goto out;
+	}
+	if (policy == EMAILMR_VERIFIED && !r->auth.verified) {
+		rc = err_set(PB_EPERM, "the sender is not DKIM/DMARC-verified");
+		goto out;
+	}
+	if (!mail->message_id || !mail->from.email[0]) {
+		rc = err_set(PB_EPERM, "no Message-ID or sender address");
+		goto out;
+	}
+	key = bare_id(r->kind == REVIEW_PATCH && mail->in_reply_to ?
+			      mail->in_reply_to :
+			      mail->message_id);
+	if (r->kind == REVIEW_PATCH && mail->in_reply_to) {
+		/* a vN patch sent in reply to an earlier version's mail
+		 * starts a series of its own */
+		struct store_submission have;
+
+		store_submission_init(&have);
+		if (!store_submission_get(&have, st, key) &&
+		    have.version !=
+			    (r->subject.version > 0 ? r->subject.version : 1)) {
+			free(key);
+			key = bare_id(mail->message_id);
+		}
+		store_submission_release(&have);
+	}
+	sender = xstrdup(mail->from.email);
+	for (i = 0; sender[i]; i++)
+		sender[i] = (char)tolower((unsigned char)sender[i]);
+	memset(&sub, 0, sizeof(sub));
+	sub.series_id = key;
+	sub.sender = sender;
+	sub.project = project;
+	sub.version = r->subject.version > 0 ? r->subject.version : 1;
+	sub.total = r->subject.total > 0 ? r->subject.total : 1;
+	memset(&m, 0, sizeof(m));
+	id = bare_id(mail->message_id);
+	m.message_id = id;
+	m.patch = r->kind == REVIEW_COVER ? 0 :
+		  r->subject.index > 0	  ? r->subject.index :
+					    1;
+	m.message = raw;
+	m.message_len = len;
+	rc = store_submission_add(whole, st, &sub, &m);
+	if (!rc || rc == PB_EEXISTS)
+		snprintf(series_id, size, "%s", key);
+out:
+	free(id);
+	free(key);
+	free(sender);
+	review_free(r);
+	return rc;
+}

@@ -1,0 +1,104 @@
+/*
+ * emailmr - a series posted to the list becomes a merge request.
+ *
+ * Takes a whole series of the state store (state/store_submission.h),
+ * applies its patches as git am would (mail/mailinfo.h, gitrepo_am())
+ * onto the commit its mails name in "base-commit:" when the mirror has
+ * it, else onto the project's target branch; force-pushes the result to
+ * a branch under the configured prefix, whose name is made of safe
+ * characters only (the sender's local part and the title, each cut to
+ * [a-z0-9-], and a hash of the series' Message-ID: a name from a subject
+ * never reaches a reference name as written, nor any shell); opens the
+ * merge request (forge_create_mr(): title and description from the
+ * cover letter, or the single patch's title and body), with "From: NAME
+ * <ADDRESS> by email" at the top and the configured label; then writes
+ * the thread map so that the mails are revision 1 of that merge
+ * request, as if the bridge had mailed them: list replies to them are
+ * applied by the inbound side, forge comments are mailed in reply to
+ * them.  Last, the series is marked opened.
+ *
+ * Exactly once: the commits are made with the time the series became
+ * whole as committer date, so applying again makes the same commits; the
+ * branch name is the series'; the forge keeps one open merge request per
+ * branch (forge_create_mr() finds it after a lost answer or a restart);
+ * the thread map's rows are insert-or-ignore; the series is finished
+ * once (store_submission_finish()).  A process killed anywhere in
+ * between is safe to run again on the same series.
+ *
+ * Ownership: everything in struct emailmr_ctx is borrowed.  Threads: one
+ * at a time per store, forge and repository.  Errors: PB_EINVAL when the
+ * series does not apply (it is then marked failed; err_msg() names the
+ * patch, git's message and the base tried), PB_ENOTFOUND for an unknown
+ * or unfinished series, and those of the store, git and forge calls
+ * (PB_ETEMP: try again later).
+ */
+#ifndef PB_OUTBOUND_EMAILMR_H
+#define PB_OUTBOUND_EMAILMR_H
+
+#include "outbound/gitrepo.h"
+
+#include <stdint.h>
+
+struct store;
+struct forge;
+
+/* Longest branch name made, the prefix included. */
+#define EMAILMR_BRANCH_MAX 200
+
+struct emailmr_ctx {
+	struct store *st;
+	struct forge *forge;
+	struct gitrepo *repo; /* the project's mirror */
+	const char *project; /* "group/name" */
+	const char *push_url; /* the project's git URL */
+	const char *token; /* offered to the push; NULL: none */
+	const char *target_branch; /* the project's target branch */
+	const char *target_sha; /* its commit in the mirror */
+	const char *branch_prefix; /* "email/" */
+	const char *label; /* "from-email"; NULL or "": none */
+	const char *committer_name; /* the bridge's name and address */
+	const char *committer_email;
+};
+
+/*
+ * Collect one list mail into its series (store_submission_add()), when
+ * it is a submission (review.h) that the policy lets in: "off" nobody,
+ * "verified" a sender the trusted Authentication-Results verify (as for
+ * approvals: review_options' trust rules in ro), "anyone" anyone.  The
+ * series is the cover letter's (a cover's own Message-ID; a patch's
+ * In-Reply-To, which git send-email points at the cover letter or, with
+ * none, at the first patch) or, for a patch that answers nothing, its
+ * own.  series_id (size bytes) gets the series' Message-ID, *whole
+ * whether this mail made it whole.  PB_EPERM, with why in err_msg(),
+ * for a mail that is no submission or that the policy refuses; the
+ * rest as store_submission_add() (PB_EEXISTS: seen already).
+ */
+enum emailmr_policy {
+	EMAILMR_OFF,
+	EMAILMR_VERIFIED,
+	EMAILMR_ANYONE,
+};
+
+struct review_options;
+
+int emailmr_collect(int *whole, char *series_id, size_t size, struct store *st,
+		    const char *project, enum emailmr_policy policy,
+		    const struct review_options *ro, const char *raw,
+		    size_t len);
+
+/* Open series_id (WHOLE) as a merge request; *iid gets its number. */
+int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,
+		 const char *series_id);
+
+/*
+ * The branch of a series: prefix, then "LOCAL/TITLE-HASH" with LOCAL the
+ * sender's local part and TITLE the title cut to lower-case letters,
+ * digits and single dashes (at most 40 bytes each; "x" when nothing is
+ * left), HASH eight hex digits of a hash of series_id.  Into out (size
+ * bytes); PB_EINVAL when it is no valid reference name or too long.
+ */
+int emailmr_branch(char *out, size_t size, const char *prefix,
+		   const char *sender, const char *title,
+		   const char *series_id);
+
+#endif
