@@ -542,8 +542,11 @@ def the_story_in_replies(bed, d, cover, patch1, patch2, made):
     text = patch_body(v2cover)
     at = text.find("Changes in v2")
     check(at >= 0, "the v2 cover letter has no 'Changes in v2'")
-    end = text.find("Alice Author (", at)
+    end = text.find("Open from v", at)
+    if end < 0:
+        end = text.find("Alice Author (", at)
     say(text[at:end if end > at else at + 800].rstrip())
+    show_open_threads(v2cover)
 
     step("Rob comments on a line in GitLab's web UI; the list gets it")
     ver = sim("GET", "/api/v4/projects/1/merge_requests/1/versions",
@@ -600,6 +603,22 @@ def the_story_in_replies(bed, d, cover, patch1, patch2, made):
     check(len(lines) == len(bed.archive()),
           "the archive has %d messages, the list %d" %
           (len(lines), len(bed.archive())))
+
+
+def show_open_threads(v2cover):
+    """The review threads of v1 still open on the forge, as the v2 cover
+    letter lists them: Rob's inline comments on patch 2 became threads
+    on the forge, and nobody resolved them."""
+    step("The v2 cover letter lists the review threads still open")
+    text = patch_body(v2cover)
+    at = text.find("Open from v1:")
+    check(at >= 0, "the v2 cover letter lists no open thread")
+    end = text.find("\n\n", at)
+    block = text[at:end if end > at else at + 1200]
+    for line in block.splitlines():
+        say("  | " + line)
+    check("src/counter.c:" in block and "(Rob Reviewer)" in block,
+          "Rob's thread on src/counter.c is not listed")
 
 
 # Every message of the inbox as a thread tree: "  " per level, subject.

@@ -364,6 +364,26 @@ static const struct config_param params[CFG__COUNT] = {
 		64, NULL, PP,
 		"Trailer of the reply that mails a forge approval; empty: "
 		"approvals are not mailed" },
+	[CFG_OUTBOUND_COVER_OPEN_THREADS] = {
+		"outbound", "cover_open_threads", CONFIG_BOOL, "yes", 0, 0,
+		NULL, PP,
+		"From v2 on, list in the cover letter the review threads of "
+		"earlier versions still open on the forge, and those resolved "
+		"since the last version" },
+	[CFG_OUTBOUND_MAIL_RESOLVED] = {
+		"outbound", "mail_resolved", CONFIG_BOOL, "yes", 0, 0, NULL, PP,
+		"Mail a reply in its thread when a review thread mailed to "
+		"the list is resolved on the forge" },
+	[CFG_OUTBOUND_COVER_REVIEWERS] = {
+		"outbound", "cover_reviewers", CONFIG_BOOL, "yes", 0, 0, NULL,
+		PP,
+		"List in the cover letter, per subsystem touched, whose review "
+		"is required and whose optional ([inbound] owners_file)" },
+	[CFG_OUTBOUND_MAIL_REVIEWS_IN] = {
+		"outbound", "mail_reviews_in", CONFIG_BOOL, "yes", 0, 0, NULL,
+		PP,
+		"Reply to the cover letter when all required reviews are in "
+		"([inbound] owners_file), and when that is taken back" },
 	[CFG_OUTBOUND_ARCHIVE_WAIT] = {
 		"outbound", "archive_wait", CONFIG_DURATION, "5m", 0, 1 * DAY,
 		NULL, 0,

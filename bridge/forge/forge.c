@@ -699,6 +699,8 @@ void forge_note_release(struct forge_note *n)
 	free(n->type);
 	free(n->body);
 	forge_user_release(&n->author);
+	forge_user_release(&n->resolved_by);
+	free(n->resolved_at);
 	free(n->created_at);
 	free(n->updated_at);
 	forge_position_release(&n->position);

@@ -282,6 +282,11 @@ struct forge_note {
 	int internal;
 	int resolvable;
 	int resolved;
+	/* Who resolved it and when (GitLab's resolved_by, resolved_at on
+	 * a resolvable note, doc/api/discussions.md); id 0 and NULL while
+	 * it is open, or when the forge did not say. */
+	struct forge_user resolved_by;
+	char *resolved_at;
 	int has_position;
 	struct forge_position position;
 	/* A diff note's suggestions, in the order of the note's suggestion

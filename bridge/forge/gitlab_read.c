@@ -537,6 +537,9 @@ int gl_note_from_json(void *out, const struct json_value *v)
 	    (rc = json_get_bool_opt(&n->resolved, v, "resolved")) < 0 ||
 	    (rc = json_get_obj(&o, v, "author")) < 0 ||
 	    (rc = gl_user_from_json(&n->author, o)) < 0 ||
+	    (rc = json_get_str_opt(&n->resolved_at, v, "resolved_at")) < 0 ||
+	    (rc = json_get_obj_opt(&o, v, "resolved_by")) < 0 ||
+	    (o && (rc = gl_user_from_json(&n->resolved_by, o)) < 0) ||
 	    (rc = json_get_obj_opt(&o, v, "position")) < 0)
 		goto fail;
 	if (o) {

@@ -908,3 +908,17 @@ int diff_align(int *out, const struct diff *d, const struct diff_quote *q,
 	free(keybuf);
 	return 0;
 }
+
+void diff_paths(struct strlist *out, const struct diff *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nr_files; i++) {
+		const struct diff_file *f = &d->files[i];
+
+		if (f->old_path && strlist_find(out, f->old_path) < 0)
+			strlist_push(out, f->old_path);
+		if (f->new_path && strlist_find(out, f->new_path) < 0)
+			strlist_push(out, f->new_path);
+	}
+}

@@ -32,6 +32,7 @@
 #define PB_MAIL_DIFF_H
 
 #include "util/buf.h"
+#include "util/strlist.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -95,6 +96,9 @@ int diff_parse_flags(struct diff **out, const char *text, size_t len,
 void diff_free(struct diff *d);
 /* Another reference to d; returns d. */
 struct diff *diff_ref(struct diff *d);
+/* Add to out the paths d's files touch, both sides of a rename, each
+ * once (with what out holds already). */
+void diff_paths(struct strlist *out, const struct diff *d);
 /* The bytes a parsed diff holds, about (for a cache's bound). */
 size_t diff_size(const struct diff *d);
 

@@ -1,6 +1,7 @@
 #include "outbound/forgemail.h"
 
 #include "core/config.h"
+#include "core/owners.h"
 #include "core/msgid.h"
 #include "core/version.h"
 #include "forge/forge.h"
@@ -9,8 +10,10 @@
 #include "outbound/fmlist.h"
 #include "outbound/forgetext.h"
 #include "outbound/mailhdr.h"
+#include "outbound/openthreads.h"
 #include "outbound/outbound.h"
 #include "outbound/qp.h"
+#include "outbound/reviewsin.h"
 #include "state/store.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -1220,6 +1223,433 @@ out:
 	return rc;
 }
 
+/* --- threads resolved ----------------------------------------------------- */
+
+static void open_cursor_name(char *out, size_t size, const char *project,
+			     int64_t iid)
+{
+	snprintf(out, size, "forgemail:open:%s!%lld", project, (long long)iid);
+}
+
+/*
+ * The mail on the list a thread's resolution answers: its newest mail
+ * from the forge (thread map), else the list reply whose inline comment
+ * the bridge made into the thread (its action, and its record for the
+ * patch it answered: the mail is that patch's row, under the reply's id
+ * and time).
+ */
+struct thread_mail {
+	struct store_mail mail;
+	struct store_action act;
+	struct store_inbound in;
+};
+
+static void thread_mail_init(struct thread_mail *t)
+{
+	store_mail_init(&t->mail);
+	store_action_init(&t->act);
+	store_inbound_init(&t->in);
+}
+
+static void thread_mail_release(struct thread_mail *t)
+{
+	store_mail_release(&t->mail);
+	store_action_release(&t->act);
+	store_inbound_release(&t->in);
+}
+
+static int thread_mail_find(struct thread_mail *t, struct mrctx *c,
+			    const char *discussion_id)
+{
+	struct store *st = c->fm->store;
+	int rc;
+
+	thread_mail_release(t);
+	rc = store_mail_by_discussion(&t->mail, st, c->project, discussion_id);
+	if (rc != PB_ENOTFOUND)
+		return rc;
+	rc = store_action_by_discussion(&t->act, st, c->project, c->iid,
+					discussion_id);
+	if (!rc)
+		rc = store_inbound_get(&t->in, st, t->act.message_id);
+	if (!rc && t->in.revision <= 0)
+		rc = err_set(PB_ENOTFOUND, "the reply's revision is unknown");
+	if (!rc)
+		rc = store_mail_find(&t->mail, st, c->project, c->iid,
+				     t->in.revision, t->in.patch);
+	if (!rc) {
+		t->mail.message_id = t->act.message_id;
+		t->mail.created = t->in.created;
+	}
+	return rc;
+}
+
+/*
+ * A review thread mailed to the list and resolved on the forge since:
+ * "This thread (PATH:LINE) was resolved by NAME on the forge." under the
+ * thread's newest mail, once per thread (event "resolved", the id of its
+ * first note).  A thread resolved before its newest mail was queued
+ * (less poll_overlap, for the clocks) is not mailed: the list heard of
+ * it already, or the thread is older than this notice.  1: nothing to
+ * mail.
+ */
+static int resolved(struct mrctx *c, const struct forge_discussion *d,
+		    const struct forge_note *r)
+{
+	const struct forge_note *first = &d->notes[0];
+	const char *by = name_of(&r->resolved_by);
+	struct thread_mail t;
+	struct store_mail *parent = &t.mail, cover;
+	struct buf where = BUF_INIT(4096 + 32);
+	struct outmsg m;
+	int64_t at = 0;
+	int rc;
+
+	thread_mail_init(&t);
+	store_mail_init(&cover);
+	memset(&m, 0, sizeof(m));
+	buf_init(&m.body, 64 * 1024);
+	if (mailed_before(c, "resolved", first->id)) {
+		rc = 1;
+		goto out;
+	}
+	rc = thread_mail_find(&t, c, d->id);
+	if (rc == PB_ENOTFOUND)
+		rc = 1;
+	if (rc)
+		goto out;
+	if (!r->resolved_at || forge_time_parse(&at, r->resolved_at) ||
+	    at / 1000 + config_duration_ms(c->fm->cfg,
+					   CFG_OUTBOUND_POLL_OVERLAP) /
+				    1000 <
+		    parent->created) {
+		log_debug("thread %s resolved before its last mail; not "
+			  "mailed",
+			  d->id);
+		rc = 1;
+		goto out;
+	}
+	if (!find_cover(&cover, c, parent->revision))
+		m.root = cover.message_id;
+	rc = openthreads_where(&where, first);
+	if (!rc)
+		rc = buf_addf(&m.body,
+			      "This thread (%s) was resolved by %s on the "
+			      "forge.\n",
+			      where.data, by);
+	if (!rc && c->mr.web_url)
+		rc = buf_addf(&m.body, "\n-- \nOn the forge: %s#note_%lld\n",
+			      c->mr.web_url, (long long)first->id);
+	if (rc)
+		goto out;
+	m.event = "resolved";
+	m.event_id = (uint64_t)first->id;
+	m.who = by;
+	m.date = at / 1000;
+	m.parent = parent;
+	/* A list reply to it goes on in the thread. */
+	m.discussion_id = d->id;
+	rc = queue(c, &m);
+out:
+	buf_release(&where);
+	buf_release(&m.body);
+	thread_mail_release(&t);
+	store_mail_release(&cover);
+	return rc;
+}
+
+/*
+ * The MRs of a project with threads mailed and open (cursor
+ * "forgemail:threads:P", decimal iids), which every poll reads again:
+ * GitLab resolves a thread without touching the MR (forgesim's README,
+ * "updated_at"), so the listing does not bring it.  At most
+ * FORGEMAIL_OPEN_MRS_MAX; past them, the oldest entry is given up (its
+ * resolutions are mailed when the MR changes next).
+ */
+#define FORGEMAIL_OPEN_MRS_MAX 64
+
+struct open_mrs {
+	int64_t iid[FORGEMAIL_OPEN_MRS_MAX];
+	size_t nr;
+};
+
+static void open_mrs_name(char *out, size_t size, const char *project)
+{
+	snprintf(out, size, "forgemail:threads:%s", project);
+}
+
+static int open_mrs_load(struct open_mrs *l, struct forgemail *fm,
+			 const char *project)
+{
+	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	char name[STORE_CURSOR_NAME_MAX];
+	struct scan sc;
+	uint64_t id;
+	int rc;
+
+	l->nr = 0;
+	open_mrs_name(name, sizeof(name), project);
+	rc = store_cursor_get(&v, fm->store, name);
+	if (rc == PB_ENOTFOUND)
+		rc = 0;
+	scan_init(&sc, v.data, v.len);
+	while (!rc && l->nr < FORGEMAIL_OPEN_MRS_MAX) {
+		scan_blanks(&sc);
+		if (scan_eof(&sc) || !scan_u64(&sc, INT64_MAX, &id))
+			break;
+		l->iid[l->nr++] = (int64_t)id;
+	}
+	buf_release(&v);
+	return rc;
+}
+
+static int open_mrs_mark(struct forgemail *fm, const char *project, int64_t iid,
+			 int open)
+{
+	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	char name[STORE_CURSOR_NAME_MAX];
+	struct open_mrs l;
+	size_t i, at;
+	int rc = open_mrs_load(&l, fm, project);
+
+	if (rc)
+		goto out;
+	for (at = 0; at < l.nr && l.iid[at] != iid; at++)
+		;
+	if ((at < l.nr) == !!open)
+		goto out;
+	if (open) {
+		if (l.nr == FORGEMAIL_OPEN_MRS_MAX) {
+			log_warn(
+				"more than %d merge requests with open threads "
+				"on the list: !%lld's resolutions wait for its "
+				"next change",
+				FORGEMAIL_OPEN_MRS_MAX, (long long)l.iid[0]);
+			memmove(l.iid, l.iid + 1, --l.nr * sizeof(*l.iid));
+		}
+		l.iid[l.nr++] = iid;
+	} else {
+		memmove(l.iid + at, l.iid + at + 1,
+			(--l.nr - at) * sizeof(*l.iid));
+	}
+	for (i = 0; i < l.nr; i++)
+		buf_addf(&v, "%s%lld", i ? " " : "", (long long)l.iid[i]);
+	rc = buf_error(&v);
+	open_mrs_name(name, sizeof(name), project);
+	if (!rc)
+		rc = store_cursor_set(fm->store, name, v.data);
+out:
+	buf_release(&v);
+	return rc;
+}
+
+/*
+ * Mail the threads resolved since they were mailed ([outbound]
+ * mail_resolved), and count those mailed and still open (cursor
+ * "forgemail:open:P!IID"): while there are any, every reading of the MR
+ * reads its discussions, as resolving a thread makes no note the quick
+ * look would see (GitLab sets resolved_at on the notes, app/models/
+ * concerns/resolvable_discussion.rb).
+ */
+static int resolutions(struct mrctx *c)
+{
+	char name[STORE_CURSOR_NAME_MAX], val[32];
+	struct buf old = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	struct thread_mail row;
+	size_t i, open = 0;
+	int rc = 0, r;
+
+	if (!config_project_bool(c->proj, CFG_OUTBOUND_MAIL_RESOLVED) || !c->dl)
+		return 0;
+	thread_mail_init(&row);
+	for (i = 0; i < c->dl->nr && !err_is_temporary(rc); i++) {
+		const struct forge_discussion *d = &c->dl->items[i];
+		const struct forge_note *by = NULL;
+		enum openthreads_state s = openthreads_state(d, &by);
+
+		if (s == OPENTHREADS_OPEN) {
+			if (!thread_mail_find(&row, c, d->id))
+				open++;
+			continue;
+		}
+		if (s != OPENTHREADS_RESOLVED || !by)
+			continue;
+		r = resolved(c, d, by);
+		if (r < 0 && !err_is_temporary(r))
+			log_error("thread %s: resolution not mailed: %s", d->id,
+				  err_msg());
+		if (r < 0)
+			rc = r;
+	}
+	thread_mail_release(&row);
+	if (err_is_temporary(rc))
+		goto out;
+	rc = 0;
+	/* A merged or closed MR is no longer watched for them. */
+	if (!c->mr.state || strcmp(c->mr.state, "opened"))
+		open = 0;
+	open_cursor_name(name, sizeof(name), c->project, c->iid);
+	snprintf(val, sizeof(val), "%zu", open);
+	r = store_cursor_get(&old, c->fm->store, name);
+	if (r == PB_ENOTFOUND ? open > 0 : (!r && strcmp(old.data, val))) {
+		rc = store_cursor_set(c->fm->store, name, val);
+		if (!rc)
+			rc = open_mrs_mark(c->fm, c->project, c->iid, open > 0);
+	} else if (r && r != PB_ENOTFOUND) {
+		rc = r;
+	}
+out:
+	buf_release(&old);
+	return rc;
+}
+
+/* Does the MR have threads mailed and open (see resolutions())? */
+static int threads_open(struct mrctx *c)
+{
+	char name[STORE_CURSOR_NAME_MAX];
+	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	uint64_t n = 0;
+	int rc;
+
+	if (!config_project_bool(c->proj, CFG_OUTBOUND_MAIL_RESOLVED))
+		return 0;
+	open_cursor_name(name, sizeof(name), c->project, c->iid);
+	rc = store_cursor_get(&v, c->fm->store, name);
+	if (!rc && !mem_to_u64(v.data, v.len, INT64_MAX, &n))
+		n = 0;
+	buf_release(&v);
+	return n > 0;
+}
+
+/* --- required reviews ----------------------------------------------------- */
+
+/* The paths the latest revision's patches touch, as mailed. */
+static int touched_paths(struct strlist *out, struct mrctx *c)
+{
+	struct store_mail row;
+	struct diff *d = NULL;
+	int k, rc = 0;
+
+	store_mail_init(&row);
+	for (k = 1; k <= c->latest.patches && !rc; k++) {
+		store_mail_release(&row);
+		rc = store_mail_find(&row, c->fm->store, c->project, c->iid,
+				     c->latest.revision, k);
+		if (rc == PB_ENOTFOUND) {
+			rc = 0;
+			continue;
+		}
+		if (rc || !row.diff || diff_parse(&d, row.diff, row.diff_len))
+			continue;
+		diff_paths(out, d);
+		diff_free(d);
+		d = NULL;
+	}
+	store_mail_release(&row);
+	return rc;
+}
+
+/*
+ * "All required reviews are in: net (Mary Maintainer)." as a reply to
+ * the latest cover letter when the MR's required reviews (reviewsin.h)
+ * are all given, and "The required reviews are no longer all in:
+ * waiting for net." (or "a NAK blocks the merge request") when a NAK or
+ * a withdrawn approval takes that back
+ * ([outbound] mail_reviews_in, with [inbound] owners_file): once per
+ * change of state.  Cursor "forgemail:reviews:P!IID" = "N in" or "N
+ * out", N the changes mailed (the event id of the N-th mail, so a crash
+ * between the mail and the cursor does not mail it twice).
+ */
+static int reviews(struct mrctx *c)
+{
+	const char *file = config_project_str(c->proj, CFG_INBOUND_OWNERS_FILE);
+	const char *nak = config_project_str(c->proj, CFG_INBOUND_NAK_LABEL);
+	struct buf v = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	struct buf who = BUF_INIT(16 * 1024);
+	struct strlist paths = STRLIST_INIT;
+	char name[STORE_CURSOR_NAME_MAX], val[48];
+	struct forge_approvals a;
+	struct store_mail cover;
+	struct owners *o = NULL;
+	struct outmsg m;
+	uint64_t n = 0;
+	size_t required = 0;
+	int rc, in = 0, was = 0;
+
+	memset(&a, 0, sizeof(a));
+	memset(&m, 0, sizeof(m));
+	store_mail_init(&cover);
+	buf_init(&m.body, 64 * 1024);
+	if (!config_project_bool(c->proj, CFG_OUTBOUND_MAIL_REVIEWS_IN) ||
+	    !*file || !c->mr.state || strcmp(c->mr.state, "opened")) {
+		rc = 0;
+		goto out;
+	}
+	snprintf(name, sizeof(name), "forgemail:reviews:%s!%lld", c->project,
+		 (long long)c->iid);
+	rc = store_cursor_get(&v, c->fm->store, name);
+	if (!rc) {
+		size_t len = strcspn(v.data, " ");
+
+		if (!mem_to_u64(v.data, len, INT64_MAX, &n))
+			n = 0;
+		was = !strcmp(v.data + len, " in");
+	} else if (rc != PB_ENOTFOUND) {
+		goto out;
+	}
+	if (owners_load(&o, file)) {
+		log_warn("%s; required reviews not told", err_msg());
+		rc = 0;
+		goto out;
+	}
+	rc = touched_paths(&paths, c);
+	if (!rc)
+		rc = forge_get_approvals(&a, c->fm->forge, c->project, c->iid);
+	if (!rc)
+		rc = reviewsin_check(
+			&in, &required, &who, o,
+			(const char *const *)paths.items, paths.nr, &a,
+			*nak && strlist_find(&c->mr.labels, nak) >= 0);
+	if (rc || in == was)
+		goto out;
+	rc = find_cover(&cover, c, c->latest.revision);
+	if (!rc)
+		rc = buf_addf(&m.body,
+			      in ? "All required reviews are in: %s.\n" :
+				   "The required reviews are no longer all in: "
+				   "%s.\n",
+			      who.data);
+	if (!rc && c->mr.web_url)
+		rc = buf_addf(&m.body, "\n-- \nOn the forge: %s\n",
+			      c->mr.web_url);
+	if (rc)
+		goto out;
+	m.event = "reviews";
+	m.event_id = n + 1;
+	m.who = config_str(c->fm->cfg, CFG_BRIDGE_NAME);
+	m.date = (int64_t)time(NULL);
+	m.parent = &cover;
+	m.root = cover.message_id;
+	rc = queue(c, &m);
+	snprintf(val, sizeof(val), "%llu %s", (unsigned long long)n + 1,
+		 in ? "in" : "out");
+	if (!rc)
+		rc = store_cursor_set(c->fm->store, name, val);
+out:
+	if (rc && !err_is_temporary(rc)) {
+		log_error("required reviews not told: %s", err_msg());
+		rc = 0;
+	}
+	forge_approvals_release(&a);
+	owners_free(o);
+	strlist_release(&paths);
+	store_mail_release(&cover);
+	buf_release(&m.body);
+	buf_release(&who);
+	buf_release(&v);
+	return rc;
+}
+
 /* --- one MR, every project ------------------------------------------------- */
 
 /* The newest updated_at of n (ms), or keep *newest. */
@@ -1517,7 +1947,7 @@ static int mr_once(struct forgemail *fm, const char *project, int64_t iid,
 		idwin_release(&w);
 		rc = idwin_load(&w, fm, iname, seen);
 	}
-	if (!rc)
+	if (!rc && !threads_open(&c))
 		rc = quick_look(&full, &newest, &w, &c, cname, last, seen);
 	if (!rc && full) {
 		w.nr_now = 0; /* the discussions have them all */
@@ -1582,6 +2012,14 @@ static int mr_once(struct forgemail *fm, const char *project, int64_t iid,
 		goto out;
 	snprintf(ctx, sizeof(ctx), "%s!%lld", project, (long long)iid);
 	log_ctx_set(ctx);
+	if (full) {
+		rc = resolutions(&c);
+		if (rc)
+			goto out;
+	}
+	rc = reviews(&c);
+	if (rc)
+		goto out;
 	rc = state_event(&c);
 	if (rc && !err_is_temporary(rc)) {
 		log_error("%s: %s", c.mr.state, err_msg());
@@ -1739,6 +2177,38 @@ static void recent_rescan(struct fmlist_recents *rl, struct forgemail *fm,
 	}
 }
 
+/*
+ * Read again the MRs with threads mailed and open that this poll has
+ * not read (struct open_mrs), for the threads resolved meanwhile.
+ */
+static void open_rescan(struct forgemail *fm, const char *project,
+			struct fmlist_recents *rl, struct fmlist_pendings *pl,
+			size_t *queued)
+{
+	struct open_mrs l;
+	size_t i, k;
+	int rc;
+
+	if (open_mrs_load(&l, fm, project)) {
+		log_warn("%s: %s", project, err_msg());
+		return;
+	}
+	for (i = 0; i < l.nr; i++) {
+		int read = fmlist_recent_seen(rl, l.iid[i]) ||
+			   fmlist_pending_find(pl, l.iid[i]);
+
+		for (k = 0; !read && k < rl->nr; k++)
+			read = rl->items[k].iid == l.iid[i];
+		if (read)
+			continue;
+		rc = mr_once(fm, project, l.iid[i], 0, queued);
+		if (rc)
+			log_warn("%s!%lld: %s (its threads read again at the "
+				 "next poll)",
+				 project, (long long)l.iid[i], err_msg());
+	}
+}
+
 /* --- every project ---------------------------------------------------------- */
 
 struct pollctx {
@@ -1826,6 +2296,8 @@ int forgemail_poll(struct forgemail *fm, size_t *queued)
 		r = forge_list_mrs(fm->forge, project, &cur, &q, on_mr, &pc);
 		if (!r)
 			recent_rescan(&rl, fm, project, &pl, queued);
+		if (!r)
+			open_rescan(fm, project, &rl, &pl, queued);
 		log_ctx_set(project);
 		if (rl.dropped)
 			log_warn("%u merge request(s) changed within [forge] "

@@ -40,6 +40,17 @@
  *    bridge approved for): "NAME withdrew the approval given on vN (the
  *    forge no longer counts it)." under the approval's mail, else the
  *    cover letter of vN; no trailer in it, so no tool collects one;
+ *  - a review thread mailed to the list and resolved on the forge after
+ *    its newest mail ([outbound] mail_resolved): "This thread (PATH:LINE)
+ *    was resolved by NAME on the forge." under that mail (for a thread
+ *    the bridge made of a list reply's inline comment, under that list
+ *    mail: store_action_by_discussion()), once per thread
+ *    (event "resolved", its first note's id); resolving makes no note, so
+ *    while an MR has threads mailed and open (cursor
+ *    "forgemail:open:P!IID", their count) every reading of it reads its
+ *    discussions, and as GitLab resolves a thread without touching the MR
+ *    every poll reads those MRs (cursor "forgemail:threads:P", their
+ *    iids; an MR merged or closed leaves it);
  *  - the MR merged: "applied, thanks" with the final commit of each patch
  *    of the latest revision (as mailed when the merged head is the mailed
  *    head; for a squash, the squash commit and each patch as mailed;

@@ -14,6 +14,8 @@
 #include "outbound/listarchive.h"
 #include "outbound/mailhdr.h"
 #include "outbound/mirror.h"
+#include "outbound/openthreads.h"
+#include "outbound/reviewers.h"
 #include "outbound/series.h"
 #include "outbound/submit.h"
 #include "state/store.h"
@@ -714,7 +716,6 @@ static void cc_add_user(struct cc_list *cc, struct forge *f,
 static void patch_paths(struct strlist *out, const struct gitrepo_commit *c)
 {
 	struct diff *d = NULL;
-	size_t i;
 
 	if (!c->patch.len)
 		return;
@@ -724,14 +725,7 @@ static void patch_paths(struct strlist *out, const struct gitrepo_commit *c)
 			 c->sha, err_msg());
 		return;
 	}
-	for (i = 0; i < d->nr_files; i++) {
-		const struct diff_file *f = &d->files[i];
-
-		if (f->old_path && strlist_find(out, f->old_path) < 0)
-			strlist_push(out, f->old_path);
-		if (f->new_path && strlist_find(out, f->new_path) < 0)
-			strlist_push(out, f->new_path);
-	}
+	diff_paths(out, d);
 	diff_free(d);
 }
 
@@ -826,6 +820,10 @@ struct job {
 	struct cc_list *cc; /* per mail of the series */
 	struct buf git_url;
 	int64_t date;
+	/* The cover letter's review threads (openthreads.h) and reviewers
+	 * (reviewers.h); NULL: none. */
+	char *threads;
+	char *reviewers;
 	/* Why the revision is mailed before its pipeline passed
 	 * (wait_for_pipeline); "" when it is not. */
 	char ci_note[512];
@@ -844,6 +842,8 @@ static void job_release(struct job *j)
 	mirror_free(j->mirror);
 	strlist_release(&j->prev_roots);
 	owners_free(j->owners);
+	free(j->threads);
+	free(j->reviewers);
 	cc_release(&j->cc_common);
 	if (j->series && j->cc)
 		for (i = 0; i < j->series->nr; i++)
@@ -1180,6 +1180,8 @@ static int render(struct outbound *ob, struct job *j, int revision)
 	o.date_tz = 0;
 	o.prev_range = j->prev_range;
 	o.prev_revision = j->have_prev ? (unsigned)j->prev.revision : 0;
+	o.review_threads = j->threads;
+	o.reviewers = j->reviewers;
 	o.note = j->ci_note[0] ? j->ci_note : NULL;
 	rc = series_build(&j->series, j->range, &o);
 	strlist_release(&to);
@@ -1429,6 +1431,120 @@ static int decide(struct outbound *ob, struct outbound_report *rep,
 	return 1;
 }
 
+struct rev_of_arg {
+	struct outbound *ob;
+	struct job *j;
+};
+
+/* The mailed revision of the diff version head on base (openthreads.h). */
+static int rev_of(const char *head, const char *base, void *arg)
+{
+	struct rev_of_arg *a = arg;
+	struct store_revision r;
+	int rev = 0;
+
+	if (!head)
+		return 0;
+	store_revision_init(&r);
+	if ((base && !store_revision_by_base(&r, a->ob->store, a->j->project,
+					     a->j->iid, head, base)) ||
+	    !store_revision_by_head(&r, a->ob->store, a->j->project, a->j->iid,
+				    head))
+		rev = r.revision;
+	store_revision_release(&r);
+	return rev;
+}
+
+/*
+ * The review threads of the earlier versions for the cover letter of the
+ * next (openthreads.h), read once per revision: the threads still open
+ * on the forge, and those resolved since the last revision was mailed.
+ * A forge that fails for now makes the revision wait (nothing is mailed
+ * without them); any other failure mails it without the list.
+ */
+static int load_threads(struct outbound *ob, struct job *j, int revision)
+{
+	struct forge_discussion_list dl;
+	struct openthreads_opts o;
+	struct rev_of_arg a = { ob, j };
+	struct buf text = BUF_INIT(PB_TEXT_PART_MAX);
+	struct forge_whoami w;
+	const char *bot = config_str(ob->cfg, CFG_FORGE_BOT_USERNAME);
+	int rc;
+
+	memset(&w, 0, sizeof(w));
+	if (!j->have_prev ||
+	    !config_project_bool(j->proj, CFG_OUTBOUND_COVER_OPEN_THREADS))
+		return 0;
+	memset(&dl, 0, sizeof(dl));
+	rc = forge_list_discussions(&dl, ob->forge, j->project, j->iid);
+	if (err_is_temporary(rc))
+		goto out;
+	if (rc) {
+		log_warn("review threads not listed in the cover letter: %s",
+			 err_msg());
+		rc = 0;
+		goto out;
+	}
+	/* The bridge's user, as forgemail.c's bot_user() finds it. */
+	if ((!bot || !*bot) && !forge_whoami(&w, ob->forge))
+		bot = w.user.username;
+	memset(&o, 0, sizeof(o));
+	o.bot = bot;
+	o.revision = revision;
+	o.prev_revision = j->prev.revision;
+	o.prev_ms = j->prev.created * 1000;
+	o.url = j->mr.web_url;
+	o.rev_of = rev_of;
+	o.arg = &a;
+	rc = openthreads_cover(&text, &dl, &o);
+	if (rc) {
+		log_warn("review threads not listed in the cover letter: %s",
+			 err_msg());
+		rc = 0;
+	} else if (text.len) {
+		j->threads = xstrdup(text.data);
+	}
+out:
+	forge_whoami_release(&w);
+	forge_discussion_list_release(&dl);
+	buf_release(&text);
+	return rc;
+}
+
+/*
+ * Who must review, per subsystem the revision touches, for its cover
+ * letter (reviewers.h), from [inbound] owners_file.  A file that does not
+ * load mails the revision without the block, as the Cc does.
+ */
+static void load_reviewers(struct job *j)
+{
+	const char *file = config_project_str(j->proj, CFG_INBOUND_OWNERS_FILE);
+	struct strlist paths = STRLIST_INIT;
+	struct buf text = BUF_INIT(PB_TEXT_PART_MAX);
+	struct owners *o = NULL;
+	size_t i;
+
+	if (!config_project_bool(j->proj, CFG_OUTBOUND_COVER_REVIEWERS) ||
+	    !*file)
+		return;
+	if (owners_load(&o, file)) {
+		log_error("%s; the cover letter names no reviewers", err_msg());
+		return;
+	}
+	for (i = 0; i < j->range->nr; i++)
+		patch_paths(&paths, &j->range->commits[i]);
+	if (reviewers_cover(&text, o, (const char *const *)paths.items,
+			    paths.nr))
+		log_warn("reviewers not named in the cover letter: %s",
+			 err_msg());
+	else if (text.len)
+		j->reviewers = xstrdup(text.data);
+	owners_free(o);
+	strlist_release(&paths);
+	buf_release(&text);
+}
+
 /*
  * [project] wait_for_pipeline: a new head is mailed once the newest of
  * the MR's pipelines on it passed, or pipeline_wait_max after the bridge
@@ -1560,6 +1676,10 @@ static int mail_new_revision(struct outbound *ob, struct outbound_report *rep,
 			      j->range->empty_skipped);
 		return 0;
 	}
+	rc = load_threads(ob, j, planned);
+	if (rc)
+		return rc;
+	load_reviewers(j);
 	/* The date of the revision: when it is first rendered. */
 	j->date = now_s();
 	for (tries = 0; tries < OUTBOUND_START_TRIES; tries++) {

@@ -114,6 +114,11 @@ struct series_opts {
 	size_t cover_template_len;
 	const struct gitrepo_range *prev_range; /* for "Changes in vN" */
 	unsigned prev_revision; /* its number (0: revision - 1) */
+	/* The cover letter's {{review_threads}} block as written
+	 * (openthreads.h), ending in a blank line; NULL: none. */
+	const char *review_threads;
+	/* Its {{reviewers}} block (reviewers.h); NULL: none. */
+	const char *reviewers;
 	/* A paragraph for the cover letter's notes (NULL: none), e.g. why
 	 * it is mailed before its pipeline passed; plain text, LF ends. */
 	const char *note;

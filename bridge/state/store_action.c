@@ -268,6 +268,28 @@ int store_action_list(struct store_action_list *out, struct store *st,
 	return rc;
 }
 
+int store_action_by_discussion(struct store_action *out, struct store *st,
+			       const char *project, int64_t iid,
+			       const char *discussion_id)
+{
+	struct query q;
+	int rc;
+
+	rc = q_start_mr(&q, st, S_ACT_BY_DISCUSSION,
+			"look up a discussion's action", project, iid);
+	if (rc)
+		return rc;
+	q_text(&q, 3, discussion_id);
+	rc = q_step(&q);
+	if (rc == 1)
+		rc = row_read(&action_row, out, &q);
+	else if (rc == 0)
+		rc = err_set(PB_ENOTFOUND, "state db: no action made the "
+					   "discussion");
+	q_end(&q);
+	return rc;
+}
+
 /* Trailer verdicts. */
 
 struct verdicts_set {

@@ -76,6 +76,11 @@ int store_action_complete(struct store *st, const char *message_id, int index,
 /* INTENT -> FAILED.  PB_EEXISTS if the action is DONE already. */
 int store_action_fail(struct store *st, const char *message_id, int index,
 		      const char *error);
+/* The first action done for a list mail of the MR that made or
+ * answered this discussion; PB_ENOTFOUND for none. */
+int store_action_by_discussion(struct store_action *out, struct store *st,
+			       const char *project, int64_t iid,
+			       const char *discussion_id);
 /* The actions of one mail, by index (appended to out). */
 int store_action_list(struct store_action_list *out, struct store *st,
 		      const char *message_id);

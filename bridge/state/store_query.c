@@ -257,6 +257,13 @@ static const char *const stmt_sql[S_NR] = {
 		       " AND state != 'done'",
 	[S_ACT_LIST] = "SELECT " ACT_COLS " FROM forge_actions"
 		       " WHERE message_id = ?1 ORDER BY action_index",
+	/* Among the MR's mails (the archive's index), not the whole table. */
+	[S_ACT_BY_DISCUSSION] = "SELECT " ACT_COLS " FROM forge_actions"
+				" WHERE discussion_id = ?3 AND state = 'done'"
+				" AND message_id IN (SELECT message_id"
+				" FROM archive WHERE project = ?1"
+				" AND iid = ?2)"
+				" ORDER BY created, action_index LIMIT 1",
 	[S_VERDICT_CLEAR] =
 		"DELETE FROM trailer_verdicts WHERE message_id = ?1",
 	[S_VERDICT_PUT] = "INSERT INTO trailer_verdicts"

@@ -4,7 +4,7 @@
 
 usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
                         noreply|pushed|late|commit|suggest|unack|retargeted|
-                        pipelines|waitci
+                        pipelines|waitci|threads|listthread|reviews
                         --patchbridge BIN --work DIR
 
   comments  an MR mailed as a 3-patch series; rob's diff note on patch 1
@@ -48,7 +48,9 @@ usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
             (one diff thread, the answer a DiffNote at its position).
   late      a diff note whose transaction is slow (its id lower than a
             comment seen before it) is mailed when it appears, once;
-            later runs neither mail it again nor read the threads.
+            later runs neither mail it again nor read the threads (with
+            mail_resolved = no, which reads them while a mailed thread
+            is open).
   commit    a comment on one commit's own diff (the Commits tab), at a
             line a later commit changes: mailed under that commit's
             patch, quoting that patch's hunk.
@@ -81,6 +83,26 @@ usage: forgemail_e2e.py comments|merges|internal|quick|stuck|quicklook|
             runs and is mailed once it passed; v2's pipeline never
             finishes: v2 is mailed after pipeline_wait_max with a note in
             its cover letter saying so.
+  threads   rob opens three review threads on v1 (diff notes on
+            src/a/x.c, src/b/y.c and docs/readme.txt), mailed under
+            their patches; alice resolves the docs thread on the forge
+            (which touches neither the MR nor its notes): the list gets
+            "This thread (docs/readme.txt:1) was resolved by Alice
+            Developer on the forge." as a reply to that thread's mail,
+            once; a push (v2) is mailed with a cover letter that lists
+            the two open threads under "Open from v1:" with file:line,
+            who, the first line and the link, and the resolved one under
+            "Resolved since v1:", and the reviewers of the subsystems it
+            touches; the v2 series still applies with git am.
+  listthread dave comments inline on patch 1 from the list; the bridge
+            makes it a diff thread; alice resolves it on the forge: the
+            list gets the resolution as a reply to dave's mail, once.
+  reviews   owners.yaml requires bob's approval for src/a/ and tells
+            anna of src/b/: v1's cover letter says so; bob approves on
+            the forge: "All required reviews are in: sub-a (Bob
+            Maintainer)." under the cover letter, once; he withdraws it:
+            "The required reviews are no longer all in: waiting for
+            sub-a."
   stuck     every git fetch fails: a rebased MR's applied mail waits
             (pending cursor) while a later MR's comment is mailed; with
             its first failure an hour back, the mail names the tip and
@@ -112,7 +134,8 @@ SEED["tokens"] = ob.SEED["tokens"] + [
     {"token": "rob-token", "user": "rob", "scopes": ["api"]},
     {"token": "bob-token", "user": "bob", "scopes": ["api"]},
     {"token": "carol-token", "user": "carol", "scopes": ["api"]},
-    {"token": "root-token", "user": "root", "scopes": ["api"]}]
+    {"token": "root-token", "user": "root", "scopes": ["api"]},
+    {"token": "alice-token", "user": "alice", "scopes": ["api"]}]
 SEED["projects"] = [dict(ob.SEED["projects"][0])]
 SEED["projects"][0]["members"] = dict(SEED["projects"][0]["members"],
                                       rob="developer")
@@ -921,7 +944,10 @@ def scenario_pushed(bed):
 
 def scenario_late(bed):
     bed.start_postfix()
-    bed.config()
+    # While a mailed diff thread is open, every reading reads the threads
+    # to see it resolved (scenario_threads); here the quick look is what
+    # is shown, so resolutions are not watched.
+    bed.config(outbound="mail_resolved = no")
     ob.create_mr("topic", "Teach x and y to count")
     bed.run("run", "--once")
     bed.wait_mail(4)
@@ -1234,6 +1260,217 @@ def scenario_retargeted(bed):
     check("> +\treturn 0;" in text(d), "no quote of h.c:\n" + text(d))
 
 
+def scenario_threads(bed):
+    mail_v1(bed)
+    mrp = "/projects/1/merge_requests/1"
+    ver = api("GET", mrp + "/versions", "rob-token")[0]
+
+    def thread(path, line, body):
+        pos = {"position_type": "text", "base_sha": ver["base_commit_sha"],
+               "start_sha": ver["start_commit_sha"],
+               "head_sha": ver["head_commit_sha"],
+               "old_path": path, "new_path": path, "new_line": line}
+        return api("POST", mrp + "/discussions", "rob-token",
+                   {"body": body, "position": pos})
+
+    say("rob: three review threads on v1")
+    dx = thread("src/a/x.c", 3, "Why + 1?")
+    dy = thread("src/b/y.c", 3, "Why + 2?\n\nAnd not + 1 as in x?")
+    dd = thread("docs/readme.txt", 1, "Say what they count.")
+    bed.run("run", "--once")
+    bed.wait_mail(7)
+    bed.settle()
+    mailed = {}
+    for key, what in (("x", "Why + 1?"), ("y", "Why + 2?"),
+                      ("docs", "Say what they count.")):
+        got = [m for m in forge_mails(bed) if what in text(m)]
+        check(len(got) == 1, "%s: %d mails" % (what, len(got)))
+        mailed[key] = got[0]
+
+    say("alice resolves the docs thread on the forge")
+    before = len(bed.archive())
+    updated = api("GET", mrp, "bob-token")["updated_at"]
+    api("PUT", mrp + "/discussions/%s?resolved=true" % dd["id"],
+        "alice-token")
+    check(api("GET", mrp, "bob-token")["updated_at"] == updated,
+          "resolving a thread touched the MR")
+    bed.run("run", "--once")
+    bed.wait_mail(before + 1)
+    bed.settle()
+    res = [m for m in forge_mails(bed) if "was resolved by" in text(m)]
+    check(len(res) == 1, "%d resolution mails" % len(res))
+    res = res[0]
+    want = ("This thread (docs/readme.txt:1) was resolved by Alice "
+            "Developer on the forge.")
+    check(want in text(res), "resolution mail: %r" % text(res))
+    check(res["In-Reply-To"].strip() == mailed["docs"]["Message-ID"].strip(),
+          "resolution not in its thread: In-Reply-To %s, want %s" %
+          (res["In-Reply-To"], mailed["docs"]["Message-ID"]))
+    check(res["Subject"].startswith("Re: [PATCH 3/3]"),
+          "resolution subject: %s" % res["Subject"])
+    say("the list got: %s" % want)
+    bed.run("run", "--once")
+    bed.settle()
+    check(len(bed.archive()) == before + 1, "the resolution mailed again")
+
+    say("push v2: its cover letter carries the open threads")
+    sim("POST", "/_sim/projects/1/merge_requests/1/push",
+        {"commits": [ob.commit("docs: more on counting",
+                               {"docs/more.txt": "more\n"})]})
+    before = len(bed.archive())
+    bed.run("run", "--once")
+    bed.wait_mail(before + 5)
+    bed.settle()
+    v2 = ob.series_of(bed.archive(), 1, 2)
+    check(sorted(v2) == [0, 1, 2, 3, 4], "v2 series: %s" % sorted(v2))
+    body = text(v2[0])
+    url = api("GET", mrp, "bob-token")["web_url"]
+    block = ("Open from v1:\n"
+             "- src/a/x.c:3 (Rob Reviewer): Why + 1?\n"
+             "  %s#note_%d\n"
+             "- src/b/y.c:3 (Rob Reviewer): Why + 2?\n"
+             "  %s#note_%d\n"
+             "\n"
+             "Resolved since v1:\n"
+             "- docs/readme.txt:1 (Rob Reviewer), resolved by Alice "
+             "Developer\n" % (url, dx["notes"][0]["id"],
+                              url, dy["notes"][0]["id"]))
+    check(block in body, "v2 cover letter without the threads:\n%s" % body)
+    say("v2 cover letter:\n    " + "\n    ".join(block.splitlines()))
+    owners = ("Reviewers of the subsystems touched:\n"
+              "- sub-a: optional Anna Alpha\n"
+              "- sub-b: optional Bert Beta\n")
+    check(owners in body, "v2 cover letter without its reviewers:\n%s"
+          % body)
+    base, head = ob.version_shas(1)
+    ob.check_git_am(bed, v2, 4, base, head)
+
+
+def scenario_listthread(bed):
+    start_list(bed)
+    ob.create_mr("topic", "Teach x and y to count")
+    bed.run("run", "--once")
+    bed.wait_mail(4)
+    bed.settle()
+    p1 = ob.series_of(bed.archive(), 1, 1)[1]
+    body = text(p1)
+    lines = body[body.index("diff --git"):].splitlines()
+    cut = next(i for i, l in enumerate(lines) if l == "+\treturn n + 1;")
+    say("dave comments inline on patch 1 from the list")
+    before = len(bed.archive())
+    raw, rid = reply(p1, DAVE, quote("\n".join(lines[:cut + 1])) +
+                     "\nLIST-INLINE: why n + 1 and not n?\n")
+    bed.send(raw, "dave@reader.example")
+    bed.wait_mail(before + 1)
+    bed.settle()
+    bed.run("run", "--once")
+    found = discussion_with(the_mr(), "LIST-INLINE")
+    check(len(found) == 1 and found[0]["notes"][0]["type"] == "DiffNote",
+          "the inline comment is no diff thread: %s" % found)
+    say("alice resolves dave's thread on the forge")
+    api("PUT", "/projects/1/merge_requests/1/discussions/%s?resolved=true"
+        % found[0]["id"], "alice-token")
+    before = len(bed.archive())
+    bed.run("run", "--once")
+    bed.wait_mail(before + 1)
+    bed.settle()
+    res = [m for m in forge_mails(bed) if "was resolved by" in text(m)]
+    check(len(res) == 1, "%d resolution mails" % len(res))
+    want = ("This thread (src/a/x.c:3) was resolved by Alice Developer on "
+            "the forge.")
+    check(want in text(res[0]), "resolution mail: %r" % text(res[0]))
+    check(res[0]["In-Reply-To"].strip("<> ") == rid,
+          "not a reply to dave's mail: %s, want %s" %
+          (res[0]["In-Reply-To"], rid))
+    check(res[0]["Subject"].startswith("Re: [PATCH 1/3]"),
+          "resolution subject: %s" % res[0]["Subject"])
+    say("the list got, under dave's mail: %s" % want)
+    bed.run("run", "--once")
+    bed.settle()
+    check(len(bed.archive()) == before + 1, "the resolution mailed again")
+
+
+# src/a/ needs bob's approval; src/b/ only tells anna.
+REVIEW_OWNERS = """\
+users:
+  - &anna
+    name: Anna Alpha
+    email: anna@alpha.example
+  - &bob
+    name: Bob Maintainer
+    email: bob@corp.example
+    gluser: bob
+subsystems:
+  - subsystem: Subsystem A
+    labels:
+      name: sub-a
+    requiredApproval: true
+    maintainers:
+      - *bob
+    paths:
+      includes:
+        - src/a/
+  - subsystem: Subsystem B
+    labels:
+      name: sub-b
+    maintainers:
+      - *anna
+    paths:
+      includes:
+        - src/b/
+"""
+
+
+def scenario_reviews(bed):
+    bed.start_postfix()
+    bed.config(owners=REVIEW_OWNERS)
+    ob.create_mr("topic", "Teach x and y to count")
+    bed.run("run", "--once")
+    bed.wait_mail(4)
+    bed.settle()
+    cover = ob.series_of(bed.archive(), 1, 1)[0]
+    body = text(cover)
+    want = ("Reviewers of the subsystems touched:\n"
+            "- sub-a: required Bob Maintainer\n"
+            "- sub-b: optional Anna Alpha\n")
+    check(want in body, "v1 cover letter without its reviewers:\n%s" % body)
+    say("v1 cover letter:\n    " + "\n    ".join(want.splitlines()))
+
+    def told(what):
+        return [m for m in forge_mails(bed) if what in text(m)]
+
+    say("bob approves on the forge")
+    before = len(bed.archive())
+    api("POST", "/projects/1/merge_requests/1/approve", "bob-token", {})
+    bed.run("run", "--once")
+    bed.wait_mail(before + 2)  # the approval's trailer, and this
+    bed.settle()
+    got = told("All required reviews are in")
+    check(len(got) == 1, "%d 'all in' mails" % len(got))
+    check("All required reviews are in: sub-a (Bob Maintainer)." in
+          text(got[0]), "all in: %r" % text(got[0]))
+    check(got[0]["In-Reply-To"].strip() == cover["Message-ID"].strip(),
+          "not a reply to the cover letter: %s" % got[0]["In-Reply-To"])
+    say("the list got: All required reviews are in: sub-a (Bob Maintainer).")
+    bed.run("run", "--once")
+    bed.settle()
+    check(len(told("All required reviews are in")) == 1,
+          "'all in' mailed again")
+
+    say("bob withdraws the approval")
+    before = len(bed.archive())
+    api("POST", "/projects/1/merge_requests/1/unapprove", "bob-token")
+    bed.run("run", "--once")
+    bed.wait_mail(before + 2)  # the withdrawal, and this
+    bed.settle()
+    got = told("no longer all in")
+    check(len(got) == 1, "%d 'no longer' mails" % len(got))
+    check("The required reviews are no longer all in: waiting for sub-a."
+          in text(got[0]), "taken back: %r" % text(got[0]))
+    say("the list got: The required reviews are no longer all in: "
+        "waiting for sub-a.")
+
+
 # --- pipelines ------------------------------------------------------------
 
 # A runner's log: colours, a section marker, a progress line written over,
@@ -1445,6 +1682,9 @@ SCENARIOS = {"comments": scenario_comments, "merges": scenario_merges,
              "pushed": scenario_pushed, "late": scenario_late,
              "commit": scenario_commit, "suggest": scenario_suggest,
              "unack": scenario_unack, "retargeted": scenario_retargeted,
+             "threads": scenario_threads,
+             "listthread": scenario_listthread,
+             "reviews": scenario_reviews,
              "pipelines": scenario_pipelines, "waitci": scenario_waitci}
 
 

@@ -1152,11 +1152,26 @@ class NotesTest(SimTestCase):
         self.assertBody(SIM.api("PUT", base, "guest-token",
                                 query={"resolved": "true"}),
                         403, {"message": "403 Forbidden"})
+        mr = "/projects/1/merge_requests/1"
+        SIM.ctl("POST", "/time", {"advance_s": 120})
+        before = SIM.api("GET", mr).json["updated_at"]
         resolved = SIM.api("PUT", base, query={"resolved": "true"})
         self.assertEqual(resolved.status, 200)
         self.assertTrue(all(n["resolved"] for n in resolved.json["notes"]))
         self.assertEqual(resolved.json["notes"][0]["resolved_by"][
             "username"], "alice")
+        self.assertIsNotNone(resolved.json["notes"][0]["resolved_at"])
+        # A whole thread: an update_all, no touch (resolvable_note.rb).
+        self.assertEqual(SIM.api("GET", mr).json["updated_at"], before)
+        self.assertEqual(resolved.json["notes"][1]["updated_at"],
+                         reply.json["updated_at"])
+        SIM.api("PUT", base, query={"resolved": "false"})
+        # One note: a save!, which touches the MR.
+        one = SIM.api("PUT", base + "/notes/%d" % reply.json["id"],
+                      query={"resolved": "true"})
+        self.assertEqual(one.status, 200)
+        self.assertTrue(one.json["resolved"])
+        self.assertNotEqual(SIM.api("GET", mr).json["updated_at"], before)
         self.assertEqual(len(SIM.api("GET", base + "/notes").json), 2)
         self.assertBody(SIM.api("GET", "/projects/1/merge_requests/1/"
                                 "discussions/" + "f" * 40), 404,

@@ -430,6 +430,16 @@ static void note_copy(struct forge_note *out, const struct forge_note *n)
 	out->internal = n->internal;
 	out->resolvable = n->resolvable;
 	out->resolved = n->resolved;
+	user_copy(&out->resolved_by, &n->resolved_by);
+	out->resolved_at = dup_or_null(n->resolved_at);
+	out->has_position = n->has_position;
+	out->position.base_sha = dup_or_null(n->position.base_sha);
+	out->position.start_sha = dup_or_null(n->position.start_sha);
+	out->position.head_sha = dup_or_null(n->position.head_sha);
+	out->position.old_path = dup_or_null(n->position.old_path);
+	out->position.new_path = dup_or_null(n->position.new_path);
+	out->position.old_line = n->position.old_line;
+	out->position.new_line = n->position.new_line;
 }
 
 static int fake_list_discussions(struct forge_discussion_list *out,
@@ -602,6 +612,32 @@ static enum forge_token_problem fake_token_problem(const struct forge *f)
 	return ((const struct fakeforge *)f)->token;
 }
 
+static int fake_get_approvals(struct forge_approvals *out, struct forge *f,
+			      const char *project, int64_t iid)
+{
+	struct fakeforge *ff = ff_of(f);
+	struct fake_result r;
+	size_t i;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	record(ff, FAKE_GET_APPROVALS, project, iid, NULL, NULL, NULL);
+	r = next(ff, FAKE_GET_APPROVALS);
+	rc = answer(ff, &r);
+	if (rc)
+		return rc;
+	out->approvals_required = -1;
+	out->approvals_left = -1;
+	out->user_has_approved = -1;
+	out->approved = ff->nr_approved_by > 0;
+	out->approved_by =
+		xcalloc(ff->nr_approved_by + 1, sizeof(*out->approved_by));
+	out->nr_approved_by = ff->nr_approved_by;
+	for (i = 0; i < ff->nr_approved_by; i++)
+		user_copy(&out->approved_by[i], &ff->approved_by[i]);
+	return 0;
+}
+
 /* GitLab's GET /users?search=EMAIL finding nobody (doc/api/users.md). */
 static int fake_find_user(struct forge_user *out, struct forge *f,
 			  const char *email)
@@ -631,6 +667,7 @@ static const struct forge_ops fake_ops = {
 	.list_notes = fake_list_notes,
 	.list_discussions = fake_list_discussions,
 	.whoami = fake_whoami,
+	.get_approvals = fake_get_approvals,
 	.list_pipelines = fake_list_pipelines,
 	.list_jobs = fake_list_jobs,
 	.job_trace = fake_job_trace,

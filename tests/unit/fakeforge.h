@@ -47,6 +47,7 @@ enum fake_op {
 	FAKE_LIST_NOTES,
 	FAKE_LIST_DISCUSSIONS,
 	FAKE_WHOAMI,
+	FAKE_GET_APPROVALS,
 	FAKE_LIST_PIPELINES,
 	FAKE_LIST_JOBS,
 	FAKE_JOB_TRACE,
@@ -134,6 +135,9 @@ struct fakeforge {
 	const struct forge_discussion *discussions;
 	size_t nr_discussions;
 	const char *whoami; /* the token's user; NULL: "patchbridge" */
+	/* Who get_approvals says approved (borrowed). */
+	const struct forge_user *approved_by;
+	size_t nr_approved_by;
 	/* What list_pipelines answers (newest first), list_jobs answers
 	 * (the jobs of every pipeline alike) and job_trace answers (the
 	 * same log for every job; NULL: an empty log); borrowed, copied

@@ -755,6 +755,10 @@ static void test_projects(void **state)
 		      "list_address = netdev@example.org\n"
 		      "threading = deep\n"
 		      "max_series = 300\n"
+		      "cover_open_threads = no\n"
+		      "mail_resolved = no\n"
+		      "cover_reviewers = no\n"
+		      "mail_reviews_in = no\n"
 		      "[project \"a/b\"]\n"
 		      "[project \"group/sub/name.js\"]\n"
 		      "enabled = no\n"
@@ -785,6 +789,10 @@ static void test_projects(void **state)
 	assert_string_equal(config_project_str(p, CFG_INBOUND_BOTS),
 			    "ci@net.example.org");
 	assert_true(config_project_bool(p, CFG_PROJECT_ENABLED));
+	assert_false(config_project_bool(p, CFG_OUTBOUND_COVER_OPEN_THREADS));
+	assert_false(config_project_bool(p, CFG_OUTBOUND_MAIL_RESOLVED));
+	assert_false(config_project_bool(p, CFG_OUTBOUND_COVER_REVIEWERS));
+	assert_false(config_project_bool(p, CFG_OUTBOUND_MAIL_REVIEWS_IN));
 	assert_int_equal(config_project_enum(p, CFG_PROJECT_EMAIL_SUBMISSIONS),
 			 CONFIG_SUBMISSIONS_OFF);
 	/* Inherited: from the global section, else the default. */
@@ -797,6 +805,11 @@ static void test_projects(void **state)
 	assert_string_equal(config_project_str(p, CFG_OUTBOUND_THREADING),
 			    "shallow");
 	assert_true(config_project_bool(p, CFG_OUTBOUND_SKIP_DRAFTS));
+	/* What the list is told of threads and reviews: on by default. */
+	assert_true(config_project_bool(p, CFG_OUTBOUND_COVER_OPEN_THREADS));
+	assert_true(config_project_bool(p, CFG_OUTBOUND_MAIL_RESOLVED));
+	assert_true(config_project_bool(p, CFG_OUTBOUND_COVER_REVIEWERS));
+	assert_true(config_project_bool(p, CFG_OUTBOUND_MAIL_REVIEWS_IN));
 	assert_int_equal(config_project_enum(p, CFG_PROJECT_EMAIL_SUBMISSIONS),
 			 CONFIG_SUBMISSIONS_VERIFIED);
 	assert_int_equal(config_project_get(&p, cfg, "group/sub/name.js"), 0);

@@ -2,9 +2,11 @@
  * forgemail_mr() against the recording fake forge (fakeforge.h) and a
  * real store: a forge comment becomes one mail in the outbound queue and
  * the thread map, once; the bridge's own notes and internal notes stay on
- * the forge; a failing forge moves no cursor.  A finished pipeline's
- * result (forgemail_pipelines()) is one mail under the cover letter,
- * once, across a restart too.
+ * the forge; a failing forge moves no cursor; a review thread resolved on
+ * the forge after its mail is a reply in it, once; the required reviews
+ * all given, and taken back, are a reply to the cover letter, once per
+ * change.  A finished pipeline's result (forgemail_pipelines()) is one
+ * mail under the cover letter, once, across a restart too.
  */
 #include "cmocka_all.h"
 #include "core/config.h"
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PROJECT "group/project"
 #define HEAD "1111111111111111111111111111111111111111"
@@ -207,6 +210,225 @@ static void forge_5xx_mails_nothing_yet(void **state)
 	queued = 0;
 	assert_int_equal(forgemail_mr(b->fm, PROJECT, 7, &queued), 0);
 	assert_int_equal(queued, 0);
+}
+
+/* A review thread by bob on drivers/x.c:42 of v1. */
+static struct forge_note *thread(struct bed *b, int64_t id, const char *body)
+{
+	struct forge_note *n = said(b, id, "bob", body);
+
+	b->disc[b->ff.nr_discussions - 1].individual_note = 0;
+	n->type = (char *)"DiffNote";
+	n->author.name = (char *)"Bob Reviewer";
+	n->resolvable = 1;
+	n->has_position = 1;
+	n->position.head_sha = (char *)HEAD;
+	n->position.base_sha = (char *)BASE;
+	n->position.start_sha = (char *)BASE;
+	n->position.new_path = (char *)"drivers/x.c";
+	n->position.new_line = 42;
+	return n;
+}
+
+static void resolve(struct forge_note *n, const char *at)
+{
+	n->resolved = 1;
+	n->resolved_by.id = 5;
+	n->resolved_by.username = (char *)"alice";
+	n->resolved_by.name = (char *)"Alice Developer";
+	n->resolved_at = (char *)at;
+}
+
+/* The queued mail of forge event ev for note id, or NULL. */
+static char *queued_text(struct bed *b, const char *ev, int64_t id)
+{
+	struct buf mid = BUF_INIT(PB_MSGID_MAX);
+	struct store_outmail om;
+	char *text = NULL;
+
+	assert_int_equal(msgid_format_forge(&mid, ev, PROJECT, 7, (uint64_t)id,
+					    "example.org"),
+			 0);
+	store_outmail_init(&om);
+	if (!store_outmail_get(&om, b->st, mid.data))
+		text = strndup(om.message, om.message_len);
+	store_outmail_release(&om);
+	buf_release(&mid);
+	return text;
+}
+
+static void resolved_thread_mailed_once(void **state)
+{
+	struct bed *b = *state;
+	struct forge_note *n = thread(b, 801, "Why not a lock here?");
+	size_t queued = 0;
+	char *text, *note;
+
+	assert_int_equal(forgemail_mr(b->fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 1);
+	note = queued_text(b, "note", 801);
+	assert_non_null(note);
+
+	/* Resolved on the forge: no new note, yet read and mailed. */
+	resolve(n, "2099-01-01T00:00:00.000Z");
+	queued = 0;
+	assert_int_equal(forgemail_mr(b->fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 1);
+	text = queued_text(b, "resolved", 801);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "This thread (drivers/x.c:42) was "
+				     "resolved by Alice Developer on the "
+				     "forge."));
+	assert_non_null(strstr(text, "From: Alice Developer via"));
+	/* In the thread: a reply to the comment's mail. */
+	assert_non_null(strstr(text, "In-Reply-To: <pb.f.note.801."));
+	free(text);
+	free(note);
+
+	queued = 0;
+	assert_int_equal(forgemail_mr(b->fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 0);
+}
+
+static void resolved_before_its_mail_not_mailed(void **state)
+{
+	struct bed *b = *state;
+	size_t queued = 0;
+	char *text;
+
+	resolve(thread(b, 811, "Typo."), "2020-01-01T00:00:00.000Z");
+	assert_int_equal(forgemail_mr(b->fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 1); /* the comment only */
+	text = queued_text(b, "resolved", 811);
+	assert_null(text);
+}
+
+static void resolved_off_or_internal_not_mailed(void **state)
+{
+	struct bed *b = *state;
+	struct forge_note *n = thread(b, 821, "Members only.");
+	size_t queued = 0;
+
+	n->internal = 1;
+	assert_int_equal(forgemail_mr(b->fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 0);
+	resolve(n, "2099-01-01T00:00:00.000Z");
+	assert_int_equal(forgemail_mr(b->fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 0);
+	assert_null(queued_text(b, "resolved", 821));
+}
+
+static const char REVIEW_OWNERS[] = "users:\n"
+				    "  - &mary\n"
+				    "    name: Mary Maintainer\n"
+				    "    email: mary@kernel.example\n"
+				    "    gluser: mary\n"
+				    "subsystems:\n"
+				    "  - subsystem: Networking\n"
+				    "    labels:\n"
+				    "      name: net\n"
+				    "    requiredApproval: true\n"
+				    "    maintainers:\n"
+				    "      - *mary\n"
+				    "    paths:\n"
+				    "      includes:\n"
+				    "        - src/\n";
+
+static void reviews_in_and_taken_back(void **state)
+{
+	struct bed *b = *state;
+	struct forge_user mary;
+	struct strlist errs = STRLIST_INIT;
+	struct store_mail pm;
+	struct config *cfg;
+	struct forgemail *fm;
+	char path[600], conf[2048];
+	size_t queued = 0;
+	char *text;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/owners-reviews.yaml", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(REVIEW_OWNERS, f);
+	fclose(f);
+	snprintf(conf, sizeof(conf),
+		 "[bridge]\naddress = bridge@example.org\n"
+		 "domain = example.org\nlist_address = list@example.org\n"
+		 "[forge]\nurl = https://gitlab.example.org\n"
+		 "token_file = /etc/patchbridge/token\n"
+		 "[inbound]\nowners_file = %s\nnak_label = nak\n"
+		 "[project \"" PROJECT "\"]\n",
+		 path);
+	if (config_load_mem(&cfg, &errs, "t.conf", conf, strlen(conf)))
+		fail_msg("config: %s", errs.nr ? errs.items[0] : err_msg());
+	strlist_release(&errs);
+	assert_int_equal(forgemail_new(&fm, cfg, b->st, &b->ff.base), 0);
+	/* v1's patch touches src/x.c, which net owns. */
+	store_mail_init(&pm);
+	pm.message_id = "patch.1@example.org";
+	pm.project = PROJECT;
+	pm.iid = 7;
+	pm.revision = 1;
+	pm.patch = 1;
+	pm.total = 1;
+	pm.kind = STORE_MAIL_PATCH;
+	pm.commit_sha = HEAD;
+	pm.diff = "diff --git a/src/x.c b/src/x.c\n--- a/src/x.c\n"
+		  "+++ b/src/x.c\n@@ -1 +1 @@\n-a\n+b\n";
+	pm.diff_len = strlen(pm.diff);
+	assert_int_equal(store_mail_put(b->st, &pm), 0);
+
+	/* Nobody approved: nothing to say. */
+	assert_int_equal(forgemail_mr(fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 0);
+
+	memset(&mary, 0, sizeof(mary));
+	mary.id = 9;
+	mary.username = (char *)"mary";
+	mary.name = (char *)"Mary M.";
+	b->ff.approved_by = &mary;
+	b->ff.nr_approved_by = 1;
+	assert_int_equal(forgemail_mr(fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 1);
+	text = queued_text(b, "reviews", 1);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "All required reviews are in: net "
+				     "(Mary Maintainer).\n"));
+	assert_non_null(strstr(text, "In-Reply-To: <" COVER ">"));
+	free(text);
+	queued = 0;
+	assert_int_equal(forgemail_mr(fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 0);
+
+	/* A NAK takes it back, once. */
+	strlist_push(&b->ff.labels, "nak");
+	assert_int_equal(forgemail_mr(fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 1);
+	text = queued_text(b, "reviews", 2);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "The required reviews are no longer all "
+				     "in: a NAK blocks the merge request.\n"));
+	free(text);
+	queued = 0;
+	assert_int_equal(forgemail_mr(fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 0);
+
+	/* The NAK gone, all in again; the approval withdrawn, out again. */
+	strlist_release(&b->ff.labels);
+	assert_int_equal(forgemail_mr(fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 1);
+	b->ff.nr_approved_by = 0;
+	assert_int_equal(forgemail_mr(fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 2);
+	text = queued_text(b, "reviews", 4);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "The required reviews are no longer all "
+				     "in: waiting for net.\n"));
+	free(text);
+	forgemail_free(fm);
+	config_free(cfg);
+	unlink(path);
 }
 
 /* --- pipelines ------------------------------------------------------------ */
@@ -452,6 +674,10 @@ int main(void)
 		T(comment_mailed_once),
 		T(own_and_internal_notes_kept),
 		T(forge_5xx_mails_nothing_yet),
+		T(resolved_thread_mailed_once),
+		T(resolved_before_its_mail_not_mailed),
+		T(resolved_off_or_internal_not_mailed),
+		T(reviews_in_and_taken_back),
 		T(pipeline_failed_then_passed),
 		T(pipeline_mailed_when_finished),
 		T(pipeline_log_unreadable),

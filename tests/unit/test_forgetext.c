@@ -130,6 +130,19 @@ static void test_quote_not_found(void **state)
 	assert_int_equal(b.len, 0);
 	assert_true(forgetext_has_path(d, "old/name.c"));
 	assert_false(forgetext_has_path(d, "README"));
+	{
+		/* The paths it touches: both names of the rename, once. */
+		struct strlist paths = STRLIST_INIT;
+
+		strlist_push(&paths, "src/a/x.c");
+		diff_paths(&paths, d);
+		assert_true(strlist_find(&paths, "old/name.c") >= 0);
+		assert_true(strlist_find(&paths, "new/name.c") >= 0);
+		assert_int_equal(strlist_find(&paths, "src/a/x.c"), 0);
+		diff_paths(&paths, d);
+		assert_int_equal(paths.nr, 3);
+		strlist_release(&paths);
+	}
 	buf_release(&b);
 	diff_free(d);
 }

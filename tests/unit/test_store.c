@@ -922,6 +922,22 @@ static void test_inbound_claim_exclusive(void **state)
 	assert_int_equal(total, CLAIM_ROWS);
 }
 
+/* A list mail of project!iid in the archive. */
+static void archive_list_mail(struct store *st, const char *mid,
+			      const char *project, int64_t iid)
+{
+	struct store_archived a;
+
+	memset(&a, 0, sizeof(a));
+	a.message_id = mid;
+	a.project = project;
+	a.iid = iid;
+	a.origin = STORE_ARCHIVE_LIST;
+	a.message = "Subject: x\n\nbody\n";
+	a.message_len = strlen(a.message);
+	assert_int_equal(store_archive_put(st, &a), 0);
+}
+
 static void test_forge_actions(void **state)
 {
 	const char *path = db_path("actions");
@@ -994,6 +1010,23 @@ static void test_forge_actions(void **state)
 	assert_string_equal(list.items[1].kind, "diff-note");
 	assert_int_equal(list.items[2].index, 2);
 	store_action_list_release(&list);
+
+	/* The action that made a discussion, among an MR's mails only
+	 * (the archive's): none before the mail is archived. */
+	assert_int_equal(store_action_by_discussion(&act, st, "g/p", 1,
+						    "abc123"),
+			 PB_ENOTFOUND);
+	archive_list_mail(st, mid, "g/p", 1);
+	assert_int_equal(
+		store_action_by_discussion(&act, st, "g/p", 1, "abc123"), 0);
+	assert_string_equal(act.message_id, mid);
+	assert_int_equal(act.index, 0);
+	assert_int_equal(store_action_by_discussion(&act, st, "g/p", 2,
+						    "abc123"),
+			 PB_ENOTFOUND);
+	assert_int_equal(store_action_by_discussion(&act, st, "g/p", 1,
+						    "other"),
+			 PB_ENOTFOUND);
 
 	/* Inside a caller's transaction, rolled back with it. */
 	assert_int_equal(store_begin(st), 0);
@@ -1541,7 +1574,7 @@ static void test_project_rename(void **state)
 	struct store *st = open_rw(path);
 	struct store_mail m, got = STORE_MAIL_INIT;
 	struct store_inbound in = { 0 };
-	struct store_archived a, ga;
+	struct store_archived ga;
 	struct store_revision rev;
 	struct strlist names = STRLIST_INIT;
 	struct buf b = BUF_INIT(64);
@@ -1560,14 +1593,7 @@ static void test_project_rename(void **state)
 	fill_patch(&m, "patch@bridge", 1, 1, 2, "diff");
 	assert_int_equal(store_mail_put(st, &m), 0);
 	record(st, "reply@x", 0);
-	memset(&a, 0, sizeof(a));
-	a.message_id = "reply@x";
-	a.project = "g/p";
-	a.iid = 1;
-	a.origin = STORE_ARCHIVE_LIST;
-	a.message = "Subject: x\n\nbody\n";
-	a.message_len = strlen(a.message);
-	assert_int_equal(store_archive_put(st, &a), 0);
+	archive_list_mail(st, "reply@x", "g/p", 1);
 	for (i = 0; i < sizeof(moved) / sizeof(moved[0]); i++)
 		assert_int_equal(store_cursor_set(st, moved[i][0], "7"), 0);
 	/* Another project's, whose path the old one begins. */

@@ -969,7 +969,8 @@ class Api:
             raise errors.forbidden()
         if not note.resolvable:
             raise errors.bad_request("Note is not resolvable")
-        self.forge.set_resolved(project, mr, [note], ctx.user, resolved)
+        self.forge.set_resolved(project, mr, [note], ctx.user, resolved,
+                                one=True)
         return Response.json(200, ent.note(self.forge, project, mr, note))
 
     def delete_discussion_note(self, ctx, id, noteable_id, discussion_id,

@@ -804,8 +804,8 @@ class Forge:
         project.last_activity_at = mr.updated_at
 
     def _touch_noteable(self, project, mr):
-        """A note was saved on the MR (a comment, an edit, a resolved
-        thread, the system note of an approval): Note's after_save
+        """A note was saved on the MR (a comment, an edit, a note
+        resolved by itself, the system note of an approval): Note's after_save
         :touch_noteable (app/models/note.rb) touches the MR, which
         includes ThrottledTouch (app/models/merge_request.rb,
         app/models/concerns/throttled_touch.rb): updated_at moves only
@@ -1416,7 +1416,17 @@ class Forge:
             mr.discussions.remove(discussion)
         self._deleted_note(project, mr)
 
-    def set_resolved(self, project, mr, notes, user, resolved):
+    def set_resolved(self, project, mr, notes, user, resolved, one=False):
+        """Resolve (or unresolve) notes as GitLab does
+        (app/models/concerns/resolvable_note.rb).  A whole thread
+        (PUT .../discussions/:id, Discussions::ResolveService and
+        ResolvableDiscussion#resolve!) goes through the class method
+        resolve!, an update_all of resolved_at and resolved_by_id: no
+        callback runs, so neither the notes' updated_at nor the MR's
+        moves.  One note (PUT .../discussions/:id/notes/:note_id with
+        resolved, Notes::ResolveService) goes through the instance
+        method, a save!: its updated_at moves and after_save
+        :touch_noteable touches the MR."""
         now = self.now()
         for note in notes:
             if not note.resolvable:
@@ -1425,7 +1435,10 @@ class Forge:
                 note.resolved_by, note.resolved_at = user.id, now
             elif not resolved:
                 note.resolved_by = note.resolved_at = None
-        self._touch_noteable(project, mr)
+            if one:
+                note.updated_at = now
+        if one:
+            self._touch_noteable(project, mr)
 
     # -- pipelines ------------------------------------------------------------
 
