@@ -55,6 +55,12 @@ struct forgemail {
 	 * FORGEMAIL_NOREPLY_ASK_SECONDS, as an administrator may change it. */
 	char *noreply;
 	time_t noreply_asked;
+	/* The owners files read this round, by path (fm_owners()). */
+	struct fm_owners {
+		char *path;
+		struct owners *o; /* NULL: it did not load */
+	} *owners;
+	size_t nr_owners, alloc_owners;
 };
 
 /* One MR being looked at. */
@@ -119,11 +125,43 @@ void forgemail_set_outbound(struct forgemail *fm, struct outbound *ob)
 
 void forgemail_free(struct forgemail *fm)
 {
+	size_t i;
+
 	if (!fm)
 		return;
+	for (i = 0; i < fm->nr_owners; i++) {
+		free(fm->owners[i].path);
+		owners_free(fm->owners[i].o);
+	}
+	free(fm->owners);
 	free(fm->bot);
 	free(fm->noreply);
 	free(fm);
+}
+
+/*
+ * The owners file at path, read once a round (a forgemail object lives
+ * for one), not once per MR: NULL, with the error set, when it does not
+ * load.
+ */
+static const struct owners *fm_owners(struct forgemail *fm, const char *path)
+{
+	struct owners *o = NULL;
+	size_t i;
+
+	for (i = 0; i < fm->nr_owners; i++)
+		if (!strcmp(fm->owners[i].path, path)) {
+			if (!fm->owners[i].o)
+				err_set(PB_ERROR, "%s did not load", path);
+			return fm->owners[i].o;
+		}
+	if (owners_load(&o, path))
+		o = NULL;
+	ALLOC_GROW(fm->owners, fm->nr_owners + 1, fm->alloc_owners);
+	fm->owners[fm->nr_owners].path = xstrdup(path);
+	fm->owners[fm->nr_owners].o = o;
+	fm->nr_owners++;
+	return o;
 }
 
 /* How long a forge that could not say who the token is waits to be
@@ -1570,7 +1608,7 @@ static int reviews(struct mrctx *c)
 	char name[STORE_CURSOR_NAME_MAX], val[48];
 	struct forge_approvals a;
 	struct store_mail cover;
-	struct owners *o = NULL;
+	const struct owners *o;
 	struct outmsg m;
 	uint64_t n = 0;
 	size_t required = 0;
@@ -1597,7 +1635,8 @@ static int reviews(struct mrctx *c)
 	} else if (rc != PB_ENOTFOUND) {
 		goto out;
 	}
-	if (owners_load(&o, file)) {
+	o = fm_owners(c->fm, file);
+	if (!o) {
 		log_warn("%s; required reviews not told", err_msg());
 		rc = 0;
 		goto out;
@@ -1641,7 +1680,6 @@ out:
 		rc = 0;
 	}
 	forge_approvals_release(&a);
-	owners_free(o);
 	strlist_release(&paths);
 	store_mail_release(&cover);
 	buf_release(&m.body);

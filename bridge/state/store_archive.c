@@ -123,13 +123,7 @@ int store_archive_missing(int64_t *count, struct store *st, const char *project,
 			project, iid);
 	if (rc)
 		return rc;
-	rc = q_step(&q);
-	if (rc == 1) {
-		*count = col_int(&q, 0);
-		rc = 0;
-	}
-	q_end(&q);
-	return rc;
+	return q_scalar(&q, count);
 }
 
 int store_archive_prune(int64_t *removed, struct store *st, int64_t before)

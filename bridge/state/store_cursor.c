@@ -147,13 +147,7 @@ static int project_has_state(int64_t *n, struct store *st, const char *project,
 		return rc;
 	q_text(&q, 1, project);
 	q_text(&q, 2, id_cursor);
-	rc = q_step(&q);
-	if (rc == 1) {
-		*n = col_int(&q, 0);
-		rc = 0;
-	}
-	q_end(&q);
-	return rc;
+	return q_scalar(&q, n);
 }
 
 struct rename_args {

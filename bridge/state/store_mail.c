@@ -206,13 +206,7 @@ int store_mail_last_sent(int64_t *out, struct store *st)
 	rc = q_start(&q, st, S_MAIL_LAST_SENT, "find the last mail sent");
 	if (rc)
 		return rc;
-	rc = q_step(&q);
-	if (rc == 1) {
-		*out = col_int(&q, 0);
-		rc = 0;
-	}
-	q_end(&q);
-	return rc;
+	return q_scalar(&q, out);
 }
 
 /* Fetch at most one mail row of a started query into out. */

@@ -90,13 +90,7 @@ int store_notice_count(int64_t *out, struct store *st, const char *recipient,
 		return rc;
 	q_text(&q, 1, recipient);
 	q_int(&q, 2, since);
-	rc = q_step(&q);
-	if (rc == 1) {
-		*out = col_int(&q, 0);
-		rc = 0;
-	}
-	q_end(&q);
-	return rc;
+	return q_scalar(&q, out);
 }
 
 int store_notice_optout_set(struct store *st, const char *address, int on)

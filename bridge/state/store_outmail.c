@@ -332,7 +332,8 @@ static int out_sent_unit(struct store *st, void *arg)
 {
 	struct out_sent *o = arg;
 	struct query q;
-	int rc, left = -1;
+	int64_t left = -1;
+	int rc;
 
 	o->revision_done = 0;
 	rc = mail_mark_sent(st, o->message_id, o->how);
@@ -358,12 +359,7 @@ static int out_sent_unit(struct store *st, void *arg)
 	if (rc)
 		return rc;
 	q_text(&q, 1, o->message_id);
-	rc = q_step(&q);
-	if (rc == 1) {
-		left = (int)col_int(&q, 0);
-		rc = 0;
-	}
-	q_end(&q);
+	rc = q_scalar(&q, &left);
 	if (rc || left != 0)
 		return rc;
 	rc = q_start(&q, st, S_OUT_REV_SENT, "mark revision sent");

@@ -701,6 +701,18 @@ void q_end(struct query *q)
 	q->stmt = NULL;
 }
 
+int q_scalar(struct query *q, int64_t *out)
+{
+	int rc = q_step(q);
+
+	if (rc == 1) {
+		*out = col_int(q, 0);
+		rc = 0;
+	}
+	q_end(q);
+	return rc;
+}
+
 char *col_str(struct query *q, int i)
 {
 	size_t len;

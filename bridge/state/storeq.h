@@ -315,6 +315,9 @@ void q_int_or_null(struct query *q, int i, int64_t v);
 int q_step(struct query *q);
 int q_exec(struct query *q);
 void q_end(struct query *q);
+/* Step a started query once, read column 0 of its row into out (left as
+ * it is when there is none) and end it: a count, a MAX(). */
+int q_scalar(struct query *q, int64_t *out);
 /* Read column i (from 0) of the current row. */
 char *col_str(struct query *q, int i);
 char *col_blob(struct query *q, int i, size_t *len);
