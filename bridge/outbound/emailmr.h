@@ -37,13 +37,23 @@
 
 #include "outbound/gitrepo.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct store;
 struct forge;
+struct review_options;
 
 /* Longest branch name made, the prefix included. */
 #define EMAILMR_BRANCH_MAX 200
+
+/* A forge username, at most. */
+#define EMAILMR_USER_MAX 255
+
+/* The forge user of email in project into user (size bytes), "" when
+ * there is none; an error (logged by the caller): none either. */
+typedef int (*emailmr_user_fn)(char *user, size_t size, const char *project,
+			       const char *email, void *arg);
 
 struct emailmr_ctx {
 	struct store *st;
@@ -58,6 +68,17 @@ struct emailmr_ctx {
 	const char *label; /* "from-email"; NULL or "": none */
 	const char *committer_name; /* the bridge's name and address */
 	const char *committer_email;
+	/*
+	 * The forge user a sender's address maps to (the mapping reviews
+	 * use: user_map, owners.yaml, the forge's own search).  NULL:
+	 * every merge request is the bridge's.
+	 */
+	emailmr_user_fn map_user;
+	void *map_arg;
+	/* The trust rules of approvals: a merge request is opened as the
+	 * sender's user only when every mail of the series is verified by
+	 * them.  NULL: nobody is. */
+	const struct review_options *ro;
 };
 
 /*
@@ -78,8 +99,6 @@ enum emailmr_policy {
 	EMAILMR_VERIFIED,
 	EMAILMR_ANYONE,
 };
-
-struct review_options;
 
 int emailmr_collect(int *whole, char *series_id, size_t size, struct store *st,
 		    const char *project, enum emailmr_policy policy,

@@ -230,6 +230,46 @@ int store_submission_mails(struct store_submitted_list *out, struct store *st,
 	return rc;
 }
 
+int store_submission_first(struct store_submitted *out, struct store *st,
+			   const char *series_id)
+{
+	char qb[PB_LOG_QUOTE_MAX];
+	struct query q;
+	int rc;
+
+	rc = q_start_msgid(&q, st, S_SUBM_FIRST, "get a series' first mail",
+			   series_id);
+	if (rc)
+		return rc;
+	rc = row_get(&submitted_row, out, &q);
+	if (rc == 0)
+		rc = err_set(PB_ENOTFOUND, "state db: series <%s> has no mail",
+			     quote(qb, sizeof(qb), series_id));
+	return rc < 0 ? rc : 0;
+}
+
+int store_submission_list_opened(struct store_submission_list *out,
+				 struct store *st, const char *project,
+				 const char *sender, size_t limit)
+{
+	struct query q;
+	int rc;
+
+	if ((rc = check_mr(project, 1)) ||
+	    (rc = check_str("sender", sender, PB_ADDR_MAX, 1)))
+		return rc;
+	rc = q_start(&q, st, S_SUB_LIST_OPENED,
+		     "list a sender's opened series");
+	if (rc)
+		return rc;
+	q_text(&q, 1, project);
+	q_text(&q, 2, sender);
+	q_int(&q, 3, list_limit(limit));
+	ROW_LIST_READ(rc, &submission_row, out, &q);
+	q_end(&q);
+	return rc;
+}
+
 int store_submission_list_whole(struct store_submission_list *out,
 				struct store *st, size_t limit)
 {
