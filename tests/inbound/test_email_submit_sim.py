@@ -106,7 +106,10 @@ def main():
     with open(GITCONFIG, "w"):
         pass
     try:
-        return story(pb, tmp)
+        rc = story(pb, tmp)
+        if rc == 0:
+            rc = sudo_story(pb, os.path.join(tmp, "sudo"))
+        return rc
     finally:
         if os.environ.get("PB_TEST_KEEP") != "1":
             shutil.rmtree(tmp, ignore_errors=True)
@@ -250,6 +253,81 @@ def story(pb, tmp):
     if len([m for m in api("projects/1/merge_requests")
             if m["iid"] not in before]) != 1:
         fail("a second merge request")
+    return 0
+
+
+SUDO_CONFIG = CONFIG.replace(
+    "[state]\n", "[milter]\ntrusted_authserv_id = lists.example.test\n"
+    "[state]\n").replace("[inbound]\n",
+                          "[inbound]\nuser_map = %(dir)s/users\n")
+
+VERIFIED = ("Authentication-Results: lists.example.test; dkim=pass"
+            " header.d=example.org header.i=@example.org")
+
+
+def sudo_story(pb, tmp):
+    """The merge request is opened as the sender's forge user (GitLab's
+    Sudo, as approvals are given) when the address maps to one and the
+    series is verified; else by the bridge, with "From: ... by email"."""
+    os.makedirs(tmp)
+    conf = os.path.join(tmp, "patchbridge.conf")
+    with open(conf, "w") as f:
+        f.write(SUDO_CONFIG % {"url": URL, "dir": tmp})
+    with open(os.path.join(tmp, "users"), "w") as f:
+        f.write("ann@example.org alice\n")
+    # an administrator's token with the sudo scope (seed-default.json)
+    with open(os.path.join(tmp, "token"), "w") as f:
+        f.write("admin-token\n")
+    os.chmod(os.path.join(tmp, "token"), 0o600)
+    work = os.path.join(tmp, "work")
+    run(["git", "clone", "-q", URL + "/" + PROJECT + ".git", work])
+    base = run(["git", "-C", work, "rev-parse", "HEAD"]).strip()
+    ann = {"GIT_AUTHOR_NAME": "Ann Author",
+           "GIT_AUTHOR_EMAIL": "ann@example.org",
+           "GIT_COMMITTER_NAME": "Ann Author",
+           "GIT_COMMITTER_EMAIL": "ann@example.org",
+           "GIT_AUTHOR_DATE": "@1700003000 +0000"}
+    results = {}
+    for name, verified in (("signed", True), ("unsigned", False)):
+        run(["git", "-C", work, "checkout", "-q", "-B", name, base])
+        with open(os.path.join(work, name + ".txt"), "w") as f:
+            f.write(name + "\n")
+        run(["git", "-C", work, "add", "-A"])
+        run(["git", "-C", work, "commit", "-q", "-m", "%s: one file" % name],
+            env=ann)
+        out = os.path.join(tmp, name)
+        run(["git", "-C", work, "format-patch", "-q", "--thread",
+             "--base=" + base, "-o", out, base + "..HEAD"], env=ann)
+        mail = os.path.join(out, os.listdir(out)[0])
+        with open(mail) as f:
+            lines = f.read().split("\n")
+        if verified:
+            lines.insert(1 if lines[0].startswith("From ") else 0, VERIFIED)
+        with open(mail, "w") as f:
+            f.write("\n".join(lines))
+        before = {m["iid"] for m in api("projects/1/merge_requests")}
+        out = run([pb, "-c", conf, "replay", mail])
+        if "spooled as" not in out:
+            fail("replay: %r" % out)
+        run([pb, "-c", conf, "run", "--once", "--foreground"],
+            ok=DAEMON_OK)
+        mrs = [m for m in api("projects/1/merge_requests")
+               if m["iid"] not in before]
+        if len(mrs) != 1:
+            fail("%s: %d new merge requests" % (name, len(mrs)))
+        results[name] = mrs[0]
+    signed, unsigned = results["signed"], results["unsigned"]
+    if signed["author"]["username"] != "alice" or \
+            "by email" in signed["description"]:
+        fail("a verified sender's merge request: by %s, %r" %
+             (signed["author"]["username"], signed["description"]))
+    if unsigned["author"]["username"] != "root" or \
+            not unsigned["description"].startswith(
+                "From: Ann Author <ann@example.org> by email"):
+        fail("an unverified sender's merge request: by %s, %r" %
+             (unsigned["author"]["username"], unsigned["description"]))
+    print("!%d opened as alice (verified, mapped), !%d by the bridge "
+          "(unverified)" % (signed["iid"], unsigned["iid"]))
     return 0
 
 
