@@ -13,6 +13,15 @@ reply to patch 2/3 becomes a comment on that merge request through the
 existing inbound path; a forge comment is mailed in reply to the
 contributor's own cover letter; `patchbridge why` on a submitted mail
 says what became of it.  A second run changes nothing.
+
+Then, each with a state of its own: a verified sender whose address
+maps to a forge user ([inbound] user_map) has the merge request opened
+as that user (GitLab's Sudo; the simulator records the Sudo user as its
+author), an unverified one by the bridge with "From: ... by email"; and
+the daemon killed with SIGKILL after its push, while the simulator
+holds its POST merge_requests (the fault kind "hold"), then started
+again: one branch on the same commits, one merge request, the thread
+map its revision 1.
 """
 
 import json
@@ -22,6 +31,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
 
 URL = os.environ.get("PB_FORGESIM_URL")
@@ -109,6 +119,8 @@ def main():
         rc = story(pb, tmp)
         if rc == 0:
             rc = sudo_story(pb, os.path.join(tmp, "sudo"))
+        if rc == 0:
+            rc = kill_story(pb, os.path.join(tmp, "kill"))
         return rc
     finally:
         if os.environ.get("PB_TEST_KEEP") != "1":
@@ -328,6 +340,126 @@ def sudo_story(pb, tmp):
              (unsigned["author"]["username"], unsigned["description"]))
     print("!%d opened as alice (verified, mapped), !%d by the bridge "
           "(unverified)" % (signed["iid"], unsigned["iid"]))
+    return 0
+
+
+def sim(method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(URL + "/_sim/" + path, data=data,
+                                 method=method,
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.loads(r.read() or b"null")
+
+
+def wait_for(what, cond, timeout=120):
+    """Poll cond until it is true; fail after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            fail("waited %d s for %s" % (timeout, what))
+        time.sleep(0.05)
+
+
+def kill_story(pb, tmp):
+    """kill -9 of the daemon after the push, before POST merge_requests
+    (the simulator holds that request until the daemon is dead), then a
+    restart: one branch, on the same commits, one merge request, and the
+    thread map holds the mails as its revision 1."""
+    os.makedirs(tmp)
+    conf = os.path.join(tmp, "patchbridge.conf")
+    with open(conf, "w") as f:
+        f.write(CONFIG % {"url": URL, "dir": tmp})
+    with open(os.path.join(tmp, "token"), "w") as f:
+        f.write("bot-token\n")
+    os.chmod(os.path.join(tmp, "token"), 0o600)
+    work = os.path.join(tmp, "work")
+    run(["git", "clone", "-q", URL + "/" + PROJECT + ".git", work])
+    base = run(["git", "-C", work, "rev-parse", "HEAD"]).strip()
+    ann = {"GIT_AUTHOR_NAME": "Ann Author",
+           "GIT_AUTHOR_EMAIL": "ann@example.org",
+           "GIT_COMMITTER_NAME": "Ann Author",
+           "GIT_COMMITTER_EMAIL": "ann@example.org",
+           "GIT_AUTHOR_DATE": "@1700004000 +0000"}
+    for n in (1, 2):
+        with open(os.path.join(work, "killed-%d.txt" % n), "w") as f:
+            f.write("killed %d\n" % n)
+        run(["git", "-C", work, "add", "-A"])
+        run(["git", "-C", work, "commit", "-q", "-m", "killed: file %d" % n],
+            env=ann)
+    mails = os.path.join(tmp, "mails")
+    run(["git", "-C", work, "format-patch", "-q", "--cover-letter",
+         "--thread", "--base=" + base, "-o", mails, base + "..HEAD"],
+        env=ann)
+    files = [os.path.join(mails, n) for n in sorted(os.listdir(mails))]
+    with open(files[0]) as f:
+        text = f.read()
+    with open(files[0], "w") as f:
+        f.write(text.replace("*** SUBJECT HERE ***", "killed: two files")
+                .replace("*** BLURB HERE ***", "Sent before a kill -9."))
+    out = run([pb, "-c", conf, "replay"] + files)
+    if out.count("spooled as") != 3:
+        fail("replay: %r" % out)
+
+    def heads():
+        return run(["git", "-C", work, "ls-remote", URL + "/" + PROJECT +
+                    ".git", "refs/heads/email/ann/killed-*"]).split()
+
+    def mrs():
+        return [m for m in api("projects/1/merge_requests?state=all")
+                if m["source_branch"].startswith("email/ann/killed-")]
+
+    rule = sim("POST", "faults", {"kind": "hold", "method": "POST",
+                                  "path": "/merge_requests$", "count": 1})
+    log = open(os.path.join(tmp, "daemon.log"), "w")
+    e = dict(os.environ, GIT_CONFIG_GLOBAL=GITCONFIG,
+             GIT_CONFIG_NOSYSTEM="1")
+    daemon = subprocess.Popen([pb, "-c", conf, "run", "--foreground"],
+                              stdout=log, stderr=log, env=e)
+    try:
+        wait_for("the daemon's POST merge_requests",
+                 lambda: any(r["id"] == rule["id"] and r["hits"] >= 1
+                             for r in sim("GET", "faults")))
+        pushed = heads()
+        if len(pushed) != 2:
+            fail("held before the merge request, yet no branch: %r" %
+                 pushed)
+        daemon.kill()  # SIGKILL
+        daemon.wait(timeout=60)
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait(timeout=60)
+        log.close()
+        sim("DELETE", "faults")  # the held request: closed, never run
+    if mrs():
+        fail("a merge request before the restart: %r" % mrs())
+    print("killed (SIGKILL) after the push of %s, before POST "
+          "merge_requests" % pushed[1])
+
+    run([pb, "-c", conf, "run", "--once", "--foreground"], ok=DAEMON_OK)
+    got = mrs()
+    if len(got) != 1:
+        fail("%d merge requests after the restart" % len(got))
+    if heads() != pushed:
+        fail("the restart pushed other commits: %r, %r" % (pushed, heads()))
+    iid = got[0]["iid"]
+    db = sqlite3.connect(os.path.join(tmp, "state.db"))
+    rows = db.execute("SELECT patch, kind, revision, state FROM thread_map"
+                      " WHERE project = ? AND iid = ? ORDER BY patch",
+                      (PROJECT, iid)).fetchall()
+    sub = db.execute("SELECT state, iid FROM submissions").fetchall()
+    db.close()
+    if rows != [(0, "cover", 1, "sent"), (1, "patch", 1, "sent"),
+                (2, "patch", 1, "sent")]:
+        fail("thread map after the restart: %r" % rows)
+    if sub != [("opened", iid)]:
+        fail("the series after the restart: %r" % sub)
+    run([pb, "-c", conf, "run", "--once", "--foreground"], ok=DAEMON_OK)
+    if len(mrs()) != 1 or heads() != pushed:
+        fail("a second restart changed something")
+    print("restarted: one branch, one merge request (!%d), the thread map "
+          "its revision 1" % iid)
     return 0
 
 
