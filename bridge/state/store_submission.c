@@ -196,23 +196,31 @@ int store_submission_get(struct store_submission *out, struct store *st,
 	return rc < 0 ? rc : 0;
 }
 
-int store_submitted_get(struct store_submitted *out, struct store *st,
-			const char *message_id)
+/* The row of submission_mails statement id finds for key. */
+static int submitted_get(struct store_submitted *out, struct store *st,
+			 enum stmt_id id, const char *what, const char *key,
+			 const char *missing)
 {
 	char qb[PB_LOG_QUOTE_MAX];
 	struct query q;
 	int rc;
 
-	rc = q_start_msgid(&q, st, S_SUBM_GET, "get a submitted mail",
-			   message_id);
+	rc = q_start_msgid(&q, st, id, what, key);
 	if (rc)
 		return rc;
 	rc = row_get(&submitted_row, out, &q);
 	if (rc == 0)
-		rc = err_set(PB_ENOTFOUND,
-			     "state db: mail <%s> is of no submitted series",
-			     quote(qb, sizeof(qb), message_id));
+		rc = err_set(PB_ENOTFOUND, "state db: %s <%s> %s",
+			     id == S_SUBM_FIRST ? "series" : "mail",
+			     quote(qb, sizeof(qb), key), missing);
 	return rc < 0 ? rc : 0;
+}
+
+int store_submitted_get(struct store_submitted *out, struct store *st,
+			const char *message_id)
+{
+	return submitted_get(out, st, S_SUBM_GET, "get a submitted mail",
+			     message_id, "is of no submitted series");
 }
 
 int store_submission_mails(struct store_submitted_list *out, struct store *st,
@@ -233,19 +241,8 @@ int store_submission_mails(struct store_submitted_list *out, struct store *st,
 int store_submission_first(struct store_submitted *out, struct store *st,
 			   const char *series_id)
 {
-	char qb[PB_LOG_QUOTE_MAX];
-	struct query q;
-	int rc;
-
-	rc = q_start_msgid(&q, st, S_SUBM_FIRST, "get a series' first mail",
-			   series_id);
-	if (rc)
-		return rc;
-	rc = row_get(&submitted_row, out, &q);
-	if (rc == 0)
-		rc = err_set(PB_ENOTFOUND, "state db: series <%s> has no mail",
-			     quote(qb, sizeof(qb), series_id));
-	return rc < 0 ? rc : 0;
+	return submitted_get(out, st, S_SUBM_FIRST, "get a series' first mail",
+			     series_id, "has no mail");
 }
 
 int store_submission_list_opened(struct store_submission_list *out,

@@ -127,41 +127,62 @@ def main():
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def story(pb, tmp):
+ANN = {"GIT_AUTHOR_NAME": "Ann Author",
+       "GIT_AUTHOR_EMAIL": "ann@example.org",
+       "GIT_COMMITTER_NAME": "Ann Author",
+       "GIT_COMMITTER_EMAIL": "ann@example.org"}
+
+
+def setup(tmp, config=CONFIG, token="bot-token"):
+    """tmp's configuration (config) and token file, and a clone of the
+    project in tmp/work: (the configuration's path, work, main's
+    commit)."""
     conf = os.path.join(tmp, "patchbridge.conf")
     with open(conf, "w") as f:
-        f.write(CONFIG % {"url": URL, "dir": tmp})
+        f.write(config % {"url": URL, "dir": tmp})
     with open(os.path.join(tmp, "token"), "w") as f:
-        f.write("bot-token\n")
+        f.write(token + "\n")
     os.chmod(os.path.join(tmp, "token"), 0o600)
-
     work = os.path.join(tmp, "work")
     run(["git", "clone", "-q", URL + "/" + PROJECT + ".git", work])
-    base = run(["git", "-C", work, "rev-parse", "HEAD"]).strip()
-    ann = {"GIT_AUTHOR_NAME": "Ann Author",
-           "GIT_AUTHOR_EMAIL": "ann@example.org",
-           "GIT_COMMITTER_NAME": "Ann Author",
-           "GIT_COMMITTER_EMAIL": "ann@example.org"}
+    return conf, work, run(["git", "-C", work, "rev-parse", "HEAD"]).strip()
+
+
+def commit_file(work, path, text, message, date):
+    """path with text, committed by Ann at date with message."""
+    with open(os.path.join(work, path), "w") as f:
+        f.write(text)
+    run(["git", "-C", work, "add", "-A"])
+    run(["git", "-C", work, "commit", "-q", "-m", message, "-m",
+         "Signed-off-by: Ann Author <ann@example.org>"],
+        env=dict(ANN, GIT_AUTHOR_DATE=date))
+
+
+def mails_of(out, work, base, cover=None):
+    """base..HEAD of work as git format-patch makes it for git send-email
+    (threaded; a cover letter (subject, blurb) when cover is given) in
+    out: the files, the cover letter first."""
+    run(["git", "-C", work, "format-patch", "-q", "--thread",
+         "--base=" + base, "-o", out, base + "..HEAD"] +
+        (["--cover-letter"] if cover else []), env=ANN)
+    files = [os.path.join(out, n) for n in sorted(os.listdir(out))]
+    if cover:
+        with open(files[0]) as f:
+            text = f.read()
+        with open(files[0], "w") as f:
+            f.write(text.replace("*** SUBJECT HERE ***", cover[0])
+                    .replace("*** BLURB HERE ***", cover[1]))
+    return files
+
+
+def story(pb, tmp):
+    conf, work, base = setup(tmp)
     for n, date in ((1, "@1700000000 +0100"), (2, "@1700000600 -0500"),
                     (3, "@1700001200 +0530")):
-        with open(os.path.join(work, "topic-%d.txt" % n), "w") as f:
-            f.write("change %d\n" % n)
-        run(["git", "-C", work, "add", "-A"])
-        run(["git", "-C", work, "commit", "-q", "-m",
-             "topic: change %d" % n, "-m",
-             "Signed-off-by: Ann Author <ann@example.org>"],
-            env=dict(ann, GIT_AUTHOR_DATE=date))
-    mails = os.path.join(tmp, "v1")
-    run(["git", "-C", work, "format-patch", "-q", "--cover-letter",
-         "--thread", "--base=" + base, "-o", mails, base + "..HEAD"],
-        env=ann)
-    files = [os.path.join(mails, n) for n in sorted(os.listdir(mails))]
-    with open(files[0]) as f:
-        text = f.read()
-    text = text.replace("*** SUBJECT HERE ***", "topic: three changes")
-    text = text.replace("*** BLURB HERE ***", "Three changes, by mail.")
-    with open(files[0], "w") as f:
-        f.write(text)
+        commit_file(work, "topic-%d.txt" % n, "change %d\n" % n,
+                    "topic: change %d" % n, date)
+    files = mails_of(os.path.join(tmp, "v1"), work, base,
+                     ("topic: three changes", "Three changes, by mail."))
 
     # Spooled as the milter spools them, out of order; then the daemon.
     out = run([pb, "-c", conf, "replay", files[2], files[0], files[3],
@@ -282,35 +303,16 @@ def sudo_story(pb, tmp):
     Sudo, as approvals are given) when the address maps to one and the
     series is verified; else by the bridge, with "From: ... by email"."""
     os.makedirs(tmp)
-    conf = os.path.join(tmp, "patchbridge.conf")
-    with open(conf, "w") as f:
-        f.write(SUDO_CONFIG % {"url": URL, "dir": tmp})
+    # an administrator's token with the sudo scope (seed-default.json)
+    conf, work, base = setup(tmp, SUDO_CONFIG, "admin-token")
     with open(os.path.join(tmp, "users"), "w") as f:
         f.write("ann@example.org alice\n")
-    # an administrator's token with the sudo scope (seed-default.json)
-    with open(os.path.join(tmp, "token"), "w") as f:
-        f.write("admin-token\n")
-    os.chmod(os.path.join(tmp, "token"), 0o600)
-    work = os.path.join(tmp, "work")
-    run(["git", "clone", "-q", URL + "/" + PROJECT + ".git", work])
-    base = run(["git", "-C", work, "rev-parse", "HEAD"]).strip()
-    ann = {"GIT_AUTHOR_NAME": "Ann Author",
-           "GIT_AUTHOR_EMAIL": "ann@example.org",
-           "GIT_COMMITTER_NAME": "Ann Author",
-           "GIT_COMMITTER_EMAIL": "ann@example.org",
-           "GIT_AUTHOR_DATE": "@1700003000 +0000"}
     results = {}
     for name, verified in (("signed", True), ("unsigned", False)):
         run(["git", "-C", work, "checkout", "-q", "-B", name, base])
-        with open(os.path.join(work, name + ".txt"), "w") as f:
-            f.write(name + "\n")
-        run(["git", "-C", work, "add", "-A"])
-        run(["git", "-C", work, "commit", "-q", "-m", "%s: one file" % name],
-            env=ann)
-        out = os.path.join(tmp, name)
-        run(["git", "-C", work, "format-patch", "-q", "--thread",
-             "--base=" + base, "-o", out, base + "..HEAD"], env=ann)
-        mail = os.path.join(out, os.listdir(out)[0])
+        commit_file(work, name + ".txt", name + "\n", "%s: one file" % name,
+                    "@1700003000 +0000")
+        mail = mails_of(os.path.join(tmp, name), work, base)[0]
         with open(mail) as f:
             lines = f.read().split("\n")
         if verified:
@@ -367,36 +369,12 @@ def kill_story(pb, tmp):
     restart: one branch, on the same commits, one merge request, and the
     thread map holds the mails as its revision 1."""
     os.makedirs(tmp)
-    conf = os.path.join(tmp, "patchbridge.conf")
-    with open(conf, "w") as f:
-        f.write(CONFIG % {"url": URL, "dir": tmp})
-    with open(os.path.join(tmp, "token"), "w") as f:
-        f.write("bot-token\n")
-    os.chmod(os.path.join(tmp, "token"), 0o600)
-    work = os.path.join(tmp, "work")
-    run(["git", "clone", "-q", URL + "/" + PROJECT + ".git", work])
-    base = run(["git", "-C", work, "rev-parse", "HEAD"]).strip()
-    ann = {"GIT_AUTHOR_NAME": "Ann Author",
-           "GIT_AUTHOR_EMAIL": "ann@example.org",
-           "GIT_COMMITTER_NAME": "Ann Author",
-           "GIT_COMMITTER_EMAIL": "ann@example.org",
-           "GIT_AUTHOR_DATE": "@1700004000 +0000"}
+    conf, work, base = setup(tmp)
     for n in (1, 2):
-        with open(os.path.join(work, "killed-%d.txt" % n), "w") as f:
-            f.write("killed %d\n" % n)
-        run(["git", "-C", work, "add", "-A"])
-        run(["git", "-C", work, "commit", "-q", "-m", "killed: file %d" % n],
-            env=ann)
-    mails = os.path.join(tmp, "mails")
-    run(["git", "-C", work, "format-patch", "-q", "--cover-letter",
-         "--thread", "--base=" + base, "-o", mails, base + "..HEAD"],
-        env=ann)
-    files = [os.path.join(mails, n) for n in sorted(os.listdir(mails))]
-    with open(files[0]) as f:
-        text = f.read()
-    with open(files[0], "w") as f:
-        f.write(text.replace("*** SUBJECT HERE ***", "killed: two files")
-                .replace("*** BLURB HERE ***", "Sent before a kill -9."))
+        commit_file(work, "killed-%d.txt" % n, "killed %d\n" % n,
+                    "killed: file %d" % n, "@1700004000 +0000")
+    files = mails_of(os.path.join(tmp, "mails"), work, base,
+                     ("killed: two files", "Sent before a kill -9."))
     out = run([pb, "-c", conf, "replay"] + files)
     if out.count("spooled as") != 3:
         fail("replay: %r" % out)
