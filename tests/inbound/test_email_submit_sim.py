@@ -301,14 +301,20 @@ VERIFIED = ("Authentication-Results: lists.example.test; dkim=pass"
 def sudo_story(pb, tmp):
     """The merge request is opened as the sender's forge user (GitLab's
     Sudo, as approvals are given) when the address maps to one and the
-    series is verified; else by the bridge, with "From: ... by email"."""
+    series is verified; else, and when the token may not act for anyone,
+    by the bridge, with "From: ... by email"."""
     os.makedirs(tmp)
     # an administrator's token with the sudo scope (seed-default.json)
     conf, work, base = setup(tmp, SUDO_CONFIG, "admin-token")
     with open(os.path.join(tmp, "users"), "w") as f:
         f.write("ann@example.org alice\n")
     results = {}
-    for name, verified in (("signed", True), ("unsigned", False)):
+    # the last with a token that may not act for anyone: the bridge
+    for name, verified in (("signed", True), ("unsigned", False),
+                           ("nosudo", True)):
+        if name == "nosudo":
+            with open(os.path.join(tmp, "token"), "w") as f:
+                f.write("bot-token\n")
         run(["git", "-C", work, "checkout", "-q", "-B", name, base])
         commit_file(work, name + ".txt", name + "\n", "%s: one file" % name,
                     "@1700003000 +0000")
@@ -340,8 +346,15 @@ def sudo_story(pb, tmp):
                 "From: Ann Author <ann@example.org> by email"):
         fail("an unverified sender's merge request: by %s, %r" %
              (unsigned["author"]["username"], unsigned["description"]))
+    nosudo = results["nosudo"]
+    if nosudo["author"]["username"] != "patchbridge" or \
+            not nosudo["description"].startswith(
+                "From: Ann Author <ann@example.org> by email"):
+        fail("a verified sender's merge request, no sudo: by %s, %r" %
+             (nosudo["author"]["username"], nosudo["description"]))
     print("!%d opened as alice (verified, mapped), !%d by the bridge "
-          "(unverified)" % (signed["iid"], unsigned["iid"]))
+          "(unverified), !%d by the bridge (a token without sudo)" %
+          (signed["iid"], unsigned["iid"], nosudo["iid"]))
     return 0
 
 
