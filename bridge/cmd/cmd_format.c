@@ -6,6 +6,7 @@
 #include "outbound/gitrepo.h"
 #include "outbound/mailhdr.h"
 #include "outbound/mrjson.h"
+#include "outbound/patchahead.h"
 #include "outbound/series.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -45,6 +46,7 @@ enum {
 	OPT_MAX_SERIES,
 	OPT_TEMPLATE,
 	OPT_DATE,
+	OPT_JOBS,
 };
 
 static const struct option long_opts[] = {
@@ -68,6 +70,7 @@ static const struct option long_opts[] = {
 	{ "max-series", required_argument, NULL, OPT_MAX_SERIES },
 	{ "template", required_argument, NULL, OPT_TEMPLATE },
 	{ "date", required_argument, NULL, OPT_DATE },
+	{ "jobs", required_argument, NULL, 'j' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -77,7 +80,7 @@ struct format_args {
 	const char *repo, *base, *head, *mr_json, *range_diff, *in_reply_to;
 	const char *project, *bridge_name, *bridge_address, *domain;
 	const char *template_path, *output;
-	uint64_t version, prev_version, iid, max_series;
+	uint64_t version, prev_version, iid, max_series, jobs;
 	int64_t date;
 	int have_date, from_author, cover;
 	struct strlist to, cc;
@@ -104,7 +107,7 @@ static int parse_args(struct format_args *a, int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "o:h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "j:o:h", long_opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_REPO:
 			a->repo = optarg;
@@ -175,6 +178,11 @@ static int parse_args(struct format_args *a, int argc, char **argv)
 				return usage_error("--date: Unix seconds");
 			a->have_date = 1;
 			break;
+		case 'j':
+			if (!parse_num(&a->jobs, optarg, 1,
+				       PATCHAHEAD_JOBS_MAX))
+				return usage_error("--jobs: 1-8");
+			break;
 		case 'o':
 			a->output = optarg;
 			break;
@@ -220,21 +228,20 @@ static char *project_from_repo(const char *dir)
 
 /*
  * Each mail written as it is made (series_build_each()); without a
- * range-diff, each commit's patch rendered just before its mail and
- * released after it.
+ * range-diff, each commit's patch rendered ahead of its mail on a few
+ * threads (patchahead.h) and released after it.
  */
 struct writer {
 	int fd;
 	struct buf b;
-	struct gitrepo *repo;
-	struct gitrepo_range *range; /* deferred patches, or NULL */
+	struct patchahead *ahead; /* deferred patches, or NULL */
 };
 
 static int patch_before(void *arg, size_t i)
 {
 	struct writer *w = arg;
 
-	return w->range ? gitrepo_range_patch(w->repo, w->range, i) : 0;
+	return w->ahead ? patchahead_get(w->ahead, i) : 0;
 }
 
 static int write_mail(void *arg, const struct series_mail *m)
@@ -242,8 +249,8 @@ static int write_mail(void *arg, const struct series_mail *m)
 	struct writer *w = arg;
 	int rc;
 
-	if (w->range && m->index > 0)
-		gitrepo_range_patch_release(w->range, m->index - 1);
+	if (w->ahead && m->index > 0)
+		patchahead_put(w->ahead, m->index - 1);
 	buf_reset(&w->b);
 	rc = series_mbox_append(&w->b, m);
 	if (!rc)
@@ -259,7 +266,7 @@ static int run(struct format_args *a)
 	struct series_opts o;
 	struct mrjson mr;
 	struct buf tmpl = BUF_INIT(PB_TEMPLATE_MAX);
-	struct writer w = { 1, BUF_INIT(0), NULL, NULL };
+	struct writer w = { 1, BUF_INIT(0), NULL };
 	struct series_sink sink = { patch_before, write_mail, &w };
 	char *project = NULL, *domain = NULL, *prev_base = NULL, *irt = NULL;
 	const char *dots;
@@ -364,8 +371,12 @@ static int run(struct format_args *a)
 	/* One mail in memory at a time, as git format-patch: the series'
 	 * mails are written as they are made. */
 	buf_init(&w.b, SERIES_MAIL_MAX + 1024);
-	w.repo = repo;
-	w.range = a->range_diff ? NULL : range;
+	if (!a->range_diff && range->have_patches) {
+		rc = patchahead_start(&w.ahead, repo, a->repo, range,
+				      (unsigned)a->jobs);
+		if (rc)
+			goto out;
+	}
 	if (a->output && strcmp(a->output, "-")) {
 		struct file_atomic f;
 
@@ -385,6 +396,7 @@ static int run(struct format_args *a)
 		rc = series_build_each(&s, range, &o, &sink);
 	}
 out:
+	patchahead_free(w.ahead);
 	buf_release(&w.b);
 	free(irt);
 	series_free(s);

@@ -48,6 +48,9 @@ const char cmd_format_help[] =
 	"  --template FILE       cover letter template (default: built in)\n"
 	"  --date SECONDS        the revision date (default: head's commit\n"
 	"                        date); mail k is dated SECONDS + k\n"
+	"  -j, --jobs N          render the patches with N threads (1-8;\n"
+	"                        default 2, 1 on one CPU); the output is\n"
+	"                        the same\n"
 	"  -o, --output FILE     write to FILE (\"-\": standard output, the\n"
 	"                        default)\n";
 

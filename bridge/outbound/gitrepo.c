@@ -117,6 +117,11 @@ void gitrepo_free(struct gitrepo *repo)
 	git_libgit2_shutdown();
 }
 
+int gitrepo_threads(void)
+{
+	return !!(git_libgit2_features() & GIT_FEATURE_THREADS);
+}
+
 static int resolve_oid(git_oid *out, struct gitrepo *repo, const char *rev)
 {
 	git_object *obj = NULL, *peeled = NULL;

@@ -97,6 +97,11 @@ struct gitrepo_range {
 
 int gitrepo_open(struct gitrepo **out, const char *path);
 void gitrepo_free(struct gitrepo *repo);
+/*
+ * 1 when libgit2 was built thread safe (GIT_FEATURE_THREADS): then two
+ * gitrepos, each on its own thread, may be used at the same time.
+ */
+int gitrepo_threads(void);
 
 /*
  * The primitives of the daemon's bare mirror (outbound/mirror.h decides
