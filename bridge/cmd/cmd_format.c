@@ -377,6 +377,10 @@ static int run(struct format_args *a)
 		if (rc)
 			goto out;
 	}
+	/* The cover letter's, while the first patches are made. */
+	rc = gitrepo_range_diffstat(repo, range);
+	if (rc)
+		goto out;
 	if (a->output && strcmp(a->output, "-")) {
 		struct file_atomic f;
 
