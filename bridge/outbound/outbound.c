@@ -10,6 +10,7 @@
 #include "mail/subject.h"
 #include "outbound/detect.h"
 #include "outbound/emailmr.h"
+#include "outbound/emailnotice.h"
 #include "outbound/gitrepo.h"
 #include "outbound/listarchive.h"
 #include "outbound/mailhdr.h"
@@ -1858,6 +1859,7 @@ static int submission_open(struct outbound *ob,
 	struct strlist specs = STRLIST_INIT;
 	struct buf url = BUF_INIT(PB_HTTP_URL_MAX);
 	struct emailmr_ctx c;
+	struct emailnotice_ctx nc;
 	char sha[GITREPO_HEXSZ + 1], *ref, *spec;
 	int64_t iid = 0;
 	int rc;
@@ -1893,6 +1895,11 @@ static int submission_open(struct outbound *ob,
 	c.label = "from-email";
 	c.committer_name = config_str(ob->cfg, CFG_BRIDGE_NAME);
 	c.committer_email = config_str(ob->cfg, CFG_BRIDGE_ADDRESS);
+	nc.st = ob->store;
+	nc.cfg = ob->cfg;
+	nc.proj = proj;
+	c.failed = emailnotice_failed;
+	c.failed_arg = &nc;
 	rc = emailmr_open(&iid, &c, series_id);
 	if (rc == PB_EINVAL)
 		log_warn("%s", err_msg()); /* failed: the series is closed */
@@ -1910,6 +1917,7 @@ int outbound_submission(struct outbound *ob, char *project, size_t size,
 {
 	const struct config_project *proj;
 	struct review_options ro;
+	struct emailnotice_ctx nc;
 	enum emailmr_policy policy;
 	char series[PB_MSGID_MAX + 1];
 	int rc, whole = 0;
@@ -1942,6 +1950,13 @@ int outbound_submission(struct outbound *ob, char *project, size_t size,
 	ro.list_address = config_project_str(proj, CFG_BRIDGE_LIST_ADDRESS);
 	ro.own_domain = config_str(ob->cfg, CFG_BRIDGE_DOMAIN);
 	ro.own_address = config_str(ob->cfg, CFG_BRIDGE_ADDRESS);
+	/* the verified rule and the limits, the sender told once */
+	nc.st = ob->store;
+	nc.cfg = ob->cfg;
+	nc.proj = proj;
+	rc = emailnotice_screen(&nc, policy, &ro, raw, len);
+	if (rc)
+		return rc;
 	rc = emailmr_collect(&whole, series, sizeof(series), ob->store,
 			     config_project_name(proj), policy, &ro, raw, len);
 	if (rc == PB_EEXISTS && series[0]) {
@@ -1962,4 +1977,9 @@ int outbound_submission(struct outbound *ob, char *project, size_t size,
 	if (rc || !whole)
 		return rc;
 	return submission_open(ob, proj, series);
+}
+
+int outbound_submission_remind(struct outbound *ob, size_t *told)
+{
+	return emailnotice_remind(ob->store, ob->cfg, now_s(), told);
 }
