@@ -1912,6 +1912,25 @@ out:
 	return rc;
 }
 
+/* The series does not apply, and its sender was told (emailnotice.h). */
+static int series_told_failed(struct store *st, const char *series_id)
+{
+	struct store_submission sub;
+	struct store_notice told;
+	char *key = xasprintf("%s%s", EMAILNOTICE_FAILED, series_id);
+	int yes;
+
+	store_submission_init(&sub);
+	store_notice_init(&told);
+	yes = !store_submission_get(&sub, st, series_id) &&
+	      sub.state == STORE_SUBMISSION_FAILED &&
+	      !store_notice_get(&told, st, key);
+	store_notice_release(&told);
+	store_submission_release(&sub);
+	free(key);
+	return yes;
+}
+
 int outbound_submission(struct outbound *ob, char *project, size_t size,
 			const char *raw, size_t len)
 {
@@ -1976,7 +1995,10 @@ int outbound_submission(struct outbound *ob, char *project, size_t size,
 	}
 	if (rc || !whole)
 		return rc;
-	return submission_open(ob, proj, series);
+	rc = submission_open(ob, proj, series);
+	if (rc == PB_EINVAL && series_told_failed(ob->store, series))
+		rc = 0; /* the series' end, not the mail's: no dead letter */
+	return rc;
 }
 
 int outbound_submission_remind(struct outbound *ob, size_t *told)

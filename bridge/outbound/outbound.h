@@ -195,7 +195,8 @@ int outbound_landed(struct outbound_landed *landed, struct outbound *ob,
  * mirror.  project (size bytes) gets the project.  Errors
  * as inbound_opts.submission says: PB_EPERM for a mail that is no
  * submission, not let in, or of no project that can be told; PB_ELIMIT
- * for a series over a limit.
+ * for a series over a limit.  A series that does not apply ends there,
+ * its sender told: 0 for the mail that completed it.
  */
 int outbound_submission(struct outbound *ob, char *project, size_t size,
 			const char *raw, size_t len);

@@ -124,7 +124,8 @@ class Story:
 
     def replay(self, *files, spooled=True):
         out = run([self.pb, "-c", self.conf, "replay"] + list(files))
-        if out.count("spooled as") != (len(files) if spooled else 0):
+        if spooled is not None and \
+                out.count("spooled as") != (len(files) if spooled else 0):
             fail("replay: %r" % out)
 
     def daemon(self):
@@ -250,6 +251,10 @@ def not_applied(pb, tmp, work, main):
     if "not opened: the series does not apply" not in out or \
             "Patch 2/2" not in out:
         fail("not_applied: why %r" % out)
+    # The series' end, not a fault of the mail that completed it.
+    out = st.why(msgid_of(files[-1]))
+    if "dead letter" in out or "not applied, its sender told" not in out:
+        fail("not_applied: why of the last mail %r" % out)
     print("not applied: one notice to the sender, naming 2/2 and %s" %
           main[:12])
 
@@ -277,6 +282,20 @@ def unverified(pb, tmp, work, main):
             "its series was refused" not in out:
         fail("unverified: why %r" % out)
     print("unverified: one notice for the series, nothing on the forge")
+
+    # RFC 3834: no answer to an automatic mail, even a series'.
+    auto = Story(pb, tmp, "auto", "email_submissions = verified")
+    bot = series(work, tmp, "auto", main, [("a1.txt", "1\n")],
+                 cover=False)
+    with open(bot[0]) as f:
+        text = f.read()
+    with open(bot[0], "w") as f:
+        f.write("Auto-Submitted: auto-generated\n" + text)
+    auto.replay(*bot, spooled=None)
+    auto.daemon()
+    if mr_iids() != before or auto.notices():
+        fail("auto-submitted: %r" % auto.notices())
+    print("an auto-submitted series: no notice, nothing on the forge")
 
     off = Story(pb, tmp, "off", "email_submissions = off")
     off.replay(*files, spooled=False)  # not even spooled
