@@ -1425,6 +1425,61 @@ static void json_sent(struct jsonw *j, const struct why *w)
 	jsonw_obj_end(j);
 }
 
+/* A mail of a series posted to the list: as tell_submission() says. */
+static void json_series(struct jsonw *j, const struct why *w)
+{
+	static const char *const kinds[3] = { "refused", "not_applied",
+					      "missing" };
+	const struct store_submission *sub = &w->sub;
+	size_t k;
+
+	jsonw_key(j, "series");
+	if (!w->have_sub) {
+		jsonw_null(j);
+		return;
+	}
+	jsonw_obj_begin(j);
+	jsonw_key(j, "series_id");
+	jsonw_strz(j, sub->series_id);
+	jsonw_key(j, "sender");
+	jsonw_strz(j, sub->sender);
+	jsonw_key(j, "version");
+	jsonw_int(j, sub->version);
+	jsonw_key(j, "total");
+	jsonw_int(j, sub->total);
+	jsonw_key(j, "patch");
+	jsonw_int(j, w->subm.patch);
+	jsonw_key(j, "state");
+	jsonw_strz(j, store_submission_state_name(sub->state));
+	jsonw_key(j, "mr");
+	if (sub->iid)
+		jsonw_int(j, sub->iid);
+	else
+		jsonw_null(j);
+	jsonw_key(j, "missing");
+	jsonw_strz(j, w->missing[0] ? w->missing : NULL);
+	jsonw_key(j, "told");
+	jsonw_obj_begin(j);
+	for (k = 0; k < 3; k++) {
+		jsonw_key(j, kinds[k]);
+		if (!w->have_told[k]) {
+			jsonw_null(j);
+			continue;
+		}
+		jsonw_obj_begin(j);
+		jsonw_key(j, "decision");
+		jsonw_strz(j, w->told[k].decision);
+		jsonw_key(j, "message_id");
+		jsonw_strz(j, w->told[k].notice_id);
+		jsonw_key(j, "reasons");
+		jsonw_strz(j, w->told[k].reasons);
+		json_time(j, "at", w->told[k].created);
+		jsonw_obj_end(j);
+	}
+	jsonw_obj_end(j);
+	jsonw_obj_end(j);
+}
+
 static int tell_json(const struct why *w)
 {
 	struct buf out = BUF_INIT(4 * 1024 * 1024);
@@ -1443,6 +1498,7 @@ static int tell_json(const struct why *w)
 	json_mail(&j, w);
 	json_spool(&j, w);
 	json_sent(&j, w);
+	json_series(&j, w);
 	jsonw_key(&j, "state_database");
 	jsonw_bool(&j, !w->no_store);
 	jsonw_obj_end(&j);
