@@ -478,42 +478,21 @@ out:
 int emailnotice_remind(struct store *st, const struct config *cfg, int64_t now,
 		       size_t *told)
 {
-	struct store_submission_list due = { 0 };
 	struct emailnotice_ctx c;
-	int64_t wait, least = -1;
-	size_t i;
+	size_t i, k;
 	int rc = 0, rc1;
 
 	if (told)
 		*told = 0;
-	for (i = 0; i < config_project_count(cfg); i++) {
-		const struct config_project *p = config_project_at(cfg, i);
-
-		if (!config_project_bool(p, CFG_PROJECT_ENABLED) ||
-		    config_project_enum(p, CFG_PROJECT_EMAIL_SUBMISSIONS) ==
-			    CONFIG_SUBMISSIONS_OFF)
-			continue;
-		wait = config_project_duration_ms(
-			       p, CFG_PROJECT_EMAIL_SERIES_WAIT) /
-		       1000;
-		if (least < 0 || wait < least)
-			least = wait;
-	}
-	if (least < 0)
-		return 0; /* no project takes series by mail */
-	rc = store_submission_list_due(&due, st, now - least,
-				       EMAILNOTICE_MISSING, EMAILNOTICE_REFUSED,
-				       REMIND_BATCH);
-	if (rc)
-		return rc;
 	memset(&c, 0, sizeof(c));
 	c.st = st;
 	c.cfg = cfg;
-	for (i = 0; i < due.nr; i++) {
-		const struct store_submission *sub = &due.items[i];
+	for (i = 0; i < config_project_count(cfg); i++) {
+		struct store_submission_list due = { 0 };
+		int64_t wait;
 
-		if (config_project_get(&c.proj, cfg, sub->project) ||
-		    !config_project_bool(c.proj, CFG_PROJECT_ENABLED) ||
+		c.proj = config_project_at(cfg, i);
+		if (!config_project_bool(c.proj, CFG_PROJECT_ENABLED) ||
 		    config_project_enum(c.proj,
 					CFG_PROJECT_EMAIL_SUBMISSIONS) ==
 			    CONFIG_SUBMISSIONS_OFF)
@@ -521,18 +500,20 @@ int emailnotice_remind(struct store *st, const struct config *cfg, int64_t now,
 		wait = config_project_duration_ms(
 			       c.proj, CFG_PROJECT_EMAIL_SERIES_WAIT) /
 		       1000;
-		if (sub->created + wait > now)
-			continue;
-		rc1 = remind_one(&c, sub);
-		if (rc1) {
-			log_warn("series <%s>: %s", sub->series_id, err_msg());
-			if (!rc)
-				rc = rc1;
-			continue;
+		rc1 = store_submission_list_due(
+			&due, st, config_project_name(c.proj), now - wait,
+			EMAILNOTICE_MISSING, EMAILNOTICE_REFUSED, REMIND_BATCH);
+		for (k = 0; !rc1 && k < due.nr; k++) {
+			rc1 = remind_one(&c, &due.items[k]);
+			if (rc1)
+				log_warn("series <%s>: %s",
+					 due.items[k].series_id, err_msg());
+			else if (told)
+				(*told)++;
 		}
-		if (told)
-			(*told)++;
+		store_submission_list_release(&due);
+		if (rc1 && !rc)
+			rc = rc1;
 	}
-	store_submission_list_release(&due);
 	return rc;
 }

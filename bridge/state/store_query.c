@@ -43,7 +43,8 @@
 #define SUBM_COLS "message_id, series_id, patch, message, created"
 #define SUB_LIST_DUE(key2, key3)                         \
 	"SELECT " SUB_COLS " FROM submissions s"         \
-	" WHERE state = 'collecting' AND created <= ?1"  \
+	" WHERE project = ?5 AND state = 'collecting'"   \
+	" AND created <= ?1"                             \
 	" AND NOT EXISTS (SELECT 1 FROM notices n"       \
 	"  WHERE n.message_id = " key2 " || s.series_id" \
 	"  OR n.message_id = " key3 " || s.series_id)"   \

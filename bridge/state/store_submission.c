@@ -277,13 +277,16 @@ int store_submission_count_sender(int64_t *out, struct store *st,
 }
 
 int store_submission_list_due(struct store_submission_list *out,
-			      struct store *st, int64_t before,
-			      const char *remind_prefix,
+			      struct store *st, const char *project,
+			      int64_t before, const char *remind_prefix,
 			      const char *refuse_prefix, size_t limit)
 {
 	struct query q;
 	int rc;
 
+	rc = check_str("project", project, STORE_PROJECT_MAX, 1);
+	if (rc)
+		return rc;
 	rc = q_start(&q, st, S_SUB_LIST_DUE, "list series waiting long");
 	if (rc)
 		return rc;
@@ -291,6 +294,7 @@ int store_submission_list_due(struct store_submission_list *out,
 	q_text(&q, 2, remind_prefix);
 	q_text(&q, 3, refuse_prefix);
 	q_int(&q, 4, list_limit(limit));
+	q_text(&q, 5, project);
 	ROW_LIST_READ(rc, &submission_row, out, &q);
 	q_end(&q);
 	return rc;

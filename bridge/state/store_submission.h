@@ -125,7 +125,8 @@ int store_submission_bytes(int64_t *out, struct store *st,
 int store_submission_count_sender(int64_t *out, struct store *st,
 				  const char *sender, int64_t since);
 /*
- * Series still collecting that were made at or before `before`, and
+ * Series of project still collecting that were made at or before
+ * `before`, and
  * whose sender was told nothing yet (no notices row keyed
  * remind_prefix + series_id nor refuse_prefix + series_id,
  * store_notice.h), oldest first, at most limit (0: STORE_LIST_MAX);
@@ -133,8 +134,8 @@ int store_submission_count_sender(int64_t *out, struct store *st,
  * due for (outbound/emailnotice.h).
  */
 int store_submission_list_due(struct store_submission_list *out,
-			      struct store *st, int64_t before,
-			      const char *remind_prefix,
+			      struct store *st, const char *project,
+			      int64_t before, const char *remind_prefix,
 			      const char *refuse_prefix, size_t limit);
 /*
  * A whole series opened as the merge request iid (state OPENED) or

@@ -328,6 +328,12 @@ def missing(pb, tmp, work, main):
     out = st.why(msgid_of(files[1]))
     if "waits for 2/3" not in out:
         fail("missing: why %r" % out)
+    j = json.loads(run([pb, "-c", st.conf, "why", "--json",
+                        msgid_of(files[1]).strip("<>")]))
+    if j["series"]["missing"] != "2/3" or \
+            j["series"]["state"] != "collecting" or \
+            j["series"]["told"]["missing"]["decision"] != "sent":
+        fail("missing: why --json %r" % j.get("series"))
     if mr_iids() != before:
         fail("missing: a merge request before the series is whole")
     # The late patch completes it.

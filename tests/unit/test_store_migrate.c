@@ -612,16 +612,22 @@ static void test_migrate_series_notices(void **state)
 				 &n, st, "ann@example.org", INT64_MAX / 2),
 			 0);
 	assert_int_equal(n, 0);
-	assert_int_equal(store_submission_list_due(&due, st, INT64_MAX / 2,
-						   "missing ", "refused ", 0),
+	assert_int_equal(store_submission_list_due(&due, st, "g/p",
+						   INT64_MAX / 2, "missing ",
+						   "refused ", 0),
 			 0);
 	assert_int_equal(due.nr, 1);
 	assert_string_equal(due.items[0].series_id, "s@x");
 	store_submission_list_release(&due);
-	assert_int_equal(store_submission_list_due(&due, st, 0, "missing ",
-						   "refused ", 0),
+	assert_int_equal(store_submission_list_due(&due, st, "g/p", 0,
+						   "missing ", "refused ", 0),
 			 0);
 	assert_int_equal(due.nr, 0); /* not old enough */
+	assert_int_equal(store_submission_list_due(&due, st, "g/q",
+						   INT64_MAX / 2, "missing ",
+						   "refused ", 0),
+			 0);
+	assert_int_equal(due.nr, 0); /* another project's */
 	/* told: listed no more */
 	store_notice_init(&row);
 	row.message_id = "missing s@x";
@@ -630,8 +636,9 @@ static void test_migrate_series_notices(void **state)
 	row.recipient = "ann@example.org";
 	row.reasons = "waits for 2/2";
 	assert_int_equal(store_notice_put(st, &row), 0);
-	assert_int_equal(store_submission_list_due(&due, st, INT64_MAX / 2,
-						   "missing ", "refused ", 0),
+	assert_int_equal(store_submission_list_due(&due, st, "g/p",
+						   INT64_MAX / 2, "missing ",
+						   "refused ", 0),
 			 0);
 	assert_int_equal(due.nr, 0);
 	store_submission_list_release(&due);
