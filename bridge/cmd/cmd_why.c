@@ -982,10 +982,14 @@ static void tell_submission(const struct why *w)
 		       url);
 		break;
 	case STORE_SUBMISSION_FAILED:
-		printf("    not opened: the series does not apply%s\n",
-		       w->have_told[1] ? "" :
-					 " (the daemon's log names the patch, "
-					 "git's message and the base tried)");
+		if (w->have_told[1])
+			printf("    not opened: the series does not apply\n");
+		else
+			printf("    not opened: the series does not apply (the "
+			       "daemon's log names the patch, git's message "
+			       "and the base tried), or is a version not "
+			       "newer than the latest its topic's merge "
+			       "request took\n");
 		break;
 	}
 	tell_told(w);

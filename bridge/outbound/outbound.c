@@ -65,6 +65,10 @@ struct outbound {
 	 * record (the database went away): recorded before anything else
 	 * is delivered, never sent again by this process. */
 	struct strlist unrecorded;
+	/* Who a series posted to the list is opened as (emailmr.h);
+	 * NULL: the bridge. */
+	emailmr_user_fn map_user;
+	void *map_arg;
 };
 
 static int64_t now_s(void)
@@ -1849,6 +1853,7 @@ static int submission_project(const struct config_project **out,
 /* The mirror fetched, the target resolved, the series opened. */
 static int submission_open(struct outbound *ob,
 			   const struct config_project *proj,
+			   const struct review_options *ro,
 			   const char *series_id)
 {
 	const char *project = config_project_name(proj);
@@ -1900,6 +1905,9 @@ static int submission_open(struct outbound *ob,
 	nc.proj = proj;
 	c.failed = emailnotice_failed;
 	c.failed_arg = &nc;
+	c.map_user = ob->map_user;
+	c.map_arg = ob->map_arg;
+	c.ro = ro;
 	rc = emailmr_open(&iid, &c, series_id);
 	if (rc == PB_EINVAL)
 		log_warn("%s", err_msg()); /* failed: the series is closed */
@@ -1929,6 +1937,12 @@ static int series_told_failed(struct store *st, const char *series_id)
 	store_submission_release(&sub);
 	free(key);
 	return yes;
+}
+
+void outbound_set_user_map(struct outbound *ob, emailmr_user_fn fn, void *arg)
+{
+	ob->map_user = fn;
+	ob->map_arg = arg;
 }
 
 int outbound_submission(struct outbound *ob, char *project, size_t size,
@@ -1995,7 +2009,7 @@ int outbound_submission(struct outbound *ob, char *project, size_t size,
 	}
 	if (rc || !whole)
 		return rc;
-	rc = submission_open(ob, proj, series);
+	rc = submission_open(ob, proj, &ro, series);
 	if (rc == PB_EINVAL && series_told_failed(ob->store, series))
 		rc = 0; /* the series' end, not the mail's: no dead letter */
 	return rc;
