@@ -13,8 +13,10 @@ milter spools them (`patchbridge replay`) and taken by `patchbridge run
                to the sender alone, naming the patch, the base tried
                and git's message; `why` says the same
   unverified   email_submissions = verified and no verified sender: one
-               notice for the whole series, nothing on the forge; with
-               email_submissions = off, nothing at all
+               notice for the whole series, nothing on the forge; a
+               second refused series past [inbound] notice_rate is
+               recorded, not mailed; an auto-submitted series gets no
+               answer; with email_submissions = off, nothing at all
   missing      patch 2/3 does not come: after email_series_wait (1s
                here, waited for by running the daemon until the notice
                is there, never by a fixed sleep) one notice names 2/3,
@@ -282,6 +284,31 @@ def unverified(pb, tmp, work, main):
             "its series was refused" not in out:
         fail("unverified: why %r" % out)
     print("unverified: one notice for the series, nothing on the forge")
+
+    # A forged From gets its owner at most notice_rate notices an hour:
+    # the second series' refusal is recorded, not mailed.
+    rate = Story(pb, tmp, "rate", "email_submissions = verified")
+    with open(rate.conf) as f:
+        text = f.read()
+    with open(rate.conf, "w") as f:
+        f.write(text.replace("[inbound]\n", "[inbound]\nnotice_rate = 1\n"))
+    one = series(work, tmp, "rate-1", main, [("r1.txt", "1\n")],
+                 cover=False)
+    two = series(work, tmp, "rate-2", main, [("r2.txt", "2\n")],
+                 cover=False)
+    rate.replay(*one)
+    rate.daemon()
+    rate.replay(*two)
+    rate.daemon()
+    if len(rate.notices()) != 1:
+        fail("notice_rate: %d notices" % len(rate.notices()))
+    db = sqlite3.connect(os.path.join(rate.dir, "state.db"))
+    told = sorted(r[0] for r in db.execute(
+        "SELECT decision FROM notices WHERE message_id LIKE 'refused %'"))
+    db.close()
+    if told != ["rate_limit", "sent"]:
+        fail("notice_rate: decisions %r" % told)
+    print("notice_rate: the second refusal recorded, not mailed")
 
     # RFC 3834: no answer to an automatic mail, even a series'.
     auto = Story(pb, tmp, "auto", "email_submissions = verified")
