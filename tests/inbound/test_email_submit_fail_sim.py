@@ -33,50 +33,20 @@ import json
 import os
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
-URL = os.environ.get("PB_FORGESIM_URL")
-PROJECT = "group/project"
+# The setup of the stories that do become merge requests.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_email_submit_sim as base  # noqa: E402
+from test_email_submit_sim import ANN, DAEMON_OK, PROJECT, URL, api  # noqa: E402,E501
+
 LIST = "list@example.org"
-DAEMON_OK = (0, 75)
 # The longest a story waits for the daemon to decide a reminder.
 WAIT_S = float(os.environ.get("PB_TEST_WAIT", "120"))
-
-CONFIG = """\
-[bridge]
-address = patchbridge@bridge.example.org
-domain = bridge.example.org
-list_address = %(list)s
-[forge]
-url = %(url)s
-token_file = %(dir)s/token
-retry_base = 10ms
-retry_max = 5s
-timeout = 20s
-[state]
-path = %(dir)s/state.db
-[spool]
-dir = %(dir)s/spool
-[log]
-level = debug
-[inbound]
-approval_policy = none
-retry_base = 1s
-retry_max = 2s
-[project "group/project"]
-email_target_branch = main
-%(extra)s
-"""
-
-GITCONFIG = None
-ANN = {"GIT_AUTHOR_NAME": "Ann Author",
-       "GIT_AUTHOR_EMAIL": "ann@example.org",
-       "GIT_COMMITTER_NAME": "Ann Author",
-       "GIT_COMMITTER_EMAIL": "ann@example.org"}
+# Who may, and the limits: each story's own.
+CONFIG = base.CONFIG.replace("email_submissions = anyone\n", "%(extra)s\n")
 
 
 def fail(msg):
@@ -84,23 +54,7 @@ def fail(msg):
     sys.exit(1)
 
 
-def run(cmd, env=None, ok=(0,)):
-    e = dict(os.environ, GIT_CONFIG_GLOBAL=GITCONFIG,
-             GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0")
-    e.update(env or {})
-    p = subprocess.run(cmd, env=e, capture_output=True, text=True,
-                       timeout=300, check=False)
-    if p.returncode not in ok:
-        fail("%s: exit %d\n%s%s" % (" ".join(cmd), p.returncode, p.stdout,
-                                    p.stderr))
-    return p.stdout
-
-
-def api(path):
-    req = urllib.request.Request(URL + "/api/v4/" + path,
-                                 headers={"PRIVATE-TOKEN": "admin-token"})
-    with urllib.request.urlopen(req, timeout=30) as r:
-        return json.load(r)
+run = base.run
 
 
 def mr_iids():
@@ -117,7 +71,7 @@ class Story:
         os.makedirs(self.dir)
         self.conf = os.path.join(self.dir, "patchbridge.conf")
         with open(self.conf, "w") as f:
-            f.write(CONFIG % {"url": URL, "dir": self.dir, "list": LIST,
+            f.write(CONFIG % {"url": URL, "dir": self.dir,
                               "extra": extra})
         tok = os.path.join(self.dir, "token")
         with open(tok, "w") as f:
@@ -427,10 +381,10 @@ def main():
         print("run through run-with-sim.sh with the path of patchbridge")
         return 2
     pb = sys.argv[1]
-    global GITCONFIG
     tmp = tempfile.mkdtemp(prefix="pb-email-fail.")
-    GITCONFIG = os.path.join(tmp, "gitconfig")
-    with open(GITCONFIG, "w"):
+    base.GITCONFIG = os.path.join(tmp, "gitconfig")
+    base.fail = fail  # its run() fails under this test's name
+    with open(base.GITCONFIG, "w"):
         pass
     try:
         work = os.path.join(tmp, "work")
