@@ -197,8 +197,10 @@ static const struct metric_def defs[MET__COUNT] = {
 	[MET_NOTICES] = {
 		"patchbridge_notices_total", METRIC_COUNTER, D,
 		{ "decision" }, { v_notice }, 16, NULL, 0,
-		"Replies whose sender was to be told what was not done: the "
-		"notice queued, or why not",
+		"Replies whose sender was to be told what was not done, and "
+		"series posted to the list whose sender was to be told why "
+		"they are no merge request (yet): the notice queued, or why "
+		"not",
 		"`decision`: `sent` (queued for the sender), `disabled`, "
 		"`opt_out`, `rate_limit`, `auto_submitted`, `bounce`, `list`, "
 		"`ours`, `no_address`, `unrenderable` (README \"Notices to "

@@ -6,6 +6,7 @@
 #include "outbound/emailnotice.h"
 
 #include "core/config.h"
+#include "core/metrics.h"
 #include "mail/mail.h"
 #include "mail/notice.h"
 #include "mail/review.h"
@@ -193,6 +194,8 @@ static int tell(const struct emailnotice_ctx *c, const char *prefix,
 	t.reason = reason;
 	rc = store_transaction(c->st, tell_tx, &t);
 	printable_copy(shown, sizeof(shown), series_id, strlen(series_id));
+	if (!rc && t.decision)
+		metrics_inc1(MET_NOTICES, t.decision);
 	if (!rc && t.decision && !strcmp(t.decision, "sent"))
 		log_info("series <%s>: notice <%s> to its sender queued (%s)",
 			 shown, t.notice_id, prefix);
