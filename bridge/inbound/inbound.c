@@ -1427,6 +1427,9 @@ static int submission(struct inbound *ib, struct job *j)
 	if (rc == PB_EPERM || rc == PB_EEXISTS)
 		return finish(j, STORE_INBOUND_IGNORED, "not_submission", "%s",
 			      err_msg());
+	if (rc == PB_ELIMIT) /* over a limit of [project] email_* */
+		return finish(j, STORE_INBOUND_IGNORED, "submission_limit",
+			      "%s", err_msg());
 	if (rc == PB_ETEMP)
 		return rc;
 	return finish(j, STORE_INBOUND_DEAD, "planning",
