@@ -538,7 +538,9 @@ int inbound_locate(struct inbound_target *out, int *is_ours, struct store *st,
 			rc = r2;
 			break;
 		}
-		if (r2 || !row.project)
+		/* iid 0: the notice about a series that became no merge
+		 * request (schema 12) places nothing */
+		if (r2 || !row.project || row.iid < 1)
 			continue;
 		snprintf(out->project, sizeof(out->project), "%s", row.project);
 		out->iid = row.iid;
