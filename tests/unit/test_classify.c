@@ -264,8 +264,10 @@ static void run(struct classify_result *res, const char *headers,
 /*
  * When some project takes series posted to the list, a new patch's mail
  * (unthreaded, or threaded under a mail the map does not know) is a
- * SUBMIT, to be spooled; without, it passes as before.  A reply that
- * nothing places, and the bridge's own patch, are never one.
+ * SUBMIT, to be spooled; without, it passes as before.  So is a next
+ * version's mail threaded under a bridged one; a v1 patch there is not.
+ * A reply that nothing places, and the bridge's own patch, are never
+ * one.
  */
 static void test_submission(void **state)
 {
@@ -312,6 +314,42 @@ static void test_submission(void **state)
 		classify_input_release(&in);
 		buf_release(&raw);
 	}
+
+	/* a next version in reply to the last one's cover (git send-email
+	 * --in-reply-to): a series of its own when submissions are on; a
+	 * v1 patch in a bridged thread stays where the thread puts it */
+	build(&in, &raw,
+	      "From: Ann <ann@example.org>\n"
+	      "Subject: [PATCH v2 0/3] list: grow on demand\n"
+	      "Message-ID: <v2c@example.org>\n"
+	      "In-Reply-To: <s12-0@lists.example.org>\n"
+	      "References: <s12-0@lists.example.org>\n",
+	      "Changes since v1.\n");
+	classify_result_init(&res);
+	assert_int_equal(classify_eom(&res, &in, raw.data, raw.len, &tm, &sub),
+			 0);
+	assert_int_equal(res.verdict, CLASSIFY_SUBMIT);
+	assert_string_equal(res.reason, "submission");
+	assert_string_equal(res.project, "");
+	assert_int_equal(res.iid, 0);
+	assert_int_equal(classify_eom(&res, &in, raw.data, raw.len, &tm, &opts),
+			 0);
+	assert_int_equal(res.verdict, CLASSIFY_BRIDGE);
+	assert_int_equal(res.iid, 12);
+	classify_input_release(&in);
+	buf_release(&raw);
+	build(&in, &raw,
+	      "From: Ann <ann@example.org>\n"
+	      "Subject: [PATCH 1/1] list: a fix on top\n"
+	      "Message-ID: <fix@example.org>\n"
+	      "In-Reply-To: <s12-2@lists.example.org>\n",
+	      "diff --git a/h b/h\n");
+	assert_int_equal(classify_eom(&res, &in, raw.data, raw.len, &tm, &sub),
+			 0);
+	assert_int_equal(res.verdict, CLASSIFY_BRIDGE);
+	assert_int_equal(res.iid, 12);
+	classify_input_release(&in);
+	buf_release(&raw);
 
 	/* a reply nothing places; the bridge's own patch */
 	build(&in, &raw,
