@@ -1513,11 +1513,12 @@ SUBMIT_SEED = dict(SEED, tokens=SEED["tokens"] + [
     {"token": "mary-token", "user": "mary", "scopes": ["api"]}])
 
 
-def submission_bed(bed):
+def submission_bed(bed, target="pb-base"):
     """The list server with the DKIM stand-in and patchbridge-milter in
     front of it; the project takes series by mail from anyone, onto
-    pb-base when the series names no base.  A git environment of its
-    own, committing as Ann Sender."""
+    target when the series names no base, and the merge request
+    targets it.  A git environment of its own, committing as Ann
+    Sender."""
     sim("POST", "/_sim/reset", {"seed": SUBMIT_SEED})
     sockdir = bed.sockets()
     vsock = os.path.join(sockdir, "verifier.sock")
@@ -1526,7 +1527,7 @@ def submission_bed(bed):
     bedlib.write_config(bed, msock, SUBMIT_OWNERS)
     with open(bed.cfg, "a", encoding="utf-8") as f:
         f.write("email_submissions = anyone\nemail_target_branch = "
-                "pb-base\n")
+                "%s\n" % target)
     bed.pb("check-config")
     bed.start_verifier(bed.exe("tests", "postfix", "test_milter"), vsock)
     bed.start_milter(bed.exe("milter", "patchbridge-milter"), msock)
