@@ -631,13 +631,7 @@ def contributed_by_email(bed, d):
                GIT_AUTHOR_EMAIL="carol@review.example",
                GIT_COMMITTER_NAME="Carol Contributor",
                GIT_COMMITTER_EMAIL="carol@review.example")
-
-    def git(*args):
-        return subprocess.run(["git", "-C", work] + list(args), env=env,
-                              check=True, capture_output=True,
-                              text=True).stdout
-    subprocess.run(["git", "clone", "-q", os.environ["PB_FORGESIM_URL"] +
-                    "/group/project.git", work], env=env, check=True)
+    git = bedlib.project_clone(work, env)
     base = git("rev-parse", "HEAD").strip()
     for path, text, msg in (
             ("README", "counter: counts things\n\nSee docs/counter.txt.\n",

@@ -66,14 +66,8 @@ def make_series(bed, env, run, n):
     """N commits on the project's main, formatted as git send-email
     sends them: the mails' bytes, the cover letter first; the title."""
     work = os.path.join(bed.work, "series-%d" % run)
-    env = dict(env, GIT_AUTHOR_NAME="Ann Sender", GIT_AUTHOR_EMAIL=SENDER)
-
-    def git(*args):
-        return subprocess.run(["git", "-C", work] + list(args), env=env,
-                              check=True, capture_output=True,
-                              text=True).stdout
-    subprocess.run(["git", "clone", "-q", os.environ["PB_FORGESIM_URL"] +
-                    "/group/project.git", work], env=env, check=True)
+    git = bedlib.project_clone(work, dict(env, GIT_AUTHOR_NAME="Ann Sender",
+                                          GIT_AUTHOR_EMAIL=SENDER))
     base = git("rev-parse", "HEAD").strip()
     for i in range(1, n + 1):
         with open(os.path.join(work, "r%d-f-%d.txt" % (run, i)), "w") as f:
@@ -163,15 +157,9 @@ def main():
                     help="seconds to wait for each merge request")
     args = ap.parse_args()
     check(args.n >= 1 and args.r >= 1, "-n and -r take 1 or more")
-    rc = bedlib.skip_status()
+    rc = bedlib.skip_milters(args.bin, "submission_daemon_bench")
     if rc is not None:
         return rc
-    for exe in (("milter", "patchbridge-milter"),
-                ("tests", "postfix", "test_milter")):
-        if not os.access(os.path.join(args.bin, *exe), os.X_OK):
-            print("submission_daemon_bench: SKIP: %s is not built "
-                  "(libmilter)" % "/".join(exe))
-            return 77
     bed = inbound_e2e.Bed(args, "submission-bench")
     rows = []
     try:

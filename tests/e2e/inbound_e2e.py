@@ -1863,14 +1863,9 @@ def main():
     ap.add_argument("--bin", required=True, help="the build directory")
     ap.add_argument("--work", required=True)
     args = ap.parse_args()
-    rc = bedlib.skip_status()
+    rc = bedlib.skip_milters(args.bin, "e2e")
     if rc is not None:
         return rc
-    for exe in (("milter", "patchbridge-milter"),
-                ("tests", "postfix", "test_milter")):
-        if not os.access(os.path.join(args.bin, *exe), os.X_OK):
-            print("e2e: SKIP: %s is not built (libmilter)" % "/".join(exe))
-            return 77
     return bedlib.run_scenario(Bed(args, args.scenario),
                                SCENARIOS[args.scenario])
 
