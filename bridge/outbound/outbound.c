@@ -64,6 +64,10 @@ struct outbound {
 	 * record (the database went away): recorded before anything else
 	 * is delivered, never sent again by this process. */
 	struct strlist unrecorded;
+	/* Who a series posted to the list is opened as (emailmr.h);
+	 * NULL: the bridge. */
+	emailmr_user_fn map_user;
+	void *map_arg;
 };
 
 static int64_t now_s(void)
@@ -1848,6 +1852,7 @@ static int submission_project(const struct config_project **out,
 /* The mirror fetched, the target resolved, the series opened. */
 static int submission_open(struct outbound *ob,
 			   const struct config_project *proj,
+			   const struct review_options *ro,
 			   const char *series_id)
 {
 	const char *project = config_project_name(proj);
@@ -1893,6 +1898,9 @@ static int submission_open(struct outbound *ob,
 	c.label = "from-email";
 	c.committer_name = config_str(ob->cfg, CFG_BRIDGE_NAME);
 	c.committer_email = config_str(ob->cfg, CFG_BRIDGE_ADDRESS);
+	c.map_user = ob->map_user;
+	c.map_arg = ob->map_arg;
+	c.ro = ro;
 	rc = emailmr_open(&iid, &c, series_id);
 	if (rc == PB_EINVAL)
 		log_warn("%s", err_msg()); /* failed: the series is closed */
@@ -1903,6 +1911,12 @@ out:
 	mirror_free(m);
 	unlock(ob);
 	return rc;
+}
+
+void outbound_set_user_map(struct outbound *ob, emailmr_user_fn fn, void *arg)
+{
+	ob->map_user = fn;
+	ob->map_arg = arg;
 }
 
 int outbound_submission(struct outbound *ob, char *project, size_t size,
@@ -1961,5 +1975,5 @@ int outbound_submission(struct outbound *ob, char *project, size_t size,
 	}
 	if (rc || !whole)
 		return rc;
-	return submission_open(ob, proj, series);
+	return submission_open(ob, proj, &ro, series);
 }
