@@ -1579,6 +1579,10 @@ def listed_series(bed, version):
             got[int(k.group(1))] = m
     check(sorted(got) == list(range(6)), "[%s0-5/5] in the archive: %s" %
           (tag, sorted(got)))
+    # what the milter took each for, on the list's copy
+    for k, m in got.items():
+        check((m["X-Patchbridge"] or "").startswith("submission; via="),
+              "%s/5: X-Patchbridge: %s" % (k, m["X-Patchbridge"]))
     return got
 
 
