@@ -1845,6 +1845,10 @@ def scenario_submission(bed):
     check(applied[0]["In-Reply-To"].strip().strip("<>") == mid_of(v2[0]),
           "applied answers %s, not the v2 cover %s" %
           (applied[0]["In-Reply-To"], mid_of(v2[0])))
+    body = bedlib.patch_body(applied[0])
+    for c in sim("GET", mrpath + "/commits"):
+        check(c["id"] in body, "applied does not name v2's %s:\n%s" %
+              (c["id"], body))
     say("merged on the forge: \"applied\" in reply to Ann's v2 cover "
         "letter (%s)" % applied[0]["Subject"])
     # the two versions, two reviews, and the bridge's two mails: it
