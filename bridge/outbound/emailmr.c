@@ -421,6 +421,11 @@ static int mr_open_by_email(const struct emailmr_ctx *c, int64_t iid)
  * updates nothing, and is marked failed.  *iid 0: a merge request of
  * its own.
  */
+static int tell_failed(const struct emailmr_ctx *c, const struct series *s,
+		       size_t failed, const char *base, const char *msg);
+static int tell_stale(const struct emailmr_ctx *c, const struct series *s,
+		      int64_t iid, int latest);
+
 static int next_version_mr(int64_t *iid, const struct emailmr_ctx *c,
 			   const struct series *s, const char *safe)
 {
@@ -465,10 +470,16 @@ static int next_version_mr(int64_t *iid, const struct emailmr_ctx *c,
 		    opened.items[i].version > latest)
 			latest = opened.items[i].version;
 	if (!rc && *iid && s->sub.version <= latest) {
-		if (s->sub.state == STORE_SUBMISSION_WHOLE)
+		if (s->sub.state == STORE_SUBMISSION_WHOLE) {
+			/* the sender told first: a failure to queue the
+			 * notice tries the series again */
+			rc = tell_stale(c, s, *iid, latest);
+			if (rc)
+				goto out;
 			(void)store_submission_finish(c->st, s->sub.series_id,
 						      STORE_SUBMISSION_FAILED,
 						      0);
+		}
 		rc = err_set(PB_EINVAL,
 			     "series <%s>: v%d is not newer than v%d, which "
 			     "%s!%lld has taken",
@@ -476,6 +487,7 @@ static int next_version_mr(int64_t *iid, const struct emailmr_ctx *c,
 			     (long long)*iid);
 		*iid = 0;
 	}
+out:
 	store_submission_list_release(&opened);
 	buf_release(&mine.title);
 	buf_release(&theirs.title);
@@ -603,6 +615,62 @@ static int map_series(const struct emailmr_ctx *c, const struct series *s,
 	return rc;
 }
 
+/* The sender told that patch failed+1 does not apply (c->failed). */
+static int tell_failed(const struct emailmr_ctx *c, const struct series *s,
+		       size_t failed, const char *base, const char *msg)
+{
+	struct emailmr_failure f;
+	size_t i, k = 0;
+
+	if (!c->failed)
+		return 0;
+	memset(&f, 0, sizeof(f));
+	f.series_id = s->sub.series_id;
+	f.sender = s->sub.sender;
+	f.version = s->sub.version;
+	f.total = s->sub.total;
+	f.patch = (int)failed + 1;
+	f.base = base;
+	f.base_named = strcmp(base, c->target_sha) != 0;
+	f.target_branch = c->target_branch;
+	f.git_message = msg;
+	for (i = 0; i < s->mails.nr; i++) {
+		if (!s->mails.items[i].patch)
+			continue;
+		if (k++ == failed)
+			f.patch_subject = s->mi[i].subject;
+	}
+	if (s->mails.nr) {
+		f.first = s->mails.items[0].message;
+		f.first_len = s->mails.items[0].message_len;
+	}
+	return c->failed(c->failed_arg, &f);
+}
+
+/* The sender told that the series is a version no newer than latest,
+ * which merge request iid has taken: nothing is pushed. */
+static int tell_stale(const struct emailmr_ctx *c, const struct series *s,
+		      int64_t iid, int latest)
+{
+	struct emailmr_failure f;
+
+	if (!c->failed)
+		return 0;
+	memset(&f, 0, sizeof(f));
+	f.series_id = s->sub.series_id;
+	f.sender = s->sub.sender;
+	f.version = s->sub.version;
+	f.total = s->sub.total;
+	f.target_branch = c->target_branch;
+	f.taken_iid = iid;
+	f.taken_version = latest;
+	if (s->mails.nr) {
+		f.first = s->mails.items[0].message;
+		f.first_len = s->mails.items[0].message_len;
+	}
+	return c->failed(c->failed_arg, &f);
+}
+
 /* The description: the cover letter's text (the patch's), under "From:
  * NAME <ADDRESS> by email" when the bridge opens it. */
 static void describe(struct buf *desc, const struct mr_text *t, int by_bridge)
@@ -712,9 +780,13 @@ int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,
 		char msg[PB_ERRMSG_MAX];
 
 		snprintf(msg, sizeof(msg), "%s", err_msg());
-		if (s.sub.state == STORE_SUBMISSION_WHOLE)
+		if (s.sub.state == STORE_SUBMISSION_WHOLE) {
+			rc = tell_failed(c, &s, failed, base, msg);
+			if (rc)
+				goto out; /* tried again with the series */
 			(void)store_submission_finish(
 				c->st, series_id, STORE_SUBMISSION_FAILED, 0);
+		}
 		rc = err_set(PB_EINVAL,
 			     "series <%s>: patch %zu/%d does not apply on %s: "
 			     "%s",
@@ -804,6 +876,30 @@ out:
 	return rc;
 }
 
+char *emailmr_series_key(struct store *st, const struct review *r)
+{
+	const struct mail *mail = r->mail;
+	char *key = bare_id(r->kind == REVIEW_PATCH && mail->in_reply_to ?
+				    mail->in_reply_to :
+				    mail->message_id);
+
+	if (r->kind == REVIEW_PATCH && mail->in_reply_to) {
+		/* a vN patch sent in reply to an earlier version's mail
+		 * starts a series of its own */
+		struct store_submission have;
+
+		store_submission_init(&have);
+		if (!store_submission_get(&have, st, key) &&
+		    have.version !=
+			    (r->subject.version > 0 ? r->subject.version : 1)) {
+			free(key);
+			key = bare_id(mail->message_id);
+		}
+		store_submission_release(&have);
+	}
+	return key;
+}
+
 int emailmr_collect(int *whole, char *series_id, size_t size, struct store *st,
 		    const char *project, enum emailmr_policy policy,
 		    const struct review_options *ro, const char *raw,
@@ -839,23 +935,7 @@ int emailmr_collect(int *whole, char *series_id, size_t size, struct store *st,
 		rc = err_set(PB_EPERM, "no Message-ID or sender address");
 		goto out;
 	}
-	key = bare_id(r->kind == REVIEW_PATCH && mail->in_reply_to ?
-			      mail->in_reply_to :
-			      mail->message_id);
-	if (r->kind == REVIEW_PATCH && mail->in_reply_to) {
-		/* a vN patch sent in reply to an earlier version's mail
-		 * starts a series of its own */
-		struct store_submission have;
-
-		store_submission_init(&have);
-		if (!store_submission_get(&have, st, key) &&
-		    have.version !=
-			    (r->subject.version > 0 ? r->subject.version : 1)) {
-			free(key);
-			key = bare_id(mail->message_id);
-		}
-		store_submission_release(&have);
-	}
+	key = emailmr_series_key(st, r);
 	sender = xstrdup(mail->from.email);
 	for (i = 0; sender[i]; i++)
 		sender[i] = (char)tolower((unsigned char)sender[i]);
