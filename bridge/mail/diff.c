@@ -249,6 +249,27 @@ static int is_header(const char *line, size_t n)
 	       (n > 4 && !memcmp(line, "@@ -", 4));
 }
 
+/*
+ * In a quote, "--- a/x" / "+++ b/x" / "@@ -..." starts the next file
+ * even when the hunk before it seems to want more lines: a client that
+ * merged two quoted lines (Outlook) leaves the hunk one short, and the
+ * file's header would be read as its last lines.  No three lines of a
+ * hunk read so: "@@" cannot open a hunk line.
+ */
+static int is_file_header(const char *line, size_t n, const struct scan *s)
+{
+	struct scan peek = *s;
+	const char *next;
+	size_t nn;
+
+	if (n < 4 || memcmp(line, "--- ", 4))
+		return 0;
+	if (!scan_line(&peek, &next, &nn) || nn < 4 || memcmp(next, "+++ ", 4))
+		return 0;
+	return scan_line(&peek, &next, &nn) && nn > 4 &&
+	       !memcmp(next, "@@ -", 4);
+}
+
 int diff_parse(struct diff **out, const char *text, size_t len)
 {
 	return diff_parse_flags(out, text, len, 0);
@@ -281,7 +302,8 @@ int diff_parse_flags(struct diff **out, const char *text, size_t len,
 	scan_init(&s, d->text.data, d->text.len);
 	while (!rc && !d->truncated && scan_line(&s, &line, &n)) {
 		if (b.hunk >= 0) {
-			if (!(b.lenient && is_header(line, n)) &&
+			if (!(b.lenient && (is_header(line, n) ||
+					    is_file_header(line, n, &s))) &&
 			    hunk_line(&b, line, n, &rc))
 				continue;
 			close_hunk(&b);
