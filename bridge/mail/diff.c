@@ -328,6 +328,14 @@ int diff_parse_flags(struct diff **out, const char *text, size_t len,
 			d->files[b.file].new_path =
 				path_dup(next + 4, nn - 4, 'b');
 			s = peek;
+		} else if (b.lenient && n > 4 && !memcmp(line, "+++ ", 4) &&
+			   b.file >= 0 && !file_has_hunks(&b)) {
+			/* a quote whose client re-flowed the header
+			 * ("b/x index 1234..5678" / "100644 --- a/x" /
+			 * "+++ b/x", Claws Mail): the "+++" line alone
+			 * names the file */
+			set_path(&d->files[b.file].new_path,
+				 path_dup(line + 4, n - 4, 'b'));
 		} else if (n > 12 && !memcmp(line, "rename from ", 12) &&
 			   b.file >= 0) {
 			set_path(&d->files[b.file].old_path,
