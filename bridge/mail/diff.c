@@ -53,6 +53,7 @@ struct builder {
 	int old_left, new_left, old_no, new_no;
 	int lenient; /* DIFF_LENIENT: a trimmed quote */
 	int uncertain; /* lines were skipped: numbers are unknown */
+	int named; /* the file's "---"/"+++" pair was read */
 };
 
 static char *path_dup(const char *p, size_t n, char side)
@@ -88,6 +89,7 @@ static void new_file(struct builder *b)
 	d->files[d->nr_files].new_path = NULL;
 	b->file = (long)d->nr_files++;
 	b->hunk = -1;
+	b->named = 0;
 }
 
 static int file_has_hunks(const struct builder *b)
@@ -327,13 +329,15 @@ int diff_parse_flags(struct diff **out, const char *text, size_t len,
 			free(d->files[b.file].new_path);
 			d->files[b.file].new_path =
 				path_dup(next + 4, nn - 4, 'b');
+			b.named = 1;
 			s = peek;
 		} else if (b.lenient && n > 4 && !memcmp(line, "+++ ", 4) &&
-			   b.file >= 0 && !file_has_hunks(&b)) {
+			   b.file >= 0 && !b.named && !file_has_hunks(&b)) {
 			/* a quote whose client re-flowed the header
 			 * ("b/x index 1234..5678" / "100644 --- a/x" /
 			 * "+++ b/x", Claws Mail): the "+++" line alone
-			 * names the file */
+			 * names the file.  Not after the pair: Outlook
+			 * wraps a long "+++ b/x" into a second "+++" */
 			set_path(&d->files[b.file].new_path,
 				 path_dup(line + 4, n - 4, 'b'));
 		} else if (n > 12 && !memcmp(line, "rename from ", 12) &&
