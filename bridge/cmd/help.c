@@ -48,6 +48,11 @@ const char cmd_format_help[] =
 	"  --template FILE       cover letter template (default: built in)\n"
 	"  --date SECONDS        the revision date (default: head's commit\n"
 	"                        date); mail k is dated SECONDS + k\n"
+	"  --attest-key FILE     sign each mail as patatt does with the ed25519\n"
+	"                        key in FILE (mode 0600, as [outbound]\n"
+	"                        attest_key_file), for the bridge address\n"
+	"  --attest-selector S   the key's selector (default: none, which\n"
+	"                        readers take as \"default\")\n"
 	"  -o, --output FILE     write to FILE (\"-\": standard output, the\n"
 	"                        default)\n";
 
