@@ -16,27 +16,6 @@
 #include <sysexits.h>
 #include <unistd.h>
 
-const char cmd_attest_key_synopsis[] =
-	"[--generate] [--identity ADDR] [--selector NAME] [--public] [FILE]";
-const char cmd_attest_key_summary[] =
-	"make or show the key the bridge signs its series with";
-const char cmd_attest_key_help[] =
-	"Prints the public half of the bridge's ed25519 attestation key\n"
-	"(FILE, default [outbound] attest_key_file) and what to publish so\n"
-	"that b4 and patatt validate the series the bridge mails: the file\n"
-	"of the project's patatt keyring, ed25519/DOMAIN/LOCAL/SELECTOR,\n"
-	"holding the public key.  The key file is read under the token\n"
-	"file's rules (the owner's alone, mode 0600), so run it as the\n"
-	"daemon's user.\n"
-	"\n"
-	"  --generate       make a new key in FILE first (refused if FILE\n"
-	"                   exists); the format is patatt genkey's\n"
-	"  --identity ADDR  the address the key signs for (default:\n"
-	"                   [bridge] address)\n"
-	"  --selector NAME  the key's selector (default: [outbound]\n"
-	"                   attest_selector, else \"default\")\n"
-	"  --public         print the public key alone\n";
-
 enum { OPT_GENERATE = 256, OPT_IDENTITY, OPT_SELECTOR, OPT_PUBLIC };
 
 static const struct option long_opts[] = {

@@ -98,11 +98,10 @@ static int cmd_version(const struct command *cmd, int argc, char **argv);
 static int cmd_list_params(const struct command *cmd, int argc, char **argv);
 static int cmd_list_metrics(const struct command *cmd, int argc, char **argv);
 static int cmd_parse_entry(const struct command *cmd, int argc, char **argv);
-static int cmd_attest_entry(const struct command *cmd, int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "attest-key", NULL, cmd_attest_key_synopsis, cmd_attest_key_summary,
-	  cmd_attest_key_help, 0, cmd_attest_entry, NULL },
+	  cmd_attest_key_help, 0, NULL, PROG_FORMAT },
 	{ "check-config", NULL,
 	  "[--file-only | --no-postfix | --postfix-config DIR] "
 	  "[--no-database] [--forge] [FILE]",
@@ -451,23 +450,6 @@ static int cmd_parse_entry(const struct command *cmd, int argc, char **argv)
 	return cmd_parse(
 		config_named || !access(config_path, R_OK) ? config_path : NULL,
 		argc, argv);
-}
-
-/* attest-key reads the configuration when there is one to read. */
-static int cmd_attest_entry(const struct command *cmd, int argc, char **argv)
-{
-	struct config *cfg = NULL;
-	int rc;
-
-	(void)cmd;
-	if (config_named || !access(config_path, R_OK)) {
-		rc = load(&cfg, config_path);
-		if (rc)
-			return rc;
-	}
-	rc = cmd_attest_key(cfg, argc, argv);
-	config_free(cfg);
-	return rc;
 }
 
 static const struct command *command_find(const char *name)
