@@ -336,6 +336,36 @@ static void test_verify_kinds(void **state)
 	buf_release(&b);
 }
 
+/* Lines longer than the chunk the body is hashed in, CRs, a blank tail. */
+static void test_canon_long_lines(void **state)
+{
+	struct buf mail = BUF_INIT(PATATT_MAIL_MAX);
+	struct buf want = BUF_INIT(PATATT_MAIL_MAX);
+	struct buf got = BUF_INIT(PATATT_MAIL_MAX);
+	size_t i, k;
+
+	(void)state;
+	buf_adds(&mail, "From: a@example.org\nSubject: x\n\n");
+	for (k = 0; k < 5; k++) {
+		for (i = 0; i < 70000 + 13 * k; i++) {
+			buf_addch(&mail, 'a' + (int)(i % 26));
+			buf_addch(&want, 'a' + (int)(i % 26));
+		}
+		buf_adds(&mail, k == 2 ? "\r\r\n" : "\n");
+		buf_adds(&want, "\r\n");
+		buf_adds(&mail, "short\n");
+		buf_adds(&want, "short\r\n");
+	}
+	buf_adds(&mail, "\n\n\r\n");
+	assert_int_equal(buf_error(&mail), 0);
+	assert_int_equal(patatt_canon_body(&got, mail.data, mail.len), 0);
+	assert_int_equal(got.len, want.len);
+	assert_memory_equal(got.data, want.data, got.len);
+	buf_release(&mail);
+	buf_release(&want);
+	buf_release(&got);
+}
+
 static void test_keys(void **state)
 {
 	struct patatt_key *k, *k2;
@@ -383,6 +413,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_keys),
 		cmocka_unit_test(test_canon_body),
+		cmocka_unit_test(test_canon_long_lines),
 		cmocka_unit_test(test_sign_as_patatt),
 		cmocka_unit_test(test_verify_patatt),
 		cmocka_unit_test(test_verify_kinds),
