@@ -2,7 +2,6 @@
 
 #include "mail/digest.h"
 #include "mail/hdrdecode.h"
-#include "mail/mail.h"
 #include "mail/mailinfo.h"
 #include "util/err.h"
 #include "util/fileio.h"
@@ -12,6 +11,8 @@
 #include <openssl/evp.h>
 
 #include <ctype.h>
+#include <errno.h>
+#include <iconv.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -890,6 +891,40 @@ static int nonctext(char c)
 }
 
 /*
+ * The bytes of an encoded word in charset as UTF-8, as Python's codecs
+ * would give them: through the C library's iconv (no GMime here, which
+ * would need mail_init() in every program that signs).  Non-zero, with
+ * out as it was, when iconv does not know the charset or the bytes do
+ * not convert; the caller keeps them as they are.
+ */
+static int to_utf8(struct buf *out, const char *p, size_t n, const char *cs)
+{
+	iconv_t cd = iconv_open("UTF-8", cs);
+	size_t start = out->len;
+	char *in = (char *)p;
+	int rc = 0;
+
+	if (cd == (iconv_t)-1)
+		return -1;
+	while (n && !rc) {
+		char tmp[256], *o = tmp;
+		size_t left = sizeof(tmp);
+
+		if (iconv(cd, &in, &n, &o, &left) == (size_t)-1 &&
+		    errno != E2BIG)
+			rc = -1;
+		buf_add(out, tmp, sizeof(tmp) - left);
+	}
+	iconv_close(cd);
+	if (rc || buf_error(out)) {
+		buf_truncate(out, start);
+		buf_clear_error(out);
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * Header.__str__() for one chunk: a space between an encoded chunk and
  * text that does not start or end with one.  *state: 0 at the start,
  * then 1 + whether the last chunk was encoded, + 2 when it ended in a
@@ -903,10 +938,9 @@ static void py_str_chunk(struct buf *out, const struct buf *chunk, int enc,
 
 	if (ascii)
 		buf_addbuf(&u, chunk);
-	else if (!strcmp(cs, "utf-8") || !strcmp(cs, "utf8"))
+	else if (!strcmp(cs, "utf-8") || !strcmp(cs, "utf8") ||
+		 to_utf8(&u, chunk->data, chunk->len, cs))
 		buf_addbuf(&u, chunk);
-	else
-		mail_charset_to_utf8(&u, chunk->data, chunk->len, cs);
 	if (*state) {
 		int lastenc = (*state - 1) & 1, lastspace = (*state - 1) & 2;
 		int hasspace = u.len && nonctext(u.data[0]);
