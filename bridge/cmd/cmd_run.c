@@ -523,12 +523,28 @@ static void watch_spool(struct daemon *d)
 	free(dir);
 }
 
+/* Who a series posted to the list is opened as: the forge user of its
+ * sender, mapped as reviews map theirs (emailmr.h). */
+static int submitter_user(char *user, size_t size, const char *project,
+			  const char *email, void *arg)
+{
+	struct daemon *d = arg;
+
+	if (!d->ib) {
+		if (size)
+			user[0] = '\0';
+		return 0;
+	}
+	return inbound_map_user(user, size, d->ib, project, email);
+}
+
 /* A series posted to the list, from the inbound side (inbound.h). */
 static int take_submission(void *arg, char *project, size_t size,
 			   const char *raw, size_t len)
 {
 	struct daemon *d = arg;
 
+	outbound_set_user_map(d->env.ob, submitter_user, d);
 	return outbound_submission(d->env.ob, project, size, raw, len);
 }
 
@@ -799,6 +815,19 @@ static void forge_comments(struct daemon *d, int polled)
 	forgemail_free(fm);
 }
 
+/* Series posted to the list still waiting for a patch after [project]
+ * email_series_wait: their senders told which, once (emailnotice.h);
+ * the notices go out with the next delivery. */
+static void remind_series(struct daemon *d)
+{
+	size_t told = 0;
+
+	if (outbound_submission_remind(d->env.ob, &told))
+		log_warn("series reminders: %s", err_msg());
+	else if (told)
+		log_info("series reminders: %zu decided", told);
+}
+
 static void cycle(struct daemon *d)
 {
 	struct workq_item it;
@@ -843,6 +872,8 @@ static void cycle(struct daemon *d)
 		inbound_cycle(d, now_s() >= d->next_inbound);
 		token_watch(d);
 	}
+	if (!stop_flag && !reload_flag)
+		remind_series(d);
 	if (!stop_flag && !reload_flag)
 		threadmap_copy(d);
 	metrics_inc0(MET_LOOP_CYCLES);

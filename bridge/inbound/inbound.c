@@ -538,7 +538,9 @@ int inbound_locate(struct inbound_target *out, int *is_ours, struct store *st,
 			rc = r2;
 			break;
 		}
-		if (r2 || !row.project)
+		/* iid 0: the notice about a series that became no merge
+		 * request (schema 12) places nothing */
+		if (r2 || !row.project || row.iid < 1)
 			continue;
 		snprintf(out->project, sizeof(out->project), "%s", row.project);
 		out->iid = row.iid;
@@ -657,6 +659,40 @@ static int cb_map_user(const char **user, const char *email, void *arg)
 		rc = PB_ENOTFOUND;
 	}
 	forge_user_release(&u);
+	return rc;
+}
+
+int inbound_map_user(char *user, size_t size, struct inbound *ib,
+		     const char *project, const char *email)
+{
+	const struct config_project *proj;
+	struct mailctx mc;
+	const char *found = NULL;
+	void *obj = NULL;
+	int rc;
+
+	if (size)
+		user[0] = '\0';
+	rc = config_project_get(&proj, ib->cfg, project);
+	if (rc)
+		return rc;
+	memset(&mc, 0, sizeof(mc));
+	mc.ib = ib;
+	strlist_init(&mc.users);
+	rc = loaded_get(&obj, &ib->owners,
+			config_project_str(proj, CFG_INBOUND_OWNERS_FILE));
+	mc.owners = obj;
+	if (!rc)
+		rc = loaded_get(&obj, &ib->maps,
+				config_project_str(proj, CFG_INBOUND_USER_MAP));
+	mc.map = obj;
+	if (!rc)
+		rc = cb_map_user(&found, email, &mc);
+	if (rc == PB_ENOTFOUND)
+		rc = 0;
+	if (!rc && found)
+		snprintf(user, size, "%s", found);
+	strlist_release(&mc.users);
 	return rc;
 }
 
@@ -1393,6 +1429,9 @@ static int submission(struct inbound *ib, struct job *j)
 	if (rc == PB_EPERM || rc == PB_EEXISTS)
 		return finish(j, STORE_INBOUND_IGNORED, "not_submission", "%s",
 			      err_msg());
+	if (rc == PB_ELIMIT) /* over a limit of [project] email_* */
+		return finish(j, STORE_INBOUND_IGNORED, "submission_limit",
+			      "%s", err_msg());
 	if (rc == PB_ETEMP)
 		return rc;
 	return finish(j, STORE_INBOUND_DEAD, "planning",

@@ -10,12 +10,23 @@
  * [a-z0-9-], and a hash of the series' Message-ID: a name from a subject
  * never reaches a reference name as written, nor any shell); opens the
  * merge request (forge_create_mr(): title and description from the
- * cover letter, or the single patch's title and body), with "From: NAME
- * <ADDRESS> by email" at the top and the configured label; then writes
+ * cover letter, or the single patch's title and body, and the configured
+ * label) as the sender's forge user when map_user names one and every
+ * mail is verified under ro (GitLab's Sudo, forge_act_as()), else as
+ * the bridge with "From: NAME <ADDRESS> by email" at the top; then writes
  * the thread map so that the mails are revision 1 of that merge
  * request, as if the bridge had mailed them: list replies to them are
  * applied by the inbound side, forge comments are mailed in reply to
  * them.  Last, the series is marked opened.
+ *
+ * A next version (vN, N > 1) of the same sender's topic is force-pushed
+ * to that merge request's branch instead, as its next revision: the
+ * version it answers (In-Reply-To), else, as b4 finds earlier
+ * revisions, the opened series of the same "change-id:" (the cover
+ * letter's; a single patch's own), else of the same title when neither
+ * has one, whose merge request is still open.  One not newer than the
+ * latest that merge request took updates nothing (PB_EINVAL, marked
+ * failed).
  *
  * Exactly once: the commits are made with the time the series became
  * whole as committer date, so applying again makes the same commits; the
@@ -37,13 +48,43 @@
 
 #include "outbound/gitrepo.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct store;
 struct forge;
+struct review_options;
 
 /* Longest branch name made, the prefix included. */
 #define EMAILMR_BRANCH_MAX 200
+
+/* A series that does not apply, as its sender is told it. */
+struct emailmr_failure {
+	const char *series_id;
+	const char *sender; /* lower case */
+	int version, total;
+	int patch; /* k of the patch that failed */
+	const char *patch_subject; /* its title, as git am makes it */
+	const char *base; /* the commit tried */
+	int base_named; /* 1: the mails' base-commit; 0: the target */
+	const char *target_branch;
+	const char *git_message; /* git's (libgit2's) words */
+	/* not 0: no patch failed, but the series is a version no newer
+	 * than taken_version, which merge request taken_iid has taken */
+	int64_t taken_iid;
+	int taken_version;
+	const char *first; /* the series' first mail (the cover letter,
+			    * else patch 1), as received */
+	size_t first_len;
+};
+
+/* A forge username, at most. */
+#define EMAILMR_USER_MAX 255
+
+/* The forge user of email in project into user (size bytes), "" when
+ * there is none; an error (logged by the caller): none either. */
+typedef int (*emailmr_user_fn)(char *user, size_t size, const char *project,
+			       const char *email, void *arg);
 
 struct emailmr_ctx {
 	struct store *st;
@@ -58,6 +99,22 @@ struct emailmr_ctx {
 	const char *label; /* "from-email"; NULL or "": none */
 	const char *committer_name; /* the bridge's name and address */
 	const char *committer_email;
+	/* Told of a series that does not apply, before it is marked
+	 * FAILED (so a failure to tell is tried again with the series);
+	 * NULL: nobody.  An error from it is emailmr_open()'s. */
+	int (*failed)(void *arg, const struct emailmr_failure *f);
+	void *failed_arg;
+	/*
+	 * The forge user a sender's address maps to (the mapping reviews
+	 * use: user_map, owners.yaml, the forge's own search).  NULL:
+	 * every merge request is the bridge's.
+	 */
+	emailmr_user_fn map_user;
+	void *map_arg;
+	/* The trust rules of approvals: a merge request is opened as the
+	 * sender's user only when every mail of the series is verified by
+	 * them.  NULL: nobody is. */
+	const struct review_options *ro;
 };
 
 /*
@@ -79,12 +136,20 @@ enum emailmr_policy {
 	EMAILMR_ANYONE,
 };
 
-struct review_options;
-
 int emailmr_collect(int *whole, char *series_id, size_t size, struct store *st,
 		    const char *project, enum emailmr_policy policy,
 		    const struct review_options *ro, const char *raw,
 		    size_t len);
+
+/*
+ * The series a submission r (review.h) is of: its own Message-ID for a
+ * cover letter or a patch that answers nothing, else the Message-ID it
+ * answers, unless a series of another version is known under that (a
+ * vN patch in reply to an earlier version starts a series of its own).
+ * Without "<>"; the caller frees it.
+ */
+struct review;
+char *emailmr_series_key(struct store *st, const struct review *r);
 
 /* Open series_id (WHOLE) as a merge request; *iid gets its number. */
 int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,

@@ -196,23 +196,31 @@ int store_submission_get(struct store_submission *out, struct store *st,
 	return rc < 0 ? rc : 0;
 }
 
-int store_submitted_get(struct store_submitted *out, struct store *st,
-			const char *message_id)
+/* The row of submission_mails statement id finds for key. */
+static int submitted_get(struct store_submitted *out, struct store *st,
+			 enum stmt_id id, const char *what, const char *key,
+			 const char *missing)
 {
 	char qb[PB_LOG_QUOTE_MAX];
 	struct query q;
 	int rc;
 
-	rc = q_start_msgid(&q, st, S_SUBM_GET, "get a submitted mail",
-			   message_id);
+	rc = q_start_msgid(&q, st, id, what, key);
 	if (rc)
 		return rc;
 	rc = row_get(&submitted_row, out, &q);
 	if (rc == 0)
-		rc = err_set(PB_ENOTFOUND,
-			     "state db: mail <%s> is of no submitted series",
-			     quote(qb, sizeof(qb), message_id));
+		rc = err_set(PB_ENOTFOUND, "state db: %s <%s> %s",
+			     id == S_SUBM_FIRST ? "series" : "mail",
+			     quote(qb, sizeof(qb), key), missing);
 	return rc < 0 ? rc : 0;
+}
+
+int store_submitted_get(struct store_submitted *out, struct store *st,
+			const char *message_id)
+{
+	return submitted_get(out, st, S_SUBM_GET, "get a submitted mail",
+			     message_id, "is of no submitted series");
 }
 
 int store_submission_mails(struct store_submitted_list *out, struct store *st,
@@ -230,6 +238,35 @@ int store_submission_mails(struct store_submitted_list *out, struct store *st,
 	return rc;
 }
 
+int store_submission_first(struct store_submitted *out, struct store *st,
+			   const char *series_id)
+{
+	return submitted_get(out, st, S_SUBM_FIRST, "get a series' first mail",
+			     series_id, "has no mail");
+}
+
+int store_submission_list_opened(struct store_submission_list *out,
+				 struct store *st, const char *project,
+				 const char *sender, size_t limit)
+{
+	struct query q;
+	int rc;
+
+	if ((rc = check_mr(project, 1)) ||
+	    (rc = check_str("sender", sender, PB_ADDR_MAX, 1)))
+		return rc;
+	rc = q_start(&q, st, S_SUB_LIST_OPENED,
+		     "list a sender's opened series");
+	if (rc)
+		return rc;
+	q_text(&q, 1, project);
+	q_text(&q, 2, sender);
+	q_int(&q, 3, list_limit(limit));
+	ROW_LIST_READ(rc, &submission_row, out, &q);
+	q_end(&q);
+	return rc;
+}
+
 int store_submission_list_whole(struct store_submission_list *out,
 				struct store *st, size_t limit)
 {
@@ -240,6 +277,61 @@ int store_submission_list_whole(struct store_submission_list *out,
 	if (rc)
 		return rc;
 	q_int(&q, 1, list_limit(limit));
+	ROW_LIST_READ(rc, &submission_row, out, &q);
+	q_end(&q);
+	return rc;
+}
+
+int store_submission_bytes(int64_t *out, struct store *st,
+			   const char *series_id)
+{
+	struct query q;
+	int rc;
+
+	*out = 0;
+	rc = q_start_msgid(&q, st, S_SUB_BYTES, "weigh a series", series_id);
+	if (rc)
+		return rc;
+	return q_scalar(&q, out);
+}
+
+int store_submission_count_sender(int64_t *out, struct store *st,
+				  const char *sender, int64_t since)
+{
+	struct query q;
+	int rc;
+
+	*out = 0;
+	rc = check_str("sender", sender, PB_ADDR_MAX, 1);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_SUB_COUNT_SENDER, "count a sender's series");
+	if (rc)
+		return rc;
+	q_text(&q, 1, sender);
+	q_int(&q, 2, since);
+	return q_scalar(&q, out);
+}
+
+int store_submission_list_due(struct store_submission_list *out,
+			      struct store *st, const char *project,
+			      int64_t before, const char *remind_prefix,
+			      const char *refuse_prefix, size_t limit)
+{
+	struct query q;
+	int rc;
+
+	rc = check_str("project", project, STORE_PROJECT_MAX, 1);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_SUB_LIST_DUE, "list series waiting long");
+	if (rc)
+		return rc;
+	q_int(&q, 1, before);
+	q_text(&q, 2, remind_prefix);
+	q_text(&q, 3, refuse_prefix);
+	q_int(&q, 4, list_limit(limit));
+	q_text(&q, 5, project);
 	ROW_LIST_READ(rc, &submission_row, out, &q);
 	q_end(&q);
 	return rc;
