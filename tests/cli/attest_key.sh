@@ -73,7 +73,7 @@ printf '[outbound]\nattest = yes\nattest_key_file = %s\n' "$T/k1" \
 run 0 "$PB" -c "$T/pb.conf" run --once --foreground
 sed -i "s|^attest_key_file = .*|attest_key_file = $T/k3|" "$T/pb.conf"
 run 78 "$PB" -c "$T/pb.conf" run --once --foreground
-grep -qF "[outbound] attest_key_file $T/k3: not an ed25519 private key" \
+grep -qF "[outbound] attest_key_file: secret file $T/k3: not an ed25519 private key" \
 	"$T/err" || fail "run does not name the bad key: $(cat "$T/err")"
 sed -i "s|^attest_key_file = .*|attest_key_file = $T/k2|" "$T/pb.conf"
 run 77 "$PB" -c "$T/pb.conf" run --once --foreground
