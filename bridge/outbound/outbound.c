@@ -1254,10 +1254,11 @@ static int record_mail(struct outbound *ob, struct job *j, int revision,
 	size_t k;
 	int rc;
 
-	rc = insert_cc(&m->text, &j->cc[i]);
-	/* The signature last, over the mail as the list will have it; into
-	 * a copy, so a transaction run again signs the same text once. */
-	if (!rc && ob->attest.key)
+	/* The signature last, over the mail as the list will have it (its
+	 * Cc added by start_revision(), once: this runs again when the
+	 * transaction does); into a copy, so it signs the same text once. */
+	rc = 0;
+	if (ob->attest.key)
 		rc = series_attest_text(&attested, m->text.data, m->text.len,
 					m->date, &ob->attest);
 	if (rc)
@@ -1360,6 +1361,11 @@ static int start_revision(struct outbound *ob, struct job *j, int planned,
 	if (rc)
 		return rc;
 	compute_cc(ob, j);
+	/* Outside the transaction, which may run more than once. */
+	for (i = 0; i < j->series->nr && !rc; i++)
+		rc = insert_cc(&j->series->mails[i].text, &j->cc[i]);
+	if (rc)
+		return rc;
 
 	store_revision_init(&rev);
 	rev.project = j->project;
