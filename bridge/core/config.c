@@ -379,6 +379,11 @@ static const struct config_param params[CFG__COUNT] = {
 		PP,
 		"List in the cover letter, per subsystem touched, whose review "
 		"is required and whose optional ([inbound] owners_file)" },
+	[CFG_OUTBOUND_COVER_SIGNATURES] = {
+		"outbound", "cover_signatures", CONFIG_BOOL, "yes", 0, 0, NULL,
+		PP,
+		"Say in the cover letter, per commit, whether the forge "
+		"verified a signature on it and whose key made it" },
 	[CFG_OUTBOUND_MAIL_REVIEWS_IN] = {
 		"outbound", "mail_reviews_in", CONFIG_BOOL, "yes", 0, 0, NULL,
 		PP,
