@@ -185,6 +185,8 @@ class Api:
         r("GET", "/projects/:id/hooks", self.list_hooks)
         r("POST", "/projects/:id/hooks", self.create_hook)
         r("GET", "/projects/:id/repository/commits/:sha", self.get_commit)
+        r("GET", "/projects/:id/repository/commits/:sha/signature",
+          self.commit_signature)
         # lib/api/merge_requests.rb (entities: lib/api/entities/
         # merge_request*.rb, merge_request_diff*.rb)
         r("GET", "/projects/:id/merge_requests", self.list_mrs)
@@ -425,6 +427,24 @@ class Api:
             raise errors.not_found("Commit")
         return Response.json(200, ent.commit_detail(
             self.forge, project, repo.commit(resolved)))
+
+    def commit_signature(self, ctx, id, sha):
+        """lib/api/commits.rb "Get the signature of a commit" (doc/api/
+        commits.md "Get signature of a commit"): 404 "Commit Not Found"
+        for no such commit, 404 "GPG Signature Not Found" for an unsigned
+        one (the words of the documented example), else
+        Entities::CommitSignature."""
+        project = ctx.project(id)
+        repo = self.forge.repo(project)
+        resolved = repo.rev_parse(sha) if sha and not sha.startswith("-") \
+            else None
+        if resolved is None:
+            raise errors.not_found("Commit")
+        if resolved not in project.signatures:
+            raise errors.not_found("GPG Signature")
+        return Response.json(200, ent.commit_signature(
+            self.forge, project, resolved,
+            self.forge.signature_status(project, resolved)))
 
     # -- merge requests -------------------------------------------------------
 

@@ -1,0 +1,235 @@
+#!/usr/bin/python3
+"""The cover letter says whether the forge verified each commit's
+signature, and whose key made it (GitLab's commit signature API, as the
+simulator answers it).
+
+usage: signatures_sim.py PATCHBRIDGE WORKDIR
+
+Run through tests/forgesim/run-with-sim.sh (PB_FORGESIM_URL).  Mail goes
+to a sendmail stand-in that keeps each message in a file.
+
+An MR of four commits, all committed by Alice: the first signed with
+Alice's OpenPGP key (verified), the second not signed, the third signed
+with Bob's SSH key (other_user: Bob's key on Alice's commit), the fourth
+with an X.509 certificate of Alice's.  `run --once` mails the series; its
+cover letter carries the block, a line per patch.  An MR with no signed
+commit gets no block, and `[outbound] cover_signatures = no` leaves it
+out too.  Every request is checked against GitLab's OpenAPI document
+(pb_forgesim_checked).
+
+Exit status: 0 pass, 1 fail.
+"""
+
+import email
+import email.policy
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+URL = os.environ.get("PB_FORGESIM_URL")
+
+SENDMAIL = """#!/bin/sh
+n=$(($(cat %(out)s/count 2>/dev/null || echo 0) + 1))
+echo $n > %(out)s/count
+cat > %(out)s/mail-$n.tmp && mv %(out)s/mail-$n.tmp %(out)s/mail-$n
+"""
+
+CONFIG = """\
+[bridge]
+address = bridge@example.org
+domain = bridge.example.org
+list_address = list@example.org
+[forge]
+url = %(url)s
+token_file = %(dir)s/token
+max_retries = 1
+retry_max = 2s
+[smtp]
+url = sendmail
+sendmail_path = %(dir)s/sendmail.sh
+[state]
+path = %(dir)s/state/state.db
+[spool]
+dir = %(dir)s/spool
+[log]
+level = debug
+[outbound]
+poll_interval = 1h
+poll_overlap = 2m
+[inbound]
+approval_policy = none
+[project "group/project"]
+%(project)s"""
+
+ALICE = {"name": "Alice Developer", "email": "alice@example.com"}
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def sim(method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(URL + path, data=data, method=method)
+    req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            text = r.read()
+    except urllib.error.HTTPError as e:
+        raise Fail("%s %s: %d %s" % (method, path, e.code, e.read()[:300]))
+    return json.loads(text) if text else None
+
+
+def create_mr(branch, title, signatures):
+    commits = []
+    for k, sig in enumerate(signatures, 1):
+        c = {"message": "%s: part %d\n\nSigned-off-by: Alice Developer "
+             "<alice@example.com>\n" % (branch, k),
+             "files": {"%s-%d.txt" % (branch, k): "part %d\n" % k},
+             "author": ALICE}
+        if sig:
+            c["signature"] = sig
+        commits.append(c)
+    shas = sim("POST", "/_sim/projects/1/commits",
+               {"branch": branch, "start": "main", "commits": commits})
+    mr = sim("POST", "/_sim/projects/1/merge_requests",
+             {"source_branch": branch, "target_branch": "main",
+              "title": title, "author": "alice"})
+    return mr["iid"], shas["shas"]
+
+
+def covers(out):
+    got = {}
+    for name in sorted(os.listdir(out)):
+        if not re.fullmatch(r"mail-\d+", name):
+            continue
+        with open(os.path.join(out, name), "rb") as f:
+            m = email.message_from_binary_file(f, policy=email.policy.default)
+        if re.search(r" 0/\d+\]", m["Subject"]):
+            got[int(m["X-Patchbridge-MR"])] = m.get_content()
+    return got
+
+
+def run(pb, conf, log, *argv):
+    p = subprocess.run([pb, "-c", conf] + list(argv), capture_output=True,
+                       text=True, timeout=180)
+    log.write("$ patchbridge %s -> %d\n%s%s" % (" ".join(argv),
+                                                 p.returncode, p.stdout,
+                                                 p.stderr))
+    log.flush()
+    check(p.returncode == 0, "patchbridge %s exited %d" % (" ".join(argv),
+                                                          p.returncode))
+    return p
+
+
+def setup(work, name, project=""):
+    d = os.path.join(work, name)
+    out = os.path.join(d, "out")
+    os.makedirs(out)
+    os.makedirs(os.path.join(d, "state"))
+    with open(os.path.join(d, "sendmail.sh"), "w") as f:
+        f.write(SENDMAIL % {"out": out})
+    os.chmod(os.path.join(d, "sendmail.sh"), 0o755)
+    with open(os.path.join(d, "token"), "w") as f:
+        f.write("admin-token\n")
+    os.chmod(os.path.join(d, "token"), 0o600)
+    conf = os.path.join(d, "patchbridge.conf")
+    with open(conf, "w") as f:
+        f.write(CONFIG % {"url": URL, "dir": d, "project": project})
+    return conf, out
+
+
+def scenario(pb, work, log):
+    sim("POST", "/_sim/reset", {})
+    signed, shas = create_mr("signed", "Signed work", [
+        {"type": "PGP", "user": "alice"},
+        None,
+        {"type": "SSH", "user": "bob", "title": "bob's laptop"},
+        {"type": "X509", "user": "alice"},
+    ])
+    plain, _ = create_mr("plain", "Unsigned work", [None, None])
+    # What the API says of them, as the bridge reads it.
+    check(sim_status(shas[1]) == 404, "an unsigned commit answered")
+
+    conf, out = setup(work, "on")
+    run(pb, conf, log, "run", "--once", "--foreground")
+    got = covers(out)
+    check(signed in got and plain in got,
+          "cover letters mailed: %s" % sorted(got))
+    keyid = sim_signature(shas[0])["gpg_key_primary_keyid"]
+    want = ("Commit signatures, as the forge verified them:\n"
+            "- 1/4 %.12s: PGP, verified: Alice Developer "
+            "<alice@example.com> (key %s)\n"
+            "- 2/4 %.12s: not signed\n"
+            "- 3/4 %.12s: SSH, other_user: key \"bob's laptop\" of the "
+            "committer Alice Developer <alice@example.com>\n"
+            "- 4/4 %.12s: X.509, verified: certificate of "
+            "alice@example.com (CN=alice@example.com,OU=Example,"
+            "O=World)\n\n" % (shas[0], keyid, shas[1], shas[2], shas[3]))
+    check(want in got[signed],
+          "the signed MR's cover lacks the block:\n%s\nwant:\n%s"
+          % (got[signed], want))
+    print(want, end="")
+    check("Commit signatures" not in got[plain],
+          "a cover with no signed commit has the block:\n%s" % got[plain])
+
+    conf, out = setup(work, "off", "cover_signatures = no\n")
+    run(pb, conf, log, "run", "--once", "--foreground")
+    got = covers(out)
+    check(signed in got, "cover letters mailed: %s" % sorted(got))
+    check("Commit signatures" not in got[signed],
+          "cover_signatures = no, and the block is there")
+    print("no block without a signed commit, nor with cover_signatures = no")
+
+
+def sim_signature(sha):
+    req = urllib.request.Request(
+        URL + "/api/v4/projects/1/repository/commits/%s/signature" % sha,
+        headers={"PRIVATE-TOKEN": "user-token"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.load(r)
+
+
+def sim_status(sha):
+    try:
+        sim_signature(sha)
+    except urllib.error.HTTPError as e:
+        return e.code
+    return 200
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    if not URL:
+        print("PB_FORGESIM_URL is not set (run through run-with-sim.sh)")
+        return 1
+    pb, work = sys.argv[1], os.path.abspath(sys.argv[2])
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    with open(os.path.join(work, "log"), "w") as log:
+        try:
+            scenario(pb, work, log)
+        except Fail as e:
+            log.flush()
+            with open(log.name) as f:
+                sys.stderr.write(f.read()[-6000:])
+            print("FAIL: %s" % e)
+            return 1
+    print("1 passed, 0 failed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
