@@ -716,9 +716,10 @@ static int approvals_block(struct buf *b, struct mrctx *c)
 					 u->username);
 		rc = buf_adds(b, "- ");
 		if (!rc)
-			rc = mailhdr_sanitize(b, name_of(u), strlen(name_of(u)));
-		if (!rc && name && !store_cursor_get(&via, c->fm->store, name) &&
-		    via.len) {
+			rc = mailhdr_sanitize(b, name_of(u),
+					      strlen(name_of(u)));
+		if (!rc && name &&
+		    !store_cursor_get(&via, c->fm->store, name) && via.len) {
 			rc = buf_adds(b, ": by email, ");
 			if (!rc)
 				rc = mailhdr_sanitize(b, via.data, via.len);

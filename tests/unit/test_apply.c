@@ -286,9 +286,8 @@ static void approval_provenance_kept(void **state)
 	snprintf(name, sizeof(name), "list-approval-via:%s!%lld:alice",
 		 b->t.project, (long long)b->t.iid);
 	assert_int_equal(store_cursor_get(&v, b->st, name), 0);
-	assert_string_equal(v.data,
-			    "Acked-by: Alice <alice@example.org> (DKIM "
-			    "verified)");
+	assert_string_equal(v.data, "Acked-by: Alice <alice@example.org> (DKIM "
+				    "verified)");
 	buf_release(&v);
 }
 

@@ -695,8 +695,7 @@ static void approvals_provenance(void **state)
 	free(text);
 
 	assert_int_equal(
-		store_cursor_set(b->st,
-				 "list-approval-via:" PROJECT "!7:alice",
+		store_cursor_set(b->st, "list-approval-via:" PROJECT "!7:alice",
 				 "Acked-by: Alice Developer <alice@example.com> "
 				 "(DKIM verified)"),
 		0);
