@@ -483,6 +483,18 @@ static const struct config_param params[CFG__COUNT] = {
 		255, NULL, 0,
 		"The branch a series posted to the list is applied onto and "
 		"targets when its mails name no base-commit the mirror has" },
+	[CFG_PROJECT_ATTEST_KEYRING] = {
+		"project", "attest_keyring", CONFIG_PATH, "", 0, PATH_LEN_MAX,
+		NULL, 0,
+		"Directory of the contributors' public keys in patatt's "
+		"layout (ed25519/DOMAIN/LOCAL/SELECTOR), against which the "
+		"mails of a series posted to the list are checked" },
+	[CFG_PROJECT_EMAIL_REQUIRE_ATTESTATION] = {
+		"project", "email_require_attestation", CONFIG_BOOL, "no", 0,
+		0, NULL, 0,
+		"Open a series posted to the list only when each of its mails "
+		"is attested (patatt, a key of attest_keyring) or DKIM/DMARC-"
+		"verified, and none carries a signature that fails" },
 	[CFG_PROJECT_MAIL_PIPELINES] = {
 		"project", "mail_pipelines", CONFIG_BOOL, "yes", 0, 0, NULL, 0,
 		"Mail each finished pipeline's result (passed, or failed with "

@@ -5,6 +5,7 @@
 #include "mail/mailinfo.h"
 #include "mail/review.h"
 #include "mail/subject.h"
+#include "outbound/emailattest.h"
 #include "state/store.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -396,6 +397,44 @@ static int map_series(const struct emailmr_ctx *c, const struct series *s,
 	return rc;
 }
 
+/*
+ * What vouches for each mail of the series (emailattest.h), before
+ * anything is pushed: PB_EPERM (the series marked failed) when the
+ * project requires attestation and a mail has none or a bad one.
+ */
+static int attest(struct emailattest *a, const struct emailmr_ctx *c,
+		  const struct series *s, const char *safe,
+		  const char *series_id)
+{
+	struct emailattest_opts o;
+	struct buf why = BUF_INIT(PB_ERRMSG_MAX / 2);
+	size_t i;
+	int rc = 0;
+
+	memset(&o, 0, sizeof(o));
+	o.keyring = c->attest_keyring;
+	o.ro = c->ro;
+	o.sender = s->sub.sender;
+	a->total = s->sub.total;
+	for (i = 0; !rc && i < s->mails.nr; i++)
+		rc = emailattest_add(a, s->mails.items[i].message,
+				     s->mails.items[i].message_len,
+				     s->mails.items[i].patch, &o);
+	if (rc || !c->require_attestation || emailattest_ok(a))
+		goto out;
+	emailattest_why(&why, a);
+	buf_clear_error(&why);
+	if (s->sub.state == STORE_SUBMISSION_WHOLE)
+		(void)store_submission_finish(c->st, series_id,
+					      STORE_SUBMISSION_FAILED, 0);
+	rc = err_set(PB_EPERM,
+		     "series <%s> refused (email_require_attestation): %s",
+		     safe, why.data);
+out:
+	buf_release(&why);
+	return rc;
+}
+
 int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,
 		 const char *series_id)
 {
@@ -410,12 +449,14 @@ int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,
 	char base[GITREPO_HEXSZ + 1], head[GITREPO_HEXSZ + 1];
 	char branch[EMAILMR_BRANCH_MAX + 1], *local = NULL, *remote = NULL;
 	char safe[PB_LOG_QUOTE_MAX];
+	struct emailattest att;
 	size_t failed = 0;
 	int64_t earlier = 0;
 	int rc;
 
 	*iid = 0;
 	memset(&mr, 0, sizeof(mr));
+	emailattest_init(&att);
 	printable_copy(safe, sizeof(safe), series_id, strlen(series_id));
 	rc = series_read(&s, c->st, series_id);
 	if (rc)
@@ -430,6 +471,9 @@ int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,
 		goto out;
 	if (!t.title.len)
 		buf_sets(&t.title, "(no subject)");
+	rc = attest(&att, c, &s, safe, series_id);
+	if (rc)
+		goto out;
 
 	/* Apply: committed at the time the series became whole, so that a
 	 * second run makes the same commits. */
@@ -495,6 +539,7 @@ int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,
 
 	/* The merge request: found, not made again, after a restart. */
 	buf_addf(&desc, "From: %s <%s> by email\n", t.name, t.email);
+	emailattest_describe(&desc, &att);
 	if (t.body.len)
 		buf_addf(&desc, "\n%s\n", t.body.data);
 	if (buf_error(&desc)) {
@@ -523,10 +568,12 @@ mapped:
 	}
 	if (!rc)
 		log_info("%s!%lld: %s from the series <%s> (v%d, %zu "
-			 "patches on %.12s, branch %s)",
+			 "patches on %.12s, branch %s; %s)",
 			 c->project, (long long)mr.iid,
 			 earlier ? "updated" : "opened", safe, s.sub.version,
-			 s.nr_patches, base, branch);
+			 s.nr_patches, base, branch,
+			 emailattest_ok(&att) ? "attested or DKIM-verified" :
+						"not attested");
 out:
 	forge_mr_release(&mr);
 	strlist_release(&labels);
@@ -537,6 +584,7 @@ out:
 	free(t.email);
 	free(local);
 	free(remote);
+	emailattest_release(&att);
 	series_release(&s);
 	return rc;
 }

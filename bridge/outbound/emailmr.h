@@ -30,7 +30,8 @@
  * series does not apply (it is then marked failed; err_msg() names the
  * patch, git's message and the base tried), PB_ENOTFOUND for an unknown
  * or unfinished series, and those of the store, git and forge calls
- * (PB_ETEMP: try again later).
+ * (PB_ETEMP: try again later); PB_EPERM when require_attestation
+ * refuses it (also marked failed; err_msg() says which mail and why).
  */
 #ifndef PB_OUTBOUND_EMAILMR_H
 #define PB_OUTBOUND_EMAILMR_H
@@ -58,6 +59,14 @@ struct emailmr_ctx {
 	const char *label; /* "from-email"; NULL or "": none */
 	const char *committer_name; /* the bridge's name and address */
 	const char *committer_email;
+	/* What vouches for the series (emailattest.h), checked before
+	 * anything is pushed and written into the description: the
+	 * project keyring (NULL or "": none), the trust rules of
+	 * Authentication-Results (NULL: none trusted), and whether a series
+	 * that is not attested is refused (PB_EPERM, marked failed). */
+	const char *attest_keyring;
+	const struct review_options *ro;
+	int require_attestation;
 };
 
 /*

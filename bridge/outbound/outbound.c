@@ -1865,6 +1865,7 @@ static int submission_project(const struct config_project **out,
 /* The mirror fetched, the target resolved, the series opened. */
 static int submission_open(struct outbound *ob,
 			   const struct config_project *proj,
+			   const struct review_options *ro,
 			   const char *series_id)
 {
 	const char *project = config_project_name(proj);
@@ -1910,8 +1911,12 @@ static int submission_open(struct outbound *ob,
 	c.label = "from-email";
 	c.committer_name = config_str(ob->cfg, CFG_BRIDGE_NAME);
 	c.committer_email = config_str(ob->cfg, CFG_BRIDGE_ADDRESS);
+	c.attest_keyring = config_project_str(proj, CFG_PROJECT_ATTEST_KEYRING);
+	c.ro = ro;
+	c.require_attestation = config_project_bool(
+		proj, CFG_PROJECT_EMAIL_REQUIRE_ATTESTATION);
 	rc = emailmr_open(&iid, &c, series_id);
-	if (rc == PB_EINVAL)
+	if (rc == PB_EINVAL || rc == PB_EPERM)
 		log_warn("%s", err_msg()); /* failed: the series is closed */
 out:
 	strlist_release(&specs);
@@ -1978,5 +1983,5 @@ int outbound_submission(struct outbound *ob, char *project, size_t size,
 	}
 	if (rc || !whole)
 		return rc;
-	return submission_open(ob, proj, series);
+	return submission_open(ob, proj, &ro, series);
 }
