@@ -186,8 +186,8 @@ static int add_verdict(struct buf *out, const struct emailattest_mail *m)
 		if (!rc)
 			rc = add_clean(out, m->identity);
 		if (!rc)
-			rc = buf_adds(out, " (the trusted "
-					   "Authentication-Results)");
+			rc = buf_adds(out, " in the trusted "
+					   "Authentication-Results");
 		return rc;
 	case EMAILATTEST_BAD:
 	case EMAILATTEST_NONE:
