@@ -476,6 +476,12 @@ static void check_secrets(struct preflight *pf, const struct config *cfg,
 		check_secret(pf, "[smtp] password_file",
 			     config_str(cfg, CFG_SMTP_PASSWORD_FILE), 0, uid,
 			     gid, "write the SMTP password into it, mode 0600");
+	if (config_bool(cfg, CFG_OUTBOUND_ATTEST))
+		check_secret(pf, "[outbound] attest_key_file",
+			     config_str(cfg, CFG_OUTBOUND_ATTEST_KEY_FILE), 0,
+			     uid, gid,
+			     "make the key as the daemon's user: patchbridge "
+			     "attest-key --generate FILE");
 	if (config_bool(cfg, CFG_WEBHOOK_ENABLED))
 		check_secret(pf, "[webhook] secret_file",
 			     config_str(cfg, CFG_WEBHOOK_SECRET_FILE),

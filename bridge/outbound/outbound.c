@@ -1,6 +1,7 @@
 #include "outbound/outbound.h"
 
 #include "core/config.h"
+#include "core/secret.h"
 #include "core/health.h"
 #include "core/metrics.h"
 #include "core/owners.h"
@@ -65,6 +66,9 @@ struct outbound {
 	 * record (the database went away): recorded before anything else
 	 * is delivered, never sent again by this process. */
 	struct strlist unrecorded;
+	/* [outbound] attest: the key, read at start; key NULL: off. */
+	struct patatt_key *attest_key;
+	struct series_attest attest;
 };
 
 static int64_t now_s(void)
@@ -121,6 +125,38 @@ int outbound_parse_mr(char *project, size_t size, int64_t *iid,
 
 /* --- set-up ------------------------------------------------------------ */
 
+/*
+ * The attestation key, read as the token is (core/secret.h: the same
+ * permission rules), and tried once on a mail of two lines so that a
+ * bad key, address or selector stops the start, not a revision.
+ */
+static int attest_open(struct outbound *ob)
+{
+	static const char probe[] = "From: probe@invalid\nSubject: probe\n"
+				    "\nprobe\n";
+	const char *path = config_str(ob->cfg, CFG_OUTBOUND_ATTEST_KEY_FILE);
+	const char *sel = config_str(ob->cfg, CFG_OUTBOUND_ATTEST_SELECTOR);
+	struct buf text = BUF_INIT(SECRET_MAX + 1);
+	struct buf b = BUF_INIT(PB_HEADER_VALUE_MAX);
+	int rc;
+
+	rc = secret_read(&text, path, 0);
+	if (!rc)
+		rc = patatt_key_new(&ob->attest_key, text.data, text.len);
+	secret_wipe(&text);
+	if (rc)
+		return err_prefix(rc, "[outbound] attest_key_file %s", path);
+	ob->attest.key = ob->attest_key;
+	ob->attest.identity = config_str(ob->cfg, CFG_BRIDGE_ADDRESS);
+	ob->attest.selector = sel[0] ? sel : NULL;
+	rc = patatt_sign(&b, probe, sizeof(probe) - 1, ob->attest.key,
+			 ob->attest.identity, ob->attest.selector, 0);
+	buf_release(&b);
+	if (rc)
+		return err_prefix(rc, "[outbound] attest");
+	return 0;
+}
+
 int outbound_new(struct outbound **out, const struct outbound_opts *opts)
 {
 	const char *state = config_str(opts->cfg, CFG_STATE_PATH);
@@ -140,6 +176,14 @@ int outbound_new(struct outbound **out, const struct outbound_opts *opts)
 			xasprintf("%.*s/mirrors", (int)(slash - state), state);
 	else
 		ob->mirror_root = xstrdup(slash ? "/mirrors" : "mirrors");
+	if (config_bool(ob->cfg, CFG_OUTBOUND_ATTEST)) {
+		int rc = attest_open(ob);
+
+		if (rc) {
+			outbound_free(ob);
+			return rc;
+		}
+	}
 	ob->lock_path = xasprintf("%s.lock", state);
 	ob->lock_fd = open(ob->lock_path,
 			   O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
@@ -161,6 +205,7 @@ void outbound_free(struct outbound *ob)
 		return;
 	if (ob->lock_fd >= 0)
 		close(ob->lock_fd);
+	patatt_key_free(ob->attest_key);
 	listarchive_free(ob->archive);
 	strlist_release(&ob->unrecorded);
 	if (ob->token) {
@@ -1204,10 +1249,16 @@ static int record_mail(struct outbound *ob, struct job *j, int revision,
 	struct store_mail sm = STORE_MAIL_INIT;
 	struct store_outmail om;
 	struct buf rcpts = BUF_INIT(STORE_DIFF_MAX);
+	struct buf attested = BUF_INIT(SERIES_MAIL_MAX);
 	size_t k;
 	int rc;
 
 	rc = insert_cc(&m->text, &j->cc[i]);
+	/* The signature last, over the mail as the list will have it; into
+	 * a copy, so a transaction run again signs the same text once. */
+	if (!rc && ob->attest.key)
+		rc = series_attest_text(&attested, m->text.data, m->text.len,
+					m->date, &ob->attest);
 	if (rc)
 		goto out;
 	sm.message_id = m->msgid;
@@ -1240,10 +1291,11 @@ static int record_mail(struct outbound *ob, struct job *j, int revision,
 	om.message_id = m->msgid;
 	om.envelope_from = config_str(ob->cfg, CFG_BRIDGE_ADDRESS);
 	om.recipients = rcpts.data;
-	om.message = m->text.data;
-	om.message_len = m->text.len;
+	om.message = attested.len ? attested.data : m->text.data;
+	om.message_len = attested.len ? attested.len : m->text.len;
 	rc = store_outmail_put(ob->store, &om);
 out:
+	buf_release(&attested);
 	buf_release(&rcpts);
 	return rc;
 }

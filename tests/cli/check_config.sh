@@ -132,6 +132,20 @@ has "$tmp/err" "$tmp/example.conf: [forge] token_file: secret file $tmp/etc/gitl
 chmod 0600 "$tmp/etc/gitlab-token"
 run 0 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
 has "$tmp/out" "$tmp/example.conf: ok"
+# The attestation key is a secret file like the token.
+cp "$tmp/example.conf" "$tmp/example.conf.orig"
+printf '[outbound]\nattest = yes\nattest_key_file = %s\n' \
+	"$tmp/etc/attest.key" >>"$tmp/example.conf"
+run 78 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
+has "$tmp/err" "$tmp/example.conf: [outbound] attest_key_file: $tmp/etc/attest.key: No such file or directory: make the key as the daemon's user: patchbridge attest-key --generate FILE"
+run 0 -c "$tmp/example.conf" attest-key --generate
+grep -q '^keyring: *ed25519/[^/]*/[^/]*/default$' "$tmp/out" ||
+	fail "attest-key printed no keyring path: $(cat "$tmp/out")"
+run 0 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
+chmod 0644 "$tmp/etc/attest.key"
+run 78 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
+has "$tmp/err" "$tmp/example.conf: [outbound] attest_key_file: secret file $tmp/etc/attest.key: mode 0644 lets the group or others in: chown $owner $tmp/etc/attest.key; chmod 0600 $tmp/etc/attest.key"
+mv "$tmp/example.conf.orig" "$tmp/example.conf"
 # An owners.yaml that does not load is named with its line and column.
 printf 'subsystems:\n  - subsystem: x\n    maintainers: 3\n' >"$tmp/etc/owners.yaml"
 run 78 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
