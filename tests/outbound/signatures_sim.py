@@ -6,7 +6,8 @@ simulator answers it).
 usage: signatures_sim.py PATCHBRIDGE WORKDIR
 
 Run through tests/forgesim/run-with-sim.sh (PB_FORGESIM_URL).  Mail goes
-to a sendmail stand-in that keeps each message in a file.
+to daemon_stop_sim.py's sendmail stand-in, which keeps each message in a
+file.
 
 An MR of four commits, all committed by Alice: the first signed with
 Alice's OpenPGP key (verified), the second not signed, the third signed
@@ -25,69 +26,14 @@ import email.policy
 import json
 import os
 import re
-import shutil
-import subprocess
 import sys
 import urllib.error
 import urllib.request
 
-URL = os.environ.get("PB_FORGESIM_URL")
-
-SENDMAIL = """#!/bin/sh
-n=$(($(cat %(out)s/count 2>/dev/null || echo 0) + 1))
-echo $n > %(out)s/count
-cat > %(out)s/mail-$n.tmp && mv %(out)s/mail-$n.tmp %(out)s/mail-$n
-"""
-
-CONFIG = """\
-[bridge]
-address = bridge@example.org
-domain = bridge.example.org
-list_address = list@example.org
-[forge]
-url = %(url)s
-token_file = %(dir)s/token
-max_retries = 1
-retry_max = 2s
-[smtp]
-url = sendmail
-sendmail_path = %(dir)s/sendmail.sh
-[state]
-path = %(dir)s/state/state.db
-[spool]
-dir = %(dir)s/spool
-[log]
-level = debug
-[outbound]
-poll_interval = 1h
-poll_overlap = 2m
-[inbound]
-approval_policy = none
-[project "group/project"]
-%(project)s"""
+import daemon_stop_sim as base
+from daemon_stop_sim import URL, check, sim
 
 ALICE = {"name": "Alice Developer", "email": "alice@example.com"}
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
-
-
-def sim(method, path, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(URL + path, data=data, method=method)
-    req.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            text = r.read()
-    except urllib.error.HTTPError as e:
-        raise Fail("%s %s: %d %s" % (method, path, e.code, e.read()[:300]))
-    return json.loads(text) if text else None
 
 
 def create_mr(branch, title, signatures):
@@ -121,31 +67,31 @@ def covers(out):
 
 
 def run(pb, conf, log, *argv):
-    p = subprocess.run([pb, "-c", conf] + list(argv), capture_output=True,
-                       text=True, timeout=180)
-    log.write("$ patchbridge %s -> %d\n%s%s" % (" ".join(argv),
-                                                 p.returncode, p.stdout,
-                                                 p.stderr))
-    log.flush()
+    p = base.run(pb, conf, log, *argv)
     check(p.returncode == 0, "patchbridge %s exited %d" % (" ".join(argv),
                                                           p.returncode))
     return p
 
 
 def setup(work, name, project=""):
+    """A bridge of its own (daemon_stop_sim.py's configuration, with
+    project lines), its mail kept in OUT."""
     d = os.path.join(work, name)
     out = os.path.join(d, "out")
     os.makedirs(out)
     os.makedirs(os.path.join(d, "state"))
     with open(os.path.join(d, "sendmail.sh"), "w") as f:
-        f.write(SENDMAIL % {"out": out})
+        f.write(base.SENDMAIL % {"out": out,
+                                 "hold": os.path.join(d, "no-hold")})
     os.chmod(os.path.join(d, "sendmail.sh"), 0o755)
     with open(os.path.join(d, "token"), "w") as f:
         f.write("admin-token\n")
     os.chmod(os.path.join(d, "token"), 0o600)
     conf = os.path.join(d, "patchbridge.conf")
     with open(conf, "w") as f:
-        f.write(CONFIG % {"url": URL, "dir": d, "project": project})
+        f.write(base.CONFIG % {"url": URL, "dir": d, "list": base.LIST,
+                               "state": "path = %s/state/state.db\n" % d}
+                + project)
     return conf, out
 
 
@@ -208,28 +154,5 @@ def sim_status(sha):
     return 200
 
 
-def main():
-    if len(sys.argv) != 3:
-        print(__doc__)
-        return 2
-    if not URL:
-        print("PB_FORGESIM_URL is not set (run through run-with-sim.sh)")
-        return 1
-    pb, work = sys.argv[1], os.path.abspath(sys.argv[2])
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    with open(os.path.join(work, "log"), "w") as log:
-        try:
-            scenario(pb, work, log)
-        except Fail as e:
-            log.flush()
-            with open(log.name) as f:
-                sys.stderr.write(f.read()[-6000:])
-            print("FAIL: %s" % e)
-            return 1
-    print("1 passed, 0 failed")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(base.run_main(scenario, __doc__))

@@ -105,6 +105,25 @@ static char *keyring(const struct patatt_key *k)
 	return ring;
 }
 
+/* msg signed by ann@example.org with k, as `patatt sign` signs. */
+static void sign(struct buf *out, const char *msg, size_t len,
+		 const struct patatt_key *k, const char *selector)
+{
+	buf_reset(out);
+	assert_int_equal(patatt_sign_mail(out, msg, len, k, "ann@example.org",
+					  selector, 1700000000),
+			 0);
+}
+
+/* A fresh verdict of the one-patch series raw: *a is initialised. */
+static void check_one(struct emailattest *a, const struct buf *raw,
+		      const struct emailattest_opts *o)
+{
+	emailattest_init(a);
+	a->total = 1;
+	assert_int_equal(emailattest_add(a, raw->data, raw->len, 1, o), 0);
+}
+
 static void test_patatt_dkim_and_bad(void **state)
 {
 	struct review_options ro = { .trusted_authserv_id = "mx.example.net",
@@ -121,15 +140,10 @@ static void test_patatt_dkim_and_bad(void **state)
 	assert_int_equal(patatt_key_generate(&other), 0);
 	ring = keyring(k);
 	o.keyring = ring;
-	assert_int_equal(patatt_sign_mail(&signed_, patch, strlen(patch), k,
-					  "ann@example.org", NULL, 1700000000),
-			 0);
+	sign(&signed_, patch, strlen(patch), k, NULL);
 
 	/* Signed by the sender, key in the keyring: attested. */
-	emailattest_init(&a);
-	a.total = 1;
-	assert_int_equal(emailattest_add(&a, signed_.data, signed_.len, 1, &o),
-			 0);
+	check_one(&a, &signed_, &o);
 	assert_int_equal(a.mails[0].kind, EMAILATTEST_PATATT);
 	assert_true(emailattest_ok(&a));
 	assert_int_equal(emailattest_describe(&out, &a), 0);
@@ -183,26 +197,13 @@ static void test_patatt_dkim_and_bad(void **state)
 
 	/* Signed by a key the keyring does not have, or for another
 	 * identity: proves nothing, the mail is left to DKIM. */
-	buf_reset(&signed_);
-	assert_int_equal(patatt_sign_mail(&signed_, dkim.data, dkim.len, other,
-					  "ann@example.org", "laptop",
-					  1700000000),
-			 0);
-	emailattest_init(&a);
-	a.total = 1;
-	assert_int_equal(emailattest_add(&a, signed_.data, signed_.len, 1, &o),
-			 0);
+	sign(&signed_, dkim.data, dkim.len, other, "laptop");
+	check_one(&a, &signed_, &o);
 	assert_int_equal(a.mails[0].kind, EMAILATTEST_DKIM);
 	emailattest_release(&a);
 	o.sender = "bob@example.org";
-	buf_reset(&signed_);
-	assert_int_equal(patatt_sign_mail(&signed_, patch, strlen(patch), k,
-					  "ann@example.org", NULL, 1700000000),
-			 0);
-	emailattest_init(&a);
-	a.total = 1;
-	assert_int_equal(emailattest_add(&a, signed_.data, signed_.len, 1, &o),
-			 0);
+	sign(&signed_, patch, strlen(patch), k, NULL);
+	check_one(&a, &signed_, &o);
 	assert_int_equal(a.mails[0].kind, EMAILATTEST_NONE);
 	assert_non_null(strstr(a.mails[0].detail,
 			       "signed by ann@example.org, not by the sender"));

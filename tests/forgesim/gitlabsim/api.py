@@ -418,15 +418,21 @@ class Api:
                                    note_events, push_events, confidential)
         return Response.json(201, ent.hook(self.forge, hook))
 
-    def get_commit(self, ctx, id, sha):
+    def _commit(self, ctx, id, sha):
+        """The project and the commit :sha names (a SHA, a branch or a
+        tag), or 404 "Commit Not Found" (lib/api/commits.rb)."""
         project = ctx.project(id)
         repo = self.forge.repo(project)
         resolved = repo.rev_parse(sha) if sha and not sha.startswith("-") \
             else None
         if resolved is None:
             raise errors.not_found("Commit")
+        return project, resolved
+
+    def get_commit(self, ctx, id, sha):
+        project, resolved = self._commit(ctx, id, sha)
         return Response.json(200, ent.commit_detail(
-            self.forge, project, repo.commit(resolved)))
+            self.forge, project, self.forge.repo(project).commit(resolved)))
 
     def commit_signature(self, ctx, id, sha):
         """lib/api/commits.rb "Get the signature of a commit" (doc/api/
@@ -434,12 +440,7 @@ class Api:
         for no such commit, 404 "GPG Signature Not Found" for an unsigned
         one (the words of the documented example), else
         Entities::CommitSignature."""
-        project = ctx.project(id)
-        repo = self.forge.repo(project)
-        resolved = repo.rev_parse(sha) if sha and not sha.startswith("-") \
-            else None
-        if resolved is None:
-            raise errors.not_found("Commit")
+        project, resolved = self._commit(ctx, id, sha)
         if resolved not in project.signatures:
             raise errors.not_found("GPG Signature")
         return Response.json(200, ent.commit_signature(
