@@ -9,10 +9,11 @@ Run through tests/forgesim/run-with-sim.sh (PB_FORGESIM_URL).  Mail goes
 to daemon_stop_sim.py's sendmail stand-in, which keeps each message in a
 file.
 
-An MR of four commits, all committed by Alice: the first signed with
+An MR of five commits, all committed by Alice: the first signed with
 Alice's OpenPGP key (verified), the second not signed, the third signed
 with Bob's SSH key (other_user: Bob's key on Alice's commit), the fourth
-with an X.509 certificate of Alice's.  `run --once` mails the series; its
+with an X.509 certificate of Alice's, the fifth with an SSH key no user
+of the forge has (unknown_key, and no key in GitLab's answer).  `run --once` mails the series; its
 cover letter carries the block, a line per patch.  An MR with no signed
 commit gets no block, and `[outbound] cover_signatures = no` leaves it
 out too.  Every request is checked against GitLab's OpenAPI document
@@ -102,6 +103,7 @@ def scenario(pb, work, log):
         None,
         {"type": "SSH", "user": "bob", "title": "bob's laptop"},
         {"type": "X509", "user": "alice"},
+        {"type": "SSH"},
     ])
     plain, _ = create_mr("plain", "Unsigned work", [None, None])
     # What the API says of them, as the bridge reads it.
@@ -114,14 +116,17 @@ def scenario(pb, work, log):
           "cover letters mailed: %s" % sorted(got))
     keyid = sim_signature(shas[0])["gpg_key_primary_keyid"]
     want = ("Commit signatures, as the forge verified them:\n"
-            "- 1/4 %.12s: PGP, verified: Alice Developer "
+            "- 1/5 %.12s: PGP, verified: Alice Developer "
             "<alice@example.com> (key %s)\n"
-            "- 2/4 %.12s: not signed\n"
-            "- 3/4 %.12s: SSH, other_user: key \"bob's laptop\" of the "
+            "- 2/5 %.12s: not signed\n"
+            "- 3/5 %.12s: SSH, other_user: key \"bob's laptop\" of the "
             "committer Alice Developer <alice@example.com>\n"
-            "- 4/4 %.12s: X.509, verified: certificate of "
+            "- 4/5 %.12s: X.509, verified: certificate of "
             "alice@example.com (CN=alice@example.com,OU=Example,"
-            "O=World)\n\n" % (shas[0], keyid, shas[1], shas[2], shas[3]))
+            "O=World)\n"
+            "- 5/5 %.12s: SSH, unknown_key: a key no forge user has, the "
+            "committer Alice Developer <alice@example.com>\n\n"
+            % (shas[0], keyid, shas[1], shas[2], shas[3], shas[4]))
     check(want in got[signed],
           "the signed MR's cover lacks the block:\n%s\nwant:\n%s"
           % (got[signed], want))
