@@ -523,12 +523,28 @@ static void watch_spool(struct daemon *d)
 	free(dir);
 }
 
+/* Who a series posted to the list is opened as: the forge user of its
+ * sender, mapped as reviews map theirs (emailmr.h). */
+static int submitter_user(char *user, size_t size, const char *project,
+			  const char *email, void *arg)
+{
+	struct daemon *d = arg;
+
+	if (!d->ib) {
+		if (size)
+			user[0] = '\0';
+		return 0;
+	}
+	return inbound_map_user(user, size, d->ib, project, email);
+}
+
 /* A series posted to the list, from the inbound side (inbound.h). */
 static int take_submission(void *arg, char *project, size_t size,
 			   const char *raw, size_t len)
 {
 	struct daemon *d = arg;
 
+	outbound_set_user_map(d->env.ob, submitter_user, d);
 	return outbound_submission(d->env.ob, project, size, raw, len);
 }
 

@@ -909,7 +909,8 @@ static void tell_submission(const struct why *w)
 	case STORE_SUBMISSION_FAILED:
 		printf("    not opened: the series does not apply (the "
 		       "daemon's log names the patch, git's message and the "
-		       "base tried)\n");
+		       "base tried), or is a version not newer than the "
+		       "latest its topic's merge request took\n");
 		break;
 	}
 }

@@ -446,7 +446,7 @@ static const struct config_param params[CFG__COUNT] = {
 		"inbound", "user_map", CONFIG_PATH, "", 0, PATH_LEN_MAX, NULL,
 		PP,
 		"File of \"email username\" lines mapping senders to forge "
-		"users" },
+		"users (of replies, and of series posted to the list)" },
 	[CFG_INBOUND_ARCHIVE_URL] = {
 		"inbound", "archive_url", CONFIG_URL, "", 0, URL_LEN_MAX,
 		http_schemes, PP,

@@ -660,6 +660,40 @@ static int cb_map_user(const char **user, const char *email, void *arg)
 	return rc;
 }
 
+int inbound_map_user(char *user, size_t size, struct inbound *ib,
+		     const char *project, const char *email)
+{
+	const struct config_project *proj;
+	struct mailctx mc;
+	const char *found = NULL;
+	void *obj = NULL;
+	int rc;
+
+	if (size)
+		user[0] = '\0';
+	rc = config_project_get(&proj, ib->cfg, project);
+	if (rc)
+		return rc;
+	memset(&mc, 0, sizeof(mc));
+	mc.ib = ib;
+	strlist_init(&mc.users);
+	rc = loaded_get(&obj, &ib->owners,
+			config_project_str(proj, CFG_INBOUND_OWNERS_FILE));
+	mc.owners = obj;
+	if (!rc)
+		rc = loaded_get(&obj, &ib->maps,
+				config_project_str(proj, CFG_INBOUND_USER_MAP));
+	mc.map = obj;
+	if (!rc)
+		rc = cb_map_user(&found, email, &mc);
+	if (rc == PB_ENOTFOUND)
+		rc = 0;
+	if (!rc && found)
+		snprintf(user, size, "%s", found);
+	strlist_release(&mc.users);
+	return rc;
+}
+
 static int cb_is_owner(int *owner, const char *email, enum trailer_scope scope,
 		       void *arg)
 {

@@ -161,6 +161,15 @@ void inbound_get_stats(struct inbound_stats *out, const struct inbound *ib);
  * bridge sent (its Message-ID is in the thread map).  PB_ENOTFOUND when
  * it belongs nowhere.  Ids in the mail carry <>; the store's do not.
  */
+/*
+ * The forge user email maps to in project, as for a reply's trailers
+ * ([inbound] user_map, then owners.yaml's gluser, then the forge's
+ * search by address), into user (size bytes); "" when none.  The
+ * daemon opens a series posted to the list as that user.
+ */
+int inbound_map_user(char *user, size_t size, struct inbound *ib,
+		     const char *project, const char *email);
+
 struct inbound_target {
 	char project[STORE_PROJECT_MAX + 1];
 	int64_t iid;

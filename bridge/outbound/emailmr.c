@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Lower-case letters and digits of s, other runs one dash, at most max
  * bytes; "x" when nothing is left. */
@@ -313,6 +314,212 @@ static int64_t earlier_mr(const struct emailmr_ctx *c, const struct series *s)
 	return iid;
 }
 
+/* How many of a sender's opened series a next version is compared with,
+ * the last finished first. */
+#define TOPIC_LOOKBACK 50
+/* A change-id kept, at most (b4 writes "DATE-SLUG-HASH", 40 or so). */
+#define CHANGE_ID_MAX 128
+
+/* What names a topic over its versions, as b4 finds a series' earlier
+ * revisions: the "change-id:" line b4 writes in the cover letter (in the
+ * patch itself when it is a single one), else the title: the subject
+ * of the cover letter, or of patch 1, cleaned of its [PATCH ...]. */
+struct topic {
+	char change_id[CHANGE_ID_MAX + 1]; /* "" when none */
+	struct buf title;
+};
+
+/* A "change-id: ID" line of raw's text (below its header), or "". */
+static void change_id_of(char *out, const char *raw, size_t len)
+{
+	const char *p = raw, *end = raw + len, *body;
+	size_t n;
+
+	out[0] = '\0';
+	body = mem_find(raw, len, "\n\n", 2);
+	if (!body)
+		body = mem_find(raw, len, "\r\n\r\n", 4);
+	if (!body)
+		return;
+	for (p = body + 1; p < end; p++) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+
+		if (!eol)
+			eol = end;
+		if ((size_t)(eol - p) > 10 &&
+		    !strncasecmp(p, "change-id:", 10)) {
+			p += 10;
+			while (p < eol && (*p == ' ' || *p == '\t'))
+				p++;
+			for (n = 0; p + n < eol && n < CHANGE_ID_MAX &&
+				    (unsigned char)p[n] > ' ' && p[n] != 0x7f;
+			     n++)
+				;
+			if (n && n < CHANGE_ID_MAX &&
+			    (p + n == eol || p[n] == '\r' || p[n] == ' ')) {
+				memcpy(out, p, n);
+				out[n] = '\0';
+			}
+			return;
+		}
+		p = eol;
+	}
+}
+
+/* The topic of a series, of its first mail (the cover letter, else
+ * patch 1) and its length. */
+static int topic_read(struct topic *tp, const struct store_submitted *first,
+		      int total)
+{
+	struct mail *m = NULL;
+	int rc;
+
+	tp->change_id[0] = '\0';
+	buf_reset(&tp->title);
+	rc = mail_parse(&m, first->message, first->message_len, NULL);
+	if (rc)
+		return rc;
+	rc = mailinfo_clean_subject(&tp->title, m->subject, strlen(m->subject));
+	mail_free(m);
+	if (first->patch == 0 || total == 1)
+		change_id_of(tp->change_id, first->message, first->message_len);
+	return rc;
+}
+
+/* Whether b is the topic of a: the change-id when a has one (a
+ * different one, or none, is another topic), else the same title. */
+static int same_topic(const struct topic *a, const struct topic *b)
+{
+	if (a->change_id[0])
+		return !strcmp(a->change_id, b->change_id);
+	return !b->change_id[0] && a->title.len &&
+	       a->title.len == b->title.len &&
+	       !strcmp(a->title.data, b->title.data);
+}
+
+/* The merge request iid is open, and from a branch under the prefix. */
+static int mr_open_by_email(const struct emailmr_ctx *c, int64_t iid)
+{
+	struct forge_mr mr;
+	int open;
+
+	memset(&mr, 0, sizeof(mr));
+	if (forge_get_mr(&mr, c->forge, c->project, iid))
+		return 0;
+	open = mr.state && !strcmp(mr.state, "opened") && mr.source_branch &&
+	       !strncmp(mr.source_branch, c->branch_prefix,
+			strlen(c->branch_prefix));
+	forge_mr_release(&mr);
+	return open;
+}
+
+/*
+ * The merge request a next version (v2 or later) updates: the one of
+ * the version it answers (earlier_mr()), else the one of the same
+ * sender's topic (struct topic) that is still open.  Then it must be
+ * newer than every version that merge request took: one that is not
+ * (a v2 after v3, the same v2 sent again under other Message-IDs)
+ * updates nothing, and is marked failed.  *iid 0: a merge request of
+ * its own.
+ */
+static int next_version_mr(int64_t *iid, const struct emailmr_ctx *c,
+			   const struct series *s, const char *safe)
+{
+	struct store_submission_list opened = { NULL, 0, 0 };
+	struct topic mine = { "", BUF_INIT(SUBJECT_MAX) };
+	struct topic theirs = { "", BUF_INIT(SUBJECT_MAX) };
+	int latest = 0, rc = 0;
+	size_t i;
+
+	*iid = 0;
+	if (s->sub.version < 2 || !s->mails.nr)
+		return 0;
+	*iid = earlier_mr(c, s);
+	rc = store_submission_list_opened(&opened, c->st, c->project,
+					  s->sub.sender, TOPIC_LOOKBACK);
+	if (!rc && !*iid)
+		rc = topic_read(&mine, &s->mails.items[0], s->sub.total);
+	for (i = 0; !rc && !*iid && i < opened.nr; i++) {
+		const struct store_submission *o = &opened.items[i];
+		struct store_submitted first;
+
+		if (!strcmp(o->series_id, s->sub.series_id) || o->iid < 1)
+			continue;
+		store_submitted_init(&first);
+		rc = store_submission_first(&first, c->st, o->series_id);
+		if (!rc)
+			rc = topic_read(&theirs, &first, o->total);
+		if (!rc && same_topic(&mine, &theirs) &&
+		    mr_open_by_email(c, o->iid)) {
+			*iid = o->iid;
+			log_info("%s: series <%s> (v%d) is the topic of !%lld "
+				 "(by its %s)",
+				 c->project, safe, s->sub.version,
+				 (long long)o->iid,
+				 mine.change_id[0] ? "change-id" : "title");
+		}
+		store_submitted_release(&first);
+	}
+	for (i = 0; !rc && *iid && i < opened.nr; i++)
+		if (opened.items[i].iid == *iid &&
+		    strcmp(opened.items[i].series_id, s->sub.series_id) &&
+		    opened.items[i].version > latest)
+			latest = opened.items[i].version;
+	if (!rc && *iid && s->sub.version <= latest) {
+		if (s->sub.state == STORE_SUBMISSION_WHOLE)
+			(void)store_submission_finish(c->st, s->sub.series_id,
+						      STORE_SUBMISSION_FAILED,
+						      0);
+		rc = err_set(PB_EINVAL,
+			     "series <%s>: v%d is not newer than v%d, which "
+			     "%s!%lld has taken",
+			     safe, s->sub.version, latest, c->project,
+			     (long long)*iid);
+		*iid = 0;
+	}
+	store_submission_list_release(&opened);
+	buf_release(&mine.title);
+	buf_release(&theirs.title);
+	return rc;
+}
+
+/*
+ * Who opens the merge request: the sender's forge user (*user) when
+ * c->map_user maps the sender's address to one and every mail of the
+ * series is verified under c->ro, as an approval's sender must be;
+ * else NULL, the bridge.  users (owner) keeps the name.
+ */
+static const char *opener(const struct emailmr_ctx *c, const struct series *s,
+			  struct strlist *users)
+{
+	char user[EMAILMR_USER_MAX + 1];
+	size_t i;
+
+	if (!c->map_user || !c->ro)
+		return NULL;
+	for (i = 0; i < s->mails.nr; i++) {
+		const struct store_submitted *m = &s->mails.items[i];
+		struct review *r = NULL;
+		int verified;
+
+		if (review_parse(&r, m->message, m->message_len, NULL, c->ro))
+			return NULL;
+		verified = r->auth.verified;
+		review_free(r);
+		if (!verified)
+			return NULL;
+	}
+	user[0] = '\0';
+	if (c->map_user(user, sizeof(user), c->project, s->sub.sender,
+			c->map_arg)) {
+		log_warn("%s: the forge user of %s: %s; the bridge opens the "
+			 "merge request",
+			 c->project, s->sub.sender, err_msg());
+		return NULL;
+	}
+	return user[0] ? strlist_push(users, user) : NULL;
+}
+
 /* The thread map: the series' mails as the MR's next revision (1 for
  * a new MR). */
 static int map_series(const struct emailmr_ctx *c, const struct series *s,
@@ -435,6 +642,72 @@ out:
 	return rc;
 }
 
+/* The description: the cover letter's text (the patch's), under "From:
+ * NAME <ADDRESS> by email" when the bridge opens it, and what vouches
+ * for the mails (emailattest.h). */
+static void describe(struct buf *desc, const struct mr_text *t, int by_bridge,
+		     const struct emailattest *att)
+{
+	buf_reset(desc);
+	if (by_bridge)
+		buf_addf(desc, "From: %s <%s> by email\n", t->name, t->email);
+	emailattest_describe(desc, att);
+	if (t->body.len)
+		buf_addf(desc, "%s%s\n", desc->len ? "\n" : "", t->body.data);
+	if (buf_error(desc)) {
+		buf_clear_error(desc);
+		buf_adds(desc, "\n(cut)\n");
+	}
+}
+
+/* Open the merge request n (its description made here): as the
+ * sender's forge user when opener() names one (GitLab's Sudo, as
+ * approvals are given), else, or when the token may not act for
+ * anyone, as the bridge. */
+static int create_mr(struct forge_mr *mr, const struct emailmr_ctx *c,
+		     const struct series *s, struct forge_mr_new *n,
+		     const struct mr_text *t, const struct emailattest *att,
+		     struct buf *desc)
+{
+	struct strlist users = STRLIST_INIT;
+	const char *user = opener(c, s, &users);
+	int rc = 0, rc2;
+
+	if (user) {
+		describe(desc, t, 0, att);
+		n->description = desc->data;
+		rc = forge_act_as(c->forge, user);
+		if (!rc)
+			rc = forge_create_mr(mr, c->forge, c->project, n);
+		rc2 = forge_act_as(c->forge, NULL);
+		if (!rc && rc2)
+			rc = rc2;
+		if (rc == PB_EPERM) {
+			/* the token may not act for anyone, or the user may
+			 * not open one: the bridge does, as for anyone */
+			log_warn("%s: cannot open the merge request as %s: "
+				 "%s; the bridge opens it",
+				 c->project, user,
+				 forge_sudo_problem(c->forge) ?
+					 forge_sudo_problem_text(
+						 forge_sudo_problem(c->forge)) :
+					 err_msg());
+			user = NULL;
+		} else if (!rc) {
+			log_info(
+				"%s!%lld: opened as %s, the sender's forge user",
+				c->project, (long long)mr->iid, user);
+		}
+	}
+	if (!user) {
+		describe(desc, t, 1, att);
+		n->description = desc->data;
+		rc = forge_create_mr(mr, c->forge, c->project, n);
+	}
+	strlist_release(&users);
+	return rc;
+}
+
 int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,
 		 const char *series_id)
 {
@@ -502,7 +775,9 @@ int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,
 	/* Push: the series' own branch, or the earlier version's, forced
 	 * (a second run's commits are the same, a later version's replace
 	 * them, and GitLab shows the versions). */
-	earlier = earlier_mr(c, &s);
+	rc = next_version_mr(&earlier, c, &s, safe);
+	if (rc)
+		goto out;
 	if (earlier) {
 		rc = forge_get_mr(&mr, c->forge, c->project, earlier);
 		if (rc)
@@ -538,23 +813,14 @@ int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,
 		goto mapped; /* the push made the new version */
 
 	/* The merge request: found, not made again, after a restart. */
-	buf_addf(&desc, "From: %s <%s> by email\n", t.name, t.email);
-	emailattest_describe(&desc, &att);
-	if (t.body.len)
-		buf_addf(&desc, "\n%s\n", t.body.data);
-	if (buf_error(&desc)) {
-		buf_clear_error(&desc);
-		buf_adds(&desc, "\n(cut)\n");
-	}
 	if (c->label && *c->label)
 		strlist_push(&labels, c->label);
 	memset(&n, 0, sizeof(n));
 	n.source_branch = branch;
 	n.target_branch = c->target_branch;
 	n.title = t.title.data;
-	n.description = desc.data;
 	n.labels = &labels;
-	rc = forge_create_mr(&mr, c->forge, c->project, &n);
+	rc = create_mr(&mr, c, &s, &n, &t, &att, &desc);
 	if (rc)
 		goto out;
 mapped:

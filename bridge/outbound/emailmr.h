@@ -10,12 +10,23 @@
  * [a-z0-9-], and a hash of the series' Message-ID: a name from a subject
  * never reaches a reference name as written, nor any shell); opens the
  * merge request (forge_create_mr(): title and description from the
- * cover letter, or the single patch's title and body), with "From: NAME
- * <ADDRESS> by email" at the top and the configured label; then writes
+ * cover letter, or the single patch's title and body, and the configured
+ * label) as the sender's forge user when map_user names one and every
+ * mail is verified under ro (GitLab's Sudo, forge_act_as()), else as
+ * the bridge with "From: NAME <ADDRESS> by email" at the top; then writes
  * the thread map so that the mails are revision 1 of that merge
  * request, as if the bridge had mailed them: list replies to them are
  * applied by the inbound side, forge comments are mailed in reply to
  * them.  Last, the series is marked opened.
+ *
+ * A next version (vN, N > 1) of the same sender's topic is force-pushed
+ * to that merge request's branch instead, as its next revision: the
+ * version it answers (In-Reply-To), else, as b4 finds earlier
+ * revisions, the opened series of the same "change-id:" (the cover
+ * letter's; a single patch's own), else of the same title when neither
+ * has one, whose merge request is still open.  One not newer than the
+ * latest that merge request took updates nothing (PB_EINVAL, marked
+ * failed).
  *
  * Exactly once: the commits are made with the time the series became
  * whole as committer date, so applying again makes the same commits; the
@@ -38,13 +49,23 @@
 
 #include "outbound/gitrepo.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct store;
 struct forge;
+struct review_options;
 
 /* Longest branch name made, the prefix included. */
 #define EMAILMR_BRANCH_MAX 200
+
+/* A forge username, at most. */
+#define EMAILMR_USER_MAX 255
+
+/* The forge user of email in project into user (size bytes), "" when
+ * there is none; an error (logged by the caller): none either. */
+typedef int (*emailmr_user_fn)(char *user, size_t size, const char *project,
+			       const char *email, void *arg);
 
 struct emailmr_ctx {
 	struct store *st;
@@ -59,13 +80,23 @@ struct emailmr_ctx {
 	const char *label; /* "from-email"; NULL or "": none */
 	const char *committer_name; /* the bridge's name and address */
 	const char *committer_email;
+	/*
+	 * The forge user a sender's address maps to (the mapping reviews
+	 * use: user_map, owners.yaml, the forge's own search).  NULL:
+	 * every merge request is the bridge's.
+	 */
+	emailmr_user_fn map_user;
+	void *map_arg;
+	/* The trust rules of approvals: a merge request is opened as the
+	 * sender's user only when every mail of the series is verified by
+	 * them; and a mail with no patatt attestation is verified by them
+	 * (emailattest.h).  NULL: nobody is. */
+	const struct review_options *ro;
 	/* What vouches for the series (emailattest.h), checked before
 	 * anything is pushed and written into the description: the
-	 * project keyring (NULL or "": none), the trust rules of
-	 * Authentication-Results (NULL: none trusted), and whether a series
-	 * that is not attested is refused (PB_EPERM, marked failed). */
+	 * project keyring (NULL or "": none), and whether a series that is
+	 * not attested is refused (PB_EPERM, marked failed). */
 	const char *attest_keyring;
-	const struct review_options *ro;
 	int require_attestation;
 };
 
@@ -87,8 +118,6 @@ enum emailmr_policy {
 	EMAILMR_VERIFIED,
 	EMAILMR_ANYONE,
 };
-
-struct review_options;
 
 int emailmr_collect(int *whole, char *series_id, size_t size, struct store *st,
 		    const char *project, enum emailmr_policy policy,

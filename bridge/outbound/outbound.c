@@ -69,6 +69,10 @@ struct outbound {
 	/* [outbound] attest: the key, read at start; key NULL: off. */
 	struct patatt_key *attest_key;
 	struct series_attest attest;
+	/* Who a series posted to the list is opened as (emailmr.h);
+	 * NULL: the bridge. */
+	emailmr_user_fn map_user;
+	void *map_arg;
 };
 
 static int64_t now_s(void)
@@ -1963,8 +1967,10 @@ static int submission_open(struct outbound *ob,
 	c.label = "from-email";
 	c.committer_name = config_str(ob->cfg, CFG_BRIDGE_NAME);
 	c.committer_email = config_str(ob->cfg, CFG_BRIDGE_ADDRESS);
-	c.attest_keyring = config_project_str(proj, CFG_PROJECT_ATTEST_KEYRING);
+	c.map_user = ob->map_user;
+	c.map_arg = ob->map_arg;
 	c.ro = ro;
+	c.attest_keyring = config_project_str(proj, CFG_PROJECT_ATTEST_KEYRING);
 	c.require_attestation = config_project_bool(
 		proj, CFG_PROJECT_EMAIL_REQUIRE_ATTESTATION);
 	rc = emailmr_open(&iid, &c, series_id);
@@ -1977,6 +1983,12 @@ out:
 	mirror_free(m);
 	unlock(ob);
 	return rc;
+}
+
+void outbound_set_user_map(struct outbound *ob, emailmr_user_fn fn, void *arg)
+{
+	ob->map_user = fn;
+	ob->map_arg = arg;
 }
 
 int outbound_submission(struct outbound *ob, char *project, size_t size,

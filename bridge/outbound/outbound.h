@@ -73,6 +73,8 @@
 #ifndef PB_OUTBOUND_OUTBOUND_H
 #define PB_OUTBOUND_OUTBOUND_H
 
+#include "outbound/emailmr.h"
+
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -195,6 +197,11 @@ int outbound_landed(struct outbound_landed *landed, struct outbound *ob,
  */
 int outbound_submission(struct outbound *ob, char *project, size_t size,
 			const char *raw, size_t len);
+
+/* Who outbound_submission() opens a merge request as: the sender's
+ * forge user fn names (emailmr.h emailmr_ctx.map_user), for a verified
+ * sender; NULL (the default): the bridge. */
+void outbound_set_user_map(struct outbound *ob, emailmr_user_fn fn, void *arg);
 
 /* The delay before retry number attempts (>= 1), in seconds. */
 int64_t outbound_backoff(int attempts);

@@ -450,6 +450,10 @@ static const char *const stmt_sql[S_NR] = {
 	[S_SUB_FINISH] = "UPDATE submissions SET state = ?2, iid = ?3,"
 			 " updated = ?4"
 			 " WHERE series_id = ?1 AND state = 'whole'",
+	[S_SUB_LIST_OPENED] = "SELECT " SUB_COLS " FROM submissions"
+			      " WHERE project = ?1 AND sender = ?2"
+			      " AND state = 'opened'"
+			      " ORDER BY updated DESC, series_id LIMIT ?3",
 	[S_SUBM_PUT] = "INSERT INTO submission_mails (message_id, series_id,"
 		       " patch, message, created)"
 		       " VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
@@ -457,6 +461,8 @@ static const char *const stmt_sql[S_NR] = {
 		       " FROM submission_mails WHERE message_id = ?1",
 	[S_SUBM_LIST] = "SELECT " SUBM_COLS " FROM submission_mails"
 			" WHERE series_id = ?1 ORDER BY patch",
+	[S_SUBM_FIRST] = "SELECT " SUBM_COLS " FROM submission_mails"
+			 " WHERE series_id = ?1 ORDER BY patch LIMIT 1",
 };
 
 /* Where PostgreSQL needs other words. */

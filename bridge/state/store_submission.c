@@ -196,23 +196,31 @@ int store_submission_get(struct store_submission *out, struct store *st,
 	return rc < 0 ? rc : 0;
 }
 
-int store_submitted_get(struct store_submitted *out, struct store *st,
-			const char *message_id)
+/* The row of submission_mails statement id finds for key. */
+static int submitted_get(struct store_submitted *out, struct store *st,
+			 enum stmt_id id, const char *what, const char *key,
+			 const char *missing)
 {
 	char qb[PB_LOG_QUOTE_MAX];
 	struct query q;
 	int rc;
 
-	rc = q_start_msgid(&q, st, S_SUBM_GET, "get a submitted mail",
-			   message_id);
+	rc = q_start_msgid(&q, st, id, what, key);
 	if (rc)
 		return rc;
 	rc = row_get(&submitted_row, out, &q);
 	if (rc == 0)
-		rc = err_set(PB_ENOTFOUND,
-			     "state db: mail <%s> is of no submitted series",
-			     quote(qb, sizeof(qb), message_id));
+		rc = err_set(PB_ENOTFOUND, "state db: %s <%s> %s",
+			     id == S_SUBM_FIRST ? "series" : "mail",
+			     quote(qb, sizeof(qb), key), missing);
 	return rc < 0 ? rc : 0;
+}
+
+int store_submitted_get(struct store_submitted *out, struct store *st,
+			const char *message_id)
+{
+	return submitted_get(out, st, S_SUBM_GET, "get a submitted mail",
+			     message_id, "is of no submitted series");
 }
 
 int store_submission_mails(struct store_submitted_list *out, struct store *st,
@@ -226,6 +234,35 @@ int store_submission_mails(struct store_submitted_list *out, struct store *st,
 	if (rc)
 		return rc;
 	ROW_LIST_READ(rc, &submitted_row, out, &q);
+	q_end(&q);
+	return rc;
+}
+
+int store_submission_first(struct store_submitted *out, struct store *st,
+			   const char *series_id)
+{
+	return submitted_get(out, st, S_SUBM_FIRST, "get a series' first mail",
+			     series_id, "has no mail");
+}
+
+int store_submission_list_opened(struct store_submission_list *out,
+				 struct store *st, const char *project,
+				 const char *sender, size_t limit)
+{
+	struct query q;
+	int rc;
+
+	if ((rc = check_mr(project, 1)) ||
+	    (rc = check_str("sender", sender, PB_ADDR_MAX, 1)))
+		return rc;
+	rc = q_start(&q, st, S_SUB_LIST_OPENED,
+		     "list a sender's opened series");
+	if (rc)
+		return rc;
+	q_text(&q, 1, project);
+	q_text(&q, 2, sender);
+	q_int(&q, 3, list_limit(limit));
+	ROW_LIST_READ(rc, &submission_row, out, &q);
 	q_end(&q);
 	return rc;
 }

@@ -112,6 +112,19 @@ int store_submitted_get(struct store_submitted *out, struct store *st,
 /* The series' mails with their messages, in order (the cover first). */
 int store_submission_mails(struct store_submitted_list *out, struct store *st,
 			   const char *series_id);
+/* The first mail of a series (its cover letter, else its lowest patch),
+ * with its message; PB_ENOTFOUND when it has none. */
+int store_submission_first(struct store_submitted *out, struct store *st,
+			   const char *series_id);
+/*
+ * The series of sender (lower case) in project that were opened as a
+ * merge request, the last finished first, at most limit (0:
+ * STORE_LIST_MAX); appended to out.  Where a next version not sent in
+ * reply to the one before looks for it.
+ */
+int store_submission_list_opened(struct store_submission_list *out,
+				 struct store *st, const char *project,
+				 const char *sender, size_t limit);
 /* Whole series, oldest first, at most limit (0: STORE_LIST_MAX);
  * appended to out. */
 int store_submission_list_whole(struct store_submission_list *out,

@@ -1909,6 +1909,33 @@ class FaultTest(SimTestCase):
         log = SIM.ctl("GET", "/requests")
         self.assertEqual(log[-1]["fault"], "drop")
 
+    def test_hold_until_cleared(self):
+        """A held request waits, not run, until the rule is cleared, then
+        is closed unanswered; its hits show it held meanwhile."""
+        SIM.ctl("POST", "/faults", {"kind": "hold", "method": "POST",
+                                    "path": "/notes$"})
+        errors = []
+
+        def post():
+            try:
+                SIM.api("POST", self.NOTES, body={"body": "held"})
+            except (http.client.RemoteDisconnected,
+                    ConnectionResetError) as e:
+                errors.append(e)
+
+        t = threading.Thread(target=post)
+        t.start()
+        deadline = time.monotonic() + 60
+        while SIM.ctl("GET", "/faults")[0]["hits"] < 1:
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.05)
+        self.assertTrue(t.is_alive())
+        SIM.ctl("DELETE", "/faults")
+        t.join(60)
+        self.assertFalse(t.is_alive())
+        self.assertEqual(len(errors), 1)
+        self.assertNotIn("held", self.bodies())
+
     def test_resource_lock(self):
         """lib/api/api.rb's 409 for a lock: nothing is written."""
         SIM.ctl("POST", "/faults", {"kind": "resource_lock",

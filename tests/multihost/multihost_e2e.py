@@ -34,6 +34,11 @@ Scenarios:
                  one meets a serialization failure and runs its
                  transaction again: a normal race, which no host logs
                  as a warning).
+  same-series    a series posted to the list reaching both hosts: every
+                 mail to both at once, then half of the mails to each
+                 with both daemons running; each time one branch, one
+                 merge request, opened by one host, the thread map its
+                 revision 1.
   takeover       host A's daemon journals a reply while the forge is down
                  and its attempt fails; then A hangs (SIGSTOP); once the
                  reply has waited a lease, host B applies it from the
@@ -196,6 +201,170 @@ def scenario_same_reply(bed):
               (h.name, noisy[:3]))
 
 
+def submissions(bed):
+    """The series in the shared state: (series, state, iid) rows."""
+    return bed.pg.query("SELECT convert_from(series_id, 'UTF8'), "
+                        "convert_from(state, 'UTF8'), iid FROM submissions "
+                        "ORDER BY created, series_id")
+
+
+def from_email():
+    return [m for m in sim("GET", "/api/v4/projects/1/merge_requests?"
+                           "state=all&per_page=100")
+            if "from-email" in m["labels"]]
+
+
+def series_mails(bed, name, files):
+    """A topic by Ann (files {path: text}) made with real git on the
+    forge's main, as git format-patch makes what git send-email sends: a
+    cover letter and a patch per file, threaded.  Their raw texts."""
+    url = os.environ["PB_FORGESIM_URL"] + "/group/project.git"
+    gitcfg = bed.write("gitconfig", "")
+    env = dict(os.environ, GIT_CONFIG_GLOBAL=gitcfg,
+               GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0",
+               GIT_AUTHOR_NAME="Ann Sender",
+               GIT_AUTHOR_EMAIL="ann@example.com",
+               GIT_COMMITTER_NAME="Ann Sender",
+               GIT_COMMITTER_EMAIL="ann@example.com")
+    work = os.path.join(bed.work, name)
+
+    def git(*args):
+        return subprocess.run(["git"] + list(args), env=env, check=True,
+                              capture_output=True, text=True).stdout
+
+    git("clone", "-q", url.replace("://", "://oauth2:bridge-token@"), work)
+    base = git("-C", work, "rev-parse", "HEAD").strip()
+    for path, body in sorted(files.items()):
+        with open(os.path.join(work, path), "w") as f:
+            f.write(body)
+        git("-C", work, "add", "-A")
+        git("-C", work, "commit", "-q", "-m", "%s: add %s" % (name, path))
+    out = os.path.join(bed.work, name + ".mails")
+    git("-C", work, "format-patch", "-q", "--cover-letter", "--thread",
+        "--base=" + base, "-o", out, base + "..HEAD")
+    raws = []
+    for n in sorted(os.listdir(out)):
+        with open(os.path.join(out, n)) as f:
+            text = f.read()
+        if text.startswith("From "):  # git send-email sends no mbox line
+            text = text.split("\n", 1)[1]
+        raws.append(text.replace("*** SUBJECT HERE ***", name + ": a topic")
+                    .replace("*** BLURB HERE ***", "Sent to both hosts."))
+    return raws
+
+
+def one_mr_of(bed, name, before):
+    """The one merge request and the one branch of topic name (its
+    branch's slug), with its mails as revision 1 of the thread map."""
+    mrs = [m for m in from_email() if m["iid"] not in before]
+    check(len(mrs) == 1, "%s: %d merge requests from email" %
+          (name, len(mrs)))
+    heads = subprocess.run(
+        ["git", "ls-remote", os.environ["PB_FORGESIM_URL"] +
+         "/group/project.git", "refs/heads/email/ann/%s-*" % name],
+        capture_output=True, text=True, check=True,
+        env=dict(os.environ, GIT_CONFIG_NOSYSTEM="1",
+                 GIT_TERMINAL_PROMPT="0")).stdout.split()
+    branches = [r[len("refs/heads/"):] for r in heads[1::2]]
+    check(branches == [mrs[0]["source_branch"]], "%s: branches %s" %
+          (name, branches))
+    rows = bed.pg.query("SELECT patch, revision FROM thread_map WHERE "
+                        "iid = %d ORDER BY patch" % mrs[0]["iid"])
+    check(rows == [[str(k), "1"] for k in range(4)], "%s: thread map %s" %
+          (name, rows))
+    opened = [h.name for h in bed.hosts for line in
+              h.log_text_all().splitlines()
+              if re.search(r"!%d: opened from the series" % mrs[0]["iid"],
+                           line)]
+    check(len(opened) == 1, "%s: opened by %s" % (name, opened))
+    say("%s: one merge request, !%d, from %s, opened by %s" %
+        (name, mrs[0]["iid"], branches[0], opened[0]))
+    return mrs[0]
+
+
+def scenario_same_series(bed):
+    """One series reaching both list hosts becomes one merge request.
+    Round 1: every mail to both hosts at the same moment (a sender's MTA
+    that tried the second MX too), then `run --once` on both at the same
+    moment.  Round 2: the cover letter and patch 1 to host A, patches 2
+    and 3 to host B, both daemons running: the series is whole in the
+    shared state when its last mail comes to either host, and said so
+    once (store_submission.h).  Each time: one branch, one merge
+    request, opened by one host; the thread map holds the mails as its
+    revision 1."""
+    sim("POST", "/_sim/reset", {"seed": inbound_e2e.SEED})
+    sockdir = bed.sockets()
+    vsock = os.path.join(sockdir, "verifier.sock")
+    msock = os.path.join(sockdir, "patchbridge.sock")
+    bed.env["PORT"] = str(bedlib.free_port())
+    bedlib.write_config(bed, msock, inbound_e2e.OWNERS)
+    with open(bed.cfg, encoding="utf-8") as f:
+        conf = f.read()
+    bed.write("patchbridge.conf", conf + "email_submissions = anyone\n"
+              "email_target_branch = main\n")
+    bed.pb("check-config")
+    bed.start_verifier(bed.exe("tests", "postfix", "test_milter"), vsock)
+    bed.start_milter(bed.exe("milter", "patchbridge-milter"), msock)
+    bed.start_postfix("--port", bed.env["PORT"], "--milter",
+                      "unix:%s, unix:%s" % (vsock, msock))
+    a, b = bed.hosts
+
+    say("round 1: a cover letter and 3 patches, each to both hosts at "
+        "once; `run --once` on both at once")
+    raws = series_mails(bed, "twice", {"t1.txt": "1\n", "t2.txt": "2\n",
+                                       "t3.txt": "3\n"})
+    for raw in raws:
+        send_to_both(bed, raw, "ann@example.com")
+    bed.wait_mail(8)
+    bed.settle()
+    procs = [subprocess.Popen([bed.patchbridge, "-c", h.cfg, "run",
+                               "--once"], stdout=subprocess.DEVNULL,
+                              stderr=open(h.log, "a"))
+             for h in bed.hosts]
+    rcs = [p.wait(timeout=120) for p in procs]
+    check(all(rc in (0, 75) for rc in rcs), "run --once: %s" % rcs)
+    bed.pb("run", "--once", ok=(0, 75))
+    one_mr_of(bed, "twice", set())
+    rows = submissions(bed)
+    check(len(rows) == 1 and rows[0][1] == "opened", "series: %s" % rows)
+
+    say("round 2: the cover letter and 1/3 to host A, 2/3 and 3/3 to "
+        "host B; both daemons running")
+    before = {m["iid"] for m in from_email()}
+    raws = series_mails(bed, "halves", {"h1.txt": "1\n", "h2.txt": "2\n",
+                                        "h3.txt": "3\n"})
+    daemons = bed.daemon()
+    for k, raw in enumerate(raws):
+        (a if k < 2 else b).send(raw, "ann@example.com")
+    bed.wait_mail(12)
+    t = time.monotonic()
+    while True:
+        rows = submissions(bed)
+        if len(rows) == 2 and rows[1][1] == "opened":
+            break
+        check(daemons.poll() is None, "a daemon exited")
+        check(time.monotonic() - t < 120, "the second series is not "
+              "opened after 120 s: %s" % rows)
+        time.sleep(0.5)
+    # every mail of the series journaled and taken, on its own host
+    t = time.monotonic()
+    while True:
+        states = bed.pg.query("SELECT convert_from(state, 'UTF8') FROM "
+                              "inbound WHERE classification = "
+                              "convert_to('submission', 'UTF8')")
+        if len(states) == 8 and all(s[0] in ("applied", "ignored")
+                                    for s in states):
+            break
+        check(time.monotonic() - t < 60, "journal: %s" % states)
+        time.sleep(0.5)
+    mr = one_mr_of(bed, "halves", before)
+    daemons.terminate()
+    check(daemons.wait(timeout=30) == 0, "a daemon did not stop cleanly")
+    check(len(from_email()) == 2 and mr["iid"] in
+          {m["iid"] for m in from_email()}, "merge requests: %s" %
+          [m["iid"] for m in from_email()])
+
+
 class TakeoverPair(hostbed.pair_class(inbound_e2e.Bed)):
     lease = "3s"
 
@@ -297,6 +466,9 @@ def main():
     elif args.scenario == "takeover":
         bed = TakeoverPair(args, "takeover")
         run = scenario_takeover
+    elif args.scenario == "same-series":
+        bed = hostbed.pair_class(inbound_e2e.Bed)(work, "same-series")
+        run = scenario_same_series
     elif args.scenario == "same-reply":
         bed = hostbed.pair_class(inbound_e2e.Bed)(work, "same-reply")
         run = scenario_same_reply

@@ -15,7 +15,12 @@ unverified sender under "verified".  A single patch that does not apply
 is not opened, and says which patch and which base.  A run that stops
 between the push and the merge request (the forge refuses the request
 until the run gives up: what a kill -9 there leaves) is followed by one
-that makes the same commits and opens one merge request.
+that makes the same commits and opens one merge request.  A next
+version not sent in reply to the one before updates its topic's merge
+request, found by the change-id of its cover letter (under another
+title) or by its title from the same sender; the same v2 from another
+sender opens its own; a version not newer than the latest taken updates
+nothing.
 """
 
 import json
@@ -330,7 +335,118 @@ def main():
         fail("%d merge requests from %s" % (len(mrs), branch))
     print("stopped before the merge request: one merge request, !%d, on "
           "the same commits" % mrs[0]["iid"])
+    next_versions(tmp, state, mirror, work, base)
     return 0
+
+
+def one_topic(tmp, work, base, name, version, files, cover=None):
+    """Mails of a topic: files {path: text} committed on base by Ann, as
+    git format-patch makes them (-vN, --thread, a cover letter with the
+    text cover when given), not in reply to anything.  Their paths."""
+    git("checkout", "-q", "-B", "%s-v%d" % (name, version), base, cwd=work)
+    for path, body in sorted(files.items()):
+        with open(os.path.join(work, path), "w") as f:
+            f.write(body)
+        git("add", "-A", cwd=work)
+        git("commit", "-q", "-m", "%s: %s" % (name, path), cwd=work,
+            env={"GIT_AUTHOR_NAME": "Ann Author",
+                 "GIT_AUTHOR_EMAIL": "ann@example.org",
+                 "GIT_AUTHOR_DATE": "@1700002000 +0000"})
+    out = os.path.join(tmp, "%s-v%d" % (name, version))
+    args = ["format-patch", "-q", "-v%d" % version, "--thread",
+            "--base=" + base, "-o", out, base + "..HEAD"]
+    if cover is not None:
+        args.insert(1, "--cover-letter")
+    git(*args, cwd=work)
+    paths = [os.path.join(out, n) for n in sorted(os.listdir(out))]
+    # Message-IDs of their own (git makes them of the commit and the
+    # second: two versions made in one second may share some).
+    for path in paths:
+        with open(path) as f:
+            text = f.read()
+        text = re.sub(r"(?im)^((?:message-id|in-reply-to|references):"
+                      r"\s*<)", r"\1%s-v%d." % (name, version), text)
+        if cover is not None:
+            title, blurb = cover
+            text = text.replace("*** SUBJECT HERE ***", title) \
+                .replace("*** BLURB HERE ***", blurb)
+        with open(path, "w") as f:
+            f.write(text)
+    return paths
+
+
+def versions_of(iid):
+    return len(api("/projects/1/merge_requests/%d/versions" % iid))
+
+
+def opened(out):
+    """The merge requests the tool's run opened or updated."""
+    return [int(l.rsplit("!", 1)[1]) for l in out.splitlines()
+            if re.search(r": !\d+$", l)]
+
+
+def next_versions(tmp, state, mirror, work, base):
+    """A next version not sent in reply to the one before."""
+    # By its change-id (b4's cover letter), under another title.
+    cid = "change-id: 20261207-topic-b-0123456789ab"
+    v1 = one_topic(tmp, work, base, "topic-b", 1,
+                   {"b1.txt": "b one\n", "b2.txt": "b two\n"},
+                   ("topic b: two files", "Two files.\n\n---\n" + cid))
+    rc, out = tool(state, mirror, "anyone", *v1)
+    if rc != 0 or len(opened(out)) != 1:
+        fail("topic b v1: %r" % out)
+    iid = opened(out)[0]
+    v2 = one_topic(tmp, work, base, "topic-b", 2,
+                   {"b1.txt": "b one, again\n", "b2.txt": "b two\n"},
+                   ("topic b: two files, the first said again",
+                    "Two files, v2.\n\n---\n" + cid))
+    rc, out = tool(state, mirror, "anyone", *v2)
+    if rc != 0 or opened(out) != [iid] or versions_of(iid) != 2:
+        fail("topic b v2 by its change-id did not update !%d: %r" %
+             (iid, out))
+    print("v2 not in reply, by its change-id: !%d updated, 2 versions" % iid)
+
+    # By its title: a single patch, then its v2, not in reply.
+    c1 = one_topic(tmp, work, base, "topic-c", 1, {"c.txt": "c\n"})
+    rc, out = tool(state, mirror, "anyone", *c1)
+    if rc != 0 or len(opened(out)) != 1:
+        fail("topic c v1: %r" % out)
+    cid_ = opened(out)[0]
+    c2 = one_topic(tmp, work, base, "topic-c", 2, {"c.txt": "c, v2\n"})
+    rc, out = tool(state, mirror, "anyone", *c2)
+    if rc != 0 or opened(out) != [cid_] or versions_of(cid_) != 2:
+        fail("topic c v2 by its title did not update !%d: %r" % (cid_, out))
+    print("v2 not in reply, by its title: !%d updated, 2 versions" % cid_)
+
+    # The same v2 from another sender: a merge request of its own.
+    with open(c2[0]) as f:
+        text = f.read()
+    bob = os.path.join(tmp, "bob-v2.eml")
+    with open(bob, "w") as f:
+        f.write(text.replace("Ann Author <ann@example.org>",
+                             "Bob Other <bob@example.org>")
+                .replace("topic-c-v2.", "bob-topic-c-v2."))
+    rc, out = tool(state, mirror, "anyone", bob)
+    mine = opened(out)
+    if rc != 0 or len(mine) != 1 or mine[0] == cid_ or \
+            versions_of(cid_) != 2:
+        fail("another sender's v2 touched !%d: %r" % (cid_, out))
+    mr = api("/projects/1/merge_requests/%d" % mine[0])
+    if not mr["source_branch"].startswith("email/bob/"):
+        fail("bob's v2: %r" % mr["source_branch"])
+    print("the same v2 from another sender: !%d of its own" % mine[0])
+
+    # Ann's v2 again, under other Message-IDs: not newer, nothing moves.
+    again = os.path.join(tmp, "ann-v2-again.eml")
+    with open(again, "w") as f:
+        f.write(text.replace("topic-c-v2.", "again-topic-c-v2."))
+    heads = git("ls-remote", URL + "/" + PROJECT + ".git", cwd=work)
+    rc, out = tool(state, mirror, "anyone", again)
+    if rc == 0 or "v2 is not newer than v2" not in out or \
+            versions_of(cid_) != 2 or \
+            git("ls-remote", URL + "/" + PROJECT + ".git", cwd=work) != heads:
+        fail("a v2 sent again updated !%d: %r" % (cid_, out))
+    print("the same version again: nothing updated")
 
 
 if __name__ == "__main__":

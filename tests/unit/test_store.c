@@ -1213,6 +1213,34 @@ static void test_submissions(void **state)
 	assert_int_equal(store_submission_list_whole(&whole_list, st, 0), 0);
 	assert_int_equal(whole_list.nr, 1);
 	assert_string_equal(whole_list.items[0].series_id, "s1@x");
+
+	/* A sender's opened series, and a series' first mail: where a next
+	 * version looks for the one before. */
+	store_submission_list_release(&whole_list);
+	assert_int_equal(store_submission_list_opened(&whole_list, st, "g/p",
+						      ann, 0),
+			 0);
+	assert_int_equal(whole_list.nr, 1);
+	assert_string_equal(whole_list.items[0].series_id, "c@x");
+	assert_int_equal(whole_list.items[0].iid, 5);
+	store_submission_list_release(&whole_list);
+	assert_int_equal(store_submission_list_opened(&whole_list, st, "g/p",
+						      "eve@example.org", 0),
+			 0);
+	assert_int_equal(whole_list.nr, 0);
+	assert_int_equal(store_submission_list_opened(&whole_list, st, "g/q",
+						      ann, 0),
+			 0);
+	assert_int_equal(whole_list.nr, 0);
+	assert_int_equal(store_submission_first(&gm, st, "c@x"), 0);
+	assert_string_equal(gm.message_id, "c@x");
+	assert_int_equal(gm.patch, 0);
+	assert_int_equal(gm.message_len, 3);
+	assert_int_equal(store_submission_first(&gm, st, "q1@x"), 0);
+	assert_string_equal(gm.message_id, "q1@x");
+	assert_int_equal(gm.patch, 1);
+	assert_int_equal(store_submission_first(&gm, st, "none@x"),
+			 PB_ENOTFOUND);
 	assert_int_equal(store_check(st), 0);
 
 	store_submission_list_release(&whole_list);

@@ -516,6 +516,9 @@ class Api:
         project = ctx.project(id)
         if self.forge.access_level(project, ctx.user) < DEVELOPER:
             raise errors.forbidden()
+        # The author is current_user, which sudo! made the Sudo user
+        # (lib/api/merge_requests.rb POST ... merge_requests:
+        # ::MergeRequests::CreateService.new(project:, current_user:)).
         try:
             mr = self.forge.create_mr(
                 project, ctx.user, source, target, title, description,

@@ -13,6 +13,10 @@ API runs:
                       instead of the real response
   resource_lock       answer GitLab's 409 for a lock it could not take,
                       without running the request
+  hold                keep the request waiting, not run, until the rule
+                      is cleared; then close the connection without
+                      running it (a test kills its client meanwhile: the
+                      rule's hits say when a request is being held)
 
 Each rule matches a method ("*", a method name, or "write" for anything
 but GET/HEAD) and a path regex (re.search on the path, query excluded),
@@ -33,7 +37,10 @@ import threading
 import time
 
 _KINDS = ("error", "drop", "latency", "drop_after_commit",
-          "error_after_commit", "resource_lock")
+          "error_after_commit", "resource_lock", "hold")
+
+# A held request waits this long at most for its rule to be cleared.
+HOLD_MAX_S = 600
 
 # lib/api/api.rb: rescue_from ActiveRecord::StaleObjectError and
 # Gitlab::ExclusiveLeaseHelpers::FailedToObtainLockError answer this (a
@@ -87,6 +94,7 @@ class Rule:
             self.body = RESOURCE_LOCK_BODY
             self.content_type = "application/json"
         self.hits = 0
+        self.released = threading.Event()
         if self.kind == "latency" and self.ms <= 0:
             raise FaultError("latency needs ms > 0")
 
@@ -123,6 +131,8 @@ class FaultInjector:
 
     def clear(self):
         with self.lock:
+            for rule in self.rules:
+                rule.released.set()
             self.rules = []
 
     def describe(self):

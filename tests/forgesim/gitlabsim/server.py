@@ -24,7 +24,7 @@ from .api import Api
 from .clock import iso
 from .control import PREFIX as SIM_PREFIX
 from .control import Control
-from .faults import FaultInjector, RateLimits, error_body
+from .faults import HOLD_MAX_S, FaultInjector, RateLimits, error_body
 from .web import Request, Response
 from .webhooks import Dispatcher
 
@@ -133,6 +133,9 @@ class SimServer:
         response = None
         try:
             if rule is not None and rule.kind == "drop":
+                return None
+            if rule is not None and rule.kind == "hold":
+                rule.released.wait(HOLD_MAX_S)
                 return None
             if rule is not None and rule.kind in ("error",
                                                   "resource_lock"):
