@@ -2,7 +2,6 @@
 
 #include "mail/digest.h"
 #include "mail/hdrdecode.h"
-#include "mail/mail.h"
 #include "mail/mailinfo.h"
 #include "util/err.h"
 #include "util/fileio.h"
@@ -12,6 +11,8 @@
 #include <openssl/evp.h>
 
 #include <ctype.h>
+#include <errno.h>
+#include <iconv.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -27,6 +28,7 @@
 
 struct patatt_key {
 	EVP_PKEY *pkey;
+	EVP_MD_CTX *sign_ctx; /* initialised for pkey; copied to sign */
 	unsigned char seed[PATATT_KEY_SIZE];
 	unsigned char pub[PATATT_KEY_SIZE];
 };
@@ -84,6 +86,20 @@ static int b64_decode(struct buf *out, const char *p, size_t n)
 	return rc;
 }
 
+/*
+ * SHA-256 from OpenSSL: its assembly (SHA extensions, AVX2) hashes the
+ * megabytes of a long series several times faster than GLib's portable
+ * code behind digest.h, which this module would otherwise use.
+ */
+static void sha256(unsigned char out[DIGEST_SHA256_SIZE], const void *p,
+		   size_t n)
+{
+	unsigned int len = DIGEST_SHA256_SIZE;
+
+	if (EVP_Digest(p, n, out, &len, EVP_sha256(), NULL) != 1)
+		BUG("EVP_Digest(SHA-256) failed");
+}
+
 /* ---- keys ---- */
 
 static int key_from_seed(struct patatt_key **out, const unsigned char *seed)
@@ -94,7 +110,9 @@ static int key_from_seed(struct patatt_key **out, const unsigned char *seed)
 	*out = NULL;
 	k->pkey = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, seed,
 					       PATATT_KEY_SIZE);
-	if (!k->pkey ||
+	k->sign_ctx = EVP_MD_CTX_new();
+	if (!k->pkey || !k->sign_ctx ||
+	    EVP_DigestSignInit(k->sign_ctx, NULL, NULL, NULL, k->pkey) != 1 ||
 	    EVP_PKEY_get_raw_public_key(k->pkey, k->pub, &publen) != 1 ||
 	    publen != PATATT_KEY_SIZE) {
 		patatt_key_free(k);
@@ -151,6 +169,7 @@ void patatt_key_free(struct patatt_key *key)
 {
 	if (!key)
 		return;
+	EVP_MD_CTX_free(key->sign_ctx);
 	EVP_PKEY_free(key->pkey);
 	OPENSSL_cleanse(key, sizeof(*key));
 	free(key);
@@ -349,7 +368,10 @@ static void field_value(const struct field *f, const char **v, size_t *n)
 /* ---- what git mailinfo reads of the mail ---- */
 
 struct info {
-	struct buf text; /* the message and the patch, decoded */
+	struct buf lf; /* the body with LF line ends, when it had CRLF */
+	struct buf dec; /* the body decoded, when it was QP or base64 */
+	const char *text; /* the message and the patch: into the body, */
+	size_t textlen; /* lf or dec */
 	struct buf name; /* Author: */
 	struct buf email; /* Email: */
 	struct buf subject; /* Subject: */
@@ -360,7 +382,8 @@ struct info {
 static void info_init(struct info *in)
 {
 	memset(in, 0, sizeof(*in));
-	buf_init(&in->text, PATATT_MAIL_MAX);
+	buf_init(&in->lf, PATATT_MAIL_MAX);
+	buf_init(&in->dec, PATATT_MAIL_MAX);
 	buf_init(&in->name, PB_HEADER_VALUE_MAX);
 	buf_init(&in->email, PB_HEADER_VALUE_MAX);
 	buf_init(&in->subject, PB_HEADER_VALUE_MAX);
@@ -368,7 +391,8 @@ static void info_init(struct info *in)
 
 static void info_release(struct info *in)
 {
-	buf_release(&in->text);
+	buf_release(&in->lf);
+	buf_release(&in->dec);
 	buf_release(&in->name);
 	buf_release(&in->email);
 	buf_release(&in->subject);
@@ -376,30 +400,54 @@ static void info_release(struct info *in)
 	free(in->ib_subject);
 }
 
+/* The text with each CRLF made LF (patatt's payload.replace()). */
+static int crlf_to_lf(struct buf *out, const char *p, size_t n)
+{
+	const char *end = p + n, *cr;
+
+	while ((cr = memchr(p, '\r', (size_t)(end - p)))) {
+		size_t k = (size_t)(cr - p);
+
+		if (cr + 1 < end && cr[1] == '\n') {
+			buf_add(out, p, k);
+		} else {
+			buf_add(out, p, k + 1);
+		}
+		p = cr + 1;
+	}
+	return buf_add(out, p, (size_t)(end - p));
+}
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
 /* mailinfo.c decode_q_segment(), of a whole body with LF line ends */
 static int qp_decode(struct buf *out, const char *p, size_t n)
 {
-	const char *end = p + n;
+	const char *end = p + n, *eq;
 
-	while (p < end) {
-		if (*p == '=') {
-			if (p + 1 == end || p[1] == '\n') {
-				/* a soft line break: "=" and its LF go */
-				p += p + 1 == end ? 1 : 2;
-				continue;
-			}
-			if (p + 2 < end && isxdigit((unsigned char)p[1]) &&
-			    isxdigit((unsigned char)p[2])) {
-				char h[3] = { p[1], p[2], 0 };
-
-				buf_addch(out, (int)strtol(h, NULL, 16));
-				p += 3;
-				continue;
-			}
+	while ((eq = memchr(p, '=', (size_t)(end - p)))) {
+		buf_add(out, p, (size_t)(eq - p));
+		p = eq + 1;
+		if (p == end || *p == '\n') {
+			/* a soft line break: "=" and its LF go */
+			p += p < end;
+		} else if (end - p >= 2 && hexval((unsigned char)p[0]) >= 0 &&
+			   hexval((unsigned char)p[1]) >= 0) {
+			buf_addch(out, hexval((unsigned char)p[0]) << 4 |
+					       hexval((unsigned char)p[1]));
+			p += 2;
+		} else {
+			/* garbage: the "=" stays */
+			buf_addch(out, '=');
 		}
-		buf_addch(out, *p++);
 	}
-	return buf_error(out);
+	return buf_add(out, p, (size_t)(end - p));
 }
 
 /* mailinfo.c skip_header(): "Name:" at the start, any case. */
@@ -412,52 +460,51 @@ static const char *inbody_value(const char *line, size_t n, const char *name)
 	return line + k + 1;
 }
 
+/* flush_inbody_header_accum(): the first of each name counts. */
+static void inbody_flush(struct info *in, struct buf *accum, int which)
+{
+	char **dst = which == 1 ? &in->ib_from :
+		     which == 2 ? &in->ib_subject :
+				  NULL;
+
+	if (accum->len && dst && !*dst)
+		*dst = xstrndup(accum->data, accum->len);
+	buf_reset(accum);
+}
+
 /*
  * mailinfo.c handle_commit_msg() and check_inbody_header(), scissors
  * off: blank lines at the top go, then in-body From/Subject/Date lines
  * (each name once, continued by indented lines) and the blank line
- * that ends them; everything after is the message and the patch, kept.
+ * that ends them; everything after is the message and the patch, kept
+ * as it is.  Returns where that starts in p[0..n).
  */
-static int read_text(struct info *in, const char *p, size_t n)
+static size_t read_text(struct info *in, const char *p, size_t n)
 {
-	const char *end = p + n;
-	int stage = 1; /* header_stage */
+	const char *start = p, *end = p + n;
 	int seen_from = 0, seen_subject = 0, seen_date = 0;
 	struct buf accum = BUF_INIT(PB_HEADER_VALUE_MAX);
 	int which = 0; /* what accum holds: 1 From, 2 Subject, 3 Date */
-	int rc = 0;
 
-	while (p < end && !rc) {
+	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t len = nl ? (size_t)(nl + 1 - p) : (size_t)(end - p);
-		const char *line = p, *v;
+		const char *line = p, *v = NULL;
 
-		p += len;
-		if (!stage) {
-			rc = buf_add(&in->text, line, len);
-			continue;
-		}
-		if (!len || (len == 1 && *line == '\n')) {
+		if (len == 1 && *line == '\n') {
+			p += len;
 			if (accum.len)
-				stage = 0;
-			goto flush;
+				break;
+			continue;
 		}
 		if (accum.len && (*line == ' ' || *line == '\t')) {
-			if (accum.len && accum.data[accum.len - 1] == '\n')
+			if (accum.data[accum.len - 1] == '\n')
 				buf_truncate(&accum, accum.len - 1);
 			buf_add(&accum, line, len);
+			p += len;
 			continue;
 		}
-		if (accum.len) {
-			/* flush_inbody_header_accum() */
-			char **dst = which == 1 ? &in->ib_from :
-				     which == 2 ? &in->ib_subject :
-						  NULL;
-			if (dst && !*dst)
-				*dst = xstrndup(accum.data, accum.len);
-			buf_reset(&accum);
-		}
-		v = NULL;
+		inbody_flush(in, &accum, which);
 		if (!seen_from && (v = inbody_value(line, len, "From")))
 			which = 1, seen_from = 1;
 		else if (!seen_subject &&
@@ -465,34 +512,14 @@ static int read_text(struct info *in, const char *p, size_t n)
 			which = 2, seen_subject = 1;
 		else if (!seen_date && (v = inbody_value(line, len, "Date")))
 			which = 3, seen_date = 1;
-		if (v) {
-			buf_add(&accum, v, len - (size_t)(v - line));
-			continue;
-		}
-		stage = 0;
-		rc = buf_add(&in->text, line, len);
-		continue;
-flush:
-		if (accum.len) {
-			char **dst = which == 1 ? &in->ib_from :
-				     which == 2 ? &in->ib_subject :
-						  NULL;
-			if (dst && !*dst)
-				*dst = xstrndup(accum.data, accum.len);
-			buf_reset(&accum);
-		}
+		if (!v)
+			break;
+		buf_add(&accum, v, len - (size_t)(v - line));
+		p += len;
 	}
-	if (!rc && accum.len) {
-		char **dst = which == 1 ? &in->ib_from :
-			     which == 2 ? &in->ib_subject :
-					  NULL;
-		if (dst && !*dst)
-			*dst = xstrndup(accum.data, accum.len);
-	}
+	inbody_flush(in, &accum, which);
 	buf_release(&accum);
-	if (rc == PB_ELIMIT)
-		err_set(rc, "mail text larger than %d bytes", PATATT_MAIL_MAX);
-	return rc;
+	return (size_t)(p - start);
 }
 
 /* git's cleanup_space(): each run of blanks made one space. */
@@ -643,8 +670,6 @@ static int info_read(struct info *in, const struct msg *m)
 	const struct field *cte = field_last(m, "content-transfer-encoding");
 	const struct field *ct = field_last(m, "content-type");
 	const struct field *from, *subj;
-	struct buf lf = BUF_INIT(PATATT_MAIL_MAX);
-	struct buf dec = BUF_INIT(PATATT_MAIL_MAX);
 	const char *text, *v;
 	size_t textlen, n, i;
 	int rc = 0;
@@ -663,13 +688,13 @@ static int info_read(struct info *in, const struct msg *m)
 			return rc;
 	}
 	/* patatt hands git mailinfo the mail with its CRLFs made LFs */
-	for (i = 0; i < m->bodylen; i++)
-		if (m->body[i] != '\r' || i + 1 == m->bodylen ||
-		    m->body[i + 1] != '\n')
-			buf_addch(&lf, m->body[i]);
-	rc = buf_error(&lf);
-	text = lf.data;
-	textlen = lf.len;
+	text = m->body;
+	textlen = m->bodylen;
+	if (memchr(text, '\r', textlen)) {
+		rc = crlf_to_lf(&in->lf, text, textlen);
+		text = in->lf.data;
+		textlen = in->lf.len;
+	}
 	if (!rc && cte) {
 		struct buf low = BUF_INIT(PB_HEADER_VALUE_MAX);
 
@@ -677,23 +702,26 @@ static int info_read(struct info *in, const struct msg *m)
 		for (i = 0; i < n; i++)
 			buf_addch(&low, tolower((unsigned char)v[i]));
 		/* mailinfo.c handle_content_transfer_encoding() */
-		if (strstr(low.data, "base64"))
-			rc = b64_decode(&dec, lf.data, lf.len);
-		else if (strstr(low.data, "quoted-printable"))
-			rc = qp_decode(&dec, lf.data, lf.len);
-		if (dec.len || strstr(low.data, "base64") ||
-		    strstr(low.data, "quoted-printable")) {
-			text = dec.data;
-			textlen = dec.len;
+		if (strstr(low.data, "base64")) {
+			rc = b64_decode(&in->dec, text, textlen);
+			text = in->dec.data;
+			textlen = in->dec.len;
+		} else if (strstr(low.data, "quoted-printable")) {
+			rc = qp_decode(&in->dec, text, textlen);
+			text = in->dec.data;
+			textlen = in->dec.len;
 		}
 		buf_release(&low);
 	}
-	if (!rc)
-		rc = read_text(in, text, textlen);
-	buf_release(&lf);
-	buf_release(&dec);
 	if (rc)
-		return rc;
+		return rc == PB_ELIMIT ? err_set(rc,
+						 "mail text larger than "
+						 "%d bytes",
+						 PATATT_MAIL_MAX) :
+					 rc;
+	i = read_text(in, text, textlen);
+	in->text = text + i;
+	in->textlen = textlen - i;
 
 	from = field_last(m, "from");
 	if (in->ib_from)
@@ -720,26 +748,96 @@ static int info_read(struct info *in, const struct msg *m)
 	return rc;
 }
 
-/* patatt's git_canonicalize(), the body: CRLF lines, no blank tail */
-static int canon_body(struct buf *out, const struct buf *text)
+/*
+ * patatt's git_canonicalize(), the body: CRLF lines, no blank tail.
+ * Written a chunk at a time to emit(arg, bytes, n), so that hashing a
+ * long patch needs no copy of it.
+ */
+#define CANON_CHUNK (64 * 1024)
+
+typedef int (*canon_emit_fn)(void *arg, const char *p, size_t n);
+
+static int canon_body_walk(const char *text, size_t len, canon_emit_fn emit,
+			   void *arg)
 {
-	const char *p = text->data, *end = text->data + text->len;
+	const char *p = text, *end = text + len, *nl;
+	char *chunk = xmalloc(CANON_CHUNK), *w = chunk;
+	int rc = 0;
 
 	while (end > p && (end[-1] == '\r' || end[-1] == '\n'))
 		end--;
 	for (;;) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *e = nl ? nl : end;
+		const char *e;
 
-		while (e > p && (e[-1] == '\r' || e[-1] == '\n'))
+		nl = memchr(p, '\n', (size_t)(end - p));
+		e = nl ? nl : end;
+		while (e > p && e[-1] == '\r')
 			e--;
-		buf_add(out, p, (size_t)(e - p));
-		buf_add(out, "\r\n", 2);
+		while (!rc && (size_t)(e - p) + 2 >
+				      CANON_CHUNK - (size_t)(w - chunk)) {
+			/* the line does not fit: fill the chunk and pass it */
+			size_t k = CANON_CHUNK - (size_t)(w - chunk);
+
+			if (k > (size_t)(e - p))
+				k = (size_t)(e - p);
+			memcpy(w, p, k);
+			p += k;
+			rc = emit(arg, chunk, (size_t)(w - chunk) + k);
+			w = chunk;
+		}
+		if (rc)
+			break;
+		memcpy(w, p, (size_t)(e - p));
+		w += e - p;
+		*w++ = '\r';
+		*w++ = '\n';
 		if (!nl)
 			break;
 		p = nl + 1;
 	}
-	return buf_error(out);
+	if (!rc && w > chunk)
+		rc = emit(arg, chunk, (size_t)(w - chunk));
+	free(chunk);
+	return rc;
+}
+
+static int emit_buf(void *arg, const char *p, size_t n)
+{
+	return buf_add(arg, p, n);
+}
+
+struct body_hash {
+	EVP_MD_CTX *ctx;
+	size_t len;
+};
+
+static int emit_hash(void *arg, const char *p, size_t n)
+{
+	struct body_hash *h = arg;
+
+	h->len += n;
+	return EVP_DigestUpdate(h->ctx, p, n) == 1 ?
+		       0 :
+		       err_set(PB_ERROR, "SHA-256: update failed");
+}
+
+/* bh= and l=: the SHA-256 of the canonical body and its length. */
+static int body_hash(unsigned char bh[DIGEST_SHA256_SIZE], size_t *len,
+		     const char *text, size_t textlen)
+{
+	struct body_hash h = { EVP_MD_CTX_new(), 0 };
+	unsigned int n = DIGEST_SHA256_SIZE;
+	int rc;
+
+	if (!h.ctx || EVP_DigestInit_ex(h.ctx, EVP_sha256(), NULL) != 1)
+		rc = err_set(PB_ERROR, "SHA-256: no context");
+	else
+		rc = canon_body_walk(text, textlen, emit_hash, &h);
+	if (!rc && EVP_DigestFinal_ex(h.ctx, bh, &n) != 1)
+		rc = err_set(PB_ERROR, "SHA-256: final failed");
+	EVP_MD_CTX_free(h.ctx);
+	*len = h.len;
+	return rc;
 }
 
 /* ---- Python's email.header, for a value holding "?q?" ---- */
@@ -793,6 +891,40 @@ static int nonctext(char c)
 }
 
 /*
+ * The bytes of an encoded word in charset as UTF-8, as Python's codecs
+ * would give them: through the C library's iconv (no GMime here, which
+ * would need mail_init() in every program that signs).  Non-zero, with
+ * out as it was, when iconv does not know the charset or the bytes do
+ * not convert; the caller keeps them as they are.
+ */
+static int to_utf8(struct buf *out, const char *p, size_t n, const char *cs)
+{
+	iconv_t cd = iconv_open("UTF-8", cs);
+	size_t start = out->len;
+	char *in = (char *)p;
+	int rc = 0;
+
+	if (cd == (iconv_t)-1)
+		return -1;
+	while (n && !rc) {
+		char tmp[256], *o = tmp;
+		size_t left = sizeof(tmp);
+
+		if (iconv(cd, &in, &n, &o, &left) == (size_t)-1 &&
+		    errno != E2BIG)
+			rc = -1;
+		buf_add(out, tmp, sizeof(tmp) - left);
+	}
+	iconv_close(cd);
+	if (rc || buf_error(out)) {
+		buf_truncate(out, start);
+		buf_clear_error(out);
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * Header.__str__() for one chunk: a space between an encoded chunk and
  * text that does not start or end with one.  *state: 0 at the start,
  * then 1 + whether the last chunk was encoded, + 2 when it ended in a
@@ -806,10 +938,9 @@ static void py_str_chunk(struct buf *out, const struct buf *chunk, int enc,
 
 	if (ascii)
 		buf_addbuf(&u, chunk);
-	else if (!strcmp(cs, "utf-8") || !strcmp(cs, "utf8"))
+	else if (!strcmp(cs, "utf-8") || !strcmp(cs, "utf8") ||
+		 to_utf8(&u, chunk->data, chunk->len, cs))
 		buf_addbuf(&u, chunk);
-	else
-		mail_charset_to_utf8(&u, chunk->data, chunk->len, cs);
 	if (*state) {
 		int lastenc = (*state - 1) & 1, lastspace = (*state - 1) & 2;
 		int hasspace = u.len && nonctext(u.data[0]);
@@ -999,14 +1130,14 @@ static int relaxed(struct buf *out, const char *v, size_t n)
 struct canon {
 	struct msg m;
 	struct info in;
-	struct buf body;
+	unsigned char bh[DIGEST_SHA256_SIZE]; /* the body's hash */
+	size_t bodylen; /* and its length, canonical */
 };
 
 static void canon_release(struct canon *c)
 {
 	msg_release(&c->m);
 	info_release(&c->in);
-	buf_release(&c->body);
 }
 
 static int canon_read(struct canon *c, const char *msg, size_t len)
@@ -1015,12 +1146,11 @@ static int canon_read(struct canon *c, const char *msg, size_t len)
 
 	memset(c, 0, sizeof(*c));
 	info_init(&c->in);
-	buf_init(&c->body, PATATT_MAIL_MAX);
 	rc = msg_parse(&c->m, msg, len);
 	if (!rc)
 		rc = info_read(&c->in, &c->m);
 	if (!rc)
-		rc = canon_body(&c->body, &c->in.text);
+		rc = body_hash(c->bh, &c->bodylen, c->in.text, c->in.textlen);
 	if (rc == PB_ELIMIT)
 		err_set(rc, "mail text larger than %d bytes", PATATT_MAIL_MAX);
 	return rc;
@@ -1098,7 +1228,7 @@ int patatt_canon_body(struct buf *out, const char *msg, size_t len)
 	int rc = canon_read(&c, msg, len);
 
 	if (!rc)
-		rc = buf_addbuf(out, &c.body);
+		rc = canon_body_walk(c.in.text, c.in.textlen, emit_buf, out);
 	canon_release(&c);
 	return rc;
 }
@@ -1158,7 +1288,9 @@ static int ed25519_sign(unsigned char sig[ED25519_SIG_SIZE],
 	size_t siglen = ED25519_SIG_SIZE;
 	int ok;
 
-	ok = ctx && EVP_DigestSignInit(ctx, NULL, NULL, NULL, key->pkey) == 1 &&
+	/* a copy of the key's context set up once: OpenSSL 3 looks the
+	 * algorithm up again, under a lock, at each EVP_DigestSignInit() */
+	ok = ctx && EVP_MD_CTX_copy_ex(ctx, key->sign_ctx) == 1 &&
 	     EVP_DigestSign(ctx, sig, &siglen, m, n) == 1 &&
 	     siglen == ED25519_SIG_SIZE;
 	EVP_MD_CTX_free(ctx);
@@ -1206,7 +1338,6 @@ static int sign_fields(struct buf *out, const struct canon *c,
 	struct buf hashed = BUF_INIT(PATATT_MAIL_MAX);
 	struct buf val = BUF_INIT(SIG_VALUE_MAX);
 	struct buf b = BUF_INIT(SIG_VALUE_MAX);
-	unsigned char bh[DIGEST_SHA256_SIZE];
 	unsigned char signed_msg[ED25519_SIG_SIZE + DIGEST_SHA256_SIZE];
 	char pk[PATATT_KEY_B64_SIZE];
 	const char *h, *lf;
@@ -1219,13 +1350,12 @@ static int sign_fields(struct buf *out, const struct canon *c,
 	/* set_headers(mode='sign'): the required ones and Message-ID */
 	h = field_last(&c->m, "message-id") ? "from:subject:message-id" :
 					      "from:subject";
-	digest_sha256(bh, c->body.data, c->body.len);
 	buf_addf(&val, "v=1; a=ed25519-sha256; t=%lld; l=%zu; i=%s; ",
-		 (long long)t, c->body.len, identity);
+		 (long long)t, c->bodylen, identity);
 	if (selector)
 		buf_addf(&val, "s=%s; ", selector);
 	buf_addf(&val, "h=%s; bh=", h);
-	b64_encode(&val, bh, sizeof(bh));
+	b64_encode(&val, c->bh, sizeof(c->bh));
 	buf_adds(&val, "; b=");
 	rc = buf_error(&val);
 	if (rc)
@@ -1235,7 +1365,7 @@ static int sign_fields(struct buf *out, const struct canon *c,
 	rc = buf_addbuf(&hashed, &val);
 	if (rc)
 		goto out;
-	digest_sha256(signed_msg + ED25519_SIG_SIZE, hashed.data, hashed.len);
+	sha256(signed_msg + ED25519_SIG_SIZE, hashed.data, hashed.len);
 	rc = ed25519_sign(signed_msg, key, signed_msg + ED25519_SIG_SIZE,
 			  DIGEST_SHA256_SIZE);
 	if (rc)
@@ -1437,7 +1567,7 @@ static int check_one(struct patatt_verdict *v, const struct canon *c,
 	struct buf b = BUF_INIT(SIG_VALUE_MAX);
 	struct buf bhb = BUF_INIT(SIG_VALUE_MAX);
 	unsigned char pub[PATATT_KEY_SIZE];
-	unsigned char bh[DIGEST_SHA256_SIZE], dg[DIGEST_SHA256_SIZE];
+	unsigned char dg[DIGEST_SHA256_SIZE];
 	const char *val, *a, *h, *last;
 	char *src = NULL;
 	size_t n;
@@ -1512,8 +1642,7 @@ static int check_one(struct patatt_verdict *v, const struct canon *c,
 		}
 		free(hl);
 	}
-	digest_sha256(bh, c->body.data, c->body.len);
-	b64_encode(&bhb, bh, sizeof(bh));
+	b64_encode(&bhb, c->bh, sizeof(c->bh));
 	if (!tag(&s, "bh") || strcmp(tag(&s, "bh"), bhb.data)) {
 		v->detail = xstrdup("body content validation failed");
 		goto out;
@@ -1534,7 +1663,7 @@ static int check_one(struct patatt_verdict *v, const struct canon *c,
 		v->detail = xstrdup("header too long");
 		goto out;
 	}
-	digest_sha256(dg, hashed.data, hashed.len);
+	sha256(dg, hashed.data, hashed.len);
 	if (b64_decode(&b, last + 2, strlen(last + 2)) ||
 	    b.len < ED25519_SIG_SIZE) {
 		v->detail = xstrdup("failed to validate signature");

@@ -47,8 +47,7 @@
  * Ownership: struct patatt_key is the caller's (patatt_key_free() wipes
  * it); results are appended to the caller's bufs; struct patatt_verdict
  * owns its strings (patatt_verdict_release()).
- * Thread safety: pure, and one key may sign from several threads; a
- * value holding "?q?" in a charset other than UTF-8 needs mail_init().
+ * Thread safety: pure, and one key may sign from several threads.
  * Errors: PB_EINVAL for a mail or a key that cannot be read, PB_ELIMIT
  * past PATATT_MAIL_MAX, PB_ERROR when the crypto library fails.
  * patatt_verify() returns 0 for any verdict about the mail: the verdict

@@ -32,14 +32,13 @@ fail() {
 command -v b4 >/dev/null || fail "b4 is not installed (scripts/install-deps.sh)"
 "$py" -c 'import patatt, nacl' 2>/dev/null ||
 	fail "python3-patatt is not installed (scripts/install-deps.sh)"
-tmp=$(mktemp -d "${PB_TEST_TMP:-/tmp}/attest.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-export HOME="$tmp/home" GIT_CONFIG_NOSYSTEM=1 LC_ALL=C.UTF-8 TZ=UTC
+name=attest_b4
+. "$here/testenv.sh"
+# b4 and patatt keep their caches and keyrings under XDG's directories
 export XDG_CACHE_HOME="$tmp/cache" XDG_DATA_HOME="$tmp/data"
-mkdir -p "$HOME"
-git config --global user.name "B4 Tester"
-git config --global user.email "b4@example.org"
 git config --global init.defaultBranch main
+git config --global user.email "reader@example.org"
+git config --global user.name "A Reader"
 patatt() {
 	"$py" -c 'import sys, patatt; sys.exit(patatt.command())' "$@"
 }
