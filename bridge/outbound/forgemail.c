@@ -838,6 +838,15 @@ static int withdrawn(struct mrctx *c, const struct forge_note *n,
 	rc = queue(c, &m);
 out:
 	free(name);
+	/* Whatever it was, the approval is gone: one given again on the
+	 * forge is not the list's (the applied mail's provenance). */
+	if (rc >= 0 && n->author.username) {
+		name = xasprintf(STORE_CURSOR_LIST_APPROVAL_VIA, c->project,
+				 (long long)c->iid, n->author.username);
+		if (store_cursor_set(c->fm->store, name, ""))
+			log_warn("%s", err_msg());
+		free(name);
+	}
 	buf_release(&mid);
 	buf_release(&head);
 	buf_release(&m.body);

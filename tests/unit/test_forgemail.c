@@ -699,6 +699,28 @@ static void approvals_provenance(void **state)
 				 "Acked-by: Alice Developer <alice@example.com> "
 				 "(DKIM verified)"),
 		0);
+	/* Carol's approval from the list, withdrawn on the forge: its
+	 * provenance goes with it. */
+	assert_int_equal(
+		store_cursor_set(b->st, "list-approval-via:" PROJECT "!7:carol",
+				 "Acked-by: Carol <carol@example.com> "
+				 "(DKIM verified)"),
+		0);
+	n = said(b, 902, "carol", "unapproved this merge request");
+	n->system = 1;
+	queued = 0;
+	assert_int_equal(forgemail_mr(b->fm, PROJECT, 7, &queued), 0);
+	{
+		struct buf v = BUF_INIT(1024);
+
+		assert_int_equal(store_cursor_get(&v, b->st,
+						  "list-approval-via:" PROJECT
+						  "!7:carol"),
+				 0);
+		assert_int_equal(v.len, 0);
+		buf_release(&v);
+	}
+
 	memset(by, 0, sizeof(by));
 	by[0].id = 5;
 	by[0].username = (char *)"alice";
