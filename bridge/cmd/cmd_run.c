@@ -815,6 +815,19 @@ static void forge_comments(struct daemon *d, int polled)
 	forgemail_free(fm);
 }
 
+/* Series posted to the list still waiting for a patch after [project]
+ * email_series_wait: their senders told which, once (emailnotice.h);
+ * the notices go out with the next delivery. */
+static void remind_series(struct daemon *d)
+{
+	size_t told = 0;
+
+	if (outbound_submission_remind(d->env.ob, &told))
+		log_warn("series reminders: %s", err_msg());
+	else if (told)
+		log_info("series reminders: %zu decided", told);
+}
+
 static void cycle(struct daemon *d)
 {
 	struct workq_item it;
@@ -859,6 +872,8 @@ static void cycle(struct daemon *d)
 		inbound_cycle(d, now_s() >= d->next_inbound);
 		token_watch(d);
 	}
+	if (!stop_flag && !reload_flag)
+		remind_series(d);
 	if (!stop_flag && !reload_flag)
 		threadmap_copy(d);
 	metrics_inc0(MET_LOOP_CYCLES);

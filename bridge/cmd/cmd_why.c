@@ -16,6 +16,7 @@
 #include "mail/mail.h"
 #include "mail/review.h"
 #include "mail/trailers.h"
+#include "outbound/emailnotice.h"
 #include "state/spool.h"
 #include "state/store.h"
 #include "state/storeconf.h"
@@ -27,6 +28,7 @@
 #include "util/printable.h"
 #include "util/scan.h"
 #include "util/strlist.h"
+#include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +62,11 @@ struct why {
 	int have_sub;
 	struct store_submitted subm;
 	struct store_submission sub;
+	/* What its sender was told (emailnotice.h): by kind, as kinds[]
+	 * in gather_series(); and the patches it still lacks. */
+	struct store_notice told[3];
+	int have_told[3];
+	char missing[512];
 	/* The spool. */
 	int no_spool; /* no spool directory yet */
 	int spool_rc; /* 0, or why the spool cannot be read: */
@@ -83,6 +90,8 @@ static void why_init(struct why *w, const struct config *cfg)
 	store_outmail_init(&w->queued);
 	store_submitted_init(&w->subm);
 	store_submission_init(&w->sub);
+	for (size_t k = 0; k < 3; k++)
+		store_notice_init(&w->told[k]);
 	strlist_init(&w->reasons);
 	strlist_init(&w->verdicts);
 	store_notice_init(&w->notice);
@@ -97,6 +106,8 @@ static void why_release(struct why *w)
 	store_outmail_release(&w->queued);
 	store_submitted_release(&w->subm);
 	store_submission_release(&w->sub);
+	for (size_t k = 0; k < 3; k++)
+		store_notice_release(&w->told[k]);
 	spool_entry_list_release(&w->recs);
 	strlist_release(&w->reasons);
 	strlist_release(&w->verdicts);
@@ -184,6 +195,37 @@ static void forge_url(char *out, size_t size, const struct why *w,
 
 /* ---- gathering ------------------------------------------------------- */
 
+/* The notices rows of a series' sender, by kind. */
+static const char *const told_kinds[3] = { EMAILNOTICE_REFUSED,
+					   EMAILNOTICE_FAILED,
+					   EMAILNOTICE_MISSING };
+
+/* A series posted to the list: what its sender was told, what it lacks. */
+static int gather_series(struct why *w, struct store *st)
+{
+	struct buf miss = BUF_INIT(sizeof(w->missing));
+	size_t k;
+	int rc = 0;
+
+	for (k = 0; !rc && k < 3; k++) {
+		char *key = xasprintf("%s%s", told_kinds[k], w->sub.series_id);
+
+		rc = store_notice_get(&w->told[k], st, key);
+		w->have_told[k] = !rc;
+		if (rc == PB_ENOTFOUND)
+			rc = 0;
+		free(key);
+	}
+	if (!rc && w->sub.state == STORE_SUBMISSION_COLLECTING) {
+		rc = emailnotice_missing(&miss, st, w->sub.series_id);
+		if (rc == PB_ELIMIT) /* what fitted */
+			rc = 0;
+		snprintf(w->missing, sizeof(w->missing), "%s", miss.data);
+	}
+	buf_release(&miss);
+	return rc;
+}
+
 /* What the state database holds. */
 static int gather_store(struct why *w)
 {
@@ -238,6 +280,8 @@ static int gather_store(struct why *w)
 		w->have_sub = !rc;
 		if (rc == PB_ENOTFOUND)
 			rc = 0;
+		if (!rc && w->have_sub)
+			rc = gather_series(w, st);
 	}
 	if (!rc && w->have_sent && w->sent.state == STORE_MAIL_PENDING) {
 		rc = store_outmail_get(&w->queued, st, w->id);
@@ -876,6 +920,30 @@ static const char *mail_kind_story(enum store_mail_kind k)
 	return "a mail";
 }
 
+/* What the sender of a series was told, by kind (gather_series()). */
+static void tell_told(const struct why *w)
+{
+	static const char *const what[3] = { "refused", "not applied",
+					     "a patch missing" };
+	char d[PB_LOG_QUOTE_MAX], t[32];
+	size_t k;
+
+	for (k = 0; k < 3; k++) {
+		const struct store_notice *n = &w->told[k];
+		struct buf text = BUF_INIT(STORE_NOTICE_REASONS_MAX + 1);
+
+		if (!w->have_told[k])
+			continue;
+		buf_add(&text, n->reasons ? n->reasons : "",
+			n->reasons ? strlen(n->reasons) : 0);
+		buf_rtrim(&text);
+		printf("    %s, its sender told at %s (notice: %s): %s\n",
+		       what[k], (env_time(t, sizeof(t), n->created), t),
+		       pr(d, sizeof(d), n->decision), text.data);
+		buf_release(&text);
+	}
+}
+
 /* A mail of a series posted to the list: its series and what became of
  * it (README "Contributing by email"). */
 static void tell_submission(const struct why *w)
@@ -893,8 +961,15 @@ static void tell_submission(const struct why *w)
 	       pr(a, sizeof(a), sub->sender), pr(i, sizeof(i), sub->series_id));
 	switch (sub->state) {
 	case STORE_SUBMISSION_COLLECTING:
+		if (w->have_told[0]) {
+			printf("    refused: no merge request is made of "
+			       "it\n");
+			break;
+		}
 		printf("    the series is not whole yet: the daemon waits for "
-		       "its other mails\n");
+		       "%s\n",
+		       w->missing[0] ? pr(a, sizeof(a), w->missing) :
+				       "its other mails");
 		break;
 	case STORE_SUBMISSION_WHOLE:
 		printf("    the series is whole; its merge request is not "
@@ -907,12 +982,17 @@ static void tell_submission(const struct why *w)
 		       url);
 		break;
 	case STORE_SUBMISSION_FAILED:
-		printf("    not opened: the series does not apply (the "
-		       "daemon's log names the patch, git's message and the "
-		       "base tried), or is a version not newer than the "
-		       "latest its topic's merge request took\n");
+		if (w->have_told[1])
+			printf("    not opened: the series does not apply\n");
+		else
+			printf("    not opened: the series does not apply (the "
+			       "daemon's log names the patch, git's message "
+			       "and the base tried), or is a version not "
+			       "newer than the latest its topic's merge "
+			       "request took\n");
 		break;
 	}
+	tell_told(w);
 }
 
 static void tell_sent(const struct why *w)
@@ -1349,6 +1429,61 @@ static void json_sent(struct jsonw *j, const struct why *w)
 	jsonw_obj_end(j);
 }
 
+/* A mail of a series posted to the list: as tell_submission() says. */
+static void json_series(struct jsonw *j, const struct why *w)
+{
+	static const char *const kinds[3] = { "refused", "not_applied",
+					      "missing" };
+	const struct store_submission *sub = &w->sub;
+	size_t k;
+
+	jsonw_key(j, "series");
+	if (!w->have_sub) {
+		jsonw_null(j);
+		return;
+	}
+	jsonw_obj_begin(j);
+	jsonw_key(j, "series_id");
+	jsonw_strz(j, sub->series_id);
+	jsonw_key(j, "sender");
+	jsonw_strz(j, sub->sender);
+	jsonw_key(j, "version");
+	jsonw_int(j, sub->version);
+	jsonw_key(j, "total");
+	jsonw_int(j, sub->total);
+	jsonw_key(j, "patch");
+	jsonw_int(j, w->subm.patch);
+	jsonw_key(j, "state");
+	jsonw_strz(j, store_submission_state_name(sub->state));
+	jsonw_key(j, "mr");
+	if (sub->iid)
+		jsonw_int(j, sub->iid);
+	else
+		jsonw_null(j);
+	jsonw_key(j, "missing");
+	jsonw_strz(j, w->missing[0] ? w->missing : NULL);
+	jsonw_key(j, "told");
+	jsonw_obj_begin(j);
+	for (k = 0; k < 3; k++) {
+		jsonw_key(j, kinds[k]);
+		if (!w->have_told[k]) {
+			jsonw_null(j);
+			continue;
+		}
+		jsonw_obj_begin(j);
+		jsonw_key(j, "decision");
+		jsonw_strz(j, w->told[k].decision);
+		jsonw_key(j, "message_id");
+		jsonw_strz(j, w->told[k].notice_id);
+		jsonw_key(j, "reasons");
+		jsonw_strz(j, w->told[k].reasons);
+		json_time(j, "at", w->told[k].created);
+		jsonw_obj_end(j);
+	}
+	jsonw_obj_end(j);
+	jsonw_obj_end(j);
+}
+
 static int tell_json(const struct why *w)
 {
 	struct buf out = BUF_INIT(4 * 1024 * 1024);
@@ -1367,6 +1502,7 @@ static int tell_json(const struct why *w)
 	json_mail(&j, w);
 	json_spool(&j, w);
 	json_sent(&j, w);
+	json_series(&j, w);
 	jsonw_key(&j, "state_database");
 	jsonw_bool(&j, !w->no_store);
 	jsonw_obj_end(&j);

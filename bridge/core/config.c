@@ -500,6 +500,28 @@ static const struct config_param params[CFG__COUNT] = {
 		255, NULL, 0,
 		"The branch a series posted to the list is applied onto and "
 		"targets when its mails name no base-commit the mirror has" },
+	[CFG_PROJECT_EMAIL_SERIES_WAIT] = {
+		"project", "email_series_wait", CONFIG_DURATION, "1h", 1 * SEC,
+		30 * DAY, NULL, 0,
+		"How long after its first mail a series posted to the list "
+		"that still lacks a patch has its sender told which (once; "
+		"the series still waits for them)" },
+	[CFG_PROJECT_EMAIL_MAX_PATCHES] = {
+		"project", "email_max_patches", CONFIG_INT, "100", 1, 1000,
+		NULL, 0,
+		"A series posted to the list with more patches is refused "
+		"(the sender is told); as [outbound] max_series the other "
+		"way" },
+	[CFG_PROJECT_EMAIL_MAX_BYTES] = {
+		"project", "email_max_bytes", CONFIG_SIZE, "20M", 64 * KIB,
+		1 * GIB, NULL, 0,
+		"A series posted to the list whose mails weigh more is "
+		"refused (the sender is told)" },
+	[CFG_PROJECT_EMAIL_SERIES_PER_HOUR] = {
+		"project", "email_series_per_hour", CONFIG_INT, "10", 1, 1000,
+		NULL, 0,
+		"Series one sender may post to the list in an hour; a further "
+		"one is refused (the sender is told)" },
 	[CFG_PROJECT_ATTEST_KEYRING] = {
 		"project", "attest_keyring", CONFIG_PATH, "", 0, PATH_LEN_MAX,
 		NULL, 0,
@@ -1996,6 +2018,11 @@ int64_t config_project_duration_ms(const struct config_project *p,
 				   enum config_id id)
 {
 	return project_value(p, id, CONFIG_DURATION)->num;
+}
+
+size_t config_project_size(const struct config_project *p, enum config_id id)
+{
+	return (size_t)project_value(p, id, CONFIG_SIZE)->num;
 }
 
 int config_project_enum(const struct config_project *p, enum config_id id)

@@ -176,6 +176,10 @@ enum config_id {
 	CFG_PROJECT_EMAIL_SUBMISSIONS,
 	CFG_PROJECT_EMAIL_BRANCH_PREFIX,
 	CFG_PROJECT_EMAIL_TARGET_BRANCH,
+	CFG_PROJECT_EMAIL_SERIES_WAIT,
+	CFG_PROJECT_EMAIL_MAX_PATCHES,
+	CFG_PROJECT_EMAIL_MAX_BYTES,
+	CFG_PROJECT_EMAIL_SERIES_PER_HOUR,
 	CFG_PROJECT_ATTEST_KEYRING,
 	CFG_PROJECT_EMAIL_REQUIRE_ATTESTATION,
 	CFG_PROJECT_MAIL_PIPELINES,
@@ -306,6 +310,7 @@ int config_project_enum(const struct config_project *p, enum config_id id);
 int config_takes_submissions(const struct config *cfg);
 int64_t config_project_duration_ms(const struct config_project *p,
 				   enum config_id id);
+size_t config_project_size(const struct config_project *p, enum config_id id);
 
 enum config_dump_flags {
 	CONFIG_DUMP_SET_ONLY = 1 << 0, /* only what the file sets (-n) */

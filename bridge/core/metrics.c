@@ -38,7 +38,7 @@ static const char *const v_received[] = {
 static const char *const v_ignored[] = {
 	"not_placed", "own_mail", "not_bridged", "disabled", "not_a_reply",
 	"nothing_to_apply", "discussion_locked", "notice_request",
-	"not_submission", NULL };
+	"not_submission", "submission_limit", NULL };
 static const char *const v_notice[] = {
 	"sent", "disabled", "opt_out", "rate_limit", "auto_submitted",
 	"bounce", "list", "ours", "no_address", "unrenderable", NULL };
@@ -154,7 +154,10 @@ static const struct metric_def defs[MET__COUNT] = {
 		"`discussion_locked` (the MR's discussion is locked), "
 		"`notice_request` (a sender's \"unsubscribe notices\"), "
 		"`not_submission` (a new patch's mail that is no series "
-		"the project takes)" },
+		"the project takes, or whose sender is not verified), "
+		"`submission_limit` (a series over a limit of "
+		"`email_max_patches`, `email_max_bytes`, "
+		"`email_series_per_hour`)" },
 	[MET_REPLIES_RETRIED] = {
 		"patchbridge_replies_retried_total", METRIC_COUNTER, D,
 		{ "project" }, { NULL }, 256, NULL, 0,
@@ -194,8 +197,10 @@ static const struct metric_def defs[MET__COUNT] = {
 	[MET_NOTICES] = {
 		"patchbridge_notices_total", METRIC_COUNTER, D,
 		{ "decision" }, { v_notice }, 16, NULL, 0,
-		"Replies whose sender was to be told what was not done: the "
-		"notice queued, or why not",
+		"Replies whose sender was to be told what was not done, and "
+		"series posted to the list whose sender was to be told why "
+		"they are no merge request (yet): the notice queued, or why "
+		"not",
 		"`decision`: `sent` (queued for the sender), `disabled`, "
 		"`opt_out`, `rate_limit`, `auto_submitted`, `bounce`, `list`, "
 		"`ours`, `no_address`, `unrenderable` (README \"Notices to "

@@ -538,7 +538,9 @@ int inbound_locate(struct inbound_target *out, int *is_ours, struct store *st,
 			rc = r2;
 			break;
 		}
-		if (r2 || !row.project)
+		/* iid 0: the notice about a series that became no merge
+		 * request (schema 12) places nothing */
+		if (r2 || !row.project || row.iid < 1)
 			continue;
 		snprintf(out->project, sizeof(out->project), "%s", row.project);
 		out->iid = row.iid;
@@ -1427,6 +1429,9 @@ static int submission(struct inbound *ib, struct job *j)
 	if (rc == PB_EPERM || rc == PB_EEXISTS)
 		return finish(j, STORE_INBOUND_IGNORED, "not_submission", "%s",
 			      err_msg());
+	if (rc == PB_ELIMIT) /* over a limit of [project] email_* */
+		return finish(j, STORE_INBOUND_IGNORED, "submission_limit",
+			      "%s", err_msg());
 	if (rc == PB_ETEMP)
 		return rc;
 	return finish(j, STORE_INBOUND_DEAD, "planning",

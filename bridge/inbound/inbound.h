@@ -107,7 +107,8 @@ struct inbound_opts {
 	 * mail into its series and opens the merge request once it is
 	 * whole.  It returns 0 when done, with the project in project
 	 * (size bytes); PB_EPERM when the mail is no submission or not
-	 * let in (why in err_msg(): ignored); PB_EEXISTS for a mail of
+	 * let in (why in err_msg(): ignored); PB_ELIMIT for a series over
+	 * a limit (ignored, as submission_limit); PB_EEXISTS for a mail of
 	 * its series seen already (ignored); PB_ETEMP to try again later;
 	 * another error makes it a dead letter.  NULL (`replay
 	 * --apply-now`): such a mail waits for the daemon (a retry).

@@ -159,46 +159,13 @@ static int join(struct buf *b, const struct strlist *l)
 	return buf_error(b);
 }
 
-/* Queue the notice: the thread map (kind receipt), then the queue. */
-static int queue(struct store *st, const struct notify_in *in,
-		 const char *notice_id, const char *to, const struct buf *mail)
-{
-	struct store_mail sm;
-	struct store_outmail om;
-	int rc;
-
-	store_mail_init(&sm);
-	sm.message_id = notice_id;
-	sm.project = in->project;
-	sm.iid = in->iid;
-	sm.revision = in->revision > 0 ? in->revision : 0;
-	sm.patch = in->patch > 0 ? in->patch : 0;
-	sm.total = sm.patch; /* k of M needs M >= k; not a series mail */
-	sm.kind = STORE_MAIL_RECEIPT;
-	sm.state = STORE_MAIL_PENDING;
-	rc = store_mail_put(st, &sm);
-	store_mail_release(&sm);
-	if (rc)
-		return rc;
-	store_outmail_init(&om);
-	om.message_id = notice_id;
-	om.envelope_from = config_str(in->cfg, CFG_BRIDGE_ADDRESS);
-	om.recipients = to;
-	om.message = mail->data;
-	om.message_len = mail->len;
-	rc = store_outmail_put(st, &om);
-	store_outmail_release(&om);
-	return rc;
-}
-
 /* The decision for a reply with reasons; *mailit when it is mailed. */
 static int decide(const char **decision, char *why, size_t size,
 		  struct store *st, const struct notify_in *in, const char *to)
 {
 	struct notice_screen_in sc;
 	const char *rule;
-	int64_t sent = 0, rate;
-	int out = 0, rc;
+	int rc;
 
 	*decision = NULL;
 	why[0] = '\0';
@@ -227,26 +194,11 @@ static int decide(const char **decision, char *why, size_t size,
 		*decision = rule;
 		return 0;
 	}
-	rc = store_notice_optout_get(&out, st, to);
-	if (rc)
+	rc = store_notice_allowed(decision, why, size, st, to,
+				  config_int(in->cfg, CFG_INBOUND_NOTICE_RATE),
+				  (int64_t)time(NULL));
+	if (rc || *decision)
 		return rc;
-	if (out) {
-		*decision = "opt_out";
-		snprintf(why, size, "the sender asked for no notices");
-		return 0;
-	}
-	rate = config_int(in->cfg, CFG_INBOUND_NOTICE_RATE);
-	rc = store_notice_count(&sent, st, to, (int64_t)time(NULL) - 3600);
-	if (rc)
-		return rc;
-	if (sent >= rate) {
-		*decision = "rate_limit";
-		snprintf(why, size,
-			 "%lld notices to this sender in the last hour "
-			 "([inbound] notice_rate %lld)",
-			 (long long)sent, (long long)rate);
-		return 0;
-	}
 	*decision = "sent";
 	return 0;
 }
@@ -323,7 +275,14 @@ int notify_finish(struct store *st, struct notify_in *in)
 		} else if (rc) {
 			goto out;
 		} else {
-			rc = queue(st, in, id.data, to, &mail);
+			struct store_notice_place at = { in->project, in->iid,
+							 in->revision,
+							 in->patch };
+
+			rc = store_notice_queue(st, id.data, &at,
+						config_str(in->cfg,
+							   CFG_BRIDGE_ADDRESS),
+						to, mail.data, mail.len);
 			if (rc == PB_EEXISTS)
 				rc = 0; /* queued before: one notice */
 			if (rc)

@@ -1,6 +1,8 @@
 /*
  * notice - the private mail that tells the sender of a list reply what
- * the bridge did not do (README "Notices to senders"), and the rules of
+ * the bridge did not do (README "Notices to senders"), or the sender of
+ * a series posted to the list why it became no merge request (README
+ * "Contributing by email"), and the rules of
  * RFC 3834 ("Recommendations for Automatic Responses to Electronic
  * Mail") on when such a mail must not be sent.
  *
@@ -73,14 +75,21 @@ int notice_message_id(struct buf *out, const char *reply_id,
  */
 int notice_optout_request(const char *text);
 
+enum notice_kind {
+	NOTICE_REPLY, /* a list reply: what the bridge did not do */
+	NOTICE_SERIES, /* a series posted to the list: why it is no merge
+			* request (yet) */
+};
+
 struct notice {
+	enum notice_kind kind;
 	const char *to_name; /* the sender's display name; may be "" */
 	const char *to_email; /* the sender's address */
 	const char *reply_id; /* the reply's Message-ID, without <> */
 	const char *notice_id; /* notice_message_id(), without <> */
 	const struct strlist *references; /* the reply's, "<id>" each */
 	const char *subject; /* the reply's, decoded; may be "" */
-	const char *mr; /* "group/project!12" */
+	const char *mr; /* "group/project!12"; a series: "group/project" */
 	const char *link; /* the merge request's web address; may be "" */
 	const char *date; /* RFC 5322 date of the notice */
 	/* What happened and what the sender can do: paragraphs of plain

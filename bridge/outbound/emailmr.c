@@ -642,6 +642,38 @@ out:
 	return rc;
 }
 
+/* The sender told that patch failed+1 does not apply (c->failed). */
+static int tell_failed(const struct emailmr_ctx *c, const struct series *s,
+		       size_t failed, const char *base, const char *msg)
+{
+	struct emailmr_failure f;
+	size_t i, k = 0;
+
+	if (!c->failed)
+		return 0;
+	memset(&f, 0, sizeof(f));
+	f.series_id = s->sub.series_id;
+	f.sender = s->sub.sender;
+	f.version = s->sub.version;
+	f.total = s->sub.total;
+	f.patch = (int)failed + 1;
+	f.base = base;
+	f.base_named = strcmp(base, c->target_sha) != 0;
+	f.target_branch = c->target_branch;
+	f.git_message = msg;
+	for (i = 0; i < s->mails.nr; i++) {
+		if (!s->mails.items[i].patch)
+			continue;
+		if (k++ == failed)
+			f.patch_subject = s->mi[i].subject;
+	}
+	if (s->mails.nr) {
+		f.first = s->mails.items[0].message;
+		f.first_len = s->mails.items[0].message_len;
+	}
+	return c->failed(c->failed_arg, &f);
+}
+
 /* The description: the cover letter's text (the patch's), under "From:
  * NAME <ADDRESS> by email" when the bridge opens it, and what vouches
  * for the mails (emailattest.h). */
@@ -760,9 +792,13 @@ int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,
 		char msg[PB_ERRMSG_MAX];
 
 		snprintf(msg, sizeof(msg), "%s", err_msg());
-		if (s.sub.state == STORE_SUBMISSION_WHOLE)
+		if (s.sub.state == STORE_SUBMISSION_WHOLE) {
+			rc = tell_failed(c, &s, failed, base, msg);
+			if (rc)
+				goto out; /* tried again with the series */
 			(void)store_submission_finish(
 				c->st, series_id, STORE_SUBMISSION_FAILED, 0);
+		}
 		rc = err_set(PB_EINVAL,
 			     "series <%s>: patch %zu/%d does not apply on %s: "
 			     "%s",
@@ -855,6 +891,30 @@ out:
 	return rc;
 }
 
+char *emailmr_series_key(struct store *st, const struct review *r)
+{
+	const struct mail *mail = r->mail;
+	char *key = bare_id(r->kind == REVIEW_PATCH && mail->in_reply_to ?
+				    mail->in_reply_to :
+				    mail->message_id);
+
+	if (r->kind == REVIEW_PATCH && mail->in_reply_to) {
+		/* a vN patch sent in reply to an earlier version's mail
+		 * starts a series of its own */
+		struct store_submission have;
+
+		store_submission_init(&have);
+		if (!store_submission_get(&have, st, key) &&
+		    have.version !=
+			    (r->subject.version > 0 ? r->subject.version : 1)) {
+			free(key);
+			key = bare_id(mail->message_id);
+		}
+		store_submission_release(&have);
+	}
+	return key;
+}
+
 int emailmr_collect(int *whole, char *series_id, size_t size, struct store *st,
 		    const char *project, enum emailmr_policy policy,
 		    const struct review_options *ro, const char *raw,
@@ -890,23 +950,7 @@ int emailmr_collect(int *whole, char *series_id, size_t size, struct store *st,
 		rc = err_set(PB_EPERM, "no Message-ID or sender address");
 		goto out;
 	}
-	key = bare_id(r->kind == REVIEW_PATCH && mail->in_reply_to ?
-			      mail->in_reply_to :
-			      mail->message_id);
-	if (r->kind == REVIEW_PATCH && mail->in_reply_to) {
-		/* a vN patch sent in reply to an earlier version's mail
-		 * starts a series of its own */
-		struct store_submission have;
-
-		store_submission_init(&have);
-		if (!store_submission_get(&have, st, key) &&
-		    have.version !=
-			    (r->subject.version > 0 ? r->subject.version : 1)) {
-			free(key);
-			key = bare_id(mail->message_id);
-		}
-		store_submission_release(&have);
-	}
+	key = emailmr_series_key(st, r);
 	sender = xstrdup(mail->from.email);
 	for (i = 0; sender[i]; i++)
 		sender[i] = (char)tolower((unsigned char)sender[i]);

@@ -59,6 +59,22 @@ struct review_options;
 /* Longest branch name made, the prefix included. */
 #define EMAILMR_BRANCH_MAX 200
 
+/* A series that does not apply, as its sender is told it. */
+struct emailmr_failure {
+	const char *series_id;
+	const char *sender; /* lower case */
+	int version, total;
+	int patch; /* k of the patch that failed */
+	const char *patch_subject; /* its title, as git am makes it */
+	const char *base; /* the commit tried */
+	int base_named; /* 1: the mails' base-commit; 0: the target */
+	const char *target_branch;
+	const char *git_message; /* git's (libgit2's) words */
+	const char *first; /* the series' first mail (the cover letter,
+			    * else patch 1), as received */
+	size_t first_len;
+};
+
 /* A forge username, at most. */
 #define EMAILMR_USER_MAX 255
 
@@ -80,6 +96,11 @@ struct emailmr_ctx {
 	const char *label; /* "from-email"; NULL or "": none */
 	const char *committer_name; /* the bridge's name and address */
 	const char *committer_email;
+	/* Told of a series that does not apply, before it is marked
+	 * FAILED (so a failure to tell is tried again with the series);
+	 * NULL: nobody.  An error from it is emailmr_open()'s. */
+	int (*failed)(void *arg, const struct emailmr_failure *f);
+	void *failed_arg;
 	/*
 	 * The forge user a sender's address maps to (the mapping reviews
 	 * use: user_map, owners.yaml, the forge's own search).  NULL:
@@ -123,6 +144,16 @@ int emailmr_collect(int *whole, char *series_id, size_t size, struct store *st,
 		    const char *project, enum emailmr_policy policy,
 		    const struct review_options *ro, const char *raw,
 		    size_t len);
+
+/*
+ * The series a submission r (review.h) is of: its own Message-ID for a
+ * cover letter or a patch that answers nothing, else the Message-ID it
+ * answers, unless a series of another version is known under that (a
+ * vN patch in reply to an earlier version starts a series of its own).
+ * Without "<>"; the caller frees it.
+ */
+struct review;
+char *emailmr_series_key(struct store *st, const struct review *r);
 
 /* Open series_id (WHOLE) as a merge request; *iid gets its number. */
 int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,

@@ -53,7 +53,10 @@ static int body(struct buf *out, const struct notice *n,
 	size_t tlen = noticemail_template_len;
 	int rc = 0;
 
-	if (path[0]) {
+	if (n->kind == NOTICE_SERIES) {
+		t = noticemail_series_template;
+		tlen = noticemail_series_template_len;
+	} else if (path[0]) {
 		rc = file_read(&tmpl, path);
 		if (rc) {
 			err_prefix(rc, "[inbound] notice_template");

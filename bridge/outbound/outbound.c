@@ -11,6 +11,7 @@
 #include "mail/subject.h"
 #include "outbound/detect.h"
 #include "outbound/emailmr.h"
+#include "outbound/emailnotice.h"
 #include "outbound/gitrepo.h"
 #include "outbound/listarchive.h"
 #include "outbound/mailhdr.h"
@@ -1932,6 +1933,7 @@ static int submission_open(struct outbound *ob,
 	struct strlist specs = STRLIST_INIT;
 	struct buf url = BUF_INIT(PB_HTTP_URL_MAX);
 	struct emailmr_ctx c;
+	struct emailnotice_ctx nc;
 	char sha[GITREPO_HEXSZ + 1], *ref, *spec;
 	int64_t iid = 0;
 	int rc;
@@ -1967,6 +1969,11 @@ static int submission_open(struct outbound *ob,
 	c.label = "from-email";
 	c.committer_name = config_str(ob->cfg, CFG_BRIDGE_NAME);
 	c.committer_email = config_str(ob->cfg, CFG_BRIDGE_ADDRESS);
+	nc.st = ob->store;
+	nc.cfg = ob->cfg;
+	nc.proj = proj;
+	c.failed = emailnotice_failed;
+	c.failed_arg = &nc;
 	c.map_user = ob->map_user;
 	c.map_arg = ob->map_arg;
 	c.ro = ro;
@@ -1985,6 +1992,25 @@ out:
 	return rc;
 }
 
+/* The series does not apply, and its sender was told (emailnotice.h). */
+static int series_told_failed(struct store *st, const char *series_id)
+{
+	struct store_submission sub;
+	struct store_notice told;
+	char *key = xasprintf("%s%s", EMAILNOTICE_FAILED, series_id);
+	int yes;
+
+	store_submission_init(&sub);
+	store_notice_init(&told);
+	yes = !store_submission_get(&sub, st, series_id) &&
+	      sub.state == STORE_SUBMISSION_FAILED &&
+	      !store_notice_get(&told, st, key);
+	store_notice_release(&told);
+	store_submission_release(&sub);
+	free(key);
+	return yes;
+}
+
 void outbound_set_user_map(struct outbound *ob, emailmr_user_fn fn, void *arg)
 {
 	ob->map_user = fn;
@@ -1996,6 +2022,7 @@ int outbound_submission(struct outbound *ob, char *project, size_t size,
 {
 	const struct config_project *proj;
 	struct review_options ro;
+	struct emailnotice_ctx nc;
 	enum emailmr_policy policy;
 	char series[PB_MSGID_MAX + 1];
 	int rc, whole = 0;
@@ -2028,6 +2055,13 @@ int outbound_submission(struct outbound *ob, char *project, size_t size,
 	ro.list_address = config_project_str(proj, CFG_BRIDGE_LIST_ADDRESS);
 	ro.own_domain = config_str(ob->cfg, CFG_BRIDGE_DOMAIN);
 	ro.own_address = config_str(ob->cfg, CFG_BRIDGE_ADDRESS);
+	/* the verified rule and the limits, the sender told once */
+	nc.st = ob->store;
+	nc.cfg = ob->cfg;
+	nc.proj = proj;
+	rc = emailnotice_screen(&nc, policy, &ro, raw, len);
+	if (rc)
+		return rc;
 	rc = emailmr_collect(&whole, series, sizeof(series), ob->store,
 			     config_project_name(proj), policy, &ro, raw, len);
 	if (rc == PB_EEXISTS && series[0]) {
@@ -2047,5 +2081,13 @@ int outbound_submission(struct outbound *ob, char *project, size_t size,
 	}
 	if (rc || !whole)
 		return rc;
-	return submission_open(ob, proj, &ro, series);
+	rc = submission_open(ob, proj, &ro, series);
+	if (rc == PB_EINVAL && series_told_failed(ob->store, series))
+		rc = 0; /* the series' end, not the mail's: no dead letter */
+	return rc;
+}
+
+int outbound_submission_remind(struct outbound *ob, size_t *told)
+{
+	return emailnotice_remind(ob->store, ob->cfg, now_s(), told);
 }

@@ -190,13 +190,21 @@ int outbound_landed(struct outbound_landed *landed, struct outbound *ob,
  * series under that project's policy; when the mail made the series
  * whole, the mirror fetches [project] email_target_branch and
  * emailmr_open() opens the merge request (branch under
- * email_branch_prefix, label from-email).  Holds the outbound lock while
- * it uses the mirror.  project (size bytes) gets the project.  Errors
+ * email_branch_prefix, label from-email).  Before it is collected, a
+ * mail is screened (emailnotice_screen(): verified senders, the
+ * limits), and a series that does not apply is told to its sender
+ * (emailnotice_failed()).  Holds the outbound lock while it uses the
+ * mirror.  project (size bytes) gets the project.  Errors
  * as inbound_opts.submission says: PB_EPERM for a mail that is no
- * submission, not let in, or of no project that can be told.
+ * submission, not let in, or of no project that can be told; PB_ELIMIT
+ * for a series over a limit.  A series that does not apply ends there,
+ * its sender told: 0 for the mail that completed it.
  */
 int outbound_submission(struct outbound *ob, char *project, size_t size,
 			const char *raw, size_t len);
+
+/* The reminders of missing patches due now (emailnotice_remind()). */
+int outbound_submission_remind(struct outbound *ob, size_t *told);
 
 /* Who outbound_submission() opens a merge request as: the sender's
  * forge user fn names (emailmr.h emailmr_ctx.map_user), for a verified

@@ -72,7 +72,12 @@ static int mail_check(const struct store_mail *m)
 	int rc, series;
 
 	if ((rc = check_str("Message-ID", m->message_id, STORE_MSGID_MAX, 1)) ||
-	    (rc = check_mr(m->project, m->iid)) ||
+	    /* a receipt of no merge request: the notice to the sender
+	     * of a series that became none (schema 12) */
+	    (rc = m->kind == STORE_MAIL_RECEIPT && m->iid == 0 ?
+			  check_str("project", m->project, STORE_PROJECT_MAX,
+				    1) :
+			  check_mr(m->project, m->iid)) ||
 	    (rc = check_sha("commit", m->commit_sha, 0)) ||
 	    (rc = check_sha("base sha", m->base_sha, 0)) ||
 	    (rc = check_sha("start sha", m->start_sha, 0)) ||

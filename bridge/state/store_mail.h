@@ -49,7 +49,7 @@ const char *store_sent_how_name(enum store_sent_how how);
 struct store_mail {
 	const char *message_id;
 	const char *project; /* "group/project" */
-	int64_t iid; /* MR iid, > 0 */
+	int64_t iid; /* MR iid, > 0; 0 for a receipt of no MR (schema 12) */
 	/* Revision as mailed (1 = v1), or 0 for none; a non-zero revision
 	 * must have been started with store_revision_start(). */
 	int revision;

@@ -5,6 +5,7 @@
 
 #include "state/storeq.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define NTC(k, ...) COL_##k(struct store_notice, __VA_ARGS__)
@@ -133,4 +134,66 @@ int store_notice_optout_get(int *out, struct store *st, const char *address)
 	}
 	q_end(&q);
 	return rc;
+}
+
+int store_notice_queue(struct store *st, const char *notice_id,
+		       const struct store_notice_place *at,
+		       const char *envelope_from, const char *to,
+		       const char *mail, size_t mail_len)
+{
+	struct store_mail sm;
+	struct store_outmail om;
+	int rc;
+
+	store_mail_init(&sm);
+	sm.message_id = notice_id;
+	sm.project = at->project;
+	sm.iid = at->iid;
+	sm.revision = at->revision > 0 ? at->revision : 0;
+	sm.patch = at->patch > 0 ? at->patch : 0;
+	sm.total = sm.patch; /* k of M needs M >= k; not a series mail */
+	sm.kind = STORE_MAIL_RECEIPT;
+	sm.state = STORE_MAIL_PENDING;
+	rc = store_mail_put(st, &sm);
+	store_mail_release(&sm);
+	if (rc)
+		return rc;
+	store_outmail_init(&om);
+	om.message_id = notice_id;
+	om.envelope_from = envelope_from;
+	om.recipients = to;
+	om.message = mail;
+	om.message_len = mail_len;
+	rc = store_outmail_put(st, &om);
+	store_outmail_release(&om);
+	return rc;
+}
+
+int store_notice_allowed(const char **decision, char *why, size_t size,
+			 struct store *st, const char *to, int64_t rate,
+			 int64_t now)
+{
+	int64_t sent = 0;
+	int out = 0, rc;
+
+	*decision = NULL;
+	rc = store_notice_optout_get(&out, st, to);
+	if (rc)
+		return rc;
+	if (out) {
+		*decision = "opt_out";
+		snprintf(why, size, "the sender asked for no notices");
+		return 0;
+	}
+	rc = store_notice_count(&sent, st, to, now - 3600);
+	if (rc)
+		return rc;
+	if (sent >= rate) {
+		*decision = "rate_limit";
+		snprintf(why, size,
+			 "%lld notices to this sender in the last hour "
+			 "([inbound] notice_rate %lld)",
+			 (long long)sent, (long long)rate);
+	}
+	return 0;
 }

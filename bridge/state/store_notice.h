@@ -53,6 +53,36 @@ int store_notice_get(struct store_notice *out, struct store *st,
 int store_notice_count(int64_t *out, struct store *st, const char *recipient,
 		       int64_t since);
 
+/*
+ * Queue a rendered notice: its row in the thread map (kind receipt; iid
+ * 0 for a series posted to the list that became no merge request,
+ * schema 12) and the outbound queue, which delivers it as any mail of
+ * the bridge's.  For the caller's transaction.  PB_EEXISTS, adding
+ * nothing, when that Message-ID is in the thread map already: one
+ * notice, however often it was decided.
+ */
+struct store_notice_place {
+	const char *project;
+	int64_t iid; /* 0: no merge request */
+	int revision; /* 0: none */
+	int patch;
+};
+
+int store_notice_queue(struct store *st, const char *notice_id,
+		       const struct store_notice_place *at,
+		       const char *envelope_from, const char *to,
+		       const char *mail, size_t mail_len);
+
+/*
+ * The sender's own rules for a notice to `to` (lower case): *decision
+ * is "opt_out" when they asked for none, "rate_limit" when `rate` were
+ * queued for them in the hour before `now`, else NULL (it may go); why
+ * (size bytes) says it in words.
+ */
+int store_notice_allowed(const char **decision, char *why, size_t size,
+			 struct store *st, const char *to, int64_t rate,
+			 int64_t now);
+
 /* The sender wants no notices (on) or wants them again (off). */
 int store_notice_optout_set(struct store *st, const char *address, int on);
 /* *out = 1 when address (lower case) asked for no notices. */

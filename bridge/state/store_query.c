@@ -41,6 +41,14 @@
 	"series_id, sender, project, version, total, state, iid," \
 	" created, updated"
 #define SUBM_COLS "message_id, series_id, patch, message, created"
+#define SUB_LIST_DUE(key2, key3)                         \
+	"SELECT " SUB_COLS " FROM submissions s"         \
+	" WHERE project = ?5 AND state = 'collecting'"   \
+	" AND created <= ?1"                             \
+	" AND NOT EXISTS (SELECT 1 FROM notices n"       \
+	"  WHERE n.message_id = " key2 " || s.series_id" \
+	"  OR n.message_id = " key3 " || s.series_id)"   \
+	" ORDER BY created, series_id LIMIT ?4"
 #define ACT_COLS                                                  \
 	"message_id, action_index, kind, marker, state, note_id," \
 	" discussion_id, attempts, last_error, created, updated, host"
@@ -461,6 +469,13 @@ static const char *const stmt_sql[S_NR] = {
 		       " FROM submission_mails WHERE message_id = ?1",
 	[S_SUBM_LIST] = "SELECT " SUBM_COLS " FROM submission_mails"
 			" WHERE series_id = ?1 ORDER BY patch",
+	[S_SUB_BYTES] = "SELECT COALESCE(SUM(LENGTH(message)), 0)"
+			" FROM submission_mails WHERE series_id = ?1",
+	[S_SUB_COUNT_SENDER] = "SELECT COUNT(*) FROM submissions"
+			       " WHERE sender = ?1 AND created >= ?2",
+	/* Collecting since before ?1, and its sender told nothing yet:
+	 * neither a reminder (key ?2 || id) nor a refusal (?3 || id). */
+	[S_SUB_LIST_DUE] = SUB_LIST_DUE("?2", "?3"),
 	[S_SUBM_FIRST] = "SELECT " SUBM_COLS " FROM submission_mails"
 			 " WHERE series_id = ?1 ORDER BY patch LIMIT 1",
 };
@@ -473,6 +488,9 @@ static const char *const stmt_sql_pg[S_NR] = {
 	[S_USER_VERSION] = "SELECT COALESCE(MAX(version), 0)"
 			   " FROM schema_version",
 	[S_IN_CLAIM] = IN_CLAIM_PG,
+	/* a parameter's type is not inferred from || */
+	[S_SUB_LIST_DUE] =
+		SUB_LIST_DUE("CAST(?2 AS BYTEA)", "CAST(?3 AS BYTEA)"),
 };
 
 /* Name -> enum through a table; -1 when unknown. */

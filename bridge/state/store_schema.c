@@ -237,6 +237,26 @@ static const char *const sqlite_migrations[] = {
 	" created INTEGER NOT NULL,"
 	" UNIQUE (series_id, patch));"
 	"PRAGMA user_version = 11;",
+
+	/* 12: a receipt may belong to no merge request (iid 0): the
+	 * notice to the sender of a series posted to the list that
+	 * became none (outbound/emailnotice.h).  Loosening a CHECK leaves
+	 * every row and the file format as they are, so the table is not
+	 * rebuilt (a rebuild would have to drop the parent of outmail's
+	 * foreign key): the constraint's text is edited in place, the
+	 * way SQLite's ALTER TABLE documentation gives for removing a
+	 * CHECK ("Making Other Kinds Of Table Schema Changes"), and
+	 * writable_schema=RESET reloads it.  Another connection keeps the
+	 * stricter check until it reopens; only the daemon writes iid 0. */
+	"PRAGMA writable_schema = ON;"
+	"UPDATE sqlite_schema SET sql = replace(sql,"
+	" 'iid INTEGER NOT NULL CHECK (iid > 0),',"
+	" 'iid INTEGER NOT NULL CHECK (iid >= 0),')"
+	" WHERE type = 'table' AND name = 'thread_map';"
+	"PRAGMA writable_schema = RESET;"
+	/* the series a sender posted in the last hour (a limit) */
+	"CREATE INDEX submissions_sender ON submissions (sender, created);"
+	"PRAGMA user_version = 12;",
 };
 
 /*
@@ -447,6 +467,13 @@ static const char *const pg_migrations[] = {
 	" created BIGINT NOT NULL,"
 	" UNIQUE (series_id, patch));"
 	"UPDATE schema_version SET version = 11;",
+
+	/* 12: PostgreSQL names a column's CHECK TABLE_COLUMN_check. */
+	"ALTER TABLE thread_map DROP CONSTRAINT thread_map_iid_check;"
+	"ALTER TABLE thread_map ADD CONSTRAINT thread_map_iid_check"
+	" CHECK (iid >= 0);"
+	"CREATE INDEX submissions_sender ON submissions (sender, created);"
+	"UPDATE schema_version SET version = 12;",
 };
 
 #define SCHEMA_LATEST ((int)ARRAY_SIZE(sqlite_migrations))

@@ -282,6 +282,61 @@ int store_submission_list_whole(struct store_submission_list *out,
 	return rc;
 }
 
+int store_submission_bytes(int64_t *out, struct store *st,
+			   const char *series_id)
+{
+	struct query q;
+	int rc;
+
+	*out = 0;
+	rc = q_start_msgid(&q, st, S_SUB_BYTES, "weigh a series", series_id);
+	if (rc)
+		return rc;
+	return q_scalar(&q, out);
+}
+
+int store_submission_count_sender(int64_t *out, struct store *st,
+				  const char *sender, int64_t since)
+{
+	struct query q;
+	int rc;
+
+	*out = 0;
+	rc = check_str("sender", sender, PB_ADDR_MAX, 1);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_SUB_COUNT_SENDER, "count a sender's series");
+	if (rc)
+		return rc;
+	q_text(&q, 1, sender);
+	q_int(&q, 2, since);
+	return q_scalar(&q, out);
+}
+
+int store_submission_list_due(struct store_submission_list *out,
+			      struct store *st, const char *project,
+			      int64_t before, const char *remind_prefix,
+			      const char *refuse_prefix, size_t limit)
+{
+	struct query q;
+	int rc;
+
+	rc = check_str("project", project, STORE_PROJECT_MAX, 1);
+	if (rc)
+		return rc;
+	rc = q_start(&q, st, S_SUB_LIST_DUE, "list series waiting long");
+	if (rc)
+		return rc;
+	q_int(&q, 1, before);
+	q_text(&q, 2, remind_prefix);
+	q_text(&q, 3, refuse_prefix);
+	q_int(&q, 4, list_limit(limit));
+	q_text(&q, 5, project);
+	ROW_LIST_READ(rc, &submission_row, out, &q);
+	q_end(&q);
+	return rc;
+}
+
 int store_submission_finish(struct store *st, const char *series_id,
 			    enum store_submission_state state, int64_t iid)
 {

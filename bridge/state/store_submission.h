@@ -36,7 +36,9 @@ struct store;
  * The mail that makes it whole moves it to WHOLE, in the transaction
  * that adds the mail, once: of two hosts adding its last two mails at
  * once exactly one is told so.  Then the daemon applies it and opens the
- * merge request (OPENED, with the MR's iid) or gives up (FAILED).
+ * merge request (OPENED, with the MR's iid) or gives up (FAILED).  What
+ * its sender was told of it (refused, a patch missing, not applied) is
+ * in the notices table (store_notice.h, outbound/emailnotice.h).
  */
 enum store_submission_state {
 	STORE_SUBMISSION_COLLECTING,
@@ -129,6 +131,25 @@ int store_submission_list_opened(struct store_submission_list *out,
  * appended to out. */
 int store_submission_list_whole(struct store_submission_list *out,
 				struct store *st, size_t limit);
+/* *out = the bytes of the series' mails stored so far (0: none). */
+int store_submission_bytes(int64_t *out, struct store *st,
+			   const char *series_id);
+/* *out = the series of sender (lower case) made since (Unix time). */
+int store_submission_count_sender(int64_t *out, struct store *st,
+				  const char *sender, int64_t since);
+/*
+ * Series of project still collecting that were made at or before
+ * `before`, and
+ * whose sender was told nothing yet (no notices row keyed
+ * remind_prefix + series_id nor refuse_prefix + series_id,
+ * store_notice.h), oldest first, at most limit (0: STORE_LIST_MAX);
+ * appended to out.  The series a reminder of its missing patches is
+ * due for (outbound/emailnotice.h).
+ */
+int store_submission_list_due(struct store_submission_list *out,
+			      struct store *st, const char *project,
+			      int64_t before, const char *remind_prefix,
+			      const char *refuse_prefix, size_t limit);
 /*
  * A whole series opened as the merge request iid (state OPENED) or
  * given up (FAILED, iid 0).  PB_ENOTFOUND when there is no such series;

@@ -881,6 +881,45 @@ static void test_projects(void **state)
 			      want);
 	}
 
+	/* Series posted to the list: the wait before a reminder and the
+	 * limits, their defaults (email_max_patches as [outbound]
+	 * max_series) and bounds. */
+	cfg = load_ok("[project \"g/mail\"]\n"
+		      "email_series_wait = 10m\n"
+		      "email_max_patches = 20\n"
+		      "email_max_bytes = 1M\n"
+		      "email_series_per_hour = 3\n"
+		      "[project \"g/plain\"]\n");
+	assert_int_equal(config_project_get(&p, cfg, "g/mail"), 0);
+	assert_int_equal(
+		config_project_duration_ms(p, CFG_PROJECT_EMAIL_SERIES_WAIT),
+		10 * 60 * 1000);
+	assert_int_equal(config_project_int(p, CFG_PROJECT_EMAIL_MAX_PATCHES),
+			 20);
+	assert_int_equal(config_project_size(p, CFG_PROJECT_EMAIL_MAX_BYTES),
+			 1024 * 1024);
+	assert_int_equal(
+		config_project_int(p, CFG_PROJECT_EMAIL_SERIES_PER_HOUR), 3);
+	assert_int_equal(config_project_get(&p, cfg, "g/plain"), 0);
+	assert_int_equal(
+		config_project_duration_ms(p, CFG_PROJECT_EMAIL_SERIES_WAIT),
+		3600 * 1000);
+	assert_int_equal(config_project_int(p, CFG_PROJECT_EMAIL_MAX_PATCHES),
+			 config_int(cfg, CFG_OUTBOUND_MAX_SERIES));
+	assert_int_equal(config_project_size(p, CFG_PROJECT_EMAIL_MAX_BYTES),
+			 20 * 1024 * 1024);
+	assert_int_equal(
+		config_project_int(p, CFG_PROJECT_EMAIL_SERIES_PER_HOUR), 10);
+	config_free(cfg);
+	check_value("project \"g/x\"", "email_series_wait", "0",
+		    "0 is below the minimum 1s");
+	check_value("project \"g/x\"", "email_max_patches", "1001",
+		    "1001 is above the maximum 1000");
+	check_value("project \"g/x\"", "email_max_bytes", "1k",
+		    "1k is below the minimum 64k");
+	check_value("project \"g/x\"", "email_series_per_hour", "0",
+		    "0 is below the minimum 1");
+
 	/* Each enabled project needs a list and, for owners, an owners file. */
 	{
 		static const char text[] =

@@ -877,6 +877,40 @@ static void notices_each_reason(void **state)
 	     "set aside for the bridge's operator");
 }
 
+/* A reply to the bridge's notice about a series that became no merge
+ * request (a receipt of MR 0) is placed nowhere: no forge call is made
+ * for MR 0. */
+static void reply_to_series_notice_not_placed(void **state)
+{
+	static const char raw[] =
+		"From: Alice <alice@corp.example>\n"
+		"Subject: Re: your series\n"
+		"Message-ID: <answer@corp.example>\n"
+		"In-Reply-To: <pb.n.series@bridge.example.org>\n"
+		"References: <cover@corp.example> "
+		"<pb.n.series@bridge.example.org>\n"
+		"\nThanks, a v2 comes.\n";
+	struct bed *b = *state;
+	struct inbound_target t;
+	struct store_mail m;
+	struct mail *mail = NULL;
+	int ours = -1;
+
+	store_mail_init(&m);
+	m.project = PROJECT;
+	m.iid = 0;
+	m.revision = 0;
+	m.kind = STORE_MAIL_RECEIPT;
+	m.state = STORE_MAIL_SENT;
+	m.message_id = "pb.n.series@bridge.example.org";
+	if (store_mail_put(b->st, &m))
+		fail_msg("store_mail_put: %s", err_msg());
+	assert_int_equal(mail_parse(&mail, raw, sizeof(raw) - 1, NULL), 0);
+	assert_int_equal(inbound_locate(&t, &ours, b->st, mail), PB_ENOTFOUND);
+	assert_int_equal(ours, 0);
+	mail_free(mail);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -893,6 +927,7 @@ int main(void)
 		T(notices_rfc3834),
 		T(notices_rate_and_opt_out),
 		T(notices_each_reason),
+		T(reply_to_series_notice_not_placed),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -18,6 +18,8 @@
 #include "fakeforge.h"
 #include "forge/httpd.h"
 #include "metricval.h"
+#include "mail/mail.h"
+#include "outbound/emailnotice.h"
 #include "outbound/outbound.h"
 #include "outbound/submit.h"
 #include "util/fileio.h"
@@ -61,12 +63,16 @@ static unsigned seq;
 static int group_setup(void **state)
 {
 	(void)state;
+	/* GMime, once: the series posted to the list are parsed */
+	if (mail_init())
+		return -1;
 	return storebed_tmpdir(dir, sizeof(dir), "outbound");
 }
 
 static int group_teardown(void **state)
 {
 	(void)state;
+	mail_shutdown();
 	return storebed_tmpdir_remove(dir);
 }
 
@@ -673,6 +679,174 @@ static void lost_response_mailed_once(void **state)
 	looked_at_again(b);
 }
 
+/* ---- a series posted to the list that becomes no merge request ---- */
+
+/* Mail k of a two-patch series by Ann (0: the cover letter). */
+static char *series_mail(int k, const char *extra)
+{
+	struct buf b = BUF_INIT(1 << 16);
+
+	buf_addf(&b,
+		 "From: Ann Author <ann@example.org>\n"
+		 "To: list@example.org\n"
+		 "Date: Mon, 7 Dec 2026 03:00:0%d +0000\n"
+		 "Message-ID: <%s@example.org>\n"
+		 "%s",
+		 k, k ? (k == 1 ? "p1" : "p2") : "c0", extra);
+	if (!k) {
+		buf_adds(&b, "Subject: [PATCH 0/2] topic: two files\n\n"
+			     "Two files.\n\n"
+			     "Ann Author (2):\n  topic: one\n  topic: two\n");
+	} else {
+		buf_addf(&b,
+			 "Subject: [PATCH %d/2] topic: file %d\n"
+			 "In-Reply-To: <c0@example.org>\n"
+			 "References: <c0@example.org>\n\n"
+			 "File %d.\n\n"
+			 "Signed-off-by: Ann Author <ann@example.org>\n"
+			 "---\n"
+			 " f%d.txt | 1 +\n"
+			 " 1 file changed, 1 insertion(+)\n\n"
+			 "diff --git a/f%d.txt b/f%d.txt\n"
+			 "new file mode 100644\n"
+			 "index 0000000..d00491f\n"
+			 "--- /dev/null\n"
+			 "+++ b/f%d.txt\n"
+			 "@@ -0,0 +1 @@\n"
+			 "+%d\n"
+			 "-- \n2.39.2\n",
+			 k, k, k, k, k, k, k, k);
+	}
+	assert_int_equal(buf_error(&b), 0);
+	return b.data;
+}
+
+static int submit_mail(struct bed *b, int k, const char *extra)
+{
+	char project[128];
+	char *m = series_mail(k, extra);
+	int rc = outbound_submission(b->ob, project, sizeof(project), m,
+				     strlen(m));
+
+	free(m);
+	return rc;
+}
+
+/* The notices queued (outmail rows), each checked to go to Ann alone. */
+static size_t notices_to_ann(struct bed *b)
+{
+	struct store_outmail_list l = { 0 };
+	struct store_outmail m;
+	size_t i, n;
+
+	assert_int_equal(store_outmail_list(&l, b->st, NULL, 0, 0), 0);
+	for (i = 0; i < l.nr; i++) {
+		store_outmail_init(&m);
+		assert_int_equal(
+			store_outmail_get(&m, b->st, l.items[i].message_id), 0);
+		assert_string_equal(m.recipients, "ann@example.org");
+		assert_non_null(strstr(m.message, "In-Reply-To: "
+						  "<c0@example.org>"));
+		assert_non_null(strstr(m.message, "Auto-Submitted: "
+						  "auto-replied"));
+		assert_null(strstr(m.message, "list@example.org"));
+		store_outmail_release(&m);
+	}
+	n = l.nr;
+	store_outmail_list_release(&l);
+	return n;
+}
+
+static struct bed *series_bed(const char *project_lines)
+{
+	struct bed *b = bed_new_with("", project_lines);
+
+	outbound_open(b);
+	metrics_reset();
+	return b;
+}
+
+static void series_bed_free(struct bed *b)
+{
+	teardown((void **)&b);
+}
+
+#define NOTICES(d) "patchbridge_notices_total{decision=\"" d "\"}"
+
+/* A patch that never comes: one reminder after the wait, which names it;
+ * none before; none again. */
+static void missing_patch_reminded_once(void **state)
+{
+	struct bed *b = series_bed("email_submissions = anyone\n"
+				   "email_series_wait = 10m\n");
+	struct buf missing = BUF_INIT(256);
+	size_t told = 9;
+
+	(void)state;
+	assert_int_equal(submit_mail(b, 0, ""), 0);
+	assert_int_equal(submit_mail(b, 1, ""), 0);
+	assert_int_equal(emailnotice_remind(b->st, b->cfg, time(NULL), &told),
+			 0);
+	assert_int_equal(told, 0); /* not yet */
+	assert_int_equal(
+		emailnotice_remind(b->st, b->cfg, time(NULL) + 601, &told), 0);
+	assert_int_equal(told, 1);
+	assert_int_equal(
+		emailnotice_remind(b->st, b->cfg, time(NULL) + 7200, &told), 0);
+	assert_int_equal(told, 0); /* once */
+	assert_int_equal(notices_to_ann(b), 1);
+	assert_int_equal(metric(NOTICES("sent")), 1);
+	assert_int_equal(emailnotice_missing(&missing, b->st, "c0@example.org"),
+			 0);
+	assert_string_equal(missing.data, "2/2");
+	buf_release(&missing);
+	series_bed_free(b);
+}
+
+/* Over a limit: refused with one notice for the whole series; the
+ * journal's code PB_ELIMIT, then the series' other mails refused
+ * silently. */
+static void over_a_limit_told_once(void **state)
+{
+	struct bed *b = series_bed("email_submissions = anyone\n"
+				   "email_max_patches = 1\n");
+
+	(void)state;
+	assert_int_equal(submit_mail(b, 0, ""), PB_ELIMIT);
+	assert_non_null(strstr(err_msg(), "email_max_patches"));
+	assert_int_equal(submit_mail(b, 1, ""), PB_EPERM);
+	assert_int_equal(submit_mail(b, 2, ""), PB_EPERM);
+	assert_int_equal(notices_to_ann(b), 1);
+	assert_int_equal(metric(NOTICES("sent")), 1);
+	series_bed_free(b);
+}
+
+/* An unverified sender under "verified": one notice for the series;
+ * an auto-submitted one: none (RFC 3834); under "off": nothing. */
+static void unverified_told_once_automatic_never(void **state)
+{
+	struct bed *b = series_bed("email_submissions = verified\n");
+
+	(void)state;
+	assert_int_equal(submit_mail(b, 0, ""), PB_EPERM);
+	assert_non_null(strstr(err_msg(), "DKIM/DMARC"));
+	assert_int_equal(submit_mail(b, 1, ""), PB_EPERM);
+	assert_int_equal(notices_to_ann(b), 1);
+	series_bed_free(b);
+
+	b = series_bed("email_submissions = verified\n");
+	assert_int_equal(submit_mail(b, 0, "Precedence: bulk\n"), PB_EPERM);
+	assert_int_equal(notices_to_ann(b), 0);
+	assert_int_equal(metric(NOTICES("list")), 1);
+	series_bed_free(b);
+
+	b = series_bed("email_submissions = off\n");
+	assert_int_not_equal(submit_mail(b, 0, ""), 0);
+	assert_int_equal(notices_to_ann(b), 0);
+	assert_true(metric(NOTICES("sent")) <= 0);
+	series_bed_free(b);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 #define T_CI(f) cmocka_unit_test_setup_teardown(f, setup_ci, teardown)
 #define T_MTA(f) cmocka_unit_test_setup_teardown(f, setup_mta, teardown)
@@ -689,6 +863,9 @@ int main(void)
 		T_MTA(new_revision_mailed_once),
 		T_MTA(tempfail_mailed_once),
 		T_MTA(lost_response_mailed_once),
+		cmocka_unit_test(missing_patch_reminded_once),
+		cmocka_unit_test(over_a_limit_told_once),
+		cmocka_unit_test(unverified_told_once_automatic_never),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

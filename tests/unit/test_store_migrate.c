@@ -544,6 +544,108 @@ static void test_migrate_submissions(void **state)
 	store_mail_release(&m);
 }
 
+/*
+ * Both engines: a database at schema 11 with a mailed revision takes the
+ * step to 12: a receipt of no merge request (iid 0: the notice to the
+ * sender of a series that became none) goes into the thread map and the
+ * outbound queue, once; any other mail still needs its merge request.
+ * And the queries the series' limits and reminders read.
+ */
+static void test_migrate_series_notices(void **state)
+{
+	const char *path = db_path("ntcmigrate");
+	struct store *st = NULL;
+	struct store_notice_place at = { "g/p", 0, 0, 0 };
+	struct store_mail m = STORE_MAIL_INIT;
+	struct store_submission s;
+	struct store_submitted sm;
+	struct store_submission_list due = { 0 };
+	struct store_notice row;
+	int64_t n = -1;
+	int v = 0, whole = 0;
+
+	(void)state;
+	make_at_version(path, 11);
+	storebed_exec(path, RETARGET_ROWS, RETARGET_ROWS);
+	st = open_rw(path);
+	assert_int_equal(store_schema_version(&v, st), 0);
+	assert_int_equal(v, store_schema_latest());
+	assert_int_equal(store_notice_queue(st, "n1@x", &at, "b@x", "ann@x",
+					    "Subject: n\n\nx\n", 13),
+			 0);
+	assert_int_equal(store_notice_queue(st, "n1@x", &at, "b@x", "ann@x",
+					    "Subject: n\n\nx\n", 13),
+			 PB_EEXISTS);
+	assert_int_equal(store_mail_get(&m, st, "n1@x"), 0);
+	assert_int_equal(m.iid, 0);
+	assert_int_equal(m.kind, STORE_MAIL_RECEIPT);
+	store_mail_release(&m);
+	m.message_id = "p0@x";
+	m.project = "g/p";
+	m.iid = 0;
+	m.kind = STORE_MAIL_FORGE_COMMENT;
+	m.state = STORE_MAIL_PENDING;
+	assert_int_equal(store_mail_put(st, &m), PB_EINVAL);
+
+	/* a series of two patches, one come, old enough for a reminder */
+	memset(&s, 0, sizeof(s));
+	s.series_id = "s@x";
+	s.sender = "ann@example.org";
+	s.project = "g/p";
+	s.version = 1;
+	s.total = 2;
+	memset(&sm, 0, sizeof(sm));
+	sm.message_id = "s@x";
+	sm.patch = 1;
+	sm.message = "Subject: [PATCH 1/2] s\n\nx\n";
+	sm.message_len = strlen(sm.message);
+	assert_int_equal(store_submission_add(&whole, st, &s, &sm), 0);
+	assert_int_equal(whole, 0);
+	assert_int_equal(store_submission_bytes(&n, st, "s@x"), 0);
+	assert_int_equal(n, (int64_t)sm.message_len);
+	assert_int_equal(store_submission_bytes(&n, st, "none@x"), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(
+		store_submission_count_sender(&n, st, "ann@example.org", 0), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(store_submission_count_sender(
+				 &n, st, "ann@example.org", INT64_MAX / 2),
+			 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(store_submission_list_due(&due, st, "g/p",
+						   INT64_MAX / 2, "missing ",
+						   "refused ", 0),
+			 0);
+	assert_int_equal(due.nr, 1);
+	assert_string_equal(due.items[0].series_id, "s@x");
+	store_submission_list_release(&due);
+	assert_int_equal(store_submission_list_due(&due, st, "g/p", 0,
+						   "missing ", "refused ", 0),
+			 0);
+	assert_int_equal(due.nr, 0); /* not old enough */
+	assert_int_equal(store_submission_list_due(&due, st, "g/q",
+						   INT64_MAX / 2, "missing ",
+						   "refused ", 0),
+			 0);
+	assert_int_equal(due.nr, 0); /* another project's */
+	/* told: listed no more */
+	store_notice_init(&row);
+	row.message_id = "missing s@x";
+	row.decision = "sent";
+	row.notice_id = "n1@x";
+	row.recipient = "ann@example.org";
+	row.reasons = "waits for 2/2";
+	assert_int_equal(store_notice_put(st, &row), 0);
+	assert_int_equal(store_submission_list_due(&due, st, "g/p",
+						   INT64_MAX / 2, "missing ",
+						   "refused ", 0),
+			 0);
+	assert_int_equal(due.nr, 0);
+	store_submission_list_release(&due);
+	assert_int_equal(store_check(st), 0);
+	store_free(st);
+}
+
 /* A reader that opens a version-1 file before the daemon migrated it. */
 static void test_reader_before_migration(void **state)
 {
@@ -570,6 +672,7 @@ int main(void)
 		cmocka_unit_test(test_notices),
 		cmocka_unit_test(test_migrate_retarget),
 		cmocka_unit_test(test_migrate_submissions),
+		cmocka_unit_test(test_migrate_series_notices),
 		cmocka_unit_test(test_reader_before_migration),
 	};
 	return cmocka_run_group_tests(tests, setup, storetest_teardown);
