@@ -422,6 +422,11 @@ static int mr_open_by_email(const struct emailmr_ctx *c, int64_t iid)
  * updates nothing, and is marked failed.  *iid 0: a merge request of
  * its own.
  */
+static int tell_failed(const struct emailmr_ctx *c, const struct series *s,
+		       size_t failed, const char *base, const char *msg);
+static int tell_stale(const struct emailmr_ctx *c, const struct series *s,
+		      int64_t iid, int latest);
+
 static int next_version_mr(int64_t *iid, const struct emailmr_ctx *c,
 			   const struct series *s, const char *safe)
 {
@@ -466,10 +471,16 @@ static int next_version_mr(int64_t *iid, const struct emailmr_ctx *c,
 		    opened.items[i].version > latest)
 			latest = opened.items[i].version;
 	if (!rc && *iid && s->sub.version <= latest) {
-		if (s->sub.state == STORE_SUBMISSION_WHOLE)
+		if (s->sub.state == STORE_SUBMISSION_WHOLE) {
+			/* the sender told first: a failure to queue the
+			 * notice tries the series again */
+			rc = tell_stale(c, s, *iid, latest);
+			if (rc)
+				goto out;
 			(void)store_submission_finish(c->st, s->sub.series_id,
 						      STORE_SUBMISSION_FAILED,
 						      0);
+		}
 		rc = err_set(PB_EINVAL,
 			     "series <%s>: v%d is not newer than v%d, which "
 			     "%s!%lld has taken",
@@ -477,6 +488,7 @@ static int next_version_mr(int64_t *iid, const struct emailmr_ctx *c,
 			     (long long)*iid);
 		*iid = 0;
 	}
+out:
 	store_submission_list_release(&opened);
 	buf_release(&mine.title);
 	buf_release(&theirs.title);
@@ -667,6 +679,30 @@ static int tell_failed(const struct emailmr_ctx *c, const struct series *s,
 		if (k++ == failed)
 			f.patch_subject = s->mi[i].subject;
 	}
+	if (s->mails.nr) {
+		f.first = s->mails.items[0].message;
+		f.first_len = s->mails.items[0].message_len;
+	}
+	return c->failed(c->failed_arg, &f);
+}
+
+/* The sender told that the series is a version no newer than latest,
+ * which merge request iid has taken: nothing is pushed. */
+static int tell_stale(const struct emailmr_ctx *c, const struct series *s,
+		      int64_t iid, int latest)
+{
+	struct emailmr_failure f;
+
+	if (!c->failed)
+		return 0;
+	memset(&f, 0, sizeof(f));
+	f.series_id = s->sub.series_id;
+	f.sender = s->sub.sender;
+	f.version = s->sub.version;
+	f.total = s->sub.total;
+	f.target_branch = c->target_branch;
+	f.taken_iid = iid;
+	f.taken_version = latest;
 	if (s->mails.nr) {
 		f.first = s->mails.items[0].message;
 		f.first_len = s->mails.items[0].message_len;

@@ -70,6 +70,10 @@ struct emailmr_failure {
 	int base_named; /* 1: the mails' base-commit; 0: the target */
 	const char *target_branch;
 	const char *git_message; /* git's (libgit2's) words */
+	/* not 0: no patch failed, but the series is a version no newer
+	 * than taken_version, which merge request taken_iid has taken */
+	int64_t taken_iid;
+	int taken_version;
 	const char *first; /* the series' first mail (the cover letter,
 			    * else patch 1), as received */
 	size_t first_len;

@@ -378,6 +378,15 @@ int emailnotice_failed(void *arg, const struct emailmr_failure *f)
 	struct buf reason = BUF_INIT(4096);
 	int rc;
 
+	if (f->taken_iid) {
+		buf_addf(&reason,
+			 "This series is v%d, and merge request !%lld has "
+			 "taken v%d already: nothing was pushed. To update "
+			 "the merge request, send the next version as v%d.",
+			 f->version, (long long)f->taken_iid, f->taken_version,
+			 f->taken_version + 1);
+		goto tell;
+	}
 	printable_copy(subject, sizeof(subject),
 		       f->patch_subject ? f->patch_subject : "",
 		       f->patch_subject ? strlen(f->patch_subject) : 0);
@@ -393,6 +402,7 @@ int emailnotice_failed(void *arg, const struct emailmr_failure *f)
 		 "rebase the series on %s and send it again as v%d.",
 		 f->patch, f->total, subject, f->base, base, git,
 		 f->target_branch, f->version + 1);
+tell:
 	rc = buf_error(&reason);
 	if (!rc)
 		rc = tell(c, EMAILNOTICE_FAILED, f->series_id, f->sender,

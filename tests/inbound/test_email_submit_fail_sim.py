@@ -142,7 +142,8 @@ def msgid_of(path):
     return None
 
 
-def series(work, tmp, name, base, changes, cover=True, size=0):
+def series(work, tmp, name, base, changes, cover=True, size=0, version=1,
+           out=None):
     """Commit changes (a list of (file, text)) on base in work and make
     the series' mails; returns their paths, cover first."""
     run(["git", "-C", work, "checkout", "-q", "--detach", base])
@@ -156,8 +157,10 @@ def series(work, tmp, name, base, changes, cover=True, size=0):
              "%s: change %d" % (name, i + 1), "-m",
              "Signed-off-by: Ann Author <ann@example.org>"],
             env=dict(ANN, GIT_AUTHOR_DATE="@%d +0000" % (1700000000 + i)))
-    out = os.path.join(tmp, "mails-" + name)
+    out = os.path.join(tmp, out or "mails-" + name)
     args = ["git", "-C", work, "format-patch", "-q", "--thread", "-o", out]
+    if version > 1:
+        args.append("-v%d" % version)
     if cover:
         args.append("--cover-letter")
     run(args + ["HEAD~%d..HEAD" % len(changes)], env=ANN)
@@ -213,6 +216,44 @@ def not_applied(pb, tmp, work, main):
         fail("not_applied: why of the last mail %r" % out)
     print("not applied: one notice to the sender, naming 2/2 and %s" %
           main[:12])
+
+
+def stale(pb, tmp, work, main):
+    """A version no newer than the one its merge request took (the same
+    v2 sent again under other Message-IDs): nothing pushed, the sender
+    told once, no dead letter."""
+    st = Story(pb, tmp, "stale", "email_submissions = anyone")
+    changes = [("stale.txt", "first\n")]
+    first = series(work, tmp, "stale", main, changes, version=2)
+    before = mr_iids()
+    st.replay(*first)
+    st.daemon()
+    opened = mr_iids() - before
+    if len(opened) != 1:
+        fail("stale: v2 opened %d merge requests" % len(opened))
+    iid = opened.pop()
+    again = series(work, tmp, "stale", main, changes, version=2,
+                   out="mails-stale-again")
+    st.replay(*again)
+    st.daemon()
+    st.daemon()  # again: nothing more
+    if mr_iids() - before != {iid}:
+        fail("stale: the same v2 again opened a merge request")
+    n = st.notices()
+    if len(n) != 1:
+        fail("stale: %d notices" % len(n))
+    rcpts, msg = n[0]
+    head, body = unfold(msg)
+    if rcpts.strip() != "ann@example.org" or \
+            "In-Reply-To: " + msgid_of(again[0]) not in head or \
+            "merge request !%d has taken v2 already" % iid not in body or \
+            "send the next version as v3" not in body:
+        fail("stale: notice %r" % msg)
+    out = st.why(msgid_of(again[-1]))
+    if "dead letter" in out:
+        fail("stale: why of the last mail %r" % out)
+    print("stale: the same v2 again, one notice to the sender, "
+          "no dead letter")
 
 
 def unverified(pb, tmp, work, main):
@@ -394,6 +435,7 @@ def main():
         unverified(pb, tmp, work, main_sha)
         missing(pb, tmp, work, main_sha)
         limits(pb, tmp, work, main_sha)
+        stale(pb, tmp, work, main_sha)
         return 0
     finally:
         if os.environ.get("PB_TEST_KEEP") != "1":
