@@ -982,14 +982,20 @@ static void tell_submission(const struct why *w)
 		       url);
 		break;
 	case STORE_SUBMISSION_FAILED:
-		if (w->have_told[1])
+		if (w->have_told[1] && w->told[1].reasons &&
+		    !strncmp(w->told[1].reasons, EMAILNOTICE_UNATTESTED,
+			     strlen(EMAILNOTICE_UNATTESTED)))
+			printf("    not opened: a mail is not attested, as "
+			       "[project] email_require_attestation wants\n");
+		else if (w->have_told[1])
 			printf("    not opened: the series does not apply\n");
 		else
 			printf("    not opened: the series does not apply (the "
 			       "daemon's log names the patch, git's message "
 			       "and the base tried), or is a version not "
 			       "newer than the latest its topic's merge "
-			       "request took\n");
+			       "request took, or a mail is not attested "
+			       "([project] email_require_attestation)\n");
 		break;
 	}
 	tell_told(w);

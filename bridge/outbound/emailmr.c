@@ -616,10 +616,27 @@ static int map_series(const struct emailmr_ctx *c, const struct series *s,
 	return rc;
 }
 
+/* What every telling of a series that is no merge request holds. */
+static void failure_init(struct emailmr_failure *f, const struct emailmr_ctx *c,
+			 const struct series *s)
+{
+	memset(f, 0, sizeof(*f));
+	f->series_id = s->sub.series_id;
+	f->sender = s->sub.sender;
+	f->version = s->sub.version;
+	f->total = s->sub.total;
+	f->target_branch = c->target_branch;
+	if (s->mails.nr) {
+		f->first = s->mails.items[0].message;
+		f->first_len = s->mails.items[0].message_len;
+	}
+}
+
 /*
  * What vouches for each mail of the series (emailattest.h), before
- * anything is pushed: PB_EPERM (the series marked failed) when the
- * project requires attestation and a mail has none or a bad one.
+ * anything is pushed: PB_EINVAL when the project requires attestation
+ * and a mail has none or a bad one; the sender is told (c->failed), then
+ * the series marked failed.
  */
 static int attest(struct emailattest *a, const struct emailmr_ctx *c,
 		  const struct series *s, const char *safe,
@@ -643,10 +660,20 @@ static int attest(struct emailattest *a, const struct emailmr_ctx *c,
 		goto out;
 	emailattest_why(&why, a);
 	buf_clear_error(&why);
-	if (s->sub.state == STORE_SUBMISSION_WHOLE)
+	if (s->sub.state == STORE_SUBMISSION_WHOLE) {
+		if (c->failed) {
+			struct emailmr_failure f;
+
+			failure_init(&f, c, s);
+			f.not_attested = why.data;
+			rc = c->failed(c->failed_arg, &f);
+			if (rc)
+				goto out; /* tried again with the series */
+		}
 		(void)store_submission_finish(c->st, series_id,
 					      STORE_SUBMISSION_FAILED, 0);
-	rc = err_set(PB_EPERM,
+	}
+	rc = err_set(PB_EINVAL,
 		     "series <%s> refused (email_require_attestation): %s",
 		     safe, why.data);
 out:
@@ -663,25 +690,16 @@ static int tell_failed(const struct emailmr_ctx *c, const struct series *s,
 
 	if (!c->failed)
 		return 0;
-	memset(&f, 0, sizeof(f));
-	f.series_id = s->sub.series_id;
-	f.sender = s->sub.sender;
-	f.version = s->sub.version;
-	f.total = s->sub.total;
+	failure_init(&f, c, s);
 	f.patch = (int)failed + 1;
 	f.base = base;
 	f.base_named = strcmp(base, c->target_sha) != 0;
-	f.target_branch = c->target_branch;
 	f.git_message = msg;
 	for (i = 0; i < s->mails.nr; i++) {
 		if (!s->mails.items[i].patch)
 			continue;
 		if (k++ == failed)
 			f.patch_subject = s->mi[i].subject;
-	}
-	if (s->mails.nr) {
-		f.first = s->mails.items[0].message;
-		f.first_len = s->mails.items[0].message_len;
 	}
 	return c->failed(c->failed_arg, &f);
 }
@@ -695,18 +713,9 @@ static int tell_stale(const struct emailmr_ctx *c, const struct series *s,
 
 	if (!c->failed)
 		return 0;
-	memset(&f, 0, sizeof(f));
-	f.series_id = s->sub.series_id;
-	f.sender = s->sub.sender;
-	f.version = s->sub.version;
-	f.total = s->sub.total;
-	f.target_branch = c->target_branch;
+	failure_init(&f, c, s);
 	f.taken_iid = iid;
 	f.taken_version = latest;
-	if (s->mails.nr) {
-		f.first = s->mails.items[0].message;
-		f.first_len = s->mails.items[0].message_len;
-	}
 	return c->failed(c->failed_arg, &f);
 }
 

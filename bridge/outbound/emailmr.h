@@ -41,8 +41,9 @@
  * series does not apply (it is then marked failed; err_msg() names the
  * patch, git's message and the base tried), PB_ENOTFOUND for an unknown
  * or unfinished series, and those of the store, git and forge calls
- * (PB_ETEMP: try again later); PB_EPERM when require_attestation
- * refuses it (also marked failed; err_msg() says which mail and why).
+ * (PB_ETEMP: try again later); PB_EINVAL too when require_attestation
+ * refuses it (told through failed, then marked failed; err_msg() says
+ * which mail and why).
  */
 #ifndef PB_OUTBOUND_EMAILMR_H
 #define PB_OUTBOUND_EMAILMR_H
@@ -74,6 +75,10 @@ struct emailmr_failure {
 	 * than taken_version, which merge request taken_iid has taken */
 	int64_t taken_iid;
 	int taken_version;
+	/* not NULL: no patch failed, but the project requires attestation
+	 * and this says which mail is not attested and why (emailattest.h,
+	 * emailattest_why()); nothing was pushed */
+	const char *not_attested;
 	const char *first; /* the series' first mail (the cover letter,
 			    * else patch 1), as received */
 	size_t first_len;
@@ -120,7 +125,7 @@ struct emailmr_ctx {
 	/* What vouches for the series (emailattest.h), checked before
 	 * anything is pushed and written into the description: the
 	 * project keyring (NULL or "": none), and whether a series that is
-	 * not attested is refused (PB_EPERM, marked failed). */
+	 * not attested is refused (PB_EINVAL, marked failed). */
 	const char *attest_keyring;
 	int require_attestation;
 };

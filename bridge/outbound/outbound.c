@@ -1981,7 +1981,7 @@ static int submission_open(struct outbound *ob,
 	c.require_attestation = config_project_bool(
 		proj, CFG_PROJECT_EMAIL_REQUIRE_ATTESTATION);
 	rc = emailmr_open(&iid, &c, series_id);
-	if (rc == PB_EINVAL || rc == PB_EPERM)
+	if (rc == PB_EINVAL)
 		log_warn("%s", err_msg()); /* failed: the series is closed */
 out:
 	strlist_release(&specs);

@@ -16,12 +16,13 @@ spooled as the milter spools it (`patchbridge replay`) and taken by
 "Attested by ann@example.org, ed25519, key from the project keyring".
 The same mails with one byte of patch 2 changed, taken by a second
 bridge (its own state and spool): no merge request, no branch pushed,
-and `patchbridge why` on the mail that completed the series says it was
-refused and why.
+the sender told why in a notice to them alone, and `patchbridge why` on
+the mail that completed the series says it was refused and why.
 """
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -136,11 +137,25 @@ def story(pb, tmp):
             "refs/heads/email/*"]) != branches:
         fail("the changed series was pushed")
     out = run([pb, "-c", conf2, "why", message_id(t[2])])
-    if "refused (email_require_attestation): patch 2/2 is not verified: " \
-            "the patatt signature of ann@example.org does not verify" \
-            not in out:
+    if "not opened: a mail is not attested, as [project] " \
+            "email_require_attestation wants" not in out or \
+            "patch 2/2 is not verified: the patatt signature of " \
+            "ann@example.org does not verify" not in out:
         fail("why does not say the series was refused: %r" % out)
-    print("one byte changed: refused, as `why` says")
+    # The sender is told, alone, in reply to the series' first mail.
+    db = sqlite3.connect(os.path.join(tmp, "two", "state.db"))
+    queued = [(bytes(r[0]).decode() if isinstance(r[0], bytes) else r[0],
+               bytes(r[1]).decode("utf-8", "replace"))
+              for r in db.execute("SELECT recipients, message FROM outmail")]
+    db.close()
+    told = [m for rcpt, m in queued
+            if "X-Patchbridge-Origin: notice" in m and
+            rcpt.strip() == "ann@example.org"]
+    if len(told) != 1 or \
+            "In-Reply-To: <%s>" % message_id(t[0]) not in told[0] or \
+            "list@example.org" in told[0].split("\n\n", 1)[0]:
+        fail("the sender was not told, alone: %r" % queued)
+    print("one byte changed: refused, the sender told, as `why` says")
     return 0
 
 
