@@ -1,3 +1,4 @@
+#include "cmocka_all.h"
 #include "simhttp.h"
 
 #include "util/err.h"
@@ -23,4 +24,16 @@ int simhttp_open(const char **url, struct http_client **http)
 		return 1;
 	}
 	return 0;
+}
+
+int simhttp_main(const char *name, const struct CMUnitTest *tests, size_t n,
+		 const char **url, struct http_client **http)
+{
+	int rc;
+
+	if (simhttp_open(url, http))
+		return 1;
+	rc = _cmocka_run_group_tests(name, tests, n, NULL, NULL);
+	http_client_free(*http);
+	return rc;
 }

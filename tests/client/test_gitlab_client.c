@@ -2063,11 +2063,7 @@ int main(void)
 		cmocka_unit_test_setup(test_stop_ends_retries, reset),
 		cmocka_unit_test_setup(test_stop_abandons_hanging_post, reset),
 	};
-	int rc;
 
-	if (simhttp_open(&sim_url, &sim_http))
-		return 1;
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	http_client_free(sim_http);
-	return rc;
+	return simhttp_main("tests", tests, sizeof(tests) / sizeof(tests[0]),
+			    &sim_url, &sim_http);
 }

@@ -188,11 +188,7 @@ int main(void)
 		cmocka_unit_test_setup(test_kinds, reset),
 		cmocka_unit_test_setup(test_errors, reset),
 	};
-	int rc;
 
-	if (simhttp_open(&sim_url, &sim_http))
-		return 1;
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	http_client_free(sim_http);
-	return rc;
+	return simhttp_main("tests", tests, sizeof(tests) / sizeof(tests[0]),
+			    &sim_url, &sim_http);
 }
