@@ -625,6 +625,11 @@ class Api:
         return Response.json(200, out)
 
     def list_versions(self, ctx, id, iid):
+        # doc/api/merge_requests.md, "Get merge request diff versions":
+        # the MR's MergeRequestDiffs newest first (id, head_commit_sha,
+        # base_commit_sha, start_commit_sha, created_at,
+        # merge_request_id, state, real_size, patch_id_sha), one per
+        # push that changed the source branch's head
         project, mr, _ = self._latest(ctx, id, iid)
         versions = [] if self.forge.is_preparing(mr) else \
             list(reversed(mr.versions))
