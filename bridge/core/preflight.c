@@ -332,9 +332,9 @@ static void daemon_ids(const struct config *cfg, uid_t *uid, gid_t *gid)
  * daemon's when root checks for it.  Only a missing file gets this
  * key's fix instead.
  */
-static void check_secret(struct preflight *pf, const char *where,
-			 const char *path, size_t max, uid_t uid, gid_t gid,
-			 const char *fix)
+static void check_secret_text(struct preflight *pf, const char *where,
+			      const char *path, size_t max, uid_t uid,
+			      gid_t gid, const char *fix, secret_text_fn check)
 {
 	struct stat st;
 	int rc;
@@ -355,9 +355,16 @@ static void check_secret(struct preflight *pf, const char *where,
 			where, path, user_name(u, sizeof(u), uid), u);
 		return;
 	}
-	rc = secret_check_as(uid, gid, path, max);
+	rc = secret_check_text_as(uid, gid, path, max, check);
 	if (rc)
 		problem(pf, rc, "%s: %s", where, err_msg());
+}
+
+static void check_secret(struct preflight *pf, const char *where,
+			 const char *path, size_t max, uid_t uid, gid_t gid,
+			 const char *fix)
+{
+	check_secret_text(pf, where, path, max, uid, gid, fix, NULL);
 }
 
 static void check_owners(struct preflight *pf, const char *where,
@@ -512,11 +519,12 @@ static void check_secrets(struct preflight *pf, const struct config *cfg,
 			     config_str(cfg, CFG_SMTP_PASSWORD_FILE), 0, uid,
 			     gid, "write the SMTP password into it, mode 0600");
 	if (config_bool(cfg, CFG_OUTBOUND_ATTEST))
-		check_secret(pf, "[outbound] attest_key_file",
-			     config_str(cfg, CFG_OUTBOUND_ATTEST_KEY_FILE), 0,
-			     uid, gid,
-			     "make the key as the daemon's user: patchbridge "
-			     "attest-key --generate FILE");
+		check_secret_text(pf, "[outbound] attest_key_file",
+				  config_str(cfg, CFG_OUTBOUND_ATTEST_KEY_FILE),
+				  0, uid, gid,
+				  "make the key as the daemon's user: "
+				  "patchbridge attest-key --generate FILE",
+				  secret_key32_b64);
 	if (config_bool(cfg, CFG_WEBHOOK_ENABLED))
 		check_secret(pf, "[webhook] secret_file",
 			     config_str(cfg, CFG_WEBHOOK_SECRET_FILE),

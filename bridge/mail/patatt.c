@@ -1,5 +1,6 @@
 #include "mail/patatt.h"
 
+#include "core/secret.h"
 #include "mail/digest.h"
 #include "mail/hdrdecode.h"
 #include "mail/mailinfo.h"
@@ -129,13 +130,14 @@ int patatt_key_new(struct patatt_key **out, const char *text, size_t len)
 	int rc;
 
 	*out = NULL;
-	rc = b64_decode(&raw, text, len);
-	if (!rc && raw.len != PATATT_KEY_SIZE)
-		rc = err_set(PB_EINVAL,
-			     "not an ed25519 private key (the base64 of 32 "
-			     "bytes, as patatt genkey writes)");
-	if (rc == PB_ELIMIT)
-		rc = err_set(PB_EINVAL, "not an ed25519 private key");
+	while (len && isspace((unsigned char)*text))
+		text++, len--;
+	while (len && isspace((unsigned char)text[len - 1]))
+		len--;
+	/* the rule check-config applies (core/secret.h), then the bytes */
+	rc = secret_key32_b64(text, len);
+	if (!rc && (b64_decode(&raw, text, len) || raw.len != PATATT_KEY_SIZE))
+		rc = secret_key32_b64("", 0);
 	if (!rc)
 		rc = key_from_seed(out, (const unsigned char *)raw.data);
 	OPENSSL_cleanse(raw.data, raw.alloc);
@@ -192,7 +194,7 @@ int patatt_pubkey_parse(unsigned char pub[PATATT_KEY_SIZE], const char *text,
 	struct buf raw = BUF_INIT(4 * PATATT_KEY_SIZE);
 	int rc = b64_decode(&raw, text, len);
 
-	if (rc == PB_ELIMIT || (!rc && raw.len != PATATT_KEY_SIZE))
+	if (rc || raw.len != PATATT_KEY_SIZE)
 		rc = err_set(PB_EINVAL, "not an ed25519 public key (the "
 					"base64 of 32 bytes)");
 	if (!rc)

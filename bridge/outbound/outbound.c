@@ -181,14 +181,6 @@ int outbound_new(struct outbound **out, const struct outbound_opts *opts)
 			xasprintf("%.*s/mirrors", (int)(slash - state), state);
 	else
 		ob->mirror_root = xstrdup(slash ? "/mirrors" : "mirrors");
-	if (config_bool(ob->cfg, CFG_OUTBOUND_ATTEST)) {
-		int rc = attest_open(ob);
-
-		if (rc) {
-			outbound_free(ob);
-			return rc;
-		}
-	}
 	ob->lock_path = xasprintf("%s.lock", state);
 	ob->lock_fd = open(ob->lock_path,
 			   O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
@@ -199,6 +191,14 @@ int outbound_new(struct outbound **out, const struct outbound_opts *opts)
 
 		outbound_free(ob);
 		return rc;
+	}
+	if (config_bool(ob->cfg, CFG_OUTBOUND_ATTEST)) {
+		int rc = attest_open(ob);
+
+		if (rc) {
+			outbound_free(ob);
+			return rc;
+		}
 	}
 	*out = ob;
 	return 0;

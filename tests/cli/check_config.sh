@@ -142,6 +142,13 @@ run 0 -c "$tmp/example.conf" attest-key --generate
 grep -q '^keyring: *ed25519/[^/]*/[^/]*/default$' "$tmp/out" ||
 	fail "attest-key printed no keyring path: $(cat "$tmp/out")"
 run 0 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
+# What run would refuse as no key, check-config refuses too.
+cp -p "$tmp/etc/attest.key" "$tmp/etc/attest.key.good"
+printf 'not a key\n' >"$tmp/etc/attest.key"
+run 78 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
+has "$tmp/err" "$tmp/example.conf: [outbound] attest_key_file: secret file $tmp/etc/attest.key: not an ed25519 private key (the base64 of 32 bytes, as patatt genkey writes)"
+mv "$tmp/etc/attest.key.good" "$tmp/etc/attest.key"
+run 0 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
 chmod 0644 "$tmp/etc/attest.key"
 run 78 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
 has "$tmp/err" "$tmp/example.conf: [outbound] attest_key_file: secret file $tmp/etc/attest.key: mode 0644 lets the group or others in: chown $owner $tmp/etc/attest.key; chmod 0600 $tmp/etc/attest.key"
