@@ -984,7 +984,12 @@ static void tell_submission(const struct why *w)
 		       url);
 		break;
 	case STORE_SUBMISSION_FAILED:
-		if (w->have_told[1])
+		if (w->have_told[1] && w->told[1].reasons &&
+		    !strncmp(w->told[1].reasons, EMAILNOTICE_UNATTESTED,
+			     strlen(EMAILNOTICE_UNATTESTED)))
+			printf("    not opened: a mail is not attested, as "
+			       "[project] email_require_attestation wants\n");
+		else if (w->have_told[1])
 			/* the notice below says why: it does not apply,
 			 * or its merge request has a newer version */
 			printf("    not opened: see what its sender was "
@@ -994,7 +999,8 @@ static void tell_submission(const struct why *w)
 			       "daemon's log names the patch, git's message "
 			       "and the base tried), or is a version not "
 			       "newer than the latest its topic's merge "
-			       "request took\n");
+			       "request took, or a mail is not attested "
+			       "([project] email_require_attestation)\n");
 		break;
 	}
 	tell_told(w);

@@ -379,6 +379,11 @@ static const struct config_param params[CFG__COUNT] = {
 		PP,
 		"List in the cover letter, per subsystem touched, whose review "
 		"is required and whose optional ([inbound] owners_file)" },
+	[CFG_OUTBOUND_COVER_SIGNATURES] = {
+		"outbound", "cover_signatures", CONFIG_BOOL, "yes", 0, 0, NULL,
+		PP,
+		"Say in the cover letter, per commit, whether the forge "
+		"verified a signature on it and whose key made it" },
 	[CFG_OUTBOUND_MAIL_REVIEWS_IN] = {
 		"outbound", "mail_reviews_in", CONFIG_BOOL, "yes", 0, 0, NULL,
 		PP,
@@ -517,6 +522,18 @@ static const struct config_param params[CFG__COUNT] = {
 		NULL, 0,
 		"Series one sender may post to the list in an hour; a further "
 		"one is refused (the sender is told)" },
+	[CFG_PROJECT_ATTEST_KEYRING] = {
+		"project", "attest_keyring", CONFIG_PATH, "", 0, PATH_LEN_MAX,
+		NULL, 0,
+		"Directory of the contributors' public keys in patatt's "
+		"layout (ed25519/DOMAIN/LOCAL/SELECTOR), against which the "
+		"mails of a series posted to the list are checked" },
+	[CFG_PROJECT_EMAIL_REQUIRE_ATTESTATION] = {
+		"project", "email_require_attestation", CONFIG_BOOL, "no", 0,
+		0, NULL, 0,
+		"Open a series posted to the list only when each of its mails "
+		"is attested (patatt, a key of attest_keyring) or DKIM/DMARC-"
+		"verified, and none carries a signature that fails" },
 	[CFG_PROJECT_MAIL_PIPELINES] = {
 		"project", "mail_pipelines", CONFIG_BOOL, "yes", 0, 0, NULL, 0,
 		"Mail each finished pipeline's result (passed, or failed with "

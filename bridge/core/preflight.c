@@ -402,6 +402,39 @@ static void check_usermap(struct preflight *pf, const char *where,
 		  "unset user_map");
 }
 
+/*
+ * A project's keyring for series posted to the list (README "Contributing
+ * by email"): a directory; and something that can verify a mail when
+ * attestation is required, or every series is refused.
+ */
+static void check_keyring(struct preflight *pf, const struct config *cfg,
+			  const struct config_project *p)
+{
+	const char *dir = config_project_str(p, CFG_PROJECT_ATTEST_KEYRING);
+	const char *name = config_project_name(p);
+	struct stat st;
+
+	if (dir[0] && stat(dir, &st) < 0 && errno != EACCES)
+		problem(pf, errno == ENOENT ? PB_ENOTFOUND : PB_ERROR,
+			"[project \"%s\"] attest_keyring: %s: %s: check out "
+			"the project's keyring there (ed25519/DOMAIN/LOCAL/"
+			"SELECTOR), or unset attest_keyring",
+			name, dir, strerror(errno));
+	else if (dir[0] && !S_ISDIR(st.st_mode))
+		problem(pf, PB_EINVAL,
+			"[project \"%s\"] attest_keyring: %s is not a "
+			"directory",
+			name, dir);
+	if (config_project_bool(p, CFG_PROJECT_EMAIL_REQUIRE_ATTESTATION) &&
+	    !dir[0] && !config_str(cfg, CFG_MILTER_TRUSTED_AUTHSERV_ID)[0])
+		warning(pf,
+			"project %s: email_require_attestation = yes, but "
+			"neither attest_keyring nor [milter] "
+			"trusted_authserv_id is set: every series posted to "
+			"the list is refused",
+			name);
+}
+
 void preflight_files(struct preflight *pf, const struct config *cfg,
 		     enum preflight_who who)
 {
@@ -449,6 +482,8 @@ void preflight_files(struct preflight *pf, const struct config *cfg,
 		check_usermap(pf, where,
 			      config_project_str(p, CFG_INBOUND_USER_MAP),
 			      &seen);
+		if (who == PREFLIGHT_DAEMON)
+			check_keyring(pf, cfg, p);
 		if (who == PREFLIGHT_DAEMON &&
 		    config_enum(cfg, CFG_STATE_BACKEND) ==
 			    CONFIG_BACKEND_POSTGRESQL &&

@@ -18,6 +18,7 @@
 #include "outbound/mirror.h"
 #include "outbound/openthreads.h"
 #include "outbound/reviewers.h"
+#include "outbound/commitsig.h"
 #include "outbound/series.h"
 #include "outbound/submit.h"
 #include "state/store.h"
@@ -874,6 +875,7 @@ struct job {
 	 * (reviewers.h); NULL: none. */
 	char *threads;
 	char *reviewers;
+	char *signatures; /* commitsig.h; NULL: none */
 	/* Why the revision is mailed before its pipeline passed
 	 * (wait_for_pipeline); "" when it is not. */
 	char ci_note[512];
@@ -894,6 +896,7 @@ static void job_release(struct job *j)
 	owners_free(j->owners);
 	free(j->threads);
 	free(j->reviewers);
+	free(j->signatures);
 	cc_release(&j->cc_common);
 	if (j->series && j->cc)
 		for (i = 0; i < j->series->nr; i++)
@@ -1232,6 +1235,7 @@ static int render(struct outbound *ob, struct job *j, int revision)
 	o.prev_revision = j->have_prev ? (unsigned)j->prev.revision : 0;
 	o.review_threads = j->threads;
 	o.reviewers = j->reviewers;
+	o.signatures = j->signatures;
 	o.note = j->ci_note[0] ? j->ci_note : NULL;
 	rc = series_build(&j->series, j->range, &o);
 	strlist_release(&to);
@@ -1608,6 +1612,16 @@ static void load_reviewers(struct job *j)
 	buf_release(&text);
 }
 
+/* The cover letter's commit signatures (commitsig.h). */
+static int load_signatures(struct outbound *ob, struct job *j)
+{
+	if (!config_project_bool(j->proj, CFG_OUTBOUND_COVER_SIGNATURES) ||
+	    j->range->nr > (size_t)config_project_int(j->proj,
+						      CFG_OUTBOUND_MAX_SERIES))
+		return 0;
+	return commitsig_load(&j->signatures, ob->forge, j->project, j->range);
+}
+
 /*
  * [project] wait_for_pipeline: a new head is mailed once the newest of
  * the MR's pipelines on it passed, or pipeline_wait_max after the bridge
@@ -1743,6 +1757,9 @@ static int mail_new_revision(struct outbound *ob, struct outbound_report *rep,
 	if (rc)
 		return rc;
 	load_reviewers(j);
+	rc = load_signatures(ob, j);
+	if (rc)
+		return rc;
 	/* The date of the revision: when it is first rendered. */
 	j->date = now_s();
 	for (tries = 0; tries < OUTBOUND_START_TRIES; tries++) {
@@ -1966,6 +1983,9 @@ static int submission_open(struct outbound *ob,
 	c.map_user = ob->map_user;
 	c.map_arg = ob->map_arg;
 	c.ro = ro;
+	c.attest_keyring = config_project_str(proj, CFG_PROJECT_ATTEST_KEYRING);
+	c.require_attestation = config_project_bool(
+		proj, CFG_PROJECT_EMAIL_REQUIRE_ATTESTATION);
 	rc = emailmr_open(&iid, &c, series_id);
 	if (rc == PB_EINVAL)
 		log_warn("%s", err_msg()); /* failed: the series is closed */

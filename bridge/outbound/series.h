@@ -120,6 +120,8 @@ struct series_opts {
 	const char *review_threads;
 	/* Its {{reviewers}} block (reviewers.h); NULL: none. */
 	const char *reviewers;
+	/* Its {{signatures}} block (commitsig.h); NULL: none. */
+	const char *signatures;
 	/* A paragraph for the cover letter's notes (NULL: none), e.g. why
 	 * it is mailed before its pipeline passed; plain text, LF ends. */
 	const char *note;

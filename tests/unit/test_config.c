@@ -782,6 +782,7 @@ static void test_projects(void **state)
 		      "cover_open_threads = no\n"
 		      "mail_resolved = no\n"
 		      "cover_reviewers = no\n"
+		      "cover_signatures = no\n"
 		      "mail_reviews_in = no\n"
 		      "[project \"a/b\"]\n"
 		      "[project \"group/sub/name.js\"]\n"
@@ -816,6 +817,7 @@ static void test_projects(void **state)
 	assert_false(config_project_bool(p, CFG_OUTBOUND_COVER_OPEN_THREADS));
 	assert_false(config_project_bool(p, CFG_OUTBOUND_MAIL_RESOLVED));
 	assert_false(config_project_bool(p, CFG_OUTBOUND_COVER_REVIEWERS));
+	assert_false(config_project_bool(p, CFG_OUTBOUND_COVER_SIGNATURES));
 	assert_false(config_project_bool(p, CFG_OUTBOUND_MAIL_REVIEWS_IN));
 	assert_int_equal(config_project_enum(p, CFG_PROJECT_EMAIL_SUBMISSIONS),
 			 CONFIG_SUBMISSIONS_OFF);
@@ -833,6 +835,7 @@ static void test_projects(void **state)
 	assert_true(config_project_bool(p, CFG_OUTBOUND_COVER_OPEN_THREADS));
 	assert_true(config_project_bool(p, CFG_OUTBOUND_MAIL_RESOLVED));
 	assert_true(config_project_bool(p, CFG_OUTBOUND_COVER_REVIEWERS));
+	assert_true(config_project_bool(p, CFG_OUTBOUND_COVER_SIGNATURES));
 	assert_true(config_project_bool(p, CFG_OUTBOUND_MAIL_REVIEWS_IN));
 	assert_int_equal(config_project_enum(p, CFG_PROJECT_EMAIL_SUBMISSIONS),
 			 CONFIG_SUBMISSIONS_VERIFIED);
