@@ -737,6 +737,36 @@ static void describe(struct buf *desc, const struct mr_text *t, int by_bridge,
 	}
 }
 
+/* A note on merge request iid saying which version of the series came
+ * by email and what vouches for its mails: once (its marker), also when
+ * the daemon is killed between the push and the note. */
+static int note_version(const struct emailmr_ctx *c, const struct series *s,
+			int64_t iid, const struct emailattest *att)
+{
+	struct buf body = BUF_INIT(PB_NOTE_BODY_MAX);
+	struct forge_note note;
+	char key[64];
+	int rc;
+
+	buf_addf(&body, "v%d of this series came by email from %s.\n\n",
+		 s->sub.version, s->sub.sender);
+	emailattest_describe(&body, att);
+	buf_rtrim(&body);
+	buf_adds(&body, "\n");
+	if (buf_error(&body)) {
+		buf_release(&body);
+		return err_set(PB_ELIMIT, "the version's note is too long");
+	}
+	snprintf(key, sizeof(key), "email-version:%08x",
+		 (unsigned)hash_fnv1a_str(s->sub.series_id));
+	memset(&note, 0, sizeof(note));
+	rc = forge_create_note(&note, c->forge, c->project, iid, body.data,
+			       key);
+	forge_note_release(&note);
+	buf_release(&body);
+	return rc;
+}
+
 /* Open the merge request n (its description made here): as the
  * sender's forge user when opener() names one (GitLab's Sudo, as
  * approvals are given), else, or when the token may not act for
@@ -890,8 +920,14 @@ int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,
 	if (rc)
 		goto out;
 
-	if (earlier)
-		goto mapped; /* the push made the new version */
+	if (earlier) {
+		/* the push made the new version; what vouches for it on the
+		 * merge request, as the description does for the first */
+		rc = note_version(c, &s, earlier, &att);
+		if (rc)
+			goto out;
+		goto mapped;
+	}
 
 	/* The merge request: found, not made again, after a restart. */
 	if (c->label && *c->label)
