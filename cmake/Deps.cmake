@@ -9,6 +9,10 @@ pkg_check_modules(SQLITE3 REQUIRED IMPORTED_TARGET sqlite3)
 # PostgreSQL client (bridge/state/db_pg.c only): Debian's libpq-dev.
 pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq)
 pkg_check_modules(YAML REQUIRED IMPORTED_TARGET yaml-0.1)
+# OpenSSL's libcrypto (bridge/mail/patatt.c only): the ed25519 signatures
+# of patch attestation.  Debian's libssl-dev, which libcurl4-openssl-dev
+# depends on already, named here because patatt.c links it directly.
+pkg_check_modules(LIBCRYPTO REQUIRED IMPORTED_TARGET libcrypto)
 if(PB_TESTS)
   pkg_check_modules(CMOCKA REQUIRED IMPORTED_TARGET cmocka)
 endif()

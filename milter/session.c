@@ -509,6 +509,9 @@ static void format_target(struct buf *b, const char *kind,
 			  const struct classify_result *res)
 {
 	buf_adds(b, kind);
+	/* a series posted to the list answers no merge request yet */
+	if (res->verdict == CLASSIFY_SUBMIT)
+		goto via;
 	buf_addch(b, ' ');
 	add_token(b, res->project, SESSION_PROJECT_SHOWN_MAX);
 	buf_addf(b, "!%lld", (long long)res->iid);
@@ -517,6 +520,7 @@ static void format_target(struct buf *b, const char *kind,
 		if (res->total > 0)
 			buf_addf(b, "/%d", res->total);
 	}
+via:
 	buf_addf(b, "; via=%s", classify_via_name(res->via));
 }
 

@@ -16,6 +16,10 @@ starts itself, on loopback, and stops before it exits:
     applying the replies to the forge, woken by SIGUSR1 where a step
     waits for it (its poll interval is an hour), and serving /metrics.
 
+Near its end a contributor sends a series to the list with git
+send-email through that Postfix, and the forge shows it as a merge
+request from email (README "Contributing by email").
+
 The daemon's /metrics is scraped before and after the story: every
 scrape must pass `promtool check metrics` and python3-prometheus-client's
 parser, and the counters must have moved by exactly what the story did
@@ -155,13 +159,17 @@ P = "group/project"
 # What the story moves, exactly: (metric, labels, delta).  The v1 series
 # is mailed by `patchbridge send`, not by the daemon; the daemon mails v2
 # (a cover letter and 3 patches) and Rob's forge comment.  The milter
-# sees those 9 mails of the bridge's and the 3 replies.
+# sees those 9 mails of the bridge's, the 3 replies and Carol's series
+# (a cover letter and 2 patches), which the daemon journals and collects
+# like replies.
 METRICS_MOVED = [
-    # the 12 mails of the list, the pipeline's result, and Mallory's
+    # the 15 mails of the list, the pipeline's result, and Mallory's
     # notice on its way out
-    ("patchbridge_milter_mails_seen_total", {}, 14),
-    ("patchbridge_milter_mails_spooled_total", {}, 3),
+    ("patchbridge_milter_mails_seen_total", {}, 17),
+    ("patchbridge_milter_mails_spooled_total", {}, 6),
     ("patchbridge_milter_mails_classified_total", {"kind": "reply"}, 3),
+    ("patchbridge_milter_mails_classified_total", {"kind": "submission"},
+     3),
     ("patchbridge_milter_mails_classified_total", {"kind": "own"}, 11),
     # the patches by their Message-ID; the forge comment, the pipeline's
     # result and the notice by their header
@@ -171,9 +179,9 @@ METRICS_MOVED = [
      {"reason": "x-patchbridge-header"}, 3),
     ("patchbridge_milter_mails_ignored_total", {}, 11),
     ("patchbridge_milter_tempfails_total", {}, 0),
-    ("patchbridge_replies_received_total", {"result": "journaled"}, 3),
+    ("patchbridge_replies_received_total", {"result": "journaled"}, 6),
     ("patchbridge_replies_received_total", {"result": "duplicate"}, 0),
-    ("patchbridge_replies_applied_total", {"project": P}, 3),
+    ("patchbridge_replies_applied_total", {"project": P}, 6),
     ("patchbridge_replies_dead_total", {}, 0),
     ("patchbridge_approvals_made_total", {"project": P}, 2),
     ("patchbridge_approvals_refused_total", {"reason": "unverified"}, 1),
@@ -412,6 +420,7 @@ def story(bed, bindir):
         return
 
     the_story_in_replies(bed, d, cover, patch1, patch2, made)
+    contributed_by_email(bed, d)
     show_metrics(d, before)
 
 
@@ -603,6 +612,103 @@ def the_story_in_replies(bed, d, cover, patch1, patch2, made):
     check(len(lines) == len(bed.archive()),
           "the archive has %d messages, the list %d" %
           (len(lines), len(bed.archive())))
+
+
+CAROL = "Carol Contributor <carol@review.example>"
+
+
+def contributed_by_email(bed, d):
+    """Carol contributes by email: a series sent with git send-email to
+    the list becomes a merge request (README "Contributing by email");
+    the list gets nothing new, her mails are the series."""
+    step("Carol (DKIM verified) sends a series to the list with "
+         "git send-email")
+    work = os.path.join(bed.work, "carol")
+    env = dict(os.environ, GIT_CONFIG_GLOBAL=bed.write("carol.gitconfig",
+                                                       ""),
+               GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0",
+               GIT_AUTHOR_NAME="Carol Contributor",
+               GIT_AUTHOR_EMAIL="carol@review.example",
+               GIT_COMMITTER_NAME="Carol Contributor",
+               GIT_COMMITTER_EMAIL="carol@review.example")
+    git = bedlib.project_clone(work, env)
+    base = git("rev-parse", "HEAD").strip()
+    for path, text, msg in (
+            ("README", "counter: counts things\n\nSee docs/counter.txt.\n",
+             "README: point at the manual\n\nSay where count() is "
+             "described."),
+            ("docs/counter.txt", "count(n) returns n + 1.\n\n"
+             "Example: count(41) is 42.\n",
+             "docs: an example of count()\n\nOne line says more than "
+             "a definition.")):
+        with open(os.path.join(work, path), "w") as f:
+            f.write(text)
+        git("commit", "-q", "-a", "-s", "-m", msg)
+    out = os.path.join(bed.work, "carol-v1")
+    git("format-patch", "-q", "--cover-letter", "--thread",
+        "--base=" + base, "-o", out, base + "..HEAD")
+    names = sorted(os.listdir(out))
+    with open(os.path.join(out, names[0])) as f:
+        text = f.read()
+    with open(os.path.join(out, names[0]), "w") as f:
+        f.write(text.replace("*** SUBJECT HERE ***", "Say more about count()")
+                .replace("*** BLURB HERE ***", "Two small documentation "
+                         "patches: the README points at the manual, and "
+                         "the manual gets an example."))
+    before = len(bed.archive())
+    say("$ git send-email --to=%s --smtp-server=127.0.0.1 "
+        "--smtp-server-port=%s %s" % (LIST, bed.env["PORT"],
+                                      " ".join(names)))
+    sent = subprocess.run(
+        ["git", "send-email", "--to=" + LIST, "--from=" + CAROL,
+         "--confirm=never", "--suppress-cc=all", "--quiet",
+         "--smtp-server=" + bed.addr, "--smtp-server-port=" +
+         bed.env["PORT"]] + [os.path.join(out, n) for n in names],
+        env=env, capture_output=True, text=True, timeout=bound(120))
+    check(sent.returncode == 0, "git send-email: " + sent.stderr[-800:])
+    bed.wait_mail(before + 3)
+    bed.settle()
+    mails = [m for m in bed.archive() if "carol@" in m.get("From", "")]
+    for m in mails:
+        say("archive: %-40s X-Patchbridge: %s" %
+            (m["Subject"][:40], m.get("X-Patchbridge", "-")[:40]))
+    check(len(mails) == 3, "%d of Carol's mails in the archive" % len(mails))
+
+    step("patchbridge makes a merge request of it")
+
+    def opened():
+        d.cycle()
+        return [m for m in sim("GET", "/api/v4/projects/1/merge_requests")
+                if "from-email" in m["labels"]]
+    mrs = wait_for(opened, 60, "no merge request from Carol's series")
+    check(len(mrs) == 1, "%d merge requests from email" % len(mrs))
+    mr = mrs[0]
+    path = "/api/v4/projects/1/merge_requests/%d" % mr["iid"]
+    commits = sim("GET", path + "/commits")
+    say("group/project!%d \"%s\"" % (mr["iid"], mr["title"]))
+    say("  %s -> %s, labels: %s, opened by %s" % (
+        mr["source_branch"], mr["target_branch"], ", ".join(mr["labels"]),
+        mr["author"]["username"]))
+    for line in mr["description"].strip().splitlines()[:3]:
+        say("  | " + line)
+    for c in reversed(commits):
+        say("  commit %.12s %s: %s" % (c["id"], c["author_name"],
+                                       c["title"]))
+    check(mr["title"] == "Say more about count()", "title %r" % mr["title"])
+    check(mr["description"].startswith("From: %s by email" % CAROL),
+          "the description does not say whose series it is")
+    check(mr["target_branch"] == "main" and
+          mr["source_branch"].startswith("email/carol/"),
+          "branches %s -> %s" % (mr["source_branch"], mr["target_branch"]))
+    check([c["author_email"] for c in commits] ==
+          ["carol@review.example"] * 2, "the commits are not Carol's")
+    check(len(bed.archive()) == before + 3, "the bridge mailed the list")
+    say("the list got nothing new: Carol's own mails are the series, and "
+        "replies to them reach !%d as for any bridged series" % mr["iid"])
+    cover = next(m for m in mails if " 0/2]" in m["Subject"])
+    say("$ patchbridge why %s" % cover["Message-ID"])
+    for line in bed.pb("why", cover["Message-ID"]).strip().splitlines():
+        say("  " + line)
 
 
 def show_open_threads(v2cover):

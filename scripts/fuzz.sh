@@ -27,7 +27,7 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-20}
 bdir=${FUZZ_BUILD:-$top/build-fuzz}
-targets=${FUZZ_TARGETS:-fuzz_owners fuzz_mail fuzz_reply fuzz_trailers fuzz_header fuzz_notice}
+targets=${FUZZ_TARGETS:-fuzz_owners fuzz_mail fuzz_reply fuzz_trailers fuzz_header fuzz_notice fuzz_patatt}
 parallel=${FUZZ_PARALLEL:-$(nproc 2>/dev/null || echo 2)}
 cd "$top"
 
@@ -53,6 +53,7 @@ seeds_for() {
 	fuzz_owners) echo "$d/owners" ;;
 	fuzz_mail) echo "$d/corpus/replies $d/parse $d/parse/mail" ;;
 	fuzz_header) echo "$top/tests/fuzz/header-seeds" ;;
+	fuzz_patatt) echo "$d/patatt" ;;
 	*) echo "$d/corpus/replies" ;;
 	esac
 }
@@ -64,6 +65,7 @@ dict_for() {
 	fuzz_trailers) echo trailers subject authres rfc2047 ;;
 	fuzz_header) echo header rfc2047 subject ;;
 	fuzz_notice) echo notice ;;
+	fuzz_patatt) echo patatt rfc2047 ;;
 	esac
 }
 max_len_for() {
@@ -74,6 +76,7 @@ max_len_for() {
 	fuzz_trailers) echo 2048 ;;
 	fuzz_header) echo 2048 ;;
 	fuzz_notice) echo 4096 ;;
+	fuzz_patatt) echo 16384 ;;
 	esac
 }
 

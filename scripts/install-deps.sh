@@ -12,6 +12,7 @@ build-essential cmake pkgconf git git-email ca-certificates
 libgmime-3.0-dev libgit2-dev libcurl4-openssl-dev libjson-c-dev
 libsqlite3-dev sqlite3 libpq-dev postgresql libyaml-dev libcmocka-dev
 libmilter-dev
+libssl-dev
 libmicrohttpd-dev
 libgpgme-dev libassuan-dev libunistring-dev
 clang libclang-rt-14-dev clang-format

@@ -85,6 +85,7 @@ check_tree() { # top [milter-binary]
 	confine 'gmime/' 'bridge/mail/mail'
 	confine 'glib\.h|glib/' 'bridge/mail/mail|bridge/mail/digest'
 	confine 'yaml\.h' 'bridge/core/owners'
+	confine 'openssl/' 'bridge/mail/patatt'
 	confine 'microhttpd' 'bridge/forge/httpd'
 	confine 'libmilter/' 'milter/glue'
 	# A module cut into files shares a header among them alone: the

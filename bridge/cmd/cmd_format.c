@@ -3,6 +3,8 @@
 #include "cmd/env.h"
 
 #include "core/msgid.h"
+#include "core/secret.h"
+#include "mail/patatt.h"
 #include "outbound/gitrepo.h"
 #include "outbound/mailhdr.h"
 #include "outbound/mrjson.h"
@@ -46,7 +48,8 @@ enum {
 	OPT_MAX_SERIES,
 	OPT_TEMPLATE,
 	OPT_DATE,
-	OPT_JOBS,
+	OPT_ATTEST_KEY,
+	OPT_ATTEST_SELECTOR,
 };
 
 static const struct option long_opts[] = {
@@ -70,6 +73,8 @@ static const struct option long_opts[] = {
 	{ "max-series", required_argument, NULL, OPT_MAX_SERIES },
 	{ "template", required_argument, NULL, OPT_TEMPLATE },
 	{ "date", required_argument, NULL, OPT_DATE },
+	{ "attest-key", required_argument, NULL, OPT_ATTEST_KEY },
+	{ "attest-selector", required_argument, NULL, OPT_ATTEST_SELECTOR },
 	{ "jobs", required_argument, NULL, 'j' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "help", no_argument, NULL, 'h' },
@@ -80,6 +85,7 @@ struct format_args {
 	const char *repo, *base, *head, *mr_json, *range_diff, *in_reply_to;
 	const char *project, *bridge_name, *bridge_address, *domain;
 	const char *template_path, *output;
+	const char *attest_key, *attest_selector;
 	uint64_t version, prev_version, iid, max_series, jobs;
 	int64_t date;
 	int have_date, from_author, cover;
@@ -178,6 +184,12 @@ static int parse_args(struct format_args *a, int argc, char **argv)
 				return usage_error("--date: Unix seconds");
 			a->have_date = 1;
 			break;
+		case OPT_ATTEST_KEY:
+			a->attest_key = optarg;
+			break;
+		case OPT_ATTEST_SELECTOR:
+			a->attest_selector = optarg;
+			break;
 		case 'j':
 			if (!parse_num(&a->jobs, optarg, 1,
 				       PATCHAHEAD_JOBS_MAX))
@@ -199,6 +211,8 @@ static int parse_args(struct format_args *a, int argc, char **argv)
 		return usage_error("unexpected argument");
 	if (!a->repo || !a->base || !a->head)
 		return usage_error("--repo, --base and --head are required");
+	if (a->attest_selector && !a->attest_key)
+		return usage_error("--attest-selector needs --attest-key");
 	return 0;
 }
 
@@ -235,6 +249,8 @@ struct writer {
 	int fd;
 	struct buf b;
 	struct patchahead *ahead; /* deferred patches, or NULL */
+	const struct series_attest *attest; /* NULL: mails unsigned */
+	struct buf signed_; /* the mail signed, when attest */
 };
 
 static int patch_before(void *arg, size_t i)
@@ -252,7 +268,19 @@ static int write_mail(void *arg, const struct series_mail *m)
 	if (w->ahead && m->index > 0)
 		patchahead_put(w->ahead, m->index - 1);
 	buf_reset(&w->b);
-	rc = series_mbox_append(&w->b, m);
+	if (w->attest) {
+		struct series_mail sm = *m;
+
+		buf_reset(&w->signed_);
+		rc = series_attest_text(&w->signed_, m->text.data, m->text.len,
+					m->date, w->attest);
+		if (rc)
+			return rc;
+		sm.text = w->signed_;
+		rc = series_mbox_append(&w->b, &sm);
+	} else {
+		rc = series_mbox_append(&w->b, m);
+	}
 	if (!rc)
 		rc = fd_write_all(w->fd, w->b.data, w->b.len);
 	return rc;
@@ -266,7 +294,9 @@ static int run(struct format_args *a)
 	struct series_opts o;
 	struct mrjson mr;
 	struct buf tmpl = BUF_INIT(PB_TEMPLATE_MAX);
-	struct writer w = { 1, BUF_INIT(0), NULL };
+	struct writer w = { 1, BUF_INIT(0), NULL, NULL, BUF_INIT(0) };
+	struct series_attest attest;
+	struct patatt_key *key = NULL;
 	struct series_sink sink = { patch_before, write_mail, &w };
 	char *project = NULL, *domain = NULL, *prev_base = NULL, *irt = NULL;
 	const char *dots;
@@ -367,6 +397,24 @@ static int run(struct format_args *a)
 		o.date_tz = range->head_committer.tz_minutes;
 	}
 	o.prev_range = prev;
+	if (a->attest_key) {
+		struct buf text = BUF_INIT(SECRET_MAX + 1);
+
+		/* the key file under the token's rules (core/secret.h) */
+		rc = secret_read(&text, a->attest_key, 0);
+		if (!rc)
+			rc = patatt_key_new(&key, text.data, text.len);
+		secret_wipe(&text);
+		if (rc) {
+			err_prefix(rc, "--attest-key %s", a->attest_key);
+			goto out;
+		}
+		attest.key = key;
+		attest.identity = o.bridge_address;
+		attest.selector = a->attest_selector;
+		w.attest = &attest;
+		buf_init(&w.signed_, SERIES_MAIL_MAX + 1024);
+	}
 
 	/* One mail in memory at a time, as git format-patch: the series'
 	 * mails are written as they are made. */
@@ -402,6 +450,8 @@ static int run(struct format_args *a)
 out:
 	patchahead_free(w.ahead);
 	buf_release(&w.b);
+	buf_release(&w.signed_);
+	patatt_key_free(key);
 	free(irt);
 	series_free(s);
 	gitrepo_range_free(range);

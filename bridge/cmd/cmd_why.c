@@ -709,7 +709,9 @@ static void tell_actions(const struct why *w)
 		return;
 	forge_url(url, sizeof(url), w, project, iid, 0);
 	if (!w->acts.nr) {
-		printf("  forge: nothing was done on the forge\n");
+		/* a series' mail: the series says what the forge got */
+		if (!w->have_sub)
+			printf("  forge: nothing was done on the forge\n");
 		return;
 	}
 	printf("  forge: %zu action%s on %s\n", w->acts.nr,
@@ -923,7 +925,7 @@ static const char *mail_kind_story(enum store_mail_kind k)
 /* What the sender of a series was told, by kind (gather_series()). */
 static void tell_told(const struct why *w)
 {
-	static const char *const what[3] = { "refused", "not applied",
+	static const char *const what[3] = { "refused", "not opened",
 					     "a patch missing" };
 	char d[PB_LOG_QUOTE_MAX], t[32];
 	size_t k;
@@ -982,14 +984,23 @@ static void tell_submission(const struct why *w)
 		       url);
 		break;
 	case STORE_SUBMISSION_FAILED:
-		if (w->have_told[1])
-			printf("    not opened: the series does not apply\n");
+		if (w->have_told[1] && w->told[1].reasons &&
+		    !strncmp(w->told[1].reasons, EMAILNOTICE_UNATTESTED,
+			     strlen(EMAILNOTICE_UNATTESTED)))
+			printf("    not opened: a mail is not attested, as "
+			       "[project] email_require_attestation wants\n");
+		else if (w->have_told[1])
+			/* the notice below says why: it does not apply,
+			 * or its merge request has a newer version */
+			printf("    not opened: see what its sender was "
+			       "told\n");
 		else
 			printf("    not opened: the series does not apply (the "
 			       "daemon's log names the patch, git's message "
 			       "and the base tried), or is a version not "
 			       "newer than the latest its topic's merge "
-			       "request took\n");
+			       "request took, or a mail is not attested "
+			       "([project] email_require_attestation)\n");
 		break;
 	}
 	tell_told(w);

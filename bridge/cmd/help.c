@@ -10,6 +10,7 @@
  */
 #include "cmd/cmd_daemon.h"
 #include "cmd/cmd_export.h"
+#include "cmd/cmd_attest.h"
 #include "cmd/cmd_format.h"
 #include "cmd/cmd_replay.h"
 #include "cmd/cmd_why.h"
@@ -48,11 +49,38 @@ const char cmd_format_help[] =
 	"  --template FILE       cover letter template (default: built in)\n"
 	"  --date SECONDS        the revision date (default: head's commit\n"
 	"                        date); mail k is dated SECONDS + k\n"
+	"  --attest-key FILE     sign each mail as patatt does with the ed25519\n"
+	"                        key in FILE (mode 0600, as [outbound]\n"
+	"                        attest_key_file), for the bridge address\n"
+	"  --attest-selector S   the key's selector (default: none, which\n"
+	"                        readers take as \"default\")\n"
 	"  -j, --jobs N          render the patches with N threads (1-8;\n"
 	"                        default 2, 1 on one CPU); the output is\n"
 	"                        the same\n"
 	"  -o, --output FILE     write to FILE (\"-\": standard output, the\n"
 	"                        default)\n";
+
+/* patchbridge attest-key */
+const char cmd_attest_key_synopsis[] =
+	"[--generate] [--identity ADDR] [--selector NAME] [--public] [FILE]";
+const char cmd_attest_key_summary[] =
+	"make or show the key the bridge signs its series with";
+const char cmd_attest_key_help[] =
+	"Prints the public half of the bridge's ed25519 attestation key\n"
+	"(FILE, default [outbound] attest_key_file) and what to publish so\n"
+	"that b4 and patatt validate the series the bridge mails: the file\n"
+	"of the project's patatt keyring, ed25519/DOMAIN/LOCAL/SELECTOR,\n"
+	"holding the public key.  The key file is read under the token\n"
+	"file's rules (the owner's alone, mode 0600), so run it as the\n"
+	"daemon's user.\n"
+	"\n"
+	"  --generate       make a new key in FILE first (refused if FILE\n"
+	"                   exists); the format is patatt genkey's\n"
+	"  --identity ADDR  the address the key signs for (default:\n"
+	"                   [bridge] address)\n"
+	"  --selector NAME  the key's selector (default: [outbound]\n"
+	"                   attest_selector, else \"default\")\n"
+	"  --public         print the public key alone\n";
 
 /* patchbridge send */
 const char cmd_send_synopsis[] = "[OPTION] MR";

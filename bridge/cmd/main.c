@@ -33,6 +33,7 @@
 #include "cmd/cmd_daemon.h"
 #include "cmd/cmd_export.h"
 #include "cmd/cmd_format.h"
+#include "cmd/cmd_attest.h"
 #include "cmd/cmd_parse.h"
 #include "cmd/cmd_replay.h"
 #include "cmd/cmd_why.h"
@@ -99,6 +100,8 @@ static int cmd_list_metrics(const struct command *cmd, int argc, char **argv);
 static int cmd_parse_entry(const struct command *cmd, int argc, char **argv);
 
 static const struct command commands[] = {
+	{ "attest-key", NULL, cmd_attest_key_synopsis, cmd_attest_key_summary,
+	  cmd_attest_key_help, 0, NULL, PROG_FORMAT },
 	{ "check-config", NULL,
 	  "[--file-only | --no-postfix | --postfix-config DIR] "
 	  "[--no-database] [--forge] [FILE]",

@@ -379,6 +379,11 @@ static const struct config_param params[CFG__COUNT] = {
 		PP,
 		"List in the cover letter, per subsystem touched, whose review "
 		"is required and whose optional ([inbound] owners_file)" },
+	[CFG_OUTBOUND_COVER_SIGNATURES] = {
+		"outbound", "cover_signatures", CONFIG_BOOL, "yes", 0, 0, NULL,
+		PP,
+		"Say in the cover letter, per commit, whether the forge "
+		"verified a signature on it and whose key made it" },
 	[CFG_OUTBOUND_MAIL_REVIEWS_IN] = {
 		"outbound", "mail_reviews_in", CONFIG_BOOL, "yes", 0, 0, NULL,
 		PP,
@@ -390,6 +395,23 @@ static const struct config_param params[CFG__COUNT] = {
 		"A mail the MTA may have taken (a host died before its 250 "
 		"was recorded) is sent again only once the list archive "
 		"([inbound] archive_url) has not shown it for this long" },
+	[CFG_OUTBOUND_ATTEST] = {
+		"outbound", "attest", CONFIG_BOOL, "no", 0, 0, NULL, 0,
+		"Sign each patch and cover letter as patatt does, with the "
+		"key in attest_key_file, for [bridge] address (b4 and "
+		"patatt validate check it; publish the public key first: "
+		"patchbridge attest-key)" },
+	[CFG_OUTBOUND_ATTEST_KEY_FILE] = {
+		"outbound", "attest_key_file", CONFIG_PATH, "", 0, PATH_LEN_MAX,
+		NULL, 0,
+		"The bridge's ed25519 private key, as patatt genkey or "
+		"patchbridge attest-key --generate writes it (readable by the "
+		"daemon, not the milter)" },
+	[CFG_OUTBOUND_ATTEST_SELECTOR] = {
+		"outbound", "attest_selector", CONFIG_STRING, "", 0, 64, NULL,
+		0,
+		"The key's name in the keyring (s=); empty: patatt's "
+		"\"default\".  A new key gets a new selector" },
 
 	[CFG_INBOUND_APPROVAL_POLICY] = {
 		"inbound", "approval_policy", CONFIG_ENUM, "owners", 0, 0,
@@ -500,6 +522,18 @@ static const struct config_param params[CFG__COUNT] = {
 		NULL, 0,
 		"Series one sender may post to the list in an hour; a further "
 		"one is refused (the sender is told)" },
+	[CFG_PROJECT_ATTEST_KEYRING] = {
+		"project", "attest_keyring", CONFIG_PATH, "", 0, PATH_LEN_MAX,
+		NULL, 0,
+		"Directory of the contributors' public keys in patatt's "
+		"layout (ed25519/DOMAIN/LOCAL/SELECTOR), against which the "
+		"mails of a series posted to the list are checked" },
+	[CFG_PROJECT_EMAIL_REQUIRE_ATTESTATION] = {
+		"project", "email_require_attestation", CONFIG_BOOL, "no", 0,
+		0, NULL, 0,
+		"Open a series posted to the list only when each of its mails "
+		"is attested (patatt, a key of attest_keyring) or DKIM/DMARC-"
+		"verified, and none carries a signature that fails" },
 	[CFG_PROJECT_MAIL_PIPELINES] = {
 		"project", "mail_pipelines", CONFIG_BOOL, "yes", 0, 0, NULL, 0,
 		"Mail each finished pipeline's result (passed, or failed with "
@@ -1688,6 +1722,19 @@ static void check_combinations(struct parser *ps)
 		perr_param(ps, v[CFG_SMTP_STARTTLS].line, CFG_SMTP_STARTTLS,
 			   "needs an smtp:// url (smtps:// is TLS from the "
 			   "start)");
+	if (v[CFG_OUTBOUND_ATTEST].num &&
+	    missing(&v[CFG_OUTBOUND_ATTEST_KEY_FILE]))
+		perr_param(ps, v[CFG_OUTBOUND_ATTEST].line, CFG_OUTBOUND_ATTEST,
+			   "needs attest_key_file");
+	/* A key the bridge would not use: say so rather than let it look
+	 * used (turning signing on is a step of its own: the public key
+	 * is published first). */
+	if (!v[CFG_OUTBOUND_ATTEST].num &&
+	    !missing(&v[CFG_OUTBOUND_ATTEST_KEY_FILE]) &&
+	    !v[CFG_OUTBOUND_ATTEST_KEY_FILE].bad)
+		perr_param(ps, v[CFG_OUTBOUND_ATTEST_KEY_FILE].line,
+			   CFG_OUTBOUND_ATTEST_KEY_FILE,
+			   "is used only with attest = yes");
 	if (v[CFG_WEBHOOK_ENABLED].num && missing(&v[CFG_WEBHOOK_SECRET_FILE]))
 		perr_param(ps, v[CFG_WEBHOOK_ENABLED].line, CFG_WEBHOOK_ENABLED,
 			   "needs secret_file");

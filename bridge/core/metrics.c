@@ -56,7 +56,8 @@ static const char *const v_smtp[] = {
 static const char *const v_area[] = {
 	"new", "cur", "done", "dead", NULL };
 static const char *const v_kind[] = {
-	"cover", "patch", "reply", "other", "own", "unrelated", NULL };
+	"cover", "patch", "reply", "other", "own", "unrelated", "submission",
+	NULL };
 /* classify.c's reason tokens, and session.c's own. */
 static const char *const v_milter_ignored[] = {
 	"unthreaded", "not-bridged", "own-message-id", "x-patchbridge-header",
@@ -275,7 +276,8 @@ static const struct metric_def defs[MET__COUNT] = {
 		"Mails the milter classified, by what it took them for",
 		"`kind`: `cover`, `patch`, `reply`, `other` (about a "
 		"bridged merge request), `own` (the bridge's own mail), "
-		"`unrelated`" },
+		"`unrelated`, `submission` (a mail of a series posted to "
+		"the list)" },
 	[MET_MILTER_MAILS_SPOOLED] = {
 		"patchbridge_milter_mails_spooled_total", METRIC_COUNTER, M,
 		{ NULL }, { NULL }, 1, NULL, 0,

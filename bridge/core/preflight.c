@@ -332,9 +332,9 @@ static void daemon_ids(const struct config *cfg, uid_t *uid, gid_t *gid)
  * daemon's when root checks for it.  Only a missing file gets this
  * key's fix instead.
  */
-static void check_secret(struct preflight *pf, const char *where,
-			 const char *path, size_t max, uid_t uid, gid_t gid,
-			 const char *fix)
+static void check_secret_text(struct preflight *pf, const char *where,
+			      const char *path, size_t max, uid_t uid,
+			      gid_t gid, const char *fix, secret_text_fn check)
 {
 	struct stat st;
 	int rc;
@@ -355,9 +355,16 @@ static void check_secret(struct preflight *pf, const char *where,
 			where, path, user_name(u, sizeof(u), uid), u);
 		return;
 	}
-	rc = secret_check_as(uid, gid, path, max);
+	rc = secret_check_text_as(uid, gid, path, max, check);
 	if (rc)
 		problem(pf, rc, "%s: %s", where, err_msg());
+}
+
+static void check_secret(struct preflight *pf, const char *where,
+			 const char *path, size_t max, uid_t uid, gid_t gid,
+			 const char *fix)
+{
+	check_secret_text(pf, where, path, max, uid, gid, fix, NULL);
 }
 
 static void check_owners(struct preflight *pf, const char *where,
@@ -393,6 +400,39 @@ static void check_usermap(struct preflight *pf, const char *where,
 	need_file(pf, where, path,
 		  "write it (one \"email username\" line per sender) or "
 		  "unset user_map");
+}
+
+/*
+ * A project's keyring for series posted to the list (README "Contributing
+ * by email"): a directory; and something that can verify a mail when
+ * attestation is required, or every series is refused.
+ */
+static void check_keyring(struct preflight *pf, const struct config *cfg,
+			  const struct config_project *p)
+{
+	const char *dir = config_project_str(p, CFG_PROJECT_ATTEST_KEYRING);
+	const char *name = config_project_name(p);
+	struct stat st;
+
+	if (dir[0] && stat(dir, &st) < 0 && errno != EACCES)
+		problem(pf, errno == ENOENT ? PB_ENOTFOUND : PB_ERROR,
+			"[project \"%s\"] attest_keyring: %s: %s: check out "
+			"the project's keyring there (ed25519/DOMAIN/LOCAL/"
+			"SELECTOR), or unset attest_keyring",
+			name, dir, strerror(errno));
+	else if (dir[0] && !S_ISDIR(st.st_mode))
+		problem(pf, PB_EINVAL,
+			"[project \"%s\"] attest_keyring: %s is not a "
+			"directory",
+			name, dir);
+	if (config_project_bool(p, CFG_PROJECT_EMAIL_REQUIRE_ATTESTATION) &&
+	    !dir[0] && !config_str(cfg, CFG_MILTER_TRUSTED_AUTHSERV_ID)[0])
+		warning(pf,
+			"project %s: email_require_attestation = yes, but "
+			"neither attest_keyring nor [milter] "
+			"trusted_authserv_id is set: every series posted to "
+			"the list is refused",
+			name);
 }
 
 void preflight_files(struct preflight *pf, const struct config *cfg,
@@ -442,6 +482,8 @@ void preflight_files(struct preflight *pf, const struct config *cfg,
 		check_usermap(pf, where,
 			      config_project_str(p, CFG_INBOUND_USER_MAP),
 			      &seen);
+		if (who == PREFLIGHT_DAEMON)
+			check_keyring(pf, cfg, p);
 		if (who == PREFLIGHT_DAEMON &&
 		    config_enum(cfg, CFG_STATE_BACKEND) ==
 			    CONFIG_BACKEND_POSTGRESQL &&
@@ -476,6 +518,13 @@ static void check_secrets(struct preflight *pf, const struct config *cfg,
 		check_secret(pf, "[smtp] password_file",
 			     config_str(cfg, CFG_SMTP_PASSWORD_FILE), 0, uid,
 			     gid, "write the SMTP password into it, mode 0600");
+	if (config_bool(cfg, CFG_OUTBOUND_ATTEST))
+		check_secret_text(pf, "[outbound] attest_key_file",
+				  config_str(cfg, CFG_OUTBOUND_ATTEST_KEY_FILE),
+				  0, uid, gid,
+				  "make the key as the daemon's user: "
+				  "patchbridge attest-key --generate FILE",
+				  secret_key32_b64);
 	if (config_bool(cfg, CFG_WEBHOOK_ENABLED))
 		check_secret(pf, "[webhook] secret_file",
 			     config_str(cfg, CFG_WEBHOOK_SECRET_FILE),

@@ -7,6 +7,7 @@
 #include "util/perm.h"
 #include "util/printable.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -163,16 +164,42 @@ static int become(uid_t uid, gid_t gid)
 }
 
 /* secret_read() into a buffer of its own, wiped. */
-static int read_and_wipe(const char *path, size_t max)
+static int read_and_wipe(const char *path, size_t max, secret_text_fn check)
 {
 	struct buf b = BUF_INIT(SECRET_MAX + 1);
 	int rc = secret_read(&b, path, max);
 
+	if (!rc && check) {
+		rc = check(b.data, b.len);
+		if (rc)
+			err_prefix(rc, "secret file %s", path);
+	}
 	secret_wipe(&b);
 	return rc;
 }
 
+int secret_key32_b64(const char *text, size_t len)
+{
+	size_t i;
+
+	for (i = 0; len == 44 && i < 43; i++)
+		if (!isalnum((unsigned char)text[i]) && text[i] != '+' &&
+		    text[i] != '/')
+			break;
+	if (len != 44 || i != 43 || text[43] != '=')
+		return err_set(PB_EINVAL,
+			       "not an ed25519 private key (the base64 of 32 "
+			       "bytes, as patatt genkey writes)");
+	return 0;
+}
+
 int secret_check_as(uid_t uid, gid_t gid, const char *path, size_t max)
+{
+	return secret_check_text_as(uid, gid, path, max, NULL);
+}
+
+int secret_check_text_as(uid_t uid, gid_t gid, const char *path, size_t max,
+			 secret_text_fn check)
 {
 	char msg[PB_ERRMSG_MAX];
 	int fds[2], status, rc;
@@ -181,7 +208,7 @@ int secret_check_as(uid_t uid, gid_t gid, const char *path, size_t max)
 	pid_t pid;
 
 	if (uid == geteuid() && gid == getegid())
-		return read_and_wipe(path, max);
+		return read_and_wipe(path, max, check);
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return err_set_errno(PB_ETEMP, "pipe");
 	pid = fork();
@@ -197,7 +224,7 @@ int secret_check_as(uid_t uid, gid_t gid, const char *path, size_t max)
 			rc = err_set_errno(PB_EPERM, "cannot become uid %lu",
 					   (unsigned long)uid);
 		} else {
-			rc = read_and_wipe(path, max);
+			rc = read_and_wipe(path, max, check);
 		}
 		if (rc && fd_write_all(fds[1], err_msg(), strlen(err_msg())))
 			_exit(127);

@@ -1,6 +1,6 @@
 /*
  * secret - read a credential from a file: the forge token, the webhook
- * secret, the SMTP password.
+ * secret, the SMTP password, the attestation key.
  *
  * The file holds the secret on its first line; one trailing LF (or CRLF)
  * is removed, nothing else is trimmed.  The secret must be 1 to max
@@ -62,6 +62,24 @@ int secret_open(int *fd, const char *path);
  * before threads start.
  */
 int secret_check_as(uid_t uid, gid_t gid, const char *path, size_t max);
+
+/*
+ * A check of what a secret file holds, run where it is read (in the
+ * child of secret_check_text_as()): 0, or an error with err_set() whose
+ * message says what is wrong and never quotes the secret.
+ */
+typedef int (*secret_text_fn)(const char *text, size_t len);
+
+/* secret_check_as(), and check(text) on what the file holds. */
+int secret_check_text_as(uid_t uid, gid_t gid, const char *path, size_t max,
+			 secret_text_fn check);
+
+/*
+ * Is text[0..len) the base64 of 32 bytes and nothing else - 43
+ * characters of the alphabet and "=" - as patatt genkey writes an
+ * ed25519 key ([outbound] attest_key_file)?  0 or PB_EINVAL.
+ */
+int secret_key32_b64(const char *text, size_t len);
 
 /* Read path into out (reset first); max: 0 for SECRET_MAX.  The file is
  * opened and checked by secret_open(). */

@@ -192,6 +192,25 @@ int forge_job_trace(struct buf *out, struct forge *f, const char *project,
 	return f->ops->job_trace(out, f, project, job_id);
 }
 
+int forge_commit_signature(struct forge_signature *out, struct forge *f,
+			   const char *project, const char *sha)
+{
+	memset(out, 0, sizeof(*out));
+	if (!f->ops->commit_signature)
+		return NOT_SUPPORTED(f, "verify commit signatures");
+	return f->ops->commit_signature(out, f, project, sha);
+}
+
+void forge_signature_release(struct forge_signature *s)
+{
+	free(s->type);
+	free(s->status);
+	free(s->name);
+	free(s->email);
+	free(s->key);
+	memset(s, 0, sizeof(*s));
+}
+
 int forge_get_version(struct forge_version *out, struct forge *f,
 		      const char *project, int64_t iid, int64_t version_id)
 {

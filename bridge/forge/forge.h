@@ -212,6 +212,24 @@ struct forge_job_list {
 	size_t nr;
 };
 
+/*
+ * A commit's signature as the forge verified it (GitLab: GET
+ * /projects/:id/repository/commits/:sha/signature, doc/api/commits.md
+ * "Get signature of a commit"; lib/api/entities/commit_signature.rb and
+ * the gpg_commit_signature.rb, ssh_signature.rb and x509_signature.rb it
+ * merges in).  Whose key it is: for PGP the key's user name and email,
+ * for SSH the key's title (the key belongs to a forge user; a verified
+ * SSH signature means the committer's email is one of that user's), for
+ * X.509 the certificate's email and subject.
+ */
+struct forge_signature {
+	char *type; /* "PGP", "SSH", "X509" */
+	char *status; /* "verified", "unverified", "other_user", ... */
+	char *name; /* PGP: gpg_key_user_name; NULL otherwise */
+	char *email; /* PGP: gpg_key_user_email; X509: the certificate's */
+	char *key; /* PGP: primary key id; SSH: key title; X509: subject */
+};
+
 struct forge_version_list {
 	struct forge_version *items; /* newest first */
 	size_t nr;
@@ -520,6 +538,8 @@ struct forge_ops {
 			 const char *project, int64_t pipeline_id);
 	int (*job_trace)(struct buf *out, struct forge *f, const char *project,
 			 int64_t job_id);
+	int (*commit_signature)(struct forge_signature *out, struct forge *f,
+				const char *project, const char *sha);
 	enum forge_sudo_problem (*sudo_problem)(const struct forge *f);
 	enum forge_token_problem (*token_problem)(const struct forge *f);
 	/* Run fn(arg) with the handle's per-call state set aside
@@ -610,6 +630,11 @@ int forge_list_jobs(struct forge_job_list *out, struct forge *f,
  */
 int forge_job_trace(struct buf *out, struct forge *f, const char *project,
 		    int64_t job_id);
+
+/* The signature the forge found on a commit and its verdict on it;
+ * PB_ENOTFOUND for a commit that is not signed (or not there). */
+int forge_commit_signature(struct forge_signature *out, struct forge *f,
+			   const char *project, const char *sha);
 
 /* The MR's notes, system notes included, in q's order (NULL: the
  * forge's).  No discussion ids: the forge's note entity has none. */
@@ -790,6 +815,7 @@ void forge_version_list_release(struct forge_version_list *l);
 void forge_pipeline_release(struct forge_pipeline *p);
 void forge_pipeline_list_release(struct forge_pipeline_list *l);
 void forge_job_release(struct forge_job *j);
+void forge_signature_release(struct forge_signature *s);
 void forge_job_list_release(struct forge_job_list *l);
 void forge_position_release(struct forge_position *p);
 void forge_note_release(struct forge_note *n);

@@ -996,6 +996,7 @@ static const struct forge_ops gitlab_ops = {
 	.list_pipelines = gl_list_pipelines,
 	.list_jobs = gl_list_jobs,
 	.job_trace = gl_job_trace,
+	.commit_signature = gl_commit_signature,
 	.sudo_problem = gl_sudo_problem,
 	.token_problem = gl_token_problem,
 	.pause = gl_pause,

@@ -152,6 +152,7 @@ int gl_approvals_from_json(void *out, const struct json_value *v);
 int gl_project_from_json(void *out, const struct json_value *v);
 int gl_hook_from_json(void *out, const struct json_value *v);
 int gl_pipeline_from_json(void *out, const struct json_value *v);
+int gl_signature_from_json(void *out, const struct json_value *v);
 int gl_job_from_json(void *out, const struct json_value *v);
 /* The strings of the array obj[key], appended to l. */
 int gl_strings_from_json(struct strlist *l, const struct json_value *obj,
@@ -224,5 +225,6 @@ GL_OP(list_hooks);
 GL_OP(list_pipelines);
 GL_OP(list_jobs);
 GL_OP(job_trace);
+GL_OP(commit_signature);
 
 #endif

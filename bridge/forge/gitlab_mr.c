@@ -713,6 +713,35 @@ int gl_get_project(struct forge_project *out, struct forge *f,
 }
 
 /*
+ * GET /projects/:id/repository/commits/:sha/signature (doc/api/
+ * commits.md "Get signature of a commit", lib/api/commits.rb): the
+ * signature GitLab found on the commit and its verification_status; an
+ * unsigned commit answers 404 "GPG Signature Not Found", which is
+ * PB_ENOTFOUND here like any 404.  Only a full hexadecimal id is asked:
+ * :sha also takes a branch or tag name, which is not what is meant.
+ */
+int gl_commit_signature(struct forge_signature *out, struct forge *f,
+			const char *project, const char *sha)
+{
+	struct gitlab *gl = gl_of(f);
+	struct buf u = BUF_INIT(PB_HTTP_URL_MAX);
+	size_t n = sha ? strspn(sha, "0123456789abcdef") : 0;
+	int rc;
+
+	if (!sha || n < 7 || sha[n])
+		return err_set(PB_EINVAL, "not a commit id");
+	if ((rc = gl_url_project(&u, gl, project)) == 0 &&
+	    buf_addf(&u, "/repository/commits/%s/signature", sha) < 0)
+		rc = gl_url_fail();
+	if (!rc)
+		rc = gl_get_one(gl, u.data, gl_signature_from_json, out);
+	if (rc)
+		forge_signature_release(out);
+	buf_release(&u);
+	return rc;
+}
+
+/*
  * Who the token is: GET /user (is_admin is shown only when the token acts
  * as an administrator, lib/api/users.rb: UserWithAdmin for
  * can_admin_all_resources?) and GET /personal_access_tokens/self (its

@@ -837,6 +837,44 @@ int gl_pipeline_from_json(void *out, const struct json_value *v)
 	return 0;
 }
 
+/*
+ * lib/api/entities/commit_signature.rb: signature_type, then the fields
+ * of the signature's own entity merged in (merge: true):
+ * gpg_commit_signature.rb (verification_status, gpg_key_primary_keyid,
+ * gpg_key_user_name, gpg_key_user_email), ssh_signature.rb
+ * (verification_status, key: SSHKey with its title), x509_signature.rb
+ * (verification_status, x509_certificate: subject, email).
+ */
+int gl_signature_from_json(void *out, const struct json_value *v)
+{
+	struct forge_signature *s = out;
+	const struct json_value *o = NULL;
+
+	memset(s, 0, sizeof(*s));
+	if (json_get_str(&s->type, v, "signature_type") < 0 ||
+	    json_get_str_opt(&s->status, v, "verification_status") < 0)
+		goto fail;
+	if (!strcmp(s->type, "PGP")) {
+		if (json_get_str_opt(&s->name, v, "gpg_key_user_name") < 0 ||
+		    json_get_str_opt(&s->email, v, "gpg_key_user_email") < 0 ||
+		    json_get_str_opt(&s->key, v, "gpg_key_primary_keyid") < 0)
+			goto fail;
+	} else if (!strcmp(s->type, "SSH")) {
+		if (json_get_obj_opt(&o, v, "key") < 0 ||
+		    (o && json_get_str_opt(&s->key, o, "title") < 0))
+			goto fail;
+	} else if (!strcmp(s->type, "X509")) {
+		if (json_get_obj_opt(&o, v, "x509_certificate") < 0 ||
+		    (o && (json_get_str_opt(&s->email, o, "email") < 0 ||
+			   json_get_str_opt(&s->key, o, "subject") < 0)))
+			goto fail;
+	}
+	return 0;
+fail:
+	forge_signature_release(s);
+	return PB_EINVAL;
+}
+
 /* lib/api/entities/ci/job_basic.rb */
 int gl_job_from_json(void *out, const struct json_value *v)
 {

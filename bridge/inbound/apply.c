@@ -403,13 +403,24 @@ static void reauth_mark(struct run *r, int on)
 	buf_release(&v);
 }
 
-static int mark_list_approval(struct run *r, const char *user)
+static int mark_list_approval(struct run *r, const struct plan_action *a)
 {
 	char *name = xasprintf(STORE_CURSOR_LIST_APPROVAL, r->t->project,
-			       (long long)r->t->iid, user);
+			       (long long)r->t->iid, a->user);
+	char *via = NULL;
 	int rc = store_cursor_set(r->st, name, r->t->head_sha);
 
 	free(name);
+	if (!rc) {
+		name = xasprintf(STORE_CURSOR_LIST_APPROVAL_VIA, r->t->project,
+				 (long long)r->t->iid, a->user);
+		via = xasprintf("%.*s (%s)", STORE_CURSOR_VALUE_MAX / 2,
+				a->who ? a->who : "an approval",
+				a->via ? a->via : "not verified");
+		rc = store_cursor_set(r->st, name, via);
+		free(name);
+		free(via);
+	}
 	return rc;
 }
 
@@ -576,7 +587,7 @@ static int do_approve(struct run *r, const struct plan_action *a, void *arg)
 	}
 	/* Before the approval: the forge's "approved" note must never be
 	 * mailed back to the list, which has the trailer already. */
-	rc = mark_list_approval(r, a->user);
+	rc = mark_list_approval(r, a);
 	if (rc)
 		snprintf(why, sizeof(why), "%s", err_msg());
 	else

@@ -121,6 +121,17 @@ static int add_person(struct buf *b, const char *name, const char *email)
 	return add_person_as(b, &markdown, name, email);
 }
 
+const char *plan_verified_by(const struct review *r)
+{
+	if (r->auth.verified && r->wrap_trusted)
+		return "verified by the list, which wrapped the message for "
+		       "DMARC";
+	if (r->auth.verified)
+		return r->auth.dkim == AR_PASS ? "DKIM verified" :
+						 "DMARC verified";
+	return "not verified";
+}
+
 int plan_footer(struct buf *out, const struct review *r,
 		const struct plan_ctx *ctx)
 {
@@ -863,6 +874,7 @@ int plan_build(struct plan *out, const struct review *r,
 		a = add(out, PLAN_IDX_APPROVE(i), PLAN_APPROVE);
 		a->user = xstrdup(d[i].user);
 		a->trailer = i;
+		a->via = plan_verified_by(r);
 		if (add_trailer_text(&who, t) == 0)
 			a->who = buf_detach(&who, NULL);
 		else

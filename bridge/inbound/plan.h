@@ -110,6 +110,9 @@ struct plan_action {
 	char *user;
 	size_t trailer; /* APPROVE: index in review->trailers */
 	char *who; /* APPROVE: "Acked-by: Name <email>", for later notes */
+	/* APPROVE: how the sender of the mail was verified, for the
+	 * approval's provenance (plan_verified_by()). */
+	const char *via;
 };
 
 struct plan {
@@ -241,5 +244,14 @@ const char *plan_kind_name(enum plan_kind k);
  */
 int plan_footer(struct buf *out, const struct review *r,
 		const struct plan_ctx *ctx);
+
+/*
+ * How the sender of r was verified, in a few words for the provenance of
+ * what the mail asked: "DKIM verified", "DMARC verified", "verified by the
+ * list, which wrapped the message for DMARC", or "not verified" (counted
+ * only where [inbound] approval_policy does not require it).  A static
+ * string.
+ */
+const char *plan_verified_by(const struct review *r);
 
 #endif

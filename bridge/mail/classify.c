@@ -216,6 +216,9 @@ void classify_header(struct classify_input *in, const char *name,
 		in->patch_new =
 			(subj.has_tag && !subj.reply && !subj.forward) ||
 			strstr(value, "=?") != NULL;
+		in->new_version = in->patch_new && !strstr(value, "=?") ?
+					  subj.version :
+					  0;
 		in->subj_version = 0;
 		in->subj_total = 0;
 		if (in->patch_reply && !strstr(value, "=?")) {
@@ -801,6 +804,17 @@ int classify_eom(struct classify_result *res, const struct classify_input *in,
 			res->verdict = CLASSIFY_PASS;
 			res->reason = "not-bridged";
 		}
+		goto out;
+	}
+	/* a next version sent in reply to the last one (git send-email
+	 * --in-reply-to=<v1 cover>, as contributors are told to) is a new
+	 * series, not a reply to the mail it answers: the daemon finds the
+	 * merge request it updates (emailmr.h) */
+	if (opts->submissions && in->new_version >= 2) {
+		set_target(res, "", 0, 0, 0, 0, "");
+		res->via = CLASSIFY_VIA_NONE;
+		res->verdict = CLASSIFY_SUBMIT;
+		res->reason = "submission";
 		goto out;
 	}
 	res->verdict = CLASSIFY_BRIDGE;

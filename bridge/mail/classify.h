@@ -95,6 +95,10 @@ struct classify_input {
 	/* Subject "[PATCH ...]" with no reply or forward marker (or
 	 * encoded): maybe a patch of a new series (review.h submission) */
 	int patch_new;
+	/* That subject's vN when it is patch_new and not encoded; 0
+	 * otherwise: a "[PATCH v2 ...]" is a next version however it is
+	 * threaded (git send-email --in-reply-to=<v1 cover>) */
+	int new_version;
 	int pb_header; /* an X-Patchbridge or X-Patchbridge-* field */
 	int auto_replied; /* Auto-Submitted: auto-replied */
 };

@@ -53,6 +53,7 @@ struct builder {
 	int old_left, new_left, old_no, new_no;
 	int lenient; /* DIFF_LENIENT: a trimmed quote */
 	int uncertain; /* lines were skipped: numbers are unknown */
+	int named; /* the file's "---"/"+++" pair was read */
 };
 
 static char *path_dup(const char *p, size_t n, char side)
@@ -88,6 +89,7 @@ static void new_file(struct builder *b)
 	d->files[d->nr_files].new_path = NULL;
 	b->file = (long)d->nr_files++;
 	b->hunk = -1;
+	b->named = 0;
 }
 
 static int file_has_hunks(const struct builder *b)
@@ -249,6 +251,27 @@ static int is_header(const char *line, size_t n)
 	       (n > 4 && !memcmp(line, "@@ -", 4));
 }
 
+/*
+ * In a quote, "--- a/x" / "+++ b/x" / "@@ -..." starts the next file
+ * even when the hunk before it seems to want more lines: a client that
+ * merged two quoted lines (Outlook) leaves the hunk one short, and the
+ * file's header would be read as its last lines.  No three lines of a
+ * hunk read so: "@@" cannot open a hunk line.
+ */
+static int is_file_header(const char *line, size_t n, const struct scan *s)
+{
+	struct scan peek = *s;
+	const char *next;
+	size_t nn;
+
+	if (n < 4 || memcmp(line, "--- ", 4))
+		return 0;
+	if (!scan_line(&peek, &next, &nn) || nn < 4 || memcmp(next, "+++ ", 4))
+		return 0;
+	return scan_line(&peek, &next, &nn) && nn > 4 &&
+	       !memcmp(next, "@@ -", 4);
+}
+
 int diff_parse(struct diff **out, const char *text, size_t len)
 {
 	return diff_parse_flags(out, text, len, 0);
@@ -281,7 +304,8 @@ int diff_parse_flags(struct diff **out, const char *text, size_t len,
 	scan_init(&s, d->text.data, d->text.len);
 	while (!rc && !d->truncated && scan_line(&s, &line, &n)) {
 		if (b.hunk >= 0) {
-			if (!(b.lenient && is_header(line, n)) &&
+			if (!(b.lenient && (is_header(line, n) ||
+					    is_file_header(line, n, &s))) &&
 			    hunk_line(&b, line, n, &rc))
 				continue;
 			close_hunk(&b);
@@ -305,7 +329,17 @@ int diff_parse_flags(struct diff **out, const char *text, size_t len,
 			free(d->files[b.file].new_path);
 			d->files[b.file].new_path =
 				path_dup(next + 4, nn - 4, 'b');
+			b.named = 1;
 			s = peek;
+		} else if (b.lenient && n > 4 && !memcmp(line, "+++ ", 4) &&
+			   b.file >= 0 && !b.named && !file_has_hunks(&b)) {
+			/* a quote whose client re-flowed the header
+			 * ("b/x index 1234..5678" / "100644 --- a/x" /
+			 * "+++ b/x", Claws Mail): the "+++" line alone
+			 * names the file.  Not after the pair: Outlook
+			 * wraps a long "+++ b/x" into a second "+++" */
+			set_path(&d->files[b.file].new_path,
+				 path_dup(line + 4, n - 4, 'b'));
 		} else if (n > 12 && !memcmp(line, "rename from ", 12) &&
 			   b.file >= 0) {
 			set_path(&d->files[b.file].old_path,

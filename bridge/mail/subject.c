@@ -520,7 +520,8 @@ static const char *title_start(const char *q, const char *end)
 	}
 }
 
-/* Brackets after the tag that hold only tag words: "[PATCH] [RFC,1/2]". */
+/* Brackets after the tag that hold only tag words: "[PATCH] [RFC,1/2]", or
+ * a counter among other words. */
 #define SUBJECT_EXTRA_BRACKETS 3
 
 static void take_tag(struct subject *out, struct tag_info *ti,
@@ -540,9 +541,21 @@ static void take_tag(struct subject *out, struct tag_info *ti,
 		if (q >= end || *q != '[' || !find_close(q + 1, end, &close))
 			break;
 		read_bracket(&more, q + 1, (size_t)(close - q - 1));
-		if (!more.all_known || close == q + 1)
+		if (close == q + 1)
 			break;
-		*ti = more;
+		if (!more.all_known) {
+			/* "[PATCH][for stable 5.10 1/4]": other words, but
+			 * the series' counter (patchwork reads it there
+			 * too); only that is taken, and no further bracket */
+			if (ti->has_counter || !more.has_counter || more.branch)
+				break;
+			ti->has_counter = 1;
+			ti->index = more.index;
+			ti->total = more.total;
+			extra = SUBJECT_EXTRA_BRACKETS;
+		} else {
+			*ti = more;
+		}
 		part = collapse(q + 1, (size_t)(close - q - 1));
 		joined = xasprintf("%s %s", prefix, part);
 		free(prefix);

@@ -5,6 +5,7 @@
 #include "mail/mailinfo.h"
 #include "mail/review.h"
 #include "mail/subject.h"
+#include "outbound/emailattest.h"
 #include "state/store.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -615,6 +616,71 @@ static int map_series(const struct emailmr_ctx *c, const struct series *s,
 	return rc;
 }
 
+/* What every telling of a series that is no merge request holds. */
+static void failure_init(struct emailmr_failure *f, const struct emailmr_ctx *c,
+			 const struct series *s)
+{
+	memset(f, 0, sizeof(*f));
+	f->series_id = s->sub.series_id;
+	f->sender = s->sub.sender;
+	f->version = s->sub.version;
+	f->total = s->sub.total;
+	f->target_branch = c->target_branch;
+	if (s->mails.nr) {
+		f->first = s->mails.items[0].message;
+		f->first_len = s->mails.items[0].message_len;
+	}
+}
+
+/*
+ * What vouches for each mail of the series (emailattest.h), before
+ * anything is pushed: PB_EINVAL when the project requires attestation
+ * and a mail has none or a bad one; the sender is told (c->failed), then
+ * the series marked failed.
+ */
+static int attest(struct emailattest *a, const struct emailmr_ctx *c,
+		  const struct series *s, const char *safe,
+		  const char *series_id)
+{
+	struct emailattest_opts o;
+	struct buf why = BUF_INIT(PB_ERRMSG_MAX / 2);
+	size_t i;
+	int rc = 0;
+
+	memset(&o, 0, sizeof(o));
+	o.keyring = c->attest_keyring;
+	o.ro = c->ro;
+	o.sender = s->sub.sender;
+	a->total = s->sub.total;
+	for (i = 0; !rc && i < s->mails.nr; i++)
+		rc = emailattest_add(a, s->mails.items[i].message,
+				     s->mails.items[i].message_len,
+				     s->mails.items[i].patch, &o);
+	if (rc || !c->require_attestation || emailattest_ok(a))
+		goto out;
+	emailattest_why(&why, a);
+	buf_clear_error(&why);
+	if (s->sub.state == STORE_SUBMISSION_WHOLE) {
+		if (c->failed) {
+			struct emailmr_failure f;
+
+			failure_init(&f, c, s);
+			f.not_attested = why.data;
+			rc = c->failed(c->failed_arg, &f);
+			if (rc)
+				goto out; /* tried again with the series */
+		}
+		(void)store_submission_finish(c->st, series_id,
+					      STORE_SUBMISSION_FAILED, 0);
+	}
+	rc = err_set(PB_EINVAL,
+		     "series <%s> refused (email_require_attestation): %s",
+		     safe, why.data);
+out:
+	buf_release(&why);
+	return rc;
+}
+
 /* The sender told that patch failed+1 does not apply (c->failed). */
 static int tell_failed(const struct emailmr_ctx *c, const struct series *s,
 		       size_t failed, const char *base, const char *msg)
@@ -624,25 +690,16 @@ static int tell_failed(const struct emailmr_ctx *c, const struct series *s,
 
 	if (!c->failed)
 		return 0;
-	memset(&f, 0, sizeof(f));
-	f.series_id = s->sub.series_id;
-	f.sender = s->sub.sender;
-	f.version = s->sub.version;
-	f.total = s->sub.total;
+	failure_init(&f, c, s);
 	f.patch = (int)failed + 1;
 	f.base = base;
 	f.base_named = strcmp(base, c->target_sha) != 0;
-	f.target_branch = c->target_branch;
 	f.git_message = msg;
 	for (i = 0; i < s->mails.nr; i++) {
 		if (!s->mails.items[i].patch)
 			continue;
 		if (k++ == failed)
 			f.patch_subject = s->mi[i].subject;
-	}
-	if (s->mails.nr) {
-		f.first = s->mails.items[0].message;
-		f.first_len = s->mails.items[0].message_len;
 	}
 	return c->failed(c->failed_arg, &f);
 }
@@ -656,34 +713,58 @@ static int tell_stale(const struct emailmr_ctx *c, const struct series *s,
 
 	if (!c->failed)
 		return 0;
-	memset(&f, 0, sizeof(f));
-	f.series_id = s->sub.series_id;
-	f.sender = s->sub.sender;
-	f.version = s->sub.version;
-	f.total = s->sub.total;
-	f.target_branch = c->target_branch;
+	failure_init(&f, c, s);
 	f.taken_iid = iid;
 	f.taken_version = latest;
-	if (s->mails.nr) {
-		f.first = s->mails.items[0].message;
-		f.first_len = s->mails.items[0].message_len;
-	}
 	return c->failed(c->failed_arg, &f);
 }
 
 /* The description: the cover letter's text (the patch's), under "From:
- * NAME <ADDRESS> by email" when the bridge opens it. */
-static void describe(struct buf *desc, const struct mr_text *t, int by_bridge)
+ * NAME <ADDRESS> by email" when the bridge opens it, and what vouches
+ * for the mails (emailattest.h). */
+static void describe(struct buf *desc, const struct mr_text *t, int by_bridge,
+		     const struct emailattest *att)
 {
 	buf_reset(desc);
 	if (by_bridge)
 		buf_addf(desc, "From: %s <%s> by email\n", t->name, t->email);
+	emailattest_describe(desc, att);
 	if (t->body.len)
-		buf_addf(desc, "%s%s\n", by_bridge ? "\n" : "", t->body.data);
+		buf_addf(desc, "%s%s\n", desc->len ? "\n" : "", t->body.data);
 	if (buf_error(desc)) {
 		buf_clear_error(desc);
 		buf_adds(desc, "\n(cut)\n");
 	}
+}
+
+/* A note on merge request iid saying which version of the series came
+ * by email and what vouches for its mails: once (its marker), also when
+ * the daemon is killed between the push and the note. */
+static int note_version(const struct emailmr_ctx *c, const struct series *s,
+			int64_t iid, const struct emailattest *att)
+{
+	struct buf body = BUF_INIT(PB_NOTE_BODY_MAX);
+	struct forge_note note;
+	char key[64];
+	int rc;
+
+	buf_addf(&body, "v%d of this series came by email from %s.\n\n",
+		 s->sub.version, s->sub.sender);
+	emailattest_describe(&body, att);
+	buf_rtrim(&body);
+	buf_adds(&body, "\n");
+	if (buf_error(&body)) {
+		buf_release(&body);
+		return err_set(PB_ELIMIT, "the version's note is too long");
+	}
+	snprintf(key, sizeof(key), "email-version:%08x",
+		 (unsigned)hash_fnv1a_str(s->sub.series_id));
+	memset(&note, 0, sizeof(note));
+	rc = forge_create_note(&note, c->forge, c->project, iid, body.data,
+			       key);
+	forge_note_release(&note);
+	buf_release(&body);
+	return rc;
 }
 
 /* Open the merge request n (its description made here): as the
@@ -692,14 +773,15 @@ static void describe(struct buf *desc, const struct mr_text *t, int by_bridge)
  * anyone, as the bridge. */
 static int create_mr(struct forge_mr *mr, const struct emailmr_ctx *c,
 		     const struct series *s, struct forge_mr_new *n,
-		     const struct mr_text *t, struct buf *desc)
+		     const struct mr_text *t, const struct emailattest *att,
+		     struct buf *desc)
 {
 	struct strlist users = STRLIST_INIT;
 	const char *user = opener(c, s, &users);
 	int rc = 0, rc2;
 
 	if (user) {
-		describe(desc, t, 0);
+		describe(desc, t, 0, att);
 		n->description = desc->data;
 		rc = forge_act_as(c->forge, user);
 		if (!rc)
@@ -725,7 +807,7 @@ static int create_mr(struct forge_mr *mr, const struct emailmr_ctx *c,
 		}
 	}
 	if (!user) {
-		describe(desc, t, 1);
+		describe(desc, t, 1, att);
 		n->description = desc->data;
 		rc = forge_create_mr(mr, c->forge, c->project, n);
 	}
@@ -747,12 +829,14 @@ int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,
 	char base[GITREPO_HEXSZ + 1], head[GITREPO_HEXSZ + 1];
 	char branch[EMAILMR_BRANCH_MAX + 1], *local = NULL, *remote = NULL;
 	char safe[PB_LOG_QUOTE_MAX];
+	struct emailattest att;
 	size_t failed = 0;
 	int64_t earlier = 0;
 	int rc;
 
 	*iid = 0;
 	memset(&mr, 0, sizeof(mr));
+	emailattest_init(&att);
 	printable_copy(safe, sizeof(safe), series_id, strlen(series_id));
 	rc = series_read(&s, c->st, series_id);
 	if (rc)
@@ -767,6 +851,9 @@ int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,
 		goto out;
 	if (!t.title.len)
 		buf_sets(&t.title, "(no subject)");
+	rc = attest(&att, c, &s, safe, series_id);
+	if (rc)
+		goto out;
 
 	/* Apply: committed at the time the series became whole, so that a
 	 * second run makes the same commits. */
@@ -833,8 +920,14 @@ int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,
 	if (rc)
 		goto out;
 
-	if (earlier)
-		goto mapped; /* the push made the new version */
+	if (earlier) {
+		/* the push made the new version; what vouches for it on the
+		 * merge request, as the description does for the first */
+		rc = note_version(c, &s, earlier, &att);
+		if (rc)
+			goto out;
+		goto mapped;
+	}
 
 	/* The merge request: found, not made again, after a restart. */
 	if (c->label && *c->label)
@@ -844,7 +937,7 @@ int emailmr_open(int64_t *iid, const struct emailmr_ctx *c,
 	n.target_branch = c->target_branch;
 	n.title = t.title.data;
 	n.labels = &labels;
-	rc = create_mr(&mr, c, &s, &n, &t, &desc);
+	rc = create_mr(&mr, c, &s, &n, &t, &att, &desc);
 	if (rc)
 		goto out;
 mapped:
@@ -858,10 +951,12 @@ mapped:
 	}
 	if (!rc)
 		log_info("%s!%lld: %s from the series <%s> (v%d, %zu "
-			 "patches on %.12s, branch %s)",
+			 "patches on %.12s, branch %s; %s)",
 			 c->project, (long long)mr.iid,
 			 earlier ? "updated" : "opened", safe, s.sub.version,
-			 s.nr_patches, base, branch);
+			 s.nr_patches, base, branch,
+			 emailattest_ok(&att) ? "attested or DKIM-verified" :
+						"not attested");
 out:
 	forge_mr_release(&mr);
 	strlist_release(&labels);
@@ -872,6 +967,7 @@ out:
 	free(t.email);
 	free(local);
 	free(remote);
+	emailattest_release(&att);
 	series_release(&s);
 	return rc;
 }

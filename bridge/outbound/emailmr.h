@@ -41,7 +41,9 @@
  * series does not apply (it is then marked failed; err_msg() names the
  * patch, git's message and the base tried), PB_ENOTFOUND for an unknown
  * or unfinished series, and those of the store, git and forge calls
- * (PB_ETEMP: try again later).
+ * (PB_ETEMP: try again later); PB_EINVAL too when require_attestation
+ * refuses it (told through failed, then marked failed; err_msg() says
+ * which mail and why).
  */
 #ifndef PB_OUTBOUND_EMAILMR_H
 #define PB_OUTBOUND_EMAILMR_H
@@ -73,6 +75,10 @@ struct emailmr_failure {
 	 * than taken_version, which merge request taken_iid has taken */
 	int64_t taken_iid;
 	int taken_version;
+	/* not NULL: no patch failed, but the project requires attestation
+	 * and this says which mail is not attested and why (emailattest.h,
+	 * emailattest_why()); nothing was pushed */
+	const char *not_attested;
 	const char *first; /* the series' first mail (the cover letter,
 			    * else patch 1), as received */
 	size_t first_len;
@@ -113,8 +119,15 @@ struct emailmr_ctx {
 	void *map_arg;
 	/* The trust rules of approvals: a merge request is opened as the
 	 * sender's user only when every mail of the series is verified by
-	 * them.  NULL: nobody is. */
+	 * them; and a mail with no patatt attestation is verified by them
+	 * (emailattest.h).  NULL: nobody is. */
 	const struct review_options *ro;
+	/* What vouches for the series (emailattest.h), checked before
+	 * anything is pushed and written into the description: the
+	 * project keyring (NULL or "": none), and whether a series that is
+	 * not attested is refused (PB_EINVAL, marked failed). */
+	const char *attest_keyring;
+	int require_attestation;
 };
 
 /*

@@ -378,6 +378,19 @@ int emailnotice_failed(void *arg, const struct emailmr_failure *f)
 	struct buf reason = BUF_INIT(4096);
 	int rc;
 
+	if (f->not_attested) {
+		printable_copy(git, sizeof(git), f->not_attested,
+			       strlen(f->not_attested));
+		buf_addf(&reason,
+			 EMAILNOTICE_UNATTESTED
+			 " (a patatt signature, as b4 and patatt make it, with "
+			 "a key the project's keyring holds) or DKIM-verified, "
+			 "and %s. Nothing was pushed. Sign the series (patatt "
+			 "sign, or b4 send) with a key the project has, and "
+			 "send it again as v%d.",
+			 git, f->version + 1);
+		goto tell;
+	}
 	if (f->taken_iid) {
 		buf_addf(&reason,
 			 "This series is v%d, and merge request !%lld has "

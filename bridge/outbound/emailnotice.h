@@ -50,6 +50,13 @@ struct store;
 #define EMAILNOTICE_FAILED "failed "
 #define EMAILNOTICE_MISSING "missing "
 
+/* How a FAILED notice about a series refused as not attested begins
+ * (emailmr_failure.not_attested), so `why` tells it from one that does
+ * not apply. */
+#define EMAILNOTICE_UNATTESTED                                             \
+	"The project opens a merge request only for a series whose every " \
+	"mail is attested"
+
 struct emailnotice_ctx {
 	struct store *st;
 	const struct config *cfg;

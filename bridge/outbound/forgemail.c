@@ -657,7 +657,11 @@ static int approval_body(struct buf *body, struct mrctx *c,
 	memset(&u, 0, sizeof(u));
 	if (n->author.id > 0 && forge_get_user(&u, c->fm->forge, n->author.id))
 		log_warn("approval by %s: %s", name, err_msg());
-	rc = buf_addf(body, "%s approved this merge request on the forge.\n\n",
+	rc = buf_addf(body,
+		      "%s approved this merge request on the forge.\n"
+		      "Given there by the user signed in to it, not by email: "
+		      "no mail signature\n(DKIM or patch attestation) stands "
+		      "behind it.\n\n",
 		      name);
 	if (rc)
 		goto out;
@@ -675,6 +679,59 @@ static int approval_body(struct buf *body, struct mrctx *c,
 	}
 out:
 	forge_user_release(&u);
+	return rc;
+}
+
+/*
+ * The applied mail's word on each approval the merged MR has, and where
+ * it came from: a trailer mailed to the list that the bridge approved
+ * for (the provenance apply.c kept beside the list-approval cursor:
+ * the trailer and how its sender was verified), or the forge, where the
+ * user signed in approved.  Nothing when the forge lists none or cannot
+ * be asked (logged).
+ */
+static int approvals_block(struct buf *b, struct mrctx *c)
+{
+	struct forge_approvals a;
+	struct buf via = BUF_INIT(STORE_CURSOR_VALUE_MAX);
+	size_t i;
+	int rc;
+
+	rc = forge_get_approvals(&a, c->fm->forge, c->project, c->iid);
+	if (rc) {
+		log_notice("merged: the applied mail names no approvals: %s",
+			   err_msg());
+		return 0;
+	}
+	if (a.nr_approved_by)
+		rc = buf_adds(b, "\nApprovals:\n");
+	for (i = 0; !rc && i < a.nr_approved_by; i++) {
+		const struct forge_user *u = &a.approved_by[i];
+		char *name = NULL;
+
+		buf_reset(&via);
+		if (u->username)
+			name = xasprintf(STORE_CURSOR_LIST_APPROVAL_VIA,
+					 c->project, (long long)c->iid,
+					 u->username);
+		rc = buf_adds(b, "- ");
+		if (!rc)
+			rc = mailhdr_sanitize(b, name_of(u),
+					      strlen(name_of(u)));
+		if (!rc && name &&
+		    !store_cursor_get(&via, c->fm->store, name) && via.len) {
+			rc = buf_adds(b, ": by email, ");
+			if (!rc)
+				rc = mailhdr_sanitize(b, via.data, via.len);
+		} else if (!rc) {
+			rc = buf_adds(b, ": on the forge");
+		}
+		if (!rc)
+			rc = buf_addch(b, '\n');
+		free(name);
+	}
+	forge_approvals_release(&a);
+	buf_release(&via);
 	return rc;
 }
 
@@ -781,6 +838,15 @@ static int withdrawn(struct mrctx *c, const struct forge_note *n,
 	rc = queue(c, &m);
 out:
 	free(name);
+	/* Whatever it was, the approval is gone: one given again on the
+	 * forge is not the list's (the applied mail's provenance). */
+	if (rc >= 0 && n->author.username) {
+		name = xasprintf(STORE_CURSOR_LIST_APPROVAL_VIA, c->project,
+				 (long long)c->iid, n->author.username);
+		if (store_cursor_set(c->fm->store, name, ""))
+			log_warn("%s", err_msg());
+		free(name);
+	}
 	buf_release(&mid);
 	buf_release(&head);
 	buf_release(&m.body);
@@ -1217,6 +1283,9 @@ static int applied_body(struct buf *b, struct mrctx *c)
 	else if (!squashed && same)
 		buf_addf(b, "\nFast-forwarded: %s ends at %s.\n", branch,
 			 mr->sha);
+	rc = approvals_block(b, c);
+	if (rc)
+		goto out;
 	if (mr->web_url)
 		buf_addf(b, "\n-- \nOn the forge: %s\n", mr->web_url);
 	rc = buf_error(b);

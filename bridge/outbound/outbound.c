@@ -1,6 +1,7 @@
 #include "outbound/outbound.h"
 
 #include "core/config.h"
+#include "core/secret.h"
 #include "core/health.h"
 #include "core/metrics.h"
 #include "core/owners.h"
@@ -17,6 +18,7 @@
 #include "outbound/mirror.h"
 #include "outbound/openthreads.h"
 #include "outbound/reviewers.h"
+#include "outbound/commitsig.h"
 #include "outbound/series.h"
 #include "outbound/submit.h"
 #include "state/store.h"
@@ -65,6 +67,9 @@ struct outbound {
 	 * record (the database went away): recorded before anything else
 	 * is delivered, never sent again by this process. */
 	struct strlist unrecorded;
+	/* [outbound] attest: the key, read at start; key NULL: off. */
+	struct patatt_key *attest_key;
+	struct series_attest attest;
 	/* Who a series posted to the list is opened as (emailmr.h);
 	 * NULL: the bridge. */
 	emailmr_user_fn map_user;
@@ -125,6 +130,38 @@ int outbound_parse_mr(char *project, size_t size, int64_t *iid,
 
 /* --- set-up ------------------------------------------------------------ */
 
+/*
+ * The attestation key, read as the token is (core/secret.h: the same
+ * permission rules), and tried once on a mail of two lines so that a
+ * bad key, address or selector stops the start, not a revision.
+ */
+static int attest_open(struct outbound *ob)
+{
+	static const char probe[] = "From: probe@invalid\nSubject: probe\n"
+				    "\nprobe\n";
+	const char *path = config_str(ob->cfg, CFG_OUTBOUND_ATTEST_KEY_FILE);
+	const char *sel = config_str(ob->cfg, CFG_OUTBOUND_ATTEST_SELECTOR);
+	struct buf text = BUF_INIT(SECRET_MAX + 1);
+	struct buf b = BUF_INIT(PB_HEADER_VALUE_MAX);
+	int rc;
+
+	rc = secret_read(&text, path, 0);
+	if (!rc)
+		rc = patatt_key_new(&ob->attest_key, text.data, text.len);
+	secret_wipe(&text);
+	if (rc)
+		return err_prefix(rc, "[outbound] attest_key_file %s", path);
+	ob->attest.key = ob->attest_key;
+	ob->attest.identity = config_str(ob->cfg, CFG_BRIDGE_ADDRESS);
+	ob->attest.selector = sel[0] ? sel : NULL;
+	rc = patatt_sign(&b, probe, sizeof(probe) - 1, ob->attest.key,
+			 ob->attest.identity, ob->attest.selector, 0);
+	buf_release(&b);
+	if (rc)
+		return err_prefix(rc, "[outbound] attest");
+	return 0;
+}
+
 int outbound_new(struct outbound **out, const struct outbound_opts *opts)
 {
 	const char *state = config_str(opts->cfg, CFG_STATE_PATH);
@@ -155,6 +192,14 @@ int outbound_new(struct outbound **out, const struct outbound_opts *opts)
 		outbound_free(ob);
 		return rc;
 	}
+	if (config_bool(ob->cfg, CFG_OUTBOUND_ATTEST)) {
+		int rc = attest_open(ob);
+
+		if (rc) {
+			outbound_free(ob);
+			return rc;
+		}
+	}
 	*out = ob;
 	return 0;
 }
@@ -165,6 +210,7 @@ void outbound_free(struct outbound *ob)
 		return;
 	if (ob->lock_fd >= 0)
 		close(ob->lock_fd);
+	patatt_key_free(ob->attest_key);
 	listarchive_free(ob->archive);
 	strlist_release(&ob->unrecorded);
 	if (ob->token) {
@@ -829,6 +875,7 @@ struct job {
 	 * (reviewers.h); NULL: none. */
 	char *threads;
 	char *reviewers;
+	char *signatures; /* commitsig.h; NULL: none */
 	/* Why the revision is mailed before its pipeline passed
 	 * (wait_for_pipeline); "" when it is not. */
 	char ci_note[512];
@@ -849,6 +896,7 @@ static void job_release(struct job *j)
 	owners_free(j->owners);
 	free(j->threads);
 	free(j->reviewers);
+	free(j->signatures);
 	cc_release(&j->cc_common);
 	if (j->series && j->cc)
 		for (i = 0; i < j->series->nr; i++)
@@ -1187,6 +1235,7 @@ static int render(struct outbound *ob, struct job *j, int revision)
 	o.prev_revision = j->have_prev ? (unsigned)j->prev.revision : 0;
 	o.review_threads = j->threads;
 	o.reviewers = j->reviewers;
+	o.signatures = j->signatures;
 	o.note = j->ci_note[0] ? j->ci_note : NULL;
 	rc = series_build(&j->series, j->range, &o);
 	strlist_release(&to);
@@ -1205,10 +1254,17 @@ static int record_mail(struct outbound *ob, struct job *j, int revision,
 	struct store_mail sm = STORE_MAIL_INIT;
 	struct store_outmail om;
 	struct buf rcpts = BUF_INIT(STORE_DIFF_MAX);
+	struct buf attested = BUF_INIT(SERIES_MAIL_MAX);
 	size_t k;
 	int rc;
 
-	rc = insert_cc(&m->text, &j->cc[i]);
+	/* The signature last, over the mail as the list will have it (its
+	 * Cc added by start_revision(), once: this runs again when the
+	 * transaction does); into a copy, so it signs the same text once. */
+	rc = 0;
+	if (ob->attest.key)
+		rc = series_attest_text(&attested, m->text.data, m->text.len,
+					m->date, &ob->attest);
 	if (rc)
 		goto out;
 	sm.message_id = m->msgid;
@@ -1241,10 +1297,11 @@ static int record_mail(struct outbound *ob, struct job *j, int revision,
 	om.message_id = m->msgid;
 	om.envelope_from = config_str(ob->cfg, CFG_BRIDGE_ADDRESS);
 	om.recipients = rcpts.data;
-	om.message = m->text.data;
-	om.message_len = m->text.len;
+	om.message = attested.len ? attested.data : m->text.data;
+	om.message_len = attested.len ? attested.len : m->text.len;
 	rc = store_outmail_put(ob->store, &om);
 out:
+	buf_release(&attested);
 	buf_release(&rcpts);
 	return rc;
 }
@@ -1308,6 +1365,11 @@ static int start_revision(struct outbound *ob, struct job *j, int planned,
 	if (rc)
 		return rc;
 	compute_cc(ob, j);
+	/* Outside the transaction, which may run more than once. */
+	for (i = 0; i < j->series->nr && !rc; i++)
+		rc = insert_cc(&j->series->mails[i].text, &j->cc[i]);
+	if (rc)
+		return rc;
 
 	store_revision_init(&rev);
 	rev.project = j->project;
@@ -1550,6 +1612,16 @@ static void load_reviewers(struct job *j)
 	buf_release(&text);
 }
 
+/* The cover letter's commit signatures (commitsig.h). */
+static int load_signatures(struct outbound *ob, struct job *j)
+{
+	if (!config_project_bool(j->proj, CFG_OUTBOUND_COVER_SIGNATURES) ||
+	    j->range->nr > (size_t)config_project_int(j->proj,
+						      CFG_OUTBOUND_MAX_SERIES))
+		return 0;
+	return commitsig_load(&j->signatures, ob->forge, j->project, j->range);
+}
+
 /*
  * [project] wait_for_pipeline: a new head is mailed once the newest of
  * the MR's pipelines on it passed, or pipeline_wait_max after the bridge
@@ -1685,6 +1757,9 @@ static int mail_new_revision(struct outbound *ob, struct outbound_report *rep,
 	if (rc)
 		return rc;
 	load_reviewers(j);
+	rc = load_signatures(ob, j);
+	if (rc)
+		return rc;
 	/* The date of the revision: when it is first rendered. */
 	j->date = now_s();
 	for (tries = 0; tries < OUTBOUND_START_TRIES; tries++) {
@@ -1908,6 +1983,9 @@ static int submission_open(struct outbound *ob,
 	c.map_user = ob->map_user;
 	c.map_arg = ob->map_arg;
 	c.ro = ro;
+	c.attest_keyring = config_project_str(proj, CFG_PROJECT_ATTEST_KEYRING);
+	c.require_attestation = config_project_bool(
+		proj, CFG_PROJECT_EMAIL_REQUIRE_ATTESTATION);
 	rc = emailmr_open(&iid, &c, series_id);
 	if (rc == PB_EINVAL)
 		log_warn("%s", err_msg()); /* failed: the series is closed */

@@ -665,6 +665,7 @@ static int cover_mail(struct ctx *c, struct series_mail *m, const char *irt,
 			{ "review_threads",
 			  o->review_threads ? o->review_threads : "" },
 			{ "reviewers", o->reviewers ? o->reviewers : "" },
+			{ "signatures", o->signatures ? o->signatures : "" },
 			{ "notes", notes.data },
 			{ "shortlog", shortlog.data },
 			{ "diffstat", c->r->diffstat.data },
@@ -807,6 +808,7 @@ int series_build_each(struct series **out, const struct gitrepo_range *range,
 	s->nr = (cover ? 1 : 0) + (s->cover_only ? 0 : range->nr);
 	for (i = 0, k = cover ? 0 : 1; i < s->nr; i++, k++) {
 		s->mails[i].index = (unsigned)k;
+		s->mails[i].date = opts->date + (int64_t)k;
 		rc = msgid_for(&s->mails[i].msgid, &c, (unsigned)k);
 		if (rc)
 			goto out;
@@ -881,4 +883,13 @@ int series_mbox_append(struct buf *out, const struct series_mail *mail)
 	if (rc)
 		buf_truncate(out, start);
 	return rc;
+}
+
+int series_attest_text(struct buf *out, const char *text, size_t len,
+		       int64_t date, const struct series_attest *a)
+{
+	int rc = patatt_sign_mail(out, text, len, a->key, a->identity,
+				  a->selector, date);
+
+	return rc ? err_prefix(rc, "attesting the mail") : 0;
 }

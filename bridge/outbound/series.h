@@ -42,6 +42,7 @@
 #ifndef PB_OUTBOUND_SERIES_H
 #define PB_OUTBOUND_SERIES_H
 
+#include "mail/patatt.h"
 #include "outbound/gitrepo.h"
 #include "util/buf.h"
 #include "util/strlist.h"
@@ -119,6 +120,8 @@ struct series_opts {
 	const char *review_threads;
 	/* Its {{reviewers}} block (reviewers.h); NULL: none. */
 	const char *reviewers;
+	/* Its {{signatures}} block (commitsig.h); NULL: none. */
+	const char *signatures;
 	/* A paragraph for the cover letter's notes (NULL: none), e.g. why
 	 * it is mailed before its pipeline passed; plain text, LF ends. */
 	const char *note;
@@ -130,6 +133,7 @@ struct series_mail {
 	char *msgid; /* without "<>" */
 	char *subject; /* as meant, before encoding */
 	struct buf text; /* headers, blank line, body; LF ends */
+	int64_t date; /* its Date, Unix seconds */
 };
 
 struct series {
@@ -171,6 +175,24 @@ int series_build_each(struct series **out, const struct gitrepo_range *range,
  * >From quoting is needed: git am, b4 and mail readers agree on the split.
  */
 int series_mbox_append(struct buf *out, const struct series_mail *mail);
+
+/*
+ * The attestation of the mails (mail/patatt.h): each patch and cover
+ * letter signed as patatt signs, for identity, over the mail as the
+ * list receives it - so it is the last change made to a mail, after
+ * its Cc.  The signature's t= is the mail's Date: the same revision
+ * signs to the same bytes (rule 5), and b4, which holds t= against
+ * the Date, finds them agree.
+ */
+struct series_attest {
+	const struct patatt_key *key;
+	const char *identity; /* [bridge] address */
+	const char *selector; /* NULL: none written (patatt's "default") */
+};
+
+/* Append text[0..len), signed, to out. */
+int series_attest_text(struct buf *out, const char *text, size_t len,
+		       int64_t date, const struct series_attest *a);
 
 /* The opts defaults: threading shallow, bridge mode, max 100. */
 void series_opts_init(struct series_opts *opts);

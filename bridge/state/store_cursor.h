@@ -32,6 +32,12 @@ int store_cursor_set(struct store *st, const char *name, const char *value);
  * approval back to the list that already holds the trailer.
  */
 #define STORE_CURSOR_LIST_APPROVAL "list-approval:%s!%lld:%s"
+/*
+ * Beside it, the provenance of that approval, for the applied mail:
+ * the trailer as the list has it and how its sender was verified
+ * ("Acked-by: Name <email> (DKIM verified)").
+ */
+#define STORE_CURSOR_LIST_APPROVAL_VIA "list-approval-via:%s!%lld:%s"
 
 /*
  * A problem with the forge only an operator can fix (the token cannot act

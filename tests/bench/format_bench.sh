@@ -1,6 +1,6 @@
 #!/bin/sh
-# format_bench.sh [-r REPS] [--before OLD] [--repo GITDIR --base REV
-#                 --head REV] [--generated COMMITS] PATCHBRIDGE
+# format_bench.sh [-r REPS] [--before OLD] [--attest DRIVER] [--repo GITDIR
+#                 --base REV --head REV] [--generated COMMITS] PATCHBRIDGE
 #
 # Benchmark of the outbound renderer: `patchbridge format --max-series
 # 9999 -o -` against `git format-patch --cover-letter --stdout` on the
@@ -28,6 +28,10 @@
 #                   byte (both run with a fixed --date and --project)
 #   --repo GITDIR   a repository to read instead (with --base, --head)
 #   --generated N   the generated repository of N commits instead
+#   --attest DRIVER also `format --attest-key` (a key made with
+#                   attest-key --generate) in the same rounds, its ratios
+#                   to git and to the unsigned run; then DRIVER
+#                   (attest_driver) times the signature alone per mail
 #
 # Needs GNU time (/usr/bin/time) for CPU and memory; without it those
 # columns say n/a.  Registered with CTest under the label "bench" when
@@ -40,6 +44,7 @@ repo=
 base=
 head=
 generated=
+attest=
 while [ $# -gt 1 ]; do
 	case $1 in
 	-r) reps=$2; shift 2 ;;
@@ -48,6 +53,7 @@ while [ $# -gt 1 ]; do
 	--base) base=$2; shift 2 ;;
 	--head) head=$2; shift 2 ;;
 	--generated) generated=$2; shift 2 ;;
+	--attest) attest=$(realpath "$2"); shift 2 ;;
 	*) echo "format_bench: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -125,18 +131,28 @@ run() {
 		>>"$out/$name.runs"
 }
 
-# run_pb NAME BIN: one timed run of BIN format.
+# run_pb NAME BIN [ARGS]: one timed run of BIN format.
 run_pb() {
-	run "$1" "$2" format --repo "$repo" --base "$base" --head "$head" \
-		--max-series 9999 --date 1700000000 --project bench -o -
+	name=$1
+	bin=$2
+	shift 2
+	run "$name" "$bin" format --repo "$repo" --base "$base" \
+		--head "$head" --max-series 9999 --date 1700000000 \
+		--project bench "$@" -o -
 }
 names="patchbridge git"
 [ -n "$before" ] && names="patchbridge before git"
+if [ -n "$attest" ]; then
+	names="patchbridge attested${before:+ before} git"
+	(umask 077 && "$pb" attest-key --generate --identity \
+		bench@example.org "$out/bench.key" >/dev/null)
+fi
 
 load0=$(load)
 i=0
 while [ $i -lt "$reps" ]; do
 	run_pb patchbridge "$pb"
+	[ -z "$attest" ] || run_pb attested "$pb" --attest-key "$out/bench.key"
 	[ -z "$before" ] || run_pb before "$before"
 	run git git -C "$repo" format-patch --cover-letter --stdout \
 		"$base..$head"
@@ -192,6 +208,25 @@ printf 'ratio patchbridge / git: wall %.2f (per-round median %s)' \
 	"$(ratio patchbridge git 1)" "$(round_ratio patchbridge git)"
 [ -z "$gnutime" ] || printf ', user %.2f' "$(ratio patchbridge git 2)"
 echo
+if [ -n "$attest" ]; then
+	printf 'ratio attested / git: wall %.2f (per-round median %s)' \
+		"$(ratio attested git 1)" "$(round_ratio attested git)"
+	[ -z "$gnutime" ] || printf ', user %.2f' "$(ratio attested git 2)"
+	echo
+	printf 'ratio attested / patchbridge: wall %.2f (per-round median %s)' \
+		"$(ratio attested patchbridge 1)" \
+		"$(round_ratio attested patchbridge)"
+	[ -z "$gnutime" ] || printf ', user %.2f' \
+		"$(ratio attested patchbridge 2)"
+	echo
+	s=$(grep -c '^X-Developer-Signature: ' "$out/attested.mbox") || true
+	[ "$s" = "$(mails "$out/patchbridge.mbox")" ] || {
+		echo "format_bench: $s of the mails are signed" >&2
+		exit 1
+	}
+	echo "the signature alone (attest_driver, in one process):"
+	"$attest" "$out/patchbridge.mbox" 5
+fi
 if [ -n "$before" ]; then
 	printf 'ratio patchbridge / before: wall %.2f (per-round median %s)' \
 		"$(ratio patchbridge before 1)" \

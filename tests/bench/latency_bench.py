@@ -360,15 +360,9 @@ def main():
     args.modes = args.modes.split(",")
     check(all(m in ("poll", "watch") for m in args.modes),
           "--modes: poll and/or watch")
-    rc = bedlib.skip_status()
+    rc = bedlib.skip_milters(args.bin, "latency_bench")
     if rc is not None:
         return rc
-    for exe in (("milter", "patchbridge-milter"),
-                ("tests", "postfix", "test_milter")):
-        if not os.access(os.path.join(args.bin, *exe), os.X_OK):
-            print("latency_bench: SKIP: %s is not built (libmilter)"
-                  % "/".join(exe))
-            return 77
     try:
         return run(args)
     except (Fail, subprocess.TimeoutExpired) as e:

@@ -132,6 +132,42 @@ has "$tmp/err" "$tmp/example.conf: [forge] token_file: secret file $tmp/etc/gitl
 chmod 0600 "$tmp/etc/gitlab-token"
 run 0 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
 has "$tmp/out" "$tmp/example.conf: ok"
+# The attestation key is a secret file like the token.
+cp "$tmp/example.conf" "$tmp/example.conf.orig"
+printf '[outbound]\nattest = yes\nattest_key_file = %s\n' \
+	"$tmp/etc/attest.key" >>"$tmp/example.conf"
+run 78 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
+has "$tmp/err" "$tmp/example.conf: [outbound] attest_key_file: $tmp/etc/attest.key: No such file or directory: make the key as the daemon's user: patchbridge attest-key --generate FILE"
+run 0 -c "$tmp/example.conf" attest-key --generate
+grep -q '^keyring: *ed25519/[^/]*/[^/]*/default$' "$tmp/out" ||
+	fail "attest-key printed no keyring path: $(cat "$tmp/out")"
+run 0 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
+# What run would refuse as no key, check-config refuses too.
+cp -p "$tmp/etc/attest.key" "$tmp/etc/attest.key.good"
+printf 'not a key\n' >"$tmp/etc/attest.key"
+run 78 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
+has "$tmp/err" "$tmp/example.conf: [outbound] attest_key_file: secret file $tmp/etc/attest.key: not an ed25519 private key (the base64 of 32 bytes, as patatt genkey writes)"
+mv "$tmp/etc/attest.key.good" "$tmp/etc/attest.key"
+run 0 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
+chmod 0644 "$tmp/etc/attest.key"
+run 78 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
+has "$tmp/err" "$tmp/example.conf: [outbound] attest_key_file: secret file $tmp/etc/attest.key: mode 0644 lets the group or others in: chown $owner $tmp/etc/attest.key; chmod 0600 $tmp/etc/attest.key"
+mv "$tmp/example.conf.orig" "$tmp/example.conf"
+# A project's keyring for series posted to the list: a directory; and
+# with attestation required, something to verify a mail with.
+cp "$tmp/example.conf" "$tmp/example.conf.orig"
+printf '[project "k/attest"]\nattest_keyring = %s\nemail_require_attestation = yes\n' \
+	"$tmp/etc/keyring" >>"$tmp/example.conf"
+run 78 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
+has "$tmp/err" "$tmp/example.conf: [project \"k/attest\"] attest_keyring: $tmp/etc/keyring: No such file or directory: check out the project's keyring there (ed25519/DOMAIN/LOCAL/SELECTOR), or unset attest_keyring"
+mkdir -p "$tmp/etc/keyring/ed25519"
+run 0 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
+grep -v '^trusted_authserv_id' "$tmp/example.conf.orig" >"$tmp/example.conf"
+printf '[project "k/attest"]\nemail_require_attestation = yes\n' \
+	>>"$tmp/example.conf"
+run 0 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"
+has "$tmp/err" "$tmp/example.conf: warning: project k/attest: email_require_attestation = yes, but neither attest_keyring nor [milter] trusted_authserv_id is set: every series posted to the list is refused"
+mv "$tmp/example.conf.orig" "$tmp/example.conf"
 # An owners.yaml that does not load is named with its line and column.
 printf 'subsystems:\n  - subsystem: x\n    maintainers: 3\n' >"$tmp/etc/owners.yaml"
 run 78 check-config --postfix-config "$tmp/nopostfix" "$tmp/example.conf"

@@ -10,6 +10,7 @@
  * sleeps (the listener must come back).
  */
 #include "cmocka_all.h"
+#include "simhttp.h"
 #include "forge/forge.h"
 #include "forge/gitlab.h"
 #include "forge/http.h"
@@ -2062,22 +2063,7 @@ int main(void)
 		cmocka_unit_test_setup(test_stop_ends_retries, reset),
 		cmocka_unit_test_setup(test_stop_abandons_hanging_post, reset),
 	};
-	struct http_opts ho;
-	int rc;
 
-	sim_url = getenv("PB_FORGESIM_URL");
-	if (!sim_url || !*sim_url) {
-		fprintf(stderr, "PB_FORGESIM_URL is not set; run me through "
-				"tests/forgesim/run-with-sim.sh\n");
-		return 1;
-	}
-	memset(&ho, 0, sizeof(ho));
-	ho.timeout_ms = 30000;
-	if (http_client_new(&sim_http, &ho) != 0) {
-		fprintf(stderr, "http_client_new: %s\n", err_msg());
-		return 1;
-	}
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	http_client_free(sim_http);
-	return rc;
+	return simhttp_main("tests", tests, sizeof(tests) / sizeof(tests[0]),
+			    &sim_url, &sim_http);
 }

@@ -9,6 +9,7 @@
  * simulator's own record of each delivery.
  */
 #include "cmocka_all.h"
+#include "simhttp.h"
 #include "forge/http.h"
 #include "forge/json.h"
 #include "forge/webhook.h"
@@ -354,18 +355,10 @@ int main(void)
 	struct http_opts ho;
 	int rc;
 
-	sim_url = getenv("PB_FORGESIM_URL");
-	if (!sim_url || !*sim_url) {
-		fprintf(stderr, "PB_FORGESIM_URL is not set; run me through "
-				"tests/forgesim/run-with-sim.sh\n");
+	if (simhttp_open(&sim_url, &sim_http))
 		return 1;
-	}
 	memset(&ho, 0, sizeof(ho));
 	ho.timeout_ms = 30000;
-	if (http_client_new(&sim_http, &ho) != 0) {
-		fprintf(stderr, "http_client_new: %s\n", err_msg());
-		return 1;
-	}
 	ho.token = "user-token";
 	if (http_client_new(&api_http, &ho) != 0) {
 		fprintf(stderr, "http_client_new: %s\n", err_msg());

@@ -79,6 +79,35 @@ def skip_status():
     return None
 
 
+def skip_milters(bindir, who):
+    """skip_status(), then: None when the build directory bindir has
+    patchbridge-milter and the DKIM stand-in; else, having said which
+    is missing (who: the program's name), 77."""
+    rc = skip_status()
+    if rc is not None:
+        return rc
+    for exe in (("milter", "patchbridge-milter"),
+                ("tests", "postfix", "test_milter")):
+        if not os.access(os.path.join(bindir, *exe), os.X_OK):
+            print("%s: SKIP: %s is not built (libmilter)" %
+                  (who, "/".join(exe)))
+            return 77
+    return None
+
+
+def project_clone(work, env):
+    """A clone of the simulator's group/project in work; a function that
+    runs git there with env and returns its output."""
+    subprocess.run(["git", "clone", "-q", os.environ["PB_FORGESIM_URL"] +
+                    "/group/project.git", work], env=env, check=True)
+
+    def git(*args):
+        return subprocess.run(["git", "-C", work] + list(args), env=env,
+                              check=True, capture_output=True,
+                              text=True).stdout
+    return git
+
+
 # --- the simulator -------------------------------------------------------
 
 def sim(method, path, body=None, token="bridge-token", ok=(200, 201, 202),

@@ -437,12 +437,21 @@ def patch_lines(body):
 def scenario_merges(bed):
     start_list(bed)
 
-    say("squash with a merge commit (merge_method merge, squash)")
+    say("squash with a merge commit (merge_method merge, squash), "
+        "approved on the forge first")
     iid, mailed = mail_mr(bed, "squash")
+    before = len(bed.archive())
+    api("POST", "/projects/1/merge_requests/%d/approve" % iid, "bob-token",
+        {})
+    bed.run("run", "--once")
+    bed.wait_mail(before + 1)
+    bed.settle()
     done = merge(iid, squash=True)
     check(done["squash_commit_sha"] and done["merge_commit_sha"],
           "the simulator did not squash: %s" % done)
     body = applied_mail(bed, iid)
+    check("\nApprovals:\n- Bob Maintainer: on the forge\n" in body,
+          "the applied mail does not say where the approval came from")
     check("Squashed into one commit: %s" % done["squash_commit_sha"]
           in body, "no squash commit:\n" + body)
     check("Merged in %s." % done["merge_commit_sha"] in body,
@@ -1114,6 +1123,9 @@ def scenario_unack(bed):
            if "approved this merge request" in text(m)]
     check(len(ack) == 1 and "Acked-by: Bob Maintainer <" in text(ack[0]),
           "the approval is not mailed as a trailer")
+    check("Given there by the user signed in to it, not by email" in
+          text(ack[0]), "the approval's mail does not say it came from "
+          "the forge")
 
     say("bob withdraws it on the forge")
     api("POST", "/projects/1/merge_requests/1/unapprove", "bob-token")

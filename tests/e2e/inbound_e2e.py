@@ -86,7 +86,13 @@ Scenarios:
   submission  a 5-patch topic of this repository's own history sent with
             git send-email becomes one merge request with the originals'
             commits; a verified maintainer's Reviewed-by on 3/5
-            approves it.
+            approves it.  v2 (3/5 changed, git send-email
+            --in-reply-to=<v1 cover>) updates the same merge request,
+            which then has two versions; on v2 3/5 a Reviewed-by
+            approves again (approvals reset on push) and an inline
+            comment is a diff note at its file:line of v2; a diff note
+            on the forge is mailed in reply to the sender's v2 4/5, and
+            the merge's "applied" in reply to the v2 cover letter.
 
 Exit status: 0 pass, 1 fail, 77 skipped (not root, no Postfix, no
 libmilter build).
@@ -1502,6 +1508,129 @@ subsystems:
 """
 
 
+SUBMIT_SEED = dict(SEED, tokens=SEED["tokens"] + [
+    {"token": "rob-token", "user": "rob", "scopes": ["api"]},
+    {"token": "mary-token", "user": "mary", "scopes": ["api"]}])
+
+
+def submission_bed(bed, target="pb-base"):
+    """The list server with the DKIM stand-in and patchbridge-milter in
+    front of it; the project takes series by mail from anyone, onto
+    target when the series names no base, and the merge request
+    targets it.  A git environment of its own, committing as Ann
+    Sender."""
+    sim("POST", "/_sim/reset", {"seed": SUBMIT_SEED})
+    sockdir = bed.sockets()
+    vsock = os.path.join(sockdir, "verifier.sock")
+    msock = os.path.join(sockdir, "patchbridge.sock")
+    bed.env["PORT"] = str(bedlib.free_port())
+    bedlib.write_config(bed, msock, SUBMIT_OWNERS)
+    with open(bed.cfg, "a", encoding="utf-8") as f:
+        f.write("email_submissions = anyone\nemail_target_branch = "
+                "%s\n" % target)
+    bed.pb("check-config")
+    bed.start_verifier(bed.exe("tests", "postfix", "test_milter"), vsock)
+    bed.start_milter(bed.exe("milter", "patchbridge-milter"), msock)
+    bed.start_postfix("--port", bed.env["PORT"], "--milter",
+                      "unix:%s, unix:%s" % (vsock, msock))
+    gitcfg = bed.write("gitconfig", "")
+    return dict(os.environ, GIT_CONFIG_GLOBAL=gitcfg, GIT_CONFIG_NOSYSTEM="1",
+                GIT_TERMINAL_PROMPT="0", GIT_COMMITTER_NAME="Ann Sender",
+                GIT_COMMITTER_EMAIL="ann@example.com")
+
+
+def send_series(bed, env, repo, base, head, out, blurb, *extra):
+    """git format-patch base..head of repo with a cover letter ("The
+    first steps", blurb) into out, sent with git send-email to the list
+    through the list server; extra: more options of git format-patch
+    (-v2) and git send-email (--in-reply-to=...).  The mails' paths,
+    the cover letter first."""
+    fp = [a for a in extra if not a.startswith("--in-reply-to")]
+    se = [a for a in extra if a.startswith("--in-reply-to")]
+    subprocess.run(["git", "-C", repo, "format-patch", "-q",
+                    "--cover-letter", "--thread", "--base=" + base, "-o",
+                    out] + fp + ["%s..%s" % (base, head)], env=env,
+                   check=True, capture_output=True)
+    names = sorted(os.listdir(out))
+    cover = os.path.join(out, names[0])
+    with open(cover, encoding="utf-8") as f:
+        text = f.read()
+    with open(cover, "w", encoding="utf-8") as f:
+        f.write(text.replace("*** SUBJECT HERE ***", "The first steps")
+                .replace("*** BLURB HERE ***", blurb))
+    sent = subprocess.run(
+        ["git", "send-email", "--to=" + bedlib.LIST,
+         "--from=Ann Sender <ann@example.com>", "--confirm=never",
+         "--suppress-cc=all", "--smtp-server=" + bed.addr,
+         "--smtp-server-port=" + bed.env["PORT"], "--quiet"] + se +
+        [os.path.join(out, n) for n in names],
+        env=env, capture_output=True, text=True, timeout=bound(120))
+    check(sent.returncode == 0, "git send-email: %s" % sent.stderr[-1500:])
+    return [os.path.join(out, n) for n in names]
+
+
+def listed_series(bed, version):
+    """The list archive's mails of [PATCH vN k/5] (v1: no vN), by k."""
+    tag = "PATCH v%d " % version if version > 1 else "PATCH "
+    got = {}
+    for m in bed.archive():
+        k = re.search(r"\[%s(\d)/5\]" % re.escape(tag), m["Subject"])
+        if k and not m["Subject"].startswith("Re:"):
+            got[int(k.group(1))] = m
+    check(sorted(got) == list(range(6)), "[%s0-5/5] in the archive: %s" %
+          (tag, sorted(got)))
+    # what the milter took each for, on the list's copy
+    for k, m in got.items():
+        check((m["X-Patchbridge"] or "").startswith("submission; via="),
+              "%s/5: X-Patchbridge: %s" % (k, m["X-Patchbridge"]))
+    return got
+
+
+def patch_ids(git, repo, rev_range, env):
+    out = []
+    for c in git("-C", repo, "rev-list", "--reverse", rev_range).split():
+        p = subprocess.run(["git", "patch-id", "--stable"],
+                           input=git("-C", repo, "format-patch", "-1",
+                                     "--stdout", c),
+                           env=env, capture_output=True, text=True,
+                           check=True)
+        out.append(p.stdout.split()[0])
+    return out
+
+
+def same_as_git_am(bed, git, cmp, base, ref, listed, name):
+    """The commits base..ref of cmp are what git am makes of the list's
+    copies listed (k: mail) on base: trees, authors, dates, messages."""
+    am = os.path.join(bed.work, "am-" + name)
+    git("clone", "-q", "--no-checkout", cmp, am)
+    git("-C", am, "checkout", "-q", "--detach", base)
+    for k in range(1, 6):
+        path = bed.write("listed-%s-%d.eml" % (name, k),
+                         listed[k].raw.decode("utf-8", "replace"))
+        git("-C", am, "am", "-q", path)
+    fmt = "--format=%T%x00%an%x00%ae%x00%ad%x00%B%x01"
+    ours = git("-C", cmp, "log", "--reverse", "--date=raw", fmt,
+               "%s..%s" % (base, ref))
+    theirs = git("-C", am, "log", "--reverse", "--date=raw", fmt,
+                 base + "..HEAD")
+    check(ours == theirs, "%s: commits differ from git am's of the list's "
+          "copies:\n%s\n---\n%s" % (name, ours, theirs))
+
+
+def submitted_mrs():
+    return [m for m in sim("GET", "/api/v4/projects/1/merge_requests")
+            if "from-email" in m["labels"]]
+
+
+def run_until(bed, cond, what):
+    """patchbridge run --once until cond() is true (each run does what
+    it finds; a mail the milter spooled meanwhile waits for the next)."""
+    def once():
+        bed.pb("run", "--once", "--foreground", ok=(0, 75))
+        return cond()
+    return wait_for(once, 120, what, every=0.5)
+
+
 def scenario_submission(bed):
     """A 5-patch topic of this repository's own history (its first
     commits after the root), sent to the list with real git send-email
@@ -1511,26 +1640,18 @@ def scenario_submission(bed):
     patch-ids, authors and messages, and are what git am makes of the
     list's copies (trees, authors, dates - git send-email dates each mail
     when it sends it - and messages).  A Reviewed-by of a verified
-    maintainer in reply to 3/5 then approves it."""
-    sim("POST", "/_sim/reset", {"seed": SEED})
-    sockdir = bed.sockets()
-    vsock = os.path.join(sockdir, "verifier.sock")
-    msock = os.path.join(sockdir, "patchbridge.sock")
-    bed.env["PORT"] = str(bedlib.free_port())
-    bedlib.write_config(bed, msock, SUBMIT_OWNERS)
-    with open(bed.cfg, "a", encoding="utf-8") as f:
-        f.write("email_submissions = anyone\nemail_target_branch = "
-                "pb-base\n")
-    bed.pb("check-config")
-    bed.start_verifier(bed.exe("tests", "postfix", "test_milter"), vsock)
-    bed.start_milter(bed.exe("milter", "patchbridge-milter"), msock)
-    bed.start_postfix("--port", bed.env["PORT"], "--milter",
-                      "unix:%s, unix:%s" % (vsock, msock))
+    maintainer in reply to 3/5 then approves it.
 
-    gitcfg = bed.write("gitconfig", "")
-    env = dict(os.environ, GIT_CONFIG_GLOBAL=gitcfg, GIT_CONFIG_NOSYSTEM="1",
-               GIT_TERMINAL_PROMPT="0", GIT_COMMITTER_NAME="Ann Sender",
-               GIT_COMMITTER_EMAIL="ann@example.com")
+    v2 (3/5 changed, git send-email --in-reply-to the v1 cover) updates
+    the same merge request: GitLab's versions API lists two versions,
+    the newest v2's head, whose commits are git am's of v2's list
+    copies.  Approvals reset on push (the project's setting), so the
+    Reviewed-by on v2 3/5 approves again, and the inline comment under a
+    quoted line of v2 3/5 is a diff note at its file and line of v2.  A
+    diff note posted on the forge on 4/5's file is mailed to the list in
+    reply to the sender's own v2 4/5; the merge on the forge mails
+    "applied" in reply to the v2 cover letter."""
+    env = submission_bed(bed)
 
     def git(*args):
         return subprocess.run(["git"] + list(args), env=env, check=True,
@@ -1549,34 +1670,20 @@ def scenario_submission(bed):
     git("-C", src, "push", "-q",
         url.replace("://", "://oauth2:bridge-token@") +
         "/group/project.git", "%s:refs/heads/pb-base" % base)
-    mails = os.path.join(bed.work, "v1")
-    git("-C", src, "format-patch", "-q", "--cover-letter", "--thread",
-        "--base=" + base, "-o", mails, "%s..%s" % (base, head))
-    names = sorted(os.listdir(mails))
-    cover = os.path.join(mails, names[0])
-    with open(cover, encoding="utf-8") as f:
-        text = f.read()
-    with open(cover, "w", encoding="utf-8") as f:
-        f.write(text.replace("*** SUBJECT HERE ***", "The first steps")
-                .replace("*** BLURB HERE ***", "Five early patches."))
-    out = subprocess.run(
-        ["git", "send-email", "--to=" + bedlib.LIST,
-         "--from=Ann Sender <ann@example.com>", "--confirm=never",
-         "--suppress-cc=all", "--smtp-server=" + bed.addr,
-         "--smtp-server-port=" + bed.env["PORT"], "--quiet"] +
-        [os.path.join(mails, n) for n in names],
-        env=env, capture_output=True, text=True, timeout=bound(120))
-    check(out.returncode == 0, "git send-email: %s" % out.stderr[-1500:])
+    made_v1 = int(time.time())
+    send_series(bed, env, src, base, head, os.path.join(bed.work, "v1"),
+                "Five early patches.")
     bed.wait_mail(6)
     bed.settle()
     say("git send-email: 6 mails in the list archive")
 
     bed.pb("run", "--once", "--foreground", ok=(0, 75))
-    mrs = [m for m in sim("GET", "/api/v4/projects/1/merge_requests")
-           if "from-email" in m["labels"]]
+    mrs = submitted_mrs()
     check(len(mrs) == 1, "%d merge requests from email" % len(mrs))
     mr = mrs[0]
-    say("!%d %s from %s" % (mr["iid"], mr["title"], mr["source_branch"]))
+    iid = mr["iid"]
+    mrpath = "/api/v4/projects/1/merge_requests/%d" % iid
+    say("!%d %s from %s" % (iid, mr["title"], mr["source_branch"]))
     check(mr["title"] == "The first steps", "title %r" % mr["title"])
     cmp = os.path.join(bed.work, "cmp.git")
     git("init", "-q", "--bare", cmp)
@@ -1591,57 +1698,165 @@ def scenario_submission(bed):
     theirs = git("-C", cmp, "log", "--reverse", fmt,
                  "%s..%s" % (base, head))
     check(ours == theirs, "commits differ:\n%s\n---\n%s" % (ours, theirs))
-    am = os.path.join(bed.work, "am")
-    git("clone", "-q", "--no-checkout", cmp, am)
-    git("-C", am, "checkout", "-q", "--detach", base)
-    listed = [m for m in bed.archive() if "/5]" in m["Subject"] and
-              " 0/5]" not in m["Subject"]]
-    listed.sort(key=lambda m: m["Subject"])
-    for k, m in enumerate(listed, 1):
-        path = bed.write("listed-%d.eml" % k, m.raw.decode("utf-8",
-                                                          "replace"))
-        git("-C", am, "am", "-q", path)
-    fmt = "--format=%T%x00%an%x00%ae%x00%ad%x00%B%x01"
-    ours = git("-C", cmp, "log", "--reverse", "--date=raw", fmt,
-               base + "..refs/mr")
-    theirs = git("-C", am, "log", "--reverse", "--date=raw", fmt,
-                 base + "..HEAD")
-    check(ours == theirs, "commits differ from git am's of the list's "
-          "copies:\n%s\n---\n%s" % (ours, theirs))
-
-    def ids(rev_range):
-        out = []
-        for c in git("-C", cmp, "rev-list", "--reverse",
-                     rev_range).split():
-            p = subprocess.run(["git", "patch-id", "--stable"],
-                               input=git("-C", cmp, "format-patch", "-1",
-                                         "--stdout", c),
-                               env=env, capture_output=True, text=True,
-                               check=True)
-            out.append(p.stdout.split()[0])
-        return out
-    check(ids(base + "..refs/mr") == ids("%s..%s" % (base, head)),
+    v1 = listed_series(bed, 1)
+    same_as_git_am(bed, git, cmp, base, "refs/mr", v1, "v1")
+    check(patch_ids(git, cmp, base + "..refs/mr", env) ==
+          patch_ids(git, cmp, "%s..%s" % (base, head), env),
           "patch-ids differ")
     say("5 commits with the originals' patch-ids, authors and messages, "
         "and what git am makes of the list's copies (trees, dates)")
 
-    patch3 = [m for m in bed.archive() if " 3/5]" in m["Subject"]]
-    check(len(patch3) == 1, "no 3/5 in the archive")
-    raw, _ = reply(patch3[0], "Mary Maintainer <mary@kernel.example>",
-                   "Reads well.\n\nReviewed-by: Mary Maintainer "
-                   "<mary@kernel.example>\n")
+    raw, _ = reply(v1[3], MARY, "Reads well.\n\nReviewed-by: Mary "
+                   "Maintainer <mary@kernel.example>\n")
     bed.send(raw, "mary@kernel.example")
     bed.wait_mail(7)
     bed.settle()
     bed.pb("run", "--once", "--foreground", ok=(0, 75))
-    approvals = sim("GET", "/api/v4/projects/1/merge_requests/%d/"
-                    "approvals" % mr["iid"])
+    approvals = sim("GET", mrpath + "/approvals")
     who = [a["user"]["username"] for a in approvals.get("approved_by", [])]
-    notes = sim("GET", "/api/v4/projects/1/merge_requests/%d/notes" %
-                mr["iid"])
+    notes = sim("GET", mrpath + "/notes")
     check("mary" in who, "not approved by mary: %r; notes: %r" % (
         who, [n["body"][:300] for n in notes]))
     say("Reviewed-by on 3/5: approved by mary")
+
+    # --- v2: 3/5 changed, in reply to the v1 cover letter ---------------
+    # GitLab drops approvals when new commits are pushed, if the project
+    # says so (doc/user/project/merge_requests/approvals/settings.md,
+    # "Remove all approvals when commits are added to the source
+    # branch"): the approval on v2 is then the v2 reply's own.
+    sim("PUT", "/_sim/projects/1/settings", {"reset_approvals_on_push": True})
+    work = os.path.join(bed.work, "v2-work")
+    git("clone", "-q", "--no-checkout", cmp, work)
+    git("-C", work, "checkout", "-q", "--detach", first[3])
+    milter_c = os.path.join(work, "tests", "postfix", "test_milter.c")
+    with open(milter_c, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    # a line of v2's own, third from the top of the new file
+    added = "/* v2: a stand-in for OpenDKIM and OpenDMARC in the tests. */"
+    lines.insert(2, added)
+    with open(milter_c, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines))
+    git("-C", work, "commit", "-q", "-a", "--amend", "--no-edit")
+    git("-C", work, "cherry-pick", "--allow-empty", first[4], first[5])
+    head2 = git("-C", work, "rev-parse", "HEAD").strip()
+    # git format-patch names a mail by its commit and the time in
+    # seconds: unchanged patches made in v1's second would share its
+    # Message-IDs, which two runs of git send-email never do.
+    wait_for(lambda: int(time.time()) > made_v1, 5, "the clock")
+    v1_cover = mid_of(v1[0])
+    send_series(bed, env, work, base, head2, os.path.join(bed.work, "v2"),
+                "Five early patches; 3/5 now says what it is.", "-v2",
+                "--in-reply-to=<%s>" % v1_cover)
+    bed.wait_mail(13)
+    bed.settle()
+    v2 = listed_series(bed, 2)
+    check(v2[0]["In-Reply-To"].strip().strip("<>") == v1_cover,
+          "v2's cover is not a reply to v1's: %s" % v2[0]["In-Reply-To"])
+    say("git send-email --in-reply-to=<v1 cover>: [PATCH v2 0-5/5] in the "
+        "list archive")
+
+    run_until(bed, lambda: len(sim("GET", mrpath + "/versions")) >= 2,
+              "v2 did not become the merge request's second version")
+    mrs = submitted_mrs()
+    check([m["iid"] for m in mrs] == [iid],
+          "merge requests from email after v2: %s" %
+          [m["iid"] for m in mrs])
+    versions = sim("GET", mrpath + "/versions")
+    check(len(versions) == 2, "%d versions" % len(versions))
+    git("-C", cmp, "fetch", "-q", url + "/group/project.git",
+        "+refs/heads/%s:refs/mr2" % mr["source_branch"])
+    mr_head2 = git("-C", cmp, "rev-parse", "refs/mr2").strip()
+    check(versions[0]["head_commit_sha"] == mr_head2,
+          "the newest version's head %s is not the branch's %s" %
+          (versions[0]["head_commit_sha"], mr_head2))
+    check(versions[1]["head_commit_sha"] ==
+          git("-C", cmp, "rev-parse", "refs/mr").strip(),
+          "the older version is not v1")
+    git("-C", cmp, "fetch", "-q", work, head2)
+    check(patch_ids(git, cmp, base + "..refs/mr2", env) ==
+          patch_ids(git, cmp, "%s..%s" % (base, head2), env),
+          "v2's patch-ids differ")
+    same_as_git_am(bed, git, cmp, base, "refs/mr2", v2, "v2")
+    check(not sim("GET", mrpath + "/approvals").get("approved_by"),
+          "approvals kept over the push")
+    say("v2 updated !%d: two versions, the newest v2's commits (as git am "
+        "makes them)" % iid)
+
+    # --- review of v2 on the list --------------------------------------
+    path = "tests/postfix/test_milter.c"
+    part, nums = file_diff(v2[3], path)
+    at = next(i for i, l in enumerate(part)
+              if nums[i][0] == "added" and l[1:] == added)
+    inline = "INLINE-V2: say which milters it stands in for, by version."
+    raw, _ = reply(v2[3], MARY, "One thing inline.\n\n" +
+                   quote("\n".join(part[:at + 1])) + "\n" + inline +
+                   "\n\nReviewed-by: Mary Maintainer "
+                   "<mary@kernel.example>\n")
+    bed.send(raw, "mary@kernel.example")
+    bed.wait_mail(14)
+    bed.settle()
+    run_until(bed, lambda: "mary" in [
+        a["user"]["username"] for a in
+        sim("GET", mrpath + "/approvals").get("approved_by", [])],
+        "the Reviewed-by on v2 3/5 did not approve")
+    mrstate = the_mr(iid)
+    d, n, b = one_note(mrstate, inline, "inline comment on v2 3/5")
+    pos = n.get("position") or {}
+    check(pos.get("new_path") == path and pos.get("new_line") ==
+          nums[at][2] and pos.get("head_sha") == mr_head2,
+          "the inline comment is not a diff note at %s:%s of v2: %r" %
+          (path, nums[at][2], pos))
+    say("Reviewed-by on v2 3/5: approved by mary; the inline comment a "
+        "diff note at %s:%d of v2" % (path, nums[at][2]))
+
+    # --- the forge to the list -----------------------------------------
+    forge_note = "FORGE-NOTE: pfbed could say which Postfix it needs."
+    ver = versions[0]
+    sim("POST", mrpath + "/discussions", {
+        "body": forge_note, "position": {
+            "position_type": "text", "base_sha": ver["base_commit_sha"],
+            "start_sha": ver["start_commit_sha"],
+            "head_sha": ver["head_commit_sha"],
+            "old_path": "tests/postfix/pfbed",
+            "new_path": "tests/postfix/pfbed", "new_line": 3}},
+        token="rob-token")
+    bed.pb("run", "--once", "--foreground", ok=(0, 75))
+    bed.wait_mail(15)
+    bed.settle()
+    mailed = [m for m in bed.archive()
+              if forge_note in bedlib.patch_body(m)]
+    check(len(mailed) == 1, "the forge comment mailed %d times" %
+          len(mailed))
+    check(mailed[0]["In-Reply-To"].strip().strip("<>") == mid_of(v2[4]),
+          "the forge comment answers %s, not v2 4/5 %s" %
+          (mailed[0]["In-Reply-To"], mid_of(v2[4])))
+    say("rob's diff note on pfbed: mailed in reply to Ann's own v2 4/5 "
+        "(%s)" % mailed[0]["Subject"])
+
+    mr = sim("GET", mrpath)
+    sim("PUT", mrpath + "/merge", {"sha": mr["sha"]}, token="mary-token")
+    bed.pb("run", "--once", "--foreground", ok=(0, 75))
+    bed.wait_mail(16)
+    bed.settle()
+    applied = [m for m in bed.archive()
+               if m["X-Patchbridge-Origin"] == "forge" and
+               "applied" in bedlib.patch_body(m)]
+    check(len(applied) == 1, "%d applied mails" % len(applied))
+    check(applied[0]["In-Reply-To"].strip().strip("<>") == mid_of(v2[0]),
+          "applied answers %s, not the v2 cover %s" %
+          (applied[0]["In-Reply-To"], mid_of(v2[0])))
+    body = bedlib.patch_body(applied[0])
+    for c in sim("GET", mrpath + "/commits"):
+        check(c["id"] in body, "applied does not name v2's %s:\n%s" %
+              (c["id"], body))
+    say("merged on the forge: \"applied\" in reply to Ann's v2 cover "
+        "letter (%s)" % applied[0]["Subject"])
+    # the two versions, two reviews, and the bridge's two mails: it
+    # mailed no series of its own
+    listed = bed.archive()
+    ours = [m["Subject"] for m in listed if m["X-Patchbridge-Origin"]]
+    check(len(listed) == 16 and len(ours) == 2,
+          "%d mails in the archive, the bridge's: %s" % (len(listed), ours))
 
 
 SCENARIOS = {"replies": scenario_replies, "outage": scenario_outage,
@@ -1656,14 +1871,9 @@ def main():
     ap.add_argument("--bin", required=True, help="the build directory")
     ap.add_argument("--work", required=True)
     args = ap.parse_args()
-    rc = bedlib.skip_status()
+    rc = bedlib.skip_milters(args.bin, "e2e")
     if rc is not None:
         return rc
-    for exe in (("milter", "patchbridge-milter"),
-                ("tests", "postfix", "test_milter")):
-        if not os.access(os.path.join(args.bin, *exe), os.X_OK):
-            print("e2e: SKIP: %s is not built (libmilter)" % "/".join(exe))
-            return 77
     return bedlib.run_scenario(Bed(args, args.scenario),
                                SCENARIOS[args.scenario])
 

@@ -34,11 +34,15 @@ Scenarios:
             with the range-diff; its target branch takes one of its
             commits: v3; retargeted to a branch with the same merge
             base: nothing is mailed
+  attest    [outbound] attest = yes: the series as the list archive
+            (public-inbox) serves it passes b4 am and patatt validate
+            for the bridge's key; one changed byte fails both
 
 Exit status: 0 pass, 1 fail, 77 skipped (not root, no Postfix).
 """
 
 import argparse
+import gzip
 import http.server
 import json
 import os
@@ -993,10 +997,123 @@ def dbgone_steps(bed, pgdir, own):
     check(bed.run("status").count("queue: empty") == 1, "queue not empty")
 
 
+def attest_env(bed, keyring, policy):
+    """b4's and patatt's environment: a private HOME whose git config
+    names keyring (patatt's layout) as the key source of both."""
+    home = os.path.join(bed.work, "readerhome")
+    os.makedirs(home, exist_ok=True)
+    env = dict(os.environ, HOME=home, GIT_CONFIG_NOSYSTEM="1",
+               XDG_CACHE_HOME=os.path.join(home, "cache"),
+               XDG_DATA_HOME=os.path.join(home, "data"), LC_ALL="C.UTF-8")
+    for k, v in (("user.name", "Reader"), ("user.email", "r@example.org"),
+                 ("b4.keyringsrc", keyring),
+                 ("b4.attestation-policy", policy),
+                 ("patatt.keyringsrc", keyring)):
+        subprocess.run(["git", "config", "--global", k, v], env=env,
+                       check=True)
+    return env
+
+
+def attest_check(bed, mbox, env, what):
+    """b4 am and patatt validate on mbox: (b4's exit, its output,
+    patatt's exit, its output)."""
+    out = os.path.join(bed.work, "b4-" + what)
+    os.makedirs(out, exist_ok=True)
+    with open(mbox, "rb") as f:
+        b4 = subprocess.run(["b4", "am", "-m", "-", "-o", out], stdin=f,
+                            env=env, cwd=bed.work, capture_output=True,
+                            timeout=bound(120))
+    pt = subprocess.run(["/usr/bin/python3", "-c",
+                         "import sys, patatt; sys.exit(patatt.command())",
+                         "validate", mbox], env=env, capture_output=True,
+                        timeout=bound(120))
+    b4out = (b4.stdout + b4.stderr).decode(errors="replace")
+    ptout = (pt.stdout + pt.stderr).decode(errors="replace")
+    say("b4 am (%s) -> %d\n%s" % (what, b4.returncode, b4out))
+    say("patatt validate (%s) -> %d\n%s" % (what, pt.returncode, ptout))
+    return b4.returncode, b4out, pt.returncode, ptout
+
+
+def scenario_attest(bed):
+    """[outbound] attest: the daemon signs the series it mails; b4 and
+    patatt validate it as the list archive serves it (public-inbox's
+    thread mbox), and a byte changed on the way fails both."""
+    for tool in ("b4", "public-inbox-mda", "/usr/bin/python3"):
+        check(subprocess.run(["sh", "-c", "command -v %s" % tool],
+                             capture_output=True).returncode == 0,
+              "%s is not installed (scripts/install-deps.sh)" % tool)
+    bed.start_postfix()
+    key = os.path.join(bed.work, "bridge.key")
+    bed.config(outbound="attest = yes\nattest_key_file = %s\n" % key)
+    say("the key, and the keyring an operator publishes")
+    out = bed.run("attest-key", "--generate")
+    check(oct(os.stat(key).st_mode & 0o777) == "0o600",
+          "the key file is not 0600")
+    path = re.search(r"^keyring: +(\S+)$", out, re.M)
+    check(path and path.group(1) ==
+          "ed25519/example.org/bridge/default", "keyring path: %s" % out)
+    pub = bed.run("attest-key", "--public").strip()
+    keyring = os.path.join(bed.work, "keyring")
+    os.makedirs(os.path.dirname(os.path.join(keyring, path.group(1))))
+    with open(os.path.join(keyring, path.group(1)), "w") as f:
+        f.write(pub + "\n")
+
+    create_mr("topic", "Teach x and y to count")
+    out = bed.run("send", "group/project!1")
+    check("mailed v1 (4 mails)" in out, "send said: %s" % out)
+    bed.wait_mail(4)
+    bed.settle()
+    s = series_of(bed.archive(), 1, 1)
+    for k in range(4):
+        check(s[k]["X-Developer-Signature"] and
+              "i=bridge@example.org;" in
+              re.sub(r"\s+", " ", s[k]["X-Developer-Signature"]),
+              "mail %d is not signed for the bridge" % k)
+
+    say("the list archive's thread, as a reader fetches it")
+    arch = ListArchive(bed)
+    try:
+        arch.feed()
+        raw = urllib.request.urlopen(
+            "http://127.0.0.1:%d/list/%s/t.mbox.gz" %
+            (arch.pi_port, msgid(s[0])), timeout=bound(30)).read()
+    finally:
+        arch.stop()
+    mbox = os.path.join(bed.work, "thread.mbox")
+    with open(mbox, "wb") as f:
+        f.write(gzip.decompress(raw))
+    env = attest_env(bed, keyring, "hardfail")
+    b4rc, b4out, ptrc, ptout = attest_check(bed, mbox, env, "archive")
+    check(b4rc == 0, "b4 am exited %d" % b4rc)
+    check("Signed: ed25519/bridge@example.org" in b4out,
+          "b4 did not report the bridge's signature")
+    check("BADSIG" not in b4out and "No key" not in b4out,
+          "b4 reported a failure")
+    check(ptrc == 0 and ptout.count("PASS | bridge@example.org,") == 4,
+          "patatt validate did not pass the 4 mails")
+
+    say("one byte changed on the way: both fail")
+    with open(mbox, "rb") as f:
+        data = f.read()
+    at = data.index(b"\n+", data.index(b"[PATCH 2/3]"))
+    data = data[:at + 2] + bytes([data[at + 2] ^ 0x20]) + data[at + 3:]
+    bad = os.path.join(bed.work, "changed.mbox")
+    with open(bad, "wb") as f:
+        f.write(data)
+    b4rc, b4out, ptrc, ptout = attest_check(bed, bad, env, "changed")
+    check(b4rc != 0 and "BADSIG: ed25519/bridge@example.org" in b4out,
+          "b4 (hardfail) did not refuse the changed series")
+    check(ptrc != 0 and re.search(r"^BADSIG \| bridge@example.org, "
+                                  r"\[PATCH 2/3\]", ptout, re.M),
+          "patatt did not find patch 2 BADSIG")
+    check(ptout.count("PASS | bridge@example.org,") == 3,
+          "patatt did not pass the 3 unchanged mails")
+
+
 SCENARIOS = {"series": scenario_series, "crash": scenario_crash,
              "webhook": scenario_webhook, "drafts": scenario_drafts,
              "handed": scenario_handed, "dbgone": scenario_dbgone,
-             "retarget": scenario_retarget}
+             "retarget": scenario_retarget, "attest": scenario_attest}
 
 
 def main():

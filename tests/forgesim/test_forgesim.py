@@ -2265,6 +2265,14 @@ class OpenApiConformanceTest(SimTestCase):
                           body={"url": "http://127.0.0.1:9/h"})
         got["hooks"] = api("GET", "/projects/1/hooks", "bob-token")
         got["commit"] = api("GET", "/projects/1/repository/commits/" + sha)
+        signed = SIM.ctl("POST", "/projects/1/commits", {
+            "branch": "signed", "start": "main", "message": "signed\n",
+            "files": {"signed.txt": "s\n"},
+            "author": {"name": "Alice Developer",
+                       "email": "alice@example.com"},
+            "signature": {"type": "SSH", "user": "alice"}})["head"]
+        got["signature"] = api("GET", "/projects/1/repository/commits/%s/"
+                               "signature" % signed)
         got["version_api"] = api("GET", "/version")
         got["imp_token"] = api("POST", "/users/2/impersonation_tokens",
                                "admin-token", body={"name": "bridge",
@@ -2392,6 +2400,68 @@ def load_tests(loader, tests, pattern):
 
 
 # -- pipelines and jobs -------------------------------------------------------
+
+class CommitSignatureTest(SimTestCase):
+    """GET /projects/:id/repository/commits/:sha/signature (lib/api/
+    commits.rb; doc/api/commits.md "Get signature of a commit"): 404 for
+    an unsigned commit, else the documented shape per kind, the verdict
+    as lib/gitlab/ssh/signature.rb calculates it."""
+
+    def commit(self, branch, signature=None, email="alice@example.com"):
+        body = {"branch": branch, "start": "main", "message": branch + "\n",
+                "files": {branch + ".txt": "x\n"},
+                "author": {"name": "Alice Developer", "email": email}}
+        if signature:
+            body["signature"] = signature
+        return SIM.ctl("POST", "/projects/1/commits", body)["head"]
+
+    def sig(self, sha):
+        return SIM.api("GET", "/projects/1/repository/commits/%s/signature"
+                       % sha)
+
+    def test_unsigned_and_missing(self):
+        reply = self.sig(self.commit("plain"))
+        self.assertEqual((reply.status, reply.json),
+                         (404, {"message": "404 GPG Signature Not Found"}))
+        reply = self.sig("0" * 40)
+        self.assertEqual((reply.status, reply.json),
+                         (404, {"message": "404 Commit Not Found"}))
+
+    def test_pgp_ssh_x509_and_verdicts(self):
+        pgp = self.sig(self.commit("pgp", {"type": "PGP", "user": "alice"}))
+        self.assertEqual(pgp.status, 200, pgp.body)
+        self.assertEqual({k: pgp.json[k] for k in (
+            "signature_type", "verification_status", "gpg_key_user_name",
+            "gpg_key_user_email", "commit_source")}, {
+            "signature_type": "PGP", "verification_status": "verified",
+            "gpg_key_user_name": "Alice Developer",
+            "gpg_key_user_email": "alice@example.com",
+            "commit_source": "gitaly"})
+        self.assertEqual(len(pgp.json["gpg_key_primary_keyid"]), 16)
+        ssh = self.sig(self.commit("ssh", {"type": "SSH", "user": "alice",
+                                           "title": "laptop"})).json
+        self.assertEqual((ssh["signature_type"], ssh["verification_status"],
+                          ssh["key"]["title"], ssh["key"]["usage_type"]),
+                         ("SSH", "verified", "laptop", "auth_and_signing"))
+        x509 = self.sig(self.commit("x509", {"type": "X509",
+                                             "user": "alice"})).json
+        self.assertEqual((x509["signature_type"],
+                          x509["verification_status"],
+                          x509["x509_certificate"]["email"]),
+                         ("X509", "verified", "alice@example.com"))
+        # Bob's key on a commit Alice committed: other_user; a key no
+        # user uploaded: unknown_key; a verdict the test gives is kept.
+        self.assertEqual(self.sig(self.commit("bob", {
+            "type": "PGP", "user": "bob"})).json["verification_status"],
+            "other_user")
+        unknown = self.sig(self.commit("nobody", {"type": "SSH"})).json
+        self.assertEqual((unknown["verification_status"], unknown["key"]),
+                         ("unknown_key", None))
+        self.assertEqual(self.sig(self.commit("revoked", {
+            "type": "PGP", "user": "alice",
+            "status": "revoked_key"})).json["verification_status"],
+            "revoked_key")
+
 
 class PipelineTest(SimTestCase):
     """MR pipelines, their jobs and a job's log (lib/api/merge_requests.rb,

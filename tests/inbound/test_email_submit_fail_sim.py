@@ -207,12 +207,13 @@ def not_applied(pb, tmp, work, main):
             "A fixed version is welcome" not in body:
         fail("not_applied: notice %r" % msg)
     out = st.why(cover)
-    if "not opened: the series does not apply" not in out or \
+    if "not opened: see what its sender was told" not in out or \
+            "does not apply" not in out or \
             "Patch 2/2" not in out:
         fail("not_applied: why %r" % out)
     # The series' end, not a fault of the mail that completed it.
     out = st.why(msgid_of(files[-1]))
-    if "dead letter" in out or "not applied, its sender told" not in out:
+    if "dead letter" in out or "not opened, its sender told" not in out:
         fail("not_applied: why of the last mail %r" % out)
     print("not applied: one notice to the sender, naming 2/2 and %s" %
           main[:12])
@@ -232,8 +233,18 @@ def stale(pb, tmp, work, main):
     if len(opened) != 1:
         fail("stale: v2 opened %d merge requests" % len(opened))
     iid = opened.pop()
-    again = series(work, tmp, "stale", main, changes, version=2,
-                   out="mails-stale-again")
+    # Other commits and another cover letter's Message-ID: git
+    # format-patch makes them of the commit (the cover's of nothing)
+    # and the second, so a copy made in the same second could share them.
+    again = series(work, tmp, "stale", main, [("stale.txt", "again\n")],
+                   version=2, out="mails-stale-again")
+    for path in again:
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace("<cover.", "<cover-again."))
+    if set(map(msgid_of, again)) & set(map(msgid_of, first)):
+        fail("stale: the second copy has the first's Message-IDs")
     st.replay(*again)
     st.daemon()
     st.daemon()  # again: nothing more
@@ -250,7 +261,8 @@ def stale(pb, tmp, work, main):
             "send the next version as v3" not in body:
         fail("stale: notice %r" % msg)
     out = st.why(msgid_of(again[-1]))
-    if "dead letter" in out:
+    if "dead letter" in out or "not opened, its sender told" not in out \
+            or "has taken v2 already" not in " ".join(out.split()):
         fail("stale: why of the last mail %r" % out)
     print("stale: the same v2 again, one notice to the sender, "
           "no dead letter")

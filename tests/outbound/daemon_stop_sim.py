@@ -276,9 +276,11 @@ def check_copy(work, msgs):
     print("this host's copy of the thread map holds all %d" % len(want))
 
 
-def main():
+def run_main(story, doc):
+    """`story(pb, work, log)` with the arguments PATCHBRIDGE WORKDIR
+    (signatures_sim.py runs its own story here too)."""
     if len(sys.argv) != 3:
-        print(__doc__)
+        print(doc)
         return 2
     if not URL:
         print("PB_FORGESIM_URL is not set (run through run-with-sim.sh)")
@@ -288,7 +290,7 @@ def main():
     os.makedirs(work)
     with open(os.path.join(work, "log"), "w") as log:
         try:
-            scenario(pb, work, log)
+            story(pb, work, log)
         except Fail as e:
             log.flush()
             with open(log.name) as f:
@@ -297,6 +299,10 @@ def main():
             return 1
     print("1 passed, 0 failed")
     return 0
+
+
+def main():
+    return run_main(scenario, __doc__)
 
 
 if __name__ == "__main__":

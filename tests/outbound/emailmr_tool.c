@@ -10,6 +10,10 @@
  * with TOKEN (the bare mirror MIRROR fetched from URL/PROJECT.git, the
  * target branch TARGET), printing "SERIES: !IID" or "SERIES: failed:
  * WHY".  mailmr_sim.py drives it against the GitLab simulator.
+ * PB_ATTEST_KEYRING names the project keyring (emailattest.h) and
+ * PB_ATTEST_REQUIRE=yes refuses a series that is not attested
+ * ([project] attest_keyring, email_require_attestation);
+ * attest_mr_sim.py drives that.
  */
 #include "forge/forge.h"
 #include "forge/gitlab.h"
@@ -59,6 +63,9 @@ static int open_series(struct store *st, struct forge *f, struct gitrepo *repo,
 	c.label = "from-email";
 	c.committer_name = "Patch Bridge";
 	c.committer_email = "bridge@example.org";
+	c.attest_keyring = getenv("PB_ATTEST_KEYRING");
+	c.require_attestation = getenv("PB_ATTEST_REQUIRE") &&
+				!strcmp(getenv("PB_ATTEST_REQUIRE"), "yes");
 	rc = store_submission_list_whole(&whole, st, 0);
 	for (i = 0; !rc && i < whole.nr; i++) {
 		int64_t iid = 0;

@@ -146,8 +146,13 @@ def main():
     mr = api("/projects/1/merge_requests/%d" % iid)
     if mr["title"] != "topic: three changes":
         fail("title %r" % mr["title"])
+    # No keyring and no trusted Authentication-Results: nothing vouches
+    # for the mails, and the description says so (emailattest.h).
     if not mr["description"].startswith(
-            "From: Ann Author <ann@example.org> by email\n\n"
+            "From: Ann Author <ann@example.org> by email\n"
+            "Not verified: no project keyring to check a patatt "
+            "signature against, and no DKIM/DMARC pass (each of the 4 "
+            "mails).\n\n"
             "Three small changes, by mail."):
         fail("description %r" % mr["description"])
     if mr["labels"] != ["from-email"] or mr["target_branch"] != "main" or \
@@ -399,7 +404,20 @@ def next_versions(tmp, state, mirror, work, base):
     if rc != 0 or opened(out) != [iid] or versions_of(iid) != 2:
         fail("topic b v2 by its change-id did not update !%d: %r" %
              (iid, out))
-    print("v2 not in reply, by its change-id: !%d updated, 2 versions" % iid)
+    notes = [n["body"] for n in
+             api("/projects/1/merge_requests/%d/notes?per_page=100" % iid)
+             if "v2 of this series came by email from ann@example.org"
+             in n["body"]]
+    if len(notes) != 1:
+        fail("topic b v2: %d notes say where v2 came from" % len(notes))
+    # The same run again: the note is not posted twice (its marker).
+    rc, out = tool(state, mirror, "anyone", *v2)
+    if len([n for n in
+            api("/projects/1/merge_requests/%d/notes?per_page=100" % iid)
+            if "v2 of this series came by email" in n["body"]]) != 1:
+        fail("topic b v2 again: the version's note posted twice")
+    print("v2 not in reply, by its change-id: !%d updated, 2 versions, "
+          "one note: %r" % (iid, notes[0].split("\n")[0]))
 
     # By its title: a single patch, then its v2, not in reply.
     c1 = one_topic(tmp, work, base, "topic-c", 1, {"c.txt": "c\n"})

@@ -602,6 +602,37 @@ static int fake_job_trace(struct buf *out, struct forge *f, const char *project,
 	return 0;
 }
 
+static int fake_commit_signature(struct forge_signature *out, struct forge *f,
+				 const char *project, const char *sha)
+{
+	struct fakeforge *ff = ff_of(f);
+	size_t i;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	record(ff, FAKE_COMMIT_SIGNATURE, project, 0, sha, NULL, NULL);
+	{
+		struct fake_result r = next(ff, FAKE_COMMIT_SIGNATURE);
+
+		rc = answer(ff, &r);
+	}
+	if (rc)
+		return rc;
+	for (i = 0; i < ff->nr_signatures; i++) {
+		const struct forge_signature *s = &ff->signatures[i];
+
+		if (strcmp(ff->signed_shas[i], sha))
+			continue;
+		out->type = dup_or_null(s->type);
+		out->status = dup_or_null(s->status);
+		out->name = dup_or_null(s->name);
+		out->email = dup_or_null(s->email);
+		out->key = dup_or_null(s->key);
+		return 0;
+	}
+	return err_set(PB_ENOTFOUND, "404 GPG Signature Not Found");
+}
+
 static enum forge_sudo_problem fake_sudo_problem(const struct forge *f)
 {
 	return ((const struct fakeforge *)f)->sudo;
@@ -671,6 +702,7 @@ static const struct forge_ops fake_ops = {
 	.list_pipelines = fake_list_pipelines,
 	.list_jobs = fake_list_jobs,
 	.job_trace = fake_job_trace,
+	.commit_signature = fake_commit_signature,
 	.sudo_problem = fake_sudo_problem,
 	.token_problem = fake_token_problem,
 };

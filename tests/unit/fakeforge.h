@@ -51,6 +51,7 @@ enum fake_op {
 	FAKE_LIST_PIPELINES,
 	FAKE_LIST_JOBS,
 	FAKE_JOB_TRACE,
+	FAKE_COMMIT_SIGNATURE,
 	FAKE__COUNT,
 };
 
@@ -147,6 +148,12 @@ struct fakeforge {
 	const struct forge_job *jobs;
 	size_t nr_jobs;
 	const char *trace;
+	/* What commit_signature answers: the signature of signed_shas[i]
+	 * is signatures[i] (borrowed, copied); any other commit is not
+	 * signed (PB_ENOTFOUND, as GitLab's 404). */
+	const char *const *signed_shas;
+	const struct forge_signature *signatures;
+	size_t nr_signatures;
 };
 
 void fakeforge_init(struct fakeforge *ff);

@@ -273,6 +273,24 @@ static void approval_as_the_reviewer(void **state)
 	assert_int_equal(journal(b, PLAN_IDX_APPROVE(0)), STORE_ACTION_DONE);
 }
 
+/* The approval's provenance kept for the applied mail (forgemail.c):
+ * the trailer and how its sender was verified. */
+static void approval_provenance_kept(void **state)
+{
+	struct bed *b = *state;
+	struct buf v = BUF_INIT(1024);
+	char name[256];
+
+	add_approve(b, "alice")->via = "DKIM verified";
+	assert_int_equal(run(b), 0);
+	snprintf(name, sizeof(name), "list-approval-via:%s!%lld:alice",
+		 b->t.project, (long long)b->t.iid);
+	assert_int_equal(store_cursor_get(&v, b->st, name), 0);
+	assert_string_equal(v.data, "Acked-by: Alice <alice@example.org> (DKIM "
+				    "verified)");
+	buf_release(&v);
+}
+
 static void approval_of_merged_mr_not_asked(void **state)
 {
 	struct bed *b = *state;
@@ -525,6 +543,7 @@ int main(void)
 		T(diff_note_refused_position_falls_back),
 		T(diff_reply_gone_thread_becomes_diff_note),
 		T(approval_as_the_reviewer),
+		T(approval_provenance_kept),
 		T(approval_of_merged_mr_not_asked),
 		T(approval_without_head_not_asked),
 		T(approval_409_moved_on),

@@ -242,8 +242,10 @@ static void build(struct classify_input *in, struct buf *raw,
 }
 
 /* Classify headers+body against the store (or none when st is NULL). */
-static void run(struct classify_result *res, const char *headers,
-		const char *body, struct store *st)
+/* run() with the options o. */
+static void run_with(struct classify_result *res, const char *headers,
+		     const char *body, struct store *st,
+		     const struct classify_opts *o)
 {
 	struct classify_input in;
 	struct buf raw;
@@ -255,17 +257,25 @@ static void run(struct classify_result *res, const char *headers,
 		store_threadmap(&tm, st);
 	classify_result_init(res);
 	assert_int_equal(classify_eom(res, &in, raw.data, raw.len,
-				      st ? &tm : NULL, &opts),
+				      st ? &tm : NULL, o),
 			 0);
 	classify_input_release(&in);
 	buf_release(&raw);
 }
 
+static void run(struct classify_result *res, const char *headers,
+		const char *body, struct store *st)
+{
+	run_with(res, headers, body, st, &opts);
+}
+
 /*
  * When some project takes series posted to the list, a new patch's mail
  * (unthreaded, or threaded under a mail the map does not know) is a
- * SUBMIT, to be spooled; without, it passes as before.  A reply that
- * nothing places, and the bridge's own patch, are never one.
+ * SUBMIT, to be spooled; without, it passes as before.  So is a next
+ * version's mail threaded under a bridged one; a v1 patch there is not.
+ * A reply that nothing places, and the bridge's own patch, are never
+ * one.
  */
 static void test_submission(void **state)
 {
@@ -279,6 +289,12 @@ static void test_submission(void **state)
 		"In-Reply-To: <c@example.org>\n"
 		"References: <c@example.org>\n",
 	};
+	static const char v2_cover[] =
+		"From: Ann <ann@example.org>\n"
+		"Subject: [PATCH v2 0/3] list: grow on demand\n"
+		"Message-ID: <v2c@example.org>\n"
+		"In-Reply-To: <s12-0@lists.example.org>\n"
+		"References: <s12-0@lists.example.org>\n";
 	struct classify_opts sub = opts;
 	struct classify_result res;
 	struct classify_input in;
@@ -312,6 +328,29 @@ static void test_submission(void **state)
 		classify_input_release(&in);
 		buf_release(&raw);
 	}
+
+	/* a next version in reply to the last one's cover (git send-email
+	 * --in-reply-to): a series of its own when submissions are on; a
+	 * v1 patch in a bridged thread stays where the thread puts it */
+	run_with(&res, v2_cover, "Changes since v1.\n", st, &sub);
+	assert_int_equal(res.verdict, CLASSIFY_SUBMIT);
+	assert_string_equal(res.reason, "submission");
+	assert_string_equal(res.project, "");
+	assert_int_equal(res.iid, 0);
+	classify_result_release(&res);
+	run(&res, v2_cover, "Changes since v1.\n", st);
+	assert_int_equal(res.verdict, CLASSIFY_BRIDGE);
+	assert_int_equal(res.iid, 12);
+	classify_result_release(&res);
+	run_with(&res,
+		 "From: Ann <ann@example.org>\n"
+		 "Subject: [PATCH 1/1] list: a fix on top\n"
+		 "Message-ID: <fix@example.org>\n"
+		 "In-Reply-To: <s12-2@lists.example.org>\n",
+		 "diff --git a/h b/h\n", st, &sub);
+	assert_int_equal(res.verdict, CLASSIFY_BRIDGE);
+	assert_int_equal(res.iid, 12);
+	classify_result_release(&res);
 
 	/* a reply nothing places; the bridge's own patch */
 	build(&in, &raw,

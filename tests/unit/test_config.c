@@ -673,6 +673,30 @@ static void test_cross_checks(void **state)
 				    "url = smtp://mail.example.org:587\n"
 				    "ca_file = /etc/ssl/mail-ca.pem\n"));
 	}
+	/* Attestation: a key to sign with, and no key left unused. */
+	{
+		const char *nokey[] = {
+			"t.conf:11: [outbound] attest: needs attest_key_file",
+			NULL
+		};
+		const char *unused[] = {
+			"t.conf:11: [outbound] attest_key_file: is used only "
+			"with attest = yes",
+			NULL
+		};
+		struct config *c;
+
+		expect_errors("[outbound]\nattest = yes\n", nokey);
+		expect_errors("[outbound]\nattest_key_file = /etc/pb.key\n",
+			      unused);
+		c = load_ok("[outbound]\nattest = yes\n"
+			    "attest_key_file = /etc/pb.key\n"
+			    "attest_selector = 2026\n");
+		assert_true(config_bool(c, CFG_OUTBOUND_ATTEST));
+		assert_string_equal(config_str(c, CFG_OUTBOUND_ATTEST_SELECTOR),
+				    "2026");
+		config_free(c);
+	}
 	/* A bad value spares the follow-up complaints about it. */
 	{
 		const char *want[] = {
@@ -758,6 +782,7 @@ static void test_projects(void **state)
 		      "cover_open_threads = no\n"
 		      "mail_resolved = no\n"
 		      "cover_reviewers = no\n"
+		      "cover_signatures = no\n"
 		      "mail_reviews_in = no\n"
 		      "[project \"a/b\"]\n"
 		      "[project \"group/sub/name.js\"]\n"
@@ -792,6 +817,7 @@ static void test_projects(void **state)
 	assert_false(config_project_bool(p, CFG_OUTBOUND_COVER_OPEN_THREADS));
 	assert_false(config_project_bool(p, CFG_OUTBOUND_MAIL_RESOLVED));
 	assert_false(config_project_bool(p, CFG_OUTBOUND_COVER_REVIEWERS));
+	assert_false(config_project_bool(p, CFG_OUTBOUND_COVER_SIGNATURES));
 	assert_false(config_project_bool(p, CFG_OUTBOUND_MAIL_REVIEWS_IN));
 	assert_int_equal(config_project_enum(p, CFG_PROJECT_EMAIL_SUBMISSIONS),
 			 CONFIG_SUBMISSIONS_OFF);
@@ -809,6 +835,7 @@ static void test_projects(void **state)
 	assert_true(config_project_bool(p, CFG_OUTBOUND_COVER_OPEN_THREADS));
 	assert_true(config_project_bool(p, CFG_OUTBOUND_MAIL_RESOLVED));
 	assert_true(config_project_bool(p, CFG_OUTBOUND_COVER_REVIEWERS));
+	assert_true(config_project_bool(p, CFG_OUTBOUND_COVER_SIGNATURES));
 	assert_true(config_project_bool(p, CFG_OUTBOUND_MAIL_REVIEWS_IN));
 	assert_int_equal(config_project_enum(p, CFG_PROJECT_EMAIL_SUBMISSIONS),
 			 CONFIG_SUBMISSIONS_VERIFIED);

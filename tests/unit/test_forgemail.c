@@ -666,6 +666,85 @@ static void pipelines_off(void **state)
 	assert_int_equal(queued, 1);
 }
 
+/* --- provenance of approvals ---------------------------------------------- */
+
+/*
+ * An approval given on the forge is mailed saying so; the applied mail
+ * names each approval the merged MR has and where it came from: Alice's
+ * from her trailer on the list, as apply.c recorded it (its provenance
+ * beside the list-approval cursor), Bob's from the forge.
+ */
+static void approvals_provenance(void **state)
+{
+	struct bed *b = *state;
+	struct forge_user by[2];
+	struct forge_note *n;
+	size_t queued = 0;
+	char *text;
+
+	n = said(b, 901, "bob", "approved this merge request");
+	n->system = 1;
+	n->author.name = (char *)"Bob Maintainer";
+	assert_int_equal(forgemail_mr(b->fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 1);
+	text = queued_text(b, "ack", 901);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "Bob Maintainer approved this merge "
+				     "request on the forge.\nGiven there by "
+				     "the user signed in to it, not by email"));
+	free(text);
+
+	assert_int_equal(
+		store_cursor_set(b->st, "list-approval-via:" PROJECT "!7:alice",
+				 "Acked-by: Alice Developer <alice@example.com> "
+				 "(DKIM verified)"),
+		0);
+	/* Carol's approval from the list, withdrawn on the forge: its
+	 * provenance goes with it. */
+	assert_int_equal(
+		store_cursor_set(b->st, "list-approval-via:" PROJECT "!7:carol",
+				 "Acked-by: Carol <carol@example.com> "
+				 "(DKIM verified)"),
+		0);
+	n = said(b, 902, "carol", "unapproved this merge request");
+	n->system = 1;
+	queued = 0;
+	assert_int_equal(forgemail_mr(b->fm, PROJECT, 7, &queued), 0);
+	{
+		struct buf v = BUF_INIT(1024);
+
+		assert_int_equal(store_cursor_get(&v, b->st,
+						  "list-approval-via:" PROJECT
+						  "!7:carol"),
+				 0);
+		assert_int_equal(v.len, 0);
+		buf_release(&v);
+	}
+
+	memset(by, 0, sizeof(by));
+	by[0].id = 5;
+	by[0].username = (char *)"alice";
+	by[0].name = (char *)"Alice Developer";
+	by[1].id = 6;
+	by[1].username = (char *)"bob";
+	by[1].name = (char *)"Bob\nMaintainer";
+	b->ff.approved_by = by;
+	b->ff.nr_approved_by = 2;
+	b->ff.mr_state = "merged";
+	queued = 0;
+	assert_int_equal(forgemail_mr(b->fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 1);
+	text = queued_text(b, "merged", 0);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "This series was applied to"));
+	assert_non_null(strstr(text, "\nApprovals:\n"
+				     "- Alice Developer: by email, Acked-by: "
+				     "Alice Developer <alice@example.com> "
+				     "(DKIM verified)\n"
+				     "- Bob Maintainer: on the forge\n"));
+	free(text);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -682,6 +761,7 @@ int main(void)
 		T(pipeline_mailed_when_finished),
 		T(pipeline_log_unreadable),
 		T(pipelines_off),
+		T(approvals_provenance),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

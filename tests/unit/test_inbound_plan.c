@@ -636,8 +636,9 @@ static void test_plan_large(void **state)
 	assert_non_null(strstr(a->body, "* Acked-by: Bob"));
 	assert_non_null(strstr(a->body, "approval by GitLab user bob"));
 	assert_non_null(strstr(a->body, "(DKIM verified)"));
-	/* the approval itself */
+	/* the approval itself, with how its sender was verified */
 	assert_int_equal(fx.plan.v[fx.plan.nr - 1].kind, PLAN_APPROVE);
+	assert_string_equal(fx.plan.v[fx.plan.nr - 1].via, "DKIM verified");
 	plan_release(&fx.plan);
 
 	/* with an archive: a link */

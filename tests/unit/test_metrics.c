@@ -177,6 +177,8 @@ static void test_milter_round_trip(void **state)
 	metrics_inc0(MET_MILTER_MAILS_SEEN);
 	metrics_add0(MET_MILTER_MAILS_SEEN, 4);
 	metrics_inc1(MET_MILTER_MAILS_CLASSIFIED, "reply");
+	/* session.c's kind of a series posted to the list */
+	metrics_inc1(MET_MILTER_MAILS_CLASSIFIED, "submission");
 	metrics_inc1(MET_MILTER_MAILS_IGNORED, "not-bridged");
 	metrics_add0(MET_MILTER_SPOOLED_BYTES, 12345);
 	snprintf(file, sizeof(file), "%s", render(METRIC_MILTER));
@@ -186,6 +188,8 @@ static void test_milter_round_trip(void **state)
 	assert_string_equal(t, file);
 	has(t, "patchbridge_milter_mails_seen_total 5");
 	has(t, "patchbridge_milter_mails_classified_total{kind=\"reply\"} 1");
+	has(t, "patchbridge_milter_mails_classified_total{kind="
+	       "\"submission\"} 1");
 	has(t, "patchbridge_milter_mails_ignored_total{reason="
 	       "\"not-bridged\"} 1");
 	has(t, "patchbridge_milter_spooled_bytes_total 12345");

@@ -80,11 +80,34 @@ static void test_refused(void **state)
 	secret_wipe(&b);
 }
 
+/* The attestation key's text: the base64 of 32 bytes and nothing else. */
+static void test_key32(void **state)
+{
+	static const char key[] =
+		"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
+	(void)state;
+	assert_int_equal(secret_key32_b64(key, 44), 0);
+	assert_int_equal(secret_key32_b64(key, 43), PB_EINVAL);
+	assert_int_equal(secret_key32_b64("", 0), PB_EINVAL);
+	assert_int_equal(
+		secret_key32_b64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh==",
+				 44),
+		PB_EINVAL);
+	assert_int_equal(
+		secret_key32_b64("AAECAwQFBgcICQoLDA0ODxAREhMUFRY XGBkaGxwdHh=",
+				 44),
+		PB_EINVAL);
+	assert_string_equal(err_msg(), "not an ed25519 private key (the base64 "
+				       "of 32 bytes, as patatt genkey writes)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_read),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_key32),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -185,6 +185,8 @@ class Api:
         r("GET", "/projects/:id/hooks", self.list_hooks)
         r("POST", "/projects/:id/hooks", self.create_hook)
         r("GET", "/projects/:id/repository/commits/:sha", self.get_commit)
+        r("GET", "/projects/:id/repository/commits/:sha/signature",
+          self.commit_signature)
         # lib/api/merge_requests.rb (entities: lib/api/entities/
         # merge_request*.rb, merge_request_diff*.rb)
         r("GET", "/projects/:id/merge_requests", self.list_mrs)
@@ -416,15 +418,34 @@ class Api:
                                    note_events, push_events, confidential)
         return Response.json(201, ent.hook(self.forge, hook))
 
-    def get_commit(self, ctx, id, sha):
+    def _commit(self, ctx, id, sha):
+        """The project and the commit :sha names (a SHA, a branch or a
+        tag), or 404 "Commit Not Found" (lib/api/commits.rb)."""
         project = ctx.project(id)
         repo = self.forge.repo(project)
         resolved = repo.rev_parse(sha) if sha and not sha.startswith("-") \
             else None
         if resolved is None:
             raise errors.not_found("Commit")
+        return project, resolved
+
+    def get_commit(self, ctx, id, sha):
+        project, resolved = self._commit(ctx, id, sha)
         return Response.json(200, ent.commit_detail(
-            self.forge, project, repo.commit(resolved)))
+            self.forge, project, self.forge.repo(project).commit(resolved)))
+
+    def commit_signature(self, ctx, id, sha):
+        """lib/api/commits.rb "Get the signature of a commit" (doc/api/
+        commits.md "Get signature of a commit"): 404 "Commit Not Found"
+        for no such commit, 404 "GPG Signature Not Found" for an unsigned
+        one (the words of the documented example), else
+        Entities::CommitSignature."""
+        project, resolved = self._commit(ctx, id, sha)
+        if resolved not in project.signatures:
+            raise errors.not_found("GPG Signature")
+        return Response.json(200, ent.commit_signature(
+            self.forge, project, resolved,
+            self.forge.signature_status(project, resolved)))
 
     # -- merge requests -------------------------------------------------------
 
@@ -604,6 +625,11 @@ class Api:
         return Response.json(200, out)
 
     def list_versions(self, ctx, id, iid):
+        # doc/api/merge_requests.md, "Get merge request diff versions":
+        # the MR's MergeRequestDiffs newest first (id, head_commit_sha,
+        # base_commit_sha, start_commit_sha, created_at,
+        # merge_request_id, state, real_size, patch_id_sha), one per
+        # push that changed the source branch's head
         project, mr, _ = self._latest(ctx, id, iid)
         versions = [] if self.forge.is_preparing(mr) else \
             list(reversed(mr.versions))

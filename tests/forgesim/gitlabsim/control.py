@@ -209,11 +209,14 @@ class Control:
         return Response.json(201, self._project(project))
 
     def create_commits(self, body, id):
-        """{"branch", "start"?, "commits": [...]} or one commit inline."""
+        """{"branch", "start"?, "commits": [...]} or one commit inline.
+        A commit's "signature" ({"type", "user", "status"?, "title"?})
+        says what GitLab would find on it (Forge.sign_commit)."""
         project = self.forge.project(id)
         commits = body.get("commits")
         if commits is None:
-            commits = [{k: body[k] for k in ("message", "files", "author")
+            commits = [{k: body[k] for k in ("message", "files", "author",
+                                             "signature")
                         if k in body}]
         shas = self.forge.create_commits(project, body["branch"], commits,
                                          start=body.get("start"))

@@ -315,6 +315,50 @@ def commit_detail(forge, project_, c):
     return out
 
 
+def commit_signature(forge, project_, sha, status):
+    """Entities::CommitSignature (lib/api/entities/commit_signature.rb):
+    signature_type, the signature's own entity merged in (merge: true),
+    commit_source.  PGP: gpg_commit_signature.rb; SSH: ssh_signature.rb
+    with Entities::SSHKey; X509: x509_signature.rb with
+    Entities::X509Certificate.  The shapes of doc/api/commits.md "Get
+    signature of a commit"."""
+    sig = project_.signatures[sha]
+    user = forge.users.get(sig["user"]) if sig["user"] else None
+    key_id = 1000 + (user.id if user else 0)
+    out = {"signature_type": sig["type"], "verification_status": status}
+    if sig["type"] == "PGP":
+        out.update({
+            "gpg_key_id": key_id if user else None,
+            "gpg_key_primary_keyid": "%016X" % (0x8254AAB3FBD54AC9 ^ key_id),
+            "gpg_key_user_name": user.name if user else None,
+            "gpg_key_user_email": user.email if user else None,
+            "gpg_key_subkey_id": None,
+        })
+    elif sig["type"] == "SSH":
+        out["key"] = None if user is None else {
+            "id": key_id, "title": sig["title"],
+            "created_at": iso(user.created_at), "expires_at": None,
+            "key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI%s %s" % (
+                ("%040d" % key_id), user.username),
+            "usage_type": "auth_and_signing",
+        }
+    else:
+        email = user.email if user else "unknown@example.org"
+        out["x509_certificate"] = {
+            "id": key_id, "subject": "CN=%s,OU=Example,O=World" % email,
+            "subject_key_identifier": ":".join(["BC"] * 20),
+            "email": email, "serial_number": 278969561018901340 + key_id,
+            "certificate_status": "good",
+            "x509_issuer": {
+                "id": 1, "subject": "CN=PKI,OU=Example,O=World",
+                "subject_key_identifier": ":".join(["AB"] * 20),
+                "crl_url": "http://example.com/pki.crl",
+            },
+        }
+    out["commit_source"] = "gitaly"
+    return out
+
+
 def diff_file(f):
     return {
         "old_path": f.old_path, "new_path": f.new_path,

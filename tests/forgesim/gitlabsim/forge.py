@@ -496,11 +496,61 @@ class Forge:
             parent = repo.write_commit(parent, spec.get("files") or {},
                                        message, spec.get("author") or {},
                                        self.now())
+            if spec.get("signature"):
+                self.sign_commit(project, parent, spec["signature"])
             shas.append(parent)
         if shas:
             repo.update_ref("refs/heads/" + branch, parent,
                             existing or ZERO_SHA)
         return shas
+
+    def sign_commit(self, project, sha, sig):
+        """Record that commit `sha` carries a signature: {"type": "PGP",
+        "SSH" or "X509" (default PGP), "user": whose key made it (None:
+        a key no user of the forge has), "status": the verdict, when the
+        test gives one}.  The simulator does not sign: GitLab reads the
+        signature from the commit and keeps what it found
+        (app/models/commit_signatures/*.rb)."""
+        kind = sig.get("type", "PGP")
+        if kind not in ("PGP", "SSH", "X509"):
+            raise SimError("signature type must be PGP, SSH or X509")
+        user = self.user(sig["user"]) if sig.get("user") is not None \
+            else None
+        project.signatures[sha] = {
+            "type": kind, "user": user.id if user else None,
+            "status": sig.get("status"), "title": sig.get("title", "Key")}
+
+    def signature_status(self, project, sha):
+        """The verdict on a commit's signature when the test gave none,
+        as lib/gitlab/ssh/signature.rb calculate_verification_status
+        (and lib/gitlab/gpg/commit.rb alike): unknown_key when no user
+        has the key; other_user unless the committer's email is one of
+        the key's user's; verified.  An X.509 signature is verified when
+        the certificate's email is the committer's
+        (lib/gitlab/x509/signature.rb), else unverified."""
+        sig = project.signatures[sha]
+        if sig["status"]:
+            return sig["status"]
+        committer = self.repo(project).commit(sha)["committer_email"]
+        user = self.users.get(sig["user"]) if sig["user"] else None
+        if sig["type"] == "X509":
+            return "verified" if user and \
+                committer.lower() in self.verified_emails(user) \
+                else "unverified"
+        if user is None:
+            return "unknown_key"
+        if committer.lower() not in self.verified_emails(user):
+            return "other_user"
+        return "verified"
+
+    @staticmethod
+    def verified_emails(user):
+        """User#verified_emails: the primary and the confirmed secondary
+        ones (app/models/user.rb)."""
+        out = {user.email.lower()}
+        out.update(e["email"].lower() for e in user.secondary_emails
+                   if e["confirmed_at"] is not None)
+        return out
 
     # -- merge requests ------------------------------------------------------
 

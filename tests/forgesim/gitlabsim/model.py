@@ -181,6 +181,12 @@ class Project:
         default_factory=ProjectSettings)
     last_activity_at: typing.Any = None
     pipelines: list = dataclasses.field(default_factory=list)  # oldest 1st
+    # The signature on a commit, by SHA: {"type": "PGP" | "SSH" | "X509",
+    # "user": the id of the user whose key made it (None: a key no user
+    # uploaded), "status": a verdict given by the test, else computed
+    # (Forge.signature_status)}.  GitLab reads it from the commit's
+    # gpgsig header and keeps its verdict (app/models/commit_signatures/).
+    signatures: dict = dataclasses.field(default_factory=dict)
 
     @property
     def full_path(self):

@@ -29,6 +29,7 @@ OPERATIONS = [
     ("*", "/api/v4/projects/{id}/labels"),
     ("*", "/api/v4/projects/{id}/hooks"),
     ("get", "/api/v4/projects/{id}/repository/commits/{sha}"),
+    ("get", "/api/v4/projects/{id}/repository/commits/{sha}/signature"),
     ("*", "/api/v4/projects/{id}/merge_requests"),
     ("*", "/api/v4/projects/{id}/merge_requests/{merge_request_iid}"),
 ] + [("*", "/api/v4/projects/{id}/merge_requests/{merge_request_iid}/" + s)
