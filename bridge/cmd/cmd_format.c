@@ -8,6 +8,7 @@
 #include "outbound/gitrepo.h"
 #include "outbound/mailhdr.h"
 #include "outbound/mrjson.h"
+#include "outbound/patchahead.h"
 #include "outbound/series.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -74,6 +75,7 @@ static const struct option long_opts[] = {
 	{ "date", required_argument, NULL, OPT_DATE },
 	{ "attest-key", required_argument, NULL, OPT_ATTEST_KEY },
 	{ "attest-selector", required_argument, NULL, OPT_ATTEST_SELECTOR },
+	{ "jobs", required_argument, NULL, 'j' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -84,7 +86,7 @@ struct format_args {
 	const char *project, *bridge_name, *bridge_address, *domain;
 	const char *template_path, *output;
 	const char *attest_key, *attest_selector;
-	uint64_t version, prev_version, iid, max_series;
+	uint64_t version, prev_version, iid, max_series, jobs;
 	int64_t date;
 	int have_date, from_author, cover;
 	struct strlist to, cc;
@@ -111,7 +113,7 @@ static int parse_args(struct format_args *a, int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "o:h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "j:o:h", long_opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_REPO:
 			a->repo = optarg;
@@ -188,6 +190,11 @@ static int parse_args(struct format_args *a, int argc, char **argv)
 		case OPT_ATTEST_SELECTOR:
 			a->attest_selector = optarg;
 			break;
+		case 'j':
+			if (!parse_num(&a->jobs, optarg, 1,
+				       PATCHAHEAD_JOBS_MAX))
+				return usage_error("--jobs: 1-8");
+			break;
 		case 'o':
 			a->output = optarg;
 			break;
@@ -235,14 +242,13 @@ static char *project_from_repo(const char *dir)
 
 /*
  * Each mail written as it is made (series_build_each()); without a
- * range-diff, each commit's patch rendered just before its mail and
- * released after it.
+ * range-diff, each commit's patch rendered ahead of its mail on a few
+ * threads (patchahead.h) and released after it.
  */
 struct writer {
 	int fd;
 	struct buf b;
-	struct gitrepo *repo;
-	struct gitrepo_range *range; /* deferred patches, or NULL */
+	struct patchahead *ahead; /* deferred patches, or NULL */
 	const struct series_attest *attest; /* NULL: mails unsigned */
 	struct buf signed_; /* the mail signed, when attest */
 };
@@ -251,7 +257,7 @@ static int patch_before(void *arg, size_t i)
 {
 	struct writer *w = arg;
 
-	return w->range ? gitrepo_range_patch(w->repo, w->range, i) : 0;
+	return w->ahead ? patchahead_get(w->ahead, i) : 0;
 }
 
 static int write_mail(void *arg, const struct series_mail *m)
@@ -259,8 +265,8 @@ static int write_mail(void *arg, const struct series_mail *m)
 	struct writer *w = arg;
 	int rc;
 
-	if (w->range && m->index > 0)
-		gitrepo_range_patch_release(w->range, m->index - 1);
+	if (w->ahead && m->index > 0)
+		patchahead_put(w->ahead, m->index - 1);
 	buf_reset(&w->b);
 	if (w->attest) {
 		struct series_mail sm = *m;
@@ -288,7 +294,7 @@ static int run(struct format_args *a)
 	struct series_opts o;
 	struct mrjson mr;
 	struct buf tmpl = BUF_INIT(PB_TEMPLATE_MAX);
-	struct writer w = { 1, BUF_INIT(0), NULL, NULL, NULL, BUF_INIT(0) };
+	struct writer w = { 1, BUF_INIT(0), NULL, NULL, BUF_INIT(0) };
 	struct series_attest attest;
 	struct patatt_key *key = NULL;
 	struct series_sink sink = { patch_before, write_mail, &w };
@@ -413,8 +419,16 @@ static int run(struct format_args *a)
 	/* One mail in memory at a time, as git format-patch: the series'
 	 * mails are written as they are made. */
 	buf_init(&w.b, SERIES_MAIL_MAX + 1024);
-	w.repo = repo;
-	w.range = a->range_diff ? NULL : range;
+	if (!a->range_diff && range->have_patches) {
+		rc = patchahead_start(&w.ahead, repo, a->repo, range,
+				      (unsigned)a->jobs);
+		if (rc)
+			goto out;
+	}
+	/* The cover letter's, while the first patches are made. */
+	rc = gitrepo_range_diffstat(repo, range);
+	if (rc)
+		goto out;
 	if (a->output && strcmp(a->output, "-")) {
 		struct file_atomic f;
 
@@ -434,6 +448,7 @@ static int run(struct format_args *a)
 		rc = series_build_each(&s, range, &o, &sink);
 	}
 out:
+	patchahead_free(w.ahead);
 	buf_release(&w.b);
 	buf_release(&w.signed_);
 	patatt_key_free(key);

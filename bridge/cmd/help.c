@@ -54,6 +54,9 @@ const char cmd_format_help[] =
 	"                        attest_key_file), for the bridge address\n"
 	"  --attest-selector S   the key's selector (default: none, which\n"
 	"                        readers take as \"default\")\n"
+	"  -j, --jobs N          render the patches with N threads (1-8;\n"
+	"                        default 2, 1 on one CPU); the output is\n"
+	"                        the same\n"
 	"  -o, --output FILE     write to FILE (\"-\": standard output, the\n"
 	"                        default)\n";
 

@@ -117,6 +117,11 @@ void gitrepo_free(struct gitrepo *repo)
 	git_libgit2_shutdown();
 }
 
+int gitrepo_threads(void)
+{
+	return !!(git_libgit2_features() & GIT_FEATURE_THREADS);
+}
+
 static int resolve_oid(git_oid *out, struct gitrepo *repo, const char *rev)
 {
 	git_object *obj = NULL, *peeled = NULL;
@@ -1268,7 +1273,8 @@ static int range_load(struct gitrepo_range **out, struct gitrepo *repo,
 				 r->have_patches && !deferred);
 		r->nr = i + 1;
 	}
-	if (!rc)
+	/* Deferred, the caller asks for it (gitrepo_range_diffstat()). */
+	if (!rc && !deferred)
 		rc = range_diffstat(r, repo->repo, have_mb ? &mb : NULL,
 				    &head_oid);
 out:
@@ -1292,6 +1298,22 @@ int gitrepo_range_load_deferred(struct gitrepo_range **out,
 				const char *head, size_t patch_limit)
 {
 	return range_load(out, repo, base, head, patch_limit, 1);
+}
+
+int gitrepo_range_diffstat(struct gitrepo *repo, struct gitrepo_range *range)
+{
+	git_oid mb, head;
+	int rc;
+
+	if (range->diffstat.len)
+		return 0;
+	rc = git_oid_fromstr(&head, range->head);
+	if (!rc && range->merge_base[0])
+		rc = git_oid_fromstr(&mb, range->merge_base);
+	if (rc < 0)
+		return git_fail(rc, 0, "range diffstat");
+	return range_diffstat(range, repo->repo,
+			      range->merge_base[0] ? &mb : NULL, &head);
 }
 
 int gitrepo_range_patch(struct gitrepo *repo, struct gitrepo_range *range,

@@ -97,6 +97,11 @@ struct gitrepo_range {
 
 int gitrepo_open(struct gitrepo **out, const char *path);
 void gitrepo_free(struct gitrepo *repo);
+/*
+ * 1 when libgit2 was built thread safe (GIT_FEATURE_THREADS): then two
+ * gitrepos, each on its own thread, may be used at the same time.
+ */
+int gitrepo_threads(void);
 
 /*
  * The primitives of the daemon's bare mirror (outbound/mirror.h decides
@@ -145,21 +150,28 @@ int gitrepo_range_load(struct gitrepo_range **out, struct gitrepo *repo,
 void gitrepo_range_free(struct gitrepo_range *range);
 
 /*
- * gitrepo_range_load() that renders no patch yet: have_patches is set as
- * it would be, but commits[i].patch (and files, insertions, deletions)
- * are filled only by gitrepo_range_patch(repo, range, i), and emptied
- * again by gitrepo_range_patch_release(), so that a writer that mails one
- * patch at a time (patchbridge format) holds one in memory, as git
- * format-patch does.  patch_id stays empty: what needs it, the pairing of
- * gitrepo_range_diff(), needs every patch at once and so a range from
- * gitrepo_range_load().  gitrepo_range_patch() on a filled patch does
- * nothing.
+ * gitrepo_range_load() that renders no patch and no diffstat yet:
+ * have_patches is set as it would be, but commits[i].patch (and files,
+ * insertions, deletions) are filled only by gitrepo_range_patch(repo,
+ * range, i), and emptied again by gitrepo_range_patch_release(), so that
+ * a writer that mails one patch at a time (patchbridge format) holds one
+ * in memory, as git format-patch does; range->diffstat is filled by
+ * gitrepo_range_diffstat(), which the writer calls while the first
+ * patches are rendered (patchahead.h).  patch_id stays empty: what needs
+ * it, the pairing of gitrepo_range_diff(), needs every patch at once and
+ * so a range from gitrepo_range_load().  gitrepo_range_patch() on a
+ * filled patch, and gitrepo_range_diffstat() on a filled diffstat, do
+ * nothing.  Between two threads, each with its own gitrepo, these
+ * calls may run at the same time on different commits (or the diffstat)
+ * of one range: each writes only what it fills and reads only what the
+ * load wrote.
  */
 int gitrepo_range_load_deferred(struct gitrepo_range **out,
 				struct gitrepo *repo, const char *base,
 				const char *head, size_t patch_limit);
 int gitrepo_range_patch(struct gitrepo *repo, struct gitrepo_range *range,
 			size_t i);
+int gitrepo_range_diffstat(struct gitrepo *repo, struct gitrepo_range *range);
 void gitrepo_range_patch_release(struct gitrepo_range *range, size_t i);
 
 /*
