@@ -226,10 +226,29 @@ static int quote_plus(struct buf *out, const char *s, size_t n)
 	return buf_error(out);
 }
 
+/* A component of a keyring path: quote_plus() of s, never empty, "."
+ * or "..": the signature's i= and s= name a file under the keyring and
+ * must not climb out of it. */
+static int path_part(struct buf *out, const char *s, size_t n)
+{
+	size_t at = out->len;
+	int rc = quote_plus(out, s, n);
+
+	if (rc)
+		return rc;
+	if (out->len == at || (out->len - at <= 2 &&
+			       !strncmp(out->data + at, "..", out->len - at)))
+		return err_set(PB_EINVAL,
+			       "an identity or selector that names no file "
+			       "under the keyring");
+	return 0;
+}
+
 int patatt_keyring_path(struct buf *out, const char *identity,
 			const char *selector)
 {
 	const char *at = strchr(identity, '@');
+	int rc;
 
 	if (!at)
 		return err_set(PB_EINVAL,
@@ -239,12 +258,16 @@ int patatt_keyring_path(struct buf *out, const char *identity,
 		selector = PATATT_SELECTOR_DEFAULT;
 	buf_adds(out, "ed25519/");
 	/* patatt splits at the first "@" */
-	quote_plus(out, at + 1, strlen(at + 1));
-	buf_addch(out, '/');
-	quote_plus(out, identity, (size_t)(at - identity));
-	buf_addch(out, '/');
-	quote_plus(out, selector, strlen(selector));
-	return buf_error(out);
+	rc = path_part(out, at + 1, strlen(at + 1));
+	if (!rc)
+		rc = buf_addch(out, '/');
+	if (!rc)
+		rc = path_part(out, identity, (size_t)(at - identity));
+	if (!rc)
+		rc = buf_addch(out, '/');
+	if (!rc)
+		rc = path_part(out, selector, strlen(selector));
+	return rc ? rc : buf_error(out);
 }
 
 /* ---- the mail as patatt splits it ---- */

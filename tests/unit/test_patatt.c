@@ -419,6 +419,24 @@ static void test_keys(void **state)
 	assert_int_equal(patatt_keyring_path(&b, "a/../b@x y", "2026 01"), 0);
 	assert_string_equal(b.data, "ed25519/x+y/a%2F..%2Fb/2026+01");
 	assert_int_equal(patatt_keyring_path(&b, "nodomain", NULL), PB_EINVAL);
+	/* A signature's i= and s= name a file under the keyring: no
+	 * component may climb out of it, nor be empty. */
+	buf_reset(&b);
+	assert_int_equal(patatt_keyring_path(&b, "..@..", "x"), PB_EINVAL);
+	buf_reset(&b);
+	assert_int_equal(patatt_keyring_path(&b, "a@example.org", ".."),
+			 PB_EINVAL);
+	buf_reset(&b);
+	assert_int_equal(patatt_keyring_path(&b, ".@example.org", NULL),
+			 PB_EINVAL);
+	buf_reset(&b);
+	assert_int_equal(patatt_keyring_path(&b, "@example.org", NULL),
+			 PB_EINVAL);
+	buf_reset(&b);
+	assert_int_equal(patatt_keyring_path(&b, "a@", NULL), PB_EINVAL);
+	buf_reset(&b);
+	assert_int_equal(patatt_keyring_path(&b, "a..b@x..y", "..s"), 0);
+	assert_string_equal(b.data, "ed25519/x..y/a..b/..s");
 	buf_release(&b);
 }
 
