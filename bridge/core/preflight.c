@@ -52,6 +52,9 @@ void preflight_release(struct preflight *pf)
 }
 
 static void add(struct strlist *l, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+static void add(struct strlist *l, const char *fmt, va_list ap)
 {
 	char line[FINDING_MAX];
 
