@@ -16,6 +16,11 @@ starts itself, on loopback, and stops before it exits:
     applying the replies to the forge, woken by SIGUSR1 where a step
     waits for it (its poll interval is an hour), and serving /metrics.
 
+The bridge attests what it mails with its own ed25519 key (`patchbridge
+attest-key --generate`, published in a keyring laid out as patatt's),
+and a list reader checks it with the real `patatt validate`; the cover
+letter says which commit signature the forge verified.
+
 Near its end a contributor sends a series to the list with git
 send-email through that Postfix, and the forge shows it as a merge
 request from email (README "Contributing by email").
@@ -313,6 +318,54 @@ def main():
     return rc
 
 
+def bridge_key(bed):
+    """The bridge's ed25519 key (patchbridge attest-key --generate) and
+    the keyring a list reader fetches its public key from, laid out as
+    patatt's: the key file's path and the keyring's."""
+    key = os.path.join(bed.work, "bridge.key")
+    out = subprocess.run([bed.patchbridge, "attest-key", "--generate",
+                          "--identity", "bridge@example.org", key],
+                         capture_output=True, text=True)
+    check(out.returncode == 0, "attest-key: " + out.stderr[-500:])
+    os.chmod(key, 0o600)
+    pub = subprocess.run([bed.patchbridge, "attest-key", "--public", key],
+                         capture_output=True, text=True, check=True)
+    keys = os.path.join(bed.work, "keyring", ".keys")
+    where = os.path.join(keys, "ed25519", "example.org", "bridge")
+    os.makedirs(where)
+    with open(os.path.join(where, "default"), "w") as f:
+        f.write(pub.stdout)
+    return key, keys
+
+
+def check_attestation(bed, keys, series):
+    """patatt, as a list reader runs it, checks the bridge's attestation
+    of the series as the archive has it."""
+    mbox = os.path.join(bed.work, "attested.mbox")
+    with open(mbox, "wb") as f:
+        for m in series:
+            f.write(b"From patchbridge Mon Sep 17 00:00:00 2001\n")
+            f.write(m.raw.replace(b"\r\n", b"\n"))
+            f.write(b"\n")
+    gitconfig = os.path.join(bed.work, "reader.gitconfig")
+    with open(gitconfig, "w") as f:
+        f.write("[patatt]\n\tkeyringsrc = %s\n" % keys)
+    env = dict(os.environ, GIT_CONFIG_GLOBAL=gitconfig,
+               GIT_CONFIG_NOSYSTEM="1",
+               XDG_CACHE_HOME=os.path.join(bed.work, "cache"),
+               XDG_DATA_HOME=os.path.join(bed.work, "data"))
+    out = subprocess.run(["/usr/bin/python3", "-c",
+                          "import sys, patatt; sys.exit(patatt.command())",
+                          "validate", mbox], capture_output=True, text=True,
+                         env=env)
+    passed = [line.strip() for line in (out.stdout + out.stderr).splitlines()
+              if "PASS" in line]
+    check(out.returncode == 0 and len(passed) == len(series),
+          "patatt validate: %s" % (out.stdout + out.stderr)[-800:])
+    say("patatt validate, with the bridge's key from the keyring: %d of %d "
+        "mails PASS (%s)" % (len(passed), len(series), passed[0]))
+
+
 def story(bed, bindir):
     step("Start a GitLab simulator and a private Postfix as the list server")
     sim("POST", "/_sim/reset", {"seed": SEED})
@@ -327,8 +380,10 @@ def story(bed, bindir):
         milters += ", unix:%s" % msock
     # The milters first, so that Postfix's first connection finds them.
     bed.env["PORT"] = str(bedlib.free_port())
+    key, keys = bridge_key(bed)
     bedlib.write_config(bed, msock, OWNERS, outbound="cc_owners = yes\n"
-                        "cc_author = yes\ncc_reviewers = yes\n")
+                        "cc_author = yes\ncc_reviewers = yes\n"
+                        "attest = yes\nattest_key_file = %s\n" % key)
     mport = bedlib.free_port()
     with open(bed.cfg, "a") as f:
         f.write("[metrics]\nenabled = yes\nlisten = 127.0.0.1:%d\n"
@@ -366,8 +421,10 @@ def story(bed, bindir):
                  "the milter's counters do not reach /metrics")
 
     step("Alice opens a merge request with 3 commits on the forge")
+    # Alice signs her first commit; GitLab verifies it against her key.
+    v1 = [dict(V1[0], signature={"type": "PGP", "user": "alice"})] + V1[1:]
     made = sim("POST", "/_sim/projects/1/commits",
-               {"branch": "step", "start": "main", "commits": V1})
+               {"branch": "step", "start": "main", "commits": v1})
     mr = sim("POST", "/_sim/projects/1/merge_requests",
              {"source_branch": "step", "target_branch": "main",
               "title": "counter: count by a step",
@@ -377,7 +434,7 @@ def story(bed, bindir):
     say("group/project!%d \"%s\" by Alice, reviewers Mary and Rob" %
         (mr["iid"], mr["title"]))
 
-    step("patchbridge mails revision 1 to the list")
+    step("patchbridge mails revision 1 to the list, attested")
     say(bed.pb("send", "group/project!1").strip())
     bed.wait_mail(4)
     bed.settle()
@@ -389,8 +446,19 @@ def story(bed, bindir):
     cover = next(m for m in series if " 0/3]" in m["Subject"])
     patch1 = next(m for m in series if " 1/3]" in m["Subject"])
     patch2 = next(m for m in series if " 2/3]" in m["Subject"])
+    text = cover.raw.decode("utf-8", "replace").replace("\r\n", "\n")
+    sigs = text.split("Commit signatures, as the forge verified them:\n")
+    check(len(sigs) == 2, "the cover letter says nothing of signatures")
+    say("the cover letter: Commit signatures, as the forge verified them:")
+    for line in sigs[1].split("\n\n")[0].splitlines():
+        say("  " + line)
+    check(all(m.get("X-Developer-Signature") for m in series),
+          "a mail of the series is not attested")
+    say("each mail carries X-Developer-Signature: the bridge's ed25519 "
+        "attestation")
 
-    step("A list reader applies the series with git am")
+    step("A list reader checks the attestation and applies the series "
+         "with git am")
     clone = os.path.join(bed.work, "reader")
     subprocess.run(["git", "clone", "-q", os.environ["PB_FORGESIM_URL"] +
                     "/group/project.git", clone], check=True)
@@ -412,6 +480,7 @@ def story(bed, bindir):
                           "-3"], capture_output=True, text=True).stdout
     say("git am applied 3 patches:")
     say(log.strip())
+    check_attestation(bed, keys, series)
 
     ci_result(bed, d, cover)
 
