@@ -640,7 +640,8 @@ static int approval_from_list(struct mrctx *c, const struct forge_note *n)
 		return 0;
 	name = xasprintf(STORE_CURSOR_LIST_APPROVAL, c->project,
 			 (long long)c->iid, n->author.username);
-	found = !store_cursor_get(&v, c->fm->store, name);
+	/* "": the list's approval was withdrawn since (withdrawn()) */
+	found = !store_cursor_get(&v, c->fm->store, name) && v.len;
 	free(name);
 	buf_release(&v);
 	return found;
@@ -839,13 +840,20 @@ static int withdrawn(struct mrctx *c, const struct forge_note *n,
 out:
 	free(name);
 	/* Whatever it was, the approval is gone: one given again on the
-	 * forge is not the list's (the applied mail's provenance). */
+	 * forge is not the list's (its mail, and the applied mail's
+	 * provenance). */
 	if (rc >= 0 && n->author.username) {
-		name = xasprintf(STORE_CURSOR_LIST_APPROVAL_VIA, c->project,
-				 (long long)c->iid, n->author.username);
-		if (store_cursor_set(c->fm->store, name, ""))
-			log_warn("%s", err_msg());
-		free(name);
+		int via;
+
+		for (via = 0; via <= 1; via++) {
+			name = xasprintf(via ? STORE_CURSOR_LIST_APPROVAL_VIA :
+					       STORE_CURSOR_LIST_APPROVAL,
+					 c->project, (long long)c->iid,
+					 n->author.username);
+			if (store_cursor_set(c->fm->store, name, ""))
+				log_warn("%s", err_msg());
+			free(name);
+		}
 	}
 	buf_release(&mid);
 	buf_release(&head);

@@ -745,6 +745,38 @@ static void approvals_provenance(void **state)
 	free(text);
 }
 
+/* An approval the list gave, withdrawn on the forge and given again
+ * there: the second is the forge's, and is mailed. */
+static void approval_again_on_forge_mailed(void **state)
+{
+	struct bed *b = *state;
+	struct forge_note *n;
+	size_t queued = 0;
+	char *text;
+
+	assert_int_equal(store_cursor_set(b->st,
+					  "list-approval:" PROJECT "!7:carol",
+					  "0123456789abcdef0123456789abcdef01234567"),
+			 0);
+	n = said(b, 903, "carol", "approved this merge request");
+	n->system = 1;
+	assert_int_equal(forgemail_mr(b->fm, PROJECT, 7, &queued), 0);
+	assert_int_equal(queued, 0); /* the list's: the list saw the ack */
+	n = said(b, 904, "carol", "unapproved this merge request");
+	n->system = 1;
+	assert_int_equal(forgemail_mr(b->fm, PROJECT, 7, &queued), 0);
+	n = said(b, 905, "carol", "approved this merge request");
+	n->system = 1;
+	n->author.name = (char *)"Carol";
+	queued = 0;
+	assert_int_equal(forgemail_mr(b->fm, PROJECT, 7, &queued), 0);
+	text = queued_text(b, "ack", 905);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "approved this merge request on the "
+				     "forge"));
+	free(text);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -762,6 +794,7 @@ int main(void)
 		T(pipeline_log_unreadable),
 		T(pipelines_off),
 		T(approvals_provenance),
+		T(approval_again_on_forge_mailed),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
