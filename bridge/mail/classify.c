@@ -775,6 +775,10 @@ int classify_eom(struct classify_result *res, const struct classify_input *in,
 			tm = NULL;
 			break;
 		}
+		/* iid 0: the bridge's notice about a series that became no
+		 * merge request - nothing to place a reply on */
+		if (row.iid < 1)
+			continue;
 		set_target(res, row.project, row.iid, row.revision, row.patch,
 			   row.total, ids.items[i]);
 		res->via = CLASSIFY_VIA_THREAD_MAP;

@@ -31,6 +31,7 @@ In every story no mail is queued to the list address.
 
 import json
 import os
+import re
 import shutil
 import sqlite3
 import sys
@@ -215,8 +216,34 @@ def not_applied(pb, tmp, work, main):
     out = st.why(msgid_of(files[-1]))
     if "dead letter" in out or "not opened, its sender told" not in out:
         fail("not_applied: why of the last mail %r" % out)
-    print("not applied: one notice to the sender, naming 2/2 and %s" %
-          main[:12])
+    # Her answers to the notice, on the list: there is no merge request
+    # to put them on, so they pass (the milter once tempfailed them).
+    notice_id = re.search(r"^Message-ID: (<[^>]+>)", head, re.M).group(1)
+    answers = []
+    for k, text in enumerate(("Thanks, a fixed v2 comes soon.\n",
+                              "unsubscribe notices\n")):
+        path = os.path.join(st.dir, "answer%d.eml" % k)
+        with open(path, "w") as f:
+            f.write("From: Ann Author <ann@example.org>\n"
+                    "To: list@example.org\n"
+                    "Subject: Re: your series\n"
+                    "Date: Mon, 07 Dec 2026 05:00:0%d +0000\n"
+                    "Message-ID: <answer%d.notice@example.org>\n"
+                    "In-Reply-To: %s\n"
+                    "References: %s %s\n"
+                    "Content-Type: text/plain\n\n%s"
+                    % (k, k, notice_id, cover, notice_id, text))
+        answers.append(path)
+    st.replay(*answers, spooled=False)
+    st.daemon()
+    for k in range(2):
+        # 66: a mail the bridge never took (passed, not spooled)
+        out = run([pb, "-c", st.conf, "why",
+                   "answer%d.notice@example.org" % k], ok=(0, 66))
+        if "dead letter" in out or "!0" in out:
+            fail("not_applied: answer %d to the notice: %r" % (k, out))
+    print("not applied: one notice to the sender, naming 2/2 and %s; "
+          "her answers to it placed on no merge request" % main[:12])
 
 
 def stale(pb, tmp, work, main):
