@@ -40,6 +40,12 @@
  */
 #define FORGEMAIL_DEFER_MAX_MS (60 * 60 * 1000)
 
+/* An owners file read this round (fm_owners()). */
+struct fm_owners {
+	char *path;
+	struct owners *o; /* NULL: it did not load */
+};
+
 struct forgemail {
 	const struct config *cfg;
 	struct store *store;
@@ -56,10 +62,7 @@ struct forgemail {
 	char *noreply;
 	time_t noreply_asked;
 	/* The owners files read this round, by path (fm_owners()). */
-	struct fm_owners {
-		char *path;
-		struct owners *o; /* NULL: it did not load */
-	} *owners;
+	struct fm_owners *owners;
 	size_t nr_owners, alloc_owners;
 };
 

@@ -754,10 +754,10 @@ static void approval_again_on_forge_mailed(void **state)
 	size_t queued = 0;
 	char *text;
 
-	assert_int_equal(store_cursor_set(b->st,
-					  "list-approval:" PROJECT "!7:carol",
-					  "0123456789abcdef0123456789abcdef01234567"),
-			 0);
+	assert_int_equal(
+		store_cursor_set(b->st, "list-approval:" PROJECT "!7:carol",
+				 "0123456789abcdef0123456789abcdef01234567"),
+		0);
 	n = said(b, 903, "carol", "approved this merge request");
 	n->system = 1;
 	assert_int_equal(forgemail_mr(b->fm, PROJECT, 7, &queued), 0);
