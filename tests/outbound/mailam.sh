@@ -17,10 +17,8 @@
 set -eu
 tool=$(realpath "$1")
 here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d "${PB_TEST_TMP:-/tmp}/mailam.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-export HOME="$tmp/home" GIT_CONFIG_NOSYSTEM=1 LC_ALL=C.UTF-8 TZ=UTC
-mkdir -p "$HOME"
+name=mailam
+. "$here/testenv.sh"
 git config --global user.name "Applier"
 git config --global user.email "applier@example.org"
 git config --global init.defaultBranch main
