@@ -498,6 +498,28 @@ static void make_at_version(const char *path, int version)
 	store_free(st);
 }
 
+/* Patch 1 of a series "s@x" of total from ann@example.org: added, and
+ * *whole says whether it made the series whole. */
+static void add_patch1(int *whole, struct store *st, int total,
+		       const char *message)
+{
+	struct store_submission s;
+	struct store_submitted sm;
+
+	memset(&s, 0, sizeof(s));
+	s.series_id = "s@x";
+	s.sender = "ann@example.org";
+	s.project = "g/p";
+	s.version = 1;
+	s.total = total;
+	memset(&sm, 0, sizeof(sm));
+	sm.message_id = "s@x";
+	sm.patch = 1;
+	sm.message = message;
+	sm.message_len = strlen(message);
+	assert_int_equal(store_submission_add(whole, st, &s, &sm), 0);
+}
+
 /*
  * Both engines: a database at schema 10, with revisions and mails, takes
  * the step to 11 (the submissions) with its rows intact, and collects a
@@ -509,8 +531,6 @@ static void test_migrate_submissions(void **state)
 	struct store *st = NULL;
 	struct store_revision got = { 0 };
 	struct store_mail m = STORE_MAIL_INIT;
-	struct store_submission s;
-	struct store_submitted sm;
 	int v = 0, whole = 0;
 
 	(void)state;
@@ -525,18 +545,7 @@ static void test_migrate_submissions(void **state)
 	assert_string_equal(got.cover_msgid, "old-cover@x");
 	assert_int_equal(store_mail_get(&m, st, "old-1@x"), 0);
 	assert_int_equal(m.revision, 1);
-	memset(&s, 0, sizeof(s));
-	s.series_id = "s@x";
-	s.sender = "ann@example.org";
-	s.project = "g/p";
-	s.version = 1;
-	s.total = 1;
-	memset(&sm, 0, sizeof(sm));
-	sm.message_id = "s@x";
-	sm.patch = 1;
-	sm.message = "Subject: [PATCH] s\n\nx\n";
-	sm.message_len = strlen(sm.message);
-	assert_int_equal(store_submission_add(&whole, st, &s, &sm), 0);
+	add_patch1(&whole, st, 1, "Subject: [PATCH] s\n\nx\n");
 	assert_int_equal(whole, 1);
 	assert_int_equal(store_check(st), 0);
 	store_free(st);
@@ -557,8 +566,7 @@ static void test_migrate_series_notices(void **state)
 	struct store *st = NULL;
 	struct store_notice_place at = { "g/p", 0, 0, 0 };
 	struct store_mail m = STORE_MAIL_INIT;
-	struct store_submission s;
-	struct store_submitted sm;
+	static const char patch1[] = "Subject: [PATCH 1/2] s\n\nx\n";
 	struct store_submission_list due = { 0 };
 	struct store_notice row;
 	int64_t n = -1;
@@ -588,21 +596,10 @@ static void test_migrate_series_notices(void **state)
 	assert_int_equal(store_mail_put(st, &m), PB_EINVAL);
 
 	/* a series of two patches, one come, old enough for a reminder */
-	memset(&s, 0, sizeof(s));
-	s.series_id = "s@x";
-	s.sender = "ann@example.org";
-	s.project = "g/p";
-	s.version = 1;
-	s.total = 2;
-	memset(&sm, 0, sizeof(sm));
-	sm.message_id = "s@x";
-	sm.patch = 1;
-	sm.message = "Subject: [PATCH 1/2] s\n\nx\n";
-	sm.message_len = strlen(sm.message);
-	assert_int_equal(store_submission_add(&whole, st, &s, &sm), 0);
+	add_patch1(&whole, st, 2, patch1);
 	assert_int_equal(whole, 0);
 	assert_int_equal(store_submission_bytes(&n, st, "s@x"), 0);
-	assert_int_equal(n, (int64_t)sm.message_len);
+	assert_int_equal(n, (int64_t)strlen(patch1));
 	assert_int_equal(store_submission_bytes(&n, st, "none@x"), 0);
 	assert_int_equal(n, 0);
 	assert_int_equal(
