@@ -996,12 +996,11 @@ char *emailmr_series_key(struct store *st, const struct review *r)
 	return key;
 }
 
-int emailmr_collect(int *whole, char *series_id, size_t size, struct store *st,
-		    const char *project, enum emailmr_policy policy,
-		    const struct review_options *ro, const char *raw,
-		    size_t len)
+int emailmr_collect_parsed(int *whole, char *series_id, size_t size,
+			   struct store *st, const char *project,
+			   enum emailmr_policy policy, const struct review *r,
+			   const char *raw, size_t len)
 {
-	struct review *r = NULL;
 	struct store_submission sub;
 	struct store_submitted m;
 	const struct mail *mail;
@@ -1014,23 +1013,15 @@ int emailmr_collect(int *whole, char *series_id, size_t size, struct store *st,
 		series_id[0] = '\0';
 	if (policy == EMAILMR_OFF)
 		return err_set(PB_EPERM, "the project takes no series by mail");
-	rc = review_parse(&r, raw, len, NULL, ro);
-	if (rc)
-		return rc;
 	mail = r->mail;
-	if (!r->submission) {
-		rc = err_set(PB_EPERM, "not a new series: %s",
-			     r->submission_why);
-		goto out;
-	}
-	if (policy == EMAILMR_VERIFIED && !r->auth.verified) {
-		rc = err_set(PB_EPERM, "the sender is not DKIM/DMARC-verified");
-		goto out;
-	}
-	if (!mail->message_id || !mail->from.email[0]) {
-		rc = err_set(PB_EPERM, "no Message-ID or sender address");
-		goto out;
-	}
+	if (!r->submission)
+		return err_set(PB_EPERM, "not a new series: %s",
+			       r->submission_why);
+	if (policy == EMAILMR_VERIFIED && !r->auth.verified)
+		return err_set(PB_EPERM,
+			       "the sender is not DKIM/DMARC-verified");
+	if (!mail->message_id || !mail->from.email[0])
+		return err_set(PB_EPERM, "no Message-ID or sender address");
 	key = emailmr_series_key(st, r);
 	sender = xstrdup(mail->from.email);
 	for (i = 0; sender[i]; i++)
@@ -1052,10 +1043,30 @@ int emailmr_collect(int *whole, char *series_id, size_t size, struct store *st,
 	rc = store_submission_add(whole, st, &sub, &m);
 	if (!rc || rc == PB_EEXISTS)
 		snprintf(series_id, size, "%s", key);
-out:
 	free(id);
 	free(key);
 	free(sender);
+	return rc;
+}
+
+int emailmr_collect(int *whole, char *series_id, size_t size, struct store *st,
+		    const char *project, enum emailmr_policy policy,
+		    const struct review_options *ro, const char *raw,
+		    size_t len)
+{
+	struct review *r = NULL;
+	int rc;
+
+	*whole = 0;
+	if (size)
+		series_id[0] = '\0';
+	if (policy != EMAILMR_OFF) {
+		rc = review_parse(&r, raw, len, NULL, ro);
+		if (rc)
+			return rc;
+	}
+	rc = emailmr_collect_parsed(whole, series_id, size, st, project, policy,
+				    r, raw, len);
 	review_free(r);
 	return rc;
 }

@@ -55,6 +55,7 @@
 
 struct store;
 struct forge;
+struct review;
 struct review_options;
 
 /* Longest branch name made, the prefix included. */
@@ -154,6 +155,13 @@ int emailmr_collect(int *whole, char *series_id, size_t size, struct store *st,
 		    const struct review_options *ro, const char *raw,
 		    size_t len);
 
+/* The same, of raw parsed already into r (review_parse() under the
+ * trust rules ro would give it); r may be NULL under EMAILMR_OFF. */
+int emailmr_collect_parsed(int *whole, char *series_id, size_t size,
+			   struct store *st, const char *project,
+			   enum emailmr_policy policy, const struct review *r,
+			   const char *raw, size_t len);
+
 /*
  * The series a submission r (review.h) is of: its own Message-ID for a
  * cover letter or a patch that answers nothing, else the Message-ID it
@@ -161,7 +169,6 @@ int emailmr_collect(int *whole, char *series_id, size_t size, struct store *st,
  * vN patch in reply to an earlier version starts a series of its own).
  * Without "<>"; the caller frees it.
  */
-struct review;
 char *emailmr_series_key(struct store *st, const struct review *r);
 
 /* Open series_id (WHOLE) as a merge request; *iid gets its number. */

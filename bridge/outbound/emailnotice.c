@@ -311,11 +311,9 @@ static int limits(const struct emailnotice_ctx *c, const struct review *r,
 }
 
 int emailnotice_screen(const struct emailnotice_ctx *c,
-		       enum emailmr_policy policy,
-		       const struct review_options *ro, const char *raw,
-		       size_t len)
+		       enum emailmr_policy policy, const struct review *r,
+		       const char *raw, size_t len)
 {
-	struct review *r = NULL;
 	struct store_notice before;
 	const struct mail *mail;
 	char *key = NULL, *sender = NULL, *k, line[PB_ERRMSG_MAX / 2];
@@ -324,12 +322,9 @@ int emailnotice_screen(const struct emailnotice_ctx *c,
 
 	if (policy == EMAILMR_OFF)
 		return 0; /* nobody, and nobody told */
-	rc = review_parse(&r, raw, len, NULL, ro);
-	if (rc)
-		return rc;
 	mail = r->mail;
 	if (!r->submission || !mail->message_id || !mail->from.email[0])
-		goto out; /* emailmr_collect() says why */
+		return 0; /* emailmr_collect() says why */
 	key = emailmr_series_key(c->st, r);
 	sender = xstrdup(mail->from.email);
 	for (i = 0; sender[i]; i++)
@@ -367,7 +362,6 @@ int emailnotice_screen(const struct emailnotice_ctx *c,
 out:
 	free(key);
 	free(sender);
-	review_free(r);
 	return rc;
 }
 

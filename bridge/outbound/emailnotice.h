@@ -65,17 +65,17 @@ struct emailnotice_ctx {
 
 /*
  * Before a mail is collected into its series (emailmr_collect()): a
- * submission (review.h) whose series was refused already is refused
- * again, silently; under EMAILMR_VERIFIED a sender the trusted
- * Authentication-Results (ro) do not verify is refused (PB_EPERM); a
+ * submission (r, the mail raw parsed by review.h) whose series was
+ * refused already is refused again, silently; under EMAILMR_VERIFIED a
+ * sender the trusted Authentication-Results do not verify is refused
+ * (PB_EPERM); a
  * series over a limit is refused (PB_ELIMIT).  Refused: the sender
  * told once, err_msg() says which rule or limit.  0 for any other
  * mail: emailmr_collect() decides.
  */
 int emailnotice_screen(const struct emailnotice_ctx *c,
-		       enum emailmr_policy policy,
-		       const struct review_options *ro, const char *raw,
-		       size_t len);
+		       enum emailmr_policy policy, const struct review *r,
+		       const char *raw, size_t len);
 
 /* emailmr_ctx.failed, arg a struct emailnotice_ctx. */
 int emailnotice_failed(void *arg, const struct emailmr_failure *f);

@@ -2028,6 +2028,7 @@ int outbound_submission(struct outbound *ob, char *project, size_t size,
 {
 	const struct config_project *proj;
 	struct review_options ro;
+	struct review *r = NULL;
 	struct emailnotice_ctx nc;
 	enum emailmr_policy policy;
 	char series[PB_MSGID_MAX + 1];
@@ -2061,15 +2062,23 @@ int outbound_submission(struct outbound *ob, char *project, size_t size,
 	ro.list_address = config_project_str(proj, CFG_BRIDGE_LIST_ADDRESS);
 	ro.own_domain = config_str(ob->cfg, CFG_BRIDGE_DOMAIN);
 	ro.own_address = config_str(ob->cfg, CFG_BRIDGE_ADDRESS);
+	/* parsed once, for the screening and the collection */
+	if (policy != EMAILMR_OFF) {
+		rc = review_parse(&r, raw, len, NULL, &ro);
+		if (rc)
+			return rc;
+	}
 	/* the verified rule and the limits, the sender told once */
 	nc.st = ob->store;
 	nc.cfg = ob->cfg;
 	nc.proj = proj;
-	rc = emailnotice_screen(&nc, policy, &ro, raw, len);
-	if (rc)
-		return rc;
-	rc = emailmr_collect(&whole, series, sizeof(series), ob->store,
-			     config_project_name(proj), policy, &ro, raw, len);
+	rc = emailnotice_screen(&nc, policy, r, raw, len);
+	if (!rc)
+		rc = emailmr_collect_parsed(&whole, series, sizeof(series),
+					    ob->store,
+					    config_project_name(proj), policy,
+					    r, raw, len);
+	review_free(r);
 	if (rc == PB_EEXISTS && series[0]) {
 		/* seen before: the mail that made its series whole, tried
 		 * again after the merge request could not be opened */
