@@ -100,7 +100,9 @@ out:
 	patatt_verdict_release(&v);
 }
 
-/* An aligned DKIM pass or a DMARC pass, as approvals are verified. */
+/* An aligned DKIM pass or a DMARC pass, as approvals are verified: what
+ * vouches for a mail no patatt signature does (m->kind NONE), and
+ * m->verified for every mail. */
 static void check_dkim(struct emailattest_mail *m, const char *raw, size_t len,
 		       const struct emailattest_opts *o)
 {
@@ -109,7 +111,10 @@ static void check_dkim(struct emailattest_mail *m, const char *raw, size_t len,
 
 	if (review_parse(&r, raw, len, NULL, o->ro))
 		return;
-	if (r->auth.verified && r->mail->from.email[0]) {
+	m->verified = r->auth.verified;
+	if (m->kind != EMAILATTEST_NONE) {
+		/* vouched for by its patatt signature: verified is all */
+	} else if (r->auth.verified && r->mail->from.email[0]) {
 		m->kind = EMAILATTEST_DKIM;
 		m->identity = xstrdup(r->mail->from.email);
 		m->how = xstrdup(r->auth.dkim == AR_PASS ? "DKIM" : "DMARC");
@@ -136,8 +141,7 @@ int emailattest_add(struct emailattest *a, const char *raw, size_t len,
 	memset(m, 0, sizeof(*m));
 	m->patch = patch;
 	check_patatt(m, raw, len, o);
-	if (m->kind == EMAILATTEST_NONE)
-		check_dkim(m, raw, len, o);
+	check_dkim(m, raw, len, o);
 	if (m->kind == EMAILATTEST_NONE && !m->detail)
 		m->detail = xstrdup("no patatt signature, and no DKIM/DMARC "
 				    "pass");

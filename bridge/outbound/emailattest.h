@@ -59,6 +59,9 @@ struct emailattest_mail {
 	char *identity; /* PATATT: the signature's i=; DKIM: the sender */
 	char *how; /* PATATT: "ed25519"; DKIM: "DKIM" or "DMARC" */
 	char *detail; /* NONE, BAD: why, in a few words; else NULL */
+	/* the trusted Authentication-Results verify its sender, as an
+	 * approval's sender must be (whatever kind vouches for it) */
+	int verified;
 };
 
 struct emailattest {

@@ -502,25 +502,16 @@ out:
  * else NULL, the bridge.  users (owner) keeps the name.
  */
 static const char *opener(const struct emailmr_ctx *c, const struct series *s,
-			  struct strlist *users)
+			  const struct emailattest *att, struct strlist *users)
 {
 	char user[EMAILMR_USER_MAX + 1];
 	size_t i;
 
-	if (!c->map_user || !c->ro)
+	if (!c->map_user || !c->ro || att->nr != s->mails.nr)
 		return NULL;
-	for (i = 0; i < s->mails.nr; i++) {
-		const struct store_submitted *m = &s->mails.items[i];
-		struct review *r = NULL;
-		int verified;
-
-		if (review_parse(&r, m->message, m->message_len, NULL, c->ro))
+	for (i = 0; i < att->nr; i++)
+		if (!att->mails[i].verified)
 			return NULL;
-		verified = r->auth.verified;
-		review_free(r);
-		if (!verified)
-			return NULL;
-	}
 	user[0] = '\0';
 	if (c->map_user(user, sizeof(user), c->project, s->sub.sender,
 			c->map_arg)) {
@@ -777,7 +768,7 @@ static int create_mr(struct forge_mr *mr, const struct emailmr_ctx *c,
 		     struct buf *desc)
 {
 	struct strlist users = STRLIST_INIT;
-	const char *user = opener(c, s, &users);
+	const char *user = opener(c, s, att, &users);
 	int rc = 0, rc2;
 
 	if (user) {
